@@ -1,0 +1,93 @@
+"""Keys and identifiers.
+
+A feed is named by its author's Ed25519 public key (32 bytes); a message by
+the BLAKE2b-256 hash of its signed encoding (32 bytes). On screens and in
+files they are written with a sigil and unpadded URL-safe base64, so they
+never contain `/` or `+`: `@…` for a feed, `%…` for a message (43 characters
+after the sigil).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from nacl.signing import SigningKey
+
+from protocol.errors import BadIdentifier
+
+KEY_BYTES = 32
+ID_BYTES = 32
+SIGNATURE_BYTES = 64
+FEED_SIGIL = "@"
+MESSAGE_SIGIL = "%"
+
+
+def message_id(signed: bytes) -> bytes:
+    """The id of a signed message: BLAKE2b-256 of its bytes."""
+    return hashlib.blake2b(signed, digest_size=ID_BYTES).digest()
+
+
+def _b64(raw: bytes) -> str:
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode("ascii")
+
+
+def _unb64(text: str, sigil: str, what: str) -> bytes:
+    if not text.startswith(sigil):
+        raise BadIdentifier(f"{what} {text!r} must start with {sigil!r}")
+    body = text[len(sigil) :]
+    try:
+        raw = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
+    except ValueError:
+        raise BadIdentifier(f"{what} {text!r} is not URL-safe base64") from None
+    if len(raw) != 32 or _b64(raw) != body:
+        raise BadIdentifier(f"{what} {text!r} does not encode 32 bytes")
+    return raw
+
+
+def feed_text(author: bytes) -> str:
+    return FEED_SIGIL + _b64(author)
+
+
+def message_text(msg_id: bytes) -> str:
+    return MESSAGE_SIGIL + _b64(msg_id)
+
+
+def parse_feed(text: str) -> bytes:
+    return _unb64(text, FEED_SIGIL, "feed id")
+
+
+def parse_message_id(text: str) -> bytes:
+    return _unb64(text, MESSAGE_SIGIL, "message id")
+
+
+class Keypair:
+    """An Ed25519 signing identity built from its 32-byte secret seed."""
+
+    __slots__ = ("_signing_key", "public", "seed")
+
+    def __init__(self, seed: bytes) -> None:
+        if len(seed) != KEY_BYTES:
+            raise ValueError("an Ed25519 seed is 32 bytes")
+        self.seed = bytes(seed)
+        self._signing_key = SigningKey(self.seed)
+        self.public = bytes(self._signing_key.verify_key)
+
+    @classmethod
+    def generate(cls) -> Keypair:
+        return cls(bytes(SigningKey.generate()))
+
+    @property
+    def feed_id(self) -> str:
+        return feed_text(self.public)
+
+    def sign(self, payload: bytes) -> bytes:
+        return self._signing_key.sign(payload).signature
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Keypair) and other.seed == self.seed
+
+    def __hash__(self) -> int:
+        return hash(self.public)
+
+    def __repr__(self) -> str:  # never print the secret
+        return f"Keypair({self.feed_id})"

@@ -1,0 +1,26 @@
+"""Size limits a message must respect. Configurable; these are the defaults."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    max_message_bytes: int = 16 * 1024
+    max_tangles: int = 16
+    max_previous: int = 16
+    max_timeframe_entries: int = 4096
+    max_tangle_name_bytes: int = 64
+
+
+DEFAULT_LIMITS = Limits()
+
+# For bytes this node already accepted: limits may have been lowered since.
+UNLIMITED = Limits(
+    max_message_bytes=2**31,
+    max_tangles=2**31,
+    max_previous=2**31,
+    max_timeframe_entries=2**31,
+    max_tangle_name_bytes=255,
+)

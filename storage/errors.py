@@ -1,0 +1,33 @@
+"""Errors of the storage layer, part of the project's single error tree."""
+
+from __future__ import annotations
+
+from protocol.errors import TanglenodeError
+
+
+class StorageError(TanglenodeError):
+    """The store cannot do what was asked."""
+
+
+class StoreNotFound(StorageError):
+    """No store exists at the given path (and we were asked not to create one)."""
+
+
+class IncompatibleStore(StorageError):
+    """The store was written by an incompatible schema version."""
+
+
+class StoreFull(StorageError):
+    """LMDB's map is full; raise `storage.map_size` in the config."""
+
+
+class NoIdentity(StorageError):
+    """Publishing needs the node's keypair, and the store was opened without one."""
+
+
+class UnknownTangle(StorageError):
+    """A publish named a tangle root this store does not hold."""
+
+
+class OwnFeedForked(StorageError):
+    """Our own feed has fork evidence: the secret key has been used elsewhere."""

@@ -1,0 +1,83 @@
+"""The LMDB layout: named databases and how their keys are built.
+
+    messages       id -> signed bytes                 every accepted message
+    feed-index     author + seq(u64 BE) -> id          a feed's chain, in seq order
+    heads          author -> seq(u64 BE) + id          the frontier, one row per feed
+    forks          author + seq(u64 BE) + id -> ""     a second valid message at a stored seq
+    fork-evidence  id -> signed bytes                  the bodies of those second messages
+    tangle-tips    tangle key -> id (dupsort)          messages of a tangle no one references yet
+    tangle-refs    tangle key + id -> ""               ids some message of the tangle references
+    meta           name -> value                       schema version
+
+A feed is forked iff it has a row in `forks`; the first such row gives the
+seq where it forked. A tangle key is root id + one length byte + name
+(UTF-8), so keys of different tangles never prefix one another.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from typing import Any
+
+import lmdb
+
+SCHEMA_VERSION = b"1"
+_SEQ = struct.Struct(">Q")
+
+
+def feed_key(author: bytes, seq: int) -> bytes:
+    return author + _SEQ.pack(seq)
+
+
+def split_feed_key(key: bytes) -> tuple[bytes, int]:
+    return bytes(key[:32]), _SEQ.unpack(key[32:40])[0]
+
+
+def head_value(seq: int, msg_id: bytes) -> bytes:
+    return _SEQ.pack(seq) + msg_id
+
+
+def split_head_value(value: bytes) -> tuple[int, bytes]:
+    return _SEQ.unpack(value[:8])[0], bytes(value[8:40])
+
+
+def tangle_key(root: bytes, name: str) -> bytes:
+    encoded = name.encode()
+    return root + bytes([len(encoded)]) + encoded
+
+
+def split_tangle_key(key: bytes) -> tuple[bytes, str]:
+    length = key[32]
+    return bytes(key[:32]), bytes(key[33 : 33 + length]).decode()
+
+
+@dataclass(frozen=True, slots=True)
+class Tables:
+    """Handles of the named databases of one environment."""
+
+    messages: Any
+    feed_index: Any
+    heads: Any
+    forks: Any
+    fork_evidence: Any
+    tangle_tips: Any
+    tangle_refs: Any
+    meta: Any
+
+    @classmethod
+    def open(cls, env: lmdb.Environment) -> Tables:
+        with env.begin(write=True) as txn:
+            return cls(
+                messages=env.open_db(b"messages", txn=txn),
+                feed_index=env.open_db(b"feed-index", txn=txn),
+                heads=env.open_db(b"heads", txn=txn),
+                forks=env.open_db(b"forks", txn=txn),
+                fork_evidence=env.open_db(b"fork-evidence", txn=txn),
+                tangle_tips=env.open_db(b"tangle-tips", txn=txn, dupsort=True),
+                tangle_refs=env.open_db(b"tangle-refs", txn=txn),
+                meta=env.open_db(b"meta", txn=txn),
+            )
+
+
+MAX_NAMED_DATABASES = 16

@@ -1,0 +1,307 @@
+"""The feed store: signed feeds in LMDB.
+
+Every public method is one LMDB transaction. `ingest` verifies signatures
+before it takes the write transaction (the expensive part needs no store),
+then applies the batch in (author, seq) order so a batch may list a feed's
+messages in any order, and commits it whole. Reads parse stored bytes
+without verifying signatures again; `check()` verifies everything.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import lmdb
+
+from protocol.errors import InvalidMessage
+from protocol.identity import Keypair, message_id, message_text
+from protocol.limits import DEFAULT_LIMITS, UNLIMITED, Limits
+from protocol.message import ROOT_LINK, Message, TangleLink, decode_message, sign_message
+from storage.errors import (
+    IncompatibleStore,
+    NoIdentity,
+    OwnFeedForked,
+    StorageError,
+    StoreFull,
+    StoreNotFound,
+    UnknownTangle,
+)
+from storage.ingest import BatchWriter, IngestResult, Outcome, forked_at, is_known
+from storage.layout import (
+    MAX_NAMED_DATABASES,
+    SCHEMA_VERSION,
+    Tables,
+    feed_key,
+    split_feed_key,
+    split_head_value,
+)
+from storage.tangles import tips_of
+
+DEFAULT_MAP_SIZE = 64 * 2**30  # address space, not disk: the file grows as data does
+
+TimeframeSource = Callable[[Any, Tables, bytes], dict[bytes, int]]
+
+
+def frontier_timeframe(txn, tables: Tables, author: bytes) -> dict[bytes, int]:
+    """Timeframe of a new message: the highest stored seq of every other feed.
+
+    Stands in until the causal processor exists; the processor will supply its
+    processed frontier through the same `TimeframeSource` signature.
+    """
+    return {
+        bytes(key): split_head_value(value)[0]
+        for key, value in txn.cursor(db=tables.heads)
+        if key != author
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class FeedInfo:
+    author: bytes
+    head_seq: int
+    head_id: bytes
+    forked_at: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class ForkEvidence:
+    """Two valid messages by one author at one seq."""
+
+    author: bytes
+    seq: int
+    stored: Message
+    conflicting: Message
+
+
+def parse_stored(raw: bytes) -> Message:
+    """Parse bytes this store accepted earlier (no signature check, no size limits)."""
+    return decode_message(bytes(raw), UNLIMITED, verify_signature=False)
+
+
+class FeedStore:
+    """Signed, append-only feeds in one LMDB environment (a directory)."""
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        keypair: Keypair | None = None,
+        limits: Limits = DEFAULT_LIMITS,
+        map_size: int = DEFAULT_MAP_SIZE,
+        create: bool = True,
+        timeframe_source: TimeframeSource = frontier_timeframe,
+    ) -> None:
+        self.path = Path(path)
+        if not create and not (self.path / "data.mdb").exists():
+            raise StoreNotFound(f"no store at {self.path}")
+        self.path.mkdir(parents=True, exist_ok=True)
+        try:
+            self._env = lmdb.open(str(self.path), map_size=map_size, max_dbs=MAX_NAMED_DATABASES)
+        except lmdb.Error as error:
+            raise StorageError(f"cannot open the store at {self.path}: {error}") from error
+        self._tables = Tables.open(self._env)
+        self._keypair = keypair
+        self._limits = limits
+        self._timeframe_source = timeframe_source
+        self._check_schema()
+
+    # -- lifecycle ---------------------------------------------------------
+
+    def close(self) -> None:
+        self._env.close()
+
+    def __enter__(self) -> FeedStore:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    @property
+    def env(self) -> lmdb.Environment:
+        return self._env
+
+    @property
+    def tables(self) -> Tables:
+        return self._tables
+
+    @property
+    def limits(self) -> Limits:
+        return self._limits
+
+    def _check_schema(self) -> None:
+        with self._write() as txn:
+            found = txn.get(b"schema", db=self._tables.meta)
+            if found is None:
+                txn.put(b"schema", SCHEMA_VERSION, db=self._tables.meta)
+            elif found != SCHEMA_VERSION:
+                raise IncompatibleStore(
+                    f"store schema {found.decode(errors='replace')}, this build reads "
+                    f"{SCHEMA_VERSION.decode()}"
+                )
+
+    @contextlib.contextmanager
+    def _write(self) -> Iterator[Any]:
+        try:
+            with self._env.begin(write=True) as txn:
+                yield txn
+        except lmdb.MapFullError as error:
+            raise StoreFull(f"the store at {self.path} is full; raise storage.map_size") from error
+
+    # -- writing -----------------------------------------------------------
+
+    def ingest(self, raws: Iterable[bytes]) -> list[IngestResult]:
+        """Validate and store a batch of signed messages, atomically; one result each."""
+        raws = [bytes(raw) for raw in raws]
+        ids = [message_id(raw) for raw in raws]
+        with self._env.begin() as txn:
+            known = [is_known(txn, self._tables, msg_id) for msg_id in ids]
+        results: list[IngestResult | None] = [None] * len(raws)
+        candidates: list[tuple[int, Message]] = []
+        seen: set[bytes] = set()
+        for index, (raw, msg_id) in enumerate(zip(raws, ids, strict=True)):
+            if known[index] or msg_id in seen:
+                results[index] = IngestResult(Outcome.DUPLICATE, msg_id)
+                continue
+            seen.add(msg_id)
+            try:
+                candidates.append((index, decode_message(raw, self._limits)))
+            except InvalidMessage as error:
+                results[index] = IngestResult(Outcome.REJECTED, msg_id, error.reason, error.detail)
+        candidates.sort(key=lambda pair: (pair[1].author, pair[1].seq))
+        with self._write() as txn:
+            writer = BatchWriter(txn, self._tables)
+            for index, message in candidates:
+                results[index] = writer.apply(message)
+            writer.finish()
+        return results  # type: ignore[return-value]  # every slot is filled above
+
+    def publish(
+        self,
+        content: Any,
+        tangles: Mapping[str, bytes | None] | None = None,
+        *,
+        timestamp: int | None = None,
+    ) -> Message:
+        """Sign and store the next message of our own feed.
+
+        `tangles` maps a tangle name to its root id, or to None to root a new
+        tangle at this message. `previous` is the tangle's current tips (the
+        lowest `max_previous` ids when there are more). The timestamp defaults
+        to now, never earlier than our previous message's.
+        """
+        if self._keypair is None:
+            raise NoIdentity("this store was opened without the node's keypair")
+        me = self._keypair.public
+        with self._write() as txn:
+            writer = BatchWriter(txn, self._tables)
+            if writer.is_forked(me):
+                raise OwnFeedForked("our own feed has fork evidence; the secret key is in use elsewhere")
+            head_seq, head_id = writer.head(me)
+            links: dict[str, TangleLink] = {}
+            for name, root in (tangles or {}).items():
+                if root is None:
+                    links[name] = ROOT_LINK
+                    continue
+                tips = tips_of(txn, self._tables, root, name)
+                if not tips:
+                    raise UnknownTangle(f"no tangle {name!r} rooted at {message_text(root)}")
+                links[name] = TangleLink(root, tuple(tips[: self._limits.max_previous]))
+            if timestamp is None:
+                timestamp = int(time.time() * 1000)
+                if head_id is not None:
+                    previous = parse_stored(txn.get(head_id, db=self._tables.messages))
+                    timestamp = max(timestamp, previous.timestamp)
+            message = sign_message(
+                self._keypair,
+                seq=head_seq + 1,
+                prev=head_id,
+                timestamp=timestamp,
+                timeframe=self._timeframe_source(txn, self._tables, me),
+                tangles=links,
+                content=content,
+                limits=self._limits,
+            )
+            result = writer.apply(message)
+            if result.outcome is not Outcome.ACCEPTED:
+                raise StorageError(f"our own message was not accepted: {result.reason}")
+            writer.finish()
+        return message
+
+    # -- reading -----------------------------------------------------------
+
+    def frontier(self) -> dict[bytes, int]:
+        """Feed -> highest stored seq: this store's vector clock."""
+        with self._env.begin() as txn:
+            return {
+                bytes(key): split_head_value(value)[0]
+                for key, value in txn.cursor(db=self._tables.heads)
+            }
+
+    def get(self, msg_id: bytes) -> Message | None:
+        """A message by id: an accepted one, or one held as fork evidence."""
+        with self._env.begin() as txn:
+            raw = txn.get(msg_id, db=self._tables.messages)
+            if raw is None:
+                raw = txn.get(msg_id, db=self._tables.fork_evidence)
+        return None if raw is None else parse_stored(raw)
+
+    def get_by_seq(self, author: bytes, seq: int) -> Message | None:
+        with self._env.begin() as txn:
+            msg_id = txn.get(feed_key(author, seq), db=self._tables.feed_index)
+            if msg_id is None:
+                return None
+            return parse_stored(txn.get(msg_id, db=self._tables.messages))
+
+    def read_feed(self, author: bytes, from_seq: int = 1, limit: int = 1000) -> list[Message]:
+        """Up to `limit` messages of a feed, from `from_seq` on, in seq order."""
+        messages: list[Message] = []
+        with self._env.begin() as txn:
+            cursor = txn.cursor(db=self._tables.feed_index)
+            if not cursor.set_range(feed_key(author, max(from_seq, 1))):
+                return messages
+            for key, msg_id in cursor:
+                if key[:32] != author or len(messages) >= limit:
+                    break
+                messages.append(parse_stored(txn.get(msg_id, db=self._tables.messages)))
+        return messages
+
+    def feeds(self) -> list[FeedInfo]:
+        with self._env.begin() as txn:
+            return [
+                FeedInfo(bytes(author), *split_head_value(value), forked_at(txn, self._tables, author))
+                for author, value in txn.cursor(db=self._tables.heads)
+            ]
+
+    def forks(self) -> list[ForkEvidence]:
+        evidence: list[ForkEvidence] = []
+        with self._env.begin() as txn:
+            for key in txn.cursor(db=self._tables.forks).iternext(values=False):
+                author, seq = split_feed_key(key)
+                stored_id = txn.get(key[:40], db=self._tables.feed_index)
+                evidence.append(
+                    ForkEvidence(
+                        author,
+                        seq,
+                        parse_stored(txn.get(stored_id, db=self._tables.messages)),
+                        parse_stored(txn.get(key[40:], db=self._tables.fork_evidence)),
+                    )
+                )
+        return evidence
+
+    def tangle_tips(self, root: bytes, name: str) -> list[bytes]:
+        with self._env.begin() as txn:
+            return tips_of(txn, self._tables, root, name)
+
+    def statistics(self) -> dict[str, int]:
+        with self._env.begin() as txn:
+            return {
+                "messages": txn.stat(self._tables.messages)["entries"],
+                "feeds": txn.stat(self._tables.heads)["entries"],
+                "fork_evidence": txn.stat(self._tables.fork_evidence)["entries"],
+                "bytes_on_disk": self._env.info()["last_pgno"] * self._env.stat()["psize"],
+            }
