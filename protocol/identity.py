@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+
 from nacl.signing import SigningKey
 
 from protocol.errors import BadIdentifier

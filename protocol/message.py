@@ -114,8 +114,10 @@ def sign_message(
         timestamp,
         timeframe,
         {
-            name: {"previous": None if link.previous is None else sorted(link.previous),
-                   "root": link.root}
+            name: {
+                "previous": None if link.previous is None else sorted(link.previous),
+                "root": link.root,
+            }
             for name, link in tangles.items()
         },
         content,

@@ -22,6 +22,7 @@ from protocol.errors import InvalidMessage
 from protocol.identity import Keypair, message_id, message_text
 from protocol.limits import DEFAULT_LIMITS, UNLIMITED, Limits
 from protocol.message import ROOT_LINK, Message, TangleLink, decode_message, sign_message
+from storage.check import CheckReport, check_store
 from storage.errors import (
     IncompatibleStore,
     NoIdentity,
@@ -200,7 +201,9 @@ class FeedStore:
         with self._write() as txn:
             writer = BatchWriter(txn, self._tables)
             if writer.is_forked(me):
-                raise OwnFeedForked("our own feed has fork evidence; the secret key is in use elsewhere")
+                raise OwnFeedForked(
+                    "our own feed has fork evidence; the secret key is in use elsewhere"
+                )
             head_seq, head_id = writer.head(me)
             links: dict[str, TangleLink] = {}
             for name, root in (tangles or {}).items():
@@ -273,7 +276,9 @@ class FeedStore:
     def feeds(self) -> list[FeedInfo]:
         with self._env.begin() as txn:
             return [
-                FeedInfo(bytes(author), *split_head_value(value), forked_at(txn, self._tables, author))
+                FeedInfo(
+                    bytes(author), *split_head_value(value), forked_at(txn, self._tables, author)
+                )
                 for author, value in txn.cursor(db=self._tables.heads)
             ]
 
@@ -296,6 +301,10 @@ class FeedStore:
     def tangle_tips(self, root: bytes, name: str) -> list[bytes]:
         with self._env.begin() as txn:
             return tips_of(txn, self._tables, root, name)
+
+    def check(self) -> CheckReport:
+        """Re-verify every stored message and every index (slow: reads everything)."""
+        return check_store(self._env, self._tables)
 
     def statistics(self) -> dict[str, int]:
         with self._env.begin() as txn:

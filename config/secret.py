@@ -1,0 +1,53 @@
+"""The node's secret key file: created once with mode 0600, refused if others can read it."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import stat
+from pathlib import Path
+
+from config.settings import ConfigError
+from protocol.identity import Keypair
+
+
+class SecretExists(ConfigError):
+    """`tangled init` never overwrites a key or a config."""
+
+
+def write_secret(path: Path, keypair: Keypair) -> None:
+    """Write `keypair` to a new file readable by its owner only."""
+    document = {
+        "curve": "ed25519",
+        "public": keypair.feed_id,
+        "seed": base64.b64encode(keypair.seed).decode(),
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        raise SecretExists([f"{path} already exists; refusing to overwrite a secret key"]) from None
+    with os.fdopen(fd, "w") as file:
+        json.dump(document, file, indent=2)
+        file.write("\n")
+
+
+def read_secret(path: Path) -> Keypair:
+    try:
+        mode = path.stat().st_mode
+        text = path.read_text()
+    except FileNotFoundError:
+        raise ConfigError([f"{path}: no secret key here; run `tangled init` first"]) from None
+    except OSError as error:
+        raise ConfigError([f"{path}: cannot read the secret key: {error.strerror}"]) from None
+    if mode & (stat.S_IRWXG | stat.S_IRWXO):
+        raise ConfigError([f"{path}: group or others may read it; run `chmod 600 {path}`"])
+    try:
+        document = json.loads(text)
+        keypair = Keypair(base64.b64decode(document["seed"], validate=True))
+    except (ValueError, KeyError, TypeError):
+        raise ConfigError([f"{path}: not a tangled secret key file"]) from None
+    if document.get("public") != keypair.feed_id:
+        raise ConfigError([f"{path}: its public key does not match its seed"])
+    return keypair

@@ -1,0 +1,223 @@
+"""Settings: the `tangled.toml` schema, its defaults, and layered loading.
+
+Layers, lowest first: built-in defaults, the TOML file, `TANGLED_*`
+environment variables (nested keys joined by `__`, e.g.
+`TANGLED_LIMITS__MAX_MESSAGE_BYTES`; lists and tables as JSON), then
+command-line flags. Every value remembers which layer set it, so a
+validation error names the key, where it came from, and why it is wrong.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from protocol.errors import BadIdentifier, TanglenodeError
+from protocol.identity import parse_feed
+from protocol.limits import Limits
+
+ENV_PREFIX = "TANGLED_"
+CONFIG_ENV = "TANGLED_CONFIG"  # where the file is, not a setting
+CONFIG_FILENAME = "tangled.toml"
+# This project's own network: peers holding another key cannot even handshake.
+DEFAULT_NETWORK_KEY = "r7AgjVgWSDtSmUGiSknUPVWm/mWfn8iNjgetFvLD+Ng="
+
+
+class ConfigError(TanglenodeError):
+    """The configuration is unreadable or invalid; `problems` lists each bad key."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("invalid configuration:\n  " + "\n  ".join(problems))
+        self.problems = problems
+
+
+def default_data_dir() -> Path:
+    base = os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share"
+    return Path(base) / "tangled"
+
+
+def _host_port(value: str) -> str:
+    host, sep, port = value.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError("must be HOST:PORT with a port from 1 to 65535")
+    return value
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class LimitsSettings(_Section):
+    max_message_bytes: int = Field(16 * 1024, ge=1024, le=1024 * 1024)
+    max_tangles: int = Field(16, ge=1, le=255)
+    max_previous: int = Field(16, ge=1, le=255)
+    max_timeframe_entries: int = Field(4096, ge=0, le=1 << 20)
+
+    def to_protocol(self) -> Limits:
+        return Limits(
+            max_message_bytes=self.max_message_bytes,
+            max_tangles=self.max_tangles,
+            max_previous=self.max_previous,
+            max_timeframe_entries=self.max_timeframe_entries,
+        )
+
+
+class StorageSettings(_Section):
+    map_size: int = Field(64 * 2**30, ge=2**20, description="LMDB map size in bytes")
+
+
+class PeerSettings(_Section):
+    address: str
+    key: str
+
+    _address = field_validator("address")(_host_port)
+
+    @field_validator("key")
+    @classmethod
+    def _feed_key(cls, value: str) -> str:
+        try:
+            parse_feed(value)
+        except BadIdentifier as error:
+            raise ValueError(str(error)) from None
+        return value
+
+
+class Settings(_Section):
+    data_dir: Path = Field(default_factory=default_data_dir)
+    listen: str = "127.0.0.1:8008"
+    ipc_socket: Path | None = None
+    secret_file: Path | None = None
+    network_key: str = DEFAULT_NETWORK_KEY
+    peers: list[PeerSettings] = Field(default_factory=list)
+    log_format: Literal["auto", "console", "json"] = "auto"
+    log_level: Literal["debug", "info", "warning", "error"] = "info"
+    limits: LimitsSettings = Field(default_factory=LimitsSettings)
+    storage: StorageSettings = Field(default_factory=StorageSettings)
+
+    _listen = field_validator("listen")(_host_port)
+
+    @field_validator("network_key")
+    @classmethod
+    def _network_key(cls, value: str) -> str:
+        try:
+            decoded = base64.b64decode(value, validate=True)
+        except binascii.Error:
+            raise ValueError("must be base64") from None
+        if len(decoded) != 32:
+            raise ValueError(f"must decode to 32 bytes, not {len(decoded)}")
+        return value
+
+    @property
+    def store_path(self) -> Path:
+        return self.data_dir / "store"
+
+    @property
+    def secret_path(self) -> Path:
+        return self.secret_file or self.data_dir / "secret"
+
+    @property
+    def ipc_socket_path(self) -> Path:
+        return self.ipc_socket or self.data_dir / "tangled.sock"
+
+    @property
+    def network_key_bytes(self) -> bytes:
+        return base64.b64decode(self.network_key)
+
+
+def config_path(flag: str | Path | None, data_dir_flag: str | Path | None) -> Path:
+    """Where the config file is: --config, $TANGLED_CONFIG, else in the data directory."""
+    if flag:
+        return Path(flag)
+    if os.environ.get(CONFIG_ENV):
+        return Path(os.environ[CONFIG_ENV])
+    data_dir = data_dir_flag or os.environ.get(ENV_PREFIX + "DATA_DIR") or default_data_dir()
+    return Path(data_dir) / CONFIG_FILENAME
+
+
+def load_settings(
+    path: Path,
+    *,
+    overrides: Mapping[str, Any] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> Settings:
+    """Defaults < the TOML file at `path` (if it exists) < environment < `overrides`."""
+    environ = os.environ if environ is None else environ
+    merged: dict[str, Any] = {}
+    sources: dict[tuple[str, ...], str] = {}
+    _merge(merged, sources, _read_toml(path), str(path))
+    for variable, value in _environment_layers(environ):
+        _merge(merged, sources, value, variable)
+    _merge(merged, sources, {k: v for k, v in (overrides or {}).items() if v is not None}, "flag")
+    if "data_dir" in merged and sources[("data_dir",)] == str(path):
+        merged["data_dir"] = path.parent / Path(merged["data_dir"]).expanduser()
+    try:
+        return Settings.model_validate(merged)
+    except ValidationError as error:
+        raise ConfigError([_describe(problem, sources) for problem in error.errors()]) from None
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as file:
+            return tomllib.load(file)
+    except FileNotFoundError:
+        return {}
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError([f"{path}: not valid TOML: {error}"]) from None
+    except OSError as error:
+        raise ConfigError([f"{path}: cannot read: {error.strerror}"]) from None
+
+
+def _environment_layers(environ: Mapping[str, str]) -> list[tuple[str, dict[str, Any]]]:
+    layers = []
+    for variable in sorted(environ):
+        if not variable.startswith(ENV_PREFIX) or variable == CONFIG_ENV:
+            continue
+        path = variable[len(ENV_PREFIX) :].lower().split("__")
+        raw = environ[variable]
+        value: Any = raw
+        if raw[:1] in "[{":
+            try:
+                value = json.loads(raw)
+            except json.JSONDecodeError:
+                raise ConfigError([f"{variable}: not valid JSON"]) from None
+        for key in reversed(path):
+            value = {key: value}
+        layers.append((variable, value))
+    return layers
+
+
+def _merge(target: dict, sources: dict, layer: Mapping[str, Any], source: str, at=()) -> None:
+    for key, value in layer.items():
+        where = (*at, key)
+        if isinstance(value, Mapping) and isinstance(target.get(key), dict):
+            _merge(target[key], sources, value, source, where)
+            continue
+        target[key] = dict(value) if isinstance(value, Mapping) else value
+        sources[where] = source
+        if isinstance(value, Mapping):
+            for inner in value:
+                sources[(*where, inner)] = source
+
+
+def _describe(problem: Mapping[str, Any], sources: dict[tuple[str, ...], str]) -> str:
+    location = tuple(str(part) for part in problem["loc"])
+    key = ".".join(location) or "(top level)"
+    source = next(
+        (sources[location[:n]] for n in range(len(location), 0, -1) if location[:n] in sources),
+        "defaults",
+    )
+    message = problem["msg"]
+    if problem["type"] == "extra_forbidden":
+        message = "unknown setting"
+    elif "input" in problem and not isinstance(problem["input"], dict | list):
+        message += f" (got {problem['input']!r})"
+    return f"{key} (from {source}): {message}"

@@ -1,0 +1,58 @@
+"""The commented `tangled.toml` that `tangled init` writes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from config.settings import DEFAULT_NETWORK_KEY, Settings
+
+TEMPLATE = """\
+# tangled.toml - configuration of one tanglenode.
+# Every key may be overridden by an environment variable: TANGLED_ + the key in
+# capitals, nested keys joined by "__" (TANGLED_LIMITS__MAX_MESSAGE_BYTES=8192).
+
+# Where the store (LMDB), the secret key and the IPC socket live.
+data_dir = "{data_dir}"
+
+# TCP address the node accepts peers on.
+listen = "{listen}"
+
+# Unix socket for local programs (default: <data_dir>/tangled.sock).
+# ipc_socket = "/run/tangled/tangled.sock"
+
+# Secret key file (default: <data_dir>/secret, mode 0600).
+# secret_file = "/var/lib/tangled/secret"
+
+# Peers must share this 32-byte key (base64) to connect at all.
+network_key = "{network_key}"
+
+# "auto" is human-readable on a terminal and JSON otherwise.
+log_format = "auto"
+log_level = "info"
+
+# Peers to dial, each as a table:
+# [[peers]]
+# address = "127.0.0.1:8009"
+# key = "@...feed id of that node..."
+
+[limits]
+max_message_bytes = {limits.max_message_bytes}
+max_tangles = {limits.max_tangles}
+max_previous = {limits.max_previous}
+max_timeframe_entries = {limits.max_timeframe_entries}
+
+[storage]
+# LMDB map size in bytes: the most the store may grow to (disk is used as needed).
+map_size = {storage.map_size}
+"""
+
+
+def render_config(data_dir: Path, network_key: str = DEFAULT_NETWORK_KEY) -> str:
+    defaults = Settings(data_dir=data_dir)
+    return TEMPLATE.format(
+        data_dir=str(data_dir).replace("\\", "\\\\").replace('"', '\\"'),
+        listen=defaults.listen,
+        network_key=network_key,
+        limits=defaults.limits,
+        storage=defaults.storage,
+    )

@@ -1,0 +1,308 @@
+"""The `tangled` command line.
+
+Exit codes: 0 success; 1 internal or environment failure; 2 bad usage;
+3 bad input (invalid config, content, id or message); 4 not found (no such
+store, feed or message); 5 `check` found problems. Results go to stdout,
+logs and error messages to stderr.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+import structlog
+
+from config.secret import read_secret, write_secret
+from config.settings import ConfigError, Settings, config_path, load_settings
+from config.template import render_config
+from node.logs import configure_logging
+from node.render import message_dict, message_line
+from protocol.errors import BadIdentifier, LocalProtocolError, TanglenodeError
+from protocol.identity import Keypair, feed_text, message_text, parse_feed, parse_message_id
+from storage.errors import StoreNotFound, UnknownTangle
+from storage.store import FeedStore
+
+log = structlog.get_logger("tangled")
+
+
+class ExitCode(enum.IntEnum):
+    OK = 0
+    INTERNAL = 1
+    USAGE = 2
+    BAD_INPUT = 3
+    NOT_FOUND = 4
+    CHECK_FAILED = 5
+
+
+class NotFound(TanglenodeError):
+    """What the user named is not in the store."""
+
+
+class BadInput(TanglenodeError):
+    """What the user gave us cannot be used."""
+
+
+class Context:
+    """Global options, and the settings and store they lead to (loaded lazily)."""
+
+    def __init__(self, config: Path | None, data_dir: Path | None) -> None:
+        self.config_file = config_path(config, data_dir)
+        self.data_dir_flag = data_dir
+        self._settings: Settings | None = None
+
+    @property
+    def settings(self) -> Settings:
+        if self._settings is None:
+            self._settings = load_settings(
+                self.config_file,
+                overrides={"data_dir": str(self.data_dir_flag) if self.data_dir_flag else None},
+            )
+        return self._settings
+
+    def open_store(self, *, with_keypair: bool = False, create: bool = False) -> FeedStore:
+        settings = self.settings
+        keypair = read_secret(settings.secret_path) if with_keypair else None
+        try:
+            return FeedStore(
+                settings.store_path,
+                keypair=keypair,
+                limits=settings.limits.to_protocol(),
+                map_size=settings.storage.map_size,
+                create=create,
+            )
+        except StoreNotFound:
+            raise NotFound(f"no store at {settings.store_path}; run `tangled init` first") from None
+
+
+json_option = click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON output.")
+
+
+def emit_json(value: Any) -> None:
+    click.echo(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--config", type=click.Path(path_type=Path), help="Config file (tangled.toml).")
+@click.option("--data-dir", type=click.Path(path_type=Path), help="Data directory.")
+@click.pass_context
+def cli(ctx: click.Context, config: Path | None, data_dir: Path | None) -> None:
+    """tanglenode: signed append-only feeds, replicated peer to peer."""
+    ctx.obj = Context(config, data_dir)
+    try:
+        settings = ctx.obj.settings
+        configure_logging(settings.log_format, settings.log_level)
+    except ConfigError:
+        configure_logging()  # the command itself reports the config error
+
+
+@cli.command()
+@json_option
+@click.pass_obj
+def init(obj: Context, as_json: bool) -> None:
+    """Write a config and a new keypair, create the store, print the feed id."""
+    if obj.config_file.exists():
+        raise BadInput(f"{obj.config_file} already exists; refusing to overwrite it")
+    settings = obj.settings
+    data_dir = settings.data_dir.expanduser().resolve()
+    keypair = Keypair.generate()
+    write_secret(settings.secret_path, keypair)
+    obj.config_file.parent.mkdir(parents=True, exist_ok=True)
+    obj.config_file.write_text(render_config(data_dir, settings.network_key))
+    obj.open_store(create=True).close()
+    log.info("initialized", feed=keypair.feed_id, config=str(obj.config_file))
+    if as_json:
+        emit_json(
+            {"feed": keypair.feed_id, "config": str(obj.config_file), "data_dir": str(data_dir)}
+        )
+    else:
+        click.echo(keypair.feed_id)
+
+
+def _parse_tangle_option(option: str) -> tuple[str, bytes | None]:
+    name, sep, root = option.partition("=")
+    if not name:
+        raise BadInput(f"--tangle {option!r}: expected NAME (a new tangle) or NAME=ROOT_ID")
+    return name, parse_message_id(root) if sep else None
+
+
+@cli.command()
+@click.argument("content")
+@click.option(
+    "--tangle",
+    "tangle_options",
+    multiple=True,
+    metavar="NAME[=ROOT]",
+    help="Put the message in tangle NAME rooted at ROOT; without ROOT it roots a new tangle.",
+)
+@json_option
+@click.pass_obj
+def publish(obj: Context, content: str, tangle_options: tuple[str, ...], as_json: bool) -> None:
+    """Sign and store a message whose CONTENT is JSON ('-' reads stdin)."""
+    text = sys.stdin.read() if content == "-" else content
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise BadInput(f"content is not JSON: {error}") from None
+    tangles = dict(_parse_tangle_option(option) for option in tangle_options)
+    with obj.open_store(with_keypair=True) as store:
+        message = store.publish(value, tangles)
+    log.info("published", seq=message.seq, id=message_text(message.id))
+    if as_json:
+        emit_json(message_dict(message))
+    else:
+        click.echo(message_text(message.id))
+
+
+@cli.command("log")
+@click.argument("feed", required=False)
+@click.option("--from", "from_seq", type=click.IntRange(min=1), default=1, help="First seq.")
+@click.option("--limit", type=click.IntRange(min=1), default=None, help="At most this many.")
+@json_option
+@click.pass_obj
+def log_command(
+    obj: Context, feed: str | None, from_seq: int, limit: int | None, as_json: bool
+) -> None:
+    """List a feed's messages (default: our own feed); --json gives JSON lines."""
+    author = parse_feed(feed) if feed else read_secret(obj.settings.secret_path).public
+    with obj.open_store() as store:
+        if not feed and store.get_by_seq(author, 1) is None:
+            return
+        if feed and store.get_by_seq(author, 1) is None:
+            raise NotFound(f"no feed {feed} in the store")
+        remaining = limit
+        while remaining is None or remaining > 0:
+            page = store.read_feed(author, from_seq, min(remaining or 1000, 1000))
+            for message in page:
+                click.echo(json.dumps(message_dict(message)) if as_json else message_line(message))
+            if not page:
+                break
+            from_seq = page[-1].seq + 1
+            remaining = None if remaining is None else remaining - len(page)
+
+
+@cli.command()
+@click.argument("message_id")
+@json_option
+@click.pass_obj
+def show(obj: Context, message_id: str, as_json: bool) -> None:
+    """Print one message (indented JSON; --json for one line)."""
+    with obj.open_store() as store:
+        message = store.get(parse_message_id(message_id))
+    if message is None:
+        raise NotFound(f"no message {message_id} in the store")
+    if as_json:
+        emit_json(message_dict(message))
+    else:
+        click.echo(json.dumps(message_dict(message), indent=2, ensure_ascii=False))
+
+
+@cli.command()
+@json_option
+@click.pass_obj
+def feeds(obj: Context, as_json: bool) -> None:
+    """List the feeds in the store with their head seq."""
+    with obj.open_store() as store:
+        infos = store.feeds()
+    for info in infos:
+        record = {
+            "feed": feed_text(info.author),
+            "seq": info.head_seq,
+            "head": message_text(info.head_id),
+            "forked_at": info.forked_at,
+        }
+        if as_json:
+            emit_json(record)
+        else:
+            forked = f"  FORKED at {info.forked_at}" if info.forked_at else ""
+            click.echo(f"{record['feed']}  {info.head_seq:>8}{forked}")
+
+
+@cli.command()
+@json_option
+@click.pass_obj
+def forks(obj: Context, as_json: bool) -> None:
+    """List fork evidence: pairs of valid messages by one author at one seq."""
+    with obj.open_store() as store:
+        evidence = store.forks()
+    for item in evidence:
+        if as_json:
+            emit_json(
+                {
+                    "feed": feed_text(item.author),
+                    "seq": item.seq,
+                    "stored": message_dict(item.stored),
+                    "conflicting": message_dict(item.conflicting),
+                }
+            )
+        else:
+            click.echo(
+                f"{feed_text(item.author)}  seq {item.seq}  "
+                f"{message_text(item.stored.id)} vs {message_text(item.conflicting.id)}"
+            )
+
+
+@cli.command()
+@json_option
+@click.pass_obj
+def check(obj: Context, as_json: bool) -> int:
+    """Re-verify every stored message and every index."""
+    with obj.open_store() as store:
+        report = store.check()
+    if as_json:
+        emit_json(
+            {
+                "ok": report.ok,
+                "messages": report.messages,
+                "feeds": report.feeds,
+                "fork_evidence": report.fork_evidence,
+                "problems": report.problems,
+            }
+        )
+    else:
+        for problem in report.problems:
+            click.echo(f"problem: {problem}")
+        verdict = "ok" if report.ok else f"{len(report.problems)} problem(s)"
+        click.echo(
+            f"checked {report.messages} messages in {report.feeds} feeds, "
+            f"{report.fork_evidence} fork evidence: {verdict}"
+        )
+    return ExitCode.OK if report.ok else ExitCode.CHECK_FAILED
+
+
+_BAD_INPUT = (ConfigError, BadInput, BadIdentifier, LocalProtocolError, UnknownTangle)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Console-script entry point; returns the process exit code."""
+    try:
+        result = cli.main(args=argv, prog_name="tangled", standalone_mode=False)
+    except click.exceptions.Exit as done:
+        return done.exit_code
+    except click.Abort:
+        click.echo("aborted", err=True)
+        return ExitCode.INTERNAL
+    except click.ClickException as error:
+        error.show()
+        return ExitCode.USAGE if isinstance(error, click.UsageError) else ExitCode.BAD_INPUT
+    except _BAD_INPUT as error:
+        click.echo(f"tangled: {error}", err=True)
+        return ExitCode.BAD_INPUT
+    except NotFound as error:
+        click.echo(f"tangled: {error}", err=True)
+        return ExitCode.NOT_FOUND
+    except TanglenodeError as error:
+        click.echo(f"tangled: {error}", err=True)
+        return ExitCode.INTERNAL
+    except Exception:
+        log.exception("internal error")
+        return ExitCode.INTERNAL
+    return int(result) if isinstance(result, int) else ExitCode.OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())
