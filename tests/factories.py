@@ -1,0 +1,98 @@
+"""Builders of test messages: valid chains, and raw signed bytes of any shape."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import msgpack
+
+from protocol.canonical import canonical_value
+from protocol.identity import Keypair
+from protocol.message import ROOT_LINK, Message, TangleLink, sign_message
+
+
+def keypair(label: str | int) -> Keypair:
+    """A deterministic keypair, so separate processes can rebuild the same feeds."""
+    return Keypair(hashlib.sha256(f"tanglenode-test-{label}".encode()).digest())
+
+
+def unsigned_fields(
+    author: Keypair,
+    *,
+    seq: int = 1,
+    prev: Any = None,
+    timestamp: Any = 1_700_000_000_000,
+    timeframe: Any = None,
+    tangles: Any = None,
+    content: Any = None,
+    version: Any = 1,
+) -> list[Any]:
+    """The eight signed fields, with no validation: tests bend them at will."""
+    return [
+        version,
+        author.public,
+        seq,
+        prev,
+        timestamp,
+        {} if timeframe is None else timeframe,
+        {} if tangles is None else tangles,
+        content,
+    ]
+
+
+def sign_raw(author: Keypair, fields: list[Any], *, canonical: bool = True) -> bytes:
+    """Encode `fields` and sign them validly, whatever they hold."""
+    if canonical:
+        fields = canonical_value(fields)
+    payload = msgpack.packb(fields, use_bin_type=True)
+    return msgpack.packb([*fields, author.sign(payload)], use_bin_type=True)
+
+
+class Feed:
+    """A valid chain of one author's messages, built in memory."""
+
+    def __init__(self, author: Keypair | str | int) -> None:
+        self.keypair = author if isinstance(author, Keypair) else keypair(author)
+        self.messages: list[Message] = []
+
+    @property
+    def public(self) -> bytes:
+        return self.keypair.public
+
+    def append(
+        self,
+        content: Any = None,
+        *,
+        tangles: dict[str, TangleLink] | None = None,
+        timeframe: dict[bytes, int] | None = None,
+        timestamp: int | None = None,
+    ) -> Message:
+        seq = len(self.messages) + 1
+        message = sign_message(
+            self.keypair,
+            seq=seq,
+            prev=self.messages[-1].id if self.messages else None,
+            timestamp=1_700_000_000_000 + seq if timestamp is None else timestamp,
+            timeframe=timeframe or {},
+            tangles=tangles or {},
+            content=content,
+        )
+        self.messages.append(message)
+        return message
+
+    def root(self, name: str, content: Any = None) -> Message:
+        return self.append(content, tangles={name: ROOT_LINK})
+
+
+def batches_for_crash_test(batches: int, feeds: int, per_feed: int) -> list[list[bytes]]:
+    """Batch k holds messages k*per_feed+1 .. (k+1)*per_feed of every feed."""
+    chains = [Feed(f"crash-{index}") for index in range(feeds)]
+    result = []
+    for _ in range(batches):
+        batch = []
+        for chain in chains:
+            for _ in range(per_feed):
+                batch.append(chain.append({"type": "tick", "pad": "x" * 64}).raw)
+        result.append(batch)
+    return result

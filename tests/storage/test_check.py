@@ -1,0 +1,74 @@
+"""`check` must notice when any index disagrees with the stored messages."""
+
+import pytest
+
+from protocol.message import TangleLink
+from storage.layout import feed_key, head_value, tangle_key
+from tests.factories import Feed
+
+
+@pytest.fixture
+def populated(store):
+    """A store with two feeds, a tangle with a merge, and one fork."""
+    alice, bob, twin = Feed("alice"), Feed("bob"), Feed("bob")
+    root = alice.root("chat")
+    a2 = alice.append(tangles={"chat": TangleLink(root.id, (root.id,))})
+    b1 = bob.append(tangles={"chat": TangleLink(root.id, (root.id,))})
+    alice.append(tangles={"chat": TangleLink(root.id, (a2.id, b1.id))})
+    store.ingest([m.raw for m in alice.messages + bob.messages])
+    store.ingest([twin.append("fork").raw])
+    return store, alice, bob, root
+
+
+def corrupt(store, fn):
+    with store.env.begin(write=True) as txn:
+        fn(txn, store.tables)
+
+
+def test_a_healthy_store_checks_clean(populated):
+    store, *_ = populated
+    report = store.check()
+    assert report.ok, report.problems
+    assert (report.messages, report.feeds, report.fork_evidence) == (4, 2, 1)
+
+
+def test_a_tampered_message_fails_its_signature(populated):
+    store, alice, _, _ = populated
+    message = alice.messages[1]
+    tampered = bytearray(message.raw)
+    tampered[-10] ^= 0xFF
+    corrupt(store, lambda txn, t: txn.put(message.id, bytes(tampered), db=t.messages))
+    assert any("bad-signature" in p for p in store.check().problems)
+
+
+def test_a_message_under_the_wrong_id_is_found(populated):
+    store, alice, _, _ = populated
+    corrupt(store, lambda txn, t: txn.put(b"\x09" * 32, alice.messages[0].raw, db=t.messages))
+    assert any("wrong id" in p for p in store.check().problems)
+
+
+def test_a_missing_feed_index_row_is_found(populated):
+    store, alice, _, _ = populated
+    corrupt(store, lambda txn, t: txn.delete(feed_key(alice.public, 2), db=t.feed_index))
+    problems = store.check().problems
+    assert any("missing from feed-index" in p for p in problems)
+    assert any("gaps" in p for p in problems)
+
+
+def test_a_wrong_head_is_found(populated):
+    store, alice, _, _ = populated
+    first = alice.messages[0]
+    corrupt(store, lambda txn, t: txn.put(alice.public, head_value(1, first.id), db=t.heads))
+    assert any("heads row" in p for p in store.check().problems)
+
+
+def test_wrong_tangle_tips_are_found(populated):
+    store, _, _, root = populated
+    corrupt(store, lambda txn, t: txn.put(tangle_key(root.id, "chat"), root.id, db=t.tangle_tips))
+    assert any("tangle-tips" in p for p in store.check().problems)
+
+
+def test_fork_evidence_without_its_row_is_found(populated):
+    store, *_ = populated
+    corrupt(store, lambda txn, t: txn.drop(t.forks, delete=False))
+    assert any("no fork row" in p for p in store.check().problems)

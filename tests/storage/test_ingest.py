@@ -1,0 +1,148 @@
+import pytest
+
+from protocol.errors import Reason
+from protocol.limits import Limits
+from protocol.message import TangleLink
+from storage.errors import StoreNotFound
+from storage.ingest import Outcome
+from storage.store import FeedStore
+from tests.factories import Feed, sign_raw, unsigned_fields
+
+
+def outcomes(results):
+    return [(r.outcome, r.reason) for r in results]
+
+
+ACCEPTED = (Outcome.ACCEPTED, None)
+DUPLICATE = (Outcome.DUPLICATE, None)
+
+
+def test_accepted_messages_are_stored_and_queryable(store):
+    alice = Feed("alice")
+    first, second = alice.append({"n": 1}), alice.append({"n": 2})
+    assert outcomes(store.ingest([first.raw, second.raw])) == [ACCEPTED, ACCEPTED]
+    assert store.get(second.id) == second
+    assert store.get_by_seq(alice.public, 1) == first
+    assert store.read_feed(alice.public) == [first, second]
+    assert store.read_feed(alice.public, from_seq=2) == [second]
+    assert store.read_feed(alice.public, limit=1) == [first]
+    assert store.frontier() == {alice.public: 2}
+    assert [(f.author, f.head_seq, f.head_id, f.forked_at) for f in store.feeds()] == [
+        (alice.public, 2, second.id, None)
+    ]
+
+
+def test_ingest_is_idempotent(store):
+    alice = Feed("alice")
+    raws = [alice.append().raw for _ in range(3)]
+    store.ingest(raws)
+    before = store.statistics()
+    assert outcomes(store.ingest(raws)) == [DUPLICATE] * 3
+    assert outcomes(store.ingest([raws[0], raws[0]])) == [DUPLICATE] * 2
+    assert store.statistics() == before
+
+
+def test_a_batch_may_hold_the_same_message_twice_and_a_feed_out_of_order(store):
+    alice = Feed("alice")
+    one, two, three = (alice.append() for _ in range(3))
+    results = store.ingest([three.raw, one.raw, two.raw, one.raw])
+    assert outcomes(results) == [ACCEPTED, ACCEPTED, ACCEPTED, DUPLICATE]
+    assert [r.id for r in results] == [three.id, one.id, two.id, one.id]
+    assert store.frontier() == {alice.public: 3}
+
+
+def test_a_gap_is_rejected_as_missing_previous_and_not_stored(store):
+    alice = Feed("alice")
+    one, _, three = (alice.append() for _ in range(3))
+    results = store.ingest([one.raw, three.raw])
+    assert outcomes(results) == [ACCEPTED, (Outcome.REJECTED, Reason.MISSING_PREVIOUS)]
+    assert store.get(three.id) is None
+    assert store.frontier() == {alice.public: 1}
+
+
+def test_a_prev_that_is_not_the_stored_head_is_a_chain_mismatch(store):
+    alice = Feed("alice")
+    one = alice.append()
+    stray = sign_raw(alice.keypair, unsigned_fields(alice.keypair, seq=2, prev=b"\x07" * 32))
+    results = store.ingest([one.raw, stray])
+    assert outcomes(results) == [ACCEPTED, (Outcome.REJECTED, Reason.CHAIN_MISMATCH)]
+    assert store.get(results[1].id) is None
+
+
+def test_an_invalid_message_is_rejected_with_its_reason_and_the_rest_commits(store):
+    alice, bob = Feed("alice"), Feed("bob")
+    forged = bytearray(alice.append({"text": "hello"}).raw)
+    forged[-1] ^= 1
+    good = bob.append()
+    results = store.ingest([bytes(forged), good.raw])
+    assert outcomes(results) == [(Outcome.REJECTED, Reason.BAD_SIGNATURE), ACCEPTED]
+    assert results[0].detail
+    assert store.frontier() == {bob.public: 1}
+
+
+def test_store_limits_apply_at_ingest(open_store):
+    store = open_store(limits=Limits(max_message_bytes=1024))
+    big = Feed("alice").append({"text": "x" * 2000})
+    assert outcomes(store.ingest([big.raw])) == [(Outcome.REJECTED, Reason.TOO_LARGE)]
+
+
+def test_a_second_message_at_a_stored_seq_is_fork_evidence(store):
+    honest, twin = Feed("alice"), Feed("alice")
+    one, two = honest.append({"n": 1}), honest.append({"n": 2})
+    twin.messages.append(one)
+    conflicting = twin.append({"n": "other 2"})
+    three = honest.append({"n": 3})
+    assert outcomes(store.ingest([one.raw, two.raw])) == [ACCEPTED, ACCEPTED]
+    results = store.ingest([conflicting.raw, three.raw])
+    assert outcomes(results) == [
+        (Outcome.FORK, Reason.FORKED_FEED),
+        (Outcome.REJECTED, Reason.FORKED_FEED),
+    ]
+    assert results[0].stored
+    assert not results[1].stored
+    (evidence,) = store.forks()
+    assert (evidence.author, evidence.seq) == (honest.public, 2)
+    assert (evidence.stored, evidence.conflicting) == (two, conflicting)
+    assert store.get(conflicting.id) == conflicting
+    assert store.get_by_seq(honest.public, 2) == two
+    assert store.get(three.id) is None
+    assert store.feeds()[0].forked_at == 2
+    assert outcomes(store.ingest([conflicting.raw])) == [DUPLICATE]
+
+
+def test_a_fork_inside_one_batch_keeps_the_first_and_records_the_second(store):
+    honest, twin = Feed("alice"), Feed("alice")
+    first = honest.append({"v": "a"})
+    second = twin.append({"v": "b"})
+    results = store.ingest([first.raw, second.raw])
+    assert outcomes(results) == [ACCEPTED, (Outcome.FORK, Reason.FORKED_FEED)]
+    assert store.get_by_seq(honest.public, 1) == first
+
+
+def test_everything_survives_closing_and_reopening(tmp_path):
+    alice = Feed("alice")
+    raws = [alice.append({"n": n}).raw for n in range(5)]
+    with FeedStore(tmp_path / "db") as store:
+        store.ingest(raws)
+    with FeedStore(tmp_path / "db", create=False) as reopened:
+        assert reopened.frontier() == {alice.public: 5}
+        assert [m.raw for m in reopened.read_feed(alice.public)] == raws
+        assert reopened.check().ok
+
+
+def test_opening_a_missing_store_without_create_fails(tmp_path):
+    with pytest.raises(StoreNotFound):
+        FeedStore(tmp_path / "absent", create=False)
+
+
+def test_tangle_tips_follow_out_of_order_arrival(store):
+    alice, bob = Feed("alice"), Feed("bob")
+    root = alice.root("chat")
+    reply_a = alice.append(tangles={"chat": TangleLink(root.id, (root.id,))})
+    reply_b = bob.append(tangles={"chat": TangleLink(root.id, (root.id,))})
+    merge = alice.append(tangles={"chat": TangleLink(root.id, (reply_a.id, reply_b.id))})
+    store.ingest([reply_b.raw])
+    assert store.tangle_tips(root.id, "chat") == [reply_b.id]
+    store.ingest([root.raw, reply_a.raw, merge.raw])
+    assert store.tangle_tips(root.id, "chat") == [merge.id]
+    assert store.check().ok

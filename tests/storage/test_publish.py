@@ -1,0 +1,91 @@
+import pytest
+
+from protocol.limits import Limits
+from protocol.message import TangleLink, decode_message
+from storage.errors import NoIdentity, OwnFeedForked, UnknownTangle
+from storage.ingest import Outcome
+from tests.factories import Feed, keypair
+
+ME = keypair("me")
+
+
+def test_publish_chains_our_feed(store):
+    first = store.publish({"n": 1}, timestamp=1000)
+    second = store.publish({"n": 2}, timestamp=2000)
+    assert (first.author, first.seq, first.prev) == (ME.public, 1, None)
+    assert (second.seq, second.prev) == (2, first.id)
+    assert decode_message(second.raw) == second  # a receiver accepts it
+    assert store.read_feed(ME.public) == [first, second]
+
+
+def test_timestamps_default_to_now_and_never_go_backwards(store):
+    first = store.publish("a", timestamp=2**50)  # claimed far in the future
+    second = store.publish("b")
+    assert second.timestamp == first.timestamp
+
+
+def test_timeframe_is_the_frontier_of_other_feeds(store):
+    alice, bob = Feed("alice"), Feed("bob")
+    store.ingest([alice.append().raw, alice.append().raw, bob.append().raw])
+    mine = store.publish("x")
+    assert mine.timeframe == {alice.public: 2, bob.public: 1}
+    assert store.publish("y").timeframe == mine.timeframe  # own feed never listed
+
+
+def test_the_timeframe_source_can_be_swapped(open_store):
+    calls = []
+
+    def nothing_processed(txn, tables, author):
+        calls.append(author)
+        return {}
+
+    store = open_store(keypair=ME, timeframe_source=nothing_processed)
+    store.ingest([Feed("alice").append().raw])
+    assert store.publish("x").timeframe == {}
+    assert calls == [ME.public]
+
+
+def test_tangle_previous_is_the_current_tips(store):
+    alice = Feed("alice")
+    root = store.publish({"type": "thread"}, {"chat": None})
+    reply = alice.append(tangles={"chat": TangleLink(root.id, (root.id,))})
+    store.ingest([reply.raw])
+    mine = store.publish({"text": "me too"}, {"chat": root.id})
+    assert mine.tangles["chat"] == TangleLink(root.id, (reply.id,))
+    # two concurrent tips are both named, then merged into one
+    other = alice.append(tangles={"chat": TangleLink(root.id, (reply.id,))})
+    store.ingest([other.raw])
+    merge = store.publish("merge", {"chat": root.id})
+    assert merge.tangles["chat"].previous == tuple(sorted([mine.id, other.id]))
+    assert store.tangle_tips(root.id, "chat") == [merge.id]
+
+
+def test_previous_is_capped_at_the_limit(open_store):
+    store = open_store(keypair=ME, limits=Limits(max_previous=2))
+    root = store.publish("root", {"chat": None})
+    replies = [
+        Feed(f"f{i}").append(tangles={"chat": TangleLink(root.id, (root.id,))}) for i in range(4)
+    ]
+    store.ingest([r.raw for r in replies])
+    mine = store.publish("capped", {"chat": root.id})
+    assert mine.tangles["chat"].previous == tuple(sorted(r.id for r in replies)[:2])
+
+
+def test_publishing_into_an_unknown_tangle_fails_and_stores_nothing(store):
+    with pytest.raises(UnknownTangle):
+        store.publish("x", {"chat": b"\x05" * 32})
+    assert store.frontier() == {}
+
+
+def test_publishing_without_a_keypair_fails(open_store):
+    with pytest.raises(NoIdentity):
+        open_store().publish("x")
+
+
+def test_publishing_on_a_forked_own_feed_is_refused(store):
+    twin = Feed(ME)
+    store.publish("original", timestamp=5)
+    (result,) = store.ingest([twin.append("other", timestamp=6).raw])
+    assert result.outcome is Outcome.FORK
+    with pytest.raises(OwnFeedForked):
+        store.publish("more")
