@@ -35,12 +35,27 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="tangled-demo-") as tmp:
         node = Path(tmp) / "alice"
         run(node, "init")
-        root = run(node, "publish", '{"type": "post", "text": "Shall we meet on Friday?"}',
-                   "--tangle", "thread")
-        run(node, "publish", '{"type": "post", "text": "Friday works, 6pm."}',
-            "--tangle", f"thread={root}")
-        run(node, "publish", '{"type": "post", "text": "See you there."}',
-            "--tangle", f"thread={root}")
+        root = run(
+            node,
+            "publish",
+            '{"type": "post", "text": "Shall we meet on Friday?"}',
+            "--tangle",
+            "thread",
+        )
+        run(
+            node,
+            "publish",
+            '{"type": "post", "text": "Friday works, 6pm."}',
+            "--tangle",
+            f"thread={root}",
+        )
+        run(
+            node,
+            "publish",
+            '{"type": "post", "text": "See you there."}',
+            "--tangle",
+            f"thread={root}",
+        )
         run(node, "log")
         run(node, "feeds")
         run(node, "check")

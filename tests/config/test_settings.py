@@ -1,0 +1,149 @@
+import stat
+from pathlib import Path
+
+import pytest
+
+from config.secret import SecretExists, read_secret, write_secret
+from config.settings import DEFAULT_NETWORK_KEY, ConfigError, config_path, load_settings
+from config.template import render_config
+from protocol.identity import Keypair
+
+
+def write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
+
+
+def test_defaults_when_there_is_no_file(tmp_path):
+    settings = load_settings(tmp_path / "absent.toml", environ={})
+    assert settings.listen == "127.0.0.1:8008"
+    assert settings.network_key == DEFAULT_NETWORK_KEY
+    assert settings.limits.to_protocol().max_message_bytes == 16 * 1024
+    assert settings.limits.max_timeframe_entries == 4096
+    assert settings.peers == []
+
+
+def test_the_rendered_template_loads_back(tmp_path):
+    path = write(tmp_path / "tangled.toml", render_config(tmp_path / "data"))
+    settings = load_settings(path, environ={})
+    assert settings.data_dir == tmp_path / "data"
+    assert settings.store_path == tmp_path / "data" / "store"
+    assert settings.secret_path == tmp_path / "data" / "secret"
+    assert settings.ipc_socket_path == tmp_path / "data" / "tangled.sock"
+
+
+def test_a_relative_data_dir_is_relative_to_the_config_file(tmp_path):
+    path = write(tmp_path / "tangled.toml", 'data_dir = "node-a"\n')
+    assert load_settings(path, environ={}).data_dir == tmp_path / "node-a"
+
+
+def test_layers_file_then_environment_then_flags(tmp_path):
+    path = write(tmp_path / "t.toml", 'listen = "127.0.0.1:9000"\n[limits]\nmax_tangles = 8\n')
+    environ = {"TANGLED_LISTEN": "127.0.0.1:9001", "TANGLED_LIMITS__MAX_PREVIOUS": "4"}
+    settings = load_settings(path, environ=environ)
+    assert (settings.listen, settings.limits.max_tangles, settings.limits.max_previous) == (
+        "127.0.0.1:9001",
+        8,
+        4,
+    )
+    flagged = load_settings(path, environ=environ, overrides={"listen": "127.0.0.1:9002"})
+    assert flagged.listen == "127.0.0.1:9002"
+
+
+def test_peers_from_file_and_from_json_in_the_environment(tmp_path):
+    key = Keypair.generate().feed_id
+    path = write(tmp_path / "t.toml", f'[[peers]]\naddress = "10.0.0.1:8008"\nkey = "{key}"\n')
+    assert load_settings(path, environ={}).peers[0].key == key
+    environ = {"TANGLED_PEERS": f'[{{"address": "h:1", "key": "{key}"}}]'}
+    assert load_settings(path, environ=environ).peers[0].address == "h:1"
+
+
+def problems_of(path, environ=None):
+    with pytest.raises(ConfigError) as caught:
+        load_settings(path, environ=environ or {})
+    return caught.value.problems
+
+
+def test_errors_name_the_key_its_source_and_why(tmp_path):
+    path = write(
+        tmp_path / "t.toml", 'listen = "nowhere"\nsurprise = 1\n[limits]\nmax_tangles = 0\n'
+    )
+    problems = problems_of(path, {"TANGLED_LIMITS__MAX_MESSAGE_BYTES": "lots"})
+    assert len(problems) == 4
+    assert any(p.startswith(f"listen (from {path})") and "HOST:PORT" in p for p in problems)
+    assert any(p.startswith("surprise") and "unknown setting" in p for p in problems)
+    assert any(
+        p.startswith(f"limits.max_tangles (from {path})") and "greater" in p for p in problems
+    )
+    assert any(
+        p.startswith("limits.max_message_bytes (from TANGLED_LIMITS__MAX_MESSAGE_BYTES)")
+        and "'lots'" in p
+        for p in problems
+    )
+
+
+@pytest.mark.parametrize(
+    "text, key",
+    [
+        ('network_key = "c2hvcnQ="\n', "network_key"),
+        ('network_key = "not base64!"\n', "network_key"),
+        ('log_format = "xml"\n', "log_format"),
+        ('[[peers]]\naddress = "h:1"\nkey = "@nope"\n', "peers.0.key"),
+        ("[storage]\nmap_size = 10\n", "storage.map_size"),
+    ],
+)
+def test_each_bad_value_is_named(tmp_path, text, key):
+    problems = problems_of(write(tmp_path / "t.toml", text))
+    assert [p.split(" ")[0] for p in problems] == [key]
+
+
+def test_unknown_environment_settings_are_errors(tmp_path):
+    problems = problems_of(tmp_path / "absent.toml", {"TANGLED_LISTN": "x"})
+    assert problems == ["listn (from TANGLED_LISTN): unknown setting"]
+
+
+def test_invalid_toml_is_reported_with_the_file(tmp_path):
+    path = write(tmp_path / "t.toml", "listen = \n")
+    (problem,) = problems_of(path)
+    assert str(path) in problem and "TOML" in problem
+
+
+def test_config_path_resolution(tmp_path, monkeypatch):
+    monkeypatch.delenv("TANGLED_CONFIG", raising=False)
+    monkeypatch.delenv("TANGLED_DATA_DIR", raising=False)
+    assert config_path(tmp_path / "c.toml", tmp_path / "d") == tmp_path / "c.toml"
+    assert config_path(None, tmp_path / "d") == tmp_path / "d" / "tangled.toml"
+    monkeypatch.setenv("TANGLED_DATA_DIR", str(tmp_path / "e"))
+    assert config_path(None, None) == tmp_path / "e" / "tangled.toml"
+    monkeypatch.setenv("TANGLED_CONFIG", str(tmp_path / "f.toml"))
+    assert config_path(None, tmp_path / "d") == tmp_path / "f.toml"
+
+
+def test_secret_file_is_private_and_never_overwritten(tmp_path):
+    path = tmp_path / "secret"
+    keypair = Keypair.generate()
+    write_secret(path, keypair)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert read_secret(path) == keypair
+    with pytest.raises(SecretExists):
+        write_secret(path, Keypair.generate())
+    assert read_secret(path) == keypair
+
+
+def test_a_secret_others_can_read_is_refused(tmp_path):
+    path = tmp_path / "secret"
+    write_secret(path, Keypair.generate())
+    path.chmod(0o644)
+    with pytest.raises(ConfigError, match="chmod 600"):
+        read_secret(path)
+
+
+def test_a_damaged_secret_file_is_refused(tmp_path):
+    path = tmp_path / "secret"
+    write_secret(path, Keypair.generate())
+    text = path.read_text().replace('"public": "@', '"public": "@X')
+    path.write_text(text)
+    with pytest.raises(ConfigError, match="does not match"):
+        read_secret(path)
+    with pytest.raises(ConfigError, match="no secret key"):
+        read_secret(tmp_path / "absent")

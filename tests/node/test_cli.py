@@ -1,0 +1,164 @@
+"""The `tangled` console script, run as a real process against real data directories."""
+
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from protocol.identity import parse_message_id
+from storage.layout import feed_key
+from storage.store import FeedStore
+from tests.factories import Feed
+
+TANGLED = Path(sys.executable).with_name("tangled")
+
+
+class Node:
+    """A data directory and a way to run `tangled --data-dir DIR ...` on it."""
+
+    def __init__(self, root: Path) -> None:
+        self.data_dir = root / "node"
+        self.env = {k: v for k, v in os.environ.items() if not k.startswith("TANGLED_")}
+        self.env |= {"HOME": str(root / "home"), "XDG_DATA_HOME": str(root / "xdg")}
+
+    def run(self, *args: str, stdin: str | None = None, env: dict | None = None):
+        return subprocess.run(
+            [str(TANGLED), "--data-dir", str(self.data_dir), *args],
+            input=stdin,
+            capture_output=True,
+            text=True,
+            env=self.env | (env or {}),
+            timeout=60,
+        )
+
+    def ok(self, *args: str, **kwargs) -> str:
+        done = self.run(*args, **kwargs)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+
+@pytest.fixture
+def node(tmp_path):
+    return Node(tmp_path)
+
+
+@pytest.fixture
+def ready(node):
+    node.feed_id = node.ok("init").strip()
+    return node
+
+
+def test_init_writes_config_and_private_key_and_prints_the_feed(node):
+    feed = node.ok("init").strip()
+    assert feed.startswith("@") and len(feed) == 44
+    secret = node.data_dir / "secret"
+    assert stat.S_IMODE(secret.stat().st_mode) == 0o600
+    assert json.loads(secret.read_text())["public"] == feed
+    assert (node.data_dir / "tangled.toml").is_file()
+    assert (node.data_dir / "store" / "data.mdb").is_file()
+
+
+def test_init_refuses_to_overwrite(ready):
+    config_before = (ready.data_dir / "tangled.toml").read_text()
+    secret_before = (ready.data_dir / "secret").read_text()
+    done = ready.run("init")
+    assert done.returncode == 3
+    assert "refusing to overwrite" in done.stderr
+    assert (ready.data_dir / "tangled.toml").read_text() == config_before
+    assert (ready.data_dir / "secret").read_text() == secret_before
+
+
+def test_publish_into_a_tangle_then_log_show_and_feeds(ready):
+    root = ready.ok("publish", '{"type": "post", "text": "first"}', "--tangle", "chat").strip()
+    reply = json.loads(
+        ready.ok("publish", "-", "--tangle", f"chat={root}", "--json", stdin='{"text": "second"}')
+    )
+    assert reply["seq"] == 2
+    assert reply["tangles"] == {"chat": {"root": root, "previous": [root]}}
+    assert reply["author"] == ready.feed_id
+
+    lines = [json.loads(line) for line in ready.ok("log", "--json").splitlines()]
+    assert [m["content"] for m in lines] == [{"type": "post", "text": "first"}, {"text": "second"}]
+    assert ready.ok("log", ready.feed_id, "--from", "2", "--json").count("\n") == 1
+    assert "first" in ready.ok("log")
+
+    shown = json.loads(ready.ok("show", root, "--json"))
+    assert shown["id"] == root and shown["tangles"]["chat"]["root"] is None
+    assert json.loads(ready.ok("show", reply["id"])) == reply
+
+    (feed,) = [json.loads(line) for line in ready.ok("feeds", "--json").splitlines()]
+    assert feed == {"feed": ready.feed_id, "seq": 2, "head": reply["id"], "forked_at": None}
+    assert "2 messages in 1 feeds" in ready.ok("check")
+
+
+@pytest.mark.parametrize(
+    "args, code, says",
+    [
+        (("publish",), 2, "Missing argument"),
+        (("frobnicate",), 2, "No such command"),
+        (("log", "--limit", "0"), 2, "--limit"),
+        (("publish", "{not json"), 3, "not JSON"),
+        (("publish", "{}", "--tangle", "chat=%zzz"), 3, "message id"),
+        (("publish", "{}", "--tangle", "chat=%" + "A" * 43), 3, "no tangle 'chat'"),
+        (("show", "nope"), 3, "must start with '%'"),
+        (("log", "@short"), 3, "feed id"),
+        (("show", "%" + "A" * 43), 4, "no message"),
+        (("log", "@" + "A" * 43), 4, "no feed"),
+    ],
+)
+def test_exit_codes_tell_usage_input_and_not_found_apart(ready, args, code, says):
+    done = ready.run(*args)
+    assert done.returncode == code, done.stderr
+    assert says in done.stderr
+
+
+def test_commands_before_init_say_so(node):
+    done = node.run("feeds")
+    assert done.returncode == 4
+    assert "tangled init" in done.stderr
+
+
+def test_a_bad_config_names_the_key(ready):
+    config = ready.data_dir / "tangled.toml"
+    config.write_text(config.read_text().replace("max_tangles = 16", "max_tangles = -1"))
+    done = ready.run("feeds")
+    assert done.returncode == 3
+    assert "limits.max_tangles" in done.stderr
+
+
+def test_environment_overrides_reach_the_store(ready):
+    big = json.dumps({"text": "x" * 2000})
+    done = ready.run("publish", big, env={"TANGLED_LIMITS__MAX_MESSAGE_BYTES": "1024"})
+    assert done.returncode == 3
+    assert "too-large" in done.stderr
+    ready.ok("publish", big)
+
+
+def test_logs_are_json_lines_on_stderr_when_not_a_terminal(ready):
+    done = ready.run("publish", '"hi"')
+    events = [json.loads(line) for line in done.stderr.splitlines()]
+    assert [e["event"] for e in events] == ["published"]
+    assert events[0]["id"] == done.stdout.strip()
+
+
+def test_forks_are_listed_and_check_flags_damage(ready):
+    honest, twin = Feed("alice"), Feed("alice")
+    with FeedStore(ready.data_dir / "store") as store:
+        store.ingest([honest.append("one").raw, twin.append("other").raw])
+    (fork,) = [json.loads(line) for line in ready.ok("forks", "--json").splitlines()]
+    assert fork["seq"] == 1
+    assert {fork["stored"]["content"], fork["conflicting"]["content"]} == {"one", "other"}
+    assert json.loads(ready.ok("feeds", "--json"))["forked_at"] == 1
+    assert json.loads(ready.ok("check", "--json"))["ok"] is True
+
+    with FeedStore(ready.data_dir / "store") as store, store.env.begin(write=True) as txn:
+        txn.delete(feed_key(honest.public, 1), db=store.tables.feed_index)
+    done = ready.run("check", "--json")
+    assert done.returncode == 5
+    report = json.loads(done.stdout)
+    assert report["ok"] is False and report["problems"]
+    assert parse_message_id(fork["stored"]["id"])
