@@ -31,14 +31,16 @@ class NonCanonical(ValueError):
 
 
 def _ascending_map(pairs: list[tuple[Any, Any]]) -> dict[Any, Any]:
-    for index in range(1, len(pairs)):
+    mapping = dict(pairs)
+    if len(pairs) > 1:
+        keys = list(mapping)
         try:
-            ascending = pairs[index - 1][0] < pairs[index][0]
+            ascending = keys == sorted(keys)  # in C: timeframes hold thousands of keys
         except TypeError:
             raise NonCanonical("map mixes string and binary keys") from None
-        if not ascending:
+        if not ascending or len(keys) != len(pairs):
             raise NonCanonical("map keys are not strictly ascending")
-    return dict(pairs)
+    return mapping
 
 
 def _reject_ext(code: int, data: bytes) -> Any:

@@ -27,8 +27,10 @@ canonical, the signed payload is the signed bytes with the array header
 changed from 9 to 8 elements and the signature (2 + 64 bytes) cut off; the
 decoder uses that instead of encoding the fields again.
 
-Checks run cheapest first: size, canonical form, shape of each field, then
-the signature. Each failure raises `InvalidMessage` with its `Reason`.
+Checks run cheapest first: size; the type and shape of each field (decoded
+in C, see `protocol.envelope`); canonical form; the rules between fields;
+the content; then the signature. Each failure raises `InvalidMessage` with
+its `Reason`.
 """
 
 from __future__ import annotations
@@ -41,13 +43,19 @@ from nacl.bindings import crypto_sign_open
 from nacl.exceptions import CryptoError
 
 from protocol.canonical import NonCanonical, canonical_value, decode_canonical
+from protocol.envelope import (
+    DecodeError,
+    Link,
+    ValidationError,
+    decode_envelope,
+    encode_envelope,
+    reason_for,
+)
 from protocol.errors import InvalidMessage, LocalProtocolError, Reason
-from protocol.identity import ID_BYTES, KEY_BYTES, SIGNATURE_BYTES, Keypair, message_id
+from protocol.identity import SIGNATURE_BYTES, Keypair, message_id
 from protocol.limits import DEFAULT_LIMITS, Limits
 
 VERSION = 1
-FIELD_COUNT = 9
-_MAX_INT64 = 2**63
 _UNSIGNED_HEADER = b"\x98"  # fixarray of 8
 _SIGNATURE_TRAILER = 2 + SIGNATURE_BYTES  # bin8 header (0xc4 0x40) + signature
 
@@ -132,126 +140,124 @@ def sign_message(
 
 
 def decode_message(
-    raw: bytes, limits: Limits = DEFAULT_LIMITS, *, verify_signature: bool = True
+    raw: bytes,
+    limits: Limits = DEFAULT_LIMITS,
+    *,
+    verify_signature: bool = True,
+    known_id: bytes | None = None,
 ) -> Message:
     """Validate signed bytes fully and return the message, or raise `InvalidMessage`.
 
     `verify_signature=False` is for bytes read back from our own store, which
-    verified them on the way in; every other check still runs.
+    verified them on the way in; every other check still runs. `known_id`
+    saves hashing `raw` again when the caller already has its id.
     """
     if len(raw) > limits.max_message_bytes:
         raise InvalidMessage(
             Reason.TOO_LARGE, f"{len(raw)} bytes, the limit is {limits.max_message_bytes}"
         )
     try:
-        fields = decode_canonical(raw)
-    except NonCanonical as error:
-        raise InvalidMessage(Reason.NON_CANONICAL, str(error)) from None
-    except ValueError as error:
+        envelope = decode_envelope(raw)
+    except ValidationError as error:
+        raise InvalidMessage(_reason_of_invalid_envelope(raw, error), str(error)) from None
+    except (DecodeError, UnicodeDecodeError) as error:  # a str that is not UTF-8 is the latter
         raise InvalidMessage(Reason.MALFORMED, str(error)) from None
-    if type(fields) is not list or not fields:
-        raise InvalidMessage(Reason.MALFORMED, "a message is a non-empty array")
-    if fields[0] != VERSION or type(fields[0]) is not int:
-        raise InvalidMessage(Reason.UNKNOWN_VERSION, f"version {fields[0]!r}, expected {VERSION}")
-    if len(fields) != FIELD_COUNT:
+    if envelope.version != VERSION:
         raise InvalidMessage(
-            Reason.MALFORMED, f"{len(fields)} fields, version {VERSION} has {FIELD_COUNT}"
+            Reason.UNKNOWN_VERSION, f"version {envelope.version}, expected {VERSION}"
         )
-    _, author, seq, prev, timestamp, timeframe, tangles, content, signature = fields
-    if type(author) is not bytes or len(author) != KEY_BYTES:
-        raise InvalidMessage(Reason.BAD_AUTHOR, "author must be a 32-byte public key")
-    if type(seq) is not int or not 1 <= seq < _MAX_INT64:
-        raise InvalidMessage(Reason.BAD_SEQ, f"seq must be an integer >= 1, got {seq!r}")
-    if seq == 1:
-        if prev is not None:
-            raise InvalidMessage(Reason.BAD_PREV, "the first message of a feed has no prev")
-    elif type(prev) is not bytes or len(prev) != ID_BYTES:
-        raise InvalidMessage(Reason.BAD_PREV, f"message {seq} needs a 32-byte prev id")
-    if type(timestamp) is not int or not 0 <= timestamp < _MAX_INT64:
-        raise InvalidMessage(Reason.BAD_TIMESTAMP, "timestamp must be a non-negative integer")
-    _check_timeframe(timeframe, author, limits)
-    links = _parse_tangles(tangles, limits)
-    if type(signature) is not bytes or len(signature) != SIGNATURE_BYTES:
-        raise InvalidMessage(Reason.BAD_SIGNATURE, "signature must be 64 bytes")
+    if encode_envelope(envelope) != raw:
+        raise InvalidMessage(Reason.NON_CANONICAL, "bytes are not the canonical encoding")
+    author, seq, prev = envelope.author, envelope.seq, envelope.prev
+    if (seq == 1) != (prev is None):
+        raise InvalidMessage(
+            Reason.BAD_PREV,
+            "the first message of a feed has no prev" if seq == 1 else f"seq {seq} needs a prev",
+        )
+    _check_timeframe(envelope.timeframe, author, limits)
+    links = _parse_tangles(envelope.tangles, limits)
+    try:
+        content = decode_canonical(bytes(envelope.content))
+    except NonCanonical as error:
+        raise InvalidMessage(Reason.NON_CANONICAL, f"content: {error}") from None
+    except ValueError as error:
+        raise InvalidMessage(Reason.MALFORMED, f"content: {error}") from None
     if verify_signature:
         payload = _UNSIGNED_HEADER + raw[1:-_SIGNATURE_TRAILER]
         try:
-            crypto_sign_open(signature + payload, author)
+            crypto_sign_open(envelope.signature + payload, author)
         except CryptoError:
             raise InvalidMessage(Reason.BAD_SIGNATURE, "signature does not verify") from None
     return Message(
-        id=message_id(raw),
+        id=message_id(raw) if known_id is None else known_id,
         raw=raw,
         author=author,
         seq=seq,
         prev=prev,
-        timestamp=timestamp,
-        timeframe=timeframe,
+        timestamp=envelope.timestamp,
+        timeframe=envelope.timeframe,
         tangles=links,
         content=content,
-        signature=signature,
+        signature=envelope.signature,
     )
 
 
-def _check_timeframe(timeframe: Any, author: bytes, limits: Limits) -> None:
-    # Set operations over map/len/type keep this in C: a timeframe can hold thousands of entries.
-    if type(timeframe) is not dict:
-        raise InvalidMessage(Reason.BAD_TIMEFRAME, "timeframe must be a map")
+def _reason_of_invalid_envelope(raw: bytes, error: ValidationError) -> Reason:
+    # A different version may well have a different number of fields: say so, not "malformed".
+    try:
+        fields = msgpack.unpackb(raw)
+    except Exception:  # any undecodable input is simply malformed
+        return Reason.MALFORMED
+    if type(fields) is list and fields and type(fields[0]) is int and fields[0] != VERSION:
+        return Reason.UNKNOWN_VERSION
+    return reason_for(error)
+
+
+def _ascending(keys: list) -> bool:
+    return keys == sorted(keys)  # in C; keys are unique already (they came from a map)
+
+
+def _check_timeframe(timeframe: dict[bytes, int], author: bytes, limits: Limits) -> None:
     if len(timeframe) > limits.max_timeframe_entries:
         raise InvalidMessage(
             Reason.TOO_MANY_TIMEFRAME_ENTRIES,
             f"{len(timeframe)} entries, the limit is {limits.max_timeframe_entries}",
         )
-    if not timeframe:
-        return
-    keys = timeframe.keys()
-    if set(map(type, keys)) != {bytes} or set(map(len, keys)) != {KEY_BYTES}:
-        raise InvalidMessage(Reason.BAD_TIMEFRAME, "timeframe keys must be 32-byte feed keys")
+    if not _ascending(list(timeframe)):
+        raise InvalidMessage(Reason.NON_CANONICAL, "timeframe keys are not in ascending order")
     if author in timeframe:
         raise InvalidMessage(Reason.BAD_TIMEFRAME, "timeframe must not name the author's own feed")
-    seqs = timeframe.values()
-    if set(map(type, seqs)) != {int} or min(seqs) < 1 or max(seqs) >= _MAX_INT64:
-        raise InvalidMessage(Reason.BAD_TIMEFRAME, "timeframe values must be integers >= 1")
 
 
-def _parse_tangles(tangles: Any, limits: Limits) -> dict[str, TangleLink]:
-    if type(tangles) is not dict:
-        raise InvalidMessage(Reason.BAD_TANGLES, "tangles must be a map")
+def _parse_tangles(tangles: dict[str, Link], limits: Limits) -> dict[str, TangleLink]:
     if len(tangles) > limits.max_tangles:
         raise InvalidMessage(
             Reason.TOO_MANY_TANGLES, f"{len(tangles)} tangles, the limit is {limits.max_tangles}"
         )
+    if not _ascending(list(tangles)):
+        raise InvalidMessage(Reason.NON_CANONICAL, "tangle names are not in ascending order")
     links: dict[str, TangleLink] = {}
     for name, link in tangles.items():
-        if type(name) is not str or not 0 < len(name.encode()) <= limits.max_tangle_name_bytes:
+        if not name or len(name.encode()) > limits.max_tangle_name_bytes:
             raise InvalidMessage(
                 Reason.BAD_TANGLES,
                 f"tangle names are strings of 1 to {limits.max_tangle_name_bytes} bytes",
             )
-        if type(link) is not dict or link.keys() != {"previous", "root"}:
-            raise InvalidMessage(
-                Reason.BAD_TANGLES, f"tangle {name!r} must be a map of exactly root and previous"
-            )
-        root, previous = link["root"], link["previous"]
+        root, previous = link.root, link.previous
         if root is None and previous is None:
             links[name] = ROOT_LINK
             continue
-        if type(root) is not bytes or len(root) != ID_BYTES:
-            raise InvalidMessage(Reason.BAD_TANGLES, f"tangle {name!r}: root must be a 32-byte id")
-        if type(previous) is not list or not previous:
+        if root is None or not previous:
             raise InvalidMessage(
-                Reason.BAD_TANGLES, f"tangle {name!r}: previous must be a non-empty list"
+                Reason.BAD_TANGLES,
+                f"tangle {name!r}: a root has neither root nor previous, others need both",
             )
         if len(previous) > limits.max_previous:
             raise InvalidMessage(
                 Reason.TOO_MANY_PREVIOUS,
                 f"tangle {name!r}: {len(previous)} previous, the limit is {limits.max_previous}",
             )
-        if any(type(p) is not bytes or len(p) != ID_BYTES for p in previous):
-            raise InvalidMessage(
-                Reason.BAD_TANGLES, f"tangle {name!r}: previous holds 32-byte ids only"
-            )
-        if any(previous[i] >= previous[i + 1] for i in range(len(previous) - 1)):
+        if len(previous) > 1 and (len(set(previous)) != len(previous) or not _ascending(previous)):
             raise InvalidMessage(
                 Reason.BAD_TANGLES, f"tangle {name!r}: previous must be strictly ascending"
             )

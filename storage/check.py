@@ -2,8 +2,8 @@
 
 One read transaction over the whole store. Each stored message is decoded
 and its signature verified again; from the messages alone we rebuild what
-every index should hold (feed chains, heads, fork rows, tangle tips and
-references) and report each disagreement as one line. The parsed messages
+every index should hold (ids, feed chains, heads, fork rows, tangle tips
+and references) and report each disagreement as one line. The parsed messages
 and rebuilt sets live in memory: fine for an offline check of a node's store,
 proportional to its size.
 """
@@ -17,7 +17,7 @@ from protocol.errors import InvalidMessage
 from protocol.identity import feed_text, message_text
 from protocol.limits import UNLIMITED
 from protocol.message import Message, decode_message
-from storage.layout import Tables, feed_key, split_feed_key, split_head_value, tangle_key
+from storage.layout import Tables, split_feed_key, split_head_value, tangle_key
 
 
 @dataclass
@@ -32,16 +32,12 @@ class CheckReport:
         return not self.problems
 
 
-def _verified(raw: bytes, key: bytes, what: str, report: CheckReport) -> Message | None:
+def _verified(raw: bytes, what: str, report: CheckReport) -> Message | None:
     try:
-        message = decode_message(bytes(raw), UNLIMITED)
+        return decode_message(bytes(raw), UNLIMITED)
     except InvalidMessage as error:
-        report.problems.append(f"{what} {message_text(key)}: {error}")
+        report.problems.append(f"{what}: {error}")
         return None
-    if message.id != key:
-        report.problems.append(f"{what} {message_text(key)}: stored under the wrong id")
-        return None
-    return message
 
 
 def check_store(env, tables: Tables) -> CheckReport:
@@ -50,42 +46,54 @@ def check_store(env, tables: Tables) -> CheckReport:
         by_position: dict[tuple[bytes, int], Message] = {}
         for key, raw in txn.cursor(db=tables.messages):
             report.messages += 1
-            message = _verified(raw, bytes(key), "message", report)
-            if message is not None:
-                by_position[(message.author, message.seq)] = message
+            author, seq = split_feed_key(key)
+            message = _verified(raw, f"message {feed_text(author)}:{seq}", report)
+            if message is None:
+                continue
+            if (message.author, message.seq) != (author, seq):
+                report.problems.append(f"message {feed_text(author)}:{seq} is stored out of place")
+                continue
+            by_position[(author, seq)] = message
+        _check_ids(txn, tables, by_position, report)
         _check_feeds(txn, tables, by_position, report)
         _check_forks(txn, tables, by_position, report)
         _check_tangles(txn, tables, by_position.values(), report)
     return report
 
 
-def _check_feeds(txn, tables: Tables, by_position, report: CheckReport) -> None:
-    indexed: dict[bytes, list[int]] = defaultdict(list)
-    for key, msg_id in txn.cursor(db=tables.feed_index):
-        author, seq = split_feed_key(key)
-        indexed[author].append(seq)
-        message = by_position.get((author, seq))
+def _check_ids(txn, tables: Tables, by_position, report: CheckReport) -> None:
+    indexed = 0
+    for msg_id, position in txn.cursor(db=tables.message_ids):
+        indexed += 1
+        message = by_position.get(split_feed_key(position))
         if message is None or message.id != msg_id:
+            report.problems.append(f"message-ids row {message_text(bytes(msg_id))} is wrong")
+    for message in by_position.values():
+        if txn.get(message.id, db=tables.message_ids) is None:
             report.problems.append(
-                f"feed-index {feed_text(author)}:{seq} points at {message_text(msg_id)}, "
-                "which is not that stored message"
+                f"message {message_text(message.id)} is missing from message-ids"
             )
-    for author, seq in by_position:
-        if txn.get(feed_key(author, seq), db=tables.feed_index) is None:
-            report.problems.append(f"message {feed_text(author)}:{seq} is missing from feed-index")
+    if indexed != report.messages:
+        report.problems.append(f"message-ids has {indexed} rows for {report.messages} messages")
+
+
+def _check_feeds(txn, tables: Tables, by_position, report: CheckReport) -> None:
+    seqs_of: dict[bytes, list[int]] = defaultdict(list)
+    for author, seq in by_position:  # in key order: author, then seq
+        seqs_of[author].append(seq)
     heads = {bytes(a): split_head_value(v) for a, v in txn.cursor(db=tables.heads)}
     report.feeds = len(heads)
-    for author, seqs in indexed.items():
+    for author, seqs in seqs_of.items():
         if seqs != list(range(1, len(seqs) + 1)):
             report.problems.append(f"feed {feed_text(author)} has gaps in its seqs")
-        last = by_position.get((author, seqs[-1]))
-        if last is not None and heads.get(author) != (last.seq, last.id):
+        last = by_position[(author, seqs[-1])]
+        if heads.get(author) != (last.seq, last.id):
             report.problems.append(f"heads row of {feed_text(author)} is not its last message")
         for seq in seqs[1:]:
-            message, before = by_position.get((author, seq)), by_position.get((author, seq - 1))
-            if message and before and message.prev != before.id:
+            before = by_position.get((author, seq - 1))
+            if before and by_position[(author, seq)].prev != before.id:
                 report.problems.append(f"{feed_text(author)}:{seq} does not chain to seq {seq - 1}")
-    for author in heads.keys() - indexed.keys():
+    for author in heads.keys() - seqs_of.keys():
         report.problems.append(f"heads row of {feed_text(author)} has no messages")
 
 
@@ -100,8 +108,11 @@ def _check_forks(txn, tables: Tables, by_position, report: CheckReport) -> None:
         if raw is None:
             report.problems.append(f"fork row {message_text(evidence_id)} has no evidence body")
             continue
-        evidence = _verified(raw, evidence_id, "fork evidence", report)
+        evidence = _verified(raw, f"fork evidence {message_text(evidence_id)}", report)
         if evidence is None:
+            continue
+        if evidence.id != evidence_id:
+            report.problems.append(f"fork evidence {message_text(evidence_id)} has another id")
             continue
         if (
             (evidence.author, evidence.seq) != (author, seq)

@@ -7,7 +7,7 @@ it takes the write transaction; what is left here is the feed-chain rule,
 decided against the feed's head (the highest stored seq, always contiguous
 from 1):
 
-    id already stored (or held as evidence)        -> duplicate
+    seq <= head, id already stored or held as evidence -> duplicate
     seq <= head, another id at that seq             -> fork: kept as evidence,
                                                        the feed is now forked
     feed forked, seq > head                         -> rejected, forked-feed
@@ -72,7 +72,7 @@ def forked_at(txn, tables: Tables, author: bytes) -> int | None:
 
 def is_known(txn, tables: Tables, msg_id: bytes) -> bool:
     return (
-        txn.get(msg_id, db=tables.messages) is not None
+        txn.get(msg_id, db=tables.message_ids) is not None
         or txn.get(msg_id, db=tables.fork_evidence) is not None
     )
 
@@ -101,11 +101,13 @@ class BatchWriter:
 
     def apply(self, message: Message) -> IngestResult:
         txn, tables = self._txn, self._tables
-        if is_known(txn, tables, message.id):
-            return IngestResult(Outcome.DUPLICATE, message.id, message=message)
         author, seq = message.author, message.seq
         head_seq, head_id = self.head(author)
         if seq <= head_seq:
+            # Only here can the message be stored already: heads never move back,
+            # and fork evidence is always recorded at or below the head.
+            if is_known(txn, tables, message.id):
+                return IngestResult(Outcome.DUPLICATE, message.id, message=message)
             return self._record_fork(message)
         if self.is_forked(author):
             return self._reject(message, Reason.FORKED_FEED, "the feed has fork evidence")
@@ -117,8 +119,9 @@ class BatchWriter:
             return self._reject(
                 message, Reason.CHAIN_MISMATCH, f"prev is not the id of stored seq {head_seq}"
             )
-        txn.put(message.id, message.raw, db=tables.messages)
-        txn.put(feed_key(author, seq), message.id, db=tables.feed_index)
+        position = feed_key(author, seq)
+        txn.put(position, message.raw, db=tables.messages)
+        txn.put(message.id, position, db=tables.message_ids)
         add_to_tangles(txn, tables, message)
         self._heads[author] = (seq, message.id)
         self._dirty_heads.add(author)

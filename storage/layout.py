@@ -1,13 +1,19 @@
 """The LMDB layout: named databases and how their keys are built.
 
-    messages       id -> signed bytes                 every accepted message
-    feed-index     author + seq(u64 BE) -> id          a feed's chain, in seq order
+    messages       author + seq(u64 BE) -> signed bytes   every accepted message, a feed
+                                                       being one contiguous key range
+    message-ids    id -> author + seq(u64 BE)          the index by message id
     heads          author -> seq(u64 BE) + id          the frontier, one row per feed
     forks          author + seq(u64 BE) + id -> ""     a second valid message at a stored seq
     fork-evidence  id -> signed bytes                  the bodies of those second messages
     tangle-tips    tangle key -> id (dupsort)          messages of a tangle no one references yet
     tangle-refs    tangle key + id -> ""               ids some message of the tangle references
     meta           name -> value                       schema version
+
+Bodies are keyed by position, not by id: ids are hashes, so a batch keyed by
+id would dirty one B-tree leaf per message, while each feed's new messages
+land together at the end of its range (measured: commit cost per message
+about 3x lower for small messages).
 
 A feed is forked iff it has a row in `forks`; the first such row gives the
 seq where it forked. A tangle key is root id + one length byte + name
@@ -22,7 +28,7 @@ from typing import Any
 
 import lmdb
 
-SCHEMA_VERSION = b"1"
+SCHEMA_VERSION = b"2"
 _SEQ = struct.Struct(">Q")
 
 
@@ -57,7 +63,7 @@ class Tables:
     """Handles of the named databases of one environment."""
 
     messages: Any
-    feed_index: Any
+    message_ids: Any
     heads: Any
     forks: Any
     fork_evidence: Any
@@ -70,7 +76,7 @@ class Tables:
         with env.begin(write=True) as txn:
             return cls(
                 messages=env.open_db(b"messages", txn=txn),
-                feed_index=env.open_db(b"feed-index", txn=txn),
+                message_ids=env.open_db(b"message-ids", txn=txn),
                 heads=env.open_db(b"heads", txn=txn),
                 forks=env.open_db(b"forks", txn=txn),
                 fork_evidence=env.open_db(b"fork-evidence", txn=txn),

@@ -170,7 +170,8 @@ class FeedStore:
                 continue
             seen.add(msg_id)
             try:
-                candidates.append((index, decode_message(raw, self._limits)))
+                message = decode_message(raw, self._limits, known_id=msg_id)
+                candidates.append((index, message))
             except InvalidMessage as error:
                 results[index] = IngestResult(Outcome.REJECTED, msg_id, error.reason, error.detail)
         candidates.sort(key=lambda pair: (pair[1].author, pair[1].seq))
@@ -217,7 +218,9 @@ class FeedStore:
             if timestamp is None:
                 timestamp = int(time.time() * 1000)
                 if head_id is not None:
-                    previous = parse_stored(txn.get(head_id, db=self._tables.messages))
+                    previous = parse_stored(
+                        txn.get(feed_key(me, head_seq), db=self._tables.messages)
+                    )
                     timestamp = max(timestamp, previous.timestamp)
             message = sign_message(
                 self._keypair,
@@ -248,29 +251,29 @@ class FeedStore:
     def get(self, msg_id: bytes) -> Message | None:
         """A message by id: an accepted one, or one held as fork evidence."""
         with self._env.begin() as txn:
-            raw = txn.get(msg_id, db=self._tables.messages)
-            if raw is None:
+            position = txn.get(msg_id, db=self._tables.message_ids)
+            if position is not None:
+                raw = txn.get(position, db=self._tables.messages)
+            else:
                 raw = txn.get(msg_id, db=self._tables.fork_evidence)
         return None if raw is None else parse_stored(raw)
 
     def get_by_seq(self, author: bytes, seq: int) -> Message | None:
         with self._env.begin() as txn:
-            msg_id = txn.get(feed_key(author, seq), db=self._tables.feed_index)
-            if msg_id is None:
-                return None
-            return parse_stored(txn.get(msg_id, db=self._tables.messages))
+            raw = txn.get(feed_key(author, seq), db=self._tables.messages)
+        return None if raw is None else parse_stored(raw)
 
     def read_feed(self, author: bytes, from_seq: int = 1, limit: int = 1000) -> list[Message]:
         """Up to `limit` messages of a feed, from `from_seq` on, in seq order."""
         messages: list[Message] = []
         with self._env.begin() as txn:
-            cursor = txn.cursor(db=self._tables.feed_index)
+            cursor = txn.cursor(db=self._tables.messages)
             if not cursor.set_range(feed_key(author, max(from_seq, 1))):
                 return messages
-            for key, msg_id in cursor:
+            for key, raw in cursor:
                 if key[:32] != author or len(messages) >= limit:
                     break
-                messages.append(parse_stored(txn.get(msg_id, db=self._tables.messages)))
+                messages.append(parse_stored(raw))
         return messages
 
     def feeds(self) -> list[FeedInfo]:
@@ -287,12 +290,11 @@ class FeedStore:
         with self._env.begin() as txn:
             for key in txn.cursor(db=self._tables.forks).iternext(values=False):
                 author, seq = split_feed_key(key)
-                stored_id = txn.get(key[:40], db=self._tables.feed_index)
                 evidence.append(
                     ForkEvidence(
                         author,
                         seq,
-                        parse_stored(txn.get(stored_id, db=self._tables.messages)),
+                        parse_stored(txn.get(key[:40], db=self._tables.messages)),
                         parse_stored(txn.get(key[40:], db=self._tables.fork_evidence)),
                     )
                 )

@@ -156,7 +156,7 @@ def test_forks_are_listed_and_check_flags_damage(ready):
     assert json.loads(ready.ok("check", "--json"))["ok"] is True
 
     with FeedStore(ready.data_dir / "store") as store, store.env.begin(write=True) as txn:
-        txn.delete(feed_key(honest.public, 1), db=store.tables.feed_index)
+        txn.delete(feed_key(honest.public, 1), db=store.tables.messages)
     done = ready.run("check", "--json")
     assert done.returncode == 5
     report = json.loads(done.stdout)

@@ -35,6 +35,10 @@ tangle_links = st.one_of(
 )
 
 
+# Up to 64 UTF-8 bytes, so both fixstr and str8 headers occur.
+tangle_names = st.text(min_size=1, max_size=40).filter(lambda name: len(name.encode()) <= 64)
+
+
 @st.composite
 def signed(draw):
     """(author keypair, a valid signed message of theirs)."""
@@ -52,7 +56,7 @@ def signed(draw):
                 max_size=8,
             )
         ),
-        tangles=draw(st.dictionaries(st.text(min_size=1, max_size=16), tangle_links, max_size=4)),
+        tangles=draw(st.dictionaries(tangle_names, tangle_links, max_size=4)),
         content=draw(content),
     )
     return author, message

@@ -70,7 +70,44 @@ CASES = {
         sign_raw(ALICE, fields(content={"b": 1, "a": 2}), canonical=False),
         Reason.NON_CANONICAL,
     ),
+    "unsorted timeframe keys": (
+        sign_raw(ALICE, fields(timeframe={ID_B: 1, ID_A: 1}), canonical=False),
+        Reason.NON_CANONICAL,
+    ),
+    "unsorted tangle names": (
+        sign_raw(
+            ALICE,
+            fields(
+                tangles={
+                    "b": {"previous": None, "root": None},
+                    "a": {"previous": None, "root": None},
+                }
+            ),
+            canonical=False,
+        ),
+        Reason.NON_CANONICAL,
+    ),
+    "link keys out of order": (
+        sign_raw(ALICE, fields(tangles={"a": {"root": None, "previous": None}}), canonical=False),
+        Reason.NON_CANONICAL,
+    ),
+    "seq in a longer integer form": (
+        sign_raw(ALICE, fields()).replace(
+            b"\xc4\x20" + ALICE.public + b"\x01", b"\xc4\x20" + ALICE.public + b"\xcd\x00\x01"
+        ),
+        Reason.NON_CANONICAL,
+    ),
+    "tangle name not utf-8": (
+        sign_raw(ALICE, fields(tangles={"ab": {"previous": None, "root": None}})).replace(
+            b"\xa2ab", b"\xa2\xff\xfe"
+        ),
+        Reason.MALFORMED,
+    ),
     "version 2": (sign_raw(ALICE, fields(version=2)), Reason.UNKNOWN_VERSION),
+    "version 2 with ten fields": (
+        msgpack.packb([2, *fields()[1:], b"\x00" * 64, "extra"], use_bin_type=True),
+        Reason.UNKNOWN_VERSION,
+    ),
     "version true": (sign_raw(ALICE, fields(version=True)), Reason.UNKNOWN_VERSION),
     "short author": (
         msgpack.packb([1, b"\x00" * 31, *fields()[2:], b"\x00" * 64], use_bin_type=True),

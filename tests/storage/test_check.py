@@ -37,22 +37,30 @@ def test_a_tampered_message_fails_its_signature(populated):
     message = alice.messages[1]
     tampered = bytearray(message.raw)
     tampered[-10] ^= 0xFF
-    corrupt(store, lambda txn, t: txn.put(message.id, bytes(tampered), db=t.messages))
+    position = feed_key(alice.public, 2)
+    corrupt(store, lambda txn, t: txn.put(position, bytes(tampered), db=t.messages))
     assert any("bad-signature" in p for p in store.check().problems)
 
 
-def test_a_message_under_the_wrong_id_is_found(populated):
+def test_a_message_stored_out_of_place_is_found(populated):
     store, alice, _, _ = populated
-    corrupt(store, lambda txn, t: txn.put(b"\x09" * 32, alice.messages[0].raw, db=t.messages))
-    assert any("wrong id" in p for p in store.check().problems)
+    misplaced = alice.messages[0].raw
+    corrupt(store, lambda txn, t: txn.put(feed_key(alice.public, 9), misplaced, db=t.messages))
+    assert any("out of place" in p for p in store.check().problems)
 
 
-def test_a_missing_feed_index_row_is_found(populated):
+def test_a_missing_id_index_row_is_found(populated):
     store, alice, _, _ = populated
-    corrupt(store, lambda txn, t: txn.delete(feed_key(alice.public, 2), db=t.feed_index))
+    corrupt(store, lambda txn, t: txn.delete(alice.messages[1].id, db=t.message_ids))
+    assert any("missing from message-ids" in p for p in store.check().problems)
+
+
+def test_a_missing_message_leaves_a_gap(populated):
+    store, alice, _, _ = populated
+    corrupt(store, lambda txn, t: txn.delete(feed_key(alice.public, 2), db=t.messages))
     problems = store.check().problems
-    assert any("missing from feed-index" in p for p in problems)
     assert any("gaps" in p for p in problems)
+    assert any("message-ids row" in p for p in problems)
 
 
 def test_a_wrong_head_is_found(populated):
