@@ -81,22 +81,46 @@ def test_a_decoded_message_re_encodes_to_the_same_bytes(pair):
     assert rebuilt.raw == message.raw
 
 
-@given(signed(), st.data())
-@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
-def test_any_single_bit_flip_is_rejected(pair, data):
-    _, message = pair
-    bit = data.draw(st.integers(min_value=0, max_value=len(message.raw) * 8 - 1))
-    corrupted = bytearray(message.raw)
+def assert_bit_flip_rejected(raw: bytes, bit: int) -> None:
+    corrupted = bytearray(raw)
     corrupted[bit // 8] ^= 1 << (bit % 8)
     with pytest.raises(InvalidMessage):
         decode_message(bytes(corrupted))
 
 
-@given(st.binary(max_size=300))
-@settings(max_examples=500)
-def test_arbitrary_bytes_are_rejected_cleanly_or_are_a_canonical_message(raw):
+def assert_rejected_cleanly_or_canonical(raw: bytes) -> None:
     try:
         message = decode_message(raw)
     except InvalidMessage:
         return
     assert message.raw == raw
+
+
+@given(signed(), st.data())
+@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+def test_any_single_bit_flip_is_rejected(pair, data):
+    _, message = pair
+    bit = data.draw(st.integers(min_value=0, max_value=len(message.raw) * 8 - 1))
+    assert_bit_flip_rejected(message.raw, bit)
+
+
+@given(st.binary(max_size=300))
+@settings(max_examples=500)
+def test_arbitrary_bytes_are_rejected_cleanly_or_are_a_canonical_message(raw):
+    assert_rejected_cleanly_or_canonical(raw)
+
+
+@pytest.mark.slow
+@given(signed(), st.data())
+@settings(max_examples=5000, suppress_health_check=[HealthCheck.too_slow], deadline=None)
+def test_any_single_bit_flip_is_rejected_thoroughly(pair, data):
+    _, message = pair
+    bit = data.draw(st.integers(min_value=0, max_value=len(message.raw) * 8 - 1))
+    assert_bit_flip_rejected(message.raw, bit)
+
+
+@pytest.mark.slow
+@given(st.binary(max_size=2000))
+@settings(max_examples=20000, deadline=None)
+def test_arbitrary_bytes_thoroughly(raw):
+    assert_rejected_cleanly_or_canonical(raw)

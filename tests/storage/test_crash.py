@@ -12,6 +12,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from protocol.identity import message_id
 from storage.store import FeedStore
 from tests.factories import batches_for_crash_test
@@ -42,12 +44,20 @@ def run_until_killed(store: Path, after_commit: int, rng: random.Random) -> int:
     return committed
 
 
-def test_killed_writer_leaves_every_batch_whole(tmp_path):
-    rng = random.Random(20261122)
+@pytest.mark.parametrize(
+    "seed, kill_points",
+    [
+        (20261122, (2, 9, 17, 30)),
+        pytest.param(7, tuple(range(0, BATCHES - 1, 2)), marks=pytest.mark.slow),
+    ],
+    ids=["4 kills", "20 kills"],
+)
+def test_killed_writer_leaves_every_batch_whole(tmp_path, seed, kill_points):
+    rng = random.Random(seed)
     batches = batches_for_crash_test(BATCHES, FEEDS, PER_FEED)
     store_path = tmp_path / "store"
     announced = -1
-    for after_commit in (2, 9, 17, 30):
+    for after_commit in kill_points:
         announced = max(announced, run_until_killed(store_path, after_commit, rng))
         with FeedStore(store_path, create=False) as store:
             present = [
