@@ -57,7 +57,7 @@ def check_store(env, tables: Tables) -> CheckReport:
         _check_ids(txn, tables, by_position, report)
         _check_feeds(txn, tables, by_position, report)
         _check_forks(txn, tables, by_position, report)
-        _check_tangles(txn, tables, by_position.values(), report)
+        _check_tangles(txn, tables, list(by_position.values()), report)
     return report
 
 
@@ -127,20 +127,22 @@ def _check_forks(txn, tables: Tables, by_position, report: CheckReport) -> None:
 
 
 def _check_tangles(txn, tables: Tables, messages, report: CheckReport) -> None:
-    expected_refs: set[bytes] = set()
-    members: list[tuple[bytes, bytes]] = []
+    stored = {message.id for message in messages}
+    members: set[tuple[bytes, bytes]] = set()
+    referenced: set[tuple[bytes, bytes]] = set()
     for message in messages:
         for name, link in message.tangles.items():
             key = tangle_key(message.tangle_root(name), name)
-            members.append((key, message.id))
-            expected_refs.update(key + referenced for referenced in link.previous or ())
-    expected_tips = {(key, msg_id) for key, msg_id in members if key + msg_id not in expected_refs}
-    stored_refs = {bytes(k) for k in txn.cursor(db=tables.tangle_refs).iternext(values=False)}
+            members.add((key, message.id))
+            referenced.update((key, target) for target in link.previous or ())
+    expected_tips = members - referenced
+    expected_pending = {target + key for key, target in referenced if target not in stored}
+    stored_pending = {bytes(k) for k in txn.cursor(db=tables.tangle_pending).iternext(values=False)}
     stored_tips = {(bytes(k), bytes(v)) for k, v in txn.cursor(db=tables.tangle_tips)}
-    if stored_refs != expected_refs:
+    if stored_pending != expected_pending:
         report.problems.append(
-            f"tangle-refs differ from the messages: {len(stored_refs - expected_refs)} extra, "
-            f"{len(expected_refs - stored_refs)} missing"
+            f"tangle-pending differs from the messages: {len(stored_pending - expected_pending)} "
+            f"extra, {len(expected_pending - stored_pending)} missing"
         )
     if stored_tips != expected_tips:
         report.problems.append(

@@ -6,8 +6,8 @@
     heads          author -> seq(u64 BE) + id          the frontier, one row per feed
     forks          author + seq(u64 BE) + id -> ""     a second valid message at a stored seq
     fork-evidence  id -> signed bytes                  the bodies of those second messages
-    tangle-tips    tangle key -> id (dupsort)          messages of a tangle no one references yet
-    tangle-refs    tangle key + id -> ""               ids some message of the tangle references
+    tangle-tips    tangle key -> id (dupsort)          members of a tangle no member references
+    tangle-pending id + tangle key -> ""               references to messages not stored yet
     meta           name -> value                       schema version
 
 Bodies are keyed by position, not by id: ids are hashes, so a batch keyed by
@@ -28,7 +28,7 @@ from typing import Any
 
 import lmdb
 
-SCHEMA_VERSION = b"2"
+SCHEMA_VERSION = b"3"
 _SEQ = struct.Struct(">Q")
 
 
@@ -68,7 +68,7 @@ class Tables:
     forks: Any
     fork_evidence: Any
     tangle_tips: Any
-    tangle_refs: Any
+    tangle_pending: Any
     meta: Any
 
     @classmethod
@@ -81,7 +81,7 @@ class Tables:
                 forks=env.open_db(b"forks", txn=txn),
                 fork_evidence=env.open_db(b"fork-evidence", txn=txn),
                 tangle_tips=env.open_db(b"tangle-tips", txn=txn, dupsort=True),
-                tangle_refs=env.open_db(b"tangle-refs", txn=txn),
+                tangle_pending=env.open_db(b"tangle-pending", txn=txn),
                 meta=env.open_db(b"meta", txn=txn),
             )
 

@@ -1,0 +1,49 @@
+"""Hypothesis: tangle tips are right after every message, whatever the arrival order."""
+
+import tempfile
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from protocol.message import TangleLink
+from storage.ingest import Outcome
+from storage.store import FeedStore
+from tests.factories import Feed
+
+
+@st.composite
+def tangle_and_arrival(draw):
+    """A tangle written by up to 3 feeds, and an arrival order that keeps each feed's order."""
+    feeds = [Feed(f"tips-{i}") for i in range(draw(st.integers(1, 3)))]
+    root = feeds[0].root("chat")
+    written = [root]
+    for _ in range(draw(st.integers(0, 12))):
+        author = draw(st.sampled_from(feeds))
+        chosen = draw(st.sets(st.integers(0, len(written) - 1), min_size=1, max_size=3))
+        link = TangleLink(root.id, tuple(sorted(written[index].id for index in chosen)))
+        written.append(author.append(tangles={"chat": link}))
+    # A random interleaving of the feeds: shuffle, then put each feed's messages back in seq order.
+    order = draw(st.permutations(written))
+    queues = {feed.public: list(feed.messages) for feed in feeds}
+    return root, [queues[message.author].pop(0) for message in order]
+
+
+def oracle_tips(present):
+    referenced = {p for m in present for p in m.tangles["chat"].previous or ()}
+    return sorted(m.id for m in present if m.id not in referenced)
+
+
+@given(tangle_and_arrival())
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_tips_match_the_oracle_after_every_arrival(case):
+    root, arrival = case
+    with tempfile.TemporaryDirectory() as tmp, FeedStore(Path(tmp), map_size=2**24) as store:
+        present = []
+        for message in arrival:
+            (result,) = store.ingest([message.raw])
+            assert result.outcome is Outcome.ACCEPTED
+            present.append(message)
+            assert store.tangle_tips(root.id, "chat") == oracle_tips(present)
+        report = store.check()
+        assert report.ok, report.problems
