@@ -170,10 +170,10 @@ def log_command(
     """List a feed's messages (default: our own feed); --json gives JSON lines."""
     author = parse_feed(feed) if feed else read_secret(obj.settings.secret_path).public
     with obj.open_store() as store:
-        if not feed and store.get_by_seq(author, 1) is None:
-            return
-        if feed and store.get_by_seq(author, 1) is None:
-            raise NotFound(f"no feed {feed} in the store")
+        if store.get_by_seq(author, 1) is None:
+            if feed:
+                raise NotFound(f"no feed {feed} in the store")
+            return  # our own feed, still empty
         remaining = limit
         while remaining is None or remaining > 0:
             page = store.read_feed(author, from_seq, min(remaining or 1000, 1000))

@@ -28,10 +28,15 @@ from dataclasses import dataclass
 
 from protocol.errors import Reason
 from protocol.message import Message
-from storage.layout import Tables, feed_key, head_value, split_feed_key, split_head_value
+from storage.layout import (
+    EMPTY,
+    Tables,
+    feed_key,
+    head_value,
+    split_feed_key,
+    split_head_value,
+)
 from storage.tangles import add_to_tangles
-
-EMPTY = b""
 
 
 class Outcome(enum.StrEnum):

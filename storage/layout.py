@@ -29,6 +29,7 @@ from typing import Any
 import lmdb
 
 SCHEMA_VERSION = b"3"
+EMPTY = b""  # the value of rows whose key says everything
 _SEQ = struct.Struct(">Q")
 
 

@@ -23,9 +23,7 @@ on an index that grows with the whole store.
 from __future__ import annotations
 
 from protocol.message import Message
-from storage.layout import Tables, tangle_key
-
-EMPTY = b""
+from storage.layout import EMPTY, Tables, tangle_key
 
 
 def add_to_tangles(txn, tables: Tables, message: Message) -> None:
