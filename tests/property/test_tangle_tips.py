@@ -14,7 +14,7 @@ from tests.factories import Feed
 
 @st.composite
 def tangle_and_arrival(draw):
-    """A tangle written by up to 3 feeds, and an arrival order that keeps each feed's order."""
+    """A tangle written by up to 3 feeds, arriving in batches that keep each feed's order."""
     feeds = [Feed(f"tips-{i}") for i in range(draw(st.integers(1, 3)))]
     root = feeds[0].root("chat")
     written = [root]
@@ -26,7 +26,9 @@ def tangle_and_arrival(draw):
     # A random interleaving of the feeds: shuffle, then put each feed's messages back in seq order.
     order = draw(st.permutations(written))
     queues = {feed.public: list(feed.messages) for feed in feeds}
-    return root, [queues[message.author].pop(0) for message in order]
+    arrival = [queues[message.author].pop(0) for message in order]
+    cuts = sorted(draw(st.sets(st.integers(1, len(arrival)), max_size=4)) | {len(arrival)})
+    return root, [arrival[start:end] for start, end in zip([0, *cuts], cuts, strict=False)]
 
 
 def oracle_tips(present):
@@ -36,14 +38,14 @@ def oracle_tips(present):
 
 @given(tangle_and_arrival())
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-def test_tips_match_the_oracle_after_every_arrival(case):
-    root, arrival = case
+def test_tips_match_the_oracle_after_every_batch(case):
+    root, batches = case
     with tempfile.TemporaryDirectory() as tmp, FeedStore(Path(tmp), map_size=2**24) as store:
         present = []
-        for message in arrival:
-            (result,) = store.ingest([message.raw])
-            assert result.outcome is Outcome.ACCEPTED
-            present.append(message)
+        for batch in batches:
+            results = store.ingest([message.raw for message in batch])
+            assert {result.outcome for result in results} == {Outcome.ACCEPTED}
+            present.extend(batch)
             assert store.tangle_tips(root.id, "chat") == oracle_tips(present)
         report = store.check()
         assert report.ok, report.problems

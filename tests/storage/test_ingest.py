@@ -3,7 +3,7 @@ import pytest
 from protocol.errors import Reason
 from protocol.limits import Limits
 from protocol.message import TangleLink
-from storage.errors import StoreNotFound
+from storage.errors import IncompatibleStore, StoreFull, StoreNotFound
 from storage.ingest import Outcome
 from storage.store import FeedStore
 from tests.factories import Feed, sign_raw, unsigned_fields
@@ -146,3 +146,24 @@ def test_tangle_tips_follow_out_of_order_arrival(store):
     store.ingest([root.raw, reply_a.raw, merge.raw])
     assert store.tangle_tips(root.id, "chat") == [merge.id]
     assert store.check().ok
+
+
+def test_a_full_map_raises_store_full_and_keeps_what_was_committed(tmp_path):
+    alice = Feed("alice")
+    raws = [alice.append({"pad": "x" * 1500}).raw for _ in range(400)]
+    with FeedStore(tmp_path / "small", map_size=256 * 1024) as store:
+        committed = 0
+        with pytest.raises(StoreFull):
+            for start in range(0, len(raws), 20):
+                store.ingest(raws[start : start + 20])
+                committed = start + 20
+        assert 0 < committed < len(raws)
+        assert store.frontier() == {alice.public: committed}
+        assert store.check().ok
+
+
+def test_a_store_of_another_schema_is_refused(tmp_path):
+    with FeedStore(tmp_path / "db") as store, store.env.begin(write=True) as txn:
+        txn.put(b"schema", b"999", db=store.tables.meta)
+    with pytest.raises(IncompatibleStore):
+        FeedStore(tmp_path / "db")
