@@ -35,7 +35,7 @@ def _ascending_map(pairs: list[tuple[Any, Any]]) -> dict[Any, Any]:
     if len(pairs) > 1:
         keys = list(mapping)
         try:
-            ascending = keys == sorted(keys)  # in C: timeframes hold thousands of keys
+            ascending = keys == sorted(keys)  # in C, however large the map
         except TypeError:
             raise NonCanonical("map mixes string and binary keys") from None
         if not ascending or len(keys) != len(pairs):

@@ -54,11 +54,6 @@ def tangle_key(root: bytes, name: str) -> bytes:
     return root + bytes([len(encoded)]) + encoded
 
 
-def split_tangle_key(key: bytes) -> tuple[bytes, str]:
-    length = key[32]
-    return bytes(key[:32]), bytes(key[33 : 33 + length]).decode()
-
-
 @dataclass(frozen=True, slots=True)
 class Tables:
     """Handles of the named databases of one environment."""

@@ -1,9 +1,11 @@
 """The feed store: signed feeds in LMDB.
 
-Every public method is one LMDB transaction. `ingest` verifies signatures
-before it takes the write transaction (the expensive part needs no store),
-then applies the batch in (author, seq) order so a batch may list a feed's
-messages in any order, and commits it whole. Reads parse stored bytes
+Every public method is one LMDB transaction, but for `ingest`: it first
+looks up which ids are already held in a read transaction (so re-deliveries
+cost no signature checks), verifies the rest with no transaction open (so
+the write lock is never held for CPU work), then applies the batch in
+(author, seq) order in one write transaction, which re-checks duplicates
+and commits the batch whole. Reads parse stored bytes
 without verifying signatures again; `check()` verifies everything.
 """
 
