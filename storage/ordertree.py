@@ -1,0 +1,348 @@
+"""An order-statistic B+-tree of byte keys, kept in LMDB.
+
+Theory of operation
+-------------------
+A timeline's order is a set of keys (rank, then sort id, see
+`storage.timeline`). LMDB keeps keys sorted but cannot say how many keys
+precede one without walking them, so the order lives in a B+-tree of our own
+whose inner nodes count the keys below each child. A key's position is the
+sum of the counts left of the path from the root to its leaf, so `position`,
+`insert`, `delete` and `select` each read one root-to-leaf path:
+O(log n) nodes, whatever the keys look like (a rank shared by a million
+messages costs the same as a rank of two).
+
+Each node is one row, `tree number (u32) + node number (u32) -> msgpack`:
+
+    leaf    [0, keys]                      keys sorted ascending
+    inner   [1, children, counts, lows]    lows[i] <= every key under children[i]
+                                           < lows[i + 1]; lows[0] is not consulted
+
+Leaves hold at most `MAX_FANOUT` keys and inner nodes at most `MAX_FANOUT`
+children; a node that falls under a quarter of that is merged with a
+sibling (and split again evenly if the two together are too many), so the
+depth stays logarithmic however keys come and go.
+
+A tree object serves one transaction. It caches the nodes it decodes and
+writes the changed ones back in `flush()`, so a node touched by many keys of
+a batch (the root, the leaf at the end of a busy timeline) is written once.
+Its memory is bounded by the nodes one transaction touches, never by the
+size of the tree. The tree's own state (root node, next node number, key
+count) is a `TreeState` that the owner persists.
+"""
+
+from __future__ import annotations
+
+import struct
+from bisect import bisect_left, bisect_right
+from dataclasses import dataclass
+
+import msgpack
+
+MAX_FANOUT = 64
+MIN_FANOUT = MAX_FANOUT // 4
+_NODE = struct.Struct(">II")
+_LEAF, _INNER = 0, 1
+
+
+class Leaf:
+    __slots__ = ("keys",)
+
+    def __init__(self, keys: list[bytes]) -> None:
+        self.keys = keys
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+
+class Inner:
+    __slots__ = ("children", "counts", "lows")
+
+    def __init__(self, children: list[int], counts: list[int], lows: list[bytes]) -> None:
+        self.children = children
+        self.counts = counts
+        self.lows = lows
+
+    def __len__(self) -> int:
+        return len(self.children)
+
+
+Node = Leaf | Inner
+
+
+@dataclass(slots=True)
+class TreeState:
+    """What the owner stores about a tree: its root, the next free node number, its size."""
+
+    root: int = 0
+    next_node: int = 1
+    size: int = 0
+
+
+def _decode(raw: bytes) -> Node:
+    fields = msgpack.unpackb(raw)
+    if fields[0] == _LEAF:
+        return Leaf(fields[1])
+    return Inner(fields[1], fields[2], fields[3])
+
+
+def _encode(node: Node) -> bytes:
+    if isinstance(node, Leaf):
+        return msgpack.packb([_LEAF, node.keys])
+    return msgpack.packb([_INNER, node.children, node.counts, node.lows])
+
+
+class OrderTree:
+    """The order-statistic tree `tree_no` of table `db`, within transaction `txn`."""
+
+    def __init__(self, txn, db, tree_no: int, state: TreeState) -> None:
+        self._txn = txn
+        self._db = db
+        self._tree_no = tree_no
+        self.state = state
+        self._nodes: dict[int, Node] = {}
+        self._dirty: set[int] = set()
+        self._freed: set[int] = set()
+        if state.size == 0 and self._load(state.root) is None:
+            self._nodes[state.root] = Leaf([])
+            self._dirty.add(state.root)
+
+    def __len__(self) -> int:
+        return self.state.size
+
+    # -- queries -----------------------------------------------------------
+
+    def position(self, key: bytes) -> int:
+        """How many keys are less than `key`."""
+        _path, _leaf_no, leaf, before = self._descend(key)
+        return before + bisect_left(leaf.keys, key)
+
+    def contains(self, key: bytes) -> bool:
+        _path, _leaf_no, leaf, _before = self._descend(key)
+        index = bisect_left(leaf.keys, key)
+        return index < len(leaf.keys) and leaf.keys[index] == key
+
+    def select(self, index: int) -> tuple[Leaf, int]:
+        """The leaf holding the key at `index`, and the key's place in that leaf."""
+        if not 0 <= index < self.state.size:
+            raise IndexError(index)
+        node = self._node(self.state.root)
+        while isinstance(node, Inner):
+            for child, count in zip(node.children, node.counts, strict=True):
+                if index < count:
+                    node = self._node(child)
+                    break
+                index -= count
+        return node, index
+
+    def slice(self, start: int, stop: int) -> list[bytes]:
+        """The keys at positions start..stop-1 (clamped to the tree)."""
+        start, stop = max(start, 0), min(stop, self.state.size)
+        keys: list[bytes] = []
+        while start < stop:
+            leaf, offset = self.select(start)
+            taken = leaf.keys[offset : offset + stop - start]
+            keys.extend(taken)
+            start += len(taken)
+        return keys
+
+    # -- changes -----------------------------------------------------------
+
+    def insert(self, key: bytes) -> int:
+        """Add `key` (absent before); returns its position."""
+        path, leaf_no, leaf, before = self._descend(key)
+        index = bisect_left(leaf.keys, key)
+        if index < len(leaf.keys) and leaf.keys[index] == key:
+            raise KeyError(key)
+        leaf.keys.insert(index, key)
+        self._touch(path, leaf_no, +1)
+        if len(leaf.keys) > MAX_FANOUT:
+            self._split(path, leaf)
+        return before + index
+
+    def delete(self, key: bytes) -> int:
+        """Remove `key` (present); returns the position it had."""
+        path, leaf_no, leaf, before = self._descend(key)
+        index = bisect_left(leaf.keys, key)
+        if index >= len(leaf.keys) or leaf.keys[index] != key:
+            raise KeyError(key)
+        del leaf.keys[index]
+        self._touch(path, leaf_no, -1)
+        if len(leaf.keys) < MIN_FANOUT and path:
+            self._rebalance(path, leaf)
+        return before + index
+
+    def move(self, old: bytes, new: bytes) -> tuple[int, int]:
+        """Replace key `old` by a greater key `new`: (position of old, position of new after).
+
+        When `new` belongs in the same leaf, only that leaf changes: no count
+        on the path moves, which is the common case of a message raised by a
+        rank or two.
+        """
+        if new <= old:
+            raise ValueError("a key can only move up")
+        path, leaf_no, leaf, before = self._descend(old)
+        index = bisect_left(leaf.keys, old)
+        if index >= len(leaf.keys) or leaf.keys[index] != old:
+            raise KeyError(old)
+        upper = _upper_bound(path)
+        if upper is None or new < upper:
+            del leaf.keys[index]
+            target = bisect_left(leaf.keys, new)
+            if target < len(leaf.keys) and leaf.keys[target] == new:
+                leaf.keys.insert(index, old)
+                raise KeyError(new)
+            leaf.keys.insert(target, new)
+            self._dirty.add(leaf_no)
+            return before + index, before + target
+        source = self.delete(old)
+        return source, self.insert(new)
+
+    def flush(self) -> None:
+        """Write every changed node back; the tree stays usable."""
+        for node_no in self._freed:
+            self._txn.delete(self._row(node_no), db=self._db)
+        for node_no in self._dirty:
+            self._txn.put(self._row(node_no), _encode(self._nodes[node_no]), db=self._db)
+        self._freed.clear()
+        self._dirty.clear()
+
+    # -- internals ---------------------------------------------------------
+
+    def _row(self, node_no: int) -> bytes:
+        return _NODE.pack(self._tree_no, node_no)
+
+    def _load(self, node_no: int) -> Node | None:
+        raw = self._txn.get(self._row(node_no), db=self._db)
+        if raw is None:
+            return None
+        node = self._nodes[node_no] = _decode(raw)
+        return node
+
+    def _node(self, node_no: int) -> Node:
+        node = self._nodes.get(node_no)
+        if node is None:
+            node = self._load(node_no)
+            if node is None:
+                raise LookupError(f"order tree {self._tree_no} lacks node {node_no}")
+        return node
+
+    def _descend(self, key: bytes) -> tuple[list[tuple[int, Inner, int]], int, Leaf, int]:
+        """Path of (node number, inner node, child index) to `key`'s leaf, the leaf
+        (number and node) and how many keys precede the leaf."""
+        path: list[tuple[int, Inner, int]] = []
+        before = 0
+        node_no = self.state.root
+        node = self._node(node_no)
+        while isinstance(node, Inner):
+            index = bisect_right(node.lows, key, 1) - 1
+            before += sum(node.counts[:index])
+            path.append((node_no, node, index))
+            node_no = node.children[index]
+            node = self._node(node_no)
+        return path, node_no, node, before
+
+    def _touch(self, path: list[tuple[int, Inner, int]], leaf_no: int, change: int) -> None:
+        self._dirty.add(leaf_no)
+        for node_no, inner, index in path:
+            inner.counts[index] += change
+            self._dirty.add(node_no)
+        self.state.size += change
+
+    def _allocate(self, node: Node) -> int:
+        node_no = self.state.next_node
+        self.state.next_node += 1
+        self._nodes[node_no] = node
+        self._dirty.add(node_no)
+        return node_no
+
+    def _free(self, node_no: int) -> None:
+        self._nodes.pop(node_no, None)
+        self._dirty.discard(node_no)
+        self._freed.add(node_no)
+
+    def _split(self, path: list[tuple[int, Inner, int]], node: Node) -> None:
+        """Split an overfull node in two halves and hang the right one in its parent."""
+        node_no = path[-1][1].children[path[-1][2]] if path else self.state.root
+        right, low, left_size, right_size = _split_node(node)
+        right_no = self._allocate(right)
+        self._dirty.add(node_no)
+        if not path:
+            self.state.root = self._allocate(
+                Inner([node_no, right_no], [left_size, right_size], [b"", low])
+            )
+            return
+        parent_no, parent, index = path[-1]
+        parent.children.insert(index + 1, right_no)
+        parent.counts[index] = left_size
+        parent.counts.insert(index + 1, right_size)
+        parent.lows.insert(index + 1, low)
+        self._dirty.add(parent_no)
+        if len(parent) > MAX_FANOUT:
+            self._split(path[:-1], parent)
+
+    def _rebalance(self, path: list[tuple[int, Inner, int]], node: Node) -> None:
+        """Merge an underfull node with a sibling, splitting evenly if the pair is too big."""
+        parent_no, parent, index = path[-1]
+        if len(parent) == 1:
+            self._collapse_root(path)
+            return
+        left_index = index - 1 if index > 0 else index
+        left_no, right_no = parent.children[left_index], parent.children[left_index + 1]
+        left, right = self._node(left_no), self._node(right_no)
+        _merge_into(left, right, parent.lows[left_index + 1])
+        self._dirty.add(parent_no)
+        if len(left) > MAX_FANOUT:
+            new_right, low, left_size, right_size = _split_node(left)
+            self._nodes[right_no] = new_right
+            self._dirty.update((left_no, right_no))
+            parent.counts[left_index : left_index + 2] = [left_size, right_size]
+            parent.lows[left_index + 1] = low
+            return
+        self._dirty.add(left_no)
+        self._free(right_no)
+        parent.counts[left_index] += parent.counts[left_index + 1]
+        del parent.children[left_index + 1]
+        del parent.counts[left_index + 1]
+        del parent.lows[left_index + 1]
+        if len(path) == 1:
+            self._collapse_root(path)
+        elif len(parent) < MIN_FANOUT:
+            self._rebalance(path[:-1], parent)
+
+    def _collapse_root(self, path: list[tuple[int, Inner, int]]) -> None:
+        root_no, root, _index = path[0]
+        if len(path) == 1 and len(root) == 1:
+            self._free(root_no)
+            self.state.root = root.children[0]
+
+
+def _upper_bound(path: list[tuple[int, Inner, int]]) -> bytes | None:
+    """The low key of the next leaf after the path's leaf, None for the last leaf."""
+    for _node_no, inner, index in reversed(path):
+        if index + 1 < len(inner.children):
+            return inner.lows[index + 1]
+    return None
+
+
+def _split_node(node: Node) -> tuple[Node, bytes, int, int]:
+    """Cut `node` in half in place; returns the right half, its low key and both sizes."""
+    if isinstance(node, Leaf):
+        half = len(node.keys) // 2
+        right = Leaf(node.keys[half:])
+        del node.keys[half:]
+        return right, right.keys[0], len(node.keys), len(right.keys)
+    half = len(node.children) // 2
+    right_inner = Inner(node.children[half:], node.counts[half:], node.lows[half:])
+    del node.children[half:], node.counts[half:], node.lows[half:]
+    return right_inner, right_inner.lows[0], sum(node.counts), sum(right_inner.counts)
+
+
+def _merge_into(left: Node, right: Node, right_low: bytes) -> None:
+    if isinstance(left, Leaf) and isinstance(right, Leaf):
+        left.keys.extend(right.keys)
+        return
+    assert isinstance(left, Inner) and isinstance(right, Inner)
+    left.children.extend(right.children)
+    left.counts.extend(right.counts)
+    left.lows.append(right_low)  # the parent's bound for `right` bounds its first child
+    left.lows.extend(right.lows[1:])
