@@ -20,6 +20,7 @@ import structlog
 from config.secret import read_secret, write_secret
 from config.settings import ConfigError, Settings, config_path, load_settings
 from config.template import render_config
+from node.linearize import BadEventLine, linearize
 from node.logs import configure_logging
 from node.render import message_dict, message_line
 from protocol.errors import BadIdentifier, LocalProtocolError, TanglenodeError
@@ -274,7 +275,43 @@ def check(obj: Context, as_json: bool) -> int:
     return ExitCode.OK if report.ok else ExitCode.CHECK_FAILED
 
 
-_BAD_INPUT = (ConfigError, BadInput, BadIdentifier, LocalProtocolError, UnknownTangle)
+@cli.command("linearize")
+@click.argument("source", type=click.File("r", encoding="utf-8"), default="-", metavar="[FILE]")
+@click.option("--db", type=click.Path(file_okay=False, path_type=Path), help="Keep the LMDB here.")
+@click.option(
+    "--commands",
+    "commands_file",
+    type=click.File("w", encoding="utf-8"),
+    help="Write each event's ins/mov commands to this file.",
+)
+@click.option("--stats", is_flag=True, help="One JSON line of figures on stderr.")
+@click.option(
+    "--order",
+    type=click.Choice(["rank", "causal-time"]),
+    default="rank",
+    show_default=True,
+    help="rank: the timeline order; causal-time: causality, then (time, id).",
+)
+def linearize_command(
+    source: Any, db: Path | None, commands_file: Any, stats: bool, order: str
+) -> None:
+    """Linearize JSON-lines events {"id", "after"|"links", "time"} from FILE or stdin."""
+    result = linearize(
+        source, db=db, causal_time=order == "causal-time", commands_out=commands_file
+    )
+    click.echo("".join(f"{event_id}\n" for event_id in result.order), nl=False)
+    if stats:
+        click.echo(json.dumps(result.stats()), err=True)
+
+
+_BAD_INPUT = (
+    ConfigError,
+    BadInput,
+    BadIdentifier,
+    BadEventLine,
+    LocalProtocolError,
+    UnknownTangle,
+)
 
 
 def main(argv: list[str] | None = None) -> int:

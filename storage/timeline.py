@@ -343,7 +343,7 @@ def _wave(
         if candidate <= old_rank:
             return
         if successor in forbidden:
-            raise CycleError("its links would make it precede itself")
+            raise CycleError("it would come before itself")
         raised[successor] = (old_rank, candidate, sort_id)
         heapq.heappush(heap, (old_rank, successor))
 
