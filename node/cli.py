@@ -25,8 +25,9 @@ from node.logs import configure_logging
 from node.render import message_dict, message_line
 from protocol.errors import BadIdentifier, LocalProtocolError, TanglenodeError
 from protocol.identity import Keypair, feed_text, message_text, parse_feed, parse_message_id
-from storage.errors import StoreNotFound, UnknownTangle
+from storage.errors import StoreNotFound, UnknownTangle, UnknownTimeline
 from storage.store import FeedStore
+from storage.timeline import Command, Insert
 
 log = structlog.get_logger("tangled")
 
@@ -273,6 +274,86 @@ def check(obj: Context, as_json: bool) -> int:
             f"{report.fork_evidence} fork evidence: {verdict}"
         )
     return ExitCode.OK if report.ok else ExitCode.CHECK_FAILED
+
+
+def _parse_timeline(spec: str | None, spacetime: bool) -> tuple[bytes, str]:
+    if spacetime == (spec is not None):
+        raise click.UsageError("give either NAME/ROOT or --spacetime")
+    if spacetime:
+        return FeedStore.timeline_name(None), "spacetime"
+    name, sep, root = spec.rpartition("/")  # ids never contain "/"; names may
+    if not sep or not name:
+        raise BadInput(f"{spec!r}: expected NAME/ROOT, e.g. chat/%AbC...")
+    return FeedStore.timeline_name(parse_message_id(root), name), spec
+
+
+@cli.command()
+@click.argument("spec", required=False, metavar="[NAME/ROOT]")
+@click.option("--spacetime", is_flag=True, help="The timeline of all feeds.")
+@click.option("--start", type=click.IntRange(min=0), default=0, help="First position.")
+@click.option("--limit", type=click.IntRange(min=1), default=None, help="At most this many.")
+@click.option("--at", "at_id", metavar="ID", help="Print only this message's position and rank.")
+@click.option(
+    "--since",
+    type=click.IntRange(min=0),
+    default=None,
+    metavar="VERSION",
+    help="Print the ins/mov commands after this version instead of the order.",
+)
+@json_option
+@click.pass_obj
+def timeline(
+    obj: Context,
+    spec: str | None,
+    spacetime: bool,
+    start: int,
+    limit: int | None,
+    at_id: str | None,
+    since: int | None,
+    as_json: bool,
+) -> None:
+    """Print a tangle's timeline (NAME/ROOT) or the spacetime: order, position or commands."""
+    name, label = _parse_timeline(spec, spacetime)
+    with obj.open_store() as store:
+        try:
+            version = store.timeline_version(name)
+        except UnknownTimeline:
+            raise NotFound(f"no timeline {label} in the store") from None
+        if at_id is not None:
+            placement = store.timeline_placement(name, parse_message_id(at_id))
+            if placement is None:
+                raise NotFound(f"{at_id} is not in timeline {label}")
+            record = {"id": at_id, "position": placement.position, "rank": placement.rank}
+            emit_json(record) if as_json else click.echo(
+                f"position {placement.position}  rank {placement.rank}"
+            )
+            return
+        if since is not None:
+            for number, command in enumerate(store.timeline_commands(name, since), since + 1):
+                _echo_command(number, command, as_json)
+            return
+        stop = None if limit is None else start + limit
+        for position, (rank, msg_id) in enumerate(store.timeline(name, start, stop), start):
+            if as_json:
+                emit_json({"position": position, "rank": rank, "id": message_text(msg_id)})
+            else:
+                click.echo(f"{position:>6}  {rank:>6}  {message_text(msg_id)}")
+    log.debug("timeline", timeline=label, version=version)
+
+
+def _echo_command(number: int, command: Command, as_json: bool) -> None:
+    if isinstance(command, Insert):
+        record = {
+            "version": number,
+            "op": "ins",
+            "pos": command.pos,
+            "id": message_text(command.id),
+        }
+        text = f"{number}  ins {command.pos} {record['id']}"
+    else:
+        record = {"version": number, "op": "mov", "from": command.src, "to": command.dst}
+        text = f"{number}  mov {command.src} {command.dst}"
+    emit_json(record) if as_json else click.echo(text)
 
 
 @cli.command("linearize")

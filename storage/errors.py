@@ -31,3 +31,19 @@ class UnknownTangle(StorageError):
 
 class OwnFeedForked(StorageError):
     """Our own feed has fork evidence: the secret key has been used elsewhere."""
+
+
+class TimelineError(StorageError):
+    """An event cannot be added to a timeline; the timeline is unchanged."""
+
+
+class DuplicateEvent(TimelineError):
+    """The ref is already a member of the timeline."""
+
+
+class CycleError(TimelineError):
+    """The event's links would make it precede itself."""
+
+
+class UnknownTimeline(StorageError):
+    """No timeline of that name exists."""

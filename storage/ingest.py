@@ -13,8 +13,10 @@ from 1):
     feed forked, seq > head                         -> rejected, forked-feed
     seq > head + 1                                  -> rejected, missing-previous
     seq == head + 1 but prev is not the head's id   -> rejected, chain-mismatch
+    timeframe closes a causal cycle                 -> rejected, timeframe-cycle
     otherwise                                       -> accepted: stored, indexed,
-                                                       tangle tips updated
+                                                       tangle tips and timelines
+                                                       updated (storage.timelines)
 
 A `BatchWriter` caches each feed's head and fork state for the life of the
 transaction and writes the heads once, in `finish()`, however many messages
@@ -37,6 +39,8 @@ from storage.layout import (
     split_head_value,
 )
 from storage.tangles import add_to_tangles
+from storage.timeline import CycleError, TimelineTables, TimelineWriter
+from storage.timelines import add_message
 
 
 class Outcome(enum.StrEnum):
@@ -85,9 +89,10 @@ def is_known(txn, tables: Tables, msg_id: bytes) -> bool:
 class BatchWriter:
     """Applies messages to one write transaction; call `finish()` before commit."""
 
-    def __init__(self, txn, tables: Tables) -> None:
+    def __init__(self, txn, tables: Tables, timeline_tables: TimelineTables) -> None:
         self._txn = txn
         self._tables = tables
+        self._timelines = TimelineWriter(txn, timeline_tables)
         self._heads: dict[bytes, tuple[int, bytes | None]] = {}
         self._dirty_heads: set[bytes] = set()
         self._forked: dict[bytes, bool] = {}
@@ -124,6 +129,12 @@ class BatchWriter:
             return self._reject(
                 message, Reason.CHAIN_MISMATCH, f"prev is not the id of stored seq {head_seq}"
             )
+        try:
+            add_message(self._timelines, message)
+        except CycleError:
+            return self._reject(
+                message, Reason.TIMEFRAME_CYCLE, "its timeframe would place it before itself"
+            )
         position = feed_key(author, seq)
         txn.put(position, message.raw, db=tables.messages)
         txn.put(message.id, position, db=tables.message_ids)
@@ -133,6 +144,7 @@ class BatchWriter:
         return IngestResult(Outcome.ACCEPTED, message.id, message=message)
 
     def finish(self) -> None:
+        self._timelines.finish()
         for author in self._dirty_heads:
             seq, msg_id = self._heads[author]
             self._txn.put(author, head_value(seq, msg_id), db=self._tables.heads)

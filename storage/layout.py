@@ -9,6 +9,7 @@
     tangle-tips    tangle key -> id (dupsort)          members of a tangle no member references
     tangle-pending id + tangle key -> ""               references to messages not stored yet
     meta           name -> value                       schema version
+    tl-*           the timelines (storage.timeline, storage.timelines)
 
 Bodies are keyed by position, not by id: ids are hashes, so a batch keyed by
 id would dirty one B-tree leaf per message, while each feed's new messages
@@ -28,7 +29,7 @@ from typing import Any
 
 import lmdb
 
-SCHEMA_VERSION = b"3"
+SCHEMA_VERSION = b"4"
 EMPTY = b""  # the value of rows whose key says everything
 _SEQ = struct.Struct(">Q")
 

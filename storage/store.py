@@ -44,6 +44,8 @@ from storage.layout import (
     split_head_value,
 )
 from storage.tangles import tips_of
+from storage.timeline import Command, Placement, TimelineReader, TimelineTables
+from storage.timelines import SPACETIME, tangle_timeline
 
 DEFAULT_MAP_SIZE = 64 * 2**30  # address space, not disk: the file grows as data does
 
@@ -108,6 +110,7 @@ class FeedStore:
         except lmdb.Error as error:
             raise StorageError(f"cannot open the store at {self.path}: {error}") from error
         self._tables = Tables.open(self._env)
+        self._timeline_tables = TimelineTables.open(self._env)
         self._keypair = keypair
         self._limits = limits
         self._timeframe_source = timeframe_source
@@ -178,7 +181,7 @@ class FeedStore:
                 results[index] = IngestResult(Outcome.REJECTED, msg_id, error.reason, error.detail)
         candidates.sort(key=lambda pair: (pair[1].author, pair[1].seq))
         with self._write() as txn:
-            writer = BatchWriter(txn, self._tables)
+            writer = BatchWriter(txn, self._tables, self._timeline_tables)
             for index, message in candidates:
                 results[index] = writer.apply(message)
             writer.finish()
@@ -202,7 +205,7 @@ class FeedStore:
             raise NoIdentity("this store was opened without the node's keypair")
         me = self._keypair.public
         with self._write() as txn:
-            writer = BatchWriter(txn, self._tables)
+            writer = BatchWriter(txn, self._tables, self._timeline_tables)
             if writer.is_forked(me):
                 raise OwnFeedForked(
                     "our own feed has fork evidence; the secret key is in use elsewhere"
@@ -305,6 +308,52 @@ class FeedStore:
     def tangle_tips(self, root: bytes, name: str) -> list[bytes]:
         with self._env.begin() as txn:
             return tips_of(txn, self._tables, root, name)
+
+    # -- timelines ---------------------------------------------------------
+
+    @staticmethod
+    def timeline_name(root: bytes | None, name: str | None = None) -> bytes:
+        """The spacetime (no root) or the timeline of tangle (name, root)."""
+        if root is None:
+            return SPACETIME
+        return tangle_timeline(root, name or "")
+
+    def timeline(
+        self, timeline: bytes, start: int = 0, stop: int | None = None
+    ) -> list[tuple[int, bytes]]:
+        """(rank, message id) at positions start..stop-1; [] for an empty spacetime."""
+        with self._env.begin() as txn:
+            reader = TimelineReader(txn, self._timeline_tables)
+            if timeline == SPACETIME and not reader.exists(SPACETIME):
+                return []
+            return reader.entries(timeline, start, stop)
+
+    def timeline_version(self, timeline: bytes) -> int:
+        """How many commands the timeline's log holds."""
+        with self._env.begin() as txn:
+            reader = TimelineReader(txn, self._timeline_tables)
+            if timeline == SPACETIME and not reader.exists(SPACETIME):
+                return 0
+            return reader.version(timeline)
+
+    def timeline_placement(self, timeline: bytes, msg_id: bytes) -> Placement | None:
+        """Position and rank of a message in a timeline, None if it is not a member."""
+        with self._env.begin() as txn:
+            ref: bytes | None = msg_id
+            if timeline == SPACETIME:
+                ref = txn.get(msg_id, db=self._tables.message_ids)
+            reader = TimelineReader(txn, self._timeline_tables)
+            if ref is None or not reader.exists(timeline):
+                return None
+            return reader.placement(timeline, bytes(ref))
+
+    def timeline_commands(self, timeline: bytes, since: int, limit: int = 10_000) -> list[Command]:
+        """The commands after version `since`, oldest first."""
+        with self._env.begin() as txn:
+            reader = TimelineReader(txn, self._timeline_tables)
+            if timeline == SPACETIME and not reader.exists(SPACETIME):
+                return []
+            return reader.commands_since(timeline, since, limit)
 
     def check(self) -> CheckReport:
         """Re-verify every stored message and every index (slow: reads everything)."""

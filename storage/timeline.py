@@ -59,29 +59,13 @@ from typing import Any
 import lmdb
 import msgpack
 
-from storage.errors import StorageError
+from storage.errors import CycleError, DuplicateEvent, TimelineError, UnknownTimeline
 from storage.ordertree import OrderTree, TreeState
 
 MAX_REF_BYTES = 256
 _U32 = struct.Struct(">I")
 _U64 = struct.Struct(">Q")
 _INS, _MOV = 0, 1
-
-
-class TimelineError(StorageError):
-    """An event cannot be added to a timeline; the timeline is unchanged."""
-
-
-class DuplicateEvent(TimelineError):
-    """The ref is already a member of the timeline."""
-
-
-class CycleError(TimelineError):
-    """The event's links would make it precede itself."""
-
-
-class UnknownTimeline(StorageError):
-    """No timeline of that name exists."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -162,3 +162,47 @@ def test_forks_are_listed_and_check_flags_damage(ready):
     report = json.loads(done.stdout)
     assert report["ok"] is False and report["problems"]
     assert parse_message_id(fork["stored"]["id"])
+
+
+def test_timeline_order_position_and_commands(ready):
+    root = ready.ok("publish", '"root"', "--tangle", "chat/room").strip()
+    second = ready.ok("publish", '"two"', "--tangle", f"chat/room={root}").strip()
+    third = ready.ok("publish", '"three"', "--tangle", f"chat/room={root}").strip()
+    spec = f"chat/room/{root}"  # the name may hold "/", the root never does
+    lines = ready.ok("timeline", spec).splitlines()
+    assert [line.split() for line in lines] == [
+        ["0", "0", root],
+        ["1", "1", second],
+        ["2", "2", third],
+    ]
+    page = [
+        json.loads(line)
+        for line in ready.ok(
+            "timeline", spec, "--start", "1", "--limit", "1", "--json"
+        ).splitlines()
+    ]
+    assert page == [{"position": 1, "rank": 1, "id": second}]
+    assert json.loads(ready.ok("timeline", spec, "--at", third, "--json")) == {
+        "id": third,
+        "position": 2,
+        "rank": 2,
+    }
+    commands = [
+        json.loads(line)
+        for line in ready.ok("timeline", spec, "--since", "1", "--json").splitlines()
+    ]
+    assert commands == [
+        {"version": 2, "op": "ins", "pos": 1, "id": second},
+        {"version": 3, "op": "ins", "pos": 2, "id": third},
+    ]
+    spacetime = ready.ok("timeline", "--spacetime").splitlines()
+    assert [line.split()[2] for line in spacetime] == [root, second, third]
+
+
+def test_timeline_errors(ready):
+    root = ready.ok("publish", '"root"', "--tangle", "chat").strip()
+    assert ready.run("timeline").returncode == 2
+    assert ready.run("timeline", f"chat/{root}", "--spacetime").returncode == 2
+    assert ready.run("timeline", "no-slash").returncode == 3
+    assert ready.run("timeline", f"other/{root}").returncode == 4
+    assert ready.run("timeline", f"chat/{root}", "--at", "%" + "A" * 43).returncode == 4

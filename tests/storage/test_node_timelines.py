@@ -1,0 +1,111 @@
+"""The node's timelines, kept by ingest and publish: tangles and the spacetime."""
+
+import random
+
+from protocol.errors import Reason
+from protocol.message import TangleLink
+from storage.ingest import Outcome
+from storage.layout import feed_key
+from storage.timeline import apply_commands
+from tests.factories import Feed
+from tests.timeline_oracle import rank_order
+
+SPACETIME = None  # FeedStore.timeline_name(None)
+
+
+def spacetime_oracle(messages):
+    """Rank order of the spacetime by its definition, computed from scratch."""
+    by_position = {feed_key(m.author, m.seq): m for m in messages}
+    events = []
+    for message in messages:
+        links = [feed_key(feed, seq) for feed, seq in message.timeframe.items()]
+        if message.seq > 1:
+            links.append(feed_key(message.author, message.seq - 1))
+        events.append((message.id, [by_position[p].id for p in links if p in by_position]))
+    return rank_order(events)
+
+
+def test_tangle_timeline_follows_previous_links_in_any_arrival_order(open_store):
+    # One message per feed, so every arrival order is valid for the feeds.
+    alice, bob, carol, dave = (Feed(name) for name in ("alice", "bob", "carol", "dave"))
+    root = alice.root("chat")
+    a1 = bob.append("hi", tangles={"chat": TangleLink(root.id, (root.id,))})
+    b1 = carol.append("yo", tangles={"chat": TangleLink(root.id, (root.id,))})
+    a2 = dave.append("both", tangles={"chat": TangleLink(root.id, tuple(sorted([a1.id, b1.id])))})
+    members = [root, a1, b1, a2]
+    expected = rank_order([(m.id, list(m.tangles["chat"].previous or ())) for m in members])
+    for seed in range(6):
+        store = open_store(f"s{seed}")
+        raws = [m.raw for m in members]
+        random.Random(seed).shuffle(raws)
+        for raw in raws:  # one at a time, so referenced messages often come later
+            store.ingest([raw])
+        timeline = store.timeline_name(root.id, "chat")
+        assert [msg_id for _rank, msg_id in store.timeline(timeline)] == expected
+        commands = store.timeline_commands(timeline, 0)
+        assert apply_commands([], commands) == expected
+        assert store.timeline_version(timeline) == len(commands)
+        placement = store.timeline_placement(timeline, a2.id)
+        assert (placement.position, placement.rank) == (3, 2)
+
+
+def test_spacetime_edges_are_prev_and_timeframe(store):
+    alice, bob, carol = Feed("alice"), Feed("bob"), Feed("carol")
+    a1 = alice.append()
+    b1 = bob.append(timeframe={alice.public: 1})
+    c1 = carol.append(timeframe={bob.public: 1})  # bob:1 arrives after carol's message
+    a2 = alice.append(timeframe={carol.public: 1})
+    for raw in (c1.raw, a1.raw, a2.raw, b1.raw):
+        store.ingest([raw])
+    mine = store.publish("after all")
+    everything = [a1, b1, c1, a2, mine]
+    spacetime = store.timeline_name(None)
+    assert [msg_id for _r, msg_id in store.timeline(spacetime)] == spacetime_oracle(everything)
+    assert [rank for rank, _id in store.timeline(spacetime)] == [0, 1, 2, 3, 4]
+    assert store.timeline_placement(spacetime, c1.id).rank == 2
+
+
+def test_a_timeframe_cycle_is_refused_and_stores_nothing(store):
+    alice, bob = Feed("alice"), Feed("bob")
+    a1 = alice.append(timeframe={bob.public: 1})
+    b1 = bob.append(timeframe={alice.public: 1})
+    assert store.ingest([a1.raw])[0].outcome is Outcome.ACCEPTED
+    result = store.ingest([b1.raw])[0]
+    assert (result.outcome, result.reason) == (Outcome.REJECTED, Reason.TIMEFRAME_CYCLE)
+    assert store.get(b1.id) is None
+    spacetime = store.timeline_name(None)
+    assert [msg_id for _r, msg_id in store.timeline(spacetime)] == [a1.id]
+    assert store.check().ok
+
+
+def test_large_random_batches_match_the_oracle(store):
+    rng = random.Random(11)
+    feeds = [Feed(f"f{index}") for index in range(5)]
+    messages = []
+    for _ in range(120):
+        author = rng.choice(feeds)
+        others = [f for f in feeds if f is not author and f.messages]
+        timeframe = {
+            f.public: rng.randint(1, len(f.messages))
+            for f in rng.sample(others, min(2, len(others)))
+        }
+        messages.append(author.append(timeframe=timeframe))
+    per_feed = {}
+    for message in messages:
+        per_feed.setdefault(message.author, []).append(message.raw)
+    batches = []
+    while any(per_feed.values()):  # feeds in order, interleaved at random, random batch sizes
+        batch = []
+        for _ in range(rng.randint(1, 15)):
+            live = [raws for raws in per_feed.values() if raws]
+            if not live:
+                break
+            batch.append(rng.choice(live).pop(0))
+        batches.append(batch)
+    for batch in batches:
+        assert {r.outcome for r in store.ingest(batch)} == {Outcome.ACCEPTED}
+    spacetime = store.timeline_name(None)
+    ordered = [msg_id for _rank, msg_id in store.timeline(spacetime)]
+    assert ordered == spacetime_oracle(messages)
+    assert apply_commands([], store.timeline_commands(spacetime, 0, limit=10**6)) == ordered
+    assert store.timeline(spacetime, 10, 13) == store.timeline(spacetime)[10:13]
