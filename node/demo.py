@@ -57,6 +57,8 @@ def main() -> None:
             f"thread={root}",
         )
         run(node, "log")
+        run(node, "timeline", f"thread/{root}")
+        run(node, "timeline", f"thread/{root}", "--since", "0")
         run(node, "feeds")
         run(node, "check")
 

@@ -1,0 +1,163 @@
+"""The timeline engine against the reference ScuttleSort (scuttlesort==0.0.9).
+
+Workload (seed 000 §4, as `storage.simulate` builds it): two random feeds
+extend at each step, each event linking its own previous event and the tip
+of the longest other feed; delivery is random-feed. The same delivered
+sequence goes to both, in the same process, alternating per round:
+
+  reference  scuttlesort.Timeline in memory, counting its notify() calls
+  engine     storage.timeline.TimelineWriter in a fresh LMDB environment
+             on disk, committing every --batch events (sync off, as a
+             node's batch would be durable only at its commit)
+
+Sections (pick with --only):
+
+  compare   events/s of both, their ratio, commands per event of both, at
+            32K and 64K events over 16, 64 and 256 feeds
+  rss       the engine alone at 64K..512K events, each size in a fresh
+            subprocess: events/s and peak RSS (ru_maxrss)
+  table     the paper's table (commands per event, widths 4..1024) at 32K
+            events for both, beside the paper's own row
+
+    .venv/bin/python bench/timeline.py [--rounds 3] [--only compare,rss,table]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import random
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import lmdb
+from scuttlesort import Timeline as ReferenceTimeline
+
+from storage.simulate import paper_tangle, random_feed
+from storage.timeline import TimelineTables, TimelineWriter
+
+PAPER_32K = {4: 2.5, 8: 3.0, 16: 3.6, 32: 4.7, 64: 7.1, 128: 10.4, 256: 13.1, 512: 16.8, 1024: 21.5}
+
+
+def workload(events: int, feeds: int, seed: int) -> list[tuple[str, tuple[str, ...]]]:
+    rng = random.Random(seed)
+    return [(e.name, e.after) for e in random_feed(paper_tangle(events, feeds, rng), rng)]
+
+
+def run_reference(delivered) -> tuple[float, int]:
+    count = 0
+
+    def notify(*_command) -> None:
+        nonlocal count
+        count += 1
+
+    timeline = ReferenceTimeline(notify)
+    started = time.perf_counter()
+    for name, after in delivered:
+        timeline.add(name, list(after))
+    return time.perf_counter() - started, count
+
+
+def run_engine(delivered, batch: int) -> tuple[float, int]:
+    encoded = [(name.encode(), [link.encode() for link in after]) for name, after in delivered]
+    with tempfile.TemporaryDirectory(prefix="bench-timeline-") as directory:
+        env = lmdb.open(directory, map_size=2**36, max_dbs=8, sync=False)
+        tables = TimelineTables.open(env)
+        count = 0
+        started = time.perf_counter()
+        for start in range(0, len(encoded), batch):
+            with env.begin(write=True) as txn:
+                writer = TimelineWriter(txn, tables)
+                for ref, after in encoded[start : start + batch]:
+                    count += len(writer.add(b"bench", ref, after))
+                writer.finish()
+        seconds = time.perf_counter() - started
+        env.close()
+    return seconds, count
+
+
+def compare(args) -> None:
+    print("events  feeds | ref ev/s  engine ev/s  ratio (median) | ref cmd/ev  engine cmd/ev")
+    for events in (32_000, 64_000):
+        for feeds in (16, 64, 256):
+            delivered = workload(events, feeds, seed=feeds)
+            rows = []
+            for _ in range(args.rounds):
+                ref_s, ref_cmds = run_reference(delivered)
+                eng_s, eng_cmds = run_engine(delivered, args.batch)
+                rows.append((events / ref_s, events / eng_s, ref_s / eng_s))
+            ref_rate = statistics.median(r[0] for r in rows)
+            eng_rate = statistics.median(r[1] for r in rows)
+            ratio = statistics.median(r[2] for r in rows)
+            print(
+                f"{events:>6} {feeds:>6} | {ref_rate:>8.0f} {eng_rate:>12.0f} {ratio:>8.2f}x"
+                f"        | {ref_cmds / events:>10.2f} {eng_cmds / events:>13.2f}",
+                flush=True,
+            )
+
+
+def rss_child(events: int, feeds: int, batch: int) -> None:
+    delivered = workload(events, feeds, seed=1)
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    seconds, commands = run_engine(delivered, batch)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    print(
+        json.dumps({"seconds": seconds, "commands": commands, "before_kb": before, "peak_kb": peak})
+    )
+
+
+def rss(args) -> None:
+    print("events  feeds | engine ev/s  cmd/ev | peak RSS MB (workload alone MB)")
+    for events in (64_000, 128_000, 256_000, 512_000):
+        done = subprocess.run(
+            [sys.executable, __file__, "--rss-child", str(events), "--batch", str(args.batch)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        figures = json.loads(done.stdout)
+        print(
+            f"{events:>6} {64:>6} | {events / figures['seconds']:>11.0f} "
+            f"{figures['commands'] / events:>7.2f} | {figures['peak_kb'] / 1024:>8.1f} "
+            f"({figures['before_kb'] / 1024:.1f})",
+            flush=True,
+        )
+
+
+def table(args) -> None:
+    widths = [4, 8, 16, 32, 64, 128, 256, 512, 1024]
+    print("commands per event at 32K events, random-feed delivery")
+    print("width      " + "".join(f"{w:>7}" for w in widths))
+    rows = {"paper": [PAPER_32K[w] for w in widths], "reference": [], "engine": []}
+    for width in widths:
+        delivered = workload(32_000, width, seed=width)
+        rows["reference"].append(run_reference(delivered)[1] / 32_000)
+        rows["engine"].append(run_engine(delivered, args.batch)[1] / 32_000)
+    for label, values in rows.items():
+        print(f"{label:<10} " + "".join(f"{v:>7.2f}" for v in values), flush=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--batch", type=int, default=1000, help="events per transaction")
+    parser.add_argument("--only", default="compare,rss,table")
+    parser.add_argument("--rss-child", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.rss_child:
+        rss_child(args.rss_child, 64, args.batch)
+        return
+    print(f"# {platform.node()} {platform.machine()} python {platform.python_version()}")
+    sections = {"compare": compare, "rss": rss, "table": table}
+    for name in args.only.split(","):
+        print(f"\n## {name}")
+        sections[name](args)
+
+
+if __name__ == "__main__":
+    main()
