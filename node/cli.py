@@ -324,9 +324,10 @@ def timeline(
             if placement is None:
                 raise NotFound(f"{at_id} is not in timeline {label}")
             record = {"id": at_id, "position": placement.position, "rank": placement.rank}
-            emit_json(record) if as_json else click.echo(
-                f"position {placement.position}  rank {placement.rank}"
-            )
+            if as_json:
+                emit_json(record)
+            else:
+                click.echo(f"position {placement.position}  rank {placement.rank}")
             return
         if since is not None:
             for number, command in enumerate(store.timeline_commands(name, since), since + 1):
@@ -353,7 +354,10 @@ def _echo_command(number: int, command: Command, as_json: bool) -> None:
     else:
         record = {"version": number, "op": "mov", "from": command.src, "to": command.dst}
         text = f"{number}  mov {command.src} {command.dst}"
-    emit_json(record) if as_json else click.echo(text)
+    if as_json:
+        emit_json(record)
+    else:
+        click.echo(text)
 
 
 @cli.command("linearize")

@@ -10,6 +10,7 @@ from storage.timeline import (
     Insert,
     Move,
     TimelineError,
+    TimelineWriter,
     apply_commands,
 )
 from tests.timeline_oracle import EngineHarness
@@ -57,8 +58,6 @@ def test_cycle_is_rejected_and_changes_nothing(engine):
 
 def test_cycle_inside_a_batch_keeps_the_events_before_it(engine):
     with engine.env.begin(write=True) as txn:
-        from storage.timeline import TimelineWriter
-
         writer = TimelineWriter(txn, engine.tables)
         writer.add(b"t", b"a", [b"b"])
         with pytest.raises(CycleError):
