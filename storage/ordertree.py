@@ -116,11 +116,6 @@ class OrderTree:
         _path, _leaf_no, leaf, before = self._descend(key)
         return before + bisect_left(leaf.keys, key)
 
-    def contains(self, key: bytes) -> bool:
-        _path, _leaf_no, leaf, _before = self._descend(key)
-        index = bisect_left(leaf.keys, key)
-        return index < len(leaf.keys) and leaf.keys[index] == key
-
     def select(self, index: int) -> tuple[Leaf, int]:
         """The leaf holding the key at `index`, and the key's place in that leaf."""
         if not 0 <= index < self.state.size:

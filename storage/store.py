@@ -324,17 +324,13 @@ class FeedStore:
         """(rank, message id) at positions start..stop-1; [] for an empty spacetime."""
         with self._env.begin() as txn:
             reader = TimelineReader(txn, self._timeline_tables)
-            if timeline == SPACETIME and not reader.exists(SPACETIME):
-                return []
-            return reader.entries(timeline, start, stop)
+            return reader.entries(timeline, start, stop) if self._known(reader, timeline) else []
 
     def timeline_version(self, timeline: bytes) -> int:
         """How many commands the timeline's log holds."""
         with self._env.begin() as txn:
             reader = TimelineReader(txn, self._timeline_tables)
-            if timeline == SPACETIME and not reader.exists(SPACETIME):
-                return 0
-            return reader.version(timeline)
+            return reader.version(timeline) if self._known(reader, timeline) else 0
 
     def timeline_placement(self, timeline: bytes, msg_id: bytes) -> Placement | None:
         """Position and rank of a message in a timeline, None if it is not a member."""
@@ -351,9 +347,14 @@ class FeedStore:
         """The commands after version `since`, oldest first."""
         with self._env.begin() as txn:
             reader = TimelineReader(txn, self._timeline_tables)
-            if timeline == SPACETIME and not reader.exists(SPACETIME):
+            if not self._known(reader, timeline):
                 return []
             return reader.commands_since(timeline, since, limit)
+
+    @staticmethod
+    def _known(reader: TimelineReader, timeline: bytes) -> bool:
+        """False only for the spacetime of an empty store; an unknown tangle raises later."""
+        return timeline != SPACETIME or reader.exists(SPACETIME)
 
     def check(self) -> CheckReport:
         """Re-verify every stored message and every index (slow: reads everything)."""

@@ -348,11 +348,6 @@ class TimelineReader:
         self._txn = txn
         self._tables = tables
 
-    def names(self) -> list[bytes]:
-        return [
-            bytes(key) for key in self._txn.cursor(db=self._tables.names).iternext(values=False)
-        ]
-
     def exists(self, name: bytes) -> bool:
         return self._txn.get(name, db=self._tables.names) is not None
 
@@ -362,17 +357,12 @@ class TimelineReader:
             raise UnknownTimeline(f"no timeline {name!r}")
         return _Timeline(self._txn, self._tables, meta)
 
-    def size(self, name: bytes) -> int:
-        return self._open(name).meta.tree.size
-
     def version(self, name: bytes) -> int:
         return self._open(name).meta.version
 
     def order(self, name: bytes, start: int = 0, stop: int | None = None) -> list[bytes]:
         """Sort ids at positions start..stop-1."""
-        timeline = self._open(name)
-        stop = timeline.meta.tree.size if stop is None else stop
-        return [split_order_key(key)[1] for key in timeline.tree.slice(start, stop)]
+        return [sort_id for _rank, sort_id in self.entries(name, start, stop)]
 
     def entries(
         self, name: bytes, start: int = 0, stop: int | None = None
