@@ -29,7 +29,7 @@ from typing import Any
 
 import lmdb
 
-SCHEMA_VERSION = b"4"
+SCHEMA_VERSION = b"5"
 EMPTY = b""  # the value of rows whose key says everything
 _SEQ = struct.Struct(">Q")
 

@@ -166,31 +166,27 @@ class OrderTree:
             self._rebalance(path, leaf)
         return before + index
 
-    def move(self, old: bytes, new: bytes) -> tuple[int, int]:
-        """Replace key `old` by a greater key `new`: (position of old, position of new after).
+    def apply(self, keys: list[bytes], deltas: list[int]) -> list[int]:
+        """Insert (delta +1) or delete (delta -1) many keys at once.
 
-        When `new` belongs in the same leaf, only that leaf changes: no count
-        on the path moves, which is the common case of a message raised by a
-        rank or two.
+        `keys` are distinct and ascending. Returns, for each key, how many
+        keys of the tree *before* the batch were less than it: its old
+        position if deleted, its insertion point if inserted. One walk visits
+        each touched node once, so changes that share a leaf share its path.
+        A leaf the batch would push out of its size bounds is left to
+        `insert`/`delete` afterwards, which split and merge it.
         """
-        if new <= old:
-            raise ValueError("a key can only move up")
-        path, leaf_no, leaf, before = self._descend(old)
-        index = bisect_left(leaf.keys, old)
-        if index >= len(leaf.keys) or leaf.keys[index] != old:
-            raise KeyError(old)
-        upper = _upper_bound(path)
-        if upper is None or new < upper:
-            del leaf.keys[index]
-            target = bisect_left(leaf.keys, new)
-            if target < len(leaf.keys) and leaf.keys[target] == new:
-                leaf.keys.insert(index, old)
-                raise KeyError(new)
-            leaf.keys.insert(target, new)
-            self._dirty.add(leaf_no)
-            return before + index, before + target
-        source = self.delete(old)
-        return source, self.insert(new)
+        ranks = [0] * len(keys)
+        deferred: list[tuple[bytes, int]] = []
+        self.state.size += self._apply_node(
+            self.state.root, keys, deltas, (0, len(keys)), 0, ranks, deferred
+        )
+        for key, delta in deferred:
+            if delta > 0:
+                self.insert(key)
+            else:
+                self.delete(key)
+        return ranks
 
     def flush(self) -> None:
         """Write every changed node back; the tree stays usable."""
@@ -242,6 +238,62 @@ class OrderTree:
             inner.counts[index] += change
             self._dirty.add(node_no)
         self.state.size += change
+
+    def _apply_node(
+        self,
+        node_no: int,
+        keys: list[bytes],
+        deltas: list[int],
+        span: tuple[int, int],
+        base: int,
+        ranks: list[int],
+        deferred: list[tuple[bytes, int]],
+    ) -> int:
+        """Apply keys[span] under `node_no`, which `base` keys precede; returns the net change."""
+        lo, hi = span
+        node = self._node(node_no)
+        if isinstance(node, Inner):
+            counts, lows = node.counts, node.lows
+            net = 0  # already applied to the children left of the current one
+            while lo < hi:
+                child = bisect_right(lows, keys[lo], 1) - 1
+                stop = hi if child + 1 == len(lows) else bisect_left(keys, lows[child + 1], lo, hi)
+                change = self._apply_node(
+                    node.children[child],
+                    keys,
+                    deltas,
+                    (lo, stop),
+                    base + sum(counts[:child]) - net,
+                    ranks,
+                    deferred,
+                )
+                if change:
+                    counts[child] += change
+                    net += change
+                    self._dirty.add(node_no)
+                lo = stop
+            return net
+        leaf = node.keys
+        net = 0
+        for index in range(lo, hi):
+            at = bisect_left(leaf, keys[index])
+            present = at < len(leaf) and leaf[at] == keys[index]
+            if present != (deltas[index] < 0):
+                raise KeyError(keys[index])
+            ranks[index] = base + at
+            net += deltas[index]
+        size = len(leaf) + net
+        if size > MAX_FANOUT or (size < MIN_FANOUT and node_no != self.state.root):
+            deferred.extend(zip(keys[lo:hi], deltas[lo:hi], strict=True))
+            return 0
+        for index in range(hi - 1, lo - 1, -1):  # from the right: earlier places stay put
+            at = bisect_left(leaf, keys[index])
+            if deltas[index] > 0:
+                leaf.insert(at, keys[index])
+            else:
+                del leaf[at]
+        self._dirty.add(node_no)
+        return net
 
     def _allocate(self, node: Node) -> int:
         node_no = self.state.next_node
@@ -309,14 +361,6 @@ class OrderTree:
         if len(path) == 1 and len(root) == 1:
             self._free(root_no)
             self.state.root = root.children[0]
-
-
-def _upper_bound(path: list[tuple[int, Inner, int]]) -> bytes | None:
-    """The low key of the next leaf after the path's leaf, None for the last leaf."""
-    for _node_no, inner, index in reversed(path):
-        if index + 1 < len(inner.children):
-            return inner.lows[index + 1]
-    return None
 
 
 def _split_node(node: Node) -> tuple[Node, bytes, int, int]:

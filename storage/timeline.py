@@ -39,11 +39,12 @@ State per timeline (tables in `TimelineTables`):
     tl-succ   number + ref -> successor ref (dupsort); the rows of a ref not
               in tl-nodes are the pending references to a missing message
     tl-tree   number + node number -> order-tree node (storage.ordertree)
-    tl-log    number + version (u64) -> msgpack command
+    tl-log    number + first version (u64) -> msgpack list of one event's commands
 
 No step reads or writes anything in proportion to the length of the
 timeline: an event costs its predecessors, its wave (the messages it
-raises, each with its successor list) and one order-tree path per command.
+raises, each with its successor list) and one walk of the order tree that
+visits each touched node once.
 A `TimelineWriter` caches the rows it touches for its transaction only and
 writes them in `finish()`; memory is bounded by what one batch touches.
 """
@@ -52,8 +53,10 @@ from __future__ import annotations
 
 import heapq
 import struct
+from bisect import bisect_left, insort
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import Any
 
 import lmdb
@@ -105,15 +108,22 @@ def split_order_key(key: bytes) -> tuple[int, bytes]:
     return _U32.unpack(key[:4])[0], bytes(key[4:])
 
 
-def _encode_command(command: Command) -> bytes:
-    if isinstance(command, Insert):
-        return msgpack.packb([_INS, command.pos, command.id])
-    return msgpack.packb([_MOV, command.src, command.dst])
+def _encode_commands(commands: Sequence[Command]) -> bytes:
+    return msgpack.packb(
+        [
+            (_INS, command.pos, command.id)
+            if isinstance(command, Insert)
+            else (_MOV, command.src, command.dst)
+            for command in commands
+        ]
+    )
 
 
-def _decode_command(raw: bytes) -> Command:
-    kind, first, second = msgpack.unpackb(raw)
-    return Insert(first, second) if kind == _INS else Move(first, second)
+def _decode_commands(raw: bytes) -> list[Command]:
+    return [
+        Insert(first, second) if kind == _INS else Move(first, second)
+        for kind, first, second in msgpack.unpackb(raw)
+    ]
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,7 +201,8 @@ class _Timeline:
         self.tree = OrderTree(txn, tables.tree, meta.number, meta.tree)
         self.members: dict[bytes, tuple[int, bytes] | None] = {}
         self.dirty: set[bytes] = set()
-        self.log: list[Command] = []
+        self.log: list[tuple[int, list[Command]]] = []  # (first version, an event's commands)
+        self._succ_cursor = None
 
     def member(self, ref: bytes) -> tuple[int, bytes] | None:
         """(rank, sort id) of a present member, else None."""
@@ -207,10 +218,12 @@ class _Timeline:
         self.dirty.add(ref)
 
     def successors(self, ref: bytes) -> list[bytes]:
-        cursor = self.txn.cursor(db=self.tables.succ)
+        cursor = self._succ_cursor
+        if cursor is None:
+            cursor = self._succ_cursor = self.txn.cursor(db=self.tables.succ)
         if not cursor.set_key(self.prefix + ref):
             return []
-        return [bytes(value) for value in cursor.iternext_dup(keys=False)]
+        return list(cursor.iternext_dup(keys=False))
 
     def flush(self) -> None:
         txn, tables, prefix = self.txn, self.tables, self.prefix
@@ -219,13 +232,8 @@ class _Timeline:
             stored_id = b"" if sort_id == ref else sort_id
             txn.put(prefix + ref, _U32.pack(rank) + stored_id, db=tables.nodes)
         self.dirty.clear()
-        first = self.meta.version - len(self.log) + 1
-        for offset, command in enumerate(self.log):
-            txn.put(
-                prefix + _U64.pack(first + offset),
-                _encode_command(command),
-                db=tables.log,
-            )
+        for first, commands in self.log:
+            txn.put(prefix + _U64.pack(first), _encode_commands(commands), db=tables.log)
         self.log.clear()
         self.tree.flush()
         txn.put(prefix, self.meta.encode(), db=tables.meta)
@@ -290,16 +298,10 @@ class TimelineWriter:
         for link in links:
             self._txn.put(timeline.prefix + link, ref, db=self._tables.succ, dupdata=True)
         timeline.set_member(ref, rank, sort_id)
-        commands: list[Command] = [Insert(timeline.tree.insert(order_key(rank, sort_id)), sort_id)]
-        moves = sorted(raised.items(), key=lambda item: (item[1][1], item[1][2]), reverse=True)
-        for moved_ref, (old_rank, new_rank, moved_id) in moves:
-            src, dst = timeline.tree.move(
-                order_key(old_rank, moved_id), order_key(new_rank, moved_id)
-            )
+        for moved_ref, (_old_rank, new_rank, moved_id) in raised.items():
             timeline.set_member(moved_ref, new_rank, moved_id)
-            if src != dst:
-                commands.append(Move(src, dst))
-        timeline.log.extend(commands)
+        commands = _place(timeline.tree, order_key(rank, sort_id), sort_id, raised.values())
+        timeline.log.append((timeline.meta.version + 1, commands))
         timeline.meta.version += len(commands)
         return commands
 
@@ -309,6 +311,47 @@ class TimelineWriter:
         self._open.clear()
 
 
+def _place(
+    tree: OrderTree,
+    new_key: bytes,
+    new_id: bytes,
+    raised: Iterable[tuple[int, int, bytes]],
+) -> list[Command]:
+    """Insert `new_key` and move each raised (old rank, new rank, sort id) in one tree walk.
+
+    The commands are `ins` first, then one `mov` per raised message, highest
+    new key first, each numbered against the array as the commands before
+    it left it. Every position follows from the keys' positions in the tree
+    before the change, `tree.apply` gives them all at once: with the moves
+    done so far being those of greater new keys (so all above the current
+    one), a message at old key o moving to new key n goes
+
+        from  before(o) + [new < o] - #{moved old keys < o}
+        to    before(n) + [new < n] - #{moved old keys < n, o included}
+    """
+    pack = _U32.pack
+    moves = sorted(
+        [(pack(old) + sort_id, pack(new) + sort_id) for old, new, sort_id in raised],
+        key=itemgetter(1),
+        reverse=True,
+    )
+    changes = {new_key: 1}
+    for old_key, moved_key in moves:
+        changes[old_key] = -1
+        changes[moved_key] = 1
+    keys = sorted(changes)
+    before = dict(zip(keys, tree.apply(keys, [changes[key] for key in keys]), strict=True))
+    commands: list[Command] = [Insert(before[new_key], new_id)]
+    moved_olds: list[bytes] = []
+    for old_key, moved_key in moves:
+        src = before[old_key] + (new_key < old_key) - bisect_left(moved_olds, old_key)
+        insort(moved_olds, old_key)
+        dst = before[moved_key] + (new_key < moved_key) - bisect_left(moved_olds, moved_key)
+        if src != dst:
+            commands.append(Move(src, dst))
+    return commands
+
+
 def _wave(
     timeline: _Timeline, ref: bytes, rank: int, predecessors: Iterable[bytes]
 ) -> dict[bytes, tuple[int, int, bytes]]:
@@ -316,29 +359,27 @@ def _wave(
     forbidden = set(predecessors)
     raised: dict[bytes, tuple[int, int, bytes]] = {}
     heap: list[tuple[int, bytes]] = []
-
-    def offer(successor: bytes, candidate: int) -> None:
-        entry = raised.get(successor)
-        if entry is not None:
-            if candidate > entry[1]:
-                raised[successor] = (entry[0], candidate, entry[2])
-            return
-        old_rank, sort_id = timeline.member(successor)  # type: ignore[misc]  # successors are present
-        if candidate <= old_rank:
-            return
-        if successor in forbidden:
-            raise CycleError("it would come before itself")
-        raised[successor] = (old_rank, candidate, sort_id)
-        heapq.heappush(heap, (old_rank, successor))
-
-    for successor in timeline.successors(ref):
-        offer(successor, rank + 1)
-    while heap:
-        _old_rank, current = heapq.heappop(heap)
-        new_rank = raised[current][1]
-        for successor in timeline.successors(current):
-            offer(successor, new_rank + 1)
-    return raised
+    member, successors = timeline.member, timeline.successors
+    current, current_rank = ref, rank
+    while True:
+        candidate = current_rank + 1
+        for successor in successors(current):
+            entry = raised.get(successor)
+            if entry is not None:
+                if candidate > entry[1]:
+                    raised[successor] = (entry[0], candidate, entry[2])
+                continue
+            old_rank, sort_id = member(successor)  # type: ignore[misc]  # successors are present
+            if candidate <= old_rank:
+                continue
+            if successor in forbidden:
+                raise CycleError("it would come before itself")
+            raised[successor] = (old_rank, candidate, sort_id)
+            heapq.heappush(heap, (old_rank, successor))
+        if not heap:
+            return raised
+        current = heapq.heappop(heap)[1]
+        current_rank = raised[current][1]
 
 
 class TimelineReader:
@@ -384,11 +425,18 @@ class TimelineReader:
         """Up to `limit` commands numbered above `version`, in order."""
         timeline = self._open(name)
         cursor = self._txn.cursor(db=self._tables.log)
+        wanted = timeline.prefix + _U64.pack(version + 1)
+        # The row holding command version + 1 is the last one keyed at or below it.
+        found = cursor.set_range(wanted)
+        if (not found or cursor.key() != wanted) and not (
+            cursor.prev() if found else cursor.last()
+        ):
+            return []
         commands: list[Command] = []
-        if not cursor.set_range(timeline.prefix + _U64.pack(version + 1)):
-            return commands
         for key, raw in cursor:
             if key[:4] != timeline.prefix or len(commands) >= limit:
                 break
-            commands.append(_decode_command(raw))
-        return commands
+            first = _U64.unpack(key[4:])[0]
+            skip = max(0, version + 1 - first)
+            commands.extend(_decode_commands(raw)[skip:])
+        return commands[:limit]

@@ -66,25 +66,54 @@ def test_deep_tree_grows_splits_and_shrinks_back(env):
     assert len(remaining) == 3
 
 
-def test_move_within_and_across_leaves(env):
+def apply_against_list(tree, expected, inserts, deletes):
+    """Apply one batch to the tree and the list; the tree must report the list's places."""
+    changes = {key: 1 for key in inserts} | {key: -1 for key in deletes}
+    keys = sorted(changes)
+    ranks = tree.apply(keys, [changes[key] for key in keys])
+    assert ranks == [bisect.bisect_left(expected, key) for key in keys]
+    expected[:] = sorted(set(expected) - set(deletes) | set(inserts))
+    assert len(tree) == len(expected)
+    assert tree.slice(0, len(expected)) == expected
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.integers(0, 5000), max_size=400, unique=True),
+    st.lists(st.lists(st.integers(0, 5000), max_size=150, unique=True), min_size=1, max_size=5),
+)
+def test_apply_reports_positions_before_the_batch(initial, batches):
+    with tempfile.TemporaryDirectory() as directory:
+        environment = lmdb.open(directory, map_size=2**28, max_dbs=2)
+        db = environment.open_db(b"tree")
+        with environment.begin(write=True) as txn:
+            tree = OrderTree(txn, db, 1, TreeState())
+            expected: list[bytes] = []
+            encode = [number.to_bytes(2, "big") for number in range(5001)]
+            apply_against_list(tree, expected, [encode[n] for n in initial], [])
+            for batch in batches:
+                present = set(expected)
+                toggled = [encode[n] for n in batch]
+                apply_against_list(
+                    tree,
+                    expected,
+                    [key for key in toggled if key not in present],
+                    [key for key in toggled if key in present],
+                )
+        environment.close()
+
+
+def test_apply_crowding_one_leaf_splits_and_emptying_leaves_merges(env):
     db = env.open_db(b"tree")
-    state = TreeState()
-    expected = [index.to_bytes(4, "big") for index in range(0, 4000, 2)]
     with env.begin(write=True) as txn:
-        tree = OrderTree(txn, db, 1, state)
-        for key in expected:
-            tree.insert(key)
-        for old, new in [(10, 13), (100, 3001), (3998, 5000), (0, 1)]:
-            old_key, new_key = old.to_bytes(4, "big"), new.to_bytes(4, "big")
-            src = expected.index(old_key)
-            expected.remove(old_key)
-            dst = bisect.bisect_left(expected, new_key)
-            expected.insert(dst, new_key)
-            assert tree.move(old_key, new_key) == (src, dst)
-        assert tree.slice(0, len(expected)) == expected
-        with pytest.raises(ValueError):
-            tree.move((13).to_bytes(4, "big"), (12).to_bytes(4, "big"))
+        tree = OrderTree(txn, db, 1, TreeState())
+        expected: list[bytes] = []
+        spread = [index.to_bytes(4, "big") for index in range(0, 40_000, 10)]
+        apply_against_list(tree, expected, spread, [])
+        crowd = [index.to_bytes(4, "big") for index in range(5001, 5001 + 6 * MAX_FANOUT, 2)]
+        apply_against_list(tree, expected, crowd, [])
+        apply_against_list(tree, expected, [], spread[: len(spread) - 5])
         with pytest.raises(KeyError):
-            tree.insert(expected[5])
+            tree.apply([spread[0]], [-1])
         with pytest.raises(KeyError):
-            tree.delete(b"\xff\xff\xff\xff\xff")
+            tree.apply([expected[0]], [1])

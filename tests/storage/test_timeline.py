@@ -94,8 +94,9 @@ def test_command_log_replays_from_any_version(engine):
         reader = engine.reader(txn)
         everything = reader.commands_since(b"t", 0, limit=version + 10)
         assert len(everything) == version
-        assert reader.commands_since(b"t", version - 5) == everything[-5:]
-        assert len(reader.commands_since(b"t", 0, limit=7)) == 7
+        for since in range(version + 2):  # every start, inside an event's commands or not
+            assert reader.commands_since(b"t", since) == everything[since:]
+            assert reader.commands_since(b"t", since, limit=3) == everything[since : since + 3]
     assert apply_commands([], everything) == engine.order()
 
 
