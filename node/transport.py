@@ -1,0 +1,126 @@
+"""Secret handshake and box-stream over a Trio stream.
+
+Theory of operation
+-------------------
+The sans-IO machines in `protocol.shs` and `protocol.boxstream` decide
+everything; this module only moves their bytes. The handshake reads exactly
+what the machine still wants, so no byte of the box-stream is read early,
+and it runs under one total deadline: a peer that trickles bytes cannot
+stretch it. The result is a `SecureStream` whose `receive_some` returns
+decrypted bytes, b"" after the peer's goodbye, and raises `BoxStreamError`
+for a tampered frame or a hangup without goodbye; `aclose` says goodbye
+before closing.
+"""
+
+from __future__ import annotations
+
+import trio
+
+from protocol.boxstream import BoxStreamError, BoxStreamReader, BoxStreamWriter
+from protocol.identity import Keypair
+from protocol.shs import ClientHandshake, HandshakeFailed, ServerHandshake, Session
+
+HANDSHAKE_SECONDS = 10.0
+_READ_BYTES = 65536
+
+
+class SecureStream:
+    """A box-stream session: bytes in, bytes out, goodbye on close."""
+
+    def __init__(self, stream: trio.abc.Stream, session: Session, leftover: bytes) -> None:
+        self.stream = stream
+        self.peer = session.peer
+        self._writer = BoxStreamWriter(session.encrypt_key, session.encrypt_nonce)
+        self._reader = BoxStreamReader(session.decrypt_key, session.decrypt_nonce)
+        self._reader.receive_data(leftover)
+        self._send_lock = trio.Lock()
+
+    async def send_all(self, data: bytes) -> None:
+        async with self._send_lock:
+            if data:
+                await self.stream.send_all(self._writer.seal(data))
+
+    async def receive_some(self) -> bytes:
+        """The next decrypted bytes; b"" once the peer said goodbye."""
+        while True:
+            chunk = self._reader.next_chunk()
+            if chunk is not None:
+                return chunk
+            if self._reader.said_goodbye:
+                return b""
+            data = await self.stream.receive_some(_READ_BYTES)
+            if not data:
+                self._reader.end_of_input()  # raises: the peer hung up without goodbye
+            self._reader.receive_data(data)
+
+    async def send_goodbye(self) -> None:
+        """End our direction cleanly; the peer's bytes can still be read."""
+        async with self._send_lock:
+            if not self._writer.closed:
+                await self.stream.send_all(self._writer.goodbye())
+
+    async def aclose(self) -> None:
+        """Say goodbye (once) and close; never raises for a peer that is already gone."""
+        try:
+            async with self._send_lock:
+                if not self._writer.closed:
+                    with trio.move_on_after(1):
+                        await self.stream.send_all(self._writer.goodbye())
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+        finally:
+            await self.stream.aclose()
+
+
+async def _run(stream: trio.abc.Stream, side, seconds: float) -> SecureStream:
+    try:
+        with trio.fail_after(seconds):
+            while side.session is None:
+                outgoing = side.data_to_send()
+                if outgoing:
+                    await stream.send_all(outgoing)
+                data = await stream.receive_some(side.bytes_wanted)
+                if not data:
+                    raise HandshakeFailed("the peer hung up during the handshake")
+                side.receive_data(data)
+            outgoing = side.data_to_send()
+            if outgoing:
+                await stream.send_all(outgoing)
+    except trio.TooSlowError:
+        raise HandshakeFailed(f"the handshake took longer than {seconds:g} s") from None
+    except (trio.BrokenResourceError, OSError) as error:
+        raise HandshakeFailed(f"the connection broke during the handshake: {error}") from None
+    return SecureStream(stream, side.session, side.leftover)
+
+
+async def client_handshake(
+    stream: trio.abc.Stream,
+    network_key: bytes,
+    keypair: Keypair,
+    server_public: bytes,
+    *,
+    seconds: float = HANDSHAKE_SECONDS,
+) -> SecureStream:
+    """Authenticate as the client to the server whose key we know."""
+    return await _run(stream, ClientHandshake(network_key, keypair, server_public), seconds)
+
+
+async def server_handshake(
+    stream: trio.abc.Stream,
+    network_key: bytes,
+    keypair: Keypair,
+    *,
+    authorize=None,
+    seconds: float = HANDSHAKE_SECONDS,
+) -> SecureStream:
+    """Authenticate an incoming client; `authorize(public) -> bool` may refuse it."""
+    return await _run(stream, ServerHandshake(network_key, keypair, authorize=authorize), seconds)
+
+
+__all__ = [
+    "BoxStreamError",
+    "HandshakeFailed",
+    "SecureStream",
+    "client_handshake",
+    "server_handshake",
+]
