@@ -44,11 +44,16 @@ def default_data_dir() -> Path:
     return Path(base) / "tangled"
 
 
-def _host_port(value: str) -> str:
+def _host_port(value: str, lowest: int = 1) -> str:
     host, sep, port = value.rpartition(":")
-    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise ValueError("must be HOST:PORT with a port from 1 to 65535")
+    if not sep or not host or not port.isdigit() or not lowest <= int(port) < 65536:
+        raise ValueError(f"must be HOST:PORT with a port from {lowest} to 65535")
     return value
+
+
+def _listen_address(value: str) -> str:
+    """Where to accept peers; port 0 takes any free port (`tangled status` shows which)."""
+    return _host_port(value, lowest=0)
 
 
 class _Section(BaseModel):
@@ -102,7 +107,7 @@ class Settings(_Section):
     limits: LimitsSettings = Field(default_factory=LimitsSettings)
     storage: StorageSettings = Field(default_factory=StorageSettings)
 
-    _listen = field_validator("listen")(_host_port)
+    _listen = field_validator("listen")(_listen_address)
 
     @field_validator("network_key")
     @classmethod

@@ -16,10 +16,13 @@ from typing import Any
 
 import click
 import structlog
+import trio
 
 from config.secret import read_secret, write_secret
 from config.settings import ConfigError, Settings, config_path, load_settings
 from config.template import render_config
+from node.client import NodeError, NodeNotRunning, connect
+from node.daemon import run_node
 from node.linearize import BadEventLine, linearize
 from node.logs import configure_logging
 from node.render import message_dict, message_line
@@ -141,23 +144,57 @@ def _parse_tangle_option(option: str) -> tuple[str, bytes | None]:
     metavar="NAME[=ROOT]",
     help="Put the message in tangle NAME rooted at ROOT; without ROOT it roots a new tangle.",
 )
+@click.option(
+    "--offline", is_flag=True, help="Write to the store directly; only while the node is stopped."
+)
 @json_option
 @click.pass_obj
-def publish(obj: Context, content: str, tangle_options: tuple[str, ...], as_json: bool) -> None:
-    """Sign and store a message whose CONTENT is JSON ('-' reads stdin)."""
+def publish(
+    obj: Context, content: str, tangle_options: tuple[str, ...], offline: bool, as_json: bool
+) -> None:
+    """Sign and publish a message whose CONTENT is JSON ('-' reads stdin), through the node."""
     text = sys.stdin.read() if content == "-" else content
     try:
         value = json.loads(text)
     except json.JSONDecodeError as error:
         raise BadInput(f"content is not JSON: {error}") from None
     tangles = dict(_parse_tangle_option(option) for option in tangle_options)
-    with obj.open_store(with_keypair=True) as store:
-        message = store.publish(value, tangles)
-    log.info("published", seq=message.seq, id=message_text(message.id))
-    if as_json:
-        emit_json(message_dict(message))
+    if offline:
+        if obj.settings.ipc_socket_path.is_socket() and trio.run(_node_running, obj):
+            raise BadInput("the node is running; publish through it (drop --offline)")
+        with obj.open_store(with_keypair=True) as store:
+            message = store.publish(value, tangles)
+        body = message_dict(message)
     else:
-        click.echo(message_text(message.id))
+        body = render_body(
+            trio.run(_ipc_call, obj, "publish", {"content": value, "tangles": tangles})
+        )
+    log.info("published", seq=body["seq"], id=body["id"])
+    if as_json:
+        emit_json(body)
+    else:
+        click.echo(body["id"])
+
+
+async def _node_running(obj: Context) -> bool:
+    try:
+        client = await connect(obj.settings.ipc_socket_path)
+    except NodeNotRunning:
+        return False
+    await client.aclose()
+    return True
+
+
+async def _ipc_call(obj: Context, op: str, arguments: dict[str, Any]) -> Any:
+    async with await connect(obj.settings.ipc_socket_path) as client:
+        try:
+            return await client.request(op, **arguments)
+        except NodeError as error:
+            if error.kind == "not-found":
+                raise NotFound(str(error)) from None
+            if error.kind in ("bad-request", "UnknownTangle", "InvalidMessage"):
+                raise BadInput(str(error)) from None
+            raise
 
 
 @cli.command("log")
@@ -358,6 +395,143 @@ def _echo_command(number: int, command: Command, as_json: bool) -> None:
         emit_json(record)
     else:
         click.echo(text)
+
+
+@cli.command()
+@click.option("--listen", metavar="HOST:PORT", help="Accept peers here (overrides the config).")
+@click.pass_obj
+def run(obj: Context, listen: str | None) -> None:
+    """Run the node: peers, gossip and the IPC socket, until SIGTERM or SIGINT."""
+    settings = obj.settings
+    if listen:
+        settings = load_settings(
+            obj.config_file,
+            overrides={
+                "data_dir": str(obj.data_dir_flag) if obj.data_dir_flag else None,
+                "listen": listen,
+            },
+        )
+    keypair = read_secret(settings.secret_path)
+    if not settings.store_path.exists():
+        raise NotFound(f"no store at {settings.store_path}; run `tangled init` first")
+    trio.run(run_node, settings, keypair)
+
+
+@cli.command()
+@json_option
+@click.pass_obj
+def status(obj: Context, as_json: bool) -> None:
+    """The running node's feed, peers (caught up or behind), forks."""
+    report = render_body(trio.run(_ipc_call, obj, "status", {}))
+    if as_json:
+        emit_json(report)
+        return
+    click.echo(f"feed {report['feed']}  listening on {report['listen']}")
+    click.echo(
+        f"{report['feeds']} feeds, {report['messages']} messages, {len(report['forks'])} forks"
+    )
+    for peer in report["peers"]:
+        _echo_peer(peer)
+
+
+def _echo_peer(peer: dict[str, Any]) -> None:
+    state = "connected" if peer["connected"] else "disconnected"
+    progress = "caught up" if peer["caught_up"] else f"behind on {len(peer['behind'])} feeds"
+    line = f"{peer['key']}  {peer['address'] or '-'}  {state}  {progress}"
+    if peer["last_error"]:
+        line += f"  (last error: {peer['last_error']})"
+    click.echo(line)
+
+
+@cli.command()
+@json_option
+@click.pass_obj
+def peers(obj: Context, as_json: bool) -> None:
+    """The running node's peers."""
+    report = render_body(trio.run(_ipc_call, obj, "peers", {}))
+    if as_json:
+        emit_json(report["peers"])
+        return
+    for peer in report["peers"]:
+        _echo_peer(peer)
+
+
+@cli.command("connect")
+@click.argument("address", metavar="HOST:PORT")
+@click.argument("key", metavar="FEED_ID")
+@click.pass_obj
+def connect_command(obj: Context, address: str, key: str) -> None:
+    """Make the running node dial a peer (and keep redialing it) until it stops."""
+    trio.run(_ipc_call, obj, "connect", {"address": address, "key": parse_feed(key)})
+    click.echo(f"dialing {address}")
+
+
+@cli.command()
+@click.argument("spec", required=False, metavar="[NAME/ROOT]")
+@click.option("--spacetime", is_flag=True, help="The timeline of all feeds.")
+@click.option("--since", type=click.IntRange(min=0), default=None, help="Resume after VERSION.")
+@click.option("--count", type=click.IntRange(min=1), default=None, help="Stop after N commands.")
+@click.pass_obj
+def watch(
+    obj: Context, spec: str | None, spacetime: bool, since: int | None, count: int | None
+) -> None:
+    """Follow a timeline live: its snapshot (or commands since VERSION), then each change."""
+    which = _ipc_timeline(spec, spacetime)
+    trio.run(_watch, obj, which, since, count)
+
+
+async def _watch(obj: Context, which: dict[str, Any], since: int | None, count: int | None) -> None:
+    seen = 0
+    async with await connect(obj.settings.ipc_socket_path) as client:
+        async for event in client.subscribe(since=since, **which):
+            if "started" in event:
+                click.echo(f"# version {event['started']['version']}")
+            elif "snapshot" in event:
+                for offset, (rank, msg_id) in enumerate(event["snapshot"]):
+                    click.echo(f"{event['start'] + offset} {rank} {message_text(msg_id)}")
+            elif "lagged" in event:
+                raise BadInput(f"fell behind; resume with --since {event['lagged']}")
+            else:
+                for command in event["commands"]:
+                    if "ins" in command:
+                        body = command["message"]
+                        msg_id = body["id"] if isinstance(body, dict) else body
+                        click.echo(f"{command['v']} ins {command['ins']} {message_text(msg_id)}")
+                    else:
+                        click.echo(f"{command['v']} mov {command['mov'][0]} {command['mov'][1]}")
+                    seen += 1
+                    if count is not None and seen >= count:
+                        return
+
+
+def _ipc_timeline(spec: str | None, spacetime: bool) -> dict[str, Any]:
+    if spacetime == bool(spec):
+        raise click.UsageError("name one timeline: NAME/ROOT or --spacetime")
+    if spacetime:
+        return {"spacetime": True}
+    name, _sep, root = spec.rpartition("/")  # type: ignore[union-attr]
+    if not name:
+        raise BadInput(f"{spec!r}: expected NAME/ROOT")
+    return {"tangle": name, "root": parse_message_id(root)}
+
+
+def render_body(value: Any) -> Any:
+    """IPC replies with ids as text: bytes of 32 become @feed or %message by where they sit."""
+    if isinstance(value, dict):
+        rendered = {}
+        for key, item in value.items():
+            if key in ("author", "feed", "key") and isinstance(item, bytes):
+                rendered[key] = feed_text(item)
+            elif key in ("clock", "behind", "timeframe") and isinstance(item, dict):
+                rendered[key] = {feed_text(feed): seq for feed, seq in item.items()}
+            else:
+                rendered[key] = render_body(item)
+        return rendered
+    if isinstance(value, list):
+        return [render_body(item) for item in value]
+    if isinstance(value, bytes):
+        return message_text(value)
+    return value
 
 
 @cli.command("linearize")

@@ -38,6 +38,7 @@ def main() -> None:
         root = run(
             node,
             "publish",
+            "--offline",
             '{"type": "post", "text": "Shall we meet on Friday?"}',
             "--tangle",
             "thread",
@@ -45,6 +46,7 @@ def main() -> None:
         run(
             node,
             "publish",
+            "--offline",
             '{"type": "post", "text": "Friday works, 6pm."}',
             "--tangle",
             f"thread={root}",
@@ -52,6 +54,7 @@ def main() -> None:
         run(
             node,
             "publish",
+            "--offline",
             '{"type": "post", "text": "See you there."}',
             "--tangle",
             f"thread={root}",

@@ -270,16 +270,20 @@ class FeedStore:
 
     def read_feed(self, author: bytes, from_seq: int = 1, limit: int = 1000) -> list[Message]:
         """Up to `limit` messages of a feed, from `from_seq` on, in seq order."""
-        messages: list[Message] = []
+        return [parse_stored(raw) for raw in self.read_feed_raw(author, from_seq, limit)]
+
+    def read_feed_raw(self, author: bytes, from_seq: int = 1, limit: int = 1000) -> list[bytes]:
+        """The signed bytes of up to `limit` messages of a feed from `from_seq` on (for gossip)."""
+        raws: list[bytes] = []
         with self._env.begin() as txn:
             cursor = txn.cursor(db=self._tables.messages)
             if not cursor.set_range(feed_key(author, max(from_seq, 1))):
-                return messages
+                return raws
             for key, raw in cursor:
-                if key[:32] != author or len(messages) >= limit:
+                if key[:32] != author or len(raws) >= limit:
                     break
-                messages.append(parse_stored(raw))
-        return messages
+                raws.append(raw)
+        return raws
 
     def feeds(self) -> list[FeedInfo]:
         with self._env.begin() as txn:
@@ -322,9 +326,17 @@ class FeedStore:
         self, timeline: bytes, start: int = 0, stop: int | None = None
     ) -> list[tuple[int, bytes]]:
         """(rank, message id) at positions start..stop-1; [] for an empty spacetime."""
+        return self.timeline_at(timeline, start, stop)[1]
+
+    def timeline_at(
+        self, timeline: bytes, start: int = 0, stop: int | None = None
+    ) -> tuple[int, list[tuple[int, bytes]]]:
+        """The version and the entries start..stop-1 of one consistent moment."""
         with self._env.begin() as txn:
             reader = TimelineReader(txn, self._timeline_tables)
-            return reader.entries(timeline, start, stop) if self._known(reader, timeline) else []
+            if not self._known(reader, timeline):
+                return 0, []
+            return reader.version(timeline), reader.entries(timeline, start, stop)
 
     def timeline_version(self, timeline: bytes) -> int:
         """How many commands the timeline's log holds."""

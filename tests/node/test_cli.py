@@ -73,9 +73,9 @@ def test_init_refuses_to_overwrite(ready):
 
 
 def test_publish_into_a_tangle_then_log_show_and_feeds(ready):
-    root = ready.ok("publish", '{"type": "post", "text": "first"}', "--tangle", "chat").strip()
+    root = ready.ok("publish", "--offline", '{"type": "post", "text": "first"}', "--tangle", "chat").strip()
     reply = json.loads(
-        ready.ok("publish", "-", "--tangle", f"chat={root}", "--json", stdin='{"text": "second"}')
+        ready.ok("publish", "--offline", "-", "--tangle", f"chat={root}", "--json", stdin='{"text": "second"}')
     )
     assert reply["seq"] == 2
     assert reply["tangles"] == {"chat": {"root": root, "previous": [root]}}
@@ -103,7 +103,7 @@ def test_publish_into_a_tangle_then_log_show_and_feeds(ready):
         (("log", "--limit", "0"), 2, "--limit"),
         (("publish", "{not json"), 3, "not JSON"),
         (("publish", "{}", "--tangle", "chat=%zzz"), 3, "message id"),
-        (("publish", "{}", "--tangle", "chat=%" + "A" * 43), 3, "no tangle 'chat'"),
+        (("publish", "--offline", "{}", "--tangle", "chat=%" + "A" * 43), 3, "no tangle 'chat'"),
         (("show", "nope"), 3, "must start with '%'"),
         (("log", "@short"), 3, "feed id"),
         (("show", "%" + "A" * 43), 4, "no message"),
@@ -132,14 +132,22 @@ def test_a_bad_config_names_the_key(ready):
 
 def test_environment_overrides_reach_the_store(ready):
     big = json.dumps({"text": "x" * 2000})
-    done = ready.run("publish", big, env={"TANGLED_LIMITS__MAX_MESSAGE_BYTES": "1024"})
+    done = ready.run("publish", "--offline", big, env={"TANGLED_LIMITS__MAX_MESSAGE_BYTES": "1024"})
     assert done.returncode == 3
     assert "too-large" in done.stderr
-    ready.ok("publish", big)
+    ready.ok("publish", "--offline", big)
+
+
+def test_publish_without_a_running_node_says_so(ready):
+    done = ready.run("publish", '"hi"')
+    assert done.returncode == 1
+    assert "the node is not running" in done.stderr
+    for command in ("status", "peers"):
+        assert "the node is not running" in ready.run(command).stderr
 
 
 def test_logs_are_json_lines_on_stderr_when_not_a_terminal(ready):
-    done = ready.run("publish", '"hi"')
+    done = ready.run("publish", "--offline", '"hi"')
     events = [json.loads(line) for line in done.stderr.splitlines()]
     assert [e["event"] for e in events] == ["published"]
     assert events[0]["id"] == done.stdout.strip()
@@ -165,9 +173,9 @@ def test_forks_are_listed_and_check_flags_damage(ready):
 
 
 def test_timeline_order_position_and_commands(ready):
-    root = ready.ok("publish", '"root"', "--tangle", "chat/room").strip()
-    second = ready.ok("publish", '"two"', "--tangle", f"chat/room={root}").strip()
-    third = ready.ok("publish", '"three"', "--tangle", f"chat/room={root}").strip()
+    root = ready.ok("publish", "--offline", '"root"', "--tangle", "chat/room").strip()
+    second = ready.ok("publish", "--offline", '"two"', "--tangle", f"chat/room={root}").strip()
+    third = ready.ok("publish", "--offline", '"three"', "--tangle", f"chat/room={root}").strip()
     spec = f"chat/room/{root}"  # the name may hold "/", the root never does
     lines = ready.ok("timeline", spec).splitlines()
     assert [line.split() for line in lines] == [
@@ -200,7 +208,7 @@ def test_timeline_order_position_and_commands(ready):
 
 
 def test_timeline_errors(ready):
-    root = ready.ok("publish", '"root"', "--tangle", "chat").strip()
+    root = ready.ok("publish", "--offline", '"root"', "--tangle", "chat").strip()
     assert ready.run("timeline").returncode == 2
     assert ready.run("timeline", f"chat/{root}", "--spacetime").returncode == 2
     assert ready.run("timeline", "no-slash").returncode == 3

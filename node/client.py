@@ -1,0 +1,113 @@
+"""A Trio client for the node's IPC socket.
+
+    async with await connect(socket_path) as node:
+        message = await node.publish({"text": "hi"}, {"chat": root_id})
+        async for event in node.subscribe(tangle="chat", root=root_id, since=version):
+            ...
+
+Every call sends one request and waits for its reply; an error reply raises
+`NodeError` with the server's `kind` ("not-found", "bad-request", ...).
+`subscribe` yields events until the caller stops iterating: `{"snapshot":
+entries, "start": n}` pages when it starts from a snapshot, then
+`{"commands": [{"v": version, "ins": pos, "message": body} | {"v": version,
+"mov": [from, to]}]}`, and `{"lagged": version}` just before the node drops
+a subscriber that fell behind (resume with `since=version`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from protocol.errors import TanglenodeError
+from protocol.framing import FrameDecoder, encode_frame
+
+MAX_FRAME = 4 << 20
+
+
+class NodeNotRunning(TanglenodeError):
+    """Nothing listens on the IPC socket."""
+
+
+class NodeError(TanglenodeError):
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(f"{kind}: {message}")
+        self.kind = kind
+
+
+class NodeClient:
+    def __init__(self, stream: trio.SocketStream) -> None:
+        self._stream = stream
+        self._decoder = FrameDecoder(MAX_FRAME)
+        self._next_id = 0
+
+    async def __aenter__(self) -> NodeClient:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self._stream.aclose()
+
+    async def _frame(self) -> dict[str, Any]:
+        while (frame := self._decoder.next_frame()) is None:
+            data = await self._stream.receive_some(65536)
+            if not data:
+                raise NodeError("disconnected", "the node closed the connection")
+            self._decoder.receive_data(data)
+        return frame
+
+    async def _send(self, op: str, **arguments: Any) -> int:
+        self._next_id += 1
+        await self._stream.send_all(encode_frame({"op": op, "id": self._next_id, **arguments}))
+        return self._next_id
+
+    async def _reply(self, number: int) -> Any:
+        frame = await self._frame()
+        if frame.get("id") not in (number, None):
+            raise NodeError("protocol", f"reply to request {frame.get('id')}, expected {number}")
+        if "error" in frame:
+            raise NodeError(frame["error"]["kind"], frame["error"]["message"])
+        return frame["ok"]
+
+    async def request(self, op: str, **arguments: Any) -> Any:
+        return await self._reply(await self._send(op, **arguments))
+
+    async def publish(self, content: Any, tangles: dict[str, bytes | None] | None = None) -> dict:
+        return await self.request("publish", content=content, tangles=tangles or {})
+
+    async def get(self, message_id: bytes) -> dict:
+        return await self.request("get", message=message_id)
+
+    async def timeline(self, *, start: int = 0, limit: int = 1000, **which: Any) -> dict:
+        """`which`: spacetime=True, or tangle=NAME and root=ID."""
+        return await self.request("timeline", start=start, limit=limit, **which)
+
+    async def status(self) -> dict:
+        return await self.request("status")
+
+    async def connect_peer(self, address: str, key: bytes) -> dict:
+        return await self.request("connect", address=address, key=key)
+
+    async def subscribe(self, *, since: int | None = None, **which: Any) -> AsyncIterator[dict]:
+        """The first reply (version, snapshot flag), then each event as it comes."""
+        number = await self._send("subscribe", since=since, **which)
+        yield {"started": await self._reply(number)}
+        while True:
+            frame = await self._frame()
+            if "error" in frame:
+                raise NodeError(frame["error"]["kind"], frame["error"]["message"])
+            yield frame["event"]
+
+
+async def connect(path: Path) -> NodeClient:
+    """Connect to the node at `path`; raises NodeNotRunning if nothing listens there."""
+    try:
+        stream = await trio.open_unix_socket(str(path))
+    except (FileNotFoundError, ConnectionRefusedError):
+        raise NodeNotRunning(f"the node is not running (nothing listens on {path})") from None
+    return NodeClient(stream)

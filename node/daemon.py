@@ -1,0 +1,79 @@
+"""`tangled run`: the node as one Trio process.
+
+Services, each started with `nursery.start` so that READY=1 goes out only
+once all of them are up: the peer listener (TCP), the IPC listener (Unix
+socket), one dialer per configured peer, and the systemd watchdog. SIGTERM
+or SIGINT cancels the nursery: open store writes finish (worker threads are
+never abandoned mid-transaction), peers get a goodbye, the socket file is
+removed and the store closed, all within `SHUTDOWN_SECONDS`.
+"""
+
+from __future__ import annotations
+
+import signal
+
+import structlog
+import trio
+
+from config.settings import Settings
+from node.ipc import IpcServer
+from node.network import Network
+from node.peers import PeerRegistry
+from node.sdnotify import Notifier
+from node.service import StoreService
+from protocol.identity import Keypair, feed_text, parse_feed
+from storage.store import FeedStore
+
+log = structlog.get_logger("node")
+
+SHUTDOWN_SECONDS = 10.0
+
+
+async def _stop_on_signal(cancel_scope: trio.CancelScope, notifier: Notifier) -> None:
+    with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        async for signum in signals:
+            log.info("stopping", signal=signal.Signals(signum).name)
+            notifier.send("STOPPING=1", "STATUS=stopping")
+            cancel_scope.cancel()
+            return
+
+
+async def run_node(settings: Settings, keypair: Keypair, notifier: Notifier | None = None) -> None:
+    notifier = notifier or Notifier()
+    store = FeedStore(
+        settings.store_path,
+        keypair=keypair,
+        limits=settings.limits.to_protocol(),
+        map_size=settings.storage.map_size,
+    )
+    try:
+        service = StoreService(store)
+        registry = PeerRegistry()
+        network = Network(settings.network_key_bytes, keypair, service, registry)
+        host, port = settings.listen.rsplit(":", 1)
+        with trio.CancelScope() as running:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(_stop_on_signal, running, notifier)
+                bound_host, bound_port = await nursery.start(network.serve, host, int(port))
+                listen = f"{bound_host}:{bound_port}"
+                ipc = IpcServer(
+                    service, registry, network, keypair, status_extra={"listen": listen}
+                )
+                socket_path = await nursery.start(ipc.serve, settings.ipc_socket_path)
+                for peer in settings.peers:
+                    nursery.start_soon(network.dial_forever, peer.address, parse_feed(peer.key))
+                nursery.start_soon(notifier.watchdog)
+                notifier.send(
+                    "READY=1",
+                    f"STATUS=listening on {listen}; {len(settings.peers)} peers configured",
+                )
+                log.info(
+                    "node ready",
+                    feed=feed_text(keypair.public),
+                    listen=listen,
+                    ipc=str(socket_path),
+                    peers=len(settings.peers),
+                )
+    finally:
+        store.close()
+        log.info("stopped")

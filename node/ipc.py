@@ -1,0 +1,288 @@
+"""The local IPC server: length-prefixed msgpack requests over a Unix socket (mode 0600).
+
+Theory of operation
+-------------------
+A client sends frames `{"op": NAME, "id": N, ...arguments}`; each gets one
+reply `{"id": N, "ok": {...}}` or `{"id": N, "error": {"kind", "message"}}`
+(protocol in `docs/IPC.md`). Requests on one connection are served in
+order. `subscribe` and `watch-processed` turn the connection into a stream:
+after the first reply, frames `{"id": N, "event": ...}` follow until the
+client hangs up.
+
+A timeline subscription reads the timeline's command log from the version
+the client names, then waits for the store to change and reads on. The log
+is the buffer: nothing is queued in memory per subscriber, and a client
+that reconnects with its last version misses nothing. A subscriber that
+falls more than `max_lag` commands behind the head, or whose socket stays
+unwritable for `send_seconds`, is sent `{"lagged": version}` and
+disconnected; it resumes from that version.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import structlog
+import trio
+
+from node.network import Network
+from node.peers import PeerRegistry
+from node.service import StoreService
+from protocol.errors import TanglenodeError
+from protocol.framing import FrameDecoder, FrameError, encode_frame
+from protocol.identity import Keypair
+from protocol.message import Message
+from storage.errors import UnknownTangle, UnknownTimeline
+from storage.store import FeedStore
+from storage.timeline import Insert
+
+log = structlog.get_logger("ipc")
+
+MAX_FRAME = 4 << 20
+PAGE = 1000
+
+
+class RequestError(TanglenodeError):
+    """A request the server refuses; `kind` is a stable code for clients."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+def message_body(message: Message) -> dict[str, Any]:
+    return {
+        "id": message.id,
+        "author": message.author,
+        "seq": message.seq,
+        "prev": message.prev,
+        "timestamp": message.timestamp,
+        "timeframe": message.timeframe,
+        "tangles": {
+            name: {"root": link.root, "previous": list(link.previous or ())}
+            for name, link in message.tangles.items()
+        },
+        "content": message.content,
+    }
+
+
+def _timeline_name(request: dict[str, Any]) -> bytes:
+    if request.get("spacetime"):
+        return FeedStore.timeline_name(None)
+    name, root = request.get("tangle"), request.get("root")
+    if not isinstance(name, str) or not isinstance(root, bytes):
+        raise RequestError("bad-request", "name a timeline: spacetime, or tangle and root")
+    return FeedStore.timeline_name(root, name)
+
+
+@dataclass
+class IpcServer:
+    service: StoreService
+    registry: PeerRegistry
+    network: Network
+    keypair: Keypair
+    status_extra: dict[str, Any] = field(default_factory=dict)
+    max_lag: int = 100_000
+    send_seconds: float = 10.0
+    _dialers: trio.Nursery | None = None
+
+    async def serve(self, path: Path, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.is_socket():
+            path.unlink()  # left by a node that died; we hold the store's lock now
+        sock = trio.socket.socket(trio.socket.AF_UNIX, trio.socket.SOCK_STREAM)
+        old_umask = os.umask(0o177)
+        try:
+            await sock.bind(str(path))
+        finally:
+            os.umask(old_umask)
+        os.chmod(path, 0o600)
+        sock.listen(64)
+        listener = trio.SocketListener(sock)
+        try:
+            async with trio.open_nursery() as nursery:
+                self._dialers = nursery
+                task_status.started(path)
+                await trio.serve_listeners(self._client, [listener])
+        finally:
+            path.unlink(missing_ok=True)
+
+    async def _client(self, stream: trio.SocketStream) -> None:
+        decoder = FrameDecoder(MAX_FRAME)
+        try:
+            while True:
+                data = await stream.receive_some(65536)
+                if not data:
+                    return
+                decoder.receive_data(data)
+                while (request := decoder.next_frame()) is not None:
+                    await self._serve_one(stream, request)
+        except FrameError as error:
+            await self._send(
+                stream, {"id": None, "error": {"kind": "bad-frame", "message": str(error)}}
+            )
+        except (trio.BrokenResourceError, trio.ClosedResourceError, _Lagged):
+            pass
+        finally:
+            await stream.aclose()
+
+    async def _send(self, stream, reply: dict[str, Any]) -> None:
+        with trio.move_on_after(self.send_seconds) as scope:
+            await stream.send_all(encode_frame(reply, MAX_FRAME))
+        if scope.cancelled_caught:
+            raise _Lagged
+
+    async def _serve_one(self, stream, request: Any) -> None:
+        if not isinstance(request, dict) or not isinstance(request.get("op"), str):
+            await self._send(
+                stream,
+                {
+                    "id": None,
+                    "error": {"kind": "bad-request", "message": "a request is a map with an op"},
+                },
+            )
+            return
+        number, op = request.get("id"), request["op"]
+        handler = getattr(self, "op_" + op.replace("-", "_"), None)
+        if handler is None:
+            await self._send(
+                stream,
+                {"id": number, "error": {"kind": "unknown-op", "message": f"no operation {op!r}"}},
+            )
+            return
+        try:
+            if op in ("subscribe",):
+                await handler(stream, number, request)
+                return
+            result = await handler(request)
+        except RequestError as error:
+            reply = {"id": number, "error": {"kind": error.kind, "message": str(error)}}
+        except (UnknownTangle, UnknownTimeline) as error:
+            reply = {"id": number, "error": {"kind": "not-found", "message": str(error)}}
+        except TanglenodeError as error:
+            reply = {"id": number, "error": {"kind": type(error).__name__, "message": str(error)}}
+        else:
+            reply = {"id": number, "ok": result}
+        await self._send(stream, reply)
+
+    # -- operations ----------------------------------------------------------
+
+    async def op_publish(self, request: dict[str, Any]) -> dict[str, Any]:
+        tangles = request.get("tangles") or {}
+        if not isinstance(tangles, dict) or not all(
+            isinstance(name, str) and (root is None or isinstance(root, bytes))
+            for name, root in tangles.items()
+        ):
+            raise RequestError(
+                "bad-request", "tangles maps names to root ids (or nil for a new root)"
+            )
+        message = await self.service.publish(request.get("content"), tangles)
+        return message_body(message)
+
+    async def op_get(self, request: dict[str, Any]) -> dict[str, Any]:
+        msg_id = request.get("message")
+        if not isinstance(msg_id, bytes):
+            raise RequestError("bad-request", "get needs a message id")
+        message = await self.service.read(self.service.store.get, msg_id)
+        if message is None:
+            raise RequestError("not-found", "no such message")
+        return message_body(message)
+
+    async def op_timeline(self, request: dict[str, Any]) -> dict[str, Any]:
+        name = _timeline_name(request)
+        start = int(request.get("start", 0))
+        limit = min(int(request.get("limit", PAGE)), 100_000)
+        version, entries = await self.service.read(
+            self.service.store.timeline_at, name, start, start + limit
+        )
+        return {"version": version, "entries": [[rank, msg_id] for rank, msg_id in entries]}
+
+    async def op_status(self, request: dict[str, Any]) -> dict[str, Any]:
+        store = self.service.store
+        forks = await self.service.read(store.forks)
+        forked = {evidence.author for evidence in forks}
+        ours = self.service.clock
+        return {
+            "feed": self.keypair.public,
+            "feeds": len(ours),
+            "messages": sum(ours.values()),
+            "clock": ours,
+            "forks": [[e.author, e.seq] for e in forks],
+            "peers": [self._peer(peer, ours, forked) for peer in self.registry.peers.values()],
+            **self.status_extra,
+        }
+
+    async def op_peers(self, request: dict[str, Any]) -> dict[str, Any]:
+        status = await self.op_status(request)
+        return {"peers": status["peers"]}
+
+    def _peer(self, peer, ours, forked) -> dict[str, Any]:
+        behind = peer.behind(ours, forked)
+        return {
+            "key": peer.key,
+            "address": peer.address,
+            "connected": peer.connected,
+            "direction": peer.direction,
+            "received": peer.received,
+            "sent": peer.sent,
+            "caught_up": peer.connected and not behind and bool(peer.clock or peer.since),
+            "behind": behind,
+            "last_error": peer.last_error,
+        }
+
+    async def op_connect(self, request: dict[str, Any]) -> dict[str, Any]:
+        address, key = request.get("address"), request.get("key")
+        if not isinstance(address, str) or ":" not in address or not isinstance(key, bytes):
+            raise RequestError("bad-request", "connect needs address HOST:PORT and a 32-byte key")
+        assert self._dialers is not None
+        self._dialers.start_soon(self.network.dial_forever, address, key)
+        return {"dialing": address}
+
+    async def op_subscribe(self, stream, number, request: dict[str, Any]) -> None:
+        name = _timeline_name(request)
+        store = self.service.store
+        since = request.get("since")
+        version = await self.service.read(store.timeline_version, name)
+        if isinstance(since, int) and not isinstance(since, bool) and 0 <= since <= version:
+            await self._send(stream, {"id": number, "ok": {"version": since, "snapshot": False}})
+        else:  # no version, or one this timeline never had: start from a snapshot
+            since, entries = await self.service.read(store.timeline_at, name, 0, None)
+            await self._send(stream, {"id": number, "ok": {"version": since, "snapshot": True}})
+            for start in range(0, len(entries), PAGE):
+                page = [[rank, msg_id] for rank, msg_id in entries[start : start + PAGE]]
+                await self._send(
+                    stream, {"id": number, "event": {"snapshot": page, "start": start}}
+                )
+        seen = -1
+        while True:
+            seen = self.service.version
+            commands = await self.service.read(store.timeline_commands, name, since, PAGE)
+            if commands:
+                head = await self.service.read(store.timeline_version, name)
+                if head - since > self.max_lag:
+                    await self._send(stream, {"id": number, "event": {"lagged": since}})
+                    raise _Lagged
+                events = []
+                for command in commands:
+                    since += 1
+                    if isinstance(command, Insert):
+                        body = await self.service.read(store.get, command.id)
+                        events.append(
+                            {
+                                "v": since,
+                                "ins": command.pos,
+                                "message": message_body(body) if body else command.id,
+                            }
+                        )
+                    else:
+                        events.append({"v": since, "mov": [command.src, command.dst]})
+                await self._send(stream, {"id": number, "event": {"commands": events}})
+                continue
+            await self.service.wait_changed(seen)
+
+
+class _Lagged(Exception):
+    """A subscriber fell too far behind or stopped reading."""

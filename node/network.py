@@ -1,0 +1,93 @@
+"""Peer connections: the TCP listener and one dialer per known peer, with backoff.
+
+Both ends run the same gossip once the handshake is done; only who dials
+differs. A dialer reconnects after any failure, waiting 0.25 s, doubling up
+to 30 s (with jitter so restarted nodes do not dial in lockstep), and
+starts again from the shortest wait after a connection that lasted.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+
+import structlog
+import trio
+
+from node.gossip import gossip
+from node.peers import PeerRegistry
+from node.service import StoreService
+from node.transport import HandshakeFailed, client_handshake, server_handshake
+from protocol.identity import Keypair
+
+log = structlog.get_logger("network")
+
+FIRST_RETRY = 0.25
+LAST_RETRY = 30.0
+CONNECT_SECONDS = 5.0
+STEADY_SECONDS = 10.0
+
+
+@dataclass
+class Network:
+    """What every connection needs."""
+
+    network_key: bytes
+    keypair: Keypair
+    service: StoreService
+    registry: PeerRegistry
+    handshake_seconds: float = 10.0
+
+    async def _converse(self, secure, direction: str, address: str | None) -> None:
+        peer = self.registry.connected(secure.peer, direction, address)
+        log.info("peer connected", peer=secure.peer.hex()[:16], direction=direction)
+        reason = None
+        try:
+            reason = await gossip(secure, self.service, peer)
+        finally:
+            self.registry.disconnected(secure.peer, reason)
+            log.info("peer disconnected", peer=secure.peer.hex()[:16], reason=reason)
+
+    async def serve(self, host: str, port: int, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        """Accept peers; reports the bound (host, port) when listening."""
+        listeners = await trio.open_tcp_listeners(port, host=host)
+        task_status.started(listeners[0].socket.getsockname()[:2])
+        await trio.serve_listeners(self._accept, listeners)
+
+    async def _accept(self, stream: trio.SocketStream) -> None:
+        address = "{}:{}".format(*stream.socket.getpeername()[:2])
+        try:
+            secure = await server_handshake(
+                stream, self.network_key, self.keypair, seconds=self.handshake_seconds
+            )
+        except HandshakeFailed as failure:
+            log.info("handshake refused", address=address, reason=str(failure))
+            await stream.aclose()
+            return
+        await self._converse(secure, "in", address)
+
+    async def dial_forever(self, address: str, key: bytes) -> None:
+        """Keep a connection to the peer at `address` whose public key is `key`."""
+        host, port = address.rsplit(":", 1)
+        wait = FIRST_RETRY
+        while True:
+            began = trio.current_time()
+            try:
+                with trio.fail_after(CONNECT_SECONDS):
+                    stream = await trio.open_tcp_stream(host, int(port))
+                try:
+                    secure = await client_handshake(
+                        stream, self.network_key, self.keypair, key, seconds=self.handshake_seconds
+                    )
+                except BaseException:
+                    await stream.aclose()
+                    raise
+            except (OSError, trio.TooSlowError, HandshakeFailed) as failure:
+                self.registry.state(key).last_error = f"dial {address}: {failure}"
+                self.registry.state(key).address = address
+            else:
+                await self._converse(secure, "out", address)
+                if trio.current_time() - began > STEADY_SECONDS:
+                    wait = FIRST_RETRY
+            await trio.sleep(wait * random.uniform(0.8, 1.2))
+            wait = min(wait * 2, LAST_RETRY)

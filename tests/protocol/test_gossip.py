@@ -1,0 +1,94 @@
+"""The gossip machine and its framing: events, credit, and every way a peer can break it."""
+
+import msgpack
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from protocol.errors import LocalProtocolError
+from protocol.framing import FrameDecoder, FrameError, encode_frame
+from protocol.gossip import (
+    GossipConnection,
+    GossipError,
+    Kind,
+    PeerClock,
+    PeerCredit,
+    PeerHello,
+    PeerMessages,
+    PeerWants,
+)
+
+FEED = bytes(range(32))
+
+
+def pair(window=4):
+    return GossipConnection(window), GossipConnection(window)
+
+
+@given(st.lists(st.binary(max_size=300), max_size=8), st.integers(1, 50))
+def test_frames_survive_any_chunking(values, step):
+    wire = b"".join(encode_frame(value) for value in values)
+    decoder = FrameDecoder()
+    decoded = []
+    for start in range(0, len(wire), step):
+        decoder.receive_data(wire[start : start + step])
+        while (value := decoder.next_frame()) is not None:
+            decoded.append(value)
+    assert decoded == values and decoder.buffered == 0
+
+
+@pytest.mark.parametrize(
+    "wire",
+    [b"\x00\x00\x00\x00", b"\x00\x10\x00\x01", b"\x00\x00\x00\x02\xc1\xc1"],
+    ids=["empty", "over-cap", "not-msgpack"],
+)
+def test_bad_frames_are_refused(wire):
+    decoder = FrameDecoder(max_frame=1 << 16)
+    with pytest.raises(FrameError):
+        decoder.receive_data(wire)
+        decoder.next_frame()
+
+
+def test_a_conversation_turns_into_events_and_tracks_credit():
+    alice, bob = pair(window=3)
+    events = bob.receive_data(alice.hello({FEED: 7}))
+    assert events == [PeerHello({FEED: 7})] and bob.send_credit == 3
+    alice.receive_data(bob.hello({}))
+    wire = bob.clock({FEED: 1}) + bob.want({FEED: 0}) + bob.messages([b"m1", b"m2"])
+    assert alice.receive_data(wire) == [
+        PeerClock({FEED: 1}),
+        PeerWants({FEED: 0}),
+        PeerMessages([b"m1", b"m2"]),
+    ]
+    assert bob.send_credit == 1 and alice.receive_allowance == 1
+    with pytest.raises(LocalProtocolError):
+        bob.messages([b"m3", b"m4"])
+    assert bob.receive_data(alice.grant(5)) == [PeerCredit(5)] and bob.send_credit == 6
+
+
+def raw_frame(*items):
+    body = msgpack.packb(list(items), use_bin_type=True)
+    return len(body).to_bytes(4, "big") + body
+
+
+@pytest.mark.parametrize(
+    "frames, why",
+    [
+        ([raw_frame(Kind.CLOCK, {})], "first frame"),
+        ([raw_frame(Kind.HELLO, 99, {}, 1)], "version"),
+        ([raw_frame(Kind.HELLO, 1, {b"short": 1}, 1)], "32 bytes"),
+        ([raw_frame(Kind.HELLO, 1, {FEED: -1}, 1)], "non-negative"),
+        ([raw_frame(Kind.HELLO, 1, {}, 1), raw_frame(Kind.HELLO, 1, {}, 1)], "second"),
+        ([raw_frame(Kind.HELLO, 1, {}, 1), raw_frame(9, 1)], "unknown"),
+        ([raw_frame(Kind.HELLO, 1, {}, 1), raw_frame(Kind.MESSAGES, [b"a", 3])], "byte strings"),
+        ([raw_frame(Kind.HELLO, 1, {}, 1), raw_frame(Kind.MESSAGES, [b"a"] * 3)], "credit"),
+        ([raw_frame(Kind.HELLO, 1, {}, 1), raw_frame(Kind.CREDIT, "lots")], "count"),
+        ([raw_frame(Kind.HELLO, 1, {}, 1), raw_frame(Kind.WANT)], "one argument"),
+    ],
+)
+def test_protocol_breaches_are_named(frames, why):
+    receiver = GossipConnection(window=2)
+    receiver.hello({})
+    with pytest.raises(GossipError, match=why):
+        for frame in frames:
+            receiver.receive_data(frame)
