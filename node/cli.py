@@ -11,6 +11,7 @@ from __future__ import annotations
 import enum
 import json
 import sys
+from contextlib import aclosing
 from pathlib import Path
 from typing import Any
 
@@ -482,8 +483,11 @@ def watch(
 
 async def _watch(obj: Context, which: dict[str, Any], since: int | None, count: int | None) -> None:
     seen = 0
-    async with await connect(obj.settings.ipc_socket_path) as client:
-        async for event in client.subscribe(since=since, **which):
+    async with (
+        await connect(obj.settings.ipc_socket_path) as client,
+        aclosing(client.subscribe(since=since, **which)) as events,
+    ):
+        async for event in events:
             if "started" in event:
                 click.echo(f"# version {event['started']['version']}")
             elif "snapshot" in event:

@@ -242,46 +242,59 @@ class IpcServer:
         return {"dialing": address}
 
     async def op_subscribe(self, stream, number, request: dict[str, Any]) -> None:
+        """Stream a timeline from version `since` (or a snapshot), then live; see module doc."""
         name = _timeline_name(request)
         store = self.service.store
         since = request.get("since")
-        version = await self.service.read(store.timeline_version, name)
+        version, entries = await self.service.read(_snapshot, store, name)
         if isinstance(since, int) and not isinstance(since, bool) and 0 <= since <= version:
             await self._send(stream, {"id": number, "ok": {"version": since, "snapshot": False}})
         else:  # no version, or one this timeline never had: start from a snapshot
-            since, entries = await self.service.read(store.timeline_at, name, 0, None)
+            since = version
             await self._send(stream, {"id": number, "ok": {"version": since, "snapshot": True}})
             for start in range(0, len(entries), PAGE):
                 page = [[rank, msg_id] for rank, msg_id in entries[start : start + PAGE]]
                 await self._send(
                     stream, {"id": number, "event": {"snapshot": page, "start": start}}
                 )
-        seen = -1
+        del entries
         while True:
             seen = self.service.version
-            commands = await self.service.read(store.timeline_commands, name, since, PAGE)
-            if commands:
-                head = await self.service.read(store.timeline_version, name)
-                if head - since > self.max_lag:
-                    await self._send(stream, {"id": number, "event": {"lagged": since}})
-                    raise _Lagged
-                events = []
-                for command in commands:
-                    since += 1
-                    if isinstance(command, Insert):
-                        body = await self.service.read(store.get, command.id)
-                        events.append(
-                            {
-                                "v": since,
-                                "ins": command.pos,
-                                "message": message_body(body) if body else command.id,
-                            }
-                        )
-                    else:
-                        events.append({"v": since, "mov": [command.src, command.dst]})
+            head, events = await self.service.read(_updates, store, name, since)
+            if head - since > self.max_lag:
+                await self._send(stream, {"id": number, "event": {"lagged": since}})
+                raise _Lagged
+            if events:
+                since = events[-1]["v"]
                 await self._send(stream, {"id": number, "event": {"commands": events}})
-                continue
-            await self.service.wait_changed(seen)
+            else:
+                await self.service.wait_changed(seen)
+
+
+def _snapshot(store: FeedStore, name: bytes) -> tuple[int, list[tuple[int, bytes]]]:
+    """Version and entries at one moment; a tangle not seen yet is empty at version 0."""
+    try:
+        return store.timeline_at(name)
+    except UnknownTimeline:
+        return 0, []
+
+
+def _updates(store: FeedStore, name: bytes, since: int) -> tuple[int, list[dict[str, Any]]]:
+    """The head version and up to a page of commands after `since`, inserts with bodies."""
+    try:
+        head = store.timeline_version(name)
+        commands = store.timeline_commands(name, since, PAGE)
+    except UnknownTimeline:
+        return 0, []
+    events = []
+    for version, command in enumerate(commands, start=since + 1):
+        if isinstance(command, Insert):
+            body = store.get(command.id)
+            message = message_body(body) if body else command.id
+            events.append({"v": version, "ins": command.pos, "message": message})
+        else:
+            events.append({"v": version, "mov": [command.src, command.dst]})
+    return head, events
 
 
 class _Lagged(Exception):

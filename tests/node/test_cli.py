@@ -73,9 +73,19 @@ def test_init_refuses_to_overwrite(ready):
 
 
 def test_publish_into_a_tangle_then_log_show_and_feeds(ready):
-    root = ready.ok("publish", "--offline", '{"type": "post", "text": "first"}', "--tangle", "chat").strip()
+    root = ready.ok(
+        "publish", "--offline", '{"type": "post", "text": "first"}', "--tangle", "chat"
+    ).strip()
     reply = json.loads(
-        ready.ok("publish", "--offline", "-", "--tangle", f"chat={root}", "--json", stdin='{"text": "second"}')
+        ready.ok(
+            "publish",
+            "--offline",
+            "-",
+            "--tangle",
+            f"chat={root}",
+            "--json",
+            stdin='{"text": "second"}',
+        )
     )
     assert reply["seq"] == 2
     assert reply["tangles"] == {"chat": {"root": root, "previous": [root]}}

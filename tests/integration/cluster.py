@@ -1,0 +1,137 @@
+"""Real `tangled run` processes on 127.0.0.1 for integration tests.
+
+Each node has its own data directory and a fake NOTIFY_SOCKET, so starting
+one awaits its READY=1 rather than polling; convergence is awaited through
+IPC subscriptions, never by sleeping.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from contextlib import aclosing
+from pathlib import Path
+
+import trio
+
+from node.client import NodeClient, connect
+from protocol.identity import parse_feed
+
+TANGLED = Path(sys.executable).with_name("tangled")
+START_SECONDS = 30
+STOP_SECONDS = 20
+
+
+class Node:
+    def __init__(self, root: Path, name: str) -> None:
+        self.name = name
+        self.data_dir = root / name
+        self.notify_path = root / f"{name}.notify"
+        self.log_path = root / f"{name}.log"
+        done = subprocess.run(
+            [str(TANGLED), "--data-dir", str(self.data_dir), "init"],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=60,
+        )
+        self.feed_id = done.stdout.strip()
+        self.key = parse_feed(self.feed_id)
+        self.process: trio.Process | None = None
+        self.listen: str | None = None
+        self.notifications: list[str] = []
+
+    @property
+    def socket_path(self) -> Path:
+        return self.data_dir / "tangled.sock"
+
+    async def start(self, peers: list[Node] = (), extra_env: dict[str, str] | None = None) -> None:
+        """Start `tangled run`, dialing `peers`; returns once it sent READY=1."""
+        self.notify_path.unlink(missing_ok=True)
+        notify = trio.socket.socket(trio.socket.AF_UNIX, trio.socket.SOCK_DGRAM)
+        await notify.bind(str(self.notify_path))
+        env = {
+            **os.environ,
+            "TANGLED_LISTEN": "127.0.0.1:0",
+            "TANGLED_PEERS": json.dumps(
+                [{"address": peer.listen, "key": peer.feed_id} for peer in peers]
+            ),
+            "TANGLED_LOG_FORMAT": "json",
+            "NOTIFY_SOCKET": str(self.notify_path),
+            **(extra_env or {}),
+        }
+        with self.log_path.open("ab") as log:
+            self.process = await trio.lowlevel.open_process(
+                [str(TANGLED), "--data-dir", str(self.data_dir), "run"],
+                env=env,
+                stdout=log,
+                stderr=log,
+            )
+        with notify, trio.fail_after(START_SECONDS):
+            while True:
+                datagram = (await notify.recv(4096)).decode()
+                self.notifications.extend(datagram.splitlines())
+                if "READY=1" in datagram.splitlines():
+                    break
+        async with await self.client() as client:
+            self.listen = (await client.status())["listen"]
+
+    async def client(self) -> NodeClient:
+        return await connect(self.socket_path)
+
+    async def stop(self) -> int:
+        """SIGTERM and wait; returns the exit code."""
+        assert self.process is not None
+        self.process.send_signal(signal.SIGTERM)
+        with trio.fail_after(STOP_SECONDS):
+            code = await self.process.wait()
+        self.process = None
+        return code
+
+    async def kill(self) -> None:
+        assert self.process is not None
+        self.process.kill()
+        await self.process.wait()
+        self.process = None
+
+    async def publish(self, content, tangles=None) -> dict:
+        async with await self.client() as client:
+            return await client.publish(content, tangles)
+
+    async def wait_for_size(self, size: int, **which) -> int:
+        """Wait until the timeline (spacetime=True, or tangle=, root=) holds `size` messages."""
+        async with (
+            await self.client() as client,
+            aclosing(client.subscribe(since=None, **which)) as events,
+        ):
+            count = 0
+            async for event in events:
+                if "snapshot" in event:
+                    count += len(event["snapshot"])
+                for command in event.get("commands", ()):
+                    count += "ins" in command
+                if count >= size:
+                    return count
+        raise AssertionError("the subscription ended")
+
+    async def timeline(self, **which) -> list[tuple[int, bytes]]:
+        async with await self.client() as client:
+            entries, start = [], 0
+            while True:
+                page = await client.timeline(start=start, limit=1000, **which)
+                entries.extend((rank, msg_id) for rank, msg_id in page["entries"])
+                if len(page["entries"]) < 1000:
+                    return entries
+                start += 1000
+
+    def log_lines(self) -> list[dict]:
+        lines = []
+        for line in self.log_path.read_text().splitlines():
+            try:
+                lines.append(json.loads(line))
+            except json.JSONDecodeError:
+                continue
+        return lines
