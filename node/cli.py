@@ -107,11 +107,14 @@ def cli(ctx: click.Context, config: Path | None, data_dir: Path | None) -> None:
 
 
 @cli.command()
+@click.option("--exist-ok", is_flag=True, help="Do nothing if the config already exists.")
 @json_option
 @click.pass_obj
-def init(obj: Context, as_json: bool) -> None:
+def init(obj: Context, exist_ok: bool, as_json: bool) -> None:
     """Write a config and a new keypair, create the store, print the feed id."""
     if obj.config_file.exists():
+        if exist_ok:
+            return
         raise BadInput(f"{obj.config_file} already exists; refusing to overwrite it")
     settings = obj.settings
     data_dir = settings.data_dir.expanduser().resolve()
