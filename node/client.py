@@ -95,7 +95,16 @@ class NodeClient:
 
     async def subscribe(self, *, since: int | None = None, **which: Any) -> AsyncIterator[dict]:
         """The first reply (version, snapshot flag), then each event as it comes."""
-        number = await self._send("subscribe", since=since, **which)
+        async for event in self._stream("subscribe", since=since, **which):
+            yield event
+
+    async def watch_processed(self, start: int = 0) -> AsyncIterator[dict]:
+        """The processed order from index `start`: {"processed": [{"index", "message"}]}."""
+        async for event in self._stream("watch-processed", start=start):
+            yield event
+
+    async def _stream(self, op: str, **arguments: Any) -> AsyncIterator[dict]:
+        number = await self._send(op, **arguments)
         yield {"started": await self._reply(number)}
         while True:
             frame = await self._frame()

@@ -154,7 +154,7 @@ class IpcServer:
             )
             return
         try:
-            if op in ("subscribe",):
+            if op in _STREAMING:
                 await handler(stream, number, request)
                 return
             result = await handler(request)
@@ -203,6 +203,7 @@ class IpcServer:
     async def op_status(self, request: dict[str, Any]) -> dict[str, Any]:
         store = self.service.store
         forks = await self.service.read(store.forks)
+        stalled = await self.service.read(store.stalls)
         forked = {evidence.author for evidence in forks}
         ours = self.service.clock
         return {
@@ -211,6 +212,10 @@ class IpcServer:
             "messages": sum(ours.values()),
             "clock": ours,
             "forks": [[e.author, e.seq] for e in forks],
+            "stalls": [
+                {"feed": x.feed, "seq": x.seq, "waits_for": [x.needs_feed, x.needs_seq]}
+                for x in stalled
+            ],
             "peers": [self._peer(peer, ours, forked) for peer in self.registry.peers.values()],
             **self.status_extra,
         }
@@ -271,6 +276,31 @@ class IpcServer:
                 await self.service.wait_changed(seen)
 
 
+    async def op_watch_processed(self, stream, number, request: dict[str, Any]) -> None:
+        """Stream the processed order from index `start`: each message with its index."""
+        start = request.get("start", 0)
+        if not isinstance(start, int) or isinstance(start, bool) or start < 0:
+            raise RequestError("bad-request", "start is a processed index (0 or more)")
+        store = self.service.store
+        await self._send(stream, {"id": number, "ok": {"start": start}})
+        while True:
+            seen = self.service.version
+            page = await self.service.read(_processed_page, store, start)
+            if page:
+                start = page[-1]["index"] + 1
+                await self._send(stream, {"id": number, "event": {"processed": page}})
+            else:
+                await self.service.wait_changed(seen)
+
+
+def _processed_page(store: FeedStore, start: int) -> list[dict[str, Any]]:
+    page = []
+    for index, feed, seq in store.processed(start, PAGE):
+        message = store.get_by_seq(feed, seq)
+        page.append({"index": index, "message": message_body(message) if message else None})
+    return page
+
+
 def _snapshot(store: FeedStore, name: bytes) -> tuple[int, list[tuple[int, bytes]]]:
     """Version and entries at one moment; a tangle not seen yet is empty at version 0."""
     try:
@@ -295,6 +325,9 @@ def _updates(store: FeedStore, name: bytes, since: int) -> tuple[int, list[dict[
         else:
             events.append({"v": version, "mov": [command.src, command.dst]})
     return head, events
+
+
+_STREAMING = {"subscribe", "watch-processed"}
 
 
 class _Lagged(Exception):

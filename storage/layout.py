@@ -10,6 +10,7 @@
     tangle-pending id + tangle key -> ""               references to messages not stored yet
     meta           name -> value                       schema version
     tl-*           the timelines (storage.timeline, storage.timelines)
+    proc-*         the causal processor's order and frontier (storage.processor)
 
 Bodies are keyed by position, not by id: ids are hashes, so a batch keyed by
 id would dirty one B-tree leaf per message, while each feed's new messages
@@ -83,4 +84,4 @@ class Tables:
             )
 
 
-MAX_NAMED_DATABASES = 16
+MAX_NAMED_DATABASES = 32

@@ -43,6 +43,14 @@ from storage.layout import (
     split_feed_key,
     split_head_value,
 )
+from storage.processor import (
+    Processor,
+    ProcessorTables,
+    Stall,
+    processed_frontier,
+    read_processed,
+    stalls,
+)
 from storage.tangles import tips_of
 from storage.timeline import Command, Placement, TimelineReader, TimelineTables
 from storage.timelines import SPACETIME, tangle_timeline
@@ -53,11 +61,7 @@ TimeframeSource = Callable[[Any, Tables, bytes], dict[bytes, int]]
 
 
 def frontier_timeframe(txn, tables: Tables, author: bytes) -> dict[bytes, int]:
-    """Timeframe of a new message: the highest stored seq of every other feed.
-
-    Stands in until the causal processor exists; the processor will supply its
-    processed frontier through the same `TimeframeSource` signature.
-    """
+    """A timeframe of the highest *stored* seq of every other feed (for tests and tools)."""
     return {
         bytes(key): split_head_value(value)[0]
         for key, value in txn.cursor(db=tables.heads)
@@ -99,7 +103,7 @@ class FeedStore:
         limits: Limits = DEFAULT_LIMITS,
         map_size: int = DEFAULT_MAP_SIZE,
         create: bool = True,
-        timeframe_source: TimeframeSource = frontier_timeframe,
+        timeframe_source: TimeframeSource | None = None,
     ) -> None:
         self.path = Path(path)
         if not create and not (self.path / "data.mdb").exists():
@@ -111,6 +115,7 @@ class FeedStore:
             raise StorageError(f"cannot open the store at {self.path}: {error}") from error
         self._tables = Tables.open(self._env)
         self._timeline_tables = TimelineTables.open(self._env)
+        self._processor_tables = ProcessorTables.open(self._env)
         self._keypair = keypair
         self._limits = limits
         self._timeframe_source = timeframe_source
@@ -185,6 +190,7 @@ class FeedStore:
             for index, message in candidates:
                 results[index] = writer.apply(message)
             writer.finish()
+            self._process(txn, {m.author for _i, m in candidates})
         return results  # type: ignore[return-value]  # every slot is filled above
 
     def publish(
@@ -232,7 +238,7 @@ class FeedStore:
                 seq=head_seq + 1,
                 prev=head_id,
                 timestamp=timestamp,
-                timeframe=self._timeframe_source(txn, self._tables, me),
+                timeframe=self._timeframe(txn, me),
                 tangles=links,
                 content=content,
                 limits=self._limits,
@@ -241,7 +247,19 @@ class FeedStore:
             if result.outcome is not Outcome.ACCEPTED:
                 raise StorageError(f"our own message was not accepted: {result.reason}")
             writer.finish()
+            self._process(txn, {me})
         return message
+
+    def _timeframe(self, txn, me: bytes) -> dict[bytes, int]:
+        """A new message's timeframe: the processed frontier, our own feed left out."""
+        if self._timeframe_source is not None:
+            return self._timeframe_source(txn, self._tables, me)
+        frontier = processed_frontier(txn, self._processor_tables)
+        frontier.pop(me, None)
+        return frontier
+
+    def _process(self, txn, feeds: set[bytes]) -> None:
+        Processor(txn, self._processor_tables, self._tables.messages).advance(sorted(feeds))
 
     # -- reading -----------------------------------------------------------
 
@@ -367,6 +385,20 @@ class FeedStore:
     def _known(reader: TimelineReader, timeline: bytes) -> bool:
         """False only for the spacetime of an empty store; an unknown tangle raises later."""
         return timeline != SPACETIME or reader.exists(SPACETIME)
+
+    def processed(self, start: int = 0, limit: int = 1000) -> list[tuple[int, bytes, int]]:
+        """(index, feed, seq) of the processed order from `start` on."""
+        with self._env.begin() as txn:
+            return read_processed(txn, self._processor_tables, start, limit)
+
+    def processed_frontier(self) -> dict[bytes, int]:
+        with self._env.begin() as txn:
+            return processed_frontier(txn, self._processor_tables)
+
+    def stalls(self) -> list[Stall]:
+        """Feeds whose next message waits on a message the store does not have."""
+        with self._env.begin() as txn:
+            return stalls(txn, self._processor_tables, self._tables.messages)
 
     def check(self) -> CheckReport:
         """Re-verify every stored message and every index (slow: reads everything)."""

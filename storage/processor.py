@@ -1,0 +1,176 @@
+"""The causal processor (seed 003): every node processes all messages in one agreed order.
+
+Theory of operation
+-------------------
+A stored message is *ready* when its feed's previous message is processed
+and every (feed, seq) of its timeframe is processed. Among ready messages
+the lowest seq goes first, then the lowest feed key (bytes). Only the next
+unprocessed message of each feed can be a candidate, so the state is small:
+
+    proc-frontier  feed -> processed seq (u64)             the processed frontier
+    proc-log       index (u64) -> feed + seq               the processed order, from 0
+    proc-ready     seq (u64) + feed -> ""                  ready candidates, in tie-break order
+    proc-wait      feed + seq + waiting feed -> ""         candidate of `waiting feed` needs
+                                                           (feed, seq) processed first
+    proc-waiting   feed -> needed feed + seq               the same, by the waiting feed
+
+A candidate is checked once when it appears (its feed got its next message,
+or its previous one was processed) and again only when the one entry it
+waits on is processed; so processing costs the candidate's timeframe size
+per message, never a scan of all feeds. All of it happens in the write
+transaction that stored the messages, so the processed order commits with
+them, and a crash leaves both or neither.
+
+A candidate waiting on a message the store does not have is *stalled*: the
+report names the waiting feed and seq and the (feed, seq) it waits for.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import lmdb
+
+from protocol.limits import UNLIMITED
+from protocol.message import decode_message
+from storage.layout import EMPTY, feed_key, split_feed_key
+
+_U64 = struct.Struct(">Q")
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessorTables:
+    frontier: Any
+    log: Any
+    ready: Any
+    wait: Any
+    waiting: Any
+
+    COUNT = 5
+
+    @classmethod
+    def open(cls, env: lmdb.Environment) -> ProcessorTables:
+        with env.begin(write=True) as txn:
+            return cls(
+                frontier=env.open_db(b"proc-frontier", txn=txn),
+                log=env.open_db(b"proc-log", txn=txn),
+                ready=env.open_db(b"proc-ready", txn=txn),
+                wait=env.open_db(b"proc-wait", txn=txn),
+                waiting=env.open_db(b"proc-waiting", txn=txn),
+            )
+
+
+@dataclass(frozen=True, slots=True)
+class Stall:
+    """Feed `feed`'s message `seq` waits for (`needs_feed`, `needs_seq`), which is not stored."""
+
+    feed: bytes
+    seq: int
+    needs_feed: bytes
+    needs_seq: int
+
+
+def processed_seq(txn, tables: ProcessorTables, feed: bytes) -> int:
+    raw = txn.get(feed, db=tables.frontier)
+    return 0 if raw is None else _U64.unpack(raw)[0]
+
+
+def processed_frontier(txn, tables: ProcessorTables) -> dict[bytes, int]:
+    return {bytes(k): _U64.unpack(v)[0] for k, v in txn.cursor(db=tables.frontier)}
+
+
+def processed_count(txn, tables: ProcessorTables) -> int:
+    cursor = txn.cursor(db=tables.log)
+    return _U64.unpack(cursor.key())[0] + 1 if cursor.last() else 0
+
+
+def read_processed(
+    txn, tables: ProcessorTables, start: int, limit: int
+) -> list[tuple[int, bytes, int]]:
+    """(index, feed, seq) of processed messages from index `start` on."""
+    cursor = txn.cursor(db=tables.log)
+    found: list[tuple[int, bytes, int]] = []
+    if not cursor.set_range(_U64.pack(start)):
+        return found
+    for key, value in cursor:
+        if len(found) >= limit:
+            break
+        feed, seq = split_feed_key(value)
+        found.append((_U64.unpack(key)[0], feed, seq))
+    return found
+
+
+def stalls(txn, tables: ProcessorTables, messages_db) -> list[Stall]:
+    """Candidates waiting on a message the store does not hold."""
+    found = []
+    for feed, needed in txn.cursor(db=tables.waiting):
+        needs_feed, needs_seq = split_feed_key(needed)
+        if txn.get(feed_key(needs_feed, needs_seq), db=messages_db) is None:
+            seq = processed_seq(txn, tables, bytes(feed)) + 1
+            found.append(Stall(bytes(feed), seq, needs_feed, needs_seq))
+    return found
+
+
+class Processor:
+    """Advances the processed order inside one write transaction."""
+
+    def __init__(self, txn, tables: ProcessorTables, messages_db) -> None:
+        self._txn = txn
+        self._tables = tables
+        self._messages = messages_db
+
+    def advance(self, feeds: Iterable[bytes]) -> int:
+        """Process everything that became ready after `feeds` got new messages; returns count."""
+        for feed in feeds:
+            if self._txn.get(feed, db=self._tables.waiting) is None:
+                self._consider(feed)
+        processed = 0
+        index = processed_count(self._txn, self._tables)
+        cursor = self._txn.cursor(db=self._tables.ready)
+        while cursor.first():
+            key = cursor.key()
+            seq, feed = _U64.unpack(key[:8])[0], bytes(key[8:])
+            cursor.delete()
+            self._txn.put(_U64.pack(index), feed_key(feed, seq), db=self._tables.log)
+            self._txn.put(feed, _U64.pack(seq), db=self._tables.frontier)
+            index += 1
+            processed += 1
+            self._wake(feed, seq)
+            self._consider(feed)
+        return processed
+
+    def _consider(self, feed: bytes) -> None:
+        """Place feed's next unprocessed message, if stored: ready, or waiting on one entry."""
+        txn, tables = self._txn, self._tables
+        seq = processed_seq(txn, tables, feed) + 1
+        raw = txn.get(feed_key(feed, seq), db=self._messages)
+        if raw is None:
+            return
+        message = decode_message(bytes(raw), UNLIMITED, verify_signature=False)
+        for needs_feed, needs_seq in sorted(message.timeframe.items()):
+            if needs_feed != feed and processed_seq(txn, tables, needs_feed) < needs_seq:
+                needed = feed_key(needs_feed, needs_seq)
+                txn.put(needed + feed, EMPTY, db=tables.wait)
+                txn.put(feed, needed, db=tables.waiting)
+                return
+        txn.put(_U64.pack(seq) + feed, EMPTY, db=tables.ready)
+
+    def _wake(self, feed: bytes, seq: int) -> None:
+        """Re-check the candidates that waited on (feed, s) for any s <= seq."""
+        txn, tables = self._txn, self._tables
+        cursor = txn.cursor(db=tables.wait)
+        woken = []
+        if cursor.set_range(feed):
+            while cursor.key()[:32] == feed:
+                waited_seq = _U64.unpack(cursor.key()[32:40])[0]
+                if waited_seq > seq:
+                    break
+                woken.append(bytes(cursor.key()[40:]))
+                if not cursor.delete():
+                    break
+        for waiting in woken:
+            txn.delete(waiting, db=tables.waiting)
+            self._consider(waiting)
