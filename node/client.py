@@ -93,17 +93,15 @@ class NodeClient:
     async def connect_peer(self, address: str, key: bytes) -> dict:
         return await self.request("connect", address=address, key=key)
 
-    async def subscribe(self, *, since: int | None = None, **which: Any) -> AsyncIterator[dict]:
+    def subscribe(self, *, since: int | None = None, **which: Any) -> AsyncIterator[dict]:
         """The first reply (version, snapshot flag), then each event as it comes."""
-        async for event in self._stream("subscribe", since=since, **which):
-            yield event
+        return self._streaming("subscribe", since=since, **which)
 
-    async def watch_processed(self, start: int = 0) -> AsyncIterator[dict]:
+    def watch_processed(self, start: int = 0) -> AsyncIterator[dict]:
         """The processed order from index `start`: {"processed": [{"index", "message"}]}."""
-        async for event in self._stream("watch-processed", start=start):
-            yield event
+        return self._streaming("watch-processed", start=start)
 
-    async def _stream(self, op: str, **arguments: Any) -> AsyncIterator[dict]:
+    async def _streaming(self, op: str, **arguments: Any) -> AsyncIterator[dict]:
         number = await self._send(op, **arguments)
         yield {"started": await self._reply(number)}
         while True:

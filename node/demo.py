@@ -1,12 +1,18 @@
-"""`make demo`: one node in a temporary directory, driven through the real `tangled` CLI.
+"""`make demo`: four real nodes on 127.0.0.1 hold a conversation through a partition.
 
-It initializes a node, starts a tangle, replies into it, prints the feed's
-log and the store check. Each command is echoed before it runs, so the demo
-doubles as a tour of the CLI.
+1. alice, bob, carol and dave start (each a `tangled run` process with its
+   own data directory) and learn the conversation's root from alice;
+2. the network splits into {alice, carol} and {bob, dave}; each node writes
+   into the thread, and each side sees only its own half;
+3. the network heals (alice dials bob, carol dials dave); every node ends
+   with the same timeline, printed for each, with its status.
+
+Commands shown with `$` are the real CLI; the rest is the IPC client.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 import subprocess
@@ -14,57 +20,128 @@ import sys
 import tempfile
 from pathlib import Path
 
-TANGLED = [sys.executable, "-m", "node.cli"]
+import trio
+
+from node.localnet import TANGLED, Node
+from protocol.identity import message_text
+
+LINES = {
+    "alice": ["Shall we meet on Friday?", "Friday it is, then."],
+    "bob": ["Friday works for me.", "I'll book the table."],
+    "carol": ["Could we make it Saturday?", "Or Friday after 7."],
+    "dave": ["Either day is fine.", "See you all there."],
+}
 
 
-def run(data_dir: Path, *args: str) -> str:
-    shown = " ".join(shlex.quote(a) for a in ("tangled", "--data-dir", str(data_dir), *args))
+def cli(node: Node, *args: str) -> str:
+    shown = " ".join(shlex.quote(a) for a in ("tangled", "--data-dir", str(node.data_dir), *args))
     print(f"$ {shown}", flush=True)
     done = subprocess.run(
-        [*TANGLED, "--data-dir", str(data_dir), *args],
+        [str(TANGLED), "--data-dir", str(node.data_dir), *args],
         check=True,
         capture_output=True,
         text=True,
         env={**os.environ, "TANGLED_LOG_LEVEL": "warning"},
     )
     print(done.stdout, end="", flush=True)
-    return done.stdout.strip()
+    return done.stdout
+
+
+def heading(text: str) -> None:
+    print(f"\n== {text}", flush=True)
+
+
+async def say(node: Node, root: bytes, line: str) -> None:
+    await node.publish({"type": "post", "text": line}, {"thread": root})
+
+
+async def converse(root_dir: Path) -> None:
+    alice, bob, carol, dave = nodes = [Node(root_dir, name) for name in LINES]
+    by_id = {node.feed_id: node.name for node in nodes}
+
+    heading("four nodes start; alice opens a thread")
+    await alice.start()
+    await bob.start([alice])
+    await carol.start([alice])
+    await dave.start([bob])
+    root = (await alice.publish({"type": "thread", "title": "dinner"}, {"thread": None}))["id"]
+    thread = {"tangle": "thread", "root": root}
+    for node in nodes:
+        await node.wait_for_size(1, **thread)
+    for node in nodes:
+        await node.stop()
+
+    heading("partition: {alice, carol} | {bob, dave}; everyone writes")
+    await alice.start()
+    await carol.start([alice])
+    await bob.start()
+    await dave.start([bob])
+    for turn in range(2):
+        async with trio.open_nursery() as nursery:
+            for node in nodes:
+                nursery.start_soon(say, node, root, LINES[node.name][turn])
+    for node in nodes:
+        await node.wait_for_size(5, **thread)
+    spec = f"thread/{message_text(root)}"
+    for node in (alice, bob):
+        print(f"-- {node.name}'s side:")
+        _print_thread(node, spec, by_id)
+
+    heading("heal: alice dials bob, carol dials dave")
+    async with await alice.client() as client:
+        await client.connect_peer(bob.listen, bob.key)
+    async with await carol.client() as client:
+        await client.connect_peer(dave.listen, dave.key)
+    for node in nodes:
+        await node.wait_for_size(9, **thread)
+
+    heading("every node's converged timeline")
+    timelines = []
+    for node in nodes:
+        print(f"-- {node.name}:")
+        timelines.append(_print_thread(node, spec, by_id))
+    assert all(timeline == timelines[0] for timeline in timelines), "timelines differ"
+    print("all four timelines are identical")
+
+    heading("status of each node")
+    for node in nodes:
+        cli(node, "status")
+    for node in nodes:
+        await node.stop()
+
+
+def _print_thread(node: Node, spec: str, names: dict[str, str]) -> list[str]:
+    """Print the thread as "position rank author: text" lines; returns the ids in order."""
+    done = subprocess.run(
+        [str(TANGLED), "--data-dir", str(node.data_dir), "timeline", spec, "--json"],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    entries = [json.loads(line) for line in done.stdout.splitlines()]
+    ids = []
+    for entry in entries:
+        shown = subprocess.run(
+            [str(TANGLED), "--data-dir", str(node.data_dir), "show", entry["id"], "--json"],
+            check=True,
+            capture_output=True,
+            text=True,
+        )
+        message = json.loads(shown.stdout)
+        content = message["content"]
+        text = content.get("text") or f"[{content.get('type')}: {content.get('title')}]"
+        print(
+            f"  {entry['position']:>2}  rank {entry['rank']}  {names[message['author']]:<5}  {text}"
+        )
+        ids.append(entry["id"])
+    return ids
 
 
 def main() -> None:
     with tempfile.TemporaryDirectory(prefix="tangled-demo-") as tmp:
-        node = Path(tmp) / "alice"
-        run(node, "init")
-        root = run(
-            node,
-            "publish",
-            "--offline",
-            '{"type": "post", "text": "Shall we meet on Friday?"}',
-            "--tangle",
-            "thread",
-        )
-        run(
-            node,
-            "publish",
-            "--offline",
-            '{"type": "post", "text": "Friday works, 6pm."}',
-            "--tangle",
-            f"thread={root}",
-        )
-        run(
-            node,
-            "publish",
-            "--offline",
-            '{"type": "post", "text": "See you there."}',
-            "--tangle",
-            f"thread={root}",
-        )
-        run(node, "log")
-        run(node, "timeline", f"thread/{root}")
-        run(node, "timeline", f"thread/{root}", "--since", "0")
-        run(node, "feeds")
-        run(node, "check")
+        trio.run(converse, Path(tmp))
+    print("\ndemo finished", flush=True)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

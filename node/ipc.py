@@ -275,7 +275,6 @@ class IpcServer:
             else:
                 await self.service.wait_changed(seen)
 
-
     async def op_watch_processed(self, stream, number, request: dict[str, Any]) -> None:
         """Stream the processed order from index `start`: each message with its index."""
         start = request.get("start", 0)

@@ -4,11 +4,11 @@ import subprocess
 
 import trio
 
+from node.localnet import TANGLED, Node
 from node.transport import client_handshake
 from protocol.gossip import GossipConnection, PeerHello
 from protocol.identity import Keypair, parse_feed
 from protocol.message import sign_message
-from tests.integration.cluster import TANGLED, Node
 from tests.timeline_oracle import rank_order
 
 PER_NODE = 100

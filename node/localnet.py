@@ -1,8 +1,9 @@
-"""Real `tangled run` processes on 127.0.0.1 for integration tests.
+"""Local networks of real `tangled run` processes on 127.0.0.1 (the demo, the tests).
 
-Each node has its own data directory and a fake NOTIFY_SOCKET, so starting
-one awaits its READY=1 rather than polling; convergence is awaited through
-IPC subscriptions, never by sleeping.
+Each node has its own data directory and its own NOTIFY_SOCKET, so starting
+one awaits its READY=1 rather than polling, and learns its port (any free
+one) from its status; convergence is awaited through IPC subscriptions,
+never by sleeping.
 """
 
 from __future__ import annotations
