@@ -27,6 +27,7 @@ from __future__ import annotations
 import structlog
 import trio
 
+from node.failures import leaves, only
 from node.peers import PeerState
 from node.service import StoreService
 from node.transport import SecureStream
@@ -184,12 +185,6 @@ class _PeerLeft(Exception):
     """The peer said goodbye."""
 
 
-def _leaves(error: BaseException) -> list[BaseException]:
-    if isinstance(error, BaseExceptionGroup):
-        return [leaf for inner in error.exceptions for leaf in _leaves(inner)]
-    return [error]
-
-
 _LOST = (trio.BrokenResourceError, trio.ClosedResourceError, OSError)
 
 
@@ -201,15 +196,14 @@ async def gossip(
     try:
         await session.run()
     except Exception as error:  # sorted below; anything unexpected is re-raised
-        leaves = _leaves(error)
-        if any(not isinstance(leaf, (_PeerLeft, RemoteProtocolError, *_LOST)) for leaf in leaves):
+        if not only(error, (_PeerLeft, RemoteProtocolError, *_LOST)):
             raise
-        broken = [leaf for leaf in leaves if isinstance(leaf, RemoteProtocolError)]
+        broken = [leaf for leaf in leaves(error) if isinstance(leaf, RemoteProtocolError)]
         if broken:
             reason = "; ".join(str(leaf) for leaf in broken)
             log.warning("peer dropped", peer=secure.peer.hex()[:16], reason=reason)
             return reason
-        lost = [leaf for leaf in leaves if isinstance(leaf, _LOST)]
+        lost = [leaf for leaf in leaves(error) if isinstance(leaf, _LOST)]
         return f"connection lost: {lost[0]}" if lost else None
     finally:
         with trio.CancelScope(shield=True):

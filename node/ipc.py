@@ -11,11 +11,12 @@ client hangs up.
 
 A timeline subscription reads the timeline's command log from the version
 the client names, then waits for the store to change and reads on. The log
-is the buffer: nothing is queued in memory per subscriber, and a client
-that reconnects with its last version misses nothing. A subscriber that
-falls more than `max_lag` commands behind the head, or whose socket stays
-unwritable for `send_seconds`, is sent `{"lagged": version}` and
-disconnected; it resumes from that version.
+is the backlog: a subscriber holds at most `queue_frames` pages in memory,
+and a client that reconnects with its last version misses nothing. When
+that queue is full the client has stopped keeping up: after the queued
+pages it gets `{"lagged": version}` (the version it reached) and the
+connection closes; it resumes with `since=version`. A socket that stays
+unwritable for `send_seconds` is closed outright.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from typing import Any
 import structlog
 import trio
 
+from node.failures import only
 from node.network import Network
 from node.peers import PeerRegistry
 from node.service import StoreService
@@ -85,7 +87,7 @@ class IpcServer:
     network: Network
     keypair: Keypair
     status_extra: dict[str, Any] = field(default_factory=dict)
-    max_lag: int = 100_000
+    queue_frames: int = 64
     send_seconds: float = 10.0
     _dialers: trio.Nursery | None = None
 
@@ -124,8 +126,10 @@ class IpcServer:
             await self._send(
                 stream, {"id": None, "error": {"kind": "bad-frame", "message": str(error)}}
             )
-        except (trio.BrokenResourceError, trio.ClosedResourceError, _Lagged):
-            pass
+        except Exception as error:
+            if not only(error, (trio.BrokenResourceError, trio.ClosedResourceError, _Lagged)):
+                # A bug of ours: this client is dropped, the node serves the others.
+                log.exception("ipc client failed")
         finally:
             await stream.aclose()
 
@@ -263,17 +267,12 @@ class IpcServer:
                     stream, {"id": number, "event": {"snapshot": page, "start": start}}
                 )
         del entries
-        while True:
-            seen = self.service.version
-            head, events = await self.service.read(_updates, store, name, since)
-            if head - since > self.max_lag:
-                await self._send(stream, {"id": number, "event": {"lagged": since}})
-                raise _Lagged
-            if events:
-                since = events[-1]["v"]
-                await self._send(stream, {"id": number, "event": {"commands": events}})
-            else:
-                await self.service.wait_changed(seen)
+
+        async def next_page(version: int) -> tuple[dict[str, Any], int] | None:
+            _head, events = await self.service.read(_updates, store, name, version)
+            return ({"commands": events}, events[-1]["v"]) if events else None
+
+        await self._follow(stream, number, since, next_page)
 
     async def op_watch_processed(self, stream, number, request: dict[str, Any]) -> None:
         """Stream the processed order from index `start`: each message with its index."""
@@ -282,14 +281,53 @@ class IpcServer:
             raise RequestError("bad-request", "start is a processed index (0 or more)")
         store = self.service.store
         await self._send(stream, {"id": number, "ok": {"start": start}})
-        while True:
-            seen = self.service.version
-            page = await self.service.read(_processed_page, store, start)
-            if page:
-                start = page[-1]["index"] + 1
-                await self._send(stream, {"id": number, "event": {"processed": page}})
-            else:
-                await self.service.wait_changed(seen)
+
+        async def next_page(index: int) -> tuple[dict[str, Any], int] | None:
+            page = await self.service.read(_processed_page, store, index)
+            return ({"processed": page}, page[-1]["index"] + 1) if page else None
+
+        await self._follow(stream, number, start, next_page)
+
+    async def _follow(self, stream, number, position: int, next_page) -> None:
+        """Send pages from `position` on, live, through a queue of `queue_frames` frames.
+
+        A page that finds the queue full means the client stopped keeping up:
+        it gets, after what is queued, `{"lagged": position}` with the
+        position it has reached, and the connection closes.
+        """
+        sender, receiver = trio.open_memory_channel(self.queue_frames)
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._until_hangup, stream)
+            nursery.start_soon(self._produce, sender, number, position, next_page)
+            await self._drain(stream, receiver)  # until the producer gave up on the client
+            nursery.cancel_scope.cancel()
+        raise _Lagged
+
+    async def _produce(self, sender, number, position: int, next_page) -> None:
+        async with sender:
+            while True:
+                seen = self.service.version
+                produced = await next_page(position)
+                if produced is None:
+                    await self.service.wait_changed(seen)
+                    continue
+                event, reached = produced
+                try:
+                    sender.send_nowait({"id": number, "event": event})
+                except trio.WouldBlock:
+                    await sender.send({"id": number, "event": {"lagged": position}})
+                    return
+                position = reached
+
+    async def _until_hangup(self, stream) -> None:
+        """A streaming client only listens: its EOF (or any byte) ends the stream."""
+        await stream.receive_some(1)
+        raise _Lagged
+
+    async def _drain(self, stream, receiver) -> None:
+        async with receiver:
+            async for frame in receiver:
+                await self._send(stream, frame)
 
 
 def _processed_page(store: FeedStore, start: int) -> list[dict[str, Any]]:

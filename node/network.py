@@ -44,6 +44,9 @@ class Network:
         reason = None
         try:
             reason = await gossip(secure, self.service, peer)
+        except Exception as error:  # a bug of ours: drop this peer, keep serving the others
+            log.exception("peer connection failed", peer=secure.peer.hex()[:16])
+            reason = f"internal error: {error!r}"
         finally:
             self.registry.disconnected(secure.peer, reason)
             log.info("peer disconnected", peer=secure.peer.hex()[:16], reason=reason)

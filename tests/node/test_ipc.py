@@ -1,0 +1,126 @@
+"""The IPC server over a real Unix socket and a real store, in process."""
+
+import stat
+from contextlib import aclosing
+
+import pytest
+import trio
+
+from node.client import NodeError, connect
+from node.ipc import IpcServer
+from node.network import Network
+from node.peers import PeerRegistry
+from node.service import StoreService
+from storage.store import FeedStore
+from storage.timeline import Insert, Move, apply_commands
+from tests.factories import keypair
+
+ME = keypair("ipc")
+
+
+@pytest.fixture
+async def node(tmp_path, nursery):
+    store = FeedStore(tmp_path / "store", keypair=ME, map_size=2**28)
+    service = StoreService(store)
+    registry = PeerRegistry()
+    network = Network(bytes(32), ME, service, registry)
+
+    def start(**options):
+        server = IpcServer(service, registry, network, ME, status_extra={"listen": "-"}, **options)
+        return nursery.start(server.serve, tmp_path / "ipc.sock")
+
+    yield start
+    nursery.cancel_scope.cancel()
+    store.close()
+
+
+async def test_socket_is_private_and_requests_are_answered(node, tmp_path):
+    path = await node()
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    async with await connect(path) as client:
+        root = await client.publish({"text": "root"}, {"chat": None})
+        reply = await client.publish({"text": "reply"}, {"chat": root["id"]})
+        assert reply["tangles"]["chat"]["previous"] == [root["id"]]
+        assert (await client.get(reply["id"]))["content"] == {"text": "reply"}
+        page = await client.timeline(tangle="chat", root=root["id"])
+        assert [msg_id for _rank, msg_id in page["entries"]] == [root["id"], reply["id"]]
+        status = await client.status()
+        assert status["feed"] == ME.public and status["messages"] == 2 and status["stalls"] == []
+        with pytest.raises(NodeError, match="not-found"):
+            await client.get(bytes(32))
+        with pytest.raises(NodeError, match="unknown-op"):
+            await client.request("frobnicate")
+        with pytest.raises(NodeError, match="bad-request"):
+            await client.publish("x", {"chat": "not bytes"})
+
+
+async def test_a_bad_frame_closes_that_client_only(node):
+    path = await node()
+    async with await connect(path) as good:
+        broken = await trio.open_unix_socket(str(path))
+        await broken.send_all(b"\xff\xff\xff\xff")  # a frame length over the cap
+        assert b"bad-frame" in await broken.receive_some(4096)
+        assert await broken.receive_some(4096) == b""  # then the node hangs up
+        await broken.aclose()
+        assert (await good.status())["messages"] == 0
+
+
+async def collect(client, since, until_version, **which):
+    """Commands from `since` until the version reaches `until_version`."""
+    commands, version = [], since
+    async with aclosing(client.subscribe(since=since, **which)) as events:
+        async for event in events:
+            for command in event.get("commands", ()):
+                version = command["v"]
+                if "ins" in command:
+                    commands.append(Insert(command["ins"], command["message"]["id"]))
+                else:
+                    commands.append(Move(*command["mov"]))
+            if version >= until_version:
+                return commands
+
+
+async def test_subscription_resumes_from_any_version_and_rebuilds_the_order(node):
+    path = await node()
+    async with await connect(path) as client:
+        root = (await client.publish("root", {"chat": None}))["id"]
+        for n in range(10):
+            await client.publish(n, {"chat": root})
+        head = (await client.timeline(tangle="chat", root=root))["version"]
+        everything = await collect(client, 0, head, tangle="chat", root=root)
+    async with await connect(path) as client:  # a subscription keeps its connection
+        tail = await collect(client, 4, head, tangle="chat", root=root)
+    async with await connect(path) as client:
+        order = [i for _r, i in (await client.timeline(tangle="chat", root=root))["entries"]]
+    assert tail == everything[4:]
+    assert apply_commands([], everything) == order
+
+
+async def test_a_slow_subscriber_is_told_it_lagged_and_resumes_without_loss(node):
+    path = await node(queue_frames=2, send_seconds=30)
+    async with await connect(path) as writer, await connect(path) as reader:
+        root = (await writer.publish("root", {"chat": None}))["id"]
+        events = reader.subscribe(since=0, tangle="chat", root=root)
+        assert "started" in await events.__anext__()
+        # The reader stops reading while 400 large messages arrive.
+        for n in range(400):
+            await writer.publish({"n": n, "pad": "x" * 8000}, {"chat": root})
+        received, lagged = [], None
+        async with aclosing(events):
+            with pytest.raises(NodeError, match="disconnected"):
+                async for event in events:
+                    if "lagged" in event:
+                        lagged = event["lagged"]
+                    received.extend(event.get("commands", ()))
+        assert lagged is not None and lagged < 401
+        assert [c["v"] for c in received] == list(range(1, lagged + 1))
+    async with await connect(path) as client:
+        rest = await collect(client, lagged, 401, tangle="chat", root=root)
+    async with await connect(path) as client:
+        order = [
+            i for _r, i in (await client.timeline(tangle="chat", root=root, limit=1000))["entries"]
+        ]
+    first = [
+        Insert(c["ins"], c["message"]["id"]) if "ins" in c else Move(*c["mov"]) for c in received
+    ]
+    assert apply_commands([], first + rest) == order
