@@ -11,8 +11,10 @@ Two tasks share the connection:
   validation in one batch, then we grant that many credits back, so the
   window refills only as fast as we store;
 - the writer wakes whenever the store changes or the reader pokes it. It
-  sends CLOCK for feeds that grew since it last told the peer, then pumps
-  subscribed feeds round-robin in batches, as far as the credit allows.
+  sends CLOCK for feeds that grew since it last told the peer, then sends
+  what the subscriptions lack in our processed order (causal, so the peer's
+  spacetime sees few references to messages still to come; see
+  `storage.replication`), in batches, as far as the credit allows.
   After catching up, a subscription stays open, so new messages are pushed
   live.
 
@@ -41,6 +43,7 @@ from protocol.gossip import (
     PeerWants,
 )
 from storage.ingest import Outcome
+from storage.replication import next_batch, start_of
 
 log = structlog.get_logger("gossip")
 
@@ -71,6 +74,7 @@ class GossipSession:
         self.advertised: dict[bytes, int] = {}  # our clock as the peer last heard it
         self.asked: set[bytes] = set()  # feeds we sent WANT for
         self.subscriptions: dict[bytes, int] = {}  # feed -> last seq sent
+        self.resume: int | None = None  # where the walk of our processed order goes on
         self._poke = trio.Event()
 
     async def run(self) -> None:
@@ -109,6 +113,7 @@ class GossipSession:
         elif isinstance(event, PeerWants):
             for feed, after in event.wants.items():
                 self.subscriptions[feed] = after
+            self.resume = None  # the new subscriptions may start earlier in the walk
             self.poke()
         elif isinstance(event, PeerCredit):
             self.poke()
@@ -161,24 +166,27 @@ class GossipSession:
             await self.secure.send_all(self.connection.clock(changes))
 
     async def _pump(self) -> None:
-        """Send subscribed feeds' messages, a batch per feed in turn, while credit lasts."""
-        progress = True
-        while progress and self.connection.send_credit > 0:
-            progress = False
-            for feed, sent in list(self.subscriptions.items()):
-                credit = self.connection.send_credit
-                if credit <= 0 or self.service.clock.get(feed, 0) <= sent:
-                    continue
-                raws = await self.service.read(
-                    self.service.store.read_feed_raw, feed, sent + 1, min(credit, self.batch)
-                )
-                raws = raws[: self.connection.messages_fit(raws)]
-                if not raws:
-                    continue
-                await self.secure.send_all(self.connection.messages(raws))
-                self.subscriptions[feed] = sent + len(raws)
-                self.peer.sent += len(raws)
-                progress = True
+        """Send what subscriptions lack, in our processed (causal) order, while credit lasts."""
+        store = self.service.store
+        while self.connection.send_credit > 0 and any(
+            self.service.clock.get(feed, 0) > sent for feed, sent in self.subscriptions.items()
+        ):
+            if self.resume is None:
+                self.resume = await self.service.read(start_of, store, dict(self.subscriptions))
+            batch = await self.service.read(
+                next_batch,
+                store,
+                dict(self.subscriptions),
+                self.resume,
+                min(self.connection.send_credit, self.batch),
+                self.connection.max_frame - 1024,
+            )
+            self.resume = batch.resume
+            if not batch.raws:
+                return
+            await self.secure.send_all(self.connection.messages(batch.raws))
+            self.subscriptions.update(batch.sent)
+            self.peer.sent += len(batch.raws)
 
 
 class _PeerLeft(Exception):

@@ -127,15 +127,6 @@ class GossipConnection:
         self.receive_allowance += count
         return encode_frame([Kind.CREDIT, count], self.max_frame)
 
-    def messages_fit(self, raws: list[bytes]) -> int:
-        """How many of `raws`, from the front, fit in one frame."""
-        budget = self.max_frame - 16
-        for index, raw in enumerate(raws):
-            budget -= len(raw) + 5
-            if budget < 0:
-                return index
-        return len(raws)
-
     # -- what we receive -----------------------------------------------------
 
     def receive_data(self, data: bytes) -> list[Event]:

@@ -29,7 +29,8 @@ import enum
 from dataclasses import dataclass
 
 from protocol.errors import Reason
-from protocol.message import Message
+from protocol.limits import UNLIMITED
+from protocol.message import Message, decode_message
 from storage.layout import (
     EMPTY,
     Tables,
@@ -96,6 +97,15 @@ class BatchWriter:
         self._heads: dict[bytes, tuple[int, bytes | None]] = {}
         self._dirty_heads: set[bytes] = set()
         self._forked: dict[bytes, bool] = {}
+        self._timeframes: dict[bytes, dict[bytes, int]] = {}  # author -> its head's timeframe
+
+    def head_timeframe(self, author: bytes, seq: int) -> dict[bytes, int]:
+        """The timeframe of the author's stored message `seq` (its current head)."""
+        timeframe = self._timeframes.get(author)
+        if timeframe is None:
+            raw = self._txn.get(feed_key(author, seq), db=self._tables.messages)
+            timeframe = decode_message(bytes(raw), UNLIMITED, verify_signature=False).timeframe
+        return timeframe
 
     def head(self, author: bytes) -> tuple[int, bytes | None]:
         head = self._heads.get(author)
@@ -129,8 +139,9 @@ class BatchWriter:
             return self._reject(
                 message, Reason.CHAIN_MISMATCH, f"prev is not the id of stored seq {head_seq}"
             )
+        previous_timeframe = self.head_timeframe(author, head_seq) if seq > 1 else {}
         try:
-            add_message(self._timelines, message)
+            add_message(self._timelines, message, previous_timeframe)
         except CycleError:
             return self._reject(
                 message, Reason.TIMEFRAME_CYCLE, "its timeframe would place it before itself"
@@ -140,6 +151,7 @@ class BatchWriter:
         txn.put(message.id, position, db=tables.message_ids)
         add_to_tangles(txn, tables, message)
         self._heads[author] = (seq, message.id)
+        self._timeframes[author] = message.timeframe
         self._dirty_heads.add(author)
         return IngestResult(Outcome.ACCEPTED, message.id, message=message)
 

@@ -9,6 +9,7 @@ unprocessed message of each feed can be a candidate, so the state is small:
 
     proc-frontier  feed -> processed seq (u64)             the processed frontier
     proc-log       index (u64) -> feed + seq               the processed order, from 0
+    proc-position  feed + seq -> index (u64)               the same, by message
     proc-ready     seq (u64) + feed -> ""                  ready candidates, in tie-break order
     proc-wait      feed + seq + waiting feed -> ""         candidate of `waiting feed` needs
                                                            (feed, seq) processed first
@@ -45,11 +46,12 @@ _U64 = struct.Struct(">Q")
 class ProcessorTables:
     frontier: Any
     log: Any
+    position: Any
     ready: Any
     wait: Any
     waiting: Any
 
-    COUNT = 5
+    COUNT = 6
 
     @classmethod
     def open(cls, env: lmdb.Environment) -> ProcessorTables:
@@ -57,6 +59,7 @@ class ProcessorTables:
             return cls(
                 frontier=env.open_db(b"proc-frontier", txn=txn),
                 log=env.open_db(b"proc-log", txn=txn),
+                position=env.open_db(b"proc-position", txn=txn),
                 ready=env.open_db(b"proc-ready", txn=txn),
                 wait=env.open_db(b"proc-wait", txn=txn),
                 waiting=env.open_db(b"proc-waiting", txn=txn),
@@ -85,6 +88,12 @@ def processed_frontier(txn, tables: ProcessorTables) -> dict[bytes, int]:
 def processed_count(txn, tables: ProcessorTables) -> int:
     cursor = txn.cursor(db=tables.log)
     return _U64.unpack(cursor.key())[0] + 1 if cursor.last() else 0
+
+
+def processed_index(txn, tables: ProcessorTables, feed: bytes, seq: int) -> int | None:
+    """Where (feed, seq) stands in the processed order, None if not processed."""
+    raw = txn.get(feed_key(feed, seq), db=tables.position)
+    return None if raw is None else _U64.unpack(raw)[0]
 
 
 def read_processed(
@@ -121,6 +130,17 @@ class Processor:
         self._txn = txn
         self._tables = tables
         self._messages = messages_db
+        # Caches for this transaction: processed seqs, candidates' sorted timeframes,
+        # and how many leading entries of each are known processed (that only grows).
+        self._processed: dict[bytes, int] = {}
+        self._timeframes: dict[tuple[bytes, int], list[tuple[bytes, int]]] = {}
+        self._checked: dict[tuple[bytes, int], int] = {}
+
+    def _seq(self, feed: bytes) -> int:
+        seq = self._processed.get(feed)
+        if seq is None:
+            seq = self._processed[feed] = processed_seq(self._txn, self._tables, feed)
+        return seq
 
     def advance(self, feeds: Iterable[bytes]) -> int:
         """Process everything that became ready after `feeds` got new messages; returns count."""
@@ -135,7 +155,9 @@ class Processor:
             seq, feed = _U64.unpack(key[:8])[0], bytes(key[8:])
             cursor.delete()
             self._txn.put(_U64.pack(index), feed_key(feed, seq), db=self._tables.log)
+            self._txn.put(feed_key(feed, seq), _U64.pack(index), db=self._tables.position)
             self._txn.put(feed, _U64.pack(seq), db=self._tables.frontier)
+            self._processed[feed] = seq
             index += 1
             processed += 1
             self._wake(feed, seq)
@@ -145,17 +167,27 @@ class Processor:
     def _consider(self, feed: bytes) -> None:
         """Place feed's next unprocessed message, if stored: ready, or waiting on one entry."""
         txn, tables = self._txn, self._tables
-        seq = processed_seq(txn, tables, feed) + 1
-        raw = txn.get(feed_key(feed, seq), db=self._messages)
-        if raw is None:
-            return
-        message = decode_message(bytes(raw), UNLIMITED, verify_signature=False)
-        for needs_feed, needs_seq in sorted(message.timeframe.items()):
-            if needs_feed != feed and processed_seq(txn, tables, needs_feed) < needs_seq:
+        seq = self._seq(feed) + 1
+        candidate = (feed, seq)
+        timeframe = self._timeframes.get(candidate)
+        if timeframe is None:
+            raw = txn.get(feed_key(feed, seq), db=self._messages)
+            if raw is None:
+                return
+            message = decode_message(bytes(raw), UNLIMITED, verify_signature=False)
+            timeframe = self._timeframes[candidate] = sorted(
+                entry for entry in message.timeframe.items() if entry[0] != feed
+            )
+        start = self._checked.get(candidate, 0)
+        for offset, (needs_feed, needs_seq) in enumerate(timeframe[start:], start):
+            if self._seq(needs_feed) < needs_seq:
+                self._checked[candidate] = offset
                 needed = feed_key(needs_feed, needs_seq)
                 txn.put(needed + feed, EMPTY, db=tables.wait)
                 txn.put(feed, needed, db=tables.waiting)
                 return
+        self._timeframes.pop(candidate)
+        self._checked.pop(candidate, None)
         txn.put(_U64.pack(seq) + feed, EMPTY, db=tables.ready)
 
     def _wake(self, feed: bytes, seq: int) -> None:

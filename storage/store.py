@@ -69,6 +69,25 @@ def frontier_timeframe(txn, tables: Tables, author: bytes) -> dict[bytes, int]:
     }
 
 
+def feed_ordered(candidates: list[tuple[int, Message]]) -> list[tuple[int, Message]]:
+    """Each feed's messages in seq order, feeds still interleaved as they arrived.
+
+    The k-th slot a feed occupies in the batch gets its k-th lowest seq. A
+    chain needs seq order; keeping the interleaving keeps a causally ordered
+    batch causal, so the spacetime sees few references to messages still to
+    come (each of which costs a correction when they arrive).
+    """
+    slots: dict[bytes, list[int]] = {}
+    for slot, (_index, message) in enumerate(candidates):
+        slots.setdefault(message.author, []).append(slot)
+    ordered: list[tuple[int, Message]] = [candidates[0]] * len(candidates) if candidates else []
+    for author_slots in slots.values():
+        mine = sorted((candidates[slot] for slot in author_slots), key=lambda pair: pair[1].seq)
+        for slot, pair in zip(author_slots, mine, strict=True):
+            ordered[slot] = pair
+    return ordered
+
+
 @dataclass(frozen=True, slots=True)
 class FeedInfo:
     author: bytes
@@ -141,6 +160,10 @@ class FeedStore:
         return self._tables
 
     @property
+    def processor_tables(self) -> ProcessorTables:
+        return self._processor_tables
+
+    @property
     def limits(self) -> Limits:
         return self._limits
 
@@ -184,7 +207,7 @@ class FeedStore:
                 candidates.append((index, message))
             except InvalidMessage as error:
                 results[index] = IngestResult(Outcome.REJECTED, msg_id, error.reason, error.detail)
-        candidates.sort(key=lambda pair: (pair[1].author, pair[1].seq))
+        candidates = feed_ordered(candidates)
         with self._write() as txn:
             writer = BatchWriter(txn, self._tables, self._timeline_tables)
             for index, message in candidates:
