@@ -30,7 +30,7 @@ from typing import Any
 
 import lmdb
 
-SCHEMA_VERSION = b"5"
+SCHEMA_VERSION = b"6"
 EMPTY = b""  # the value of rows whose key says everything
 _SEQ = struct.Struct(">Q")
 
