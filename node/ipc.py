@@ -216,6 +216,7 @@ class IpcServer:
             "messages": sum(ours.values()),
             "clock": ours,
             "forks": [[e.author, e.seq] for e in forks],
+            "final": await self.service.read(store.spacetime_final),
             "stalls": [
                 {"feed": x.feed, "seq": x.seq, "waits_for": [x.needs_feed, x.needs_seq]}
                 for x in stalled
@@ -268,9 +269,16 @@ class IpcServer:
                 )
         del entries
 
+        spacetime = name == FeedStore.timeline_name(None)
+
         async def next_page(version: int) -> tuple[dict[str, Any], int] | None:
             _head, events = await self.service.read(_updates, store, name, version)
-            return ({"commands": events}, events[-1]["v"]) if events else None
+            if not events:
+                return None
+            event: dict[str, Any] = {"commands": events}
+            if spacetime:
+                event["final"] = await self.service.read(store.spacetime_final)
+            return event, events[-1]["v"]
 
         await self._follow(stream, number, since, next_page)
 

@@ -409,6 +409,36 @@ class FeedStore:
         """False only for the spacetime of an empty store; an unknown tangle raises later."""
         return timeline != SPACETIME or reader.exists(SPACETIME)
 
+    def spacetime_final(self) -> int:
+        """The finality watermark: how many leading spacetime positions are final.
+
+        No future message of a known, unforked feed can change the entries
+        before it (docs/TIMELINES.md, "Finality"). A future message of feed f
+        follows f's head, so it ranks above that head; the lowest such bound
+        over all feeds, and the lowest rank of a member still waiting for a
+        missing message (it may be raised), bound what can still move.
+        """
+        with self._env.begin() as txn:
+            reader = TimelineReader(txn, self._timeline_tables)
+            if not reader.exists(SPACETIME):
+                return 0
+            bounds = [rank + 1 for rank in self._head_ranks(txn, reader)]
+            bounds.extend(reader.pending_ranks(SPACETIME))
+            if not bounds:
+                return 0
+            return reader.rank_boundary(SPACETIME, min(bounds))
+
+    def _head_ranks(self, txn, reader: TimelineReader) -> list[int]:
+        ranks = []
+        for author, value in txn.cursor(db=self._tables.heads):
+            if forked_at(txn, self._tables, bytes(author)) is not None:
+                continue  # its next messages will be refused
+            seq, _head_id = split_head_value(value)
+            placement = reader.member_rank(SPACETIME, feed_key(bytes(author), seq))
+            if placement is not None:
+                ranks.append(placement)
+        return ranks
+
     def processed(self, start: int = 0, limit: int = 1000) -> list[tuple[int, bytes, int]]:
         """(index, feed, seq) of the processed order from `start` on."""
         with self._env.begin() as txn:

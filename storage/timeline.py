@@ -40,6 +40,7 @@ State per timeline (tables in `TimelineTables`):
               in tl-nodes are the pending references to a missing message
     tl-tree   number + node number -> order-tree node (storage.ordertree)
     tl-log    number + first version (u64) -> msgpack list of one event's commands
+    tl-pending number + ref -> u32 count of its links to refs not present yet
 
 No step reads or writes anything in proportion to the length of the
 timeline: an event costs its predecessors, its wave (the messages it
@@ -134,8 +135,9 @@ class TimelineTables:
     succ: Any
     tree: Any
     log: Any
+    pending: Any
 
-    COUNT = 6  # named databases these take
+    COUNT = 7  # named databases these take
 
     @classmethod
     def open(cls, env: lmdb.Environment) -> TimelineTables:
@@ -147,6 +149,7 @@ class TimelineTables:
                 succ=env.open_db(b"tl-succ", txn=txn, dupsort=True),
                 tree=env.open_db(b"tl-tree", txn=txn),
                 log=env.open_db(b"tl-log", txn=txn),
+                pending=env.open_db(b"tl-pending", txn=txn),
             )
 
 
@@ -297,6 +300,7 @@ class TimelineWriter:
 
         for link in links:
             self._txn.put(timeline.prefix + link, ref, db=self._tables.succ, dupdata=True)
+        self._note_pending(timeline, ref, len(links) - len(present))
         timeline.set_member(ref, rank, sort_id)
         for moved_ref, (_old_rank, new_rank, moved_id) in raised.items():
             timeline.set_member(moved_ref, new_rank, moved_id)
@@ -309,6 +313,19 @@ class TimelineWriter:
         for timeline in self._open.values():
             timeline.flush()
         self._open.clear()
+
+    def _note_pending(self, timeline: _Timeline, ref: bytes, missing: int) -> None:
+        """Keep the pending counts: `ref` lacks `missing` links; whoever waited on it, one less."""
+        txn, db = self._txn, self._tables.pending
+        if missing:
+            txn.put(timeline.prefix + ref, _U32.pack(missing), db=db)
+        for holder in timeline.successors(ref):  # all of them waited: ref was not present
+            key = timeline.prefix + holder
+            left = _U32.unpack(txn.get(key, db=db))[0] - 1
+            if left:
+                txn.put(key, _U32.pack(left), db=db)
+            else:
+                txn.delete(key, db=db)
 
 
 def _place(
@@ -420,6 +437,27 @@ class TimelineReader:
             return None
         rank, sort_id = found
         return Placement(timeline.tree.position(order_key(rank, sort_id)), rank)
+
+    def pending_ranks(self, name: bytes) -> list[int]:
+        """The ranks of the members that link to something not present yet."""
+        timeline = self._open(name)
+        cursor = self._txn.cursor(db=self._tables.pending)
+        ranks: list[int] = []
+        if not cursor.set_range(timeline.prefix):
+            return ranks
+        for key in cursor.iternext(values=False):
+            if key[:4] != timeline.prefix:
+                break
+            ranks.append(timeline.member(bytes(key[4:]))[0])  # type: ignore[index]
+        return ranks
+
+    def member_rank(self, name: bytes, ref: bytes) -> int | None:
+        found = self._open(name).member(ref)
+        return None if found is None else found[0]
+
+    def rank_boundary(self, name: bytes, rank: int) -> int:
+        """How many members rank below `rank`."""
+        return self._open(name).tree.position(order_key(rank, b""))
 
     def commands_since(self, name: bytes, version: int, limit: int = 10_000) -> list[Command]:
         """Up to `limit` commands numbered above `version`, in order."""
