@@ -56,6 +56,12 @@ async def run_node(settings: Settings, keypair: Keypair, notifier: Notifier | No
                 nursery.start_soon(_stop_on_signal, running, notifier)
                 bound_host, bound_port = await nursery.start(network.serve, host, int(port))
                 listen = f"{bound_host}:{bound_port}"
+
+                def tell_status() -> None:
+                    connected = sum(peer.connected for peer in registry.peers.values())
+                    notifier.send(f"STATUS=listening on {listen}; {connected} peers connected")
+
+                network.on_change = tell_status
                 ipc = IpcServer(
                     service, registry, network, keypair, status_extra={"listen": listen}
                 )

@@ -9,6 +9,7 @@ starts again from the shortest wait after a connection that lasted.
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import structlog
@@ -37,10 +38,12 @@ class Network:
     service: StoreService
     registry: PeerRegistry
     handshake_seconds: float = 10.0
+    on_change: Callable[[], None] = lambda: None  # told when a peer connects or leaves
 
     async def _converse(self, secure, direction: str, address: str | None) -> None:
         peer = self.registry.connected(secure.peer, direction, address)
         log.info("peer connected", peer=secure.peer.hex()[:16], direction=direction)
+        self.on_change()
         reason = None
         try:
             reason = await gossip(secure, self.service, peer)
@@ -50,6 +53,7 @@ class Network:
         finally:
             self.registry.disconnected(secure.peer, reason)
             log.info("peer disconnected", peer=secure.peer.hex()[:16], reason=reason)
+            self.on_change()
 
     async def serve(self, host: str, port: int, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         """Accept peers; reports the bound (host, port) when listening."""
