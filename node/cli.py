@@ -31,7 +31,7 @@ from protocol.errors import BadIdentifier, LocalProtocolError, TanglenodeError
 from protocol.identity import Keypair, feed_text, message_text, parse_feed, parse_message_id
 from storage.errors import StoreNotFound, UnknownTangle, UnknownTimeline
 from storage.store import FeedStore
-from storage.timeline import Command, Insert
+from storage.timeline import Command, Insert, Move
 
 log = structlog.get_logger("tangled")
 
@@ -355,32 +355,103 @@ def timeline(
 ) -> None:
     """Print a tangle's timeline (NAME/ROOT) or the spacetime: order, position or commands."""
     name, label = _parse_timeline(spec, spacetime)
-    with obj.open_store() as store:
+    if obj.settings.ipc_socket_path.is_socket() and trio.run(_node_running, obj):
+        source: Any = _NodeTimelines(obj, _ipc_timeline(spec, spacetime))
+    else:  # the node is stopped: read the store directly
+        source = _StoreTimelines(obj.open_store(), name)
+    with source:
         try:
-            version = store.timeline_version(name)
+            source.version()
         except UnknownTimeline:
             raise NotFound(f"no timeline {label} in the store") from None
         if at_id is not None:
-            placement = store.timeline_placement(name, parse_message_id(at_id))
-            if placement is None:
-                raise NotFound(f"{at_id} is not in timeline {label}")
-            record = {"id": at_id, "position": placement.position, "rank": placement.rank}
+            position, rank = source.placement(parse_message_id(at_id), at_id, label)
             if as_json:
-                emit_json(record)
+                emit_json({"id": at_id, "position": position, "rank": rank})
             else:
-                click.echo(f"position {placement.position}  rank {placement.rank}")
+                click.echo(f"position {position}  rank {rank}")
             return
         if since is not None:
-            for number, command in enumerate(store.timeline_commands(name, since), since + 1):
+            for number, command in enumerate(source.commands(since), since + 1):
                 _echo_command(number, command, as_json)
             return
-        stop = None if limit is None else start + limit
-        for position, (rank, msg_id) in enumerate(store.timeline(name, start, stop), start):
+        for position, (rank, msg_id) in enumerate(source.entries(start, limit), start):
             if as_json:
                 emit_json({"position": position, "rank": rank, "id": message_text(msg_id)})
             else:
                 click.echo(f"{position:>6}  {rank:>6}  {message_text(msg_id)}")
-    log.debug("timeline", timeline=label, version=version)
+
+
+class _StoreTimelines:
+    """`tangled timeline` reading the store itself (the node is not running)."""
+
+    def __init__(self, store: FeedStore, name: bytes) -> None:
+        self.store, self.name = store, name
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.store.close()
+
+    def version(self) -> int:
+        return self.store.timeline_version(self.name)
+
+    def placement(self, msg_id: bytes, shown: str, label: str) -> tuple[int, int]:
+        placement = self.store.timeline_placement(self.name, msg_id)
+        if placement is None:
+            raise NotFound(f"{shown} is not in timeline {label}")
+        return placement.position, placement.rank
+
+    def commands(self, since: int) -> list[Command]:
+        return self.store.timeline_commands(self.name, since)
+
+    def entries(self, start: int, limit: int | None) -> list[tuple[int, bytes]]:
+        stop = None if limit is None else start + limit
+        return self.store.timeline(self.name, start, stop)
+
+
+class _NodeTimelines:
+    """`tangled timeline` asking the running node over IPC."""
+
+    def __init__(self, obj: Context, which: dict[str, Any]) -> None:
+        self.obj, self.which = obj, which
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        pass
+
+    def _call(self, op: str, **arguments: Any) -> Any:
+        try:
+            return trio.run(_ipc_call, self.obj, op, {**self.which, **arguments})
+        except NotFound as error:
+            raise UnknownTimeline(str(error)) from None
+
+    def version(self) -> int:
+        return self._call("timeline", limit=0)["version"]
+
+    def placement(self, msg_id: bytes, shown: str, label: str) -> tuple[int, int]:
+        try:
+            found = trio.run(_ipc_call, self.obj, "placement", {**self.which, "message": msg_id})
+        except NotFound:
+            raise NotFound(f"{shown} is not in timeline {label}") from None
+        return found["position"], found["rank"]
+
+    def commands(self, since: int) -> list[Command]:
+        found = self._call("commands", since=since, limit=100_000)["commands"]
+        return [Insert(c["ins"], c["id"]) if "ins" in c else Move(*c["mov"]) for c in found]
+
+    def entries(self, start: int, limit: int | None) -> list[tuple[int, bytes]]:
+        entries: list[tuple[int, bytes]] = []
+        while limit is None or len(entries) < limit:
+            page_size = 10_000 if limit is None else min(10_000, limit - len(entries))
+            page = self._call("timeline", start=start + len(entries), limit=page_size)["entries"]
+            entries.extend((rank, msg_id) for rank, msg_id in page)
+            if len(page) < page_size:
+                break
+        return entries
 
 
 def _echo_command(number: int, command: Command, as_json: bool) -> None:

@@ -204,6 +204,33 @@ class IpcServer:
         )
         return {"version": version, "entries": [[rank, msg_id] for rank, msg_id in entries]}
 
+    async def op_placement(self, request: dict[str, Any]) -> dict[str, Any]:
+        """A message's position and rank in a timeline."""
+        name, msg_id = _timeline_name(request), request.get("message")
+        if not isinstance(msg_id, bytes):
+            raise RequestError("bad-request", "placement needs a message id")
+        placement = await self.service.read(self.service.store.timeline_placement, name, msg_id)
+        if placement is None:
+            raise RequestError("not-found", "the message is not in that timeline")
+        return {"position": placement.position, "rank": placement.rank}
+
+    async def op_commands(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Up to `limit` commands after version `since` (no message bodies)."""
+        name, since = _timeline_name(request), request.get("since", 0)
+        if not isinstance(since, int) or isinstance(since, bool) or since < 0:
+            raise RequestError("bad-request", "since is a version (0 or more)")
+        limit = min(int(request.get("limit", PAGE)), 100_000)
+        store = self.service.store
+        version = await self.service.read(store.timeline_version, name)
+        commands = await self.service.read(store.timeline_commands, name, since, limit)
+        return {
+            "version": version,
+            "commands": [
+                {"ins": c.pos, "id": c.id} if isinstance(c, Insert) else {"mov": [c.src, c.dst]}
+                for c in commands
+            ],
+        }
+
     async def op_status(self, request: dict[str, Any]) -> dict[str, Any]:
         store = self.service.store
         forks = await self.service.read(store.forks)

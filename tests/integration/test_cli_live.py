@@ -1,0 +1,54 @@
+"""The CLI against a running node: publish, timeline, watch, status and peers go through IPC."""
+
+import json
+import subprocess
+
+import trio
+
+from node.localnet import TANGLED, Node
+from protocol.identity import message_text, parse_message_id
+
+
+async def cli(node: Node, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
+    return await trio.run_process(
+        [str(TANGLED), "--data-dir", str(node.data_dir), *args],
+        capture_stdout=True,
+        capture_stderr=True,
+        check=False,
+        stdin=stdin.encode() if stdin else b"",
+    )
+
+
+async def test_cli_commands_talk_to_the_running_node(tmp_path):
+    node = Node(tmp_path, "solo")
+    await node.start()
+    root = (await cli(node, "publish", '"root"', "--tangle", "chat")).stdout.decode().strip()
+    replies = []
+    for text in ("one", "two"):
+        done = await cli(node, "publish", json.dumps(text), "--tangle", f"chat={root}", "--json")
+        assert done.returncode == 0, done.stderr
+        replies.append(json.loads(done.stdout)["id"])
+    offline = await cli(node, "publish", '"x"', "--offline")
+    assert offline.returncode == 3 and b"the node is running" in offline.stderr
+
+    spec = f"chat/{root}"
+    listed = await cli(node, "timeline", spec, "--json")
+    ids = [json.loads(line)["id"] for line in listed.stdout.decode().splitlines()]
+    expected = [message_text(i) for _r, i in await node.timeline(tangle="chat", root=parse_message_id(root))]
+    assert ids == expected and set(ids) == {root, *replies}
+    at = json.loads((await cli(node, "timeline", spec, "--at", replies[0], "--json")).stdout)
+    assert at["position"] == ids.index(replies[0])
+    commands = (await cli(node, "timeline", spec, "--since", "0")).stdout.decode().splitlines()
+    assert len(commands) == 3 and all(" ins " in line for line in commands)
+
+    watched = await cli(node, "watch", spec, "--since", "0", "--count", "3")
+    lines = watched.stdout.decode().splitlines()
+    assert lines[0] == "# version 0" and [line.split()[1] for line in lines[1:]] == ["ins"] * 3
+
+    status = json.loads((await cli(node, "status", "--json")).stdout)
+    assert status["feed"] == node.feed_id and status["messages"] == 3 and status["stalls"] == []
+    assert status["final"] >= 1
+    assert json.loads((await cli(node, "peers", "--json")).stdout) == []
+    assert await node.stop() == 0
+    stopped = await cli(node, "timeline", spec, "--json")  # the store, read directly
+    assert [json.loads(line)["id"] for line in stopped.stdout.decode().splitlines()] == ids
