@@ -34,7 +34,9 @@ async def test_cli_commands_talk_to_the_running_node(tmp_path):
     spec = f"chat/{root}"
     listed = await cli(node, "timeline", spec, "--json")
     ids = [json.loads(line)["id"] for line in listed.stdout.decode().splitlines()]
-    expected = [message_text(i) for _r, i in await node.timeline(tangle="chat", root=parse_message_id(root))]
+    expected = [
+        message_text(i) for _r, i in await node.timeline(tangle="chat", root=parse_message_id(root))
+    ]
     assert ids == expected and set(ids) == {root, *replies}
     at = json.loads((await cli(node, "timeline", spec, "--at", replies[0], "--json")).stdout)
     assert at["position"] == ids.index(replies[0])
