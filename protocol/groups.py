@@ -1,0 +1,176 @@
+"""Private groups on the wire: what a group message carries, and its encryption.
+
+Theory of operation
+-------------------
+A group message is an ordinary signed message whose envelope tangles place
+it (seed 002): every one is in the `group` tangle rooted at the group's
+first `group/init`; an epoch's `group/init` also roots that epoch's
+`members` tangle and extends the `epoch` tangle; `add-member` and
+`exclude-member` extend their epoch's `members` tangle. Its content is a map
+readable by every replicating peer:
+
+    {"group": 1, "epoch": EPOCH_ID | nil, "box": nonce + ciphertext,
+     "seals": [sealed epoch key, ...]}
+
+`epoch` names the epoch whose key opens `box` (nil in a `group/init`: the
+message opens its own epoch, whose id is its own message id). `box` is a
+SecretBox under the epoch key holding the private part, a msgpack map:
+
+    {"type": "group/init", "name": str, "members": [feed, ...]}
+    {"type": "group/add-member", "members": [feed, ...]}
+    {"type": "group/exclude-member", "members": [feed, ...]}
+    {"type": "group/post", "content": any}
+
+`seals` carry the epoch key to members who do not have it yet, each sealed
+(crypto_box_seal) to a member's X25519 key, converted from its Ed25519 feed
+key: every member of a new epoch in its `group/init`, the new members in an
+`add-member`. A sealed box does not name its recipient; a member tries its
+key on each seal. So a non-member learns which group and epoch a message
+belongs to, its place in the tangles (hence whether it opens an epoch or
+changes membership), its author, time and size, and how many keys it
+carries, never its type, text or who was added or excluded.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Any
+
+import msgpack
+from nacl import bindings
+from nacl.exceptions import CryptoError
+from nacl.public import PrivateKey, PublicKey, SealedBox
+from nacl.secret import SecretBox
+from nacl.utils import random as random_bytes
+
+from protocol.errors import RemoteProtocolError
+from protocol.identity import Keypair
+
+GROUP_VERSION = 1
+KEY_BYTES = 32
+FEED_BYTES = 32
+
+
+class Kind(enum.StrEnum):
+    INIT = "group/init"
+    ADD = "group/add-member"
+    EXCLUDE = "group/exclude-member"
+    POST = "group/post"
+
+
+class GroupFormatError(RemoteProtocolError):
+    """A group message's content is not shaped as a group message."""
+
+
+def new_epoch_key() -> bytes:
+    return random_bytes(KEY_BYTES)
+
+
+def curve_public(feed: bytes) -> bytes:
+    """A feed's X25519 public key, converted from its Ed25519 key."""
+    return bindings.crypto_sign_ed25519_pk_to_curve25519(feed)
+
+
+def seal_key(epoch_key: bytes, member: bytes) -> bytes:
+    return SealedBox(PublicKey(curve_public(member))).encrypt(epoch_key)
+
+
+def open_seals(seals: list[bytes], keypair: Keypair) -> bytes | None:
+    """The epoch key from whichever seal is ours, or None."""
+    secret = bindings.crypto_sign_ed25519_sk_to_curve25519(keypair.seed + keypair.public)
+    opener = SealedBox(PrivateKey(secret))
+    for seal in seals:
+        try:
+            key = opener.decrypt(seal)
+        except CryptoError:
+            continue
+        if len(key) == KEY_BYTES:
+            return key
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class Private:
+    """The private part of a group message, once opened."""
+
+    kind: Kind
+    members: tuple[bytes, ...] = ()
+    name: str = ""
+    content: Any = None
+
+    def encode(self) -> bytes:
+        fields: dict[str, Any] = {"type": str(self.kind)}
+        if self.kind is Kind.POST:
+            fields["content"] = self.content
+        else:
+            fields["members"] = list(self.members)
+        if self.kind is Kind.INIT:
+            fields["name"] = self.name
+        return msgpack.packb(fields, use_bin_type=True)
+
+    @classmethod
+    def decode(cls, raw: bytes) -> Private:
+        try:
+            fields = msgpack.unpackb(raw, raw=False)
+            kind = Kind(fields["type"])
+        except (ValueError, KeyError, TypeError, msgpack.ExtraData) as error:
+            raise GroupFormatError(f"the private part is not a group message: {error}") from None
+        if kind is Kind.POST:
+            return cls(kind, content=fields.get("content"))
+        members = fields.get("members")
+        if not isinstance(members, list) or not all(
+            isinstance(m, bytes) and len(m) == FEED_BYTES for m in members
+        ):
+            raise GroupFormatError(f"{kind}: members must be a list of 32-byte feed keys")
+        name = fields.get("name", "")
+        if not isinstance(name, str):
+            raise GroupFormatError("a group name is text")
+        return cls(kind, tuple(members), name)
+
+
+@dataclass(frozen=True, slots=True)
+class Envelope:
+    """The readable part of a group message's content."""
+
+    epoch: bytes | None
+    box: bytes
+    seals: tuple[bytes, ...]
+
+    def to_content(self) -> dict[str, Any]:
+        return {
+            "group": GROUP_VERSION,
+            "epoch": self.epoch,
+            "box": self.box,
+            "seals": list(self.seals),
+        }
+
+    @classmethod
+    def from_content(cls, content: Any) -> Envelope:
+        if not isinstance(content, dict) or content.get("group") != GROUP_VERSION:
+            raise GroupFormatError("not a group message")
+        epoch, box, seals = content.get("epoch"), content.get("box"), content.get("seals", [])
+        if epoch is not None and not (isinstance(epoch, bytes) and len(epoch) == 32):
+            raise GroupFormatError("epoch must be a message id or nil")
+        if not isinstance(box, bytes):
+            raise GroupFormatError("box must be bytes")
+        if not isinstance(seals, list) or not all(isinstance(seal, bytes) for seal in seals):
+            raise GroupFormatError("seals must be a list of bytes")
+        return cls(epoch, box, tuple(seals))
+
+
+def seal_message(
+    private: Private, epoch_key: bytes, epoch: bytes | None, key_for: tuple[bytes, ...] = ()
+) -> dict[str, Any]:
+    """The content of a group message: `private` boxed, the key sealed to `key_for`."""
+    box = bytes(SecretBox(epoch_key).encrypt(private.encode()))
+    seals = tuple(seal_key(epoch_key, member) for member in key_for)
+    return Envelope(epoch, box, seals).to_content()
+
+
+def open_message(envelope: Envelope, epoch_key: bytes) -> Private:
+    try:
+        plain = SecretBox(epoch_key).decrypt(envelope.box)
+    except CryptoError:
+        raise GroupFormatError("the box does not open with this epoch's key") from None
+    return Private.decode(plain)
