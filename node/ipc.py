@@ -29,6 +29,7 @@ from typing import Any
 import structlog
 import trio
 
+from node import groups
 from node.failures import only
 from node.network import Network
 from node.peers import PeerRegistry
@@ -164,6 +165,8 @@ class IpcServer:
             result = await handler(request)
         except RequestError as error:
             reply = {"id": number, "error": {"kind": error.kind, "message": str(error)}}
+        except groups.GroupError as error:
+            reply = {"id": number, "error": {"kind": "group", "message": str(error)}}
         except (UnknownTangle, UnknownTimeline) as error:
             reply = {"id": number, "error": {"kind": "not-found", "message": str(error)}}
         except TanglenodeError as error:
@@ -230,6 +233,65 @@ class IpcServer:
                 for c in commands
             ],
         }
+
+    # -- private groups (node/groups.py) ------------------------------------------
+
+    async def _group(self, request: dict[str, Any]) -> groups.GroupView:
+        root = request.get("group")
+        if not isinstance(root, bytes):
+            raise RequestError("bad-request", "name the group by its root id")
+        return await self.service.read(groups.read_group, self.service.store, self.keypair, root)
+
+    def _feeds(self, request: dict[str, Any]) -> list[bytes]:
+        members = request.get("members")
+        if (
+            not isinstance(members, list)
+            or not members
+            or not all(isinstance(m, bytes) and len(m) == 32 for m in members)
+        ):
+            raise RequestError("bad-request", "members is a list of 32-byte feed keys")
+        return members
+
+    async def op_group_create(self, request: dict[str, Any]) -> dict[str, Any]:
+        name = request.get("name", "")
+        if not isinstance(name, str):
+            raise RequestError("bad-request", "a group name is text")
+        content, tangles = groups.create(self.keypair, name)
+        message = await self.service.publish(content, tangles)
+        return {"group": message.id}
+
+    async def op_group_add(self, request: dict[str, Any]) -> dict[str, Any]:
+        members, view = self._feeds(request), await self._group(request)
+        message = await self.service.publish(*groups.add(view, self.keypair, members))
+        return {"id": message.id}
+
+    async def op_group_exclude(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Exclude members, then open a new epoch (a new key) for the others."""
+        members, view = self._feeds(request), await self._group(request)
+        excluded = await self.service.publish(*groups.exclude(view, self.keypair, members))
+        view = await self._group(request)
+        epoch = await self.service.publish(*groups.new_epoch(view, self.keypair))
+        return {"id": excluded.id, "epoch": epoch.id}
+
+    async def op_group_post(self, request: dict[str, Any]) -> dict[str, Any]:
+        view = await self._group(request)
+        message = await self.service.publish(
+            *groups.post(view, self.keypair, request.get("content"))
+        )
+        return {"id": message.id}
+
+    async def op_group_show(self, request: dict[str, Any]) -> dict[str, Any]:
+        return groups.describe(await self._group(request))
+
+    async def op_group_timeline(self, request: dict[str, Any]) -> dict[str, Any]:
+        tangle, order = request.get("tangle", "group"), request.get("order", "rank")
+        if tangle not in ("group", "epoch", "members") or order not in ("rank", "causal-time"):
+            raise RequestError(
+                "bad-request", "tangle: group|epoch|members; order: rank|causal-time"
+            )
+        view = await self._group(request)
+        rows = await self.service.read(groups.timeline, self.service.store, view, tangle, order)
+        return {"entries": rows}
 
     async def op_status(self, request: dict[str, Any]) -> dict[str, Any]:
         store = self.service.store
