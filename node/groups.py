@@ -149,6 +149,43 @@ def post(view: GroupView, keypair: Keypair, content: Any) -> tuple[dict, dict]:
     return sealed, {GROUP: view.root}
 
 
+def final(store: FeedStore, view: GroupView) -> int:
+    """How many leading positions of the group timeline no current member can change.
+
+    A valid future message of member X has in its past X's own last group
+    message (X's node holds its own feed) and one of the messages that made
+    X a member, so it ranks above both; the least such bound over the
+    current members, and any member waiting for a missing message, bound
+    what can still move (see `FeedStore.timeline_final`).
+    """
+    state = view.state
+    if not state.members:
+        return 0  # we cannot tell who may still write (not a member, or no state yet)
+    own: dict[bytes, list[bytes]] = {}
+    intros: dict[bytes, list[bytes]] = {}
+    for msg_id in state.valid:
+        message = view.messages[msg_id]
+        own.setdefault(message.author, []).append(msg_id)
+        private = view.opened[msg_id]
+        if private.kind in (Kind.INIT, Kind.ADD):
+            for member in private.members:
+                intros.setdefault(member, []).append(msg_id)
+
+    def members_bound(txn, reader) -> int | None:
+        name = FeedStore.timeline_name(view.root, GROUP)
+        bounds = []
+        for member in state.members:
+            own_ranks = [reader.member_rank(name, i) for i in own.get(member, [])]
+            intro_ranks = [reader.member_rank(name, i) for i in intros.get(member, [])]
+            bound = min(intro_ranks) + 1 if intro_ranks else 0
+            if own_ranks:
+                bound = max(bound, max(own_ranks) + 1)
+            bounds.append(bound)
+        return min(bounds) if bounds else None
+
+    return store.timeline_final(FeedStore.timeline_name(view.root, GROUP), members_bound)
+
+
 # -- what to show ------------------------------------------------------------------------
 
 

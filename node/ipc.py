@@ -281,7 +281,9 @@ class IpcServer:
         return {"id": message.id}
 
     async def op_group_show(self, request: dict[str, Any]) -> dict[str, Any]:
-        return groups.describe(await self._group(request))
+        view = await self._group(request)
+        final = await self.service.read(groups.final, self.service.store, view)
+        return {**groups.describe(view), "final": final}
 
     async def op_group_timeline(self, request: dict[str, Any]) -> dict[str, Any]:
         tangle, order = request.get("tangle", "group"), request.get("order", "rank")

@@ -414,30 +414,46 @@ class FeedStore:
 
         No future message of a known, unforked feed can change the entries
         before it (docs/TIMELINES.md, "Finality"). A future message of feed f
-        follows f's head, so it ranks above that head; the lowest such bound
-        over all feeds, and the lowest rank of a member still waiting for a
-        missing message (it may be raised), bound what can still move.
+        follows f's head, so it ranks above that head.
         """
-        with self._env.begin() as txn:
-            reader = TimelineReader(txn, self._timeline_tables)
-            if not reader.exists(SPACETIME):
-                return 0
-            bounds = [rank + 1 for rank in self._head_ranks(txn, reader)]
-            bounds.extend(reader.pending_ranks(SPACETIME))
-            if not bounds:
-                return 0
-            return reader.rank_boundary(SPACETIME, min(bounds))
+
+        def heads_bound(txn, reader: TimelineReader) -> int | None:
+            ranks = self._head_ranks(txn, reader)
+            return min(ranks) + 1 if ranks else None
+
+        return self.timeline_final(SPACETIME, heads_bound)
 
     def _head_ranks(self, txn, reader: TimelineReader) -> list[int]:
+        """Spacetime ranks of the heads of every feed without fork evidence."""
         ranks = []
         for author, value in txn.cursor(db=self._tables.heads):
             if forked_at(txn, self._tables, bytes(author)) is not None:
                 continue  # its next messages will be refused
             seq, _head_id = split_head_value(value)
-            placement = reader.member_rank(SPACETIME, feed_key(bytes(author), seq))
-            if placement is not None:
-                ranks.append(placement)
+            rank = reader.member_rank(SPACETIME, feed_key(bytes(author), seq))
+            if rank is not None:
+                ranks.append(rank)
         return ranks
+
+    def timeline_final(self, timeline: bytes, writers_bound) -> int:
+        """How many leading positions of `timeline` nothing to come can change.
+
+        `writers_bound(txn, reader)` gives the least rank any future message
+        of the writers that count can take (None: none can come). A member
+        still waiting for a missing message may be raised, so the least rank
+        of such a member bounds too; the entries ranked below both are final.
+        """
+        with self._env.begin() as txn:
+            reader = TimelineReader(txn, self._timeline_tables)
+            if not reader.exists(timeline):
+                return 0
+            bounds = list(reader.pending_ranks(timeline))
+            writers = writers_bound(txn, reader)
+            if writers is not None:
+                bounds.append(writers)
+            if not bounds:
+                return reader.rank_boundary(timeline, 0xFFFF_FFFF)  # every entry
+            return reader.rank_boundary(timeline, min(bounds))
 
     def processed(self, start: int = 0, limit: int = 1000) -> list[tuple[int, bytes, int]]:
         """(index, feed, seq) of the processed order from `start` on."""
