@@ -5,7 +5,10 @@
 2. the network splits into {alice, carol} and {bob, dave}; each node writes
    into the thread, and each side sees only its own half;
 3. the network heals (alice dials bob, carol dials dave); every node ends
-   with the same timeline, printed for each, with its status.
+   with the same timeline, printed for each, with its status;
+4. alice starts a private group with bob and carol, then excludes carol:
+   carol keeps what she could read, and cannot read what follows; dave
+   replicates everything and reads nothing.
 
 Commands shown with `$` are the real CLI; the rest is the IPC client.
 """
@@ -23,7 +26,7 @@ from pathlib import Path
 import trio
 
 from node.localnet import TANGLED, Node
-from protocol.identity import message_text
+from protocol.identity import message_text, parse_message_id
 
 LINES = {
     "alice": ["Shall we meet on Friday?", "Friday it is, then."],
@@ -106,8 +109,37 @@ async def converse(root_dir: Path) -> None:
     heading("status of each node")
     for node in nodes:
         cli(node, "status")
+
+    await private_group(alice, bob, carol, dave)
     for node in nodes:
         await node.stop()
+
+
+async def private_group(alice: Node, bob: Node, carol: Node, dave: Node) -> None:
+    heading("a private group: alice adds bob and carol; dave only replicates")
+    group = cli(alice, "group", "create", "book club").strip()
+    root = parse_message_id(group)
+    chat = {"tangle": "group", "root": root}
+    cli(alice, "group", "add", group, bob.feed_id, carol.feed_id)
+    cli(alice, "group", "post", group, '{"text": "First meeting on Friday."}')
+    await bob.wait_for_size(3, **chat)
+    cli(bob, "group", "post", group, '{"text": "I will bring the book."}')
+    for node in (alice, carol, dave):
+        await node.wait_for_size(4, **chat)
+    cli(carol, "group", "timeline", group)
+    cli(dave, "group", "timeline", group)
+
+    heading("alice excludes carol: a new epoch, with a key carol never receives")
+    cli(alice, "group", "exclude", group, carol.feed_id)
+    cli(alice, "group", "post", group, '{"text": "Carol cannot read this."}')
+    for node in (bob, carol):
+        await node.wait_for_size(7, **chat)
+    print("-- bob reads everything:")
+    cli(bob, "group", "timeline", group)
+    print("-- carol keeps what she could read, and no more:")
+    cli(carol, "group", "timeline", group)
+    cli(bob, "group", "members", group)
+    cli(bob, "group", "epochs", group)
 
 
 def _print_thread(node: Node, spec: str, names: dict[str, str]) -> list[str]:

@@ -54,3 +54,38 @@ async def test_cli_commands_talk_to_the_running_node(tmp_path):
     assert await node.stop() == 0
     stopped = await cli(node, "timeline", spec, "--json")  # the store, read directly
     assert [json.loads(line)["id"] for line in stopped.stdout.decode().splitlines()] == ids
+
+
+async def test_group_commands_through_the_cli(tmp_path):
+    node = Node(tmp_path, "host")
+    await node.start()
+    friend = Node(tmp_path, "friend")  # never started: only its feed id is needed
+
+    async def ok(*args: str) -> str:
+        done = await cli(node, "group", *args)
+        assert done.returncode == 0, done.stderr.decode()
+        return done.stdout.decode()
+
+    group = (await ok("create", "club")).strip()
+    await ok("add", group, friend.feed_id)
+    await ok("post", group, '{"text": "hi"}')
+    assert set((await ok("members", group)).split()) == {node.feed_id, friend.feed_id}
+    await ok("exclude", group, friend.feed_id)
+    epochs = json.loads(await ok("epochs", group, "--json"))
+    assert [epoch["current"] for epoch in epochs] == [False, True]
+    for tangle in ("group", "members", "epoch"):
+        for order in ("rank", "causal-time"):
+            rows = await ok("timeline", group, "--tangle", tangle, "--order", order, "--json")
+            types = [json.loads(line)["type"] for line in rows.splitlines()]
+            assert types and all(t and t.startswith("group/") for t in types)
+    grouped = await ok("timeline", group, "--json")
+    assert [json.loads(line)["type"] for line in grouped.splitlines()] == [
+        "group/init",
+        "group/add-member",
+        "group/post",
+        "group/exclude-member",
+        "group/init",
+    ]
+    bad = await cli(node, "group", "post", group, "{not json")
+    assert bad.returncode == 3
+    assert await node.stop() == 0
