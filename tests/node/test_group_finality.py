@@ -51,6 +51,12 @@ def test_a_final_group_position_never_changes(tmp_path_factory, seed):
             final = groups.final(alice, groups.read_group(alice, keys["alice"], root))
             reported.append(order[:final])
         assert len(reported[-1]) >= 2  # the init and the add are final by now
+        for source in stores.values():  # full exchange: everyone holds every message
+            for target in stores.values():
+                sync(source, target)
+        views = [groups.read_group(stores[n], keys[n], root) for n in stores]
+        described = [groups.describe(view) for view in views]
+        assert all(d == described[0] for d in described)  # one state, whatever the arrivals
     finally:
         for store in stores.values():
             store.close()
