@@ -8,88 +8,38 @@ logs and error messages to stderr.
 
 from __future__ import annotations
 
-import enum
 import json
 import sys
-from contextlib import aclosing
 from pathlib import Path
 from typing import Any
 
 import click
-import structlog
 import trio
 
 from config.secret import read_secret, write_secret
-from config.settings import ConfigError, Settings, config_path, load_settings
+from config.settings import ConfigError, load_settings
 from config.template import render_config
-from node.client import NodeError, NodeNotRunning, connect
+from node.cli_groups import group_command
+from node.cli_support import (
+    BadInput,
+    Context,
+    ExitCode,
+    NotFound,
+    call_node,
+    emit_json,
+    json_option,
+    log,
+    node_running,
+    render_body,
+)
+from node.cli_timelines import timeline, watch
 from node.daemon import run_node
 from node.linearize import BadEventLine, linearize
 from node.logs import configure_logging
 from node.render import message_dict, message_line
 from protocol.errors import BadIdentifier, LocalProtocolError, TanglenodeError
 from protocol.identity import Keypair, feed_text, message_text, parse_feed, parse_message_id
-from storage.errors import StoreNotFound, UnknownTangle, UnknownTimeline
-from storage.store import FeedStore
-from storage.timeline import Command, Insert, Move
-
-log = structlog.get_logger("tangled")
-
-
-class ExitCode(enum.IntEnum):
-    OK = 0
-    INTERNAL = 1
-    USAGE = 2
-    BAD_INPUT = 3
-    NOT_FOUND = 4
-    CHECK_FAILED = 5
-
-
-class NotFound(TanglenodeError):
-    """What the user named is not in the store."""
-
-
-class BadInput(TanglenodeError):
-    """What the user gave us cannot be used."""
-
-
-class Context:
-    """Global options, and the settings and store they lead to (loaded lazily)."""
-
-    def __init__(self, config: Path | None, data_dir: Path | None) -> None:
-        self.config_file = config_path(config, data_dir)
-        self.data_dir_flag = data_dir
-        self._settings: Settings | None = None
-
-    @property
-    def settings(self) -> Settings:
-        if self._settings is None:
-            self._settings = load_settings(
-                self.config_file,
-                overrides={"data_dir": str(self.data_dir_flag) if self.data_dir_flag else None},
-            )
-        return self._settings
-
-    def open_store(self, *, with_keypair: bool = False, create: bool = False) -> FeedStore:
-        settings = self.settings
-        keypair = read_secret(settings.secret_path) if with_keypair else None
-        try:
-            return FeedStore(
-                settings.store_path,
-                keypair=keypair,
-                limits=settings.limits.to_protocol(),
-                map_size=settings.storage.map_size,
-                create=create,
-            )
-        except StoreNotFound:
-            raise NotFound(f"no store at {settings.store_path}; run `tangled init` first") from None
-
-
-json_option = click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON output.")
-
-
-def emit_json(value: Any) -> None:
-    click.echo(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
+from storage.errors import UnknownTangle
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -164,41 +114,20 @@ def publish(
         raise BadInput(f"content is not JSON: {error}") from None
     tangles = dict(_parse_tangle_option(option) for option in tangle_options)
     if offline:
-        if obj.settings.ipc_socket_path.is_socket() and trio.run(_node_running, obj):
+        if obj.settings.ipc_socket_path.is_socket() and trio.run(node_running, obj):
             raise BadInput("the node is running; publish through it (drop --offline)")
         with obj.open_store(with_keypair=True) as store:
             message = store.publish(value, tangles)
         body = message_dict(message)
     else:
         body = render_body(
-            trio.run(_ipc_call, obj, "publish", {"content": value, "tangles": tangles})
+            trio.run(call_node, obj, "publish", {"content": value, "tangles": tangles})
         )
     log.info("published", seq=body["seq"], id=body["id"])
     if as_json:
         emit_json(body)
     else:
         click.echo(body["id"])
-
-
-async def _node_running(obj: Context) -> bool:
-    try:
-        client = await connect(obj.settings.ipc_socket_path)
-    except NodeNotRunning:
-        return False
-    await client.aclose()
-    return True
-
-
-async def _ipc_call(obj: Context, op: str, arguments: dict[str, Any]) -> Any:
-    async with await connect(obj.settings.ipc_socket_path) as client:
-        try:
-            return await client.request(op, **arguments)
-        except NodeError as error:
-            if error.kind == "not-found":
-                raise NotFound(str(error)) from None
-            if error.kind in ("bad-request", "UnknownTangle", "InvalidMessage"):
-                raise BadInput(str(error)) from None
-            raise
 
 
 @cli.command("log")
@@ -317,161 +246,6 @@ def check(obj: Context, as_json: bool) -> int:
     return ExitCode.OK if report.ok else ExitCode.CHECK_FAILED
 
 
-def _parse_timeline(spec: str | None, spacetime: bool) -> tuple[bytes, str]:
-    if spacetime == (spec is not None):
-        raise click.UsageError("give either NAME/ROOT or --spacetime")
-    if spacetime:
-        return FeedStore.timeline_name(None), "spacetime"
-    name, sep, root = spec.rpartition("/")  # ids never contain "/"; names may
-    if not sep or not name:
-        raise BadInput(f"{spec!r}: expected NAME/ROOT, e.g. chat/%AbC...")
-    return FeedStore.timeline_name(parse_message_id(root), name), spec
-
-
-@cli.command()
-@click.argument("spec", required=False, metavar="[NAME/ROOT]")
-@click.option("--spacetime", is_flag=True, help="The timeline of all feeds.")
-@click.option("--start", type=click.IntRange(min=0), default=0, help="First position.")
-@click.option("--limit", type=click.IntRange(min=1), default=None, help="At most this many.")
-@click.option("--at", "at_id", metavar="ID", help="Print only this message's position and rank.")
-@click.option(
-    "--since",
-    type=click.IntRange(min=0),
-    default=None,
-    metavar="VERSION",
-    help="Print the ins/mov commands after this version instead of the order.",
-)
-@json_option
-@click.pass_obj
-def timeline(
-    obj: Context,
-    spec: str | None,
-    spacetime: bool,
-    start: int,
-    limit: int | None,
-    at_id: str | None,
-    since: int | None,
-    as_json: bool,
-) -> None:
-    """Print a tangle's timeline (NAME/ROOT) or the spacetime: order, position or commands."""
-    name, label = _parse_timeline(spec, spacetime)
-    if obj.settings.ipc_socket_path.is_socket() and trio.run(_node_running, obj):
-        source: Any = _NodeTimelines(obj, _ipc_timeline(spec, spacetime))
-    else:  # the node is stopped: read the store directly
-        source = _StoreTimelines(obj.open_store(), name)
-    with source:
-        try:
-            source.version()
-        except UnknownTimeline:
-            raise NotFound(f"no timeline {label} in the store") from None
-        if at_id is not None:
-            position, rank = source.placement(parse_message_id(at_id), at_id, label)
-            if as_json:
-                emit_json({"id": at_id, "position": position, "rank": rank})
-            else:
-                click.echo(f"position {position}  rank {rank}")
-            return
-        if since is not None:
-            for number, command in enumerate(source.commands(since), since + 1):
-                _echo_command(number, command, as_json)
-            return
-        for position, (rank, msg_id) in enumerate(source.entries(start, limit), start):
-            if as_json:
-                emit_json({"position": position, "rank": rank, "id": message_text(msg_id)})
-            else:
-                click.echo(f"{position:>6}  {rank:>6}  {message_text(msg_id)}")
-
-
-class _StoreTimelines:
-    """`tangled timeline` reading the store itself (the node is not running)."""
-
-    def __init__(self, store: FeedStore, name: bytes) -> None:
-        self.store, self.name = store, name
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.store.close()
-
-    def version(self) -> int:
-        return self.store.timeline_version(self.name)
-
-    def placement(self, msg_id: bytes, shown: str, label: str) -> tuple[int, int]:
-        placement = self.store.timeline_placement(self.name, msg_id)
-        if placement is None:
-            raise NotFound(f"{shown} is not in timeline {label}")
-        return placement.position, placement.rank
-
-    def commands(self, since: int) -> list[Command]:
-        return self.store.timeline_commands(self.name, since)
-
-    def entries(self, start: int, limit: int | None) -> list[tuple[int, bytes]]:
-        stop = None if limit is None else start + limit
-        return self.store.timeline(self.name, start, stop)
-
-
-class _NodeTimelines:
-    """`tangled timeline` asking the running node over IPC."""
-
-    def __init__(self, obj: Context, which: dict[str, Any]) -> None:
-        self.obj, self.which = obj, which
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        pass
-
-    def _call(self, op: str, **arguments: Any) -> Any:
-        try:
-            return trio.run(_ipc_call, self.obj, op, {**self.which, **arguments})
-        except NotFound as error:
-            raise UnknownTimeline(str(error)) from None
-
-    def version(self) -> int:
-        return self._call("timeline", limit=0)["version"]
-
-    def placement(self, msg_id: bytes, shown: str, label: str) -> tuple[int, int]:
-        try:
-            found = trio.run(_ipc_call, self.obj, "placement", {**self.which, "message": msg_id})
-        except NotFound:
-            raise NotFound(f"{shown} is not in timeline {label}") from None
-        return found["position"], found["rank"]
-
-    def commands(self, since: int) -> list[Command]:
-        found = self._call("commands", since=since, limit=100_000)["commands"]
-        return [Insert(c["ins"], c["id"]) if "ins" in c else Move(*c["mov"]) for c in found]
-
-    def entries(self, start: int, limit: int | None) -> list[tuple[int, bytes]]:
-        entries: list[tuple[int, bytes]] = []
-        while limit is None or len(entries) < limit:
-            page_size = 10_000 if limit is None else min(10_000, limit - len(entries))
-            page = self._call("timeline", start=start + len(entries), limit=page_size)["entries"]
-            entries.extend((rank, msg_id) for rank, msg_id in page)
-            if len(page) < page_size:
-                break
-        return entries
-
-
-def _echo_command(number: int, command: Command, as_json: bool) -> None:
-    if isinstance(command, Insert):
-        record = {
-            "version": number,
-            "op": "ins",
-            "pos": command.pos,
-            "id": message_text(command.id),
-        }
-        text = f"{number}  ins {command.pos} {record['id']}"
-    else:
-        record = {"version": number, "op": "mov", "from": command.src, "to": command.dst}
-        text = f"{number}  mov {command.src} {command.dst}"
-    if as_json:
-        emit_json(record)
-    else:
-        click.echo(text)
-
-
 @cli.command()
 @click.option("--listen", metavar="HOST:PORT", help="Accept peers here (overrides the config).")
 @click.pass_obj
@@ -497,7 +271,7 @@ def run(obj: Context, listen: str | None) -> None:
 @click.pass_obj
 def status(obj: Context, as_json: bool) -> None:
     """The running node's feed, peers (caught up or behind), forks."""
-    report = render_body(trio.run(_ipc_call, obj, "status", {}))
+    report = render_body(trio.run(call_node, obj, "status", {}))
     if as_json:
         emit_json(report)
         return
@@ -523,7 +297,7 @@ def _echo_peer(peer: dict[str, Any]) -> None:
 @click.pass_obj
 def peers(obj: Context, as_json: bool) -> None:
     """The running node's peers."""
-    report = render_body(trio.run(_ipc_call, obj, "peers", {}))
+    report = render_body(trio.run(call_node, obj, "peers", {}))
     if as_json:
         emit_json(report["peers"])
         return
@@ -537,180 +311,13 @@ def peers(obj: Context, as_json: bool) -> None:
 @click.pass_obj
 def connect_command(obj: Context, address: str, key: str) -> None:
     """Make the running node dial a peer (and keep redialing it) until it stops."""
-    trio.run(_ipc_call, obj, "connect", {"address": address, "key": parse_feed(key)})
+    trio.run(call_node, obj, "connect", {"address": address, "key": parse_feed(key)})
     click.echo(f"dialing {address}")
 
 
-@cli.command()
-@click.argument("spec", required=False, metavar="[NAME/ROOT]")
-@click.option("--spacetime", is_flag=True, help="The timeline of all feeds.")
-@click.option("--since", type=click.IntRange(min=0), default=None, help="Resume after VERSION.")
-@click.option("--count", type=click.IntRange(min=1), default=None, help="Stop after N commands.")
-@click.pass_obj
-def watch(
-    obj: Context, spec: str | None, spacetime: bool, since: int | None, count: int | None
-) -> None:
-    """Follow a timeline live: its snapshot (or commands since VERSION), then each change."""
-    which = _ipc_timeline(spec, spacetime)
-    trio.run(_watch, obj, which, since, count)
-
-
-async def _watch(obj: Context, which: dict[str, Any], since: int | None, count: int | None) -> None:
-    seen = 0
-    async with (
-        await connect(obj.settings.ipc_socket_path) as client,
-        aclosing(client.subscribe(since=since, **which)) as events,
-    ):
-        async for event in events:
-            if "started" in event:
-                click.echo(f"# version {event['started']['version']}")
-            elif "snapshot" in event:
-                for offset, (rank, msg_id) in enumerate(event["snapshot"]):
-                    click.echo(f"{event['start'] + offset} {rank} {message_text(msg_id)}")
-            elif "lagged" in event:
-                raise BadInput(f"fell behind; resume with --since {event['lagged']}")
-            else:
-                for command in event["commands"]:
-                    if "ins" in command:
-                        body = command["message"]
-                        msg_id = body["id"] if isinstance(body, dict) else body
-                        click.echo(f"{command['v']} ins {command['ins']} {message_text(msg_id)}")
-                    else:
-                        click.echo(f"{command['v']} mov {command['mov'][0]} {command['mov'][1]}")
-                    seen += 1
-                    if count is not None and seen >= count:
-                        return
-
-
-def _ipc_timeline(spec: str | None, spacetime: bool) -> dict[str, Any]:
-    if spacetime == bool(spec):
-        raise click.UsageError("name one timeline: NAME/ROOT or --spacetime")
-    if spacetime:
-        return {"spacetime": True}
-    name, _sep, root = spec.rpartition("/")  # type: ignore[union-attr]
-    if not name:
-        raise BadInput(f"{spec!r}: expected NAME/ROOT")
-    return {"tangle": name, "root": parse_message_id(root)}
-
-
-def render_body(value: Any) -> Any:
-    """IPC replies with ids as text: bytes of 32 become @feed or %message by where they sit."""
-    if isinstance(value, dict):
-        rendered = {}
-        for key, item in value.items():
-            if isinstance(key, bytes):  # a map keyed by message id
-                rendered[message_text(key)] = render_body(item)
-                continue
-            if key in ("author", "feed", "key") and isinstance(item, bytes):
-                rendered[key] = feed_text(item)
-            elif key in ("clock", "behind", "timeframe") and isinstance(item, dict):
-                rendered[key] = {feed_text(feed): seq for feed, seq in item.items()}
-            elif key in ("members", "excluded") and isinstance(item, list):
-                rendered[key] = [feed_text(feed) for feed in item]
-            else:
-                rendered[key] = render_body(item)
-        return rendered
-    if isinstance(value, list):
-        return [render_body(item) for item in value]
-    if isinstance(value, bytes):
-        return message_text(value)
-    return value
-
-
-@cli.group("group")
-def group_command() -> None:
-    """Private groups: create, add, exclude, post, members, epochs, timeline."""
-
-
-def _group_call(op: str, **arguments: Any) -> Any:
-    obj = click.get_current_context().find_object(Context)
-    return render_body(trio.run(_ipc_call, obj, op, arguments))
-
-
-@group_command.command("create")
-@click.argument("name")
-def group_create(name: str) -> None:
-    """Start a group (you are its first member); prints the group id."""
-    click.echo(_group_call("group-create", name=name)["group"])
-
-
-@group_command.command("add")
-@click.argument("group")
-@click.argument("feeds", nargs=-1, required=True)
-def group_add(group: str, feeds: tuple[str, ...]) -> None:
-    """Add members to the group's current epoch; they receive its key."""
-    members = [parse_feed(feed) for feed in feeds]
-    click.echo(_group_call("group-add", group=parse_message_id(group), members=members)["id"])
-
-
-@group_command.command("exclude")
-@click.argument("group")
-@click.argument("feeds", nargs=-1, required=True)
-def group_exclude(group: str, feeds: tuple[str, ...]) -> None:
-    """Exclude members and open a new epoch with a new key; prints the new epoch's id."""
-    members = [parse_feed(feed) for feed in feeds]
-    done = _group_call("group-exclude", group=parse_message_id(group), members=members)
-    click.echo(done["epoch"])
-
-
-@group_command.command("post")
-@click.argument("group")
-@click.argument("content")
-def group_post(group: str, content: str) -> None:
-    """Post JSON CONTENT to the group, encrypted with the current epoch's key."""
-    try:
-        value = json.loads(content)
-    except json.JSONDecodeError as error:
-        raise BadInput(f"content is not JSON: {error}") from None
-    click.echo(_group_call("group-post", group=parse_message_id(group), content=value)["id"])
-
-
-@group_command.command("members")
-@click.argument("group")
-@json_option
-def group_members(group: str, as_json: bool) -> None:
-    """The group's current members."""
-    shown = _group_call("group-show", group=parse_message_id(group))
-    if as_json:
-        emit_json(shown["members"])
-    else:
-        for member in shown["members"]:
-            click.echo(member)
-
-
-@group_command.command("epochs")
-@click.argument("group")
-@json_option
-def group_epochs(group: str, as_json: bool) -> None:
-    """The group's epochs: who opened each, what it follows, its members."""
-    shown = _group_call("group-show", group=parse_message_id(group))
-    if as_json:
-        emit_json(shown["epochs"])
-        return
-    for epoch in shown["epochs"]:
-        mark = "current" if epoch["current"] else "       "
-        click.echo(f"{epoch['id']}  {mark}  {len(epoch['members'])} members")
-
-
-@group_command.command("timeline")
-@click.argument("group")
-@click.option("--tangle", type=click.Choice(["group", "members", "epoch"]), default="group")
-@click.option("--order", type=click.Choice(["rank", "causal-time"]), default="rank")
-@json_option
-def group_timeline(group: str, tangle: str, order: str, as_json: bool) -> None:
-    """The group's messages in order, opened where this node holds the key."""
-    found = _group_call("group-timeline", group=parse_message_id(group), tangle=tangle, order=order)
-    for row in found["entries"]:
-        if as_json:
-            emit_json(row)
-            continue
-        what = row["type"] or "(cannot open)"
-        if row["type"] == "group/post":
-            what = json.dumps(row["content"], ensure_ascii=False)
-        elif row["members"]:
-            what += " " + " ".join(row["members"])
-        flag = "" if row["valid"] or row["type"] is None else "  [invalid]"
-        click.echo(f"{row['id']}  {row['author'][:12]}  {what}{flag}")
+cli.add_command(timeline)
+cli.add_command(watch)
+cli.add_command(group_command)
 
 
 @cli.command("linearize")

@@ -1,0 +1,138 @@
+"""What the `tangled` commands share: exit codes, errors, the lazy context, output, the node.
+
+Exit codes: 0 success; 1 internal or environment failure; 2 bad usage;
+3 bad input (invalid config, content, id or message); 4 not found (no such
+store, feed or message); 5 `check` found problems.
+"""
+
+from __future__ import annotations
+
+import enum
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+import structlog
+
+from config.secret import read_secret
+from config.settings import Settings, config_path, load_settings
+from node.client import NodeError, NodeNotRunning, connect
+from protocol.errors import TanglenodeError
+from protocol.identity import feed_text, message_text, parse_message_id
+from storage.errors import StoreNotFound
+from storage.store import FeedStore
+
+log = structlog.get_logger("tangled")
+
+
+class ExitCode(enum.IntEnum):
+    OK = 0
+    INTERNAL = 1
+    USAGE = 2
+    BAD_INPUT = 3
+    NOT_FOUND = 4
+    CHECK_FAILED = 5
+
+
+class NotFound(TanglenodeError):
+    """What the user named is not in the store."""
+
+
+class BadInput(TanglenodeError):
+    """What the user gave us cannot be used."""
+
+
+class Context:
+    """Global options, and the settings and store they lead to (loaded lazily)."""
+
+    def __init__(self, config: Path | None, data_dir: Path | None) -> None:
+        self.config_file = config_path(config, data_dir)
+        self.data_dir_flag = data_dir
+        self._settings: Settings | None = None
+
+    @property
+    def settings(self) -> Settings:
+        if self._settings is None:
+            self._settings = load_settings(
+                self.config_file,
+                overrides={"data_dir": str(self.data_dir_flag) if self.data_dir_flag else None},
+            )
+        return self._settings
+
+    def open_store(self, *, with_keypair: bool = False, create: bool = False) -> FeedStore:
+        settings = self.settings
+        keypair = read_secret(settings.secret_path) if with_keypair else None
+        try:
+            return FeedStore(
+                settings.store_path,
+                keypair=keypair,
+                limits=settings.limits.to_protocol(),
+                map_size=settings.storage.map_size,
+                create=create,
+            )
+        except StoreNotFound:
+            raise NotFound(f"no store at {settings.store_path}; run `tangled init` first") from None
+
+
+json_option = click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON output.")
+
+
+def emit_json(value: Any) -> None:
+    click.echo(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
+
+
+async def node_running(obj: Context) -> bool:
+    try:
+        client = await connect(obj.settings.ipc_socket_path)
+    except NodeNotRunning:
+        return False
+    await client.aclose()
+    return True
+
+
+async def call_node(obj: Context, op: str, arguments: dict[str, Any]) -> Any:
+    async with await connect(obj.settings.ipc_socket_path) as client:
+        try:
+            return await client.request(op, **arguments)
+        except NodeError as error:
+            if error.kind == "not-found":
+                raise NotFound(str(error)) from None
+            if error.kind in ("bad-request", "UnknownTangle", "InvalidMessage"):
+                raise BadInput(str(error)) from None
+            raise
+
+
+def render_body(value: Any) -> Any:
+    """IPC replies with ids as text: bytes of 32 become @feed or %message by where they sit."""
+    if isinstance(value, dict):
+        rendered = {}
+        for key, item in value.items():
+            if isinstance(key, bytes):  # a map keyed by message id
+                rendered[message_text(key)] = render_body(item)
+                continue
+            if key in ("author", "feed", "key") and isinstance(item, bytes):
+                rendered[key] = feed_text(item)
+            elif key in ("clock", "behind", "timeframe") and isinstance(item, dict):
+                rendered[key] = {feed_text(feed): seq for feed, seq in item.items()}
+            elif key in ("members", "excluded") and isinstance(item, list):
+                rendered[key] = [feed_text(feed) for feed in item]
+            else:
+                rendered[key] = render_body(item)
+        return rendered
+    if isinstance(value, list):
+        return [render_body(item) for item in value]
+    if isinstance(value, bytes):
+        return message_text(value)
+    return value
+
+
+def timeline_spec(spec: str | None, spacetime: bool) -> dict[str, Any]:
+    if spacetime == bool(spec):
+        raise click.UsageError("name one timeline: NAME/ROOT or --spacetime")
+    if spacetime:
+        return {"spacetime": True}
+    name, _sep, root = spec.rpartition("/")  # type: ignore[union-attr]
+    if not name:
+        raise BadInput(f"{spec!r}: expected NAME/ROOT")
+    return {"tangle": name, "root": parse_message_id(root)}

@@ -1,0 +1,225 @@
+"""`tangled timeline` and `tangled watch`: a timeline read once, or followed live.
+
+While the node runs both ask it over IPC; `timeline` reads the store
+directly when it is stopped.
+"""
+
+from __future__ import annotations
+
+from contextlib import aclosing
+from typing import Any
+
+import click
+import trio
+
+from node.cli_support import (
+    BadInput,
+    Context,
+    NotFound,
+    call_node,
+    emit_json,
+    json_option,
+    node_running,
+    timeline_spec,
+)
+from node.client import connect
+from protocol.identity import message_text, parse_message_id
+from storage.errors import UnknownTimeline
+from storage.store import FeedStore
+from storage.timeline import Command, Insert, Move
+
+
+def _parse_timeline(spec: str | None, spacetime: bool) -> tuple[bytes, str]:
+    if spacetime == (spec is not None):
+        raise click.UsageError("give either NAME/ROOT or --spacetime")
+    if spacetime:
+        return FeedStore.timeline_name(None), "spacetime"
+    name, sep, root = spec.rpartition("/")  # ids never contain "/"; names may
+    if not sep or not name:
+        raise BadInput(f"{spec!r}: expected NAME/ROOT, e.g. chat/%AbC...")
+    return FeedStore.timeline_name(parse_message_id(root), name), spec
+
+
+@click.command()
+@click.argument("spec", required=False, metavar="[NAME/ROOT]")
+@click.option("--spacetime", is_flag=True, help="The timeline of all feeds.")
+@click.option("--start", type=click.IntRange(min=0), default=0, help="First position.")
+@click.option("--limit", type=click.IntRange(min=1), default=None, help="At most this many.")
+@click.option("--at", "at_id", metavar="ID", help="Print only this message's position and rank.")
+@click.option(
+    "--since",
+    type=click.IntRange(min=0),
+    default=None,
+    metavar="VERSION",
+    help="Print the ins/mov commands after this version instead of the order.",
+)
+@json_option
+@click.pass_obj
+def timeline(
+    obj: Context,
+    spec: str | None,
+    spacetime: bool,
+    start: int,
+    limit: int | None,
+    at_id: str | None,
+    since: int | None,
+    as_json: bool,
+) -> None:
+    """Print a tangle's timeline (NAME/ROOT) or the spacetime: order, position or commands."""
+    name, label = _parse_timeline(spec, spacetime)
+    if obj.settings.ipc_socket_path.is_socket() and trio.run(node_running, obj):
+        source: Any = _NodeTimelines(obj, timeline_spec(spec, spacetime))
+    else:  # the node is stopped: read the store directly
+        source = _StoreTimelines(obj.open_store(), name)
+    with source:
+        try:
+            source.version()
+        except UnknownTimeline:
+            raise NotFound(f"no timeline {label} in the store") from None
+        if at_id is not None:
+            position, rank = source.placement(parse_message_id(at_id), at_id, label)
+            if as_json:
+                emit_json({"id": at_id, "position": position, "rank": rank})
+            else:
+                click.echo(f"position {position}  rank {rank}")
+            return
+        if since is not None:
+            for number, command in enumerate(source.commands(since), since + 1):
+                _echo_command(number, command, as_json)
+            return
+        for position, (rank, msg_id) in enumerate(source.entries(start, limit), start):
+            if as_json:
+                emit_json({"position": position, "rank": rank, "id": message_text(msg_id)})
+            else:
+                click.echo(f"{position:>6}  {rank:>6}  {message_text(msg_id)}")
+
+
+class _StoreTimelines:
+    """`tangled timeline` reading the store itself (the node is not running)."""
+
+    def __init__(self, store: FeedStore, name: bytes) -> None:
+        self.store, self.name = store, name
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.store.close()
+
+    def version(self) -> int:
+        return self.store.timeline_version(self.name)
+
+    def placement(self, msg_id: bytes, shown: str, label: str) -> tuple[int, int]:
+        placement = self.store.timeline_placement(self.name, msg_id)
+        if placement is None:
+            raise NotFound(f"{shown} is not in timeline {label}")
+        return placement.position, placement.rank
+
+    def commands(self, since: int) -> list[Command]:
+        return self.store.timeline_commands(self.name, since)
+
+    def entries(self, start: int, limit: int | None) -> list[tuple[int, bytes]]:
+        stop = None if limit is None else start + limit
+        return self.store.timeline(self.name, start, stop)
+
+
+class _NodeTimelines:
+    """`tangled timeline` asking the running node over IPC."""
+
+    def __init__(self, obj: Context, which: dict[str, Any]) -> None:
+        self.obj, self.which = obj, which
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        pass
+
+    def _call(self, op: str, **arguments: Any) -> Any:
+        try:
+            return trio.run(call_node, self.obj, op, {**self.which, **arguments})
+        except NotFound as error:
+            raise UnknownTimeline(str(error)) from None
+
+    def version(self) -> int:
+        return self._call("timeline", limit=0)["version"]
+
+    def placement(self, msg_id: bytes, shown: str, label: str) -> tuple[int, int]:
+        try:
+            found = trio.run(call_node, self.obj, "placement", {**self.which, "message": msg_id})
+        except NotFound:
+            raise NotFound(f"{shown} is not in timeline {label}") from None
+        return found["position"], found["rank"]
+
+    def commands(self, since: int) -> list[Command]:
+        found = self._call("commands", since=since, limit=100_000)["commands"]
+        return [Insert(c["ins"], c["id"]) if "ins" in c else Move(*c["mov"]) for c in found]
+
+    def entries(self, start: int, limit: int | None) -> list[tuple[int, bytes]]:
+        entries: list[tuple[int, bytes]] = []
+        while limit is None or len(entries) < limit:
+            page_size = 10_000 if limit is None else min(10_000, limit - len(entries))
+            page = self._call("timeline", start=start + len(entries), limit=page_size)["entries"]
+            entries.extend((rank, msg_id) for rank, msg_id in page)
+            if len(page) < page_size:
+                break
+        return entries
+
+
+def _echo_command(number: int, command: Command, as_json: bool) -> None:
+    if isinstance(command, Insert):
+        record = {
+            "version": number,
+            "op": "ins",
+            "pos": command.pos,
+            "id": message_text(command.id),
+        }
+        text = f"{number}  ins {command.pos} {record['id']}"
+    else:
+        record = {"version": number, "op": "mov", "from": command.src, "to": command.dst}
+        text = f"{number}  mov {command.src} {command.dst}"
+    if as_json:
+        emit_json(record)
+    else:
+        click.echo(text)
+
+
+@click.command()
+@click.argument("spec", required=False, metavar="[NAME/ROOT]")
+@click.option("--spacetime", is_flag=True, help="The timeline of all feeds.")
+@click.option("--since", type=click.IntRange(min=0), default=None, help="Resume after VERSION.")
+@click.option("--count", type=click.IntRange(min=1), default=None, help="Stop after N commands.")
+@click.pass_obj
+def watch(
+    obj: Context, spec: str | None, spacetime: bool, since: int | None, count: int | None
+) -> None:
+    """Follow a timeline live: its snapshot (or commands since VERSION), then each change."""
+    which = timeline_spec(spec, spacetime)
+    trio.run(_watch, obj, which, since, count)
+
+
+async def _watch(obj: Context, which: dict[str, Any], since: int | None, count: int | None) -> None:
+    seen = 0
+    async with (
+        await connect(obj.settings.ipc_socket_path) as client,
+        aclosing(client.subscribe(since=since, **which)) as events,
+    ):
+        async for event in events:
+            if "started" in event:
+                click.echo(f"# version {event['started']['version']}")
+            elif "snapshot" in event:
+                for offset, (rank, msg_id) in enumerate(event["snapshot"]):
+                    click.echo(f"{event['start'] + offset} {rank} {message_text(msg_id)}")
+            elif "lagged" in event:
+                raise BadInput(f"fell behind; resume with --since {event['lagged']}")
+            else:
+                for command in event["commands"]:
+                    if "ins" in command:
+                        body = command["message"]
+                        msg_id = body["id"] if isinstance(body, dict) else body
+                        click.echo(f"{command['v']} ins {command['ins']} {message_text(msg_id)}")
+                    else:
+                        click.echo(f"{command['v']} mov {command['mov'][0]} {command['mov'][1]}")
+                    seen += 1
+                    if count is not None and seen >= count:
+                        return
