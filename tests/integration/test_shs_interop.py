@@ -126,27 +126,29 @@ async def test_wrong_network_key_fails_against_js_server(js_peer):
         process.terminate()
 
 
-async def echo_until_goodbye(stream, keypair, network, outcomes):
+async def echo_until_goodbye(stream, keypair, network, outcomes, finished: trio.Event):
     try:
         secure = await server_handshake(stream, network, keypair, seconds=5)
     except HandshakeFailed as failure:
         outcomes.append(failure)
         await stream.aclose()
+        finished.set()
         return
     while data := await secure.receive_some():
         await secure.send_all(data)
     outcomes.append(secure.peer)
     await secure.aclose()
+    finished.set()
 
 
-@pytest.mark.parametrize("client_args", [["--msg", "hello,world"], ["--bytes", "100000"]])
-async def test_js_client_to_python_server(js_peer, client_args):
-    keypair = Keypair.generate()
-    outcomes = []
+async def js_client_against_python(js_peer, keypair, expected_server_pk: bytes, *client_args):
+    """Serve one connection with an echo; run the JS client; (its result, our outcome)."""
+    outcomes: list = []
+    finished = trio.Event()
     async with trio.open_nursery() as nursery:
         listeners = await nursery.start(
             trio.serve_tcp,
-            lambda stream: echo_until_goodbye(stream, keypair, NETWORK, outcomes),
+            lambda stream: echo_until_goodbye(stream, keypair, NETWORK, outcomes, finished),
             0,
         )
         port = listeners[0].socket.getsockname()[1]
@@ -159,7 +161,7 @@ async def test_js_client_to_python_server(js_peer, client_args):
                 "--network-key",
                 NETWORK.hex(),
                 "--server-pk",
-                keypair.public.hex(),
+                expected_server_pk.hex(),
                 *client_args,
             ],
             cwd=js_peer,
@@ -167,41 +169,22 @@ async def test_js_client_to_python_server(js_peer, client_args):
             capture_stderr=True,
             check=False,
         )
+        await finished.wait()
         nursery.cancel_scope.cancel()
+    return done, outcomes
+
+
+@pytest.mark.parametrize("client_args", [["--msg", "hello,world"], ["--bytes", "100000"]])
+async def test_js_client_to_python_server(js_peer, client_args):
+    keypair = Keypair.generate()
+    done, outcomes = await js_client_against_python(js_peer, keypair, keypair.public, *client_args)
     assert done.returncode == 0, done.stderr.decode()[-800:]
     assert len(outcomes) == 1 and isinstance(outcomes[0], bytes)
 
 
 async def test_js_client_with_wrong_server_key_is_refused(js_peer):
     keypair = Keypair.generate()
-    outcomes = []
-    async with trio.open_nursery() as nursery:
-        listeners = await nursery.start(
-            trio.serve_tcp,
-            lambda stream: echo_until_goodbye(stream, keypair, NETWORK, outcomes),
-            0,
-        )
-        port = listeners[0].socket.getsockname()[1]
-        done = await trio.run_process(
-            [
-                "node",
-                "client.js",
-                "--port",
-                str(port),
-                "--network-key",
-                NETWORK.hex(),
-                "--server-pk",
-                Keypair.generate().public.hex(),
-                "--msg",
-                "x",
-            ],
-            cwd=js_peer,
-            capture_stdout=True,
-            capture_stderr=True,
-            check=False,
-        )
-        while not outcomes:
-            await trio.sleep(0.01)
-        nursery.cancel_scope.cancel()
+    wrong = Keypair.generate().public
+    done, outcomes = await js_client_against_python(js_peer, keypair, wrong, "--msg", "x")
     assert done.returncode != 0
     assert isinstance(outcomes[0], HandshakeFailed)
