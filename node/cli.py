@@ -315,6 +315,25 @@ def connect_command(obj: Context, address: str, key: str) -> None:
     click.echo(f"dialing {address}")
 
 
+@cli.command("export")
+@click.option(
+    "--out", required=True, type=click.Path(file_okay=False, path_type=Path), help="Archive dir."
+)
+@click.pass_obj
+def export_command(obj: Context, out: Path) -> None:
+    """Write the store as a Parquet archive (docs/ARCHIVE.md), even while the node runs."""
+    from node.export import export  # pyarrow loads only for this command
+
+    if out.exists() and any(out.iterdir()):
+        raise BadInput(f"{out} is not empty; export into a new directory")
+    with obj.open_store() as store:
+        figures = store.statistics()
+        total = figures["messages"] + figures["fork_evidence"]
+        with click.progressbar(length=total, label="exporting", file=sys.stderr) as bar:
+            counts = export(store, out, bar.update)
+    click.echo(json.dumps(counts))
+
+
 cli.add_command(timeline)
 cli.add_command(watch)
 cli.add_command(group_command)

@@ -350,6 +350,49 @@ class FeedStore:
                 )
         return evidence
 
+    def fork_messages(self) -> list[Message]:
+        """The second messages held as fork evidence."""
+        return [evidence.conflicting for evidence in self.forks()]
+
+    def iter_raw(self, chunk: int = 10_000) -> Iterator[bytes]:
+        """Every accepted message's signed bytes, feed by feed in seq order.
+
+        Reads `chunk` rows per read transaction, so a long export never pins
+        old pages while a node keeps writing.
+        """
+        after: bytes | None = None
+        while True:
+            with self._env.begin() as txn:
+                cursor = txn.cursor(db=self._tables.messages)
+                found = cursor.set_range(after) if after else cursor.first()
+                if found and after is not None and cursor.key() == after:
+                    found = cursor.next()
+                rows = []
+                while found and len(rows) < chunk:
+                    rows.append((bytes(cursor.key()), bytes(cursor.value())))
+                    found = cursor.next()
+            if not rows:
+                return
+            yield from (raw for _key, raw in rows)
+            after = rows[-1][0]
+
+    def timelines(self) -> list[tuple[bytes, bytes | None, str | None]]:
+        """(timeline name, tangle root, tangle name) of every timeline; the spacetime's root and
+        name are None."""
+        found: list[tuple[bytes, bytes | None, str | None]] = []
+        with self._env.begin() as txn:
+            for name in txn.cursor(db=self._timeline_tables.names).iternext(values=False):
+                name = bytes(name)
+                if name == SPACETIME:
+                    found.append((name, None, None))
+                elif name[:1] == b"\x01" and len(name) > 34:
+                    found.append((name, name[1:33], name[34:].decode()))
+        return found
+
+    @property
+    def keypair(self) -> Keypair | None:
+        return self._keypair
+
     def tangle_tips(self, root: bytes, name: str) -> list[bytes]:
         with self._env.begin() as txn:
             return tips_of(txn, self._tables, root, name)
