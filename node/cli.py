@@ -20,6 +20,7 @@ from config.secret import read_secret, write_secret
 from config.settings import ConfigError, load_settings
 from config.template import render_config
 from node.cli_groups import group_command
+from node.cli_pipeline import pipeline_command
 from node.cli_support import (
     BadInput,
     Context,
@@ -334,6 +335,7 @@ def export_command(obj: Context, out: Path) -> None:
     click.echo(json.dumps(counts))
 
 
+cli.add_command(pipeline_command)
 cli.add_command(timeline)
 cli.add_command(watch)
 cli.add_command(group_command)

@@ -1,0 +1,1 @@
+"""The Spark pipeline over exported archives: verify, linearize, audit (docs/PIPELINE.md)."""

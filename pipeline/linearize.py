@@ -1,0 +1,138 @@
+"""`linearize`: every tangle's order and the spacetime's, as the node computes them.
+
+Why per group and not by joins: a rank is a longest path (DESIGN §4), and
+iterating joins until ranks settle needs as many rounds as the DAG is deep,
+tens of thousands at a million messages (measured: hours to days). So the
+job builds each timeline's events (a tangle's: id and `previous`; the
+spacetime's: (author, seq) and `prev` plus every timeframe entry), groups
+them by timeline, and linearizes each group in one Python worker with
+`applyInPandas`: a topological pass in memory, or, for a group of more than
+`disk_threshold` events, the project's own disk-backed timeline engine in a
+scratch LMDB, whose memory stays flat however long the timeline. Both give
+the node's order: rank from present predecessors only (links to messages
+not in the archive are pending), ties by message id bytes.
+
+Limits: one timeline is one group, so one worker holds its rows; the
+spacetime of an archive is a single group. Timelines run in parallel across
+workers; a single huge timeline does not.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Iterable
+
+import pandas as pd
+
+ORDER_SCHEMA = "timeline string, root binary, position long, rank long, id binary"
+DISK_THRESHOLD = 500_000
+
+
+def _seq_bytes(column):
+    from pyspark.sql import functions as F
+
+    return F.unhex(F.lpad(F.hex(column), 16, "0"))
+
+
+def timeline_events(messages):
+    """Messages -> one row per (timeline, member): timeline, root, ref, id, links."""
+    from pyspark.sql import functions as F
+
+    accepted = messages.where(~F.col("evidence"))
+    tangled = accepted.select("id", F.explode("tangles").alias("t")).select(
+        F.concat(F.lit("tangle:"), F.col("t.name")).alias("timeline"),
+        F.coalesce(F.col("t.root"), F.col("id")).alias("root"),
+        F.col("id").alias("ref"),
+        "id",
+        F.coalesce(F.col("t.previous"), F.array().cast("array<binary>")).alias("links"),
+    )
+    position = F.concat(F.col("author"), _seq_bytes(F.col("seq")))
+    previous = F.when(
+        F.col("seq") > 1, F.array(F.concat(F.col("author"), _seq_bytes(F.col("seq") - 1)))
+    ).otherwise(F.array().cast("array<binary>"))
+    entries = F.transform("timeframe", lambda e: F.concat(e["feed"], _seq_bytes(e["seq"])))
+    spacetime = accepted.select(
+        F.lit("spacetime").alias("timeline"),
+        F.lit(None).cast("binary").alias("root"),
+        position.alias("ref"),
+        "id",
+        F.concat(previous, entries).alias("links"),
+    )
+    return tangled.unionByName(spacetime)
+
+
+def _ranks_in_memory(refs: list[bytes], links: list[list[bytes]]) -> list[int]:
+    """Longest-path ranks by one topological pass (Kahn), links to absent refs ignored."""
+    index = {ref: i for i, ref in enumerate(refs)}
+    present = [[index[link] for link in set(row) if link in index] for row in links]
+    waiting = [len(row) for row in present]
+    followers: list[list[int]] = [[] for _ in refs]
+    for i, row in enumerate(present):
+        for j in row:
+            followers[j].append(i)
+    rank = [0] * len(refs)
+    ready = [i for i, n in enumerate(waiting) if n == 0]
+    done = 0
+    while ready:
+        i = ready.pop()
+        done += 1
+        for k in followers[i]:
+            rank[k] = max(rank[k], rank[i] + 1)
+            waiting[k] -= 1
+            if waiting[k] == 0:
+                ready.append(k)
+    if done != len(refs):
+        raise ValueError("the timeline has a cycle")
+    return rank
+
+
+def _ranks_on_disk(refs: list[bytes], ids: list[bytes], links: Iterable[list[bytes]]):
+    """The node's engine in a scratch LMDB; yields (rank, id) in order."""
+    import lmdb
+
+    from storage.timeline import TimelineReader, TimelineTables, TimelineWriter
+
+    with tempfile.TemporaryDirectory(prefix="linearize-") as scratch:
+        env = lmdb.open(scratch, map_size=2**38, max_dbs=TimelineTables.COUNT + 1, sync=False)
+        try:
+            tables = TimelineTables.open(env)
+            rows = list(zip(refs, ids, links, strict=True))
+            for start in range(0, len(rows), 5000):
+                with env.begin(write=True) as txn:
+                    writer = TimelineWriter(txn, tables)
+                    for ref, msg_id, row in rows[start : start + 5000]:
+                        writer.add(b"t", ref, list(row), sort_id=msg_id)
+                    writer.finish()
+            with env.begin() as txn:
+                return TimelineReader(txn, tables).entries(b"t")
+        finally:
+            env.close()
+
+
+def linearize_group(frame: pd.DataFrame, disk_threshold: int = DISK_THRESHOLD) -> pd.DataFrame:
+    refs = [bytes(r) for r in frame["ref"]]
+    ids = [bytes(i) for i in frame["id"]]
+    links = [[bytes(link) for link in row] for row in frame["links"]]
+    if len(refs) > disk_threshold:
+        ordered = _ranks_on_disk(refs, ids, links)
+    else:
+        ranks = _ranks_in_memory(refs, links)
+        ordered = sorted(zip(ranks, ids, strict=True))
+    timeline, root = frame["timeline"].iloc[0], frame["root"].iloc[0]
+    return pd.DataFrame(
+        {
+            "timeline": timeline,
+            "root": [None if root is None else bytes(root)] * len(ordered),
+            "position": range(len(ordered)),
+            "rank": [rank for rank, _id in ordered],
+            "id": [msg_id for _rank, msg_id in ordered],
+        }
+    )
+
+
+def linearize(messages, disk_threshold: int = DISK_THRESHOLD):
+    """Archive messages -> (timeline, root, position, rank, id) for every timeline."""
+    events = timeline_events(messages)
+    return events.groupBy("timeline", "root").applyInPandas(
+        lambda frame: linearize_group(frame, disk_threshold), ORDER_SCHEMA
+    )

@@ -1,0 +1,147 @@
+"""verify and linearize on small archives exported from real stores."""
+
+import json
+import random
+import subprocess
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from node.export import MESSAGE_SCHEMA, export, message_row
+from node.localnet import TANGLED
+from pipeline.archive import read_messages, read_timelines
+from pipeline.linearize import linearize
+from pipeline.verify import verify
+from protocol.message import ROOT_LINK, TangleLink, sign_message
+from storage.store import FeedStore
+from tests.factories import Feed
+
+
+def build_store(path, rng: random.Random) -> tuple[FeedStore, list]:
+    """Three feeds in one tangle, timeframes naming each other, arriving out of order, a fork."""
+    feeds = [Feed(f"pipe-{n}") for n in range(3)]
+    root = feeds[0].append("root", tangles={"chat": ROOT_LINK})
+    members = [root]
+    for _ in range(40):
+        author = rng.choice(feeds)
+        others = [f for f in feeds if f is not author and f.messages]
+        timeframe = {f.public: len(f.messages) for f in others if rng.random() < 0.7}
+        previous = tuple(sorted(rng.sample([m.id for m in members], min(2, len(members)))))
+        message = author.append(
+            {"n": len(members)},
+            timeframe=timeframe,
+            tangles={"chat": TangleLink(root.id, previous)},
+        )
+        members.append(message)
+    store = FeedStore(path, map_size=2**26)
+    queues = [list(f.messages) for f in feeds]
+    delivered = 0
+    while any(queues):  # per feed in order, feeds interleaved at random: pending references
+        queue = rng.choice([q for q in queues if q])
+        store.ingest([queue.pop(0).raw])
+        delivered += 1
+    twin = Feed(feeds[1].keypair)  # same key: a second message at seq 1 is fork evidence
+    store.ingest([twin.append("the other branch").raw])
+    return store, feeds
+
+
+@pytest.fixture(scope="module")
+def archive(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("archive")
+    store, feeds = build_store(directory / "store", random.Random(5))
+    try:
+        counts = export(store, directory / "out")
+    finally:
+        store.close()
+    assert counts["evidence"] == 1
+    return directory / "out", feeds
+
+
+def test_linearize_equals_the_nodes_timelines(spark, archive):
+    out, _feeds = archive
+    batch = linearize(read_messages(spark, [out]))
+    node = read_timelines(spark, out)
+    columns = ["timeline", "root", "position", "rank", "id"]
+    ours = sorted(tuple(row) for row in batch.select(*columns).collect())
+    theirs = sorted(tuple(row) for row in node.select(*columns).collect())
+    assert ours == theirs
+    assert {row[0] for row in ours} == {"spacetime", "tangle:chat"}
+
+
+def test_linearize_on_disk_agrees_with_in_memory(spark, archive):
+    out, _feeds = archive
+    messages = read_messages(spark, [out])
+    in_memory = sorted(tuple(r) for r in linearize(messages).collect())
+    on_disk = sorted(tuple(r) for r in linearize(messages, disk_threshold=0).collect())
+    assert on_disk == in_memory
+
+
+def test_a_clean_archive_reports_only_its_fork(spark, archive):
+    out, feeds = archive
+    report = verify(read_messages(spark, [out])).collect()
+    assert {row.reason for row in report} == {"fork"}
+    assert {bytes(row.author) for row in report} == {feeds[1].public}
+
+
+def test_verify_flags_each_kind_of_bad_row(spark, archive, tmp_path):
+    out, feeds = archive
+    rows = pq.read_table(out / "messages").to_pylist()
+    good = {(r["author"], r["seq"]): r for r in rows if not r["evidence"]}
+    a = feeds[0]
+    tampered = dict(good[(a.public, 2)])
+    raw = bytearray(tampered["raw"])
+    raw[-1] ^= 1
+    tampered["raw"] = bytes(raw)  # a bad signature (and so a different id)
+    wrong_id = dict(good[(a.public, 3)])
+    wrong_id["id"] = bytes(32)
+    lying = dict(good[(a.public, 4)])
+    lying["seq"] = 99  # the column disagrees with the signed bytes
+    c = feeds[2]
+    astray = sign_message(  # validly signed, but its prev is not c's previous message
+        c.keypair,
+        seq=len(c.messages) + 1,
+        prev=bytes(32),
+        timestamp=1,
+        timeframe={},
+        tangles={},
+        content="astray",
+    )
+    replaced = {(a.public, seq) for seq in (2, 3, 4, 5)}  # 5 is dropped: a gap before 6
+    bad_rows = [r for k, r in good.items() if k not in replaced] + [tampered, wrong_id, lying]
+    bad_rows.append(message_row(astray))
+    broken = tmp_path / "broken"
+    (broken / "messages").mkdir(parents=True)
+    pq.write_table(
+        pa.Table.from_pylist(bad_rows, schema=MESSAGE_SCHEMA), broken / "messages" / "p.parquet"
+    )
+    report = {(bytes(r.id), r.reason) for r in verify(read_messages(spark, [broken])).collect()}
+    reasons = {reason for _id, reason in report}
+    assert {"id-mismatch", "column-mismatch", "missing-previous", "chain-mismatch"} <= reasons
+    assert (astray.id, "chain-mismatch") in report
+    assert (bytes(32), "id-mismatch") in report
+    assert any(reason == "id-mismatch" for i, reason in report if i == tampered["id"])
+
+
+def test_the_cli_runs_a_job_and_writes_parquet(spark, archive, tmp_path):
+    out, _feeds = archive
+    done = subprocess.run(
+        [
+            str(TANGLED),
+            "pipeline",
+            "linearize",
+            "--in",
+            str(out),
+            "--out",
+            str(tmp_path),
+            "--master",
+            "local[1]",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    written = spark.read.parquet(result["out"])
+    assert result["rows"] == written.count() == read_timelines(spark, out).count()
