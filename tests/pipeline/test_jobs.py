@@ -11,7 +11,9 @@ import pytest
 from node.export import MESSAGE_SCHEMA, export, message_row
 from node.localnet import TANGLED
 from pipeline.archive import read_messages, read_timelines
+from pipeline.audit import audit
 from pipeline.linearize import linearize
+from pipeline.stats import stats
 from pipeline.verify import verify
 from protocol.message import ROOT_LINK, TangleLink, sign_message
 from storage.store import FeedStore
@@ -145,3 +147,45 @@ def test_the_cli_runs_a_job_and_writes_parquet(spark, archive, tmp_path):
     result = json.loads(done.stdout.strip().splitlines()[-1])
     written = spark.read.parquet(result["out"])
     assert result["rows"] == written.count() == read_timelines(spark, out).count()
+
+
+def test_audit_finds_no_difference_then_each_planted_one(spark, archive):
+    from pyspark.sql import functions as F
+
+    out, _feeds = archive
+    node = read_timelines(spark, out)
+    batch = linearize(read_messages(spark, [out]))
+    assert audit(node, batch).count() == 0
+    first, second = (
+        node.where(F.col("timeline") == "spacetime").orderBy("position").limit(2).collect()
+    )
+    swapped = node.withColumn(
+        "id",
+        F.when(
+            (F.col("timeline") == "spacetime") & (F.col("position") == first.position),
+            F.lit(second.id),
+        )
+        .when(
+            (F.col("timeline") == "spacetime") & (F.col("position") == second.position),
+            F.lit(first.id),
+        )
+        .otherwise(F.col("id")),
+    )
+    found = audit(swapped, batch).collect()
+    assert {(row.position, row.difference) for row in found} == {
+        (first.position, "different-message"),
+        (second.position, "different-message"),
+    }
+    short = node.where(~((F.col("timeline") == "tangle:chat") & (F.col("position") == 0)))
+    assert [row.difference for row in audit(short, batch).collect()] == ["missing-in-node"]
+
+
+def test_stats_count_feeds_messages_tangles_and_shapes(spark, archive):
+    out, _feeds = archive
+    messages = read_messages(spark, [out])
+    rows = {row.timeline: row for row in stats(messages, linearize(messages)).collect()}
+    accepted = messages.where("not evidence").count()
+    assert rows["all"].messages == accepted and rows["all"].feeds == 3
+    assert rows["all"].fork_evidence == 1 and rows["all"].tangles == 1
+    assert rows["spacetime"].messages == accepted and rows["spacetime"].width == 3
+    assert rows["tangle:chat"].messages == 41 and rows["tangle:chat"].height >= 2
