@@ -12,6 +12,8 @@ from node.export import MESSAGE_SCHEMA, export, message_row
 from node.localnet import TANGLED
 from pipeline.archive import read_messages, read_timelines
 from pipeline.audit import audit
+from pipeline.evaluate import plot, sweep
+from pipeline.evaluate import table as evaluate_table
 from pipeline.linearize import linearize
 from pipeline.stats import stats
 from pipeline.verify import verify
@@ -189,3 +191,17 @@ def test_stats_count_feeds_messages_tangles_and_shapes(spark, archive):
     assert rows["all"].fork_evidence == 1 and rows["all"].tangles == 1
     assert rows["spacetime"].messages == accepted and rows["spacetime"].width == 3
     assert rows["tangle:chat"].messages == 41 and rows["tangle:chat"].height >= 2
+
+
+def test_evaluate_sweeps_configurations_as_tasks_and_draws_the_figure(spark, tmp_path):
+    results = sweep(spark, widths=[4, 8], heights=[600], deliveries=["random-feed", "in-order"])
+    frame = results.toPandas()
+    assert len(frame) == 4 and set(frame["delivery"]) == {"random-feed", "in-order"}
+    in_order = frame[frame["delivery"] == "in-order"]
+    assert (in_order["commands_per_event"] == 1.0).all()  # nothing arrives early: one ins each
+    shuffled = frame[frame["delivery"] == "random-feed"]
+    assert (shuffled["commands_per_event"] > 1.0).all()
+    pivot = evaluate_table(frame)
+    assert list(pivot.columns[-2:]) == [4, 8] and set(pivot["source"]) == {"tanglenode"}
+    figure = plot(frame, tmp_path / "figure.png")
+    assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
