@@ -35,16 +35,17 @@ def _seq_bytes(column):
 
 
 def timeline_events(messages):
-    """Messages -> one row per (timeline, member): timeline, root, ref, id, links."""
+    """Messages -> one row per (timeline, member): timeline, root, ref, id, links, timestamp."""
     from pyspark.sql import functions as F
 
     accepted = messages.where(~F.col("evidence"))
-    tangled = accepted.select("id", F.explode("tangles").alias("t")).select(
+    tangled = accepted.select("id", "timestamp", F.explode("tangles").alias("t")).select(
         F.concat(F.lit("tangle:"), F.col("t.name")).alias("timeline"),
         F.coalesce(F.col("t.root"), F.col("id")).alias("root"),
         F.col("id").alias("ref"),
         "id",
         F.coalesce(F.col("t.previous"), F.array().cast("array<binary>")).alias("links"),
+        "timestamp",
     )
     position = F.concat(F.col("author"), _seq_bytes(F.col("seq")))
     previous = F.when(
@@ -57,6 +58,7 @@ def timeline_events(messages):
         position.alias("ref"),
         "id",
         F.concat(previous, entries).alias("links"),
+        "timestamp",
     )
     return tangled.unionByName(spacetime)
 
@@ -114,7 +116,13 @@ def linearize_group(frame: pd.DataFrame, disk_threshold: int = DISK_THRESHOLD) -
     ids = [bytes(i) for i in frame["id"]]
     links = [[bytes(link) for link in row] for row in frame["links"]]
     if len(refs) > disk_threshold:
-        ordered = _ranks_on_disk(refs, ids, links)
+        # Authors' clocks make timestamps roughly causal: in that order few references
+        # point at events still to come, and each of those costs the engine a correction.
+        times = frame["timestamp"].tolist()
+        by_time = sorted(range(len(refs)), key=lambda i: (times[i], refs[i]))
+        ordered = _ranks_on_disk(
+            [refs[i] for i in by_time], [ids[i] for i in by_time], [links[i] for i in by_time]
+        )
     else:
         ranks = _ranks_in_memory(refs, links)
         ordered = sorted(zip(ranks, ids, strict=True))
