@@ -20,7 +20,12 @@ JOBS = ("verify", "linearize", "audit", "stats", "evaluate")
     help="An archive from `tangled export` (repeat to combine several nodes').",
 )
 @click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path))
-@click.option("--master", default="local[*]", show_default=True, help="Spark master URL.")
+@click.option(
+    "--master",
+    default="local[*]",
+    show_default=True,
+    help="Spark master URL; 'submitted' when run by spark-submit (see pipeline/__main__.py).",
+)
 @click.option("--widths", default="4,8,16,32,64,128,256,512,1024", help="evaluate: feeds.")
 @click.option("--heights", default="32000", help="evaluate: events per tangle.")
 @click.option("--deliveries", default="random-feed,in-order", help="evaluate: delivery models.")
@@ -45,7 +50,7 @@ def pipeline_command(
 
     if job != "evaluate" and not archives:
         raise click.UsageError(f"{job} needs at least one --in ARCHIVE")
-    spark = spark_session(master)
+    spark = spark_session(None if master == "submitted" else master)
     try:
         if job == "evaluate":
             sweep_options = (_ints(widths), _ints(heights), deliveries.split(","), seeds)

@@ -16,26 +16,30 @@ _JAVA_17 = Path("/usr/lib/jvm/java-17-openjdk-amd64")
 
 
 def spark_session(
-    master: str = "local[*]",
+    master: str | None = "local[*]",
     *,
     app: str = "tanglenode",
     driver_memory: str = "2g",
     shuffle_partitions: int | None = None,
 ):
-    """Build (or reuse) the session; import pyspark only here, so the node never needs it."""
+    """Build (or reuse) the session; import pyspark only here, so the node never needs it.
+
+    `master=None` leaves the master to spark-submit.
+    """
     if "JAVA_HOME" not in os.environ and _JAVA_17.is_dir():
         os.environ["JAVA_HOME"] = str(_JAVA_17)  # Spark 4 needs 17+; pin it over newer JDKs
-    if master.startswith("local"):
+    if master is not None and master.startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         # Workers run this interpreter (the project's venv), which has the jobs' imports.
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
     scratch = Path(tempfile.gettempdir()) / f"tanglenode-spark-{os.getuid()}"
+    builder = SparkSession.builder.appName(app)
+    if master is not None:  # None: spark-submit (or the environment) chose the master
+        builder = builder.master(master)
     builder = (
-        SparkSession.builder.master(master)
-        .appName(app)
-        .config("spark.driver.memory", driver_memory)
+        builder.config("spark.driver.memory", driver_memory)
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")

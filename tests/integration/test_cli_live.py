@@ -51,6 +51,8 @@ async def test_cli_commands_talk_to_the_running_node(tmp_path):
     assert status["feed"] == node.feed_id and status["messages"] == 3 and status["stalls"] == []
     assert status["final"] >= 1
     assert json.loads((await cli(node, "peers", "--json")).stdout) == []
+    exported = await cli(node, "export", "--out", str(tmp_path / "archive"))  # node still running
+    assert json.loads(exported.stdout)["messages"] == 3
     assert await node.stop() == 0
     stopped = await cli(node, "timeline", spec, "--json")  # the store, read directly
     assert [json.loads(line)["id"] for line in stopped.stdout.decode().splitlines()] == ids
