@@ -205,3 +205,17 @@ def test_evaluate_sweeps_configurations_as_tasks_and_draws_the_figure(spark, tmp
     assert list(pivot.columns[-2:]) == [4, 8] and set(pivot["source"]) == {"tanglenode"}
     figure = plot(frame, tmp_path / "figure.png")
     assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_archives_of_several_nodes_combine_without_duplicates(spark, archive, tmp_path):
+    out, _feeds = archive
+    rows = pq.read_table(out / "messages").to_pylist()
+    half = tmp_path / "other-node"
+    (half / "messages").mkdir(parents=True)
+    pq.write_table(  # a second node holding part of the same messages
+        pa.Table.from_pylist(rows[: len(rows) // 2], schema=MESSAGE_SCHEMA),
+        half / "messages" / "part-00000.parquet",
+    )
+    combined = read_messages(spark, [out, half])
+    assert combined.count() == len(rows)
+    assert combined.select("id").distinct().count() == len(rows)
