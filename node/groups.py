@@ -228,11 +228,12 @@ def timeline(
     ids = [msg_id for _rank, msg_id in store.timeline(name)]
     if order == "causal-time":
         tangle_name = MEMBERS if tangle == MEMBERS else tangle
+        members = set(ids)
         events = []
         for msg_id in ids:
             message = view.messages.get(msg_id) or store.get(msg_id)
             link = message.tangles[tangle_name]
-            inside = [p for p in link.previous or () if p in set(ids)]
+            inside = [p for p in link.previous or () if p in members]
             events.append((msg_id, inside, message.timestamp))
         ids = causal_time_order(events)
     rows = []

@@ -74,37 +74,38 @@ def verify(messages):
         F.lag("seq").over(chain).alias("before_seq"),
         F.lag("id").over(chain).alias("before_id"),
     )
-    gaps = linked.where(
-        (F.col("seq") > 1)
-        & (F.col("before_seq").isNull() | (F.col("before_seq") != F.col("seq") - 1))
-    ).select(
-        "id",
-        "author",
-        "seq",
-        F.lit("missing-previous").alias("reason"),
-        F.lit("the message before it in its feed is not in the archive").alias("detail"),
+    gaps = _reported(
+        linked.where(
+            (F.col("seq") > 1)
+            & (F.col("before_seq").isNull() | (F.col("before_seq") != F.col("seq") - 1))
+        ),
+        "missing-previous",
+        "the message before it in its feed is not in the archive",
     )
-    broken = linked.where(
-        (F.col("seq") > 1)
-        & (F.col("before_seq") == F.col("seq") - 1)
-        & (F.col("prev").isNull() | (F.col("prev") != F.col("before_id")))
-    ).select(
-        "id",
-        "author",
-        "seq",
-        F.lit("chain-mismatch").alias("reason"),
-        F.lit("prev is not the id of the message before it").alias("detail"),
+    broken = _reported(
+        linked.where(
+            (F.col("seq") > 1)
+            & (F.col("before_seq") == F.col("seq") - 1)
+            & (F.col("prev").isNull() | (F.col("prev") != F.col("before_id")))
+        ),
+        "chain-mismatch",
+        "prev is not the id of the message before it",
     )
     same_place = Window.partitionBy("author", "seq")
-    forks = (
-        messages.select("id", "author", "seq", F.count("*").over(same_place).alias("n"))
-        .where(F.col("n") > 1)
-        .select(
-            "id",
-            "author",
-            "seq",
-            F.lit("fork").alias("reason"),
-            F.lit("another valid message has the same author and seq").alias("detail"),
-        )
+    forks = _reported(
+        messages.select("id", "author", "seq", F.count("*").over(same_place).alias("n")).where(
+            F.col("n") > 1
+        ),
+        "fork",
+        "another valid message has the same author and seq",
     )
     return per_row.unionByName(gaps).unionByName(broken).unionByName(forks)
+
+
+def _reported(rows, reason: str, detail: str):
+    """Report rows: each of `rows` with its reason and detail."""
+    from pyspark.sql import functions as F
+
+    return rows.select(
+        "id", "author", "seq", F.lit(reason).alias("reason"), F.lit(detail).alias("detail")
+    )
