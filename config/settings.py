@@ -79,6 +79,12 @@ class StorageSettings(_Section):
     map_size: int = Field(64 * 2**30, ge=2**20, description="LMDB map size in bytes")
 
 
+class GossipSettings(_Section):
+    max_peer_feeds: int = Field(
+        20_000, ge=16, le=1 << 22, description="feeds a peer's clock may name before it is dropped"
+    )
+
+
 class PeerSettings(_Section):
     address: str
     key: str
@@ -106,6 +112,7 @@ class Settings(_Section):
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     limits: LimitsSettings = Field(default_factory=LimitsSettings)
     storage: StorageSettings = Field(default_factory=StorageSettings)
+    gossip: GossipSettings = Field(default_factory=GossipSettings)
 
     _listen = field_validator("listen")(_listen_address)
 

@@ -44,6 +44,10 @@ max_timeframe_entries = {limits.max_timeframe_entries}
 [storage]
 # LMDB map size in bytes: the most the store may grow to (disk is used as needed).
 map_size = {storage.map_size}
+
+[gossip]
+# A peer whose vector clock names more feeds than this is dropped (memory stays bounded).
+max_peer_feeds = {gossip.max_peer_feeds}
 """
 
 
@@ -55,4 +59,5 @@ def render_config(data_dir: Path, network_key: str = DEFAULT_NETWORK_KEY) -> str
         network_key=network_key,
         limits=defaults.limits,
         storage=defaults.storage,
+        gossip=defaults.gossip,
     )

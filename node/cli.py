@@ -178,45 +178,47 @@ def show(obj: Context, message_id: str, as_json: bool) -> None:
 @json_option
 @click.pass_obj
 def feeds(obj: Context, as_json: bool) -> None:
-    """List the feeds in the store with their head seq."""
+    """List the feeds in the store with their head seq, and where invalid ones end."""
     with obj.open_store() as store:
         infos = store.feeds()
     for info in infos:
         record = {
             "feed": feed_text(info.author),
             "seq": info.head_seq,
-            "head": message_text(info.head_id),
-            "forked_at": info.forked_at,
+            "head": message_text(info.head_id) if info.head_id else None,
+            "invalid_from": info.invalid_from,
         }
         if as_json:
             emit_json(record)
         else:
-            forked = f"  FORKED at {info.forked_at}" if info.forked_at else ""
-            click.echo(f"{record['feed']}  {info.head_seq:>8}{forked}")
+            invalid = f"  INVALID from {info.invalid_from}" if info.invalid_from else ""
+            click.echo(f"{record['feed']}  {info.head_seq:>8}{invalid}")
 
 
 @cli.command()
 @json_option
 @click.pass_obj
 def forks(obj: Context, as_json: bool) -> None:
-    """List fork evidence: pairs of valid messages by one author at one seq."""
+    """List the evidence held: forks (two messages at one seq) and timeframe cycles."""
     with obj.open_store() as store:
-        evidence = store.forks()
+        evidence = store.evidence()
     for item in evidence:
+        invalid = {feed_text(author): seq for author, seq in item.invalid.items()}
         if as_json:
             emit_json(
                 {
-                    "feed": feed_text(item.author),
-                    "seq": item.seq,
-                    "stored": message_dict(item.stored),
-                    "conflicting": message_dict(item.conflicting),
+                    "proof": message_text(item.id),
+                    "kind": item.kind.value,
+                    "invalid": invalid,
+                    "messages": [message_dict(message) for message in item.messages],
                 }
             )
         else:
-            click.echo(
-                f"{feed_text(item.author)}  seq {item.seq}  "
-                f"{message_text(item.stored.id)} vs {message_text(item.conflicting.id)}"
+            feeds_cut = ", ".join(f"{feed} from seq {seq}" for feed, seq in invalid.items())
+            messages = " ".join(
+                f"{feed_text(m.author)[:12]}:{m.seq}={message_text(m.id)}" for m in item.messages
             )
+            click.echo(f"{item.kind.value}: {feeds_cut or '(nothing cut)'}  [{messages}]")
 
 
 @cli.command()
@@ -232,7 +234,7 @@ def check(obj: Context, as_json: bool) -> int:
                 "ok": report.ok,
                 "messages": report.messages,
                 "feeds": report.feeds,
-                "fork_evidence": report.fork_evidence,
+                "evidence": report.evidence,
                 "problems": report.problems,
             }
         )
@@ -242,7 +244,7 @@ def check(obj: Context, as_json: bool) -> int:
         verdict = "ok" if report.ok else f"{len(report.problems)} problem(s)"
         click.echo(
             f"checked {report.messages} messages in {report.feeds} feeds, "
-            f"{report.fork_evidence} fork evidence: {verdict}"
+            f"{report.evidence} evidence messages: {verdict}"
         )
     return ExitCode.OK if report.ok else ExitCode.CHECK_FAILED
 
@@ -329,7 +331,7 @@ def export_command(obj: Context, out: Path) -> None:
         raise BadInput(f"{out} is not empty; export into a new directory")
     with obj.open_store() as store:
         figures = store.statistics()
-        total = figures["messages"] + figures["fork_evidence"]
+        total = figures["messages"] + figures["evidence"]
         with click.progressbar(length=total, label="exporting", file=sys.stderr) as bar:
             counts = export(store, out, bar.update)
     click.echo(json.dumps(counts))

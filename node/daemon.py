@@ -49,7 +49,13 @@ async def run_node(settings: Settings, keypair: Keypair, notifier: Notifier | No
     try:
         service = StoreService(store)
         registry = PeerRegistry()
-        network = Network(settings.network_key_bytes, keypair, service, registry)
+        network = Network(
+            settings.network_key_bytes,
+            keypair,
+            service,
+            registry,
+            max_peer_feeds=settings.gossip.max_peer_feeds,
+        )
         host, port = settings.listen.rsplit(":", 1)
         with trio.CancelScope() as running:
             async with trio.open_nursery() as nursery:

@@ -101,7 +101,7 @@ def export(
     (out / "timelines").mkdir(parents=True, exist_ok=True)
     counts = {"messages": 0, "evidence": 0, "timeline_rows": 0}
     rows = (message_row(parse_stored(raw)) for raw in store.iter_raw(CHUNK))
-    evidence = (message_row(message, evidence=True) for message in store.fork_messages())
+    evidence = (message_row(message, evidence=True) for message in store.evidence_messages())
     for number, chunk in enumerate(_chunks(_chain(rows, evidence), CHUNK)):
         table = pa.Table.from_pylist(chunk, schema=MESSAGE_SCHEMA)
         pq.write_table(table, out / "messages" / f"part-{number:05d}.parquet")

@@ -6,22 +6,35 @@ Two tasks share the connection:
 
 - the reader turns the peer's frames into actions: its clock (HELLO, then
   CLOCK changes) goes into its `PeerState`, and for every feed where it is
-  ahead of us and not yet asked for we send WANT (from our highest seq); a
-  WANT starts a subscription; MESSAGES go through the store's full
-  validation in one batch, then we grant that many credits back, so the
-  window refills only as fast as we store;
+  ahead of us we send WANT (from our highest seq); a WANT starts a
+  subscription; MESSAGES go through the store's full validation in one
+  batch, EVIDENCE through the store's proof check, then we grant that many
+  credits back, so the window refills only as fast as we store;
 - the writer wakes whenever the store changes or the reader pokes it. It
-  sends CLOCK for feeds that grew since it last told the peer, then sends
-  what the subscriptions lack in our processed order (causal, so the peer's
-  spacetime sees few references to messages still to come; see
-  `storage.replication`), in batches, as far as the credit allows.
-  After catching up, a subscription stays open, so new messages are pushed
-  live.
+  sends every proof the peer has not had from us (on connecting: all we
+  keep), CLOCK for feeds whose head changed since it last told the peer,
+  then what the subscriptions lack in our processed order (causal, so the
+  peer's spacetime sees few references to messages still to come; see
+  `storage.replication`), in batches, as far as the credit allows. After
+  catching up, a subscription stays open, so new messages are pushed live.
 
-A message the store rejects for any reason but `forked-feed` or
-`chain-mismatch` (which an honest peer holding the other branch of a fork
-can cause) means the peer is broken or hostile: `PeerMisbehaved` ends the
-connection with the reason, and only this connection.
+Forks are looked for, not just stumbled on: where the peer's head has our
+seq but another tag, we ask for its message at that seq (the two make a
+proof); where its next message does not chain to our head (chain-mismatch),
+we ask for its message at our head's seq. Each proof cuts the feed back
+one step lower on both sides until the branches meet, so both nodes end at
+the seq where the fork began.
+
+What a peer may cost us is bounded: its clock names at most
+`max_peer_feeds` feeds (more drops it, with that reason), it is dropped for
+sending two different messages at one (feed, seq) in one connection (an
+honest peer holds one), and everything about it but its `PeerState` summary
+is freed when the connection ends.
+
+A message the store rejects for any reason but `forked-feed`,
+`chain-mismatch` or `timeframe-cycle` (which an honest peer that holds
+what a proof condemns can cause) means the peer is broken or hostile:
+`PeerMisbehaved` ends the connection with the reason, and only this one.
 """
 
 from __future__ import annotations
@@ -33,23 +46,28 @@ from node.failures import leaves, only
 from node.peers import PeerState
 from node.service import StoreService
 from node.transport import SecureStream
-from protocol.errors import Reason, RemoteProtocolError
+from protocol.errors import InvalidMessage, Reason, RemoteProtocolError
+from protocol.evidence import InvalidProof
 from protocol.gossip import (
+    DEFAULT_MAX_FEEDS,
+    Clock,
     GossipConnection,
     PeerClock,
     PeerCredit,
+    PeerEvidence,
     PeerHello,
     PeerMessages,
     PeerWants,
 )
-from storage.ingest import Outcome
+from storage.ingest import IngestResult, Outcome
 from storage.replication import next_batch, start_of
 
 log = structlog.get_logger("gossip")
 
 WINDOW = 512  # messages a peer may send before we grant more
 BATCH = 128  # messages per MESSAGES frame at most
-_FORGIVEN = {Reason.FORKED_FEED, Reason.CHAIN_MISMATCH}
+_FORGIVEN = {Reason.FORKED_FEED, Reason.CHAIN_MISMATCH, Reason.TIMEFRAME_CYCLE}
+VARIANTS_REMEMBERED = 4096  # (feed, seq) of refused messages kept per connection
 
 
 class PeerMisbehaved(RemoteProtocolError):
@@ -65,20 +83,30 @@ class GossipSession:
         *,
         window: int = WINDOW,
         batch: int = BATCH,
+        max_peer_feeds: int = DEFAULT_MAX_FEEDS,
     ) -> None:
         self.secure = secure
         self.service = service
         self.peer = peer
         self.batch = batch
-        self.connection = GossipConnection(window)
-        self.advertised: dict[bytes, int] = {}  # our clock as the peer last heard it
-        self.asked: set[bytes] = set()  # feeds we sent WANT for
+        self.max_peer_feeds = max_peer_feeds
+        self.connection = GossipConnection(window, max_feeds=max_peer_feeds)
+        self.advertised: Clock = {}  # our clock as the peer last heard it
+        self.peer_tags: dict[bytes, bytes] = {}  # feed -> tag of the peer's head
+        self.asked: dict[bytes, int] = {}  # feed -> `after` of the last WANT we sent
         self.subscriptions: dict[bytes, int] = {}  # feed -> last seq sent
         self.resume: int | None = None  # where the walk of our processed order goes on
+        self.proofs_sent: set[bytes] = set()  # ids of proofs the peer had from us
+        self.evidence_seen = -1  # the service's evidence version we last sent proofs for
+        self.variants: dict[tuple[bytes, int], bytes] = {}  # refused (feed, seq) -> id
         self._poke = trio.Event()
 
+    def _our_clock(self) -> Clock:
+        tags = self.service.tags
+        return {feed: (seq, tags[feed]) for feed, seq in self.service.clock.items()}
+
     async def run(self) -> None:
-        self.advertised = dict(self.service.clock)
+        self.advertised = self._our_clock()
         await self.secure.send_all(self.connection.hello(self.advertised))
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._read)
@@ -100,34 +128,80 @@ class GossipSession:
     async def _handle(self, event) -> None:
         if isinstance(event, PeerHello | PeerClock):
             changes = event.clock if isinstance(event, PeerHello) else event.changes
-            self.peer.clock.update(changes)
-            ours = self.service.clock
-            wants = {
-                feed: ours.get(feed, 0)
-                for feed, seq in changes.items()
-                if seq > ours.get(feed, 0) and feed not in self.asked
-            }
-            if wants:
-                self.asked.update(wants)
-                await self.secure.send_all(self.connection.want(wants))
+            new_feeds = sum(feed not in self.peer.clock for feed in changes)
+            if len(self.peer.clock) + new_feeds > self.max_peer_feeds:
+                raise PeerMisbehaved(f"its clock names more than {self.max_peer_feeds} feeds")
+            for feed, (seq, tag) in changes.items():
+                self.peer.clock[feed] = seq
+                self.peer_tags[feed] = tag
+            await self._want(changes)
         elif isinstance(event, PeerWants):
+            ours = self.service.clock
             for feed, after in event.wants.items():
-                self.subscriptions[feed] = after
+                if feed in ours:  # an honest peer wants only what we advertised
+                    self.subscriptions[feed] = after
             self.resume = None  # the new subscriptions may start earlier in the walk
             self.poke()
         elif isinstance(event, PeerCredit):
             self.poke()
         elif isinstance(event, PeerMessages):
             await self._store(event.raws)
+        elif isinstance(event, PeerEvidence):
+            await self._take_evidence(event.raws)
+
+    async def _want(self, heads: Clock) -> None:
+        """Ask for what the peer has beyond us, and for its side of any fork it shows."""
+        ours, tags, invalid = self.service.clock, self.service.tags, self.service.invalid
+        wants: dict[bytes, int] = {}
+        for feed, (seq, tag) in heads.items():
+            have = ours.get(feed, 0)
+            complete = feed in invalid and have >= invalid[feed] - 1  # all that is valid
+            if seq > have and not complete:
+                wants[feed] = have
+            elif seq == have and have and tag != tags.get(feed):
+                wants[feed] = have - 1  # its message at our head's seq is another
+        await self._send_wants(wants)
+
+    async def _send_wants(self, wants: dict[bytes, int]) -> None:
+        wants = {feed: after for feed, after in wants.items() if self.asked.get(feed) != after}
+        if wants:
+            self.asked.update(wants)
+            await self.secure.send_all(self.connection.want(wants))
 
     async def _store(self, raws: list[bytes]) -> None:
         if not raws:
             return
         results = await self.service.ingest(raws)
+        descend: dict[bytes, int] = {}
         for result in results:
             if result.outcome is Outcome.REJECTED and result.reason not in _FORGIVEN:
                 raise PeerMisbehaved(f"sent an invalid message: {result.reason}: {result.detail}")
+            self._note_variant(result)
+            if result.reason is Reason.CHAIN_MISMATCH and result.message:
+                # Its branch and ours differ at or below our head: ask for its message there.
+                descend[result.message.author] = max(result.message.seq - 2, 0)
         self.peer.received += sum(result.outcome is Outcome.ACCEPTED for result in results)
+        await self.secure.send_all(self.connection.grant(len(raws)))
+        await self._send_wants(descend)
+
+    def _note_variant(self, result: IngestResult) -> None:
+        """Drop a peer that sends two messages for one (feed, seq): an honest one holds one."""
+        if result.message is None or result.outcome not in (Outcome.FORK, Outcome.REJECTED):
+            return
+        if result.outcome is Outcome.REJECTED and result.reason is not Reason.FORKED_FEED:
+            return
+        key = (result.message.author, result.message.seq)
+        earlier = self.variants.setdefault(key, result.id)
+        if earlier != result.id:
+            raise PeerMisbehaved(f"sent two messages for seq {key[1]} of one feed")
+        if len(self.variants) > VARIANTS_REMEMBERED:
+            del self.variants[next(iter(self.variants))]
+
+    async def _take_evidence(self, raws: list[bytes]) -> None:
+        try:
+            await self.service.add_evidence(raws)  # one we hold already changes nothing
+        except (InvalidMessage, InvalidProof) as error:
+            raise PeerMisbehaved(f"sent evidence that proves nothing: {error}") from None
         await self.secure.send_all(self.connection.grant(len(raws)))
 
     # -- writing -------------------------------------------------------------
@@ -136,9 +210,26 @@ class GossipSession:
         while True:
             self._poke = trio.Event()
             seen = self.service.version
+            await self._send_evidence()
             await self._send_clock_changes()
             await self._pump()
             await self._wait_for_work(seen, self._poke)
+
+    async def _send_evidence(self) -> None:
+        """Every proof we keep that the peer has not had from us, while credit lasts."""
+        version = self.service.evidence_version
+        if version == self.evidence_seen:
+            return
+        proofs = await self.service.read(self.service.store.evidence)
+        for proof in proofs:
+            if proof.id in self.proofs_sent:
+                continue
+            raws = [message.raw for message in proof.messages]
+            if len(raws) > self.connection.send_credit:
+                return  # the rest when credit comes back (it pokes us)
+            await self.secure.send_all(self.connection.evidence(raws))
+            self.proofs_sent.add(proof.id)
+        self.evidence_seen = version
 
     async def _wait_for_work(self, seen: int, poke: trio.Event) -> None:
         """Until the store moves past version `seen` or the reader pokes us."""
@@ -156,10 +247,13 @@ class GossipSession:
             waiter.start_soon(poked)
 
     async def _send_clock_changes(self) -> None:
+        """Heads that changed since we last told the peer, unless it told us the same head."""
+        peer_clock, peer_tags, advertised = self.peer.clock, self.peer_tags, self.advertised
         changes = {
-            feed: seq
-            for feed, seq in self.service.clock.items()
-            if seq > self.advertised.get(feed, 0) and seq > self.peer.clock.get(feed, 0)
+            feed: head
+            for feed, head in self._our_clock().items()
+            if head != advertised.get(feed)
+            and (head[0] > peer_clock.get(feed, 0) or head[1] != peer_tags.get(feed))
         }
         if changes:
             self.advertised.update(changes)

@@ -297,16 +297,16 @@ class IpcServer:
 
     async def op_status(self, request: dict[str, Any]) -> dict[str, Any]:
         store = self.service.store
-        forks = await self.service.read(store.forks)
+        invalid = dict(self.service.invalid)
         stalled = await self.service.read(store.stalls)
-        forked = {evidence.author for evidence in forks}
+        forked = set(invalid)
         ours = self.service.clock
         return {
             "feed": self.keypair.public,
             "feeds": len(ours),
             "messages": sum(ours.values()),
             "clock": ours,
-            "forks": [[e.author, e.seq] for e in forks],
+            "forks": [[author, seq] for author, seq in invalid.items()],
             "final": await self.service.read(store.spacetime_final),
             "stalls": [
                 {"feed": x.feed, "seq": x.seq, "waits_for": [x.needs_feed, x.needs_seq]}

@@ -19,6 +19,7 @@ from node.gossip import gossip
 from node.peers import PeerRegistry
 from node.service import StoreService
 from node.transport import HandshakeFailed, client_handshake, server_handshake
+from protocol.gossip import DEFAULT_MAX_FEEDS
 from protocol.identity import Keypair
 
 log = structlog.get_logger("network")
@@ -38,6 +39,7 @@ class Network:
     service: StoreService
     registry: PeerRegistry
     handshake_seconds: float = 10.0
+    max_peer_feeds: int = DEFAULT_MAX_FEEDS
     on_change: Callable[[], None] = lambda: None  # told when a peer connects or leaves
 
     async def _converse(self, secure, direction: str, address: str | None) -> None:
@@ -46,7 +48,7 @@ class Network:
         self.on_change()
         reason = None
         try:
-            reason = await gossip(secure, self.service, peer)
+            reason = await gossip(secure, self.service, peer, max_peer_feeds=self.max_peer_feeds)
         except Exception as error:  # a bug of ours: drop this peer, keep serving the others
             log.exception("peer connection failed", peer=secure.peer.hex()[:16])
             reason = f"internal error: {error!r}"
@@ -76,6 +78,7 @@ class Network:
     async def dial_forever(self, address: str, key: bytes) -> None:
         """Keep a connection to the peer at `address` whose public key is `key`."""
         host, port = address.rsplit(":", 1)
+        self.registry.dialing(key, address)
         wait = FIRST_RETRY
         while True:
             began = trio.current_time()
@@ -91,7 +94,6 @@ class Network:
                     raise
             except (OSError, trio.TooSlowError, HandshakeFailed) as failure:
                 self.registry.state(key).last_error = f"dial {address}: {failure}"
-                self.registry.state(key).address = address
             else:
                 await self._converse(secure, "out", address)
                 if trio.current_time() - began > STEADY_SECONDS:

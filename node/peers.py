@@ -1,16 +1,22 @@
 """What the node knows about its peers: who is connected, what they have, why they left.
 
-Each peer (by long-term public key) has a `PeerState` that outlives its
-connections: the vector clock it last told us, when it connected, and the
-reason its last connection ended. "Am I caught up with peer P" is a pure
-function of P's clock and ours: every feed P has, we have at least as far
-(feeds with fork evidence excepted, as P may hold the other branch).
+Each peer (by long-term public key) has a `PeerState`: the vector clock it
+told us on its current connection, when it connected, and the reason its
+last connection ended. "Am I caught up with peer P" is a pure function of
+P's clock and ours: every feed P has, we have at least as far (feeds with
+fork evidence excepted, as P may hold the other branch).
+
+Memory stays bounded whoever connects: a peer's clock is dropped when its
+last connection ends, and of the peers we do not dial ourselves only the
+`RECENT` most recently disconnected are remembered (for `status`).
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+
+RECENT = 64
 
 
 @dataclass
@@ -24,6 +30,7 @@ class PeerState:
     received: int = 0
     sent: int = 0
     last_error: str | None = None
+    dialed: bool = False  # we keep a connection to it (config or `connect`)
 
     @property
     def connected(self) -> bool:
@@ -39,13 +46,19 @@ class PeerState:
 
 
 class PeerRegistry:
-    def __init__(self) -> None:
+    def __init__(self, recent: int = RECENT) -> None:
         self.peers: dict[bytes, PeerState] = {}
+        self.recent = recent
 
     def state(self, key: bytes) -> PeerState:
         if key not in self.peers:
             self.peers[key] = PeerState(key)
         return self.peers[key]
+
+    def dialing(self, key: bytes, address: str) -> PeerState:
+        peer = self.state(key)
+        peer.address, peer.dialed = address, True
+        return peer
 
     def connected(self, key: bytes, direction: str, address: str | None) -> PeerState:
         peer = self.state(key)
@@ -59,6 +72,14 @@ class PeerRegistry:
         peer = self.state(key)
         peer.connections -= 1
         peer.last_error = reason
+        if peer.connected:
+            return
+        peer.clock = {}
+        # Most recently disconnected last; forget the oldest peers we do not dial.
+        self.peers[key] = self.peers.pop(key)
+        transient = [k for k, p in self.peers.items() if not p.dialed and not p.connected]
+        for old in transient[: max(0, len(transient) - self.recent)]:
+            del self.peers[old]
 
     def is_connected(self, key: bytes) -> bool:
         return key in self.peers and self.peers[key].connections > 0

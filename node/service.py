@@ -9,6 +9,10 @@ writer anyway), reads alongside. The service keeps the vector clock (feed
 `version` after every write that stored something. Tasks that push to
 peers or subscribers call `wait_changed(seen)` to sleep until the store
 moves past the version they last saw, so nothing polls.
+
+A fork or a cycle found in a batch, or a proof from a peer, can cut feeds
+back (storage.invalidation): the clock is then read again from the store,
+and `evidence_version` goes up so every connection sends the new proof on.
 """
 
 from __future__ import annotations
@@ -18,19 +22,30 @@ from typing import Any
 
 import trio
 
+from protocol.gossip import tag_of
 from protocol.message import Message
-from storage.ingest import IngestResult
+from storage.ingest import IngestResult, Outcome
 from storage.store import FeedStore
 
 
 class StoreService:
     def __init__(self, store: FeedStore) -> None:
         self.store = store
-        self.clock: dict[bytes, int] = store.frontier()
+        self.clock: dict[bytes, int] = {}  # feed -> highest valid seq held
+        self.tags: dict[bytes, bytes] = {}  # feed -> tag of that message's id
+        self.invalid: dict[bytes, int] = {}  # feed -> seq it is invalid from
+        self._read_clock()
         self.version = 0
+        self.evidence_version = 0
         self._changed = trio.Event()
         self._writer = trio.CapacityLimiter(1)
         self._readers = trio.CapacityLimiter(4)
+
+    def _read_clock(self) -> None:
+        feeds = self.store.feeds()
+        self.clock = {feed.author: feed.head_seq for feed in feeds if feed.head_id}
+        self.tags = {feed.author: tag_of(feed.head_id) for feed in feeds if feed.head_id}
+        self.invalid = {f.author: f.invalid_from for f in feeds if f.invalid_from is not None}
 
     # -- change signals ------------------------------------------------------
 
@@ -39,6 +54,7 @@ class StoreService:
         for message in messages:
             if message.seq > self.clock.get(message.author, 0):
                 self.clock[message.author] = message.seq
+                self.tags[message.author] = tag_of(message.id)
             grew = True
         if grew:
             self.version += 1
@@ -57,8 +73,27 @@ class StoreService:
         results = await trio.to_thread.run_sync(
             self.store.ingest, raws, limiter=self._writer, abandon_on_cancel=False
         )
-        self._stored(result.message for result in results if result.stored and result.message)
+        if any(result.outcome in (Outcome.FORK, Outcome.CYCLE) for result in results):
+            await self._proofs_changed()
+        accepted = (r.message for r in results if r.outcome is Outcome.ACCEPTED and r.message)
+        self._stored(accepted)
         return results
+
+    async def add_evidence(self, raws: list[bytes]) -> tuple[str, dict[bytes, int]]:
+        """Check and apply a peer's proof (see `FeedStore.add_evidence`)."""
+        outcome = await trio.to_thread.run_sync(
+            self.store.add_evidence, raws, limiter=self._writer, abandon_on_cancel=False
+        )
+        if outcome[0] == "new":
+            await self._proofs_changed()
+        return outcome
+
+    async def _proofs_changed(self) -> None:
+        await trio.to_thread.run_sync(self._read_clock, limiter=self._writer)
+        self.evidence_version += 1
+        self.version += 1
+        self._changed.set()
+        self._changed = trio.Event()
 
     async def publish(self, content: Any, tangles: Mapping[str, bytes | None] | None) -> Message:
         message = await trio.to_thread.run_sync(

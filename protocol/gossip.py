@@ -5,22 +5,32 @@ Theory of operation
 After the secret handshake both sides speak frames (`protocol.framing`),
 each a msgpack array whose first element is its kind:
 
-    [HELLO, version, clock, credit]   first frame of each side: its whole
-                                      vector clock (feed -> highest seq) and
-                                      how many messages it lets the other send
-    [CLOCK, changes]                  feeds whose highest seq grew since
+    [HELLO, version, clock, credit]   first frame of each side: its vector
+                                      clock (the rest follows in CLOCK frames
+                                      when it is large) and how many messages
+                                      it lets the other send
+    [CLOCK, changes]                  feeds whose head changed since
     [WANT, {feed: after}]             send me feed's messages after seq
                                       `after`, then keep pushing new ones
     [MESSAGES, [signed bytes, ...]]   messages, each feed's in seq order
+    [EVIDENCE, [signed bytes, ...]]   one proof that feeds are invalid (a fork
+                                      or a timeframe cycle, protocol.evidence)
     [CREDIT, n]                       you may send n more messages
 
-Flow control is a credit window counted in messages: a side may only send
-as many messages as the other has granted, and grants more only after it
-has stored what it received, so a fast sender cannot flood a slow
-receiver. Everything about *which* messages to send lives with the caller
-(it has the store); this machine checks the shape of every frame and the
-credit, and turns frames into events. Anything malformed, out of order or
-over credit raises `GossipError`; the caller then drops the peer.
+A clock maps a feed to `[seq, tag]`: its highest valid seq and the first
+`TAG_BYTES` bytes of that message's id. Two nodes at one seq with different
+tags hold two branches of a fork: each asks the other for that message, and
+the pair becomes a proof. A clock may name at most `max_feeds` feeds per
+frame (the caller caps the total it keeps per peer).
+
+Flow control is a credit window counted in messages (those of EVIDENCE
+frames too): a side may only send as many messages as the other has
+granted, and grants more only after it has stored what it received, so a
+fast sender cannot flood a slow receiver. Everything about *which*
+messages to send lives with the caller (it has the store); this machine
+checks the shape of every frame and the credit, and turns frames into
+events. Anything malformed, out of order or over credit raises
+`GossipError`; the caller then drops the peer.
 """
 
 from __future__ import annotations
@@ -32,8 +42,11 @@ from typing import Any
 from protocol.errors import LocalProtocolError, RemoteProtocolError
 from protocol.framing import DEFAULT_MAX_FRAME, FrameDecoder, encode_frame
 
-VERSION = 1
+VERSION = 2
 FEED_BYTES = 32
+TAG_BYTES = 8
+DEFAULT_MAX_FEEDS = 20_000
+CLOCK_CHUNK = 8_192  # feeds per HELLO or CLOCK frame we send (well under the frame cap)
 
 
 class Kind(enum.IntEnum):
@@ -42,20 +55,24 @@ class Kind(enum.IntEnum):
     WANT = 2
     MESSAGES = 3
     CREDIT = 4
+    EVIDENCE = 5
 
 
 class GossipError(RemoteProtocolError):
     """The peer broke the gossip protocol."""
 
 
+Clock = dict[bytes, tuple[int, bytes]]  # feed -> (highest valid seq, tag of its id)
+
+
 @dataclass(frozen=True, slots=True)
 class PeerHello:
-    clock: dict[bytes, int]
+    clock: Clock
 
 
 @dataclass(frozen=True, slots=True)
 class PeerClock:
-    changes: dict[bytes, int]
+    changes: Clock
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,21 +86,62 @@ class PeerMessages:
 
 
 @dataclass(frozen=True, slots=True)
+class PeerEvidence:
+    raws: list[bytes]
+
+
+@dataclass(frozen=True, slots=True)
 class PeerCredit:
     granted: int
 
 
-Event = PeerHello | PeerClock | PeerWants | PeerMessages | PeerCredit
+Event = PeerHello | PeerClock | PeerWants | PeerMessages | PeerEvidence | PeerCredit
 
 
-def _clock(value: Any, what: str) -> dict[bytes, int]:
+def tag_of(msg_id: bytes) -> bytes:
+    return msg_id[:TAG_BYTES]
+
+
+def _is_seq(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 1 << 63
+
+
+def _feeds(value: Any, what: str, max_feeds: int) -> dict:
     if not isinstance(value, dict):
-        raise GossipError(f"{what}: expected a map of feed to seq")
-    for feed, seq in value.items():
+        raise GossipError(f"{what}: expected a map keyed by feed")
+    if len(value) > max_feeds:
+        raise GossipError(f"{what}: names {len(value)} feeds, the limit is {max_feeds}")
+    for feed in value:
         if not (isinstance(feed, bytes) and len(feed) == FEED_BYTES):
             raise GossipError(f"{what}: a feed key is not {FEED_BYTES} bytes")
-        if not (isinstance(seq, int) and not isinstance(seq, bool) and 0 <= seq < 1 << 63):
-            raise GossipError(f"{what}: a seq is not a non-negative integer")
+    return value
+
+
+def _clock(value: Any, what: str, max_feeds: int) -> Clock:
+    clock: Clock = {}
+    for feed, head in _feeds(value, what, max_feeds).items():
+        if not (
+            isinstance(head, list)
+            and len(head) == 2
+            and _is_seq(head[0])
+            and isinstance(head[1], bytes)
+            and len(head[1]) == TAG_BYTES
+        ):
+            raise GossipError(f"{what}: a head is not [seq, {TAG_BYTES}-byte tag]")
+        clock[feed] = (head[0], head[1])
+    return clock
+
+
+def _wants(value: Any, max_feeds: int) -> dict[bytes, int]:
+    wants = _feeds(value, "WANT", max_feeds)
+    if not all(_is_seq(after) for after in wants.values()):
+        raise GossipError("WANT: a seq is not a non-negative integer")
+    return wants
+
+
+def _raws(value: Any, what: str) -> list[bytes]:
+    if not isinstance(value, list) or not all(isinstance(raw, bytes) for raw in value):
+        raise GossipError(f"{what} must carry a list of byte strings")
     return value
 
 
@@ -96,9 +154,12 @@ def _count(value: Any, what: str) -> int:
 class GossipConnection:
     """One side of one gossip connection: frames in, events out; helpers make frames to send."""
 
-    def __init__(self, window: int, max_frame: int = DEFAULT_MAX_FRAME) -> None:
+    def __init__(
+        self, window: int, max_frame: int = DEFAULT_MAX_FRAME, max_feeds: int = DEFAULT_MAX_FEEDS
+    ) -> None:
         self.window = window
         self.max_frame = max_frame
+        self.max_feeds = max_feeds
         self._decoder = FrameDecoder(max_frame)
         self.peer_said_hello = False
         self.send_credit = 0  # messages we may still send
@@ -106,12 +167,26 @@ class GossipConnection:
 
     # -- what we send --------------------------------------------------------
 
-    def hello(self, clock: dict[bytes, int]) -> bytes:
+    def hello(self, clock: Clock) -> bytes:
+        """HELLO with the first `CLOCK_CHUNK` feeds of our clock, CLOCK frames with the rest."""
         self.receive_allowance = self.window
-        return encode_frame([Kind.HELLO, VERSION, clock, self.window], self.max_frame)
+        entries = [(feed, [seq, tag]) for feed, (seq, tag) in clock.items()]
+        frames = [
+            encode_frame(
+                [Kind.HELLO, VERSION, dict(entries[:CLOCK_CHUNK]), self.window], self.max_frame
+            )
+        ]
+        for start in range(CLOCK_CHUNK, len(entries), CLOCK_CHUNK):
+            chunk = dict(entries[start : start + CLOCK_CHUNK])
+            frames.append(encode_frame([Kind.CLOCK, chunk], self.max_frame))
+        return b"".join(frames)
 
-    def clock(self, changes: dict[bytes, int]) -> bytes:
-        return encode_frame([Kind.CLOCK, changes], self.max_frame)
+    def clock(self, changes: Clock) -> bytes:
+        entries = [(feed, [seq, tag]) for feed, (seq, tag) in changes.items()]
+        return b"".join(
+            encode_frame([Kind.CLOCK, dict(entries[start : start + CLOCK_CHUNK])], self.max_frame)
+            for start in range(0, len(entries), CLOCK_CHUNK)
+        )
 
     def want(self, wants: dict[bytes, int]) -> bytes:
         return encode_frame([Kind.WANT, wants], self.max_frame)
@@ -121,6 +196,13 @@ class GossipConnection:
             raise LocalProtocolError(f"{len(raws)} messages but only {self.send_credit} credit")
         self.send_credit -= len(raws)
         return encode_frame([Kind.MESSAGES, raws], self.max_frame)
+
+    def evidence(self, raws: list[bytes]) -> bytes:
+        """One proof; its messages count against the credit like any others."""
+        if len(raws) > self.send_credit:
+            raise LocalProtocolError(f"{len(raws)} messages but only {self.send_credit} credit")
+        self.send_credit -= len(raws)
+        return encode_frame([Kind.EVIDENCE, raws], self.max_frame)
 
     def grant(self, count: int) -> bytes:
         """Let the peer send `count` more messages (after we stored what it sent)."""
@@ -152,23 +234,21 @@ class GossipConnection:
                 raise GossipError(f"gossip version {frame[1]!r}, we speak {VERSION}")
             self.peer_said_hello = True
             self.send_credit = _count(frame[3], "HELLO credit")
-            return PeerHello(_clock(frame[2], "HELLO clock"))
+            return PeerHello(_clock(frame[2], "HELLO clock", self.max_feeds))
         if len(frame) != 2:
             raise GossipError(f"{kind.name} takes one argument")
         if kind is Kind.CLOCK:
-            return PeerClock(_clock(frame[1], "CLOCK"))
+            return PeerClock(_clock(frame[1], "CLOCK", self.max_feeds))
         if kind is Kind.WANT:
-            return PeerWants(_clock(frame[1], "WANT"))
+            return PeerWants(_wants(frame[1], self.max_feeds))
         if kind is Kind.CREDIT:
             granted = _count(frame[1], "CREDIT")
             self.send_credit += granted
             return PeerCredit(granted)
-        raws = frame[1]
-        if not isinstance(raws, list) or not all(isinstance(raw, bytes) for raw in raws):
-            raise GossipError("MESSAGES must carry a list of byte strings")
+        raws = _raws(frame[1], kind.name)
         if len(raws) > self.receive_allowance:
             raise GossipError(
                 f"{len(raws)} messages sent with only {self.receive_allowance} credit granted"
             )
         self.receive_allowance -= len(raws)
-        return PeerMessages(raws)
+        return PeerMessages(raws) if kind is Kind.MESSAGES else PeerEvidence(raws)

@@ -2,7 +2,7 @@
 
 One read transaction over the whole store. Each stored message is decoded
 and its signature verified again; from the messages alone we rebuild what
-every index should hold (ids, feed chains, heads, fork rows, tangle tips
+every index should hold (ids, feed chains, heads, proofs, tangle tips
 and references) and report each disagreement as one line. The parsed messages
 and rebuilt sets live in memory: fine for an offline check of a node's store,
 proportional to its size.
@@ -10,21 +10,27 @@ proportional to its size.
 
 from __future__ import annotations
 
+import struct
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+import msgpack
+
 from protocol.errors import InvalidMessage
+from protocol.evidence import InvalidProof, check_proof
 from protocol.identity import feed_text, message_text
 from protocol.limits import UNLIMITED
 from protocol.message import Message, decode_message
 from storage.layout import Tables, split_feed_key, split_head_value, tangle_key
+
+_U64 = struct.Struct(">Q")
 
 
 @dataclass
 class CheckReport:
     messages: int = 0
     feeds: int = 0
-    fork_evidence: int = 0
+    evidence: int = 0
     problems: list[str] = field(default_factory=list)
 
     @property
@@ -56,7 +62,7 @@ def check_store(env, tables: Tables) -> CheckReport:
             by_position[(author, seq)] = message
         _check_ids(txn, tables, by_position, report)
         _check_feeds(txn, tables, by_position, report)
-        _check_forks(txn, tables, by_position, report)
+        _check_evidence(txn, tables, by_position, report)
         _check_tangles(txn, tables, list(by_position.values()), report)
     return report
 
@@ -93,33 +99,46 @@ def _check_feeds(txn, tables: Tables, by_position, report: CheckReport) -> None:
         report.problems.append(f"heads row of {feed_text(author)} has no messages")
 
 
-def _check_forks(txn, tables: Tables, by_position, report: CheckReport) -> None:
-    listed: set[bytes] = set()
-    for key in txn.cursor(db=tables.forks).iternext(values=False):
-        author, seq = split_feed_key(key)
-        evidence_id = bytes(key[40:])
-        listed.add(evidence_id)
-        raw = txn.get(evidence_id, db=tables.fork_evidence)
-        stored = by_position.get((author, seq))
-        if raw is None:
-            report.problems.append(f"fork row {message_text(evidence_id)} has no evidence body")
-            continue
-        evidence = _verified(raw, f"fork evidence {message_text(evidence_id)}", report)
-        if evidence is None:
-            continue
-        if evidence.id != evidence_id:
-            report.problems.append(f"fork evidence {message_text(evidence_id)} has another id")
-            continue
-        if (
-            (evidence.author, evidence.seq) != (author, seq)
-            or stored is None
-            or stored.id == evidence_id
-        ):
-            report.problems.append(f"fork evidence {message_text(evidence_id)} does not conflict")
-    for key in txn.cursor(db=tables.fork_evidence).iternext(values=False):
-        report.fork_evidence += 1
-        if bytes(key) not in listed:
-            report.problems.append(f"fork evidence {message_text(bytes(key))} has no fork row")
+def _check_evidence(txn, tables: Tables, by_position, report: CheckReport) -> None:
+    """Every invalid feed names a kept proof that cuts it there and holds nothing past it."""
+    held: set[bytes] = set()
+    proofs: dict[bytes, dict[bytes, int] | None] = {}
+    for proof_id, raw in txn.cursor(db=tables.proofs):
+        kind, ids = msgpack.unpackb(raw)
+        held.update(ids)
+        messages = []
+        for msg_id in ids:
+            body = txn.get(msg_id, db=tables.evidence)
+            message = body and _verified(body, f"evidence {message_text(msg_id)}", report)
+            if not message or message.id != msg_id:
+                report.problems.append(f"evidence {message_text(msg_id)} is missing or wrong")
+                break
+            messages.append(message)
+        else:
+            try:
+                proof = check_proof(messages)
+            except InvalidProof as error:
+                report.problems.append(f"proof {message_text(bytes(proof_id))}: {error}")
+                continue
+            if proof.id != proof_id or proof.kind != kind:
+                report.problems.append(f"proof {message_text(bytes(proof_id))} has another id")
+                continue
+            proofs[bytes(proof_id)] = proof.invalid_from()
+    named: set[bytes] = set()
+    for author, value in txn.cursor(db=tables.invalid):
+        author, seq, proof_id = bytes(author), _U64.unpack(value[:8])[0], bytes(value[8:])
+        named.add(proof_id)
+        boundaries = proofs.get(proof_id)
+        if boundaries is None or boundaries.get(author) != seq:
+            report.problems.append(f"feed {feed_text(author)} is invalid without its proof")
+        if any((author, later) in by_position for later in (seq, seq + 1)):
+            report.problems.append(f"feed {feed_text(author)} holds messages past its boundary")
+    for proof_id in proofs.keys() - named:
+        report.problems.append(f"proof {message_text(proof_id)} names no invalid feed")
+    for key in txn.cursor(db=tables.evidence).iternext(values=False):
+        report.evidence += 1
+        if bytes(key) not in held:
+            report.problems.append(f"evidence {message_text(bytes(key))} is in no proof")
 
 
 def _check_tangles(txn, tables: Tables, messages, report: CheckReport) -> None:

@@ -34,7 +34,7 @@ class OwnFeedForked(StorageError):
 
 
 class TimelineError(StorageError):
-    """An event cannot be added to a timeline; the timeline is unchanged."""
+    """An event cannot be added to or removed from a timeline; the timeline is unchanged."""
 
 
 class DuplicateEvent(TimelineError):
@@ -42,7 +42,19 @@ class DuplicateEvent(TimelineError):
 
 
 class CycleError(TimelineError):
-    """The event's links would make it precede itself."""
+    """The event's links would make it precede itself.
+
+    `loop` lists refs each of which follows the next, the last following the
+    new event (the first); empty when the event links to itself.
+    """
+
+    def __init__(self, message: str, loop: list[bytes] | None = None) -> None:
+        super().__init__(message)
+        self.loop = loop or []
+
+
+class UnknownEvent(TimelineError):
+    """The ref to remove is not a member of the timeline."""
 
 
 class UnknownTimeline(StorageError):

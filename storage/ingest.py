@@ -5,18 +5,24 @@ Theory of operation
 Signature and shape checks need no store, so `storage.store` runs them before
 it takes the write transaction; what is left here is the feed-chain rule,
 decided against the feed's head (the highest stored seq, always contiguous
-from 1):
+from 1) and its boundary (set once a proof shows the feed invalid):
 
-    seq <= head, id already stored or held as evidence -> duplicate
-    seq <= head, another id at that seq             -> fork: kept as evidence,
-                                                       the feed is now forked
-    feed forked, seq > head                         -> rejected, forked-feed
+    feed invalid from b, seq >= b                   -> rejected, forked-feed
+                                                       (duplicate if held as evidence)
+    seq <= head, id already stored                  -> duplicate
+    seq <= head, another id at that seq             -> fork: the pair is a proof, the
+                                                       feed is invalid from seq
     seq > head + 1                                  -> rejected, missing-previous
     seq == head + 1 but prev is not the head's id   -> rejected, chain-mismatch
-    timeframe closes a causal cycle                 -> rejected, timeframe-cycle
+    timeframe closes a causal cycle                 -> cycle: the loop is a proof, each
+                                                       feed on it invalid from its
+                                                       lowest seq on the loop
     otherwise                                       -> accepted: stored, indexed,
                                                        tangle tips and timelines
                                                        updated (storage.timelines)
+
+A proof that lowers a boundary cuts the feed back (storage.invalidation);
+`add_proof` applies one that came from a peer the same way.
 
 A `BatchWriter` caches each feed's head and fork state for the life of the
 transaction and writes the heads once, in `finish()`, however many messages
@@ -29,18 +35,14 @@ import enum
 from dataclasses import dataclass
 
 from protocol.errors import Reason
+from protocol.evidence import InvalidProof, Proof, check_proof, cycle_proof
+from protocol.identity import message_id
 from protocol.limits import UNLIMITED
 from protocol.message import Message, decode_message
-from storage.layout import (
-    EMPTY,
-    Tables,
-    feed_key,
-    head_value,
-    split_feed_key,
-    split_head_value,
-)
+from storage.invalidation import invalid_from, record_proof, truncate_feed
+from storage.layout import Tables, feed_key, head_value, split_head_value
 from storage.tangles import add_to_tangles
-from storage.timeline import CycleError, TimelineTables, TimelineWriter
+from storage.timeline import CycleError, TimelineReader, TimelineTables, TimelineWriter
 from storage.timelines import add_message
 
 
@@ -48,7 +50,8 @@ class Outcome(enum.StrEnum):
     ACCEPTED = "accepted"
     DUPLICATE = "duplicate"
     REJECTED = "rejected"
-    FORK = "fork"
+    FORK = "fork"  # with a stored message, a proof that cut its feed back
+    CYCLE = "cycle"  # closed a timeframe cycle, a proof that cut its feeds back
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,8 +66,8 @@ class IngestResult:
 
     @property
     def stored(self) -> bool:
-        """True if the store now holds this message's bytes (accepted or as evidence)."""
-        return self.outcome in (Outcome.ACCEPTED, Outcome.FORK)
+        """True if the store holds this message's bytes now (accepted), or it changed feeds."""
+        return self.outcome in (Outcome.ACCEPTED, Outcome.FORK, Outcome.CYCLE)
 
 
 def read_head(txn, tables: Tables, author: bytes) -> tuple[int, bytes | None]:
@@ -72,18 +75,10 @@ def read_head(txn, tables: Tables, author: bytes) -> tuple[int, bytes | None]:
     return (0, None) if value is None else split_head_value(value)
 
 
-def forked_at(txn, tables: Tables, author: bytes) -> int | None:
-    """The lowest seq at which `author`'s feed has fork evidence, or None."""
-    cursor = txn.cursor(db=tables.forks)
-    if cursor.set_range(author) and cursor.key()[:32] == author:
-        return split_feed_key(cursor.key())[1]
-    return None
-
-
 def is_known(txn, tables: Tables, msg_id: bytes) -> bool:
     return (
         txn.get(msg_id, db=tables.message_ids) is not None
-        or txn.get(msg_id, db=tables.fork_evidence) is not None
+        or txn.get(msg_id, db=tables.evidence) is not None
     )
 
 
@@ -93,11 +88,13 @@ class BatchWriter:
     def __init__(self, txn, tables: Tables, timeline_tables: TimelineTables) -> None:
         self._txn = txn
         self._tables = tables
+        self._timeline_tables = timeline_tables
         self._timelines = TimelineWriter(txn, timeline_tables)
         self._heads: dict[bytes, tuple[int, bytes | None]] = {}
         self._dirty_heads: set[bytes] = set()
-        self._forked: dict[bytes, bool] = {}
+        self._invalid: dict[bytes, int | None] = {}
         self._timeframes: dict[bytes, dict[bytes, int]] = {}  # author -> its head's timeframe
+        self.invalidated: dict[bytes, int] = {}  # feeds cut back in this batch -> boundary
 
     def head_timeframe(self, author: bytes, seq: int) -> dict[bytes, int]:
         """The timeframe of the author's stored message `seq` (its current head)."""
@@ -113,24 +110,33 @@ class BatchWriter:
             head = self._heads[author] = read_head(self._txn, self._tables, author)
         return head
 
-    def is_forked(self, author: bytes) -> bool:
-        forked = self._forked.get(author)
-        if forked is None:
-            forked = self._forked[author] = forked_at(self._txn, self._tables, author) is not None
-        return forked
+    def invalid_from(self, author: bytes) -> int | None:
+        if author not in self._invalid:
+            self._invalid[author] = invalid_from(self._txn, self._tables, author)
+        return self._invalid[author]
 
     def apply(self, message: Message) -> IngestResult:
         txn, tables = self._txn, self._tables
         author, seq = message.author, message.seq
+        boundary = self.invalid_from(author)
+        if boundary is not None and seq >= boundary:
+            if txn.get(message.id, db=tables.evidence) is not None:
+                return IngestResult(Outcome.DUPLICATE, message.id, message=message)
+            return self._reject(
+                message, Reason.FORKED_FEED, f"the feed is invalid from seq {boundary}"
+            )
         head_seq, head_id = self.head(author)
         if seq <= head_seq:
-            # Only here can the message be stored already: heads never move back,
-            # and fork evidence is always recorded at or below the head.
+            # Only here can the message be stored already: heads never pass a
+            # boundary, and evidence is held only at or above one.
             if is_known(txn, tables, message.id):
                 return IngestResult(Outcome.DUPLICATE, message.id, message=message)
-            return self._record_fork(message)
-        if self.is_forked(author):
-            return self._reject(message, Reason.FORKED_FEED, "the feed has fork evidence")
+            stored = decode_message(
+                bytes(txn.get(feed_key(author, seq), db=tables.messages)),
+                UNLIMITED,
+                verify_signature=False,
+            )
+            return self._proven(check_proof([stored, message]), message, Outcome.FORK)
         if seq > head_seq + 1:
             return self._reject(
                 message, Reason.MISSING_PREVIOUS, f"seq {seq} but the feed ends at {head_seq}"
@@ -142,10 +148,8 @@ class BatchWriter:
         previous_timeframe = self.head_timeframe(author, head_seq) if seq > 1 else {}
         try:
             add_message(self._timelines, message, previous_timeframe)
-        except CycleError:
-            return self._reject(
-                message, Reason.TIMEFRAME_CYCLE, "its timeframe would place it before itself"
-            )
+        except CycleError as error:
+            return self._cycle(message, error.loop)
         position = feed_key(author, seq)
         txn.put(position, message.raw, db=tables.messages)
         txn.put(message.id, position, db=tables.message_ids)
@@ -155,26 +159,59 @@ class BatchWriter:
         self._dirty_heads.add(author)
         return IngestResult(Outcome.ACCEPTED, message.id, message=message)
 
+    def add_proof(self, proof: Proof) -> dict[bytes, int]:
+        """Apply a checked proof; returns the feeds it cut back, with their new boundaries."""
+        lowered = record_proof(self._txn, self._tables, proof)
+        reader = TimelineReader(self._txn, self._timeline_tables)
+        for author, boundary in lowered.items():
+            head_seq, _head_id = self.head(author)
+            if head_seq >= boundary:
+                truncate_feed(
+                    self._txn, self._tables, self._timelines, reader, author, boundary, head_seq
+                )
+                new_head = boundary - 1
+                raw = self._txn.get(feed_key(author, new_head), db=self._tables.messages)
+                self._heads[author] = (new_head, message_id(bytes(raw)) if raw else None)
+                self._dirty_heads.add(author)
+                self._timeframes.pop(author, None)
+            self._invalid[author] = boundary
+            self.invalidated[author] = boundary
+        return lowered
+
     def finish(self) -> None:
         self._timelines.finish()
         for author in self._dirty_heads:
             seq, msg_id = self._heads[author]
-            self._txn.put(author, head_value(seq, msg_id), db=self._tables.heads)
+            if seq == 0:
+                self._txn.delete(author, db=self._tables.heads)
+            else:
+                self._txn.put(author, head_value(seq, msg_id), db=self._tables.heads)
         self._dirty_heads.clear()
 
-    def _record_fork(self, message: Message) -> IngestResult:
-        txn, tables = self._txn, self._tables
-        txn.put(message.id, message.raw, db=tables.fork_evidence)
-        txn.put(feed_key(message.author, message.seq) + message.id, EMPTY, db=tables.forks)
-        self._forked[message.author] = True
-        return IngestResult(
-            Outcome.FORK,
-            message.id,
-            Reason.FORKED_FEED,
-            f"a different message is stored at seq {message.seq}",
-            message=message,
-        )
+    def _cycle(self, message: Message, loop: list[bytes]) -> IngestResult:
+        """`message` closed a loop of timeframe needs: prove it, cut the feeds back."""
+        loop_messages = [message] + [
+            decode_message(
+                bytes(self._txn.get(ref, db=self._tables.messages)),
+                UNLIMITED,
+                verify_signature=False,
+            )
+            for ref in loop[1:]
+        ]
+        try:
+            proof = cycle_proof(loop_messages)
+        except InvalidProof as error:  # a loop too long to carry: refuse the message only
+            return self._reject(message, Reason.TIMEFRAME_CYCLE, f"a cycle: {error}")
+        return self._proven(proof, message, Outcome.CYCLE)
+
+    def _proven(self, proof: Proof, message: Message, outcome: Outcome) -> IngestResult:
+        reason = Reason.FORKED_FEED if outcome is Outcome.FORK else Reason.TIMEFRAME_CYCLE
+        lowered = self.add_proof(proof)
+        if not lowered:
+            return self._reject(message, reason, "its feeds are invalid already")
+        where = ", ".join(f"{author.hex()[:16]} from {seq}" for author, seq in lowered.items())
+        return IngestResult(outcome, message.id, reason, f"invalid: {where}", message=message)
 
     @staticmethod
     def _reject(message: Message, reason: Reason, detail: str) -> IngestResult:
-        return IngestResult(Outcome.REJECTED, message.id, reason, detail)
+        return IngestResult(Outcome.REJECTED, message.id, reason, detail, message=message)

@@ -4,8 +4,10 @@
                                                        being one contiguous key range
     message-ids    id -> author + seq(u64 BE)          the index by message id
     heads          author -> seq(u64 BE) + id          the frontier, one row per feed
-    forks          author + seq(u64 BE) + id -> ""     a second valid message at a stored seq
-    fork-evidence  id -> signed bytes                  the bodies of those second messages
+    invalid        author -> seq(u64 BE) + proof id    the feed is invalid from seq on
+                                                       (storage.invalidation)
+    proofs         proof id -> msgpack [kind, [id...]] the proofs `invalid` rows name
+    evidence       id -> signed bytes                  the bodies of those proofs' messages
     tangle-tips    tangle key -> id (dupsort)          members of a tangle no member references
     tangle-pending id + tangle key -> ""               references to messages not stored yet
     meta           name -> value                       schema version
@@ -17,9 +19,9 @@ id would dirty one B-tree leaf per message, while each feed's new messages
 land together at the end of its range (measured: commit cost per message
 about 3x lower for small messages).
 
-A feed is forked iff it has a row in `forks`; the first such row gives the
-seq where it forked. A tangle key is root id + one length byte + name
-(UTF-8), so keys of different tangles never prefix one another.
+A feed is invalid (forked, or caught in a timeframe cycle) iff it has a row
+in `invalid`; it then holds no message at or above that seq. A tangle key
+is root id + one length byte + name (UTF-8), so keys of different tangles never prefix one another.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from typing import Any
 
 import lmdb
 
-SCHEMA_VERSION = b"6"
+SCHEMA_VERSION = b"7"
 EMPTY = b""  # the value of rows whose key says everything
 _SEQ = struct.Struct(">Q")
 
@@ -63,8 +65,9 @@ class Tables:
     messages: Any
     message_ids: Any
     heads: Any
-    forks: Any
-    fork_evidence: Any
+    invalid: Any
+    proofs: Any
+    evidence: Any
     tangle_tips: Any
     tangle_pending: Any
     meta: Any
@@ -76,8 +79,9 @@ class Tables:
                 messages=env.open_db(b"messages", txn=txn),
                 message_ids=env.open_db(b"message-ids", txn=txn),
                 heads=env.open_db(b"heads", txn=txn),
-                forks=env.open_db(b"forks", txn=txn),
-                fork_evidence=env.open_db(b"fork-evidence", txn=txn),
+                invalid=env.open_db(b"invalid", txn=txn),
+                proofs=env.open_db(b"proofs", txn=txn),
+                evidence=env.open_db(b"evidence", txn=txn),
                 tangle_tips=env.open_db(b"tangle-tips", txn=txn, dupsort=True),
                 tangle_pending=env.open_db(b"tangle-pending", txn=txn),
                 meta=env.open_db(b"meta", txn=txn),

@@ -24,6 +24,13 @@ them, and a crash leaves both or neither.
 
 A candidate waiting on a message the store does not have is *stalled*: the
 report names the waiting feed and seq and the (feed, seq) it waits for.
+
+A feed found invalid from seq b (storage.invalidation) will never have a
+message at b or above, yet honest timeframes may name one (written before
+the proof was known). Such a need is met once the feed is processed up to
+b - 1, its valid end: otherwise one liar could stall every honest feed that
+ever heard of it. `forget` drops the invalid feed's own candidate and wakes
+whoever waited beyond its end.
 """
 
 from __future__ import annotations
@@ -126,10 +133,11 @@ def stalls(txn, tables: ProcessorTables, messages_db) -> list[Stall]:
 class Processor:
     """Advances the processed order inside one write transaction."""
 
-    def __init__(self, txn, tables: ProcessorTables, messages_db) -> None:
+    def __init__(self, txn, tables: ProcessorTables, messages_db, invalid_db) -> None:
         self._txn = txn
         self._tables = tables
         self._messages = messages_db
+        self._invalid = invalid_db
         # Caches for this transaction: processed seqs, candidates' sorted timeframes,
         # and how many leading entries of each are known processed (that only grows).
         self._processed: dict[bytes, int] = {}
@@ -181,6 +189,9 @@ class Processor:
         start = self._checked.get(candidate, 0)
         for offset, (needs_feed, needs_seq) in enumerate(timeframe[start:], start):
             if self._seq(needs_feed) < needs_seq:
+                needs_seq = self._valid_need(needs_feed, needs_seq)
+                if self._seq(needs_feed) >= needs_seq:
+                    continue
                 self._checked[candidate] = offset
                 needed = feed_key(needs_feed, needs_seq)
                 txn.put(needed + feed, EMPTY, db=tables.wait)
@@ -189,6 +200,35 @@ class Processor:
         self._timeframes.pop(candidate)
         self._checked.pop(candidate, None)
         txn.put(_U64.pack(seq) + feed, EMPTY, db=tables.ready)
+
+    def _valid_need(self, feed: bytes, seq: int) -> int:
+        """The seq a need of (feed, seq) really waits for: never past an invalid feed's end."""
+        raw = self._txn.get(feed, db=self._invalid)
+        return seq if raw is None else min(seq, _U64.unpack(raw[:8])[0] - 1)
+
+    def forget(self, feed: bytes, invalid_from: int) -> None:
+        """`feed` holds nothing from `invalid_from` on: drop its candidate, wake its waiters.
+
+        Call `advance` afterwards (with no feeds) to process what became ready.
+        """
+        txn, tables = self._txn, self._tables
+        self._timeframes = {k: v for k, v in self._timeframes.items() if k[0] != feed}
+        needed = txn.get(feed, db=tables.waiting)
+        if needed is not None:  # its next message is gone; it waits for nothing now
+            txn.delete(bytes(needed) + feed, db=tables.wait)
+            txn.delete(feed, db=tables.waiting)
+        cursor = txn.cursor(db=tables.wait)
+        woken = []
+        if cursor.set_range(feed_key(feed, invalid_from)):
+            while cursor.key()[:32] == feed:
+                woken.append(bytes(cursor.key()[40:]))
+                if not cursor.delete():
+                    break
+        for waiting in woken:
+            txn.delete(waiting, db=tables.waiting)
+            self._checked.pop((waiting, self._seq(waiting) + 1), None)
+            self._consider(waiting)
+        self._consider(feed)
 
     def _wake(self, feed: bytes, seq: int) -> None:
         """Re-check the candidates that waited on (feed, s) for any s <= seq."""

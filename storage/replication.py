@@ -58,6 +58,8 @@ def next_batch(store, wants: dict[bytes, int], resume: int, limit: int, max_byte
                 if sent.get(feed, -1) + 1 != seq:
                     continue  # not subscribed, or already sent
                 raw = txn.get(bytes(value), db=messages_db)
+                if raw is None:
+                    continue  # processed, then cut away with its invalid feed
                 if len(raws) >= limit or len(raw) + 8 > budget:
                     position -= 1  # this one opens the next batch
                     walked_to_end = False

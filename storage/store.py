@@ -21,6 +21,7 @@ from typing import Any
 import lmdb
 
 from protocol.errors import InvalidMessage
+from protocol.evidence import MAX_PROOF_MESSAGES, InvalidProof, ProofKind, check_proof
 from protocol.identity import Keypair, message_id, message_text
 from protocol.limits import DEFAULT_LIMITS, UNLIMITED, Limits
 from protocol.message import ROOT_LINK, Message, TangleLink, decode_message, sign_message
@@ -34,13 +35,13 @@ from storage.errors import (
     StoreNotFound,
     UnknownTangle,
 )
-from storage.ingest import BatchWriter, IngestResult, Outcome, forked_at, is_known
+from storage.ingest import BatchWriter, IngestResult, Outcome, is_known
+from storage.invalidation import invalid_feeds, invalid_from, kept_proofs
 from storage.layout import (
     MAX_NAMED_DATABASES,
     SCHEMA_VERSION,
     Tables,
     feed_key,
-    split_feed_key,
     split_head_value,
 )
 from storage.processor import (
@@ -92,18 +93,18 @@ def feed_ordered(candidates: list[tuple[int, Message]]) -> list[tuple[int, Messa
 class FeedInfo:
     author: bytes
     head_seq: int
-    head_id: bytes
-    forked_at: int | None
+    head_id: bytes | None
+    invalid_from: int | None
 
 
 @dataclass(frozen=True, slots=True)
-class ForkEvidence:
-    """Two valid messages by one author at one seq."""
+class Evidence:
+    """A kept proof: its kind, the feeds it made invalid (author -> seq), its messages."""
 
-    author: bytes
-    seq: int
-    stored: Message
-    conflicting: Message
+    id: bytes
+    kind: ProofKind
+    invalid: dict[bytes, int]
+    messages: list[Message]
 
 
 def parse_stored(raw: bytes) -> Message:
@@ -213,7 +214,7 @@ class FeedStore:
             for index, message in candidates:
                 results[index] = writer.apply(message)
             writer.finish()
-            self._process(txn, {m.author for _i, m in candidates})
+            self._process(txn, {m.author for _i, m in candidates}, writer.invalidated)
         return results  # type: ignore[return-value]  # every slot is filled above
 
     def publish(
@@ -235,9 +236,10 @@ class FeedStore:
         me = self._keypair.public
         with self._write() as txn:
             writer = BatchWriter(txn, self._tables, self._timeline_tables)
-            if writer.is_forked(me):
+            if writer.invalid_from(me) is not None:
                 raise OwnFeedForked(
-                    "our own feed has fork evidence; the secret key is in use elsewhere"
+                    "our own feed is proven invalid (a fork or a cycle): the secret key is in "
+                    "use elsewhere"
                 )
             head_seq, head_id = writer.head(me)
             links: dict[str, TangleLink] = {}
@@ -281,8 +283,36 @@ class FeedStore:
         frontier.pop(me, None)
         return frontier
 
-    def _process(self, txn, feeds: set[bytes]) -> None:
-        Processor(txn, self._processor_tables, self._tables.messages).advance(sorted(feeds))
+    def _process(
+        self, txn, feeds: set[bytes], invalidated: Mapping[bytes, int] | None = None
+    ) -> None:
+        processor = Processor(
+            txn, self._processor_tables, self._tables.messages, self._tables.invalid
+        )
+        invalidated = invalidated or {}
+        for feed, boundary in sorted(invalidated.items()):
+            processor.forget(feed, boundary)
+        processor.advance(sorted(feeds - invalidated.keys()))
+
+    def add_evidence(self, raws: Iterable[bytes]) -> tuple[str, dict[bytes, int]]:
+        """Check a proof sent by a peer and apply it: ("new", feeds cut back) or ("known", {}).
+
+        Raises `InvalidMessage` for a message that fails validation and
+        `InvalidProof` for messages that prove nothing.
+        """
+        raws = [bytes(raw) for raw in raws]
+        if not 2 <= len(raws) <= MAX_PROOF_MESSAGES:
+            raise InvalidProof(f"a proof holds 2 to {MAX_PROOF_MESSAGES} messages")
+        proof = check_proof(decode_message(raw, self._limits) for raw in raws)
+        with self._env.begin() as txn:
+            if txn.get(proof.id, db=self._tables.proofs) is not None:
+                return "known", {}
+        with self._write() as txn:
+            writer = BatchWriter(txn, self._tables, self._timeline_tables)
+            lowered = writer.add_proof(proof)
+            writer.finish()
+            self._process(txn, set(), writer.invalidated)
+        return ("new", lowered) if lowered else ("known", {})
 
     # -- reading -----------------------------------------------------------
 
@@ -301,7 +331,7 @@ class FeedStore:
             if position is not None:
                 raw = txn.get(position, db=self._tables.messages)
             else:
-                raw = txn.get(msg_id, db=self._tables.fork_evidence)
+                raw = txn.get(msg_id, db=self._tables.evidence)
         return None if raw is None else parse_stored(raw)
 
     def get_by_seq(self, author: bytes, seq: int) -> Message | None:
@@ -327,32 +357,45 @@ class FeedStore:
         return raws
 
     def feeds(self) -> list[FeedInfo]:
+        """Every feed held or proven invalid: its head (0 if none left) and boundary."""
         with self._env.begin() as txn:
-            return [
-                FeedInfo(
-                    bytes(author), *split_head_value(value), forked_at(txn, self._tables, author)
+            invalid = invalid_feeds(txn, self._tables)
+            found = {
+                bytes(author): FeedInfo(
+                    bytes(author), *split_head_value(value), invalid.get(bytes(author))
                 )
                 for author, value in txn.cursor(db=self._tables.heads)
-            ]
+            }
+        for author, boundary in invalid.items():
+            found.setdefault(author, FeedInfo(author, 0, None, boundary))
+        return [found[author] for author in sorted(found)]
 
-    def forks(self) -> list[ForkEvidence]:
-        evidence: list[ForkEvidence] = []
+    def invalid_feeds(self) -> dict[bytes, int]:
+        """Feed -> the seq it is invalid from, for every feed a kept proof cut back."""
         with self._env.begin() as txn:
-            for key in txn.cursor(db=self._tables.forks).iternext(values=False):
-                author, seq = split_feed_key(key)
-                evidence.append(
-                    ForkEvidence(
-                        author,
-                        seq,
-                        parse_stored(txn.get(key[:40], db=self._tables.messages)),
-                        parse_stored(txn.get(key[40:], db=self._tables.fork_evidence)),
-                    )
-                )
-        return evidence
+            return invalid_feeds(txn, self._tables)
 
-    def fork_messages(self) -> list[Message]:
-        """The second messages held as fork evidence."""
-        return [evidence.conflicting for evidence in self.forks()]
+    def evidence(self) -> list[Evidence]:
+        """Every kept proof (at most one per invalid feed)."""
+        with self._env.begin() as txn:
+            proofs = kept_proofs(txn, self._tables)
+            boundaries = invalid_feeds(txn, self._tables)
+        found = []
+        for proof_id, kind, messages in proofs:
+            authors = {message.author for message in messages}
+            found.append(
+                Evidence(
+                    proof_id,
+                    kind,
+                    {a: boundaries[a] for a in sorted(authors) if a in boundaries},
+                    messages,
+                )
+            )
+        return found
+
+    def evidence_messages(self) -> list[Message]:
+        """The messages of every kept proof (held apart from the feeds)."""
+        return [message for proof in self.evidence() for message in proof.messages]
 
     def iter_raw(self, chunk: int = 10_000) -> Iterator[bytes]:
         """Every accepted message's signed bytes, feed by feed in seq order.
@@ -470,7 +513,7 @@ class FeedStore:
         """Spacetime ranks of the heads of every feed without fork evidence."""
         ranks = []
         for author, value in txn.cursor(db=self._tables.heads):
-            if forked_at(txn, self._tables, bytes(author)) is not None:
+            if invalid_from(txn, self._tables, bytes(author)) is not None:
                 continue  # its next messages will be refused
             seq, _head_id = split_head_value(value)
             rank = reader.member_rank(SPACETIME, feed_key(bytes(author), seq))
@@ -521,6 +564,7 @@ class FeedStore:
             return {
                 "messages": txn.stat(self._tables.messages)["entries"],
                 "feeds": txn.stat(self._tables.heads)["entries"],
-                "fork_evidence": txn.stat(self._tables.fork_evidence)["entries"],
+                "evidence": txn.stat(self._tables.evidence)["entries"],
+                "invalid_feeds": txn.stat(self._tables.invalid)["entries"],
                 "bytes_on_disk": self._env.info()["last_pgno"] * self._env.stat()["psize"],
             }

@@ -31,6 +31,35 @@ Adding message n with predecessors P, in one write transaction:
 4. The commands are appended to the timeline's command log, numbered from 1
    (the version after a command is its number), in the same transaction.
 
+Removing member r (added with links L), in one write transaction, leaves
+exactly the state a fresh engine would hold had r never been added. It is
+rare (a feed proven forked, or caught in a timeframe cycle, is invalidated
+from some seq on, and its messages from there on leave every timeline) and
+written for clarity:
+
+1. Checks, before anything is written: r is a member (else `UnknownEvent`),
+   and L agrees with the stored rows (a tl-succ row l -> r for each l, r's
+   rank and pending count). The caller supplies L and `links_of`, the links
+   of any other member: the engine keeps no predecessor index, so that
+   `add` does not pay for one.
+2. The lowering wave, the mirror of the forward wave: ranks can only fall.
+   Members are visited in ascending order of old rank, starting from r's
+   successors; each one's rank is recomputed as 1 + the highest rank of its
+   present links other than r (or 0), and the wave goes on only through
+   members whose rank fell.
+3. r's rows under its links are deleted, and its tl-pending and tl-nodes
+   rows. The rows of r's successors under r stay: they are pending
+   references to a missing message again, so each successor's pending
+   count goes up by one. Adding r again undoes all of this.
+4. r's key leaves the order tree: `del pos`. Then each lowered member,
+   lowest new key first, leaves its old key and takes its new one:
+   `mov from to`, left out when the position does not change. Each command
+   is numbered against the array the previous ones left. The commands are
+   one event of the log, like an add's.
+
+A removal costs r's links, its wave (each visited member's links and
+successors) and two tree paths per lowered member.
+
 State per timeline (tables in `TimelineTables`):
 
     tl-names  timeline name -> timeline number (u32)
@@ -38,6 +67,7 @@ State per timeline (tables in `TimelineTables`):
     tl-nodes  number + ref -> rank (u32) + sort id (empty when equal to ref)
     tl-succ   number + ref -> successor ref (dupsort); the rows of a ref not
               in tl-nodes are the pending references to a missing message
+              (or to a removed one: removal keeps them)
     tl-tree   number + node number -> order-tree node (storage.ordertree)
     tl-log    number + first version (u64) -> msgpack list of one event's commands
     tl-pending number + ref -> u32 count of its links to refs not present yet
@@ -55,7 +85,7 @@ from __future__ import annotations
 import heapq
 import struct
 from bisect import bisect_left, insort
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any
@@ -63,13 +93,19 @@ from typing import Any
 import lmdb
 import msgpack
 
-from storage.errors import CycleError, DuplicateEvent, TimelineError, UnknownTimeline
+from storage.errors import (
+    CycleError,
+    DuplicateEvent,
+    TimelineError,
+    UnknownEvent,
+    UnknownTimeline,
+)
 from storage.ordertree import OrderTree, TreeState
 
 MAX_REF_BYTES = 256
 _U32 = struct.Struct(">I")
 _U64 = struct.Struct(">Q")
-_INS, _MOV = 0, 1
+_INS, _MOV, _DEL = 0, 1, 2
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,7 +124,14 @@ class Move:
     dst: int
 
 
-Command = Insert | Move
+@dataclass(frozen=True, slots=True)
+class Delete:
+    """`del pos`: take the element at `pos` out (a removed member)."""
+
+    pos: int
+
+
+Command = Insert | Move | Delete
 
 
 def apply_commands(array: list[Any], commands: Iterable[Command]) -> list[Any]:
@@ -96,8 +139,10 @@ def apply_commands(array: list[Any], commands: Iterable[Command]) -> list[Any]:
     for command in commands:
         if isinstance(command, Insert):
             array.insert(command.pos, command.id)
-        else:
+        elif isinstance(command, Move):
             array.insert(command.dst, array.pop(command.src))
+        else:
+            del array[command.pos]
     return array
 
 
@@ -115,16 +160,25 @@ def _encode_commands(commands: Sequence[Command]) -> bytes:
             (_INS, command.pos, command.id)
             if isinstance(command, Insert)
             else (_MOV, command.src, command.dst)
+            if isinstance(command, Move)
+            else (_DEL, command.pos)
             for command in commands
         ]
     )
 
 
+def _decode_command(kind: int, *fields: Any) -> Command:
+    if kind == _INS:
+        return Insert(*fields)
+    if kind == _MOV:
+        return Move(*fields)
+    if kind == _DEL:
+        return Delete(*fields)
+    raise ValueError(f"unknown timeline command kind {kind}")
+
+
 def _decode_commands(raw: bytes) -> list[Command]:
-    return [
-        Insert(first, second) if kind == _INS else Move(first, second)
-        for kind, first, second in msgpack.unpackb(raw)
-    ]
+    return [_decode_command(*fields) for fields in msgpack.unpackb(raw)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,13 +274,29 @@ class _Timeline:
         self.members[ref] = (rank, sort_id)
         self.dirty.add(ref)
 
-    def successors(self, ref: bytes) -> list[bytes]:
+    def forget(self, ref: bytes) -> None:
+        """Drop a member's tl-nodes row (now, not in `flush`) and its cached row."""
+        self.members[ref] = None
+        self.dirty.discard(ref)
+        self.txn.delete(self.prefix + ref, db=self.tables.nodes)
+
+    def _successor_cursor(self):
         cursor = self._succ_cursor
+        if cursor is None:
+            cursor = self._succ_cursor = self.txn.cursor(db=self.tables.succ)
+        return cursor
+
+    def successors(self, ref: bytes) -> list[bytes]:
+        cursor = self._succ_cursor  # inlined `_successor_cursor`: the hot path of `add`
         if cursor is None:
             cursor = self._succ_cursor = self.txn.cursor(db=self.tables.succ)
         if not cursor.set_key(self.prefix + ref):
             return []
         return list(cursor.iternext_dup(keys=False))
+
+    def links_to(self, link: bytes, ref: bytes) -> bool:
+        """Whether tl-succ holds the row link -> ref (ref was added with `link`)."""
+        return self._successor_cursor().set_key_dup(self.prefix + link, ref)
 
     def flush(self) -> None:
         txn, tables, prefix = self.txn, self.tables, self.prefix
@@ -255,11 +325,18 @@ class TimelineWriter:
         self._open: dict[bytes, _Timeline] = {}
 
     def _timeline(self, name: bytes) -> _Timeline:
+        timeline = self._open.get(name) or self._existing(name)
+        if timeline is None:
+            meta = self._create(name)
+            timeline = self._open[name] = _Timeline(self._txn, self._tables, meta)
+        return timeline
+
+    def _existing(self, name: bytes) -> _Timeline | None:
         timeline = self._open.get(name)
         if timeline is None:
             meta = _lookup_meta(self._txn, self._tables, name)
             if meta is None:
-                meta = self._create(name)
+                return None
             timeline = self._open[name] = _Timeline(self._txn, self._tables, meta)
         return timeline
 
@@ -308,6 +385,74 @@ class TimelineWriter:
         timeline.log.append((timeline.meta.version + 1, commands))
         timeline.meta.version += len(commands)
         return commands
+
+    def remove(
+        self,
+        name: bytes,
+        ref: bytes,
+        links: Sequence[bytes],
+        links_of: Callable[[bytes], Sequence[bytes]],
+    ) -> list[Command]:
+        """Take member `ref`, added with `links`, out of timeline `name`.
+
+        `links_of(r)` must give the links any other present member `r` was
+        added with. Afterwards the timeline is what it would be had `ref`
+        never been added; members that linked to it hold pending references
+        to it again, and adding it later puts everything back. Returns the
+        commands: `del` of `ref`, then a `mov` per lowered member whose
+        position changes. Raises `UnknownEvent` if `ref` is not a member, and
+        `TimelineError` if `links` or `links_of` do not match what is stored
+        (as far as can be seen without reading the whole timeline); either
+        way nothing changes.
+        """
+        timeline = self._existing(name)
+        found = None if timeline is None else timeline.member(ref)
+        if timeline is None or found is None:
+            raise UnknownEvent(f"{ref!r} is not in timeline {name!r}")
+        rank, sort_id = found
+        links = list(dict.fromkeys(links))
+        present = [link_rank for link in links if (link_rank := _rank(timeline, link)) is not None]
+        if (
+            any(not timeline.links_to(link, ref) for link in links)
+            or rank != (1 + max(present) if present else 0)
+            or len(links) - len(present) != self._pending(timeline, ref)
+        ):
+            raise TimelineError(f"{ref!r} was not added with these links")
+        lowered = _lower(timeline, ref, links_of)  # reads only: may raise, changing nothing
+
+        txn, tables, prefix = self._txn, self._tables, timeline.prefix
+        for link in links:
+            txn.delete(prefix + link, ref, db=tables.succ)
+        txn.delete(prefix + ref, db=tables.pending)
+        for holder in timeline.successors(ref):  # each now waits for ref again
+            self._set_pending(timeline, holder, self._pending(timeline, holder) + 1)
+        timeline.forget(ref)
+        tree = timeline.tree
+        commands: list[Command] = [Delete(tree.delete(order_key(rank, sort_id)))]
+        # One member at a time, lowest new key first, each numbered against
+        # the array the commands before it left: the tree *is* that array.
+        for moved_ref, (old_rank, new_rank, moved_id) in sorted(
+            lowered.items(), key=lambda item: (item[1][1], item[1][2])
+        ):
+            timeline.set_member(moved_ref, new_rank, moved_id)
+            src = tree.delete(order_key(old_rank, moved_id))
+            dst = tree.insert(order_key(new_rank, moved_id))
+            if src != dst:
+                commands.append(Move(src, dst))
+        timeline.log.append((timeline.meta.version + 1, commands))
+        timeline.meta.version += len(commands)
+        return commands
+
+    def _pending(self, timeline: _Timeline, ref: bytes) -> int:
+        raw = self._txn.get(timeline.prefix + ref, db=self._tables.pending)
+        return 0 if raw is None else _U32.unpack(raw)[0]
+
+    def _set_pending(self, timeline: _Timeline, ref: bytes, count: int) -> None:
+        key = timeline.prefix + ref
+        if count:
+            self._txn.put(key, _U32.pack(count), db=self._tables.pending)
+        else:
+            self._txn.delete(key, db=self._tables.pending)
 
     def finish(self) -> None:
         for timeline in self._open.values():
@@ -375,6 +520,7 @@ def _wave(
     """Raise the successors of `ref` (at `rank`) transitively: ref -> (old, new rank, sort id)."""
     forbidden = set(predecessors)
     raised: dict[bytes, tuple[int, int, bytes]] = {}
+    reached_from: dict[bytes, bytes] = {}  # raised ref -> the ref whose wave raised it first
     heap: list[tuple[int, bytes]] = []
     member, successors = timeline.member, timeline.successors
     current, current_rank = ref, rank
@@ -390,13 +536,62 @@ def _wave(
             if candidate <= old_rank:
                 continue
             if successor in forbidden:
-                raise CycleError("it would come before itself")
+                loop = [successor, current]
+                while loop[-1] != ref:
+                    loop.append(reached_from[loop[-1]])
+                raise CycleError("it would come before itself", loop=[ref, *loop[:-1]])
             raised[successor] = (old_rank, candidate, sort_id)
+            reached_from[successor] = current
             heapq.heappush(heap, (old_rank, successor))
         if not heap:
             return raised
         current = heapq.heappop(heap)[1]
         current_rank = raised[current][1]
+
+
+def _rank(timeline: _Timeline, ref: bytes) -> int | None:
+    found = timeline.member(ref)
+    return None if found is None else found[0]
+
+
+def _lower(
+    timeline: _Timeline, ref: bytes, links_of: Callable[[bytes], Sequence[bytes]]
+) -> dict[bytes, tuple[int, int, bytes]]:
+    """The members whose rank falls once `ref` is gone: ref -> (old, new rank, sort id).
+
+    The mirror of `_wave`: candidates are visited in ascending order of old
+    rank (a topological order, so every link's new rank is known when a
+    member is visited); a member's rank is recomputed from its present links
+    without `ref`, and the wave goes on only through members whose rank fell.
+    """
+    lowered: dict[bytes, tuple[int, int, bytes]] = {}
+    queued: set[bytes] = set()
+    heap: list[tuple[int, bytes]] = []
+
+    def enqueue_successors(of: bytes) -> None:
+        for successor in timeline.successors(of):
+            if successor not in queued:
+                queued.add(successor)
+                heapq.heappush(heap, (_rank(timeline, successor), successor))  # type: ignore[arg-type]
+
+    enqueue_successors(ref)
+    while heap:
+        old_rank, member = heapq.heappop(heap)
+        link_ranks = []
+        for link in links_of(member):
+            if link == ref:
+                continue
+            entry = lowered.get(link)
+            link_rank = entry[1] if entry is not None else _rank(timeline, link)
+            if link_rank is not None:
+                link_ranks.append(link_rank)
+        new_rank = 1 + max(link_ranks) if link_ranks else 0
+        if new_rank > old_rank:
+            raise TimelineError(f"links_of({member!r}) does not match its stored rank")
+        if new_rank < old_rank:
+            lowered[member] = (old_rank, new_rank, timeline.member(member)[1])  # type: ignore[index]
+            enqueue_successors(member)
+    return lowered
 
 
 class TimelineReader:
@@ -450,6 +645,10 @@ class TimelineReader:
                 break
             ranks.append(timeline.member(bytes(key[4:]))[0])  # type: ignore[index]
         return ranks
+
+    def successors(self, name: bytes, ref: bytes) -> list[bytes]:
+        """The refs of the members that link to `ref` (present or not)."""
+        return self._open(name).successors(ref)
 
     def member_rank(self, name: bytes, ref: bytes) -> int | None:
         found = self._open(name).member(ref)

@@ -16,15 +16,23 @@
 
 Tangle links are hashes, so they cannot form a cycle; timeframe entries can
 (two authors each claiming to have processed the other's next message), so
-the spacetime is added first: a message that would close a cycle is
-refused (`timeframe-cycle`) before anything of it is written.
+the spacetime is added first: a message that would close a cycle raises
+`CycleError` (carrying the loop) before anything of it is written.
+
+`remove_message` undoes `add_message` for a message of a feed found invalid
+(storage.invalidation); the engine needs every other member's links to
+recompute ranks, which `links_of` reads back from the stored messages.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+
 from protocol.message import Message
 from storage.layout import feed_key, tangle_key
 from storage.timeline import TimelineWriter
+
+LinksOf = Callable[[bytes], Sequence[bytes]]
 
 SPACETIME = b"\x00spacetime"
 
@@ -43,6 +51,15 @@ def add_message(
     (empty for seq 1). Raises `CycleError` (and writes nothing) if the
     timeframe closes a cycle.
     """
+    after = spacetime_links(message, previous_timeframe)
+    writer.add(SPACETIME, feed_key(message.author, message.seq), after, sort_id=message.id)
+    for name, link in message.tangles.items():
+        root = message.tangle_root(name)
+        writer.add(tangle_timeline(root, name), message.id, link.previous or ())
+
+
+def spacetime_links(message: Message, previous_timeframe: dict[bytes, int]) -> list[bytes]:
+    """The spacetime refs a message follows: its prev, and the timeframe entries that moved."""
     after = [
         feed_key(feed, seq)
         for feed, seq in message.timeframe.items()
@@ -50,7 +67,23 @@ def add_message(
     ]
     if message.seq > 1:
         after.append(feed_key(message.author, message.seq - 1))
-    writer.add(SPACETIME, feed_key(message.author, message.seq), after, sort_id=message.id)
+    return after
+
+
+def remove_message(
+    writer: TimelineWriter,
+    message: Message,
+    previous_timeframe: dict[bytes, int],
+    spacetime_links_of: LinksOf,
+    tangle_links_of: Callable[[str], LinksOf],
+) -> None:
+    """Take a message out of its tangles' timelines and the spacetime (undoing `add_message`)."""
     for name, link in message.tangles.items():
-        root = message.tangle_root(name)
-        writer.add(tangle_timeline(root, name), message.id, link.previous or ())
+        timeline = tangle_timeline(message.tangle_root(name), name)
+        writer.remove(timeline, message.id, link.previous or (), tangle_links_of(name))
+    writer.remove(
+        SPACETIME,
+        feed_key(message.author, message.seq),
+        spacetime_links(message, previous_timeframe),
+        spacetime_links_of,
+    )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import struct
 from collections.abc import Iterable, Sequence
 
 import lmdb
@@ -11,6 +12,19 @@ from storage.timeline import Command, TimelineReader, TimelineTables, TimelineWr
 
 def rank_order(events: Iterable[tuple[bytes, Sequence[bytes]]]) -> list[bytes]:
     """DESIGN §4 computed from scratch: present events sorted by (longest-path rank, id)."""
+    rank = ranks(events)
+    return sorted(rank, key=lambda event_id: (rank[event_id], event_id))
+
+
+def pending_counts(events: Iterable[tuple[bytes, Sequence[bytes]]]) -> dict[bytes, int]:
+    """For each present event with links to absent refs, how many distinct such links."""
+    links = {event_id: set(after) for event_id, after in events}
+    counts = {event_id: len(after - links.keys()) for event_id, after in links.items()}
+    return {event_id: count for event_id, count in counts.items() if count}
+
+
+def ranks(events: Iterable[tuple[bytes, Sequence[bytes]]]) -> dict[bytes, int]:
+    """The longest-path rank of every present event (links to absent refs ignored)."""
     links = {event_id: [link for link in after] for event_id, after in events}
     rank: dict[bytes, int] = {}
 
@@ -30,7 +44,17 @@ def rank_order(events: Iterable[tuple[bytes, Sequence[bytes]]]) -> list[bytes]:
             stack.pop()
         return rank[event_id]
 
-    return sorted(links, key=lambda event_id: (rank_of(event_id), event_id))
+    return {event_id: rank_of(event_id) for event_id in links}
+
+
+def expected_rows(events: Iterable[tuple[bytes, Sequence[bytes]]]) -> dict[str, set]:
+    """The rows a fresh engine holds for these events (refs = sort ids), as `EngineHarness.rows`."""
+    events = list(events)
+    return {
+        "nodes": {(ref, rank) for ref, rank in ranks(events).items()},
+        "succ": {(link, ref) for ref, after in events for link in after},
+        "pending": set(pending_counts(events).items()),
+    }
 
 
 class EngineHarness:
@@ -40,6 +64,7 @@ class EngineHarness:
         self.path = path
         self.name = name
         self.env: lmdb.Environment | None = None
+        self.links: dict[bytes, list[bytes]] = {}  # present members -> links they came with
         self.reopen()
 
     def reopen(self) -> None:
@@ -54,14 +79,57 @@ class EngineHarness:
             self.env = None
 
     def add_batch(self, events: Iterable[tuple[bytes, Sequence[bytes]]]) -> list[list[Command]]:
+        return self.apply_batch([("add", ref, after) for ref, after in events])
+
+    def apply_batch(self, steps: Iterable[tuple]) -> list[list[Command]]:
+        """Run ("add", ref, links) and ("remove", ref) steps in one write transaction."""
+        links = dict(self.links)  # kept only if the transaction commits
+
+        def links_of(ref: bytes) -> list[bytes]:
+            return links[ref]
+
         with self.env.begin(write=True) as txn:
             writer = TimelineWriter(txn, self.tables)
-            done = [writer.add(self.name, ref, after) for ref, after in events]
+            done = []
+            for kind, ref, *after in steps:
+                if kind == "add":
+                    done.append(writer.add(self.name, ref, after[0]))
+                    links[ref] = list(after[0])
+                else:
+                    done.append(writer.remove(self.name, ref, links.get(ref, ()), links_of))
+                    del links[ref]
             writer.finish()
+        self.links = links
         return done
 
     def add(self, ref: bytes, after: Sequence[bytes] = ()) -> list[Command]:
         return self.add_batch([(ref, after)])[0]
+
+    def remove(self, ref: bytes) -> list[Command]:
+        return self.apply_batch([("remove", ref)])[0]
+
+    def rows(self) -> dict[str, set]:
+        """The timeline's tl-nodes (ref, rank), tl-succ (ref, successor) and
+        tl-pending (ref, count) rows, read raw from LMDB."""
+        with self.env.begin() as txn:
+            number = txn.get(self.name, db=self.tables.names)
+            found: dict[str, set] = {"nodes": set(), "succ": set(), "pending": set()}
+            if number is None:
+                return found
+            decoders = {
+                "nodes": lambda raw: struct.unpack(">I", raw[:4])[0],
+                "succ": bytes,
+                "pending": lambda raw: struct.unpack(">I", raw)[0],
+            }
+            for table, decode in decoders.items():
+                cursor = txn.cursor(db=getattr(self.tables, table))
+                if not cursor.set_range(number):
+                    continue
+                for key, value in cursor.iternext():
+                    if key[:4] != number:
+                        break
+                    found[table].add((bytes(key[4:]), decode(value)))
+            return found
 
     def reader(self, txn) -> TimelineReader:
         return TimelineReader(txn, self.tables)

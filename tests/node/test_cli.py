@@ -9,8 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from protocol.identity import parse_message_id
-from storage.layout import feed_key
 from storage.store import FeedStore
 from tests.factories import Feed
 
@@ -101,7 +99,7 @@ def test_publish_into_a_tangle_then_log_show_and_feeds(ready):
     assert json.loads(ready.ok("show", reply["id"])) == reply
 
     (feed,) = [json.loads(line) for line in ready.ok("feeds", "--json").splitlines()]
-    assert feed == {"feed": ready.feed_id, "seq": 2, "head": reply["id"], "forked_at": None}
+    assert feed == {"feed": ready.feed_id, "seq": 2, "head": reply["id"], "invalid_from": None}
     assert "2 messages in 1 feeds" in ready.ok("check")
 
 
@@ -168,18 +166,18 @@ def test_forks_are_listed_and_check_flags_damage(ready):
     with FeedStore(ready.data_dir / "store") as store:
         store.ingest([honest.append("one").raw, twin.append("other").raw])
     (fork,) = [json.loads(line) for line in ready.ok("forks", "--json").splitlines()]
-    assert fork["seq"] == 1
-    assert {fork["stored"]["content"], fork["conflicting"]["content"]} == {"one", "other"}
-    assert json.loads(ready.ok("feeds", "--json"))["forked_at"] == 1
+    assert fork["kind"] == "fork" and fork["invalid"] == {honest.keypair.feed_id: 1}
+    assert {message["content"] for message in fork["messages"]} == {"one", "other"}
+    assert json.loads(ready.ok("feeds", "--json"))["invalid_from"] == 1
+    assert "fork: " in ready.ok("forks") and "INVALID from 1" in ready.ok("feeds")
     assert json.loads(ready.ok("check", "--json"))["ok"] is True
 
     with FeedStore(ready.data_dir / "store") as store, store.env.begin(write=True) as txn:
-        txn.delete(feed_key(honest.public, 1), db=store.tables.messages)
+        txn.delete(honest.public, db=store.tables.invalid)
     done = ready.run("check", "--json")
     assert done.returncode == 5
     report = json.loads(done.stdout)
     assert report["ok"] is False and report["problems"]
-    assert parse_message_id(fork["stored"]["id"])
 
 
 def test_timeline_order_position_and_commands(ready):

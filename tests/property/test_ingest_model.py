@@ -26,25 +26,29 @@ class FeedModel:
 
     def __init__(self) -> None:
         self.chain: dict[bytes, list[bytes]] = {}  # author -> ids by seq
-        self.known: set[bytes] = set()
-        self.forked: set[bytes] = set()
+        self.invalid: dict[bytes, int] = {}  # author -> seq its feed is invalid from
+        self.evidence: dict[bytes, set[bytes]] = {}  # author -> ids of its one proof
 
     def apply(self, message: Message) -> tuple[Outcome, Reason | None]:
         chain = self.chain.setdefault(message.author, [])
-        if message.seq <= len(chain):
-            if message.id in self.known:
+        boundary = self.invalid.get(message.author)
+        if boundary is not None and message.seq >= boundary:
+            if message.id in self.evidence[message.author]:
                 return Outcome.DUPLICATE, None
-            self.known.add(message.id)
-            self.forked.add(message.author)
-            return Outcome.FORK, Reason.FORKED_FEED
-        if message.author in self.forked:
             return Outcome.REJECTED, Reason.FORKED_FEED
+        if message.seq <= len(chain):
+            if chain[message.seq - 1] == message.id:
+                return Outcome.DUPLICATE, None
+            # A fork: the pair is the feed's proof, and the feed ends before it.
+            self.evidence[message.author] = {chain[message.seq - 1], message.id}
+            self.invalid[message.author] = message.seq
+            del chain[message.seq - 1 :]
+            return Outcome.FORK, Reason.FORKED_FEED
         if message.seq > len(chain) + 1:
             return Outcome.REJECTED, Reason.MISSING_PREVIOUS
         if chain and message.prev != chain[-1]:
             return Outcome.REJECTED, Reason.CHAIN_MISMATCH
         chain.append(message.id)
-        self.known.add(message.id)
         return Outcome.ACCEPTED, None
 
 
@@ -115,3 +119,4 @@ def test_store_outcomes_match_the_model(batches):
             report = store.check()
             assert report.ok, report.problems
         assert store.frontier() == {a: len(c) for a, c in model.chain.items() if c}
+        assert store.invalid_feeds() == model.invalid

@@ -8,17 +8,21 @@ from hypothesis import strategies as st
 from protocol.errors import LocalProtocolError
 from protocol.framing import FrameDecoder, FrameError, encode_frame
 from protocol.gossip import (
+    CLOCK_CHUNK,
+    VERSION,
     GossipConnection,
     GossipError,
     Kind,
     PeerClock,
     PeerCredit,
+    PeerEvidence,
     PeerHello,
     PeerMessages,
     PeerWants,
 )
 
 FEED = bytes(range(32))
+TAG = b"t" * 8
 
 
 def pair(window=4):
@@ -51,19 +55,39 @@ def test_bad_frames_are_refused(wire):
 
 def test_a_conversation_turns_into_events_and_tracks_credit():
     alice, bob = pair(window=3)
-    events = bob.receive_data(alice.hello({FEED: 7}))
-    assert events == [PeerHello({FEED: 7})] and bob.send_credit == 3
+    events = bob.receive_data(alice.hello({FEED: (7, TAG)}))
+    assert events == [PeerHello({FEED: (7, TAG)})] and bob.send_credit == 3
     alice.receive_data(bob.hello({}))
-    wire = bob.clock({FEED: 1}) + bob.want({FEED: 0}) + bob.messages([b"m1", b"m2"])
+    wire = bob.clock({FEED: (1, TAG)}) + bob.want({FEED: 0}) + bob.messages([b"m1"])
+    wire += bob.evidence([b"e1"])
     assert alice.receive_data(wire) == [
-        PeerClock({FEED: 1}),
+        PeerClock({FEED: (1, TAG)}),
         PeerWants({FEED: 0}),
-        PeerMessages([b"m1", b"m2"]),
+        PeerMessages([b"m1"]),
+        PeerEvidence([b"e1"]),
     ]
     assert bob.send_credit == 1 and alice.receive_allowance == 1
     with pytest.raises(LocalProtocolError):
         bob.messages([b"m3", b"m4"])
+    with pytest.raises(LocalProtocolError):
+        bob.evidence([b"e2", b"e3"])
     assert bob.receive_data(alice.grant(5)) == [PeerCredit(5)] and bob.send_credit == 6
+
+
+def test_a_large_clock_goes_out_in_chunks_and_arrives_whole():
+    clock = {index.to_bytes(32, "big"): (index + 1, TAG) for index in range(CLOCK_CHUNK + 5)}
+    sender, receiver = GossipConnection(4), GossipConnection(4, max_feeds=CLOCK_CHUNK)
+    events = receiver.receive_data(sender.hello(clock))
+    assert isinstance(events[0], PeerHello) and isinstance(events[1], PeerClock)
+    assert {**events[0].clock, **events[1].changes} == clock
+
+
+def test_a_clock_over_the_feed_cap_is_refused():
+    receiver = GossipConnection(4, max_feeds=3)
+    receiver.hello({})
+    clock = {index.to_bytes(32, "big"): [1, TAG] for index in range(4)}
+    with pytest.raises(GossipError, match="limit is 3"):
+        receiver.receive_data(raw_frame(Kind.HELLO, VERSION, clock, 1))
 
 
 def raw_frame(*items):
@@ -71,19 +95,25 @@ def raw_frame(*items):
     return len(body).to_bytes(4, "big") + body
 
 
+HELLO = raw_frame(Kind.HELLO, VERSION, {}, 1)
+
+
 @pytest.mark.parametrize(
     "frames, why",
     [
         ([raw_frame(Kind.CLOCK, {})], "first frame"),
         ([raw_frame(Kind.HELLO, 99, {}, 1)], "version"),
-        ([raw_frame(Kind.HELLO, 1, {b"short": 1}, 1)], "32 bytes"),
-        ([raw_frame(Kind.HELLO, 1, {FEED: -1}, 1)], "non-negative"),
-        ([raw_frame(Kind.HELLO, 1, {}, 1), raw_frame(Kind.HELLO, 1, {}, 1)], "second"),
-        ([raw_frame(Kind.HELLO, 1, {}, 1), raw_frame(9, 1)], "unknown"),
-        ([raw_frame(Kind.HELLO, 1, {}, 1), raw_frame(Kind.MESSAGES, [b"a", 3])], "byte strings"),
-        ([raw_frame(Kind.HELLO, 1, {}, 1), raw_frame(Kind.MESSAGES, [b"a"] * 3)], "credit"),
-        ([raw_frame(Kind.HELLO, 1, {}, 1), raw_frame(Kind.CREDIT, "lots")], "count"),
-        ([raw_frame(Kind.HELLO, 1, {}, 1), raw_frame(Kind.WANT)], "one argument"),
+        ([raw_frame(Kind.HELLO, VERSION, {b"short": [1, TAG]}, 1)], "32 bytes"),
+        ([raw_frame(Kind.HELLO, VERSION, {FEED: [-1, TAG]}, 1)], "seq, 8-byte tag"),
+        ([raw_frame(Kind.HELLO, VERSION, {FEED: 1}, 1)], "seq, 8-byte tag"),
+        ([HELLO, raw_frame(Kind.WANT, {FEED: -1})], "WANT"),
+        ([HELLO, raw_frame(Kind.EVIDENCE, "x")], "byte strings"),
+        ([HELLO, HELLO], "second"),
+        ([HELLO, raw_frame(9, 1)], "unknown"),
+        ([HELLO, raw_frame(Kind.MESSAGES, [b"a", 3])], "byte strings"),
+        ([HELLO, raw_frame(Kind.MESSAGES, [b"a"] * 3)], "credit"),
+        ([HELLO, raw_frame(Kind.CREDIT, "lots")], "count"),
+        ([HELLO, raw_frame(Kind.WANT)], "one argument"),
     ],
 )
 def test_protocol_breaches_are_named(frames, why):

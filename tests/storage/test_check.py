@@ -29,7 +29,8 @@ def test_a_healthy_store_checks_clean(populated):
     store, *_ = populated
     report = store.check()
     assert report.ok, report.problems
-    assert (report.messages, report.feeds, report.fork_evidence) == (4, 2, 1)
+    # bob forked at seq 1: his feed is cut to nothing, the pair kept as evidence.
+    assert (report.messages, report.feeds, report.evidence) == (3, 1, 2)
 
 
 def test_a_tampered_message_fails_its_signature(populated):
@@ -76,7 +77,15 @@ def test_wrong_tangle_tips_are_found(populated):
     assert any("tangle-tips" in p for p in store.check().problems)
 
 
-def test_fork_evidence_without_its_row_is_found(populated):
+def test_a_proof_no_invalid_feed_names_is_found(populated):
     store, *_ = populated
-    corrupt(store, lambda txn, t: txn.drop(t.forks, delete=False))
-    assert any("no fork row" in p for p in store.check().problems)
+    corrupt(store, lambda txn, t: txn.drop(t.invalid, delete=False))
+    assert any("names no invalid feed" in p for p in store.check().problems)
+
+
+def test_an_invalid_feed_without_its_proof_is_found(populated):
+    store, *_ = populated
+    corrupt(store, lambda txn, t: txn.drop(t.proofs, delete=False))
+    problems = store.check().problems
+    assert any("without its proof" in p for p in problems)
+    assert any("is in no proof" in p for p in problems)

@@ -27,7 +27,7 @@ def test_accepted_messages_are_stored_and_queryable(store):
     assert store.read_feed(alice.public, from_seq=2) == [second]
     assert store.read_feed(alice.public, limit=1) == [first]
     assert store.frontier() == {alice.public: 2}
-    assert [(f.author, f.head_seq, f.head_id, f.forked_at) for f in store.feeds()] == [
+    assert [(f.author, f.head_seq, f.head_id, f.invalid_from) for f in store.feeds()] == [
         (alice.public, 2, second.id, None)
     ]
 
@@ -100,23 +100,26 @@ def test_a_second_message_at_a_stored_seq_is_fork_evidence(store):
     ]
     assert results[0].stored
     assert not results[1].stored
-    (evidence,) = store.forks()
-    assert (evidence.author, evidence.seq) == (honest.public, 2)
-    assert (evidence.stored, evidence.conflicting) == (two, conflicting)
-    assert store.get(conflicting.id) == conflicting
-    assert store.get_by_seq(honest.public, 2) == two
+    (evidence,) = store.evidence()
+    assert evidence.kind == "fork" and evidence.invalid == {honest.public: 2}
+    assert evidence.messages == sorted([two, conflicting], key=lambda m: m.id)
+    # The feed ends before the fork on every node, whichever branch came first.
+    assert store.get(conflicting.id) == conflicting and store.get(two.id) == two
+    assert store.get_by_seq(honest.public, 2) is None
     assert store.get(three.id) is None
-    assert store.feeds()[0].forked_at == 2
+    assert [(f.head_seq, f.head_id, f.invalid_from) for f in store.feeds()] == [(1, one.id, 2)]
     assert outcomes(store.ingest([conflicting.raw])) == [DUPLICATE]
 
 
-def test_a_fork_inside_one_batch_keeps_the_first_and_records_the_second(store):
+def test_a_fork_inside_one_batch_invalidates_the_feed_from_that_seq(store):
     honest, twin = Feed("alice"), Feed("alice")
     first = honest.append({"v": "a"})
     second = twin.append({"v": "b"})
     results = store.ingest([first.raw, second.raw])
     assert outcomes(results) == [ACCEPTED, (Outcome.FORK, Reason.FORKED_FEED)]
-    assert store.get_by_seq(honest.public, 1) == first
+    assert store.get_by_seq(honest.public, 1) is None
+    assert store.invalid_feeds() == {honest.public: 1}
+    assert store.frontier() == {}
 
 
 def test_everything_survives_closing_and_reopening(tmp_path):

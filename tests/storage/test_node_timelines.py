@@ -67,16 +67,16 @@ def test_spacetime_edges_are_prev_and_timeframe(store):
     assert store.timeline_placement(spacetime, c1.id).rank == 2
 
 
-def test_a_timeframe_cycle_is_refused_and_stores_nothing(store):
+def test_a_timeframe_cycle_leaves_neither_message_in_any_timeline(store):
     alice, bob = Feed("alice"), Feed("bob")
     a1 = alice.append(timeframe={bob.public: 1})
     b1 = bob.append(timeframe={alice.public: 1})
     assert store.ingest([a1.raw])[0].outcome is Outcome.ACCEPTED
     result = store.ingest([b1.raw])[0]
-    assert (result.outcome, result.reason) == (Outcome.REJECTED, Reason.TIMEFRAME_CYCLE)
-    assert store.get(b1.id) is None
-    spacetime = store.timeline_name(None)
-    assert [msg_id for _r, msg_id in store.timeline(spacetime)] == [a1.id]
+    assert (result.outcome, result.reason) == (Outcome.CYCLE, Reason.TIMEFRAME_CYCLE)
+    assert store.get(b1.id) == b1  # held as evidence, in no feed
+    assert store.get_by_seq(alice.public, 1) is None
+    assert store.timeline(store.timeline_name(None)) == []
     assert store.check().ok
 
 

@@ -1,0 +1,173 @@
+"""Invalid feeds: keeping proofs and cutting feeds back, inside one write transaction.
+
+Theory of operation
+-------------------
+A proof (protocol.evidence: a fork, or a timeframe cycle) names, for each of
+its authors, the seq from which that feed is invalid. Boundaries only ever
+fall, and every node ends with the lowest one any node found, because
+proofs travel (node.gossip). When a proof lowers a feed's boundary:
+
+1. `record_proof` keeps it: its row in `proofs`, its messages' bodies in
+   `evidence`, and the feed's `invalid` row names it. A proof that no
+   `invalid` row names any more is dropped with the bodies only it held,
+   so a feed keeps one proof, the one that cut it lowest.
+2. `truncate_feed` takes every stored message of the feed at or above the
+   boundary out, newest first: out of the spacetime and its tangles'
+   timelines (the engine lowers whoever ranked above it), out of the
+   tangles' tips, out of `messages` and `message-ids`. The caller moves
+   the head back.
+3. The processor forgets the feed's candidates past the boundary and wakes
+   whoever waited on them (storage.processor).
+
+The result depends only on which messages and proofs a node holds, never on
+the order they came in: a node that saw the feed's later messages first
+removes exactly what a node that saw the proof first never stored.
+"""
+
+from __future__ import annotations
+
+import struct
+
+import msgpack
+
+from protocol.evidence import Proof, ProofKind
+from protocol.limits import UNLIMITED
+from protocol.message import Message, decode_message
+from storage.layout import EMPTY, Tables, feed_key, split_feed_key, tangle_key
+from storage.timeline import TimelineReader, TimelineWriter
+from storage.timelines import remove_message, spacetime_links, tangle_timeline
+
+_U64 = struct.Struct(">Q")
+
+
+def _parse(raw) -> Message:
+    return decode_message(bytes(raw), UNLIMITED, verify_signature=False)
+
+
+def invalid_from(txn, tables: Tables, author: bytes) -> int | None:
+    """The seq from which `author`'s feed is invalid, or None."""
+    raw = txn.get(author, db=tables.invalid)
+    return None if raw is None else _U64.unpack(raw[:8])[0]
+
+
+def invalid_feeds(txn, tables: Tables) -> dict[bytes, int]:
+    return {bytes(key): _U64.unpack(value[:8])[0] for key, value in txn.cursor(db=tables.invalid)}
+
+
+def kept_proofs(txn, tables: Tables) -> list[tuple[bytes, ProofKind, list[Message]]]:
+    """(proof id, kind, messages) of every proof kept."""
+    found = []
+    for proof_id, raw in txn.cursor(db=tables.proofs):
+        kind, ids = msgpack.unpackb(raw)
+        messages = [_parse(txn.get(msg_id, db=tables.evidence)) for msg_id in ids]
+        found.append((bytes(proof_id), ProofKind(kind), messages))
+    return found
+
+
+def record_proof(txn, tables: Tables, proof: Proof) -> dict[bytes, int]:
+    """Keep `proof` where it lowers a boundary; returns author -> new boundary for those."""
+    lowered: dict[bytes, int] = {}
+    replaced: set[bytes] = set()
+    for author, seq in proof.invalid_from().items():
+        current = txn.get(author, db=tables.invalid)
+        if current is not None:
+            if _U64.unpack(current[:8])[0] <= seq:
+                continue
+            replaced.add(bytes(current[8:]))
+        lowered[author] = seq
+        txn.put(author, _U64.pack(seq) + proof.id, db=tables.invalid)
+    if not lowered:
+        return lowered
+    ids = [message.id for message in proof.messages]
+    txn.put(proof.id, msgpack.packb([proof.kind.value, ids]), db=tables.proofs)
+    for message in proof.messages:
+        txn.put(message.id, message.raw, db=tables.evidence)
+    for old in replaced - {proof.id}:
+        _drop_if_unused(txn, tables, old)
+    return lowered
+
+
+def _drop_if_unused(txn, tables: Tables, proof_id: bytes) -> None:
+    """Delete a proof no `invalid` row names, and the bodies no other proof holds."""
+    raw = txn.get(proof_id, db=tables.proofs)
+    if raw is None:
+        return
+    _kind, ids = msgpack.unpackb(raw)
+    authors = {_parse(txn.get(msg_id, db=tables.evidence)).author for msg_id in ids}
+    for author in authors:
+        current = txn.get(author, db=tables.invalid)
+        if current is not None and bytes(current[8:]) == proof_id:
+            return
+    txn.delete(proof_id, db=tables.proofs)
+    still_held: set[bytes] = set()
+    for other in txn.cursor(db=tables.proofs).iternext(keys=False):
+        still_held.update(msgpack.unpackb(other)[1])
+    for msg_id in ids:
+        if msg_id not in still_held:
+            txn.delete(msg_id, db=tables.evidence)
+
+
+def truncate_feed(
+    txn,
+    tables: Tables,
+    timelines: TimelineWriter,
+    reader: TimelineReader,
+    author: bytes,
+    boundary: int,
+    head: int,
+) -> None:
+    """Remove the feed's stored messages `head` down to `boundary` from every index.
+
+    `reader` reads the timelines in the same transaction (for tangle tips).
+    """
+    for seq in range(head, boundary - 1, -1):
+        position = feed_key(author, seq)
+        message = _parse(txn.get(position, db=tables.messages))
+        previous = (
+            _parse(txn.get(feed_key(author, seq - 1), db=tables.messages)) if seq > 1 else None
+        )
+        remove_message(
+            timelines,
+            message,
+            previous.timeframe if previous else {},
+            lambda ref: _spacetime_links(txn, tables, ref),
+            lambda name: lambda ref, name=name: _tangle_links(txn, tables, name, ref),
+        )
+        _untip(txn, tables, reader, message)
+        txn.delete(position, db=tables.messages)
+        txn.delete(message.id, db=tables.message_ids)
+
+
+def _timeframe_before(txn, tables: Tables, author: bytes, seq: int) -> dict[bytes, int]:
+    """The timeframe of the author's message before `seq` ({} for the first)."""
+    if seq == 1:
+        return {}
+    return _parse(txn.get(feed_key(author, seq - 1), db=tables.messages)).timeframe
+
+
+def _spacetime_links(txn, tables: Tables, ref: bytes) -> list[bytes]:
+    author, seq = split_feed_key(ref)
+    message = _parse(txn.get(ref, db=tables.messages))
+    return spacetime_links(message, _timeframe_before(txn, tables, author, seq))
+
+
+def _tangle_links(txn, tables: Tables, name: str, ref: bytes) -> tuple[bytes, ...]:
+    message = _parse(txn.get(txn.get(ref, db=tables.message_ids), db=tables.messages))
+    return message.tangles[name].previous or ()
+
+
+def _untip(txn, tables: Tables, reader: TimelineReader, message: Message) -> None:
+    """Tangle tips after `message` left its tangles (the engine already dropped it)."""
+    for name, link in message.tangles.items():
+        root = message.tangle_root(name)
+        key, timeline = tangle_key(root, name), tangle_timeline(root, name)
+        txn.delete(key, message.id, db=tables.tangle_tips)
+        if reader.successors(timeline, message.id):  # members named it: pending again
+            txn.put(message.id + key, EMPTY, db=tables.tangle_pending)
+        for referenced in link.previous or ():
+            if reader.successors(timeline, referenced):
+                continue  # another member still references it
+            if txn.get(referenced, db=tables.message_ids) is not None:
+                txn.put(key, referenced, db=tables.tangle_tips, dupdata=True)
+            else:
+                txn.delete(referenced + key, db=tables.tangle_pending)
