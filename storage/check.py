@@ -10,8 +10,11 @@ proportional to its size.
 
 from __future__ import annotations
 
+import struct
 from collections import defaultdict
 from dataclasses import dataclass, field
+
+import lmdb
 
 from protocol.errors import InvalidMessage
 from protocol.identity import feed_text, message_text
@@ -41,7 +44,18 @@ def _verified(raw: bytes, what: str, report: CheckReport) -> Message | None:
 
 
 def check_store(env, tables: Tables) -> CheckReport:
+    """The report; LMDB's own errors (a page that fails to read, MDB_CORRUPTED) are findings."""
     report = CheckReport()
+    try:
+        _check_all(env, tables, report)
+    except lmdb.Error as error:  # the scan cannot go on past a damaged page
+        report.problems.append(f"the store is damaged, the check stopped: {error}")
+    except (ValueError, IndexError, struct.error) as error:  # a row of impossible shape
+        report.problems.append(f"the store holds a malformed row, the check stopped: {error}")
+    return report
+
+
+def _check_all(env, tables: Tables, report: CheckReport) -> None:
     with env.begin() as txn:
         by_position: dict[tuple[bytes, int], Message] = {}
         for key, raw in txn.cursor(db=tables.messages):
@@ -58,7 +72,6 @@ def check_store(env, tables: Tables) -> CheckReport:
         _check_feeds(txn, tables, by_position, report)
         _check_forks(txn, tables, by_position, report)
         _check_tangles(txn, tables, list(by_position.values()), report)
-    return report
 
 
 def _check_ids(txn, tables: Tables, by_position, report: CheckReport) -> None:
