@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
+import msgpack
+
 from protocol.errors import RemoteProtocolError
 from storage.ingest import Outcome
 from storage.store import FeedStore
@@ -152,6 +154,18 @@ def archive_rows(parts: list[Path]) -> int | None:
 # -- importing ----------------------------------------------------------------
 
 
+def _position(raw: bytes) -> tuple[bytes, int] | None:
+    """(author, seq) read from the signed fields without validating; None if not there."""
+    try:
+        fields = msgpack.unpackb(raw, raw=True, strict_map_key=False)
+        author, seq = fields[1], fields[2]
+    except Exception:  # anything at all: garbage is for `ingest` to reject, with its reason
+        return None
+    if isinstance(author, bytes) and isinstance(seq, int):
+        return author, seq
+    return None
+
+
 @dataclass
 class ImportSummary:
     records: int = 0
@@ -187,8 +201,15 @@ def import_messages(
     batch: int = BATCH,
 ) -> ImportSummary:
     """Ingest `records` in batches into `summary`; a BadRecord propagates once the records
-    before it are ingested."""
+    before it are ingested.
+
+    A batch ends before a message whose author already has one at the same or a higher seq
+    in it: `ingest` applies a batch in seq order per feed, so fork evidence sharing a batch
+    with the later messages of its feed would mark the feed forked before they are stored
+    and get them refused, which they were not when the store first took them.
+    """
     pending: list[bytes] = []
+    highest: dict[bytes, int] = {}
 
     def flush() -> None:
         for result in store.ingest(pending):
@@ -197,9 +218,16 @@ def import_messages(
                 summary.rejected[str(result.reason)] += 1
         summary.records += len(pending)
         pending.clear()
+        highest.clear()
 
     try:
         for raw in records:
+            position = _position(raw)
+            if position is not None:
+                author, seq = position
+                if seq <= highest.get(author, 0):
+                    flush()
+                highest[author] = max(seq, highest.get(author, 0))
             pending.append(raw)
             progress(raw)
             if len(pending) >= batch:
