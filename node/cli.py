@@ -14,11 +14,14 @@ from pathlib import Path
 from typing import Any
 
 import click
+import lmdb
 import trio
 
 from config.secret import read_secret, write_secret
 from config.settings import ConfigError, load_settings
 from config.template import render_config
+from node.bundle import BadRecord
+from node.cli_archive import export_command, import_command
 from node.cli_groups import group_command
 from node.cli_pipeline import pipeline_command
 from node.cli_support import (
@@ -30,7 +33,6 @@ from node.cli_support import (
     emit_json,
     json_option,
     log,
-    node_running,
     render_body,
 )
 from node.cli_timelines import timeline, watch
@@ -40,7 +42,8 @@ from node.logs import configure_logging
 from node.render import message_dict, message_line
 from protocol.errors import BadIdentifier, LocalProtocolError, TanglenodeError
 from protocol.identity import Keypair, feed_text, message_text, parse_feed, parse_message_id
-from storage.errors import UnknownTangle
+from storage.check import CheckReport
+from storage.errors import DataDirInUse, OwnFeedBehind, StoreDamaged, UnknownTangle
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -73,7 +76,8 @@ def init(obj: Context, exist_ok: bool, as_json: bool) -> None:
     write_secret(settings.secret_path, keypair)
     obj.config_file.parent.mkdir(parents=True, exist_ok=True)
     obj.config_file.write_text(render_config(data_dir, settings.network_key))
-    obj.open_store(create=True).close()
+    with obj.lock_data_dir("init"):
+        obj.open_store(create=True).close()
     log.info("initialized", feed=keypair.feed_id, config=str(obj.config_file))
     if as_json:
         emit_json(
@@ -115,9 +119,16 @@ def publish(
         raise BadInput(f"content is not JSON: {error}") from None
     tangles = dict(_parse_tangle_option(option) for option in tangle_options)
     if offline:
-        if obj.settings.ipc_socket_path.is_socket() and trio.run(node_running, obj):
-            raise BadInput("the node is running; publish through it (drop --offline)")
-        with obj.open_store(with_keypair=True) as store:
+        try:
+            lock = obj.lock_data_dir("publish --offline")
+        except DataDirInUse as error:
+            if error.purpose != "run":
+                raise
+            raise DataDirInUse(
+                f"the node is running (process {error.pid}); publish through it (drop --offline)",
+                error.pid,
+            ) from None
+        with lock, obj.open_store(with_keypair=True) as store:
             message = store.publish(value, tangles)
         body = message_dict(message)
     else:
@@ -226,8 +237,11 @@ def forks(obj: Context, as_json: bool) -> None:
 @click.pass_obj
 def check(obj: Context, as_json: bool) -> int:
     """Re-verify every stored message and every index."""
-    with obj.open_store() as store:
-        report = store.check()
+    try:
+        with obj.open_store() as store:
+            report = store.check()
+    except StoreDamaged as error:  # a finding, like any other
+        report = CheckReport(problems=[str(error)])
     if as_json:
         emit_json(
             {
@@ -318,25 +332,8 @@ def connect_command(obj: Context, address: str, key: str) -> None:
     click.echo(f"dialing {address}")
 
 
-@cli.command("export")
-@click.option(
-    "--out", required=True, type=click.Path(file_okay=False, path_type=Path), help="Archive dir."
-)
-@click.pass_obj
-def export_command(obj: Context, out: Path) -> None:
-    """Write the store as a Parquet archive (docs/ARCHIVE.md), even while the node runs."""
-    from node.export import export  # pyarrow loads only for this command
-
-    if out.exists() and any(out.iterdir()):
-        raise BadInput(f"{out} is not empty; export into a new directory")
-    with obj.open_store() as store:
-        figures = store.statistics()
-        total = figures["messages"] + figures["evidence"]
-        with click.progressbar(length=total, label="exporting", file=sys.stderr) as bar:
-            counts = export(store, out, bar.update)
-    click.echo(json.dumps(counts))
-
-
+cli.add_command(export_command)
+cli.add_command(import_command)
 cli.add_command(pipeline_command)
 cli.add_command(timeline)
 cli.add_command(watch)
@@ -379,6 +376,8 @@ _BAD_INPUT = (
     BadEventLine,
     LocalProtocolError,
     UnknownTangle,
+    OwnFeedBehind,
+    BadRecord,
 )
 
 
@@ -402,6 +401,9 @@ def main(argv: list[str] | None = None) -> int:
         return ExitCode.NOT_FOUND
     except TanglenodeError as error:
         click.echo(f"tangled: {error}", err=True)
+        return ExitCode.INTERNAL
+    except lmdb.Error as error:  # a damaged page met while reading
+        click.echo(f"tangled: the store is damaged ({error}); run `tangled check`", err=True)
         return ExitCode.INTERNAL
     except Exception:
         log.exception("internal error")

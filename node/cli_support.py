@@ -20,6 +20,7 @@ from config.settings import Settings, config_path, load_settings
 from node.client import NodeError, NodeNotRunning, connect
 from protocol.errors import TanglenodeError
 from protocol.identity import feed_text, message_text, parse_message_id
+from storage.datalock import DataDirLock
 from storage.errors import StoreNotFound
 from storage.store import FeedStore
 
@@ -74,6 +75,13 @@ class Context:
         except StoreNotFound:
             raise NotFound(f"no store at {settings.store_path}; run `tangled init` first") from None
 
+    def lock_data_dir(self, purpose: str) -> DataDirLock:
+        """Hold the data directory for a write without the daemon (storage/datalock.py)."""
+        data_dir = self.settings.data_dir
+        if not data_dir.is_dir():
+            raise NotFound(f"no data directory {data_dir}; run `tangled init` first")
+        return DataDirLock(data_dir, purpose).acquire()
+
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON output.")
 
@@ -98,7 +106,7 @@ async def call_node(obj: Context, op: str, arguments: dict[str, Any]) -> Any:
         except NodeError as error:
             if error.kind == "not-found":
                 raise NotFound(str(error)) from None
-            if error.kind in ("bad-request", "UnknownTangle", "InvalidMessage"):
+            if error.kind in ("bad-request", "UnknownTangle", "InvalidMessage", "OwnFeedBehind"):
                 raise BadInput(str(error)) from None
             raise
 

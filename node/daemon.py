@@ -5,7 +5,10 @@ once all of them are up: the peer listener (TCP), the IPC listener (Unix
 socket), one dialer per configured peer, and the systemd watchdog. SIGTERM
 or SIGINT cancels the nursery: open store writes finish (worker threads are
 never abandoned mid-transaction), peers get a goodbye, the socket file is
-removed and the store closed, all within `SHUTDOWN_SECONDS`.
+removed and the store closed, all within `SHUTDOWN_SECONDS`. The data
+directory's lock (storage/datalock.py) is taken before anything else and
+held until the end, so a second node on the same data refuses to start
+rather than take over its socket.
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ from node.peers import PeerRegistry
 from node.sdnotify import Notifier
 from node.service import StoreService
 from protocol.identity import Keypair, feed_text, parse_feed
+from storage.datalock import DataDirLock
+from storage.ownhead import behind
 from storage.store import FeedStore
 
 log = structlog.get_logger("node")
@@ -39,7 +44,23 @@ async def _stop_on_signal(cancel_scope: trio.CancelScope, notifier: Notifier) ->
 
 
 async def run_node(settings: Settings, keypair: Keypair, notifier: Notifier | None = None) -> None:
-    notifier = notifier or Notifier()
+    """Run until cancelled; refuses at once (DataDirInUse) if another process holds the data dir."""
+    with DataDirLock(settings.data_dir, "run"):
+        await _run_node(settings, keypair, notifier or Notifier())
+
+
+def _warn_if_own_feed_behind(store: FeedStore, me: bytes) -> None:
+    recorded = behind(store.own_head_path, me, store.frontier().get(me, 0))
+    if recorded is not None:
+        log.warning(
+            "own feed behind: publishing refused until peers (or `tangled import`) restore it",
+            stored_seq=store.frontier().get(me, 0),
+            published_seq=recorded.seq,
+            head_file=str(store.own_head_path),
+        )
+
+
+async def _run_node(settings: Settings, keypair: Keypair, notifier: Notifier) -> None:
     store = FeedStore(
         settings.store_path,
         keypair=keypair,
@@ -47,6 +68,7 @@ async def run_node(settings: Settings, keypair: Keypair, notifier: Notifier | No
         map_size=settings.storage.map_size,
     )
     try:
+        _warn_if_own_feed_behind(store, keypair.public)
         service = StoreService(store)
         registry = PeerRegistry()
         network = Network(

@@ -95,7 +95,7 @@ class IpcServer:
     async def serve(self, path: Path, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         if path.is_socket():
-            path.unlink()  # left by a node that died; we hold the store's lock now
+            path.unlink()  # left by a node that died; we hold the data directory's lock now
         sock = trio.socket.socket(trio.socket.AF_UNIX, trio.socket.SOCK_STREAM)
         old_umask = os.umask(0o177)
         try:

@@ -14,6 +14,7 @@ import struct
 from collections import defaultdict
 from dataclasses import dataclass, field
 
+import lmdb
 import msgpack
 
 from protocol.errors import InvalidMessage
@@ -47,7 +48,18 @@ def _verified(raw: bytes, what: str, report: CheckReport) -> Message | None:
 
 
 def check_store(env, tables: Tables) -> CheckReport:
+    """The report; LMDB's own errors (a page that fails to read, MDB_CORRUPTED) are findings."""
     report = CheckReport()
+    try:
+        _check_all(env, tables, report)
+    except lmdb.Error as error:  # the scan cannot go on past a damaged page
+        report.problems.append(f"the store is damaged, the check stopped: {error}")
+    except (ValueError, IndexError, struct.error) as error:  # a row of impossible shape
+        report.problems.append(f"the store holds a malformed row, the check stopped: {error}")
+    return report
+
+
+def _check_all(env, tables: Tables, report: CheckReport) -> None:
     with env.begin() as txn:
         by_position: dict[tuple[bytes, int], Message] = {}
         for key, raw in txn.cursor(db=tables.messages):
@@ -64,7 +76,6 @@ def check_store(env, tables: Tables) -> CheckReport:
         _check_feeds(txn, tables, by_position, report)
         _check_evidence(txn, tables, by_position, report)
         _check_tangles(txn, tables, list(by_position.values()), report)
-    return report
 
 
 def _check_ids(txn, tables: Tables, by_position, report: CheckReport) -> None:

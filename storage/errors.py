@@ -59,3 +59,20 @@ class UnknownEvent(TimelineError):
 
 class UnknownTimeline(StorageError):
     """No timeline of that name exists."""
+
+
+class StoreDamaged(StorageError):
+    """The store's files are damaged (cut short, emptied, corrupted); it must be restored."""
+
+
+class DataDirInUse(StorageError):
+    """Another process holds the data directory's lock (a running node, an offline write)."""
+
+    def __init__(self, message: str, pid: int | None, purpose: str = "") -> None:
+        super().__init__(message)
+        self.pid = pid
+        self.purpose = purpose  # what the holder said it does: "run", "import", ...
+
+
+class OwnFeedBehind(StorageError):
+    """The store holds less of our own feed than we published: publishing would fork it."""

@@ -31,6 +31,7 @@ from storage.errors import (
     NoIdentity,
     OwnFeedForked,
     StorageError,
+    StoreDamaged,
     StoreFull,
     StoreNotFound,
     UnknownTangle,
@@ -44,6 +45,8 @@ from storage.layout import (
     feed_key,
     split_head_value,
 )
+from storage.metapage import check_data_file
+from storage.ownhead import OwnHead, head_path, refuse_if_behind, write_own_head
 from storage.processor import (
     Processor,
     ProcessorTables,
@@ -129,17 +132,23 @@ class FeedStore:
         if not create and not (self.path / "data.mdb").exists():
             raise StoreNotFound(f"no store at {self.path}")
         self.path.mkdir(parents=True, exist_ok=True)
+        check_data_file(self.path)  # refuses an emptied or truncated data.mdb (SIGBUS otherwise)
         try:
             self._env = lmdb.open(str(self.path), map_size=map_size, max_dbs=MAX_NAMED_DATABASES)
         except lmdb.Error as error:
             raise StorageError(f"cannot open the store at {self.path}: {error}") from error
-        self._tables = Tables.open(self._env)
-        self._timeline_tables = TimelineTables.open(self._env)
-        self._processor_tables = ProcessorTables.open(self._env)
+        self.own_head_path = head_path(self.path)
         self._keypair = keypair
         self._limits = limits
         self._timeframe_source = timeframe_source
-        self._check_schema()
+        try:
+            self._tables = Tables.open(self._env)
+            self._timeline_tables = TimelineTables.open(self._env)
+            self._processor_tables = ProcessorTables.open(self._env)
+            self._check_schema()
+        except lmdb.Error as error:
+            self._env.close()
+            raise StoreDamaged(f"the store at {self.path} is damaged: {error}") from None
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -242,6 +251,7 @@ class FeedStore:
                     "use elsewhere"
                 )
             head_seq, head_id = writer.head(me)
+            refuse_if_behind(self.own_head_path, me, head_seq)
             links: dict[str, TangleLink] = {}
             for name, root in (tangles or {}).items():
                 if root is None:
@@ -273,6 +283,7 @@ class FeedStore:
                 raise StorageError(f"our own message was not accepted: {result.reason}")
             writer.finish()
             self._process(txn, {me})
+        write_own_head(self.own_head_path, OwnHead(me, message.seq, message.id))
         return message
 
     def _timeframe(self, txn, me: bytes) -> dict[bytes, int]:

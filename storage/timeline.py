@@ -58,7 +58,9 @@ written for clarity:
    one event of the log, like an add's.
 
 A removal costs r's links, its wave (each visited member's links and
-successors) and two tree paths per lowered member.
+successors) and two tree paths per lowered member. It is the one change
+that can retract positions a finality watermark (docs/TIMELINES.md) has
+reported final: finality holds unless a feed is later invalidated.
 
 State per timeline (tables in `TimelineTables`):
 

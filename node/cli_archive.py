@@ -1,0 +1,172 @@
+"""`tangled export` and `tangled import`: backups of the store, and restoring them.
+
+`export --out DIR` writes a Parquet archive (node/export.py), `export
+--bundle FILE` a bundle (node/bundle.py); both read the store in short read
+transactions, so they run beside a running node. `import PATH` is offline:
+it takes the data directory's lock (so it refuses while the node runs) and
+ingests through `FeedStore.ingest`, the path every peer's message takes.
+docs/BACKUP.md has the formats and the restore recipe.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import click
+
+from node.bundle import (
+    BadRecord,
+    ImportSummary,
+    archive_parts,
+    archive_rows,
+    import_messages,
+    read_archive,
+    read_bundle,
+    write_bundle,
+)
+from node.cli_support import BadInput, Context, ExitCode, emit_json, json_option
+from storage.errors import DataDirInUse
+
+
+@contextlib.contextmanager
+def _progress(length: int | None, label: str) -> Iterator[Any]:
+    """A progress bar on stderr when it is a terminal and the length is known; else nothing."""
+    if length and sys.stderr.isatty():
+        with click.progressbar(length=length, label=label, file=sys.stderr) as bar:
+            yield bar.update
+    else:
+        yield lambda n: None
+
+
+@contextlib.contextmanager
+def _atomic_output(path: Path) -> Iterator[BinaryIO]:
+    """A new file that appears under `path` only once it is whole and synced."""
+    if path.exists():
+        raise BadInput(f"{path} exists; export into a new file")
+    if not path.parent.is_dir():
+        raise BadInput(f"no directory {path.parent}")
+    partial = path.with_name(f".{path.name}.partial-{os.getpid()}")
+    try:
+        with partial.open("xb") as file:
+            yield file
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(partial, path)
+    finally:
+        partial.unlink(missing_ok=True)
+    directory = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(directory)
+    finally:
+        os.close(directory)
+
+
+@click.command("export")
+@click.option(
+    "--out", type=click.Path(file_okay=False, path_type=Path), help="Write a Parquet archive here."
+)
+@click.option("--bundle", metavar="FILE", help="Write a bundle to FILE ('-' for stdout).")
+@click.pass_obj
+def export_command(obj: Context, out: Path | None, bundle: str | None) -> None:
+    """Write the store as a Parquet archive or a bundle, even while the node runs."""
+    if (out is None) == (bundle is None):
+        raise click.UsageError("give one of --out DIR (an archive) or --bundle FILE")
+    if out is not None:
+        _export_archive(obj, out)
+        return
+    with obj.open_store() as store:
+        figures = store.statistics()
+        total = figures["messages"] + figures["evidence"]
+        with _progress(total, "exporting") as progress:
+            if bundle == "-":
+                try:
+                    counts = write_bundle(store, sys.stdout.buffer, progress)
+                    sys.stdout.buffer.flush()
+                except BrokenPipeError:
+                    raise BadInput("stdout was closed before the bundle was written") from None
+            else:
+                with _atomic_output(Path(bundle)) as file:  # type: ignore[arg-type]
+                    counts = write_bundle(store, file, progress)
+    click.echo(json.dumps(counts), err=bundle == "-")
+
+
+def _export_archive(obj: Context, out: Path) -> None:
+    from node.export import export  # pyarrow loads only for this command
+
+    if out.exists() and any(out.iterdir()):
+        raise BadInput(f"{out} is not empty; export into a new directory")
+    with obj.open_store() as store:
+        figures = store.statistics()
+        total = figures["messages"] + figures["evidence"]
+        with _progress(total, "exporting") as progress:
+            counts = export(store, out, progress)
+    click.echo(json.dumps(counts))
+
+
+def _records(source: str, max_bytes: int) -> tuple[Iterator[bytes], int | None, str]:
+    """The records of PATH (an archive directory, a bundle file, or '-'), their total for the
+    progress bar, and what it counts."""
+    if source == "-":
+        return read_bundle(sys.stdin.buffer, max_bytes), None, "bytes"
+    path = Path(source)
+    if path.is_dir():
+        try:
+            parts = archive_parts(path)
+        except ValueError as error:
+            raise BadInput(str(error)) from None
+        return read_archive(parts), archive_rows(parts), "records"
+    try:
+        file = path.open("rb")
+    except FileNotFoundError:
+        raise BadInput(f"no file {path}") from None
+    except OSError as error:
+        raise BadInput(f"cannot read {path}: {error.strerror}") from None
+
+    def records() -> Iterator[bytes]:
+        with file:
+            yield from read_bundle(file, max_bytes)
+
+    return records(), os.fstat(file.fileno()).st_size, "bytes"
+
+
+@click.command("import")
+@click.argument("source", metavar="PATH")
+@json_option
+@click.pass_obj
+def import_command(obj: Context, source: str, as_json: bool) -> int:
+    """Ingest the messages of a bundle ('-' for stdin) or an archive; the node must be stopped."""
+    try:
+        lock = obj.lock_data_dir("import")
+    except DataDirInUse as error:
+        raise DataDirInUse(f"{error}; stop it first (import is offline)", error.pid) from None
+    summary = ImportSummary()
+    failure: BadRecord | None = None
+    with lock:
+        records, total, unit = _records(source, obj.settings.limits.max_message_bytes)
+        with obj.open_store(create=True) as store, _progress(total, "importing") as progress:
+
+            def step(raw: bytes) -> None:
+                progress(1 if unit == "records" else len(raw) + 4)
+
+            try:
+                import_messages(store, records, summary, step)
+            except BadRecord as error:
+                failure = error
+    if as_json:
+        emit_json({**summary.as_dict(), "error": str(failure) if failure else None})
+    else:
+        click.echo(summary.line())
+    if failure is not None:
+        raise BadInput(
+            f"{source}: {failure}; the {summary.records} records before it were imported"
+        )
+    if summary.rejected:
+        click.echo(f"tangled: {sum(summary.rejected.values())} messages rejected", err=True)
+        return ExitCode.BAD_INPUT
+    return ExitCode.OK

@@ -1,0 +1,102 @@
+"""Our own feed's head, kept beside the store, so a restored store cannot fork our feed.
+
+Theory of operation
+-------------------
+Our feed's next seq comes from the store's head of our feed. If the store
+is replaced by an older copy (a backup, a snapshot, a wiped store that a
+fresh `run` recreated), that head is behind what we already published and
+peers hold: the next publish would sign a second message at a seq we have
+used — a fork of our own feed, which every peer then holds as evidence
+against us, for good.
+
+So after each publish commits, the store writes (seq, id) of our head to
+`<store>.own-head` beside the store directory (outside it, so copying a
+store directory back does not bring an old head file with it): a temporary
+file, fsync, rename over the old one, fsync of the directory. A crash
+leaves the old file or the new one, never a torn one; the file may lag the
+store by the one publish in flight, never lead it. Before publishing, the
+store compares: while its head of our feed is below the file's seq,
+publishing raises `OwnFeedBehind`. Messages of our own feed ingested again
+(fetched from peers by gossip, or `tangled import` of a backup) bring the
+store level, and publishing works again. `tangled run` warns at start when
+the store is behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from protocol.errors import BadIdentifier
+from protocol.identity import feed_text, message_text, parse_feed, parse_message_id
+from storage.errors import OwnFeedBehind, StorageError
+
+SUFFIX = ".own-head"
+
+
+@dataclass(frozen=True, slots=True)
+class OwnHead:
+    feed: bytes
+    seq: int
+    id: bytes
+
+
+def head_path(store_dir: str | Path) -> Path:
+    store_dir = Path(store_dir)
+    return store_dir.with_name(store_dir.name + SUFFIX)
+
+
+def read_own_head(path: Path) -> OwnHead | None:
+    """The recorded head, None if none was recorded; StorageError if the file is damaged."""
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+        if record is None:
+            return None
+        feed, seq, msg_id = record["feed"], int(record["seq"]), record["id"]
+        head = OwnHead(parse_feed(feed), seq, parse_message_id(msg_id))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError, KeyError, TypeError, BadIdentifier) as error:
+        raise StorageError(
+            f"the own-feed head file {path} is unreadable ({error}); delete it only if the "
+            "store surely holds all of our feed"
+        ) from None
+    if head.seq < 1:
+        raise StorageError(f"the own-feed head file {path} gives seq {head.seq}")
+    return head
+
+
+def write_own_head(path: Path, head: OwnHead) -> None:
+    """Replace the file atomically and durably."""
+    record = {"feed": feed_text(head.feed), "seq": head.seq, "id": message_text(head.id)}
+    temporary = path.with_name(path.name + ".tmp")
+    with temporary.open("w", encoding="utf-8") as file:
+        file.write(json.dumps(record) + "\n")
+        file.flush()
+        os.fsync(file.fileno())
+    os.replace(temporary, path)
+    directory = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(directory)
+    finally:
+        os.close(directory)
+
+
+def behind(path: Path, feed: bytes, stored_seq: int) -> OwnHead | None:
+    """The recorded head if the store (at `stored_seq` of our feed) is behind it, else None."""
+    head = read_own_head(path)
+    if head is None or head.feed != feed or stored_seq >= head.seq:
+        return None
+    return head
+
+
+def refuse_if_behind(path: Path, feed: bytes, stored_seq: int) -> None:
+    head = behind(path, feed, stored_seq)
+    if head is not None:
+        raise OwnFeedBehind(
+            f"the store holds our feed up to seq {stored_seq}, but we published up to seq "
+            f"{head.seq} ({message_text(head.id)}); publishing now would fork our own feed. "
+            "Let the node fetch the feed back from peers, or `tangled import` a backup, first"
+        )

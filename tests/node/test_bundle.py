@@ -1,0 +1,144 @@
+"""Bundles: the round trip through real stores, and hostile bytes refused by record number."""
+
+import io
+import random
+import struct
+
+import pytest
+
+from node.bundle import (
+    BadRecord,
+    ImportSummary,
+    archive_parts,
+    import_messages,
+    read_archive,
+    read_bundle,
+    write_bundle,
+)
+from node.export import export
+from protocol.message import TangleLink
+from storage.store import FeedStore
+from tests.factories import Feed, keypair
+
+LIMIT = 16384
+
+
+def populated_store(path) -> FeedStore:
+    """Three feeds, a tangle with a merge, a reference still pending, a fork, our own posts."""
+    store = FeedStore(path, keypair=keypair("me"), map_size=64 * 2**20)
+    alice, bob, twin, carol = Feed("alice"), Feed("bob"), Feed("bob"), Feed("carol")
+    root = alice.root("chat")
+    a2 = alice.append("a2", tangles={"chat": TangleLink(root.id, (root.id,))})
+    b1 = bob.append("b1", tangles={"chat": TangleLink(root.id, (root.id,))})
+    alice.append("merge", tangles={"chat": TangleLink(root.id, (a2.id, b1.id))})
+    unseen = Feed("dave").append("never delivered")
+    carol.append("c1", tangles={"chat": TangleLink(root.id, (unseen.id,))}, timeframe={})
+    for number in range(30):
+        bob.append({"n": number}, timeframe={alice.public: 3})
+    store.ingest([m.raw for m in alice.messages + bob.messages + carol.messages])
+    store.ingest([twin.append("fork of b1").raw])
+    store.publish({"mine": 1}, {"chat": root.id})
+    store.publish({"mine": 2}, {"other": None})
+    return store
+
+
+def snapshot(store: FeedStore):
+    feeds = [(f.author, f.head_seq, f.head_id, f.invalid_from) for f in store.feeds()]
+    forks = sorted((e.id, tuple(sorted(e.invalid.items()))) for e in store.evidence())
+    timelines = {name: store.timeline(name) for name, _root, _tangle in store.timelines()}
+    return feeds, forks, timelines
+
+
+def bundle_of(store) -> bytes:
+    out = io.BytesIO()
+    write_bundle(store, out)
+    return out.getvalue()
+
+
+def test_a_bundle_replayed_into_an_empty_store_reproduces_feeds_forks_and_timelines(tmp_path):
+    with populated_store(tmp_path / "a") as original:
+        data = bundle_of(original)
+        expected = snapshot(original)
+        held = sum(f.head_seq for f in original.feeds())
+    assert len(expected[1]) == 1 and len(expected[2]) >= 3
+    records = list(read_bundle(io.BytesIO(data), LIMIT))
+    assert len(records) == held + 2  # every accepted message, then the fork pair
+    with FeedStore(tmp_path / "b", map_size=64 * 2**20) as restored:
+        summary = import_messages(restored, read_bundle(io.BytesIO(data), LIMIT), ImportSummary())
+        # The first of the pair is accepted until the second proves the fork.
+        assert summary.as_dict() == {
+            "records": held + 2,
+            "accepted": held + 1,
+            "duplicate": 0,
+            "fork": 1,
+            "rejected": {},
+        }
+        assert snapshot(restored) == expected
+        assert restored.check().ok
+        again = import_messages(restored, read_bundle(io.BytesIO(data), LIMIT), ImportSummary())
+        assert again.as_dict()["duplicate"] == held + 2
+        assert bundle_of(restored) == data
+
+
+def test_small_batches_give_the_same_store(tmp_path):
+    with populated_store(tmp_path / "a") as original:
+        data, expected = bundle_of(original), snapshot(original)
+    with FeedStore(tmp_path / "b", map_size=64 * 2**20) as restored:
+        import_messages(restored, read_bundle(io.BytesIO(data), LIMIT), ImportSummary(), batch=3)
+        assert snapshot(restored) == expected
+
+
+def test_an_archive_imports_like_a_bundle(tmp_path):
+    with populated_store(tmp_path / "a") as original:
+        export(original, tmp_path / "archive")
+        expected = snapshot(original)
+    with FeedStore(tmp_path / "b", map_size=64 * 2**20) as restored:
+        records = read_archive(archive_parts(tmp_path / "archive"))
+        summary = import_messages(restored, records, ImportSummary())
+        assert summary.as_dict()["fork"] == 1 and not summary.rejected
+        assert snapshot(restored) == expected
+
+
+def record(raw: bytes) -> bytes:
+    return struct.pack(">I", len(raw)) + raw
+
+
+GOOD = [m.raw for m in (lambda f: [f.append(n) for n in range(3)])(Feed("g"))]
+
+
+@pytest.mark.parametrize(
+    "data, number, detail",
+    [
+        (record(GOOD[0]) + struct.pack(">I", LIMIT + 1) + b"x" * 10, 2, "over the message size"),
+        (record(GOOD[0]) + record(GOOD[1])[:-5], 2, f"cut short: {len(GOOD[1]) - 5} of"),
+        (record(GOOD[0]) + b"\x00\x00", 2, "length prefix is cut short"),
+        (record(GOOD[0]) + struct.pack(">I", 0), 2, "length 0"),
+        (b"\xff" * 64, 1, "over the message size"),
+        (b"PAR1" + b"\0" * 60, 1, "over the message size"),
+    ],
+    ids=["over-limit", "truncated-body", "truncated-prefix", "zero-length", "garbage", "parquet"],
+)
+def test_hostile_framing_is_refused_with_the_record_number(tmp_path, data, number, detail):
+    with FeedStore(tmp_path / "s", map_size=2**22) as store:
+        summary = ImportSummary()
+        with pytest.raises(BadRecord, match=detail) as refused:
+            import_messages(store, read_bundle(io.BytesIO(data), LIMIT), summary)
+        assert refused.value.record == number
+        assert summary.records == number - 1  # those before it were ingested
+        assert store.get_by_seq(Feed("g").public, 1) is not None or number == 1
+
+
+def test_garbage_inside_records_is_rejected_by_reason(tmp_path):
+    rng = random.Random(11)
+    junk = [bytes(rng.randrange(256) for _ in range(rng.randrange(1, 300))) for _ in range(40)]
+    tampered = bytearray(GOOD[1])
+    tampered[-3] ^= 1
+    data = b"".join(record(raw) for raw in [GOOD[0], *junk, bytes(tampered), GOOD[2]])
+    with FeedStore(tmp_path / "s", map_size=2**22) as store:
+        summary = import_messages(store, read_bundle(io.BytesIO(data), LIMIT), ImportSummary())
+        counts = summary.as_dict()
+        assert counts["records"] == 43 and counts["accepted"] == 1
+        assert sum(counts["rejected"].values()) == 42
+        assert counts["rejected"]["bad-signature"] >= 1
+        assert counts["rejected"]["missing-previous"] == 1  # GOOD[2] without GOOD[1]
+        assert store.check().ok
