@@ -395,8 +395,11 @@ def main(argv: list[str] | None = None) -> int:
     except click.Abort:
         click.echo("aborted", err=True)
         return ExitCode.INTERNAL
-    except click.ClickException as error:
-        error.show()
+    except click.ClickException as error:  # one line, as every other error
+        where = error.ctx.command_path if isinstance(error, click.UsageError) and error.ctx else ""
+        hint = f" (see {where} --help)" if where else ""
+        message = " ".join(error.format_message().split())
+        click.echo(f"tangled: {message}{hint}", err=True)
         return ExitCode.USAGE if isinstance(error, click.UsageError) else ExitCode.BAD_INPUT
     except _BAD_INPUT as error:
         click.echo(f"tangled: {error}", err=True)

@@ -15,7 +15,6 @@ class Limits:
     max_content_depth: int = 32  # nested arrays and maps in the content
 
 
-
 DEFAULT_LIMITS = Limits()
 
 # For bytes this node already accepted: limits may have been lowered since.
