@@ -20,6 +20,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from protocol.address import BadAddress, parse_address
+from protocol.canonical import HARD_MAX_DEPTH
 from protocol.errors import BadIdentifier, TanglenodeError
 from protocol.identity import parse_feed
 from protocol.limits import Limits
@@ -45,9 +47,10 @@ def default_data_dir() -> Path:
 
 
 def _host_port(value: str, lowest: int = 1) -> str:
-    host, sep, port = value.rpartition(":")
-    if not sep or not host or not port.isdigit() or not lowest <= int(port) < 65536:
-        raise ValueError(f"must be HOST:PORT with a port from {lowest} to 65535")
+    try:
+        parse_address(value, lowest_port=lowest)
+    except BadAddress:
+        raise ValueError(f"must be HOST:PORT with a port from {lowest} to 65535") from None
     return value
 
 
@@ -65,6 +68,7 @@ class LimitsSettings(_Section):
     max_tangles: int = Field(16, ge=1, le=255)
     max_previous: int = Field(16, ge=1, le=255)
     max_timeframe_entries: int = Field(4096, ge=0, le=1 << 20)
+    max_content_depth: int = Field(32, ge=1, le=HARD_MAX_DEPTH)
 
     def to_protocol(self) -> Limits:
         return Limits(
@@ -72,6 +76,7 @@ class LimitsSettings(_Section):
             max_tangles=self.max_tangles,
             max_previous=self.max_previous,
             max_timeframe_entries=self.max_timeframe_entries,
+            max_content_depth=self.max_content_depth,
         )
 
 
@@ -176,16 +181,29 @@ def load_settings(
         raise ConfigError([_describe(problem, sources) for problem in error.errors()]) from None
 
 
+MAX_CONFIG_BYTES = 1 << 20
+
+
 def _read_toml(path: Path) -> dict[str, Any]:
     try:
         with path.open("rb") as file:
-            return tomllib.load(file)
+            data = file.read(MAX_CONFIG_BYTES + 1)
     except FileNotFoundError:
         return {}
+    except OSError as error:
+        raise ConfigError([f"{path}: cannot read: {error.strerror or error}"]) from None
+    if len(data) > MAX_CONFIG_BYTES:
+        raise ConfigError([f"{path}: larger than {MAX_CONFIG_BYTES} bytes; not a config file"])
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise ConfigError([f"{path}: not UTF-8 text (byte {error.start})"]) from None
+    try:
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise ConfigError([f"{path}: not valid TOML: {error}"]) from None
-    except OSError as error:
-        raise ConfigError([f"{path}: cannot read: {error.strerror}"]) from None
+    except RecursionError:
+        raise ConfigError([f"{path}: not valid TOML: nested too deeply"]) from None
 
 
 def _environment_layers(environ: Mapping[str, str]) -> list[tuple[str, dict[str, Any]]]:
@@ -199,7 +217,7 @@ def _environment_layers(environ: Mapping[str, str]) -> list[tuple[str, dict[str,
         if raw[:1] in "[{":
             try:
                 value = json.loads(raw)
-            except json.JSONDecodeError:
+            except (json.JSONDecodeError, RecursionError):
                 raise ConfigError([f"{variable}: not valid JSON"]) from None
         for key in reversed(path):
             value = {key: value}

@@ -40,6 +40,7 @@ max_message_bytes = {limits.max_message_bytes}
 max_tangles = {limits.max_tangles}
 max_previous = {limits.max_previous}
 max_timeframe_entries = {limits.max_timeframe_entries}
+max_content_depth = {limits.max_content_depth}
 
 [storage]
 # LMDB map size in bytes: the most the store may grow to (disk is used as needed).

@@ -25,21 +25,27 @@ from node.cli_archive import export_command, import_command
 from node.cli_groups import group_command
 from node.cli_pipeline import pipeline_command
 from node.cli_support import (
+    COUNT,
+    SEQ,
     BadInput,
     Context,
     ExitCode,
     NotFound,
+    all_peers,
     call_node,
     emit_json,
     json_option,
     log,
+    read_content,
     render_body,
+    tangle_name,
 )
 from node.cli_timelines import timeline, watch
 from node.daemon import run_node
 from node.linearize import BadEventLine, linearize
 from node.logs import configure_logging
 from node.render import message_dict, message_line
+from protocol.address import parse_address
 from protocol.errors import BadIdentifier, LocalProtocolError, TanglenodeError
 from protocol.identity import Keypair, feed_text, message_text, parse_feed, parse_message_id
 from storage.check import CheckReport
@@ -90,8 +96,8 @@ def init(obj: Context, exist_ok: bool, as_json: bool) -> None:
 def _parse_tangle_option(option: str) -> tuple[str, bytes | None]:
     name, sep, root = option.partition("=")
     if not name:
-        raise BadInput(f"--tangle {option!r}: expected NAME (a new tangle) or NAME=ROOT_ID")
-    return name, parse_message_id(root) if sep else None
+        raise BadInput(f"--tangle {option[:80]!r}: expected NAME (a new tangle) or NAME=ROOT_ID")
+    return tangle_name(name), parse_message_id(root) if sep else None
 
 
 @cli.command()
@@ -112,11 +118,7 @@ def publish(
     obj: Context, content: str, tangle_options: tuple[str, ...], offline: bool, as_json: bool
 ) -> None:
     """Sign and publish a message whose CONTENT is JSON ('-' reads stdin), through the node."""
-    text = sys.stdin.read() if content == "-" else content
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise BadInput(f"content is not JSON: {error}") from None
+    value = read_content(content, obj.settings)
     tangles = dict(_parse_tangle_option(option) for option in tangle_options)
     if offline:
         try:
@@ -144,8 +146,8 @@ def publish(
 
 @cli.command("log")
 @click.argument("feed", required=False)
-@click.option("--from", "from_seq", type=click.IntRange(min=1), default=1, help="First seq.")
-@click.option("--limit", type=click.IntRange(min=1), default=None, help="At most this many.")
+@click.option("--from", "from_seq", type=SEQ, default=1, help="First seq.")
+@click.option("--limit", type=COUNT, default=None, help="At most this many.")
 @json_option
 @click.pass_obj
 def log_command(
@@ -293,16 +295,19 @@ def status(obj: Context, as_json: bool) -> None:
         emit_json(report)
         return
     click.echo(f"feed {report['feed']}  listening on {report['listen']}")
-    click.echo(
-        f"{report['feeds']} feeds, {report['messages']} messages, {len(report['forks'])} forks"
-    )
+    forks_total = report.get("forks_total", len(report["forks"]))
+    click.echo(f"{report['feeds']} feeds, {report['messages']} messages, {forks_total} forks")
     for peer in report["peers"]:
         _echo_peer(peer)
+    more = report.get("peers_total", len(report["peers"])) - len(report["peers"])
+    if more > 0:
+        click.echo(f"... and {more} more peers (tangled peers)")
 
 
 def _echo_peer(peer: dict[str, Any]) -> None:
     state = "connected" if peer["connected"] else "disconnected"
-    progress = "caught up" if peer["caught_up"] else f"behind on {len(peer['behind'])} feeds"
+    behind = peer.get("behind_feeds", len(peer["behind"]))
+    progress = "caught up" if peer["caught_up"] else f"behind on {behind} feeds"
     line = f"{peer['key']}  {peer['address'] or '-'}  {state}  {progress}"
     if peer["last_error"]:
         line += f"  (last error: {peer['last_error']})"
@@ -314,11 +319,11 @@ def _echo_peer(peer: dict[str, Any]) -> None:
 @click.pass_obj
 def peers(obj: Context, as_json: bool) -> None:
     """The running node's peers."""
-    report = render_body(trio.run(call_node, obj, "peers", {}))
+    every = trio.run(all_peers, obj)
     if as_json:
-        emit_json(report["peers"])
+        emit_json(every)
         return
-    for peer in report["peers"]:
+    for peer in every:
         _echo_peer(peer)
 
 
@@ -328,6 +333,7 @@ def peers(obj: Context, as_json: bool) -> None:
 @click.pass_obj
 def connect_command(obj: Context, address: str, key: str) -> None:
     """Make the running node dial a peer (and keep redialing it) until it stops."""
+    parse_address(address)
     trio.run(call_node, obj, "connect", {"address": address, "key": parse_feed(key)})
     click.echo(f"dialing {address}")
 
@@ -390,8 +396,11 @@ def main(argv: list[str] | None = None) -> int:
     except click.Abort:
         click.echo("aborted", err=True)
         return ExitCode.INTERNAL
-    except click.ClickException as error:
-        error.show()
+    except click.ClickException as error:  # one line, as every other error
+        where = error.ctx.command_path if isinstance(error, click.UsageError) and error.ctx else ""
+        hint = f" (see {where} --help)" if where else ""
+        message = " ".join(error.format_message().split())
+        click.echo(f"tangled: {message}{hint}", err=True)
         return ExitCode.USAGE if isinstance(error, click.UsageError) else ExitCode.BAD_INPUT
     except _BAD_INPUT as error:
         click.echo(f"tangled: {error}", err=True)

@@ -8,7 +8,14 @@ from typing import Any
 import click
 import trio
 
-from node.cli_support import BadInput, Context, call_node, emit_json, json_option, render_body
+from node.cli_support import (
+    Context,
+    call_node,
+    emit_json,
+    json_option,
+    read_content,
+    render_body,
+)
 from protocol.identity import parse_feed, parse_message_id
 
 
@@ -53,10 +60,8 @@ def group_exclude(group: str, feeds: tuple[str, ...]) -> None:
 @click.argument("content")
 def group_post(group: str, content: str) -> None:
     """Post JSON CONTENT to the group, encrypted with the current epoch's key."""
-    try:
-        value = json.loads(content)
-    except json.JSONDecodeError as error:
-        raise BadInput(f"content is not JSON: {error}") from None
+    obj = click.get_current_context().find_object(Context)
+    value = read_content(content, obj.settings)
     click.echo(_group_call("group-post", group=parse_message_id(group), content=value)["id"])
 
 

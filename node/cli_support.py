@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import enum
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -18,13 +19,18 @@ import structlog
 from config.secret import read_secret
 from config.settings import Settings, config_path, load_settings
 from node.client import NodeError, NodeNotRunning, connect
-from protocol.errors import TanglenodeError
+from node.render import jsonable
+from protocol.canonical import NonFiniteFloat, TooDeep, canonical_value
+from protocol.errors import LocalProtocolError, Reason, TanglenodeError
 from protocol.identity import feed_text, message_text, parse_message_id
 from storage.datalock import DataDirLock
 from storage.errors import StoreNotFound
 from storage.store import FeedStore
 
 log = structlog.get_logger("tangled")
+
+MAX_INT = 2**63 - 1  # seqs, positions, versions and counts: what the store can index
+MAX_TANGLE_NAME_BYTES = 64
 
 
 class ExitCode(enum.IntEnum):
@@ -99,6 +105,12 @@ async def node_running(obj: Context) -> bool:
     return True
 
 
+# IPC error kinds (docs/IPC.md) that mean the user's input was refused: exit 3.
+BAD_INPUT_KINDS = frozenset(
+    {"bad-request", "invalid-message", "unknown-tangle", "group", "own-feed-behind"}
+)
+
+
 async def call_node(obj: Context, op: str, arguments: dict[str, Any]) -> Any:
     async with await connect(obj.settings.ipc_socket_path) as client:
         try:
@@ -106,9 +118,71 @@ async def call_node(obj: Context, op: str, arguments: dict[str, Any]) -> Any:
         except NodeError as error:
             if error.kind == "not-found":
                 raise NotFound(str(error)) from None
-            if error.kind in ("bad-request", "UnknownTangle", "InvalidMessage", "OwnFeedBehind"):
+            if error.kind in BAD_INPUT_KINDS:
                 raise BadInput(str(error)) from None
             raise
+
+
+async def all_peers(obj: Context) -> list[dict[str, Any]]:
+    """Every peer of the running node, page by page."""
+    peers: list[dict[str, Any]] = []
+    async with await connect(obj.settings.ipc_socket_path) as client:
+        start: int | None = 0
+        while start is not None:
+            page = await client.request("peers", start=start)
+            peers.extend(render_body(page["peers"]))
+            start = page.get("next")
+    return peers
+
+
+# -- bounded command-line input ----------------------------------------------------------
+
+SEQ = click.IntRange(1, MAX_INT)  # a feed position
+COUNT = click.IntRange(1, MAX_INT)  # how many
+INDEX = click.IntRange(0, MAX_INT)  # a position or version from 0
+
+
+def read_content(text: str, settings: Settings) -> Any:
+    """JSON CONTENT ('-': stdin, bounded) as a value a message may hold, else `BadInput`."""
+    limit = settings.limits.max_message_bytes
+    if text == "-":
+        data = sys.stdin.buffer.read(limit + 1)
+        if len(data) > limit:
+            raise BadInput(
+                f"{Reason.TOO_LARGE}: content is over {limit} bytes; no message holds it"
+            )
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise BadInput("content is not UTF-8 text") from None
+    elif len(text.encode("utf-8", "surrogatepass")) > limit:
+        raise BadInput(f"{Reason.TOO_LARGE}: content is over {limit} bytes; no message holds it")
+    try:
+        value = json.loads(text, parse_constant=_no_constant)
+    except json.JSONDecodeError as error:
+        raise BadInput(f"content is not JSON: {error}") from None
+    except RecursionError:
+        raise BadInput("content is not JSON a message can hold: nested too deeply") from None
+    except ValueError as error:  # e.g. an integer of more than 4300 digits
+        raise BadInput(f"content is not JSON a message can hold: {error}") from None
+    try:
+        canonical_value(value, settings.limits.max_content_depth)
+    except (TooDeep, NonFiniteFloat) as error:
+        reason = Reason.TOO_DEEP if isinstance(error, TooDeep) else Reason.NON_FINITE_FLOAT
+        raise BadInput(f"{reason}: content: {error}") from None
+    except LocalProtocolError as error:  # an integer outside the int64/uint64 range
+        raise BadInput(f"content: {error}") from None
+    return value
+
+
+def _no_constant(name: str) -> Any:
+    raise BadInput(f"{Reason.NON_FINITE_FLOAT}: content: {name} is not a finite number")
+
+
+def tangle_name(name: str) -> str:
+    if not name or len(name.encode("utf-8", "surrogatepass")) > MAX_TANGLE_NAME_BYTES:
+        raise BadInput(f"a tangle name is 1 to {MAX_TANGLE_NAME_BYTES} bytes of text")
+    return name
 
 
 def render_body(value: Any) -> Any:
@@ -121,6 +195,8 @@ def render_body(value: Any) -> Any:
                 continue
             if key in ("author", "feed", "key") and isinstance(item, bytes):
                 rendered[key] = feed_text(item)
+            elif key == "content":
+                rendered[key] = jsonable(item)
             elif key in ("clock", "behind", "timeframe") and isinstance(item, dict):
                 rendered[key] = {feed_text(feed): seq for feed, seq in item.items()}
             elif key in ("members", "excluded") and isinstance(item, list):
@@ -142,5 +218,5 @@ def timeline_spec(spec: str | None, spacetime: bool) -> dict[str, Any]:
         return {"spacetime": True}
     name, _sep, root = spec.rpartition("/")  # type: ignore[union-attr]
     if not name:
-        raise BadInput(f"{spec!r}: expected NAME/ROOT")
-    return {"tangle": name, "root": parse_message_id(root)}
+        raise BadInput(f"{spec[:80]!r}: expected NAME/ROOT")
+    return {"tangle": tangle_name(name), "root": parse_message_id(root)}

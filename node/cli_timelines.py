@@ -13,6 +13,8 @@ import click
 import trio
 
 from node.cli_support import (
+    COUNT,
+    INDEX,
     BadInput,
     Context,
     NotFound,
@@ -20,13 +22,14 @@ from node.cli_support import (
     emit_json,
     json_option,
     node_running,
+    tangle_name,
     timeline_spec,
 )
 from node.client import connect
 from protocol.identity import message_text, parse_message_id
 from storage.errors import UnknownTimeline
 from storage.store import FeedStore
-from storage.timeline import Command, Insert, Move
+from storage.timeline import Command, Delete, Insert, Move
 
 
 def _parse_timeline(spec: str | None, spacetime: bool) -> tuple[bytes, str]:
@@ -36,22 +39,22 @@ def _parse_timeline(spec: str | None, spacetime: bool) -> tuple[bytes, str]:
         return FeedStore.timeline_name(None), "spacetime"
     name, sep, root = spec.rpartition("/")  # ids never contain "/"; names may
     if not sep or not name:
-        raise BadInput(f"{spec!r}: expected NAME/ROOT, e.g. chat/%AbC...")
-    return FeedStore.timeline_name(parse_message_id(root), name), spec
+        raise BadInput(f"{spec[:80]!r}: expected NAME/ROOT, e.g. chat/%AbC...")
+    return FeedStore.timeline_name(parse_message_id(root), tangle_name(name)), spec
 
 
 @click.command()
 @click.argument("spec", required=False, metavar="[NAME/ROOT]")
 @click.option("--spacetime", is_flag=True, help="The timeline of all feeds.")
-@click.option("--start", type=click.IntRange(min=0), default=0, help="First position.")
-@click.option("--limit", type=click.IntRange(min=1), default=None, help="At most this many.")
+@click.option("--start", type=INDEX, default=0, help="First position.")
+@click.option("--limit", type=COUNT, default=None, help="At most this many.")
 @click.option("--at", "at_id", metavar="ID", help="Print only this message's position and rank.")
 @click.option(
     "--since",
-    type=click.IntRange(min=0),
+    type=INDEX,
     default=None,
     metavar="VERSION",
-    help="Print the ins/mov commands after this version instead of the order.",
+    help="Print the ins/mov/del commands after this version instead of the order.",
 )
 @json_option
 @click.pass_obj
@@ -152,8 +155,19 @@ class _NodeTimelines:
         return found["position"], found["rank"]
 
     def commands(self, since: int) -> list[Command]:
-        found = self._call("commands", since=since, limit=100_000)["commands"]
-        return [Insert(c["ins"], c["id"]) if "ins" in c else Move(*c["mov"]) for c in found]
+        commands: list[Command] = []
+        while True:  # pages of at most 50,000 (the node's cap per reply)
+            page = self._call("commands", since=since + len(commands), limit=50_000)["commands"]
+            commands.extend(
+                Insert(c["ins"], c["id"])
+                if "ins" in c
+                else Delete(c["del"])
+                if "del" in c
+                else Move(*c["mov"])
+                for c in page
+            )
+            if not page:
+                return commands
 
     def entries(self, start: int, limit: int | None) -> list[tuple[int, bytes]]:
         entries: list[tuple[int, bytes]] = []
@@ -175,6 +189,9 @@ def _echo_command(number: int, command: Command, as_json: bool) -> None:
             "id": message_text(command.id),
         }
         text = f"{number}  ins {command.pos} {record['id']}"
+    elif isinstance(command, Delete):
+        record = {"version": number, "op": "del", "pos": command.pos}
+        text = f"{number}  del {command.pos}"
     else:
         record = {"version": number, "op": "mov", "from": command.src, "to": command.dst}
         text = f"{number}  mov {command.src} {command.dst}"
@@ -187,8 +204,8 @@ def _echo_command(number: int, command: Command, as_json: bool) -> None:
 @click.command()
 @click.argument("spec", required=False, metavar="[NAME/ROOT]")
 @click.option("--spacetime", is_flag=True, help="The timeline of all feeds.")
-@click.option("--since", type=click.IntRange(min=0), default=None, help="Resume after VERSION.")
-@click.option("--count", type=click.IntRange(min=1), default=None, help="Stop after N commands.")
+@click.option("--since", type=INDEX, default=None, help="Resume after VERSION.")
+@click.option("--count", type=COUNT, default=None, help="Stop after N commands.")
 @click.pass_obj
 def watch(
     obj: Context, spec: str | None, spacetime: bool, since: int | None, count: int | None
@@ -218,6 +235,8 @@ async def _watch(obj: Context, which: dict[str, Any], since: int | None, count: 
                         body = command["message"]
                         msg_id = body["id"] if isinstance(body, dict) else body
                         click.echo(f"{command['v']} ins {command['ins']} {message_text(msg_id)}")
+                    elif "del" in command:
+                        click.echo(f"{command['v']} del {command['del']}")
                     else:
                         click.echo(f"{command['v']} mov {command['mov'][0]} {command['mov'][1]}")
                     seen += 1

@@ -10,7 +10,7 @@ Every call sends one request and waits for its reply; an error reply raises
 `subscribe` yields events until the caller stops iterating: `{"snapshot":
 entries, "start": n}` pages when it starts from a snapshot, then
 `{"commands": [{"v": version, "ins": pos, "message": body} | {"v": version,
-"mov": [from, to]}]}`, and `{"lagged": version}` just before the node drops
+"mov": [from, to]} | {"v": version, "del": pos}]}`, and `{"lagged": version}` just before the node drops
 a subscriber that fell behind (resume with `since=version`).
 """
 
@@ -33,9 +33,19 @@ class NodeNotRunning(TanglenodeError):
 
 
 class NodeError(TanglenodeError):
-    def __init__(self, kind: str, message: str) -> None:
+    """An error reply: `kind` is a stable code (docs/IPC.md), `reason` a message's reason code."""
+
+    def __init__(self, kind: str, message: str, reason: str | None = None) -> None:
         super().__init__(f"{kind}: {message}")
         self.kind = kind
+        self.reason = reason
+
+
+def _error(frame: dict[str, Any]) -> NodeError:
+    error = frame.get("error")
+    if not isinstance(error, dict):
+        return NodeError("protocol", "a malformed error reply")
+    return NodeError(str(error.get("kind")), str(error.get("message")), error.get("reason"))
 
 
 class NodeClient:
@@ -71,7 +81,7 @@ class NodeClient:
         if frame.get("id") not in (number, None):
             raise NodeError("protocol", f"reply to request {frame.get('id')}, expected {number}")
         if "error" in frame:
-            raise NodeError(frame["error"]["kind"], frame["error"]["message"])
+            raise _error(frame)
         return frame["ok"]
 
     async def request(self, op: str, **arguments: Any) -> Any:
@@ -107,7 +117,7 @@ class NodeClient:
         while True:
             frame = await self._frame()
             if "error" in frame:
-                raise NodeError(frame["error"]["kind"], frame["error"]["message"])
+                raise _error(frame)
             yield frame["event"]
 
 

@@ -13,17 +13,21 @@ rather than take over its socket.
 
 from __future__ import annotations
 
+import contextlib
 import signal
 
 import structlog
 import trio
 
 from config.settings import Settings
+from node.failures import leaves
 from node.ipc import IpcServer
 from node.network import Network
 from node.peers import PeerRegistry
 from node.sdnotify import Notifier
 from node.service import StoreService
+from protocol.address import parse_address
+from protocol.errors import TanglenodeError
 from protocol.identity import Keypair, feed_text, parse_feed
 from storage.datalock import DataDirLock
 from storage.ownhead import behind
@@ -41,6 +45,31 @@ async def _stop_on_signal(cancel_scope: trio.CancelScope, notifier: Notifier) ->
             notifier.send("STOPPING=1", "STATUS=stopping")
             cancel_scope.cancel()
             return
+
+
+class StartupFailed(TanglenodeError):
+    """The node cannot start: an address in use, a socket path it cannot bind, ..."""
+
+
+def _cannot(what: str, error: BaseException) -> BaseException:
+    """A one-line `StartupFailed` for an OS error; anything else is left as it was."""
+    failures = leaves(error)
+    if not all(isinstance(failure, OSError) for failure in failures):
+        return error
+    reason = "; ".join(str(failure.strerror or failure) for failure in failures)
+    return StartupFailed(f"cannot {what}: {reason}")
+
+
+@contextlib.contextmanager
+def _startup_failures():
+    """Let a startup failure leave the nursery as itself, not inside an exception group."""
+    try:
+        yield
+    except BaseExceptionGroup as group:
+        failures = leaves(group)
+        if len(failures) == 1 and isinstance(failures[0], StartupFailed):
+            raise failures[0] from None
+        raise
 
 
 async def run_node(settings: Settings, keypair: Keypair, notifier: Notifier | None = None) -> None:
@@ -78,11 +107,14 @@ async def _run_node(settings: Settings, keypair: Keypair, notifier: Notifier) ->
             registry,
             max_peer_feeds=settings.gossip.max_peer_feeds,
         )
-        host, port = settings.listen.rsplit(":", 1)
-        with trio.CancelScope() as running:
+        host, port = parse_address(settings.listen, lowest_port=0)
+        with trio.CancelScope() as running, _startup_failures():
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(_stop_on_signal, running, notifier)
-                bound_host, bound_port = await nursery.start(network.serve, host, int(port))
+                try:
+                    bound_host, bound_port = await nursery.start(network.serve, host, port)
+                except (OSError, BaseExceptionGroup) as error:
+                    raise _cannot(f"listen on {settings.listen}", error) from None
                 listen = f"{bound_host}:{bound_port}"
 
                 def tell_status() -> None:
@@ -93,7 +125,10 @@ async def _run_node(settings: Settings, keypair: Keypair, notifier: Notifier) ->
                 ipc = IpcServer(
                     service, registry, network, keypair, status_extra={"listen": listen}
                 )
-                socket_path = await nursery.start(ipc.serve, settings.ipc_socket_path)
+                try:
+                    socket_path = await nursery.start(ipc.serve, settings.ipc_socket_path)
+                except (OSError, BaseExceptionGroup) as error:
+                    raise _cannot(f"serve IPC on {settings.ipc_socket_path}", error) from None
                 for peer in settings.peers:
                     nursery.start_soon(network.dial_forever, peer.address, parse_feed(peer.key))
                 nursery.start_soon(notifier.watchdog)

@@ -28,6 +28,7 @@ from storage.timeline import (
     MAX_REF_BYTES,
     Command,
     CycleError,
+    Delete,
     DuplicateEvent,
     Insert,
     TimelineReader,
@@ -122,6 +123,8 @@ def read_events(lines: Iterable[str]) -> Iterator[tuple[int, Event]]:
 def format_command(command: Command) -> str:
     if isinstance(command, Insert):
         return f"ins {command.pos} {command.id.decode()}"
+    if isinstance(command, Delete):
+        return f"del {command.pos}"  # never from linearize's add-only runs; kept total
     return f"mov {command.src} {command.dst}"
 
 

@@ -113,7 +113,7 @@ class Node:
                 if "snapshot" in event:
                     count += len(event["snapshot"])
                 for command in event.get("commands", ()):
-                    count += "ins" in command
+                    count += ("ins" in command) - ("del" in command)
                 if count >= size:
                     return count
         raise AssertionError("the subscription ended")

@@ -19,6 +19,7 @@ from node.gossip import gossip
 from node.peers import PeerRegistry
 from node.service import StoreService
 from node.transport import HandshakeFailed, client_handshake, server_handshake
+from protocol.address import BadAddress, parse_address
 from protocol.gossip import DEFAULT_MAX_FEEDS
 from protocol.identity import Keypair
 
@@ -76,27 +77,38 @@ class Network:
         await self._converse(secure, "in", address)
 
     async def dial_forever(self, address: str, key: bytes) -> None:
-        """Keep a connection to the peer at `address` whose public key is `key`."""
-        host, port = address.rsplit(":", 1)
-        self.registry.dialing(key, address)
+        """Keep a connection to the peer at `address` whose public key is `key`.
+
+        Never raises (short of cancellation): every failure, expected or not, a
+        bad address included, becomes the peer's `last_error` and the next dial
+        waits longer, up to `LAST_RETRY`.
+        """
         wait = FIRST_RETRY
+        peer = self.registry.dialing(key, address)
         while True:
             began = trio.current_time()
             try:
-                with trio.fail_after(CONNECT_SECONDS):
-                    stream = await trio.open_tcp_stream(host, int(port))
-                try:
-                    secure = await client_handshake(
-                        stream, self.network_key, self.keypair, key, seconds=self.handshake_seconds
-                    )
-                except BaseException:
-                    await stream.aclose()
-                    raise
-            except (OSError, trio.TooSlowError, HandshakeFailed) as failure:
-                self.registry.state(key).last_error = f"dial {address}: {failure}"
+                await self._dial_once(address, key)
+            except (OSError, trio.TooSlowError, HandshakeFailed, BadAddress) as failure:
+                peer.last_error = f"dial {address}: {failure}"[:300]
+            except Exception as failure:  # a bug of ours, or a resolver's surprise: retry
+                log.warning("dial failed", address=address, error=repr(failure)[:300])
+                peer.last_error = f"dial {address}: {failure!r}"[:300]
             else:
-                await self._converse(secure, "out", address)
                 if trio.current_time() - began > STEADY_SECONDS:
                     wait = FIRST_RETRY
             await trio.sleep(wait * random.uniform(0.8, 1.2))
             wait = min(wait * 2, LAST_RETRY)
+
+    async def _dial_once(self, address: str, key: bytes) -> None:
+        host, port = parse_address(address)
+        with trio.fail_after(CONNECT_SECONDS):
+            stream = await trio.open_tcp_stream(host, port)
+        try:
+            secure = await client_handshake(
+                stream, self.network_key, self.keypair, key, seconds=self.handshake_seconds
+            )
+        except BaseException:
+            await stream.aclose()
+            raise
+        await self._converse(secure, "out", address)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 from datetime import UTC, datetime
 from typing import Any
 
@@ -11,22 +12,55 @@ from protocol.identity import feed_text, message_text
 from protocol.message import Message
 
 BYTES_TAG = "$bytes"
+FLOAT_TAG = "$float"
+TOO_DEEP_TAG = "$too-deep"
+# Deeper than any content a node accepts now (max_content_depth is at most 256) and
+# shallow enough for json.dumps, which recurses; a deeper stored value is cut here.
+RENDER_DEPTH = 300
 
 
-def jsonable(value: Any) -> Any:
-    """Content as JSON: binary strings become {"$bytes": base64}."""
+def _scalar(value: Any) -> Any:
     if isinstance(value, bytes):
         return {BYTES_TAG: base64.b64encode(value).decode()}
-    if isinstance(value, list):
-        return [jsonable(item) for item in value]
-    if isinstance(value, dict):
+    if isinstance(value, float) and not math.isfinite(value):
         return {
-            (
-                f"{BYTES_TAG}:{base64.b64encode(k).decode()}" if isinstance(k, bytes) else k
-            ): jsonable(v)
-            for k, v in value.items()
+            FLOAT_TAG: "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
         }
-    return value
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    return {"$unknown": repr(value)[:200]}  # nothing the store accepts; never crash on it
+
+
+def _key(key: Any) -> str:
+    if isinstance(key, bytes):
+        return f"{BYTES_TAG}:{base64.b64encode(key).decode()}"
+    return key if isinstance(key, str) else repr(key)
+
+
+def jsonable(value: Any, max_depth: int = RENDER_DEPTH) -> Any:
+    """Content as JSON: binary strings become {"$bytes": base64}, NaN and infinities
+    {"$float": "NaN" | "Infinity" | "-Infinity"}, and arrays or maps nested deeper
+    than `max_depth` {"$too-deep": true}. Iterative: no value can exhaust the stack.
+    """
+    holder: list[Any] = [None]
+    stack: list[tuple[Any, Any, Any, int]] = [(value, holder, 0, 0)]
+    while stack:
+        item, parent, slot, depth = stack.pop()
+        kind = type(item)
+        if kind is list or kind is tuple or kind is dict:
+            if depth >= max_depth:
+                parent[slot] = {TOO_DEEP_TAG: True}
+                continue
+            if kind is dict:
+                out: Any = dict.fromkeys(_key(k) for k in item)
+                stack.extend((v, out, _key(k), depth + 1) for k, v in item.items())
+            else:
+                out = [None] * len(item)
+                stack.extend((v, out, i, depth + 1) for i, v in enumerate(item))
+            parent[slot] = out
+        else:
+            parent[slot] = _scalar(item)
+    return holder[0]
 
 
 def message_dict(message: Message) -> dict[str, Any]:

@@ -30,6 +30,9 @@ class Reason(enum.StrEnum):
     BAD_TANGLES = "bad-tangles"
     TOO_MANY_TANGLES = "too-many-tangles"
     TOO_MANY_PREVIOUS = "too-many-previous"
+    TOO_DEEP = "too-deep"
+    NON_FINITE_FLOAT = "non-finite-float"
+    EXT_TYPE = "ext-type"
     BAD_SIGNATURE = "bad-signature"
     # Against what the store holds (storage/).
     MISSING_PREVIOUS = "missing-previous"

@@ -21,6 +21,7 @@ ID_BYTES = 32
 SIGNATURE_BYTES = 64
 FEED_SIGIL = "@"
 MESSAGE_SIGIL = "%"
+_B64_LENGTH = 43  # 32 bytes in unpadded base64
 
 
 def message_id(signed: bytes) -> bytes:
@@ -33,15 +34,18 @@ def _b64(raw: bytes) -> str:
 
 
 def _unb64(text: str, sigil: str, what: str) -> bytes:
+    shown = repr(text if len(text) <= 60 else text[:56] + "...")  # errors stay one short line
     if not text.startswith(sigil):
-        raise BadIdentifier(f"{what} {text!r} must start with {sigil!r}")
+        raise BadIdentifier(f"{what} {shown} must start with {sigil!r}")
     body = text[len(sigil) :]
+    if len(body) != _B64_LENGTH:
+        raise BadIdentifier(f"{what} {shown} does not encode 32 bytes")
     try:
         raw = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
     except ValueError:
-        raise BadIdentifier(f"{what} {text!r} is not URL-safe base64") from None
+        raise BadIdentifier(f"{what} {shown} is not URL-safe base64") from None
     if len(raw) != 32 or _b64(raw) != body:
-        raise BadIdentifier(f"{what} {text!r} does not encode 32 bytes")
+        raise BadIdentifier(f"{what} {shown} does not encode 32 bytes")
     return raw
 
 

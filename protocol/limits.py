@@ -12,6 +12,7 @@ class Limits:
     max_previous: int = 16
     max_timeframe_entries: int = 4096
     max_tangle_name_bytes: int = 64
+    max_content_depth: int = 32  # nested arrays and maps in the content
 
 
 DEFAULT_LIMITS = Limits()
@@ -23,4 +24,5 @@ UNLIMITED = Limits(
     max_previous=2**31,
     max_timeframe_entries=2**31,
     max_tangle_name_bytes=255,
+    max_content_depth=2**31,  # the walk is iterative; msgpack itself stops below 512
 )

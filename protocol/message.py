@@ -30,7 +30,10 @@ decoder uses that instead of encoding the fields again.
 Checks run cheapest first: size; the type and shape of each field (decoded
 in C, see `protocol.envelope`); canonical form; the rules between fields;
 the content; then the signature. Each failure raises `InvalidMessage` with
-its `Reason`.
+its `Reason`. The content's own rules (finite floats, no extension types,
+at most `limits.max_content_depth` nested arrays and maps) are checked while
+it is decoded, by one iterative walk that runs only when the content is a
+container or a float.
 """
 
 from __future__ import annotations
@@ -42,7 +45,14 @@ import msgpack
 from nacl.bindings import crypto_sign_open
 from nacl.exceptions import CryptoError
 
-from protocol.canonical import NonCanonical, canonical_value, decode_canonical
+from protocol.canonical import (
+    ExtensionType,
+    NonCanonical,
+    NonFiniteFloat,
+    TooDeep,
+    canonical_value,
+    decode_canonical,
+)
 from protocol.envelope import (
     DecodeError,
     Link,
@@ -130,7 +140,12 @@ def sign_message(
         },
         content,
     ]
-    fields = canonical_value(fields)
+    try:  # the content's rules first, as a receiver would apply them (and without recursion)
+        content = canonical_value(fields.pop(), limits.max_content_depth)
+    except (ValueError, LocalProtocolError) as error:
+        reason = _CONTENT_REASONS.get(type(error), Reason.MALFORMED)
+        raise UnpublishableMessage(reason, f"content: {error}") from None
+    fields = [*canonical_value(fields), content]
     payload = msgpack.packb(fields, use_bin_type=True)
     raw = msgpack.packb([*fields, keypair.sign(payload)], use_bin_type=True)
     try:
@@ -177,7 +192,9 @@ def decode_message(
     _check_timeframe(envelope.timeframe, author, limits)
     links = _parse_tangles(envelope.tangles, limits)
     try:
-        content = decode_canonical(bytes(envelope.content))
+        content = decode_canonical(bytes(envelope.content), limits.max_content_depth)
+    except (TooDeep, NonFiniteFloat, ExtensionType) as error:
+        raise InvalidMessage(_CONTENT_REASONS[type(error)], f"content: {error}") from None
     except NonCanonical as error:
         raise InvalidMessage(Reason.NON_CANONICAL, f"content: {error}") from None
     except ValueError as error:
@@ -200,6 +217,13 @@ def decode_message(
         content=content,
         signature=envelope.signature,
     )
+
+
+_CONTENT_REASONS = {
+    TooDeep: Reason.TOO_DEEP,
+    NonFiniteFloat: Reason.NON_FINITE_FLOAT,
+    ExtensionType: Reason.EXT_TYPE,
+}
 
 
 def _reason_of_invalid_envelope(raw: bytes, error: ValidationError) -> Reason:

@@ -2,15 +2,19 @@
 
 import json
 import os
+import socket
 import stat
 import subprocess
 import sys
+from functools import reduce
 from pathlib import Path
 
 import pytest
 
+from protocol.identity import feed_text, message_text
+from protocol.limits import Limits
 from storage.store import FeedStore
-from tests.factories import Feed
+from tests.factories import Feed, keypair, sign_raw, unsigned_fields
 
 TANGLED = Path(sys.executable).with_name("tangled")
 
@@ -222,3 +226,87 @@ def test_timeline_errors(ready):
     assert ready.run("timeline", "no-slash").returncode == 3
     assert ready.run("timeline", f"other/{root}").returncode == 4
     assert ready.run("timeline", f"chat/{root}", "--at", "%" + "A" * 43).returncode == 4
+
+
+def one_line_error(done) -> str:
+    """The stderr lines that are not log records: exactly one, never a traceback."""
+    assert "Traceback" not in done.stderr
+    lines = [line for line in done.stderr.splitlines() if not line.startswith("{")]
+    assert len(lines) == 1, done.stderr
+    return lines[0]
+
+
+DEEP_JSON = "[" * 100_000 + "]" * 100_000
+
+
+@pytest.mark.parametrize(
+    "args, stdin, code, says",
+    [
+        (("publish", str(2**70)), None, 3, "int64/uint64"),
+        (("publish", "--offline", str(2**70)), None, 3, "int64/uint64"),
+        (("publish", "NaN"), None, 3, "non-finite-float"),
+        (("publish", "--offline", '{"x": -Infinity}'), None, 3, "non-finite-float"),
+        (("publish", "1" * 5000), None, 3, "content"),
+        (("publish", "-"), DEEP_JSON, 3, "content"),
+        (
+            ("publish", "--offline", json.dumps(reduce(lambda v, _: [v], range(33), 0))),
+            None,
+            3,
+            "too-deep",
+        ),
+        (("publish", "--offline", "{}", "--tangle", "n" * 65), None, 3, "tangle name"),
+        (("log", "--from", str(10**30)), None, 2, "--from"),
+        (("log", "--limit", str(2**63)), None, 2, "--limit"),
+        (("timeline", "--spacetime", "--start", str(10**30)), None, 2, "--start"),
+        (("watch", "--spacetime", "--since", "-1"), None, 2, "--since"),
+        (("timeline", "n" * 100 + "/%" + "A" * 43), None, 3, "tangle name"),
+        (("connect", "127.0.0.1:1e3", "@" + "A" * 43), None, 3, "HOST:PORT"),
+        (("connect", "nonsense:abc", "@" + "A" * 43), None, 3, "HOST:PORT"),
+        (("connect", ":8008", "@" + "A" * 43), None, 3, "HOST:PORT"),
+        (("show", "%" + "A" * 100_000), None, 3, "message id"),
+    ],
+)
+def test_bad_input_is_one_line_and_a_typed_exit(ready, args, stdin, code, says):
+    done = ready.run(*args, stdin=stdin)
+    assert done.returncode == code, done.stderr
+    line = one_line_error(done)
+    assert says in line and len(line) < 500
+
+
+@pytest.mark.parametrize(
+    "config, says",
+    [(b"\xff\xfe\x00binary", "not UTF-8"), (b"a = [" * 5000, "TOML"), (b"x" * (2 << 20), "larger")],
+    ids=["binary", "deep", "huge"],
+)
+def test_a_config_that_is_not_toml_text_is_bad_input(ready, config, says):
+    (ready.data_dir / "tangled.toml").write_bytes(config)
+    done = ready.run("feeds")
+    assert done.returncode == 3, done.stderr
+    # Config errors list each problem on its own line (README); here there is one.
+    assert "Traceback" not in done.stderr and "invalid configuration" in done.stderr
+    assert says in done.stderr
+
+
+def test_run_on_a_port_in_use_is_one_line(ready):
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        done = ready.run("run", "--listen", f"127.0.0.1:{port}")
+    assert done.returncode == 1
+    assert "Address already in use" in one_line_error(done)
+
+
+def test_messages_stored_before_the_content_rules_render(ready):
+    deep = reduce(lambda v, _: [v], range(500), 0)
+    author = keypair("legacy")
+    raw = sign_raw(author, unsigned_fields(author, content=deep), canonical=False)
+    with FeedStore(ready.data_dir / "store", limits=Limits(max_content_depth=600)) as store:
+        (result,) = store.ingest([raw])
+        assert result.stored
+    shown = ready.ok("show", message_text(result.message.id), "--json")
+    assert "$too-deep" in json.loads(shown)["content"].__repr__()
+    assert ready.ok("show", message_text(result.message.id))
+    for line in ready.ok("log", feed_text(author.public), "--json").splitlines():
+        json.loads(line)
+    assert ready.ok("log", feed_text(author.public))

@@ -14,7 +14,7 @@ scalars = (
     st.none()
     | st.booleans()
     | st.integers(min_value=-(2**63), max_value=2**64 - 1)
-    | st.floats(allow_nan=False)
+    | st.floats(allow_nan=False, allow_infinity=False)
     | st.text(max_size=40)
     | st.binary(max_size=40)
 )

@@ -4,7 +4,13 @@ import struct
 import msgpack
 import pytest
 
-from protocol.canonical import NonCanonical, canonical_value, decode_canonical, encode_canonical
+from protocol.canonical import (
+    NonCanonical,
+    NonFiniteFloat,
+    canonical_value,
+    decode_canonical,
+    encode_canonical,
+)
 from protocol.errors import LocalProtocolError
 
 
@@ -55,9 +61,13 @@ def test_rejects_malformed_bytes_with_value_error(raw):
         decode_canonical(raw)
 
 
-def test_float64_and_nan_round_trip():
+def test_float64_round_trips_and_non_finite_floats_are_refused():
     assert decode_canonical(encode_canonical(2.5)) == 2.5
-    assert math.isnan(decode_canonical(encode_canonical(float("nan"))))
+    for value in (math.nan, math.inf, -math.inf):
+        with pytest.raises(NonFiniteFloat):
+            decode_canonical(msgpack.packb(value))
+        with pytest.raises(NonFiniteFloat):
+            encode_canonical([value])
 
 
 @pytest.mark.parametrize("value", [{1, 2}, object(), 2**64, -(2**63) - 1, {1: "int key"}])

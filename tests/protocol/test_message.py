@@ -1,4 +1,5 @@
 import hashlib
+from functools import reduce
 
 import msgpack
 import pytest
@@ -66,6 +67,22 @@ CASES = {
     "not an array": (msgpack.packb({"version": 1}), Reason.MALFORMED),
     "empty array": (msgpack.packb([]), Reason.MALFORMED),
     "eight fields": (msgpack.packb(fields(), use_bin_type=True), Reason.MALFORMED),
+    "content nested 33 deep": (
+        sign_raw(
+            ALICE,
+            fields(content=reduce(lambda inner, _: [inner], range(33), 0)),
+            canonical=False,
+        ),
+        Reason.TOO_DEEP,
+    ),
+    "NaN in the content": (
+        sign_raw(ALICE, fields(content={"x": float("nan")}), canonical=False),
+        Reason.NON_FINITE_FLOAT,
+    ),
+    "an ext type in the content": (
+        sign_raw(ALICE, fields(content=msgpack.ExtType(7, b"")), canonical=False),
+        Reason.EXT_TYPE,
+    ),
     "unsorted content map": (
         sign_raw(ALICE, fields(content={"b": 1, "a": 2}), canonical=False),
         Reason.NON_CANONICAL,
