@@ -10,8 +10,9 @@ Every call sends one request and waits for its reply; an error reply raises
 `subscribe` yields events until the caller stops iterating: `{"snapshot":
 entries, "start": n}` pages when it starts from a snapshot, then
 `{"commands": [{"v": version, "ins": pos, "message": body} | {"v": version,
-"mov": [from, to]} | {"v": version, "del": pos}]}`, and `{"lagged": version}` just before the node drops
-a subscriber that fell behind (resume with `since=version`).
+"mov": [from, to]} | {"v": version, "del": pos}]}`, and `{"lagged":
+version}` just before the node drops a subscriber that fell behind (resume
+with `since=version`).
 """
 
 from __future__ import annotations

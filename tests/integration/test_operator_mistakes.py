@@ -149,7 +149,7 @@ async def test_a_store_restored_from_an_old_copy_cannot_fork_our_feed(tmp_path):
     async with await alice.client() as client:
         with pytest.raises(NodeError) as refused:
             await client.publish({"would be": "seq 3 again"})
-    assert refused.value.kind == "OwnFeedBehind"
+    assert refused.value.kind == "own-feed-behind"
     done = await tangled(alice.data_dir, "publish", '"x"')
     assert done.returncode == 3 and "would fork our own feed" in one_error_line(done)
 

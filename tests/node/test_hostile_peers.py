@@ -23,7 +23,7 @@ from protocol.gossip import GossipConnection, PeerHello, tag_of
 from protocol.identity import Keypair
 from protocol.message import Message
 from storage.store import FeedStore
-from tests.factories import Feed, keypair
+from tests.factories import Feed, keypair, sign_raw, unsigned_fields
 from tests.storage.test_invalidation import state
 
 NETWORK_KEY = bytes(range(32))
@@ -284,3 +284,23 @@ async def test_a_malformed_proof_drops_the_sender_only(honest):
     async with attacker(x) as (secure, gossip):  # the node still serves
         await push(secure, gossip, [honest_feed.append({"still": "up"})])
         await x.until(lambda: x.service.clock.get(honest_feed.public) == 1)
+
+
+async def test_content_nested_too_deep_from_a_peer_is_refused_and_the_node_serves_on(honest):
+    x = await honest("x")
+    deep: list = []
+    for _ in range(500):
+        deep = [deep]
+    liar = keypair("deep-liar")
+    raw = sign_raw(liar, unsigned_fields(liar, content=deep), canonical=False)
+    assert len(raw) < 16 * 1024
+    sender = Keypair.generate()
+    async with attacker(x, sender) as (secure, gossip):
+        await secure.send_all(gossip.messages([raw]))
+        await until_hung_up(secure, gossip)
+    await x.until(lambda: "too-deep" in last_error(x, sender))
+    assert x.store.frontier() == {}
+    bystander = Feed("after-deep")
+    async with attacker(x) as (secure, gossip):
+        await push(secure, gossip, [bystander.append({"still": "up"})])
+        await x.until(lambda: x.service.clock.get(bystander.public) == 1)

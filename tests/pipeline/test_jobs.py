@@ -45,7 +45,8 @@ def build_store(path, rng: random.Random) -> tuple[FeedStore, list]:
         queue = rng.choice([q for q in queues if q])
         store.ingest([queue.pop(0).raw])
         delivered += 1
-    twin = Feed(feeds[1].keypair)  # same key: a second message at seq 1 is fork evidence
+    twin = Feed(feeds[1].keypair)  # same key, another last message: a fork there
+    twin.messages = feeds[1].messages[:-1]
     store.ingest([twin.append("the other branch").raw])
     return store, feeds
 
@@ -58,7 +59,7 @@ def archive(tmp_path_factory):
         counts = export(store, directory / "out")
     finally:
         store.close()
-    assert counts["evidence"] == 1
+    assert counts["evidence"] == 2  # the fork's pair; the feed ends before it
     return directory / "out", feeds
 
 
@@ -188,9 +189,11 @@ def test_stats_count_feeds_messages_tangles_and_shapes(spark, archive):
     rows = {row.timeline: row for row in stats(messages, linearize(messages)).collect()}
     accepted = messages.where("not evidence").count()
     assert rows["all"].messages == accepted and rows["all"].feeds == 3
-    assert rows["all"].fork_evidence == 1 and rows["all"].tangles == 1
+    assert rows["all"].fork_evidence == 2 and rows["all"].tangles == 1  # the pair
     assert rows["spacetime"].messages == accepted and rows["spacetime"].width == 3
-    assert rows["tangle:chat"].messages == 41 and rows["tangle:chat"].height >= 2
+    assert (
+        rows["tangle:chat"].messages == 40 and rows["tangle:chat"].height >= 2
+    )  # 41 written, one cut by the fork
 
 
 def test_evaluate_sweeps_configurations_as_tasks_and_draws_the_figure(spark, tmp_path):
