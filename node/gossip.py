@@ -163,7 +163,9 @@ class GossipSession:
         await self._send_wants(wants)
 
     async def _send_wants(self, wants: dict[bytes, int]) -> None:
-        wants = {feed: after for feed, after in wants.items() if self.asked.get(feed) != after}
+        """WANT each feed once; again only to go back (a subscription then pushes the rest)."""
+        asked = self.asked
+        wants = {feed: after for feed, after in wants.items() if after < asked.get(feed, after + 1)}
         if wants:
             self.asked.update(wants)
             await self.secure.send_all(self.connection.want(wants))
