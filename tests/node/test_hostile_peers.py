@@ -24,7 +24,7 @@ from protocol.identity import Keypair
 from protocol.message import Message
 from storage.store import FeedStore
 from tests.factories import Feed, keypair, sign_raw, unsigned_fields
-from tests.storage.test_invalidation import state
+from tests.storage.test_invalidation import state, two_way_cycle
 
 NETWORK_KEY = bytes(range(32))
 WAIT = 20
@@ -131,9 +131,7 @@ def last_error(node: Honest, peer: Keypair) -> str:
 
 async def test_a_cycle_sent_in_opposite_orders_ends_the_same_on_both_nodes(honest, nursery):
     x, y = await honest("x"), await honest("y")
-    alice, bob = Feed("cycle-alice"), Feed("cycle-bob")
-    a1 = alice.append({"n": 1}, timeframe={bob.public: 1})
-    b1 = bob.append({"n": 1}, timeframe={alice.public: 1})
+    alice, bob, a1, b1 = two_way_cycle("opposite-")
     async with attacker(x) as (secure, gossip):
         await push(secure, gossip, [a1])
         await x.until(lambda: x.service.clock.get(alice.public) == 1)
@@ -158,9 +156,7 @@ async def test_a_cycle_sent_in_opposite_orders_ends_the_same_on_both_nodes(hones
 
 async def test_cycle_evidence_travels_to_a_node_that_only_saw_one_half(honest, nursery):
     x, y = await honest("x"), await honest("y")
-    alice, bob = Feed("half-alice"), Feed("half-bob")
-    a1 = alice.append({"n": 1}, timeframe={bob.public: 1})
-    b1 = bob.append({"n": 1}, timeframe={alice.public: 1})
+    alice, bob, a1, b1 = two_way_cycle("half-")
     async with attacker(x) as (secure, gossip):
         await push(secure, gossip, [a1, b1])
         await x.until(lambda: x.service.invalid)

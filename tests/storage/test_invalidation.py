@@ -46,8 +46,9 @@ def exchange(stores):
                     taker.add_evidence([message.raw for message in proof.messages])
 
 
-def two_way_cycle():
-    alice, bob = Feed("alice"), Feed("bob")
+def two_way_cycle(label: str = ""):
+    """alice:1 claims bob:1 processed, bob:1 claims alice:1: a loop of two."""
+    alice, bob = Feed(f"{label}alice"), Feed(f"{label}bob")
     a1 = alice.append({"n": 1}, timeframe={bob.public: 1})
     b1 = bob.append({"n": 1}, timeframe={alice.public: 1})
     return alice, bob, a1, b1
