@@ -141,13 +141,22 @@ async def hostile(target: Node, me: Keypair):
 
 
 async def status(node: Node) -> dict:
+    """`status`, with the node's whole clock (which `status` summarises) read page by page."""
     async with await node.client() as client:
-        return await client.status()
+        found = await client.status()
+        clock: dict[bytes, int] = {}
+        start = 0
+        while start is not None:
+            page = await client.request("clock", start=start)
+            clock.update((feed, seq) for feed, seq in page["entries"])
+            start = page["next"]
+        found["clock"] = clock
+        return found
 
 
 async def poll(node: Node, condition: Callable[[dict], bool]) -> dict:
-    """Poll `status` until `condition` holds: a message pushed by a peer has no event of its own
-    we can await here (timeline subscriptions break on removals, see the xfail test below)."""
+    """Poll `status` until `condition` holds: a message pushed by a peer, or a proof, has no
+    event of its own that a client can await."""
     with trio.fail_after(WAIT):
         while not condition(found := await status(node)):
             await trio.sleep(0.02)
@@ -561,13 +570,6 @@ async def test_three_nodes_one_partition_and_a_hostile_peer_converge(tmp_path):
     await chaos(tmp_path, size=3, rounds=1, per_round=10, kills=0)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="node bug: IPC `subscribe` and `commands` turn each timeline command that is not an"
-    " Insert into {'mov': [src, dst]}, and a Delete (a removed message) has no src: the server"
-    " logs 'ipc client failed' (AttributeError) and drops the subscriber (node/ipc.py _updates,"
-    " op_commands; node/cli_timelines.py has the same)",
-)
 async def test_a_subscriber_sees_a_message_removed_by_a_proof(tmp_path):
     node = Node(tmp_path, "n")
     await node.start()
