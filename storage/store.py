@@ -308,6 +308,10 @@ class FeedStore:
     def add_evidence(self, raws: Iterable[bytes]) -> tuple[str, dict[bytes, int]]:
         """Check a proof sent by a peer and apply it: ("new", feeds cut back) or ("known", {}).
 
+        ("new", {}) when it cuts nothing but replaces a kept proof that cuts a feed
+        at the same seq (the lower proof id is kept, so every node keeps the same
+        one); it travels on like any new proof.
+
         Raises `InvalidMessage` for a message that fails validation and
         `InvalidProof` for messages that prove nothing.
         """
@@ -321,9 +325,10 @@ class FeedStore:
         with self._write() as txn:
             writer = BatchWriter(txn, self._tables, self._timeline_tables)
             lowered = writer.add_proof(proof)
+            kept = txn.get(proof.id, db=self._tables.proofs) is not None  # may lower nothing
             writer.finish()
             self._process(txn, set(), writer.invalidated)
-        return ("new", lowered) if lowered else ("known", {})
+        return ("new", lowered) if kept else ("known", {})
 
     # -- reading -----------------------------------------------------------
 
