@@ -220,3 +220,29 @@ def test_a_proof_that_only_ties_is_new_once_and_then_known(open_store):
     assert store.add_evidence([a1.raw, b1.raw]) == ("known", {})  # kept, for bob
     assert sorted(proof.kind for proof in store.evidence()) == [ProofKind.CYCLE, ProofKind.FORK]
     assert store.check().ok
+
+
+def test_a_reference_to_a_cut_message_does_not_hold_finality_back_for_ever(open_store):
+    # carol:1 named alice:2 before alice forked at 2. The reference stays pending, but
+    # alice:2 will be refused for good, so it cannot raise carol:1: finality goes on.
+    alice, carol = Feed("alice"), Feed("carol")
+    alice.append({"n": 1})
+    alice.append({"n": 2})
+    carol.append({"c": 1}, timeframe={alice.public: 2})
+    for n in range(2, 5):
+        carol.append({"c": n})
+    twin = Feed(alice.keypair)
+    twin.messages = alice.messages[:1]
+    twin.append({"other": 2})
+    store = open_store()
+    deliver(store, [m.raw for m in alice.messages + carol.messages])
+    deliver(store, [twin.messages[1].raw])
+    assert store.invalid_feeds() == {alice.public: 2}
+    # Everything is final: only carol can still write, above her head.
+    assert store.spacetime_final() == len(store.timeline(SPACETIME)) == 5
+    # A reference to a message that may still come bounds as before.
+    dave = Feed("dave")
+    dave.append({"d": 1}, timeframe={carol.public: 6})
+    deliver(store, [dave.messages[0].raw])
+    assert store.spacetime_final() == 0  # dave:1 ranks 0 and waits for carol:6
+    assert store.check().ok
