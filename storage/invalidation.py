@@ -10,7 +10,9 @@ proofs travel (node.gossip). When a proof lowers a feed's boundary:
 1. `record_proof` keeps it: its row in `proofs`, its messages' bodies in
    `evidence`, and the feed's `invalid` row names it. A proof that no
    `invalid` row names any more is dropped with the bodies only it held,
-   so a feed keeps one proof, the one that cut it lowest.
+   so a feed keeps one proof, the one that cut it lowest (of two that cut
+   it at one seq, the one with the lower id, so the kept proof does not
+   depend on which came first).
 2. `truncate_feed` takes every stored message of the feed at or above the
    boundary out, newest first: out of the spacetime and its tangles'
    timelines (the engine lowers whoever ranked above it), out of the
@@ -65,18 +67,25 @@ def kept_proofs(txn, tables: Tables) -> list[tuple[bytes, ProofKind, list[Messag
 
 
 def record_proof(txn, tables: Tables, proof: Proof) -> dict[bytes, int]:
-    """Keep `proof` where it lowers a boundary; returns author -> new boundary for those."""
+    """Keep `proof` where it lowers a boundary, or ties one with a lower proof id;
+    returns author -> new boundary for the feeds it lowered."""
     lowered: dict[bytes, int] = {}
     replaced: set[bytes] = set()
+    kept = False
     for author, seq in proof.invalid_from().items():
         current = txn.get(author, db=tables.invalid)
         if current is not None:
-            if _U64.unpack(current[:8])[0] <= seq:
+            current_seq, current_id = _U64.unpack(current[:8])[0], bytes(current[8:])
+            # Of two proofs at one seq the lower id wins: which one a node met first
+            # must not decide which one it keeps.
+            if (current_seq, current_id) <= (seq, proof.id):
                 continue
-            replaced.add(bytes(current[8:]))
-        lowered[author] = seq
+            replaced.add(current_id)
+        if current is None or current_seq > seq:
+            lowered[author] = seq
+        kept = True
         txn.put(author, _U64.pack(seq) + proof.id, db=tables.invalid)
-    if not lowered:
+    if not kept:
         return lowered
     ids = [message.id for message in proof.messages]
     txn.put(proof.id, msgpack.packb([proof.kind.value, ids]), db=tables.proofs)

@@ -43,6 +43,7 @@ from storage.layout import (
     SCHEMA_VERSION,
     Tables,
     feed_key,
+    split_feed_key,
     split_head_value,
 )
 from storage.metapage import check_data_file
@@ -57,7 +58,7 @@ from storage.processor import (
 )
 from storage.tangles import tips_of
 from storage.timeline import Command, Placement, TimelineReader, TimelineTables
-from storage.timelines import SPACETIME, tangle_timeline
+from storage.timelines import SPACETIME, spacetime_links, tangle_timeline
 
 DEFAULT_MAP_SIZE = 64 * 2**30  # address space, not disk: the file grows as data does
 
@@ -308,6 +309,10 @@ class FeedStore:
     def add_evidence(self, raws: Iterable[bytes]) -> tuple[str, dict[bytes, int]]:
         """Check a proof sent by a peer and apply it: ("new", feeds cut back) or ("known", {}).
 
+        ("new", {}) when it cuts nothing but replaces a kept proof that cuts a feed
+        at the same seq (the lower proof id is kept, so every node keeps the same
+        one); it travels on like any new proof.
+
         Raises `InvalidMessage` for a message that fails validation and
         `InvalidProof` for messages that prove nothing.
         """
@@ -321,9 +326,10 @@ class FeedStore:
         with self._write() as txn:
             writer = BatchWriter(txn, self._tables, self._timeline_tables)
             lowered = writer.add_proof(proof)
+            kept = txn.get(proof.id, db=self._tables.proofs) is not None  # may lower nothing
             writer.finish()
             self._process(txn, set(), writer.invalidated)
-        return ("new", lowered) if lowered else ("known", {})
+        return ("new", lowered) if kept else ("known", {})
 
     # -- reading -----------------------------------------------------------
 
@@ -518,7 +524,23 @@ class FeedStore:
             ranks = self._head_ranks(txn, reader)
             return min(ranks) + 1 if ranks else None
 
-        return self.timeline_final(SPACETIME, heads_bound)
+        return self.timeline_final(SPACETIME, heads_bound, self._may_be_raised)
+
+    def _may_be_raised(self, txn, reader: TimelineReader, ref: bytes) -> bool:
+        """Whether a spacetime member's missing links may still arrive: not if each names
+        an invalid feed at or past its boundary (those messages are refused for good)."""
+        author, seq = split_feed_key(ref)
+        message = parse_stored(txn.get(ref, db=self._tables.messages))
+        before = txn.get(feed_key(author, seq - 1), db=self._tables.messages) if seq > 1 else None
+        links = spacetime_links(message, parse_stored(before).timeframe if before else {})
+        for link in links:
+            if reader.member_rank(SPACETIME, link) is not None:
+                continue
+            feed, link_seq = split_feed_key(link)
+            boundary = invalid_from(txn, self._tables, feed)
+            if boundary is None or link_seq < boundary:
+                return True
+        return False
 
     def _head_ranks(self, txn, reader: TimelineReader) -> list[int]:
         """Spacetime ranks of the heads of every feed without fork evidence."""
@@ -532,19 +554,25 @@ class FeedStore:
                 ranks.append(rank)
         return ranks
 
-    def timeline_final(self, timeline: bytes, writers_bound) -> int:
+    def timeline_final(self, timeline: bytes, writers_bound, may_be_raised=None) -> int:
         """How many leading positions of `timeline` nothing to come can change.
 
         `writers_bound(txn, reader)` gives the least rank any future message
         of the writers that count can take (None: none can come). A member
         still waiting for a missing message may be raised, so the least rank
         of such a member bounds too; the entries ranked below both are final.
+        `may_be_raised(txn, reader, ref)`, if given, leaves out the waiting
+        members whose missing messages can never come.
         """
         with self._env.begin() as txn:
             reader = TimelineReader(txn, self._timeline_tables)
             if not reader.exists(timeline):
                 return 0
-            bounds = list(reader.pending_ranks(timeline))
+            bounds = [
+                rank
+                for ref, rank in reader.pending_members(timeline)
+                if may_be_raised is None or may_be_raised(txn, reader, ref)
+            ]
             writers = writers_bound(txn, reader)
             if writers is not None:
                 bounds.append(writers)

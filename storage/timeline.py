@@ -637,16 +637,21 @@ class TimelineReader:
 
     def pending_ranks(self, name: bytes) -> list[int]:
         """The ranks of the members that link to something not present yet."""
+        return [rank for _ref, rank in self.pending_members(name)]
+
+    def pending_members(self, name: bytes) -> list[tuple[bytes, int]]:
+        """(ref, rank) of the members that link to something not present yet."""
         timeline = self._open(name)
         cursor = self._txn.cursor(db=self._tables.pending)
-        ranks: list[int] = []
+        found: list[tuple[bytes, int]] = []
         if not cursor.set_range(timeline.prefix):
-            return ranks
+            return found
         for key in cursor.iternext(values=False):
             if key[:4] != timeline.prefix:
                 break
-            ranks.append(timeline.member(bytes(key[4:]))[0])  # type: ignore[index]
-        return ranks
+            ref = bytes(key[4:])
+            found.append((ref, timeline.member(ref)[0]))  # type: ignore[index]
+        return found
 
     def successors(self, name: bytes, ref: bytes) -> list[bytes]:
         """The refs of the members that link to `ref` (present or not)."""

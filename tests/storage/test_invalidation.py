@@ -5,7 +5,7 @@ import random
 import pytest
 
 from protocol.errors import InvalidMessage, Reason
-from protocol.evidence import InvalidProof, ProofKind
+from protocol.evidence import InvalidProof, ProofKind, check_proof
 from protocol.message import TangleLink
 from storage.ingest import Outcome
 from storage.timelines import SPACETIME
@@ -180,3 +180,69 @@ def test_evidence_that_proves_nothing_is_refused(open_store):
     with pytest.raises(InvalidMessage):
         store.add_evidence([bytes(forged), two_way_cycle()[3].raw])
     assert store.invalid_feeds() == {} and store.evidence() == []
+
+
+def test_two_proofs_that_cut_a_feed_at_one_seq_every_node_keeps_the_lower_id(open_store):
+    # Found by tests/property/test_invalidation_convergence.py: alice:1 is both on a cycle
+    # with bob:1 and forked. Which proof of "alice from 1" a node kept depended on which it
+    # met first, so after the exchange one node kept both proofs and the other only one.
+    alice, bob, a1, b1 = two_way_cycle()
+    twin = Feed(alice.keypair)
+    other = twin.append({"n": "other 1"})
+    cycle_first, fork_first = open_store("cycle-first"), open_store("fork-first")
+    deliver(cycle_first, [a1.raw, b1.raw, other.raw])
+    deliver(fork_first, [a1.raw, other.raw])
+    deliver(fork_first, [b1.raw])  # alice is cut already: no cycle to close here
+    (cycle,) = cycle_first.evidence()
+    (fork,) = fork_first.evidence()
+    assert (cycle.kind, fork.kind) == (ProofKind.CYCLE, ProofKind.FORK)
+    exchange([cycle_first, fork_first])
+    assert state(cycle_first) == state(fork_first)
+    assert cycle_first.invalid_feeds() == {alice.public: 1, bob.public: 1}
+    kept = sorted(proof.id for proof in cycle_first.evidence())
+    # The cycle stays for bob; for alice the lower id of the two.
+    assert kept == sorted({cycle.id, min(fork.id, cycle.id)})
+    assert cycle_first.check().ok and fork_first.check().ok
+
+
+def test_a_proof_that_only_ties_is_new_once_and_then_known(open_store):
+    alice, bob, a1, b1 = two_way_cycle()
+    cycle = check_proof([a1, b1])
+    for label in range(100):  # a fork of alice:1 whose proof id sorts before the cycle's
+        other = Feed(alice.keypair).append({"n": f"other {label}"})
+        if check_proof([a1, other]).id < cycle.id:
+            break
+    store = open_store()
+    assert store.add_evidence([a1.raw, b1.raw]) == ("new", {alice.public: 1, bob.public: 1})
+    # It cuts nothing more, but replaces the cycle as alice's proof: new, to be passed on.
+    assert store.add_evidence([a1.raw, other.raw]) == ("new", {})
+    assert store.add_evidence([a1.raw, other.raw]) == ("known", {})
+    assert store.add_evidence([a1.raw, b1.raw]) == ("known", {})  # kept, for bob
+    assert sorted(proof.kind for proof in store.evidence()) == [ProofKind.CYCLE, ProofKind.FORK]
+    assert store.check().ok
+
+
+def test_a_reference_to_a_cut_message_does_not_hold_finality_back_for_ever(open_store):
+    # carol:1 named alice:2 before alice forked at 2. The reference stays pending, but
+    # alice:2 will be refused for good, so it cannot raise carol:1: finality goes on.
+    alice, carol = Feed("alice"), Feed("carol")
+    alice.append({"n": 1})
+    alice.append({"n": 2})
+    carol.append({"c": 1}, timeframe={alice.public: 2})
+    for n in range(2, 5):
+        carol.append({"c": n})
+    twin = Feed(alice.keypair)
+    twin.messages = alice.messages[:1]
+    twin.append({"other": 2})
+    store = open_store()
+    deliver(store, [m.raw for m in alice.messages + carol.messages])
+    deliver(store, [twin.messages[1].raw])
+    assert store.invalid_feeds() == {alice.public: 2}
+    # Everything is final: only carol can still write, above her head.
+    assert store.spacetime_final() == len(store.timeline(SPACETIME)) == 5
+    # A reference to a message that may still come bounds as before.
+    dave = Feed("dave")
+    dave.append({"d": 1}, timeframe={carol.public: 6})
+    deliver(store, [dave.messages[0].raw])
+    assert store.spacetime_final() == 0  # dave:1 ranks 0 and waits for carol:6
+    assert store.check().ok
