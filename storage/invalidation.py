@@ -56,6 +56,14 @@ def invalid_feeds(txn, tables: Tables) -> dict[bytes, int]:
     return {bytes(key): _U64.unpack(value[:8])[0] for key, value in txn.cursor(db=tables.invalid)}
 
 
+def invalid_by_proof(txn, tables: Tables) -> dict[bytes, dict[bytes, int]]:
+    """Proof id -> the feeds whose boundary it sets (author -> seq)."""
+    found: dict[bytes, dict[bytes, int]] = {}
+    for author, value in txn.cursor(db=tables.invalid):
+        found.setdefault(bytes(value[8:]), {})[bytes(author)] = _U64.unpack(value[:8])[0]
+    return found
+
+
 def kept_proofs(txn, tables: Tables) -> list[tuple[bytes, ProofKind, list[Message]]]:
     """(proof id, kind, messages) of every proof kept."""
     found = []

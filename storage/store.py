@@ -37,7 +37,7 @@ from storage.errors import (
     UnknownTangle,
 )
 from storage.ingest import BatchWriter, IngestResult, Outcome, is_known
-from storage.invalidation import invalid_feeds, invalid_from, kept_proofs
+from storage.invalidation import invalid_by_proof, invalid_feeds, invalid_from, kept_proofs
 from storage.layout import (
     MAX_NAMED_DATABASES,
     SCHEMA_VERSION,
@@ -396,19 +396,11 @@ class FeedStore:
         """Every kept proof (at most one per invalid feed)."""
         with self._env.begin() as txn:
             proofs = kept_proofs(txn, self._tables)
-            boundaries = invalid_feeds(txn, self._tables)
-        found = []
-        for proof_id, kind, messages in proofs:
-            authors = {message.author for message in messages}
-            found.append(
-                Evidence(
-                    proof_id,
-                    kind,
-                    {a: boundaries[a] for a in sorted(authors) if a in boundaries},
-                    messages,
-                )
-            )
-        return found
+            cut = invalid_by_proof(txn, self._tables)
+        return [
+            Evidence(proof_id, kind, dict(sorted(cut.get(proof_id, {}).items())), messages)
+            for proof_id, kind, messages in proofs
+        ]
 
     def evidence_messages(self) -> list[Message]:
         """The messages of every kept proof (held apart from the feeds)."""
