@@ -78,7 +78,6 @@ PAPER = {  # seed 000 §4: commands per event, by height (events) and width (fee
         1024: 26.0,
     },
 }
-WIDTHS = (4, 8, 16, 32, 64, 128, 256, 512, 1024)
 RESULT_SCHEMA = (
     "width long, height long, delivery string, seed long, "
     "commands long, commands_per_event double, seconds double"

@@ -58,8 +58,6 @@ class ProcessorTables:
     wait: Any
     waiting: Any
 
-    COUNT = 6
-
     @classmethod
     def open(cls, env: lmdb.Environment) -> ProcessorTables:
         with env.begin(write=True) as txn:

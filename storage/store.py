@@ -65,15 +65,6 @@ DEFAULT_MAP_SIZE = 64 * 2**30  # address space, not disk: the file grows as data
 TimeframeSource = Callable[[Any, Tables, bytes], dict[bytes, int]]
 
 
-def frontier_timeframe(txn, tables: Tables, author: bytes) -> dict[bytes, int]:
-    """A timeframe of the highest *stored* seq of every other feed (for tests and tools)."""
-    return {
-        bytes(key): split_head_value(value)[0]
-        for key, value in txn.cursor(db=tables.heads)
-        if key != author
-    }
-
-
 def feed_ordered(candidates: list[tuple[int, Message]]) -> list[tuple[int, Message]]:
     """Each feed's messages in seq order, feeds still interleaved as they arrived.
 
