@@ -23,14 +23,12 @@ from node.render import jsonable
 from protocol.canonical import NonFiniteFloat, TooDeep, canonical_value
 from protocol.errors import LocalProtocolError, Reason, TanglenodeError
 from protocol.identity import feed_text, message_text, parse_message_id
+from protocol.limits import MAX_SEQ, MAX_TANGLE_NAME_BYTES
 from storage.datalock import DataDirLock
 from storage.errors import StoreNotFound
 from storage.store import FeedStore
 
 log = structlog.get_logger("tangled")
-
-MAX_INT = 2**63 - 1  # seqs, positions, versions and counts: what the store can index
-MAX_TANGLE_NAME_BYTES = 64
 
 
 class ExitCode(enum.IntEnum):
@@ -137,9 +135,9 @@ async def all_peers(obj: Context) -> list[dict[str, Any]]:
 
 # -- bounded command-line input ----------------------------------------------------------
 
-SEQ = click.IntRange(1, MAX_INT)  # a feed position
-COUNT = click.IntRange(1, MAX_INT)  # how many
-INDEX = click.IntRange(0, MAX_INT)  # a position or version from 0
+SEQ = click.IntRange(1, MAX_SEQ)  # a feed position
+COUNT = click.IntRange(1, MAX_SEQ)  # how many
+INDEX = click.IntRange(0, MAX_SEQ)  # a position or version from 0
 
 
 def read_content(text: str, settings: Settings) -> Any:

@@ -28,18 +28,14 @@ removes exactly what a node that saw the proof first never stored.
 
 from __future__ import annotations
 
-import struct
-
 import msgpack
 
 from protocol.evidence import Proof, ProofKind
 from protocol.limits import UNLIMITED
 from protocol.message import Message, decode_message
-from storage.layout import EMPTY, Tables, feed_key, split_feed_key, tangle_key
+from storage.layout import EMPTY, U64, Tables, feed_key, split_feed_key, tangle_key
 from storage.timeline import TimelineReader, TimelineWriter
 from storage.timelines import remove_message, spacetime_links, tangle_timeline
-
-_U64 = struct.Struct(">Q")
 
 
 def _parse(raw) -> Message:
@@ -49,18 +45,18 @@ def _parse(raw) -> Message:
 def invalid_from(txn, tables: Tables, author: bytes) -> int | None:
     """The seq from which `author`'s feed is invalid, or None."""
     raw = txn.get(author, db=tables.invalid)
-    return None if raw is None else _U64.unpack(raw[:8])[0]
+    return None if raw is None else U64.unpack(raw[:8])[0]
 
 
 def invalid_feeds(txn, tables: Tables) -> dict[bytes, int]:
-    return {bytes(key): _U64.unpack(value[:8])[0] for key, value in txn.cursor(db=tables.invalid)}
+    return {bytes(key): U64.unpack(value[:8])[0] for key, value in txn.cursor(db=tables.invalid)}
 
 
 def invalid_by_proof(txn, tables: Tables) -> dict[bytes, dict[bytes, int]]:
     """Proof id -> the feeds whose boundary it sets (author -> seq)."""
     found: dict[bytes, dict[bytes, int]] = {}
     for author, value in txn.cursor(db=tables.invalid):
-        found.setdefault(bytes(value[8:]), {})[bytes(author)] = _U64.unpack(value[:8])[0]
+        found.setdefault(bytes(value[8:]), {})[bytes(author)] = U64.unpack(value[:8])[0]
     return found
 
 
@@ -83,7 +79,7 @@ def record_proof(txn, tables: Tables, proof: Proof) -> dict[bytes, int]:
     for author, seq in proof.invalid_from().items():
         current = txn.get(author, db=tables.invalid)
         if current is not None:
-            current_seq, current_id = _U64.unpack(current[:8])[0], bytes(current[8:])
+            current_seq, current_id = U64.unpack(current[:8])[0], bytes(current[8:])
             # Of two proofs at one seq the lower id wins: which one a node met first
             # must not decide which one it keeps.
             if (current_seq, current_id) <= (seq, proof.id):
@@ -92,7 +88,7 @@ def record_proof(txn, tables: Tables, proof: Proof) -> dict[bytes, int]:
         if current is None or current_seq > seq:
             lowered[author] = seq
         kept = True
-        txn.put(author, _U64.pack(seq) + proof.id, db=tables.invalid)
+        txn.put(author, U64.pack(seq) + proof.id, db=tables.invalid)
     if not kept:
         return lowered
     ids = [message.id for message in proof.messages]
