@@ -31,15 +31,10 @@ from __future__ import annotations
 import msgpack
 
 from protocol.evidence import Proof, ProofKind
-from protocol.limits import UNLIMITED
-from protocol.message import Message, decode_message
-from storage.layout import EMPTY, U64, Tables, feed_key, split_feed_key, tangle_key
+from protocol.message import Message
+from storage.layout import EMPTY, U64, Tables, feed_key, parse_stored, split_feed_key, tangle_key
 from storage.timeline import TimelineReader, TimelineWriter
 from storage.timelines import remove_message, spacetime_links, tangle_timeline
-
-
-def _parse(raw) -> Message:
-    return decode_message(bytes(raw), UNLIMITED, verify_signature=False)
 
 
 def invalid_from(txn, tables: Tables, author: bytes) -> int | None:
@@ -65,7 +60,7 @@ def kept_proofs(txn, tables: Tables) -> list[tuple[bytes, ProofKind, list[Messag
     found = []
     for proof_id, raw in txn.cursor(db=tables.proofs):
         kind, ids = msgpack.unpackb(raw)
-        messages = [_parse(txn.get(msg_id, db=tables.evidence)) for msg_id in ids]
+        messages = [parse_stored(txn.get(msg_id, db=tables.evidence)) for msg_id in ids]
         found.append((bytes(proof_id), ProofKind(kind), messages))
     return found
 
@@ -106,7 +101,7 @@ def _drop_if_unused(txn, tables: Tables, proof_id: bytes) -> None:
     if raw is None:
         return
     _kind, ids = msgpack.unpackb(raw)
-    authors = {_parse(txn.get(msg_id, db=tables.evidence)).author for msg_id in ids}
+    authors = {parse_stored(txn.get(msg_id, db=tables.evidence)).author for msg_id in ids}
     for author in authors:
         current = txn.get(author, db=tables.invalid)
         if current is not None and bytes(current[8:]) == proof_id:
@@ -135,9 +130,11 @@ def truncate_feed(
     """
     for seq in range(head, boundary - 1, -1):
         position = feed_key(author, seq)
-        message = _parse(txn.get(position, db=tables.messages))
+        message = parse_stored(txn.get(position, db=tables.messages))
         previous = (
-            _parse(txn.get(feed_key(author, seq - 1), db=tables.messages)) if seq > 1 else None
+            parse_stored(txn.get(feed_key(author, seq - 1), db=tables.messages))
+            if seq > 1
+            else None
         )
         remove_message(
             timelines,
@@ -155,17 +152,17 @@ def _timeframe_before(txn, tables: Tables, author: bytes, seq: int) -> dict[byte
     """The timeframe of the author's message before `seq` ({} for the first)."""
     if seq == 1:
         return {}
-    return _parse(txn.get(feed_key(author, seq - 1), db=tables.messages)).timeframe
+    return parse_stored(txn.get(feed_key(author, seq - 1), db=tables.messages)).timeframe
 
 
 def _spacetime_links(txn, tables: Tables, ref: bytes) -> list[bytes]:
     author, seq = split_feed_key(ref)
-    message = _parse(txn.get(ref, db=tables.messages))
+    message = parse_stored(txn.get(ref, db=tables.messages))
     return spacetime_links(message, _timeframe_before(txn, tables, author, seq))
 
 
 def _tangle_links(txn, tables: Tables, name: str, ref: bytes) -> tuple[bytes, ...]:
-    message = _parse(txn.get(txn.get(ref, db=tables.message_ids), db=tables.messages))
+    message = parse_stored(txn.get(txn.get(ref, db=tables.message_ids), db=tables.messages))
     return message.tangles[name].previous or ()
 
 

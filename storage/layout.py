@@ -32,6 +32,9 @@ from typing import Any
 
 import lmdb
 
+from protocol.limits import UNLIMITED
+from protocol.message import Message, decode_message
+
 SCHEMA_VERSION = b"7"
 EMPTY = b""  # the value of rows whose key says everything
 U64 = struct.Struct(">Q")  # seqs, indexes and counters, big-endian so keys sort by value
@@ -52,6 +55,15 @@ def head_value(seq: int, msg_id: bytes) -> bytes:
 
 def split_head_value(value: bytes) -> tuple[int, bytes]:
     return U64.unpack(value[:8])[0], bytes(value[8:40])
+
+
+def parse_stored(raw: bytes) -> Message:
+    """Parse bytes the store accepted earlier (no signature check, no size limits).
+
+    Limits may have been lowered since, and the signature was checked on the
+    way in; `storage.check` verifies everything again when asked.
+    """
+    return decode_message(bytes(raw), UNLIMITED, verify_signature=False)
 
 
 def tangle_key(root: bytes, name: str) -> bytes:

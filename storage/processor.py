@@ -35,15 +35,14 @@ whoever waited beyond its end.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import lmdb
 
-from protocol.limits import UNLIMITED
-from protocol.message import decode_message
-from storage.layout import EMPTY, U64, feed_key, split_feed_key
+from protocol.message import Message
+from storage.layout import EMPTY, U64, feed_key, parse_stored, split_feed_key
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,11 +127,20 @@ def stalls(txn, tables: ProcessorTables, messages_db) -> list[Stall]:
 class Processor:
     """Advances the processed order inside one write transaction."""
 
-    def __init__(self, txn, tables: ProcessorTables, messages_db, invalid_db) -> None:
+    def __init__(
+        self,
+        txn,
+        tables: ProcessorTables,
+        messages_db,
+        invalid_db,
+        batch: Mapping[tuple[bytes, int], Message] | None = None,
+    ) -> None:
         self._txn = txn
         self._tables = tables
         self._messages = messages_db
         self._invalid = invalid_db
+        # The messages this transaction stored, (feed, seq) -> message, already decoded.
+        self._batch = batch or {}
         # Caches for this transaction: processed seqs, candidates' sorted timeframes,
         # and how many leading entries of each are known processed (that only grows).
         self._processed: dict[bytes, int] = {}
@@ -174,10 +182,12 @@ class Processor:
         candidate = (feed, seq)
         timeframe = self._timeframes.get(candidate)
         if timeframe is None:
-            raw = txn.get(feed_key(feed, seq), db=self._messages)
-            if raw is None:
-                return
-            message = decode_message(bytes(raw), UNLIMITED, verify_signature=False)
+            message = self._batch.get(candidate)
+            if message is None:
+                raw = txn.get(feed_key(feed, seq), db=self._messages)
+                if raw is None:
+                    return
+                message = parse_stored(raw)
             timeframe = self._timeframes[candidate] = sorted(
                 entry for entry in message.timeframe.items() if entry[0] != feed
             )
