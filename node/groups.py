@@ -23,7 +23,7 @@ from typing import Any
 from protocol.errors import TanglenodeError
 from protocol.group_state import GroupEvent, GroupState, derive
 from protocol.groups import (
-    Envelope,
+    GroupContent,
     GroupFormatError,
     Kind,
     Private,
@@ -68,10 +68,10 @@ def read_group(store: FeedStore, keypair: Keypair, root: bytes) -> GroupView:
     except UnknownTimeline:
         raise GroupError("no such group in the store") from None
     messages = {msg_id: store.get(msg_id) for _rank, msg_id in entries}
-    envelopes: dict[bytes, Envelope] = {}
+    envelopes: dict[bytes, GroupContent] = {}
     for msg_id, message in messages.items():
         try:
-            envelopes[msg_id] = Envelope.from_content(message.content)
+            envelopes[msg_id] = GroupContent.from_content(message.content)
         except GroupFormatError:
             continue  # not a group message: it never joins the state
     keys: dict[bytes, bytes] = {}
