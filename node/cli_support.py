@@ -209,12 +209,22 @@ def render_body(value: Any) -> Any:
     return value
 
 
-def timeline_spec(spec: str | None, spacetime: bool) -> dict[str, Any]:
+def parse_timeline(spec: str | None, spacetime: bool) -> tuple[str, bytes] | None:
+    """NAME/ROOT as (tangle name, root id); None for --spacetime. Exactly one is given."""
     if spacetime == bool(spec):
         raise click.UsageError("name one timeline: NAME/ROOT or --spacetime")
     if spacetime:
-        return {"spacetime": True}
-    name, _sep, root = spec.rpartition("/")  # type: ignore[union-attr]
+        return None
+    name, _sep, root = spec.rpartition("/")  # type: ignore[union-attr]  # ids never hold "/"
     if not name:
-        raise BadInput(f"{spec[:80]!r}: expected NAME/ROOT")
-    return {"tangle": tangle_name(name), "root": parse_message_id(root)}
+        raise BadInput(f"{spec[:80]!r}: expected NAME/ROOT, e.g. chat/%AbC...")
+    return tangle_name(name), parse_message_id(root)
+
+
+def timeline_spec(spec: str | None, spacetime: bool) -> dict[str, Any]:
+    """The timeline named on the command line, as the IPC requests name it."""
+    parsed = parse_timeline(spec, spacetime)
+    if parsed is None:
+        return {"spacetime": True}
+    name, root = parsed
+    return {"tangle": name, "root": root}
