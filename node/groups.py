@@ -8,7 +8,7 @@ envelope, finds the epoch keys it can (an epoch's key is sealed to each of
 its members in its `group/init`, and to each later member in the
 `add-member` that added it), opens what those keys open, and derives the
 state with `protocol.group_state.derive`. Writing publishes ordinary
-messages with the tangles of seed 002 and sealed content
+messages with the tangles of docs/GROUPS.md ("Messages") and sealed content
 (`protocol.groups`): a new epoch gets a fresh random key.
 
 These functions are synchronous over a `FeedStore`; the IPC server runs

@@ -3,7 +3,7 @@
 Theory of operation
 -------------------
 A group message is an ordinary signed message whose envelope tangles place
-it (seed 002): every one is in the `group` tangle rooted at the group's
+it (docs/GROUPS.md, "Messages"): every one is in the `group` tangle rooted at the group's
 first `group/init`; an epoch's `group/init` also roots that epoch's
 `members` tangle and extends the `epoch` tangle; `add-member` and
 `exclude-member` extend their epoch's `members` tangle. Its content is a map

@@ -1,4 +1,4 @@
-"""The causal processor (seed 003): every node processes all messages in one agreed order.
+"""The causal processor (docs/PROCESSING.md): every node processes all messages in one agreed order.
 
 Theory of operation
 -------------------

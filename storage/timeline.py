@@ -3,10 +3,10 @@
 Theory of operation
 -------------------
 A timeline holds the messages of one DAG (a tangle, the spacetime of all
-feeds, or the input of `tangled linearize`) in the order of DESIGN §4:
+feeds, or the input of `tangled linearize`) in the order of docs/TIMELINES.md ("The order"):
 rank(m) = 0 if none of m's predecessors is present, else 1 + the highest
 rank among them; the timeline is sorted by (rank, sort id). This is the
-order ScuttleSort converges to (seed 000), reached the same way: when a
+order ScuttleSort converges to, reached the same way: when a
 message arrives, only the messages whose rank it raises move.
 
 Each message has a *ref*, the name its successors use for it, and a *sort
@@ -16,7 +16,7 @@ the spacetime, where a timeframe entry names a message by (feed, seq).
 Adding message n with predecessors P, in one write transaction:
 
 1. rank(n) = 1 + max rank of the present members of P, or 0.
-2. The forward wave (seed 000 §2.2): every stored successor s of n (a
+2. The forward wave (docs/TIMELINES.md, "The engine"): every stored successor s of n (a
    message that referenced n before it arrived, placed provisionally) must
    now rank above n. Raised messages are visited in ascending order of their
    old rank, a topological order of everything the wave can reach (an edge
