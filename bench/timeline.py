@@ -1,6 +1,6 @@
 """The timeline engine against the reference ScuttleSort (scuttlesort==0.0.9).
 
-Workload (seed 000 §4, as `storage.simulate` builds it): two random feeds
+Workload (the ScuttleSort paper's evaluation, as `storage.simulate` builds it): two random feeds
 extend at each step, each event linking its own previous event and the tip
 of the longest other feed; delivery is random-feed. The same delivered
 sequence goes to both, in the same process, alternating per round:

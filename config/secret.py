@@ -9,6 +9,7 @@ import stat
 from pathlib import Path
 
 from config.settings import ConfigError
+from protocol.errors import LocalProtocolError
 from protocol.identity import Keypair
 
 
@@ -46,7 +47,7 @@ def read_secret(path: Path) -> Keypair:
     try:
         document = json.loads(text)
         keypair = Keypair(base64.b64decode(document["seed"], validate=True))
-    except (ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError, LocalProtocolError):
         raise ConfigError([f"{path}: not a tangled secret key file"]) from None
     if document.get("public") != keypair.feed_id:
         raise ConfigError([f"{path}: its public key does not match its seed"])

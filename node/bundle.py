@@ -19,7 +19,6 @@ idempotent, so importing again after a fix is safe).
 
 from __future__ import annotations
 
-import struct
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -29,10 +28,10 @@ from typing import BinaryIO
 import msgpack
 
 from protocol.errors import RemoteProtocolError
+from protocol.framing import LENGTH_PREFIX
 from storage.ingest import Outcome
 from storage.store import FeedStore
 
-LENGTH = struct.Struct(">I")
 BATCH = 1000
 
 
@@ -65,9 +64,9 @@ def write_bundle(
 
 
 def _write_record(out: BinaryIO, raw: bytes) -> int:
-    out.write(LENGTH.pack(len(raw)))
+    out.write(LENGTH_PREFIX.pack(len(raw)))
     out.write(raw)
-    return LENGTH.size + len(raw)
+    return LENGTH_PREFIX.size + len(raw)
 
 
 # -- reading ------------------------------------------------------------------
@@ -90,12 +89,12 @@ def read_bundle(source: BinaryIO, max_bytes: int) -> Iterator[bytes]:
     record = 0
     while True:
         record += 1
-        prefix = _read_up_to(source, LENGTH.size)
+        prefix = _read_up_to(source, LENGTH_PREFIX.size)
         if not prefix:
             return
-        if len(prefix) < LENGTH.size:
+        if len(prefix) < LENGTH_PREFIX.size:
             raise BadRecord(record, f"the length prefix is cut short ({len(prefix)} of 4 bytes)")
-        (length,) = LENGTH.unpack(prefix)
+        (length,) = LENGTH_PREFIX.unpack(prefix)
         if length == 0:
             raise BadRecord(record, "length 0: not a message")
         if length > max_bytes:

@@ -23,14 +23,12 @@ from node.render import jsonable
 from protocol.canonical import NonFiniteFloat, TooDeep, canonical_value
 from protocol.errors import LocalProtocolError, Reason, TanglenodeError
 from protocol.identity import feed_text, message_text, parse_message_id
+from protocol.limits import MAX_SEQ, MAX_TANGLE_NAME_BYTES
 from storage.datalock import DataDirLock
 from storage.errors import StoreNotFound
 from storage.store import FeedStore
 
 log = structlog.get_logger("tangled")
-
-MAX_INT = 2**63 - 1  # seqs, positions, versions and counts: what the store can index
-MAX_TANGLE_NAME_BYTES = 64
 
 
 class ExitCode(enum.IntEnum):
@@ -137,9 +135,9 @@ async def all_peers(obj: Context) -> list[dict[str, Any]]:
 
 # -- bounded command-line input ----------------------------------------------------------
 
-SEQ = click.IntRange(1, MAX_INT)  # a feed position
-COUNT = click.IntRange(1, MAX_INT)  # how many
-INDEX = click.IntRange(0, MAX_INT)  # a position or version from 0
+SEQ = click.IntRange(1, MAX_SEQ)  # a feed position
+COUNT = click.IntRange(1, MAX_SEQ)  # how many
+INDEX = click.IntRange(0, MAX_SEQ)  # a position or version from 0
 
 
 def read_content(text: str, settings: Settings) -> Any:
@@ -211,12 +209,22 @@ def render_body(value: Any) -> Any:
     return value
 
 
-def timeline_spec(spec: str | None, spacetime: bool) -> dict[str, Any]:
+def parse_timeline(spec: str | None, spacetime: bool) -> tuple[str, bytes] | None:
+    """NAME/ROOT as (tangle name, root id); None for --spacetime. Exactly one is given."""
     if spacetime == bool(spec):
         raise click.UsageError("name one timeline: NAME/ROOT or --spacetime")
     if spacetime:
-        return {"spacetime": True}
-    name, _sep, root = spec.rpartition("/")  # type: ignore[union-attr]
+        return None
+    name, _sep, root = spec.rpartition("/")  # type: ignore[union-attr]  # ids never hold "/"
     if not name:
-        raise BadInput(f"{spec[:80]!r}: expected NAME/ROOT")
-    return {"tangle": tangle_name(name), "root": parse_message_id(root)}
+        raise BadInput(f"{spec[:80]!r}: expected NAME/ROOT, e.g. chat/%AbC...")
+    return tangle_name(name), parse_message_id(root)
+
+
+def timeline_spec(spec: str | None, spacetime: bool) -> dict[str, Any]:
+    """The timeline named on the command line, as the IPC requests name it."""
+    parsed = parse_timeline(spec, spacetime)
+    if parsed is None:
+        return {"spacetime": True}
+    name, root = parsed
+    return {"tangle": name, "root": root}

@@ -22,7 +22,7 @@ from node.cli_support import (
     emit_json,
     json_option,
     node_running,
-    tangle_name,
+    parse_timeline,
     timeline_spec,
 )
 from node.client import connect
@@ -32,15 +32,13 @@ from storage.store import FeedStore
 from storage.timeline import Command, Delete, Insert, Move
 
 
-def _parse_timeline(spec: str | None, spacetime: bool) -> tuple[bytes, str]:
-    if spacetime == (spec is not None):
-        raise click.UsageError("give either NAME/ROOT or --spacetime")
-    if spacetime:
+def _store_timeline(spec: str | None, spacetime: bool) -> tuple[bytes, str]:
+    """The store's name of the timeline named on the command line, and its label."""
+    parsed = parse_timeline(spec, spacetime)
+    if parsed is None:
         return FeedStore.timeline_name(None), "spacetime"
-    name, sep, root = spec.rpartition("/")  # ids never contain "/"; names may
-    if not sep or not name:
-        raise BadInput(f"{spec[:80]!r}: expected NAME/ROOT, e.g. chat/%AbC...")
-    return FeedStore.timeline_name(parse_message_id(root), tangle_name(name)), spec
+    name, root = parsed
+    return FeedStore.timeline_name(root, name), str(spec)
 
 
 @click.command()
@@ -69,7 +67,7 @@ def timeline(
     as_json: bool,
 ) -> None:
     """Print a tangle's timeline (NAME/ROOT) or the spacetime: order, position or commands."""
-    name, label = _parse_timeline(spec, spacetime)
+    name, label = _store_timeline(spec, spacetime)
     if obj.settings.ipc_socket_path.is_socket() and trio.run(node_running, obj):
         source: Any = _NodeTimelines(obj, timeline_spec(spec, spacetime))
     else:  # the node is stopped: read the store directly

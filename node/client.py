@@ -24,9 +24,7 @@ from typing import Any
 import trio
 
 from protocol.errors import TanglenodeError
-from protocol.framing import FrameDecoder, encode_frame
-
-MAX_FRAME = 4 << 20
+from protocol.framing import MAX_IPC_FRAME, FrameDecoder, encode_frame
 
 
 class NodeNotRunning(TanglenodeError):
@@ -52,7 +50,7 @@ def _error(frame: dict[str, Any]) -> NodeError:
 class NodeClient:
     def __init__(self, stream: trio.SocketStream) -> None:
         self._stream = stream
-        self._decoder = FrameDecoder(MAX_FRAME)
+        self._decoder = FrameDecoder(MAX_IPC_FRAME)
         self._next_id = 0
 
     async def __aenter__(self) -> NodeClient:

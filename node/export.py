@@ -1,4 +1,6 @@
-"""`tangled export`: a store as a Parquet archive, for the Spark pipeline (docs/ARCHIVE.md).
+"""`tangled export`: a store as a Parquet archive, for the Spark pipeline.
+
+The archive's schema: docs/PIPELINE.md, "The archive".
 
 The store is read in short read transactions, a chunk at a time, so a
 running node keeps writing meanwhile (LMDB readers never block its writer);

@@ -8,7 +8,7 @@ envelope, finds the epoch keys it can (an epoch's key is sealed to each of
 its members in its `group/init`, and to each later member in the
 `add-member` that added it), opens what those keys open, and derives the
 state with `protocol.group_state.derive`. Writing publishes ordinary
-messages with the tangles of seed 002 and sealed content
+messages with the tangles of docs/GROUPS.md ("Messages") and sealed content
 (`protocol.groups`): a new epoch gets a fresh random key.
 
 These functions are synchronous over a `FeedStore`; the IPC server runs
@@ -23,7 +23,7 @@ from typing import Any
 from protocol.errors import TanglenodeError
 from protocol.group_state import GroupEvent, GroupState, derive
 from protocol.groups import (
-    Envelope,
+    GroupContent,
     GroupFormatError,
     Kind,
     Private,
@@ -68,10 +68,10 @@ def read_group(store: FeedStore, keypair: Keypair, root: bytes) -> GroupView:
     except UnknownTimeline:
         raise GroupError("no such group in the store") from None
     messages = {msg_id: store.get(msg_id) for _rank, msg_id in entries}
-    envelopes: dict[bytes, Envelope] = {}
+    envelopes: dict[bytes, GroupContent] = {}
     for msg_id, message in messages.items():
         try:
-            envelopes[msg_id] = Envelope.from_content(message.content)
+            envelopes[msg_id] = GroupContent.from_content(message.content)
         except GroupFormatError:
             continue  # not a group message: it never joins the state
     keys: dict[bytes, bytes] = {}

@@ -44,8 +44,10 @@ from protocol.canonical import (
     check_value,
 )
 from protocol.errors import BadIdentifier, InvalidMessage, Reason, TanglenodeError
+from protocol.framing import MAX_IPC_FRAME as MAX_FRAME
 from protocol.framing import FrameDecoder, FrameError, encode_frame
 from protocol.identity import Keypair
+from protocol.limits import MAX_SEQ, MAX_TANGLE_NAME_BYTES
 from protocol.message import Message, UnpublishableMessage
 from storage.errors import (
     NoIdentity,
@@ -60,7 +62,6 @@ from storage.timeline import Command, Delete, Insert
 
 log = structlog.get_logger("ipc")
 
-MAX_FRAME = 4 << 20
 PAGE = 1000
 PAGE_BYTES = 1 << 20  # message bodies per stream page, by their signed size
 MAX_ENTRIES = 50_000  # timeline entries or commands per reply: ~2.5 MiB at most
@@ -69,10 +70,8 @@ MAX_CLOCK_PAGE = 20_000  # clock entries per `clock` reply: ~900 KiB
 STATUS_LIST = 100  # forks, stalls and peers shown by `status`; the rest are counted
 BEHIND_SHOWN = 16  # feeds of each peer's `behind` map shown in `peers`
 MAX_TEXT = 300  # an address or last error as shown
-MAX_SEQ = 2**63 - 1
 MAX_GROUP_MEMBERS = 1000
 MAX_DIALERS = 1000
-MAX_TANGLE_NAME_BYTES = 64
 
 
 class RequestError(TanglenodeError):

@@ -148,7 +148,7 @@ def linearize(
     causal_time: bool = False,
     commands_out: IO[str] | None = None,
 ) -> LinearizeResult:
-    """Run the engine over `lines`; the final order (rank order, or seed 001's)."""
+    """Run the engine over `lines`; the final order (rank order, or causal-time order)."""
     started = time.perf_counter()
     events = commands = 0
     times: list[tuple[str, list[str], str]] = []

@@ -1,4 +1,4 @@
-"""`evaluate`: the ScuttleSort paper's experiment (seed 000 §4) as a Spark parameter sweep.
+"""`evaluate`: the ScuttleSort paper's experiment as a Spark parameter sweep (docs/PIPELINE.md).
 
 Each configuration (tangle width = feeds, height = events, delivery model,
 seed) is one row; `mapInPandas` runs each in a worker: it builds the
@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pandas as pd
 
-PAPER = {  # seed 000 §4: commands per event, by height (events) and width (feeds)
+PAPER = {  # the paper's table: commands per event, by height (events) and width (feeds)
     32_000: {
         4: 2.5,
         8: 3.0,
@@ -78,7 +78,6 @@ PAPER = {  # seed 000 §4: commands per event, by height (events) and width (fee
         1024: 26.0,
     },
 }
-WIDTHS = (4, 8, 16, 32, 64, 128, 256, 512, 1024)
 RESULT_SCHEMA = (
     "width long, height long, delivery string, seed long, "
     "commands long, commands_per_event double, seconds double"

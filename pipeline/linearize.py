@@ -1,6 +1,6 @@
 """`linearize`: every tangle's order and the spacetime's, as the node computes them.
 
-Why per group and not by joins: a rank is a longest path (DESIGN §4), and
+Why per group and not by joins: a rank is a longest path (docs/TIMELINES.md, "The order"), and
 iterating joins until ranks settle needs as many rounds as the DAG is deep,
 tens of thousands at a million messages (measured: hours to days). So the
 job builds each timeline's events (a tangle's: id and `previous`; the

@@ -25,7 +25,7 @@ import struct
 from nacl import bindings
 from nacl.exceptions import CryptoError
 
-from protocol.errors import RemoteProtocolError
+from protocol.errors import LocalProtocolError, RemoteProtocolError
 
 MAX_CHUNK = 4096
 HEADER_BYTES = 34
@@ -44,7 +44,7 @@ class _Nonce:
 
     def __init__(self, nonce: bytes) -> None:
         if len(nonce) != 24:
-            raise ValueError("a box-stream nonce is 24 bytes")
+            raise LocalProtocolError("a box-stream nonce is 24 bytes")
         self.value = int.from_bytes(nonce, "big")
 
     def take(self) -> bytes:
@@ -65,7 +65,7 @@ class BoxStreamWriter:
     def seal(self, data: bytes) -> bytes:
         """The frames for `data` (nothing for empty data)."""
         if self.closed:
-            raise ValueError("the stream has said goodbye")
+            raise LocalProtocolError("the stream has said goodbye")
         frames = []
         for start in range(0, len(data), MAX_CHUNK):
             chunk = data[start : start + MAX_CHUNK]

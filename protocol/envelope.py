@@ -19,9 +19,10 @@ import msgspec
 from msgspec import Meta
 
 from protocol.errors import Reason
+from protocol.limits import MAX_SEQ
 
 _Id = Annotated[bytes, Meta(min_length=32, max_length=32)]
-_Seq = Annotated[int, Meta(ge=1, le=2**63 - 1)]
+_Seq = Annotated[int, Meta(ge=1, le=MAX_SEQ)]
 
 
 class Link(msgspec.Struct, forbid_unknown_fields=True):
@@ -36,7 +37,7 @@ class Envelope(msgspec.Struct, array_like=True):
     author: _Id
     seq: _Seq
     prev: _Id | None
-    timestamp: Annotated[int, Meta(ge=0, le=2**63 - 1)]
+    timestamp: Annotated[int, Meta(ge=0, le=MAX_SEQ)]
     timeframe: dict[_Id, _Seq]
     tangles: dict[str, Link]
     content: msgspec.Raw

@@ -1,4 +1,6 @@
-"""Proofs that a feed broke the rules: a fork, or a timeframe cycle (DESIGN §7).
+"""Proofs that a feed broke the rules: a fork, or a timeframe cycle.
+
+See docs/PROCESSING.md, "Invalid feeds: forks and timeframe cycles".
 
 Theory of operation
 -------------------
@@ -11,7 +13,7 @@ that their authors lied:
   message x needs y when y's author is x's own and y's seq is lower (the
   chain of `prev`), or when x's timeframe says x's author had processed
   y's feed up to y's seq or beyond. Nobody can process a message before one
-  written after it (seed 003), so a loop of needs proves every author on it
+  written after it (docs/PROCESSING.md), so a loop of needs proves every author on it
   signed a timeframe it could not have had.
 
 A proof invalidates each of its authors from the lowest seq it holds of

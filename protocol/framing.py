@@ -16,8 +16,9 @@ import msgpack
 
 from protocol.errors import LocalProtocolError, RemoteProtocolError
 
-_LENGTH = struct.Struct(">I")
-DEFAULT_MAX_FRAME = 1 << 20
+LENGTH_PREFIX = struct.Struct(">I")  # also the record prefix of backup bundles
+DEFAULT_MAX_FRAME = 1 << 20  # gossip
+MAX_IPC_FRAME = 4 << 20  # the IPC socket: replies carry pages of messages
 
 
 class FrameError(RemoteProtocolError):
@@ -28,7 +29,7 @@ def encode_frame(value: Any, max_frame: int = DEFAULT_MAX_FRAME) -> bytes:
     body = msgpack.packb(value, use_bin_type=True)
     if len(body) > max_frame:
         raise LocalProtocolError(f"a frame of {len(body)} bytes exceeds the cap of {max_frame}")
-    return _LENGTH.pack(len(body)) + body
+    return LENGTH_PREFIX.pack(len(body)) + body
 
 
 class FrameDecoder:
@@ -40,22 +41,22 @@ class FrameDecoder:
 
     def receive_data(self, data: bytes) -> None:
         self._buffer += data
-        if len(self._buffer) >= _LENGTH.size:
-            (length,) = _LENGTH.unpack_from(self._buffer)
+        if len(self._buffer) >= LENGTH_PREFIX.size:
+            (length,) = LENGTH_PREFIX.unpack_from(self._buffer)
             if length == 0 or length > self.max_frame:
                 raise FrameError(f"a frame of {length} bytes (1..{self.max_frame} allowed)")
 
     def next_frame(self) -> Any | None:
         """The next whole frame's value, or None until more bytes arrive."""
-        if len(self._buffer) < _LENGTH.size:
+        if len(self._buffer) < LENGTH_PREFIX.size:
             return None
-        (length,) = _LENGTH.unpack_from(self._buffer)
+        (length,) = LENGTH_PREFIX.unpack_from(self._buffer)
         if length == 0 or length > self.max_frame:
             raise FrameError(f"a frame of {length} bytes (1..{self.max_frame} allowed)")
-        end = _LENGTH.size + length
+        end = LENGTH_PREFIX.size + length
         if len(self._buffer) < end:
             return None
-        body = bytes(self._buffer[_LENGTH.size : end])
+        body = bytes(self._buffer[LENGTH_PREFIX.size : end])
         del self._buffer[:end]
         try:
             return msgpack.unpackb(body, raw=False, strict_map_key=False)

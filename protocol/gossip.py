@@ -49,7 +49,7 @@ DEFAULT_MAX_FEEDS = 20_000
 CLOCK_CHUNK = 8_192  # feeds per HELLO or CLOCK frame we send (well under the frame cap)
 
 
-class Kind(enum.IntEnum):
+class FrameKind(enum.IntEnum):
     HELLO = 0
     CLOCK = 1
     WANT = 2
@@ -173,41 +173,43 @@ class GossipConnection:
         entries = [(feed, [seq, tag]) for feed, (seq, tag) in clock.items()]
         frames = [
             encode_frame(
-                [Kind.HELLO, VERSION, dict(entries[:CLOCK_CHUNK]), self.window], self.max_frame
+                [FrameKind.HELLO, VERSION, dict(entries[:CLOCK_CHUNK]), self.window], self.max_frame
             )
         ]
         for start in range(CLOCK_CHUNK, len(entries), CLOCK_CHUNK):
             chunk = dict(entries[start : start + CLOCK_CHUNK])
-            frames.append(encode_frame([Kind.CLOCK, chunk], self.max_frame))
+            frames.append(encode_frame([FrameKind.CLOCK, chunk], self.max_frame))
         return b"".join(frames)
 
     def clock(self, changes: Clock) -> bytes:
         entries = [(feed, [seq, tag]) for feed, (seq, tag) in changes.items()]
         return b"".join(
-            encode_frame([Kind.CLOCK, dict(entries[start : start + CLOCK_CHUNK])], self.max_frame)
+            encode_frame(
+                [FrameKind.CLOCK, dict(entries[start : start + CLOCK_CHUNK])], self.max_frame
+            )
             for start in range(0, len(entries), CLOCK_CHUNK)
         )
 
     def want(self, wants: dict[bytes, int]) -> bytes:
-        return encode_frame([Kind.WANT, wants], self.max_frame)
+        return encode_frame([FrameKind.WANT, wants], self.max_frame)
 
     def messages(self, raws: list[bytes]) -> bytes:
         if len(raws) > self.send_credit:
             raise LocalProtocolError(f"{len(raws)} messages but only {self.send_credit} credit")
         self.send_credit -= len(raws)
-        return encode_frame([Kind.MESSAGES, raws], self.max_frame)
+        return encode_frame([FrameKind.MESSAGES, raws], self.max_frame)
 
     def evidence(self, raws: list[bytes]) -> bytes:
         """One proof; its messages count against the credit like any others."""
         if len(raws) > self.send_credit:
             raise LocalProtocolError(f"{len(raws)} messages but only {self.send_credit} credit")
         self.send_credit -= len(raws)
-        return encode_frame([Kind.EVIDENCE, raws], self.max_frame)
+        return encode_frame([FrameKind.EVIDENCE, raws], self.max_frame)
 
     def grant(self, count: int) -> bytes:
         """Let the peer send `count` more messages (after we stored what it sent)."""
         self.receive_allowance += count
-        return encode_frame([Kind.CREDIT, count], self.max_frame)
+        return encode_frame([FrameKind.CREDIT, count], self.max_frame)
 
     # -- what we receive -----------------------------------------------------
 
@@ -222,12 +224,12 @@ class GossipConnection:
         if not isinstance(frame, list) or not frame or not isinstance(frame[0], int):
             raise GossipError("a frame is not a [kind, ...] array")
         try:
-            kind = Kind(frame[0])
+            kind = FrameKind(frame[0])
         except ValueError:
             raise GossipError(f"unknown frame kind {frame[0]}") from None
-        if not self.peer_said_hello and kind is not Kind.HELLO:
+        if not self.peer_said_hello and kind is not FrameKind.HELLO:
             raise GossipError("the first frame must be HELLO")
-        if kind is Kind.HELLO:
+        if kind is FrameKind.HELLO:
             if self.peer_said_hello or len(frame) != 4:
                 raise GossipError("a second or malformed HELLO")
             if frame[1] != VERSION:
@@ -237,11 +239,11 @@ class GossipConnection:
             return PeerHello(_clock(frame[2], "HELLO clock", self.max_feeds))
         if len(frame) != 2:
             raise GossipError(f"{kind.name} takes one argument")
-        if kind is Kind.CLOCK:
+        if kind is FrameKind.CLOCK:
             return PeerClock(_clock(frame[1], "CLOCK", self.max_feeds))
-        if kind is Kind.WANT:
+        if kind is FrameKind.WANT:
             return PeerWants(_wants(frame[1], self.max_feeds))
-        if kind is Kind.CREDIT:
+        if kind is FrameKind.CREDIT:
             granted = _count(frame[1], "CREDIT")
             self.send_credit += granted
             return PeerCredit(granted)
@@ -251,4 +253,4 @@ class GossipConnection:
                 f"{len(raws)} messages sent with only {self.receive_allowance} credit granted"
             )
         self.receive_allowance -= len(raws)
-        return PeerMessages(raws) if kind is Kind.MESSAGES else PeerEvidence(raws)
+        return PeerMessages(raws) if kind is FrameKind.MESSAGES else PeerEvidence(raws)

@@ -1,4 +1,4 @@
-"""The group recipe (seed 002) and the state every member derives from it.
+"""The group recipe and the state every member derives from it (docs/GROUPS.md).
 
 Theory of operation
 -------------------

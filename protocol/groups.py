@@ -3,7 +3,7 @@
 Theory of operation
 -------------------
 A group message is an ordinary signed message whose envelope tangles place
-it (seed 002): every one is in the `group` tangle rooted at the group's
+it (docs/GROUPS.md, "Messages"): every one is in the `group` tangle rooted at the group's
 first `group/init`; an epoch's `group/init` also roots that epoch's
 `members` tangle and extends the `epoch` tangle; `add-member` and
 `exclude-member` extend their epoch's `members` tangle. Its content is a map
@@ -130,8 +130,11 @@ class Private:
 
 
 @dataclass(frozen=True, slots=True)
-class Envelope:
-    """The readable part of a group message's content."""
+class GroupContent:
+    """The readable part of a group message's content: epoch, box and seals.
+
+    Not the message's envelope (`protocol.envelope`): this is what its content holds.
+    """
 
     epoch: bytes | None
     box: bytes
@@ -146,7 +149,7 @@ class Envelope:
         }
 
     @classmethod
-    def from_content(cls, content: Any) -> Envelope:
+    def from_content(cls, content: Any) -> GroupContent:
         if not isinstance(content, dict) or content.get("group") != GROUP_VERSION:
             raise GroupFormatError("not a group message")
         epoch, box, seals = content.get("epoch"), content.get("box"), content.get("seals", [])
@@ -165,12 +168,12 @@ def seal_message(
     """The content of a group message: `private` boxed, the key sealed to `key_for`."""
     box = bytes(SecretBox(epoch_key).encrypt(private.encode()))
     seals = tuple(seal_key(epoch_key, member) for member in key_for)
-    return Envelope(epoch, box, seals).to_content()
+    return GroupContent(epoch, box, seals).to_content()
 
 
-def open_message(envelope: Envelope, epoch_key: bytes) -> Private:
+def open_message(content: GroupContent, epoch_key: bytes) -> Private:
     try:
-        plain = SecretBox(epoch_key).decrypt(envelope.box)
+        plain = SecretBox(epoch_key).decrypt(content.box)
     except CryptoError:
         raise GroupFormatError("the box does not open with this epoch's key") from None
     return Private.decode(plain)

@@ -14,7 +14,7 @@ import hashlib
 
 from nacl.signing import SigningKey
 
-from protocol.errors import BadIdentifier
+from protocol.errors import BadIdentifier, LocalProtocolError
 
 KEY_BYTES = 32
 ID_BYTES = 32
@@ -72,7 +72,7 @@ class Keypair:
 
     def __init__(self, seed: bytes) -> None:
         if len(seed) != KEY_BYTES:
-            raise ValueError("an Ed25519 seed is 32 bytes")
+            raise LocalProtocolError(f"an Ed25519 seed is {KEY_BYTES} bytes, not {len(seed)}")
         self.seed = bytes(seed)
         self._signing_key = SigningKey(self.seed)
         self.public = bytes(self._signing_key.verify_key)

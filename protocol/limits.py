@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+MAX_SEQ = 2**63 - 1  # seqs, positions, versions and counts: what msgpack's int64 and the store hold
+MAX_TANGLE_NAME_BYTES = 64
+
 
 @dataclass(frozen=True, slots=True)
 class Limits:
@@ -11,7 +14,7 @@ class Limits:
     max_tangles: int = 16
     max_previous: int = 16
     max_timeframe_entries: int = 4096
-    max_tangle_name_bytes: int = 64
+    max_tangle_name_bytes: int = MAX_TANGLE_NAME_BYTES
     max_content_depth: int = 32  # nested arrays and maps in the content
 
 

@@ -1,4 +1,4 @@
-"""The signed message (DESIGN §1-3): its fields, signing, and validating decoder.
+"""The signed message (docs/FORMAT.md): its fields, signing, and validating decoder.
 
 Theory of operation
 -------------------

@@ -19,10 +19,25 @@ starting nonces of the two box-streams. Every check that fails raises
 `HandshakeFailed` with the step that failed; the caller then closes the
 connection, sending nothing more. No I/O and no clock here: the total
 deadline belongs to the transport.
+
+States
+------
+Each side is in one `State`; the message it waits for is data, in
+`_WANTED`, and `receive_data` runs the handler of the current state:
+
+    client   AWAIT_CHALLENGE --msg2--> AWAIT_ACCEPT --msg4--> DONE
+    server   AWAIT_HELLO     --msg1--> AWAIT_AUTH   --msg3--> DONE
+    either   any check fails --------------------------------> FAILED
+
+FAILED is final: more input raises `LocalProtocolError` (the caller should
+have closed the connection). Bytes that arrive after the last handshake
+message are kept in `leftover` for the box-stream, at most
+`MAX_LEFTOVER_BYTES` of them; more is `HandshakeFailed`.
 """
 
 from __future__ import annotations
 
+import enum
 import hashlib
 import hmac
 from dataclasses import dataclass
@@ -31,14 +46,34 @@ from nacl import bindings
 from nacl.exceptions import BadSignatureError, CryptoError
 from nacl.exceptions import RuntimeError as NaclRuntimeError
 
-from protocol.errors import RemoteProtocolError
+from protocol.errors import LocalProtocolError, RemoteProtocolError
 from protocol.identity import Keypair
 
 NETWORK_KEY_BYTES = 32
 MSG1_BYTES = MSG2_BYTES = 64
 MSG3_BYTES = 112
 MSG4_BYTES = 80
+MAX_LEFTOVER_BYTES = 64 * 1024  # box-stream bytes buffered behind the handshake
 _ZERO_NONCE = bytes(24)
+
+
+class State(enum.Enum):
+    """Where one side of the handshake stands."""
+
+    AWAIT_HELLO = "waiting for message 1"  # server
+    AWAIT_CHALLENGE = "waiting for message 2"  # client
+    AWAIT_AUTH = "waiting for message 3"  # server
+    AWAIT_ACCEPT = "waiting for message 4"  # client
+    DONE = "done"
+    FAILED = "failed"
+
+
+_WANTED = {
+    State.AWAIT_HELLO: MSG1_BYTES,
+    State.AWAIT_CHALLENGE: MSG2_BYTES,
+    State.AWAIT_AUTH: MSG3_BYTES,
+    State.AWAIT_ACCEPT: MSG4_BYTES,
+}
 
 
 class HandshakeFailed(RemoteProtocolError):
@@ -118,46 +153,59 @@ def _session(
 class _Side:
     """Buffering shared by both sides: feed bytes in, one fixed-size message at a time."""
 
-    def __init__(self, network_key: bytes, keypair: Keypair, ephemeral: tuple[bytes, bytes] | None):
+    def __init__(
+        self,
+        network_key: bytes,
+        keypair: Keypair,
+        ephemeral: tuple[bytes, bytes] | None,
+        state: State,
+    ):
         if len(network_key) != NETWORK_KEY_BYTES:
-            raise ValueError("the network key is 32 bytes")
+            raise LocalProtocolError(f"the network key is {NETWORK_KEY_BYTES} bytes")
         self.network_key = network_key
         self.keypair = keypair
         self.eph_public, self.eph_secret = ephemeral or bindings.crypto_box_keypair()
+        self.state = state
         self.session: Session | None = None
         self._outgoing = bytearray()
         self._incoming = bytearray()
-        self._wanted = 0  # size of the message being read, 0 when none is expected
         self.leftover = b""  # bytes that arrived after the last handshake message
 
     @property
     def bytes_wanted(self) -> int:
-        """How many more bytes the handshake needs now (0 once it is done or waiting to send)."""
-        return self._wanted - len(self._incoming) if self._wanted else 0
+        """How many more bytes the handshake needs now (0 once it is done or has failed)."""
+        wanted = _WANTED.get(self.state, 0)
+        return wanted - len(self._incoming) if wanted else 0
 
     def data_to_send(self) -> bytes:
         data, self._outgoing = bytes(self._outgoing), bytearray()
         return data
 
     def receive_data(self, data: bytes) -> None:
-        if self.session is not None or not self._wanted:
-            self.leftover += data
-            return
+        """Feed bytes from the peer; raises `HandshakeFailed` (then FAILED) if a check fails."""
+        if self.state is State.FAILED:
+            raise LocalProtocolError("the handshake has failed; it takes no more input")
         self._incoming += data
-        while self._wanted and len(self._incoming) >= self._wanted:
-            message = bytes(self._incoming[: self._wanted])
-            rest = bytes(self._incoming[self._wanted :])
+        try:
+            while (wanted := _WANTED.get(self.state)) and len(self._incoming) >= wanted:
+                message = bytes(self._incoming[:wanted])
+                del self._incoming[:wanted]
+                self.state = self._handle(message)
+            if self.state is State.DONE and self._incoming:
+                if len(self.leftover) + len(self._incoming) > MAX_LEFTOVER_BYTES:
+                    raise HandshakeFailed(
+                        f"more than {MAX_LEFTOVER_BYTES} bytes after the handshake"
+                    )
+                self.leftover += bytes(self._incoming)
+                self._incoming.clear()
+        except HandshakeFailed:
+            self.state = State.FAILED
             self._incoming.clear()
-            self._wanted = 0
-            self._handle(message)
-            if rest:
-                self.receive_data(rest)
-                return
+            self._outgoing.clear()
+            raise
 
-    def _expect(self, size: int) -> None:
-        self._wanted = size
-
-    def _handle(self, message: bytes) -> None:
+    def _handle(self, message: bytes) -> State:
+        """Handle the message the current state waits for; returns the next state."""
         raise NotImplementedError
 
 
@@ -172,18 +220,17 @@ class ClientHandshake(_Side):
         *,
         ephemeral: tuple[bytes, bytes] | None = None,
     ) -> None:
-        super().__init__(network_key, keypair, ephemeral)
+        super().__init__(network_key, keypair, ephemeral, State.AWAIT_CHALLENGE)
         self.server_public = server_public
         self._msg1 = _challenge(network_key, self.eph_public)
         self._outgoing += self._msg1
-        self._step = 2
-        self._expect(MSG2_BYTES)
 
-    def _handle(self, message: bytes) -> None:
-        if self._step == 2:
+    def _handle(self, message: bytes) -> State:
+        if self.state is State.AWAIT_CHALLENGE:
             self._on_accept_challenge(message)
-        else:
-            self._on_accept(message)
+            return State.AWAIT_ACCEPT
+        self._on_accept(message)
+        return State.DONE
 
     def _on_accept_challenge(self, msg2: bytes) -> None:
         self.server_eph = _open_challenge(self.network_key, msg2, "message 2")
@@ -196,8 +243,6 @@ class ClientHandshake(_Side):
         self._outgoing += bindings.crypto_secretbox(
             self.signature + self.keypair.public, _ZERO_NONCE, box_key
         )
-        self._step = 4
-        self._expect(MSG4_BYTES)
 
     def _on_accept(self, msg4: bytes) -> None:
         own_curve = bindings.crypto_sign_ed25519_sk_to_curve25519(
@@ -236,24 +281,21 @@ class ServerHandshake(_Side):
         authorize=None,
         ephemeral: tuple[bytes, bytes] | None = None,
     ) -> None:
-        super().__init__(network_key, keypair, ephemeral)
+        super().__init__(network_key, keypair, ephemeral, State.AWAIT_HELLO)
         self._authorize = authorize
-        self._step = 1
-        self._expect(MSG1_BYTES)
 
-    def _handle(self, message: bytes) -> None:
-        if self._step == 1:
+    def _handle(self, message: bytes) -> State:
+        if self.state is State.AWAIT_HELLO:
             self._on_hello(message)
-        else:
-            self._on_auth(message)
+            return State.AWAIT_AUTH
+        self._on_auth(message)
+        return State.DONE
 
     def _on_hello(self, msg1: bytes) -> None:
         self.client_eph = _open_challenge(self.network_key, msg1, "message 1")
         self._msg1 = msg1
         self._msg2 = _challenge(self.network_key, self.eph_public)
         self._outgoing += self._msg2
-        self._step = 3
-        self._expect(MSG3_BYTES)
 
     def _on_auth(self, msg3: bytes) -> None:
         own_curve = bindings.crypto_sign_ed25519_sk_to_curve25519(

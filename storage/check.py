@@ -22,9 +22,7 @@ from protocol.evidence import InvalidProof, check_proof
 from protocol.identity import feed_text, message_text
 from protocol.limits import UNLIMITED
 from protocol.message import Message, decode_message
-from storage.layout import Tables, split_feed_key, split_head_value, tangle_key
-
-_U64 = struct.Struct(">Q")
+from storage.layout import U64, Tables, split_feed_key, split_head_value, tangle_key
 
 
 @dataclass
@@ -137,7 +135,7 @@ def _check_evidence(txn, tables: Tables, by_position, report: CheckReport) -> No
             proofs[bytes(proof_id)] = proof.invalid_from()
     named: set[bytes] = set()
     for author, value in txn.cursor(db=tables.invalid):
-        author, seq, proof_id = bytes(author), _U64.unpack(value[:8])[0], bytes(value[8:])
+        author, seq, proof_id = bytes(author), U64.unpack(value[:8])[0], bytes(value[8:])
         named.add(proof_id)
         boundaries = proofs.get(proof_id)
         if boundaries is None or boundaries.get(author) != seq:

@@ -37,10 +37,9 @@ from dataclasses import dataclass
 from protocol.errors import Reason
 from protocol.evidence import InvalidProof, Proof, check_proof, cycle_proof
 from protocol.identity import message_id
-from protocol.limits import UNLIMITED
-from protocol.message import Message, decode_message
+from protocol.message import Message
 from storage.invalidation import invalid_from, record_proof, truncate_feed
-from storage.layout import Tables, feed_key, head_value, split_head_value
+from storage.layout import Tables, feed_key, head_value, parse_stored, split_head_value
 from storage.tangles import add_to_tangles
 from storage.timeline import CycleError, TimelineReader, TimelineTables, TimelineWriter
 from storage.timelines import add_message
@@ -95,13 +94,14 @@ class BatchWriter:
         self._invalid: dict[bytes, int | None] = {}
         self._timeframes: dict[bytes, dict[bytes, int]] = {}  # author -> its head's timeframe
         self.invalidated: dict[bytes, int] = {}  # feeds cut back in this batch -> boundary
+        self.stored: dict[tuple[bytes, int], Message] = {}  # (author, seq) stored by this batch
 
     def head_timeframe(self, author: bytes, seq: int) -> dict[bytes, int]:
         """The timeframe of the author's stored message `seq` (its current head)."""
         timeframe = self._timeframes.get(author)
         if timeframe is None:
             raw = self._txn.get(feed_key(author, seq), db=self._tables.messages)
-            timeframe = decode_message(bytes(raw), UNLIMITED, verify_signature=False).timeframe
+            timeframe = parse_stored(raw).timeframe
         return timeframe
 
     def head(self, author: bytes) -> tuple[int, bytes | None]:
@@ -131,11 +131,7 @@ class BatchWriter:
             # boundary, and evidence is held only at or above one.
             if is_known(txn, tables, message.id):
                 return IngestResult(Outcome.DUPLICATE, message.id, message=message)
-            stored = decode_message(
-                bytes(txn.get(feed_key(author, seq), db=tables.messages)),
-                UNLIMITED,
-                verify_signature=False,
-            )
+            stored = parse_stored(txn.get(feed_key(author, seq), db=tables.messages))
             return self._proven(check_proof([stored, message]), message, Outcome.FORK)
         if seq > head_seq + 1:
             return self._reject(
@@ -156,6 +152,7 @@ class BatchWriter:
         add_to_tangles(txn, tables, message)
         self._heads[author] = (seq, message.id)
         self._timeframes[author] = message.timeframe
+        self.stored[(author, seq)] = message
         self._dirty_heads.add(author)
         return IngestResult(Outcome.ACCEPTED, message.id, message=message)
 
@@ -174,6 +171,9 @@ class BatchWriter:
                 self._heads[author] = (new_head, message_id(bytes(raw)) if raw else None)
                 self._dirty_heads.add(author)
                 self._timeframes.pop(author, None)
+                cut = [key for key in self.stored if key[0] == author and key[1] >= boundary]
+                for key in cut:
+                    del self.stored[key]
             self._invalid[author] = boundary
             self.invalidated[author] = boundary
         return lowered
@@ -191,12 +191,7 @@ class BatchWriter:
     def _cycle(self, message: Message, loop: list[bytes]) -> IngestResult:
         """`message` closed a loop of timeframe needs: prove it, cut the feeds back."""
         loop_messages = [message] + [
-            decode_message(
-                bytes(self._txn.get(ref, db=self._tables.messages)),
-                UNLIMITED,
-                verify_signature=False,
-            )
-            for ref in loop[1:]
+            parse_stored(self._txn.get(ref, db=self._tables.messages)) for ref in loop[1:]
         ]
         try:
             proof = cycle_proof(loop_messages)

@@ -28,39 +28,30 @@ removes exactly what a node that saw the proof first never stored.
 
 from __future__ import annotations
 
-import struct
-
 import msgpack
 
 from protocol.evidence import Proof, ProofKind
-from protocol.limits import UNLIMITED
-from protocol.message import Message, decode_message
-from storage.layout import EMPTY, Tables, feed_key, split_feed_key, tangle_key
+from protocol.message import Message
+from storage.layout import EMPTY, U64, Tables, feed_key, parse_stored, split_feed_key, tangle_key
 from storage.timeline import TimelineReader, TimelineWriter
 from storage.timelines import remove_message, spacetime_links, tangle_timeline
-
-_U64 = struct.Struct(">Q")
-
-
-def _parse(raw) -> Message:
-    return decode_message(bytes(raw), UNLIMITED, verify_signature=False)
 
 
 def invalid_from(txn, tables: Tables, author: bytes) -> int | None:
     """The seq from which `author`'s feed is invalid, or None."""
     raw = txn.get(author, db=tables.invalid)
-    return None if raw is None else _U64.unpack(raw[:8])[0]
+    return None if raw is None else U64.unpack(raw[:8])[0]
 
 
 def invalid_feeds(txn, tables: Tables) -> dict[bytes, int]:
-    return {bytes(key): _U64.unpack(value[:8])[0] for key, value in txn.cursor(db=tables.invalid)}
+    return {bytes(key): U64.unpack(value[:8])[0] for key, value in txn.cursor(db=tables.invalid)}
 
 
 def invalid_by_proof(txn, tables: Tables) -> dict[bytes, dict[bytes, int]]:
     """Proof id -> the feeds whose boundary it sets (author -> seq)."""
     found: dict[bytes, dict[bytes, int]] = {}
     for author, value in txn.cursor(db=tables.invalid):
-        found.setdefault(bytes(value[8:]), {})[bytes(author)] = _U64.unpack(value[:8])[0]
+        found.setdefault(bytes(value[8:]), {})[bytes(author)] = U64.unpack(value[:8])[0]
     return found
 
 
@@ -69,7 +60,7 @@ def kept_proofs(txn, tables: Tables) -> list[tuple[bytes, ProofKind, list[Messag
     found = []
     for proof_id, raw in txn.cursor(db=tables.proofs):
         kind, ids = msgpack.unpackb(raw)
-        messages = [_parse(txn.get(msg_id, db=tables.evidence)) for msg_id in ids]
+        messages = [parse_stored(txn.get(msg_id, db=tables.evidence)) for msg_id in ids]
         found.append((bytes(proof_id), ProofKind(kind), messages))
     return found
 
@@ -83,7 +74,7 @@ def record_proof(txn, tables: Tables, proof: Proof) -> dict[bytes, int]:
     for author, seq in proof.invalid_from().items():
         current = txn.get(author, db=tables.invalid)
         if current is not None:
-            current_seq, current_id = _U64.unpack(current[:8])[0], bytes(current[8:])
+            current_seq, current_id = U64.unpack(current[:8])[0], bytes(current[8:])
             # Of two proofs at one seq the lower id wins: which one a node met first
             # must not decide which one it keeps.
             if (current_seq, current_id) <= (seq, proof.id):
@@ -92,7 +83,7 @@ def record_proof(txn, tables: Tables, proof: Proof) -> dict[bytes, int]:
         if current is None or current_seq > seq:
             lowered[author] = seq
         kept = True
-        txn.put(author, _U64.pack(seq) + proof.id, db=tables.invalid)
+        txn.put(author, U64.pack(seq) + proof.id, db=tables.invalid)
     if not kept:
         return lowered
     ids = [message.id for message in proof.messages]
@@ -110,7 +101,7 @@ def _drop_if_unused(txn, tables: Tables, proof_id: bytes) -> None:
     if raw is None:
         return
     _kind, ids = msgpack.unpackb(raw)
-    authors = {_parse(txn.get(msg_id, db=tables.evidence)).author for msg_id in ids}
+    authors = {parse_stored(txn.get(msg_id, db=tables.evidence)).author for msg_id in ids}
     for author in authors:
         current = txn.get(author, db=tables.invalid)
         if current is not None and bytes(current[8:]) == proof_id:
@@ -139,9 +130,11 @@ def truncate_feed(
     """
     for seq in range(head, boundary - 1, -1):
         position = feed_key(author, seq)
-        message = _parse(txn.get(position, db=tables.messages))
+        message = parse_stored(txn.get(position, db=tables.messages))
         previous = (
-            _parse(txn.get(feed_key(author, seq - 1), db=tables.messages)) if seq > 1 else None
+            parse_stored(txn.get(feed_key(author, seq - 1), db=tables.messages))
+            if seq > 1
+            else None
         )
         remove_message(
             timelines,
@@ -159,17 +152,17 @@ def _timeframe_before(txn, tables: Tables, author: bytes, seq: int) -> dict[byte
     """The timeframe of the author's message before `seq` ({} for the first)."""
     if seq == 1:
         return {}
-    return _parse(txn.get(feed_key(author, seq - 1), db=tables.messages)).timeframe
+    return parse_stored(txn.get(feed_key(author, seq - 1), db=tables.messages)).timeframe
 
 
 def _spacetime_links(txn, tables: Tables, ref: bytes) -> list[bytes]:
     author, seq = split_feed_key(ref)
-    message = _parse(txn.get(ref, db=tables.messages))
+    message = parse_stored(txn.get(ref, db=tables.messages))
     return spacetime_links(message, _timeframe_before(txn, tables, author, seq))
 
 
 def _tangle_links(txn, tables: Tables, name: str, ref: bytes) -> tuple[bytes, ...]:
-    message = _parse(txn.get(txn.get(ref, db=tables.message_ids), db=tables.messages))
+    message = parse_stored(txn.get(txn.get(ref, db=tables.message_ids), db=tables.messages))
     return message.tangles[name].previous or ()
 
 

@@ -32,25 +32,38 @@ from typing import Any
 
 import lmdb
 
+from protocol.limits import UNLIMITED
+from protocol.message import Message, decode_message
+
 SCHEMA_VERSION = b"7"
 EMPTY = b""  # the value of rows whose key says everything
-_SEQ = struct.Struct(">Q")
+U64 = struct.Struct(">Q")  # seqs, indexes and counters, big-endian so keys sort by value
+U32 = struct.Struct(">I")
 
 
 def feed_key(author: bytes, seq: int) -> bytes:
-    return author + _SEQ.pack(seq)
+    return author + U64.pack(seq)
 
 
 def split_feed_key(key: bytes) -> tuple[bytes, int]:
-    return bytes(key[:32]), _SEQ.unpack(key[32:40])[0]
+    return bytes(key[:32]), U64.unpack(key[32:40])[0]
 
 
 def head_value(seq: int, msg_id: bytes) -> bytes:
-    return _SEQ.pack(seq) + msg_id
+    return U64.pack(seq) + msg_id
 
 
 def split_head_value(value: bytes) -> tuple[int, bytes]:
-    return _SEQ.unpack(value[:8])[0], bytes(value[8:40])
+    return U64.unpack(value[:8])[0], bytes(value[8:40])
+
+
+def parse_stored(raw: bytes) -> Message:
+    """Parse bytes the store accepted earlier (no signature check, no size limits).
+
+    Limits may have been lowered since, and the signature was checked on the
+    way in; `storage.check` verifies everything again when asked.
+    """
+    return decode_message(bytes(raw), UNLIMITED, verify_signature=False)
 
 
 def tangle_key(root: bytes, name: str) -> bytes:

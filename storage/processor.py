@@ -1,4 +1,4 @@
-"""The causal processor (seed 003): every node processes all messages in one agreed order.
+"""The causal processor (docs/PROCESSING.md): every node processes all messages in one agreed order.
 
 Theory of operation
 -------------------
@@ -35,18 +35,14 @@ whoever waited beyond its end.
 
 from __future__ import annotations
 
-import struct
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import lmdb
 
-from protocol.limits import UNLIMITED
-from protocol.message import decode_message
-from storage.layout import EMPTY, feed_key, split_feed_key
-
-_U64 = struct.Struct(">Q")
+from protocol.message import Message
+from storage.layout import EMPTY, U64, feed_key, parse_stored, split_feed_key
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,8 +53,6 @@ class ProcessorTables:
     ready: Any
     wait: Any
     waiting: Any
-
-    COUNT = 6
 
     @classmethod
     def open(cls, env: lmdb.Environment) -> ProcessorTables:
@@ -85,22 +79,22 @@ class Stall:
 
 def processed_seq(txn, tables: ProcessorTables, feed: bytes) -> int:
     raw = txn.get(feed, db=tables.frontier)
-    return 0 if raw is None else _U64.unpack(raw)[0]
+    return 0 if raw is None else U64.unpack(raw)[0]
 
 
 def processed_frontier(txn, tables: ProcessorTables) -> dict[bytes, int]:
-    return {bytes(k): _U64.unpack(v)[0] for k, v in txn.cursor(db=tables.frontier)}
+    return {bytes(k): U64.unpack(v)[0] for k, v in txn.cursor(db=tables.frontier)}
 
 
 def processed_count(txn, tables: ProcessorTables) -> int:
     cursor = txn.cursor(db=tables.log)
-    return _U64.unpack(cursor.key())[0] + 1 if cursor.last() else 0
+    return U64.unpack(cursor.key())[0] + 1 if cursor.last() else 0
 
 
 def processed_index(txn, tables: ProcessorTables, feed: bytes, seq: int) -> int | None:
     """Where (feed, seq) stands in the processed order, None if not processed."""
     raw = txn.get(feed_key(feed, seq), db=tables.position)
-    return None if raw is None else _U64.unpack(raw)[0]
+    return None if raw is None else U64.unpack(raw)[0]
 
 
 def read_processed(
@@ -109,13 +103,13 @@ def read_processed(
     """(index, feed, seq) of processed messages from index `start` on."""
     cursor = txn.cursor(db=tables.log)
     found: list[tuple[int, bytes, int]] = []
-    if not cursor.set_range(_U64.pack(start)):
+    if not cursor.set_range(U64.pack(start)):
         return found
     for key, value in cursor:
         if len(found) >= limit:
             break
         feed, seq = split_feed_key(value)
-        found.append((_U64.unpack(key)[0], feed, seq))
+        found.append((U64.unpack(key)[0], feed, seq))
     return found
 
 
@@ -133,11 +127,20 @@ def stalls(txn, tables: ProcessorTables, messages_db) -> list[Stall]:
 class Processor:
     """Advances the processed order inside one write transaction."""
 
-    def __init__(self, txn, tables: ProcessorTables, messages_db, invalid_db) -> None:
+    def __init__(
+        self,
+        txn,
+        tables: ProcessorTables,
+        messages_db,
+        invalid_db,
+        batch: Mapping[tuple[bytes, int], Message] | None = None,
+    ) -> None:
         self._txn = txn
         self._tables = tables
         self._messages = messages_db
         self._invalid = invalid_db
+        # The messages this transaction stored, (feed, seq) -> message, already decoded.
+        self._batch = batch or {}
         # Caches for this transaction: processed seqs, candidates' sorted timeframes,
         # and how many leading entries of each are known processed (that only grows).
         self._processed: dict[bytes, int] = {}
@@ -160,11 +163,11 @@ class Processor:
         cursor = self._txn.cursor(db=self._tables.ready)
         while cursor.first():
             key = cursor.key()
-            seq, feed = _U64.unpack(key[:8])[0], bytes(key[8:])
+            seq, feed = U64.unpack(key[:8])[0], bytes(key[8:])
             cursor.delete()
-            self._txn.put(_U64.pack(index), feed_key(feed, seq), db=self._tables.log)
-            self._txn.put(feed_key(feed, seq), _U64.pack(index), db=self._tables.position)
-            self._txn.put(feed, _U64.pack(seq), db=self._tables.frontier)
+            self._txn.put(U64.pack(index), feed_key(feed, seq), db=self._tables.log)
+            self._txn.put(feed_key(feed, seq), U64.pack(index), db=self._tables.position)
+            self._txn.put(feed, U64.pack(seq), db=self._tables.frontier)
             self._processed[feed] = seq
             index += 1
             processed += 1
@@ -179,10 +182,12 @@ class Processor:
         candidate = (feed, seq)
         timeframe = self._timeframes.get(candidate)
         if timeframe is None:
-            raw = txn.get(feed_key(feed, seq), db=self._messages)
-            if raw is None:
-                return
-            message = decode_message(bytes(raw), UNLIMITED, verify_signature=False)
+            message = self._batch.get(candidate)
+            if message is None:
+                raw = txn.get(feed_key(feed, seq), db=self._messages)
+                if raw is None:
+                    return
+                message = parse_stored(raw)
             timeframe = self._timeframes[candidate] = sorted(
                 entry for entry in message.timeframe.items() if entry[0] != feed
             )
@@ -199,12 +204,12 @@ class Processor:
                 return
         self._timeframes.pop(candidate)
         self._checked.pop(candidate, None)
-        txn.put(_U64.pack(seq) + feed, EMPTY, db=tables.ready)
+        txn.put(U64.pack(seq) + feed, EMPTY, db=tables.ready)
 
     def _valid_need(self, feed: bytes, seq: int) -> int:
         """The seq a need of (feed, seq) really waits for: never past an invalid feed's end."""
         raw = self._txn.get(feed, db=self._invalid)
-        return seq if raw is None else min(seq, _U64.unpack(raw[:8])[0] - 1)
+        return seq if raw is None else min(seq, U64.unpack(raw[:8])[0] - 1)
 
     def forget(self, feed: bytes, invalid_from: int) -> None:
         """`feed` holds nothing from `invalid_from` on: drop its candidate, wake its waiters.
@@ -237,7 +242,7 @@ class Processor:
         woken = []
         if cursor.set_range(feed):
             while cursor.key()[:32] == feed:
-                waited_seq = _U64.unpack(cursor.key()[32:40])[0]
+                waited_seq = U64.unpack(cursor.key()[32:40])[0]
                 if waited_seq > seq:
                     break
                 woken.append(bytes(cursor.key()[40:]))

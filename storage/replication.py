@@ -16,13 +16,10 @@ once the walk has reached the end of the log.
 
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass
 
-from storage.layout import feed_key, split_feed_key
+from storage.layout import U64, feed_key, split_feed_key
 from storage.processor import processed_count, processed_index
-
-_U64 = struct.Struct(">Q")
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,9 +48,9 @@ def next_batch(store, wants: dict[bytes, int], resume: int, limit: int, max_byte
         cursor = txn.cursor(db=store.processor_tables.log)
         position = resume
         walked_to_end = True
-        if cursor.set_range(_U64.pack(resume)):
+        if cursor.set_range(U64.pack(resume)):
             for key, value in cursor:
-                position = _U64.unpack(key)[0] + 1
+                position = U64.unpack(key)[0] + 1
                 feed, seq = split_feed_key(value)
                 if sent.get(feed, -1) + 1 != seq:
                     continue  # not subscribed, or already sent

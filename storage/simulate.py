@@ -1,4 +1,5 @@
-"""Synthetic tangles like those of seed 000's evaluation (§4), for tests and benchmarks.
+"""Synthetic tangles like those of the ScuttleSort paper's evaluation
+(docs/PIPELINE.md, "evaluate"), for tests and benchmarks.
 
 At each step two distinct feeds, picked at random, each append one event that
 links its own previous event and the tip of the longest other feed (as the

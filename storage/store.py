@@ -23,7 +23,7 @@ import lmdb
 from protocol.errors import InvalidMessage
 from protocol.evidence import MAX_PROOF_MESSAGES, InvalidProof, ProofKind, check_proof
 from protocol.identity import Keypair, message_id, message_text
-from protocol.limits import DEFAULT_LIMITS, UNLIMITED, Limits
+from protocol.limits import DEFAULT_LIMITS, Limits
 from protocol.message import ROOT_LINK, Message, TangleLink, decode_message, sign_message
 from storage.check import CheckReport, check_store
 from storage.errors import (
@@ -43,6 +43,7 @@ from storage.layout import (
     SCHEMA_VERSION,
     Tables,
     feed_key,
+    parse_stored,
     split_feed_key,
     split_head_value,
 )
@@ -63,15 +64,6 @@ from storage.timelines import SPACETIME, spacetime_links, tangle_timeline
 DEFAULT_MAP_SIZE = 64 * 2**30  # address space, not disk: the file grows as data does
 
 TimeframeSource = Callable[[Any, Tables, bytes], dict[bytes, int]]
-
-
-def frontier_timeframe(txn, tables: Tables, author: bytes) -> dict[bytes, int]:
-    """A timeframe of the highest *stored* seq of every other feed (for tests and tools)."""
-    return {
-        bytes(key): split_head_value(value)[0]
-        for key, value in txn.cursor(db=tables.heads)
-        if key != author
-    }
 
 
 def feed_ordered(candidates: list[tuple[int, Message]]) -> list[tuple[int, Message]]:
@@ -109,11 +101,6 @@ class Evidence:
     kind: ProofKind
     invalid: dict[bytes, int]
     messages: list[Message]
-
-
-def parse_stored(raw: bytes) -> Message:
-    """Parse bytes this store accepted earlier (no signature check, no size limits)."""
-    return decode_message(bytes(raw), UNLIMITED, verify_signature=False)
 
 
 class FeedStore:
@@ -224,7 +211,9 @@ class FeedStore:
             for index, message in candidates:
                 results[index] = writer.apply(message)
             writer.finish()
-            self._process(txn, {m.author for _i, m in candidates}, writer.invalidated)
+            self._process(
+                txn, {m.author for _i, m in candidates}, writer.invalidated, writer.stored
+            )
         return results  # type: ignore[return-value]  # every slot is filled above
 
     def publish(
@@ -296,10 +285,14 @@ class FeedStore:
         return frontier
 
     def _process(
-        self, txn, feeds: set[bytes], invalidated: Mapping[bytes, int] | None = None
+        self,
+        txn,
+        feeds: set[bytes],
+        invalidated: Mapping[bytes, int] | None = None,
+        batch: Mapping[tuple[bytes, int], Message] | None = None,
     ) -> None:
         processor = Processor(
-            txn, self._processor_tables, self._tables.messages, self._tables.invalid
+            txn, self._processor_tables, self._tables.messages, self._tables.invalid, batch
         )
         invalidated = invalidated or {}
         for feed, boundary in sorted(invalidated.items()):

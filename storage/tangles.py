@@ -3,7 +3,7 @@
 Theory of operation
 -------------------
 A tip of a tangle is a member that no member references in `previous`
-(DESIGN §3). Messages may arrive before or after the messages they
+(docs/FORMAT.md, "Tangles"). Messages may arrive before or after the messages they
 reference, so each stored message does two things:
 
 - for each id it references: if that message is stored, it stops being a tip

@@ -3,10 +3,10 @@
 Theory of operation
 -------------------
 A timeline holds the messages of one DAG (a tangle, the spacetime of all
-feeds, or the input of `tangled linearize`) in the order of DESIGN §4:
+feeds, or the input of `tangled linearize`) in the order of docs/TIMELINES.md ("The order"):
 rank(m) = 0 if none of m's predecessors is present, else 1 + the highest
 rank among them; the timeline is sorted by (rank, sort id). This is the
-order ScuttleSort converges to (seed 000), reached the same way: when a
+order ScuttleSort converges to, reached the same way: when a
 message arrives, only the messages whose rank it raises move.
 
 Each message has a *ref*, the name its successors use for it, and a *sort
@@ -16,7 +16,7 @@ the spacetime, where a timeframe entry names a message by (feed, seq).
 Adding message n with predecessors P, in one write transaction:
 
 1. rank(n) = 1 + max rank of the present members of P, or 0.
-2. The forward wave (seed 000 §2.2): every stored successor s of n (a
+2. The forward wave (docs/TIMELINES.md, "The engine"): every stored successor s of n (a
    message that referenced n before it arrived, placed provisionally) must
    now rank above n. Raised messages are visited in ascending order of their
    old rank, a topological order of everything the wave can reach (an edge
@@ -85,7 +85,6 @@ writes them in `finish()`; memory is bounded by what one batch touches.
 from __future__ import annotations
 
 import heapq
-import struct
 from bisect import bisect_left, insort
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -102,11 +101,10 @@ from storage.errors import (
     UnknownEvent,
     UnknownTimeline,
 )
+from storage.layout import U32, U64
 from storage.ordertree import OrderTree, TreeState
 
 MAX_REF_BYTES = 256
-_U32 = struct.Struct(">I")
-_U64 = struct.Struct(">Q")
 _INS, _MOV, _DEL = 0, 1, 2
 
 
@@ -149,11 +147,11 @@ def apply_commands(array: list[Any], commands: Iterable[Command]) -> list[Any]:
 
 
 def order_key(rank: int, sort_id: bytes) -> bytes:
-    return _U32.pack(rank) + sort_id
+    return U32.pack(rank) + sort_id
 
 
 def split_order_key(key: bytes) -> tuple[int, bytes]:
-    return _U32.unpack(key[:4])[0], bytes(key[4:])
+    return U32.unpack(key[:4])[0], bytes(key[4:])
 
 
 def _encode_commands(commands: Sequence[Command]) -> bytes:
@@ -238,7 +236,7 @@ def _lookup_meta(txn, tables: TimelineTables, name: bytes) -> _Meta | None:
     number = txn.get(name, db=tables.names)
     if number is None:
         return None
-    return _Meta.decode(_U32.unpack(number)[0], txn.get(number, db=tables.meta))
+    return _Meta.decode(U32.unpack(number)[0], txn.get(number, db=tables.meta))
 
 
 @dataclass(frozen=True, slots=True)
@@ -256,7 +254,7 @@ class _Timeline:
         self.txn = txn
         self.tables = tables
         self.meta = meta
-        self.prefix = _U32.pack(meta.number)
+        self.prefix = U32.pack(meta.number)
         self.tree = OrderTree(txn, tables.tree, meta.number, meta.tree)
         self.members: dict[bytes, tuple[int, bytes] | None] = {}
         self.dirty: set[bytes] = set()
@@ -268,7 +266,7 @@ class _Timeline:
         if ref in self.members:
             return self.members[ref]
         raw = self.txn.get(self.prefix + ref, db=self.tables.nodes)
-        found = None if raw is None else (_U32.unpack(raw[:4])[0], bytes(raw[4:]) or ref)
+        found = None if raw is None else (U32.unpack(raw[:4])[0], bytes(raw[4:]) or ref)
         self.members[ref] = found
         return found
 
@@ -305,10 +303,10 @@ class _Timeline:
         for ref in self.dirty:
             rank, sort_id = self.members[ref]  # type: ignore[misc]  # dirty refs are present
             stored_id = b"" if sort_id == ref else sort_id
-            txn.put(prefix + ref, _U32.pack(rank) + stored_id, db=tables.nodes)
+            txn.put(prefix + ref, U32.pack(rank) + stored_id, db=tables.nodes)
         self.dirty.clear()
         for first, commands in self.log:
-            txn.put(prefix + _U64.pack(first), _encode_commands(commands), db=tables.log)
+            txn.put(prefix + U64.pack(first), _encode_commands(commands), db=tables.log)
         self.log.clear()
         self.tree.flush()
         txn.put(prefix, self.meta.encode(), db=tables.meta)
@@ -344,10 +342,10 @@ class TimelineWriter:
 
     def _create(self, name: bytes) -> _Meta:
         cursor = self._txn.cursor(db=self._tables.meta)
-        number = _U32.unpack(cursor.key())[0] + 1 if cursor.last() else 1
-        self._txn.put(name, _U32.pack(number), db=self._tables.names)
+        number = U32.unpack(cursor.key())[0] + 1 if cursor.last() else 1
+        self._txn.put(name, U32.pack(number), db=self._tables.names)
         meta = _Meta(number, name, 0, TreeState())
-        self._txn.put(_U32.pack(number), meta.encode(), db=self._tables.meta)
+        self._txn.put(U32.pack(number), meta.encode(), db=self._tables.meta)
         return meta
 
     def add(
@@ -447,12 +445,12 @@ class TimelineWriter:
 
     def _pending(self, timeline: _Timeline, ref: bytes) -> int:
         raw = self._txn.get(timeline.prefix + ref, db=self._tables.pending)
-        return 0 if raw is None else _U32.unpack(raw)[0]
+        return 0 if raw is None else U32.unpack(raw)[0]
 
     def _set_pending(self, timeline: _Timeline, ref: bytes, count: int) -> None:
         key = timeline.prefix + ref
         if count:
-            self._txn.put(key, _U32.pack(count), db=self._tables.pending)
+            self._txn.put(key, U32.pack(count), db=self._tables.pending)
         else:
             self._txn.delete(key, db=self._tables.pending)
 
@@ -465,12 +463,12 @@ class TimelineWriter:
         """Keep the pending counts: `ref` lacks `missing` links; whoever waited on it, one less."""
         txn, db = self._txn, self._tables.pending
         if missing:
-            txn.put(timeline.prefix + ref, _U32.pack(missing), db=db)
+            txn.put(timeline.prefix + ref, U32.pack(missing), db=db)
         for holder in timeline.successors(ref):  # all of them waited: ref was not present
             key = timeline.prefix + holder
-            left = _U32.unpack(txn.get(key, db=db))[0] - 1
+            left = U32.unpack(txn.get(key, db=db))[0] - 1
             if left:
-                txn.put(key, _U32.pack(left), db=db)
+                txn.put(key, U32.pack(left), db=db)
             else:
                 txn.delete(key, db=db)
 
@@ -493,7 +491,7 @@ def _place(
         from  before(o) + [new < o] - #{moved old keys < o}
         to    before(n) + [new < n] - #{moved old keys < n, o included}
     """
-    pack = _U32.pack
+    pack = U32.pack
     moves = sorted(
         [(pack(old) + sort_id, pack(new) + sort_id) for old, new, sort_id in raised],
         key=itemgetter(1),
@@ -669,7 +667,7 @@ class TimelineReader:
         """Up to `limit` commands numbered above `version`, in order."""
         timeline = self._open(name)
         cursor = self._txn.cursor(db=self._tables.log)
-        wanted = timeline.prefix + _U64.pack(version + 1)
+        wanted = timeline.prefix + U64.pack(version + 1)
         # The row holding command version + 1 is the last one keyed at or below it.
         found = cursor.set_range(wanted)
         if (not found or cursor.key() != wanted) and not (
@@ -680,7 +678,7 @@ class TimelineReader:
         for key, raw in cursor:
             if key[:4] != timeline.prefix or len(commands) >= limit:
                 break
-            first = _U64.unpack(key[4:])[0]
+            first = U64.unpack(key[4:])[0]
             skip = max(0, version + 1 - first)
             commands.extend(_decode_commands(raw)[skip:])
         return commands[:limit]

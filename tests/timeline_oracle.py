@@ -11,7 +11,7 @@ from storage.timeline import Command, TimelineReader, TimelineTables, TimelineWr
 
 
 def rank_order(events: Iterable[tuple[bytes, Sequence[bytes]]]) -> list[bytes]:
-    """DESIGN §4 computed from scratch: present events sorted by (longest-path rank, id)."""
+    """docs/TIMELINES.md's order from scratch: present events sorted by (longest-path rank, id)."""
     rank = ranks(events)
     return sorted(rank, key=lambda event_id: (rank[event_id], event_id))
 

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 from nacl import bindings
 
 from protocol.boxstream import MAX_CHUNK, BoxStreamError, BoxStreamReader, BoxStreamWriter
+from protocol.errors import LocalProtocolError
 
 KEY, NONCE = bytes(range(32)), bytes(range(24))
 
@@ -50,7 +51,7 @@ def test_bytes_after_goodbye_and_hangup_without_goodbye_are_errors():
     reader.receive_data(writer.goodbye() + b"x")
     with pytest.raises(BoxStreamError, match="after the goodbye"):
         read_all(reader)
-    with pytest.raises(ValueError):
+    with pytest.raises(LocalProtocolError, match="goodbye"):
         writer.seal(b"more")
 
 

@@ -10,9 +10,9 @@ from protocol.framing import FrameDecoder, FrameError, encode_frame
 from protocol.gossip import (
     CLOCK_CHUNK,
     VERSION,
+    FrameKind,
     GossipConnection,
     GossipError,
-    Kind,
     PeerClock,
     PeerCredit,
     PeerEvidence,
@@ -87,7 +87,7 @@ def test_a_clock_over_the_feed_cap_is_refused():
     receiver.hello({})
     clock = {index.to_bytes(32, "big"): [1, TAG] for index in range(4)}
     with pytest.raises(GossipError, match="limit is 3"):
-        receiver.receive_data(raw_frame(Kind.HELLO, VERSION, clock, 1))
+        receiver.receive_data(raw_frame(FrameKind.HELLO, VERSION, clock, 1))
 
 
 def raw_frame(*items):
@@ -95,25 +95,25 @@ def raw_frame(*items):
     return len(body).to_bytes(4, "big") + body
 
 
-HELLO = raw_frame(Kind.HELLO, VERSION, {}, 1)
+HELLO = raw_frame(FrameKind.HELLO, VERSION, {}, 1)
 
 
 @pytest.mark.parametrize(
     "frames, why",
     [
-        ([raw_frame(Kind.CLOCK, {})], "first frame"),
-        ([raw_frame(Kind.HELLO, 99, {}, 1)], "version"),
-        ([raw_frame(Kind.HELLO, VERSION, {b"short": [1, TAG]}, 1)], "32 bytes"),
-        ([raw_frame(Kind.HELLO, VERSION, {FEED: [-1, TAG]}, 1)], "seq, 8-byte tag"),
-        ([raw_frame(Kind.HELLO, VERSION, {FEED: 1}, 1)], "seq, 8-byte tag"),
-        ([HELLO, raw_frame(Kind.WANT, {FEED: -1})], "WANT"),
-        ([HELLO, raw_frame(Kind.EVIDENCE, "x")], "byte strings"),
+        ([raw_frame(FrameKind.CLOCK, {})], "first frame"),
+        ([raw_frame(FrameKind.HELLO, 99, {}, 1)], "version"),
+        ([raw_frame(FrameKind.HELLO, VERSION, {b"short": [1, TAG]}, 1)], "32 bytes"),
+        ([raw_frame(FrameKind.HELLO, VERSION, {FEED: [-1, TAG]}, 1)], "seq, 8-byte tag"),
+        ([raw_frame(FrameKind.HELLO, VERSION, {FEED: 1}, 1)], "seq, 8-byte tag"),
+        ([HELLO, raw_frame(FrameKind.WANT, {FEED: -1})], "WANT"),
+        ([HELLO, raw_frame(FrameKind.EVIDENCE, "x")], "byte strings"),
         ([HELLO, HELLO], "second"),
         ([HELLO, raw_frame(9, 1)], "unknown"),
-        ([HELLO, raw_frame(Kind.MESSAGES, [b"a", 3])], "byte strings"),
-        ([HELLO, raw_frame(Kind.MESSAGES, [b"a"] * 3)], "credit"),
-        ([HELLO, raw_frame(Kind.CREDIT, "lots")], "count"),
-        ([HELLO, raw_frame(Kind.WANT)], "one argument"),
+        ([HELLO, raw_frame(FrameKind.MESSAGES, [b"a", 3])], "byte strings"),
+        ([HELLO, raw_frame(FrameKind.MESSAGES, [b"a"] * 3)], "credit"),
+        ([HELLO, raw_frame(FrameKind.CREDIT, "lots")], "count"),
+        ([HELLO, raw_frame(FrameKind.WANT)], "one argument"),
     ],
 )
 def test_protocol_breaches_are_named(frames, why):

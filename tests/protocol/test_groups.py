@@ -3,7 +3,7 @@
 import pytest
 
 from protocol.groups import (
-    Envelope,
+    GroupContent,
     GroupFormatError,
     Kind,
     Private,
@@ -21,7 +21,7 @@ def test_an_init_delivers_the_epoch_key_to_its_members_only():
     key = new_epoch_key()
     private = Private(Kind.INIT, (ALICE.public, BOB.public), name="book club")
     content = seal_message(private, key, None, key_for=(ALICE.public, BOB.public))
-    envelope = Envelope.from_content(content)
+    envelope = GroupContent.from_content(content)
     assert envelope.epoch is None and len(envelope.seals) == 2
     assert open_seals(list(envelope.seals), BOB) == key
     assert open_seals(list(envelope.seals), EVE) is None
@@ -35,7 +35,7 @@ def test_a_post_round_trips_and_reveals_nothing_readable():
     private = Private(Kind.POST, content={"text": "secret plans"})
     content = seal_message(private, key, b"\x01" * 32)
     assert b"secret plans" not in content["box"] and content["seals"] == []
-    assert open_message(Envelope.from_content(content), key).content == {"text": "secret plans"}
+    assert open_message(GroupContent.from_content(content), key).content == {"text": "secret plans"}
 
 
 @pytest.mark.parametrize(
@@ -49,12 +49,12 @@ def test_a_post_round_trips_and_reveals_nothing_readable():
 )
 def test_malformed_envelopes_are_refused(content, why):
     with pytest.raises(GroupFormatError, match=why):
-        Envelope.from_content(content)
+        GroupContent.from_content(content)
 
 
 def test_malformed_private_parts_are_refused():
     key = new_epoch_key()
     bad = Private(Kind.ADD, (b"short",))
-    envelope = Envelope.from_content(seal_message(bad, key, b"\x01" * 32))
+    envelope = GroupContent.from_content(seal_message(bad, key, b"\x01" * 32))
     with pytest.raises(GroupFormatError, match="32-byte"):
         open_message(envelope, key)

@@ -6,8 +6,15 @@ from pathlib import Path
 import pytest
 
 from protocol.boxstream import BoxStreamError, BoxStreamReader, BoxStreamWriter
+from protocol.errors import LocalProtocolError
 from protocol.identity import Keypair
-from protocol.shs import ClientHandshake, HandshakeFailed, ServerHandshake
+from protocol.shs import (
+    MAX_LEFTOVER_BYTES,
+    ClientHandshake,
+    HandshakeFailed,
+    ServerHandshake,
+    State,
+)
 
 DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "shs"
 if not DATA.is_dir():  # the repository may sit elsewhere than beside shared/
@@ -147,6 +154,46 @@ def test_handshake_accepts_any_chunking_and_keeps_what_follows():
     server.receive_data(messages["msg3"] + b"early box-stream bytes")
     assert server.session is not None and server.leftover == b"early box-stream bytes"
     assert server.bytes_wanted == 0
+
+
+def test_states_follow_the_messages():
+    vector = js_handshakes()["main-net"]
+    messages = {k: h(v) for k, v in vector["messages"].items()}
+    client, server = sides(vector)
+    assert (client.state, server.state) == (State.AWAIT_CHALLENGE, State.AWAIT_HELLO)
+    server.receive_data(client.data_to_send())
+    client.receive_data(server.data_to_send())
+    assert (client.state, server.state) == (State.AWAIT_ACCEPT, State.AWAIT_AUTH)
+    server.receive_data(client.data_to_send())
+    assert server.state is State.DONE and server.data_to_send() == messages["msg4"]
+
+
+def test_a_failed_handshake_refuses_further_input():
+    vector = js_handshakes()["main-net"]
+    _client, server = sides(vector)
+    with pytest.raises(HandshakeFailed, match="message 1"):
+        server.receive_data(bytes(64))
+    assert server.state is State.FAILED and server.bytes_wanted == 0
+    assert server.data_to_send() == b""
+    with pytest.raises(LocalProtocolError, match="failed"):
+        server.receive_data(h(vector["messages"]["msg1"]))
+
+
+def test_bytes_after_the_handshake_are_capped():
+    vector = js_handshakes()["main-net"]
+    messages = {k: h(v) for k, v in vector["messages"].items()}
+    _client, server = sides(vector)
+    server.receive_data(messages["msg1"])
+    server.receive_data(messages["msg3"] + bytes(MAX_LEFTOVER_BYTES))
+    assert len(server.leftover) == MAX_LEFTOVER_BYTES
+    with pytest.raises(HandshakeFailed, match="after the handshake"):
+        server.receive_data(b"x")
+    assert server.state is State.FAILED
+
+
+def test_a_network_key_of_the_wrong_size_is_our_own_mistake():
+    with pytest.raises(LocalProtocolError, match="network key"):
+        ServerHandshake(bytes(31), Keypair(bytes(32)))
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""Forks and timeframe cycles make feeds invalid the same way on every node (DESIGN §7)."""
+"""Forks and timeframe cycles make feeds invalid the same way on every node (docs/PROCESSING.md)."""
 
 import random
 

@@ -1,4 +1,4 @@
-"""The causal processor: seed 003's rule, a model of it under random delivery, stalls."""
+"""The causal processor: docs/PROCESSING.md's rule, a model of it under random delivery, stalls."""
 
 import random
 
