@@ -134,6 +134,8 @@ class GossipSession:
             for feed, (seq, tag) in changes.items():
                 self.peer.clock[feed] = seq
                 self.peer_tags[feed] = tag
+            if isinstance(event, PeerHello):
+                self.poke()  # its credit: proofs held back for want of it can go now
             await self._want(changes)
         elif isinstance(event, PeerWants):
             ours = self.service.clock

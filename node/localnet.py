@@ -3,7 +3,8 @@
 Each node has its own data directory and its own NOTIFY_SOCKET, so starting
 one awaits its READY=1 rather than polling, and learns its port (any free
 one) from its status; convergence is awaited through IPC subscriptions,
-never by sleeping.
+never by sleeping. Every wait has a deadline: a start, a stop or a kill,
+a request, a subscription waiting for its size.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from protocol.identity import parse_feed
 TANGLED = Path(sys.executable).with_name("tangled")
 START_SECONDS = 30
 STOP_SECONDS = 20
+REQUEST_SECONDS = 30  # one IPC exchange (a timeline read page by page counts as one)
+CONVERGE_SECONDS = 120  # a subscription waiting for a timeline to reach its size
 
 
 class Node:
@@ -77,8 +80,9 @@ class Node:
                 self.notifications.extend(datagram.splitlines())
                 if "READY=1" in datagram.splitlines():
                     break
-        async with await self.client() as client:
-            self.listen = (await client.status())["listen"]
+        with trio.fail_after(REQUEST_SECONDS):
+            async with await self.client() as client:
+                self.listen = (await client.status())["listen"]
 
     async def client(self) -> NodeClient:
         return await connect(self.socket_path)
@@ -95,15 +99,22 @@ class Node:
     async def kill(self) -> None:
         assert self.process is not None
         self.process.kill()
-        await self.process.wait()
+        with trio.fail_after(STOP_SECONDS):
+            await self.process.wait()
         self.process = None
 
     async def publish(self, content, tangles=None) -> dict:
-        async with await self.client() as client:
-            return await client.publish(content, tangles)
+        with trio.fail_after(REQUEST_SECONDS):
+            async with await self.client() as client:
+                return await client.publish(content, tangles)
 
-    async def wait_for_size(self, size: int, **which) -> int:
-        """Wait until the timeline (spacetime=True, or tangle=, root=) holds `size` messages."""
+    async def wait_for_size(self, size: int, *, seconds: float = CONVERGE_SECONDS, **which) -> int:
+        """Wait (at most `seconds`) until the timeline (spacetime=True, or tangle=, root=)
+        holds `size` messages."""
+        with trio.fail_after(seconds):
+            return await self._wait_for_size(size, **which)
+
+    async def _wait_for_size(self, size: int, **which) -> int:
         async with (
             await self.client() as client,
             aclosing(client.subscribe(since=None, **which)) as events,
@@ -119,6 +130,10 @@ class Node:
         raise AssertionError("the subscription ended")
 
     async def timeline(self, **which) -> list[tuple[int, bytes]]:
+        with trio.fail_after(REQUEST_SECONDS):
+            return await self._timeline(**which)
+
+    async def _timeline(self, **which) -> list[tuple[int, bytes]]:
         async with await self.client() as client:
             entries, start = [], 0
             while True:

@@ -3,14 +3,16 @@
 Both ends run the same gossip once the handshake is done; only who dials
 differs. A dialer reconnects after any failure, waiting 0.25 s, doubling up
 to 30 s (with jitter so restarted nodes do not dial in lockstep), and
-starts again from the shortest wait after a connection that lasted.
+starts again from the shortest wait after a connection that lasted. The
+jitter comes from the network's own `random.Random` (`rng`), which a test
+can seed, never from the global one.
 """
 
 from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import structlog
 import trio
@@ -42,6 +44,7 @@ class Network:
     handshake_seconds: float = 10.0
     max_peer_feeds: int = DEFAULT_MAX_FEEDS
     on_change: Callable[[], None] = lambda: None  # told when a peer connects or leaves
+    rng: random.Random = field(default_factory=random.Random)  # the dialers' retry jitter
 
     async def _converse(self, secure, direction: str, address: str | None) -> None:
         peer = self.registry.connected(secure.peer, direction, address)
@@ -97,7 +100,7 @@ class Network:
             else:
                 if trio.current_time() - began > STEADY_SECONDS:
                     wait = FIRST_RETRY
-            await trio.sleep(wait * random.uniform(0.8, 1.2))
+            await trio.sleep(wait * self.rng.uniform(0.8, 1.2))
             wait = min(wait * 2, LAST_RETRY)
 
     async def _dial_once(self, address: str, key: bytes) -> None:

@@ -142,16 +142,17 @@ async def hostile(target: Node, me: Keypair):
 
 async def status(node: Node) -> dict:
     """`status`, with the node's whole clock (which `status` summarises) read page by page."""
-    async with await node.client() as client:
-        found = await client.status()
-        clock: dict[bytes, int] = {}
-        start = 0
-        while start is not None:
-            page = await client.request("clock", start=start)
-            clock.update((feed, seq) for feed, seq in page["entries"])
-            start = page["next"]
-        found["clock"] = clock
-        return found
+    with trio.fail_after(WAIT):
+        async with await node.client() as client:
+            found = await client.status()
+            clock: dict[bytes, int] = {}
+            start = 0
+            while start is not None:
+                page = await client.request("clock", start=start)
+                clock.update((feed, seq) for feed, seq in page["entries"])
+                start = page["next"]
+            found["clock"] = clock
+            return found
 
 
 async def poll(node: Node, condition: Callable[[dict], bool]) -> dict:
@@ -291,10 +292,12 @@ class Honest:
                 return
             in_chat = rng.random() < 0.5
             try:
-                async with await node.client() as client:
-                    body = await client.publish(
-                        {"from": node.name, "n": count}, {"chat": self.root} if in_chat else None
-                    )
+                with trio.fail_after(WAIT):
+                    async with await node.client() as client:
+                        body = await client.publish(
+                            {"from": node.name, "n": count},
+                            {"chat": self.root} if in_chat else None,
+                        )
             except (NodeError, NodeNotRunning, trio.BrokenResourceError, OSError):
                 if fabric.up(index):
                     raise  # it failed while the node was meant to be up
@@ -341,9 +344,10 @@ def apart(rng: random.Random, fabric: Fabric, size: int) -> tuple[int, int, int 
 
 
 async def cli_json(node: Node, *args: str) -> list[dict]:
-    done = await trio.run_process(
-        [str(TANGLED), "--data-dir", str(node.data_dir), *args, "--json"], capture_stdout=True
-    )
+    with trio.fail_after(WAIT):
+        done = await trio.run_process(
+            [str(TANGLED), "--data-dir", str(node.data_dir), *args, "--json"], capture_stdout=True
+        )
     return [json.loads(line) for line in done.stdout.decode().splitlines()]
 
 
@@ -451,9 +455,10 @@ async def restart_and_check(honest: Honest, index: int) -> None:
     await honest.start(index)
     own = (await status(node))["clock"].get(node.key, 0)
     assert own >= max(acked.values(), default=0), f"{node.name} restarted at seq {own}"
-    async with await node.client() as client:
-        for msg_id, seq in acked.items():
-            assert (await client.get(msg_id))["seq"] == seq
+    with trio.fail_after(WAIT):
+        async with await node.client() as client:
+            for msg_id, seq in acked.items():
+                assert (await client.get(msg_id))["seq"] == seq
 
 
 async def converge(nodes: list[Node], attacker: Attacker) -> None:
@@ -586,8 +591,9 @@ async def test_a_subscriber_sees_a_message_removed_by_a_proof(tmp_path):
             await node.client() as client,
             aclosing(client.subscribe(since=None, spacetime=True)) as events,
         ):
-            assert "started" in await anext(events)
-            assert len((await anext(events))["snapshot"]) == 3
+            with trio.fail_after(WAIT):
+                assert "started" in await anext(events)
+                assert len((await anext(events))["snapshot"]) == 3
             await send(node, me, two.messages[1:], lambda s: one.public in invalid(s))
             removed = 0
             with trio.fail_after(WAIT):

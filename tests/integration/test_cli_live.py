@@ -5,18 +5,19 @@ import subprocess
 
 import trio
 
-from node.localnet import TANGLED, Node
+from node.localnet import REQUEST_SECONDS, TANGLED, Node
 from protocol.identity import message_text, parse_message_id
 
 
 async def cli(node: Node, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
-    return await trio.run_process(
-        [str(TANGLED), "--data-dir", str(node.data_dir), *args],
-        capture_stdout=True,
-        capture_stderr=True,
-        check=False,
-        stdin=stdin.encode() if stdin else b"",
-    )
+    with trio.fail_after(REQUEST_SECONDS):
+        return await trio.run_process(
+            [str(TANGLED), "--data-dir", str(node.data_dir), *args],
+            capture_stdout=True,
+            capture_stderr=True,
+            check=False,
+            stdin=stdin.encode() if stdin else b"",
+        )
 
 
 async def test_cli_commands_talk_to_the_running_node(tmp_path):

@@ -5,7 +5,7 @@ import subprocess
 
 import trio
 
-from node.localnet import TANGLED, Node
+from node.localnet import CONVERGE_SECONDS, REQUEST_SECONDS, TANGLED, Node
 from node.transport import client_handshake
 from protocol.gossip import GossipConnection, PeerHello
 from protocol.identity import Keypair, parse_feed
@@ -16,15 +16,19 @@ PER_NODE = 100
 
 
 async def publish_many(node: Node, count: int, tangles=None) -> list[dict]:
-    async with await node.client() as client:
-        return [await client.publish({"from": node.name, "n": n}, tangles) for n in range(count)]
+    with trio.fail_after(CONVERGE_SECONDS):
+        async with await node.client() as client:
+            return [
+                await client.publish({"from": node.name, "n": n}, tangles) for n in range(count)
+            ]
 
 
 async def all_messages(node: Node) -> list[dict]:
     """Every message the node holds, fetched through IPC by the spacetime's ids."""
-    async with await node.client() as client:
-        entries = await node.timeline(spacetime=True)
-        return [await client.get(msg_id) for _rank, msg_id in entries]
+    with trio.fail_after(CONVERGE_SECONDS):
+        async with await node.client() as client:
+            entries = await node.timeline(spacetime=True)
+            return [await client.get(msg_id) for _rank, msg_id in entries]
 
 
 async def test_four_nodes_partitioned_then_healed_converge_on_one_order(tmp_path):
@@ -54,10 +58,11 @@ async def test_four_nodes_partitioned_then_healed_converge_on_one_order(tmp_path
     assert len(await a.timeline(**chat)) == 1 + 2 * PER_NODE  # the partition held
 
     # Heal: a dials b, c dials d.
-    async with await a.client() as client:
-        await client.connect_peer(b.listen, b.key)
-    async with await c.client() as client:
-        await client.connect_peer(d.listen, d.key)
+    with trio.fail_after(REQUEST_SECONDS):
+        async with await a.client() as client:
+            await client.connect_peer(b.listen, b.key)
+        async with await c.client() as client:
+            await client.connect_peer(d.listen, d.key)
     total = 1 + 4 * PER_NODE
     for node in (a, b, c, d):
         await node.wait_for_size(total, **chat)
@@ -114,24 +119,25 @@ async def test_a_node_killed_during_replication_converges_after_restart(tmp_path
 async def send_forgery(target: Node, forger: Keypair) -> None:
     """Handshake with `target` as a peer and push one message with a broken signature."""
     host, port = target.listen.rsplit(":", 1)
-    stream = await trio.open_tcp_stream(host, int(port))
     network = bytes.fromhex(_network_key_hex(target))
-    secure = await client_handshake(stream, network, forger, target.key)
-    gossip = GossipConnection(window=16)
-    await secure.send_all(gossip.hello({}))
-    while not any(
-        isinstance(e, PeerHello) for e in gossip.receive_data(await secure.receive_some())
-    ):
-        pass
-    message = sign_message(
-        forger, seq=1, prev=None, timestamp=1, timeframe={}, tangles={}, content="forged"
-    )
-    tampered = bytearray(message.raw)
-    tampered[-1] ^= 1  # the signature's last byte
-    await secure.send_all(gossip.messages([bytes(tampered)]))
-    while await secure.receive_some():  # the node hangs up on us
-        pass
-    await secure.aclose()
+    with trio.fail_after(REQUEST_SECONDS):
+        stream = await trio.open_tcp_stream(host, int(port))
+        secure = await client_handshake(stream, network, forger, target.key)
+        gossip = GossipConnection(window=16)
+        await secure.send_all(gossip.hello({}))
+        while not any(
+            isinstance(e, PeerHello) for e in gossip.receive_data(await secure.receive_some())
+        ):
+            pass
+        message = sign_message(
+            forger, seq=1, prev=None, timestamp=1, timeframe={}, tangles={}, content="forged"
+        )
+        tampered = bytearray(message.raw)
+        tampered[-1] ^= 1  # the signature's last byte
+        await secure.send_all(gossip.messages([bytes(tampered)]))
+        while await secure.receive_some():  # the node hangs up on us
+            pass
+        await secure.aclose()
 
 
 def _network_key_hex(node: Node) -> str:
@@ -154,8 +160,9 @@ async def test_a_forging_peer_is_dropped_and_the_others_converge(tmp_path):
     await a.wait_for_size(10, spacetime=True)
     await b.wait_for_size(10, spacetime=True)
     assert await a.timeline(spacetime=True) == await b.timeline(spacetime=True)
-    async with await a.client() as client:
-        peers = {peer["key"]: peer for peer in (await client.status())["peers"]}
+    with trio.fail_after(REQUEST_SECONDS):
+        async with await a.client() as client:
+            peers = {peer["key"]: peer for peer in (await client.status())["peers"]}
     assert "bad-signature" in peers[forger.public]["last_error"]
     assert not peers[forger.public]["connected"]
     assert peers[b.key]["connected"] and peers[b.key]["caught_up"]

@@ -1,22 +1,23 @@
 """Private groups across real nodes: membership converges, exclusion locks out the new epoch."""
 
-from node.localnet import Node
+import trio
+
+from node.localnet import REQUEST_SECONDS, Node
 from protocol.groups import Kind, Private, new_epoch_key, seal_message
 
 
 async def show(node: Node, group: bytes) -> dict:
-    async with await node.client() as client:
-        return await client.request("group-show", group=group)
+    return await call(node, "group-show", group=group)
 
 
 async def group_rows(node: Node, group: bytes) -> list[dict]:
-    async with await node.client() as client:
-        return (await client.request("group-timeline", group=group))["entries"]
+    return (await call(node, "group-timeline", group=group))["entries"]
 
 
 async def call(node: Node, op: str, **arguments):
-    async with await node.client() as client:
-        return await client.request(op, **arguments)
+    with trio.fail_after(REQUEST_SECONDS):
+        async with await node.client() as client:
+            return await client.request(op, **arguments)
 
 
 async def test_a_group_session_across_three_nodes(tmp_path):
@@ -59,8 +60,9 @@ async def test_a_group_session_across_three_nodes(tmp_path):
     forged = seal_message(
         Private(Kind.ADD, (mallory.key,)), new_epoch_key(), group, key_for=(mallory.key,)
     )
-    async with await mallory.client() as client:
-        await client.publish(forged, {"group": group, "members": group})
+    with trio.fail_after(REQUEST_SECONDS):
+        async with await mallory.client() as client:
+            await client.publish(forged, {"group": group, "members": group})
     for node in (alice, bob):
         await node.wait_for_size(7, **chat)
         state = await show(node, group)
@@ -86,8 +88,9 @@ async def test_concurrent_adds_during_a_partition_converge(tmp_path):
     await call(alice, "group-add", group=group, members=[carol.key])
     await call(bob, "group-add", group=group, members=[dave.key])
     await call(bob, "group-post", group=group, content="bob, alone")
-    async with await alice.client() as client:
-        await client.connect_peer(bob.listen, bob.key)
+    with trio.fail_after(REQUEST_SECONDS):
+        async with await alice.client() as client:
+            await client.connect_peer(bob.listen, bob.key)
     await carol.start([alice])
     await dave.start([bob])
     everyone = {alice.key, bob.key, carol.key, dave.key}

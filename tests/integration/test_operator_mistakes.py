@@ -19,16 +19,19 @@ from node.localnet import TANGLED, Node
 from storage.store import FeedStore
 from tests.node.test_bundle import snapshot
 
+COMMAND_SECONDS = 60  # one `tangled` command, start to exit
+
 
 async def tangled(data_dir, *args, stdin: bytes = b""):
-    return await trio.run_process(
-        [str(TANGLED), "--data-dir", str(data_dir), *args],
-        capture_stdout=True,
-        capture_stderr=True,
-        check=False,
-        stdin=stdin,
-        env={**os.environ, "TANGLED_LOG_FORMAT": "json", "TANGLED_LISTEN": "127.0.0.1:0"},
-    )
+    with trio.fail_after(COMMAND_SECONDS):
+        return await trio.run_process(
+            [str(TANGLED), "--data-dir", str(data_dir), *args],
+            capture_stdout=True,
+            capture_stderr=True,
+            check=False,
+            stdin=stdin,
+            env={**os.environ, "TANGLED_LOG_FORMAT": "json", "TANGLED_LISTEN": "127.0.0.1:0"},
+        )
 
 
 def one_error_line(done) -> str:
@@ -146,15 +149,17 @@ async def test_a_store_restored_from_an_old_copy_cannot_fork_our_feed(tmp_path):
     await alice.start()  # no peers yet: it stays behind
     warned = [e for e in alice.log_lines() if e.get("event", "").startswith("own feed behind")]
     assert warned and warned[-1]["stored_seq"] == 2 and warned[-1]["published_seq"] == 5
-    async with await alice.client() as client:
-        with pytest.raises(NodeError) as refused:
-            await client.publish({"would be": "seq 3 again"})
+    with trio.fail_after(COMMAND_SECONDS):
+        async with await alice.client() as client:
+            with pytest.raises(NodeError) as refused:
+                await client.publish({"would be": "seq 3 again"})
     assert refused.value.kind == "own-feed-behind"
     done = await tangled(alice.data_dir, "publish", '"x"')
     assert done.returncode == 3 and "would fork our own feed" in one_error_line(done)
 
-    async with await alice.client() as client:
-        await client.request("connect", address=bob.listen, key=bob.key)
+    with trio.fail_after(COMMAND_SECONDS):
+        async with await alice.client() as client:
+            await client.request("connect", address=bob.listen, key=bob.key)
     await alice.wait_for_size(5, spacetime=True)  # our feed, fetched back from bob
     assert (await alice.publish({"now": "fine"}))["seq"] == 6
     assert await alice.stop() == 0 and await bob.stop() == 0

@@ -20,6 +20,7 @@ SOURCE = REPO.parent / "shared" / "interop" / "shs-js-peer"
 PEER = REPO / ".cache" / "shs-js-peer"
 NETWORK = bytes.fromhex("d4a1cb88a66f02f8db635ce26441cc5dac1b08420ceaac230839b755845a9ffb")
 OTHER_NETWORK = bytes(range(32))
+WAIT = 60  # seconds any one step against the JS peer may take
 
 
 @pytest.fixture(scope="module")
@@ -76,11 +77,12 @@ class JsonLines:
         self.stream, self.buffer = stream, b""
 
     async def next(self):
-        while b"\n" not in self.buffer:
-            data = await self.stream.receive_some()
-            if not data:
-                return None
-            self.buffer += data
+        with trio.fail_after(WAIT):
+            while b"\n" not in self.buffer:
+                data = await self.stream.receive_some()
+                if not data:
+                    return None
+                self.buffer += data
         line, self.buffer = self.buffer.split(b"\n", 1)
         return json.loads(line)
 
@@ -99,17 +101,20 @@ async def test_python_client_to_js_server(js_peer):
     async with trio.open_nursery() as nursery:
         _process, lines, hello = await start_js_server(js_peer, NETWORK, seed, nursery)
         assert hello["server_pk_hex"] == Keypair(seed).public.hex()
-        stream = await trio.open_tcp_stream("127.0.0.1", hello["port"])
-        secure = await client_handshake(stream, NETWORK, Keypair.generate(), Keypair(seed).public)
-        await secure.send_all(b"hello")
-        await secure.send_all(payload)
-        echoed = b""
-        while len(echoed) < 5 + len(payload):
-            echoed += await secure.receive_some()
-        assert echoed == b"hello" + payload
-        await secure.send_goodbye()
-        assert await secure.receive_some() == b""  # the server's goodbye: a clean end
-        await secure.aclose()
+        with trio.fail_after(WAIT):
+            stream = await trio.open_tcp_stream("127.0.0.1", hello["port"])
+            secure = await client_handshake(
+                stream, NETWORK, Keypair.generate(), Keypair(seed).public
+            )
+            await secure.send_all(b"hello")
+            await secure.send_all(payload)
+            echoed = b""
+            while len(echoed) < 5 + len(payload):
+                echoed += await secure.receive_some()
+            assert echoed == b"hello" + payload
+            await secure.send_goodbye()
+            assert await secure.receive_some() == b""  # the server's goodbye: a clean end
+            await secure.aclose()
         events = await lines.events_until("stream_end")
         assert events[-2:] == ["handshake_ok", "stream_end"]
 
@@ -118,7 +123,8 @@ async def test_wrong_network_key_fails_against_js_server(js_peer):
     seed = bytes([8]) * 32
     async with trio.open_nursery() as nursery:
         process, lines, hello = await start_js_server(js_peer, NETWORK, seed, nursery)
-        stream = await trio.open_tcp_stream("127.0.0.1", hello["port"])
+        with trio.fail_after(WAIT):
+            stream = await trio.open_tcp_stream("127.0.0.1", hello["port"])
         with pytest.raises(HandshakeFailed):
             await client_handshake(stream, OTHER_NETWORK, Keypair.generate(), Keypair(seed).public)
         await stream.aclose()
@@ -152,24 +158,25 @@ async def js_client_against_python(js_peer, keypair, expected_server_pk: bytes, 
             0,
         )
         port = listeners[0].socket.getsockname()[1]
-        done = await trio.run_process(
-            [
-                "node",
-                "client.js",
-                "--port",
-                str(port),
-                "--network-key",
-                NETWORK.hex(),
-                "--server-pk",
-                expected_server_pk.hex(),
-                *client_args,
-            ],
-            cwd=js_peer,
-            capture_stdout=True,
-            capture_stderr=True,
-            check=False,
-        )
-        await finished.wait()
+        with trio.fail_after(WAIT):
+            done = await trio.run_process(
+                [
+                    "node",
+                    "client.js",
+                    "--port",
+                    str(port),
+                    "--network-key",
+                    NETWORK.hex(),
+                    "--server-pk",
+                    expected_server_pk.hex(),
+                    *client_args,
+                ],
+                cwd=js_peer,
+                capture_stdout=True,
+                capture_stderr=True,
+                check=False,
+            )
+            await finished.wait()
         nursery.cancel_scope.cancel()
     return done, outcomes
 
