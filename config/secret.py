@@ -8,8 +8,8 @@ import os
 import stat
 from pathlib import Path
 
-from config.settings import ConfigError
-from protocol.identity import Keypair
+from tanglenode.config.settings import ConfigError
+from tanglenode.protocol.identity import Keypair
 
 
 class SecretExists(ConfigError):

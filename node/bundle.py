@@ -28,9 +28,9 @@ from typing import BinaryIO
 
 import msgpack
 
-from protocol.errors import RemoteProtocolError
-from storage.ingest import Outcome
-from storage.store import FeedStore
+from tanglenode.protocol.errors import RemoteProtocolError
+from tanglenode.storage.ingest import Outcome
+from tanglenode.storage.store import FeedStore
 
 LENGTH = struct.Struct(">I")
 BATCH = 1000

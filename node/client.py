@@ -23,8 +23,8 @@ from typing import Any
 
 import trio
 
-from protocol.errors import TanglenodeError
-from protocol.framing import FrameDecoder, encode_frame
+from tanglenode.protocol.errors import TanglenodeError
+from tanglenode.protocol.framing import FrameDecoder, encode_frame
 
 MAX_FRAME = 4 << 20
 

@@ -18,7 +18,7 @@ from typing import Annotated
 import msgspec
 from msgspec import Meta
 
-from protocol.errors import Reason
+from tanglenode.protocol.errors import Reason
 
 _Id = Annotated[bytes, Meta(min_length=32, max_length=32)]
 _Seq = Annotated[int, Meta(ge=1, le=2**63 - 1)]

@@ -14,7 +14,7 @@ from typing import Any
 
 import msgpack
 
-from protocol.errors import LocalProtocolError, RemoteProtocolError
+from tanglenode.protocol.errors import LocalProtocolError, RemoteProtocolError
 
 _LENGTH = struct.Struct(">I")
 DEFAULT_MAX_FRAME = 1 << 20

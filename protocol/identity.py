@@ -14,7 +14,7 @@ import hashlib
 
 from nacl.signing import SigningKey
 
-from protocol.errors import BadIdentifier
+from tanglenode.protocol.errors import BadIdentifier
 
 KEY_BYTES = 32
 ID_BYTES = 32

@@ -32,12 +32,12 @@ import struct
 
 import msgpack
 
-from protocol.evidence import Proof, ProofKind
-from protocol.limits import UNLIMITED
-from protocol.message import Message, decode_message
-from storage.layout import EMPTY, Tables, feed_key, split_feed_key, tangle_key
-from storage.timeline import TimelineReader, TimelineWriter
-from storage.timelines import remove_message, spacetime_links, tangle_timeline
+from tanglenode.protocol.evidence import Proof, ProofKind
+from tanglenode.protocol.limits import UNLIMITED
+from tanglenode.protocol.message import Message, decode_message
+from tanglenode.storage.layout import EMPTY, Tables, feed_key, split_feed_key, tangle_key
+from tanglenode.storage.timeline import TimelineReader, TimelineWriter
+from tanglenode.storage.timelines import remove_message, spacetime_links, tangle_timeline
 
 _U64 = struct.Struct(">Q")
 

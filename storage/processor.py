@@ -42,9 +42,9 @@ from typing import Any
 
 import lmdb
 
-from protocol.limits import UNLIMITED
-from protocol.message import decode_message
-from storage.layout import EMPTY, feed_key, split_feed_key
+from tanglenode.protocol.limits import UNLIMITED
+from tanglenode.protocol.message import decode_message
+from tanglenode.storage.layout import EMPTY, feed_key, split_feed_key
 
 _U64 = struct.Struct(">Q")
 

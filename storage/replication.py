@@ -19,8 +19,8 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from storage.layout import feed_key, split_feed_key
-from storage.processor import processed_count, processed_index
+from tanglenode.storage.layout import feed_key, split_feed_key
+from tanglenode.storage.processor import processed_count, processed_index
 
 _U64 = struct.Struct(">Q")
 

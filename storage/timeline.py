@@ -95,14 +95,14 @@ from typing import Any
 import lmdb
 import msgpack
 
-from storage.errors import (
+from tanglenode.storage.errors import (
     CycleError,
     DuplicateEvent,
     TimelineError,
     UnknownEvent,
     UnknownTimeline,
 )
-from storage.ordertree import OrderTree, TreeState
+from tanglenode.storage.ordertree import OrderTree, TreeState
 
 MAX_REF_BYTES = 256
 _U32 = struct.Struct(">I")

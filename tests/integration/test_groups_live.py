@@ -1,7 +1,7 @@
 """Private groups across real nodes: membership converges, exclusion locks out the new epoch."""
 
-from node.localnet import Node
-from protocol.groups import Kind, Private, new_epoch_key, seal_message
+from tanglenode.node.localnet import Node
+from tanglenode.protocol.groups import Kind, Private, new_epoch_key, seal_message
 
 
 async def show(node: Node, group: bytes) -> dict:

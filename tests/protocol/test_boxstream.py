@@ -7,7 +7,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 from nacl import bindings
 
-from protocol.boxstream import MAX_CHUNK, BoxStreamError, BoxStreamReader, BoxStreamWriter
+from tanglenode.protocol.boxstream import (
+    MAX_CHUNK,
+    BoxStreamError,
+    BoxStreamReader,
+    BoxStreamWriter,
+)
 
 KEY, NONCE = bytes(range(32)), bytes(range(24))
 

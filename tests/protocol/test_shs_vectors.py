@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from protocol.boxstream import BoxStreamError, BoxStreamReader, BoxStreamWriter
-from protocol.identity import Keypair
-from protocol.shs import ClientHandshake, HandshakeFailed, ServerHandshake
+from tanglenode.protocol.boxstream import BoxStreamError, BoxStreamReader, BoxStreamWriter
+from tanglenode.protocol.identity import Keypair
+from tanglenode.protocol.shs import ClientHandshake, HandshakeFailed, ServerHandshake
 
 DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "shs"
 if not DATA.is_dir():  # the repository may sit elsewhere than beside shared/
