@@ -45,9 +45,18 @@ print("ok")
 
 
 def test_the_wheel_installs_tanglenode_beside_a_users_config(tmp_path):
+    pip = [sys.executable, "-m", "pip"]
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation"]
-        + ["--wheel-dir", str(tmp_path / "dist"), str(ROOT)],
+        [
+            *pip,
+            "wheel",
+            "--quiet",
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+            tmp_path / "dist",
+            ROOT,
+        ],
         check=True,
         timeout=120,
         capture_output=True,
@@ -69,8 +78,7 @@ def test_the_wheel_installs_tanglenode_beside_a_users_config(tmp_path):
     )
     (site / "config.py").write_text('OWNER = "user"\n')
     subprocess.run(
-        [sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet"]
-        + ["--no-deps", "--no-index", str(wheel)],
+        [*pip, "--python", python, "install", "--quiet", "--no-deps", "--no-index", wheel],
         check=True,
         timeout=120,
         capture_output=True,
