@@ -33,9 +33,9 @@ from nacl.bindings import crypto_sign_open
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from protocol.identity import Keypair
-from protocol.message import ROOT_LINK, TangleLink, decode_message, sign_message
-from storage.store import FeedStore
+from tanglenode.protocol.identity import Keypair
+from tanglenode.protocol.message import ROOT_LINK, TangleLink, decode_message, sign_message
+from tanglenode.storage.store import FeedStore
 
 
 def build_messages(

@@ -29,7 +29,7 @@ import trio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from node.localnet import Node
+from tanglenode.node.localnet import Node
 
 
 async def one_round(node: Node, count: int) -> tuple[float, list[float]]:

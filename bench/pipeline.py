@@ -30,14 +30,15 @@ import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from node.export import MESSAGE_SCHEMA, message_row
-from pipeline.archive import read_messages, write
-from pipeline.linearize import _ranks_in_memory, linearize
-from pipeline.session import spark_session
-from pipeline.verify import verify
-from protocol.identity import Keypair
-from protocol.limits import UNLIMITED
-from protocol.message import ROOT_LINK, TangleLink, decode_message, sign_message
+from tanglenode.node.export import message_row
+from tanglenode.pipeline.archive import read_messages, write
+from tanglenode.pipeline.linearize import _ranks_in_memory, linearize
+from tanglenode.pipeline.schema import MESSAGE_SCHEMA
+from tanglenode.pipeline.session import spark_session
+from tanglenode.pipeline.verify import verify
+from tanglenode.protocol.identity import Keypair
+from tanglenode.protocol.limits import UNLIMITED
+from tanglenode.protocol.message import ROOT_LINK, TangleLink, decode_message, sign_message
 
 
 def build_archive(out: Path, count: int, feeds: int, tangles: int, seed: int) -> list[bytes]:

@@ -33,8 +33,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from ingest import build_messages, time_bare_verify
 
-from node.localnet import Node
-from storage.store import FeedStore
+from tanglenode.node.localnet import Node
+from tanglenode.storage.store import FeedStore
 
 
 def fill(node: Node, raws: list[bytes]) -> None:

@@ -40,8 +40,8 @@ import time
 import lmdb
 from scuttlesort import Timeline as ReferenceTimeline
 
-from storage.simulate import paper_tangle, random_feed
-from storage.timeline import TimelineTables, TimelineWriter
+from tanglenode.storage.simulate import paper_tangle, random_feed
+from tanglenode.storage.timeline import TimelineTables, TimelineWriter
 
 PAPER_32K = {4: 2.5, 8: 3.0, 16: 3.6, 32: 4.7, 64: 7.1, 128: 10.4, 256: 13.1, 512: 16.8, 1024: 21.5}
 

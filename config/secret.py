@@ -8,9 +8,9 @@ import os
 import stat
 from pathlib import Path
 
-from config.settings import ConfigError
-from protocol.errors import LocalProtocolError
-from protocol.identity import Keypair
+from tanglenode.config.settings import ConfigError
+from tanglenode.protocol.errors import LocalProtocolError
+from tanglenode.protocol.identity import Keypair
 
 
 class SecretExists(ConfigError):

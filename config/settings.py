@@ -20,11 +20,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from protocol.address import BadAddress, parse_address
-from protocol.canonical import HARD_MAX_DEPTH
-from protocol.errors import BadIdentifier, TanglenodeError
-from protocol.identity import parse_feed
-from protocol.limits import Limits
+from tanglenode.protocol.address import BadAddress, parse_address
+from tanglenode.protocol.canonical import HARD_MAX_DEPTH
+from tanglenode.protocol.errors import BadIdentifier, TanglenodeError
+from tanglenode.protocol.identity import parse_feed
+from tanglenode.protocol.limits import Limits
 
 ENV_PREFIX = "TANGLED_"
 CONFIG_ENV = "TANGLED_CONFIG"  # where the file is, not a setting

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from config.settings import DEFAULT_NETWORK_KEY, Settings
+from tanglenode.config.settings import DEFAULT_NETWORK_KEY, Settings
 
 TEMPLATE = """\
 # tangled.toml - configuration of one tanglenode.

@@ -27,10 +27,10 @@ from typing import BinaryIO
 
 import msgpack
 
-from protocol.errors import RemoteProtocolError
-from protocol.framing import LENGTH_PREFIX
-from storage.ingest import Outcome
-from storage.store import FeedStore
+from tanglenode.protocol.errors import RemoteProtocolError
+from tanglenode.protocol.framing import LENGTH_PREFIX
+from tanglenode.storage.ingest import Outcome
+from tanglenode.storage.store import FeedStore
 
 BATCH = 1000
 

@@ -17,14 +17,13 @@ import click
 import lmdb
 import trio
 
-from config.secret import read_secret, write_secret
-from config.settings import ConfigError, load_settings
-from config.template import render_config
-from node.bundle import BadRecord
-from node.cli_archive import export_command, import_command
-from node.cli_groups import group_command
-from node.cli_pipeline import pipeline_command
-from node.cli_support import (
+from tanglenode.config.secret import read_secret, write_secret
+from tanglenode.config.settings import ConfigError, load_settings
+from tanglenode.config.template import render_config
+from tanglenode.node.bundle import BadRecord
+from tanglenode.node.cli_archive import export_command, import_command
+from tanglenode.node.cli_groups import group_command
+from tanglenode.node.cli_support import (
     COUNT,
     SEQ,
     BadInput,
@@ -40,16 +39,23 @@ from node.cli_support import (
     render_body,
     tangle_name,
 )
-from node.cli_timelines import timeline, watch
-from node.daemon import run_node
-from node.linearize import BadEventLine, linearize
-from node.logs import configure_logging
-from node.render import message_dict, message_line
-from protocol.address import parse_address
-from protocol.errors import BadIdentifier, LocalProtocolError, TanglenodeError
-from protocol.identity import Keypair, feed_text, message_text, parse_feed, parse_message_id
-from storage.check import CheckReport
-from storage.errors import DataDirInUse, OwnFeedBehind, StoreDamaged, UnknownTangle
+from tanglenode.node.cli_timelines import timeline, watch
+from tanglenode.node.daemon import run_node
+from tanglenode.node.linearize import BadEventLine, linearize
+from tanglenode.node.logs import configure_logging
+from tanglenode.node.render import message_dict, message_line
+from tanglenode.pipeline.cli import pipeline_command
+from tanglenode.protocol.address import parse_address
+from tanglenode.protocol.errors import BadIdentifier, LocalProtocolError, TanglenodeError
+from tanglenode.protocol.identity import (
+    Keypair,
+    feed_text,
+    message_text,
+    parse_feed,
+    parse_message_id,
+)
+from tanglenode.storage.check import CheckReport
+from tanglenode.storage.errors import DataDirInUse, OwnFeedBehind, StoreDamaged, UnknownTangle
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

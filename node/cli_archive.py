@@ -20,7 +20,7 @@ from typing import Any, BinaryIO
 
 import click
 
-from node.bundle import (
+from tanglenode.node.bundle import (
     BadRecord,
     ImportSummary,
     archive_parts,
@@ -30,8 +30,8 @@ from node.bundle import (
     read_bundle,
     write_bundle,
 )
-from node.cli_support import BadInput, Context, ExitCode, emit_json, json_option
-from storage.errors import DataDirInUse
+from tanglenode.node.cli_support import BadInput, Context, ExitCode, emit_json, json_option
+from tanglenode.storage.errors import DataDirInUse
 
 
 @contextlib.contextmanager
@@ -97,7 +97,7 @@ def export_command(obj: Context, out: Path | None, bundle: str | None) -> None:
 
 
 def _export_archive(obj: Context, out: Path) -> None:
-    from node.export import export  # pyarrow loads only for this command
+    from tanglenode.node.export import export  # pyarrow loads only for this command
 
     if out.exists() and any(out.iterdir()):
         raise BadInput(f"{out} is not empty; export into a new directory")

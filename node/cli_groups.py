@@ -8,7 +8,7 @@ from typing import Any
 import click
 import trio
 
-from node.cli_support import (
+from tanglenode.node.cli_support import (
     Context,
     call_node,
     emit_json,
@@ -16,7 +16,7 @@ from node.cli_support import (
     read_content,
     render_body,
 )
-from protocol.identity import parse_feed, parse_message_id
+from tanglenode.protocol.identity import parse_feed, parse_message_id
 
 
 @click.group("group")

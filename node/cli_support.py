@@ -16,17 +16,17 @@ from typing import Any
 import click
 import structlog
 
-from config.secret import read_secret
-from config.settings import Settings, config_path, load_settings
-from node.client import NodeError, NodeNotRunning, connect
-from node.render import jsonable
-from protocol.canonical import NonFiniteFloat, TooDeep, canonical_value
-from protocol.errors import LocalProtocolError, Reason, TanglenodeError
-from protocol.identity import feed_text, message_text, parse_message_id
-from protocol.limits import MAX_SEQ, MAX_TANGLE_NAME_BYTES
-from storage.datalock import DataDirLock
-from storage.errors import StoreNotFound
-from storage.store import FeedStore
+from tanglenode.config.secret import read_secret
+from tanglenode.config.settings import Settings, config_path, load_settings
+from tanglenode.node.client import NodeError, NodeNotRunning, connect
+from tanglenode.node.render import jsonable
+from tanglenode.protocol.canonical import NonFiniteFloat, TooDeep, canonical_value
+from tanglenode.protocol.errors import LocalProtocolError, Reason, TanglenodeError
+from tanglenode.protocol.identity import feed_text, message_text, parse_message_id
+from tanglenode.protocol.limits import MAX_SEQ, MAX_TANGLE_NAME_BYTES
+from tanglenode.storage.datalock import DataDirLock
+from tanglenode.storage.errors import StoreNotFound
+from tanglenode.storage.store import FeedStore
 
 log = structlog.get_logger("tangled")
 

@@ -12,7 +12,7 @@ from typing import Any
 import click
 import trio
 
-from node.cli_support import (
+from tanglenode.node.cli_support import (
     COUNT,
     INDEX,
     BadInput,
@@ -25,11 +25,11 @@ from node.cli_support import (
     parse_timeline,
     timeline_spec,
 )
-from node.client import connect
-from protocol.identity import message_text, parse_message_id
-from storage.errors import UnknownTimeline
-from storage.store import FeedStore
-from storage.timeline import Command, Delete, Insert, Move
+from tanglenode.node.client import connect
+from tanglenode.protocol.identity import message_text, parse_message_id
+from tanglenode.storage.errors import UnknownTimeline
+from tanglenode.storage.store import FeedStore
+from tanglenode.storage.timeline import Command, Delete, Insert, Move
 
 
 def _store_timeline(spec: str | None, spacetime: bool) -> tuple[bytes, str]:

@@ -23,8 +23,8 @@ from typing import Any
 
 import trio
 
-from protocol.errors import TanglenodeError
-from protocol.framing import MAX_IPC_FRAME, FrameDecoder, encode_frame
+from tanglenode.protocol.errors import TanglenodeError
+from tanglenode.protocol.framing import MAX_IPC_FRAME, FrameDecoder, encode_frame
 
 
 class NodeNotRunning(TanglenodeError):

@@ -19,19 +19,19 @@ import signal
 import structlog
 import trio
 
-from config.settings import Settings
-from node.failures import leaves
-from node.ipc import IpcServer
-from node.network import Network
-from node.peers import PeerRegistry
-from node.sdnotify import Notifier
-from node.service import StoreService
-from protocol.address import parse_address
-from protocol.errors import TanglenodeError
-from protocol.identity import Keypair, feed_text, parse_feed
-from storage.datalock import DataDirLock
-from storage.ownhead import behind
-from storage.store import FeedStore
+from tanglenode.config.settings import Settings
+from tanglenode.node.failures import leaves
+from tanglenode.node.ipc import IpcServer
+from tanglenode.node.network import Network
+from tanglenode.node.peers import PeerRegistry
+from tanglenode.node.sdnotify import Notifier
+from tanglenode.node.service import StoreService
+from tanglenode.protocol.address import parse_address
+from tanglenode.protocol.errors import TanglenodeError
+from tanglenode.protocol.identity import Keypair, feed_text, parse_feed
+from tanglenode.storage.datalock import DataDirLock
+from tanglenode.storage.ownhead import behind
+from tanglenode.storage.store import FeedStore
 
 log = structlog.get_logger("node")
 

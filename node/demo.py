@@ -25,8 +25,8 @@ from pathlib import Path
 
 import trio
 
-from node.localnet import TANGLED, Node
-from protocol.identity import message_text, parse_message_id
+from tanglenode.node.localnet import TANGLED, Node
+from tanglenode.protocol.identity import message_text, parse_message_id
 
 LINES = {
     "alice": ["Shall we meet on Friday?", "Friday it is, then."],

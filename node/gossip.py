@@ -42,13 +42,13 @@ from __future__ import annotations
 import structlog
 import trio
 
-from node.failures import leaves, only
-from node.peers import PeerState
-from node.service import StoreService
-from node.transport import SecureStream
-from protocol.errors import InvalidMessage, Reason, RemoteProtocolError
-from protocol.evidence import InvalidProof
-from protocol.gossip import (
+from tanglenode.node.failures import leaves, only
+from tanglenode.node.peers import PeerState
+from tanglenode.node.service import StoreService
+from tanglenode.node.transport import SecureStream
+from tanglenode.protocol.errors import InvalidMessage, Reason, RemoteProtocolError
+from tanglenode.protocol.evidence import InvalidProof
+from tanglenode.protocol.gossip import (
     DEFAULT_MAX_FEEDS,
     Clock,
     GossipConnection,
@@ -59,8 +59,8 @@ from protocol.gossip import (
     PeerMessages,
     PeerWants,
 )
-from storage.ingest import IngestResult, Outcome
-from storage.replication import next_batch, start_of
+from tanglenode.storage.ingest import IngestResult, Outcome
+from tanglenode.storage.replication import next_batch, start_of
 
 log = structlog.get_logger("gossip")
 

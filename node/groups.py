@@ -20,9 +20,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from protocol.errors import TanglenodeError
-from protocol.group_state import GroupEvent, GroupState, derive
-from protocol.groups import (
+from tanglenode.protocol.errors import TanglenodeError
+from tanglenode.protocol.group_state import GroupEvent, GroupState, derive
+from tanglenode.protocol.groups import (
     GroupContent,
     GroupFormatError,
     Kind,
@@ -32,11 +32,11 @@ from protocol.groups import (
     open_seals,
     seal_message,
 )
-from protocol.identity import Keypair
-from protocol.message import Message
-from storage.causal_time import causal_time_order
-from storage.errors import UnknownTimeline
-from storage.store import FeedStore
+from tanglenode.protocol.identity import Keypair
+from tanglenode.protocol.message import Message
+from tanglenode.storage.causal_time import causal_time_order
+from tanglenode.storage.errors import UnknownTimeline
+from tanglenode.storage.store import FeedStore
 
 GROUP, EPOCH, MEMBERS = "group", "epoch", "members"
 

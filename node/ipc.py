@@ -30,26 +30,26 @@ from typing import Any
 import structlog
 import trio
 
-from node import groups
-from node.failures import only
-from node.network import Network
-from node.peers import PeerRegistry
-from node.service import StoreService
-from protocol.address import BadAddress, parse_address
-from protocol.canonical import (
+from tanglenode.node import groups
+from tanglenode.node.failures import only
+from tanglenode.node.network import Network
+from tanglenode.node.peers import PeerRegistry
+from tanglenode.node.service import StoreService
+from tanglenode.protocol.address import BadAddress, parse_address
+from tanglenode.protocol.canonical import (
     HARD_MAX_DEPTH,
     ExtensionType,
     NonFiniteFloat,
     TooDeep,
     check_value,
 )
-from protocol.errors import BadIdentifier, InvalidMessage, Reason, TanglenodeError
-from protocol.framing import MAX_IPC_FRAME as MAX_FRAME
-from protocol.framing import FrameDecoder, FrameError, encode_frame
-from protocol.identity import Keypair
-from protocol.limits import MAX_SEQ, MAX_TANGLE_NAME_BYTES
-from protocol.message import Message, UnpublishableMessage
-from storage.errors import (
+from tanglenode.protocol.errors import BadIdentifier, InvalidMessage, Reason, TanglenodeError
+from tanglenode.protocol.framing import MAX_IPC_FRAME as MAX_FRAME
+from tanglenode.protocol.framing import FrameDecoder, FrameError, encode_frame
+from tanglenode.protocol.identity import Keypair
+from tanglenode.protocol.limits import MAX_SEQ, MAX_TANGLE_NAME_BYTES
+from tanglenode.protocol.message import Message, UnpublishableMessage
+from tanglenode.storage.errors import (
     NoIdentity,
     OwnFeedBehind,
     OwnFeedForked,
@@ -57,8 +57,8 @@ from storage.errors import (
     UnknownTangle,
     UnknownTimeline,
 )
-from storage.store import FeedStore
-from storage.timeline import Command, Delete, Insert
+from tanglenode.storage.store import FeedStore
+from tanglenode.storage.timeline import Command, Delete, Insert
 
 log = structlog.get_logger("ipc")
 

@@ -22,9 +22,9 @@ from typing import IO, Any
 
 import lmdb
 
-from protocol.errors import TanglenodeError
-from storage.causal_time import causal_time_order
-from storage.timeline import (
+from tanglenode.protocol.errors import TanglenodeError
+from tanglenode.storage.causal_time import causal_time_order
+from tanglenode.storage.timeline import (
     MAX_REF_BYTES,
     Command,
     CycleError,

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import trio
 
-from node.client import NodeClient, connect
-from protocol.identity import parse_feed
+from tanglenode.node.client import NodeClient, connect
+from tanglenode.protocol.identity import parse_feed
 
 TANGLED = Path(sys.executable).with_name("tangled")
 START_SECONDS = 30

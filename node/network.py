@@ -17,13 +17,13 @@ from dataclasses import dataclass, field
 import structlog
 import trio
 
-from node.gossip import gossip
-from node.peers import PeerRegistry
-from node.service import StoreService
-from node.transport import HandshakeFailed, client_handshake, server_handshake
-from protocol.address import BadAddress, parse_address
-from protocol.gossip import DEFAULT_MAX_FEEDS
-from protocol.identity import Keypair
+from tanglenode.node.gossip import gossip
+from tanglenode.node.peers import PeerRegistry
+from tanglenode.node.service import StoreService
+from tanglenode.node.transport import HandshakeFailed, client_handshake, server_handshake
+from tanglenode.protocol.address import BadAddress, parse_address
+from tanglenode.protocol.gossip import DEFAULT_MAX_FEEDS
+from tanglenode.protocol.identity import Keypair
 
 log = structlog.get_logger("network")
 

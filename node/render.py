@@ -8,8 +8,8 @@ import math
 from datetime import UTC, datetime
 from typing import Any
 
-from protocol.identity import feed_text, message_text
-from protocol.message import Message
+from tanglenode.protocol.identity import feed_text, message_text
+from tanglenode.protocol.message import Message
 
 BYTES_TAG = "$bytes"
 FLOAT_TAG = "$float"

@@ -22,10 +22,10 @@ from typing import Any
 
 import trio
 
-from protocol.gossip import tag_of
-from protocol.message import Message
-from storage.ingest import IngestResult, Outcome
-from storage.store import FeedStore
+from tanglenode.protocol.gossip import tag_of
+from tanglenode.protocol.message import Message
+from tanglenode.storage.ingest import IngestResult, Outcome
+from tanglenode.storage.store import FeedStore
 
 
 class StoreService:

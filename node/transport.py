@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import trio
 
-from protocol.boxstream import BoxStreamError, BoxStreamReader, BoxStreamWriter
-from protocol.identity import Keypair
-from protocol.shs import ClientHandshake, HandshakeFailed, ServerHandshake, Session
+from tanglenode.protocol.boxstream import BoxStreamError, BoxStreamReader, BoxStreamWriter
+from tanglenode.protocol.identity import Keypair
+from tanglenode.protocol.shs import ClientHandshake, HandshakeFailed, ServerHandshake, Session
 
 HANDSHAKE_SECONDS = 10.0
 _READ_BYTES = 65536

@@ -88,8 +88,8 @@ def run_configuration(width: int, height: int, delivery: str, seed: int) -> dict
     """One run of the experiment with the engine on disk: its command count."""
     import lmdb
 
-    from storage.simulate import DELIVERY, paper_tangle
-    from storage.timeline import TimelineTables, TimelineWriter
+    from tanglenode.storage.simulate import DELIVERY, paper_tangle
+    from tanglenode.storage.timeline import TimelineTables, TimelineWriter
 
     rng = random.Random(seed * 1_000_003 + width * 7 + height)
     events = DELIVERY[delivery](paper_tangle(height, width, rng), rng)

@@ -92,7 +92,7 @@ def _ranks_on_disk(refs: list[bytes], ids: list[bytes], links: Iterable[list[byt
     """The node's engine in a scratch LMDB; yields (rank, id) in order."""
     import lmdb
 
-    from storage.timeline import TimelineReader, TimelineTables, TimelineWriter
+    from tanglenode.storage.timeline import TimelineReader, TimelineTables, TimelineWriter
 
     with tempfile.TemporaryDirectory(prefix="linearize-") as scratch:
         env = lmdb.open(scratch, map_size=2**38, max_dbs=TimelineTables.COUNT + 1, sync=False)

@@ -25,10 +25,10 @@ REPORT_SCHEMA = "id binary, author binary, seq long, reason string, detail strin
 
 
 def _check_rows(frames: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
-    from protocol.errors import InvalidMessage
-    from protocol.identity import message_id
-    from protocol.limits import UNLIMITED
-    from protocol.message import decode_message
+    from tanglenode.protocol.errors import InvalidMessage
+    from tanglenode.protocol.identity import message_id
+    from tanglenode.protocol.limits import UNLIMITED
+    from tanglenode.protocol.message import decode_message
 
     for frame in frames:
         bad = []

@@ -7,7 +7,7 @@ control characters; an IPv6 host is written in brackets (`[::1]:8008`).
 
 from __future__ import annotations
 
-from protocol.errors import LocalProtocolError
+from tanglenode.protocol.errors import LocalProtocolError
 
 MAX_HOST = 253
 

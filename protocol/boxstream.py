@@ -25,7 +25,7 @@ import struct
 from nacl import bindings
 from nacl.exceptions import CryptoError
 
-from protocol.errors import LocalProtocolError, RemoteProtocolError
+from tanglenode.protocol.errors import LocalProtocolError, RemoteProtocolError
 
 MAX_CHUNK = 4096
 HEADER_BYTES = 34

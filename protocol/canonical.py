@@ -32,7 +32,7 @@ from typing import Any
 
 import msgpack
 
-from protocol.errors import LocalProtocolError
+from tanglenode.protocol.errors import LocalProtocolError
 
 # Deeper than any limit a config may set; msgpack's own packer stops at 512.
 HARD_MAX_DEPTH = 256

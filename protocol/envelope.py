@@ -18,8 +18,8 @@ from typing import Annotated
 import msgspec
 from msgspec import Meta
 
-from protocol.errors import Reason
-from protocol.limits import MAX_SEQ
+from tanglenode.protocol.errors import Reason
+from tanglenode.protocol.limits import MAX_SEQ
 
 _Id = Annotated[bytes, Meta(min_length=32, max_length=32)]
 _Seq = Annotated[int, Meta(ge=1, le=MAX_SEQ)]

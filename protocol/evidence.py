@@ -35,8 +35,8 @@ import hashlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from protocol.errors import RemoteProtocolError
-from protocol.message import Message
+from tanglenode.protocol.errors import RemoteProtocolError
+from tanglenode.protocol.message import Message
 
 MAX_PROOF_MESSAGES = 64
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import msgpack
 
-from protocol.errors import LocalProtocolError, RemoteProtocolError
+from tanglenode.protocol.errors import LocalProtocolError, RemoteProtocolError
 
 LENGTH_PREFIX = struct.Struct(">I")  # also the record prefix of backup bundles
 DEFAULT_MAX_FRAME = 1 << 20  # gossip

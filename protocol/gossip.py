@@ -39,8 +39,8 @@ import enum
 from dataclasses import dataclass
 from typing import Any
 
-from protocol.errors import LocalProtocolError, RemoteProtocolError
-from protocol.framing import DEFAULT_MAX_FRAME, FrameDecoder, encode_frame
+from tanglenode.protocol.errors import LocalProtocolError, RemoteProtocolError
+from tanglenode.protocol.framing import DEFAULT_MAX_FRAME, FrameDecoder, encode_frame
 
 VERSION = 2
 FEED_BYTES = 32

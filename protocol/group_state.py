@@ -44,7 +44,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from protocol.groups import Kind, Private
+from tanglenode.protocol.groups import Kind, Private
 
 
 @dataclass(frozen=True, slots=True)

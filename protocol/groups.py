@@ -44,8 +44,8 @@ from nacl.public import PrivateKey, PublicKey, SealedBox
 from nacl.secret import SecretBox
 from nacl.utils import random as random_bytes
 
-from protocol.errors import RemoteProtocolError
-from protocol.identity import Keypair
+from tanglenode.protocol.errors import RemoteProtocolError
+from tanglenode.protocol.identity import Keypair
 
 GROUP_VERSION = 1
 KEY_BYTES = 32

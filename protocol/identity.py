@@ -14,7 +14,7 @@ import hashlib
 
 from nacl.signing import SigningKey
 
-from protocol.errors import BadIdentifier, LocalProtocolError
+from tanglenode.protocol.errors import BadIdentifier, LocalProtocolError
 
 KEY_BYTES = 32
 ID_BYTES = 32

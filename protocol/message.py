@@ -45,7 +45,7 @@ import msgpack
 from nacl.bindings import crypto_sign_open
 from nacl.exceptions import CryptoError
 
-from protocol.canonical import (
+from tanglenode.protocol.canonical import (
     ExtensionType,
     NonCanonical,
     NonFiniteFloat,
@@ -53,7 +53,7 @@ from protocol.canonical import (
     canonical_value,
     decode_canonical,
 )
-from protocol.envelope import (
+from tanglenode.protocol.envelope import (
     DecodeError,
     Link,
     ValidationError,
@@ -61,9 +61,9 @@ from protocol.envelope import (
     encode_envelope,
     reason_for,
 )
-from protocol.errors import InvalidMessage, LocalProtocolError, Reason
-from protocol.identity import SIGNATURE_BYTES, Keypair, message_id
-from protocol.limits import DEFAULT_LIMITS, Limits
+from tanglenode.protocol.errors import InvalidMessage, LocalProtocolError, Reason
+from tanglenode.protocol.identity import SIGNATURE_BYTES, Keypair, message_id
+from tanglenode.protocol.limits import DEFAULT_LIMITS, Limits
 
 VERSION = 1
 _UNSIGNED_HEADER = b"\x98"  # fixarray of 8

@@ -46,8 +46,8 @@ from nacl import bindings
 from nacl.exceptions import BadSignatureError, CryptoError
 from nacl.exceptions import RuntimeError as NaclRuntimeError
 
-from protocol.errors import LocalProtocolError, RemoteProtocolError
-from protocol.identity import Keypair
+from tanglenode.protocol.errors import LocalProtocolError, RemoteProtocolError
+from tanglenode.protocol.identity import Keypair
 
 NETWORK_KEY_BYTES = 32
 MSG1_BYTES = MSG2_BYTES = 64

@@ -17,12 +17,12 @@ from dataclasses import dataclass, field
 import lmdb
 import msgpack
 
-from protocol.errors import InvalidMessage
-from protocol.evidence import InvalidProof, check_proof
-from protocol.identity import feed_text, message_text
-from protocol.limits import UNLIMITED
-from protocol.message import Message, decode_message
-from storage.layout import U64, Tables, split_feed_key, split_head_value, tangle_key
+from tanglenode.protocol.errors import InvalidMessage
+from tanglenode.protocol.evidence import InvalidProof, check_proof
+from tanglenode.protocol.identity import feed_text, message_text
+from tanglenode.protocol.limits import UNLIMITED
+from tanglenode.protocol.message import Message, decode_message
+from tanglenode.storage.layout import U64, Tables, split_feed_key, split_head_value, tangle_key
 
 
 @dataclass

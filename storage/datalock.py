@@ -25,7 +25,7 @@ import fcntl
 import os
 from pathlib import Path
 
-from storage.errors import DataDirInUse
+from tanglenode.storage.errors import DataDirInUse
 
 LOCK_NAME = "tangled.lock"
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from protocol.errors import TanglenodeError
+from tanglenode.protocol.errors import TanglenodeError
 
 
 class StorageError(TanglenodeError):

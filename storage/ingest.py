@@ -34,15 +34,15 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from protocol.errors import Reason
-from protocol.evidence import InvalidProof, Proof, check_proof, cycle_proof
-from protocol.identity import message_id
-from protocol.message import Message
-from storage.invalidation import invalid_from, record_proof, truncate_feed
-from storage.layout import Tables, feed_key, head_value, parse_stored, split_head_value
-from storage.tangles import add_to_tangles
-from storage.timeline import CycleError, TimelineReader, TimelineTables, TimelineWriter
-from storage.timelines import add_message
+from tanglenode.protocol.errors import Reason
+from tanglenode.protocol.evidence import InvalidProof, Proof, check_proof, cycle_proof
+from tanglenode.protocol.identity import message_id
+from tanglenode.protocol.message import Message
+from tanglenode.storage.invalidation import invalid_from, record_proof, truncate_feed
+from tanglenode.storage.layout import Tables, feed_key, head_value, parse_stored, split_head_value
+from tanglenode.storage.tangles import add_to_tangles
+from tanglenode.storage.timeline import CycleError, TimelineReader, TimelineTables, TimelineWriter
+from tanglenode.storage.timelines import add_message
 
 
 class Outcome(enum.StrEnum):

@@ -30,11 +30,19 @@ from __future__ import annotations
 
 import msgpack
 
-from protocol.evidence import Proof, ProofKind
-from protocol.message import Message
-from storage.layout import EMPTY, U64, Tables, feed_key, parse_stored, split_feed_key, tangle_key
-from storage.timeline import TimelineReader, TimelineWriter
-from storage.timelines import remove_message, spacetime_links, tangle_timeline
+from tanglenode.protocol.evidence import Proof, ProofKind
+from tanglenode.protocol.message import Message
+from tanglenode.storage.layout import (
+    EMPTY,
+    U64,
+    Tables,
+    feed_key,
+    parse_stored,
+    split_feed_key,
+    tangle_key,
+)
+from tanglenode.storage.timeline import TimelineReader, TimelineWriter
+from tanglenode.storage.timelines import remove_message, spacetime_links, tangle_timeline
 
 
 def invalid_from(txn, tables: Tables, author: bytes) -> int | None:

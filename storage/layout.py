@@ -32,8 +32,8 @@ from typing import Any
 
 import lmdb
 
-from protocol.limits import UNLIMITED
-from protocol.message import Message, decode_message
+from tanglenode.protocol.limits import UNLIMITED
+from tanglenode.protocol.message import Message, decode_message
 
 SCHEMA_VERSION = b"7"
 EMPTY = b""  # the value of rows whose key says everything

@@ -37,7 +37,7 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
-from storage.errors import StoreDamaged
+from tanglenode.storage.errors import StoreDamaged
 
 MAGIC = 0xBEEFC0DE
 DATA_VERSION = 1  # MDB_DATA_VERSION of LMDB 0.9 (py-lmdb bundles 0.9.x)

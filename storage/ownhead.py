@@ -29,9 +29,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from protocol.errors import BadIdentifier
-from protocol.identity import feed_text, message_text, parse_feed, parse_message_id
-from storage.errors import OwnFeedBehind, StorageError
+from tanglenode.protocol.errors import BadIdentifier
+from tanglenode.protocol.identity import feed_text, message_text, parse_feed, parse_message_id
+from tanglenode.storage.errors import OwnFeedBehind, StorageError
 
 SUFFIX = ".own-head"
 

@@ -41,8 +41,8 @@ from typing import Any
 
 import lmdb
 
-from protocol.message import Message
-from storage.layout import EMPTY, U64, feed_key, parse_stored, split_feed_key
+from tanglenode.protocol.message import Message
+from tanglenode.storage.layout import EMPTY, U64, feed_key, parse_stored, split_feed_key
 
 
 @dataclass(frozen=True, slots=True)

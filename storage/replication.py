@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from storage.layout import U64, feed_key, split_feed_key
-from storage.processor import processed_count, processed_index
+from tanglenode.storage.layout import U64, feed_key, split_feed_key
+from tanglenode.storage.processor import processed_count, processed_index
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,13 +20,13 @@ from typing import Any
 
 import lmdb
 
-from protocol.errors import InvalidMessage
-from protocol.evidence import MAX_PROOF_MESSAGES, InvalidProof, ProofKind, check_proof
-from protocol.identity import Keypair, message_id, message_text
-from protocol.limits import DEFAULT_LIMITS, Limits
-from protocol.message import ROOT_LINK, Message, TangleLink, decode_message, sign_message
-from storage.check import CheckReport, check_store
-from storage.errors import (
+from tanglenode.protocol.errors import InvalidMessage
+from tanglenode.protocol.evidence import MAX_PROOF_MESSAGES, InvalidProof, ProofKind, check_proof
+from tanglenode.protocol.identity import Keypair, message_id, message_text
+from tanglenode.protocol.limits import DEFAULT_LIMITS, Limits
+from tanglenode.protocol.message import ROOT_LINK, Message, TangleLink, decode_message, sign_message
+from tanglenode.storage.check import CheckReport, check_store
+from tanglenode.storage.errors import (
     IncompatibleStore,
     NoIdentity,
     OwnFeedForked,
@@ -36,9 +36,14 @@ from storage.errors import (
     StoreNotFound,
     UnknownTangle,
 )
-from storage.ingest import BatchWriter, IngestResult, Outcome, is_known
-from storage.invalidation import invalid_by_proof, invalid_feeds, invalid_from, kept_proofs
-from storage.layout import (
+from tanglenode.storage.ingest import BatchWriter, IngestResult, Outcome, is_known
+from tanglenode.storage.invalidation import (
+    invalid_by_proof,
+    invalid_feeds,
+    invalid_from,
+    kept_proofs,
+)
+from tanglenode.storage.layout import (
     MAX_NAMED_DATABASES,
     SCHEMA_VERSION,
     Tables,
@@ -47,9 +52,9 @@ from storage.layout import (
     split_feed_key,
     split_head_value,
 )
-from storage.metapage import check_data_file
-from storage.ownhead import OwnHead, head_path, refuse_if_behind, write_own_head
-from storage.processor import (
+from tanglenode.storage.metapage import check_data_file
+from tanglenode.storage.ownhead import OwnHead, head_path, refuse_if_behind, write_own_head
+from tanglenode.storage.processor import (
     Processor,
     ProcessorTables,
     Stall,
@@ -57,9 +62,9 @@ from storage.processor import (
     read_processed,
     stalls,
 )
-from storage.tangles import tips_of
-from storage.timeline import Command, Placement, TimelineReader, TimelineTables
-from storage.timelines import SPACETIME, spacetime_links, tangle_timeline
+from tanglenode.storage.tangles import tips_of
+from tanglenode.storage.timeline import Command, Placement, TimelineReader, TimelineTables
+from tanglenode.storage.timelines import SPACETIME, spacetime_links, tangle_timeline
 
 DEFAULT_MAP_SIZE = 64 * 2**30  # address space, not disk: the file grows as data does
 

@@ -22,8 +22,8 @@ on an index that grows with the whole store.
 
 from __future__ import annotations
 
-from protocol.message import Message
-from storage.layout import EMPTY, Tables, tangle_key
+from tanglenode.protocol.message import Message
+from tanglenode.storage.layout import EMPTY, Tables, tangle_key
 
 
 def add_to_tangles(txn, tables: Tables, message: Message) -> None:

@@ -94,15 +94,15 @@ from typing import Any
 import lmdb
 import msgpack
 
-from storage.errors import (
+from tanglenode.storage.errors import (
     CycleError,
     DuplicateEvent,
     TimelineError,
     UnknownEvent,
     UnknownTimeline,
 )
-from storage.layout import U32, U64
-from storage.ordertree import OrderTree, TreeState
+from tanglenode.storage.layout import U32, U64
+from tanglenode.storage.ordertree import OrderTree, TreeState
 
 MAX_REF_BYTES = 256
 _INS, _MOV, _DEL = 0, 1, 2

@@ -28,9 +28,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from protocol.message import Message
-from storage.layout import feed_key, tangle_key
-from storage.timeline import TimelineWriter
+from tanglenode.protocol.message import Message
+from tanglenode.storage.layout import feed_key, tangle_key
+from tanglenode.storage.timeline import TimelineWriter
 
 LinksOf = Callable[[bytes], Sequence[bytes]]
 

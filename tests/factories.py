@@ -7,9 +7,9 @@ from typing import Any
 
 import msgpack
 
-from protocol.canonical import canonical_value
-from protocol.identity import Keypair
-from protocol.message import ROOT_LINK, Message, TangleLink, sign_message
+from tanglenode.protocol.canonical import canonical_value
+from tanglenode.protocol.identity import Keypair
+from tanglenode.protocol.message import ROOT_LINK, Message, TangleLink, sign_message
 
 
 def keypair(label: str | int) -> Keypair:

@@ -7,7 +7,7 @@ from collections.abc import Iterable, Sequence
 
 import lmdb
 
-from storage.timeline import Command, TimelineReader, TimelineTables, TimelineWriter
+from tanglenode.storage.timeline import Command, TimelineReader, TimelineTables, TimelineWriter
 
 
 def rank_order(events: Iterable[tuple[bytes, Sequence[bytes]]]) -> list[bytes]:

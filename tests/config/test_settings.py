@@ -3,10 +3,10 @@ from pathlib import Path
 
 import pytest
 
-from config.secret import SecretExists, read_secret, write_secret
-from config.settings import DEFAULT_NETWORK_KEY, ConfigError, config_path, load_settings
-from config.template import render_config
-from protocol.identity import Keypair
+from tanglenode.config.secret import SecretExists, read_secret, write_secret
+from tanglenode.config.settings import DEFAULT_NETWORK_KEY, ConfigError, config_path, load_settings
+from tanglenode.config.template import render_config
+from tanglenode.protocol.identity import Keypair
 
 
 def write(path: Path, text: str) -> Path:

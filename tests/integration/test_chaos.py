@@ -36,13 +36,13 @@ from contextlib import aclosing, asynccontextmanager, suppress
 import pytest
 import trio
 
-from node.client import NodeError, NodeNotRunning
-from node.localnet import TANGLED, Node
-from node.transport import client_handshake
-from protocol.evidence import check_proof
-from protocol.gossip import GossipConnection, PeerHello
-from protocol.identity import Keypair, feed_text, message_text
-from protocol.message import Message, TangleLink
+from tanglenode.node.client import NodeError, NodeNotRunning
+from tanglenode.node.localnet import TANGLED, Node
+from tanglenode.node.transport import client_handshake
+from tanglenode.protocol.evidence import check_proof
+from tanglenode.protocol.gossip import GossipConnection, PeerHello
+from tanglenode.protocol.identity import Keypair, feed_text, message_text
+from tanglenode.protocol.message import Message, TangleLink
 from tests.factories import Feed, keypair
 from tests.integration.test_cluster import _network_key_hex
 from tests.node.test_hostile_peers import push

@@ -5,8 +5,8 @@ import subprocess
 
 import trio
 
-from node.localnet import REQUEST_SECONDS, TANGLED, Node
-from protocol.identity import message_text, parse_message_id
+from tanglenode.node.localnet import REQUEST_SECONDS, TANGLED, Node
+from tanglenode.protocol.identity import message_text, parse_message_id
 
 
 async def cli(node: Node, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess:

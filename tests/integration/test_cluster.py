@@ -5,11 +5,11 @@ import subprocess
 
 import trio
 
-from node.localnet import CONVERGE_SECONDS, REQUEST_SECONDS, TANGLED, Node
-from node.transport import client_handshake
-from protocol.gossip import GossipConnection, PeerHello
-from protocol.identity import Keypair, parse_feed
-from protocol.message import sign_message
+from tanglenode.node.localnet import CONVERGE_SECONDS, REQUEST_SECONDS, TANGLED, Node
+from tanglenode.node.transport import client_handshake
+from tanglenode.protocol.gossip import GossipConnection, PeerHello
+from tanglenode.protocol.identity import Keypair, parse_feed
+from tanglenode.protocol.message import sign_message
 from tests.timeline_oracle import rank_order
 
 PER_NODE = 100
@@ -143,7 +143,7 @@ async def send_forgery(target: Node, forger: Keypair) -> None:
 def _network_key_hex(node: Node) -> str:
     import base64
 
-    from config.settings import load_settings
+    from tanglenode.config.settings import load_settings
 
     settings = load_settings(node.data_dir / "tangled.toml")
     return base64.b64decode(settings.network_key).hex()

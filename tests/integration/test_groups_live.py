@@ -2,8 +2,8 @@
 
 import trio
 
-from node.localnet import REQUEST_SECONDS, Node
-from protocol.groups import Kind, Private, new_epoch_key, seal_message
+from tanglenode.node.localnet import REQUEST_SECONDS, Node
+from tanglenode.protocol.groups import Kind, Private, new_epoch_key, seal_message
 
 
 async def show(node: Node, group: bytes) -> dict:

@@ -14,9 +14,9 @@ import struct
 import pytest
 import trio
 
-from node.client import NodeError
-from node.localnet import TANGLED, Node
-from storage.store import FeedStore
+from tanglenode.node.client import NodeError
+from tanglenode.node.localnet import TANGLED, Node
+from tanglenode.storage.store import FeedStore
 from tests.node.test_bundle import snapshot
 
 COMMAND_SECONDS = 60  # one `tangled` command, start to exit

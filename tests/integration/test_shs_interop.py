@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import trio
 
-from node.transport import HandshakeFailed, client_handshake, server_handshake
-from protocol.identity import Keypair
+from tanglenode.node.transport import HandshakeFailed, client_handshake, server_handshake
+from tanglenode.protocol.identity import Keypair
 
 REPO = Path(__file__).resolve().parents[2]
 SOURCE = REPO.parent / "shared" / "interop" / "shs-js-peer"

@@ -6,7 +6,7 @@ import struct
 
 import pytest
 
-from node.bundle import (
+from tanglenode.node.bundle import (
     BadRecord,
     ImportSummary,
     archive_parts,
@@ -15,9 +15,9 @@ from node.bundle import (
     read_bundle,
     write_bundle,
 )
-from node.export import export
-from protocol.message import TangleLink
-from storage.store import FeedStore
+from tanglenode.node.export import export
+from tanglenode.protocol.message import TangleLink
+from tanglenode.storage.store import FeedStore
 from tests.factories import Feed, keypair
 
 LIMIT = 16384

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from protocol.identity import feed_text, message_text
-from protocol.limits import Limits
-from storage.store import FeedStore
+from tanglenode.protocol.identity import feed_text, message_text
+from tanglenode.protocol.limits import Limits
+from tanglenode.storage.store import FeedStore
 from tests.factories import Feed, keypair, sign_raw, unsigned_fields
 
 TANGLED = Path(sys.executable).with_name("tangled")

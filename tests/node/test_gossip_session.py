@@ -27,14 +27,14 @@ import pytest
 import trio
 import trio.testing
 
-from node.gossip import gossip
-from node.peers import PeerState
-from node.service import StoreService
-from protocol.framing import FrameDecoder, encode_frame
-from protocol.gossip import VERSION, GossipConnection, Kind, tag_of
-from protocol.identity import Keypair
-from protocol.message import message_id
-from storage.store import FeedStore
+from tanglenode.node.gossip import gossip
+from tanglenode.node.peers import PeerState
+from tanglenode.node.service import StoreService
+from tanglenode.protocol.framing import FrameDecoder, encode_frame
+from tanglenode.protocol.gossip import VERSION, GossipConnection, Kind, tag_of
+from tanglenode.protocol.identity import Keypair
+from tanglenode.protocol.message import message_id
+from tanglenode.storage.store import FeedStore
 from tests.factories import Feed, keypair, sign_raw, unsigned_fields
 from tests.node.test_hostile_peers import fork
 from tests.storage.test_invalidation import state, two_way_cycle

@@ -5,8 +5,8 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from node import groups
-from storage.store import FeedStore
+from tanglenode.node import groups
+from tanglenode.storage.store import FeedStore
 from tests.factories import keypair
 
 

@@ -15,14 +15,14 @@ from dataclasses import dataclass
 import pytest
 import trio
 
-from node.network import Network
-from node.peers import RECENT, PeerRegistry
-from node.service import StoreService
-from node.transport import SecureStream, client_handshake
-from protocol.gossip import GossipConnection, PeerHello, tag_of
-from protocol.identity import Keypair
-from protocol.message import Message
-from storage.store import FeedStore
+from tanglenode.node.network import Network
+from tanglenode.node.peers import RECENT, PeerRegistry
+from tanglenode.node.service import StoreService
+from tanglenode.node.transport import SecureStream, client_handshake
+from tanglenode.protocol.gossip import GossipConnection, PeerHello, tag_of
+from tanglenode.protocol.identity import Keypair
+from tanglenode.protocol.message import Message
+from tanglenode.storage.store import FeedStore
 from tests.factories import Feed, keypair, sign_raw, unsigned_fields
 from tests.storage.test_invalidation import state, two_way_cycle
 

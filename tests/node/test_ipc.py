@@ -6,13 +6,13 @@ from contextlib import aclosing
 import pytest
 import trio
 
-from node.client import NodeError, connect
-from node.ipc import IpcServer
-from node.network import Network
-from node.peers import PeerRegistry
-from node.service import StoreService
-from storage.store import FeedStore
-from storage.timeline import Insert, Move, apply_commands
+from tanglenode.node.client import NodeError, connect
+from tanglenode.node.ipc import IpcServer
+from tanglenode.node.network import Network
+from tanglenode.node.peers import PeerRegistry
+from tanglenode.node.service import StoreService
+from tanglenode.storage.store import FeedStore
+from tanglenode.storage.timeline import Insert, Move, apply_commands
 from tests.factories import keypair
 
 ME = keypair("ipc")

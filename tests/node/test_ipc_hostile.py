@@ -13,14 +13,14 @@ import structlog
 import trio
 import trio.testing
 
-from node.client import NodeError, connect
-from node.ipc import MAX_FRAME, IpcServer
-from node.network import Network
-from node.peers import PeerRegistry
-from node.service import StoreService
-from protocol.framing import FrameDecoder, encode_frame
-from protocol.limits import Limits
-from storage.store import FeedStore
+from tanglenode.node.client import NodeError, connect
+from tanglenode.node.ipc import MAX_FRAME, IpcServer
+from tanglenode.node.network import Network
+from tanglenode.node.peers import PeerRegistry
+from tanglenode.node.service import StoreService
+from tanglenode.protocol.framing import FrameDecoder, encode_frame
+from tanglenode.protocol.limits import Limits
+from tanglenode.storage.store import FeedStore
 from tests.factories import keypair, sign_raw, unsigned_fields
 
 ME = keypair("hostile-ipc")

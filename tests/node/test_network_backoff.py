@@ -25,11 +25,11 @@ import socket
 import pytest
 import trio
 
-from node.network import FIRST_RETRY, LAST_RETRY, STEADY_SECONDS, Network
-from node.peers import PeerRegistry
-from node.service import StoreService
-from node.transport import server_handshake
-from storage.store import FeedStore
+from tanglenode.node.network import FIRST_RETRY, LAST_RETRY, STEADY_SECONDS, Network
+from tanglenode.node.peers import PeerRegistry
+from tanglenode.node.service import StoreService
+from tanglenode.node.transport import server_handshake
+from tanglenode.storage.store import FeedStore
 from tests.factories import keypair
 
 pytestmark = pytest.mark.timeout(20)

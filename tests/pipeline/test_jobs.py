@@ -8,17 +8,18 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from node.export import MESSAGE_SCHEMA, export, message_row
-from node.localnet import TANGLED
-from pipeline.archive import read_messages, read_timelines
-from pipeline.audit import audit
-from pipeline.evaluate import plot, sweep
-from pipeline.evaluate import table as evaluate_table
-from pipeline.linearize import linearize
-from pipeline.stats import stats
-from pipeline.verify import verify
-from protocol.message import ROOT_LINK, TangleLink, sign_message
-from storage.store import FeedStore
+from tanglenode.node.export import export, message_row
+from tanglenode.node.localnet import TANGLED
+from tanglenode.pipeline.archive import read_messages, read_timelines
+from tanglenode.pipeline.audit import audit
+from tanglenode.pipeline.evaluate import plot, sweep
+from tanglenode.pipeline.evaluate import table as evaluate_table
+from tanglenode.pipeline.linearize import linearize
+from tanglenode.pipeline.schema import MESSAGE_SCHEMA
+from tanglenode.pipeline.stats import stats
+from tanglenode.pipeline.verify import verify
+from tanglenode.protocol.message import ROOT_LINK, TangleLink, sign_message
+from tanglenode.storage.store import FeedStore
 from tests.factories import Feed
 
 
@@ -229,7 +230,7 @@ def test_export_wipe_import_round_trips_and_the_audit_finds_no_difference(spark,
     timelines; its archive audits clean against the batch linearization."""
     import io
 
-    from node.bundle import ImportSummary, import_messages, read_bundle, write_bundle
+    from tanglenode.node.bundle import ImportSummary, import_messages, read_bundle, write_bundle
     from tests.storage.test_invalidation import state
 
     original, _feeds = build_store(tmp_path / "original", random.Random(9))

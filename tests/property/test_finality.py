@@ -5,7 +5,7 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from storage.store import FeedStore
+from tanglenode.storage.store import FeedStore
 from tests.factories import Feed
 
 

@@ -14,11 +14,11 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from protocol.errors import InvalidMessage, Reason
-from protocol.identity import message_id
-from protocol.message import Message, decode_message
-from storage.ingest import Outcome
-from storage.store import FeedStore
+from tanglenode.protocol.errors import InvalidMessage, Reason
+from tanglenode.protocol.identity import message_id
+from tanglenode.protocol.message import Message, decode_message
+from tanglenode.storage.ingest import Outcome
+from tanglenode.storage.store import FeedStore
 from tests.factories import Feed, sign_raw, unsigned_fields
 
 

@@ -31,9 +31,9 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from protocol.message import ROOT_LINK, Message, TangleLink
-from storage.ingest import Outcome
-from storage.store import FeedStore
+from tanglenode.protocol.message import ROOT_LINK, Message, TangleLink
+from tanglenode.storage.ingest import Outcome
+from tanglenode.storage.store import FeedStore
 from tests.factories import Feed
 from tests.storage.test_invalidation import state
 

@@ -4,10 +4,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from protocol.canonical import decode_canonical, encode_canonical
-from protocol.errors import InvalidMessage
-from protocol.identity import Keypair
-from protocol.message import ROOT_LINK, TangleLink, decode_message, sign_message
+from tanglenode.protocol.canonical import decode_canonical, encode_canonical
+from tanglenode.protocol.errors import InvalidMessage
+from tanglenode.protocol.identity import Keypair
+from tanglenode.protocol.message import ROOT_LINK, TangleLink, decode_message, sign_message
 
 ids = st.binary(min_size=32, max_size=32)
 scalars = (

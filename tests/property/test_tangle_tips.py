@@ -6,9 +6,9 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from protocol.message import TangleLink
-from storage.ingest import Outcome
-from storage.store import FeedStore
+from tanglenode.protocol.message import TangleLink
+from tanglenode.storage.ingest import Outcome
+from tanglenode.storage.store import FeedStore
 from tests.factories import Feed
 
 

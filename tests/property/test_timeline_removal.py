@@ -7,7 +7,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from storage.timeline import Delete, Move, TimelineReader, TimelineWriter, apply_commands
+from tanglenode.storage.timeline import Delete, Move, TimelineReader, TimelineWriter, apply_commands
 from tests.timeline_oracle import EngineHarness, expected_rows, pending_counts, rank_order
 
 

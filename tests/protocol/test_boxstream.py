@@ -7,8 +7,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 from nacl import bindings
 
-from protocol.boxstream import MAX_CHUNK, BoxStreamError, BoxStreamReader, BoxStreamWriter
-from protocol.errors import LocalProtocolError
+from tanglenode.protocol.boxstream import (
+    MAX_CHUNK,
+    BoxStreamError,
+    BoxStreamReader,
+    BoxStreamWriter,
+)
+from tanglenode.protocol.errors import LocalProtocolError
 
 KEY, NONCE = bytes(range(32)), bytes(range(24))
 

@@ -4,14 +4,14 @@ import struct
 import msgpack
 import pytest
 
-from protocol.canonical import (
+from tanglenode.protocol.canonical import (
     NonCanonical,
     NonFiniteFloat,
     canonical_value,
     decode_canonical,
     encode_canonical,
 )
-from protocol.errors import LocalProtocolError
+from tanglenode.protocol.errors import LocalProtocolError
 
 
 def test_round_trip_sorts_map_keys_recursively():

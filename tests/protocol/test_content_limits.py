@@ -5,7 +5,7 @@ import math
 import msgpack
 import pytest
 
-from protocol.canonical import (
+from tanglenode.protocol.canonical import (
     ExtensionType,
     NonFiniteFloat,
     TooDeep,
@@ -13,9 +13,9 @@ from protocol.canonical import (
     decode_canonical,
     encode_canonical,
 )
-from protocol.errors import InvalidMessage, Reason
-from protocol.limits import UNLIMITED, Limits
-from protocol.message import UnpublishableMessage, decode_message, sign_message
+from tanglenode.protocol.errors import InvalidMessage, Reason
+from tanglenode.protocol.limits import UNLIMITED, Limits
+from tanglenode.protocol.message import UnpublishableMessage, decode_message, sign_message
 from tests.factories import keypair, sign_raw, unsigned_fields
 
 ALICE = keypair("alice")

@@ -5,9 +5,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from protocol.errors import LocalProtocolError
-from protocol.framing import FrameDecoder, FrameError, encode_frame
-from protocol.gossip import (
+from tanglenode.protocol.errors import LocalProtocolError
+from tanglenode.protocol.framing import FrameDecoder, FrameError, encode_frame
+from tanglenode.protocol.gossip import (
     CLOCK_CHUNK,
     VERSION,
     FrameKind,

@@ -6,8 +6,8 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from protocol.group_state import GroupEvent, derive
-from protocol.groups import Kind, Private
+from tanglenode.protocol.group_state import GroupEvent, derive
+from tanglenode.protocol.groups import Kind, Private
 
 ALICE, BOB, CAROL, DAVE, MALLORY = (bytes([n]) * 32 for n in range(1, 6))
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from protocol.groups import (
+from tanglenode.protocol.groups import (
     GroupContent,
     GroupFormatError,
     Kind,

@@ -4,10 +4,10 @@ from functools import reduce
 import msgpack
 import pytest
 
-from protocol.errors import InvalidMessage, Reason
-from protocol.identity import message_id
-from protocol.limits import Limits
-from protocol.message import (
+from tanglenode.protocol.errors import InvalidMessage, Reason
+from tanglenode.protocol.identity import message_id
+from tanglenode.protocol.limits import Limits
+from tanglenode.protocol.message import (
     ROOT_LINK,
     TangleLink,
     UnpublishableMessage,

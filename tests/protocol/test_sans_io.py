@@ -3,8 +3,8 @@ import sys
 
 PROBE = """
 import importlib, pkgutil, sys
-import protocol
-names = [m.name for m in pkgutil.walk_packages(protocol.__path__, "protocol.")]
+import tanglenode.protocol as protocol
+names = [m.name for m in pkgutil.walk_packages(protocol.__path__, "tanglenode.protocol.")]
 for name in names:
     importlib.import_module(name)
 print(len(names), *sorted(m for m in ("trio", "lmdb") if m in sys.modules))

@@ -5,10 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from protocol.boxstream import BoxStreamError, BoxStreamReader, BoxStreamWriter
-from protocol.errors import LocalProtocolError
-from protocol.identity import Keypair
-from protocol.shs import (
+from tanglenode.protocol.boxstream import BoxStreamError, BoxStreamReader, BoxStreamWriter
+from tanglenode.protocol.errors import LocalProtocolError
+from tanglenode.protocol.identity import Keypair
+from tanglenode.protocol.shs import (
     MAX_LEFTOVER_BYTES,
     ClientHandshake,
     HandshakeFailed,

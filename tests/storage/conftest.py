@@ -1,6 +1,6 @@
 import pytest
 
-from storage.store import FeedStore
+from tanglenode.storage.store import FeedStore
 from tests.factories import keypair
 
 

@@ -6,7 +6,7 @@ It prints "committed K" after batch K is committed, then starts the next.
 
 import sys
 
-from storage.store import FeedStore
+from tanglenode.storage.store import FeedStore
 from tests.factories import batches_for_crash_test
 
 

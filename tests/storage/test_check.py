@@ -2,8 +2,8 @@
 
 import pytest
 
-from protocol.message import TangleLink
-from storage.layout import feed_key, head_value, tangle_key
+from tanglenode.protocol.message import TangleLink
+from tanglenode.storage.layout import feed_key, head_value, tangle_key
 from tests.factories import Feed
 
 

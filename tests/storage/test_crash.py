@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from protocol.identity import message_id
-from storage.store import FeedStore
+from tanglenode.protocol.identity import message_id
+from tanglenode.storage.store import FeedStore
 from tests.factories import batches_for_crash_test
 
 BATCHES, FEEDS, PER_FEED = 40, 16, 16

@@ -1,11 +1,11 @@
 import pytest
 
-from protocol.errors import Reason
-from protocol.limits import Limits
-from protocol.message import TangleLink
-from storage.errors import IncompatibleStore, StoreFull, StoreNotFound
-from storage.ingest import Outcome
-from storage.store import FeedStore
+from tanglenode.protocol.errors import Reason
+from tanglenode.protocol.limits import Limits
+from tanglenode.protocol.message import TangleLink
+from tanglenode.storage.errors import IncompatibleStore, StoreFull, StoreNotFound
+from tanglenode.storage.ingest import Outcome
+from tanglenode.storage.store import FeedStore
 from tests.factories import Feed, sign_raw, unsigned_fields
 
 

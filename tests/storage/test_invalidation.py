@@ -4,11 +4,11 @@ import random
 
 import pytest
 
-from protocol.errors import InvalidMessage, Reason
-from protocol.evidence import InvalidProof, ProofKind, check_proof
-from protocol.message import TangleLink
-from storage.ingest import Outcome
-from storage.timelines import SPACETIME
+from tanglenode.protocol.errors import InvalidMessage, Reason
+from tanglenode.protocol.evidence import InvalidProof, ProofKind, check_proof
+from tanglenode.protocol.message import TangleLink
+from tanglenode.storage.ingest import Outcome
+from tanglenode.storage.timelines import SPACETIME
 from tests.factories import Feed
 
 

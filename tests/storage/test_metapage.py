@@ -6,8 +6,8 @@ import struct
 import lmdb
 import pytest
 
-from storage.errors import StoreDamaged
-from storage.metapage import (
+from tanglenode.storage.errors import StoreDamaged
+from tanglenode.storage.metapage import (
     MAGIC,
     META_SIZE,
     PAGE_HEADER,
@@ -16,7 +16,7 @@ from storage.metapage import (
     parse_meta,
     read_metas,
 )
-from storage.store import FeedStore
+from tanglenode.storage.store import FeedStore
 from tests.factories import keypair
 
 

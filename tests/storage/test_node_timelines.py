@@ -4,11 +4,11 @@ import random
 
 import pytest
 
-from protocol.errors import Reason
-from protocol.message import TangleLink
-from storage.ingest import Outcome
-from storage.layout import feed_key
-from storage.timeline import apply_commands
+from tanglenode.protocol.errors import Reason
+from tanglenode.protocol.message import TangleLink
+from tanglenode.storage.ingest import Outcome
+from tanglenode.storage.layout import feed_key
+from tanglenode.storage.timeline import apply_commands
 from tests.factories import Feed
 from tests.timeline_oracle import rank_order
 

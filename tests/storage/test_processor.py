@@ -81,7 +81,7 @@ def model_order(feeds, batches):
 @settings(max_examples=40, deadline=None)
 @given(st.integers(0, 2**32), st.integers(2, 5), st.integers(1, 6))
 def test_store_matches_the_model_under_random_delivery(tmp_path_factory, seed, width, batch_count):
-    from storage.store import FeedStore
+    from tanglenode.storage.store import FeedStore
 
     rng = random.Random(seed)
     feeds = [Feed(f"f{seed}-{i}") for i in range(width)]

@@ -1,9 +1,9 @@
 import pytest
 
-from protocol.limits import Limits
-from protocol.message import TangleLink, decode_message
-from storage.errors import NoIdentity, OwnFeedForked, UnknownTangle
-from storage.ingest import Outcome
+from tanglenode.protocol.limits import Limits
+from tanglenode.protocol.message import TangleLink, decode_message
+from tanglenode.storage.errors import NoIdentity, OwnFeedForked, UnknownTangle
+from tanglenode.storage.ingest import Outcome
 from tests.factories import Feed, keypair
 
 ME = keypair("me")

@@ -3,8 +3,8 @@ import random
 import pytest
 from scuttlesort import Timeline as ReferenceTimeline
 
-from storage.simulate import paper_tangle, random_feed
-from storage.timeline import (
+from tanglenode.storage.simulate import paper_tangle, random_feed
+from tanglenode.storage.timeline import (
     CycleError,
     Delete,
     DuplicateEvent,

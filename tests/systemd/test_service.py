@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from node.localnet import TANGLED
+from tanglenode.node.localnet import TANGLED
 
 UNIT = Path(__file__).resolve().parents[2] / "systemd" / "tangled.service"
 analyze = pytest.mark.skipif(

@@ -45,8 +45,8 @@ def pipeline_command(
     audit compares the first archive's timelines (as its node had them) with
     the batch linearization of all the archives given.
     """
-    from pipeline.archive import read_messages, write
-    from pipeline.session import spark_session
+    from tanglenode.pipeline.archive import read_messages, write
+    from tanglenode.pipeline.session import spark_session
 
     if job != "evaluate" and not archives:
         raise click.UsageError(f"{job} needs at least one --in ARCHIVE")
@@ -66,20 +66,20 @@ def pipeline_command(
 
 
 def _job(job: str, spark, messages, first_archive: Path):
-    from pipeline.linearize import linearize
+    from tanglenode.pipeline.linearize import linearize
 
     if job == "verify":
-        from pipeline.verify import verify
+        from tanglenode.pipeline.verify import verify
 
         return verify(messages)
     if job == "linearize":
         return linearize(messages)
     if job == "audit":
-        from pipeline.archive import read_timelines
-        from pipeline.audit import audit
+        from tanglenode.pipeline.archive import read_timelines
+        from tanglenode.pipeline.audit import audit
 
         return audit(read_timelines(spark, first_archive), linearize(messages))
-    from pipeline.stats import stats
+    from tanglenode.pipeline.stats import stats
 
     return stats(messages, linearize(messages))
 
@@ -92,8 +92,8 @@ def _ints(text: str) -> list[int]:
 
 
 def _evaluate(spark, out: Path, widths, heights, deliveries, seeds: int) -> dict:
-    from pipeline.archive import write
-    from pipeline.evaluate import plot, sweep, table
+    from tanglenode.pipeline.archive import write
+    from tanglenode.pipeline.evaluate import plot, sweep, table
 
     results = sweep(spark, widths, heights, deliveries, tuple(range(1, seeds + 1)))
     target = write(results, out, "evaluate")
