@@ -31,7 +31,7 @@ from tanglenode.node.gossip import gossip
 from tanglenode.node.peers import PeerState
 from tanglenode.node.service import StoreService
 from tanglenode.protocol.framing import FrameDecoder, encode_frame
-from tanglenode.protocol.gossip import VERSION, GossipConnection, Kind, tag_of
+from tanglenode.protocol.gossip import VERSION, FrameKind, GossipConnection, tag_of
 from tanglenode.protocol.identity import Keypair
 from tanglenode.protocol.message import message_id
 from tanglenode.storage.store import FeedStore
@@ -46,14 +46,14 @@ pytestmark = pytest.mark.timeout(20)
 class Wire:
     """Every frame either side sent, decoded, in the order it was sent."""
 
-    frames: list[tuple[str, Kind, list]] = field(default_factory=list)
+    frames: list[tuple[str, FrameKind, list]] = field(default_factory=list)
 
-    def of(self, sender: str, kind: Kind) -> list[list]:
+    def of(self, sender: str, kind: FrameKind) -> list[list]:
         return [frame for who, k, frame in self.frames if who == sender and k is kind]
 
     def raws_from(self, sender: str) -> list[bytes]:
         """The messages `sender` sent in MESSAGES frames, in order."""
-        return [raw for frame in self.of(sender, Kind.MESSAGES) for raw in frame[1]]
+        return [raw for frame in self.of(sender, FrameKind.MESSAGES) for raw in frame[1]]
 
     def most_in_flight(self, sender: str) -> tuple[int, int]:
         """(the most messages `sender` had sent beyond the credit granted it, its window).
@@ -64,11 +64,11 @@ class Wire:
         window = granted = sent = 0
         worst = -(1 << 30)
         for who, kind, frame in self.frames:
-            if who != sender and kind is Kind.HELLO:
+            if who != sender and kind is FrameKind.HELLO:
                 window = granted = frame[3]
-            elif who != sender and kind is Kind.CREDIT:
+            elif who != sender and kind is FrameKind.CREDIT:
                 granted += frame[1]
-            elif who == sender and kind in (Kind.MESSAGES, Kind.EVIDENCE):
+            elif who == sender and kind in (FrameKind.MESSAGES, FrameKind.EVIDENCE):
                 sent += len(frame[1])
                 worst = max(worst, sent - granted)
         return worst, window
@@ -89,7 +89,7 @@ class Link:
         async with self._send_lock:
             self._decoder.receive_data(data)
             while (frame := self._decoder.next_frame()) is not None:
-                self.wire.frames.append((self.name, Kind(frame[0]), frame))
+                self.wire.frames.append((self.name, FrameKind(frame[0]), frame))
             await self.stream.send_all(data)
 
     async def receive_some(self) -> bytes:
@@ -200,7 +200,7 @@ async def test_two_stores_catch_up_both_ways_and_nothing_is_sent_twice(open_side
     assert sum(sent_by_a.values()) == len(sent_by_a) == 40 + 20
     assert {m.id for m in carol[:10]}.isdisjoint(sent_by_a)
     assert len(wire.raws_from("b")) == len(set(wire.raws_from("b"))) == 20
-    assert all(len(frame[1]) <= 16 for frame in wire.of("a", Kind.MESSAGES))
+    assert all(len(frame[1]) <= 16 for frame in wire.of("a", FrameKind.MESSAGES))
     assert (sa.peer.sent, sa.peer.received, sb.peer.sent, sb.peer.received) == (60, 20, 20, 60)
 
 
@@ -212,7 +212,7 @@ async def test_after_catching_up_new_messages_are_pushed_without_asking_again(
     wire = Wire()
 
     def wants() -> int:
-        return len(wire.of("a", Kind.WANT)) + len(wire.of("b", Kind.WANT))
+        return len(wire.of("a", FrameKind.WANT)) + len(wire.of("b", FrameKind.WANT))
 
     async with trio.open_nursery() as nursery:
         sa, sb = start(nursery, a, b, wire)
@@ -250,9 +250,9 @@ async def test_a_sender_never_exceeds_the_window_of_a_slow_receiver(open_side, a
     worst, window = wire.most_in_flight("a")
     assert window == 8
     assert worst == 0  # it filled the window, and never went past it
-    frames = wire.of("a", Kind.MESSAGES)
+    frames = wire.of("a", FrameKind.MESSAGES)
     assert all(len(frame[1]) <= 8 for frame in frames) and len(frames) >= 100 // 8
-    assert sum(frame[1] for frame in wire.of("b", Kind.CREDIT)) >= 100 - 8
+    assert sum(frame[1] for frame in wire.of("b", FrameKind.CREDIT)) >= 100 - 8
     # Paced by the receiver: one window per read of b's, each read a second apart.
     assert took >= 100 // 8
     assert b.store.frontier() == a.store.frontier()
@@ -312,8 +312,8 @@ async def test_proofs_cross_the_connection_both_ways(open_side, autojump_clock):
         nursery.cancel_scope.cancel()
     # Each proof crossed as EVIDENCE from the side that held it (and may come back once).
     fork_raws, cycle_raws = (sorted(m.raw for m in p.messages) for p in (fork_proof, cycle_proof))
-    from_a = [sorted(frame[1]) for frame in wire.of("a", Kind.EVIDENCE)]
-    from_b = [sorted(frame[1]) for frame in wire.of("b", Kind.EVIDENCE)]
+    from_a = [sorted(frame[1]) for frame in wire.of("a", FrameKind.EVIDENCE)]
+    from_b = [sorted(frame[1]) for frame in wire.of("b", FrameKind.EVIDENCE)]
     assert from_a.count(fork_raws) == 1 and from_b.count(cycle_raws) == 1
     assert from_a.count(cycle_raws) <= 1 and from_b.count(fork_raws) <= 1
     assert len(from_a) + len(from_b) <= 4
@@ -334,7 +334,7 @@ def _forged() -> bytes:
 
 def _too_many_messages(gossip: GossipConnection) -> bytes:
     raws = [message.raw for message in chain("flood", gossip.send_credit + 1)]
-    return encode_frame([Kind.MESSAGES, raws])  # past the credit the honest side granted
+    return encode_frame([FrameKind.MESSAGES, raws])  # past the credit the honest side granted
 
 
 def _wide_clock(gossip: GossipConnection) -> bytes:
@@ -345,11 +345,11 @@ def _wide_clock(gossip: GossipConnection) -> bytes:
 
 BREACHES: dict[str, tuple[Any, str]] = {
     "messages-before-hello": (
-        lambda _gossip: encode_frame([Kind.MESSAGES, []]),
+        lambda _gossip: encode_frame([FrameKind.MESSAGES, []]),
         "the first frame must be HELLO",
     ),
     "wrong-version": (
-        lambda _gossip: encode_frame([Kind.HELLO, VERSION + 1, {}, 8]),
+        lambda _gossip: encode_frame([FrameKind.HELLO, VERSION + 1, {}, 8]),
         f"gossip version {VERSION + 1}",
     ),
     "second-hello": (lambda gossip: gossip.hello({}), "a second or malformed HELLO"),
