@@ -32,7 +32,7 @@ test-slow: install
 	$(PY) -m pytest -m slow -q
 
 demo: install
-	$(PY) -m tanglenode.node.demo
+	$(PY) -m tanglenode.node.localnet.demo
 
 lint: install
 	$(VENV)/bin/ruff check .

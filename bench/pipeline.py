@@ -30,8 +30,8 @@ import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tanglenode.node.export import message_row
 from tanglenode.pipeline.archive import read_messages, write
+from tanglenode.pipeline.export import message_row
 from tanglenode.pipeline.linearize import _ranks_in_memory, linearize
 from tanglenode.pipeline.schema import MESSAGE_SCHEMA
 from tanglenode.pipeline.session import spark_session

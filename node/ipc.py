@@ -30,7 +30,6 @@ from typing import Any
 import structlog
 import trio
 
-from tanglenode.node import groups
 from tanglenode.node.failures import only
 from tanglenode.node.network import Network
 from tanglenode.node.peers import PeerRegistry
@@ -49,6 +48,7 @@ from tanglenode.protocol.framing import FrameDecoder, FrameError, encode_frame
 from tanglenode.protocol.identity import Keypair
 from tanglenode.protocol.limits import MAX_SEQ, MAX_TANGLE_NAME_BYTES
 from tanglenode.protocol.message import Message, UnpublishableMessage
+from tanglenode.storage import groups
 from tanglenode.storage.errors import (
     NoIdentity,
     OwnFeedBehind,
@@ -379,7 +379,7 @@ class IpcServer:
             "commands": [_command_wire(command) for command in commands],
         }
 
-    # -- private groups (node/groups.py) ------------------------------------------
+    # -- private groups (storage/groups.py) ------------------------------------------
 
     async def _group(self, request: dict[str, Any]) -> groups.GroupView:
         root = _message_id(request, "group", "group (its root id)")

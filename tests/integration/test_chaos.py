@@ -1,6 +1,6 @@
 """Chaos: real `tangled run` nodes, random partitions and heals, kill -9, a hostile peer.
 
-Every honest node is a real process (node.localnet). Nodes never dial each
+Every honest node is a real process (tanglenode.node.localnet). Nodes never dial each
 other directly: each pair has a TCP proxy in this process (`Fabric`), so a
 partition is the proxy cutting the pair's connections and holding new ones
 until the pair may talk again (a heal then takes milliseconds, not a

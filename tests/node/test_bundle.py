@@ -6,7 +6,9 @@ import struct
 
 import pytest
 
-from tanglenode.node.bundle import (
+from tanglenode.pipeline.export import export
+from tanglenode.protocol.message import TangleLink
+from tanglenode.storage.bundle import (
     BadRecord,
     ImportSummary,
     archive_parts,
@@ -15,8 +17,6 @@ from tanglenode.node.bundle import (
     read_bundle,
     write_bundle,
 )
-from tanglenode.node.export import export
-from tanglenode.protocol.message import TangleLink
 from tanglenode.storage.store import FeedStore
 from tests.factories import Feed, keypair
 

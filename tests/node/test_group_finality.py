@@ -5,7 +5,7 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tanglenode.node import groups
+from tanglenode.storage import groups
 from tanglenode.storage.store import FeedStore
 from tests.factories import keypair
 

@@ -8,12 +8,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from tanglenode.node.export import export, message_row
 from tanglenode.node.localnet import TANGLED
 from tanglenode.pipeline.archive import read_messages, read_timelines
 from tanglenode.pipeline.audit import audit
 from tanglenode.pipeline.evaluate import plot, sweep
 from tanglenode.pipeline.evaluate import table as evaluate_table
+from tanglenode.pipeline.export import export, message_row
 from tanglenode.pipeline.linearize import linearize
 from tanglenode.pipeline.schema import MESSAGE_SCHEMA
 from tanglenode.pipeline.stats import stats
@@ -230,7 +230,7 @@ def test_export_wipe_import_round_trips_and_the_audit_finds_no_difference(spark,
     timelines; its archive audits clean against the batch linearization."""
     import io
 
-    from tanglenode.node.bundle import ImportSummary, import_messages, read_bundle, write_bundle
+    from tanglenode.storage.bundle import ImportSummary, import_messages, read_bundle, write_bundle
     from tests.storage.test_invalidation import state
 
     original, _feeds = build_store(tmp_path / "original", random.Random(9))

@@ -1,7 +1,7 @@
 """`tangled export` and `tangled import`: backups of the store, and restoring them.
 
-`export --out DIR` writes a Parquet archive (node/export.py), `export
---bundle FILE` a bundle (node/bundle.py); both read the store in short read
+`export --out DIR` writes a Parquet archive (pipeline/export.py), `export
+--bundle FILE` a bundle (storage/bundle.py); both read the store in short read
 transactions, so they run beside a running node. `import PATH` is offline:
 it takes the data directory's lock (so it refuses while the node runs) and
 ingests through `FeedStore.ingest`, the path every peer's message takes.
@@ -20,7 +20,8 @@ from typing import Any, BinaryIO
 
 import click
 
-from tanglenode.node.bundle import (
+from tanglenode.node.cli.support import BadInput, Context, ExitCode, emit_json, json_option
+from tanglenode.storage.bundle import (
     BadRecord,
     ImportSummary,
     archive_parts,
@@ -30,7 +31,6 @@ from tanglenode.node.bundle import (
     read_bundle,
     write_bundle,
 )
-from tanglenode.node.cli_support import BadInput, Context, ExitCode, emit_json, json_option
 from tanglenode.storage.errors import DataDirInUse
 
 
@@ -97,7 +97,7 @@ def export_command(obj: Context, out: Path | None, bundle: str | None) -> None:
 
 
 def _export_archive(obj: Context, out: Path) -> None:
-    from tanglenode.node.export import export  # pyarrow loads only for this command
+    from tanglenode.pipeline.export import export  # pyarrow loads only for this command
 
     if out.exists() and any(out.iterdir()):
         raise BadInput(f"{out} is not empty; export into a new directory")

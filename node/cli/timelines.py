@@ -12,7 +12,7 @@ from typing import Any
 import click
 import trio
 
-from tanglenode.node.cli_support import (
+from tanglenode.node.cli.support import (
     COUNT,
     INDEX,
     BadInput,

@@ -18,8 +18,8 @@ import structlog
 
 from tanglenode.config.secret import read_secret
 from tanglenode.config.settings import Settings, config_path, load_settings
+from tanglenode.node.cli.render import jsonable
 from tanglenode.node.client import NodeError, NodeNotRunning, connect
-from tanglenode.node.render import jsonable
 from tanglenode.protocol.canonical import NonFiniteFloat, TooDeep, canonical_value
 from tanglenode.protocol.errors import LocalProtocolError, Reason, TanglenodeError
 from tanglenode.protocol.identity import feed_text, message_text, parse_message_id

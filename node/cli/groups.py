@@ -8,7 +8,7 @@ from typing import Any
 import click
 import trio
 
-from tanglenode.node.cli_support import (
+from tanglenode.node.cli.support import (
     Context,
     call_node,
     emit_json,
