@@ -60,7 +60,6 @@ from tanglenode.protocol.gossip import (
     PeerWants,
 )
 from tanglenode.storage.ingest import IngestResult, Outcome
-from tanglenode.storage.replication import next_batch, start_of
 
 log = structlog.get_logger("gossip")
 
@@ -224,7 +223,7 @@ class GossipSession:
         version = self.service.evidence_version
         if version == self.evidence_seen:
             return
-        proofs = await self.service.read(self.service.store.evidence)
+        proofs = await self.service.evidence()
         for proof in proofs:
             if proof.id in self.proofs_sent:
                 continue
@@ -265,16 +264,13 @@ class GossipSession:
 
     async def _pump(self) -> None:
         """Send what subscriptions lack, in our processed (causal) order, while credit lasts."""
-        store = self.service.store
         while self.connection.send_credit > 0 and any(
             self.service.clock.get(feed, 0) > sent for feed, sent in self.subscriptions.items()
         ):
             if self.resume is None:
-                self.resume = await self.service.read(start_of, store, dict(self.subscriptions))
-            batch = await self.service.read(
-                next_batch,
-                store,
-                dict(self.subscriptions),
+                self.resume = await self.service.replication_start(self.subscriptions)
+            batch = await self.service.next_batch(
+                self.subscriptions,
                 self.resume,
                 min(self.connection.send_credit, self.batch),
                 self.connection.max_frame - 1024,
