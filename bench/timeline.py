@@ -7,8 +7,8 @@ sequence goes to both, in the same process, alternating per round:
 
   reference  scuttlesort.Timeline in memory, counting its notify() calls
   engine     storage.timeline.TimelineWriter in a fresh LMDB environment
-             on disk, committing every --batch events (sync off, as a
-             node's batch would be durable only at its commit)
+             on disk (storage.scratch), committing every --batch events
+             (sync off, as a node's batch would be durable only at its commit)
 
 Sections (pick with --only):
 
@@ -34,14 +34,12 @@ import resource
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 
-import lmdb
 from scuttlesort import Timeline as ReferenceTimeline
 
+from tanglenode.storage.scratch import run_engine
 from tanglenode.storage.simulate import paper_tangle, random_feed
-from tanglenode.storage.timeline import TimelineTables, TimelineWriter
 
 PAPER_32K = {4: 2.5, 8: 3.0, 16: 3.6, 32: 4.7, 64: 7.1, 128: 10.4, 256: 13.1, 512: 16.8, 1024: 21.5}
 
@@ -78,25 +76,19 @@ def encode(delivered) -> list[tuple[bytes, list[bytes]]]:
     return [(name.encode(), [link.encode() for link in after]) for name, after in delivered]
 
 
-def run_engine(delivered, batch: int, watch: list[int] | None = None) -> tuple[float, int]:
+def time_engine(delivered, batch: int, watch: list[int] | None = None) -> tuple[float, int]:
     """Time the engine; with `watch`, append the anonymous RSS after every batch."""
     encoded = delivered if delivered and isinstance(delivered[0][0], bytes) else encode(delivered)
-    with tempfile.TemporaryDirectory(prefix="bench-timeline-") as directory:
-        env = lmdb.open(directory, map_size=2**36, max_dbs=8, sync=False)
-        tables = TimelineTables.open(env)
-        count = 0
-        started = time.perf_counter()
-        for start in range(0, len(encoded), batch):
-            with env.begin(write=True) as txn:
-                writer = TimelineWriter(txn, tables)
-                for ref, after in encoded[start : start + batch]:
-                    count += len(writer.add(b"bench", ref, after))
-                writer.finish()
-            if watch is not None:
-                watch.append(anonymous_rss_kb())
-        seconds = time.perf_counter() - started
-        env.close()
-    return seconds, count
+    run = run_engine(
+        ((ref, after, None) for ref, after in encoded),
+        timeline=b"bench",
+        batch=batch,
+        map_size=2**36,
+        prefix="bench-timeline-",
+        read_order=False,
+        after_batch=None if watch is None else lambda: watch.append(anonymous_rss_kb()),
+    )
+    return run.seconds, run.commands
 
 
 def compare(args) -> None:
@@ -107,7 +99,7 @@ def compare(args) -> None:
             rows = []
             for _ in range(args.rounds):
                 ref_s, ref_cmds = run_reference(delivered)
-                eng_s, eng_cmds = run_engine(delivered, args.batch)
+                eng_s, eng_cmds = time_engine(delivered, args.batch)
                 rows.append((events / ref_s, events / eng_s, ref_s / eng_s))
             ref_rate = statistics.median(r[0] for r in rows)
             eng_rate = statistics.median(r[1] for r in rows)
@@ -123,7 +115,7 @@ def rss_child(events: int, feeds: int, batch: int) -> None:
     encoded = encode(workload(events, feeds, seed=1))
     before = anonymous_rss_kb()
     watch: list[int] = []
-    seconds, commands = run_engine(encoded, batch, watch)
+    seconds, commands = time_engine(encoded, batch, watch)
     figures = {
         "seconds": seconds,
         "commands": commands,
@@ -161,7 +153,7 @@ def table(args) -> None:
     for width in widths:
         delivered = workload(32_000, width, seed=width)
         rows["reference"].append(run_reference(delivered)[1] / 32_000)
-        rows["engine"].append(run_engine(delivered, args.batch)[1] / 32_000)
+        rows["engine"].append(time_engine(delivered, args.batch)[1] / 32_000)
     for label, values in rows.items():
         print(f"{label:<10} " + "".join(f"{v:>7.2f}" for v in values), flush=True)
 

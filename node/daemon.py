@@ -3,9 +3,12 @@
 Services, each started with `nursery.start` so that READY=1 goes out only
 once all of them are up: the peer listener (TCP), the IPC listener (Unix
 socket), one dialer per configured peer, and the systemd watchdog. SIGTERM
-or SIGINT cancels the nursery: open store writes finish (worker threads are
-never abandoned mid-transaction), peers get a goodbye, the socket file is
-removed and the store closed, all within `SHUTDOWN_SECONDS`. The data
+or SIGINT stops it: first every peer connection ends with a goodbye
+(`Network.say_goodbye`, each goodbye bounded by `transport.GOODBYE_SECONDS`
+even for a peer that does not read, all of it under `SHUTDOWN_SECONDS`),
+then the nursery is cancelled, the socket file removed and the store
+closed. Only a store write already under way can make it longer: worker
+threads are never abandoned mid-transaction, so it finishes first. The data
 directory's lock (storage/datalock.py) is taken before anything else and
 held until the end, so a second node on the same data refuses to start
 rather than take over its socket.
@@ -38,13 +41,23 @@ log = structlog.get_logger("node")
 SHUTDOWN_SECONDS = 10.0
 
 
-async def _stop_on_signal(cancel_scope: trio.CancelScope, notifier: Notifier) -> None:
+async def _stop_on_signal(
+    cancel_scope: trio.CancelScope, notifier: Notifier, network: Network
+) -> None:
     with trio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
         async for signum in signals:
             log.info("stopping", signal=signal.Signals(signum).name)
             notifier.send("STOPPING=1", "STATUS=stopping")
-            cancel_scope.cancel()
+            await stop(cancel_scope, network)
             return
+
+
+async def stop(cancel_scope: trio.CancelScope, network: Network) -> None:
+    """The graceful part first, under the deadline: every peer gets its goodbye; then the
+    rest is cancelled (the IPC listener removes its socket as it ends)."""
+    with trio.move_on_after(SHUTDOWN_SECONDS):
+        await network.say_goodbye()
+    cancel_scope.cancel()
 
 
 class StartupFailed(TanglenodeError):
@@ -110,7 +123,7 @@ async def _run_node(settings: Settings, keypair: Keypair, notifier: Notifier) ->
         host, port = parse_address(settings.listen, lowest_port=0)
         with trio.CancelScope() as running, _startup_failures():
             async with trio.open_nursery() as nursery:
-                nursery.start_soon(_stop_on_signal, running, notifier)
+                nursery.start_soon(_stop_on_signal, running, notifier, network)
                 try:
                     bound_host, bound_port = await nursery.start(network.serve, host, port)
                 except (OSError, BaseExceptionGroup) as error:

@@ -11,8 +11,8 @@ Two tasks share the connection:
   batch, EVIDENCE through the store's proof check, then we grant that many
   credits back, so the window refills only as fast as we store;
 - the writer wakes whenever the store changes or the reader pokes it. It
-  sends every proof the peer has not had from us (on connecting: all we
-  keep), CLOCK for feeds whose head changed since it last told the peer,
+  sends every proof the peer has not had from us nor sent us (on
+  connecting: all we keep), CLOCK for feeds whose head changed since it last told the peer,
   then what the subscriptions lack in our processed order (causal, so the
   peer's spacetime sees few references to messages still to come; see
   `storage.replication`), in batches, as far as the credit allows. After
@@ -59,8 +59,8 @@ from tanglenode.protocol.gossip import (
     PeerMessages,
     PeerWants,
 )
+from tanglenode.protocol.identity import message_id
 from tanglenode.storage.ingest import IngestResult, Outcome
-from tanglenode.storage.replication import next_batch, start_of
 
 log = structlog.get_logger("gossip")
 
@@ -96,7 +96,9 @@ class GossipSession:
         self.asked: dict[bytes, int] = {}  # feed -> `after` of the last WANT we sent
         self.subscriptions: dict[bytes, int] = {}  # feed -> last seq sent
         self.resume: int | None = None  # where the walk of our processed order goes on
-        self.proofs_sent: set[bytes] = set()  # ids of proofs the peer had from us
+        # Each proof the peer had from us, or sent us, as the set of its message ids
+        # (which names it as its id does: a proof's kind follows from its messages).
+        self.proofs_sent: set[frozenset[bytes]] = set()
         self.evidence_seen = -1  # the service's evidence version we last sent proofs for
         self.variants: dict[tuple[bytes, int], bytes] = {}  # refused (feed, seq) -> id
         self._poke = trio.Event()
@@ -202,6 +204,9 @@ class GossipSession:
             del self.variants[next(iter(self.variants))]
 
     async def _take_evidence(self, raws: list[bytes]) -> None:
+        # Marked before the store takes it: its new evidence version wakes our writer, which
+        # must not echo the proof back to the peer that sent it.
+        self.proofs_sent.add(frozenset(message_id(raw) for raw in raws))
         try:
             await self.service.add_evidence(raws)  # one we hold already changes nothing
         except (InvalidMessage, InvalidProof) as error:
@@ -224,15 +229,16 @@ class GossipSession:
         version = self.service.evidence_version
         if version == self.evidence_seen:
             return
-        proofs = await self.service.read(self.service.store.evidence)
+        proofs = await self.service.evidence()
         for proof in proofs:
-            if proof.id in self.proofs_sent:
+            key = frozenset(message.id for message in proof.messages)
+            if key in self.proofs_sent:
                 continue
             raws = [message.raw for message in proof.messages]
             if len(raws) > self.connection.send_credit:
                 return  # the rest when credit comes back (it pokes us)
             await self.secure.send_all(self.connection.evidence(raws))
-            self.proofs_sent.add(proof.id)
+            self.proofs_sent.add(key)
         self.evidence_seen = version
 
     async def _wait_for_work(self, seen: int, poke: trio.Event) -> None:
@@ -265,16 +271,13 @@ class GossipSession:
 
     async def _pump(self) -> None:
         """Send what subscriptions lack, in our processed (causal) order, while credit lasts."""
-        store = self.service.store
         while self.connection.send_credit > 0 and any(
             self.service.clock.get(feed, 0) > sent for feed, sent in self.subscriptions.items()
         ):
             if self.resume is None:
-                self.resume = await self.service.read(start_of, store, dict(self.subscriptions))
-            batch = await self.service.read(
-                next_batch,
-                store,
-                dict(self.subscriptions),
+                self.resume = await self.service.replication_start(self.subscriptions)
+            batch = await self.service.next_batch(
+                self.subscriptions,
                 self.resume,
                 min(self.connection.send_credit, self.batch),
                 self.connection.max_frame - 1024,

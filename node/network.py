@@ -45,21 +45,46 @@ class Network:
     max_peer_feeds: int = DEFAULT_MAX_FEEDS
     on_change: Callable[[], None] = lambda: None  # told when a peer connects or leaves
     rng: random.Random = field(default_factory=random.Random)  # the dialers' retry jitter
+    closing: bool = field(default=False, init=False)  # set by `say_goodbye`: no new peers
+    _sessions: set[trio.CancelScope] = field(default_factory=set, init=False, repr=False)
+    _ended: trio.Event = field(default_factory=trio.Event, init=False, repr=False)
 
     async def _converse(self, secure, direction: str, address: str | None) -> None:
+        if self.closing:
+            await secure.aclose()
+            return
         peer = self.registry.connected(secure.peer, direction, address)
         log.info("peer connected", peer=secure.peer.hex()[:16], direction=direction)
         self.on_change()
         reason = None
         try:
-            reason = await gossip(secure, self.service, peer, max_peer_feeds=self.max_peer_feeds)
+            with trio.CancelScope() as session:  # `say_goodbye` cancels it
+                self._sessions.add(session)
+                reason = await gossip(
+                    secure, self.service, peer, max_peer_feeds=self.max_peer_feeds
+                )
         except Exception as error:  # a bug of ours: drop this peer, keep serving the others
             log.exception("peer connection failed", peer=secure.peer.hex()[:16])
             reason = f"internal error: {error!r}"
         finally:
+            self._sessions.discard(session)
+            self._ended.set()
+            self._ended = trio.Event()
             self.registry.disconnected(secure.peer, reason)
             log.info("peer disconnected", peer=secure.peer.hex()[:16], reason=reason)
             self.on_change()
+
+    async def say_goodbye(self) -> None:
+        """Take no new peers and end every connection, each with its goodbye.
+
+        Returns once all have ended; each ends within `transport.GOODBYE_SECONDS`
+        of being cancelled, unless a store write it started is still running.
+        """
+        self.closing = True
+        for session in list(self._sessions):
+            session.cancel()
+        while self._sessions:
+            await self._ended.wait()
 
     async def serve(self, host: str, port: int, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         """Accept peers; reports the bound (host, port) when listening."""
@@ -82,13 +107,14 @@ class Network:
     async def dial_forever(self, address: str, key: bytes) -> None:
         """Keep a connection to the peer at `address` whose public key is `key`.
 
-        Never raises (short of cancellation): every failure, expected or not, a
+        Never raises (short of cancellation), and stops once the network is
+        `closing`: every failure, expected or not, a
         bad address included, becomes the peer's `last_error` and the next dial
         waits longer, up to `LAST_RETRY`.
         """
         wait = FIRST_RETRY
         peer = self.registry.dialing(key, address)
-        while True:
+        while not self.closing:
             began = trio.current_time()
             try:
                 await self._dial_once(address, key)

@@ -25,7 +25,8 @@ import trio
 from tanglenode.protocol.gossip import tag_of
 from tanglenode.protocol.message import Message
 from tanglenode.storage.ingest import IngestResult, Outcome
-from tanglenode.storage.store import FeedStore
+from tanglenode.storage.replication import Batch
+from tanglenode.storage.store import Evidence, FeedStore
 
 
 class StoreService:
@@ -104,6 +105,27 @@ class StoreService:
 
     # -- reads ---------------------------------------------------------------
 
-    async def read(self, function, *args):
-        """Run a read-only store method in a worker thread."""
+    async def _read(self, function, *args):
         return await trio.to_thread.run_sync(function, *args, limiter=self._readers)
+
+    async def replication_start(self, wants: Mapping[bytes, int]) -> int:
+        """Where a peer's walk of our processed order starts (`FeedStore.replication_start`)."""
+        return await self._read(self.store.replication_start, dict(wants))
+
+    async def next_batch(
+        self, wants: Mapping[bytes, int], resume: int, limit: int, max_bytes: int
+    ) -> Batch:
+        """What a peer's subscriptions lack next (`FeedStore.next_batch`)."""
+        return await self._read(self.store.next_batch, dict(wants), resume, limit, max_bytes)
+
+    async def evidence(self) -> list[Evidence]:
+        """Every kept proof (`FeedStore.evidence`)."""
+        return await self._read(self.store.evidence)
+
+    async def read(self, function, *args):
+        """Run a read-only store call in a worker thread.
+
+        Untyped, and kept only for `node/ipc.py` until the IPC split gives it
+        typed calls; new code adds a typed method above instead.
+        """
+        return await self._read(function, *args)

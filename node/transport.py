@@ -9,7 +9,7 @@ and it runs under one total deadline: a peer that trickles bytes cannot
 stretch it. The result is a `SecureStream` whose `receive_some` returns
 decrypted bytes, b"" after the peer's goodbye, and raises `BoxStreamError`
 for a tampered frame or a hangup without goodbye; `aclose` says goodbye
-before closing.
+before closing, within `GOODBYE_SECONDS`.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from tanglenode.protocol.identity import Keypair
 from tanglenode.protocol.shs import ClientHandshake, HandshakeFailed, ServerHandshake, Session
 
 HANDSHAKE_SECONDS = 10.0
+GOODBYE_SECONDS = 1.0  # at most, to say goodbye on closing (a peer may not be reading)
 _READ_BYTES = 65536
 
 
@@ -59,17 +60,23 @@ class SecureStream:
             if not self._writer.closed:
                 await self.stream.send_all(self._writer.goodbye())
 
-    async def aclose(self) -> None:
-        """Say goodbye (once) and close; never raises for a peer that is already gone."""
-        try:
-            async with self._send_lock:
-                if not self._writer.closed:
-                    with trio.move_on_after(1):
+    async def aclose(self, seconds: float = GOODBYE_SECONDS) -> None:
+        """Say goodbye (once) and close, within `seconds` even if the peer does not read.
+
+        Shielded, so it runs in a cancelled task too, and bounded: the wait for
+        the send lock and the goodbye's send share the deadline; past it the
+        stream is closed without goodbye (a send still blocked on it then fails).
+        Never raises for a peer that is already gone.
+        """
+        with trio.move_on_after(seconds, shield=True):
+            try:
+                async with self._send_lock:
+                    if not self._writer.closed:
                         await self.stream.send_all(self._writer.goodbye())
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            pass
-        finally:
-            await self.stream.aclose()
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                pass
+        with trio.CancelScope(shield=True):
+            await trio.aclose_forcefully(self.stream)
 
 
 async def _run(stream: trio.abc.Stream, side, seconds: float) -> SecureStream:

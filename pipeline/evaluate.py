@@ -14,7 +14,6 @@ ours.
 from __future__ import annotations
 
 import random
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -86,28 +85,20 @@ RESULT_SCHEMA = (
 
 def run_configuration(width: int, height: int, delivery: str, seed: int) -> dict:
     """One run of the experiment with the engine on disk: its command count."""
-    import lmdb
-
+    from tanglenode.storage.scratch import run_engine
     from tanglenode.storage.simulate import DELIVERY, paper_tangle
-    from tanglenode.storage.timeline import TimelineTables, TimelineWriter
 
     rng = random.Random(seed * 1_000_003 + width * 7 + height)
     events = DELIVERY[delivery](paper_tangle(height, width, rng), rng)
     started = time.perf_counter()
-    commands = 0
-    with tempfile.TemporaryDirectory(prefix="evaluate-") as scratch:
-        env = lmdb.open(scratch, map_size=2**36, max_dbs=TimelineTables.COUNT + 1, sync=False)
-        try:
-            tables = TimelineTables.open(env)
-            for start in range(0, len(events), 2000):
-                with env.begin(write=True) as txn:
-                    writer = TimelineWriter(txn, tables)
-                    for event in events[start : start + 2000]:
-                        after = [link.encode() for link in event.after]
-                        commands += len(writer.add(b"t", event.name.encode(), after))
-                    writer.finish()
-        finally:
-            env.close()
+    commands = run_engine(
+        ((event.name.encode(), [link.encode() for link in event.after], None) for event in events),
+        timeline=b"t",
+        batch=2000,
+        map_size=2**36,
+        prefix="evaluate-",
+        read_order=False,
+    ).commands
     return {
         "width": width,
         "height": height,

@@ -19,7 +19,6 @@ workers; a single huge timeline does not.
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Iterable
 
 import pandas as pd
@@ -89,26 +88,13 @@ def _ranks_in_memory(refs: list[bytes], links: list[list[bytes]]) -> list[int]:
 
 
 def _ranks_on_disk(refs: list[bytes], ids: list[bytes], links: Iterable[list[bytes]]):
-    """The node's engine in a scratch LMDB; yields (rank, id) in order."""
-    import lmdb
+    """The node's engine in a scratch LMDB; (rank, id) in order."""
+    from tanglenode.storage.scratch import run_engine
 
-    from tanglenode.storage.timeline import TimelineReader, TimelineTables, TimelineWriter
-
-    with tempfile.TemporaryDirectory(prefix="linearize-") as scratch:
-        env = lmdb.open(scratch, map_size=2**38, max_dbs=TimelineTables.COUNT + 1, sync=False)
-        try:
-            tables = TimelineTables.open(env)
-            rows = list(zip(refs, ids, links, strict=True))
-            for start in range(0, len(rows), 5000):
-                with env.begin(write=True) as txn:
-                    writer = TimelineWriter(txn, tables)
-                    for ref, msg_id, row in rows[start : start + 5000]:
-                        writer.add(b"t", ref, list(row), sort_id=msg_id)
-                    writer.finish()
-            with env.begin() as txn:
-                return TimelineReader(txn, tables).entries(b"t")
-        finally:
-            env.close()
+    events = zip(refs, links, ids, strict=True)
+    return run_engine(
+        events, timeline=b"t", batch=5000, map_size=2**38, prefix="linearize-"
+    ).entries
 
 
 def linearize_group(frame: pd.DataFrame, disk_threshold: int = DISK_THRESHOLD) -> pd.DataFrame:

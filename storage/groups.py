@@ -36,7 +36,7 @@ from tanglenode.protocol.identity import Keypair
 from tanglenode.protocol.message import Message
 from tanglenode.storage.causal_time import causal_time_order
 from tanglenode.storage.errors import UnknownTimeline
-from tanglenode.storage.store import FeedStore
+from tanglenode.storage.store import FeedStore, WriterPast
 
 GROUP, EPOCH, MEMBERS = "group", "epoch", "members"
 
@@ -64,10 +64,9 @@ class GroupView:
 
 def read_group(store: FeedStore, keypair: Keypair, root: bytes) -> GroupView:
     try:
-        entries = store.timeline(FeedStore.timeline_name(root, GROUP))
+        messages = store.group_messages(root, GROUP)
     except UnknownTimeline:
         raise GroupError("no such group in the store") from None
-    messages = {msg_id: store.get(msg_id) for _rank, msg_id in entries}
     envelopes: dict[bytes, GroupContent] = {}
     for msg_id, message in messages.items():
         try:
@@ -156,7 +155,7 @@ def final(store: FeedStore, view: GroupView) -> int:
     message (X's node holds its own feed) and one of the messages that made
     X a member, so it ranks above both; the least such bound over the
     current members, and any member waiting for a missing message, bound
-    what can still move (see `FeedStore.timeline_final`).
+    what can still move (see `FeedStore.writers_final`).
     """
     state = view.state
     if not state.members:
@@ -170,20 +169,11 @@ def final(store: FeedStore, view: GroupView) -> int:
         if private.kind in (Kind.INIT, Kind.ADD):
             for member in private.members:
                 intros.setdefault(member, []).append(msg_id)
-
-    def members_bound(txn, reader) -> int | None:
-        name = FeedStore.timeline_name(view.root, GROUP)
-        bounds = []
-        for member in state.members:
-            own_ranks = [reader.member_rank(name, i) for i in own.get(member, [])]
-            intro_ranks = [reader.member_rank(name, i) for i in intros.get(member, [])]
-            bound = min(intro_ranks) + 1 if intro_ranks else 0
-            if own_ranks:
-                bound = max(bound, max(own_ranks) + 1)
-            bounds.append(bound)
-        return min(bounds) if bounds else None
-
-    return store.timeline_final(FeedStore.timeline_name(view.root, GROUP), members_bound)
+    writers = [
+        WriterPast(all_of=tuple(own.get(member, ())), one_of=tuple(intros.get(member, ())))
+        for member in state.members
+    ]
+    return store.writers_final(FeedStore.timeline_name(view.root, GROUP), writers)
 
 
 # -- what to show ------------------------------------------------------------------------

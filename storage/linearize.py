@@ -2,28 +2,25 @@
 
 Each input line is one event in arrival order, `{"id": str, "after": [str]}`
 (`"links"` is a synonym of `"after"`; `"time"`, a string, is optional). The
-events go through the same LMDB-backed engine as the node's timelines, in a
-temporary environment unless a directory is given, committing every
-`BATCH_EVENTS` events so memory stays bounded. A bad line stops the run with
+events go through the same LMDB-backed engine as the node's timelines
+(`storage.scratch`), in a temporary environment unless a directory is given,
+committing every `BATCH_EVENTS` events so memory stays bounded. A bad line stops the run with
 a `BadEventLine` that names it; what came before it is committed (it matters
 with `--db`), and the bad line changes nothing.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
-import tempfile
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-import lmdb
-
 from tanglenode.protocol.errors import TanglenodeError
 from tanglenode.storage.causal_time import causal_time_order
+from tanglenode.storage.scratch import run_engine
 from tanglenode.storage.timeline import (
     MAX_REF_BYTES,
     Command,
@@ -31,14 +28,10 @@ from tanglenode.storage.timeline import (
     Delete,
     DuplicateEvent,
     Insert,
-    TimelineReader,
-    TimelineTables,
-    TimelineWriter,
 )
 
 TIMELINE = b"linearize"
 BATCH_EVENTS = 2000
-MAP_SIZE = 64 * 2**30
 
 
 class BadEventLine(TanglenodeError):
@@ -128,19 +121,6 @@ def format_command(command: Command) -> str:
     return f"mov {command.src} {command.dst}"
 
 
-@contextlib.contextmanager
-def _environment(db: Path | None) -> Iterator[lmdb.Environment]:
-    with contextlib.ExitStack() as stack:
-        if db is None:
-            directory = stack.enter_context(tempfile.TemporaryDirectory(prefix="tangled-"))
-            env = lmdb.open(directory, map_size=MAP_SIZE, max_dbs=8, sync=False)
-        else:
-            db.mkdir(parents=True, exist_ok=True)
-            env = lmdb.open(str(db), map_size=MAP_SIZE, max_dbs=8)
-        stack.callback(env.close)
-        yield env
-
-
 def linearize(
     lines: Iterable[str],
     *,
@@ -150,49 +130,39 @@ def linearize(
 ) -> LinearizeResult:
     """Run the engine over `lines`; the final order (rank order, or causal-time order)."""
     started = time.perf_counter()
-    events = commands = 0
     times: list[tuple[str, list[str], str]] = []
-    with _environment(db) as env:
-        tables = TimelineTables.open(env)
-        pending = read_events(lines)
-        finished = False
-        while not finished:
-            bad_line: BadEventLine | None = None
-            with env.begin(write=True) as txn:
-                writer = TimelineWriter(txn, tables)
-                try:
-                    for _ in range(BATCH_EVENTS):
-                        line_no, event = next(pending)
-                        added = _add(writer, line_no, event)
-                        events += 1
-                        commands += len(added)
-                        if commands_out is not None:
-                            commands_out.write(f"add {event.id}\n")
-                            commands_out.writelines(f"{format_command(c)}\n" for c in added)
-                        if causal_time:
-                            times.append((event.id, event.after, event.time))
-                except StopIteration:
-                    finished = True
-                except BadEventLine as error:
-                    bad_line = error
-                writer.finish()  # a bad line leaves the events before it committed
-            if bad_line is not None:
-                raise bad_line
-        with env.begin() as txn:
-            reader = TimelineReader(txn, tables)
+    current: list[tuple[int, Event]] = []  # the event being added, to name it if refused
+
+    def engine_events() -> Iterator[Event]:
+        for line_no, event in read_events(lines):
+            current[:] = [(line_no, event)]
             if causal_time:
-                order = [str(event_id) for event_id in causal_time_order(times)]
-            elif reader.exists(TIMELINE):
-                order = [sort_id.decode() for sort_id in reader.order(TIMELINE)]
-            else:
-                order = []
-    return LinearizeResult(order, events, commands, time.perf_counter() - started)
+                times.append((event.id, event.after, event.time))
+            yield event.id.encode(), [link.encode() for link in event.after], None
 
+    def write_commands(ref: bytes, added: list[Command]) -> None:
+        if commands_out is not None:
+            commands_out.write(f"add {ref.decode()}\n")
+            commands_out.writelines(f"{format_command(c)}\n" for c in added)
 
-def _add(writer: TimelineWriter, line_no: int, event: Event) -> list[Command]:
     try:
-        return writer.add(TIMELINE, event.id.encode(), [link.encode() for link in event.after])
+        run = run_engine(
+            engine_events(),
+            timeline=TIMELINE,
+            batch=BATCH_EVENTS,
+            path=db,
+            prefix="tangled-",
+            read_order=not causal_time,
+            on_added=write_commands,
+        )
     except DuplicateEvent:
+        line_no, event = current[0]
         raise BadEventLine(line_no, f"duplicate id {event.id!r}") from None
     except CycleError as error:
+        line_no, event = current[0]
         raise BadEventLine(line_no, f"cycle: {event.id!r} {error}") from None
+    if causal_time:
+        order = [str(event_id) for event_id in causal_time_order(times)]
+    else:
+        order = [sort_id.decode() for _rank, sort_id in run.entries]
+    return LinearizeResult(order, run.events, run.commands, time.perf_counter() - started)

@@ -25,6 +25,7 @@ from tanglenode.protocol.evidence import MAX_PROOF_MESSAGES, InvalidProof, Proof
 from tanglenode.protocol.identity import Keypair, message_id, message_text
 from tanglenode.protocol.limits import DEFAULT_LIMITS, Limits
 from tanglenode.protocol.message import ROOT_LINK, Message, TangleLink, decode_message, sign_message
+from tanglenode.storage import replication
 from tanglenode.storage.check import CheckReport, check_store
 from tanglenode.storage.errors import (
     IncompatibleStore,
@@ -99,6 +100,15 @@ class FeedInfo:
 
 
 @dataclass(frozen=True, slots=True)
+class WriterPast:
+    """What every future message of one writer follows in a timeline: each of `all_of`
+    and at least one of `one_of` (see `FeedStore.writers_final`)."""
+
+    all_of: tuple[bytes, ...]
+    one_of: tuple[bytes, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class Evidence:
     """A kept proof: its kind, the feeds it made invalid (author -> seq), its messages."""
 
@@ -153,18 +163,6 @@ class FeedStore:
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
-
-    @property
-    def env(self) -> lmdb.Environment:
-        return self._env
-
-    @property
-    def tables(self) -> Tables:
-        return self._tables
-
-    @property
-    def processor_tables(self) -> ProcessorTables:
-        return self._processor_tables
 
     @property
     def limits(self) -> Limits:
@@ -342,11 +340,14 @@ class FeedStore:
     def get(self, msg_id: bytes) -> Message | None:
         """A message by id: an accepted one, or one held as fork evidence."""
         with self._env.begin() as txn:
-            position = txn.get(msg_id, db=self._tables.message_ids)
-            if position is not None:
-                raw = txn.get(position, db=self._tables.messages)
-            else:
-                raw = txn.get(msg_id, db=self._tables.evidence)
+            return self._get(txn, msg_id)
+
+    def _get(self, txn, msg_id: bytes) -> Message | None:
+        position = txn.get(msg_id, db=self._tables.message_ids)
+        if position is not None:
+            raw = txn.get(position, db=self._tables.messages)
+        else:
+            raw = txn.get(msg_id, db=self._tables.evidence)
         return None if raw is None else parse_stored(raw)
 
     def get_by_seq(self, author: bytes, seq: int) -> Message | None:
@@ -370,6 +371,59 @@ class FeedStore:
                     break
                 raws.append(raw)
         return raws
+
+    # -- replication and groups: one read transaction each ----------------------
+
+    def replication_start(self, wants: Mapping[bytes, int]) -> int:
+        """Where a peer's walk of the processed order starts (see `storage.replication`)."""
+        with self._env.begin() as txn:
+            return replication.start_of(txn, self._processor_tables, dict(wants))
+
+    def next_batch(
+        self, wants: Mapping[bytes, int], resume: int, limit: int, max_bytes: int
+    ) -> replication.Batch:
+        """The next messages a peer's subscriptions (feed -> seq sent) lack, in processed order."""
+        with self._env.begin() as txn:
+            return replication.next_batch(
+                txn,
+                self._processor_tables,
+                self._tables.messages,
+                dict(wants),
+                resume,
+                limit,
+                max_bytes,
+            )
+
+    def group_messages(self, root: bytes, tangle: str = "group") -> dict[bytes, Message]:
+        """Every message of the timeline of tangle (`tangle`, `root`), in timeline order.
+
+        Raises `UnknownTimeline` when the store holds no such tangle.
+        """
+        with self._env.begin() as txn:
+            reader = TimelineReader(txn, self._timeline_tables)
+            entries = reader.entries(tangle_timeline(root, tangle))
+            return {msg_id: self._get(txn, msg_id) for _rank, msg_id in entries}
+
+    def writers_final(self, timeline: bytes, writers: Iterable[WriterPast]) -> int:
+        """How many leading positions of `timeline` none of `writers` can change.
+
+        Each writer's future messages follow what its `WriterPast` names, so
+        they rank above it (see `_timeline_final` for the rest of the bound).
+        """
+        writers = list(writers)
+
+        def writers_bound(_txn, reader: TimelineReader) -> int | None:
+            bounds = []
+            for writer in writers:
+                after = [reader.member_rank(timeline, i) for i in writer.all_of]
+                one_of = [reader.member_rank(timeline, i) for i in writer.one_of]
+                bound = min(one_of) + 1 if one_of else 0
+                if after:
+                    bound = max(bound, max(after) + 1)
+                bounds.append(bound)
+            return min(bounds) if bounds else None
+
+        return self._timeline_final(timeline, writers_bound)
 
     def feeds(self) -> list[FeedInfo]:
         """Every feed held or proven invalid: its head (0 if none left) and boundary."""
@@ -514,7 +568,7 @@ class FeedStore:
             ranks = self._head_ranks(txn, reader)
             return min(ranks) + 1 if ranks else None
 
-        return self.timeline_final(SPACETIME, heads_bound, self._may_be_raised)
+        return self._timeline_final(SPACETIME, heads_bound, self._may_be_raised)
 
     def _may_be_raised(self, txn, reader: TimelineReader, ref: bytes) -> bool:
         """Whether a spacetime member's missing links may still arrive: not if each names
@@ -544,7 +598,7 @@ class FeedStore:
                 ranks.append(rank)
         return ranks
 
-    def timeline_final(self, timeline: bytes, writers_bound, may_be_raised=None) -> int:
+    def _timeline_final(self, timeline: bytes, writers_bound, may_be_raised=None) -> int:
         """How many leading positions of `timeline` nothing to come can change.
 
         `writers_bound(txn, reader)` gives the least rank any future message

@@ -16,6 +16,7 @@ import trio
 
 from tanglenode.node.client import NodeError
 from tanglenode.node.localnet import TANGLED, Node
+from tanglenode.storage.metapage import check_data_file
 from tanglenode.storage.store import FeedStore
 from tests.node.test_bundle import snapshot
 
@@ -115,7 +116,7 @@ async def test_flipped_bytes_are_a_check_finding(tmp_path, where):
     data = node.data_dir / "store" / "data.mdb"
     with FeedStore(data.parent, create=False) as store:
         raw = store.get_by_seq(node.key, 4).raw
-        page_size = store.env.stat()["psize"]
+    page_size = check_data_file(data.parent).page_size
     content = data.read_bytes()
     offsets = [i for i in range(len(content)) if content.startswith(raw, i)]
     assert offsets  # the live copy, and copies in pages freed since (copy on write)

@@ -15,6 +15,7 @@ from tanglenode.protocol.identity import feed_text, message_text
 from tanglenode.protocol.limits import Limits
 from tanglenode.storage.store import FeedStore
 from tests.factories import Feed, keypair, sign_raw, unsigned_fields
+from tests.tamper import tamper
 
 TANGLED = Path(sys.executable).with_name("tangled")
 
@@ -176,8 +177,8 @@ def test_forks_are_listed_and_check_flags_damage(ready):
     assert "fork: " in ready.ok("forks") and "INVALID from 1" in ready.ok("feeds")
     assert json.loads(ready.ok("check", "--json"))["ok"] is True
 
-    with FeedStore(ready.data_dir / "store") as store, store.env.begin(write=True) as txn:
-        txn.delete(honest.public, db=store.tables.invalid)
+    with tamper(ready.data_dir / "store") as (txn, tables):
+        txn.delete(honest.public, db=tables.invalid)
     done = ready.run("check", "--json")
     assert done.returncode == 5
     report = json.loads(done.stdout)

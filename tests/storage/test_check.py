@@ -5,6 +5,7 @@ import pytest
 from tanglenode.protocol.message import TangleLink
 from tanglenode.storage.layout import feed_key, head_value, tangle_key
 from tests.factories import Feed
+from tests.tamper import tamper
 
 
 @pytest.fixture
@@ -20,9 +21,17 @@ def populated(store):
     return store, alice, bob, root
 
 
-def corrupt(store, fn):
-    with store.env.begin(write=True) as txn:
-        fn(txn, store.tables)
+@pytest.fixture
+def corrupt(open_store):
+    """Close the store, damage it through its own tables (`fn(txn, tables)`), reopen it."""
+
+    def damage(store, fn):
+        store.close()
+        with tamper(store.path) as (txn, tables):
+            fn(txn, tables)
+        return open_store(store.path.name, create=False)
+
+    return damage
 
 
 def test_a_healthy_store_checks_clean(populated):
@@ -33,59 +42,65 @@ def test_a_healthy_store_checks_clean(populated):
     assert (report.messages, report.feeds, report.evidence) == (3, 1, 2)
 
 
-def test_a_tampered_message_fails_its_signature(populated):
+def test_a_tampered_message_fails_its_signature(populated, corrupt):
     store, alice, _, _ = populated
     message = alice.messages[1]
     tampered = bytearray(message.raw)
     tampered[-10] ^= 0xFF
     position = feed_key(alice.public, 2)
-    corrupt(store, lambda txn, t: txn.put(position, bytes(tampered), db=t.messages))
+    store = corrupt(store, lambda txn, t: txn.put(position, bytes(tampered), db=t.messages))
     assert any("bad-signature" in p for p in store.check().problems)
 
 
-def test_a_message_stored_out_of_place_is_found(populated):
+def test_a_message_stored_out_of_place_is_found(populated, corrupt):
     store, alice, _, _ = populated
     misplaced = alice.messages[0].raw
-    corrupt(store, lambda txn, t: txn.put(feed_key(alice.public, 9), misplaced, db=t.messages))
+    store = corrupt(
+        store, lambda txn, t: txn.put(feed_key(alice.public, 9), misplaced, db=t.messages)
+    )
     assert any("out of place" in p for p in store.check().problems)
 
 
-def test_a_missing_id_index_row_is_found(populated):
+def test_a_missing_id_index_row_is_found(populated, corrupt):
     store, alice, _, _ = populated
-    corrupt(store, lambda txn, t: txn.delete(alice.messages[1].id, db=t.message_ids))
+    store = corrupt(store, lambda txn, t: txn.delete(alice.messages[1].id, db=t.message_ids))
     assert any("missing from message-ids" in p for p in store.check().problems)
 
 
-def test_a_missing_message_leaves_a_gap(populated):
+def test_a_missing_message_leaves_a_gap(populated, corrupt):
     store, alice, _, _ = populated
-    corrupt(store, lambda txn, t: txn.delete(feed_key(alice.public, 2), db=t.messages))
+    store = corrupt(store, lambda txn, t: txn.delete(feed_key(alice.public, 2), db=t.messages))
     problems = store.check().problems
     assert any("gaps" in p for p in problems)
     assert any("message-ids row" in p for p in problems)
 
 
-def test_a_wrong_head_is_found(populated):
+def test_a_wrong_head_is_found(populated, corrupt):
     store, alice, _, _ = populated
     first = alice.messages[0]
-    corrupt(store, lambda txn, t: txn.put(alice.public, head_value(1, first.id), db=t.heads))
+    store = corrupt(
+        store, lambda txn, t: txn.put(alice.public, head_value(1, first.id), db=t.heads)
+    )
     assert any("heads row" in p for p in store.check().problems)
 
 
-def test_wrong_tangle_tips_are_found(populated):
+def test_wrong_tangle_tips_are_found(populated, corrupt):
     store, _, _, root = populated
-    corrupt(store, lambda txn, t: txn.put(tangle_key(root.id, "chat"), root.id, db=t.tangle_tips))
+    store = corrupt(
+        store, lambda txn, t: txn.put(tangle_key(root.id, "chat"), root.id, db=t.tangle_tips)
+    )
     assert any("tangle-tips" in p for p in store.check().problems)
 
 
-def test_a_proof_no_invalid_feed_names_is_found(populated):
+def test_a_proof_no_invalid_feed_names_is_found(populated, corrupt):
     store, *_ = populated
-    corrupt(store, lambda txn, t: txn.drop(t.invalid, delete=False))
+    store = corrupt(store, lambda txn, t: txn.drop(t.invalid, delete=False))
     assert any("names no invalid feed" in p for p in store.check().problems)
 
 
-def test_an_invalid_feed_without_its_proof_is_found(populated):
+def test_an_invalid_feed_without_its_proof_is_found(populated, corrupt):
     store, *_ = populated
-    corrupt(store, lambda txn, t: txn.drop(t.proofs, delete=False))
+    store = corrupt(store, lambda txn, t: txn.drop(t.proofs, delete=False))
     problems = store.check().problems
     assert any("without its proof" in p for p in problems)
     assert any("is in no proof" in p for p in problems)

@@ -7,6 +7,7 @@ from tanglenode.storage.errors import IncompatibleStore, StoreFull, StoreNotFoun
 from tanglenode.storage.ingest import Outcome
 from tanglenode.storage.store import FeedStore
 from tests.factories import Feed, sign_raw, unsigned_fields
+from tests.tamper import tamper
 
 
 def outcomes(results):
@@ -166,7 +167,8 @@ def test_a_full_map_raises_store_full_and_keeps_what_was_committed(tmp_path):
 
 
 def test_a_store_of_another_schema_is_refused(tmp_path):
-    with FeedStore(tmp_path / "db") as store, store.env.begin(write=True) as txn:
-        txn.put(b"schema", b"999", db=store.tables.meta)
+    FeedStore(tmp_path / "db").close()
+    with tamper(tmp_path / "db") as (txn, tables):
+        txn.put(b"schema", b"999", db=tables.meta)
     with pytest.raises(IncompatibleStore):
         FeedStore(tmp_path / "db")

@@ -1,0 +1,29 @@
+"""Test-only: damage a store on purpose, through its own LMDB tables.
+
+The store keeps its environment and tables private; a test that must break
+an index opens the environment itself from the store's directory. The store
+must be closed first: LMDB allows one environment per file per process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import lmdb
+
+from tanglenode.storage.layout import MAX_NAMED_DATABASES, Tables
+
+
+@contextlib.contextmanager
+def tamper(store_path: str | Path) -> Iterator[tuple[Any, Tables]]:
+    """A write transaction and the store's tables; commits on leaving the block."""
+    env = lmdb.open(str(store_path), max_dbs=MAX_NAMED_DATABASES)
+    try:
+        tables = Tables.open(env)
+        with env.begin(write=True) as txn:
+            yield txn, tables
+    finally:
+        env.close()
