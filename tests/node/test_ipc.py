@@ -6,12 +6,14 @@ from contextlib import aclosing
 import pytest
 import trio
 
+from tanglenode.node import client as client_errors
 from tanglenode.node.client import NodeError, connect
 from tanglenode.node.ipc import IpcServer
 from tanglenode.node.network import Network
 from tanglenode.node.peers import PeerRegistry
 from tanglenode.node.service import StoreService
 from tanglenode.protocol import ipc
+from tanglenode.protocol.ipc import ErrorKind
 from tanglenode.storage.store import FeedStore
 from tanglenode.storage.timeline import Insert, Move, apply_commands
 from tests.factories import keypair
@@ -164,3 +166,14 @@ async def test_every_op_reads_through_typed_service_methods_only(node, monkeypat
         await events.__anext__()
         page = (await events.__anext__())["processed"]
         assert [entry["index"] for entry in page][:2] == [0, 1]
+
+
+async def test_the_client_raises_error_kinds_and_keeps_a_kind_it_does_not_know_as_text(node):
+    path = await node()
+    async with await connect(path) as client:
+        with pytest.raises(NodeError) as refused:
+            await client.get(bytes(32))
+    assert refused.value.kind is ErrorKind.NOT_FOUND
+    newer = client_errors._error({"id": 1, "error": {"kind": "from-the-future", "message": "m"}})
+    assert newer.kind == "from-the-future" and not isinstance(newer.kind, ErrorKind)
+    assert client_errors._error({"id": 1, "error": "?"}).kind is ErrorKind.PROTOCOL
