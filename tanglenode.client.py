@@ -15,5 +15,6 @@ name to import them by (docs/IPC.md). Installed as `tanglenode/client.py`
 """
 
 from tanglenode.node.client import NodeClient, NodeError, NodeNotRunning, connect
+from tanglenode.protocol.ipc import ErrorKind
 
-__all__ = ["NodeClient", "NodeError", "NodeNotRunning", "connect"]
+__all__ = ["ErrorKind", "NodeClient", "NodeError", "NodeNotRunning", "connect"]

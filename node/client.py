@@ -6,7 +6,8 @@
             ...
 
 Every call sends one request and waits for its reply; an error reply raises
-`NodeError` with the server's `kind` ("not-found", "bad-request", ...).
+`NodeError` with the server's `kind`, an `ErrorKind` (`ErrorKind.NOT_FOUND`,
+`ErrorKind.BAD_REQUEST`, ...; docs/IPC.md).
 `subscribe` yields events until the caller stops iterating: `{"snapshot":
 entries, "start": n}` pages when it starts from a snapshot, then
 `{"commands": [{"v": version, "ins": pos, "message": body} | {"v": version,
@@ -25,6 +26,7 @@ import trio
 
 from tanglenode.protocol.errors import TanglenodeError
 from tanglenode.protocol.framing import MAX_IPC_FRAME, FrameDecoder, encode_frame
+from tanglenode.protocol.ipc import ErrorKind
 
 
 class NodeNotRunning(TanglenodeError):
@@ -32,19 +34,29 @@ class NodeNotRunning(TanglenodeError):
 
 
 class NodeError(TanglenodeError):
-    """An error reply: `kind` is a stable code (docs/IPC.md), `reason` a message's reason code."""
+    """An error reply: `kind` is a stable code (docs/IPC.md), `reason` a message's reason code.
 
-    def __init__(self, kind: str, message: str, reason: str | None = None) -> None:
+    `kind` is an `ErrorKind`, or the text of a kind this client does not know (a newer node).
+    """
+
+    def __init__(self, kind: ErrorKind | str, message: str, reason: str | None = None) -> None:
         super().__init__(f"{kind}: {message}")
         self.kind = kind
         self.reason = reason
 
 
+def _kind(text: str) -> ErrorKind | str:
+    try:
+        return ErrorKind(text)
+    except ValueError:
+        return text
+
+
 def _error(frame: dict[str, Any]) -> NodeError:
     error = frame.get("error")
     if not isinstance(error, dict):
-        return NodeError("protocol", "a malformed error reply")
-    return NodeError(str(error.get("kind")), str(error.get("message")), error.get("reason"))
+        return NodeError(ErrorKind.PROTOCOL, "a malformed error reply")
+    return NodeError(_kind(str(error.get("kind"))), str(error.get("message")), error.get("reason"))
 
 
 class NodeClient:
@@ -66,7 +78,7 @@ class NodeClient:
         while (frame := self._decoder.next_frame()) is None:
             data = await self._stream.receive_some(65536)
             if not data:
-                raise NodeError("disconnected", "the node closed the connection")
+                raise NodeError(ErrorKind.DISCONNECTED, "the node closed the connection")
             self._decoder.receive_data(data)
         return frame
 
@@ -78,7 +90,9 @@ class NodeClient:
     async def _reply(self, number: int) -> Any:
         frame = await self._frame()
         if frame.get("id") not in (number, None):
-            raise NodeError("protocol", f"reply to request {frame.get('id')}, expected {number}")
+            raise NodeError(
+                ErrorKind.PROTOCOL, f"reply to request {frame.get('id')}, expected {number}"
+            )
         if "error" in frame:
             raise _error(frame)
         return frame["ok"]

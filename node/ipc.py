@@ -9,6 +9,12 @@ order. `subscribe` and `watch-processed` turn the connection into a stream:
 after the first reply, frames `{"id": N, "event": ...}` follow until the
 client hangs up.
 
+The protocol half is `protocol/ipc.py` (sans-IO: request shapes and their
+checks, reply and event bodies, `ErrorKind`). This module moves frames,
+dispatches each checked request through one table (op name -> handler),
+reads the store through `StoreService`'s typed reads, and maps the errors
+an operation raises to an `ErrorKind` in one place (`ERROR_KINDS`).
+
 A timeline subscription reads the timeline's command log from the version
 the client names, then waits for the store to change and reads on. The log
 is the backlog: a subscriber holds at most `queue_frames` pages in memory,
@@ -23,6 +29,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,19 +41,47 @@ from tanglenode.node.failures import only
 from tanglenode.node.network import Network
 from tanglenode.node.peers import PeerRegistry
 from tanglenode.node.service import StoreService
-from tanglenode.protocol.address import BadAddress, parse_address
-from tanglenode.protocol.canonical import (
-    HARD_MAX_DEPTH,
-    ExtensionType,
-    NonFiniteFloat,
-    TooDeep,
-    check_value,
-)
-from tanglenode.protocol.errors import BadIdentifier, InvalidMessage, Reason, TanglenodeError
+from tanglenode.protocol.address import BadAddress
+from tanglenode.protocol.errors import BadIdentifier, InvalidMessage, TanglenodeError
 from tanglenode.protocol.framing import MAX_IPC_FRAME as MAX_FRAME
 from tanglenode.protocol.framing import FrameDecoder, FrameError, encode_frame
 from tanglenode.protocol.identity import Keypair
-from tanglenode.protocol.limits import MAX_SEQ, MAX_TANGLE_NAME_BYTES
+from tanglenode.protocol.ipc import (
+    BEHIND_SHOWN,
+    PAGE,
+    PAGE_BYTES,
+    STATUS_LIST,
+    ClockRequest,
+    CommandsRequest,
+    ConnectRequest,
+    ErrorKind,
+    GetRequest,
+    GroupAddRequest,
+    GroupCreateRequest,
+    GroupExcludeRequest,
+    GroupPostRequest,
+    GroupShowRequest,
+    GroupTimelineRequest,
+    PeersRequest,
+    PlacementRequest,
+    PublishRequest,
+    RequestError,
+    StatusRequest,
+    SubscribeRequest,
+    TimelineRef,
+    TimelineRequest,
+    WatchProcessedRequest,
+    bounded_content,
+    delete_command,
+    insert_command,
+    message_body,
+    move_command,
+    parse_request,
+    processed_entry,
+    request_header,
+    short,
+)
+from tanglenode.protocol.ipc import error_reply as encode_error
 from tanglenode.protocol.message import Message, UnpublishableMessage
 from tanglenode.storage import groups
 from tanglenode.storage.errors import (
@@ -60,164 +95,59 @@ from tanglenode.storage.errors import (
 from tanglenode.storage.store import FeedStore
 from tanglenode.storage.timeline import Command, Delete, Insert
 
+__all__ = ["ERROR_KINDS", "MAX_FRAME", "IpcServer", "error_kind", "error_reply"]
+
 log = structlog.get_logger("ipc")
 
-PAGE = 1000
-PAGE_BYTES = 1 << 20  # message bodies per stream page, by their signed size
-MAX_ENTRIES = 50_000  # timeline entries or commands per reply: ~2.5 MiB at most
-MAX_PEERS_PAGE = 500  # peers per `peers` reply
-MAX_CLOCK_PAGE = 20_000  # clock entries per `clock` reply: ~900 KiB
-STATUS_LIST = 100  # forks, stalls and peers shown by `status`; the rest are counted
-BEHIND_SHOWN = 16  # feeds of each peer's `behind` map shown in `peers`
-MAX_TEXT = 300  # an address or last error as shown
-MAX_GROUP_MEMBERS = 1000
 MAX_DIALERS = 1000
 
-
-class RequestError(TanglenodeError):
-    """A request the server refuses; `kind` is a stable code for clients."""
-
-    def __init__(self, kind: str, message: str, reason: str | None = None) -> None:
-        super().__init__(message)
-        self.kind = kind
-        self.reason = reason
-
-
-# The error kinds a client can see, by the error class the operation raised
-# (first match wins). Stable codes, documented in docs/IPC.md; never class names.
-ERROR_KINDS: tuple[tuple[type[BaseException], str], ...] = (
-    (InvalidMessage, "invalid-message"),
-    (UnpublishableMessage, "invalid-message"),
-    (UnknownTangle, "unknown-tangle"),
-    (UnknownTimeline, "not-found"),
-    (groups.GroupError, "group"),
-    (OwnFeedForked, "own-feed-forked"),
-    (OwnFeedBehind, "own-feed-behind"),
-    (StoreFull, "store-full"),
-    (NoIdentity, "no-identity"),
-    (BadAddress, "bad-request"),
-    (BadIdentifier, "bad-request"),
-    (TanglenodeError, "refused"),
+# The error kind a client sees, by the error class an operation raised (first
+# match wins; anything else is `internal`). Stable codes, never class names.
+ERROR_KINDS: tuple[tuple[type[BaseException], ErrorKind], ...] = (
+    (InvalidMessage, ErrorKind.INVALID_MESSAGE),
+    (UnpublishableMessage, ErrorKind.INVALID_MESSAGE),
+    (UnknownTangle, ErrorKind.UNKNOWN_TANGLE),
+    (UnknownTimeline, ErrorKind.NOT_FOUND),
+    (groups.GroupError, ErrorKind.GROUP),
+    (OwnFeedForked, ErrorKind.OWN_FEED_FORKED),
+    (OwnFeedBehind, ErrorKind.OWN_FEED_BEHIND),
+    (StoreFull, ErrorKind.STORE_FULL),
+    (NoIdentity, ErrorKind.NO_IDENTITY),
+    (BadAddress, ErrorKind.BAD_REQUEST),
+    (BadIdentifier, ErrorKind.BAD_REQUEST),
+    (TanglenodeError, ErrorKind.REFUSED),
 )
 
 
-def error_reply(number: Any, error: BaseException) -> dict[str, Any]:
-    """The error reply for `error`: its stable kind, its text, and a message's reason code."""
+def error_kind(error: BaseException) -> ErrorKind:
+    """The stable kind a client sees for `error`."""
     if isinstance(error, RequestError):
-        kind = error.kind
-    else:
-        kind = next((code for cls, code in ERROR_KINDS if isinstance(error, cls)), "internal")
-    body: dict[str, Any] = {"kind": kind, "message": _short(str(error), 1000)}
-    reason = getattr(error, "reason", None)
-    if reason is not None:
-        body["reason"] = str(reason)
-    return {"id": number, "error": body}
+        return error.kind
+    return next((kind for cls, kind in ERROR_KINDS if isinstance(error, cls)), ErrorKind.INTERNAL)
 
 
-def _short(text: str | None, limit: int = MAX_TEXT) -> str | None:
-    if text is None or len(text) <= limit:
-        return text
-    return text[: limit - 3] + "..."
+def error_reply(number: Any, error: BaseException) -> dict[str, Any]:
+    """The error reply for `error`: its kind, its text, and a message's reason code."""
+    return encode_error(number, error_kind(error), str(error), getattr(error, "reason", None))
 
 
-# -- request fields: each checked, each failure a `bad-request` naming the field ------------
+def _timeline_name(timeline: TimelineRef) -> bytes:
+    return FeedStore.timeline_name(timeline.root, timeline.tangle)
 
 
-def _bad(message: str) -> RequestError:
-    return RequestError("bad-request", message)
+def _command_wire(
+    command: Command, version: int | None = None, message: Message | None = None
+) -> dict[str, Any]:
+    """A stored timeline command as the wire has it (`protocol.ipc`)."""
+    if isinstance(command, Insert):
+        return insert_command(command.pos, command.id, message, version)
+    if isinstance(command, Delete):
+        return delete_command(command.pos, version)
+    return move_command(command.src, command.dst, version)
 
 
-def _count(request: dict[str, Any], key: str, default: int, maximum: int = MAX_SEQ) -> int:
-    """A non-negative integer field; values over `maximum` are clamped to it."""
-    value = request.get(key, default)
-    if value is None:
-        value = default
-    if type(value) is not int or value < 0:
-        raise _bad(f"{key} is an integer of 0 or more")
-    return min(value, maximum)
-
-
-def _message_id(request: dict[str, Any], key: str, what: str) -> bytes:
-    value = request.get(key)
-    if type(value) is not bytes or len(value) != 32:
-        raise _bad(f"{what} is a 32-byte id")
-    return value
-
-
-def _tangle_name(name: Any) -> str:
-    if (
-        type(name) is not str
-        or not name
-        or len(name) > MAX_TANGLE_NAME_BYTES
-        or len(name.encode("utf-8", "surrogatepass")) > MAX_TANGLE_NAME_BYTES
-    ):
-        raise _bad(f"a tangle name is text of 1 to {MAX_TANGLE_NAME_BYTES} bytes")
-    return name
-
-
-def _content(value: Any, max_depth: int) -> Any:
-    """Content a message may hold (the rules of docs/FORMAT.md), else `invalid-message`."""
-    try:
-        check_value(value, max_depth)
-    except (TooDeep, NonFiniteFloat, ExtensionType) as error:
-        reason = _CONTENT_REASONS[type(error)]
-        raise RequestError("invalid-message", f"{reason}: content: {error}", reason) from None
-    return value
-
-
-_CONTENT_REASONS = {
-    TooDeep: Reason.TOO_DEEP,
-    NonFiniteFloat: Reason.NON_FINITE_FLOAT,
-    ExtensionType: Reason.EXT_TYPE,
-}
-
-
-def _request_number(request: dict[str, Any]) -> Any:
-    number = request.get("id")
-    if number is None or type(number) is int or (type(number) is str and len(number) <= 128):
-        return number
-    raise _bad("a request id is an integer or a short string")
-
-
-def _bounded_content(content: Any) -> Any:
-    """Content as it goes out: a stored value nested past what a frame can hold is marked."""
-    kind = type(content)
-    if kind is list or kind is dict:
-        try:
-            check_value(content, HARD_MAX_DEPTH)
-        except TooDeep:
-            return {"$too-deep": True}
-        except ValueError:
-            pass  # NaN or an ext type stored before the content rules: msgpack carries them
-    return content
-
-
-def message_body(message: Message) -> dict[str, Any]:
-    return {
-        "id": message.id,
-        "author": message.author,
-        "seq": message.seq,
-        "prev": message.prev,
-        "timestamp": message.timestamp,
-        "timeframe": message.timeframe,
-        "tangles": {
-            name: {"root": link.root, "previous": list(link.previous or ())}
-            for name, link in message.tangles.items()
-        },
-        "content": _bounded_content(message.content),
-    }
-
-
-def _timeline_name(request: dict[str, Any]) -> bytes:
-    spacetime = request.get("spacetime")
-    if spacetime is not None and type(spacetime) is not bool:
-        raise _bad("spacetime is true or false")
-    if spacetime:
-        return FeedStore.timeline_name(None)
-    name, root = request.get("tangle"), request.get("root")
-    if name is None or root is None:
-        raise _bad("name a timeline: spacetime, or tangle and root")
-    return FeedStore.timeline_name(_message_id(request, "root", "root"), _tangle_name(name))
+Reply = Callable[[Any], Awaitable[dict[str, Any]]]
+Stream = Callable[[Any, Any, Any], Awaitable[None]]
 
 
 @dataclass
@@ -231,6 +161,32 @@ class IpcServer:
     send_seconds: float = 10.0
     _dialers: trio.Nursery | None = None
     _dialing: dict[bytes, trio.CancelScope] = field(default_factory=dict)
+    _replies: dict[str, Reply] = field(init=False, repr=False)
+    _streams: dict[str, Stream] = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        # Every op of `protocol.ipc.PARSERS`, by name: those with one reply, then streams.
+        self._replies = {
+            "publish": self._publish,
+            "get": self._get,
+            "timeline": self._timeline,
+            "commands": self._commands,
+            "placement": self._placement,
+            "status": self._status,
+            "peers": self._peers,
+            "clock": self._clock,
+            "connect": self._connect,
+            "group-create": self._group_create,
+            "group-add": self._group_add,
+            "group-exclude": self._group_exclude,
+            "group-post": self._group_post,
+            "group-show": self._group_show,
+            "group-timeline": self._group_timeline,
+        }
+        self._streams = {
+            "subscribe": self._subscribe,
+            "watch-processed": self._watch_processed,
+        }
 
     async def serve(self, path: Path, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -264,7 +220,7 @@ class IpcServer:
                 while (request := decoder.next_frame()) is not None:
                     await self._serve_one(stream, request)
         except FrameError as error:
-            bad_frame = RequestError("bad-frame", str(error))
+            bad_frame = RequestError(ErrorKind.BAD_FRAME, str(error))
             with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError, _Lagged):
                 await self._send(stream, error_reply(None, bad_frame))
         except Exception as error:
@@ -283,168 +239,112 @@ class IpcServer:
         if scope.cancelled_caught:
             raise _Lagged
 
-    async def _serve_one(self, stream, request: Any) -> None:
-        if not isinstance(request, dict) or type(request.get("op")) is not str:
-            await self._send(stream, error_reply(None, _bad("a request is a map with an op")))
-            return
+    async def _serve_one(self, stream, frame: Any) -> None:
         try:
-            number = _request_number(request)
+            number, op = request_header(frame)
         except RequestError as error:
             await self._send(stream, error_reply(None, error))
             return
-        op = request["op"]
-        handler = getattr(self, "op_" + op.replace("-", "_"), None) if len(op) <= 64 else None
-        if handler is None:
-            unknown = RequestError("unknown-op", f"no operation {_short(op, 64)!r}")
-            await self._send(stream, error_reply(number, unknown))
-            return
         try:
-            if op in _STREAMING:
-                await handler(stream, number, request)
+            request = parse_request(op, frame, self.service.store.limits)
+            if op in self._streams:
+                await self._streams[op](stream, number, request)
                 return
-            reply = {"id": number, "ok": await handler(request)}
+            reply = {"id": number, "ok": await self._replies[op](request)}
         except (_Lagged, trio.BrokenResourceError, trio.ClosedResourceError):
             raise
         except TanglenodeError as error:
             reply = error_reply(number, error)
         except Exception as error:  # a bug of ours: the client gets a reply, the node serves on
-            log.exception("ipc request failed", op=op)
+            log.exception("ipc request failed", op=short(op, 64))
             reply = error_reply(number, error)
         try:
             frame = encode_frame(reply, MAX_FRAME)
         except (TanglenodeError, ValueError, TypeError, OverflowError) as error:
             # Every reply is bounded by design; this is the net under that.
-            log.warning("ipc reply not sent", op=op, error=_short(str(error)))
-            frame = encode_frame(
-                error_reply(number, RequestError("reply-too-large", _short(str(error)) or ""))
-            )
+            log.warning("ipc reply not sent", op=op, error=short(str(error)))
+            too_large = RequestError(ErrorKind.REPLY_TOO_LARGE, short(str(error)) or "")
+            frame = encode_frame(error_reply(number, too_large))
         await self._send_frame(stream, frame)
 
-    # -- operations ----------------------------------------------------------
+    # -- messages and timelines ------------------------------------------------------
 
-    @property
-    def _limits(self):
-        return self.service.store.limits
-
-    async def op_publish(self, request: dict[str, Any]) -> dict[str, Any]:
-        tangles = request.get("tangles")
-        tangles = {} if tangles is None else tangles
-        if type(tangles) is not dict or len(tangles) > self._limits.max_tangles:
-            raise _bad(
-                f"tangles maps at most {self._limits.max_tangles} names to root ids"
-                " (or nil for a new root)"
-            )
-        for name, root in tangles.items():
-            _tangle_name(name)
-            if root is not None and (type(root) is not bytes or len(root) != 32):
-                raise _bad("a tangle's root is a 32-byte id, or nil for a new root")
-        message = await self.service.publish(request.get("content"), tangles)
+    async def _publish(self, request: PublishRequest) -> dict[str, Any]:
+        message = await self.service.publish(request.content, request.tangles)
         return message_body(message)
 
-    async def op_get(self, request: dict[str, Any]) -> dict[str, Any]:
-        msg_id = _message_id(request, "message", "message")
-        message = await self.service.read(self.service.store.get, msg_id)
+    async def _get(self, request: GetRequest) -> dict[str, Any]:
+        message = await self.service.message(request.message)
         if message is None:
-            raise RequestError("not-found", "no such message")
+            raise RequestError(ErrorKind.NOT_FOUND, "no such message")
         return message_body(message)
 
-    async def op_timeline(self, request: dict[str, Any]) -> dict[str, Any]:
-        name = _timeline_name(request)
-        start = _count(request, "start", 0)
-        limit = _count(request, "limit", PAGE, MAX_ENTRIES)
-        version, entries = await self.service.read(
-            self.service.store.timeline_at, name, start, start + limit
-        )
+    async def _timeline(self, request: TimelineRequest) -> dict[str, Any]:
+        name = _timeline_name(request.timeline)
+        version, entries = await self.service.timeline_page(name, request.start, request.limit)
         return {"version": version, "entries": [[rank, msg_id] for rank, msg_id in entries]}
 
-    async def op_placement(self, request: dict[str, Any]) -> dict[str, Any]:
+    async def _placement(self, request: PlacementRequest) -> dict[str, Any]:
         """A message's position and rank in a timeline."""
-        name = _timeline_name(request)
-        msg_id = _message_id(request, "message", "message")
-        placement = await self.service.read(self.service.store.timeline_placement, name, msg_id)
+        name = _timeline_name(request.timeline)
+        placement = await self.service.placement(name, request.message)
         if placement is None:
-            raise RequestError("not-found", "the message is not in that timeline")
+            raise RequestError(ErrorKind.NOT_FOUND, "the message is not in that timeline")
         return {"position": placement.position, "rank": placement.rank}
 
-    async def op_commands(self, request: dict[str, Any]) -> dict[str, Any]:
+    async def _commands(self, request: CommandsRequest) -> dict[str, Any]:
         """Up to `limit` commands after version `since` (no message bodies)."""
-        name = _timeline_name(request)
-        since = _count(request, "since", 0)
-        limit = _count(request, "limit", PAGE, MAX_ENTRIES)
-        store = self.service.store
-        version = await self.service.read(store.timeline_version, name)
-        commands = await self.service.read(store.timeline_commands, name, since, limit)
-        return {
-            "version": version,
-            "commands": [_command_wire(command) for command in commands],
-        }
+        name = _timeline_name(request.timeline)
+        version, commands = await self.service.timeline_log(name, request.since, request.limit)
+        return {"version": version, "commands": [_command_wire(command) for command in commands]}
 
     # -- private groups (storage/groups.py) ------------------------------------------
 
-    async def _group(self, request: dict[str, Any]) -> groups.GroupView:
-        root = _message_id(request, "group", "group (its root id)")
-        return await self.service.read(groups.read_group, self.service.store, self.keypair, root)
+    async def _group(self, root: bytes) -> groups.GroupView:
+        return await self.service.group(self.keypair, root)
 
-    def _feeds(self, request: dict[str, Any]) -> list[bytes]:
-        members = request.get("members")
-        if (
-            type(members) is not list
-            or not 0 < len(members) <= MAX_GROUP_MEMBERS
-            or not all(type(m) is bytes and len(m) == 32 for m in members)
-        ):
-            raise _bad(f"members is a list of 1 to {MAX_GROUP_MEMBERS} 32-byte feed keys")
-        return members
-
-    async def op_group_create(self, request: dict[str, Any]) -> dict[str, Any]:
-        name = request.get("name", "")
-        if type(name) is not str or len(name) > 1000:
-            raise _bad("a group name is text of at most 1000 characters")
-        content, tangles = groups.create(self.keypair, name)
+    async def _group_create(self, request: GroupCreateRequest) -> dict[str, Any]:
+        content, tangles = groups.create(self.keypair, request.name)
         message = await self.service.publish(content, tangles)
         return {"group": message.id}
 
-    async def op_group_add(self, request: dict[str, Any]) -> dict[str, Any]:
-        members, view = self._feeds(request), await self._group(request)
-        message = await self.service.publish(*groups.add(view, self.keypair, members))
+    async def _group_add(self, request: GroupAddRequest) -> dict[str, Any]:
+        view = await self._group(request.group)
+        message = await self.service.publish(*groups.add(view, self.keypair, request.members))
         return {"id": message.id}
 
-    async def op_group_exclude(self, request: dict[str, Any]) -> dict[str, Any]:
+    async def _group_exclude(self, request: GroupExcludeRequest) -> dict[str, Any]:
         """Exclude members, then open a new epoch (a new key) for the others."""
-        members, view = self._feeds(request), await self._group(request)
-        excluded = await self.service.publish(*groups.exclude(view, self.keypair, members))
-        view = await self._group(request)
+        view = await self._group(request.group)
+        excluded = await self.service.publish(*groups.exclude(view, self.keypair, request.members))
+        view = await self._group(request.group)
         epoch = await self.service.publish(*groups.new_epoch(view, self.keypair))
         return {"id": excluded.id, "epoch": epoch.id}
 
-    async def op_group_post(self, request: dict[str, Any]) -> dict[str, Any]:
-        content = _content(request.get("content"), self._limits.max_content_depth)
-        view = await self._group(request)
-        message = await self.service.publish(*groups.post(view, self.keypair, content))
+    async def _group_post(self, request: GroupPostRequest) -> dict[str, Any]:
+        view = await self._group(request.group)
+        message = await self.service.publish(*groups.post(view, self.keypair, request.content))
         return {"id": message.id}
 
-    async def op_group_show(self, request: dict[str, Any]) -> dict[str, Any]:
-        view = await self._group(request)
-        final = await self.service.read(groups.final, self.service.store, view)
+    async def _group_show(self, request: GroupShowRequest) -> dict[str, Any]:
+        view = await self._group(request.group)
+        final = await self.service.group_final(view)
         return {**groups.describe(view), "final": final}
 
-    async def op_group_timeline(self, request: dict[str, Any]) -> dict[str, Any]:
-        tangle, order = request.get("tangle", "group"), request.get("order", "rank")
-        if tangle not in ("group", "epoch", "members") or order not in ("rank", "causal-time"):
-            raise _bad("tangle: group|epoch|members; order: rank|causal-time")
-        view = await self._group(request)
-        rows = await self.service.read(groups.timeline, self.service.store, view, tangle, order)
+    async def _group_timeline(self, request: GroupTimelineRequest) -> dict[str, Any]:
+        view = await self._group(request.group)
+        rows = await self.service.group_timeline(view, request.tangle, request.order)
         for row in rows:
             if "content" in row:
-                row["content"] = _bounded_content(row["content"])
+                row["content"] = bounded_content(row["content"])
         return {"entries": rows}
 
     # -- the node and its peers: every reply bounded, whatever peers advertise --------
 
-    async def op_status(self, request: dict[str, Any]) -> dict[str, Any]:
+    async def _status(self, request: StatusRequest) -> dict[str, Any]:
         """A summary: counts, and at most `STATUS_LIST` forks, stalls and peers each."""
-        store = self.service.store
         invalid = dict(self.service.invalid)
-        stalled = await self.service.read(store.stalls)
+        stalled = await self.service.stalls()
         forked = set(invalid)
         ours = self.service.clock
         peers = list(self.registry.peers.values())
@@ -455,7 +355,7 @@ class IpcServer:
             "messages": sum(ours.values()),
             "forks": [[author, seq] for author, seq in list(invalid.items())[:STATUS_LIST]],
             "forks_total": len(invalid),
-            "final": await self.service.read(store.spacetime_final),
+            "final": await self.service.final(),
             "stalls": [
                 {"feed": x.feed, "seq": x.seq, "waits_for": [x.needs_feed, x.needs_seq]}
                 for x in stalled[:STATUS_LIST]
@@ -470,10 +370,9 @@ class IpcServer:
             **self.status_extra,
         }
 
-    async def op_peers(self, request: dict[str, Any]) -> dict[str, Any]:
+    async def _peers(self, request: PeersRequest) -> dict[str, Any]:
         """A page of peers (`start`, `limit` up to `MAX_PEERS_PAGE`), each summarised."""
-        start = _count(request, "start", 0)
-        limit = _count(request, "limit", MAX_PEERS_PAGE, MAX_PEERS_PAGE)
+        start, limit = request.start, request.limit
         forked = set(self.service.invalid)
         peers = list(self.registry.peers.values())
         page = peers[start : start + limit]
@@ -484,17 +383,15 @@ class IpcServer:
             "next": following if following < len(peers) else None,
         }
 
-    async def op_clock(self, request: dict[str, Any]) -> dict[str, Any]:
+    async def _clock(self, request: ClockRequest) -> dict[str, Any]:
         """A page of a vector clock, in feed order: ours, or the one `peer` advertised."""
-        start = _count(request, "start", 0)
-        limit = _count(request, "limit", MAX_CLOCK_PAGE, MAX_CLOCK_PAGE)
-        if request.get("peer") is None:
+        start, limit = request.start, request.limit
+        if request.peer is None:
             clock = self.service.clock
         else:
-            key = _message_id(request, "peer", "peer (its 32-byte key)")
-            if key not in self.registry.peers:
-                raise RequestError("not-found", "no such peer")
-            clock = self.registry.peers[key].clock
+            if request.peer not in self.registry.peers:
+                raise RequestError(ErrorKind.NOT_FOUND, "no such peer")
+            clock = self.registry.peers[request.peer].clock
         feeds = sorted(clock)
         page = feeds[start : start + limit]
         following = start + len(page)
@@ -508,7 +405,7 @@ class IpcServer:
         behind = peer.behind(ours, forked)
         return {
             "key": peer.key,
-            "address": _short(peer.address),
+            "address": short(peer.address),
             "connected": peer.connected,
             "direction": peer.direction,
             "received": peer.received,
@@ -518,20 +415,14 @@ class IpcServer:
             "behind_feeds": len(behind),
             "behind_messages": sum(behind.values()),
             "clock_feeds": len(peer.clock),
-            "last_error": _short(peer.last_error),
+            "last_error": short(peer.last_error),
         }
 
-    async def op_connect(self, request: dict[str, Any]) -> dict[str, Any]:
+    async def _connect(self, request: ConnectRequest) -> dict[str, Any]:
         """Dial a peer (and keep redialing it); a second connect to one key replaces the first."""
-        address, key = request.get("address"), request.get("key")
-        try:
-            parse_address(address)
-        except BadAddress as error:
-            raise _bad(f"connect needs address HOST:PORT: {error}") from None
-        if type(key) is not bytes or len(key) != 32:
-            raise _bad("connect needs the peer's 32-byte key")
+        address, key = request.address, request.key
         if key not in self._dialing and len(self._dialing) >= MAX_DIALERS:
-            raise _bad(f"already dialing {MAX_DIALERS} peers")
+            raise RequestError(ErrorKind.BAD_REQUEST, f"already dialing {MAX_DIALERS} peers")
         assert self._dialers is not None
         if key in self._dialing:
             self._dialing.pop(key).cancel()
@@ -544,15 +435,17 @@ class IpcServer:
         with scope:
             await self.network.dial_forever(address, key)
 
-    async def op_subscribe(self, stream, number, request: dict[str, Any]) -> None:
+    # -- streams ------------------------------------------------------------------------
+
+    async def _subscribe(self, stream, number, request: SubscribeRequest) -> None:
         """Stream a timeline from version `since` (or a snapshot), then live; see module doc."""
-        name = _timeline_name(request)
-        store = self.service.store
-        since = request.get("since")
-        if since is not None:
-            since = _count(request, "since", 0)
-        version, entries = await self.service.read(_snapshot, store, name)
-        if isinstance(since, int) and not isinstance(since, bool) and 0 <= since <= version:
+        name = _timeline_name(request.timeline)
+        since = request.since
+        try:
+            version, entries = await self.service.timeline_page(name)
+        except UnknownTimeline:  # a tangle not seen yet is empty at version 0
+            version, entries = 0, []
+        if since is not None and since <= version:
             await self._send(stream, {"id": number, "ok": {"version": since, "snapshot": False}})
         else:  # no version, or one this timeline never had: start from a snapshot
             since = version
@@ -564,30 +457,35 @@ class IpcServer:
                 )
         del entries
 
-        spacetime = name == FeedStore.timeline_name(None)
+        spacetime = request.timeline.root is None
 
         async def next_page(version: int) -> tuple[dict[str, Any], int] | None:
-            _head, events = await self.service.read(_updates, store, name, version)
-            if not events:
+            _head, updates = await self.service.timeline_updates(name, version, PAGE, PAGE_BYTES)
+            if not updates:
                 return None
-            event: dict[str, Any] = {"commands": events}
+            commands = [
+                _command_wire(command, v, message)
+                for v, (command, message) in enumerate(updates, start=version + 1)
+            ]
+            event: dict[str, Any] = {"commands": commands}
             if spacetime:
-                event["final"] = await self.service.read(store.spacetime_final)
-            return event, events[-1]["v"]
+                event["final"] = await self.service.final()
+            return event, commands[-1]["v"]
 
         await self._follow(stream, number, since, next_page)
 
-    async def op_watch_processed(self, stream, number, request: dict[str, Any]) -> None:
+    async def _watch_processed(self, stream, number, request: WatchProcessedRequest) -> None:
         """Stream the processed order from index `start`: each message with its index."""
-        start = _count(request, "start", 0)
-        store = self.service.store
-        await self._send(stream, {"id": number, "ok": {"start": start}})
+        await self._send(stream, {"id": number, "ok": {"start": request.start}})
 
         async def next_page(index: int) -> tuple[dict[str, Any], int] | None:
-            page = await self.service.read(_processed_page, store, index)
-            return ({"processed": page}, page[-1]["index"] + 1) if page else None
+            page = await self.service.processed_page(index, PAGE, PAGE_BYTES)
+            if not page:
+                return None
+            entries = [processed_entry(position, message) for position, message in page]
+            return {"processed": entries}, page[-1][0] + 1
 
-        await self._follow(stream, number, start, next_page)
+        await self._follow(stream, number, request.start, next_page)
 
     async def _follow(self, stream, number, position: int, next_page) -> None:
         """Send pages from `position` on, live, through a queue of `queue_frames` frames.
@@ -629,58 +527,6 @@ class IpcServer:
         async with receiver:
             async for frame in receiver:
                 await self._send(stream, frame)
-
-
-def _processed_page(store: FeedStore, start: int) -> list[dict[str, Any]]:
-    page, size = [], 0
-    for index, feed, seq in store.processed(start, PAGE):
-        message = store.get_by_seq(feed, seq)
-        page.append({"index": index, "message": message_body(message) if message else None})
-        size += len(message.raw) if message else 0
-        if size >= PAGE_BYTES:  # a page of large messages stays well under the frame cap
-            break
-    return page
-
-
-def _snapshot(store: FeedStore, name: bytes) -> tuple[int, list[tuple[int, bytes]]]:
-    """Version and entries at one moment; a tangle not seen yet is empty at version 0."""
-    try:
-        return store.timeline_at(name)
-    except UnknownTimeline:
-        return 0, []
-
-
-def _updates(store: FeedStore, name: bytes, since: int) -> tuple[int, list[dict[str, Any]]]:
-    """The head version and up to a page of commands after `since`, inserts with bodies."""
-    try:
-        head = store.timeline_version(name)
-        commands = store.timeline_commands(name, since, PAGE)
-    except UnknownTimeline:
-        return 0, []
-    events, size = [], 0
-    for version, command in enumerate(commands, start=since + 1):
-        if isinstance(command, Insert):
-            body = store.get(command.id)
-            message = message_body(body) if body else command.id
-            events.append({"v": version, "ins": command.pos, "message": message})
-            size += len(body.raw) if body else 0
-        else:
-            events.append({"v": version, **_command_wire(command)})
-        if size >= PAGE_BYTES:  # the rest comes in the next page
-            break
-    return head, events
-
-
-def _command_wire(command: Command) -> dict[str, Any]:
-    """`{"ins": pos, "id": id}`, `{"mov": [from, to]}` or `{"del": pos}` (docs/IPC.md)."""
-    if isinstance(command, Insert):
-        return {"ins": command.pos, "id": command.id}
-    if isinstance(command, Delete):
-        return {"del": command.pos}
-    return {"mov": [command.src, command.dst]}
-
-
-_STREAMING = {"subscribe", "watch-processed"}
 
 
 class _Lagged(Exception):

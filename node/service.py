@@ -23,10 +23,14 @@ from typing import Any
 import trio
 
 from tanglenode.protocol.gossip import tag_of
+from tanglenode.protocol.identity import Keypair
 from tanglenode.protocol.message import Message
+from tanglenode.storage import groups
 from tanglenode.storage.ingest import IngestResult, Outcome
+from tanglenode.storage.processor import Stall
 from tanglenode.storage.replication import Batch
 from tanglenode.storage.store import Evidence, FeedStore
+from tanglenode.storage.timeline import Command, Placement
 
 
 class StoreService:
@@ -102,6 +106,62 @@ class StoreService:
         )
         self._stored([message])
         return message
+
+    # -- typed reads, in worker threads: each `FeedStore` read is one transaction ---------
+
+    async def _reading(self, function, *args):
+        return await trio.to_thread.run_sync(function, *args, limiter=self._readers)
+
+    async def message(self, msg_id: bytes) -> Message | None:
+        """A message by id (accepted, or held as fork evidence), None if not held."""
+        return await self._reading(self.store.get, msg_id)
+
+    async def timeline_page(
+        self, name: bytes, start: int = 0, limit: int | None = None
+    ) -> tuple[int, list[tuple[int, bytes]]]:
+        """The version and up to `limit` entries (all: None) from `start`, of one moment."""
+        stop = None if limit is None else start + limit
+        return await self._reading(self.store.timeline_at, name, start, stop)
+
+    async def timeline_log(self, name: bytes, since: int, limit: int) -> tuple[int, list[Command]]:
+        """The head version and up to `limit` commands after `since`."""
+        return await self._reading(self.store.timeline_log, name, since, limit)
+
+    async def timeline_updates(
+        self, name: bytes, since: int, limit: int, max_bytes: int
+    ) -> tuple[int, list[tuple[Command, Message | None]]]:
+        """The head version and a page of commands after `since`, inserts with their messages."""
+        return await self._reading(self.store.timeline_updates, name, since, limit, max_bytes)
+
+    async def placement(self, name: bytes, msg_id: bytes) -> Placement | None:
+        return await self._reading(self.store.timeline_placement, name, msg_id)
+
+    async def processed_page(
+        self, start: int, limit: int, max_bytes: int
+    ) -> list[tuple[int, Message | None]]:
+        """(index, message) of a page of the processed order from `start`."""
+        return await self._reading(self.store.processed_page, start, limit, max_bytes)
+
+    async def stalls(self) -> list[Stall]:
+        return await self._reading(self.store.stalls)
+
+    async def final(self) -> int:
+        """The spacetime's finality watermark."""
+        return await self._reading(self.store.spacetime_final)
+
+    # The group reads are node/groups.py's (several store reads each, as it stands).
+
+    async def group(self, keypair: Keypair, root: bytes) -> groups.GroupView:
+        """Group `root` as `keypair` reads it (`groups.GroupError` if unknown)."""
+        return await self._reading(groups.read_group, self.store, keypair, root)
+
+    async def group_final(self, view: groups.GroupView) -> int:
+        return await self._reading(groups.final, self.store, view)
+
+    async def group_timeline(
+        self, view: groups.GroupView, tangle: str, order: str
+    ) -> list[dict[str, Any]]:
+        return await self._reading(groups.timeline, self.store, view, tangle, order)
 
     # -- reads ---------------------------------------------------------------
 

@@ -64,7 +64,13 @@ from tanglenode.storage.processor import (
     stalls,
 )
 from tanglenode.storage.tangles import tips_of
-from tanglenode.storage.timeline import Command, Placement, TimelineReader, TimelineTables
+from tanglenode.storage.timeline import (
+    Command,
+    Insert,
+    Placement,
+    TimelineReader,
+    TimelineTables,
+)
 from tanglenode.storage.timelines import SPACETIME, spacetime_links, tangle_timeline
 
 DEFAULT_MAP_SIZE = 64 * 2**30  # address space, not disk: the file grows as data does
@@ -641,6 +647,62 @@ class FeedStore:
     def check(self) -> CheckReport:
         """Re-verify every stored message and every index (slow: reads everything)."""
         return check_store(self._env, self._tables)
+
+    # -- pages: what one IPC reply or stream event shows, each read in one transaction --------
+
+    def timeline_log(
+        self, timeline: bytes, since: int, limit: int = 10_000
+    ) -> tuple[int, list[Command]]:
+        """The head version and up to `limit` commands after version `since`, oldest first."""
+        with self._env.begin() as txn:
+            reader = TimelineReader(txn, self._timeline_tables)
+            if not self._known(reader, timeline):
+                return 0, []
+            return reader.version(timeline), reader.commands_since(timeline, since, limit)
+
+    def timeline_updates(
+        self, timeline: bytes, since: int, limit: int = 1000, max_bytes: int | None = None
+    ) -> tuple[int, list[tuple[Command, Message | None]]]:
+        """The head version and up to `limit` commands after `since`, each insert with its
+        message (None if no longer held); a timeline not created yet has none: (0, []).
+
+        The page stops early once the inserted messages' signed bytes reach `max_bytes`.
+        """
+        with self._env.begin() as txn:
+            reader = TimelineReader(txn, self._timeline_tables)
+            if not reader.exists(timeline):
+                return 0, []
+            head = reader.version(timeline)
+            updates: list[tuple[Command, Message | None]] = []
+            size = 0
+            for command in reader.commands_since(timeline, since, limit):
+                message = None
+                if isinstance(command, Insert):
+                    message = self._get(txn, command.id)
+                    size += len(message.raw) if message else 0
+                updates.append((command, message))
+                if max_bytes is not None and size >= max_bytes:
+                    break
+        return head, updates
+
+    def processed_page(
+        self, start: int = 0, limit: int = 1000, max_bytes: int | None = None
+    ) -> list[tuple[int, Message | None]]:
+        """(index, message) of the processed order from `start` on (None: no longer held).
+
+        The page stops early once the messages' signed bytes reach `max_bytes`.
+        """
+        page: list[tuple[int, Message | None]] = []
+        size = 0
+        with self._env.begin() as txn:
+            for index, feed, seq in read_processed(txn, self._processor_tables, start, limit):
+                raw = txn.get(feed_key(feed, seq), db=self._tables.messages)
+                message = None if raw is None else parse_stored(raw)
+                page.append((index, message))
+                size += len(message.raw) if message else 0
+                if max_bytes is not None and size >= max_bytes:
+                    break
+        return page
 
     def statistics(self) -> dict[str, int]:
         with self._env.begin() as txn:

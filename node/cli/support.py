@@ -23,6 +23,7 @@ from tanglenode.node.client import NodeError, NodeNotRunning, connect
 from tanglenode.protocol.canonical import NonFiniteFloat, TooDeep, canonical_value
 from tanglenode.protocol.errors import LocalProtocolError, Reason, TanglenodeError
 from tanglenode.protocol.identity import feed_text, message_text, parse_message_id
+from tanglenode.protocol.ipc import ErrorKind
 from tanglenode.protocol.limits import MAX_SEQ, MAX_TANGLE_NAME_BYTES
 from tanglenode.storage.datalock import DataDirLock
 from tanglenode.storage.errors import StoreNotFound
@@ -105,7 +106,13 @@ async def node_running(obj: Context) -> bool:
 
 # IPC error kinds (docs/IPC.md) that mean the user's input was refused: exit 3.
 BAD_INPUT_KINDS = frozenset(
-    {"bad-request", "invalid-message", "unknown-tangle", "group", "own-feed-behind"}
+    {
+        ErrorKind.BAD_REQUEST,
+        ErrorKind.INVALID_MESSAGE,
+        ErrorKind.UNKNOWN_TANGLE,
+        ErrorKind.GROUP,
+        ErrorKind.OWN_FEED_BEHIND,
+    }
 )
 
 
@@ -114,7 +121,7 @@ async def call_node(obj: Context, op: str, arguments: dict[str, Any]) -> Any:
         try:
             return await client.request(op, **arguments)
         except NodeError as error:
-            if error.kind == "not-found":
+            if error.kind == ErrorKind.NOT_FOUND:
                 raise NotFound(str(error)) from None
             if error.kind in BAD_INPUT_KINDS:
                 raise BadInput(str(error)) from None

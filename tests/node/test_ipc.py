@@ -6,11 +6,14 @@ from contextlib import aclosing
 import pytest
 import trio
 
+from tanglenode.node import client as client_errors
 from tanglenode.node.client import NodeError, connect
 from tanglenode.node.ipc import IpcServer
 from tanglenode.node.network import Network
 from tanglenode.node.peers import PeerRegistry
 from tanglenode.node.service import StoreService
+from tanglenode.protocol import ipc
+from tanglenode.protocol.ipc import ErrorKind
 from tanglenode.storage.store import FeedStore
 from tanglenode.storage.timeline import Insert, Move, apply_commands
 from tests.factories import keypair
@@ -124,3 +127,53 @@ async def test_a_slow_subscriber_is_told_it_lagged_and_resumes_without_loss(node
         Insert(c["ins"], c["message"]["id"]) if "ins" in c else Move(*c["mov"]) for c in received
     ]
     assert apply_commands([], first + rest) == order
+
+
+def test_the_dispatch_table_serves_every_op_of_the_protocol_and_nothing_else():
+    server = IpcServer(None, None, None, ME)  # the table needs nothing running
+    assert server._replies.keys() | server._streams.keys() == ipc.OPS
+    assert server._streams.keys() == ipc.STREAMING
+    assert not server._replies.keys() & server._streams.keys()
+
+
+async def test_every_op_reads_through_typed_service_methods_only(node, monkeypatch):
+    async def untyped(*_args):
+        raise AssertionError("IPC used StoreService.read")
+
+    monkeypatch.setattr(StoreService, "read", untyped)
+    path = await node()
+    async with await connect(path) as client:
+        root = (await client.publish("root", {"chat": None}))["id"]
+        reply = (await client.publish("reply", {"chat": root}))["id"]
+        which = {"tangle": "chat", "root": root}
+        assert (await client.get(reply))["content"] == "reply"
+        assert len((await client.timeline(**which))["entries"]) == 2
+        assert (await client.request("commands", **which))["version"] == 2
+        assert (await client.request("placement", message=reply, **which))["position"] == 1
+        assert (await client.status())["final"] >= 0
+        group = (await client.request("group-create", name="g"))["group"]
+        await client.request("group-post", group=group, content="secret")
+        assert (await client.request("group-show", group=group))["members"] == [ME.public]
+        rows = (await client.request("group-timeline", group=group))["entries"]
+        assert [row["content"] for row in rows][-1] == "secret"
+    async with await connect(path) as client:
+        events = client.subscribe(since=0, spacetime=True)
+        async with aclosing(events):
+            assert (await events.__anext__())["started"] == {"version": 0, "snapshot": False}
+            event = await events.__anext__()
+            assert event["commands"][0]["v"] == 1 and "final" in event
+    async with await connect(path) as client, aclosing(client.watch_processed(0)) as events:
+        await events.__anext__()
+        page = (await events.__anext__())["processed"]
+        assert [entry["index"] for entry in page][:2] == [0, 1]
+
+
+async def test_the_client_raises_error_kinds_and_keeps_a_kind_it_does_not_know_as_text(node):
+    path = await node()
+    async with await connect(path) as client:
+        with pytest.raises(NodeError) as refused:
+            await client.get(bytes(32))
+    assert refused.value.kind is ErrorKind.NOT_FOUND
+    newer = client_errors._error({"id": 1, "error": {"kind": "from-the-future", "message": "m"}})
+    assert newer.kind == "from-the-future" and not isinstance(newer.kind, ErrorKind)
+    assert client_errors._error({"id": 1, "error": "?"}).kind is ErrorKind.PROTOCOL
