@@ -182,10 +182,3 @@ class StoreService:
         """Every kept proof (`FeedStore.evidence`)."""
         return await self._read(self.store.evidence)
 
-    async def read(self, function, *args):
-        """Run a read-only store call in a worker thread.
-
-        Untyped, and kept only for `node/ipc.py` until the IPC split gives it
-        typed calls; new code adds a typed method above instead.
-        """
-        return await self._read(function, *args)
