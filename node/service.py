@@ -181,4 +181,3 @@ class StoreService:
     async def evidence(self) -> list[Evidence]:
         """Every kept proof (`FeedStore.evidence`)."""
         return await self._read(self.store.evidence)
-

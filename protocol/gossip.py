@@ -41,9 +41,9 @@ from typing import Any
 
 from tanglenode.protocol.errors import LocalProtocolError, RemoteProtocolError
 from tanglenode.protocol.framing import DEFAULT_MAX_FRAME, FrameDecoder, encode_frame
+from tanglenode.protocol.identity import FEED_BYTES
 
 VERSION = 2
-FEED_BYTES = 32
 TAG_BYTES = 8
 DEFAULT_MAX_FEEDS = 20_000
 CLOCK_CHUNK = 8_192  # feeds per HELLO or CLOCK frame we send (well under the frame cap)

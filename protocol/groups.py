@@ -45,11 +45,10 @@ from nacl.secret import SecretBox
 from nacl.utils import random as random_bytes
 
 from tanglenode.protocol.errors import RemoteProtocolError
-from tanglenode.protocol.identity import Keypair
+from tanglenode.protocol.identity import FEED_BYTES, Keypair
 
 GROUP_VERSION = 1
-KEY_BYTES = 32
-FEED_BYTES = 32
+EPOCH_KEY_BYTES = 32  # a SecretBox key
 
 
 class Kind(enum.StrEnum):
@@ -64,7 +63,7 @@ class GroupFormatError(RemoteProtocolError):
 
 
 def new_epoch_key() -> bytes:
-    return random_bytes(KEY_BYTES)
+    return random_bytes(EPOCH_KEY_BYTES)
 
 
 def curve_public(feed: bytes) -> bytes:
@@ -85,7 +84,7 @@ def open_seals(seals: list[bytes], keypair: Keypair) -> bytes | None:
             key = opener.decrypt(seal)
         except CryptoError:
             continue
-        if len(key) == KEY_BYTES:
+        if len(key) == EPOCH_KEY_BYTES:
             return key
     return None
 

@@ -17,6 +17,7 @@ from nacl.signing import SigningKey
 from tanglenode.protocol.errors import BadIdentifier, LocalProtocolError
 
 KEY_BYTES = 32
+FEED_BYTES = 32  # a feed id is its author's Ed25519 public key
 ID_BYTES = 32
 SIGNATURE_BYTES = 64
 FEED_SIGIL = "@"
