@@ -31,21 +31,19 @@ import os
 import random
 import signal
 from collections.abc import Callable
-from contextlib import aclosing, asynccontextmanager, suppress
+from contextlib import aclosing, suppress
 
 import pytest
 import trio
 
 from tanglenode.node.client import NodeError, NodeNotRunning
 from tanglenode.node.localnet import TANGLED, Node
-from tanglenode.node.transport import client_handshake
 from tanglenode.protocol.evidence import check_proof
-from tanglenode.protocol.gossip import GossipConnection, PeerHello
 from tanglenode.protocol.identity import Keypair, feed_text, message_text
 from tanglenode.protocol.message import Message, TangleLink
 from tests.factories import Feed, keypair
 from tests.integration.test_cluster import _network_key_hex
-from tests.node.test_hostile_peers import push
+from tests.node.test_hostile_peers import gossip_to, push
 
 WAIT = 30  # seconds any one step may take
 CONVERGE = 90  # seconds the nodes may take to agree after the final heal
@@ -119,25 +117,10 @@ class Fabric:
         return f"127.0.0.1:{port}"
 
 
-@asynccontextmanager
-async def hostile(target: Node, me: Keypair):
+def hostile(target: Node, me: Keypair):
     """A handshaken gossip connection to a real node, HELLO exchanged."""
-    host, port = target.listen.rsplit(":", 1)
     network = bytes.fromhex(_network_key_hex(target))
-    with trio.fail_after(WAIT):
-        stream = await trio.open_tcp_stream(host, int(port))
-        secure = await client_handshake(stream, network, me, target.key)
-        gossip = GossipConnection(window=64)
-        await secure.send_all(gossip.hello({}))
-        while not any(
-            isinstance(e, PeerHello) for e in gossip.receive_data(await secure.receive_some())
-        ):
-            pass
-    try:
-        yield secure, gossip
-    finally:
-        with trio.CancelScope(shield=True):
-            await secure.aclose()
+    return gossip_to(target.listen, network, target.key, me)
 
 
 async def status(node: Node) -> dict:

@@ -80,14 +80,16 @@ def link(nursery, dialer: Honest, target: Honest) -> None:
 
 
 @asynccontextmanager
-async def attacker(target: Honest, me: Keypair | None = None, clock=None, window: int = 64):
-    """A handshaken gossip connection to `target`, HELLO exchanged."""
-    me = me or Keypair.generate()
-    stream = await trio.open_tcp_stream("127.0.0.1", target.port)
-    secure = await client_handshake(stream, NETWORK_KEY, me, target.keypair.public)
-    gossip = GossipConnection(window=window)
-    await secure.send_all(gossip.hello(clock or {}))
+async def gossip_to(
+    address: str, network_key: bytes, target: bytes, me: Keypair, clock=None, window: int = 64
+):
+    """A handshaken gossip connection to the node at `address` (key `target`), HELLO exchanged."""
+    host, port = address.rsplit(":", 1)
     with trio.fail_after(WAIT):
+        stream = await trio.open_tcp_stream(host, int(port))
+        secure = await client_handshake(stream, network_key, me, target)
+        gossip = GossipConnection(window=window)
+        await secure.send_all(gossip.hello(clock or {}))
         while not any(isinstance(e, PeerHello) for e in await receive(secure, gossip)):
             pass
     try:
@@ -95,6 +97,12 @@ async def attacker(target: Honest, me: Keypair | None = None, clock=None, window
     finally:
         with trio.CancelScope(shield=True):
             await secure.aclose()
+
+
+def attacker(target: Honest, me: Keypair | None = None, clock=None, window: int = 64):
+    """`gossip_to` an in-process honest node."""
+    me = me or Keypair.generate()
+    return gossip_to(target.address, NETWORK_KEY, target.keypair.public, me, clock, window)
 
 
 async def receive(secure: SecureStream, gossip: GossipConnection) -> list:
