@@ -1,0 +1,177 @@
+"""Timeline queries of the feed store: orders, versions, placements, command logs, finality.
+
+`FeedStore` mixes these in; each public method is one read transaction, as
+every store call is. They read `_env`, `_tables`, `_timeline_tables` and
+`_get` (a message by id within a transaction), which `FeedStore` provides.
+Finality is explained in docs/TIMELINES.md ("Finality").
+"""
+
+from __future__ import annotations
+
+from tanglenode.protocol.message import Message
+from tanglenode.storage.invalidation import invalid_from
+from tanglenode.storage.layout import feed_key, parse_stored, split_feed_key, split_head_value
+from tanglenode.storage.timeline import Command, Insert, Placement, TimelineReader
+from tanglenode.storage.timelines import SPACETIME, spacetime_links, tangle_timeline
+
+
+class TimelineReads:
+    """The timeline half of `FeedStore`'s reads."""
+
+    @staticmethod
+    def timeline_name(root: bytes | None, name: str | None = None) -> bytes:
+        """The spacetime (no root) or the timeline of tangle (name, root)."""
+        if root is None:
+            return SPACETIME
+        return tangle_timeline(root, name or "")
+
+    def timeline(
+        self, timeline: bytes, start: int = 0, stop: int | None = None
+    ) -> list[tuple[int, bytes]]:
+        """(rank, message id) at positions start..stop-1; [] for an empty spacetime."""
+        return self.timeline_at(timeline, start, stop)[1]
+
+    def timeline_at(
+        self, timeline: bytes, start: int = 0, stop: int | None = None
+    ) -> tuple[int, list[tuple[int, bytes]]]:
+        """The version and the entries start..stop-1 of one consistent moment."""
+        with self._env.begin() as txn:
+            reader = TimelineReader(txn, self._timeline_tables)
+            if not self._known(reader, timeline):
+                return 0, []
+            return reader.version(timeline), reader.entries(timeline, start, stop)
+
+    def timeline_version(self, timeline: bytes) -> int:
+        """How many commands the timeline's log holds."""
+        with self._env.begin() as txn:
+            reader = TimelineReader(txn, self._timeline_tables)
+            return reader.version(timeline) if self._known(reader, timeline) else 0
+
+    def timeline_placement(self, timeline: bytes, msg_id: bytes) -> Placement | None:
+        """Position and rank of a message in a timeline, None if it is not a member."""
+        with self._env.begin() as txn:
+            ref: bytes | None = msg_id
+            if timeline == SPACETIME:
+                ref = txn.get(msg_id, db=self._tables.message_ids)
+            reader = TimelineReader(txn, self._timeline_tables)
+            if ref is None or not reader.exists(timeline):
+                return None
+            return reader.placement(timeline, bytes(ref))
+
+    def timeline_commands(self, timeline: bytes, since: int, limit: int = 10_000) -> list[Command]:
+        """The commands after version `since`, oldest first."""
+        with self._env.begin() as txn:
+            reader = TimelineReader(txn, self._timeline_tables)
+            if not self._known(reader, timeline):
+                return []
+            return reader.commands_since(timeline, since, limit)
+
+    @staticmethod
+    def _known(reader: TimelineReader, timeline: bytes) -> bool:
+        """False only for the spacetime of an empty store; an unknown tangle raises later."""
+        return timeline != SPACETIME or reader.exists(SPACETIME)
+
+    def spacetime_final(self) -> int:
+        """The finality watermark: how many leading spacetime positions are final.
+
+        No future message of a known, unforked feed can change the entries
+        before it (docs/TIMELINES.md, "Finality"). A future message of feed f
+        follows f's head, so it ranks above that head.
+        """
+
+        def heads_bound(txn, reader: TimelineReader) -> int | None:
+            ranks = self._head_ranks(txn, reader)
+            return min(ranks) + 1 if ranks else None
+
+        return self._timeline_final(SPACETIME, heads_bound, self._may_be_raised)
+
+    def _may_be_raised(self, txn, reader: TimelineReader, ref: bytes) -> bool:
+        """Whether a spacetime member's missing links may still arrive: not if each names
+        an invalid feed at or past its boundary (those messages are refused for good)."""
+        author, seq = split_feed_key(ref)
+        message = parse_stored(txn.get(ref, db=self._tables.messages))
+        before = txn.get(feed_key(author, seq - 1), db=self._tables.messages) if seq > 1 else None
+        links = spacetime_links(message, parse_stored(before).timeframe if before else {})
+        for link in links:
+            if reader.member_rank(SPACETIME, link) is not None:
+                continue
+            feed, link_seq = split_feed_key(link)
+            boundary = invalid_from(txn, self._tables, feed)
+            if boundary is None or link_seq < boundary:
+                return True
+        return False
+
+    def _head_ranks(self, txn, reader: TimelineReader) -> list[int]:
+        """Spacetime ranks of the heads of every feed without fork evidence."""
+        ranks = []
+        for author, value in txn.cursor(db=self._tables.heads):
+            if invalid_from(txn, self._tables, bytes(author)) is not None:
+                continue  # its next messages will be refused
+            seq, _head_id = split_head_value(value)
+            rank = reader.member_rank(SPACETIME, feed_key(bytes(author), seq))
+            if rank is not None:
+                ranks.append(rank)
+        return ranks
+
+    def _timeline_final(self, timeline: bytes, writers_bound, may_be_raised=None) -> int:
+        """How many leading positions of `timeline` nothing to come can change.
+
+        `writers_bound(txn, reader)` gives the least rank any future message
+        of the writers that count can take (None: none can come). A member
+        still waiting for a missing message may be raised, so the least rank
+        of such a member bounds too; the entries ranked below both are final.
+        `may_be_raised(txn, reader, ref)`, if given, leaves out the waiting
+        members whose missing messages can never come.
+        """
+        with self._env.begin() as txn:
+            reader = TimelineReader(txn, self._timeline_tables)
+            if not reader.exists(timeline):
+                return 0
+            bounds = [
+                rank
+                for ref, rank in reader.pending_members(timeline)
+                if may_be_raised is None or may_be_raised(txn, reader, ref)
+            ]
+            writers = writers_bound(txn, reader)
+            if writers is not None:
+                bounds.append(writers)
+            if not bounds:
+                return reader.rank_boundary(timeline, 0xFFFF_FFFF)  # every entry
+            return reader.rank_boundary(timeline, min(bounds))
+
+    # -- pages: one IPC reply or stream event each ------------------------------------------
+
+    def timeline_log(
+        self, timeline: bytes, since: int, limit: int = 10_000
+    ) -> tuple[int, list[Command]]:
+        """The head version and up to `limit` commands after version `since`, oldest first."""
+        with self._env.begin() as txn:
+            reader = TimelineReader(txn, self._timeline_tables)
+            if not self._known(reader, timeline):
+                return 0, []
+            return reader.version(timeline), reader.commands_since(timeline, since, limit)
+
+    def timeline_updates(
+        self, timeline: bytes, since: int, limit: int = 1000, max_bytes: int | None = None
+    ) -> tuple[int, list[tuple[Command, Message | None]]]:
+        """The head version and up to `limit` commands after `since`, each insert with its
+        message (None if no longer held); a timeline not created yet has none: (0, []).
+
+        The page stops early once the inserted messages' signed bytes reach `max_bytes`.
+        """
+        with self._env.begin() as txn:
+            reader = TimelineReader(txn, self._timeline_tables)
+            if not reader.exists(timeline):
+                return 0, []
+            head = reader.version(timeline)
+            updates: list[tuple[Command, Message | None]] = []
+            size = 0
+            for command in reader.commands_since(timeline, since, limit):
+                message = None
+                if isinstance(command, Insert):
+                    message = self._get(txn, command.id)
+                    size += len(message.raw) if message else 0
+                updates.append((command, message))
+                if max_bytes is not None and size >= max_bytes:
+                    break
+        return head, updates
