@@ -28,6 +28,7 @@ unwritable for `send_seconds` is closed outright.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -42,6 +43,7 @@ from tanglenode.node.network import Network
 from tanglenode.node.peers import PeerRegistry
 from tanglenode.node.service import StoreService
 from tanglenode.protocol.address import BadAddress
+from tanglenode.protocol.document import DocumentError
 from tanglenode.protocol.errors import BadIdentifier, InvalidMessage, TanglenodeError
 from tanglenode.protocol.framing import MAX_IPC_FRAME as MAX_FRAME
 from tanglenode.protocol.framing import FrameDecoder, FrameError, encode_frame
@@ -50,10 +52,19 @@ from tanglenode.protocol.ipc import (
     BEHIND_SHOWN,
     PAGE,
     PAGE_BYTES,
+    SET_ASIDE_SHOWN,
     STATUS_LIST,
     ClockRequest,
     CommandsRequest,
     ConnectRequest,
+    DocBlameRequest,
+    DocCreateRequest,
+    DocDiffRequest,
+    DocEditRequest,
+    DocListRequest,
+    DocLogRequest,
+    DocShowRequest,
+    DocWatchRequest,
     ErrorKind,
     GetRequest,
     GroupAddRequest,
@@ -71,31 +82,40 @@ from tanglenode.protocol.ipc import (
     TimelineRef,
     TimelineRequest,
     WatchProcessedRequest,
+    blame_body,
     bounded_content,
     delete_command,
+    document_body,
+    dye_body,
     insert_command,
     message_body,
     move_command,
     parse_request,
     processed_entry,
     request_header,
+    set_aside_body,
     short,
+    snapshot_events,
+    splice_entry,
+    version_body,
 )
 from tanglenode.protocol.ipc import error_reply as encode_error
 from tanglenode.protocol.message import Message, UnpublishableMessage
 from tanglenode.storage import groups
 from tanglenode.storage.errors import (
+    BadSplice,
     NoIdentity,
     OwnFeedBehind,
     OwnFeedForked,
     StoreFull,
+    UnknownDocument,
     UnknownTangle,
     UnknownTimeline,
 )
 from tanglenode.storage.store import FeedStore
 from tanglenode.storage.timeline import Command, Delete, Insert
 
-__all__ = ["ERROR_KINDS", "MAX_FRAME", "IpcServer", "error_kind", "error_reply"]
+__all__ = ["DOC_REPLIES", "ERROR_KINDS", "MAX_FRAME", "IpcServer", "error_kind", "error_reply"]
 
 log = structlog.get_logger("ipc")
 
@@ -108,6 +128,9 @@ ERROR_KINDS: tuple[tuple[type[BaseException], ErrorKind], ...] = (
     (UnpublishableMessage, ErrorKind.INVALID_MESSAGE),
     (UnknownTangle, ErrorKind.UNKNOWN_TANGLE),
     (UnknownTimeline, ErrorKind.NOT_FOUND),
+    (UnknownDocument, ErrorKind.NOT_FOUND),
+    (BadSplice, ErrorKind.BAD_REQUEST),
+    (DocumentError, ErrorKind.BAD_REQUEST),
     (groups.GroupError, ErrorKind.GROUP),
     (OwnFeedForked, ErrorKind.OWN_FEED_FORKED),
     (OwnFeedBehind, ErrorKind.OWN_FEED_BEHIND),
@@ -146,6 +169,81 @@ def _command_wire(
     return move_command(command.src, command.dst, version)
 
 
+# -- documents: each op a function of the service, so `tangled doc` runs the same ones
+# on a store of its own while the node is stopped (node/cli/docs.py).
+
+
+async def _doc_create(service: StoreService, request: DocCreateRequest) -> dict[str, Any]:
+    message = await service.create_document(request.title)
+    return {"doc": message.id}
+
+
+async def _doc_edit(service: StoreService, request: DocEditRequest) -> dict[str, Any]:
+    """Publish the splices; the messages (none when nothing changed), each with its version."""
+    messages, numbers = await service.edit_document(request.doc, request.splices)
+    return {"messages": [{"msg": m.id, "version": numbers.get(m.id)} for m in messages]}
+
+
+async def _doc_list(service: StoreService, request: DocListRequest) -> dict[str, Any]:
+    """A page of the documents the store holds."""
+    documents = await service.documents()
+    page = documents[request.start : request.start + request.limit]
+    following = request.start + len(page)
+    return {
+        "documents": [document_body(info) for info in page],
+        "total": len(documents),
+        "next": following if following < len(documents) else None,
+    }
+
+
+async def _doc_show(service: StoreService, request: DocShowRequest) -> dict[str, Any]:
+    """The text at the frontier with its version, or at `at` (version nil)."""
+    if request.at is None:
+        version, text = await service.document_snapshot(request.doc)
+        return {"version": version, "text": text}
+    return {"version": None, "text": await service.document_revision(request.doc, request.at)}
+
+
+async def _doc_log(service: StoreService, request: DocLogRequest) -> dict[str, Any]:
+    """Versions from `since`, and the messages the document set aside (at most
+    `SET_ASIDE_SHOWN`; `set_aside_total` counts them all)."""
+    versions = await service.document_versions(request.doc, request.since, request.limit)
+    aside = await service.document_set_aside(request.doc)
+    return {
+        "versions": [version_body(version) for version in versions],
+        "set_aside": [set_aside_body(*entry) for entry in aside[:SET_ASIDE_SHOWN]],
+        "set_aside_total": len(aside),
+    }
+
+
+async def _doc_diff(service: StoreService, request: DocDiffRequest) -> dict[str, Any]:
+    spans = await service.document_dye(request.doc, request.old, request.new)
+    return {"spans": [dye_body(span) for span in spans]}
+
+
+async def _doc_blame(service: StoreService, request: DocBlameRequest) -> dict[str, Any]:
+    spans = await service.document_blame(request.doc, request.at)
+    return {"spans": [blame_body(span) for span in spans]}
+
+
+# The document ops with one reply, by name: `IpcServer` serves them, and so does the CLI.
+DOC_REPLIES: dict[str, Callable[[StoreService, Any], Awaitable[dict[str, Any]]]] = {
+    "doc-create": _doc_create,
+    "doc-edit": _doc_edit,
+    "doc-list": _doc_list,
+    "doc-show": _doc_show,
+    "doc-log": _doc_log,
+    "doc-diff": _doc_diff,
+    "doc-blame": _doc_blame,
+}
+WATCH_ENTRIES = 64  # splice entries read per doc-watch page (cut further at `PAGE_BYTES`)
+
+
+def _entry_size(entry: Any) -> int:
+    """A bound on a splice entry's bytes on the wire: 4 per code point, 16 per splice."""
+    return 64 + sum(16 + (4 * len(s[2]) if s[0] == "ins" else 0) for s in entry.splices)
+
+
 Reply = Callable[[Any], Awaitable[dict[str, Any]]]
 Stream = Callable[[Any, Any, Any], Awaitable[None]]
 
@@ -182,10 +280,12 @@ class IpcServer:
             "group-post": self._group_post,
             "group-show": self._group_show,
             "group-timeline": self._group_timeline,
+            **{op: functools.partial(reply, self.service) for op, reply in DOC_REPLIES.items()},
         }
         self._streams = {
             "subscribe": self._subscribe,
             "watch-processed": self._watch_processed,
+            "doc-watch": self._doc_watch,
         }
 
     async def serve(self, path: Path, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
@@ -459,7 +559,7 @@ class IpcServer:
 
         spacetime = request.timeline.root is None
 
-        async def next_page(version: int) -> tuple[dict[str, Any], int] | None:
+        async def next_page(version: int) -> tuple[list[dict[str, Any]], int] | None:
             _head, updates = await self.service.timeline_updates(name, version, PAGE, PAGE_BYTES)
             if not updates:
                 return None
@@ -470,7 +570,7 @@ class IpcServer:
             event: dict[str, Any] = {"commands": commands}
             if spacetime:
                 event["final"] = await self.service.final()
-            return event, commands[-1]["v"]
+            return [event], commands[-1]["v"]
 
         await self._follow(stream, number, since, next_page)
 
@@ -478,21 +578,64 @@ class IpcServer:
         """Stream the processed order from index `start`: each message with its index."""
         await self._send(stream, {"id": number, "ok": {"start": request.start}})
 
-        async def next_page(index: int) -> tuple[dict[str, Any], int] | None:
+        async def next_page(index: int) -> tuple[list[dict[str, Any]], int] | None:
             page = await self.service.processed_page(index, PAGE, PAGE_BYTES)
             if not page:
                 return None
             entries = [processed_entry(position, message) for position, message in page]
-            return {"processed": entries}, page[-1][0] + 1
+            return [{"processed": entries}], page[-1][0] + 1
 
         await self._follow(stream, number, request.start, next_page)
+
+    async def _doc_watch(self, stream, number, request: DocWatchRequest) -> None:
+        """Stream a document's text as splices from version `since` (or a snapshot), live.
+
+        With `since` a version whose every later splice the store still holds,
+        the reply is `{version: since, snapshot: false}`; otherwise a snapshot
+        of the text follows the reply. Then pages `{"entries": [{"version",
+        "msg", "splices"}, ...]}`; where the store says "reset" (an entry
+        without splices) a fresh snapshot replaces the text instead.
+        """
+        doc, since = request.doc, request.since
+        if since is not None:
+            head, entries = await self.service.document_splices(doc, since, 1)
+            if since > head or (entries and entries[0].version != since + 1):
+                since = None  # a version it never had, or splices it no longer holds
+        if since is not None:
+            await self._send(stream, {"id": number, "ok": {"version": since, "snapshot": False}})
+        else:
+            since, text = await self.service.document_snapshot(doc)
+            await self._send(stream, {"id": number, "ok": {"version": since, "snapshot": True}})
+            for event in snapshot_events(since, text):
+                await self._send(stream, {"id": number, "event": event})
+            del text
+
+        async def next_page(version: int) -> tuple[list[dict[str, Any]], int] | None:
+            _head, entries = await self.service.document_splices(doc, version, WATCH_ENTRIES)
+            if not entries:
+                return None
+            if entries[0].splices is None:  # a reset: the text anew, from a snapshot
+                reached, text = await self.service.document_snapshot(doc)
+                return snapshot_events(reached, text), max(reached, entries[0].version)
+            page, size = [], 0
+            for entry in entries:
+                if entry.splices is None or (page and size + _entry_size(entry) > PAGE_BYTES):
+                    break
+                page.append(splice_entry(entry))
+                size += _entry_size(entry)
+            return [{"entries": page}], page[-1]["version"]
+
+        await self._follow(stream, number, since, next_page)
 
     async def _follow(self, stream, number, position: int, next_page) -> None:
         """Send pages from `position` on, live, through a queue of `queue_frames` frames.
 
-        A page that finds the queue full means the client stopped keeping up:
-        it gets, after what is queued, `{"lagged": position}` with the
-        position it has reached, and the connection closes.
+        `next_page(position)` gives the events of the next page and the
+        position they reach, or None while there is nothing new. A page
+        that finds the queue full means the client stopped keeping up: it
+        gets, after what is queued, `{"lagged": position}` with the position
+        it has reached, and the connection closes. A refusal met on the way
+        (the document is gone) ends the stream with an error frame.
         """
         sender, receiver = trio.open_memory_channel(self.queue_frames)
         async with trio.open_nursery() as nursery:
@@ -506,13 +649,18 @@ class IpcServer:
         async with sender:
             while True:
                 seen = self.service.version
-                produced = await next_page(position)
+                try:
+                    produced = await next_page(position)
+                except TanglenodeError as error:
+                    await sender.send(error_reply(number, error))
+                    return
                 if produced is None:
                     await self.service.wait_changed(seen)
                     continue
-                event, reached = produced
+                events, reached = produced
                 try:
-                    sender.send_nowait({"id": number, "event": event})
+                    for event in events:
+                        sender.send_nowait({"id": number, "event": event})
                 except trio.WouldBlock:
                     await sender.send({"id": number, "event": {"lagged": position}})
                     return
