@@ -46,11 +46,11 @@ def _edit_table(length: int, splices: Sequence[Splice]) -> list[tuple[int, int] 
     if len(splices) > MAX_SPLICES:
         raise BadSplice(f"at most {MAX_SPLICES} splices at once")
     table: list[tuple[int, int] | str] = [(0, length)] if length else []
+    total = length
     for number, splice in enumerate(splices):
         if not (isinstance(splice, (tuple, list)) and len(splice) == 3):
             raise BadSplice(f"splice {number}: expected (kind, position, value)")
         kind, position, value = splice
-        total = sum(len(s) if type(s) is str else s[1] - s[0] for s in table)
         if type(position) is not int or not 0 <= position <= total:
             raise BadSplice(f"splice {number}: position {position!r} outside 0..{total}")
         at, table = _cut(table, position)
@@ -58,6 +58,7 @@ def _edit_table(length: int, splices: Sequence[Splice]) -> list[tuple[int, int] 
             if type(value) is not str or not value:
                 raise BadSplice(f"splice {number}: ins needs non-empty text")
             table.insert(at, value)
+            total += len(value)
         elif kind == "del":
             if type(value) is not int or not 0 < value <= total - position:
                 raise BadSplice(
@@ -65,6 +66,7 @@ def _edit_table(length: int, splices: Sequence[Splice]) -> list[tuple[int, int] 
                 )
             end, table = _cut(table, position + value)
             del table[at:end]
+            total -= value
         else:
             raise BadSplice(f"splice {number}: kind {kind!r} is neither 'ins' nor 'del'")
     return table
