@@ -76,3 +76,11 @@ class DataDirInUse(StorageError):
 
 class OwnFeedBehind(StorageError):
     """The store holds less of our own feed than we published: publishing would fork it."""
+
+
+class UnknownDocument(StorageError):
+    """No document with that id is held (or its doc/init was set aside)."""
+
+
+class BadSplice(StorageError):
+    """A text splice that does not fit the document's text: position or length out of range."""

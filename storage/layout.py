@@ -13,6 +13,7 @@
     meta           name -> value                       schema version
     tl-*           the timelines (storage.timeline, storage.timelines)
     proc-*         the causal processor's order and frontier (storage.processor)
+    doc-*          documents: weaves, backspaces, splice logs (storage.documents)
 
 Bodies are keyed by position, not by id: ids are hashes, so a batch keyed by
 id would dirty one B-tree leaf per message, while each feed's new messages
@@ -35,7 +36,7 @@ import lmdb
 from tanglenode.protocol.limits import UNLIMITED
 from tanglenode.protocol.message import Message, decode_message
 
-SCHEMA_VERSION = b"7"
+SCHEMA_VERSION = b"8"
 EMPTY = b""  # the value of rows whose key says everything
 U64 = struct.Struct(">Q")  # seqs, indexes and counters, big-endian so keys sort by value
 U32 = struct.Struct(">I")
@@ -101,4 +102,4 @@ class Tables:
             )
 
 
-MAX_NAMED_DATABASES = 32
+MAX_NAMED_DATABASES = 48

@@ -146,6 +146,7 @@ class Processor:
         self._processed: dict[bytes, int] = {}
         self._timeframes: dict[tuple[bytes, int], list[tuple[bytes, int]]] = {}
         self._checked: dict[tuple[bytes, int], int] = {}
+        self.order: list[tuple[bytes, int]] = []  # (feed, seq) processed here, in order
 
     def _seq(self, feed: bytes) -> int:
         seq = self._processed.get(feed)
@@ -169,6 +170,7 @@ class Processor:
             self._txn.put(feed_key(feed, seq), U64.pack(index), db=self._tables.position)
             self._txn.put(feed, U64.pack(seq), db=self._tables.frontier)
             self._processed[feed] = seq
+            self.order.append((feed, seq))
             index += 1
             processed += 1
             self._wake(feed, seq)

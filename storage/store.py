@@ -27,6 +27,8 @@ from tanglenode.protocol.limits import DEFAULT_LIMITS, Limits
 from tanglenode.protocol.message import ROOT_LINK, Message, TangleLink, decode_message, sign_message
 from tanglenode.storage import replication
 from tanglenode.storage.check import CheckReport, check_store
+from tanglenode.storage.document_ops import DocumentOps
+from tanglenode.storage.documents import DocumentEngine, DocumentTables
 from tanglenode.storage.errors import (
     IncompatibleStore,
     NoIdentity,
@@ -120,7 +122,7 @@ class Evidence:
     messages: list[Message]
 
 
-class FeedStore(TimelineReads):
+class FeedStore(TimelineReads, DocumentOps):
     """Signed, append-only feeds in one LMDB environment (a directory)."""
 
     def __init__(
@@ -150,6 +152,7 @@ class FeedStore(TimelineReads):
             self._tables = Tables.open(self._env)
             self._timeline_tables = TimelineTables.open(self._env)
             self._processor_tables = ProcessorTables.open(self._env)
+            self._document_tables = DocumentTables.open(self._env)
             self._check_schema()
         except lmdb.Error as error:
             self._env.close()
@@ -235,51 +238,64 @@ class FeedStore(TimelineReads):
         lowest `max_previous` ids when there are more). The timestamp defaults
         to now, never earlier than our previous message's.
         """
+        with self._write() as txn:
+            message = self._publish_in(txn, content, tangles, timestamp)
+        self._wrote_own(message)
+        return message
+
+    def _publish_in(
+        self,
+        txn,
+        content: Any,
+        tangles: Mapping[str, bytes | None] | None,
+        timestamp: int | None = None,
+    ) -> Message:
+        """Sign and store our next message inside the open write transaction `txn`."""
         if self._keypair is None:
             raise NoIdentity("this store was opened without the node's keypair")
         me = self._keypair.public
-        with self._write() as txn:
-            writer = BatchWriter(txn, self._tables, self._timeline_tables)
-            if writer.invalid_from(me) is not None:
-                raise OwnFeedForked(
-                    "our own feed is proven invalid (a fork or a cycle): the secret key is in "
-                    "use elsewhere"
-                )
-            head_seq, head_id = writer.head(me)
-            refuse_if_behind(self.own_head_path, me, head_seq)
-            links: dict[str, TangleLink] = {}
-            for name, root in (tangles or {}).items():
-                if root is None:
-                    links[name] = ROOT_LINK
-                    continue
-                tips = tips_of(txn, self._tables, root, name)
-                if not tips:
-                    raise UnknownTangle(f"no tangle {name!r} rooted at {message_text(root)}")
-                links[name] = TangleLink(root, tuple(tips[: self._limits.max_previous]))
-            if timestamp is None:
-                timestamp = int(time.time() * 1000)
-                if head_id is not None:
-                    previous = parse_stored(
-                        txn.get(feed_key(me, head_seq), db=self._tables.messages)
-                    )
-                    timestamp = max(timestamp, previous.timestamp)
-            message = sign_message(
-                self._keypair,
-                seq=head_seq + 1,
-                prev=head_id,
-                timestamp=timestamp,
-                timeframe=self._timeframe(txn, me),
-                tangles=links,
-                content=content,
-                limits=self._limits,
+        writer = BatchWriter(txn, self._tables, self._timeline_tables)
+        if writer.invalid_from(me) is not None:
+            raise OwnFeedForked(
+                "our own feed is proven invalid (a fork or a cycle): the secret key is in "
+                "use elsewhere"
             )
-            result = writer.apply(message)
-            if result.outcome is not Outcome.ACCEPTED:
-                raise StorageError(f"our own message was not accepted: {result.reason}")
-            writer.finish()
-            self._process(txn, {me})
-        write_own_head(self.own_head_path, OwnHead(me, message.seq, message.id))
+        head_seq, head_id = writer.head(me)
+        refuse_if_behind(self.own_head_path, me, head_seq)
+        links: dict[str, TangleLink] = {}
+        for name, root in (tangles or {}).items():
+            if root is None:
+                links[name] = ROOT_LINK
+                continue
+            tips = tips_of(txn, self._tables, root, name)
+            if not tips:
+                raise UnknownTangle(f"no tangle {name!r} rooted at {message_text(root)}")
+            links[name] = TangleLink(root, tuple(tips[: self._limits.max_previous]))
+        if timestamp is None:
+            timestamp = int(time.time() * 1000)
+            if head_id is not None:
+                previous = parse_stored(txn.get(feed_key(me, head_seq), db=self._tables.messages))
+                timestamp = max(timestamp, previous.timestamp)
+        message = sign_message(
+            self._keypair,
+            seq=head_seq + 1,
+            prev=head_id,
+            timestamp=timestamp,
+            timeframe=self._timeframe(txn, me),
+            tangles=links,
+            content=content,
+            limits=self._limits,
+        )
+        result = writer.apply(message)
+        if result.outcome is not Outcome.ACCEPTED:
+            raise StorageError(f"our own message was not accepted: {result.reason}")
+        writer.finish()
+        self._process(txn, {me}, batch={(me, message.seq): message})
         return message
+
+    def _wrote_own(self, message: Message) -> None:
+        """Record our feed's new head beside the store (after the commit that holds it)."""
+        write_own_head(self.own_head_path, OwnHead(message.author, message.seq, message.id))
 
     def _timeframe(self, txn, me: bytes) -> dict[bytes, int]:
         """A new message's timeframe: the processed frontier, our own feed left out."""
@@ -303,6 +319,20 @@ class FeedStore(TimelineReads):
         for feed, boundary in sorted(invalidated.items()):
             processor.forget(feed, boundary)
         processor.advance(sorted(feeds - invalidated.keys()))
+        self._weave(txn, processor.order, batch or {})
+
+    def _weave(self, txn, order: list[tuple[bytes, int]], batch) -> None:
+        """Apply the document messages just processed, in processed order."""
+        if not order:
+            return
+        engine = DocumentEngine(txn, self._document_tables, self._tables.messages)
+        messages = self._tables.messages
+        for feed, seq in order:
+            message = batch.get((feed, seq))
+            if message is None:
+                message = parse_stored(txn.get(feed_key(feed, seq), db=messages))
+            engine.apply(message)
+        engine.finish()
 
     def add_evidence(self, raws: Iterable[bytes]) -> tuple[str, dict[bytes, int]]:
         """Check a proof sent by a peer and apply it: ("new", feeds cut back) or ("known", {}).

@@ -1,0 +1,287 @@
+"""Documents on the wire: the content of `doc/init` and `doc/edit` messages.
+
+Theory of operation
+-------------------
+A document (docs/DOCUMENTS.md) is the tangle named `doc` rooted at a
+`doc/init` message; its edits are `doc/edit` messages of that tangle. Its
+text is a causal tree of atoms (seed 004): an atom is one code point or a
+special (the root, a backspace), named by (message id, index), where index
+counts the atoms a message introduces from 0 in the order its ops list them.
+The init introduces one atom, the root, at index 0. The contents:
+
+    {"title": str, "type": "doc/init"}
+    {"ops": [op, ...], "refs": [bin 32, ...], "type": "doc/edit"}
+
+    ["ins", ref, index, text]     text typed after atom (ref, index): its first
+                                  code point is caused by that atom, each next
+                                  one by the one before; len(text) atoms
+    ["del", ref, index, count]    a backspace on each of atoms index ..
+                                  index + count - 1 of message ref; count atoms
+    ["undel", ref, index, count]  the same on backspace atoms: an undelete
+
+`ref` 0 names this message, k >= 1 names refs[k - 1]: each cited id is
+written once, refs ascend strictly and every one is used, so an edit has one
+encoding. A reference to this message may cite only atoms of earlier ops.
+
+This module checks what the content alone can show, in one pass over the ops
+without recursion: types (a bool is not an int), arities, names, bounds,
+refs, self-references. Each failure is a `DocumentError` with a `DocReason`.
+What needs the document - the cited message is in it and inside the edit's
+weft, the atom exists, it is of the kind the op needs - is checked by the
+engine (storage/documents.py), which names its failures with the last four
+reasons.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import msgpack
+
+from tanglenode.protocol.errors import RemoteProtocolError
+
+INIT, EDIT = "doc/init", "doc/edit"
+TANGLE = "doc"
+SELF = None  # AtomRef.msg for "this message"
+
+MAX_OPS = 4096
+MAX_ATOMS = 16384  # atoms one edit introduces
+MAX_INDEX = 2**32 - 1  # the highest atom index an op may cite
+MAX_TITLE_BYTES = 200
+ID_BYTES = 32
+
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")  # Unicode's Cc: C0, DEL and C1
+
+
+class DocReason(enum.StrEnum):
+    """Why a document message is set aside. The values are stable CLI/IPC strings."""
+
+    # The content alone (this module).
+    MALFORMED = "malformed"
+    BAD_TITLE = "bad-title"
+    BAD_REF = "bad-ref"
+    BAD_OP = "bad-op"
+    TOO_MANY = "too-many"
+    SELF_REF = "self-ref"
+    # Against the document (the engine sets these).
+    UNKNOWN_DOC = "unknown-doc"
+    OUTSIDE_WEFT = "outside-weft"
+    UNKNOWN_ATOM = "unknown-atom"
+    WRONG_KIND = "wrong-kind"
+
+
+class DocumentError(RemoteProtocolError):
+    """A document message breaks a rule; `reason` says which, `detail` says how."""
+
+    def __init__(self, reason: DocReason, detail: str) -> None:
+        super().__init__(f"{reason}: {detail}")
+        self.reason = reason
+        self.detail = detail
+
+
+class AtomRef(NamedTuple):
+    """An atom's id: its message (SELF for the message that cites it) and index."""
+
+    msg: bytes | None
+    index: int
+
+
+class Insert(NamedTuple):
+    cause: AtomRef
+    text: str
+
+
+class Delete(NamedTuple):
+    target: AtomRef
+    count: int
+
+
+class Undelete(NamedTuple):
+    target: AtomRef
+    count: int
+
+
+Op = Insert | Delete | Undelete
+
+_NAMES: dict[type, str] = {Insert: "ins", Delete: "del", Undelete: "undel"}
+_KINDS: dict[str, type] = {name: kind for kind, name in _NAMES.items()}
+_INIT_KEYS = frozenset(("title", "type"))
+_EDIT_KEYS = frozenset(("ops", "refs", "type"))
+
+
+@dataclass(frozen=True, slots=True)
+class DocInit:
+    title: str
+
+
+@dataclass(frozen=True, slots=True)
+class DocEdit:
+    ops: tuple[Op, ...]
+    atoms: int  # atoms introduced
+
+
+def is_document(content: Any) -> bool:
+    """Whether `content` claims to be a document message (valid or not)."""
+    return isinstance(content, dict) and content.get("type") in (INIT, EDIT)
+
+
+def parse_document(content: Any) -> DocInit | DocEdit:
+    """The init or edit `content` holds, or `DocumentError` saying why it is refused."""
+    kind = content.get("type") if isinstance(content, dict) else None
+    if type(kind) is str and kind == INIT:
+        if content.keys() != _INIT_KEYS:
+            raise DocumentError(DocReason.MALFORMED, "a doc/init holds exactly title and type")
+        return DocInit(_checked_title(content["title"]))
+    if type(kind) is str and kind == EDIT:
+        if content.keys() != _EDIT_KEYS:
+            raise DocumentError(DocReason.MALFORMED, "a doc/edit holds exactly ops, refs and type")
+        return _parse_edit(content["ops"], content["refs"])
+    raise DocumentError(DocReason.MALFORMED, "not a doc/init or doc/edit content")
+
+
+def init_content(title: str) -> dict[str, Any]:
+    """The content of a new document's `doc/init`."""
+    return {"title": _checked_title(title), "type": INIT}
+
+
+def edit_content(ops: Sequence[Op]) -> dict[str, Any]:
+    """The canonical content of an edit of `ops`, checked as a receiver checks it.
+
+    An AtomRef's msg is a 32-byte message id, or SELF for the edit itself.
+    """
+    if not isinstance(ops, list | tuple):
+        raise DocumentError(DocReason.MALFORMED, "ops are a list of Insert, Delete and Undelete")
+    cited: set[bytes] = set()
+    for number, op in enumerate(ops):
+        if type(op) not in _NAMES or type(op[0]) is not AtomRef:
+            raise DocumentError(
+                DocReason.MALFORMED, f"op {number}: an Insert, Delete or Undelete of an AtomRef"
+            )
+        msg = op[0].msg
+        if msg is not SELF:
+            if type(msg) is not bytes or len(msg) != ID_BYTES:
+                raise DocumentError(DocReason.BAD_REF, f"op {number}: a message id is 32 bytes")
+            cited.add(msg)
+    refs = sorted(cited)
+    numbers = {msg: number for number, msg in enumerate(refs, 1)}
+    content = {
+        "ops": [
+            [_NAMES[type(op)], 0 if op[0].msg is SELF else numbers[op[0].msg], op[0].index, op[1]]
+            for op in ops
+        ],
+        "refs": refs,
+        "type": EDIT,
+    }
+    _parse_edit(content["ops"], refs)
+    return content
+
+
+def op_atoms(op: Op) -> int:
+    """How many atoms `op` introduces."""
+    kind = type(op)
+    if kind is Insert and type(op.text) is str:
+        return len(op.text)
+    if (kind is Delete or kind is Undelete) and type(op.count) is int:
+        return op.count
+    raise DocumentError(DocReason.MALFORMED, "not an Insert, Delete or Undelete")
+
+
+def edit_size(ops: Sequence[Op]) -> int:
+    """Bytes of the canonical encoding of `edit_content(ops)`."""
+    return len(msgpack.packb(edit_content(ops), use_bin_type=True))
+
+
+def _checked_title(title: Any) -> str:
+    if type(title) is not str:
+        raise DocumentError(DocReason.BAD_TITLE, "a title is a string")
+    try:
+        size = len(title.encode())
+    except UnicodeEncodeError:
+        raise DocumentError(DocReason.BAD_TITLE, "a title is valid Unicode text") from None
+    if not 1 <= size <= MAX_TITLE_BYTES:
+        raise DocumentError(
+            DocReason.BAD_TITLE, f"{size} bytes, a title has 1 to {MAX_TITLE_BYTES}"
+        )
+    if _CONTROL.search(title):
+        raise DocumentError(DocReason.BAD_TITLE, "a title has no control characters")
+    return title
+
+
+def _parse_edit(ops: Any, refs: Any) -> DocEdit:
+    if type(ops) is not list:
+        raise DocumentError(DocReason.MALFORMED, "ops is an array")
+    if not ops:
+        raise DocumentError(DocReason.BAD_OP, "an edit has at least one op")
+    if len(ops) > MAX_OPS:
+        raise DocumentError(DocReason.TOO_MANY, f"{len(ops)} ops, the limit is {MAX_OPS}")
+    if type(refs) is not list:
+        raise DocumentError(DocReason.MALFORMED, "refs is an array")
+    if len(refs) > len(ops):
+        raise DocumentError(DocReason.BAD_REF, f"{len(refs)} refs for {len(ops)} ops: unused refs")
+    for position, ref in enumerate(refs):
+        if type(ref) is not bytes or len(ref) != ID_BYTES:
+            raise DocumentError(DocReason.BAD_REF, f"refs[{position}] is not a 32-byte id")
+        if position and refs[position - 1] >= ref:
+            raise DocumentError(DocReason.BAD_REF, "refs are not strictly ascending")
+    used = [True] + [False] * len(refs)  # by ref number; 0 (this message) may go unused
+    parsed: list[Op] = []
+    atoms = 0
+    for number, op in enumerate(ops):
+        parsed.append(_parse_op(op, number, refs, atoms, used))
+        atoms += op_atoms(parsed[-1])
+    if not all(used):
+        raise DocumentError(DocReason.BAD_REF, f"refs[{used.index(False) - 1}] is unused")
+    return DocEdit(tuple(parsed), atoms)
+
+
+def _parse_op(op: Any, number: int, refs: list[bytes], before: int, used: list[bool]) -> Op:
+    """One op, given the atoms the ops before it introduced; marks its ref used."""
+    if type(op) is not list or len(op) != 4:
+        raise DocumentError(DocReason.MALFORMED, f"op {number}: an op is an array of 4")
+    name, ref, index, last = op
+    if type(name) is not str:
+        raise DocumentError(DocReason.MALFORMED, f"op {number}: the op's name is a string")
+    kind = _KINDS.get(name)
+    if kind is None:
+        raise DocumentError(DocReason.BAD_OP, f"op {number}: unknown op {name[:20]!r}")
+    if type(ref) is not int:
+        raise DocumentError(DocReason.MALFORMED, f"op {number}: ref is an integer")
+    if not 0 <= ref <= len(refs):
+        raise DocumentError(DocReason.BAD_REF, f"op {number}: ref {ref} with {len(refs)} refs")
+    if type(index) is not int:
+        raise DocumentError(DocReason.MALFORMED, f"op {number}: index is an integer")
+    if not 0 <= index <= MAX_INDEX:
+        raise DocumentError(DocReason.BAD_OP, f"op {number}: index outside 0..{MAX_INDEX}")
+    if kind is Insert:
+        if type(last) is not str:
+            raise DocumentError(DocReason.MALFORMED, f"op {number}: ins carries a string")
+        if not last:
+            raise DocumentError(DocReason.BAD_OP, f"op {number}: ins of empty text")
+        try:
+            last.encode()
+        except UnicodeEncodeError:
+            raise DocumentError(DocReason.MALFORMED, f"op {number}: text is not Unicode") from None
+        count, highest = len(last), index  # an insert cites one atom
+    else:
+        if type(last) is not int:
+            raise DocumentError(DocReason.MALFORMED, f"op {number}: {name} carries a count")
+        if last < 1:
+            raise DocumentError(DocReason.BAD_OP, f"op {number}: {name} of {last} atoms")
+        count, highest = last, index + last - 1
+    if before + count > MAX_ATOMS:
+        raise DocumentError(
+            DocReason.TOO_MANY, f"op {number}: more than {MAX_ATOMS} atoms in one edit"
+        )
+    if highest > MAX_INDEX:
+        raise DocumentError(DocReason.BAD_OP, f"op {number}: atoms past index {MAX_INDEX}")
+    if ref == 0 and highest >= before:
+        raise DocumentError(
+            DocReason.SELF_REF,
+            f"op {number}: cites atom {highest} of this edit, whose earlier ops have {before}",
+        )
+    used[ref] = True
+    return kind(AtomRef(SELF if ref == 0 else refs[ref - 1], index), last)

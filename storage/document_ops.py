@@ -1,0 +1,255 @@
+"""FeedStore's document methods: create, edit, and read documents, one transaction each.
+
+Mixed into `storage.store.FeedStore`, which provides the environment, the
+tables and `_publish_in` (sign and store one of our messages inside an
+open write transaction). The engine itself is `storage.documents`; the
+reads are `storage.revisions`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from tanglenode.protocol.document import TANGLE, edit_content, init_content
+from tanglenode.protocol.message import Message
+from tanglenode.storage import doc_edits, revisions
+from tanglenode.storage.documents import (
+    M_AUTHOR,
+    M_CREATED,
+    M_ID,
+    M_NEXT_MNO,
+    M_TITLE,
+    R_AUTHOR,
+    R_DELETED,
+    R_ID,
+    R_INSERTED,
+    R_TIMESTAMP,
+    BlameSpan,
+    DocumentInfo,
+    DocumentTables,
+    DyeSpan,
+    SpliceEntry,
+    Version,
+    Weft,
+    docno_of,
+    open_weave,
+    read_meta,
+    read_record,
+    unpack,
+    weft_of,
+)
+from tanglenode.storage.errors import UnknownDocument
+from tanglenode.storage.layout import U32, U64
+
+At = Weft | bytes | int | None  # a weft, a message id, a version number, or the frontier
+
+# Bytes of a message that are not its content, beyond the timeframe and tangle links.
+_ENVELOPE_BYTES = 400
+
+
+class DocumentOps:
+    """The document half of FeedStore (see the module docstring)."""
+
+    _document_tables: DocumentTables
+
+    # -- writing -----------------------------------------------------------------
+
+    def create_document(self, title: str) -> Message:
+        """Publish a new document's doc/init; the document's id is the message's id."""
+        return self.publish(init_content(title), {TANGLE: None})
+
+    def edit_document(self, doc: bytes, splices: Sequence[Any]) -> list[Message]:
+        """Publish the edits that apply `splices` to the current text; [] if they change nothing.
+
+        Splices are ("ins", pos, text) or ("del", pos, length), each against the
+        text the previous ones left. Raises `BadSplice` or `UnknownDocument`.
+        """
+        published: list[Message] = []
+        with self._write() as txn:
+            tables = self._document_tables
+            docno = self._docno(txn, doc)
+            meta = read_meta(txn, tables, docno)
+            planned = doc_edits.plan(open_weave(txn, tables, docno, meta), splices)
+            if not planned:
+                return published
+            ids: dict[int, bytes] = {}
+
+            def id_of(mno: int) -> bytes:
+                if mno not in ids:
+                    ids[mno] = read_record(txn, tables, docno, mno)[R_ID]
+                return ids[mno]
+
+            def publish(ops: list) -> bytes:
+                message = self._publish_in(txn, edit_content(ops), {TANGLE: doc})
+                published.append(message)
+                return message.id
+
+            timeframe_entries = len(self._timeframe(txn, self._keypair.public))
+            budget = self._limits.max_message_bytes - _ENVELOPE_BYTES - 43 * timeframe_entries
+            budget -= 33 * self._limits.max_previous
+            doc_edits.chunk(planned, id_of, max(budget, 512), publish)
+        self._wrote_own(published[-1])
+        return published
+
+    # -- reading -----------------------------------------------------------------
+
+    def _docno(self, txn, doc: bytes) -> int:
+        docno = docno_of(txn, self._document_tables, doc)
+        if docno is None:
+            raise UnknownDocument(f"no document {doc.hex()[:16]}")
+        return docno
+
+    def _weft(self, txn, docno: int, at: At) -> Weft | None:
+        """The weft `at` names (see `At`), None for the frontier."""
+        if at is None or isinstance(at, dict):
+            return at
+        if isinstance(at, int):
+            record = read_record(txn, self._document_tables, docno, at)
+            if record is None:
+                raise UnknownDocument(f"the document has no version {at}")
+            return self._message_weft(txn, record[R_ID])
+        return self._message_weft(txn, at)
+
+    def _message_weft(self, txn, msg_id: bytes) -> Weft:
+        message = self._get(txn, msg_id)
+        if message is None:
+            raise UnknownDocument(f"no message {msg_id.hex()[:16]} to take a weft from")
+        return weft_of(message)
+
+    def document_weft(self, msg_id: bytes) -> Weft:
+        """A message's weft: its timeframe plus its own feed at its own seq."""
+        with self._env.begin() as txn:
+            return self._message_weft(txn, msg_id)
+
+    def documents(self) -> list[DocumentInfo]:
+        """Every document held, in the order they were processed."""
+        tables = self._document_tables
+        found = []
+        with self._env.begin() as txn:
+            for key, raw in txn.cursor(db=tables.meta):
+                docno, meta = U32.unpack(key)[0], unpack(raw)
+                weave = open_weave(txn, tables, docno, meta)
+                found.append(
+                    DocumentInfo(
+                        meta[M_ID],
+                        meta[M_TITLE],
+                        meta[M_AUTHOR],
+                        meta[M_CREATED],
+                        weave.visible_total(),
+                        meta[M_NEXT_MNO] - 1,
+                        self._count_set_aside(txn, meta[M_ID]),
+                    )
+                )
+        return found
+
+    def _count_set_aside(self, txn, doc: bytes) -> int:
+        return len(self._set_aside(txn, doc))
+
+    def _set_aside(self, txn, doc: bytes) -> list[tuple[bytes, str, str]]:
+        cursor = txn.cursor(db=self._document_tables.aside)
+        found: list[tuple[bytes, str, str]] = []
+        if not cursor.set_range(doc):
+            return found
+        for key, raw in cursor:
+            if key[:32] != doc:
+                break
+            reason, detail = unpack(raw)
+            found.append((bytes(key[32:]), reason, detail))
+        return found
+
+    def document_set_aside(self, doc: bytes) -> list[tuple[bytes, str, str]]:
+        """(message id, reason, detail) of every edit of `doc` that was set aside."""
+        with self._env.begin() as txn:
+            return self._set_aside(txn, doc)
+
+    def document_text(self, doc: bytes) -> str:
+        """The text at the processed frontier."""
+        return self.document_revision(doc, None)
+
+    def document_snapshot(self, doc: bytes) -> tuple[int, str]:
+        """(version, text) at the processed frontier, read together."""
+        with self._env.begin() as txn:
+            docno = self._docno(txn, doc)
+            meta = read_meta(txn, self._document_tables, docno)
+            return meta[M_NEXT_MNO] - 1, revisions.revision(txn, self._document_tables, docno, None)
+
+    def document_revision(self, doc: bytes, at: At = None) -> str:
+        """The text at `at`: a weft, a message id, a version number, or None (the frontier)."""
+        with self._env.begin() as txn:
+            docno = self._docno(txn, doc)
+            weft = self._weft(txn, docno, at)
+            return revisions.revision(txn, self._document_tables, docno, weft)
+
+    def document_atoms(self, doc: bytes, at: At = None) -> list[tuple[bytes, int]]:
+        """The (message id, index) of every atom of the revision at `at`, in text order."""
+        with self._env.begin() as txn:
+            docno = self._docno(txn, doc)
+            weft = self._weft(txn, docno, at)
+            return revisions.visible_atoms(txn, self._document_tables, docno, weft)
+
+    def document_dye(self, doc: bytes, old: At, new: At) -> list[DyeSpan]:
+        """What changed between two revisions, atom by atom, with who changed it."""
+        with self._env.begin() as txn:
+            docno = self._docno(txn, doc)
+            old_weft, new_weft = self._weft(txn, docno, old), self._weft(txn, docno, new)
+            return revisions.dye(txn, self._document_tables, docno, old_weft, new_weft)
+
+    def document_blame(self, doc: bytes, at: At = None) -> list[BlameSpan]:
+        """The revision at `at` in spans, each with the author and message that typed it."""
+        with self._env.begin() as txn:
+            docno = self._docno(txn, doc)
+            weft = self._weft(txn, docno, at)
+            return revisions.blame(txn, self._document_tables, docno, weft)
+
+    def document_versions(self, doc: bytes, since: int = 0, limit: int = 1000) -> list[Version]:
+        """Versions `since` .. `since + limit - 1` (0 is the doc/init), in the order woven."""
+        tables = self._document_tables
+        versions = []
+        with self._env.begin() as txn:
+            docno = self._docno(txn, doc)
+            prefix = U32.pack(docno)
+            cursor = txn.cursor(db=tables.msgs)
+            if not cursor.set_range(prefix + U32.pack(max(since, 0))):
+                return versions
+            for key, raw in cursor:
+                if key[:4] != prefix or len(versions) >= limit:
+                    break
+                record = unpack(raw)
+                versions.append(
+                    Version(
+                        U32.unpack(key[4:8])[0],
+                        record[R_ID],
+                        record[R_AUTHOR],
+                        record[R_TIMESTAMP],
+                        record[R_INSERTED],
+                        record[R_DELETED],
+                    )
+                )
+        return versions
+
+    def document_splices(
+        self, doc: bytes, since: int, limit: int = 1000
+    ) -> tuple[int, list[SpliceEntry]]:
+        """(head version, the splice entries of versions after `since`, at most `limit`)."""
+        tables = self._document_tables
+        entries: list[SpliceEntry] = []
+        with self._env.begin() as txn:
+            docno = self._docno(txn, doc)
+            head = read_meta(txn, tables, docno)[M_NEXT_MNO] - 1
+            prefix = U32.pack(docno)
+            cursor = txn.cursor(db=tables.log)
+            if not cursor.set_range(prefix + U64.pack(max(since + 1, 0))):
+                return head, entries
+            for key, raw in cursor:
+                if key[:4] != prefix or len(entries) >= limit:
+                    break
+                msg_id, splices = unpack(raw)
+                entries.append(
+                    SpliceEntry(
+                        U64.unpack(key[4:12])[0],
+                        msg_id,
+                        None if splices is None else tuple(tuple(s) for s in splices),
+                    )
+                )
+        return head, entries

@@ -1,0 +1,612 @@
+"""The document engine's write path: edits woven in as they are processed (docs/DOCUMENTS.md).
+
+Theory of operation
+-------------------
+A document message is applied when the causal processor processes it,
+inside the transaction that stored it, so the weave commits with the
+messages. Processing order guarantees that every message inside an edit's
+weft was processed first; whether an edit is valid therefore depends only
+on its own content and on messages every node processed before it, and
+every node sets aside exactly the same edits.
+
+An edit is checked whole before anything is written: every atom it cites
+must belong to the same document, lie inside the edit's weft, exist, and
+be of the right kind (an insert follows a text atom or the root, a delete
+names text atoms, an undelete names backspaces). Then its ops are applied
+in order:
+
+- *insert*: the run is placed after its cause, past every sibling block
+  that sorts before it (DESIGN.md decision 8: siblings by descending weft,
+  compared as weft1; of one message, the higher index first). A sibling's
+  causal block is skipped by walking its pieces while each next piece's
+  cause lies inside the block (the seed's Lemma 1). The common case, a
+  cause with no later sibling, costs one seek.
+- *delete*: the named atoms' pieces are cut to the range and hidden.
+- *undelete*: each backspace's target is shown again once none of its
+  backspaces is live.
+
+Backspaces are not pieces: they are rows of `doc-dels` (target message and
+index -> backspace message and index, count) and `doc-undels`, which is all
+a revision at an older weft needs. Each applied edit appends its frontier
+splices (`ins pos text`, `del pos len`) to `doc-log` under its version, the
+message's number in the document.
+
+    doc-index   doc id -> docno (u32)
+    doc-meta    docno -> msgpack [doc id, title, author, seq, created, root node,
+                                  next node, next mno]
+    doc-msgs    docno + mno -> msgpack [id, author, seq, timestamp, segments,
+                                        inserted, deleted]
+                segments: [[first atom, count, kind, cited mno, cited index], ...]
+    doc-ids     message id -> docno + mno
+    doc-dels    docno + target mno + index + backspace mno + index -> count (u32)
+    doc-undels  docno + backspace mno + index + undelete mno + index -> count (u32)
+    doc-log     docno + version (u64) -> msgpack [id, [[kind, pos, text|len], ...]]
+    doc-aside   doc id + message id -> msgpack [reason, detail]
+    doc-nodes, doc-pieces: the weave (storage.weave)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import lmdb
+import msgpack
+
+from tanglenode.protocol.document import (
+    EDIT,
+    INIT,
+    TANGLE,
+    AtomRef,
+    Delete,
+    DocEdit,
+    DocInit,
+    DocReason,
+    DocumentError,
+    Insert,
+    Undelete,
+    is_document,
+    parse_document,
+)
+from tanglenode.protocol.message import Message
+from tanglenode.storage.layout import U32, U64, feed_key, parse_stored
+from tanglenode.storage.weave import (
+    CAUSE_INDEX,
+    CAUSE_MNO,
+    FLAGS,
+    MNO,
+    START,
+    TEXT,
+    VISIBLE,
+    Weave,
+)
+
+Weft = dict[bytes, int]
+Splice = tuple[str, int, Any]  # ("ins", pos, text) | ("del", pos, length)
+
+
+class DocumentInfo(NamedTuple):
+    id: bytes
+    title: str
+    author: bytes
+    created: int  # ms, the doc/init's timestamp
+    length: int  # code points at the processed frontier
+    versions: int  # edits woven in (the init is version 0)
+    set_aside: int
+
+
+class Version(NamedTuple):
+    number: int
+    msg_id: bytes
+    author: bytes
+    timestamp: int
+    inserted: int
+    deleted: int
+
+
+class SpliceEntry(NamedTuple):
+    """One version's frontier splices, in order; `splices` None means: read a new snapshot."""
+
+    version: int
+    msg_id: bytes | None
+    splices: tuple[tuple[str, int, Any], ...] | None
+
+
+class DyeSpan(NamedTuple):
+    text: str
+    inserted_by: bytes | None
+    removed_by: bytes | None
+
+
+class BlameSpan(NamedTuple):
+    text: str
+    author: bytes
+    msg_id: bytes
+
+
+# Atom kinds in a message's segments.
+ROOT, TEXT_ATOM, BACKSPACE, UNBACKSPACE = 0, 1, 2, 3
+# doc-meta fields.
+M_ID, M_TITLE, M_AUTHOR, M_SEQ, M_CREATED, M_ROOT_NODE, M_NEXT_NODE, M_NEXT_MNO = range(8)
+# doc-msgs fields.
+R_ID, R_AUTHOR, R_SEQ, R_TIMESTAMP, R_SEGMENTS, R_INSERTED, R_DELETED = range(7)
+
+ROOT_SYMBOL = "\u0950"  # ॐ: the root's piece, never visible (reads skip mno 0)
+_KIND_OF_OP = {Insert: TEXT_ATOM, Delete: BACKSPACE, Undelete: UNBACKSPACE}
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentTables:
+    index: Any
+    meta: Any
+    msgs: Any
+    ids: Any
+    dels: Any
+    undels: Any
+    log: Any
+    aside: Any
+    nodes: Any
+    pieces: Any
+
+    @classmethod
+    def open(cls, env: lmdb.Environment) -> DocumentTables:
+        with env.begin(write=True) as txn:
+            return cls(
+                *(
+                    env.open_db(name, txn=txn)
+                    for name in (
+                        b"doc-index",
+                        b"doc-meta",
+                        b"doc-msgs",
+                        b"doc-ids",
+                        b"doc-dels",
+                        b"doc-undels",
+                        b"doc-log",
+                        b"doc-aside",
+                        b"doc-nodes",
+                        b"doc-pieces",
+                    )
+                )
+            )
+
+
+def pack(value: Any) -> bytes:
+    return msgpack.packb(value, use_bin_type=True)
+
+
+def unpack(raw: bytes) -> Any:
+    return msgpack.unpackb(raw, use_list=True, raw=False)
+
+
+def weft_of(message: Message) -> Weft:
+    """A message's weft: its timeframe plus its own feed at its own seq."""
+    weft = dict(message.timeframe)
+    weft[message.author] = message.seq
+    return weft
+
+
+def weft_greater(a: Weft, b: Weft) -> bool:
+    """Seed 004's weft1 order: seqs over feed keys ascending (absent = 0), lexicographic."""
+    for feed in sorted(a.keys() | b.keys()):
+        x, y = a.get(feed, 0), b.get(feed, 0)
+        if x != y:
+            return x > y
+    return False
+
+
+def docno_of(txn, tables: DocumentTables, doc: bytes) -> int | None:
+    raw = txn.get(doc, db=tables.index)
+    return None if raw is None else U32.unpack(raw)[0]
+
+
+def read_meta(txn, tables: DocumentTables, docno: int) -> list:
+    return unpack(txn.get(U32.pack(docno), db=tables.meta))
+
+
+def read_record(txn, tables: DocumentTables, docno: int, mno: int) -> list | None:
+    raw = txn.get(U32.pack(docno) + U32.pack(mno), db=tables.msgs)
+    return None if raw is None else unpack(raw)
+
+
+def open_weave(txn, tables: DocumentTables, docno: int, meta: list) -> Weave:
+    return Weave(txn, tables.nodes, tables.pieces, docno, meta[M_ROOT_NODE], meta[M_NEXT_NODE])
+
+
+def segment_kinds(segments: list, first: int, count: int) -> set[int] | None:
+    """The kinds of atoms first .. first+count-1 per `segments`; None if some do not exist."""
+    kinds: set[int] = set()
+    end = first + count
+    covered = first
+    for start, length, kind, _m, _i in segments:
+        if start + length <= covered:
+            continue
+        if start > covered:
+            return None
+        kinds.add(kind)
+        covered = start + length
+        if covered >= end:
+            return kinds
+    return None
+
+
+def segment_at(segments: list, index: int) -> list:
+    for segment in segments:
+        if segment[0] <= index < segment[0] + segment[1]:
+            return segment
+    raise LookupError(f"no atom {index}")
+
+
+class _Doc:
+    """One document's state inside an engine's transaction."""
+
+    __slots__ = ("docno", "meta", "weave", "wefts")
+
+    def __init__(self, docno: int, meta: list, weave: Weave) -> None:
+        self.docno = docno
+        self.meta = meta
+        self.weave = weave
+        self.wefts: dict[int, Weft] = {}
+
+
+class DocumentEngine:
+    """Applies processed document messages inside one write transaction; `finish` writes back."""
+
+    def __init__(self, txn, tables: DocumentTables, messages_db) -> None:
+        self._txn = txn
+        self._tables = tables
+        self._messages = messages_db
+        self._docs: dict[int, _Doc] = {}
+
+    # -- entry points ----------------------------------------------------------
+
+    def apply(self, message: Message) -> None:
+        """Weave in `message` if it is a document message (else do nothing)."""
+        content = message.content
+        if not is_document(content):
+            return
+        link = message.tangles.get(TANGLE)
+        root = message.id if link is None or link.root is None else link.root
+        try:
+            parsed = parse_document(content)
+            if isinstance(parsed, DocInit):
+                if link is None or link.root is not None:
+                    raise DocumentError(
+                        DocReason.MALFORMED, f"a {INIT} roots its own {TANGLE!r} tangle"
+                    )
+                self._create(message, parsed)
+            else:
+                if link is None or link.root is None:
+                    raise DocumentError(
+                        DocReason.MALFORMED, f"a {EDIT} belongs to a {TANGLE!r} tangle"
+                    )
+                self._edit(message, root, parsed)
+        except DocumentError as error:
+            self._txn.put(
+                root + message.id, pack([str(error.reason), error.detail]), db=self._tables.aside
+            )
+
+    def finish(self) -> None:
+        for doc in self._docs.values():
+            doc.weave.flush()
+            doc.meta[M_ROOT_NODE] = doc.weave.root
+            doc.meta[M_NEXT_NODE] = doc.weave.next_node
+            self._txn.put(U32.pack(doc.docno), pack(doc.meta), db=self._tables.meta)
+
+    # -- documents -------------------------------------------------------------
+
+    def _create(self, message: Message, init: DocInit) -> None:
+        txn, tables = self._txn, self._tables
+        cursor = txn.cursor(db=tables.meta)
+        docno = U32.unpack(cursor.key())[0] + 1 if cursor.last() else 0
+        txn.put(message.id, U32.pack(docno), db=tables.index)
+        meta = [message.id, init.title, message.author, message.seq, message.timestamp, 0, 1, 1]
+        txn.put(U32.pack(docno), pack(meta), db=tables.meta)  # claims docno in this transaction
+        weave = Weave.create(txn, tables.nodes, tables.pieces, docno, [0, 0, ROOT_SYMBOL, 0, 0, 0])
+        self._docs[docno] = _Doc(docno, meta, weave)
+        self._record(docno, 0, message, [[0, 1, ROOT, 0, 0]], 0, 0)
+        self._log(docno, 0, message.id, [])
+
+    def _doc(self, root: bytes) -> _Doc:
+        docno = docno_of(self._txn, self._tables, root)
+        if docno is None:
+            raise DocumentError(DocReason.UNKNOWN_DOC, "the document's doc/init is not processed")
+        doc = self._docs.get(docno)
+        if doc is None:
+            meta = read_meta(self._txn, self._tables, docno)
+            doc = self._docs[docno] = _Doc(
+                docno, meta, open_weave(self._txn, self._tables, docno, meta)
+            )
+        return doc
+
+    def _record(
+        self, docno: int, mno: int, message: Message, segments: list, ins: int, dels: int
+    ) -> None:
+        record = [message.id, message.author, message.seq, message.timestamp, segments, ins, dels]
+        key = U32.pack(docno) + U32.pack(mno)
+        self._txn.put(key, pack(record), db=self._tables.msgs)
+        self._txn.put(message.id, key, db=self._tables.ids)
+
+    def _log(self, docno: int, version: int, msg_id: bytes, splices: list | None) -> None:
+        self._txn.put(
+            U32.pack(docno) + U64.pack(version), pack([msg_id, splices]), db=self._tables.log
+        )
+
+    # -- checking an edit ------------------------------------------------------
+
+    def _edit(self, message: Message, root: bytes, edit: DocEdit) -> None:
+        doc = self._doc(root)
+        weft = weft_of(message)
+        meta = doc.meta
+        if weft.get(meta[M_AUTHOR], 0) < meta[M_SEQ]:
+            raise DocumentError(DocReason.OUTSIDE_WEFT, "the doc/init is outside the edit's weft")
+        mno = meta[M_NEXT_MNO]
+        segments, first = [], 0
+        for op in edit.ops:
+            count = len(op.text) if type(op) is Insert else op.count
+            segments.append([first, count, _KIND_OF_OP[type(op)], 0, 0])
+            first += count
+        cited: dict[bytes, tuple[int, list]] = {}
+        for segment, op in zip(segments, edit.ops, strict=True):
+            ref = op.cause if type(op) is Insert else op.target
+            ref_mno, ref_segments = self._cited(doc, ref, weft, mno, segments, cited)
+            segment[3], segment[4] = ref_mno, ref.index
+            count = 1 if type(op) is Insert else op.count
+            kinds = segment_kinds(ref_segments, ref.index, count)
+            if kinds is None:
+                raise DocumentError(DocReason.UNKNOWN_ATOM, f"atom {ref.index} (+{count}) absent")
+            allowed = {Insert: {ROOT, TEXT_ATOM}, Delete: {TEXT_ATOM}, Undelete: {BACKSPACE}}
+            if not kinds <= allowed[type(op)]:
+                raise DocumentError(
+                    DocReason.WRONG_KIND, f"{type(op).__name__.lower()} cites atoms of kind {kinds}"
+                )
+        inserted = sum(s[1] for s in segments if s[2] == TEXT_ATOM)
+        deleted = sum(s[1] for s in segments if s[2] == BACKSPACE)
+        meta[M_NEXT_MNO] = mno + 1
+        self._record(doc.docno, mno, message, segments, inserted, deleted)
+        doc.wefts[mno] = weft
+        splices: list = []
+        for segment, op in zip(segments, edit.ops, strict=True):
+            if type(op) is Insert:
+                self._insert(doc, mno, segment, op.text, splices)
+            elif type(op) is Delete:
+                self._delete(doc, mno, segment, splices)
+            else:
+                self._undelete(doc, mno, segment, splices)
+        self._log(doc.docno, mno, message.id, splices)
+
+    def _cited(
+        self, doc: _Doc, ref: AtomRef, weft: Weft, mno: int, own: list, cited: dict
+    ) -> tuple[int, list]:
+        """(mno, segments) of the message `ref` names, checked against the citing weft."""
+        if ref.msg is None:
+            return mno, own
+        found = cited.get(ref.msg)
+        if found is not None:
+            return found
+        key = self._txn.get(ref.msg, db=self._tables.ids)
+        if key is None or U32.unpack(key[:4])[0] != doc.docno:
+            raise DocumentError(DocReason.UNKNOWN_ATOM, "cites a message that is not in this doc")
+        ref_mno = U32.unpack(key[4:8])[0]
+        record = read_record(self._txn, self._tables, doc.docno, ref_mno)
+        if weft.get(record[R_AUTHOR], 0) < record[R_SEQ]:
+            raise DocumentError(DocReason.OUTSIDE_WEFT, "cites an atom outside the edit's weft")
+        found = cited[ref.msg] = (ref_mno, record[R_SEGMENTS])
+        return found
+
+    # -- applying ops ----------------------------------------------------------
+
+    def _weft(self, doc: _Doc, mno: int) -> Weft:
+        weft = doc.wefts.get(mno)
+        if weft is None:
+            record = read_record(self._txn, self._tables, doc.docno, mno)
+            raw = self._txn.get(feed_key(record[R_AUTHOR], record[R_SEQ]), db=self._messages)
+            weft = doc.wefts[mno] = weft_of(parse_stored(raw))
+        return weft
+
+    def _goes_first(self, doc: _Doc, mno: int, first: int, sibling_mno: int, sibling: int) -> bool:
+        """Whether new atom (mno, first) precedes its sibling (sibling_mno, sibling)."""
+        if sibling_mno == mno:
+            return first > sibling
+        return weft_greater(self._weft(doc, mno), self._weft(doc, sibling_mno))
+
+    def _insert(self, doc: _Doc, mno: int, segment: list, text: str, splices: list) -> None:
+        weave = doc.weave
+        first, cause_mno, cause = segment[0], segment[3], segment[4]
+        leaf, slot = weave.locate(cause_mno, cause)
+        piece = weave.piece(leaf, slot)
+        offset = cause - piece[START]
+        # The gap: after atom `offset` of piece (leaf, slot). Look at what follows it.
+        if offset + 1 < len(piece[TEXT]):
+            sibling = (cause_mno, cause + 1)
+        else:
+            following = weave.next_slot(leaf, slot)
+            sibling = None
+            if following is not None:
+                nxt = weave.piece(*following)
+                if nxt[CAUSE_MNO] == cause_mno and nxt[CAUSE_INDEX] == cause:
+                    sibling = (nxt[MNO], nxt[START])
+        while sibling is not None and not self._goes_first(doc, mno, first, *sibling):
+            leaf, slot, offset, sibling = self._skip_block(
+                weave, leaf, slot, offset, cause_mno, cause
+            )
+        piece = weave.piece(leaf, slot)
+        if offset + 1 < len(piece[TEXT]):
+            weave.split(leaf, slot, offset + 1)
+            leaf, slot = weave.locate(piece[MNO], piece[START])
+        elif (
+            piece[MNO] == mno == cause_mno
+            and piece[START] + len(piece[TEXT]) == first == cause + 1
+            and piece[FLAGS] == VISIBLE
+        ):
+            position = weave.visible_before(leaf, slot) + len(piece[TEXT])
+            weave.extend(leaf, slot, text)
+            _splice(splices, "ins", position, text)
+            return
+        leaf, slot = weave.insert_after(leaf, slot, [mno, first, text, VISIBLE, cause_mno, cause])
+        _splice(splices, "ins", weave.visible_before(leaf, slot), text)
+
+    def _skip_block(
+        self, weave: Weave, leaf: int, slot: int, offset: int, cause_mno: int, cause: int
+    ) -> tuple[int, int, int, tuple[int, int] | None]:
+        """Walk past the causal block that starts after atom `offset` of (leaf, slot).
+
+        Returns the gap after the block (its last piece's last atom) and the
+        next sibling of the cause there, if any.
+        """
+        piece = weave.piece(leaf, slot)
+        block: dict[int, list[tuple[int, int]]] = {}
+        if offset + 1 < len(piece[TEXT]):
+            block[piece[MNO]] = [(piece[START] + offset + 1, piece[START] + len(piece[TEXT]))]
+            place = (leaf, slot)
+        else:
+            place = weave.next_slot(leaf, slot)
+            piece = weave.piece(*place)
+            block[piece[MNO]] = [(piece[START], piece[START] + len(piece[TEXT]))]
+        while True:
+            following = weave.next_slot(*place)
+            if following is None:
+                piece = weave.piece(*place)
+                return place[0], place[1], len(piece[TEXT]) - 1, None
+            nxt = weave.piece(*following)
+            ranges = block.get(nxt[CAUSE_MNO], ())
+            if not any(start <= nxt[CAUSE_INDEX] < end for start, end in ranges):
+                piece = weave.piece(*place)
+                sibling = None
+                if nxt[CAUSE_MNO] == cause_mno and nxt[CAUSE_INDEX] == cause:
+                    sibling = (nxt[MNO], nxt[START])
+                return place[0], place[1], len(piece[TEXT]) - 1, sibling
+            block.setdefault(nxt[MNO], []).append((nxt[START], nxt[START] + len(nxt[TEXT])))
+            place = following
+
+    def _isolate(self, weave: Weave, mno: int, start: int, end: int) -> tuple[int, int]:
+        """Cut pieces so atoms start .. end-1 of `mno` (inside one piece) form a piece alone."""
+        leaf, slot = weave.locate(mno, start)
+        piece = weave.piece(leaf, slot)
+        if start > piece[START]:
+            leaf, slot = weave.split(leaf, slot, start - piece[START])
+            piece = weave.piece(leaf, slot)
+        if end < piece[START] + len(piece[TEXT]):
+            weave.split(leaf, slot, end - piece[START])
+            leaf, slot = weave.locate(mno, start)
+        return leaf, slot
+
+    def _delete(self, doc: _Doc, mno: int, segment: list, splices: list) -> None:
+        weave = doc.weave
+        first, count, target_mno, target = segment[0], segment[1], segment[3], segment[4]
+        self._txn.put(
+            U32.pack(doc.docno)
+            + U32.pack(target_mno)
+            + U32.pack(target)
+            + U32.pack(mno)
+            + U32.pack(first),
+            U32.pack(count),
+            db=self._tables.dels,
+        )
+        index, end = target, target + count
+        while index < end:
+            leaf, slot = weave.locate(target_mno, index)
+            piece = weave.piece(leaf, slot)
+            stop = min(end, piece[START] + len(piece[TEXT]))
+            if piece[FLAGS] & VISIBLE:
+                leaf, slot = self._isolate(weave, target_mno, index, stop)
+                position = weave.visible_before(leaf, slot)
+                weave.set_visible(leaf, slot, False)
+                _splice(splices, "del", position, stop - index)
+            index = stop
+
+    def _undelete(self, doc: _Doc, mno: int, segment: list, splices: list) -> None:
+        first, count, bs_mno, bs_index = segment[0], segment[1], segment[3], segment[4]
+        prefix = U32.pack(doc.docno)
+        self._txn.put(
+            prefix + U32.pack(bs_mno) + U32.pack(bs_index) + U32.pack(mno) + U32.pack(first),
+            U32.pack(count),
+            db=self._tables.undels,
+        )
+        segments = read_record(self._txn, self._tables, doc.docno, bs_mno)[R_SEGMENTS]
+        shown: list[tuple[int, int]] = []  # (target mno, index) that become visible
+        for backspace in range(bs_index, bs_index + count):
+            start, _count, _kind, target_mno, target = segment_at(segments, backspace)
+            atom = (target_mno, target + backspace - start)
+            if not self._live_backspaces(doc.docno, *atom):
+                shown.append(atom)
+        weave = doc.weave
+        for target_mno, index, end in _runs(shown):
+            while index < end:
+                leaf, slot = weave.locate(target_mno, index)
+                piece = weave.piece(leaf, slot)
+                stop = min(end, piece[START] + len(piece[TEXT]))
+                if not piece[FLAGS] & VISIBLE:
+                    leaf, slot = self._isolate(weave, target_mno, index, stop)
+                    weave.set_visible(leaf, slot, True)
+                    text = weave.piece(leaf, slot)[TEXT]
+                    _splice(splices, "ins", weave.visible_before(leaf, slot), text)
+                index = stop
+
+    def _live_backspaces(self, docno: int, target_mno: int, index: int) -> bool:
+        """Whether atom (target_mno, index) has a backspace that no undelete cancels."""
+        for bs_mno, bs_index in backspaces_of(self._txn, self._tables, docno, target_mno, index):
+            if not undeletes_of(self._txn, self._tables, docno, bs_mno, bs_index):
+                return True
+        return False
+
+
+def backspaces_of(txn, tables: DocumentTables, docno: int, mno: int, index: int):
+    """(mno, index) of every backspace on atom (mno, index)."""
+    prefix = U32.pack(docno) + U32.pack(mno)
+    cursor = txn.cursor(db=tables.dels)
+    if not cursor.set_range(prefix):
+        return []
+    found = []
+    for key, value in cursor:
+        if key[:8] != prefix:
+            break
+        target, bs_mno, bs_index = U32.unpack(key[8:12])[0], *_two(key[12:20])
+        offset = index - target
+        if 0 <= offset < U32.unpack(value)[0]:
+            found.append((bs_mno, bs_index + offset))
+    return found
+
+
+def undeletes_of(txn, tables: DocumentTables, docno: int, mno: int, index: int):
+    """(mno, index) of every undelete of backspace (mno, index)."""
+    prefix = U32.pack(docno) + U32.pack(mno)
+    cursor = txn.cursor(db=tables.undels)
+    found = []
+    if not cursor.set_range(prefix):
+        return found
+    for key, value in cursor:
+        if key[:8] != prefix:
+            break
+        target, u_mno, u_index = U32.unpack(key[8:12])[0], *_two(key[12:20])
+        offset = index - target
+        if 0 <= offset < U32.unpack(value)[0]:
+            found.append((u_mno, u_index + offset))
+    return found
+
+
+def _two(raw: bytes) -> tuple[int, int]:
+    return U32.unpack(raw[:4])[0], U32.unpack(raw[4:8])[0]
+
+
+def _runs(atoms: list[tuple[int, int]]):
+    """Group (mno, index) atoms into (mno, start, end) runs of consecutive indices."""
+    runs: list[list[int]] = []
+    for mno, index in sorted(atoms):
+        if runs and runs[-1][0] == mno and runs[-1][2] == index:
+            runs[-1][2] += 1
+        else:
+            runs.append([mno, index, index + 1])
+    return runs
+
+
+def _splice(splices: list, kind: str, position: int, value: Any) -> None:
+    """Append a frontier splice, merging it into the last one when they touch."""
+    if splices:
+        last = splices[-1]
+        if kind == "ins" and last[0] == "ins" and last[1] + len(last[2]) == position:
+            last[2] += value
+            return
+        if kind == "del" and last[0] == "del" and last[1] == position:
+            last[2] += value
+            return
+    splices.append([kind, position, value])
