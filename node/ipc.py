@@ -638,11 +638,16 @@ class IpcServer:
         (the document is gone) ends the stream with an error frame.
         """
         sender, receiver = trio.open_memory_channel(self.queue_frames)
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(self._until_hangup, stream)
-            nursery.start_soon(self._produce, sender, number, position, next_page)
-            await self._drain(stream, receiver)  # until the producer gave up on the client
-            nursery.cancel_scope.cancel()
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._until_hangup, stream)
+                nursery.start_soon(self._produce, sender, number, position, next_page)
+                await self._drain(stream, receiver)  # until the producer gave up on the client
+                nursery.cancel_scope.cancel()
+        except BaseExceptionGroup as group:  # the client hung up, or its socket broke: no bug
+            if only(group, _GONE):
+                raise _Lagged from None
+            raise
         raise _Lagged
 
     async def _produce(self, sender, number, position: int, next_page) -> None:
@@ -679,3 +684,6 @@ class IpcServer:
 
 class _Lagged(Exception):
     """A subscriber fell too far behind or stopped reading."""
+
+
+_GONE = (_Lagged, trio.BrokenResourceError, trio.ClosedResourceError)  # a client that left

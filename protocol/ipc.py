@@ -60,7 +60,7 @@ STREAMING = frozenset({"subscribe", "watch-processed", "doc-watch"})  # ops that
 # Documents (docs/DOCUMENTS.md): a title's bound (protocol.document checks the rest), and
 # what one `doc-edit` may carry: a longer edit is sent as several requests, in order.
 MAX_TITLE_BYTES = 200
-MAX_SPLICES = 4096  # splices per doc-edit
+MAX_SPLICES = 1024  # splices per doc-edit (the engine replays them in O(splices²))
 MAX_SPLICE_CHARS = 1 << 18  # code points inserted per doc-edit (at most 1 MiB of UTF-8)
 MAX_POSITION = 2**32 - 1  # a splice's position or length, in code points
 MAX_WEFT_FEEDS = 65_536  # feeds of a weft given as `at`, `from` or `to`

@@ -393,8 +393,12 @@ def _dyed(span: dict[str, Any], tty: bool) -> str:
         return text
     who = short_feed(inserted_by or removed_by)
     if tty:
-        style = {"fg": "green", "underline": True} if inserted_by else {"fg": "red"}
-        dyed = click.style(text, strikethrough=removed_by is not None, **style)
+        style = (
+            {"fg": "green", "underline": True}
+            if inserted_by
+            else {"fg": "red", "strikethrough": True}
+        )
+        dyed = click.style(text, **style)
         return dyed + click.style(f"({who})", dim=True)
     return f"{{+{text}+}}({who})" if inserted_by else f"[-{text}-]({who})"
 
@@ -549,6 +553,7 @@ class _WatchPrinter:
             self.end()
             self._out(f"# version {event['version']}\n")
         self._out(event["text"])
+        sys.stdout.flush()
 
     def entry(self, entry: dict[str, Any]) -> None:
         if self.as_json:
