@@ -42,6 +42,7 @@ message's number in the document.
     doc-undels  docno + backspace mno + index + undelete mno + index -> count (u32)
     doc-log     docno + version (u64) -> msgpack [id, [[kind, pos, text|len], ...]]
     doc-aside   doc id + message id -> msgpack [reason, detail]
+    doc-feeds   author + seq (u64) -> docno + mno   (to find what a proof cuts out)
     doc-nodes, doc-pieces: the weave (storage.weave)
 """
 
@@ -147,6 +148,7 @@ class DocumentTables:
     aside: Any
     nodes: Any
     pieces: Any
+    feeds: Any
 
     @classmethod
     def open(cls, env: lmdb.Environment) -> DocumentTables:
@@ -165,6 +167,7 @@ class DocumentTables:
                         b"doc-aside",
                         b"doc-nodes",
                         b"doc-pieces",
+                        b"doc-feeds",
                     )
                 )
             )
@@ -259,8 +262,11 @@ class DocumentEngine:
 
     # -- entry points ----------------------------------------------------------
 
-    def apply(self, message: Message) -> None:
-        """Weave in `message` if it is a document message (else do nothing)."""
+    def apply(self, message: Message, mno: int | None = None) -> None:
+        """Weave in `message` if it is a document message (else do nothing).
+
+        `mno` re-applies a message under the number it had (see `rebuild`).
+        """
         content = message.content
         if not is_document(content):
             return
@@ -279,11 +285,74 @@ class DocumentEngine:
                     raise DocumentError(
                         DocReason.MALFORMED, f"a {EDIT} belongs to a {TANGLE!r} tangle"
                     )
-                self._edit(message, root, parsed)
+                self._edit(message, root, parsed, mno)
         except DocumentError as error:
             self._txn.put(
                 root + message.id, pack([str(error.reason), error.detail]), db=self._tables.aside
             )
+
+    def rebuild_after_proofs(self, invalidated: dict[bytes, int]) -> None:
+        """Weave again every document that lost messages to a proof (feed -> invalid from).
+
+        Removing a message can only set aside edits that cite its atoms, so
+        the document is rebuilt from the messages still held, in the order
+        they were processed, under their old version numbers; a `reset`
+        entry in the splice log tells subscribers to take a new snapshot.
+        """
+        touched: set[int] = set()
+        cursor = self._txn.cursor(db=self._tables.feeds)
+        for feed, boundary in sorted(invalidated.items()):
+            if not cursor.set_range(feed_key(feed, boundary)):
+                continue
+            for key, value in cursor:
+                if key[:32] != feed:
+                    break
+                touched.add(U32.unpack(value[:4])[0])
+        for docno in sorted(touched):
+            self._rebuild(docno)
+
+    def _rebuild(self, docno: int) -> None:
+        txn, tables = self._txn, self._tables
+        self._docs.pop(docno, None)
+        meta = read_meta(txn, tables, docno)
+        prefix = U32.pack(docno)
+        held: list[tuple[int, Message]] = []
+        for key, raw in list(txn.cursor(db=tables.msgs)):
+            if key[:4] != prefix:
+                continue
+            record = unpack(raw)
+            txn.delete(record[R_ID], db=tables.ids)
+            txn.delete(feed_key(record[R_AUTHOR], record[R_SEQ]), db=tables.feeds)
+            stored = txn.get(feed_key(record[R_AUTHOR], record[R_SEQ]), db=self._messages)
+            if stored is not None:
+                held.append((U32.unpack(key[4:8])[0], parse_stored(stored)))
+        for db in (
+            tables.msgs,
+            tables.dels,
+            tables.undels,
+            tables.log,
+            tables.nodes,
+            tables.pieces,
+        ):
+            cursor = txn.cursor(db=db)
+            if cursor.set_range(prefix):
+                while cursor.key()[:4] == prefix:
+                    if not cursor.delete():
+                        break
+        version = meta[M_NEXT_MNO]
+        if not held or held[0][0] != 0:  # the doc/init itself is gone: so is the document
+            txn.delete(meta[M_ID], db=tables.index)
+            txn.delete(prefix, db=tables.meta)
+            for _mno, message in held:
+                self.apply(message)  # each is set aside now: unknown-doc
+            return
+        init = held[0][1]
+        self._create(init, parse_document(init.content), docno)
+        doc = self._docs[docno]
+        for mno, message in held[1:]:
+            self.apply(message, mno)
+        doc.meta[M_NEXT_MNO] = version + 1
+        self._log(docno, version, None, None)
 
     def finish(self) -> None:
         for doc in self._docs.values():
@@ -294,10 +363,11 @@ class DocumentEngine:
 
     # -- documents -------------------------------------------------------------
 
-    def _create(self, message: Message, init: DocInit) -> None:
+    def _create(self, message: Message, init: DocInit, docno: int | None = None) -> None:
         txn, tables = self._txn, self._tables
-        cursor = txn.cursor(db=tables.meta)
-        docno = U32.unpack(cursor.key())[0] + 1 if cursor.last() else 0
+        if docno is None:
+            cursor = txn.cursor(db=tables.meta)
+            docno = U32.unpack(cursor.key())[0] + 1 if cursor.last() else 0
         txn.put(message.id, U32.pack(docno), db=tables.index)
         meta = [message.id, init.title, message.author, message.seq, message.timestamp, 0, 1, 1]
         txn.put(U32.pack(docno), pack(meta), db=tables.meta)  # claims docno in this transaction
@@ -325,6 +395,7 @@ class DocumentEngine:
         key = U32.pack(docno) + U32.pack(mno)
         self._txn.put(key, pack(record), db=self._tables.msgs)
         self._txn.put(message.id, key, db=self._tables.ids)
+        self._txn.put(feed_key(message.author, message.seq), key, db=self._tables.feeds)
 
     def _log(self, docno: int, version: int, msg_id: bytes, splices: list | None) -> None:
         self._txn.put(
@@ -333,13 +404,14 @@ class DocumentEngine:
 
     # -- checking an edit ------------------------------------------------------
 
-    def _edit(self, message: Message, root: bytes, edit: DocEdit) -> None:
+    def _edit(self, message: Message, root: bytes, edit: DocEdit, mno: int | None = None) -> None:
         doc = self._doc(root)
         weft = weft_of(message)
         meta = doc.meta
         if weft.get(meta[M_AUTHOR], 0) < meta[M_SEQ]:
             raise DocumentError(DocReason.OUTSIDE_WEFT, "the doc/init is outside the edit's weft")
-        mno = meta[M_NEXT_MNO]
+        renumber = mno is None
+        mno = meta[M_NEXT_MNO] if mno is None else mno
         segments, first = [], 0
         for op in edit.ops:
             count = len(op.text) if type(op) is Insert else op.count
@@ -361,7 +433,8 @@ class DocumentEngine:
                 )
         inserted = sum(s[1] for s in segments if s[2] == TEXT_ATOM)
         deleted = sum(s[1] for s in segments if s[2] == BACKSPACE)
-        meta[M_NEXT_MNO] = mno + 1
+        if renumber:
+            meta[M_NEXT_MNO] = mno + 1
         self._record(doc.docno, mno, message, segments, inserted, deleted)
         doc.wefts[mno] = weft
         splices: list = []
@@ -372,7 +445,8 @@ class DocumentEngine:
                 self._delete(doc, mno, segment, splices)
             else:
                 self._undelete(doc, mno, segment, splices)
-        self._log(doc.docno, mno, message.id, splices)
+        if renumber:
+            self._log(doc.docno, mno, message.id, splices)
 
     def _cited(
         self, doc: _Doc, ref: AtomRef, weft: Weft, mno: int, own: list, cited: dict

@@ -319,13 +319,16 @@ class FeedStore(TimelineReads, DocumentOps):
         for feed, boundary in sorted(invalidated.items()):
             processor.forget(feed, boundary)
         processor.advance(sorted(feeds - invalidated.keys()))
-        self._weave(txn, processor.order, batch or {})
+        self._weave(txn, processor.order, batch or {}, invalidated)
 
-    def _weave(self, txn, order: list[tuple[bytes, int]], batch) -> None:
-        """Apply the document messages just processed, in processed order."""
-        if not order:
+    def _weave(self, txn, order: list[tuple[bytes, int]], batch, invalidated) -> None:
+        """Apply the document messages just processed, in processed order (after rebuilding
+        the documents a proof took messages from)."""
+        if not order and not invalidated:
             return
         engine = DocumentEngine(txn, self._document_tables, self._tables.messages)
+        if invalidated:
+            engine.rebuild_after_proofs(dict(invalidated))
         messages = self._tables.messages
         for feed, seq in order:
             message = batch.get((feed, seq))

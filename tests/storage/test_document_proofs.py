@@ -1,0 +1,70 @@
+"""A proof that cuts a feed back takes its edits out of every document, the same on every node."""
+
+from tanglenode.protocol.document import AtomRef, Insert, edit_content, init_content
+from tanglenode.protocol.message import TangleLink
+from tanglenode.storage.ingest import Outcome
+from tests.factories import Feed
+
+
+def edit(feed: Feed, doc, ops, timeframe):
+    tips = (doc.id,)
+    return feed.append(
+        edit_content(ops), tangles={"doc": TangleLink(doc.id, tips)}, timeframe=timeframe
+    )
+
+
+def scenario():
+    alice, mallory, bob = Feed("doc-alice"), Feed("doc-mallory"), Feed("doc-bob")
+    doc = alice.root("doc", init_content("shared"))
+    evil = edit(mallory, doc, [Insert(AtomRef(doc.id, 0), "evil")], {alice.public: 1})
+    mallory.messages.clear()  # the same key signs another seq 1: a fork
+    twin = edit(mallory, doc, [Insert(AtomRef(doc.id, 0), "twin")], {alice.public: 1})
+    after_evil = {alice.public: 1, mallory.public: 1}
+    cites_evil = edit(bob, doc, [Insert(AtomRef(evil.id, 3), "!")], after_evil)
+    honest = edit(bob, doc, [Insert(AtomRef(doc.id, 0), "fine ")], after_evil)
+    return doc, evil, twin, cites_evil, honest
+
+
+def view(store, doc):
+    return (
+        store.document_text(doc.id),
+        store.document_atoms(doc.id),
+        sorted((msg_id, reason) for msg_id, reason, _detail in store.document_set_aside(doc.id)),
+    )
+
+
+def test_a_fork_found_after_weaving_leaves_what_a_node_that_knew_first_has(open_store):
+    doc, evil, twin, cites_evil, honest = scenario()
+    late, early = open_store("late"), open_store("early")
+
+    outcomes = late.ingest([doc.raw, evil.raw, cites_evil.raw, honest.raw])
+    assert [r.outcome for r in outcomes] == [Outcome.ACCEPTED] * 4
+    assert late.document_text(doc.id) == "fine evil!"
+    head_before, _entries = late.document_splices(doc.id, 0)
+    late.ingest([twin.raw])  # the fork: mallory is invalid from seq 1
+
+    early.ingest([doc.raw, evil.raw, twin.raw])
+    early.ingest([cites_evil.raw, honest.raw])
+
+    assert view(late, doc) == view(early, doc)
+    text, _atoms, set_aside = view(late, doc)
+    assert text == "fine "
+    assert [msg_id for msg_id, _reason in set_aside] == [cites_evil.id]
+    assert set_aside[0][1] == "unknown-atom"
+    # Subscribers of the late node are told to take a new snapshot.
+    head, entries = late.document_splices(doc.id, head_before)
+    assert head > head_before and entries[-1].splices is None
+
+
+def test_a_fork_of_the_documents_creator_removes_the_document(open_store):
+    alice, bob = Feed("creator"), Feed("editor")
+    doc = alice.root("doc", init_content("doomed"))
+    typed = edit(bob, doc, [Insert(AtomRef(doc.id, 0), "text")], {alice.public: 1})
+    alice.messages.clear()
+    twin = alice.root("doc", init_content("twin"))
+    store = open_store()
+    store.ingest([doc.raw, typed.raw])
+    assert [info.id for info in store.documents()] == [doc.id]
+    store.ingest([twin.raw])
+    assert store.documents() == []
+    assert [m for m, _r, _d in store.document_set_aside(doc.id)] == [typed.id]
