@@ -239,6 +239,14 @@ DOC_REPLIES: dict[str, Callable[[StoreService, Any], Awaitable[dict[str, Any]]]]
 WATCH_ENTRIES = 64  # splice entries read per doc-watch page (cut further at `PAGE_BYTES`)
 
 
+def _continues(version: int, entries: list[Any]) -> bool:
+    """Whether splice `entries` are versions version+1, version+2, ... none of them a reset."""
+    return all(
+        entry.version == version + n and entry.splices is not None
+        for n, entry in enumerate(entries, 1)
+    )
+
+
 def _entry_size(entry: Any) -> int:
     """A bound on a splice entry's bytes on the wire: 4 per code point, 16 per splice."""
     return 64 + sum(16 + (4 * len(s[2]) if s[0] == "ins" else 0) for s in entry.splices)
@@ -590,17 +598,19 @@ class IpcServer:
     async def _doc_watch(self, stream, number, request: DocWatchRequest) -> None:
         """Stream a document's text as splices from version `since` (or a snapshot), live.
 
-        With `since` a version whose every later splice the store still holds,
-        the reply is `{version: since, snapshot: false}`; otherwise a snapshot
-        of the text follows the reply. Then pages `{"entries": [{"version",
-        "msg", "splices"}, ...]}`; where the store says "reset" (an entry
-        without splices) a fresh snapshot replaces the text instead.
+        The splice log continues a client's text only while it is a plain
+        run of versions after the client's: a `reset` entry (a proof cut a
+        feed back and the document was woven again, its log rewritten) or a
+        version missing from the run means the client's text is no longer
+        the one the log continues, so it gets a fresh snapshot instead.
+        With `since` whose continuation is intact, the reply is `{version:
+        since, snapshot: false}`; otherwise a snapshot follows the reply.
+        Then pages `{"entries": [{"version", "msg", "splices"}, ...]}`.
         """
         doc, since = request.doc, request.since
-        if since is not None:
-            head, entries = await self.service.document_splices(doc, since, 1)
-            if since > head or (entries and entries[0].version != since + 1):
-                since = None  # a version it never had, or splices it no longer holds
+        proofs_seen = self.service.evidence_version
+        if since is not None and await self._log_rewritten(doc, since):
+            since = None  # a version it never had, or a log that no longer continues it
         if since is not None:
             await self._send(stream, {"id": number, "ok": {"version": since, "snapshot": False}})
         else:
@@ -610,22 +620,40 @@ class IpcServer:
                 await self._send(stream, {"id": number, "event": event})
             del text
 
+        async def snapshot() -> tuple[list[dict[str, Any]], int]:
+            version, text = await self.service.document_snapshot(doc)
+            return snapshot_events(version, text), version
+
         async def next_page(version: int) -> tuple[list[dict[str, Any]], int] | None:
+            nonlocal proofs_seen
+            if self.service.evidence_version != proofs_seen:  # a proof may have rewritten it
+                proofs_seen = self.service.evidence_version
+                if await self._log_rewritten(doc, version):
+                    return await snapshot()
             _head, entries = await self.service.document_splices(doc, version, WATCH_ENTRIES)
             if not entries:
                 return None
-            if entries[0].splices is None:  # a reset: the text anew, from a snapshot
-                reached, text = await self.service.document_snapshot(doc)
-                return snapshot_events(reached, text), max(reached, entries[0].version)
+            if not _continues(version, entries):
+                return await snapshot()
             page, size = [], 0
             for entry in entries:
-                if entry.splices is None or (page and size + _entry_size(entry) > PAGE_BYTES):
+                if page and size + _entry_size(entry) > PAGE_BYTES:
                     break
                 page.append(splice_entry(entry))
                 size += _entry_size(entry)
             return [{"entries": page}], page[-1]["version"]
 
         await self._follow(stream, number, since, next_page)
+
+    async def _log_rewritten(self, doc: bytes, version: int) -> bool:
+        """Whether the splice log after `version` fails to continue it (see `_doc_watch`)."""
+        while True:
+            head, entries = await self.service.document_splices(doc, version, WATCH_ENTRIES)
+            if not _continues(version, entries) or (not entries and version != head):
+                return True
+            if not entries:
+                return False
+            version = entries[-1].version
 
     async def _follow(self, stream, number, position: int, next_page) -> None:
         """Send pages from `position` on, live, through a queue of `queue_frames` frames.

@@ -13,12 +13,14 @@ from tanglenode.node.network import Network
 from tanglenode.node.peers import PeerRegistry
 from tanglenode.node.service import StoreService
 from tanglenode.protocol import ipc
+from tanglenode.protocol.document import AtomRef, Insert, edit_content, init_content
 from tanglenode.protocol.ipc import ErrorKind, apply_splices
 from tanglenode.protocol.limits import Limits
+from tanglenode.protocol.message import TangleLink
 from tanglenode.storage.documents import SpliceEntry
 from tanglenode.storage.errors import UnknownDocument
 from tanglenode.storage.store import FeedStore
-from tests.factories import keypair
+from tests.factories import Feed, keypair
 
 ME = keypair("doc-ipc")
 PEER = keypair("doc-ipc-peer")
@@ -373,21 +375,76 @@ async def test_a_reset_in_the_splice_log_sends_a_fresh_snapshot(node):
         doc = (await client.request("doc-create", title="reset"))["doc"]
         await edit(client, doc, ("ins", 0, "abc"))  # v1
         await edit(client, doc, ("ins", 3, "def"))  # v2
-        read = service.document_splices
-
-        async def with_a_reset(doc_id, since, limit):  # the store says: v2 is a reset
-            head, entries = await read(doc_id, since, limit)
-            return head, [
-                SpliceEntry(e.version, e.msg_id, None) if e.version == 2 else e for e in entries
-            ]
-
-        service.document_splices = with_a_reset
         replica = Replica()
         replica.text = "abc"
         async with await served.client() as watcher:
-            started = await follow(watcher, doc, 1, 2, replica)
-        assert started == {"version": 1, "snapshot": False}
-        assert (replica.text, replica.version, replica.snapshots) == ("abcdef", 2, 1)
+            events = watcher.doc_watch(doc, since=1)
+            async with aclosing(events):
+                assert (await events.__anext__())["started"] == {"version": 1, "snapshot": False}
+                replica.version = 1
+                replica.apply(await events.__anext__())
+                assert (replica.text, replica.version) == ("abcdef", 2)
+                read = service.document_splices
+
+                async def with_a_reset(doc_id, since, limit):  # the store says: v3 is a reset
+                    head, entries = await read(doc_id, since, limit)
+                    return head, [
+                        SpliceEntry(3, None, None) if e.version == 3 else e for e in entries
+                    ]
+
+                service.document_splices = with_a_reset
+                await edit(client, doc, ("ins", 6, "g"))  # v3
+                with trio.fail_after(10):
+                    replica.apply(await events.__anext__())
+        assert (replica.text, replica.version, replica.snapshots) == ("abcdefg", 3, 1)
+
+    for since, snapshot in ((0, True), (2, True), (3, False)):  # past the reset: a snapshot
+        async with (
+            await served.client() as watcher,
+            aclosing(watcher.doc_watch(doc, since=since)) as events,
+        ):
+            assert (await events.__anext__())["started"] == {
+                "version": 3 if snapshot else since,
+                "snapshot": snapshot,
+            }
+
+
+def _doc_edit(feed, doc, ops, timeframe):
+    return feed.append(
+        edit_content(ops), tangles={"doc": TangleLink(doc.id, (doc.id,))}, timeframe=timeframe
+    )
+
+
+async def test_a_proof_that_rewrites_a_document_sends_watchers_a_snapshot(node):
+    """A fork proof cuts an author's edits out: the engine weaves the document again, and a
+    watcher (live, or resuming from before) takes the new text from a snapshot."""
+    served = await node()
+    alice, mallory, bob = Feed("w-alice"), Feed("w-mallory"), Feed("w-bob")
+    doc = alice.root("doc", init_content("shared"))
+    evil = _doc_edit(mallory, doc, [Insert(AtomRef(doc.id, 0), "evil")], {alice.public: 1})
+    mallory.messages.clear()  # the same key signs another seq 1: a fork
+    twin = _doc_edit(mallory, doc, [Insert(AtomRef(doc.id, 0), "twin")], {alice.public: 1})
+    after_evil = {alice.public: 1, mallory.public: 1}
+    cites_evil = _doc_edit(bob, doc, [Insert(AtomRef(evil.id, 3), "!")], after_evil)
+    honest = _doc_edit(bob, doc, [Insert(AtomRef(doc.id, 0), "fine ")], after_evil)
+    await served.service.ingest([doc.raw, evil.raw, cites_evil.raw, honest.raw])
+    replica = Replica()
+    async with await served.client() as watcher, aclosing(watcher.doc_watch(doc.id)) as events:
+        assert (await events.__anext__())["started"] == {"version": 3, "snapshot": True}
+        replica.apply(await events.__anext__())
+        assert replica.text == "fine evil!"
+        await served.service.ingest([twin.raw])  # the fork's proof
+        with trio.fail_after(10):
+            while replica.snapshots < 2:
+                replica.apply(await events.__anext__())
+    async with await served.client() as client:
+        now = await client.request("doc-show", doc=doc.id)
+    assert (replica.text, replica.version) == (now["text"], now["version"]) == ("fine ", 4)
+    for since in range(4):  # from before the proof: the log no longer continues it
+        resumed = Replica()
+        async with await served.client() as watcher:
+            started = await follow(watcher, doc.id, since, 4, resumed)
+        assert started == {"version": 4, "snapshot": True} and resumed.text == "fine "
 
 
 async def test_a_slow_doc_watcher_is_told_it_lagged_and_resumes_without_loss(node):
