@@ -183,6 +183,15 @@ def requests(splices: list[list[Any]]) -> Iterator[list[list[Any]]]:
         yield group
 
 
+def argument_text(text: str, what: str) -> str:
+    """A command-line argument that must be UTF-8 text (argv can hold any bytes)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise BadInput(f"{what} is not UTF-8 text") from None
+    return text
+
+
 def read_text_file(path: str) -> str:
     """FILE ('-': stdin) as UTF-8 text, at most `MAX_EDIT_BYTES`; else `BadInput`."""
     try:
@@ -223,6 +232,7 @@ def _publish(docs: _Documents, doc: bytes, splices: list[list[Any]], as_json: bo
 @json_option
 def doc_create(title: str, as_json: bool) -> None:
     """Start a document called TITLE; prints its id."""
+    title = argument_text(title, "TITLE")
     with _Documents(_obj(), writes=True) as docs:
         doc = message_text(docs.call("doc-create", title=title)["doc"])
     if as_json:
@@ -250,7 +260,7 @@ def doc_edit(doc: str, file: str, as_json: bool) -> None:
 @json_option
 def doc_insert(doc: str, pos: int, text: str, as_json: bool) -> None:
     """Insert TEXT at code point POS of DOC."""
-    if not text:
+    if not argument_text(text, "TEXT"):
         raise BadInput("nothing to insert: TEXT is empty")
     with _Documents(_obj(), writes=True) as docs:
         _publish(docs, parse_message_id(doc), [["ins", pos, text]], as_json)

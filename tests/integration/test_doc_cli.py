@@ -2,6 +2,7 @@
 while it is stopped; every --json output parsed and checked."""
 
 import json
+import os
 import subprocess
 
 import trio
@@ -131,6 +132,10 @@ async def test_doc_commands_through_the_running_node_and_on_the_stopped_store(tm
     (tmp_path / "huge").write_bytes(b"x" * (4 << 20) + b"y")
     huge = await cli(node, "doc", "edit", doc, str(tmp_path / "huge"))
     assert huge.returncode == 3 and b"MiB" in huge.stderr
+    not_text = await cli(node, "doc", "insert", doc, "0", os.fsdecode(b"\xff"))
+    assert not_text.returncode == 3 and b"not UTF-8" in not_text.stderr
+    bad_title = await cli(node, "doc", "create", "a\x01b")
+    assert bad_title.returncode == 3 and b"bad-title" in bad_title.stderr
     bad_at = await cli(node, "doc", "show", doc, "--at", "yesterday")
     assert bad_at.returncode == 3
     assert (await as_json(node, "show", doc))["version"] == 4  # none of them wrote
