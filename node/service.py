@@ -24,6 +24,7 @@ import trio
 
 from tanglenode.protocol.gossip import tag_of
 from tanglenode.protocol.identity import Keypair
+from tanglenode.protocol.ipc import At
 from tanglenode.protocol.limits import MAX_SEQ
 from tanglenode.protocol.message import Message
 from tanglenode.storage import groups
@@ -198,13 +199,13 @@ class StoreService:
         """The version and the text at the processed frontier, read together."""
         return await self._reading(self.store.document_snapshot, doc)
 
-    async def document_revision(self, doc: bytes, at: Any) -> str:
+    async def document_revision(self, doc: bytes, at: At) -> str:
         return await self._reading(self.store.document_revision, doc, at)
 
-    async def document_dye(self, doc: bytes, old: Any, new: Any) -> list[DyeSpan]:
+    async def document_dye(self, doc: bytes, old: At, new: At) -> list[DyeSpan]:
         return await self._reading(self.store.document_dye, doc, old, new)
 
-    async def document_blame(self, doc: bytes, at: Any) -> list[BlameSpan]:
+    async def document_blame(self, doc: bytes, at: At) -> list[BlameSpan]:
         return await self._reading(self.store.document_blame, doc, at)
 
     async def document_versions(self, doc: bytes, since: int, limit: int) -> list[Version]:
