@@ -22,9 +22,9 @@ from typing import Any
 
 import trio
 
+from tanglenode.protocol.doc_ipc import At
 from tanglenode.protocol.gossip import tag_of
 from tanglenode.protocol.identity import Keypair
-from tanglenode.protocol.ipc import At
 from tanglenode.protocol.limits import MAX_SEQ
 from tanglenode.protocol.message import Message
 from tanglenode.storage import groups

@@ -1,7 +1,7 @@
 """`tangled doc ...`: collaborative text documents (docs/DOCUMENTS.md), edited as people do.
 
 While the node runs every command asks it over IPC (docs/IPC.md, the `doc-`
-ops). While it is stopped the same handlers (`node.ipc.DOC_REPLIES`) run on
+ops). While it is stopped the same handlers (`node.doc_ipc.DOC_REPLIES`) run on
 the store opened here, writes under the data directory's lock and signed
 with the node's key, so both paths answer alike. `doc watch` follows the
 running node.
@@ -43,17 +43,13 @@ from tanglenode.node.cli.support import (
     node_running,
 )
 from tanglenode.node.client import NodeError, connect
-from tanglenode.node.ipc import DOC_REPLIES, error_kind
+from tanglenode.node.doc_ipc import DOC_REPLIES
+from tanglenode.node.ipc import error_kind
 from tanglenode.node.service import StoreService
+from tanglenode.protocol.doc_ipc import MAX_SPLICE_CHARS, MAX_SPLICES, MAX_VERSIONS_PAGE
 from tanglenode.protocol.errors import TanglenodeError
 from tanglenode.protocol.identity import feed_text, message_text, parse_feed, parse_message_id
-from tanglenode.protocol.ipc import (
-    MAX_SPLICE_CHARS,
-    MAX_SPLICES,
-    MAX_VERSIONS_PAGE,
-    ErrorKind,
-    parse_request,
-)
+from tanglenode.protocol.ipc import ErrorKind, parse_request
 
 MAX_EDIT_BYTES = 4 << 20  # a file `doc edit` reads: the diff and its splices stay quick
 VERSION = re.compile(r"v?(\d{1,19})")

@@ -12,9 +12,10 @@ from tanglenode.node.ipc import IpcServer
 from tanglenode.node.network import Network
 from tanglenode.node.peers import PeerRegistry
 from tanglenode.node.service import StoreService
-from tanglenode.protocol import ipc
+from tanglenode.protocol import doc_ipc, ipc
+from tanglenode.protocol.doc_ipc import apply_splices
 from tanglenode.protocol.document import AtomRef, Insert, edit_content, init_content
-from tanglenode.protocol.ipc import ErrorKind, apply_splices
+from tanglenode.protocol.ipc import ErrorKind
 from tanglenode.protocol.limits import Limits
 from tanglenode.protocol.message import TangleLink
 from tanglenode.storage.documents import SpliceEntry
@@ -156,12 +157,12 @@ HOSTILE = {
     "edit: splices is a map": ("doc-edit", {"doc": "$doc", "splices": {}}, "bad-request"),
     "edit: too many splices": (
         "doc-edit",
-        {"doc": "$doc", "splices": [["ins", 0, "a"]] * (ipc.MAX_SPLICES + 1)},
+        {"doc": "$doc", "splices": [["ins", 0, "a"]] * (doc_ipc.MAX_SPLICES + 1)},
         "bad-request",
     ),
     "edit: too much text": (
         "doc-edit",
-        {"doc": "$doc", "splices": [["ins", 0, "a" * (ipc.MAX_SPLICE_CHARS + 1)]]},
+        {"doc": "$doc", "splices": [["ins", 0, "a" * (doc_ipc.MAX_SPLICE_CHARS + 1)]]},
         "bad-request",
     ),
     "edit: unknown kind": ("doc-edit", {"doc": "$doc", "splices": [["mov", 0, 1]]}, "bad-request"),
@@ -256,7 +257,7 @@ async def test_each_hostile_doc_request_gets_its_typed_error_and_the_node_serves
 
 
 def test_a_weft_wider_than_the_cap_is_refused_before_anything_runs():
-    wide = {bytes(28) + n.to_bytes(4): 1 for n in range(ipc.MAX_WEFT_FEEDS + 1)}
+    wide = {bytes(28) + n.to_bytes(4): 1 for n in range(doc_ipc.MAX_WEFT_FEEDS + 1)}
     with pytest.raises(ipc.RequestError) as refused:
         ipc.parse_request("doc-show", {"doc": ID, "at": wide}, Limits())
     assert refused.value.kind is ErrorKind.BAD_REQUEST
@@ -351,9 +352,9 @@ async def test_doc_watch_snapshots_a_long_text_in_pages(node):
     served = await node()
     async with await served.client() as client:
         doc = (await client.request("doc-create", title="long"))["doc"]
-        long_text = "abcdefghij" * (ipc.SNAPSHOT_CHARS // 4)
-        for start in range(0, len(long_text), ipc.MAX_SPLICE_CHARS):
-            piece = long_text[start : start + ipc.MAX_SPLICE_CHARS]
+        long_text = "abcdefghij" * (doc_ipc.SNAPSHOT_CHARS // 4)
+        for start in range(0, len(long_text), doc_ipc.MAX_SPLICE_CHARS):
+            piece = long_text[start : start + doc_ipc.MAX_SPLICE_CHARS]
             await edit(client, doc, ("ins", start, piece))
         head = (await client.request("doc-show", doc=doc))["version"]
         replica = Replica()
@@ -364,7 +365,7 @@ async def test_doc_watch_snapshots_a_long_text_in_pages(node):
                 event = await events.__anext__()
                 starts.append(event["start"])
                 replica.apply(event)
-        assert starts == list(range(0, len(long_text), ipc.SNAPSHOT_CHARS))
+        assert starts == list(range(0, len(long_text), doc_ipc.SNAPSHOT_CHARS))
         assert (replica.text, replica.version) == (long_text, head)
 
 
