@@ -53,8 +53,9 @@ async def _doc_create(service: StoreService, request: DocCreateRequest) -> dict[
 
 
 async def _doc_edit(service: StoreService, request: DocEditRequest) -> dict[str, Any]:
-    """Publish the splices; the messages (none when nothing changed), each with its version."""
-    messages, numbers = await service.edit_document(request.doc, request.splices)
+    """Publish the splices; the messages (none when nothing changed), each with its version.
+    With `base`, nothing is published once the document has moved past it (`conflict`)."""
+    messages, numbers = await service.edit_document(request.doc, request.splices, request.base)
     return {"messages": [{"msg": m.id, "version": numbers.get(m.id)} for m in messages]}
 
 

@@ -98,6 +98,7 @@ from tanglenode.storage.errors import (
     UnknownDocument,
     UnknownTangle,
     UnknownTimeline,
+    VersionConflict,
 )
 from tanglenode.storage.store import FeedStore
 from tanglenode.storage.timeline import Command, Delete, Insert
@@ -117,6 +118,7 @@ ERROR_KINDS: tuple[tuple[type[BaseException], ErrorKind], ...] = (
     (UnknownTimeline, ErrorKind.NOT_FOUND),
     (UnknownDocument, ErrorKind.NOT_FOUND),
     (BadSplice, ErrorKind.BAD_REQUEST),
+    (VersionConflict, ErrorKind.CONFLICT),
     (DocumentError, ErrorKind.BAD_REQUEST),
     (groups.GroupError, ErrorKind.GROUP),
     (OwnFeedForked, ErrorKind.OWN_FEED_FORKED),

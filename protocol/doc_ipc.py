@@ -13,6 +13,8 @@ the wire and nothing else:
 - `revision` reads a revision (`at`, `from`, `to`): a message id, a
   version number or a weft; `splices` reads a `doc-edit`'s splices, whose
   bounds (`MAX_SPLICES`, `MAX_SPLICE_CHARS`) a client cuts a long edit by;
+  a `doc-edit`'s `base` is the version its splices were made against (the
+  node refuses them with `conflict` once the document has moved on);
 - the `..._body` functions, `splice_entry` and `snapshot_events` encode
   what goes out: they read storage/documents.py's records by attribute
   (protocol imports no storage);
@@ -59,6 +61,7 @@ class DocCreateRequest:
 class DocEditRequest:
     doc: bytes
     splices: tuple[Splice, ...]  # in order, each against the text the ones before it left
+    base: int | None = None  # the version the splices were made against; None: whatever is now
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,8 +192,10 @@ def _doc_create(fields: dict[str, Any], limits: Limits) -> DocCreateRequest:
 
 
 def _doc_edit(fields: dict[str, Any], limits: Limits) -> DocEditRequest:
-    doc = _doc(fields)
-    return DocEditRequest(doc, splices(fields))
+    doc, base = _doc(fields), fields.get("base")
+    if base is not None and (type(base) is not int or not 0 <= base <= MAX_SEQ):
+        raise bad(f"base is a version number, an integer from 0 to {MAX_SEQ}")
+    return DocEditRequest(doc, splices(fields), base)
 
 
 def _doc_list(fields: dict[str, Any], limits: Limits) -> DocListRequest:

@@ -28,6 +28,7 @@ class ErrorKind(enum.StrEnum):
     INVALID_MESSAGE = "invalid-message"
     UNKNOWN_TANGLE = "unknown-tangle"
     GROUP = "group"
+    CONFLICT = "conflict"
     OWN_FEED_FORKED = "own-feed-forked"
     OWN_FEED_BEHIND = "own-feed-behind"
     STORE_FULL = "store-full"

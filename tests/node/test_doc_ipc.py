@@ -142,6 +142,36 @@ async def test_two_authors_are_told_apart_by_diff_blame_and_log(node):
         assert [v["author"] for v in log] == [ME.public, ME.public, PEER.public]
 
 
+def own_head(store):
+    return next(feed.head_seq for feed in store.feeds() if feed.author == ME.public)
+
+
+async def test_an_edit_against_a_stale_base_is_a_conflict_and_publishes_nothing(node):
+    served = await node()
+    async with await served.client() as client:
+        doc = (await client.request("doc-create", title="raced"))["doc"]
+        await edit(client, doc, ("ins", 0, "abc"))  # v1: what the editor read
+        await served.peer_edit(doc, [("ins", 0, "x")])  # v2 came in since
+        ours = own_head(served.store)
+        with pytest.raises(NodeError) as refused:
+            await client.request("doc-edit", doc=doc, splices=[["del", 0, 3]], base=1)
+        assert refused.value.kind is ErrorKind.CONFLICT
+        assert await client.request("doc-show", doc=doc) == {"version": 2, "text": "xabc"}
+        assert own_head(served.store) == ours  # nothing signed
+        versions = (await client.request("doc-log", doc=doc))["versions"]
+        assert [v["version"] for v in versions] == [0, 1, 2]
+        # Against the version it now is, the same request goes through; and so do later
+        # requests of one edit, each based on the version the previous one made.
+        first = await client.request("doc-edit", doc=doc, splices=[["del", 1, 3]], base=2)
+        assert [m["version"] for m in first["messages"]] == [3]
+        second = await client.request("doc-edit", doc=doc, splices=[["ins", 1, "y"]], base=3)
+        assert [m["version"] for m in second["messages"]] == [4]
+        assert await client.request("doc-show", doc=doc) == {"version": 4, "text": "xy"}
+        with pytest.raises(NodeError) as refused:  # a base past the head is stale too
+            await client.request("doc-edit", doc=doc, splices=[["ins", 0, "z"]], base=9)
+        assert refused.value.kind is ErrorKind.CONFLICT
+
+
 # Each: (op, arguments, kind). Every one is answered, and the connection serves on.
 HOSTILE = {
     "create: no title": ("doc-create", {}, "bad-request"),
@@ -213,6 +243,21 @@ HOSTILE = {
         "doc-edit",
         {"doc": "$doc", "splices": [["del", 0, "a"]]},
         "bad-request",
+    ),
+    "edit: base is negative": (
+        "doc-edit",
+        {"doc": "$doc", "splices": [["ins", 0, "a"]], "base": -1},
+        "bad-request",
+    ),
+    "edit: base is text": (
+        "doc-edit",
+        {"doc": "$doc", "splices": [["ins", 0, "a"]], "base": "1"},
+        "bad-request",
+    ),
+    "edit: base is stale": (
+        "doc-edit",
+        {"doc": "$doc", "splices": [["ins", 0, "a"]], "base": 0},
+        "conflict",
     ),
     "list: start is negative": ("doc-list", {"start": -1}, "bad-request"),
     "list: limit is a float": ("doc-list", {"limit": 1.5}, "bad-request"),

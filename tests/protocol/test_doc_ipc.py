@@ -30,6 +30,14 @@ BAD_FIELDS = {
     "edit: a splice of three kinds": ("doc-edit", {"doc": ID, "splices": [["mov", 0, 1]]}),
     "edit: position past 2**32-1": ("doc-edit", {"doc": ID, "splices": [["del", 2**32, 1]]}),
     "edit: delete of 0": ("doc-edit", {"doc": ID, "splices": [["del", 0, 0]]}),
+    "edit: base is negative": ("doc-edit", {"doc": ID, "splices": [["del", 0, 1]], "base": -1}),
+    "edit: base is text": ("doc-edit", {"doc": ID, "splices": [["del", 0, 1]], "base": "v1"}),
+    "edit: base is true": ("doc-edit", {"doc": ID, "splices": [["del", 0, 1]], "base": True}),
+    "edit: base is a float": ("doc-edit", {"doc": ID, "splices": [["del", 0, 1]], "base": 1.0}),
+    "edit: base past the last seq": (
+        "doc-edit",
+        {"doc": ID, "splices": [["del", 0, 1]], "base": 2**64 - 1},
+    ),
     "list: limit is text": ("doc-list", {"limit": "all"}),
     "show: at is a float": ("doc-show", {"doc": ID, "at": 1.0}),
     "log: since is negative": ("doc-log", {"doc": ID, "since": -1}),
@@ -55,6 +63,11 @@ def test_good_doc_requests_parse_to_their_shapes_with_defaults_and_caps():
     splices = [["ins", 0, "ab"], ["del", 1, 1]]
     assert parse("doc-edit", doc=ID, splices=splices) == doc_ipc.DocEditRequest(
         ID, (("ins", 0, "ab"), ("del", 1, 1))
+    )
+    assert parse("doc-edit", doc=ID, splices=splices, base=None).base is None
+    assert parse("doc-edit", doc=ID, splices=splices, base=0).base == 0
+    assert parse("doc-edit", doc=ID, splices=splices, base=7) == doc_ipc.DocEditRequest(
+        ID, (("ins", 0, "ab"), ("del", 1, 1)), 7
     )
     assert parse("doc-list", limit=10**9) == doc_ipc.DocListRequest(0, doc_ipc.MAX_DOCUMENTS_PAGE)
     assert parse("doc-show", doc=ID) == doc_ipc.DocShowRequest(ID, None)
