@@ -18,8 +18,9 @@ with `since=version`).
 `doc_watch` follows a document's text the same way: `{"version", "text",
 "start"}` snapshot events (start 0 replaces the text, a later start appends
 to it), then `{"entries": [{"version", "msg", "splices"}]}` pages whose
-splices (`["ins", pos, text]`, `["del", pos, length]`) `protocol.ipc.apply_splices`
-applies in order; resume with `since` = the last version applied.
+splices (`["ins", pos, text]`, `["del", pos, length]`)
+`protocol.doc_ipc.apply_splices` applies in order; resume with `since` =
+the last version applied.
 """
 
 from __future__ import annotations

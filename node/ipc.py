@@ -5,15 +5,16 @@ Theory of operation
 A client sends frames `{"op": NAME, "id": N, ...arguments}`; each gets one
 reply `{"id": N, "ok": {...}}` or `{"id": N, "error": {"kind", "message"}}`
 (protocol in `docs/IPC.md`). Requests on one connection are served in
-order. `subscribe` and `watch-processed` turn the connection into a stream:
-after the first reply, frames `{"id": N, "event": ...}` follow until the
-client hangs up.
+order. `subscribe`, `watch-processed` and `doc-watch` turn the connection
+into a stream: after the first reply, frames `{"id": N, "event": ...}`
+follow until the client hangs up.
 
 The protocol half is `protocol/ipc.py` (sans-IO: request shapes and their
 checks, reply and event bodies, `ErrorKind`). This module moves frames,
 dispatches each checked request through one table (op name -> handler),
 reads the store through `StoreService`'s typed reads, and maps the errors
-an operation raises to an `ErrorKind` in one place (`ERROR_KINDS`).
+an operation raises to an `ErrorKind` in one place (`ERROR_KINDS`). The
+document ops' handlers and `doc-watch`'s pages are `node/doc_ipc.py`'s.
 
 A timeline subscription reads the timeline's command log from the version
 the client names, then waits for the store to change and reads on. The log
@@ -38,11 +39,13 @@ from typing import Any
 import structlog
 import trio
 
+from tanglenode.node.doc_ipc import DOC_REPLIES, DocWatch
 from tanglenode.node.failures import only
 from tanglenode.node.network import Network
 from tanglenode.node.peers import PeerRegistry
 from tanglenode.node.service import StoreService
 from tanglenode.protocol.address import BadAddress
+from tanglenode.protocol.doc_ipc import DocWatchRequest
 from tanglenode.protocol.document import DocumentError
 from tanglenode.protocol.errors import BadIdentifier, InvalidMessage, TanglenodeError
 from tanglenode.protocol.framing import MAX_IPC_FRAME as MAX_FRAME
@@ -52,19 +55,10 @@ from tanglenode.protocol.ipc import (
     BEHIND_SHOWN,
     PAGE,
     PAGE_BYTES,
-    SET_ASIDE_SHOWN,
     STATUS_LIST,
     ClockRequest,
     CommandsRequest,
     ConnectRequest,
-    DocBlameRequest,
-    DocCreateRequest,
-    DocDiffRequest,
-    DocEditRequest,
-    DocListRequest,
-    DocLogRequest,
-    DocShowRequest,
-    DocWatchRequest,
     ErrorKind,
     GetRequest,
     GroupAddRequest,
@@ -82,22 +76,15 @@ from tanglenode.protocol.ipc import (
     TimelineRef,
     TimelineRequest,
     WatchProcessedRequest,
-    blame_body,
     bounded_content,
     delete_command,
-    document_body,
-    dye_body,
     insert_command,
     message_body,
     move_command,
     parse_request,
     processed_entry,
     request_header,
-    set_aside_body,
     short,
-    snapshot_events,
-    splice_entry,
-    version_body,
 )
 from tanglenode.protocol.ipc import error_reply as encode_error
 from tanglenode.protocol.message import Message, UnpublishableMessage
@@ -111,11 +98,12 @@ from tanglenode.storage.errors import (
     UnknownDocument,
     UnknownTangle,
     UnknownTimeline,
+    VersionConflict,
 )
 from tanglenode.storage.store import FeedStore
 from tanglenode.storage.timeline import Command, Delete, Insert
 
-__all__ = ["DOC_REPLIES", "ERROR_KINDS", "MAX_FRAME", "IpcServer", "error_kind", "error_reply"]
+__all__ = ["ERROR_KINDS", "MAX_FRAME", "IpcServer", "error_kind", "error_reply"]
 
 log = structlog.get_logger("ipc")
 
@@ -130,6 +118,7 @@ ERROR_KINDS: tuple[tuple[type[BaseException], ErrorKind], ...] = (
     (UnknownTimeline, ErrorKind.NOT_FOUND),
     (UnknownDocument, ErrorKind.NOT_FOUND),
     (BadSplice, ErrorKind.BAD_REQUEST),
+    (VersionConflict, ErrorKind.CONFLICT),
     (DocumentError, ErrorKind.BAD_REQUEST),
     (groups.GroupError, ErrorKind.GROUP),
     (OwnFeedForked, ErrorKind.OWN_FEED_FORKED),
@@ -167,89 +156,6 @@ def _command_wire(
     if isinstance(command, Delete):
         return delete_command(command.pos, version)
     return move_command(command.src, command.dst, version)
-
-
-# -- documents: each op a function of the service, so `tangled doc` runs the same ones
-# on a store of its own while the node is stopped (node/cli/docs.py).
-
-
-async def _doc_create(service: StoreService, request: DocCreateRequest) -> dict[str, Any]:
-    message = await service.create_document(request.title)
-    return {"doc": message.id}
-
-
-async def _doc_edit(service: StoreService, request: DocEditRequest) -> dict[str, Any]:
-    """Publish the splices; the messages (none when nothing changed), each with its version."""
-    messages, numbers = await service.edit_document(request.doc, request.splices)
-    return {"messages": [{"msg": m.id, "version": numbers.get(m.id)} for m in messages]}
-
-
-async def _doc_list(service: StoreService, request: DocListRequest) -> dict[str, Any]:
-    """A page of the documents the store holds."""
-    documents = await service.documents()
-    page = documents[request.start : request.start + request.limit]
-    following = request.start + len(page)
-    return {
-        "documents": [document_body(info) for info in page],
-        "total": len(documents),
-        "next": following if following < len(documents) else None,
-    }
-
-
-async def _doc_show(service: StoreService, request: DocShowRequest) -> dict[str, Any]:
-    """The text at the frontier with its version, or at `at` (version nil)."""
-    if request.at is None:
-        version, text = await service.document_snapshot(request.doc)
-        return {"version": version, "text": text}
-    return {"version": None, "text": await service.document_revision(request.doc, request.at)}
-
-
-async def _doc_log(service: StoreService, request: DocLogRequest) -> dict[str, Any]:
-    """Versions from `since`, and the messages the document set aside (at most
-    `SET_ASIDE_SHOWN`; `set_aside_total` counts them all)."""
-    versions = await service.document_versions(request.doc, request.since, request.limit)
-    aside = await service.document_set_aside(request.doc)
-    return {
-        "versions": [version_body(version) for version in versions],
-        "set_aside": [set_aside_body(*entry) for entry in aside[:SET_ASIDE_SHOWN]],
-        "set_aside_total": len(aside),
-    }
-
-
-async def _doc_diff(service: StoreService, request: DocDiffRequest) -> dict[str, Any]:
-    spans = await service.document_dye(request.doc, request.old, request.new)
-    return {"spans": [dye_body(span) for span in spans]}
-
-
-async def _doc_blame(service: StoreService, request: DocBlameRequest) -> dict[str, Any]:
-    spans = await service.document_blame(request.doc, request.at)
-    return {"spans": [blame_body(span) for span in spans]}
-
-
-# The document ops with one reply, by name: `IpcServer` serves them, and so does the CLI.
-DOC_REPLIES: dict[str, Callable[[StoreService, Any], Awaitable[dict[str, Any]]]] = {
-    "doc-create": _doc_create,
-    "doc-edit": _doc_edit,
-    "doc-list": _doc_list,
-    "doc-show": _doc_show,
-    "doc-log": _doc_log,
-    "doc-diff": _doc_diff,
-    "doc-blame": _doc_blame,
-}
-WATCH_ENTRIES = 64  # splice entries read per doc-watch page (cut further at `PAGE_BYTES`)
-
-
-def _continues(version: int, entries: list[Any]) -> bool:
-    """Whether splice `entries` are versions version+1, version+2, ... none of them a reset."""
-    return all(
-        entry.version == version + n and entry.splices is not None
-        for n, entry in enumerate(entries, 1)
-    )
-
-
-def _entry_size(entry: Any) -> int:
-    """A bound on a splice entry's bytes on the wire: 4 per code point, 16 per splice."""
-    return 64 + sum(16 + (4 * len(s[2]) if s[0] == "ins" else 0) for s in entry.splices)
 
 
 Reply = Callable[[Any], Awaitable[dict[str, Any]]]
@@ -596,64 +502,15 @@ class IpcServer:
         await self._follow(stream, number, request.start, next_page)
 
     async def _doc_watch(self, stream, number, request: DocWatchRequest) -> None:
-        """Stream a document's text as splices from version `since` (or a snapshot), live.
-
-        The splice log continues a client's text only while it is a plain
-        run of versions after the client's: a `reset` entry (a proof cut a
-        feed back and the document was woven again, its log rewritten) or a
-        version missing from the run means the client's text is no longer
-        the one the log continues, so it gets a fresh snapshot instead.
-        With `since` whose continuation is intact, the reply is `{version:
-        since, snapshot: false}`; otherwise a snapshot follows the reply.
-        Then pages `{"entries": [{"version", "msg", "splices"}, ...]}`.
-        """
-        doc, since = request.doc, request.since
-        proofs_seen = self.service.evidence_version
-        if since is not None and await self._log_rewritten(doc, since):
-            since = None  # a version it never had, or a log that no longer continues it
-        if since is not None:
-            await self._send(stream, {"id": number, "ok": {"version": since, "snapshot": False}})
-        else:
-            since, text = await self.service.document_snapshot(doc)
-            await self._send(stream, {"id": number, "ok": {"version": since, "snapshot": True}})
-            for event in snapshot_events(since, text):
-                await self._send(stream, {"id": number, "event": event})
-            del text
-
-        async def snapshot() -> tuple[list[dict[str, Any]], int]:
-            version, text = await self.service.document_snapshot(doc)
-            return snapshot_events(version, text), version
-
-        async def next_page(version: int) -> tuple[list[dict[str, Any]], int] | None:
-            nonlocal proofs_seen
-            if self.service.evidence_version != proofs_seen:  # a proof may have rewritten it
-                proofs_seen = self.service.evidence_version
-                if await self._log_rewritten(doc, version):
-                    return await snapshot()
-            _head, entries = await self.service.document_splices(doc, version, WATCH_ENTRIES)
-            if not entries:
-                return None
-            if not _continues(version, entries):
-                return await snapshot()
-            page, size = [], 0
-            for entry in entries:
-                if page and size + _entry_size(entry) > PAGE_BYTES:
-                    break
-                page.append(splice_entry(entry))
-                size += _entry_size(entry)
-            return [{"entries": page}], page[-1]["version"]
-
-        await self._follow(stream, number, since, next_page)
-
-    async def _log_rewritten(self, doc: bytes, version: int) -> bool:
-        """Whether the splice log after `version` fails to continue it (see `_doc_watch`)."""
-        while True:
-            head, entries = await self.service.document_splices(doc, version, WATCH_ENTRIES)
-            if not _continues(version, entries) or (not entries and version != head):
-                return True
-            if not entries:
-                return False
-            version = entries[-1].version
+        """Stream a document's text from version `since` (or a snapshot) as splices, live;
+        `node.doc_ipc.DocWatch` makes the pages."""
+        watch = DocWatch(self.service, request.doc)
+        started, snapshot = await watch.start(request.since)
+        await self._send(stream, {"id": number, "ok": started})
+        for event in snapshot:
+            await self._send(stream, {"id": number, "event": event})
+        del snapshot
+        await self._follow(stream, number, started["version"], watch.next_page)
 
     async def _follow(self, stream, number, position: int, next_page) -> None:
         """Send pages from `position` on, live, through a queue of `queue_frames` frames.

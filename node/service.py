@@ -22,9 +22,9 @@ from typing import Any
 
 import trio
 
+from tanglenode.protocol.doc_ipc import At
 from tanglenode.protocol.gossip import tag_of
 from tanglenode.protocol.identity import Keypair
-from tanglenode.protocol.ipc import At
 from tanglenode.protocol.limits import MAX_SEQ
 from tanglenode.protocol.message import Message
 from tanglenode.storage import groups
@@ -183,11 +183,18 @@ class StoreService:
         return message
 
     async def edit_document(
-        self, doc: bytes, splices: Sequence[Splice]
+        self, doc: bytes, splices: Sequence[Splice], base: int | None = None
     ) -> tuple[list[Message], dict[bytes, int]]:
-        """Publish `splices`; the messages, and the version each one made."""
+        """Publish `splices` (made against version `base`, if given: `VersionConflict` when
+        the document has moved on); the messages, and the version each one made."""
         messages, numbers = await trio.to_thread.run_sync(
-            edit_and_number, self.store, doc, splices, limiter=self._writer, abandon_on_cancel=False
+            edit_and_number,
+            self.store,
+            doc,
+            splices,
+            base,
+            limiter=self._writer,
+            abandon_on_cancel=False,
         )
         self._stored(messages)
         return messages, numbers
@@ -241,14 +248,14 @@ class StoreService:
 
 
 def edit_and_number(
-    store: FeedStore, doc: bytes, splices: Sequence[Splice]
+    store: FeedStore, doc: bytes, splices: Sequence[Splice], base: int | None = None
 ) -> tuple[list[Message], dict[bytes, int]]:
     """`store.edit_document`, and the version number each published message made.
 
     Called with the write limiter held, so no other write comes between the
     edit and the read of its versions: they are the document's last ones.
     """
-    messages = store.edit_document(doc, splices)
+    messages = store.edit_document(doc, splices, base)
     if not messages:
         return messages, {}
     head, _entries = store.document_splices(doc, MAX_SEQ, 0)

@@ -1,7 +1,7 @@
 """`tangled doc ...`: collaborative text documents (docs/DOCUMENTS.md), edited as people do.
 
 While the node runs every command asks it over IPC (docs/IPC.md, the `doc-`
-ops). While it is stopped the same handlers (`node.ipc.DOC_REPLIES`) run on
+ops). While it is stopped the same handlers (`node.doc_ipc.DOC_REPLIES`) run on
 the store opened here, writes under the data directory's lock and signed
 with the node's key, so both paths answer alike. `doc watch` follows the
 running node.
@@ -9,7 +9,10 @@ running node.
 Positions and lengths are code points. `doc edit` diffs the current text
 against the new one (fast_diff_match_patch, no cleanup: the smallest edit)
 and publishes that as splices, each position counted in the text the
-splices before it left. A revision (`--at`, FROM, TO) is a message id as
+splices before it left. The splices carry the version they were made
+against (`base`), so they never land on a text another edit changed
+meanwhile: the node refuses them (`conflict`) and `doc edit` reads and
+diffs again (`edit_to`). A revision (`--at`, FROM, TO) is a message id as
 printed (%...), a version (`v12` or `12`), or a weft `@FEED=SEQ,...`.
 """
 
@@ -21,7 +24,7 @@ import os
 import re
 import sys
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import aclosing
 from typing import Any
 
@@ -43,19 +46,17 @@ from tanglenode.node.cli.support import (
     node_running,
 )
 from tanglenode.node.client import NodeError, connect
-from tanglenode.node.ipc import DOC_REPLIES, error_kind
+from tanglenode.node.doc_ipc import DOC_REPLIES
+from tanglenode.node.ipc import error_kind
 from tanglenode.node.service import StoreService
+from tanglenode.protocol.doc_ipc import MAX_SPLICE_CHARS, MAX_SPLICES, MAX_VERSIONS_PAGE
 from tanglenode.protocol.errors import TanglenodeError
 from tanglenode.protocol.identity import feed_text, message_text, parse_feed, parse_message_id
-from tanglenode.protocol.ipc import (
-    MAX_SPLICE_CHARS,
-    MAX_SPLICES,
-    MAX_VERSIONS_PAGE,
-    ErrorKind,
-    parse_request,
-)
+from tanglenode.protocol.ipc import ErrorKind, parse_request
+from tanglenode.storage.store import FeedStore
 
 MAX_EDIT_BYTES = 4 << 20  # a file `doc edit` reads: the diff and its splices stay quick
+EDIT_TRIES = 5  # reads and diffs of one `doc edit` while others edit the document
 VERSION = re.compile(r"v?(\d{1,19})")
 
 
@@ -97,20 +98,28 @@ class _Documents:
     def call(self, op: str, **arguments: Any) -> Any:
         if self.store is None:
             return trio.run(call_node, self.obj, op, arguments)
-        return trio.run(self._offline, op, arguments)
+        return offline_call(self.store, op, **arguments)
 
-    async def _offline(self, op: str, arguments: dict[str, Any]) -> Any:
-        """The node's own handler for `op`, on our store: the same checks, the same reply."""
-        try:
-            request = parse_request(op, {"op": op, **arguments}, self.store.limits)
-            return await DOC_REPLIES[op](StoreService(self.store), request)
-        except TanglenodeError as error:
-            kind = error_kind(error)
-            if kind == ErrorKind.NOT_FOUND:
-                raise NotFound(f"{kind}: {error}") from None
-            if kind in BAD_INPUT_KINDS:
-                raise BadInput(f"{kind}: {error}") from None
-            raise
+
+def offline_call(store: FeedStore, op: str, **arguments: Any) -> Any:
+    """The node's own handler for `op`, on `store`: the same checks, the same reply, and
+    its errors as `call_node` raises them."""
+    try:
+        request = parse_request(op, {"op": op, **arguments}, store.limits)
+        return trio.run(_serve, store, op, request)
+    except TanglenodeError as error:
+        kind = error_kind(error)
+        if kind == ErrorKind.NOT_FOUND:
+            raise NotFound(f"{kind}: {error}") from None
+        if kind in BAD_INPUT_KINDS:
+            raise BadInput(f"{kind}: {error}") from None
+        if kind == ErrorKind.CONFLICT:  # as the node's reply would be
+            raise NodeError(kind, str(error)) from None
+        raise
+
+
+async def _serve(store: FeedStore, op: str, request: Any) -> Any:
+    return await DOC_REPLIES[op](StoreService(store), request)
 
 
 def _obj() -> Context:
@@ -210,11 +219,55 @@ def read_text_file(path: str) -> str:
         raise BadInput(f"{path}: not UTF-8 text (byte {error.start})") from None
 
 
+class EditConflict(TanglenodeError):
+    """The document kept changing under `doc edit`, try after try (exit 1)."""
+
+
+def edit_to(
+    call: Callable[..., Any], doc: bytes, new: str, tries: int = EDIT_TRIES
+) -> list[dict[str, Any]]:
+    """Make `doc`'s text `new` though others edit it meanwhile; the messages published.
+
+    A try reads the version and the text together (`doc-show`), diffs, and
+    sends the splices with that version as `base`: in one request whenever
+    the request limits allow, else in several, each next one based on the
+    version the previous one made (its reply's last message). The node
+    refuses splices whose base the document has moved past (`conflict`),
+    publishing nothing; the next try reads again and diffs from there (what
+    earlier requests published stays: the diff starts from it). `call(op,
+    **arguments)` asks the node, or the store (`_Documents.call`).
+    """
+    published: list[dict[str, Any]] = []
+    for _try in range(tries):
+        shown = call("doc-show", doc=doc)
+        base: int | None = shown["version"]
+        try:
+            for group in requests(edit_splices(shown["text"], new)):
+                messages = call("doc-edit", doc=doc, splices=group, base=base)["messages"]
+                published.extend(messages)
+                base = messages[-1]["version"] if messages else base
+                if base is None:  # a reply without the version made: read again
+                    break
+            else:
+                return published
+        except NodeError as error:
+            if error.kind != ErrorKind.CONFLICT:
+                raise
+    raise EditConflict(
+        f"{message_text(doc)} kept changing while `doc edit` edited it ({tries} tries): its"
+        " text is not the file's yet (a long edit may be partly published); run it again"
+    )
+
+
 def _publish(docs: _Documents, doc: bytes, splices: list[list[Any]], as_json: bool) -> None:
     """Publish `splices` to `doc` in as many requests as they need; print the versions made."""
     published: list[dict[str, Any]] = []
     for group in requests(splices):
         published.extend(docs.call("doc-edit", doc=doc, splices=group)["messages"])
+    _print_published(doc, published, as_json)
+
+
+def _print_published(doc: bytes, published: list[dict[str, Any]], as_json: bool) -> None:
     rows = [{"msg": message_text(m["msg"]), "version": m["version"]} for m in published]
     if as_json:
         emit_json({"doc": message_text(doc), "messages": rows})
@@ -249,8 +302,8 @@ def doc_edit(doc: str, file: str, as_json: bool) -> None:
     """Make DOC's text FILE's ('-': stdin): publish the smallest edit between the two."""
     doc_id, new = parse_message_id(doc), read_text_file(file)
     with _Documents(_obj(), writes=True) as docs:
-        old = docs.call("doc-show", doc=doc_id)["text"]
-        _publish(docs, doc_id, edit_splices(old, new), as_json)
+        published = edit_to(docs.call, doc_id, new)
+    _print_published(doc_id, published, as_json)
 
 
 @doc_command.command("insert")

@@ -8,9 +8,9 @@ from hypothesis import strategies as st
 from tanglenode.node.cli import docs
 from tanglenode.node.cli.support import BadInput
 from tanglenode.protocol import ipc
+from tanglenode.protocol.doc_ipc import MAX_SPLICE_CHARS, MAX_SPLICES, apply_splices
 from tanglenode.protocol.errors import BadIdentifier
 from tanglenode.protocol.identity import feed_text, message_text
-from tanglenode.protocol.ipc import apply_splices
 from tests.factories import keypair
 
 ALICE, BOB = keypair("alice").public, keypair("bob").public
@@ -51,12 +51,12 @@ def test_request_groups_applied_in_order_are_the_whole_edit(old, new):
 
 
 def test_requests_stay_within_the_ipc_bounds():
-    long_insert = [["ins", 3, "x" * (2 * ipc.MAX_SPLICE_CHARS + 5)]]
+    long_insert = [["ins", 3, "x" * (2 * MAX_SPLICE_CHARS + 5)]]
     groups = list(docs.requests(long_insert))
-    assert [len(g[0][2]) for g in groups] == [ipc.MAX_SPLICE_CHARS, ipc.MAX_SPLICE_CHARS, 5]
-    assert [g[0][1] for g in groups] == [3, 3 + ipc.MAX_SPLICE_CHARS, 3 + 2 * ipc.MAX_SPLICE_CHARS]
-    many = [["del", 0, 1]] * (2 * ipc.MAX_SPLICES + 1)
-    assert [len(g) for g in docs.requests(many)] == [ipc.MAX_SPLICES, ipc.MAX_SPLICES, 1]
+    assert [len(g[0][2]) for g in groups] == [MAX_SPLICE_CHARS, MAX_SPLICE_CHARS, 5]
+    assert [g[0][1] for g in groups] == [3, 3 + MAX_SPLICE_CHARS, 3 + 2 * MAX_SPLICE_CHARS]
+    many = [["del", 0, 1]] * (2 * MAX_SPLICES + 1)
+    assert [len(g) for g in docs.requests(many)] == [MAX_SPLICES, MAX_SPLICES, 1]
     for group in docs.requests(long_insert + many):
         ipc.parse_request("doc-edit", {"doc": bytes(32), "splices": group}, None)
 

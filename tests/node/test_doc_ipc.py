@@ -12,9 +12,10 @@ from tanglenode.node.ipc import IpcServer
 from tanglenode.node.network import Network
 from tanglenode.node.peers import PeerRegistry
 from tanglenode.node.service import StoreService
-from tanglenode.protocol import ipc
+from tanglenode.protocol import doc_ipc, ipc
+from tanglenode.protocol.doc_ipc import apply_splices
 from tanglenode.protocol.document import AtomRef, Insert, edit_content, init_content
-from tanglenode.protocol.ipc import ErrorKind, apply_splices
+from tanglenode.protocol.ipc import ErrorKind
 from tanglenode.protocol.limits import Limits
 from tanglenode.protocol.message import TangleLink
 from tanglenode.storage.documents import SpliceEntry
@@ -141,6 +142,36 @@ async def test_two_authors_are_told_apart_by_diff_blame_and_log(node):
         assert [v["author"] for v in log] == [ME.public, ME.public, PEER.public]
 
 
+def own_head(store):
+    return next(feed.head_seq for feed in store.feeds() if feed.author == ME.public)
+
+
+async def test_an_edit_against_a_stale_base_is_a_conflict_and_publishes_nothing(node):
+    served = await node()
+    async with await served.client() as client:
+        doc = (await client.request("doc-create", title="raced"))["doc"]
+        await edit(client, doc, ("ins", 0, "abc"))  # v1: what the editor read
+        await served.peer_edit(doc, [("ins", 0, "x")])  # v2 came in since
+        ours = own_head(served.store)
+        with pytest.raises(NodeError) as refused:
+            await client.request("doc-edit", doc=doc, splices=[["del", 0, 3]], base=1)
+        assert refused.value.kind is ErrorKind.CONFLICT
+        assert await client.request("doc-show", doc=doc) == {"version": 2, "text": "xabc"}
+        assert own_head(served.store) == ours  # nothing signed
+        versions = (await client.request("doc-log", doc=doc))["versions"]
+        assert [v["version"] for v in versions] == [0, 1, 2]
+        # Against the version it now is, the same request goes through; and so do later
+        # requests of one edit, each based on the version the previous one made.
+        first = await client.request("doc-edit", doc=doc, splices=[["del", 1, 3]], base=2)
+        assert [m["version"] for m in first["messages"]] == [3]
+        second = await client.request("doc-edit", doc=doc, splices=[["ins", 1, "y"]], base=3)
+        assert [m["version"] for m in second["messages"]] == [4]
+        assert await client.request("doc-show", doc=doc) == {"version": 4, "text": "xy"}
+        with pytest.raises(NodeError) as refused:  # a base past the head is stale too
+            await client.request("doc-edit", doc=doc, splices=[["ins", 0, "z"]], base=9)
+        assert refused.value.kind is ErrorKind.CONFLICT
+
+
 # Each: (op, arguments, kind). Every one is answered, and the connection serves on.
 HOSTILE = {
     "create: no title": ("doc-create", {}, "bad-request"),
@@ -156,12 +187,12 @@ HOSTILE = {
     "edit: splices is a map": ("doc-edit", {"doc": "$doc", "splices": {}}, "bad-request"),
     "edit: too many splices": (
         "doc-edit",
-        {"doc": "$doc", "splices": [["ins", 0, "a"]] * (ipc.MAX_SPLICES + 1)},
+        {"doc": "$doc", "splices": [["ins", 0, "a"]] * (doc_ipc.MAX_SPLICES + 1)},
         "bad-request",
     ),
     "edit: too much text": (
         "doc-edit",
-        {"doc": "$doc", "splices": [["ins", 0, "a" * (ipc.MAX_SPLICE_CHARS + 1)]]},
+        {"doc": "$doc", "splices": [["ins", 0, "a" * (doc_ipc.MAX_SPLICE_CHARS + 1)]]},
         "bad-request",
     ),
     "edit: unknown kind": ("doc-edit", {"doc": "$doc", "splices": [["mov", 0, 1]]}, "bad-request"),
@@ -213,6 +244,21 @@ HOSTILE = {
         {"doc": "$doc", "splices": [["del", 0, "a"]]},
         "bad-request",
     ),
+    "edit: base is negative": (
+        "doc-edit",
+        {"doc": "$doc", "splices": [["ins", 0, "a"]], "base": -1},
+        "bad-request",
+    ),
+    "edit: base is text": (
+        "doc-edit",
+        {"doc": "$doc", "splices": [["ins", 0, "a"]], "base": "1"},
+        "bad-request",
+    ),
+    "edit: base is stale": (
+        "doc-edit",
+        {"doc": "$doc", "splices": [["ins", 0, "a"]], "base": 0},
+        "conflict",
+    ),
     "list: start is negative": ("doc-list", {"start": -1}, "bad-request"),
     "list: limit is a float": ("doc-list", {"limit": 1.5}, "bad-request"),
     "show: no doc": ("doc-show", {}, "bad-request"),
@@ -256,7 +302,7 @@ async def test_each_hostile_doc_request_gets_its_typed_error_and_the_node_serves
 
 
 def test_a_weft_wider_than_the_cap_is_refused_before_anything_runs():
-    wide = {bytes(28) + n.to_bytes(4): 1 for n in range(ipc.MAX_WEFT_FEEDS + 1)}
+    wide = {bytes(28) + n.to_bytes(4): 1 for n in range(doc_ipc.MAX_WEFT_FEEDS + 1)}
     with pytest.raises(ipc.RequestError) as refused:
         ipc.parse_request("doc-show", {"doc": ID, "at": wide}, Limits())
     assert refused.value.kind is ErrorKind.BAD_REQUEST
@@ -351,9 +397,9 @@ async def test_doc_watch_snapshots_a_long_text_in_pages(node):
     served = await node()
     async with await served.client() as client:
         doc = (await client.request("doc-create", title="long"))["doc"]
-        long_text = "abcdefghij" * (ipc.SNAPSHOT_CHARS // 4)
-        for start in range(0, len(long_text), ipc.MAX_SPLICE_CHARS):
-            piece = long_text[start : start + ipc.MAX_SPLICE_CHARS]
+        long_text = "abcdefghij" * (doc_ipc.SNAPSHOT_CHARS // 4)
+        for start in range(0, len(long_text), doc_ipc.MAX_SPLICE_CHARS):
+            piece = long_text[start : start + doc_ipc.MAX_SPLICE_CHARS]
             await edit(client, doc, ("ins", start, piece))
         head = (await client.request("doc-show", doc=doc))["version"]
         replica = Replica()
@@ -364,7 +410,7 @@ async def test_doc_watch_snapshots_a_long_text_in_pages(node):
                 event = await events.__anext__()
                 starts.append(event["start"])
                 replica.apply(event)
-        assert starts == list(range(0, len(long_text), ipc.SNAPSHOT_CHARS))
+        assert starts == list(range(0, len(long_text), doc_ipc.SNAPSHOT_CHARS))
         assert (replica.text, replica.version) == (long_text, head)
 
 

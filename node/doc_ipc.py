@@ -1,0 +1,187 @@
+"""The document ops served: a handler per `doc-` request, and the pages of a `doc-watch` stream.
+
+Theory of operation
+-------------------
+Each op with one reply is a function of the `StoreService` (`DOC_REPLIES`),
+not of the server, so `tangled doc` runs the same ones on a store of its
+own while the node is stopped (node/cli/docs.py): both paths answer alike.
+
+A `doc-watch` stream is a `DocWatch`: where the stream starts (`start`),
+then its pages (`next_page`). `node/ipc.py` moves them: it sends the
+reply and the snapshot, then follows `next_page` live through its queue,
+with the lag rule every stream has. The splice log continues a client's
+text only while it is a plain run of versions after the client's: a
+`reset` entry (a proof cut a feed back and the document was woven again,
+its log rewritten) or a version missing from the run means the client's
+text is no longer the one the log continues, so it gets a fresh snapshot
+instead. The request shapes and the bodies are `protocol/doc_ipc.py`'s.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from tanglenode.node.service import StoreService
+from tanglenode.protocol.doc_ipc import (
+    SET_ASIDE_SHOWN,
+    DocBlameRequest,
+    DocCreateRequest,
+    DocDiffRequest,
+    DocEditRequest,
+    DocListRequest,
+    DocLogRequest,
+    DocShowRequest,
+    blame_body,
+    document_body,
+    dye_body,
+    set_aside_body,
+    snapshot_events,
+    splice_entry,
+    version_body,
+)
+from tanglenode.protocol.ipc import PAGE_BYTES
+
+WATCH_ENTRIES = 64  # splice entries read per doc-watch page (cut further at `PAGE_BYTES`)
+
+# -- the ops with one reply --------------------------------------------------------------------
+
+
+async def _doc_create(service: StoreService, request: DocCreateRequest) -> dict[str, Any]:
+    message = await service.create_document(request.title)
+    return {"doc": message.id}
+
+
+async def _doc_edit(service: StoreService, request: DocEditRequest) -> dict[str, Any]:
+    """Publish the splices; the messages (none when nothing changed), each with its version.
+    With `base`, nothing is published once the document has moved past it (`conflict`)."""
+    messages, numbers = await service.edit_document(request.doc, request.splices, request.base)
+    return {"messages": [{"msg": m.id, "version": numbers.get(m.id)} for m in messages]}
+
+
+async def _doc_list(service: StoreService, request: DocListRequest) -> dict[str, Any]:
+    """A page of the documents the store holds."""
+    documents = await service.documents()
+    page = documents[request.start : request.start + request.limit]
+    following = request.start + len(page)
+    return {
+        "documents": [document_body(info) for info in page],
+        "total": len(documents),
+        "next": following if following < len(documents) else None,
+    }
+
+
+async def _doc_show(service: StoreService, request: DocShowRequest) -> dict[str, Any]:
+    """The text at the frontier with its version, or at `at` (version nil)."""
+    if request.at is None:
+        version, text = await service.document_snapshot(request.doc)
+        return {"version": version, "text": text}
+    return {"version": None, "text": await service.document_revision(request.doc, request.at)}
+
+
+async def _doc_log(service: StoreService, request: DocLogRequest) -> dict[str, Any]:
+    """Versions from `since`, and the messages the document set aside (at most
+    `SET_ASIDE_SHOWN`; `set_aside_total` counts them all)."""
+    versions = await service.document_versions(request.doc, request.since, request.limit)
+    aside = await service.document_set_aside(request.doc)
+    return {
+        "versions": [version_body(version) for version in versions],
+        "set_aside": [set_aside_body(*entry) for entry in aside[:SET_ASIDE_SHOWN]],
+        "set_aside_total": len(aside),
+    }
+
+
+async def _doc_diff(service: StoreService, request: DocDiffRequest) -> dict[str, Any]:
+    spans = await service.document_dye(request.doc, request.old, request.new)
+    return {"spans": [dye_body(span) for span in spans]}
+
+
+async def _doc_blame(service: StoreService, request: DocBlameRequest) -> dict[str, Any]:
+    spans = await service.document_blame(request.doc, request.at)
+    return {"spans": [blame_body(span) for span in spans]}
+
+
+# The document ops with one reply, by name: `IpcServer` serves them, and so does the CLI.
+DOC_REPLIES: dict[str, Callable[[StoreService, Any], Awaitable[dict[str, Any]]]] = {
+    "doc-create": _doc_create,
+    "doc-edit": _doc_edit,
+    "doc-list": _doc_list,
+    "doc-show": _doc_show,
+    "doc-log": _doc_log,
+    "doc-diff": _doc_diff,
+    "doc-blame": _doc_blame,
+}
+
+
+# -- the doc-watch stream ------------------------------------------------------------------
+
+
+def _continues(version: int, entries: list[Any]) -> bool:
+    """Whether splice `entries` are versions version+1, version+2, ... none of them a reset."""
+    return all(
+        entry.version == version + n and entry.splices is not None
+        for n, entry in enumerate(entries, 1)
+    )
+
+
+def _entry_size(entry: Any) -> int:
+    """A bound on a splice entry's bytes on the wire: 4 per code point, 16 per splice."""
+    return 64 + sum(16 + (4 * len(s[2]) if s[0] == "ins" else 0) for s in entry.splices)
+
+
+Page = tuple[list[dict[str, Any]], int]  # the events of a page, and the version they reach
+
+
+class DocWatch:
+    """The pages of one `doc-watch` stream of document `doc` (see the module docstring)."""
+
+    def __init__(self, service: StoreService, doc: bytes) -> None:
+        self.service, self.doc = service, doc
+        self._proofs_seen = service.evidence_version
+
+    async def start(self, since: int | None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+        """The reply `{version, snapshot}` and the snapshot's events (none when resuming).
+
+        With `since` whose continuation is intact the reply is `{version:
+        since, snapshot: false}`; otherwise the text at the head follows it.
+        """
+        if since is not None and await self._log_rewritten(since):
+            since = None  # a version it never had, or a log that no longer continues it
+        if since is not None:
+            return {"version": since, "snapshot": False}, []
+        events, version = await self._snapshot()
+        return {"version": version, "snapshot": True}, events
+
+    async def next_page(self, version: int) -> Page | None:
+        """The page after `version`: `{"entries": [{"version", "msg", "splices"}, ...]}`, or
+        a snapshot when the log no longer continues `version`; None while nothing is new."""
+        if self.service.evidence_version != self._proofs_seen:  # a proof may have rewritten it
+            self._proofs_seen = self.service.evidence_version
+            if await self._log_rewritten(version):
+                return await self._snapshot()
+        _head, entries = await self.service.document_splices(self.doc, version, WATCH_ENTRIES)
+        if not entries:
+            return None
+        if not _continues(version, entries):
+            return await self._snapshot()
+        page, size = [], 0
+        for entry in entries:
+            if page and size + _entry_size(entry) > PAGE_BYTES:
+                break
+            page.append(splice_entry(entry))
+            size += _entry_size(entry)
+        return [{"entries": page}], page[-1]["version"]
+
+    async def _snapshot(self) -> Page:
+        version, text = await self.service.document_snapshot(self.doc)
+        return snapshot_events(version, text), version
+
+    async def _log_rewritten(self, version: int) -> bool:
+        """Whether the splice log after `version` fails to continue it."""
+        while True:
+            head, entries = await self.service.document_splices(self.doc, version, WATCH_ENTRIES)
+            if not _continues(version, entries) or (not entries and version != head):
+                return True
+            if not entries:
+                return False
+            version = entries[-1].version

@@ -1,0 +1,142 @@
+"""`tangled doc edit` while others edit the document: each try reads a snapshot, diffs, and
+sends the splices with their base; a conflict makes it read and diff again (`docs.edit_to`).
+
+The node's own handlers run on a real store (`docs.offline_call`, as `doc edit` does while
+the node is stopped); a peer's edit is ingested between the read and the send."""
+
+import pytest
+
+from tanglenode.node.cli import docs
+from tanglenode.node.client import NodeError
+from tanglenode.protocol.doc_ipc import MAX_SPLICES
+from tanglenode.protocol.ipc import ErrorKind
+from tanglenode.storage.store import FeedStore
+from tests.factories import keypair
+
+ME, PEER = keypair("doc-edit"), keypair("doc-edit-peer")
+
+
+class Store:
+    """Our store, a peer whose edits it ingests, and a log of the requests `edit_to` made."""
+
+    def __init__(self, tmp_path):
+        self.tmp_path = tmp_path
+        self.store = FeedStore(tmp_path / "store", keypair=ME, map_size=2**27)
+        self.requests: list[tuple[str, dict]] = []
+        self.replies: list = []  # each request's reply, or the error it raised
+        self.before_edit = lambda number: None  # called before each doc-edit, numbered from 0
+
+    def call(self, op, **arguments):
+        if op == "doc-edit":
+            self.before_edit(sum(1 for seen, _ in self.requests if seen == "doc-edit"))
+        self.requests.append((op, arguments))
+        try:
+            reply = docs.offline_call(self.store, op, **arguments)
+        except NodeError as error:
+            self.replies.append(error)
+            raise
+        self.replies.append(reply)
+        return reply
+
+    def ops(self):
+        return [op for op, _ in self.requests]
+
+    def peer_edit(self, doc, splices):
+        """A second author edits the document, and we ingest the edit."""
+        with FeedStore(self.tmp_path / "peer", keypair=PEER, map_size=2**27) as peer:
+            peer.ingest(list(self.store.iter_raw()))
+            messages = peer.edit_document(doc, splices)
+            raws = peer.read_feed_raw(PEER.public, messages[0].seq, len(messages))
+        assert all(result.stored for result in self.store.ingest(raws))
+
+    def text(self, doc):
+        return self.store.document_text(doc)
+
+
+@pytest.fixture
+def store(tmp_path):
+    with_store = Store(tmp_path)
+    yield with_store
+    with_store.store.close()
+
+
+def document(store, text):
+    doc = store.store.create_document("shared").id
+    store.store.edit_document(doc, [("ins", 0, text)])
+    return doc
+
+
+def test_an_edit_sends_its_splices_in_one_request_with_the_version_it_read(store):
+    doc = document(store, "hello world\n")
+    published = docs.edit_to(store.call, doc, "Hello, world!\n")
+    assert store.text(doc) == "Hello, world!\n"
+    assert store.ops() == ["doc-show", "doc-edit"]
+    assert store.requests[1][1]["base"] == 1
+    assert [m["version"] for m in published] == [2]
+    assert docs.edit_to(store.call, doc, "Hello, world!\n") == []  # the same text: unchanged
+
+
+def test_an_edit_that_lost_a_race_is_read_and_diffed_again_and_ends_with_the_file(store):
+    doc = document(store, "one two three\n")
+    new = "one 2 three\nfour\n"
+
+    def a_peer_types_first(number):
+        if number == 0:  # between our read and our send
+            store.peer_edit(doc, [("ins", 0, "zero ")])
+
+    store.before_edit = a_peer_types_first
+    published = docs.edit_to(store.call, doc, new)
+    assert store.text(doc) == new  # exactly the file: the peer's edit was seen, then undone
+    assert store.ops() == ["doc-show", "doc-edit", "doc-show", "doc-edit"]
+    assert [arguments.get("base") for _, arguments in store.requests] == [None, 1, None, 2]
+    assert [m["version"] for m in published] == [3]  # the refused try published nothing
+    versions = store.store.document_versions(doc)
+    assert [v.author for v in versions[1:]] == [ME.public, PEER.public, ME.public]
+
+
+def test_a_long_edit_bases_each_request_on_the_last_and_a_race_between_them_rereads(store):
+    doc = document(store, "a" * (MAX_SPLICES + 100))
+    new = "ab" * (MAX_SPLICES + 100)  # a splice per "b": more than one request holds
+
+    def a_peer_types_between_our_requests(number):
+        if number == 1:
+            store.peer_edit(doc, [("ins", 0, "!")])
+
+    store.before_edit = a_peer_types_between_our_requests
+    published = docs.edit_to(store.call, doc, new)
+    assert store.text(doc) == new
+    assert store.ops()[:4] == ["doc-show", "doc-edit", "doc-edit", "doc-show"]
+    (_, first), (_, second) = store.requests[1:3]
+    assert len(first["splices"]) == MAX_SPLICES and first["base"] == 1
+    assert second["base"] == store.replies[1]["messages"][-1]["version"]  # what the first made
+    assert store.replies[2].kind is ErrorKind.CONFLICT  # the peer came between: read again
+    assert store.ops().count("doc-show") == 2
+    authors = {v.number: v.author for v in store.store.document_versions(doc)}
+    assert {authors[m["version"]] for m in published} == {ME.public}  # each one we made
+    assert len(authors) == 3 + len(published)  # and the init, the first text, the peer's edit
+
+
+def test_an_edit_that_keeps_losing_gives_up_after_five_tries(store):
+    doc = document(store, "abc")
+    store.before_edit = lambda number: store.peer_edit(doc, [("ins", 0, "x")])
+    with pytest.raises(docs.EditConflict, match=r"kept changing.*\(5 tries\)"):
+        docs.edit_to(store.call, doc, "abcd")
+    assert store.ops() == ["doc-show", "doc-edit"] * docs.EDIT_TRIES
+    assert store.text(doc) == "x" * docs.EDIT_TRIES + "abc"  # the peer's edits only
+
+
+def test_a_conflict_from_the_store_is_the_nodes_and_another_refusal_is_not_retried(store):
+    doc = document(store, "abc")
+    with pytest.raises(NodeError) as refused:
+        docs.offline_call(store.store, "doc-edit", doc=doc, splices=[["ins", 0, "x"]], base=0)
+    assert refused.value.kind is ErrorKind.CONFLICT
+
+    def refusing(op, **arguments):
+        store.requests.append((op, arguments))
+        if op == "doc-edit":
+            raise NodeError(ErrorKind.OWN_FEED_FORKED, "our key is in use elsewhere")
+        return docs.offline_call(store.store, op, **arguments)
+
+    with pytest.raises(NodeError, match="own-feed-forked"):
+        docs.edit_to(refusing, doc, "abcd")
+    assert store.ops() == ["doc-show", "doc-edit"]
