@@ -20,6 +20,7 @@ from tanglenode.storage.documents import (
     M_ID,
     M_NEXT_MNO,
     M_TITLE,
+    M_YARNS,
     R_AUTHOR,
     R_DELETED,
     R_ID,
@@ -110,15 +111,23 @@ class DocumentOps:
         return docno
 
     def _weft(self, txn, docno: int, at: At) -> Weft | None:
-        """The weft `at` names (see `At`), None for the frontier."""
-        if at is None or isinstance(at, dict):
-            return at
-        if isinstance(at, int):
+        """The weft `at` names (see `At`); None for the frontier, or for a weft that holds
+        every message woven into the document (the same revision, read without history)."""
+        if at is None:
+            return None
+        if isinstance(at, dict):
+            weft = at
+        elif isinstance(at, int):
             record = read_record(txn, self._document_tables, docno, at)
             if record is None:
                 raise UnknownDocument(f"the document has no version {at}")
-            return self._message_weft(txn, record[R_ID])
-        return self._message_weft(txn, at)
+            weft = self._message_weft(txn, record[R_ID])
+        else:
+            weft = self._message_weft(txn, at)
+        yarns = read_meta(txn, self._document_tables, docno)[M_YARNS]
+        if all(weft.get(author, 0) >= seq for author, seq in yarns.items()):
+            return None
+        return weft
 
     def _message_weft(self, txn, msg_id: bytes) -> Weft:
         message = self._get(txn, msg_id)

@@ -33,7 +33,7 @@ message's number in the document.
 
     doc-index   doc id -> docno (u32)
     doc-meta    docno -> msgpack [doc id, title, author, seq, created, root node,
-                                  next node, next mno]
+                                  next node, next mno, {author: highest seq woven}]
     doc-msgs    docno + mno -> msgpack [id, author, seq, timestamp, segments,
                                         inserted, deleted]
                 segments: [[first atom, count, kind, cited mno, cited index], ...]
@@ -128,7 +128,7 @@ class BlameSpan(NamedTuple):
 # Atom kinds in a message's segments.
 ROOT, TEXT_ATOM, BACKSPACE, UNBACKSPACE = 0, 1, 2, 3
 # doc-meta fields.
-M_ID, M_TITLE, M_AUTHOR, M_SEQ, M_CREATED, M_ROOT_NODE, M_NEXT_NODE, M_NEXT_MNO = range(8)
+M_ID, M_TITLE, M_AUTHOR, M_SEQ, M_CREATED, M_ROOT_NODE, M_NEXT_NODE, M_NEXT_MNO, M_YARNS = range(9)
 # doc-msgs fields.
 R_ID, R_AUTHOR, R_SEQ, R_TIMESTAMP, R_SEGMENTS, R_INSERTED, R_DELETED = range(7)
 
@@ -370,6 +370,7 @@ class DocumentEngine:
             docno = U32.unpack(cursor.key())[0] + 1 if cursor.last() else 0
         txn.put(message.id, U32.pack(docno), db=tables.index)
         meta = [message.id, init.title, message.author, message.seq, message.timestamp, 0, 1, 1]
+        meta.append({message.author: message.seq})
         txn.put(U32.pack(docno), pack(meta), db=tables.meta)  # claims docno in this transaction
         weave = Weave.create(txn, tables.nodes, tables.pieces, docno, [0, 0, ROOT_SYMBOL, 0, 0, 0])
         self._docs[docno] = _Doc(docno, meta, weave)
@@ -435,6 +436,8 @@ class DocumentEngine:
         deleted = sum(s[1] for s in segments if s[2] == BACKSPACE)
         if renumber:
             meta[M_NEXT_MNO] = mno + 1
+        yarns = meta[M_YARNS]
+        yarns[message.author] = max(yarns.get(message.author, 0), message.seq)
         self._record(doc.docno, mno, message, segments, inserted, deleted)
         doc.wefts[mno] = weft
         splices: list = []

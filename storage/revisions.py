@@ -161,23 +161,32 @@ def dye(
         if piece[MNO] == 0:
             continue
         text, length = piece[TEXT], len(piece[TEXT])
-        before = _each(history.visible(piece, old), length)
-        after = _each(history.visible(piece, new), length)
+        before, after = history.visible(piece, old), history.visible(piece, new)
         author = history.message(piece[MNO])[0]
+        if type(before) is bool and type(after) is bool:  # untouched: the piece as one run
+            if before or after:
+                _dye_append(spans, text, author if after and not before else None, None)
+            continue
+        before, after = _each(before, length), _each(after, length)
         for offset in range(length):
             was, now = before[offset], after[offset]
             if not (was or now):
                 continue
-            inserted = author if now and not was else None
             removed = None
             if was and not now:
                 by = history.live_backspace(piece[MNO], piece[START] + offset, new)
                 removed = None if by is None else history.message(by)[0]
-            if spans and spans[-1][1] == inserted and spans[-1][2] == removed:
-                spans[-1][0] += text[offset]
-            else:
-                spans.append([text[offset], inserted, removed])
+            _dye_append(spans, text[offset], author if now and not was else None, removed)
     return [DyeSpan(*span) for span in spans]
+
+
+def _dye_append(
+    spans: list[list], text: str, inserted: bytes | None, removed: bytes | None
+) -> None:
+    if spans and spans[-1][1] == inserted and spans[-1][2] == removed:
+        spans[-1][0] += text
+    else:
+        spans.append([text, inserted, removed])
 
 
 def blame(txn, tables: DocumentTables, docno: int, weft: Weft | None) -> list[BlameSpan]:
