@@ -14,6 +14,12 @@ entries, "start": n}` pages when it starts from a snapshot, then
 "mov": [from, to]} | {"v": version, "del": pos}]}`, and `{"lagged":
 version}` just before the node drops a subscriber that fell behind (resume
 with `since=version`).
+
+`doc_watch` follows a document's text the same way: `{"version", "text",
+"start"}` snapshot events (start 0 replaces the text, a later start appends
+to it), then `{"entries": [{"version", "msg", "splices"}]}` pages whose
+splices (`["ins", pos, text]`, `["del", pos, length]`) `protocol.ipc.apply_splices`
+applies in order; resume with `since` = the last version applied.
 """
 
 from __future__ import annotations
@@ -119,6 +125,10 @@ class NodeClient:
     def subscribe(self, *, since: int | None = None, **which: Any) -> AsyncIterator[dict]:
         """The first reply (version, snapshot flag), then each event as it comes."""
         return self._streaming("subscribe", since=since, **which)
+
+    def doc_watch(self, doc: bytes, *, since: int | None = None) -> AsyncIterator[dict]:
+        """Document `doc`'s text: a snapshot (unless `since` still resumes), then splices."""
+        return self._streaming("doc-watch", doc=doc, since=since)
 
     def watch_processed(self, start: int = 0) -> AsyncIterator[dict]:
         """The processed order from index `start`: {"processed": [{"index", "message"}]}."""

@@ -28,6 +28,7 @@ unwritable for `send_seconds` is closed outright.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -42,6 +43,7 @@ from tanglenode.node.network import Network
 from tanglenode.node.peers import PeerRegistry
 from tanglenode.node.service import StoreService
 from tanglenode.protocol.address import BadAddress
+from tanglenode.protocol.document import DocumentError
 from tanglenode.protocol.errors import BadIdentifier, InvalidMessage, TanglenodeError
 from tanglenode.protocol.framing import MAX_IPC_FRAME as MAX_FRAME
 from tanglenode.protocol.framing import FrameDecoder, FrameError, encode_frame
@@ -50,10 +52,19 @@ from tanglenode.protocol.ipc import (
     BEHIND_SHOWN,
     PAGE,
     PAGE_BYTES,
+    SET_ASIDE_SHOWN,
     STATUS_LIST,
     ClockRequest,
     CommandsRequest,
     ConnectRequest,
+    DocBlameRequest,
+    DocCreateRequest,
+    DocDiffRequest,
+    DocEditRequest,
+    DocListRequest,
+    DocLogRequest,
+    DocShowRequest,
+    DocWatchRequest,
     ErrorKind,
     GetRequest,
     GroupAddRequest,
@@ -71,31 +82,40 @@ from tanglenode.protocol.ipc import (
     TimelineRef,
     TimelineRequest,
     WatchProcessedRequest,
+    blame_body,
     bounded_content,
     delete_command,
+    document_body,
+    dye_body,
     insert_command,
     message_body,
     move_command,
     parse_request,
     processed_entry,
     request_header,
+    set_aside_body,
     short,
+    snapshot_events,
+    splice_entry,
+    version_body,
 )
 from tanglenode.protocol.ipc import error_reply as encode_error
 from tanglenode.protocol.message import Message, UnpublishableMessage
 from tanglenode.storage import groups
 from tanglenode.storage.errors import (
+    BadSplice,
     NoIdentity,
     OwnFeedBehind,
     OwnFeedForked,
     StoreFull,
+    UnknownDocument,
     UnknownTangle,
     UnknownTimeline,
 )
 from tanglenode.storage.store import FeedStore
 from tanglenode.storage.timeline import Command, Delete, Insert
 
-__all__ = ["ERROR_KINDS", "MAX_FRAME", "IpcServer", "error_kind", "error_reply"]
+__all__ = ["DOC_REPLIES", "ERROR_KINDS", "MAX_FRAME", "IpcServer", "error_kind", "error_reply"]
 
 log = structlog.get_logger("ipc")
 
@@ -108,6 +128,9 @@ ERROR_KINDS: tuple[tuple[type[BaseException], ErrorKind], ...] = (
     (UnpublishableMessage, ErrorKind.INVALID_MESSAGE),
     (UnknownTangle, ErrorKind.UNKNOWN_TANGLE),
     (UnknownTimeline, ErrorKind.NOT_FOUND),
+    (UnknownDocument, ErrorKind.NOT_FOUND),
+    (BadSplice, ErrorKind.BAD_REQUEST),
+    (DocumentError, ErrorKind.BAD_REQUEST),
     (groups.GroupError, ErrorKind.GROUP),
     (OwnFeedForked, ErrorKind.OWN_FEED_FORKED),
     (OwnFeedBehind, ErrorKind.OWN_FEED_BEHIND),
@@ -146,6 +169,89 @@ def _command_wire(
     return move_command(command.src, command.dst, version)
 
 
+# -- documents: each op a function of the service, so `tangled doc` runs the same ones
+# on a store of its own while the node is stopped (node/cli/docs.py).
+
+
+async def _doc_create(service: StoreService, request: DocCreateRequest) -> dict[str, Any]:
+    message = await service.create_document(request.title)
+    return {"doc": message.id}
+
+
+async def _doc_edit(service: StoreService, request: DocEditRequest) -> dict[str, Any]:
+    """Publish the splices; the messages (none when nothing changed), each with its version."""
+    messages, numbers = await service.edit_document(request.doc, request.splices)
+    return {"messages": [{"msg": m.id, "version": numbers.get(m.id)} for m in messages]}
+
+
+async def _doc_list(service: StoreService, request: DocListRequest) -> dict[str, Any]:
+    """A page of the documents the store holds."""
+    documents = await service.documents()
+    page = documents[request.start : request.start + request.limit]
+    following = request.start + len(page)
+    return {
+        "documents": [document_body(info) for info in page],
+        "total": len(documents),
+        "next": following if following < len(documents) else None,
+    }
+
+
+async def _doc_show(service: StoreService, request: DocShowRequest) -> dict[str, Any]:
+    """The text at the frontier with its version, or at `at` (version nil)."""
+    if request.at is None:
+        version, text = await service.document_snapshot(request.doc)
+        return {"version": version, "text": text}
+    return {"version": None, "text": await service.document_revision(request.doc, request.at)}
+
+
+async def _doc_log(service: StoreService, request: DocLogRequest) -> dict[str, Any]:
+    """Versions from `since`, and the messages the document set aside (at most
+    `SET_ASIDE_SHOWN`; `set_aside_total` counts them all)."""
+    versions = await service.document_versions(request.doc, request.since, request.limit)
+    aside = await service.document_set_aside(request.doc)
+    return {
+        "versions": [version_body(version) for version in versions],
+        "set_aside": [set_aside_body(*entry) for entry in aside[:SET_ASIDE_SHOWN]],
+        "set_aside_total": len(aside),
+    }
+
+
+async def _doc_diff(service: StoreService, request: DocDiffRequest) -> dict[str, Any]:
+    spans = await service.document_dye(request.doc, request.old, request.new)
+    return {"spans": [dye_body(span) for span in spans]}
+
+
+async def _doc_blame(service: StoreService, request: DocBlameRequest) -> dict[str, Any]:
+    spans = await service.document_blame(request.doc, request.at)
+    return {"spans": [blame_body(span) for span in spans]}
+
+
+# The document ops with one reply, by name: `IpcServer` serves them, and so does the CLI.
+DOC_REPLIES: dict[str, Callable[[StoreService, Any], Awaitable[dict[str, Any]]]] = {
+    "doc-create": _doc_create,
+    "doc-edit": _doc_edit,
+    "doc-list": _doc_list,
+    "doc-show": _doc_show,
+    "doc-log": _doc_log,
+    "doc-diff": _doc_diff,
+    "doc-blame": _doc_blame,
+}
+WATCH_ENTRIES = 64  # splice entries read per doc-watch page (cut further at `PAGE_BYTES`)
+
+
+def _continues(version: int, entries: list[Any]) -> bool:
+    """Whether splice `entries` are versions version+1, version+2, ... none of them a reset."""
+    return all(
+        entry.version == version + n and entry.splices is not None
+        for n, entry in enumerate(entries, 1)
+    )
+
+
+def _entry_size(entry: Any) -> int:
+    """A bound on a splice entry's bytes on the wire: 4 per code point, 16 per splice."""
+    return 64 + sum(16 + (4 * len(s[2]) if s[0] == "ins" else 0) for s in entry.splices)
+
+
 Reply = Callable[[Any], Awaitable[dict[str, Any]]]
 Stream = Callable[[Any, Any, Any], Awaitable[None]]
 
@@ -182,10 +288,12 @@ class IpcServer:
             "group-post": self._group_post,
             "group-show": self._group_show,
             "group-timeline": self._group_timeline,
+            **{op: functools.partial(reply, self.service) for op, reply in DOC_REPLIES.items()},
         }
         self._streams = {
             "subscribe": self._subscribe,
             "watch-processed": self._watch_processed,
+            "doc-watch": self._doc_watch,
         }
 
     async def serve(self, path: Path, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
@@ -459,7 +567,7 @@ class IpcServer:
 
         spacetime = request.timeline.root is None
 
-        async def next_page(version: int) -> tuple[dict[str, Any], int] | None:
+        async def next_page(version: int) -> tuple[list[dict[str, Any]], int] | None:
             _head, updates = await self.service.timeline_updates(name, version, PAGE, PAGE_BYTES)
             if not updates:
                 return None
@@ -470,7 +578,7 @@ class IpcServer:
             event: dict[str, Any] = {"commands": commands}
             if spacetime:
                 event["final"] = await self.service.final()
-            return event, commands[-1]["v"]
+            return [event], commands[-1]["v"]
 
         await self._follow(stream, number, since, next_page)
 
@@ -478,41 +586,114 @@ class IpcServer:
         """Stream the processed order from index `start`: each message with its index."""
         await self._send(stream, {"id": number, "ok": {"start": request.start}})
 
-        async def next_page(index: int) -> tuple[dict[str, Any], int] | None:
+        async def next_page(index: int) -> tuple[list[dict[str, Any]], int] | None:
             page = await self.service.processed_page(index, PAGE, PAGE_BYTES)
             if not page:
                 return None
             entries = [processed_entry(position, message) for position, message in page]
-            return {"processed": entries}, page[-1][0] + 1
+            return [{"processed": entries}], page[-1][0] + 1
 
         await self._follow(stream, number, request.start, next_page)
+
+    async def _doc_watch(self, stream, number, request: DocWatchRequest) -> None:
+        """Stream a document's text as splices from version `since` (or a snapshot), live.
+
+        The splice log continues a client's text only while it is a plain
+        run of versions after the client's: a `reset` entry (a proof cut a
+        feed back and the document was woven again, its log rewritten) or a
+        version missing from the run means the client's text is no longer
+        the one the log continues, so it gets a fresh snapshot instead.
+        With `since` whose continuation is intact, the reply is `{version:
+        since, snapshot: false}`; otherwise a snapshot follows the reply.
+        Then pages `{"entries": [{"version", "msg", "splices"}, ...]}`.
+        """
+        doc, since = request.doc, request.since
+        proofs_seen = self.service.evidence_version
+        if since is not None and await self._log_rewritten(doc, since):
+            since = None  # a version it never had, or a log that no longer continues it
+        if since is not None:
+            await self._send(stream, {"id": number, "ok": {"version": since, "snapshot": False}})
+        else:
+            since, text = await self.service.document_snapshot(doc)
+            await self._send(stream, {"id": number, "ok": {"version": since, "snapshot": True}})
+            for event in snapshot_events(since, text):
+                await self._send(stream, {"id": number, "event": event})
+            del text
+
+        async def snapshot() -> tuple[list[dict[str, Any]], int]:
+            version, text = await self.service.document_snapshot(doc)
+            return snapshot_events(version, text), version
+
+        async def next_page(version: int) -> tuple[list[dict[str, Any]], int] | None:
+            nonlocal proofs_seen
+            if self.service.evidence_version != proofs_seen:  # a proof may have rewritten it
+                proofs_seen = self.service.evidence_version
+                if await self._log_rewritten(doc, version):
+                    return await snapshot()
+            _head, entries = await self.service.document_splices(doc, version, WATCH_ENTRIES)
+            if not entries:
+                return None
+            if not _continues(version, entries):
+                return await snapshot()
+            page, size = [], 0
+            for entry in entries:
+                if page and size + _entry_size(entry) > PAGE_BYTES:
+                    break
+                page.append(splice_entry(entry))
+                size += _entry_size(entry)
+            return [{"entries": page}], page[-1]["version"]
+
+        await self._follow(stream, number, since, next_page)
+
+    async def _log_rewritten(self, doc: bytes, version: int) -> bool:
+        """Whether the splice log after `version` fails to continue it (see `_doc_watch`)."""
+        while True:
+            head, entries = await self.service.document_splices(doc, version, WATCH_ENTRIES)
+            if not _continues(version, entries) or (not entries and version != head):
+                return True
+            if not entries:
+                return False
+            version = entries[-1].version
 
     async def _follow(self, stream, number, position: int, next_page) -> None:
         """Send pages from `position` on, live, through a queue of `queue_frames` frames.
 
-        A page that finds the queue full means the client stopped keeping up:
-        it gets, after what is queued, `{"lagged": position}` with the
-        position it has reached, and the connection closes.
+        `next_page(position)` gives the events of the next page and the
+        position they reach, or None while there is nothing new. A page
+        that finds the queue full means the client stopped keeping up: it
+        gets, after what is queued, `{"lagged": position}` with the position
+        it has reached, and the connection closes. A refusal met on the way
+        (the document is gone) ends the stream with an error frame.
         """
         sender, receiver = trio.open_memory_channel(self.queue_frames)
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(self._until_hangup, stream)
-            nursery.start_soon(self._produce, sender, number, position, next_page)
-            await self._drain(stream, receiver)  # until the producer gave up on the client
-            nursery.cancel_scope.cancel()
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._until_hangup, stream)
+                nursery.start_soon(self._produce, sender, number, position, next_page)
+                await self._drain(stream, receiver)  # until the producer gave up on the client
+                nursery.cancel_scope.cancel()
+        except BaseExceptionGroup as group:  # the client hung up, or its socket broke: no bug
+            if only(group, _GONE):
+                raise _Lagged from None
+            raise
         raise _Lagged
 
     async def _produce(self, sender, number, position: int, next_page) -> None:
         async with sender:
             while True:
                 seen = self.service.version
-                produced = await next_page(position)
+                try:
+                    produced = await next_page(position)
+                except TanglenodeError as error:
+                    await sender.send(error_reply(number, error))
+                    return
                 if produced is None:
                     await self.service.wait_changed(seen)
                     continue
-                event, reached = produced
+                events, reached = produced
                 try:
-                    sender.send_nowait({"id": number, "event": event})
+                    for event in events:
+                        sender.send_nowait({"id": number, "event": event})
                 except trio.WouldBlock:
                     await sender.send({"id": number, "event": {"lagged": position}})
                     return
@@ -531,3 +712,6 @@ class IpcServer:
 
 class _Lagged(Exception):
     """A subscriber fell too far behind or stopped reading."""
+
+
+_GONE = (_Lagged, trio.BrokenResourceError, trio.ClosedResourceError)  # a client that left

@@ -17,15 +17,25 @@ and `evidence_version` goes up so every connection sends the new proof on.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import trio
 
 from tanglenode.protocol.gossip import tag_of
 from tanglenode.protocol.identity import Keypair
+from tanglenode.protocol.ipc import At
+from tanglenode.protocol.limits import MAX_SEQ
 from tanglenode.protocol.message import Message
 from tanglenode.storage import groups
+from tanglenode.storage.documents import (
+    BlameSpan,
+    DocumentInfo,
+    DyeSpan,
+    Splice,
+    SpliceEntry,
+    Version,
+)
 from tanglenode.storage.ingest import IngestResult, Outcome
 from tanglenode.storage.processor import Stall
 from tanglenode.storage.replication import Batch
@@ -163,6 +173,53 @@ class StoreService:
     ) -> list[dict[str, Any]]:
         return await self._reading(groups.timeline, self.store, view, tangle, order)
 
+    # -- documents (storage/documents.py): `at` is a weft, a message id, a version or None --
+
+    async def create_document(self, title: str) -> Message:
+        message = await trio.to_thread.run_sync(
+            self.store.create_document, title, limiter=self._writer, abandon_on_cancel=False
+        )
+        self._stored([message])
+        return message
+
+    async def edit_document(
+        self, doc: bytes, splices: Sequence[Splice]
+    ) -> tuple[list[Message], dict[bytes, int]]:
+        """Publish `splices`; the messages, and the version each one made."""
+        messages, numbers = await trio.to_thread.run_sync(
+            edit_and_number, self.store, doc, splices, limiter=self._writer, abandon_on_cancel=False
+        )
+        self._stored(messages)
+        return messages, numbers
+
+    async def documents(self) -> list[DocumentInfo]:
+        return await self._reading(self.store.documents)
+
+    async def document_snapshot(self, doc: bytes) -> tuple[int, str]:
+        """The version and the text at the processed frontier, read together."""
+        return await self._reading(self.store.document_snapshot, doc)
+
+    async def document_revision(self, doc: bytes, at: At) -> str:
+        return await self._reading(self.store.document_revision, doc, at)
+
+    async def document_dye(self, doc: bytes, old: At, new: At) -> list[DyeSpan]:
+        return await self._reading(self.store.document_dye, doc, old, new)
+
+    async def document_blame(self, doc: bytes, at: At) -> list[BlameSpan]:
+        return await self._reading(self.store.document_blame, doc, at)
+
+    async def document_versions(self, doc: bytes, since: int, limit: int) -> list[Version]:
+        return await self._reading(self.store.document_versions, doc, since, limit)
+
+    async def document_set_aside(self, doc: bytes) -> list[tuple[bytes, str, str]]:
+        return await self._reading(self.store.document_set_aside, doc)
+
+    async def document_splices(
+        self, doc: bytes, since: int, limit: int
+    ) -> tuple[int, list[SpliceEntry]]:
+        """The head version and up to `limit` splice entries after version `since`."""
+        return await self._reading(self.store.document_splices, doc, since, limit)
+
     # -- reads ---------------------------------------------------------------
 
     async def _read(self, function, *args):
@@ -181,3 +238,21 @@ class StoreService:
     async def evidence(self) -> list[Evidence]:
         """Every kept proof (`FeedStore.evidence`)."""
         return await self._read(self.store.evidence)
+
+
+def edit_and_number(
+    store: FeedStore, doc: bytes, splices: Sequence[Splice]
+) -> tuple[list[Message], dict[bytes, int]]:
+    """`store.edit_document`, and the version number each published message made.
+
+    Called with the write limiter held, so no other write comes between the
+    edit and the read of its versions: they are the document's last ones.
+    """
+    messages = store.edit_document(doc, splices)
+    if not messages:
+        return messages, {}
+    head, _entries = store.document_splices(doc, MAX_SEQ, 0)
+    since = max(0, head - len(messages) - 1)
+    ours = {message.id for message in messages}
+    found = store.document_versions(doc, since, len(messages) + 2)
+    return messages, {v.msg_id: v.number for v in found if v.msg_id in ours}

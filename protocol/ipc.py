@@ -14,7 +14,8 @@ h11 knows HTTP: it neither reads a socket nor a store.
   anything runs and returns one of the typed `...Request` objects below;
   each refusal is a `RequestError` whose `kind` is an `ErrorKind`;
 - `message_body`, `bounded_content`, `insert_command`, `move_command`,
-  `delete_command` and `error_reply` encode what goes out.
+  `delete_command`, the `doc_...` bodies and `error_reply` encode what goes out;
+- `apply_splices` is what a `doc-watch` client does with the splices it gets.
 
 `node/ipc.py` moves the frames, dispatches each typed request through its
 table of handlers, reads the store and maps the errors it raises to an
@@ -55,7 +56,18 @@ MAX_GROUP_MEMBERS = 1000
 MAX_GROUP_NAME = 1000
 GROUP_TANGLES = ("group", "epoch", "members")
 GROUP_ORDERS = ("rank", "causal-time")
-STREAMING = frozenset({"subscribe", "watch-processed"})  # ops that turn into a stream
+STREAMING = frozenset({"subscribe", "watch-processed", "doc-watch"})  # ops that stream
+# Documents (docs/DOCUMENTS.md): a title's bound (protocol.document checks the rest), and
+# what one `doc-edit` may carry: a longer edit is sent as several requests, in order.
+MAX_TITLE_BYTES = 200
+MAX_SPLICES = 1024  # splices per doc-edit (the engine replays them in O(splices²))
+MAX_SPLICE_CHARS = 1 << 18  # code points inserted per doc-edit (at most 1 MiB of UTF-8)
+MAX_POSITION = 2**32 - 1  # a splice's position or length, in code points
+MAX_WEFT_FEEDS = 65_536  # feeds of a weft given as `at`, `from` or `to`
+MAX_DOCUMENTS_PAGE = 1000  # documents per doc-list reply
+MAX_VERSIONS_PAGE = 10_000  # versions per doc-log reply: ~1 MiB
+SET_ASIDE_SHOWN = 100  # set-aside messages listed by doc-log; the rest are counted
+SNAPSHOT_CHARS = 1 << 18  # code points per doc-watch snapshot event (at most 1 MiB)
 
 
 class ErrorKind(enum.StrEnum):
@@ -208,6 +220,61 @@ class GroupTimelineRequest:
     order: str
 
 
+# A revision of a document on the wire (`at`, `from`, `to`): a message id, a version
+# number, or a weft (feed -> seq); None for the processed frontier.
+At = bytes | int | dict[bytes, int] | None
+Splice = tuple[str, int, str] | tuple[str, int, int]  # ("ins", pos, text) | ("del", pos, length)
+
+
+@dataclass(frozen=True, slots=True)
+class DocCreateRequest:
+    title: str
+
+
+@dataclass(frozen=True, slots=True)
+class DocEditRequest:
+    doc: bytes
+    splices: tuple[Splice, ...]  # in order, each against the text the ones before it left
+
+
+@dataclass(frozen=True, slots=True)
+class DocListRequest:
+    start: int
+    limit: int
+
+
+@dataclass(frozen=True, slots=True)
+class DocShowRequest:
+    doc: bytes
+    at: At
+
+
+@dataclass(frozen=True, slots=True)
+class DocLogRequest:
+    doc: bytes
+    since: int
+    limit: int
+
+
+@dataclass(frozen=True, slots=True)
+class DocDiffRequest:
+    doc: bytes
+    old: At  # `from` on the wire
+    new: At  # `to` on the wire (nil: the frontier)
+
+
+@dataclass(frozen=True, slots=True)
+class DocBlameRequest:
+    doc: bytes
+    at: At
+
+
+@dataclass(frozen=True, slots=True)
+class DocWatchRequest:
+    doc: bytes
+    since: int | None  # None: start from a snapshot
+
+
 Request = (
     PublishRequest
     | GetRequest
@@ -226,6 +293,14 @@ Request = (
     | GroupPostRequest
     | GroupShowRequest
     | GroupTimelineRequest
+    | DocCreateRequest
+    | DocEditRequest
+    | DocListRequest
+    | DocShowRequest
+    | DocLogRequest
+    | DocDiffRequest
+    | DocBlameRequest
+    | DocWatchRequest
 )
 
 
@@ -312,6 +387,65 @@ def feeds(fields: dict[str, Any]) -> list[bytes]:
 
 def _group(fields: dict[str, Any]) -> bytes:
     return message_id(fields, "group", "group (its root id)")
+
+
+def _doc(fields: dict[str, Any]) -> bytes:
+    return message_id(fields, "doc", "doc (its doc/init id)")
+
+
+def revision(fields: dict[str, Any], key: str) -> At:
+    """`key` as a document revision: a message id, a version number or a weft; nil: now."""
+    value = fields.get(key)
+    kind = type(value)
+    if value is None or (kind is bytes and len(value) == 32):
+        return value
+    if kind is int and 0 <= value <= MAX_SEQ:
+        return value
+    if (
+        kind is dict
+        and len(value) <= MAX_WEFT_FEEDS
+        and all(
+            type(feed) is bytes and len(feed) == 32 and type(seq) is int and 0 <= seq <= MAX_SEQ
+            for feed, seq in value.items()
+        )
+    ):
+        return value
+    raise _bad(
+        f"{key} is a message id (32 bytes), a version number, or a weft"
+        f" (at most {MAX_WEFT_FEEDS} feeds: 32-byte key -> seq)"
+    )
+
+
+def splices(fields: dict[str, Any]) -> tuple[Splice, ...]:
+    """`splices`: 1 to `MAX_SPLICES` of ["ins", pos, text] and ["del", pos, length]."""
+    value = fields.get("splices")
+    if type(value) is not list or not 0 < len(value) <= MAX_SPLICES:
+        raise _bad(f"splices is a list of 1 to {MAX_SPLICES} splices")
+    parsed: list[Splice] = []
+    inserted = 0
+    for number, splice in enumerate(value):
+        if (
+            type(splice) is not list
+            or len(splice) != 3
+            or splice[0] not in ("ins", "del")
+            or type(splice[1]) is not int
+            or not 0 <= splice[1] <= MAX_POSITION
+        ):
+            raise _bad(
+                f'splice {number} is not ["ins", pos, text] or ["del", pos, length]'
+                f" (pos an integer from 0 to {MAX_POSITION})"
+            )
+        kind, pos, what = splice
+        if kind == "ins":
+            if type(what) is not str or not what:
+                raise _bad(f"splice {number}: an insert's text is a string of 1 code point or more")
+            inserted += len(what)
+            if inserted > MAX_SPLICE_CHARS:
+                raise _bad(f"splices insert more than {MAX_SPLICE_CHARS} code points")
+        elif type(what) is not int or not 0 < what <= MAX_POSITION:
+            raise _bad(f"splice {number}: a delete's length is an integer from 1 to {MAX_POSITION}")
+        parsed.append((kind, pos, what))
+    return tuple(parsed)
 
 
 # -- one parser per op ---------------------------------------------------------------------
@@ -425,6 +559,54 @@ def _group_timeline(fields: dict[str, Any], limits: Limits) -> GroupTimelineRequ
     return GroupTimelineRequest(_group(fields), tangle, order)
 
 
+def _doc_create(fields: dict[str, Any], limits: Limits) -> DocCreateRequest:
+    title = fields.get("title")
+    if (
+        type(title) is not str
+        or not title
+        or len(title) > MAX_TITLE_BYTES
+        or len(title.encode("utf-8", "surrogatepass")) > MAX_TITLE_BYTES
+    ):
+        raise _bad(f"a document's title is text of 1 to {MAX_TITLE_BYTES} bytes")
+    return DocCreateRequest(title)  # its other rules (no control characters) are the engine's
+
+
+def _doc_edit(fields: dict[str, Any], limits: Limits) -> DocEditRequest:
+    doc = _doc(fields)
+    return DocEditRequest(doc, splices(fields))
+
+
+def _doc_list(fields: dict[str, Any], limits: Limits) -> DocListRequest:
+    start = count(fields, "start", 0)
+    return DocListRequest(start, count(fields, "limit", MAX_DOCUMENTS_PAGE, MAX_DOCUMENTS_PAGE))
+
+
+def _doc_show(fields: dict[str, Any], limits: Limits) -> DocShowRequest:
+    return DocShowRequest(_doc(fields), revision(fields, "at"))
+
+
+def _doc_log(fields: dict[str, Any], limits: Limits) -> DocLogRequest:
+    doc, since = _doc(fields), count(fields, "since", 0)
+    return DocLogRequest(doc, since, count(fields, "limit", PAGE, MAX_VERSIONS_PAGE))
+
+
+def _doc_diff(fields: dict[str, Any], limits: Limits) -> DocDiffRequest:
+    doc = _doc(fields)
+    if fields.get("from") is None:
+        raise _bad("from is a message id, a version number or a weft")
+    return DocDiffRequest(doc, revision(fields, "from"), revision(fields, "to"))
+
+
+def _doc_blame(fields: dict[str, Any], limits: Limits) -> DocBlameRequest:
+    return DocBlameRequest(_doc(fields), revision(fields, "at"))
+
+
+def _doc_watch(fields: dict[str, Any], limits: Limits) -> DocWatchRequest:
+    doc = _doc(fields)
+    since = None if fields.get("since") is None else count(fields, "since", 0)
+    return DocWatchRequest(doc, since)
+
+
 # Every op the node serves, by its name on the wire.
 PARSERS: dict[str, Callable[[dict[str, Any], Limits], Request]] = {
     "publish": _publish,
@@ -444,6 +626,14 @@ PARSERS: dict[str, Callable[[dict[str, Any], Limits], Request]] = {
     "group-post": _group_post,
     "group-show": _group_show,
     "group-timeline": _group_timeline,
+    "doc-create": _doc_create,
+    "doc-edit": _doc_edit,
+    "doc-list": _doc_list,
+    "doc-show": _doc_show,
+    "doc-log": _doc_log,
+    "doc-diff": _doc_diff,
+    "doc-blame": _doc_blame,
+    "doc-watch": _doc_watch,
 }
 OPS = frozenset(PARSERS)
 
@@ -538,3 +728,79 @@ def delete_command(pos: int, version: int | None = None) -> dict[str, Any]:
 def processed_entry(index: int, message: Message | None) -> dict[str, Any]:
     """One entry of a `watch-processed` page."""
     return {"index": index, "message": message_body(message) if message else None}
+
+
+# -- documents: bodies of replies and doc-watch events ----------------------------------------
+# The arguments are storage/documents.py's records, read by attribute (protocol imports no
+# storage): DocumentInfo, Version, DyeSpan, BlameSpan, SpliceEntry.
+
+
+def document_body(info: Any) -> dict[str, Any]:
+    """One `doc-list` entry."""
+    return {
+        "doc": info.id,
+        "title": info.title,
+        "author": info.author,
+        "created": info.created,
+        "length": info.length,
+        "versions": info.versions,
+        "set_aside": info.set_aside,
+    }
+
+
+def version_body(version: Any) -> dict[str, Any]:
+    """One `doc-log` version: its number, message, author, time and counts."""
+    return {
+        "version": version.number,
+        "msg": version.msg_id,
+        "author": version.author,
+        "timestamp": version.timestamp,
+        "inserted": version.inserted,
+        "deleted": version.deleted,
+    }
+
+
+def set_aside_body(msg_id: bytes, reason: str, detail: str) -> dict[str, Any]:
+    """A message the document set aside, with its reason code (docs/DOCUMENTS.md)."""
+    return {"msg": msg_id, "reason": str(reason), "detail": short(detail)}
+
+
+def dye_body(span: Any) -> dict[str, Any]:
+    """One `doc-diff` span: text, who inserted it and who removed it (nil: neither)."""
+    return {"text": span.text, "inserted_by": span.inserted_by, "removed_by": span.removed_by}
+
+
+def blame_body(span: Any) -> dict[str, Any]:
+    """One `doc-blame` span: text, its author and the message that typed it."""
+    return {"text": span.text, "author": span.author, "msg": span.msg_id}
+
+
+def splice_entry(entry: Any) -> dict[str, Any]:
+    """One version of a `doc-watch` page: `{"version", "msg", "splices"}`."""
+    return {
+        "version": entry.version,
+        "msg": entry.msg_id,
+        "splices": [list(splice) for splice in entry.splices],
+    }
+
+
+def snapshot_events(version: int, text: str) -> list[dict[str, Any]]:
+    """The text at `version` as `doc-watch` events of `SNAPSHOT_CHARS` code points each:
+    `{"version", "text", "start"}`; the one with start 0 replaces the text, the others append."""
+    return [
+        {"version": version, "text": text[start : start + SNAPSHOT_CHARS], "start": start}
+        for start in range(0, max(len(text), 1), SNAPSHOT_CHARS)
+    ]
+
+
+def apply_splices(text: str, splices: Any) -> str:
+    """`text` after `splices` (["ins", pos, text] | ["del", pos, length], in order), as a
+    `doc-watch` client keeps its copy; `ValueError` for a splice outside the text."""
+    for kind, pos, what in splices:
+        if kind == "ins" and 0 <= pos <= len(text):
+            text = text[:pos] + what + text[pos:]
+        elif kind == "del" and pos >= 0 and pos + what <= len(text):
+            text = text[:pos] + text[pos + what :]
+        else:
+            raise ValueError(f"splice {kind} {pos} outside a text of {len(text)} code points")
+    return text

@@ -39,7 +39,7 @@ from tanglenode.storage.documents import (
     unpack,
     weft_of,
 )
-from tanglenode.storage.errors import UnknownDocument
+from tanglenode.storage.errors import UnknownDocument, VersionConflict
 from tanglenode.storage.layout import U32, U64
 
 At = Weft | bytes | int | None  # a weft, a message id, a version number, or the frontier
@@ -59,17 +59,26 @@ class DocumentOps:
         """Publish a new document's doc/init; the document's id is the message's id."""
         return self.publish(init_content(title), {TANGLE: None})
 
-    def edit_document(self, doc: bytes, splices: Sequence[Any]) -> list[Message]:
+    def edit_document(
+        self, doc: bytes, splices: Sequence[Any], base: int | None = None
+    ) -> list[Message]:
         """Publish the edits that apply `splices` to the current text; [] if they change nothing.
 
         Splices are ("ins", pos, text) or ("del", pos, length), each against the
-        text the previous ones left. Raises `BadSplice` or `UnknownDocument`.
+        text the previous ones left. With `base`, the version the splices were
+        made against, raises `VersionConflict` if the document has moved on
+        since (the caller reads it again). Raises `BadSplice` or `UnknownDocument`.
         """
         published: list[Message] = []
         with self._write() as txn:
             tables = self._document_tables
             docno = self._docno(txn, doc)
             meta = read_meta(txn, tables, docno)
+            if base is not None and base != meta[M_NEXT_MNO] - 1:
+                raise VersionConflict(
+                    f"the document is at version {meta[M_NEXT_MNO] - 1}, the edit was made "
+                    f"against version {base}"
+                )
             planned = doc_edits.plan(open_weave(txn, tables, docno, meta), splices)
             if not planned:
                 return published

@@ -84,3 +84,7 @@ class UnknownDocument(StorageError):
 
 class BadSplice(StorageError):
     """A text splice that does not fit the document's text: position or length out of range."""
+
+
+class VersionConflict(StorageError):
+    """An edit made against one version of a document arrived after another was woven in."""

@@ -17,6 +17,7 @@ import lmdb
 from tanglenode.config.settings import ConfigError
 from tanglenode.node.cli.archive import export_command, import_command
 from tanglenode.node.cli.daemon import connect_command, peers, run, status
+from tanglenode.node.cli.docs import doc_command
 from tanglenode.node.cli.feeds import check, feeds, forks, init, log_command, publish, show
 from tanglenode.node.cli.groups import group_command
 from tanglenode.node.cli.linearize import linearize_command
@@ -62,6 +63,7 @@ for command in (
     timeline,
     watch,
     group_command,
+    doc_command,
     linearize_command,
 ):
     cli.add_command(command)

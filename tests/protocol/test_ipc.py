@@ -72,7 +72,7 @@ def test_an_unknown_op_is_named_back_cut_short():
 
 def test_every_op_has_a_parser_and_streams_are_ops():
     assert set(ipc.PARSERS) == ipc.OPS and ipc.STREAMING <= ipc.OPS
-    assert len(ipc.OPS) == 17
+    assert len(ipc.OPS) == 25  # 17 + the eight doc-* requests
 
 
 # -- each op's fields ------------------------------------------------------------------------

@@ -1,0 +1,576 @@
+"""`tangled doc ...`: collaborative text documents (docs/DOCUMENTS.md), edited as people do.
+
+While the node runs every command asks it over IPC (docs/IPC.md, the `doc-`
+ops). While it is stopped the same handlers (`node.ipc.DOC_REPLIES`) run on
+the store opened here, writes under the data directory's lock and signed
+with the node's key, so both paths answer alike. `doc watch` follows the
+running node.
+
+Positions and lengths are code points. `doc edit` diffs the current text
+against the new one (fast_diff_match_patch, no cleanup: the smallest edit)
+and publishes that as splices, each position counted in the text the
+splices before it left. A revision (`--at`, FROM, TO) is a message id as
+printed (%...), a version (`v12` or `12`), or a weft `@FEED=SEQ,...`.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import re
+import sys
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import aclosing
+from typing import Any
+
+import click
+import fast_diff_match_patch
+import trio
+
+from tanglenode.node.cli.render import format_timestamp
+from tanglenode.node.cli.support import (
+    BAD_INPUT_KINDS,
+    COUNT,
+    INDEX,
+    BadInput,
+    Context,
+    NotFound,
+    call_node,
+    emit_json,
+    json_option,
+    node_running,
+)
+from tanglenode.node.client import NodeError, connect
+from tanglenode.node.ipc import DOC_REPLIES, error_kind
+from tanglenode.node.service import StoreService
+from tanglenode.protocol.errors import TanglenodeError
+from tanglenode.protocol.identity import feed_text, message_text, parse_feed, parse_message_id
+from tanglenode.protocol.ipc import (
+    MAX_SPLICE_CHARS,
+    MAX_SPLICES,
+    MAX_VERSIONS_PAGE,
+    ErrorKind,
+    parse_request,
+)
+
+MAX_EDIT_BYTES = 4 << 20  # a file `doc edit` reads: the diff and its splices stay quick
+VERSION = re.compile(r"v?(\d{1,19})")
+
+
+@click.group("doc")
+def doc_command() -> None:
+    """Text documents: create, edit, insert, delete, show, log, diff, blame, watch, list."""
+
+
+# -- the node, or the store ------------------------------------------------------------------
+
+
+class _Documents:
+    """Where `doc` commands go: the running node over IPC, or the store opened here."""
+
+    def __init__(self, obj: Context, *, writes: bool = False) -> None:
+        self.obj, self.writes = obj, writes
+        self.store: Any = None
+        self.lock: Any = None
+
+    def __enter__(self) -> _Documents:
+        obj = self.obj
+        if obj.settings.ipc_socket_path.is_socket() and trio.run(node_running, obj):
+            return self
+        if self.writes:
+            self.lock = obj.lock_data_dir("doc")
+        try:
+            self.store = obj.open_store(with_keypair=self.writes)
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        if self.store is not None:
+            self.store.close()
+        if self.lock is not None:
+            self.lock.release()
+
+    def call(self, op: str, **arguments: Any) -> Any:
+        if self.store is None:
+            return trio.run(call_node, self.obj, op, arguments)
+        return trio.run(self._offline, op, arguments)
+
+    async def _offline(self, op: str, arguments: dict[str, Any]) -> Any:
+        """The node's own handler for `op`, on our store: the same checks, the same reply."""
+        try:
+            request = parse_request(op, {"op": op, **arguments}, self.store.limits)
+            return await DOC_REPLIES[op](StoreService(self.store), request)
+        except TanglenodeError as error:
+            kind = error_kind(error)
+            if kind == ErrorKind.NOT_FOUND:
+                raise NotFound(f"{kind}: {error}") from None
+            if kind in BAD_INPUT_KINDS:
+                raise BadInput(f"{kind}: {error}") from None
+            raise
+
+
+def _obj() -> Context:
+    return click.get_current_context().find_object(Context)
+
+
+# -- command-line values ----------------------------------------------------------------------
+
+
+def short_feed(author: bytes | None) -> str:
+    """An author as the commands show it: `@` and 8 characters of its key."""
+    return "" if author is None else feed_text(author)[:9]
+
+
+def parse_at(text: str) -> Any:
+    """A revision as the wire names it: a message id, a version number, or a weft."""
+    text = text.strip()
+    if text.startswith("%"):
+        return parse_message_id(text)
+    if match := VERSION.fullmatch(text):
+        return int(match.group(1))
+    if "=" in text:
+        weft: dict[bytes, int] = {}
+        for part in text.split(","):
+            feed, sep, seq = part.strip().rpartition("=")
+            if not sep or not seq.isdigit():
+                raise BadInput(f"{part[:80]!r}: a weft is @FEED=SEQ,... (feeds as printed)")
+            weft[parse_feed(feed)] = int(seq)
+        return weft
+    raise BadInput(f"{text[:80]!r}: expected a message id (%...), a version (v12) or @FEED=SEQ,...")
+
+
+def edit_splices(old: str, new: str) -> list[list[Any]]:
+    """The splices that turn `old` into `new`: the code-point diff, positions rebased."""
+    splices: list[list[Any]] = []
+    pos = taken = 0  # where the next splice goes in the edited text; code points of `new` used
+    for op, length in fast_diff_match_patch.diff(old, new, counts_only=True, cleanup="No"):
+        if op == "=":
+            pos += length
+            taken += length
+        elif op == "-":
+            splices.append(["del", pos, length])
+        else:
+            splices.append(["ins", pos, new[taken : taken + length]])
+            pos += length
+            taken += length
+    return splices
+
+
+def requests(splices: list[list[Any]]) -> Iterator[list[list[Any]]]:
+    """Splices in `doc-edit`-sized groups (`MAX_SPLICES`, `MAX_SPLICE_CHARS`), in order; a
+    long insert is cut into inserts one after the other, which is the same edit."""
+    group: list[list[Any]] = []
+    chars = 0
+    for kind, pos, what in splices:
+        pieces = [(pos, what)]
+        if kind == "ins":
+            pieces = [
+                (pos + start, what[start : start + MAX_SPLICE_CHARS])
+                for start in range(0, len(what), MAX_SPLICE_CHARS)
+            ]
+        for at, value in pieces:
+            size = len(value) if kind == "ins" else 0
+            if group and (len(group) >= MAX_SPLICES or chars + size > MAX_SPLICE_CHARS):
+                yield group
+                group, chars = [], 0
+            group.append([kind, at, value])
+            chars += size
+    if group:
+        yield group
+
+
+def argument_text(text: str, what: str) -> str:
+    """A command-line argument that must be UTF-8 text (argv can hold any bytes)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise BadInput(f"{what} is not UTF-8 text") from None
+    return text
+
+
+def read_text_file(path: str) -> str:
+    """FILE ('-': stdin) as UTF-8 text, at most `MAX_EDIT_BYTES`; else `BadInput`."""
+    try:
+        if path == "-":
+            data = sys.stdin.buffer.read(MAX_EDIT_BYTES + 1)
+        else:
+            with open(path, "rb") as file:
+                data = file.read(MAX_EDIT_BYTES + 1)
+    except OSError as error:
+        raise BadInput(f"cannot read {path}: {error.strerror or error}") from None
+    if len(data) > MAX_EDIT_BYTES:
+        raise BadInput(f"{path}: over {MAX_EDIT_BYTES >> 20} MiB; doc edit reads at most that")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise BadInput(f"{path}: not UTF-8 text (byte {error.start})") from None
+
+
+def _publish(docs: _Documents, doc: bytes, splices: list[list[Any]], as_json: bool) -> None:
+    """Publish `splices` to `doc` in as many requests as they need; print the versions made."""
+    published: list[dict[str, Any]] = []
+    for group in requests(splices):
+        published.extend(docs.call("doc-edit", doc=doc, splices=group)["messages"])
+    rows = [{"msg": message_text(m["msg"]), "version": m["version"]} for m in published]
+    if as_json:
+        emit_json({"doc": message_text(doc), "messages": rows})
+    elif not rows:
+        click.echo("unchanged", err=True)
+    for row in rows if not as_json else ():
+        click.echo(f"v{row['version']}  {row['msg']}")
+
+
+# -- editing ------------------------------------------------------------------------------
+
+
+@doc_command.command("create")
+@click.argument("title")
+@json_option
+def doc_create(title: str, as_json: bool) -> None:
+    """Start a document called TITLE; prints its id."""
+    title = argument_text(title, "TITLE")
+    with _Documents(_obj(), writes=True) as docs:
+        doc = message_text(docs.call("doc-create", title=title)["doc"])
+    if as_json:
+        emit_json({"doc": doc, "title": title})
+    else:
+        click.echo(doc)
+
+
+@doc_command.command("edit")
+@click.argument("doc")
+@click.argument("file", metavar="FILE|-")
+@json_option
+def doc_edit(doc: str, file: str, as_json: bool) -> None:
+    """Make DOC's text FILE's ('-': stdin): publish the smallest edit between the two."""
+    doc_id, new = parse_message_id(doc), read_text_file(file)
+    with _Documents(_obj(), writes=True) as docs:
+        old = docs.call("doc-show", doc=doc_id)["text"]
+        _publish(docs, doc_id, edit_splices(old, new), as_json)
+
+
+@doc_command.command("insert")
+@click.argument("doc")
+@click.argument("pos", type=INDEX)
+@click.argument("text")
+@json_option
+def doc_insert(doc: str, pos: int, text: str, as_json: bool) -> None:
+    """Insert TEXT at code point POS of DOC."""
+    if not argument_text(text, "TEXT"):
+        raise BadInput("nothing to insert: TEXT is empty")
+    with _Documents(_obj(), writes=True) as docs:
+        _publish(docs, parse_message_id(doc), [["ins", pos, text]], as_json)
+
+
+@doc_command.command("delete")
+@click.argument("doc")
+@click.argument("pos", type=INDEX)
+@click.argument("length", type=COUNT)
+@json_option
+def doc_delete(doc: str, pos: int, length: int, as_json: bool) -> None:
+    """Delete LENGTH code points of DOC from POS."""
+    with _Documents(_obj(), writes=True) as docs:
+        _publish(docs, parse_message_id(doc), [["del", pos, length]], as_json)
+
+
+# -- reading ------------------------------------------------------------------------------
+
+
+@doc_command.command("show")
+@click.argument("doc")
+@click.option("--at", "at", metavar="REV", help="A message id, a version (v12) or @FEED=SEQ,...")
+@json_option
+def doc_show(doc: str, at: str | None, as_json: bool) -> None:
+    """Print DOC's text, now or --at an earlier revision, exactly as it is."""
+    arguments: dict[str, Any] = {"doc": parse_message_id(doc)}
+    if at is not None:
+        arguments["at"] = parse_at(at)
+    with _Documents(_obj()) as docs:
+        shown = docs.call("doc-show", **arguments)
+    if as_json:
+        emit_json({"doc": doc, "at": at, "version": shown["version"], "text": shown["text"]})
+    else:
+        click.echo(shown["text"], nl=False)
+
+
+@doc_command.command("list")
+@json_option
+def doc_list(as_json: bool) -> None:
+    """The documents the store holds: id, title, author, created, length, versions."""
+    documents: list[dict[str, Any]] = []
+    with _Documents(_obj()) as docs:
+        start: int | None = 0
+        while start is not None:
+            page = docs.call("doc-list", start=start)
+            documents.extend(page["documents"])
+            start = page["next"]
+    rows = [
+        {
+            "doc": message_text(d["doc"]),
+            "title": d["title"],
+            "author": feed_text(d["author"]),
+            "created": d["created"],
+            "length": d["length"],
+            "versions": d["versions"],
+            "set_aside": d["set_aside"],
+        }
+        for d in documents
+    ]
+    if as_json:
+        emit_json(rows)
+        return
+    for row in rows:
+        aside = f"  {row['set_aside']} set aside" if row["set_aside"] else ""
+        click.echo(
+            f"{row['doc']}  {row['author'][:9]}  {format_timestamp(row['created'])}"
+            f"  v{row['versions']}  {row['length']} chars  {json.dumps(row['title'])}{aside}"
+        )
+
+
+@doc_command.command("log")
+@click.argument("doc")
+@json_option
+def doc_log(doc: str, as_json: bool) -> None:
+    """DOC's versions (number, author, time, +inserted -deleted), and the edits set aside."""
+    doc_id = parse_message_id(doc)
+    versions: list[dict[str, Any]] = []
+    with _Documents(_obj()) as docs:
+        page = docs.call("doc-log", doc=doc_id, since=0, limit=MAX_VERSIONS_PAGE)
+        aside, aside_total = page["set_aside"], page["set_aside_total"]
+        versions.extend(page["versions"])
+        while len(page["versions"]) == MAX_VERSIONS_PAGE:  # since: the first version wanted
+            since = versions[-1]["version"] + 1
+            page = docs.call("doc-log", doc=doc_id, since=since, limit=MAX_VERSIONS_PAGE)
+            versions.extend(page["versions"])
+    rows = [
+        {**v, "msg": message_text(v["msg"]), "author": feed_text(v["author"])} for v in versions
+    ]
+    aside_rows = [{**a, "msg": message_text(a["msg"])} for a in aside]
+    if as_json:
+        emit_json(
+            {"doc": doc, "versions": rows, "set_aside": aside_rows, "set_aside_total": aside_total}
+        )
+        return
+    for row in rows:
+        click.echo(
+            f"v{row['version']:<5} {row['author'][:9]}  {format_timestamp(row['timestamp'])}"
+            f"  +{row['inserted']} -{row['deleted']}  {row['msg']}"
+        )
+    for row in aside_rows:
+        click.echo(f"set aside  {row['msg']}  {row['reason']}: {row['detail']}")
+    if aside_total > len(aside_rows):
+        click.echo(f"set aside  ... and {aside_total - len(aside_rows)} more")
+
+
+@doc_command.command("diff")
+@click.argument("doc")
+@click.argument("old", metavar="FROM")
+@click.argument("new", metavar="TO")
+@click.option("--html", "as_html", is_flag=True, help="A self-contained HTML page.")
+@json_option
+def doc_diff(doc: str, old: str, new: str, as_html: bool, as_json: bool) -> None:
+    """What changed in DOC from FROM to TO, dyed: inserted text green, removed red, by author."""
+    arguments = {"doc": parse_message_id(doc), "from": parse_at(old), "to": parse_at(new)}
+    with _Documents(_obj()) as docs:
+        spans = docs.call("doc-diff", **arguments)["spans"]
+    if as_json:
+        rows = [
+            {
+                "text": s["text"],
+                "inserted_by": s["inserted_by"] and feed_text(s["inserted_by"]),
+                "removed_by": s["removed_by"] and feed_text(s["removed_by"]),
+            }
+            for s in spans
+        ]
+        emit_json({"doc": doc, "from": old, "to": new, "spans": rows})
+    elif as_html:
+        click.echo(diff_page(f"{doc} from {old} to {new}", spans))
+    else:
+        tty = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+        click.echo("".join(_dyed(span, tty) for span in spans), nl=False, color=tty or None)
+        if spans and not spans[-1]["text"].endswith("\n"):
+            click.echo()
+
+
+def _dyed(span: dict[str, Any], tty: bool) -> str:
+    """A span as the terminal shows it: coloured on a TTY, wdiff's marks elsewhere."""
+    text, inserted_by, removed_by = span["text"], span["inserted_by"], span["removed_by"]
+    if inserted_by is None and removed_by is None:
+        return text
+    who = short_feed(inserted_by or removed_by)
+    if tty:
+        style = (
+            {"fg": "green", "underline": True}
+            if inserted_by
+            else {"fg": "red", "strikethrough": True}
+        )
+        dyed = click.style(text, **style)
+        return dyed + click.style(f"({who})", dim=True)
+    return f"{{+{text}+}}({who})" if inserted_by else f"[-{text}-]({who})"
+
+
+def diff_page(heading: str, spans: list[dict[str, Any]]) -> str:
+    """A self-contained HTML page of dyed spans: <ins>/<del> titled by author, all escaped."""
+    body = []
+    for span in spans:
+        text = html.escape(span["text"])
+        if span["inserted_by"] is not None:
+            body.append(f'<ins title="{html.escape(feed_text(span["inserted_by"]))}">{text}</ins>')
+        elif span["removed_by"] is not None:
+            body.append(f'<del title="{html.escape(feed_text(span["removed_by"]))}">{text}</del>')
+        else:
+            body.append(text)
+    heading = html.escape(heading)
+    return (
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        f"<title>{heading}</title>\n<style>\n"
+        "body { font-family: sans-serif; margin: 2em; }\n"
+        "pre { white-space: pre-wrap; font-family: monospace; line-height: 1.4; }\n"
+        "ins { background: #d8f5d8; color: #0a5c0a; text-decoration: underline; }\n"
+        "del { background: #fadcdc; color: #8c1010; text-decoration: line-through; }\n"
+        "</style>\n</head>\n<body>\n"
+        f"<h1>{heading}</h1>\n<pre>{''.join(body)}</pre>\n</body>\n</html>"
+    )
+
+
+@doc_command.command("blame")
+@click.argument("doc")
+@click.option("--at", "at", metavar="REV", help="A message id, a version (v12) or @FEED=SEQ,...")
+@json_option
+def doc_blame(doc: str, at: str | None, as_json: bool) -> None:
+    """DOC line by line, each with the author who typed most of it."""
+    arguments: dict[str, Any] = {"doc": parse_message_id(doc)}
+    if at is not None:
+        arguments["at"] = parse_at(at)
+    with _Documents(_obj()) as docs:
+        spans = docs.call("doc-blame", **arguments)["spans"]
+    lines = blame_lines(spans)
+    if as_json:
+        rows = [
+            {"text": s["text"], "author": feed_text(s["author"]), "msg": message_text(s["msg"])}
+            for s in spans
+        ]
+        lines = [{"author": feed_text(author), "text": text} for author, text in lines]
+        emit_json({"doc": doc, "at": at, "lines": lines, "spans": rows})
+        return
+    for author, text in lines:
+        click.echo(f"{short_feed(author)}  {text}")
+
+
+def blame_lines(spans: list[dict[str, Any]]) -> list[tuple[bytes, str]]:
+    """(author, line without its newline) per line: the author of most of its code points
+    (the newline counts; a tie goes to who typed first in the line)."""
+    lines: list[tuple[bytes, str]] = []
+    parts: list[str] = []
+    weights: Counter[bytes] = Counter()
+    for span in spans:
+        pieces = span["text"].split("\n")
+        for number, piece in enumerate(pieces):
+            ends_line = number < len(pieces) - 1
+            parts.append(piece)
+            weights[span["author"]] += len(piece) + ends_line
+            if ends_line:
+                lines.append((weights.most_common(1)[0][0], "".join(parts)))
+                parts, weights = [], Counter()
+    if parts and any(parts):
+        lines.append((weights.most_common(1)[0][0], "".join(parts)))
+    return lines
+
+
+# -- live ---------------------------------------------------------------------------------
+
+
+@doc_command.command("watch")
+@click.argument("doc")
+@click.option("--since", type=INDEX, default=None, help="Resume after VERSION (no snapshot).")
+@click.option("--count", type=COUNT, default=None, help="Stop after N versions.")
+@json_option
+def doc_watch(doc: str, since: int | None, count: int | None, as_json: bool) -> None:
+    """Follow DOC live: its text, then each splice as it arrives (Ctrl-C stops)."""
+    doc_id = parse_message_id(doc)
+    obj = _obj()
+    printer = _WatchPrinter(as_json)
+    try:
+        trio.run(_watch, obj, doc_id, since, count, printer)
+    except KeyboardInterrupt:
+        printer.end()
+        return
+    except NodeError as error:
+        if error.kind == ErrorKind.NOT_FOUND:
+            raise NotFound(str(error)) from None
+        if error.kind != ErrorKind.DISCONNECTED:
+            raise
+        printer.end()
+        click.echo("tangled: the node closed the connection", err=True)
+        return
+    printer.end()
+
+
+async def _watch(obj: Context, doc: bytes, since: int | None, count: int | None, printer) -> None:
+    """Follow `doc`; a lag resumes from the version reached (the node sends what was missed)."""
+    while True:
+        async with (
+            await connect(obj.settings.ipc_socket_path) as client,
+            aclosing(client.doc_watch(doc, since=since)) as events,
+        ):
+            async for event in events:
+                if "lagged" in event:
+                    since = event["lagged"]
+                    break
+                if "started" in event:
+                    continue
+                if "entries" in event:
+                    for entry in event["entries"]:
+                        printer.entry(entry)
+                        since = entry["version"]
+                        if count is not None:
+                            count -= 1
+                            if count == 0:
+                                return
+                else:
+                    printer.snapshot(event)
+                    since = event["version"]
+            else:
+                return
+
+
+class _WatchPrinter:
+    """`doc watch` output: text for people, or one JSON object per line."""
+
+    def __init__(self, as_json: bool) -> None:
+        self.as_json = as_json
+        self.line_start = True
+
+    def _out(self, text: str) -> None:
+        click.echo(text, nl=False)
+        if text:
+            self.line_start = text.endswith("\n")
+
+    def end(self) -> None:
+        if not self.line_start:
+            self._out("\n")
+        sys.stdout.flush()
+
+    def snapshot(self, event: dict[str, Any]) -> None:
+        if self.as_json:
+            emit_json(event)
+            return
+        if event["start"] == 0:
+            self.end()
+            self._out(f"# version {event['version']}\n")
+        self._out(event["text"])
+        sys.stdout.flush()
+
+    def entry(self, entry: dict[str, Any]) -> None:
+        if self.as_json:
+            emit_json({**entry, "msg": entry["msg"] and message_text(entry["msg"])})
+            return
+        self.end()
+        for kind, pos, what in entry["splices"]:
+            shown = json.dumps(what, ensure_ascii=False) if kind == "ins" else what
+            self._out(f"v{entry['version']} {kind} {pos} {shown}\n")
+        sys.stdout.flush()

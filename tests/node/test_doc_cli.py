@@ -1,0 +1,109 @@
+"""The pure parts of `tangled doc`: diff to splices, request groups, revisions, rendering."""
+
+import click
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from tanglenode.node.cli import docs
+from tanglenode.node.cli.support import BadInput
+from tanglenode.protocol import ipc
+from tanglenode.protocol.errors import BadIdentifier
+from tanglenode.protocol.identity import feed_text, message_text
+from tanglenode.protocol.ipc import apply_splices
+from tests.factories import keypair
+
+ALICE, BOB = keypair("alice").public, keypair("bob").public
+TEXT = st.text(alphabet=st.sampled_from("ab \n😀é\u0301"), max_size=40)
+
+
+@given(TEXT, TEXT)
+def test_the_splices_of_a_diff_turn_the_old_text_into_the_new(old, new):
+    splices = docs.edit_splices(old, new)
+    assert apply_splices(old, splices) == new
+    assert (splices == []) == (old == new)
+    changed = sum(len(v) if k == "ins" else v for k, _p, v in splices)
+    prefix = len(next((p for p in _prefixes(old, new)), ""))
+    assert changed <= len(old) + len(new) - 2 * prefix  # never more than retyping the rest
+
+
+def _prefixes(old, new):
+    for size in range(min(len(old), len(new)), -1, -1):
+        if old[:size] == new[:size]:
+            yield old[:size]
+
+
+def test_a_small_change_to_a_long_text_is_a_small_edit():
+    old = "line\n" * 10_000
+    new = old[:25_000] + "inserted " + old[25_000:-5]
+    splices = docs.edit_splices(old, new)
+    assert apply_splices(old, splices) == new
+    assert sum(len(v) if k == "ins" else v for k, _p, v in splices) <= len("inserted ") + 5
+
+
+@given(TEXT, TEXT)
+def test_request_groups_applied_in_order_are_the_whole_edit(old, new):
+    splices = docs.edit_splices(old, new)
+    text = old
+    for group in docs.requests(splices):
+        text = apply_splices(text, group)
+    assert text == new
+
+
+def test_requests_stay_within_the_ipc_bounds():
+    long_insert = [["ins", 3, "x" * (2 * ipc.MAX_SPLICE_CHARS + 5)]]
+    groups = list(docs.requests(long_insert))
+    assert [len(g[0][2]) for g in groups] == [ipc.MAX_SPLICE_CHARS, ipc.MAX_SPLICE_CHARS, 5]
+    assert [g[0][1] for g in groups] == [3, 3 + ipc.MAX_SPLICE_CHARS, 3 + 2 * ipc.MAX_SPLICE_CHARS]
+    many = [["del", 0, 1]] * (2 * ipc.MAX_SPLICES + 1)
+    assert [len(g) for g in docs.requests(many)] == [ipc.MAX_SPLICES, ipc.MAX_SPLICES, 1]
+    for group in docs.requests(long_insert + many):
+        ipc.parse_request("doc-edit", {"doc": bytes(32), "splices": group}, None)
+
+
+def test_a_revision_is_a_message_id_a_version_or_a_weft():
+    msg = bytes(range(32))
+    assert docs.parse_at(message_text(msg)) == msg
+    assert docs.parse_at("v12") == docs.parse_at("12") == 12
+    weft = f"{feed_text(ALICE)}=3, {feed_text(BOB)}=0"
+    assert docs.parse_at(weft) == {ALICE: 3, BOB: 0}
+    for bad in ("yesterday", "v", "v-1", "@nope=1", f"{feed_text(ALICE)}=x", "%short"):
+        with pytest.raises((BadInput, BadIdentifier)):  # both exit 3
+            docs.parse_at(bad)
+
+
+def test_blame_gives_each_line_the_author_of_most_of_it():
+    spans = [
+        {"text": "ab", "author": ALICE, "msg": b""},
+        {"text": "cde\nx", "author": BOB, "msg": b""},
+        {"text": "yz\n\nlast", "author": ALICE, "msg": b""},
+    ]
+    assert docs.blame_lines(spans) == [(BOB, "abcde"), (ALICE, "xyz"), (ALICE, ""), (ALICE, "last")]
+    assert docs.blame_lines([{"text": "one\n", "author": BOB, "msg": b""}]) == [(BOB, "one")]
+    assert docs.blame_lines([]) == []
+
+
+SPANS = [
+    {"text": "<kept> & ", "inserted_by": None, "removed_by": None},
+    {"text": 'new "one"', "inserted_by": ALICE, "removed_by": None},
+    {"text": "old</pre>", "inserted_by": None, "removed_by": BOB},
+]
+
+
+def test_the_html_page_escapes_everything_and_titles_changes_by_author():
+    page = docs.diff_page("<doc> & co", SPANS)
+    assert "<title>&lt;doc&gt; &amp; co</title>" in page
+    assert "&lt;kept&gt; &amp; " in page
+    assert f'<ins title="{feed_text(ALICE)}">new &quot;one&quot;</ins>' in page
+    assert f'<del title="{feed_text(BOB)}">old&lt;/pre&gt;</del>' in page
+    assert page.count("<pre>") == page.count("</pre>") == 1
+
+
+def test_a_terminal_sees_colours_and_a_pipe_sees_marks():
+    plain = "".join(docs._dyed(span, tty=False) for span in SPANS)
+    who = docs.short_feed(ALICE), docs.short_feed(BOB)
+    assert plain == f'<kept> & {{+new "one"+}}({who[0]})[-old</pre>-]({who[1]})'
+    coloured = "".join(docs._dyed(span, tty=True) for span in SPANS)
+    assert click.style('new "one"', fg="green", underline=True) in coloured
+    assert click.style("old</pre>", fg="red", strikethrough=True) in coloured
+    assert click.unstyle(coloured) == f'<kept> & new "one"({who[0]})old</pre>({who[1]})'
