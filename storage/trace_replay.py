@@ -147,6 +147,9 @@ class AtomView:
     def _seek(self, position: int) -> tuple[array, int]:
         """The block holding `position` (the last block for the end) and its start."""
         blocks, at, start = self._blocks, self._at, self._at_start
+        block = blocks[at]
+        if start <= position < start + len(block):  # an editor's next edit: mostly here
+            return block, start
         while position < start:
             at -= 1
             start -= len(blocks[at])
@@ -299,8 +302,9 @@ class _Draft:
             if cited != self.handle and cited not in self.refs:
                 extra += _LINK_BYTES
         room = self.budget - self.size - extra
-        count = min(len(text), MAX_ATOMS - self.atoms)
-        if count < len(text):
+        count = len(text)
+        if count > MAX_ATOMS - self.atoms:
+            count = MAX_ATOMS - self.atoms
             text = text[:count]
         size = count if text.isascii() else len(text.encode())
         if size > room:
@@ -504,7 +508,8 @@ class _Replay:
         draft = self.draft[agent]
         if draft is not None and (
             draft.edits >= MESSAGE_EDITS
-            or max(draft.hi, moment) - min(draft.lo, moment) > MESSAGE_SPAN_MS
+            or moment - draft.lo > MESSAGE_SPAN_MS
+            or draft.hi - moment > MESSAGE_SPAN_MS
         ):
             self._close(agent)
         if deleted:
@@ -576,8 +581,10 @@ class _Replay:
                 moment,
             )
             self.draft[agent] = draft
-        else:
-            draft.lo, draft.hi = min(draft.lo, moment), max(draft.hi, moment)
+        elif moment < draft.lo:
+            draft.lo = moment
+        elif moment > draft.hi:
+            draft.hi = moment
         return draft
 
     def _tips(self, seen: dict[bytes, int]) -> tuple[bytes, ...]:
