@@ -79,9 +79,46 @@ def time_loro(edits: list[tuple[int, int, str]]) -> tuple[float, str]:
 
 
 def engine_alone(trace: Trace) -> float | None:
-    """Seconds for the document engine alone to apply `trace` edit by edit (no signing,
-    no LMDB commit): for the lead to fill in. None: not measured."""
-    return None
+    """Seconds for the document engine alone to weave `trace`'s messages.
+
+    The trace is replayed once (not timed) to get its signed messages in
+    processed order; their bytes are put in a fresh LMDB environment's
+    `messages` table (the engine reads older wefts from there). Timed: a
+    `DocumentEngine` applying every message in that order, 256 messages per
+    write transaction as a replay's ingest batches them, commits included;
+    no signing, verifying, chain checks, timelines or causal processor.
+    """
+    import lmdb
+
+    from tanglenode.storage.documents import DocumentEngine, DocumentTables
+    from tanglenode.storage.layout import feed_key
+
+    with tempfile.TemporaryDirectory() as source_dir, tempfile.TemporaryDirectory() as target:
+        source = FeedStore(source_dir, map_size=2**31)
+        replay(trace, source)
+        messages = []
+        start = 0
+        while page := source.processed(start, 10_000):
+            messages += [source.get_by_seq(feed, seq) for _index, feed, seq in page]
+            start = page[-1][0] + 1
+        source.close()
+        env = lmdb.open(target, map_size=2**31, max_dbs=48)
+        tables = DocumentTables.open(env)
+        with env.begin(write=True) as txn:
+            stored = env.open_db(b"messages", txn=txn)
+            for message in messages:
+                txn.put(feed_key(message.author, message.seq), message.raw, db=stored)
+        gc.collect()
+        started = time.perf_counter()
+        for first in range(0, len(messages), 256):
+            with env.begin(write=True) as txn:
+                engine = DocumentEngine(txn, tables, stored)
+                for message in messages[first : first + 256]:
+                    engine.apply(message)
+                engine.finish()
+        seconds = time.perf_counter() - started
+        env.close()
+    return seconds
 
 
 @dataclass

@@ -627,42 +627,39 @@ class DocumentEngine:
         return False
 
 
-def backspaces_of(txn, tables: DocumentTables, docno: int, mno: int, index: int):
-    """(mno, index) of every backspace on atom (mno, index)."""
+def rows_of(txn, db, docno: int, mno: int) -> list[tuple[int, int, int, int]]:
+    """The `doc-dels` or `doc-undels` (`db`) rows on message `mno`'s atoms, each as
+    (first, count, by mno, by index): atoms first.. named by atoms (by mno, by index)..."""
     prefix = U32.pack(docno) + U32.pack(mno)
-    cursor = txn.cursor(db=tables.dels)
+    cursor = txn.cursor(db=db)
+    rows: list[tuple[int, int, int, int]] = []
     if not cursor.set_range(prefix):
-        return []
-    found = []
+        return rows
     for key, value in cursor:
         if key[:8] != prefix:
             break
-        target, bs_mno, bs_index = U32.unpack(key[8:12])[0], *_two(key[12:20])
-        offset = index - target
-        if 0 <= offset < U32.unpack(value)[0]:
-            found.append((bs_mno, bs_index + offset))
-    return found
+        first, by_mno, by_index = (U32.unpack(key[at : at + 4])[0] for at in (8, 12, 16))
+        rows.append((first, U32.unpack(value)[0], by_mno, by_index))
+    return rows
+
+
+def naming(rows: list[tuple[int, int, int, int]], index: int) -> list[tuple[int, int]]:
+    """(mno, index) of the atoms in `rows` that name atom `index`."""
+    return [
+        (by_mno, by_index + index - first)
+        for first, count, by_mno, by_index in rows
+        if 0 <= index - first < count
+    ]
+
+
+def backspaces_of(txn, tables: DocumentTables, docno: int, mno: int, index: int):
+    """(mno, index) of every backspace on atom (mno, index)."""
+    return naming(rows_of(txn, tables.dels, docno, mno), index)
 
 
 def undeletes_of(txn, tables: DocumentTables, docno: int, mno: int, index: int):
     """(mno, index) of every undelete of backspace (mno, index)."""
-    prefix = U32.pack(docno) + U32.pack(mno)
-    cursor = txn.cursor(db=tables.undels)
-    found = []
-    if not cursor.set_range(prefix):
-        return found
-    for key, value in cursor:
-        if key[:8] != prefix:
-            break
-        target, u_mno, u_index = U32.unpack(key[8:12])[0], *_two(key[12:20])
-        offset = index - target
-        if 0 <= offset < U32.unpack(value)[0]:
-            found.append((u_mno, u_index + offset))
-    return found
-
-
-def _two(raw: bytes) -> tuple[int, int]:
-    return U32.unpack(raw[:4])[0], U32.unpack(raw[4:8])[0]
+    return naming(rows_of(txn, tables.undels, docno, mno), index)
 
 
 def _runs(atoms: list[tuple[int, int]]):

@@ -32,8 +32,8 @@ from tanglenode.storage.documents import (
     open_weave,
     read_meta,
     read_record,
+    rows_of,
 )
-from tanglenode.storage.layout import U32
 from tanglenode.storage.weave import FLAGS, MNO, START, TEXT, TOUCHED, VISIBLE, Weave
 
 
@@ -65,15 +65,7 @@ class _History:
     def _rows(self, db, cache: dict, mno: int) -> list[tuple[int, int, int, int]]:
         rows = cache.get(mno)
         if rows is None:
-            rows = cache[mno] = []
-            prefix = U32.pack(self._docno) + U32.pack(mno)
-            cursor = self._txn.cursor(db=db)
-            if cursor.set_range(prefix):
-                for key, value in cursor:
-                    if key[:8] != prefix:
-                        break
-                    first, by_mno, by_index = (U32.unpack(key[i : i + 4])[0] for i in (8, 12, 16))
-                    rows.append((first, U32.unpack(value)[0], by_mno, by_index))
+            rows = cache[mno] = rows_of(self._txn, db, self._docno, mno)
         return rows
 
     def live_backspace(self, mno: int, index: int, weft: Weft | None) -> int | None:
