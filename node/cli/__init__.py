@@ -17,6 +17,7 @@ import lmdb
 from tanglenode.config.settings import ConfigError
 from tanglenode.node.cli.archive import export_command, import_command
 from tanglenode.node.cli.daemon import connect_command, peers, run, status
+from tanglenode.node.cli.doc_replay import doc_replay
 from tanglenode.node.cli.docs import doc_command
 from tanglenode.node.cli.feeds import check, feeds, forks, init, log_command, publish, show
 from tanglenode.node.cli.groups import group_command
@@ -67,6 +68,7 @@ for command in (
     linearize_command,
 ):
     cli.add_command(command)
+doc_command.add_command(doc_replay)
 
 
 _BAD_INPUT = (

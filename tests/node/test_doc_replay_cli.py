@@ -1,0 +1,78 @@
+"""`tangled doc replay`: a real process replays editing traces to their exact final text."""
+
+import gzip
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+TANGLED = Path(sys.executable).with_name("tangled")
+TRACES = Path(__file__).resolve().parents[3] / "shared" / "data" / "editing-traces"
+
+
+def replay(tmp_path, trace: Path, *extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [str(TANGLED), "doc", "replay", str(trace), "--out", str(tmp_path / "out.txt"), *extra],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_a_shared_trace_replays_to_its_end_content_exactly(tmp_path):
+    trace = TRACES / "friendsforever_flat.json.gz"  # the others: tests/storage/test_trace_replay.py
+    done = replay(tmp_path, trace, "--json")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["edits"] == 26_078 and report["matches_end_content"] is True
+    expected = json.loads(gzip.decompress(trace.read_bytes()))["endContent"]
+    assert (tmp_path / "out.txt").read_bytes() == expected.encode()  # no newline added
+
+
+def test_a_trace_the_node_has_never_seen_replays_and_keeps_its_store(tmp_path):
+    trace = tmp_path / "new.json"
+    trace.write_text(
+        json.dumps(
+            {
+                "kind": "concurrent",
+                "numAgents": 2,
+                "startContent": "",
+                "endContent": "ab XY",
+                "txns": [
+                    {
+                        "parents": [],
+                        "agent": 0,
+                        "time": "2024-01-01T00:00:00Z",
+                        "patches": [[0, 0, "ab "]],
+                    },
+                    {
+                        "parents": [0],
+                        "agent": 1,
+                        "time": "2024-01-01T00:00:01Z",
+                        "patches": [[3, 0, "X"]],
+                    },
+                    {
+                        "parents": [0],
+                        "agent": 0,
+                        "time": "2024-01-01T00:00:01Z",
+                        "patches": [[3, 0, "Y"]],
+                    },
+                ],
+            }
+        )
+    )
+    done = replay(tmp_path, trace, "--store", str(tmp_path / "kept"))
+    text = (tmp_path / "out.txt").read_text(encoding="utf-8")
+    # Two concurrent inserts at one place: the weft rule orders them, the same on every node.
+    assert sorted(text[3:]) == ["X", "Y"] and text[:3] == "ab "
+    assert done.returncode == (0 if text == "ab XY" else 5)
+    assert (tmp_path / "kept" / "data.mdb").exists()
+
+
+def test_a_broken_trace_is_refused_with_a_reason_not_a_traceback(tmp_path):
+    trace = tmp_path / "bad.json"
+    trace.write_text(json.dumps({"startContent": "", "txns": [{"patches": [[5, 0, "x"]]}]}))
+    done = replay(tmp_path, trace)
+    assert done.returncode == 3
+    assert "Traceback" not in done.stderr and "txn 0" in done.stderr
+    assert not (tmp_path / "out.txt").exists()
