@@ -14,7 +14,7 @@ from typing import Any
 import trio
 
 from tanglenode.node.localnet import CONVERGE_SECONDS, REQUEST_SECONDS, Node
-from tanglenode.protocol.ipc import apply_splices
+from tanglenode.protocol.doc_ipc import apply_splices
 
 BASE = "alpha beta gamma"
 
