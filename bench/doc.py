@@ -106,13 +106,15 @@ def engine_alone(trace: Trace) -> float | None:
         tables = DocumentTables.open(env)
         with env.begin(write=True) as txn:
             stored = env.open_db(b"messages", txn=txn)
+            ids = env.open_db(b"message-ids", txn=txn)
             for message in messages:
                 txn.put(feed_key(message.author, message.seq), message.raw, db=stored)
+                txn.put(message.id, feed_key(message.author, message.seq), db=ids)
         gc.collect()
         started = time.perf_counter()
         for first in range(0, len(messages), 256):
             with env.begin(write=True) as txn:
-                engine = DocumentEngine(txn, tables, stored)
+                engine = DocumentEngine(txn, tables, stored, ids)
                 for message in messages[first : first + 256]:
                     engine.apply(message)
                 engine.finish()

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from typing import NamedTuple
 
-from tanglenode.protocol.document import SELF, AtomRef, Delete, Insert
+from tanglenode.protocol.document import MAX_ATOMS, MAX_OPS, SELF, AtomRef, Delete, Insert
 from tanglenode.storage.errors import BadSplice
 from tanglenode.storage.weave import FLAGS, MNO, START, TEXT, VISIBLE, Weave
 
@@ -159,24 +159,31 @@ def chunk(
     for op in ops:
         ref = AtomRef(id_of(op.mno), op.index)
         if op.kind == "del":
-            cost = 24 + (0 if ref.msg in refs else 35)
-            if size + cost > budget and current:
-                flush()
-            current.append(Delete(ref, op.count))
-            refs.add(ref.msg)
-            size += cost
-            atoms += op.count
+            index, left = op.index, op.count
+            while left:
+                cost = 24 + (0 if ref.msg in refs else 35)
+                full = size + cost > budget or len(current) >= MAX_OPS or atoms >= MAX_ATOMS
+                if full and current:
+                    flush()
+                    continue
+                take = min(left, MAX_ATOMS - atoms)
+                current.append(Delete(AtomRef(ref.msg, index), take))
+                refs.add(ref.msg)
+                size += cost
+                atoms += take
+                index, left = index + take, left - take
             continue
         text = op.text
         while text:
             cost = 24 + (0 if ref.msg is None or ref.msg in refs else 35)
             room = budget - size - cost
-            if room < 64 and current:
+            full = room < 64 or len(current) >= MAX_OPS or atoms >= MAX_ATOMS
+            if full and current:
                 last = flush()
                 if ref.msg is SELF:
                     ref = AtomRef(last, ref.index)
                 continue
-            piece = _fit(text, max(room, 4))
+            piece = _fit(text[: MAX_ATOMS - atoms], max(room, 4))
             current.append(Insert(ref, piece))
             if ref.msg is not None:
                 refs.add(ref.msg)

@@ -70,7 +70,7 @@ from tanglenode.protocol.document import (
     parse_document,
 )
 from tanglenode.protocol.message import Message
-from tanglenode.storage.layout import U32, U64, feed_key, parse_stored
+from tanglenode.storage.layout import U32, U64, feed_key, parse_stored, split_feed_key
 from tanglenode.storage.weave import (
     CAUSE_INDEX,
     CAUSE_MNO,
@@ -254,10 +254,11 @@ class _Doc:
 class DocumentEngine:
     """Applies processed document messages inside one write transaction; `finish` writes back."""
 
-    def __init__(self, txn, tables: DocumentTables, messages_db) -> None:
+    def __init__(self, txn, tables: DocumentTables, messages_db, message_ids_db) -> None:
         self._txn = txn
         self._tables = tables
         self._messages = messages_db
+        self._message_ids = message_ids_db
         self._docs: dict[int, _Doc] = {}
 
     # -- entry points ----------------------------------------------------------
@@ -405,12 +406,22 @@ class DocumentEngine:
 
     # -- checking an edit ------------------------------------------------------
 
+    def _inside(self, msg_id: bytes, weft: Weft) -> bool:
+        """Whether message `msg_id` is inside `weft`. A message inside an edit's weft was
+        processed before the edit on every node, so the answer never depends on delivery: a
+        message this node does not hold is outside (or a proof removed it, everywhere)."""
+        position = self._txn.get(msg_id, db=self._message_ids)
+        if position is None:
+            return False
+        author, seq = split_feed_key(position)
+        return weft.get(author, 0) >= seq
+
     def _edit(self, message: Message, root: bytes, edit: DocEdit, mno: int | None = None) -> None:
-        doc = self._doc(root)
         weft = weft_of(message)
-        meta = doc.meta
-        if weft.get(meta[M_AUTHOR], 0) < meta[M_SEQ]:
+        if not self._inside(root, weft):
             raise DocumentError(DocReason.OUTSIDE_WEFT, "the doc/init is outside the edit's weft")
+        doc = self._doc(root)
+        meta = doc.meta
         renumber = mno is None
         mno = meta[M_NEXT_MNO] if mno is None else mno
         segments, first = [], 0
@@ -460,13 +471,13 @@ class DocumentEngine:
         found = cited.get(ref.msg)
         if found is not None:
             return found
+        if not self._inside(ref.msg, weft):
+            raise DocumentError(DocReason.OUTSIDE_WEFT, "cites an atom outside the edit's weft")
         key = self._txn.get(ref.msg, db=self._tables.ids)
         if key is None or U32.unpack(key[:4])[0] != doc.docno:
             raise DocumentError(DocReason.UNKNOWN_ATOM, "cites a message that is not in this doc")
         ref_mno = U32.unpack(key[4:8])[0]
         record = read_record(self._txn, self._tables, doc.docno, ref_mno)
-        if weft.get(record[R_AUTHOR], 0) < record[R_SEQ]:
-            raise DocumentError(DocReason.OUTSIDE_WEFT, "cites an atom outside the edit's weft")
         found = cited[ref.msg] = (ref_mno, record[R_SEGMENTS])
         return found
 

@@ -326,7 +326,9 @@ class FeedStore(TimelineReads, DocumentOps):
         the documents a proof took messages from)."""
         if not order and not invalidated:
             return
-        engine = DocumentEngine(txn, self._document_tables, self._tables.messages)
+        engine = DocumentEngine(
+            txn, self._document_tables, self._tables.messages, self._tables.message_ids
+        )
         if invalidated:
             engine.rebuild_after_proofs(dict(invalidated))
         messages = self._tables.messages

@@ -317,12 +317,6 @@ def test_a_long_paste_spans_several_messages_and_keeps_the_exact_text(store, ope
     assert other.document_revision(doc, messages[-1].id) == "[" + paste + "]"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: doc_edits.chunk cuts messages by bytes only, so an edit deleting (or "
-    "replacing) more than MAX_ATOMS (16384) atoms makes one message with too many atoms: "
-    "edit_document raises DocumentError(TOO_MANY) instead of spanning several messages",
-)
 @pytest.mark.parametrize(
     "splices",
     [
@@ -597,11 +591,6 @@ def test_an_edit_whose_doc_init_is_outside_its_weft_is_set_aside(open_store, wor
     assert peer.document_text(world.doc) == "hell"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="engine bug: a citation outside the weft is OUTSIDE_WEFT only where the cited "
-    "message was processed before the edit; elsewhere it is UNKNOWN_ATOM ('not in this doc')",
-)
 def test_the_reason_for_a_citation_outside_the_weft_does_not_depend_on_delivery(open_store, world):
     bad = Feed("mallory").append(
         edit_content([Delete(AtomRef(world.hello.id, 0), 1)]),
@@ -612,11 +601,6 @@ def test_the_reason_for_a_citation_outside_the_weft_does_not_depend_on_delivery(
     assert_set_aside(stores, world.doc, bad, DocReason.OUTSIDE_WEFT, world.doc)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="engine bug: an edit whose doc/init is outside its weft is OUTSIDE_WEFT where the "
-    "init was processed first, UNKNOWN_DOC where the edit was",
-)
 def test_the_reason_for_a_doc_init_outside_the_weft_does_not_depend_on_delivery(open_store, world):
     bad = Feed("mallory").append(
         edit_content([Insert(AtomRef(world.doc, 0), "x")]),
