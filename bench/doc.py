@@ -90,7 +90,8 @@ def engine_alone(trace: Trace) -> float | None:
     """
     import lmdb
 
-    from tanglenode.storage.documents import DocumentEngine, DocumentTables
+    from tanglenode.storage.document_rows import DocumentTables
+    from tanglenode.storage.documents import DocumentEngine
     from tanglenode.storage.layout import feed_key
 
     with tempfile.TemporaryDirectory() as source_dir, tempfile.TemporaryDirectory() as target:

@@ -28,7 +28,7 @@ from tanglenode.protocol.identity import Keypair
 from tanglenode.protocol.limits import MAX_SEQ
 from tanglenode.protocol.message import Message
 from tanglenode.storage import groups
-from tanglenode.storage.documents import (
+from tanglenode.storage.document_rows import (
     BlameSpan,
     DocumentInfo,
     DyeSpan,

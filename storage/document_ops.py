@@ -14,7 +14,7 @@ from typing import Any
 from tanglenode.protocol.document import TANGLE, edit_content, init_content
 from tanglenode.protocol.message import Message
 from tanglenode.storage import doc_edits, revisions
-from tanglenode.storage.documents import (
+from tanglenode.storage.document_rows import (
     M_AUTHOR,
     M_CREATED,
     M_ID,

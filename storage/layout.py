@@ -13,7 +13,7 @@
     meta           name -> value                       schema version
     tl-*           the timelines (storage.timeline, storage.timelines)
     proc-*         the causal processor's order and frontier (storage.processor)
-    doc-*          documents: weaves, backspaces, splice logs (storage.documents)
+    doc-*          documents: weaves, backspaces, splice logs (storage.document_rows)
 
 Bodies are keyed by position, not by id: ids are hashes, so a batch keyed by
 id would dirty one B-tree leaf per message, while each feed's new messages

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from tanglenode.storage.documents import (
+from tanglenode.storage.document_rows import (
     R_AUTHOR,
     R_ID,
     R_SEQ,

@@ -28,7 +28,8 @@ from tanglenode.protocol.message import ROOT_LINK, Message, TangleLink, decode_m
 from tanglenode.storage import replication
 from tanglenode.storage.check import CheckReport, check_store
 from tanglenode.storage.document_ops import DocumentOps
-from tanglenode.storage.documents import DocumentEngine, DocumentTables
+from tanglenode.storage.document_rows import DocumentTables
+from tanglenode.storage.documents import DocumentEngine
 from tanglenode.storage.errors import (
     IncompatibleStore,
     NoIdentity,

@@ -53,7 +53,7 @@ from tanglenode.protocol.document import (
 )
 from tanglenode.protocol.message import Message, decode_message
 from tanglenode.storage import store as store_module
-from tanglenode.storage.documents import DyeSpan, weft_of
+from tanglenode.storage.document_rows import DyeSpan, weft_of
 from tanglenode.storage.ingest import Outcome
 from tanglenode.storage.store import FeedStore
 from tests.factories import keypair

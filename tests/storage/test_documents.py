@@ -24,7 +24,7 @@ from tanglenode.protocol.document import (
     edit_content,
 )
 from tanglenode.protocol.message import ROOT_LINK, Message, TangleLink
-from tanglenode.storage.documents import BlameSpan, DyeSpan, Version
+from tanglenode.storage.document_rows import BlameSpan, DyeSpan, Version
 from tanglenode.storage.errors import BadSplice, UnknownDocument
 from tanglenode.storage.ingest import Outcome
 from tanglenode.storage.store import FeedStore
