@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tanglenode.node.cli import docs
+from tanglenode.node.cli import doc_render, docs
 from tanglenode.node.cli.support import BadInput
 from tanglenode.protocol import ipc
 from tanglenode.protocol.doc_ipc import MAX_SPLICE_CHARS, MAX_SPLICES, apply_splices
@@ -78,9 +78,14 @@ def test_blame_gives_each_line_the_author_of_most_of_it():
         {"text": "cde\nx", "author": BOB, "msg": b""},
         {"text": "yz\n\nlast", "author": ALICE, "msg": b""},
     ]
-    assert docs.blame_lines(spans) == [(BOB, "abcde"), (ALICE, "xyz"), (ALICE, ""), (ALICE, "last")]
-    assert docs.blame_lines([{"text": "one\n", "author": BOB, "msg": b""}]) == [(BOB, "one")]
-    assert docs.blame_lines([]) == []
+    assert doc_render.blame_lines(spans) == [
+        (BOB, "abcde"),
+        (ALICE, "xyz"),
+        (ALICE, ""),
+        (ALICE, "last"),
+    ]
+    assert doc_render.blame_lines([{"text": "one\n", "author": BOB, "msg": b""}]) == [(BOB, "one")]
+    assert doc_render.blame_lines([]) == []
 
 
 SPANS = [
@@ -91,7 +96,7 @@ SPANS = [
 
 
 def test_the_html_page_escapes_everything_and_titles_changes_by_author():
-    page = docs.diff_page("<doc> & co", SPANS)
+    page = doc_render.diff_page("<doc> & co", SPANS)
     assert "<title>&lt;doc&gt; &amp; co</title>" in page
     assert "&lt;kept&gt; &amp; " in page
     assert f'<ins title="{feed_text(ALICE)}">new &quot;one&quot;</ins>' in page
@@ -100,10 +105,10 @@ def test_the_html_page_escapes_everything_and_titles_changes_by_author():
 
 
 def test_a_terminal_sees_colours_and_a_pipe_sees_marks():
-    plain = "".join(docs._dyed(span, tty=False) for span in SPANS)
-    who = docs.short_feed(ALICE), docs.short_feed(BOB)
+    plain = "".join(doc_render.dyed(span, tty=False) for span in SPANS)
+    who = doc_render.short_feed(ALICE), doc_render.short_feed(BOB)
     assert plain == f'<kept> & {{+new "one"+}}({who[0]})[-old</pre>-]({who[1]})'
-    coloured = "".join(docs._dyed(span, tty=True) for span in SPANS)
+    coloured = "".join(doc_render.dyed(span, tty=True) for span in SPANS)
     assert click.style('new "one"', fg="green", underline=True) in coloured
     assert click.style("old</pre>", fg="red", strikethrough=True) in coloured
     assert click.unstyle(coloured) == f'<kept> & new "one"({who[0]})old</pre>({who[1]})'

@@ -1,0 +1,77 @@
+"""How `tangled doc` shows documents: dyed diffs (terminal and HTML) and blame by line."""
+
+from __future__ import annotations
+
+import html
+from collections import Counter
+from typing import Any
+
+import click
+
+from tanglenode.protocol.identity import feed_text
+
+
+def short_feed(author: bytes | None) -> str:
+    """An author as the commands show it: `@` and 8 characters of its key."""
+    return "" if author is None else feed_text(author)[:9]
+
+
+def dyed(span: dict[str, Any], tty: bool) -> str:
+    """A span as the terminal shows it: coloured on a TTY, wdiff's marks elsewhere."""
+    text, inserted_by, removed_by = span["text"], span["inserted_by"], span["removed_by"]
+    if inserted_by is None and removed_by is None:
+        return text
+    who = short_feed(inserted_by or removed_by)
+    if tty:
+        style = (
+            {"fg": "green", "underline": True}
+            if inserted_by
+            else {"fg": "red", "strikethrough": True}
+        )
+        dyed = click.style(text, **style)
+        return dyed + click.style(f"({who})", dim=True)
+    return f"{{+{text}+}}({who})" if inserted_by else f"[-{text}-]({who})"
+
+
+def diff_page(heading: str, spans: list[dict[str, Any]]) -> str:
+    """A self-contained HTML page of dyed spans: <ins>/<del> titled by author, all escaped."""
+    body = []
+    for span in spans:
+        text = html.escape(span["text"])
+        if span["inserted_by"] is not None:
+            body.append(f'<ins title="{html.escape(feed_text(span["inserted_by"]))}">{text}</ins>')
+        elif span["removed_by"] is not None:
+            body.append(f'<del title="{html.escape(feed_text(span["removed_by"]))}">{text}</del>')
+        else:
+            body.append(text)
+    heading = html.escape(heading)
+    return (
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        f"<title>{heading}</title>\n<style>\n"
+        "body { font-family: sans-serif; margin: 2em; }\n"
+        "pre { white-space: pre-wrap; font-family: monospace; line-height: 1.4; }\n"
+        "ins { background: #d8f5d8; color: #0a5c0a; text-decoration: underline; }\n"
+        "del { background: #fadcdc; color: #8c1010; text-decoration: line-through; }\n"
+        "</style>\n</head>\n<body>\n"
+        f"<h1>{heading}</h1>\n<pre>{''.join(body)}</pre>\n</body>\n</html>"
+    )
+
+
+def blame_lines(spans: list[dict[str, Any]]) -> list[tuple[bytes, str]]:
+    """(author, line without its newline) per line: the author of most of its code points
+    (the newline counts; a tie goes to who typed first in the line)."""
+    lines: list[tuple[bytes, str]] = []
+    parts: list[str] = []
+    weights: Counter[bytes] = Counter()
+    for span in spans:
+        pieces = span["text"].split("\n")
+        for number, piece in enumerate(pieces):
+            ends_line = number < len(pieces) - 1
+            parts.append(piece)
+            weights[span["author"]] += len(piece) + ends_line
+            if ends_line:
+                lines.append((weights.most_common(1)[0][0], "".join(parts)))
+                parts, weights = [], Counter()
+    if parts and any(parts):
+        lines.append((weights.most_common(1)[0][0], "".join(parts)))
+    return lines
