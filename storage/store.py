@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -243,6 +243,37 @@ class FeedStore(TimelineReads, DocumentOps):
             message = self._publish_in(txn, content, tangles, timestamp)
         self._wrote_own(message)
         return message
+
+    def publish_batch(
+        self, requests: Sequence[tuple[Any, Mapping[str, bytes | None] | None]]
+    ) -> list[Message | Exception]:
+        """Sign and store several of our messages, in order, in one durable transaction.
+
+        One result per `(content, tangles)` request, as `publish` would give
+        it: the message, or the error that refused that request alone (an
+        unknown tangle, content too large or not publishable, our feed forked
+        or behind). Each request runs in a nested transaction, so a refused
+        one leaves nothing behind and the others commit, with consecutive
+        seqs. The own-head file is written once, for the last message, after
+        the commit. An error of the transaction itself (the commit, a full
+        store) raises: then none of the batch is stored.
+        """
+        results: list[Message | Exception] = []
+        with self._write() as txn:
+            for content, tangles in requests:
+                try:
+                    with self._env.begin(write=True, parent=txn) as child:
+                        results.append(self._publish_in(child, content, tangles))
+                except lmdb.MapFullError as error:
+                    full = StoreFull(f"the store at {self.path} is full; raise storage.map_size")
+                    full.__cause__ = error
+                    results.append(full)
+                except Exception as error:  # this request's own failure; the others go on
+                    results.append(error)
+        published = [result for result in results if isinstance(result, Message)]
+        if published:
+            self._wrote_own(published[-1])
+        return results
 
     def _publish_in(
         self,
