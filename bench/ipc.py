@@ -2,21 +2,32 @@
 
 One `tangled run` process; in this process, over its Unix socket:
 
-  publisher   publishes N messages into one tangle, one request at a time
-              (each waits for its reply: the message is signed, validated,
-              stored with its timelines and processed, and committed)
+  publishers  `--clients` connections (a row each: 1 and 8 by default),
+              together publishing `--messages` messages into one tangle,
+              each one request at a time (each waits for its reply: the
+              message is signed, validated, stored with its timelines and
+              processed, and committed durably; concurrent requests share
+              one transaction, node/group_commit.py)
   subscriber  a timeline subscription to that tangle on its own connection
 
-Throughput is N over the publisher's wall time; latency is, per message,
-from just before its publish request is sent to the moment its `ins` command
-reaches the subscriber (median and p99).
+Throughput is the messages over the publishers' wall time; latency is, per
+message, from just before its publish request is sent to the moment its
+`ins` command reaches the subscriber (median and p99). Each row prints
+the median of `--rounds` rounds, with the goal of issue 14 beside it.
 
-    .venv/bin/python bench/ipc.py [--messages 2000] [--rounds 3]
+With `--baseline CHECKOUT` (another checkout of this repository, e.g. `git
+archive main | tar -x -C /tmp/base`), a second node runs that code, and
+the rounds alternate between the two nodes, so the ratio is of one run on
+one (shared) machine: the figures of ours, the baseline's, and ours over it.
+
+    .venv/bin/python bench/ipc.py [--messages 2000] [--rounds 3] [--clients 1 8]
+                                  [--baseline /tmp/base] [--dir /dev/shm]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import statistics
 import sys
@@ -31,8 +42,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tanglenode.node.localnet import Node
 
+ROOT = Path(__file__).resolve().parents[1]
 
-async def one_round(node: Node, count: int) -> tuple[float, list[float]]:
+# clients -> (publishes/s goal, at least); every row: p99 latency goal in ms
+GOALS = {1: (1_000, 600), 8: (3_000, 1_500)}
+P99_GOAL_MS = 5.0
+
+
+async def one_round(node: Node, clients: int, count: int) -> tuple[float, list[float]]:
+    """`count` publishes from `clients` connections at once; (seconds, latencies)."""
     sent: dict[bytes, float] = {}
     arrived: dict[bytes, float] = {}
     async with await node.client() as client:
@@ -54,48 +72,106 @@ async def one_round(node: Node, count: int) -> tuple[float, list[float]]:
                     done.set()
                     return
 
-    async with trio.open_nursery() as nursery:
-        await nursery.start(subscribe)
+    async def publish(first: int, stop: int) -> None:
         async with await node.client() as client:
-            began = time.perf_counter()
-            for n in range(count):
+            for n in range(first, stop):
                 before = time.perf_counter()
                 reply = await client.publish({"n": n, "text": "hello"}, {"bench": root})
                 sent[reply["id"]] = before
-            elapsed = time.perf_counter() - began
+
+    async with trio.open_nursery() as nursery:
+        await nursery.start(subscribe)
+        began = time.perf_counter()
+        async with trio.open_nursery() as publishers:
+            for client in range(clients):
+                publishers.start_soon(
+                    publish, count * client // clients, count * (client + 1) // clients
+                )
+        elapsed = time.perf_counter() - began
         await done.wait()
     latencies = [arrived[msg_id] - at for msg_id, at in sent.items()]
     return elapsed, latencies
 
 
+def p99(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[max(0, int(len(ordered) * 0.99) - 1)]
+
+
+def baseline_env(checkout: Path, tmp: Path) -> dict[str, str]:
+    """The environment that makes `tangled` import the package from `checkout`: a
+    `tanglenode/__init__.py` first on PYTHONPATH that maps the subpackages there."""
+    package = tmp / "baseline-path" / "tanglenode"
+    package.mkdir(parents=True)
+    installed = Path(sys.modules["tanglenode"].__file__).read_text()
+    package.joinpath("__init__.py").write_text(installed.replace(str(ROOT), str(checkout)))
+    return {"PYTHONPATH": str(package.parent)}
+
+
+async def measure(node: Node, clients: int, count: int) -> tuple[float, float, float]:
+    """One round: (publishes/s, latency median ms, latency p99 ms)."""
+    elapsed, latencies = await one_round(node, clients, count)
+    return count / elapsed, statistics.median(latencies) * 1000, p99(latencies) * 1000
+
+
+def medians(figures: list[tuple[float, float, float]]) -> tuple[float, float, float]:
+    rate, median, tail = (statistics.median(column) for column in zip(*figures, strict=True))
+    return rate, median, tail
+
+
 async def run(args) -> None:
-    print(f"# {platform.node()} {platform.machine()} python {platform.python_version()}")
-    with tempfile.TemporaryDirectory(prefix="bench-ipc-") as tmp:
-        node = Node(Path(tmp), "node")
-        await node.start()
-        rates, medians, p99s = [], [], []
-        for round_no in range(args.rounds):
-            elapsed, latencies = await one_round(node, args.messages)
-            latencies.sort()
-            rates.append(args.messages / elapsed)
-            medians.append(statistics.median(latencies) * 1000)
-            p99s.append(latencies[int(len(latencies) * 0.99) - 1] * 1000)
-            print(
-                f"round {round_no}: {rates[-1]:,.0f} publishes/s, latency median "
-                f"{medians[-1]:.2f} ms, p99 {p99s[-1]:.2f} ms",
-                flush=True,
-            )
-        await node.stop()
+    where = args.dir or tempfile.gettempdir()
     print(
-        f"median of rounds: {statistics.median(rates):,.0f} publishes/s, latency median "
-        f"{statistics.median(medians):.2f} ms, p99 {statistics.median(p99s):.2f} ms"
+        f"# {platform.node()} {platform.machine()} python {platform.python_version()}, "
+        f"{os.cpu_count()} cores, store under {where}"
     )
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="bench-ipc-", dir=args.dir) as tmp:
+        nodes = {"ours": Node(Path(tmp), "ours")}
+        await nodes["ours"].start()
+        if args.baseline:
+            nodes["baseline"] = Node(Path(tmp), "baseline")
+            await nodes["baseline"].start(extra_env=baseline_env(args.baseline, Path(tmp)))
+        for node in nodes.values():
+            await one_round(node, 1, 50)  # warm up: imports, first pages of the store
+        for clients in args.clients:
+            figures: dict[str, list[tuple[float, float, float]]] = {name: [] for name in nodes}
+            for round_no in range(args.rounds):
+                for name, node in nodes.items():
+                    figures[name].append(await measure(node, clients, args.messages))
+                    rate, median, tail = figures[name][-1]
+                    print(
+                        f"  {name}, {clients} client(s), round {round_no}: {rate:,.0f} "
+                        f"publishes/s, latency median {median:.2f} ms, p99 {tail:.2f} ms",
+                        flush=True,
+                    )
+            rows.append((clients, {name: medians(found) for name, found in figures.items()}))
+        for node in nodes.values():
+            await node.stop()
+    print(f"\nmedians of {args.rounds} rounds, {args.messages} messages a round:")
+    for clients, found in rows:
+        goal, least = GOALS.get(clients, (None, None))
+        aim = f"goal >= {goal:,}/s (at least {least:,})" if goal else "no goal"
+        rate, median, tail = found["ours"]
+        print(
+            f"IPC publish, {clients} client(s): {rate:,.0f} publishes/s [{aim}], latency "
+            f"median {median:.2f} ms, p99 {tail:.2f} ms [goal p99 <= {P99_GOAL_MS:g} ms]"
+        )
+        if "baseline" in found:
+            base_rate, base_median, base_tail = found["baseline"]
+            print(
+                f"  baseline: {base_rate:,.0f} publishes/s, latency median {base_median:.2f} "
+                f"ms, p99 {base_tail:.2f} ms; ours/baseline {rate / base_rate:.2f}x"
+            )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--messages", type=int, default=2000)
+    parser.add_argument("--messages", type=int, default=2000, help="per round, all clients")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--clients", type=int, nargs="+", default=[1, 8])
+    parser.add_argument("--dir", help="where the node's data directory goes (default: TMPDIR)")
+    parser.add_argument("--baseline", type=Path, help="a checkout to alternate rounds with")
     trio.run(run, parser.parse_args())
 
 

@@ -6,9 +6,11 @@ Theory of operation
 the event loop never blocks on disk. Writes go one at a time (LMDB has one
 writer anyway), reads alongside. The service keeps the vector clock (feed
 -> highest seq) in memory, updated from what each write stored, and bumps
-`version` after every write that stored something. Tasks that push to
-peers or subscribers call `wait_changed(seen)` to sleep until the store
-moves past the version they last saw, so nothing polls.
+`version` after every write that stored something. Publishes go through
+`GroupCommit` (node/group_commit.py): those that arrive while a transaction
+commits share the next one. Tasks that push to peers or subscribers call
+`wait_changed(seen)` to sleep until the store moves past the version they
+last saw, so nothing polls.
 
 A fork or a cycle found in a batch, or a proof from a peer, can cut feeds
 back (storage.invalidation): the clock is then read again from the store,
@@ -22,7 +24,9 @@ from typing import Any
 
 import trio
 
+from tanglenode.node.group_commit import GroupCommit
 from tanglenode.protocol.doc_ipc import At
+from tanglenode.protocol.document import TANGLE, init_content
 from tanglenode.protocol.gossip import tag_of
 from tanglenode.protocol.identity import Keypair
 from tanglenode.protocol.limits import MAX_SEQ
@@ -55,6 +59,7 @@ class StoreService:
         self._changed = trio.Event()
         self._writer = trio.CapacityLimiter(1)
         self._readers = trio.CapacityLimiter(4)
+        self.publishing = GroupCommit(store.publish_batch, self._writer, self._stored)
 
     def _read_clock(self) -> None:
         feeds = self.store.feeds()
@@ -111,11 +116,9 @@ class StoreService:
         self._changed = trio.Event()
 
     async def publish(self, content: Any, tangles: Mapping[str, bytes | None] | None) -> Message:
-        message = await trio.to_thread.run_sync(
-            self.store.publish, content, tangles, limiter=self._writer, abandon_on_cancel=False
-        )
-        self._stored([message])
-        return message
+        """Sign and store our next message; concurrent publishes share one transaction
+        (node/group_commit.py). Raises the error that refused this one."""
+        return await self.publishing.publish(content, tangles)
 
     # -- typed reads, in worker threads: each `FeedStore` read is one transaction ---------
 
@@ -176,11 +179,9 @@ class StoreService:
     # -- documents (storage/documents.py): `at` is a weft, a message id, a version or None --
 
     async def create_document(self, title: str) -> Message:
-        message = await trio.to_thread.run_sync(
-            self.store.create_document, title, limiter=self._writer, abandon_on_cancel=False
-        )
-        self._stored([message])
-        return message
+        """Publish a new document's doc/init (`FeedStore.create_document`), group-committed
+        with the other publishes."""
+        return await self.publish(init_content(title), {TANGLE: None})
 
     async def edit_document(
         self, doc: bytes, splices: Sequence[Splice], base: int | None = None
