@@ -11,10 +11,17 @@ against us, for good.
 
 So after each publish commits, the store writes (seq, id) of our head to
 `<store>.own-head` beside the store directory (outside it, so copying a
-store directory back does not bring an old head file with it): a temporary
-file, fsync, rename over the old one, fsync of the directory. A crash
-leaves the old file or the new one, never a torn one; the file may lag the
-store by the one publish in flight, never lead it. Before publishing, the
+store directory back does not bring an old head file with it). The record
+is JSON padded to `RECORD_BYTES`, less than one disk sector. The first time
+(or over a file of another size) it goes to a temporary file, fsync, rename
+over the old one, fsync of the directory; after that it is rewritten in
+place, one `pwrite` of the whole record and one `fdatasync` (the file's
+size and blocks never change, so no journal commit is needed: a fraction
+of the cost of the rename's two). A disk writes a sector whole, which is
+what PostgreSQL's pg_control relies on too, so a crash leaves the old
+record or the new one; were a write ever torn, the file would not parse,
+and publishing stops with an error (it never forks). The file may lag the
+store by the one publish (or batch of publishes) in flight, never lead it. Before publishing, the
 store compares: while its head of our feed is below the file's seq,
 publishing raises `OwnFeedBehind`. Messages of our own feed ingested again
 (fetched from peers by gossip, or `tangled import` of a backup) bring the
@@ -34,6 +41,7 @@ from tanglenode.protocol.identity import feed_text, message_text, parse_feed, pa
 from tanglenode.storage.errors import OwnFeedBehind, StorageError
 
 SUFFIX = ".own-head"
+RECORD_BYTES = 256  # a padded record; the longest one (a 20-digit seq) takes about 170
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,11 +77,24 @@ def read_own_head(path: Path) -> OwnHead | None:
 
 
 def write_own_head(path: Path, head: OwnHead) -> None:
-    """Replace the file atomically and durably."""
+    """Record `head` durably: in place over a record of ours, else by an atomic replace."""
     record = {"feed": feed_text(head.feed), "seq": head.seq, "id": message_text(head.id)}
+    data = (json.dumps(record) + "\n").encode().ljust(RECORD_BYTES - 1) + b"\n"
+    try:
+        descriptor = os.open(path, os.O_WRONLY)
+    except FileNotFoundError:
+        pass
+    else:
+        try:
+            if os.fstat(descriptor).st_size == RECORD_BYTES:
+                os.pwrite(descriptor, data, 0)
+                os.fdatasync(descriptor)
+                return
+        finally:
+            os.close(descriptor)
     temporary = path.with_name(path.name + ".tmp")
-    with temporary.open("w", encoding="utf-8") as file:
-        file.write(json.dumps(record) + "\n")
+    with temporary.open("wb") as file:
+        file.write(data)
         file.flush()
         os.fsync(file.fileno())
     os.replace(temporary, path)
