@@ -473,8 +473,8 @@ class IpcServer:
 
         spacetime = request.timeline.root is None
 
-        async def next_page(version: int) -> tuple[list[dict[str, Any]], int] | None:
-            _head, updates = await self.service.timeline_updates(name, version, PAGE, PAGE_BYTES)
+        async def next_page(version: int) -> tuple[list[dict[str, Any]], int, bool] | None:
+            head, updates = await self.service.timeline_updates(name, version, PAGE, PAGE_BYTES)
             if not updates:
                 return None
             commands = [
@@ -484,7 +484,7 @@ class IpcServer:
             event: dict[str, Any] = {"commands": commands}
             if spacetime:
                 event["final"] = await self.service.final()
-            return [event], commands[-1]["v"]
+            return [event], commands[-1]["v"], commands[-1]["v"] >= head
 
         await self._follow(stream, number, since, next_page)
 
@@ -516,7 +516,10 @@ class IpcServer:
         """Send pages from `position` on, live, through a queue of `queue_frames` frames.
 
         `next_page(position)` gives the events of the next page and the
-        position they reach, or None while there is nothing new. A page
+        position they reach (and, optionally, whether that was all the
+        source held when read: then the next read waits for a change rather
+        than finding nothing, one read per change instead of two), or None
+        while there is nothing new. A page
         that finds the queue full means the client stopped keeping up: it
         gets, after what is queued, `{"lagged": position}` with the position
         it has reached, and the connection closes. A refusal met on the way
@@ -547,7 +550,7 @@ class IpcServer:
                 if produced is None:
                     await self.service.wait_changed(seen)
                     continue
-                events, reached = produced
+                events, reached, *caught_up = produced
                 try:
                     for event in events:
                         sender.send_nowait({"id": number, "event": event})
@@ -555,6 +558,8 @@ class IpcServer:
                     await sender.send({"id": number, "event": {"lagged": position}})
                     return
                 position = reached
+                if caught_up and caught_up[0]:  # nothing more was there: wait for a change
+                    await self.service.wait_changed(seen)
 
     async def _until_hangup(self, stream) -> None:
         """A streaming client only listens: its EOF (or any byte) ends the stream."""
