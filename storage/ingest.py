@@ -27,17 +27,28 @@ A proof that lowers a boundary cuts the feed back (storage.invalidation);
 A `BatchWriter` caches each feed's head and fork state for the life of the
 transaction and writes the heads once, in `finish()`, however many messages
 of a feed the batch held.
+
+Preparing a batch
+-----------------
+`prepare` is everything that needs no store: ids, decoding, shape and
+canonical checks, signatures. It touches no LMDB and no shared state, so it
+runs in any thread; PyNaCl's verify releases the GIL, so a worker thread
+verifying batch N+1 overlaps with the writer storing batch N (two cores).
+Each message is decoded exactly once, there; the store applies the decoded
+`Message`s (`FeedStore.ingest_prepared`).
 """
 
 from __future__ import annotations
 
 import enum
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
-from tanglenode.protocol.errors import Reason
+from tanglenode.protocol.errors import InvalidMessage, Reason
 from tanglenode.protocol.evidence import InvalidProof, Proof, check_proof, cycle_proof
 from tanglenode.protocol.identity import message_id
-from tanglenode.protocol.message import Message
+from tanglenode.protocol.limits import Limits
+from tanglenode.protocol.message import Message, decode_message
 from tanglenode.storage.invalidation import invalid_from, record_proof, truncate_feed
 from tanglenode.storage.layout import Tables, feed_key, head_value, parse_stored, split_head_value
 from tanglenode.storage.tangles import add_to_tangles
@@ -69,6 +80,50 @@ class IngestResult:
         return self.outcome in (Outcome.ACCEPTED, Outcome.FORK, Outcome.CYCLE)
 
 
+@dataclass(frozen=True, slots=True)
+class PreparedBatch:
+    """A batch checked as far as it can be without the store (see `prepare`).
+
+    Slot i holds either the decoded `messages[i]` (still to be applied) or
+    the already decided `results[i]` (rejected, or a duplicate of an earlier
+    slot or of an id the caller knew); never both.
+    """
+
+    ids: list[bytes]
+    messages: list[Message | None]
+    results: list[IngestResult | None]
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+
+def prepare(
+    raws: Sequence[bytes], limits: Limits, known: Collection[bytes] = frozenset()
+) -> PreparedBatch:
+    """Hash, decode and verify a batch: pure CPU, no LMDB, safe in any thread.
+
+    Ids in `known` (the caller looked them up already) and repeats within the
+    batch are duplicates without a signature check.
+    """
+    count = len(raws)
+    ids: list[bytes] = [b""] * count
+    messages: list[Message | None] = [None] * count
+    results: list[IngestResult | None] = [None] * count
+    seen: set[bytes] = set()
+    for index, raw in enumerate(raws):
+        raw = bytes(raw)
+        msg_id = ids[index] = message_id(raw)
+        if msg_id in seen or msg_id in known:
+            results[index] = IngestResult(Outcome.DUPLICATE, msg_id)
+            continue
+        seen.add(msg_id)
+        try:
+            messages[index] = decode_message(raw, limits, known_id=msg_id)
+        except InvalidMessage as error:
+            results[index] = IngestResult(Outcome.REJECTED, msg_id, error.reason, error.detail)
+    return PreparedBatch(ids, messages, results)
+
+
 def read_head(txn, tables: Tables, author: bytes) -> tuple[int, bytes | None]:
     value = txn.get(author, db=tables.heads)
     return (0, None) if value is None else split_head_value(value)
@@ -81,10 +136,25 @@ def is_known(txn, tables: Tables, msg_id: bytes) -> bool:
     )
 
 
+class HeadTimeframes(dict[bytes, tuple[bytes, dict[bytes, int]]]):
+    """author -> (id, timeframe) of a message that was its head: kept across transactions.
+
+    Keyed by the message's id, so an entry is never wrong, only stale (a head that
+    moved on, or a transaction that aborted): `BatchWriter` uses it only when the id
+    is the feed's head id. Saves reading and decoding each feed's head per batch.
+    """
+
+
 class BatchWriter:
     """Applies messages to one write transaction; call `finish()` before commit."""
 
-    def __init__(self, txn, tables: Tables, timeline_tables: TimelineTables) -> None:
+    def __init__(
+        self,
+        txn,
+        tables: Tables,
+        timeline_tables: TimelineTables,
+        head_timeframes: HeadTimeframes | None = None,
+    ) -> None:
         self._txn = txn
         self._tables = tables
         self._timeline_tables = timeline_tables
@@ -93,15 +163,20 @@ class BatchWriter:
         self._dirty_heads: set[bytes] = set()
         self._invalid: dict[bytes, int | None] = {}
         self._timeframes: dict[bytes, dict[bytes, int]] = {}  # author -> its head's timeframe
+        self._head_timeframes = HeadTimeframes() if head_timeframes is None else head_timeframes
         self.invalidated: dict[bytes, int] = {}  # feeds cut back in this batch -> boundary
         self.stored: dict[tuple[bytes, int], Message] = {}  # (author, seq) stored by this batch
 
-    def head_timeframe(self, author: bytes, seq: int) -> dict[bytes, int]:
-        """The timeframe of the author's stored message `seq` (its current head)."""
+    def head_timeframe(self, author: bytes, seq: int, head_id: bytes) -> dict[bytes, int]:
+        """The timeframe of the author's stored message `seq` (its current head, `head_id`)."""
         timeframe = self._timeframes.get(author)
         if timeframe is None:
+            cached = self._head_timeframes.get(author)
+            if cached is not None and cached[0] == head_id:
+                return cached[1]
             raw = self._txn.get(feed_key(author, seq), db=self._tables.messages)
             timeframe = parse_stored(raw).timeframe
+            self._head_timeframes[author] = (head_id, timeframe)
         return timeframe
 
     def head(self, author: bytes) -> tuple[int, bytes | None]:
@@ -141,7 +216,7 @@ class BatchWriter:
             return self._reject(
                 message, Reason.CHAIN_MISMATCH, f"prev is not the id of stored seq {head_seq}"
             )
-        previous_timeframe = self.head_timeframe(author, head_seq) if seq > 1 else {}
+        previous_timeframe = self.head_timeframe(author, head_seq, head_id) if seq > 1 else {}
         try:
             add_message(self._timelines, message, previous_timeframe)
         except CycleError as error:
@@ -152,6 +227,7 @@ class BatchWriter:
         add_to_tangles(txn, tables, message)
         self._heads[author] = (seq, message.id)
         self._timeframes[author] = message.timeframe
+        self._head_timeframes[author] = (message.id, message.timeframe)
         self.stored[(author, seq)] = message
         self._dirty_heads.add(author)
         return IngestResult(Outcome.ACCEPTED, message.id, message=message)

@@ -20,7 +20,6 @@ from typing import Any
 
 import lmdb
 
-from tanglenode.protocol.errors import InvalidMessage
 from tanglenode.protocol.evidence import MAX_PROOF_MESSAGES, InvalidProof, ProofKind, check_proof
 from tanglenode.protocol.identity import Keypair, message_id, message_text
 from tanglenode.protocol.limits import DEFAULT_LIMITS, Limits
@@ -40,7 +39,14 @@ from tanglenode.storage.errors import (
     StoreNotFound,
     UnknownTangle,
 )
-from tanglenode.storage.ingest import BatchWriter, IngestResult, Outcome, is_known
+from tanglenode.storage.ingest import (
+    BatchWriter,
+    HeadTimeframes,
+    IngestResult,
+    Outcome,
+    PreparedBatch,
+    prepare,
+)
 from tanglenode.storage.invalidation import (
     invalid_by_proof,
     invalid_feeds,
@@ -149,6 +155,7 @@ class FeedStore(TimelineReads, DocumentOps):
         self._keypair = keypair
         self._limits = limits
         self._timeframe_source = timeframe_source
+        self._head_timeframes = HeadTimeframes()
         try:
             self._tables = Tables.open(self._env)
             self._timeline_tables = TimelineTables.open(self._env)
@@ -196,27 +203,29 @@ class FeedStore(TimelineReads, DocumentOps):
     # -- writing -----------------------------------------------------------
 
     def ingest(self, raws: Iterable[bytes]) -> list[IngestResult]:
-        """Validate and store a batch of signed messages, atomically; one result each."""
+        """Validate and store a batch of signed messages, atomically; one result each.
+
+        Ids already held are looked up first (a re-delivery costs no signature check).
+        """
         raws = [bytes(raw) for raw in raws]
-        ids = [message_id(raw) for raw in raws]
         with self._env.begin() as txn:
-            known = [is_known(txn, self._tables, msg_id) for msg_id in ids]
-        results: list[IngestResult | None] = [None] * len(raws)
-        candidates: list[tuple[int, Message]] = []
-        seen: set[bytes] = set()
-        for index, (raw, msg_id) in enumerate(zip(raws, ids, strict=True)):
-            if known[index] or msg_id in seen:
-                results[index] = IngestResult(Outcome.DUPLICATE, msg_id)
-                continue
-            seen.add(msg_id)
-            try:
-                message = decode_message(raw, self._limits, known_id=msg_id)
-                candidates.append((index, message))
-            except InvalidMessage as error:
-                results[index] = IngestResult(Outcome.REJECTED, msg_id, error.reason, error.detail)
-        candidates = feed_ordered(candidates)
+            known = self._known(txn, [message_id(raw) for raw in raws])
+        return self.ingest_prepared(prepare(raws, self._limits, known))
+
+    def ingest_prepared(self, batch: PreparedBatch) -> list[IngestResult]:
+        """Store a batch `storage.ingest.prepare` checked (in any thread), atomically.
+
+        One write transaction; the feed-chain rule, duplicates, forks and cycles
+        are decided here against the store.
+        """
+        results = list(batch.results)
+        candidates = feed_ordered(
+            [(index, message) for index, message in enumerate(batch.messages) if message]
+        )
+        if not candidates:
+            return results  # type: ignore[return-value]  # every slot is decided
         with self._write() as txn:
-            writer = BatchWriter(txn, self._tables, self._timeline_tables)
+            writer = BatchWriter(txn, self._tables, self._timeline_tables, self._head_timeframes)
             for index, message in candidates:
                 results[index] = writer.apply(message)
             writer.finish()
@@ -224,6 +233,14 @@ class FeedStore(TimelineReads, DocumentOps):
                 txn, {m.author for _i, m in candidates}, writer.invalidated, writer.stored
             )
         return results  # type: ignore[return-value]  # every slot is filled above
+
+    def _known(self, txn, ids: list[bytes]) -> set[bytes]:
+        """Which of `ids` the store holds (accepted, or as fork evidence)."""
+        message_ids, evidence = self._tables.message_ids, self._tables.evidence
+        found = {msg_id for msg_id in ids if txn.get(msg_id, db=message_ids) is not None}
+        if txn.stat(evidence)["entries"]:
+            found.update(msg_id for msg_id in ids if txn.get(msg_id, db=evidence) is not None)
+        return found
 
     def publish(
         self,
@@ -255,7 +272,7 @@ class FeedStore(TimelineReads, DocumentOps):
         if self._keypair is None:
             raise NoIdentity("this store was opened without the node's keypair")
         me = self._keypair.public
-        writer = BatchWriter(txn, self._tables, self._timeline_tables)
+        writer = BatchWriter(txn, self._tables, self._timeline_tables, self._head_timeframes)
         if writer.invalid_from(me) is not None:
             raise OwnFeedForked(
                 "our own feed is proven invalid (a fork or a cycle): the secret key is in "
