@@ -10,10 +10,14 @@ unprocessed message of each feed can be a candidate, so the state is small:
     proc-frontier  feed -> processed seq (u64)             the processed frontier
     proc-log       index (u64) -> feed + seq               the processed order, from 0
     proc-position  feed + seq -> index (u64)               the same, by message
-    proc-ready     seq (u64) + feed -> ""                  ready candidates, in tie-break order
     proc-wait      feed + seq + waiting feed -> ""         candidate of `waiting feed` needs
                                                            (feed, seq) processed first
     proc-waiting   feed -> needed feed + seq               the same, by the waiting feed
+
+Ready candidates live in a heap for the length of one transaction: `advance`
+runs until none is left, so none outlives it. The frontier rows are written
+once per feed when `advance` ends, and a feed found to have no waiters is not
+looked up again in the same transaction (until one starts waiting on it).
 
 A candidate is checked once when it appears (its feed got its next message,
 or its previous one was processed) and again only when the one entry it
@@ -35,6 +39,7 @@ whoever waited beyond its end.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -50,7 +55,6 @@ class ProcessorTables:
     frontier: Any
     log: Any
     position: Any
-    ready: Any
     wait: Any
     waiting: Any
 
@@ -61,7 +65,6 @@ class ProcessorTables:
                 frontier=env.open_db(b"proc-frontier", txn=txn),
                 log=env.open_db(b"proc-log", txn=txn),
                 position=env.open_db(b"proc-position", txn=txn),
-                ready=env.open_db(b"proc-ready", txn=txn),
                 wait=env.open_db(b"proc-wait", txn=txn),
                 waiting=env.open_db(b"proc-waiting", txn=txn),
             )
@@ -146,6 +149,8 @@ class Processor:
         self._processed: dict[bytes, int] = {}
         self._timeframes: dict[tuple[bytes, int], list[tuple[bytes, int]]] = {}
         self._checked: dict[tuple[bytes, int], int] = {}
+        self._ready: list[tuple[int, bytes]] = []  # (seq, feed): the tie-break order
+        self._no_waiters: set[bytes] = set()  # feeds nobody waits on (as of this transaction)
         self.order: list[tuple[bytes, int]] = []  # (feed, seq) processed here, in order
 
     def _seq(self, feed: bytes) -> int:
@@ -156,26 +161,28 @@ class Processor:
 
     def advance(self, feeds: Iterable[bytes]) -> int:
         """Process everything that became ready after `feeds` got new messages; returns count."""
+        txn, tables = self._txn, self._tables
         for feed in feeds:
-            if self._txn.get(feed, db=self._tables.waiting) is None:
+            if txn.get(feed, db=tables.waiting) is None:
                 self._consider(feed)
-        processed = 0
-        index = processed_count(self._txn, self._tables)
-        cursor = self._txn.cursor(db=self._tables.ready)
-        while cursor.first():
-            key = cursor.key()
-            seq, feed = U64.unpack(key[:8])[0], bytes(key[8:])
-            cursor.delete()
-            self._txn.put(U64.pack(index), feed_key(feed, seq), db=self._tables.log)
-            self._txn.put(feed_key(feed, seq), U64.pack(index), db=self._tables.position)
-            self._txn.put(feed, U64.pack(seq), db=self._tables.frontier)
+        index = first = processed_count(txn, tables)
+        ready, order, moved = self._ready, self.order, set()
+        while ready:
+            seq, feed = heapq.heappop(ready)
+            position = feed_key(feed, seq)
+            number = U64.pack(index)
+            txn.put(number, position, db=tables.log, append=True)
+            txn.put(position, number, db=tables.position)
             self._processed[feed] = seq
-            self.order.append((feed, seq))
+            moved.add(feed)
+            order.append((feed, seq))
             index += 1
-            processed += 1
-            self._wake(feed, seq)
+            if feed not in self._no_waiters:
+                self._wake(feed, seq)
             self._consider(feed)
-        return processed
+        for feed in moved:
+            txn.put(feed, U64.pack(self._processed[feed]), db=tables.frontier)
+        return index - first
 
     def _consider(self, feed: bytes) -> None:
         """Place feed's next unprocessed message, if stored: ready, or waiting on one entry."""
@@ -203,10 +210,11 @@ class Processor:
                 needed = feed_key(needs_feed, needs_seq)
                 txn.put(needed + feed, EMPTY, db=tables.wait)
                 txn.put(feed, needed, db=tables.waiting)
+                self._no_waiters.discard(needs_feed)
                 return
         self._timeframes.pop(candidate)
         self._checked.pop(candidate, None)
-        txn.put(U64.pack(seq) + feed, EMPTY, db=tables.ready)
+        heapq.heappush(self._ready, (seq, feed))
 
     def _valid_need(self, feed: bytes, seq: int) -> int:
         """The seq a need of (feed, seq) really waits for: never past an invalid feed's end."""
@@ -250,6 +258,8 @@ class Processor:
                 woken.append(bytes(cursor.key()[40:]))
                 if not cursor.delete():
                     break
+        if cursor.key()[:32] != feed:
+            self._no_waiters.add(feed)  # nobody waits on any seq of it
         for waiting in woken:
             txn.delete(waiting, db=tables.waiting)
             self._consider(waiting)

@@ -207,10 +207,15 @@ class FeedStore(TimelineReads, DocumentOps):
 
         Ids already held are looked up first (a re-delivery costs no signature check).
         """
+        return self.ingest_prepared(self.prepare(raws))
+
+    def prepare(self, raws: Iterable[bytes]) -> PreparedBatch:
+        """`storage.ingest.prepare` after one read transaction that finds the ids held already
+        (those cost no signature check). Safe in any thread, beside a writer."""
         raws = [bytes(raw) for raw in raws]
         with self._env.begin() as txn:
-            known = self._known(txn, [message_id(raw) for raw in raws])
-        return self.ingest_prepared(prepare(raws, self._limits, known))
+            known = self._held_ids(txn, [message_id(raw) for raw in raws])
+        return prepare(raws, self._limits, known)
 
     def ingest_prepared(self, batch: PreparedBatch) -> list[IngestResult]:
         """Store a batch `storage.ingest.prepare` checked (in any thread), atomically.
@@ -234,7 +239,7 @@ class FeedStore(TimelineReads, DocumentOps):
             )
         return results  # type: ignore[return-value]  # every slot is filled above
 
-    def _known(self, txn, ids: list[bytes]) -> set[bytes]:
+    def _held_ids(self, txn, ids: list[bytes]) -> set[bytes]:
         """Which of `ids` the store holds (accepted, or as fork evidence)."""
         message_ids, evidence = self._tables.message_ids, self._tables.evidence
         found = {msg_id for msg_id in ids if txn.get(msg_id, db=message_ids) is not None}
