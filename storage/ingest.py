@@ -52,7 +52,7 @@ from tanglenode.protocol.identity import message_id
 from tanglenode.protocol.limits import Limits
 from tanglenode.protocol.message import Message, decode_message
 from tanglenode.storage.invalidation import invalid_from, record_proof, truncate_feed
-from tanglenode.storage.layout import Tables, feed_key, head_value, parse_stored, split_head_value
+from tanglenode.storage.layout import Tables, feed_key, head_value, split_head_value
 from tanglenode.storage.tangles import add_to_tangles
 from tanglenode.storage.timeline import CycleError, TimelineReader, TimelineTables, TimelineWriter
 from tanglenode.storage.timelines import add_message
@@ -186,6 +186,8 @@ class BatchWriter:
         self._tables = tables
         self._timeline_tables = timeline_tables
         self._timelines = TimelineWriter(txn, timeline_tables)
+        self._bodies = tables.bodies
+        self._body_writer = tables.bodies.writer(txn)
         self._heads: dict[bytes, tuple[int, bytes | None]] = {}
         self._dirty_heads: set[bytes] = set()
         self._invalid: dict[bytes, int | None] = {}
@@ -201,8 +203,7 @@ class BatchWriter:
             cached = self._head_timeframes.get(author)
             if cached is not None and cached[0] == head_id:
                 return cached[1]
-            raw = self._txn.get(feed_key(author, seq), db=self._tables.messages)
-            timeframe = parse_stored(raw).timeframe
+            timeframe = self._bodies.message(self._txn, feed_key(author, seq)).timeframe
             self._head_timeframes[author] = (head_id, timeframe)
         return timeframe
 
@@ -233,7 +234,7 @@ class BatchWriter:
             # boundary, and evidence is held only at or above one.
             if is_known(txn, tables, message.id):
                 return IngestResult(Outcome.DUPLICATE, message.id, message=message)
-            stored = parse_stored(txn.get(feed_key(author, seq), db=tables.messages))
+            stored = self._bodies.message(txn, feed_key(author, seq))
             return self._proven(check_proof([stored, message]), message, Outcome.FORK)
         if seq > head_seq + 1:
             return self._reject(
@@ -249,7 +250,7 @@ class BatchWriter:
         except CycleError as error:
             return self._cycle(message, error.loop)
         position = feed_key(author, seq)
-        txn.put(position, message.raw, db=tables.messages)
+        self._body_writer.put(position, message)
         txn.put(message.id, position, db=tables.message_ids)
         add_to_tangles(txn, tables, message)
         self._heads[author] = (seq, message.id)
@@ -270,8 +271,8 @@ class BatchWriter:
                     self._txn, self._tables, self._timelines, reader, author, boundary, head_seq
                 )
                 new_head = boundary - 1
-                raw = self._txn.get(feed_key(author, new_head), db=self._tables.messages)
-                self._heads[author] = (new_head, message_id(bytes(raw)) if raw else None)
+                raw = self._bodies.raw(self._txn, feed_key(author, new_head))
+                self._heads[author] = (new_head, message_id(raw) if raw else None)
                 self._dirty_heads.add(author)
                 self._timeframes.pop(author, None)
                 cut = [key for key in self.stored if key[0] == author and key[1] >= boundary]
@@ -293,9 +294,7 @@ class BatchWriter:
 
     def _cycle(self, message: Message, loop: list[bytes]) -> IngestResult:
         """`message` closed a loop of timeframe needs: prove it, cut the feeds back."""
-        loop_messages = [message] + [
-            parse_stored(self._txn.get(ref, db=self._tables.messages)) for ref in loop[1:]
-        ]
+        loop_messages = [message] + [self._bodies.message(self._txn, ref) for ref in loop[1:]]
         try:
             proof = cycle_proof(loop_messages)
         except InvalidProof as error:  # a loop too long to carry: refuse the message only

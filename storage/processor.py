@@ -47,7 +47,7 @@ from typing import Any
 import lmdb
 
 from tanglenode.protocol.message import Message
-from tanglenode.storage.layout import EMPTY, U64, feed_key, parse_stored, split_feed_key
+from tanglenode.storage.layout import EMPTY, U64, Bodies, feed_key, split_feed_key
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,13 +134,13 @@ class Processor:
         self,
         txn,
         tables: ProcessorTables,
-        messages_db,
+        bodies: Bodies,
         invalid_db,
         batch: Mapping[tuple[bytes, int], Message] | None = None,
     ) -> None:
         self._txn = txn
         self._tables = tables
-        self._messages = messages_db
+        self._bodies = bodies
         self._invalid = invalid_db
         # The messages this transaction stored, (feed, seq) -> message, already decoded.
         self._batch = batch or {}
@@ -193,10 +193,9 @@ class Processor:
         if timeframe is None:
             message = self._batch.get(candidate)
             if message is None:
-                raw = txn.get(feed_key(feed, seq), db=self._messages)
-                if raw is None:
+                message = self._bodies.message(txn, feed_key(feed, seq))
+                if message is None:
                     return
-                message = parse_stored(raw)
             timeframe = self._timeframes[candidate] = sorted(
                 entry for entry in message.timeframe.items() if entry[0] != feed
             )

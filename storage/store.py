@@ -189,7 +189,9 @@ class FeedStore(TimelineReads, DocumentOps):
             elif found != SCHEMA_VERSION:
                 raise IncompatibleStore(
                     f"store schema {found.decode(errors='replace')}, this build reads "
-                    f"{SCHEMA_VERSION.decode()}"
+                    f"{SCHEMA_VERSION.decode()}: with the build that wrote it, "
+                    "`tangled export --bundle FILE`, then `tangled import FILE` into a new "
+                    "data directory with this one"
                 )
 
     @contextlib.contextmanager
@@ -297,7 +299,7 @@ class FeedStore(TimelineReads, DocumentOps):
         if timestamp is None:
             timestamp = int(time.time() * 1000)
             if head_id is not None:
-                previous = parse_stored(txn.get(feed_key(me, head_seq), db=self._tables.messages))
+                previous = self._tables.bodies.message(txn, feed_key(me, head_seq))
                 timestamp = max(timestamp, previous.timestamp)
         message = sign_message(
             self._keypair,
@@ -336,7 +338,7 @@ class FeedStore(TimelineReads, DocumentOps):
         batch: Mapping[tuple[bytes, int], Message] | None = None,
     ) -> None:
         processor = Processor(
-            txn, self._processor_tables, self._tables.messages, self._tables.invalid, batch
+            txn, self._processor_tables, self._tables.bodies, self._tables.invalid, batch
         )
         invalidated = invalidated or {}
         for feed, boundary in sorted(invalidated.items()):
@@ -350,15 +352,15 @@ class FeedStore(TimelineReads, DocumentOps):
         if not order and not invalidated:
             return
         engine = DocumentEngine(
-            txn, self._document_tables, self._tables.messages, self._tables.message_ids
+            txn, self._document_tables, self._tables.bodies, self._tables.message_ids
         )
         if invalidated:
             engine.rebuild_after_proofs(dict(invalidated))
-        messages = self._tables.messages
+        bodies = self._tables.bodies
         for feed, seq in order:
             message = batch.get((feed, seq))
             if message is None:
-                message = parse_stored(txn.get(feed_key(feed, seq), db=messages))
+                message = bodies.message(txn, feed_key(feed, seq))
             engine.apply(message)
         engine.finish()
 
@@ -405,15 +407,13 @@ class FeedStore(TimelineReads, DocumentOps):
     def _get(self, txn, msg_id: bytes) -> Message | None:
         position = txn.get(msg_id, db=self._tables.message_ids)
         if position is not None:
-            raw = txn.get(position, db=self._tables.messages)
-        else:
-            raw = txn.get(msg_id, db=self._tables.evidence)
+            return self._tables.bodies.message(txn, position)
+        raw = txn.get(msg_id, db=self._tables.evidence)
         return None if raw is None else parse_stored(raw)
 
     def get_by_seq(self, author: bytes, seq: int) -> Message | None:
         with self._env.begin() as txn:
-            raw = txn.get(feed_key(author, seq), db=self._tables.messages)
-        return None if raw is None else parse_stored(raw)
+            return self._tables.bodies.message(txn, feed_key(author, seq))
 
     def read_feed(self, author: bytes, from_seq: int = 1, limit: int = 1000) -> list[Message]:
         """Up to `limit` messages of a feed, from `from_seq` on, in seq order."""
@@ -426,10 +426,10 @@ class FeedStore(TimelineReads, DocumentOps):
             cursor = txn.cursor(db=self._tables.messages)
             if not cursor.set_range(feed_key(author, max(from_seq, 1))):
                 return raws
-            for key, raw in cursor:
+            for key, value in cursor:
                 if key[:32] != author or len(raws) >= limit:
                     break
-                raws.append(raw)
+                raws.append(self._tables.bodies.rebuild(txn, key, value))
         return raws
 
     # -- replication and groups: one read transaction each ----------------------
@@ -447,7 +447,7 @@ class FeedStore(TimelineReads, DocumentOps):
             return replication.next_batch(
                 txn,
                 self._processor_tables,
-                self._tables.messages,
+                self._tables.bodies,
                 dict(wants),
                 resume,
                 limit,
@@ -532,8 +532,10 @@ class FeedStore(TimelineReads, DocumentOps):
                 if found and after is not None and cursor.key() == after:
                     found = cursor.next()
                 rows = []
+                bodies = self._tables.bodies
                 while found and len(rows) < chunk:
-                    rows.append((bytes(cursor.key()), bytes(cursor.value())))
+                    key = bytes(cursor.key())
+                    rows.append((key, bodies.rebuild(txn, key, cursor.value())))
                     found = cursor.next()
             if not rows:
                 return
@@ -592,8 +594,7 @@ class FeedStore(TimelineReads, DocumentOps):
         size = 0
         with self._env.begin() as txn:
             for index, feed, seq in read_processed(txn, self._processor_tables, start, limit):
-                raw = txn.get(feed_key(feed, seq), db=self._tables.messages)
-                message = None if raw is None else parse_stored(raw)
+                message = self._tables.bodies.message(txn, feed_key(feed, seq))
                 page.append((index, message))
                 size += len(message.raw) if message else 0
                 if max_bytes is not None and size >= max_bytes:
