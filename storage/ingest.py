@@ -41,7 +41,10 @@ pipeline over a stream of batches (catch-up, `tangled import`, the bench).
 
 from __future__ import annotations
 
+import contextlib
 import enum
+import sys
+import threading
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -126,6 +129,31 @@ def prepare(
     return PreparedBatch(ids, messages, results)
 
 
+PIPELINE_SWITCH_INTERVAL = 0.0002  # seconds; see _short_switch_interval
+_switch_lock = threading.Lock()
+_switch_users: list[float] = []  # the interval saved by the first pipeline running
+
+
+@contextlib.contextmanager
+def _short_switch_interval() -> Iterator[None]:
+    """A short GIL switch interval while any pipeline runs (restored after the last one).
+
+    The worker takes the GIL back after every signature (PyNaCl drops it); with the
+    default 5 ms interval it would wait up to that long each time this thread runs Python.
+    """
+    with _switch_lock:
+        _switch_users.append(sys.getswitchinterval())
+        sys.setswitchinterval(min(_switch_users[0], PIPELINE_SWITCH_INTERVAL))
+    try:
+        yield
+    finally:
+        with _switch_lock:
+            saved = _switch_users[0]
+            _switch_users.pop()
+            if not _switch_users:
+                sys.setswitchinterval(saved)
+
+
 def ingest_batches(
     store, batches: Iterable[Sequence[bytes]], *, two_cores: bool = True
 ) -> Iterator[list[IngestResult]]:
@@ -140,7 +168,10 @@ def ingest_batches(
         for raws in batches:
             yield store.ingest(raws)
         return
-    with ThreadPoolExecutor(1, thread_name_prefix="tanglenode-prepare") as pool:
+    with (
+        _short_switch_interval(),
+        ThreadPoolExecutor(1, thread_name_prefix="tanglenode-prepare") as pool,
+    ):
         pending: Future[PreparedBatch] | None = None
         for raws in batches:
             upcoming = pool.submit(store.prepare, raws)
