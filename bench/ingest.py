@@ -10,11 +10,21 @@ tips), then, in the same run and alternating, times:
   ingest  FeedStore.ingest in batches into a fresh LMDB store on disk
           (decode, canonical check, signature, chain, indexes, commit)
 
-and prints msgs/s for each (medians over the rounds) and the ingest/verify
-ratio of each round, whose median is the headline: the machine's speed
-drifts, and within a round both are timed back to back.
+  ingest, two cores
+          the same through `storage.ingest.ingest_batches`: a worker thread
+          verifies batch N+1 while the main thread stores batch N
+  import  `tangled import`'s path: a bundle file read and ingested by
+          `storage.bundle.import_messages` (two cores, its own batch size)
 
-    .venv/bin/python bench/ingest.py [--messages 100000] [--feeds 64] ...
+and prints one row per measure with its goal from issue 14: msgs/s (median
+over the rounds) and the ratio to bare verify (median of the per-round
+ratios: the machine's speed drifts, and within a round all are timed back to
+back), and the store's size over the raw message bytes. Sparse timeframes
+(`--timeframe-feeds 4`) and the full frontier (the default) have their own
+goals.
+
+    .venv/bin/python bench/ingest.py --messages 50000 --timeframe-feeds 4
+    .venv/bin/python bench/ingest.py --messages 50000
 """
 
 from __future__ import annotations
@@ -23,6 +33,7 @@ import argparse
 import platform
 import random
 import statistics
+import struct
 import sys
 import tempfile
 import time
@@ -35,7 +46,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tanglenode.protocol.identity import Keypair
 from tanglenode.protocol.message import ROOT_LINK, TangleLink, decode_message, sign_message
+from tanglenode.storage.bundle import ImportSummary, import_messages, read_bundle
+from tanglenode.storage.ingest import ingest_batches
 from tanglenode.storage.store import FeedStore
+
+# issue 14's table: (goal, at least) of ingest / bare verify, and of store size / raw bytes
+SPARSE_GOAL, FULL_GOAL, SIZE_GOAL = (0.80, 0.40), (0.50, 0.25), (1.5, 2.0)
 
 
 def build_messages(
@@ -97,15 +113,16 @@ def time_decode(raws: list[bytes]) -> float:
     return time.perf_counter() - started
 
 
-def time_ingest(raws: list[bytes], batch: int) -> tuple[float, int]:
+def time_ingest(raws: list[bytes], batch: int, two_cores: bool) -> tuple[float, int]:
+    """Seconds to ingest `raws` in batches into a fresh store, and the store's bytes on disk."""
     with (
         tempfile.TemporaryDirectory(prefix="bench-ingest-") as tmp,
         FeedStore(Path(tmp) / "store") as store,
     ):
+        batches = (raws[start : start + batch] for start in range(0, len(raws), batch))
         started = time.perf_counter()
         accepted = 0
-        for start in range(0, len(raws), batch):
-            results = store.ingest(raws[start : start + batch])
+        for results in ingest_batches(store, batches, two_cores=two_cores):
             accepted += sum(r.outcome == "accepted" for r in results)
         elapsed = time.perf_counter() - started
         size = store.statistics()["bytes_on_disk"]
@@ -114,9 +131,40 @@ def time_ingest(raws: list[bytes], batch: int) -> tuple[float, int]:
     return elapsed, size
 
 
+def time_import(bundle: Path, count: int) -> float:
+    """Seconds for `tangled import`'s path: read the bundle file, ingest it (two cores)."""
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-import-") as tmp,
+        FeedStore(Path(tmp) / "store") as store,
+        bundle.open("rb") as source,
+    ):
+        started = time.perf_counter()
+        summary = import_messages(
+            store, read_bundle(source, store.limits.max_message_bytes), ImportSummary()
+        )
+        elapsed = time.perf_counter() - started
+    if summary.as_dict()["accepted"] != count:
+        raise SystemExit(f"import accepted {summary.as_dict()['accepted']} of {count} messages")
+    return elapsed
+
+
+def write_bundle_file(raws: list[bytes], path: Path) -> None:
+    with path.open("wb") as out:
+        for raw in raws:
+            out.write(struct.pack(">I", len(raw)) + raw)
+
+
+def goal_text(value: float, goal: tuple[float, float], *, at_most: bool = False) -> str:
+    sign, fmt = ("<=", "{:.1f}x") if at_most else (">=", "{:.0%}")
+    met = value <= goal[0] if at_most else value >= goal[0]
+    floor = value <= goal[1] if at_most else value >= goal[1]
+    verdict = "met" if met else ("at least met" if floor else "SHORT")
+    return f"goal {sign} {fmt.format(goal[0])} (at least {fmt.format(goal[1])}): {verdict}"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--messages", type=int, default=100_000)
+    parser.add_argument("--messages", type=int, default=50_000)
     parser.add_argument("--feeds", type=int, default=64)
     parser.add_argument("--tangles", type=int, default=256)
     parser.add_argument("--batch", type=int, default=500)
@@ -132,35 +180,66 @@ def main() -> None:
 
     started = time.perf_counter()
     raws = build_messages(args.messages, args.feeds, args.tangles, args.seed, args.timeframe_feeds)
-    mean_size = sum(map(len, raws)) / len(raws)
-    print(f"machine: {platform.machine()}, Python {platform.python_version()}, one process")
-    built_in = time.perf_counter() - started
+    raw_bytes = sum(map(len, raws))
+    sparse = args.timeframe_feeds is not None and args.timeframe_feeds < args.feeds - 1
+    workload = "sparse timeframes" if sparse else "full-frontier timeframes"
+    goal = SPARSE_GOAL if sparse else FULL_GOAL
+    print(f"machine: {platform.machine()}, Python {platform.python_version()}, 2 cores at most")
     print(
-        f"built {len(raws)} messages from {args.feeds} feeds in {built_in:.1f}s"
-        f" (mean {mean_size:.0f} bytes, timeframes of "
-        f"{args.timeframe_feeds or args.feeds - 1} feeds at most); "
-        f"batches of {args.batch}; {args.rounds} rounds"
+        f"built {len(raws)} messages from {args.feeds} feeds in "
+        f"{time.perf_counter() - started:.1f}s"
+        f" ({workload}: at most {args.timeframe_feeds or args.feeds - 1} feeds; mean "
+        f"{raw_bytes / len(raws):.0f} bytes); batches of {args.batch}; {args.rounds} rounds"
     )
-    verify_rates, decode_rates, ingest_rates = [], [], []
-    for round_number in range(1, args.rounds + 1):
-        verify_rates.append(len(raws) / time_bare_verify(raws))
-        decode_rates.append(len(raws) / time_decode(raws))
-        elapsed, size = time_ingest(raws, args.batch)
-        ingest_rates.append(len(raws) / elapsed)
+    rates: dict[str, list[float]] = {
+        name: [] for name in ("verify", "decode", "one core", "two cores", "import")
+    }
+    sizes = []
+    with tempfile.TemporaryDirectory(prefix="bench-bundle-") as tmp:
+        bundle = Path(tmp) / "bundle"
+        write_bundle_file(raws, bundle)
+        for round_number in range(1, args.rounds + 1):
+            rates["verify"].append(len(raws) / time_bare_verify(raws))
+            rates["decode"].append(len(raws) / time_decode(raws))
+            elapsed, size = time_ingest(raws, args.batch, two_cores=False)
+            rates["one core"].append(len(raws) / elapsed)
+            sizes.append(size)
+            elapsed, _size = time_ingest(raws, args.batch, two_cores=True)
+            rates["two cores"].append(len(raws) / elapsed)
+            rates["import"].append(len(raws) / time_import(bundle, len(raws)))
+            print(
+                f"round {round_number}: "
+                + ", ".join(f"{name} {values[-1]:,.0f}/s" for name, values in rates.items())
+                + f"; store {size / 2**20:.1f} MiB"
+            )
+
+    def ratio(name: str) -> float:
+        return statistics.median(r / v for r, v in zip(rates[name], rates["verify"], strict=True))
+
+    median = {name: statistics.median(values) for name, values in rates.items()}
+    print(f"\n{workload}, {len(raws)} messages (medians of {args.rounds} rounds; ratios per round)")
+    print(f"  bare Ed25519 verify, one core   {median['verify']:>9,.0f} msgs/s  (the anchor)")
+    print(
+        f"  {'decode_message (no store)':<32}{median['decode']:>9,.0f} msgs/s  "
+        f"{ratio('decode'):6.1%}"
+    )
+    for name, label in (("one core", "ingest, one core"), ("two cores", "ingest, two cores")):
         print(
-            f"round {round_number}: verify {verify_rates[-1]:,.0f} msgs/s, "
-            f"decode {decode_rates[-1]:,.0f} msgs/s, "
-            f"ingest {ingest_rates[-1]:,.0f} msgs/s, store {size / 2**20:.0f} MiB"
+            f"  {label:<32}{median[name]:>9,.0f} msgs/s  {ratio(name):6.1%}  "
+            + goal_text(ratio(name), goal)
         )
-    verify, decode, ingest = (
-        statistics.median(rates) for rates in (verify_rates, decode_rates, ingest_rates)
+    versus = ratio("import") / ratio("two cores")
+    print(
+        f"  {'tangled import of a bundle':<32}{median['import']:>9,.0f} msgs/s  "
+        f"{ratio('import'):6.1%}  goal ~ ingest (two cores): {versus:.0%} of it"
     )
-    print(f"bare PyNaCl verify   (median): {verify:,.0f} msgs/s  {1e6 / verify:5.1f} us/msg")
-    print(f"decode_message       (median): {decode:,.0f} msgs/s  {1e6 / decode:5.1f} us/msg")
-    print(f"FeedStore.ingest     (median): {ingest:,.0f} msgs/s  {1e6 / ingest:5.1f} us/msg")
-    ratios = [i / v for i, v in zip(ingest_rates, verify_rates, strict=True)]
-    print("per-round ratio ingest/verify: " + ", ".join(f"{r:.1%}" for r in ratios))
-    print(f"ratio ingest/verify (median of rounds): {statistics.median(ratios):.1%} (goal >= 80%)")
+    size_ratio = statistics.median(sizes) / raw_bytes
+    print(
+        f"  {'store size / raw message bytes':<32}{statistics.median(sizes) / 2**20:>9,.1f} MiB"
+        f"   {size_ratio:5.2f}x  "
+        + goal_text(size_ratio, SIZE_GOAL, at_most=True)
+        + f"  (raw {raw_bytes / 2**20:.1f} MiB)"
+    )
 
 
 if __name__ == "__main__":

@@ -29,7 +29,7 @@ import msgpack
 
 from tanglenode.protocol.errors import RemoteProtocolError
 from tanglenode.protocol.framing import LENGTH_PREFIX
-from tanglenode.storage.ingest import Outcome
+from tanglenode.storage.ingest import Outcome, ingest_batches
 from tanglenode.storage.store import FeedStore
 
 BATCH = 1000
@@ -198,6 +198,8 @@ def import_messages(
     summary: ImportSummary,
     progress: Callable[[bytes], None] = lambda raw: None,
     batch: int = BATCH,
+    *,
+    two_cores: bool = True,
 ) -> ImportSummary:
     """Ingest `records` in batches into `summary`; a BadRecord propagates once the records
     before it are ingested.
@@ -206,35 +208,48 @@ def import_messages(
     in it: `ingest` applies a batch in seq order per feed, so fork evidence sharing a batch
     with the later messages of its feed would mark the feed forked before they are stored
     and get them refused, which they were not when the store first took them.
-    """
-    pending: list[bytes] = []
-    highest: dict[bytes, int] = {}
 
-    def flush() -> None:
-        for result in store.ingest(pending):
+    With `two_cores`, batch N+1 is verified in a worker thread while batch N is stored
+    (`storage.ingest.ingest_batches`); the outcome is the same.
+    """
+    stopped: list[BadRecord] = []
+    batches = _batches(records, batch, progress, stopped)
+    for results in ingest_batches(store, batches, two_cores=two_cores):
+        for result in results:
             summary.outcomes[result.outcome] += 1
             if result.outcome is Outcome.REJECTED:
                 summary.rejected[str(result.reason)] += 1
-        summary.records += len(pending)
-        pending.clear()
-        highest.clear()
+        summary.records += len(results)
+    if stopped:
+        raise stopped[0]
+    return summary
 
+
+def _batches(
+    records: Iterable[bytes],
+    batch: int,
+    progress: Callable[[bytes], None],
+    stopped: list[BadRecord],
+) -> Iterator[list[bytes]]:
+    """`records` cut into batches (see `import_messages`); a BadRecord ends them, kept in
+    `stopped` after the records before it were yielded."""
+    pending: list[bytes] = []
+    highest: dict[bytes, int] = {}
     try:
         for raw in records:
             position = _position(raw)
             if position is not None:
                 author, seq = position
-                if seq <= highest.get(author, 0):
-                    flush()
+                if seq <= highest.get(author, 0) and pending:
+                    yield pending
+                    pending, highest = [], {}
                 highest[author] = max(seq, highest.get(author, 0))
             pending.append(raw)
             progress(raw)
             if len(pending) >= batch:
-                flush()
-    except BadRecord:
-        if pending:
-            flush()
-        raise
+                yield pending
+                pending, highest = [], {}
+    except BadRecord as error:
+        stopped.append(error)
     if pending:
-        flush()
-    return summary
+        yield pending

@@ -60,9 +60,14 @@ def check_store(env, tables: Tables) -> CheckReport:
 def _check_all(env, tables: Tables, report: CheckReport) -> None:
     with env.begin() as txn:
         by_position: dict[tuple[bytes, int], Message] = {}
-        for key, raw in txn.cursor(db=tables.messages):
+        for key, value in txn.cursor(db=tables.messages):
             report.messages += 1
             author, seq = split_feed_key(key)
+            try:
+                raw = tables.bodies.rebuild(txn, key, value)
+            except (ValueError, KeyError, IndexError, struct.error) as error:
+                report.problems.append(f"message {feed_text(author)}:{seq} is unreadable: {error}")
+                continue
             message = _verified(raw, f"message {feed_text(author)}:{seq}", report)
             if message is None:
                 continue

@@ -84,7 +84,7 @@ from tanglenode.storage.document_rows import (
     weft_greater,
     weft_of,
 )
-from tanglenode.storage.layout import U32, U64, feed_key, parse_stored, split_feed_key
+from tanglenode.storage.layout import U32, U64, feed_key, split_feed_key
 from tanglenode.storage.weave import (
     CAUSE_INDEX,
     CAUSE_MNO,
@@ -114,10 +114,10 @@ class _Doc:
 class DocumentEngine:
     """Applies processed document messages inside one write transaction; `finish` writes back."""
 
-    def __init__(self, txn, tables: DocumentTables, messages_db, message_ids_db) -> None:
+    def __init__(self, txn, tables: DocumentTables, bodies, message_ids_db) -> None:
         self._txn = txn
         self._tables = tables
-        self._messages = messages_db
+        self._messages = bodies  # storage.stored_form.Bodies: messages by position
         self._message_ids = message_ids_db
         self._docs: dict[int, _Doc] = {}
 
@@ -184,9 +184,9 @@ class DocumentEngine:
             record = unpack(raw)
             txn.delete(record[R_ID], db=tables.ids)
             txn.delete(feed_key(record[R_AUTHOR], record[R_SEQ]), db=tables.feeds)
-            stored = txn.get(feed_key(record[R_AUTHOR], record[R_SEQ]), db=self._messages)
+            stored = self._messages.message(txn, feed_key(record[R_AUTHOR], record[R_SEQ]))
             if stored is not None:
-                held.append((U32.unpack(key[4:8])[0], parse_stored(stored)))
+                held.append((U32.unpack(key[4:8])[0], stored))
         for db in (
             tables.msgs,
             tables.dels,
@@ -347,8 +347,8 @@ class DocumentEngine:
         weft = doc.wefts.get(mno)
         if weft is None:
             record = read_record(self._txn, self._tables, doc.docno, mno)
-            raw = self._txn.get(feed_key(record[R_AUTHOR], record[R_SEQ]), db=self._messages)
-            weft = doc.wefts[mno] = weft_of(parse_stored(raw))
+            message = self._messages.message(self._txn, feed_key(record[R_AUTHOR], record[R_SEQ]))
+            weft = doc.wefts[mno] = weft_of(message)
         return weft
 
     def _goes_first(self, doc: _Doc, mno: int, first: int, sibling_mno: int, sibling: int) -> bool:

@@ -27,19 +27,35 @@ A proof that lowers a boundary cuts the feed back (storage.invalidation);
 A `BatchWriter` caches each feed's head and fork state for the life of the
 transaction and writes the heads once, in `finish()`, however many messages
 of a feed the batch held.
+
+Preparing a batch
+-----------------
+`prepare` is everything that needs no store: ids, decoding, shape and
+canonical checks, signatures. It touches no LMDB and no shared state, so it
+runs in any thread; PyNaCl's verify releases the GIL, so a worker thread
+verifying batch N+1 overlaps with the writer storing batch N (two cores).
+Each message is decoded exactly once, there; the store applies the decoded
+`Message`s (`FeedStore.ingest_prepared`). `ingest_batches` runs that
+pipeline over a stream of batches (catch-up, `tangled import`, the bench).
 """
 
 from __future__ import annotations
 
+import contextlib
 import enum
+import sys
+import threading
+from collections.abc import Collection, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
-from tanglenode.protocol.errors import Reason
+from tanglenode.protocol.errors import InvalidMessage, Reason
 from tanglenode.protocol.evidence import InvalidProof, Proof, check_proof, cycle_proof
 from tanglenode.protocol.identity import message_id
-from tanglenode.protocol.message import Message
+from tanglenode.protocol.limits import Limits
+from tanglenode.protocol.message import Message, decode_message
 from tanglenode.storage.invalidation import invalid_from, record_proof, truncate_feed
-from tanglenode.storage.layout import Tables, feed_key, head_value, parse_stored, split_head_value
+from tanglenode.storage.layout import Tables, feed_key, head_value, split_head_value
 from tanglenode.storage.tangles import add_to_tangles
 from tanglenode.storage.timeline import CycleError, TimelineReader, TimelineTables, TimelineWriter
 from tanglenode.storage.timelines import add_message
@@ -69,6 +85,103 @@ class IngestResult:
         return self.outcome in (Outcome.ACCEPTED, Outcome.FORK, Outcome.CYCLE)
 
 
+@dataclass(frozen=True, slots=True)
+class PreparedBatch:
+    """A batch checked as far as it can be without the store (see `prepare`).
+
+    Slot i holds either the decoded `messages[i]` (still to be applied) or
+    the already decided `results[i]` (rejected, or a duplicate of an earlier
+    slot or of an id the caller knew); never both.
+    """
+
+    ids: list[bytes]
+    messages: list[Message | None]
+    results: list[IngestResult | None]
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+
+def prepare(
+    raws: Sequence[bytes], limits: Limits, known: Collection[bytes] = frozenset()
+) -> PreparedBatch:
+    """Hash, decode and verify a batch: pure CPU, no LMDB, safe in any thread.
+
+    Ids in `known` (the caller looked them up already) and repeats within the
+    batch are duplicates without a signature check.
+    """
+    count = len(raws)
+    ids: list[bytes] = [b""] * count
+    messages: list[Message | None] = [None] * count
+    results: list[IngestResult | None] = [None] * count
+    seen: set[bytes] = set()
+    for index, raw in enumerate(raws):
+        raw = bytes(raw)
+        msg_id = ids[index] = message_id(raw)
+        if msg_id in seen or msg_id in known:
+            results[index] = IngestResult(Outcome.DUPLICATE, msg_id)
+            continue
+        seen.add(msg_id)
+        try:
+            messages[index] = decode_message(raw, limits, known_id=msg_id)
+        except InvalidMessage as error:
+            results[index] = IngestResult(Outcome.REJECTED, msg_id, error.reason, error.detail)
+    return PreparedBatch(ids, messages, results)
+
+
+PIPELINE_SWITCH_INTERVAL = 0.0002  # seconds; see _short_switch_interval
+_switch_lock = threading.Lock()
+_switch_users: list[float] = []  # the interval saved by the first pipeline running
+
+
+@contextlib.contextmanager
+def _short_switch_interval() -> Iterator[None]:
+    """A short GIL switch interval while any pipeline runs (restored after the last one).
+
+    The worker takes the GIL back after every signature (PyNaCl drops it); with the
+    default 5 ms interval it would wait up to that long each time this thread runs Python.
+    """
+    with _switch_lock:
+        _switch_users.append(sys.getswitchinterval())
+        sys.setswitchinterval(min(_switch_users[0], PIPELINE_SWITCH_INTERVAL))
+    try:
+        yield
+    finally:
+        with _switch_lock:
+            saved = _switch_users[0]
+            _switch_users.pop()
+            if not _switch_users:
+                sys.setswitchinterval(saved)
+
+
+def ingest_batches(
+    store, batches: Iterable[Sequence[bytes]], *, two_cores: bool = True
+) -> Iterator[list[IngestResult]]:
+    """Ingest each batch into `store` (a `FeedStore`) in order, yielding its results.
+
+    With `two_cores`, a worker thread prepares (hashes, decodes, verifies) batch
+    N+1 while this thread stores batch N. The outcome is the same as calling
+    `store.ingest` on each batch in turn: a message that batch N stores and
+    batch N+1 repeats is found a duplicate when N+1 is applied.
+    """
+    if not two_cores:
+        for raws in batches:
+            yield store.ingest(raws)
+        return
+    with (
+        _short_switch_interval(),
+        ThreadPoolExecutor(1, thread_name_prefix="tanglenode-prepare") as pool,
+    ):
+        pending: Future[PreparedBatch] | None = None
+        for raws in batches:
+            upcoming = pool.submit(store.prepare, raws)
+            if pending is not None:
+                yield store.ingest_prepared(pending.result())
+            pending = upcoming
+        if pending is not None:
+            yield store.ingest_prepared(pending.result())
+
+
 def read_head(txn, tables: Tables, author: bytes) -> tuple[int, bytes | None]:
     value = txn.get(author, db=tables.heads)
     return (0, None) if value is None else split_head_value(value)
@@ -81,27 +194,48 @@ def is_known(txn, tables: Tables, msg_id: bytes) -> bool:
     )
 
 
+class HeadTimeframes(dict[bytes, tuple[bytes, dict[bytes, int]]]):
+    """author -> (id, timeframe) of a message that was its head: kept across transactions.
+
+    Keyed by the message's id, so an entry is never wrong, only stale (a head that
+    moved on, or a transaction that aborted): `BatchWriter` uses it only when the id
+    is the feed's head id. Saves reading and decoding each feed's head per batch.
+    """
+
+
 class BatchWriter:
     """Applies messages to one write transaction; call `finish()` before commit."""
 
-    def __init__(self, txn, tables: Tables, timeline_tables: TimelineTables) -> None:
+    def __init__(
+        self,
+        txn,
+        tables: Tables,
+        timeline_tables: TimelineTables,
+        head_timeframes: HeadTimeframes | None = None,
+    ) -> None:
         self._txn = txn
         self._tables = tables
         self._timeline_tables = timeline_tables
         self._timelines = TimelineWriter(txn, timeline_tables)
+        self._bodies = tables.bodies
+        self._body_writer = tables.bodies.writer(txn)
         self._heads: dict[bytes, tuple[int, bytes | None]] = {}
         self._dirty_heads: set[bytes] = set()
         self._invalid: dict[bytes, int | None] = {}
         self._timeframes: dict[bytes, dict[bytes, int]] = {}  # author -> its head's timeframe
+        self._head_timeframes = HeadTimeframes() if head_timeframes is None else head_timeframes
         self.invalidated: dict[bytes, int] = {}  # feeds cut back in this batch -> boundary
         self.stored: dict[tuple[bytes, int], Message] = {}  # (author, seq) stored by this batch
 
-    def head_timeframe(self, author: bytes, seq: int) -> dict[bytes, int]:
-        """The timeframe of the author's stored message `seq` (its current head)."""
+    def head_timeframe(self, author: bytes, seq: int, head_id: bytes) -> dict[bytes, int]:
+        """The timeframe of the author's stored message `seq` (its current head, `head_id`)."""
         timeframe = self._timeframes.get(author)
         if timeframe is None:
-            raw = self._txn.get(feed_key(author, seq), db=self._tables.messages)
-            timeframe = parse_stored(raw).timeframe
+            cached = self._head_timeframes.get(author)
+            if cached is not None and cached[0] == head_id:
+                return cached[1]
+            timeframe = self._bodies.message(self._txn, feed_key(author, seq)).timeframe
+            self._head_timeframes[author] = (head_id, timeframe)
         return timeframe
 
     def head(self, author: bytes) -> tuple[int, bytes | None]:
@@ -131,7 +265,7 @@ class BatchWriter:
             # boundary, and evidence is held only at or above one.
             if is_known(txn, tables, message.id):
                 return IngestResult(Outcome.DUPLICATE, message.id, message=message)
-            stored = parse_stored(txn.get(feed_key(author, seq), db=tables.messages))
+            stored = self._bodies.message(txn, feed_key(author, seq))
             return self._proven(check_proof([stored, message]), message, Outcome.FORK)
         if seq > head_seq + 1:
             return self._reject(
@@ -141,17 +275,18 @@ class BatchWriter:
             return self._reject(
                 message, Reason.CHAIN_MISMATCH, f"prev is not the id of stored seq {head_seq}"
             )
-        previous_timeframe = self.head_timeframe(author, head_seq) if seq > 1 else {}
+        previous_timeframe = self.head_timeframe(author, head_seq, head_id) if seq > 1 else {}
         try:
             add_message(self._timelines, message, previous_timeframe)
         except CycleError as error:
             return self._cycle(message, error.loop)
         position = feed_key(author, seq)
-        txn.put(position, message.raw, db=tables.messages)
+        self._body_writer.put(position, message)
         txn.put(message.id, position, db=tables.message_ids)
         add_to_tangles(txn, tables, message)
         self._heads[author] = (seq, message.id)
         self._timeframes[author] = message.timeframe
+        self._head_timeframes[author] = (message.id, message.timeframe)
         self.stored[(author, seq)] = message
         self._dirty_heads.add(author)
         return IngestResult(Outcome.ACCEPTED, message.id, message=message)
@@ -167,8 +302,8 @@ class BatchWriter:
                     self._txn, self._tables, self._timelines, reader, author, boundary, head_seq
                 )
                 new_head = boundary - 1
-                raw = self._txn.get(feed_key(author, new_head), db=self._tables.messages)
-                self._heads[author] = (new_head, message_id(bytes(raw)) if raw else None)
+                raw = self._bodies.raw(self._txn, feed_key(author, new_head))
+                self._heads[author] = (new_head, message_id(raw) if raw else None)
                 self._dirty_heads.add(author)
                 self._timeframes.pop(author, None)
                 cut = [key for key in self.stored if key[0] == author and key[1] >= boundary]
@@ -190,9 +325,7 @@ class BatchWriter:
 
     def _cycle(self, message: Message, loop: list[bytes]) -> IngestResult:
         """`message` closed a loop of timeframe needs: prove it, cut the feeds back."""
-        loop_messages = [message] + [
-            parse_stored(self._txn.get(ref, db=self._tables.messages)) for ref in loop[1:]
-        ]
+        loop_messages = [message] + [self._bodies.message(self._txn, ref) for ref in loop[1:]]
         try:
             proof = cycle_proof(loop_messages)
         except InvalidProof as error:  # a loop too long to carry: refuse the message only

@@ -138,12 +138,8 @@ def truncate_feed(
     """
     for seq in range(head, boundary - 1, -1):
         position = feed_key(author, seq)
-        message = parse_stored(txn.get(position, db=tables.messages))
-        previous = (
-            parse_stored(txn.get(feed_key(author, seq - 1), db=tables.messages))
-            if seq > 1
-            else None
-        )
+        message = tables.bodies.message(txn, position)
+        previous = tables.bodies.message(txn, feed_key(author, seq - 1)) if seq > 1 else None
         remove_message(
             timelines,
             message,
@@ -160,17 +156,17 @@ def _timeframe_before(txn, tables: Tables, author: bytes, seq: int) -> dict[byte
     """The timeframe of the author's message before `seq` ({} for the first)."""
     if seq == 1:
         return {}
-    return parse_stored(txn.get(feed_key(author, seq - 1), db=tables.messages)).timeframe
+    return tables.bodies.message(txn, feed_key(author, seq - 1)).timeframe
 
 
 def _spacetime_links(txn, tables: Tables, ref: bytes) -> list[bytes]:
     author, seq = split_feed_key(ref)
-    message = parse_stored(txn.get(ref, db=tables.messages))
+    message = tables.bodies.message(txn, ref)
     return spacetime_links(message, _timeframe_before(txn, tables, author, seq))
 
 
 def _tangle_links(txn, tables: Tables, name: str, ref: bytes) -> tuple[bytes, ...]:
-    message = parse_stored(txn.get(txn.get(ref, db=tables.message_ids), db=tables.messages))
+    message = tables.bodies.message(txn, txn.get(ref, db=tables.message_ids))
     return message.tangles[name].previous or ()
 
 

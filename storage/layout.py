@@ -1,7 +1,12 @@
 """The LMDB layout: named databases and how their keys are built.
 
-    messages       author + seq(u64 BE) -> signed bytes   every accepted message, a feed
-                                                       being one contiguous key range
+    messages       author + seq(u64 BE) -> stored form    every accepted message, a feed
+                                                       being one contiguous key range; the
+                                                       value is the signed bytes without
+                                                       the author and with timeframe keys
+                                                       as feed numbers (storage.stored_form)
+    feeds          feed key -> number (u32 BE)         feed numbers, assigned once, never
+                   number (u32 BE) -> feed key         reused (told apart by key length)
     message-ids    id -> author + seq(u64 BE)          the index by message id
     heads          author -> seq(u64 BE) + id          the frontier, one row per feed
     invalid        author -> seq(u64 BE) + proof id    the feed is invalid from seq on
@@ -33,10 +38,9 @@ from typing import Any
 
 import lmdb
 
-from tanglenode.protocol.limits import UNLIMITED
-from tanglenode.protocol.message import Message, decode_message
+from tanglenode.storage.stored_form import Bodies, parse_stored  # noqa: F401 (re-exported)
 
-SCHEMA_VERSION = b"8"
+SCHEMA_VERSION = b"9"  # 9: the stored form (storage.stored_form); 8 kept signed bytes
 EMPTY = b""  # the value of rows whose key says everything
 U64 = struct.Struct(">Q")  # seqs, indexes and counters, big-endian so keys sort by value
 U32 = struct.Struct(">I")
@@ -58,15 +62,6 @@ def split_head_value(value: bytes) -> tuple[int, bytes]:
     return U64.unpack(value[:8])[0], bytes(value[8:40])
 
 
-def parse_stored(raw: bytes) -> Message:
-    """Parse bytes the store accepted earlier (no signature check, no size limits).
-
-    Limits may have been lowered since, and the signature was checked on the
-    way in; `storage.check` verifies everything again when asked.
-    """
-    return decode_message(bytes(raw), UNLIMITED, verify_signature=False)
-
-
 def tangle_key(root: bytes, name: str) -> bytes:
     encoded = name.encode()
     return root + bytes([len(encoded)]) + encoded
@@ -85,12 +80,16 @@ class Tables:
     tangle_tips: Any
     tangle_pending: Any
     meta: Any
+    feeds: Any
+    bodies: Bodies  # `messages` through the stored form
 
     @classmethod
     def open(cls, env: lmdb.Environment) -> Tables:
         with env.begin(write=True) as txn:
+            messages = env.open_db(b"messages", txn=txn)
+            feeds = env.open_db(b"feeds", txn=txn)
             return cls(
-                messages=env.open_db(b"messages", txn=txn),
+                messages=messages,
                 message_ids=env.open_db(b"message-ids", txn=txn),
                 heads=env.open_db(b"heads", txn=txn),
                 invalid=env.open_db(b"invalid", txn=txn),
@@ -99,6 +98,8 @@ class Tables:
                 tangle_tips=env.open_db(b"tangle-tips", txn=txn, dupsort=True),
                 tangle_pending=env.open_db(b"tangle-pending", txn=txn),
                 meta=env.open_db(b"meta", txn=txn),
+                feeds=feeds,
+                bodies=Bodies(messages, feeds),
             )
 
 

@@ -10,10 +10,16 @@ unprocessed message of each feed can be a candidate, so the state is small:
     proc-frontier  feed -> processed seq (u64)             the processed frontier
     proc-log       index (u64) -> feed + seq               the processed order, from 0
     proc-position  feed + seq -> index (u64)               the same, by message
-    proc-ready     seq (u64) + feed -> ""                  ready candidates, in tie-break order
     proc-wait      feed + seq + waiting feed -> ""         candidate of `waiting feed` needs
                                                            (feed, seq) processed first
     proc-waiting   feed -> needed feed + seq               the same, by the waiting feed
+
+Ready candidates live in a heap for the length of one transaction: `advance`
+runs until none is left, so none outlives it. Within a transaction the
+`wait` rows of a needed feed move into a heap in memory when first touched
+(and `waiting` into a dict), and `advance` writes back what still waits when
+it ends: a batch's messages mostly wait on messages of the same batch, so
+most waits never reach LMDB. The frontier rows are written once per feed.
 
 A candidate is checked once when it appears (its feed got its next message,
 or its previous one was processed) and again only when the one entry it
@@ -35,6 +41,7 @@ whoever waited beyond its end.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -42,7 +49,7 @@ from typing import Any
 import lmdb
 
 from tanglenode.protocol.message import Message
-from tanglenode.storage.layout import EMPTY, U64, feed_key, parse_stored, split_feed_key
+from tanglenode.storage.layout import EMPTY, U64, Bodies, feed_key, split_feed_key
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +57,6 @@ class ProcessorTables:
     frontier: Any
     log: Any
     position: Any
-    ready: Any
     wait: Any
     waiting: Any
 
@@ -61,7 +67,6 @@ class ProcessorTables:
                 frontier=env.open_db(b"proc-frontier", txn=txn),
                 log=env.open_db(b"proc-log", txn=txn),
                 position=env.open_db(b"proc-position", txn=txn),
-                ready=env.open_db(b"proc-ready", txn=txn),
                 wait=env.open_db(b"proc-wait", txn=txn),
                 waiting=env.open_db(b"proc-waiting", txn=txn),
             )
@@ -131,13 +136,13 @@ class Processor:
         self,
         txn,
         tables: ProcessorTables,
-        messages_db,
+        bodies: Bodies,
         invalid_db,
         batch: Mapping[tuple[bytes, int], Message] | None = None,
     ) -> None:
         self._txn = txn
         self._tables = tables
-        self._messages = messages_db
+        self._bodies = bodies
         self._invalid = invalid_db
         # The messages this transaction stored, (feed, seq) -> message, already decoded.
         self._batch = batch or {}
@@ -146,6 +151,11 @@ class Processor:
         self._processed: dict[bytes, int] = {}
         self._timeframes: dict[tuple[bytes, int], list[tuple[bytes, int]]] = {}
         self._checked: dict[tuple[bytes, int], int] = {}
+        self._ready: list[tuple[int, bytes]] = []  # (seq, feed): the tie-break order
+        # `wait` and `waiting` for this transaction, written back by `_flush`: a needed feed's
+        # rows move here (out of LMDB) when first touched, as a heap of (seq, waiting feed).
+        self._waiters: dict[bytes, list[tuple[int, bytes]]] = {}
+        self._needs: dict[bytes, bytes | None] = {}  # waiting feed -> needed feed + seq
         self.order: list[tuple[bytes, int]] = []  # (feed, seq) processed here, in order
 
     def _seq(self, feed: bytes) -> int:
@@ -156,100 +166,125 @@ class Processor:
 
     def advance(self, feeds: Iterable[bytes]) -> int:
         """Process everything that became ready after `feeds` got new messages; returns count."""
+        txn, tables = self._txn, self._tables
         for feed in feeds:
-            if self._txn.get(feed, db=self._tables.waiting) is None:
+            if self._needed_by(feed) is None:
                 self._consider(feed)
-        processed = 0
-        index = processed_count(self._txn, self._tables)
-        cursor = self._txn.cursor(db=self._tables.ready)
-        while cursor.first():
-            key = cursor.key()
-            seq, feed = U64.unpack(key[:8])[0], bytes(key[8:])
-            cursor.delete()
-            self._txn.put(U64.pack(index), feed_key(feed, seq), db=self._tables.log)
-            self._txn.put(feed_key(feed, seq), U64.pack(index), db=self._tables.position)
-            self._txn.put(feed, U64.pack(seq), db=self._tables.frontier)
+        index = first = processed_count(txn, tables)
+        ready, order, moved = self._ready, self.order, set()
+        while ready:
+            seq, feed = heapq.heappop(ready)
+            position = feed_key(feed, seq)
+            number = U64.pack(index)
+            txn.put(number, position, db=tables.log, append=True)
+            txn.put(position, number, db=tables.position)
             self._processed[feed] = seq
-            self.order.append((feed, seq))
+            moved.add(feed)
+            order.append((feed, seq))
             index += 1
-            processed += 1
             self._wake(feed, seq)
             self._consider(feed)
-        return processed
+        for feed in moved:
+            txn.put(feed, U64.pack(self._processed[feed]), db=tables.frontier)
+        self._flush()
+        return index - first
 
     def _consider(self, feed: bytes) -> None:
         """Place feed's next unprocessed message, if stored: ready, or waiting on one entry."""
-        txn, tables = self._txn, self._tables
         seq = self._seq(feed) + 1
         candidate = (feed, seq)
         timeframe = self._timeframes.get(candidate)
         if timeframe is None:
             message = self._batch.get(candidate)
             if message is None:
-                raw = txn.get(feed_key(feed, seq), db=self._messages)
-                if raw is None:
+                message = self._bodies.message(self._txn, feed_key(feed, seq))
+                if message is None:
                     return
-                message = parse_stored(raw)
-            timeframe = self._timeframes[candidate] = sorted(
-                entry for entry in message.timeframe.items() if entry[0] != feed
-            )
+            # ascending keys, never the author's own (decode_message checked both)
+            timeframe = self._timeframes[candidate] = list(message.timeframe.items())
         start = self._checked.get(candidate, 0)
-        for offset, (needs_feed, needs_seq) in enumerate(timeframe[start:], start):
+        for offset in range(start, len(timeframe)):
+            needs_feed, needs_seq = timeframe[offset]
             if self._seq(needs_feed) < needs_seq:
                 needs_seq = self._valid_need(needs_feed, needs_seq)
                 if self._seq(needs_feed) >= needs_seq:
                     continue
                 self._checked[candidate] = offset
-                needed = feed_key(needs_feed, needs_seq)
-                txn.put(needed + feed, EMPTY, db=tables.wait)
-                txn.put(feed, needed, db=tables.waiting)
+                heapq.heappush(self._waiters_of(needs_feed), (needs_seq, feed))
+                self._needs[feed] = feed_key(needs_feed, needs_seq)
                 return
         self._timeframes.pop(candidate)
         self._checked.pop(candidate, None)
-        txn.put(U64.pack(seq) + feed, EMPTY, db=tables.ready)
+        heapq.heappush(self._ready, (seq, feed))
 
     def _valid_need(self, feed: bytes, seq: int) -> int:
         """The seq a need of (feed, seq) really waits for: never past an invalid feed's end."""
         raw = self._txn.get(feed, db=self._invalid)
         return seq if raw is None else min(seq, U64.unpack(raw[:8])[0] - 1)
 
+    def _needed_by(self, feed: bytes) -> bytes | None:
+        """The (feed + seq) that `feed`'s candidate waits for, None if it waits for nothing."""
+        if feed in self._needs:
+            return self._needs[feed]
+        needed = self._txn.get(feed, db=self._tables.waiting)
+        needed = self._needs[feed] = None if needed is None else bytes(needed)
+        return needed
+
+    def _waiters_of(self, feed: bytes) -> list[tuple[int, bytes]]:
+        """The heap of (seq, waiting feed) waiting on `feed`, moved out of LMDB when first used."""
+        heap = self._waiters.get(feed)
+        if heap is None:
+            heap = self._waiters[feed] = []
+            cursor = self._txn.cursor(db=self._tables.wait)
+            if cursor.set_range(feed):
+                while cursor.key()[:32] == feed:
+                    key = cursor.key()
+                    heap.append((U64.unpack(key[32:40])[0], bytes(key[40:])))
+                    if not cursor.delete():
+                        break
+            heapq.heapify(heap)
+        return heap
+
+    def _flush(self) -> None:
+        """Write `wait` and `waiting` back: what still waits at the end of the transaction."""
+        txn, tables = self._txn, self._tables
+        for feed, heap in self._waiters.items():
+            for seq, waiting in heap:
+                txn.put(feed_key(feed, seq) + waiting, EMPTY, db=tables.wait)
+        for waiting, needed in self._needs.items():
+            if needed is None:
+                txn.delete(waiting, db=tables.waiting)
+            else:
+                txn.put(waiting, needed, db=tables.waiting)
+        self._waiters.clear()
+        self._needs.clear()
+
     def forget(self, feed: bytes, invalid_from: int) -> None:
         """`feed` holds nothing from `invalid_from` on: drop its candidate, wake its waiters.
 
         Call `advance` afterwards (with no feeds) to process what became ready.
         """
-        txn, tables = self._txn, self._tables
         self._timeframes = {k: v for k, v in self._timeframes.items() if k[0] != feed}
-        needed = txn.get(feed, db=tables.waiting)
+        needed = self._needed_by(feed)
         if needed is not None:  # its next message is gone; it waits for nothing now
-            txn.delete(bytes(needed) + feed, db=tables.wait)
-            txn.delete(feed, db=tables.waiting)
-        cursor = txn.cursor(db=tables.wait)
-        woken = []
-        if cursor.set_range(feed_key(feed, invalid_from)):
-            while cursor.key()[:32] == feed:
-                woken.append(bytes(cursor.key()[40:]))
-                if not cursor.delete():
-                    break
+            heap = self._waiters_of(needed[:32])
+            heap[:] = [entry for entry in heap if entry[1] != feed]
+            heapq.heapify(heap)
+            self._needs[feed] = None
+        heap = self._waiters_of(feed)
+        woken = [waiting for seq, waiting in heap if seq >= invalid_from]
+        heap[:] = [entry for entry in heap if entry[0] < invalid_from]
+        heapq.heapify(heap)
         for waiting in woken:
-            txn.delete(waiting, db=tables.waiting)
+            self._needs[waiting] = None
             self._checked.pop((waiting, self._seq(waiting) + 1), None)
             self._consider(waiting)
         self._consider(feed)
 
     def _wake(self, feed: bytes, seq: int) -> None:
         """Re-check the candidates that waited on (feed, s) for any s <= seq."""
-        txn, tables = self._txn, self._tables
-        cursor = txn.cursor(db=tables.wait)
-        woken = []
-        if cursor.set_range(feed):
-            while cursor.key()[:32] == feed:
-                waited_seq = U64.unpack(cursor.key()[32:40])[0]
-                if waited_seq > seq:
-                    break
-                woken.append(bytes(cursor.key()[40:]))
-                if not cursor.delete():
-                    break
-        for waiting in woken:
-            txn.delete(waiting, db=tables.waiting)
+        heap = self._waiters_of(feed)
+        while heap and heap[0][0] <= seq:
+            _seq, waiting = heapq.heappop(heap)
+            self._needs[waiting] = None
             self._consider(waiting)

@@ -62,7 +62,7 @@ def next_batch(
             feed, seq = split_feed_key(value)
             if sent.get(feed, -1) + 1 != seq:
                 continue  # not subscribed, or already sent
-            raw = txn.get(bytes(value), db=messages_db)
+            raw = messages_db.raw(txn, bytes(value))  # a storage.stored_form.Bodies
             if raw is None:
                 continue  # processed, then cut away with its invalid feed
             if len(raws) >= limit or len(raw) + 8 > budget:
@@ -81,7 +81,7 @@ def _unprocessed(txn, messages_db, sent, raws, limit, budget) -> None:
     """Stored messages the processed order does not hold yet, feed by feed."""
     for feed in sorted(sent):
         while len(raws) < limit:
-            raw = txn.get(feed_key(feed, sent[feed] + 1), db=messages_db)
+            raw = messages_db.raw(txn, feed_key(feed, sent[feed] + 1))
             if raw is None or len(raw) + 8 > budget:
                 break
             raws.append(raw)

@@ -20,7 +20,6 @@ from typing import Any
 
 import lmdb
 
-from tanglenode.protocol.errors import InvalidMessage
 from tanglenode.protocol.evidence import MAX_PROOF_MESSAGES, InvalidProof, ProofKind, check_proof
 from tanglenode.protocol.identity import Keypair, message_id, message_text
 from tanglenode.protocol.limits import DEFAULT_LIMITS, Limits
@@ -40,7 +39,14 @@ from tanglenode.storage.errors import (
     StoreNotFound,
     UnknownTangle,
 )
-from tanglenode.storage.ingest import BatchWriter, IngestResult, Outcome, is_known
+from tanglenode.storage.ingest import (
+    BatchWriter,
+    HeadTimeframes,
+    IngestResult,
+    Outcome,
+    PreparedBatch,
+    prepare,
+)
 from tanglenode.storage.invalidation import (
     invalid_by_proof,
     invalid_feeds,
@@ -149,6 +155,7 @@ class FeedStore(TimelineReads, DocumentOps):
         self._keypair = keypair
         self._limits = limits
         self._timeframe_source = timeframe_source
+        self._head_timeframes = HeadTimeframes()
         try:
             self._tables = Tables.open(self._env)
             self._timeline_tables = TimelineTables.open(self._env)
@@ -182,7 +189,9 @@ class FeedStore(TimelineReads, DocumentOps):
             elif found != SCHEMA_VERSION:
                 raise IncompatibleStore(
                     f"store schema {found.decode(errors='replace')}, this build reads "
-                    f"{SCHEMA_VERSION.decode()}"
+                    f"{SCHEMA_VERSION.decode()}: with the build that wrote it, "
+                    "`tangled export --bundle FILE`, then `tangled import FILE` into a new "
+                    "data directory with this one"
                 )
 
     @contextlib.contextmanager
@@ -196,27 +205,34 @@ class FeedStore(TimelineReads, DocumentOps):
     # -- writing -----------------------------------------------------------
 
     def ingest(self, raws: Iterable[bytes]) -> list[IngestResult]:
-        """Validate and store a batch of signed messages, atomically; one result each."""
+        """Validate and store a batch of signed messages, atomically; one result each.
+
+        Ids already held are looked up first (a re-delivery costs no signature check).
+        """
+        return self.ingest_prepared(self.prepare(raws))
+
+    def prepare(self, raws: Iterable[bytes]) -> PreparedBatch:
+        """`storage.ingest.prepare` after one read transaction that finds the ids held already
+        (those cost no signature check). Safe in any thread, beside a writer."""
         raws = [bytes(raw) for raw in raws]
-        ids = [message_id(raw) for raw in raws]
         with self._env.begin() as txn:
-            known = [is_known(txn, self._tables, msg_id) for msg_id in ids]
-        results: list[IngestResult | None] = [None] * len(raws)
-        candidates: list[tuple[int, Message]] = []
-        seen: set[bytes] = set()
-        for index, (raw, msg_id) in enumerate(zip(raws, ids, strict=True)):
-            if known[index] or msg_id in seen:
-                results[index] = IngestResult(Outcome.DUPLICATE, msg_id)
-                continue
-            seen.add(msg_id)
-            try:
-                message = decode_message(raw, self._limits, known_id=msg_id)
-                candidates.append((index, message))
-            except InvalidMessage as error:
-                results[index] = IngestResult(Outcome.REJECTED, msg_id, error.reason, error.detail)
-        candidates = feed_ordered(candidates)
+            known = self._held_ids(txn, [message_id(raw) for raw in raws])
+        return prepare(raws, self._limits, known)
+
+    def ingest_prepared(self, batch: PreparedBatch) -> list[IngestResult]:
+        """Store a batch `storage.ingest.prepare` checked (in any thread), atomically.
+
+        One write transaction; the feed-chain rule, duplicates, forks and cycles
+        are decided here against the store.
+        """
+        results = list(batch.results)
+        candidates = feed_ordered(
+            [(index, message) for index, message in enumerate(batch.messages) if message]
+        )
+        if not candidates:
+            return results  # type: ignore[return-value]  # every slot is decided
         with self._write() as txn:
-            writer = BatchWriter(txn, self._tables, self._timeline_tables)
+            writer = BatchWriter(txn, self._tables, self._timeline_tables, self._head_timeframes)
             for index, message in candidates:
                 results[index] = writer.apply(message)
             writer.finish()
@@ -224,6 +240,14 @@ class FeedStore(TimelineReads, DocumentOps):
                 txn, {m.author for _i, m in candidates}, writer.invalidated, writer.stored
             )
         return results  # type: ignore[return-value]  # every slot is filled above
+
+    def _held_ids(self, txn, ids: list[bytes]) -> set[bytes]:
+        """Which of `ids` the store holds (accepted, or as fork evidence)."""
+        message_ids, evidence = self._tables.message_ids, self._tables.evidence
+        found = {msg_id for msg_id in ids if txn.get(msg_id, db=message_ids) is not None}
+        if txn.stat(evidence)["entries"]:
+            found.update(msg_id for msg_id in ids if txn.get(msg_id, db=evidence) is not None)
+        return found
 
     def publish(
         self,
@@ -286,7 +310,7 @@ class FeedStore(TimelineReads, DocumentOps):
         if self._keypair is None:
             raise NoIdentity("this store was opened without the node's keypair")
         me = self._keypair.public
-        writer = BatchWriter(txn, self._tables, self._timeline_tables)
+        writer = BatchWriter(txn, self._tables, self._timeline_tables, self._head_timeframes)
         if writer.invalid_from(me) is not None:
             raise OwnFeedForked(
                 "our own feed is proven invalid (a fork or a cycle): the secret key is in "
@@ -306,7 +330,7 @@ class FeedStore(TimelineReads, DocumentOps):
         if timestamp is None:
             timestamp = int(time.time() * 1000)
             if head_id is not None:
-                previous = parse_stored(txn.get(feed_key(me, head_seq), db=self._tables.messages))
+                previous = self._tables.bodies.message(txn, feed_key(me, head_seq))
                 timestamp = max(timestamp, previous.timestamp)
         message = sign_message(
             self._keypair,
@@ -345,7 +369,7 @@ class FeedStore(TimelineReads, DocumentOps):
         batch: Mapping[tuple[bytes, int], Message] | None = None,
     ) -> None:
         processor = Processor(
-            txn, self._processor_tables, self._tables.messages, self._tables.invalid, batch
+            txn, self._processor_tables, self._tables.bodies, self._tables.invalid, batch
         )
         invalidated = invalidated or {}
         for feed, boundary in sorted(invalidated.items()):
@@ -359,15 +383,15 @@ class FeedStore(TimelineReads, DocumentOps):
         if not order and not invalidated:
             return
         engine = DocumentEngine(
-            txn, self._document_tables, self._tables.messages, self._tables.message_ids
+            txn, self._document_tables, self._tables.bodies, self._tables.message_ids
         )
         if invalidated:
             engine.rebuild_after_proofs(dict(invalidated))
-        messages = self._tables.messages
+        bodies = self._tables.bodies
         for feed, seq in order:
             message = batch.get((feed, seq))
             if message is None:
-                message = parse_stored(txn.get(feed_key(feed, seq), db=messages))
+                message = bodies.message(txn, feed_key(feed, seq))
             engine.apply(message)
         engine.finish()
 
@@ -414,15 +438,13 @@ class FeedStore(TimelineReads, DocumentOps):
     def _get(self, txn, msg_id: bytes) -> Message | None:
         position = txn.get(msg_id, db=self._tables.message_ids)
         if position is not None:
-            raw = txn.get(position, db=self._tables.messages)
-        else:
-            raw = txn.get(msg_id, db=self._tables.evidence)
+            return self._tables.bodies.message(txn, position)
+        raw = txn.get(msg_id, db=self._tables.evidence)
         return None if raw is None else parse_stored(raw)
 
     def get_by_seq(self, author: bytes, seq: int) -> Message | None:
         with self._env.begin() as txn:
-            raw = txn.get(feed_key(author, seq), db=self._tables.messages)
-        return None if raw is None else parse_stored(raw)
+            return self._tables.bodies.message(txn, feed_key(author, seq))
 
     def read_feed(self, author: bytes, from_seq: int = 1, limit: int = 1000) -> list[Message]:
         """Up to `limit` messages of a feed, from `from_seq` on, in seq order."""
@@ -435,10 +457,10 @@ class FeedStore(TimelineReads, DocumentOps):
             cursor = txn.cursor(db=self._tables.messages)
             if not cursor.set_range(feed_key(author, max(from_seq, 1))):
                 return raws
-            for key, raw in cursor:
+            for key, value in cursor:
                 if key[:32] != author or len(raws) >= limit:
                     break
-                raws.append(raw)
+                raws.append(self._tables.bodies.rebuild(txn, key, value))
         return raws
 
     # -- replication and groups: one read transaction each ----------------------
@@ -456,7 +478,7 @@ class FeedStore(TimelineReads, DocumentOps):
             return replication.next_batch(
                 txn,
                 self._processor_tables,
-                self._tables.messages,
+                self._tables.bodies,
                 dict(wants),
                 resume,
                 limit,
@@ -541,8 +563,10 @@ class FeedStore(TimelineReads, DocumentOps):
                 if found and after is not None and cursor.key() == after:
                     found = cursor.next()
                 rows = []
+                bodies = self._tables.bodies
                 while found and len(rows) < chunk:
-                    rows.append((bytes(cursor.key()), bytes(cursor.value())))
+                    key = bytes(cursor.key())
+                    rows.append((key, bodies.rebuild(txn, key, cursor.value())))
                     found = cursor.next()
             if not rows:
                 return
@@ -601,8 +625,7 @@ class FeedStore(TimelineReads, DocumentOps):
         size = 0
         with self._env.begin() as txn:
             for index, feed, seq in read_processed(txn, self._processor_tables, start, limit):
-                raw = txn.get(feed_key(feed, seq), db=self._tables.messages)
-                message = None if raw is None else parse_stored(raw)
+                message = self._tables.bodies.message(txn, feed_key(feed, seq))
                 page.append((index, message))
                 size += len(message.raw) if message else 0
                 if max_bytes is not None and size >= max_bytes:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from tanglenode.protocol.message import Message
 from tanglenode.storage.invalidation import invalid_from
-from tanglenode.storage.layout import feed_key, parse_stored, split_feed_key, split_head_value
+from tanglenode.storage.layout import feed_key, split_feed_key, split_head_value
 from tanglenode.storage.timeline import Command, Insert, Placement, TimelineReader
 from tanglenode.storage.timelines import SPACETIME, spacetime_links, tangle_timeline
 
@@ -89,9 +89,10 @@ class TimelineReads:
         """Whether a spacetime member's missing links may still arrive: not if each names
         an invalid feed at or past its boundary (those messages are refused for good)."""
         author, seq = split_feed_key(ref)
-        message = parse_stored(txn.get(ref, db=self._tables.messages))
-        before = txn.get(feed_key(author, seq - 1), db=self._tables.messages) if seq > 1 else None
-        links = spacetime_links(message, parse_stored(before).timeframe if before else {})
+        bodies = self._tables.bodies
+        message = bodies.message(txn, ref)
+        before = bodies.message(txn, feed_key(author, seq - 1)) if seq > 1 else None
+        links = spacetime_links(message, before.timeframe if before else {})
         for link in links:
             if reader.member_rank(SPACETIME, link) is not None:
                 continue

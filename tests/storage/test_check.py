@@ -4,6 +4,7 @@ import pytest
 
 from tanglenode.protocol.message import TangleLink
 from tanglenode.storage.layout import feed_key, head_value, tangle_key
+from tanglenode.storage.stored_form import verbatim
 from tests.factories import Feed
 from tests.tamper import tamper
 
@@ -48,7 +49,8 @@ def test_a_tampered_message_fails_its_signature(populated, corrupt):
     tampered = bytearray(message.raw)
     tampered[-10] ^= 0xFF
     position = feed_key(alice.public, 2)
-    store = corrupt(store, lambda txn, t: txn.put(position, bytes(tampered), db=t.messages))
+    stored = verbatim(bytes(tampered))
+    store = corrupt(store, lambda txn, t: txn.put(position, stored, db=t.messages))
     assert any("bad-signature" in p for p in store.check().problems)
 
 
@@ -56,7 +58,7 @@ def test_a_message_stored_out_of_place_is_found(populated, corrupt):
     store, alice, _, _ = populated
     misplaced = alice.messages[0].raw
     store = corrupt(
-        store, lambda txn, t: txn.put(feed_key(alice.public, 9), misplaced, db=t.messages)
+        store, lambda txn, t: txn.put(feed_key(alice.public, 9), verbatim(misplaced), db=t.messages)
     )
     assert any("out of place" in p for p in store.check().problems)
 

@@ -1,0 +1,43 @@
+"""prepare / ingest_prepared / ingest_batches: the two-core path gives what ingest gives."""
+
+import sys
+
+from tanglenode.protocol.limits import DEFAULT_LIMITS
+from tanglenode.storage.ingest import Outcome, ingest_batches, prepare
+from tanglenode.storage.store import FeedStore
+from tests.storage.test_stored_form import chat, feeds
+
+
+def outcomes(results) -> list[tuple[str, bytes]]:
+    return [(r.outcome, r.id) for r in results]
+
+
+def test_prepare_decides_what_needs_no_store():
+    messages = chat(feeds(2), 2)
+    raws = [m.raw for m in messages]
+    broken = bytearray(raws[1])
+    broken[-1] ^= 1
+    batch = prepare([raws[0], bytes(broken), raws[0], raws[2]], DEFAULT_LIMITS, {messages[2].id})
+    assert batch.messages[0].raw == raws[0]
+    assert (
+        batch.results[1].outcome is Outcome.REJECTED and batch.results[1].reason == "bad-signature"
+    )
+    assert batch.results[2].outcome is Outcome.DUPLICATE  # a repeat within the batch
+    assert batch.results[3].outcome is Outcome.DUPLICATE  # known to the caller
+    assert batch.messages[1:] == [None, None, None]
+
+
+def test_two_cores_store_what_one_core_stores(tmp_path):
+    raws = [m.raw for m in chat(feeds(6), 8)]
+    # overlapping batches: every other batch repeats the one before it
+    batches = [raws[i : i + 7] for i in range(0, len(raws), 7)]
+    batches = [b for pair in zip(batches, batches, strict=True) for b in pair]
+    interval = sys.getswitchinterval()
+    with FeedStore(tmp_path / "one") as one, FeedStore(tmp_path / "two") as two:
+        sequential = [outcomes(one.ingest(b)) for b in batches]
+        pipelined = [outcomes(r) for r in ingest_batches(two, batches, two_cores=True)]
+        assert pipelined == sequential
+        assert list(two.iter_raw()) == list(one.iter_raw())
+        assert two.processed(0, 10_000) == one.processed(0, 10_000)
+        assert two.check().ok
+    assert sys.getswitchinterval() == interval  # restored
