@@ -46,6 +46,21 @@ def test_a_root_message_names_itself_as_the_tangle_root():
     assert root.tangle_root("chat") == root.id
 
 
+def test_what_sign_message_returns_is_what_a_receiver_decodes():
+    """sign_message does not verify its own signature: a receiver's full check must pass."""
+    message = sign_message(
+        ALICE,
+        seq=1,
+        prev=None,
+        timestamp=5,
+        timeframe={BOB.public: 1},
+        tangles={"chat": ROOT_LINK, "doc": TangleLink(ID_B, (ID_A,))},
+        content=[1.5, {"b": None, "a": (True, b"x")}],
+    )
+    assert decode_message(message.raw, verify_signature=True) == message
+    assert message.content == [1.5, {"a": [True, b"x"], "b": None}]
+
+
 def test_signing_is_deterministic():
     first = Feed("alice").append({"n": 1})
     again = Feed("alice").append({"n": 1})
