@@ -43,7 +43,8 @@ from tanglenode.storage.document_rows import (
 from tanglenode.storage.ingest import IngestResult, Outcome
 from tanglenode.storage.processor import Stall
 from tanglenode.storage.replication import Batch
-from tanglenode.storage.store import Evidence, FeedStore
+from tanglenode.storage.store import FeedStore
+from tanglenode.storage.store_reads import Evidence
 from tanglenode.storage.timeline import Command, Placement
 
 

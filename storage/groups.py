@@ -36,7 +36,8 @@ from tanglenode.protocol.identity import Keypair
 from tanglenode.protocol.message import Message
 from tanglenode.storage.causal_time import causal_time_order
 from tanglenode.storage.errors import UnknownTimeline
-from tanglenode.storage.store import FeedStore, WriterPast
+from tanglenode.storage.store import FeedStore
+from tanglenode.storage.store_reads import WriterPast
 
 GROUP, EPOCH, MEMBERS = "group", "epoch", "members"
 

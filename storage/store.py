@@ -5,8 +5,9 @@ looks up which ids are already held in a read transaction (so re-deliveries
 cost no signature checks), verifies the rest with no transaction open (so
 the write lock is never held for CPU work), then applies the batch in
 (author, seq) order in one write transaction, which re-checks duplicates
-and commits the batch whole. Reads parse stored bytes
-without verifying signatures again; `check()` verifies everything.
+and commits the batch whole. The reads are mixins: `StoreReads`
+(storage/store_reads.py: feeds, messages, evidence, the processed order),
+`TimelineReads` and `DocumentOps`.
 """
 
 from __future__ import annotations
@@ -14,18 +15,16 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import lmdb
 
-from tanglenode.protocol.evidence import MAX_PROOF_MESSAGES, InvalidProof, ProofKind, check_proof
+from tanglenode.protocol.evidence import MAX_PROOF_MESSAGES, InvalidProof, check_proof
 from tanglenode.protocol.identity import Keypair, message_id, message_text
 from tanglenode.protocol.limits import DEFAULT_LIMITS, Limits
 from tanglenode.protocol.message import ROOT_LINK, Message, TangleLink, decode_message, sign_message
 from tanglenode.storage import replication
-from tanglenode.storage.check import CheckReport, check_store
 from tanglenode.storage.document_ops import DocumentOps
 from tanglenode.storage.document_rows import DocumentTables
 from tanglenode.storage.documents import DocumentEngine
@@ -47,36 +46,26 @@ from tanglenode.storage.ingest import (
     PreparedBatch,
     prepare,
 )
-from tanglenode.storage.invalidation import (
-    invalid_by_proof,
-    invalid_feeds,
-    kept_proofs,
-)
 from tanglenode.storage.layout import (
     MAX_NAMED_DATABASES,
     SCHEMA_VERSION,
     Tables,
     feed_key,
-    parse_stored,
-    split_head_value,
 )
 from tanglenode.storage.metapage import check_data_file
 from tanglenode.storage.ownhead import OwnHead, head_path, refuse_if_behind, write_own_head
 from tanglenode.storage.processor import (
     Processor,
     ProcessorTables,
-    Stall,
     processed_frontier,
-    read_processed,
-    stalls,
+    processed_seq,
 )
+from tanglenode.storage.store_reads import StoreReads
 from tanglenode.storage.tangles import tips_of
 from tanglenode.storage.timeline import (
-    TimelineReader,
     TimelineTables,
 )
 from tanglenode.storage.timeline_reads import TimelineReads
-from tanglenode.storage.timelines import SPACETIME, tangle_timeline
 
 DEFAULT_MAP_SIZE = 64 * 2**30  # address space, not disk: the file grows as data does
 
@@ -102,34 +91,7 @@ def feed_ordered(candidates: list[tuple[int, Message]]) -> list[tuple[int, Messa
     return ordered
 
 
-@dataclass(frozen=True, slots=True)
-class FeedInfo:
-    author: bytes
-    head_seq: int
-    head_id: bytes | None
-    invalid_from: int | None
-
-
-@dataclass(frozen=True, slots=True)
-class WriterPast:
-    """What every future message of one writer follows in a timeline: each of `all_of`
-    and at least one of `one_of` (see `FeedStore.writers_final`)."""
-
-    all_of: tuple[bytes, ...]
-    one_of: tuple[bytes, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class Evidence:
-    """A kept proof: its kind, the feeds it made invalid (author -> seq), its messages."""
-
-    id: bytes
-    kind: ProofKind
-    invalid: dict[bytes, int]
-    messages: list[Message]
-
-
-class FeedStore(TimelineReads, DocumentOps):
+class FeedStore(StoreReads, TimelineReads, DocumentOps):
     """Signed, append-only feeds in one LMDB environment (a directory)."""
 
     def __init__(
@@ -263,40 +225,120 @@ class FeedStore(TimelineReads, DocumentOps):
         lowest `max_previous` ids when there are more). The timestamp defaults
         to now, never earlier than our previous message's.
         """
-        with self._write() as txn:
-            message = self._publish_in(txn, content, tangles, timestamp)
-        self._wrote_own(message)
-        return message
+        (result,) = self.publish_batch([(content, tangles)], timestamps=[timestamp])
+        if isinstance(result, Exception):
+            raise result
+        return result
 
     def publish_batch(
-        self, requests: Sequence[tuple[Any, Mapping[str, bytes | None] | None]]
+        self,
+        requests: Sequence[tuple[Any, Mapping[str, bytes | None] | None]],
+        *,
+        timestamps: Sequence[int | None] | None = None,
     ) -> list[Message | Exception]:
         """Sign and store several of our messages, in order, in one durable transaction.
 
-        One result per `(content, tangles)` request, as `publish` would give
-        it: the message, or the error that refused that request alone (an
-        unknown tangle, content too large or not publishable, our feed forked
-        or behind). Each request runs in a nested transaction, so a refused
-        one leaves nothing behind and the others commit, with consecutive
-        seqs. The own-head file is written once, for the last message, after
-        the commit. An error of the transaction itself (the commit, a full
-        store) raises: then none of the batch is stored.
+        One result per `(content, tangles)` request, exactly as publishing them
+        one by one would give it (`timestamps`, if given, as `publish`'s): the
+        message, or the error that refused that request alone (an unknown
+        tangle, content too large or not publishable). Every refusal is found
+        before its message is signed, so it leaves nothing and the others
+        commit with consecutive seqs. Our feed forked or behind refuses the
+        whole batch. The own-head file is written once, for the last message,
+        after the commit. An error of the transaction itself (the commit, a
+        full store) raises: then none of the batch is stored.
+
+        One `BatchWriter`, one processor pass and one document pass serve the
+        batch. That gives each message the timeframe it would get alone: a
+        timeframe leaves our own feed out, and processing our earlier messages
+        of the batch moves only our own feed, unless some candidate waits on
+        our feed or our feed is not processed up to its head (a store
+        restored or imported); then each request gets its own nested
+        transaction and processing, as `_publish_in`.
         """
-        results: list[Message | Exception] = []
+        if not requests:
+            return []
+        stamps = list(timestamps) if timestamps is not None else [None] * len(requests)
         with self._write() as txn:
-            for content, tangles in requests:
-                try:
-                    with self._env.begin(write=True, parent=txn) as child:
-                        results.append(self._publish_in(child, content, tangles))
-                except lmdb.MapFullError as error:
-                    full = StoreFull(f"the store at {self.path} is full; raise storage.map_size")
-                    full.__cause__ = error
-                    results.append(full)
-                except Exception as error:  # this request's own failure; the others go on
-                    results.append(error)
+            writer = BatchWriter(txn, self._tables, self._timeline_tables, self._head_timeframes)
+            try:
+                me = self._own_feed(writer)
+            except StorageError as error:
+                return [error] * len(requests)
+            if self._processing_moves_others(txn, me, writer.head(me)[0]):
+                results = self._publish_each(txn, requests, stamps)
+            else:
+                results = self._publish_together(txn, writer, me, requests, stamps)
         published = [result for result in results if isinstance(result, Message)]
         if published:
             self._wrote_own(published[-1])
+        return results
+
+    def _own_feed(self, writer: BatchWriter) -> bytes:
+        """Our feed's key, once it is sure that publishing cannot fork it."""
+        if self._keypair is None:
+            raise NoIdentity("this store was opened without the node's keypair")
+        me = self._keypair.public
+        if writer.invalid_from(me) is not None:
+            raise OwnFeedForked(
+                "our own feed is proven invalid (a fork or a cycle): the secret key is in "
+                "use elsewhere"
+            )
+        refuse_if_behind(self.own_head_path, me, writer.head(me)[0])
+        return me
+
+    def _processing_moves_others(self, txn, me: bytes, head_seq: int) -> bool:
+        """Whether processing our next message may move another feed's processed seq."""
+        if processed_seq(txn, self._processor_tables, me) != head_seq:
+            return True
+        cursor = txn.cursor(db=self._processor_tables.wait)
+        return cursor.set_range(me) and cursor.key()[:32] == me
+
+    def _publish_together(self, txn, writer: BatchWriter, me: bytes, requests, stamps):
+        """The batch in `txn` with one writer and one processing (see `publish_batch`)."""
+        head_seq, head_id = writer.head(me)
+        latest = 0 if head_id is None else self._own_message(txn, me, head_seq).timestamp
+        frontier = None
+        results: list[Message | Exception] = []
+        for (content, tangles), timestamp in zip(requests, stamps, strict=True):
+            if timestamp is None:
+                timestamp = max(int(time.time() * 1000), latest)
+            if frontier is None or self._timeframe_source is not None:
+                frontier = self._timeframe(txn, me)
+            try:
+                message = sign_message(
+                    self._keypair,
+                    seq=head_seq + 1,
+                    prev=head_id,
+                    timestamp=timestamp,
+                    timeframe=frontier,
+                    tangles=self._links(txn, tangles),
+                    content=content,
+                    limits=self._limits,
+                )
+            except Exception as error:  # this request's own failure: nothing written yet
+                results.append(error)
+                continue
+            self._apply_own(writer, message)
+            head_seq, head_id, latest = message.seq, message.id, message.timestamp
+            results.append(message)
+        writer.finish()
+        self._process(txn, {me}, batch=writer.stored)
+        return results
+
+    def _publish_each(self, txn, requests, stamps) -> list[Message | Exception]:
+        """The batch as one nested transaction per request, each processed on its own."""
+        results: list[Message | Exception] = []
+        for (content, tangles), timestamp in zip(requests, stamps, strict=True):
+            try:
+                with self._env.begin(write=True, parent=txn) as child:
+                    results.append(self._publish_in(child, content, tangles, timestamp))
+            except lmdb.MapFullError as error:
+                full = StoreFull(f"the store at {self.path} is full; raise storage.map_size")
+                full.__cause__ = error
+                results.append(full)
+            except Exception as error:  # this request's own failure; the others go on
+                results.append(error)
         return results
 
     def _publish_in(
@@ -306,32 +348,15 @@ class FeedStore(TimelineReads, DocumentOps):
         tangles: Mapping[str, bytes | None] | None,
         timestamp: int | None = None,
     ) -> Message:
-        """Sign and store our next message inside the open write transaction `txn`."""
-        if self._keypair is None:
-            raise NoIdentity("this store was opened without the node's keypair")
-        me = self._keypair.public
+        """Sign, store and process our next message inside the open write transaction `txn`."""
         writer = BatchWriter(txn, self._tables, self._timeline_tables, self._head_timeframes)
-        if writer.invalid_from(me) is not None:
-            raise OwnFeedForked(
-                "our own feed is proven invalid (a fork or a cycle): the secret key is in "
-                "use elsewhere"
-            )
+        me = self._own_feed(writer)
         head_seq, head_id = writer.head(me)
-        refuse_if_behind(self.own_head_path, me, head_seq)
-        links: dict[str, TangleLink] = {}
-        for name, root in (tangles or {}).items():
-            if root is None:
-                links[name] = ROOT_LINK
-                continue
-            tips = tips_of(txn, self._tables, root, name)
-            if not tips:
-                raise UnknownTangle(f"no tangle {name!r} rooted at {message_text(root)}")
-            links[name] = TangleLink(root, tuple(tips[: self._limits.max_previous]))
+        links = self._links(txn, tangles)
         if timestamp is None:
             timestamp = int(time.time() * 1000)
             if head_id is not None:
-                previous = self._tables.bodies.message(txn, feed_key(me, head_seq))
-                timestamp = max(timestamp, previous.timestamp)
+                timestamp = max(timestamp, self._own_message(txn, me, head_seq).timestamp)
         message = sign_message(
             self._keypair,
             seq=head_seq + 1,
@@ -342,12 +367,32 @@ class FeedStore(TimelineReads, DocumentOps):
             content=content,
             limits=self._limits,
         )
-        result = writer.apply(message)
-        if result.outcome is not Outcome.ACCEPTED:
-            raise StorageError(f"our own message was not accepted: {result.reason}")
+        self._apply_own(writer, message)
         writer.finish()
         self._process(txn, {me}, batch={(me, message.seq): message})
         return message
+
+    def _links(self, txn, tangles: Mapping[str, bytes | None] | None) -> dict[str, TangleLink]:
+        """A new message's tangle links: each tangle's current tips (`UnknownTangle` if none)."""
+        links: dict[str, TangleLink] = {}
+        for name, root in (tangles or {}).items():
+            if root is None:
+                links[name] = ROOT_LINK
+                continue
+            tips = tips_of(txn, self._tables, root, name)
+            if not tips:
+                raise UnknownTangle(f"no tangle {name!r} rooted at {message_text(root)}")
+            links[name] = TangleLink(root, tuple(tips[: self._limits.max_previous]))
+        return links
+
+    def _own_message(self, txn, me: bytes, seq: int) -> Message:
+        return self._tables.bodies.message(txn, feed_key(me, seq))
+
+    @staticmethod
+    def _apply_own(writer: BatchWriter, message: Message) -> None:
+        result = writer.apply(message)
+        if result.outcome is not Outcome.ACCEPTED:
+            raise StorageError(f"our own message was not accepted: {result.reason}")
 
     def _wrote_own(self, message: Message) -> None:
         """Record our feed's new head beside the store (after the commit that holds it)."""
@@ -420,50 +465,7 @@ class FeedStore(TimelineReads, DocumentOps):
             self._process(txn, set(), writer.invalidated)
         return ("new", lowered) if kept else ("known", {})
 
-    # -- reading -----------------------------------------------------------
-
-    def frontier(self) -> dict[bytes, int]:
-        """Feed -> highest stored seq: this store's vector clock."""
-        with self._env.begin() as txn:
-            return {
-                bytes(key): split_head_value(value)[0]
-                for key, value in txn.cursor(db=self._tables.heads)
-            }
-
-    def get(self, msg_id: bytes) -> Message | None:
-        """A message by id: an accepted one, or one held as fork evidence."""
-        with self._env.begin() as txn:
-            return self._get(txn, msg_id)
-
-    def _get(self, txn, msg_id: bytes) -> Message | None:
-        position = txn.get(msg_id, db=self._tables.message_ids)
-        if position is not None:
-            return self._tables.bodies.message(txn, position)
-        raw = txn.get(msg_id, db=self._tables.evidence)
-        return None if raw is None else parse_stored(raw)
-
-    def get_by_seq(self, author: bytes, seq: int) -> Message | None:
-        with self._env.begin() as txn:
-            return self._tables.bodies.message(txn, feed_key(author, seq))
-
-    def read_feed(self, author: bytes, from_seq: int = 1, limit: int = 1000) -> list[Message]:
-        """Up to `limit` messages of a feed, from `from_seq` on, in seq order."""
-        return [parse_stored(raw) for raw in self.read_feed_raw(author, from_seq, limit)]
-
-    def read_feed_raw(self, author: bytes, from_seq: int = 1, limit: int = 1000) -> list[bytes]:
-        """The signed bytes of up to `limit` messages of a feed from `from_seq` on (for gossip)."""
-        raws: list[bytes] = []
-        with self._env.begin() as txn:
-            cursor = txn.cursor(db=self._tables.messages)
-            if not cursor.set_range(feed_key(author, max(from_seq, 1))):
-                return raws
-            for key, value in cursor:
-                if key[:32] != author or len(raws) >= limit:
-                    break
-                raws.append(self._tables.bodies.rebuild(txn, key, value))
-        return raws
-
-    # -- replication and groups: one read transaction each ----------------------
+    # -- replication (the reads are `StoreReads`'): one read transaction each -------------
 
     def replication_start(self, wants: Mapping[bytes, int]) -> int:
         """Where a peer's walk of the processed order starts (see `storage.replication`)."""
@@ -485,159 +487,6 @@ class FeedStore(TimelineReads, DocumentOps):
                 max_bytes,
             )
 
-    def group_messages(self, root: bytes, tangle: str = "group") -> dict[bytes, Message]:
-        """Every message of the timeline of tangle (`tangle`, `root`), in timeline order.
-
-        Raises `UnknownTimeline` when the store holds no such tangle.
-        """
-        with self._env.begin() as txn:
-            reader = TimelineReader(txn, self._timeline_tables)
-            entries = reader.entries(tangle_timeline(root, tangle))
-            return {msg_id: self._get(txn, msg_id) for _rank, msg_id in entries}
-
-    def writers_final(self, timeline: bytes, writers: Iterable[WriterPast]) -> int:
-        """How many leading positions of `timeline` none of `writers` can change.
-
-        Each writer's future messages follow what its `WriterPast` names, so
-        they rank above it (see `_timeline_final` for the rest of the bound).
-        """
-        writers = list(writers)
-
-        def writers_bound(_txn, reader: TimelineReader) -> int | None:
-            bounds = []
-            for writer in writers:
-                after = [reader.member_rank(timeline, i) for i in writer.all_of]
-                one_of = [reader.member_rank(timeline, i) for i in writer.one_of]
-                bound = min(one_of) + 1 if one_of else 0
-                if after:
-                    bound = max(bound, max(after) + 1)
-                bounds.append(bound)
-            return min(bounds) if bounds else None
-
-        return self._timeline_final(timeline, writers_bound)
-
-    def feeds(self) -> list[FeedInfo]:
-        """Every feed held or proven invalid: its head (0 if none left) and boundary."""
-        with self._env.begin() as txn:
-            invalid = invalid_feeds(txn, self._tables)
-            found = {
-                bytes(author): FeedInfo(
-                    bytes(author), *split_head_value(value), invalid.get(bytes(author))
-                )
-                for author, value in txn.cursor(db=self._tables.heads)
-            }
-        for author, boundary in invalid.items():
-            found.setdefault(author, FeedInfo(author, 0, None, boundary))
-        return [found[author] for author in sorted(found)]
-
-    def invalid_feeds(self) -> dict[bytes, int]:
-        """Feed -> the seq it is invalid from, for every feed a kept proof cut back."""
-        with self._env.begin() as txn:
-            return invalid_feeds(txn, self._tables)
-
-    def evidence(self) -> list[Evidence]:
-        """Every kept proof (at most one per invalid feed)."""
-        with self._env.begin() as txn:
-            proofs = kept_proofs(txn, self._tables)
-            cut = invalid_by_proof(txn, self._tables)
-        return [
-            Evidence(proof_id, kind, dict(sorted(cut.get(proof_id, {}).items())), messages)
-            for proof_id, kind, messages in proofs
-        ]
-
-    def evidence_messages(self) -> list[Message]:
-        """The messages of every kept proof (held apart from the feeds)."""
-        return [message for proof in self.evidence() for message in proof.messages]
-
-    def iter_raw(self, chunk: int = 10_000) -> Iterator[bytes]:
-        """Every accepted message's signed bytes, feed by feed in seq order.
-
-        Reads `chunk` rows per read transaction, so a long export never pins
-        old pages while a node keeps writing.
-        """
-        after: bytes | None = None
-        while True:
-            with self._env.begin() as txn:
-                cursor = txn.cursor(db=self._tables.messages)
-                found = cursor.set_range(after) if after else cursor.first()
-                if found and after is not None and cursor.key() == after:
-                    found = cursor.next()
-                rows = []
-                bodies = self._tables.bodies
-                while found and len(rows) < chunk:
-                    key = bytes(cursor.key())
-                    rows.append((key, bodies.rebuild(txn, key, cursor.value())))
-                    found = cursor.next()
-            if not rows:
-                return
-            yield from (raw for _key, raw in rows)
-            after = rows[-1][0]
-
-    def timelines(self) -> list[tuple[bytes, bytes | None, str | None]]:
-        """(timeline name, tangle root, tangle name) of every timeline; the spacetime's root and
-        name are None."""
-        found: list[tuple[bytes, bytes | None, str | None]] = []
-        with self._env.begin() as txn:
-            for name in txn.cursor(db=self._timeline_tables.names).iternext(values=False):
-                name = bytes(name)
-                if name == SPACETIME:
-                    found.append((name, None, None))
-                elif name[:1] == b"\x01" and len(name) > 34:
-                    found.append((name, name[1:33], name[34:].decode()))
-        return found
-
     @property
     def keypair(self) -> Keypair | None:
         return self._keypair
-
-    def tangle_tips(self, root: bytes, name: str) -> list[bytes]:
-        with self._env.begin() as txn:
-            return tips_of(txn, self._tables, root, name)
-
-    def processed(self, start: int = 0, limit: int = 1000) -> list[tuple[int, bytes, int]]:
-        """(index, feed, seq) of the processed order from `start` on."""
-        with self._env.begin() as txn:
-            return read_processed(txn, self._processor_tables, start, limit)
-
-    def processed_frontier(self) -> dict[bytes, int]:
-        with self._env.begin() as txn:
-            return processed_frontier(txn, self._processor_tables)
-
-    def stalls(self) -> list[Stall]:
-        """Feeds whose next message waits on a message the store does not have."""
-        with self._env.begin() as txn:
-            return stalls(txn, self._processor_tables, self._tables.messages)
-
-    def check(self) -> CheckReport:
-        """Re-verify every stored message and every index (slow: reads everything)."""
-        return check_store(self._env, self._tables)
-
-    # -- pages: what one IPC reply or stream event shows, each read in one transaction --------
-
-    def processed_page(
-        self, start: int = 0, limit: int = 1000, max_bytes: int | None = None
-    ) -> list[tuple[int, Message | None]]:
-        """(index, message) of the processed order from `start` on (None: no longer held).
-
-        The page stops early once the messages' signed bytes reach `max_bytes`.
-        """
-        page: list[tuple[int, Message | None]] = []
-        size = 0
-        with self._env.begin() as txn:
-            for index, feed, seq in read_processed(txn, self._processor_tables, start, limit):
-                message = self._tables.bodies.message(txn, feed_key(feed, seq))
-                page.append((index, message))
-                size += len(message.raw) if message else 0
-                if max_bytes is not None and size >= max_bytes:
-                    break
-        return page
-
-    def statistics(self) -> dict[str, int]:
-        with self._env.begin() as txn:
-            return {
-                "messages": txn.stat(self._tables.messages)["entries"],
-                "feeds": txn.stat(self._tables.heads)["entries"],
-                "evidence": txn.stat(self._tables.evidence)["entries"],
-                "invalid_feeds": txn.stat(self._tables.invalid)["entries"],
-                "bytes_on_disk": self._env.info()["last_pgno"] * self._env.stat()["psize"],
-            }

@@ -1,10 +1,11 @@
 """`FeedStore.publish_batch`: many of our messages in one transaction, each refusal its own."""
 
+from tanglenode.protocol.document import TANGLE, AtomRef, Insert, edit_content, init_content
 from tanglenode.protocol.errors import Reason
-from tanglenode.protocol.message import Message, UnpublishableMessage, decode_message
+from tanglenode.protocol.message import Message, TangleLink, UnpublishableMessage, decode_message
 from tanglenode.storage.errors import OwnFeedBehind, UnknownTangle
 from tanglenode.storage.ownhead import OwnHead, read_own_head, write_own_head
-from tests.factories import keypair
+from tests.factories import Feed, keypair
 
 ME = keypair("me")
 
@@ -78,3 +79,122 @@ def test_a_batch_is_durable_across_reopening(open_store):
     again = open_store(keypair=ME)
     assert again.read_feed(ME.public) == results
     assert again.publish("next").seq == 4
+
+
+# -- a batch gives what publishing one by one gives, byte for byte -------------------------
+
+T0 = 1_800_000_000_000  # timestamps are passed in, so both ways sign the same bytes
+
+
+def scenario(store, bob: Feed, carol: Feed) -> tuple[bytes, bytes]:
+    """Other feeds held and processed, a thread and a document of ours: (thread, doc)."""
+    store.ingest([bob.root("chat", "bob's thread").raw, carol.append("carol 1").raw])
+    thread = store.publish("ours", {"chat": None}, timestamp=T0)
+    doc = store.publish(init_content("notes"), {TANGLE: None}, timestamp=T0 + 1)
+    store.ingest(
+        [
+            bob.append("bob 2", timeframe={ME.public: 2, carol.public: 1}).raw,
+            carol.append("carol 2", tangles={"chat": TangleLink(thread.id, (thread.id,))}).raw,
+        ]
+    )
+    return thread.id, doc.id
+
+
+def batch_requests(thread: bytes, doc: bytes, bob_root: bytes) -> list:
+    typed = edit_content([Insert(AtomRef(doc, 0), "hello")])
+    return [
+        ({"n": 1}, {"chat": thread}),
+        ("lost", {"chat": b"\x07" * 32}),  # refused: no such tangle
+        (typed, {TANGLE: doc}),
+        ({"n": 2}, {"chat": thread, "side": None}),
+        ("x" * 20_000, {"chat": thread}),  # refused: too large
+        ({"n": 3}, {"chat": bob_root}),
+        (edit_content([Insert(AtomRef(doc, 0), "> ")]), {TANGLE: doc}),
+        ({"n": 4}, None),
+    ]
+
+
+def state(store) -> dict:
+    """Everything a publish can change, as plain values."""
+    return {
+        "feeds": {info.author: store.read_feed_raw(info.author) for info in store.feeds()},
+        "processed": store.processed(0, 10_000),
+        "frontier": store.processed_frontier(),
+        "timelines": {name: store.timeline_at(name) for name, _r, _n in store.timelines()},
+        "logs": {name: store.timeline_log(name, 0, 10_000) for name, _r, _n in store.timelines()},
+        "documents": [(d, store.document_snapshot(d.id)) for d in store.documents()],
+        "stalls": store.stalls(),
+    }
+
+
+def outcome(result) -> bytes | tuple:
+    return result.raw if isinstance(result, Message) else (type(result), str(result))
+
+
+def publish_both_ways(open_store, prepare) -> tuple[list, list, dict, dict]:
+    """`prepare(store)` on two fresh stores, then the same requests: one by one, and batched."""
+    results = {}
+    for way in ("one", "batch"):
+        store = open_store(way, keypair=ME)
+        requests = prepare(store)
+        stamps = [T0 + 10 + n for n in range(len(requests))]
+        if way == "one":
+            found = []
+            for (content, tangles), stamp in zip(requests, stamps, strict=True):
+                try:
+                    found.append(store.publish(content, tangles, timestamp=stamp))
+                except Exception as error:
+                    found.append(error)
+        else:
+            found = store.publish_batch(requests, timestamps=stamps)
+        assert store.check().ok
+        results[way] = ([outcome(r) for r in found], state(store), found)
+    return results["one"][0], results["batch"][0], results["one"][1], results["batch"][1]
+
+
+def test_a_batch_stores_exactly_what_publishing_one_by_one_stores(open_store):
+    def prepare(store):
+        bob, carol = Feed("bob"), Feed("carol")
+        thread, doc = scenario(store, bob, carol)
+        return batch_requests(thread, doc, bob.messages[0].id)
+
+    one, batch, one_state, batch_state = publish_both_ways(open_store, prepare)
+    assert batch == one
+    assert batch_state == one_state
+    published = [r for r in one if isinstance(r, bytes)]
+    assert len(published) == 6
+    [(_info, (_version, text))] = batch_state["documents"]
+    assert text == "> hello"
+    frontier = decode_message(published[0]).timeframe
+    assert set(frontier) == {Feed("bob").public, Feed("carol").public}  # others' processed seqs
+
+
+def test_when_a_peer_waits_on_our_next_message_later_ones_see_it_processed(open_store):
+    """Bob's message names our seq 4 before we publish it: once seq 4 is processed, Bob's
+    is too, so our seq 5 carries Bob's feed in its timeframe (the batch must not hide it)."""
+
+    def prepare(store):
+        bob = Feed("bob")
+        store.publish("one", timestamp=T0)
+        store.ingest([bob.append("waits", timeframe={ME.public: 4}).raw])
+        return [(f"n{n}", None) for n in range(2, 7)]
+
+    one, batch, one_state, batch_state = publish_both_ways(open_store, prepare)
+    assert batch == one
+    assert batch_state == one_state
+    timeframes = [decode_message(raw).timeframe for raw in one]
+    assert [Feed("bob").public in timeframe for timeframe in timeframes] == [0, 0, 0, 1, 1]
+
+
+def test_when_our_own_feed_waits_the_batch_still_matches(open_store):
+    """Our seq 1 came back from a backup and waits on a message of Bob's we lack."""
+
+    def prepare(store):
+        ours = Feed(ME)
+        store.ingest([ours.append("from the backup", timeframe={Feed("bob").public: 3}).raw])
+        return [(f"n{n}", None) for n in range(3)]
+
+    one, batch, one_state, batch_state = publish_both_ways(open_store, prepare)
+    assert batch == one
+    assert batch_state == one_state
+    assert len(one_state["stalls"]) == 1
