@@ -152,9 +152,13 @@ def sign_message(
     except (ValueError, LocalProtocolError) as error:
         reason = _CONTENT_REASONS.get(type(error), Reason.MALFORMED)
         raise UnpublishableMessage(reason, f"content: {error}") from None
-    fields = [*canonical_value(fields), content]
-    payload = msgpack.packb(fields, use_bin_type=True)
-    raw = msgpack.packb([*fields, keypair.sign(payload)], use_bin_type=True)
+    try:  # maps in key order; `decode_message` below checks every field's type and range
+        fields[5:] = [dict(sorted(timeframe.items())), dict(sorted(fields[6].items())), content]
+        payload = msgpack.packb(fields, use_bin_type=True)
+    except (TypeError, ValueError, OverflowError):  # no message holds such a value: say which
+        payload = msgpack.packb([*canonical_value(fields[:7]), content], use_bin_type=True)
+    # the signed bytes: the payload's fixarray of 8 made 9, the signature appended as bin 8
+    raw = b"\x99" + payload[1:] + b"\xc4\x40" + keypair.sign(payload)
     try:
         return decode_message(raw, limits, verify_signature=False)
     except InvalidMessage as error:
