@@ -21,9 +21,10 @@ of the cost of the rename's two). A disk writes a sector whole, which is
 what PostgreSQL's pg_control relies on too, so a crash leaves the old
 record or the new one; were a write ever torn, the file would not parse,
 and publishing stops with an error (it never forks). The file may lag the
-store by the one publish (or batch of publishes) in flight, never lead it. Before publishing, the
-store compares: while its head of our feed is below the file's seq,
-publishing raises `OwnFeedBehind`. Messages of our own feed ingested again
+store by the one publish (or batch of publishes) in flight, never lead it. Before each
+publish batch the store compares: while its head of our feed is below the
+file's seq, publishing raises `OwnFeedBehind`. An open store parses the
+file again only when a `stat` shows it changed (`OwnHeadFile`). Messages of our own feed ingested again
 (fetched from peers by gossip, or `tangled import` of a backup) bring the
 store level, and publishing works again. `tangled run` warns at start when
 the store is behind.
@@ -107,14 +108,57 @@ def write_own_head(path: Path, head: OwnHead) -> None:
 
 def behind(path: Path, feed: bytes, stored_seq: int) -> OwnHead | None:
     """The recorded head if the store (at `stored_seq` of our feed) is behind it, else None."""
-    head = read_own_head(path)
+    return _behind(read_own_head(path), feed, stored_seq)
+
+
+def _behind(head: OwnHead | None, feed: bytes, stored_seq: int) -> OwnHead | None:
     if head is None or head.feed != feed or stored_seq >= head.seq:
         return None
     return head
 
 
+class OwnHeadFile:
+    """The own-head file of one open store, parsed again only when it changed.
+
+    The store reads it before every publish batch and writes it after each
+    commit; a `stat` (inode, size, modification time) tells whether the file
+    is still the one last read or written here, so the record is parsed
+    again only when something else replaced or damaged it. The data
+    directory's lock keeps other writers of the same store out while it is
+    open; what the check guards against is a store replaced while closed.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._known: tuple[tuple[int, int, int], OwnHead | None] | None = None
+
+    def read(self) -> OwnHead | None:
+        try:
+            found = os.stat(self.path)
+        except FileNotFoundError:
+            self._known = None
+            return None
+        stamp = (found.st_ino, found.st_size, found.st_mtime_ns)
+        if self._known is not None and self._known[0] == stamp:
+            return self._known[1]
+        head = read_own_head(self.path)  # after the stat: a change in between shows next time
+        self._known = (stamp, head)
+        return head
+
+    def write(self, head: OwnHead) -> None:
+        write_own_head(self.path, head)
+        written = os.stat(self.path)
+        self._known = ((written.st_ino, written.st_size, written.st_mtime_ns), head)
+
+    def refuse_if_behind(self, feed: bytes, stored_seq: int) -> None:
+        _refuse(_behind(self.read(), feed, stored_seq), stored_seq)
+
+
 def refuse_if_behind(path: Path, feed: bytes, stored_seq: int) -> None:
-    head = behind(path, feed, stored_seq)
+    _refuse(behind(path, feed, stored_seq), stored_seq)
+
+
+def _refuse(head: OwnHead | None, stored_seq: int) -> None:
     if head is not None:
         raise OwnFeedBehind(
             f"the store holds our feed up to seq {stored_seq}, but we published up to seq "

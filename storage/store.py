@@ -53,7 +53,7 @@ from tanglenode.storage.layout import (
     feed_key,
 )
 from tanglenode.storage.metapage import check_data_file
-from tanglenode.storage.ownhead import OwnHead, head_path, refuse_if_behind, write_own_head
+from tanglenode.storage.ownhead import OwnHead, OwnHeadFile, head_path
 from tanglenode.storage.processor import (
     Processor,
     ProcessorTables,
@@ -114,6 +114,7 @@ class FeedStore(StoreReads, TimelineReads, DocumentOps):
         except lmdb.Error as error:
             raise StorageError(f"cannot open the store at {self.path}: {error}") from error
         self.own_head_path = head_path(self.path)
+        self._own_head = OwnHeadFile(self.own_head_path)
         self._keypair = keypair
         self._limits = limits
         self._timeframe_source = timeframe_source
@@ -284,7 +285,7 @@ class FeedStore(StoreReads, TimelineReads, DocumentOps):
                 "our own feed is proven invalid (a fork or a cycle): the secret key is in "
                 "use elsewhere"
             )
-        refuse_if_behind(self.own_head_path, me, writer.head(me)[0])
+        self._own_head.refuse_if_behind(me, writer.head(me)[0])
         return me
 
     def _processing_moves_others(self, txn, me: bytes, head_seq: int) -> bool:
@@ -396,7 +397,7 @@ class FeedStore(StoreReads, TimelineReads, DocumentOps):
 
     def _wrote_own(self, message: Message) -> None:
         """Record our feed's new head beside the store (after the commit that holds it)."""
-        write_own_head(self.own_head_path, OwnHead(message.author, message.seq, message.id))
+        self._own_head.write(OwnHead(message.author, message.seq, message.id))
 
     def _timeframe(self, txn, me: bytes) -> dict[bytes, int]:
         """A new message's timeframe: the processed frontier, our own feed left out."""

@@ -2,7 +2,16 @@
 
 import json
 
-from tanglenode.storage.ownhead import RECORD_BYTES, OwnHead, read_own_head, write_own_head
+import pytest
+
+from tanglenode.storage.errors import OwnFeedBehind, StorageError
+from tanglenode.storage.ownhead import (
+    RECORD_BYTES,
+    OwnHead,
+    OwnHeadFile,
+    read_own_head,
+    write_own_head,
+)
 from tests.factories import keypair
 
 ME = keypair("me").public
@@ -29,3 +38,20 @@ def test_a_file_of_another_size_is_replaced_whole(tmp_path):
     write_own_head(path, OwnHead(ME, 7, b"\x07" * 32))
     assert path.stat().st_ino != inode and path.stat().st_size == RECORD_BYTES
     assert read_own_head(path) == OwnHead(ME, 7, b"\x07" * 32)
+
+
+def test_the_store_s_view_of_the_file_follows_a_replaced_or_damaged_file(tmp_path):
+    path = tmp_path / "store.own-head"
+    known = OwnHeadFile(path)
+    assert known.read() is None
+    known.write(OwnHead(ME, 3, b"\x03" * 32))
+    assert known.read() == OwnHead(ME, 3, b"\x03" * 32)
+    known.refuse_if_behind(ME, 3)
+    path.unlink()
+    write_own_head(path, OwnHead(ME, 9, b"\x09" * 32))  # a new file (another inode)
+    assert known.read() == OwnHead(ME, 9, b"\x09" * 32)
+    with pytest.raises(OwnFeedBehind, match="published up to seq 9"):
+        known.refuse_if_behind(ME, 3)
+    path.write_text("{damaged")
+    with pytest.raises(StorageError, match="unreadable"):
+        known.read()

@@ -64,9 +64,12 @@ def test_a_batch_where_every_request_is_refused_stores_nothing(store):
     assert store.publish_batch([]) == []
 
 
-def test_a_store_behind_our_head_file_refuses_the_whole_batch(store):
+def test_a_store_behind_our_head_file_refuses_the_whole_batch(open_store):
+    store = open_store(keypair=ME)
     first = store.publish("one")
+    store.close()
     write_own_head(store.own_head_path, OwnHead(ME.public, 5, first.id))  # as after a restore
+    store = open_store(keypair=ME)
     results = store.publish_batch([("a", None), ("b", None)])
     assert all(isinstance(result, OwnFeedBehind) for result in results)
     assert store.read_feed(ME.public) == [first]
