@@ -22,14 +22,23 @@ one (shared) machine: the figures of ours, the baseline's, and ours over it.
 
     .venv/bin/python bench/ipc.py [--messages 2000] [--rounds 3] [--clients 1 8]
                                   [--baseline /tmp/base] [--dir /dev/shm]
+
+`--store-cpu` measures instead the store's own share, in process, with no
+node, socket or thread: the CPU time per message of `FeedStore.publish_batch`
+in batches of 1 and of 32 (a store under `--dir`, four other feeds held),
+ours and, with `--baseline`, the baseline's (in a child process), rounds
+alternating. CPU time, not wall time, so it depends less on the machine's
+other load and not at all on the disk.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -165,6 +174,66 @@ async def run(args) -> None:
             )
 
 
+def store_cpu(messages: int, where: str | None) -> dict[int, float]:
+    """CPU microseconds per message of `publish_batch`, for batches of 1 and of 32."""
+    from tanglenode.protocol.identity import Keypair
+    from tanglenode.protocol.message import sign_message
+    from tanglenode.storage.store import FeedStore
+
+    def others(index: int, seq: int, prev: bytes | None):
+        keypair = Keypair(bytes([index + 1]) * 32)
+        return sign_message(
+            keypair, seq=seq, prev=prev, timestamp=seq, timeframe={}, tangles={}, content=seq
+        )
+
+    figures = {}
+    for size in (1, 32):
+        with tempfile.TemporaryDirectory(prefix="bench-ipc-", dir=where) as tmp:
+            store = FeedStore(Path(tmp) / "store", keypair=Keypair(b"\x05" * 32))
+            for index in range(4):
+                first = others(index, 1, None)
+                store.ingest([first.raw, others(index, 2, first.id).raw])
+            root = store.publish({"type": "bench"}, {"bench": None})
+            began = time.process_time()
+            for _start in range(0, messages, size):
+                store.publish_batch(
+                    [({"n": n, "text": "hello"}, {"bench": root.id}) for n in range(size)]
+                )
+            figures[size] = (time.process_time() - began) / messages * 1e6
+            store.close()
+    return figures
+
+
+def run_store_cpu(args) -> None:
+    print(f"# {platform.node()}, {os.cpu_count()} cores, store under {args.dir or 'TMPDIR'}")
+    found: dict[str, list[dict[int, float]]] = {"ours": [], "baseline": []}
+    with tempfile.TemporaryDirectory(prefix="bench-ipc-") as tmp:
+        for round_no in range(args.rounds):
+            found["ours"].append(store_cpu(args.messages, args.dir))
+            if args.baseline:
+                child = [sys.executable, __file__, "--store-cpu", "--json", "--rounds", "1"]
+                child += ["--messages", str(args.messages)] + (
+                    ["--dir", args.dir] if args.dir else []
+                )
+                env = {**os.environ, **baseline_env(args.baseline, Path(tmp) / str(round_no))}
+                output = subprocess.run(child, env=env, check=True, capture_output=True, text=True)
+                found["baseline"].append({int(k): v for k, v in json.loads(output.stdout).items()})
+            shown = [
+                f"{name} " + ", ".join(f"batch {size} {us:.0f} us" for size, us in f[-1].items())
+                for name, f in found.items()
+                if f
+            ]
+            print(f"  round {round_no}: " + "; ".join(shown), flush=True)
+    print(f"\nstore CPU per published message, median of {args.rounds} rounds:")
+    for size in (1, 32):
+        ours = statistics.median(figures[size] for figures in found["ours"])
+        line = f"publish_batch, batches of {size}: {ours:.0f} us"
+        if found["baseline"]:
+            base = statistics.median(figures[size] for figures in found["baseline"])
+            line += f"; baseline {base:.0f} us; baseline/ours {base / ours:.2f}x"
+        print(line)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--messages", type=int, default=2000, help="per round, all clients")
@@ -172,7 +241,15 @@ def main() -> None:
     parser.add_argument("--clients", type=int, nargs="+", default=[1, 8])
     parser.add_argument("--dir", help="where the node's data directory goes (default: TMPDIR)")
     parser.add_argument("--baseline", type=Path, help="a checkout to alternate rounds with")
-    trio.run(run, parser.parse_args())
+    parser.add_argument("--store-cpu", action="store_true", help="the store's CPU, in process")
+    parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)  # a child's output
+    args = parser.parse_args()
+    if args.store_cpu and args.json:
+        print(json.dumps(store_cpu(args.messages, args.dir)))
+    elif args.store_cpu:
+        run_store_cpu(args)
+    else:
+        trio.run(run, args)
 
 
 if __name__ == "__main__":
