@@ -21,12 +21,13 @@ of the cost of the rename's two). A disk writes a sector whole, which is
 what PostgreSQL's pg_control relies on too, so a crash leaves the old
 record or the new one; were a write ever torn, the file would not parse,
 and publishing stops with an error (it never forks). The file may lag the
-store by the one publish (or batch of publishes) in flight, never lead it. Before each
-publish batch the store compares: while its head of our feed is below the
-file's seq, publishing raises `OwnFeedBehind`. An open store parses the
-file again only when a `stat` shows it changed (`OwnHeadFile`). Messages of our own feed ingested again
-(fetched from peers by gossip, or `tangled import` of a backup) bring the
-store level, and publishing works again. `tangled run` warns at start when
+store by the one publish (or batch of publishes) in flight, never lead
+it. Before each publish batch the store compares: while its head of our
+feed is below the file's seq, publishing raises `OwnFeedBehind`. An open
+store parses the file again only when a `stat` shows it changed
+(`OwnHeadFile`). Messages of our own feed ingested again (fetched from
+peers by gossip, or `tangled import` of a backup) bring the store level,
+and publishing works again. `tangled run` warns at start when
 the store is behind.
 """
 
