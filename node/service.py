@@ -17,6 +17,7 @@ and `evidence_version` goes up so every connection sends the new proof on.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -37,6 +38,13 @@ from tanglenode.storage.document_rows import (
     Version,
 )
 from tanglenode.storage.ingest import IngestResult, Outcome
+
+try:  # INGEST's two-step ingest (issue 14)
+    from tanglenode.storage.ingest import PreparedBatch, prepare
+except ImportError:  # STAND-IN until INGEST is merged: delete this fallback and the file
+    from tanglenode.node.ingest_standin import PreparedBatch, prepare
+
+from tanglenode.node import ingest_standin  # STAND-IN until INGEST is merged: delete
 from tanglenode.storage.processor import Stall
 from tanglenode.storage.replication import Batch
 from tanglenode.storage.store import Evidence, FeedStore
@@ -54,6 +62,10 @@ class StoreService:
         self.evidence_version = 0
         self._changed = trio.Event()
         self._writer = trio.CapacityLimiter(1)
+        self._preparers = trio.CapacityLimiter(1)  # verifying beside the writer: a second core
+        self._ingest_prepared = getattr(store, "ingest_prepared", None)
+        if self._ingest_prepared is None:  # STAND-IN until INGEST is merged: delete these 2 lines
+            self._ingest_prepared = functools.partial(ingest_standin.ingest_prepared, store)
         self._readers = trio.CapacityLimiter(4)
 
     def _read_clock(self) -> None:
@@ -88,6 +100,23 @@ class StoreService:
         results = await trio.to_thread.run_sync(
             self.store.ingest, raws, limiter=self._writer, abandon_on_cancel=False
         )
+        return await self._ingested(results)
+
+    async def prepare(self, raws: list[bytes]) -> PreparedBatch:
+        """Decode and verify `raws` in a worker thread, without the store or its writer, so
+        it runs beside a write (`ingest_prepared`) of the previous batch."""
+        return await trio.to_thread.run_sync(
+            prepare, raws, self.store.limits, limiter=self._preparers
+        )
+
+    async def ingest_prepared(self, batch: PreparedBatch) -> list[IngestResult]:
+        """Store a `prepare`d batch: what `ingest` does after the signatures."""
+        results = await trio.to_thread.run_sync(
+            self._ingest_prepared, batch, limiter=self._writer, abandon_on_cancel=False
+        )
+        return await self._ingested(results)
+
+    async def _ingested(self, results: list[IngestResult]) -> list[IngestResult]:
         if any(result.outcome in (Outcome.FORK, Outcome.CYCLE) for result in results):
             await self._proofs_changed()
         accepted = (r.message for r in results if r.outcome is Outcome.ACCEPTED and r.message)
