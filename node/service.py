@@ -40,9 +40,9 @@ from tanglenode.storage.document_rows import (
 from tanglenode.storage.ingest import IngestResult, Outcome
 
 try:  # INGEST's two-step ingest (issue 14)
-    from tanglenode.storage.ingest import PreparedBatch, prepare
+    from tanglenode.storage.ingest import PreparedBatch
 except ImportError:  # STAND-IN until INGEST is merged: delete this fallback and the file
-    from tanglenode.node.ingest_standin import PreparedBatch, prepare
+    from tanglenode.node.ingest_standin import PreparedBatch
 
 from tanglenode.node import ingest_standin  # STAND-IN until INGEST is merged: delete
 from tanglenode.storage.processor import Stall
@@ -63,9 +63,14 @@ class StoreService:
         self._changed = trio.Event()
         self._writer = trio.CapacityLimiter(1)
         self._preparers = trio.CapacityLimiter(1)  # verifying beside the writer: a second core
-        self._ingest_prepared = getattr(store, "ingest_prepared", None)
-        if self._ingest_prepared is None:  # STAND-IN until INGEST is merged: delete these 2 lines
-            self._ingest_prepared = functools.partial(ingest_standin.ingest_prepared, store)
+        # FeedStore.prepare and .ingest_prepared are INGEST's; STAND-IN until it is merged:
+        # delete the two `or ...` fallbacks.
+        self._prepare = getattr(store, "prepare", None) or functools.partial(
+            ingest_standin.prepare, limits=store.limits
+        )
+        self._ingest_prepared = getattr(store, "ingest_prepared", None) or functools.partial(
+            ingest_standin.ingest_prepared, store
+        )
         self._readers = trio.CapacityLimiter(4)
 
     def _read_clock(self) -> None:
@@ -105,9 +110,7 @@ class StoreService:
     async def prepare(self, raws: list[bytes]) -> PreparedBatch:
         """Decode and verify `raws` in a worker thread, without the store or its writer, so
         it runs beside a write (`ingest_prepared`) of the previous batch."""
-        return await trio.to_thread.run_sync(
-            prepare, raws, self.store.limits, limiter=self._preparers
-        )
+        return await trio.to_thread.run_sync(self._prepare, raws, limiter=self._preparers)
 
     async def ingest_prepared(self, batch: PreparedBatch) -> list[IngestResult]:
         """Store a `prepare`d batch: what `ingest` does after the signatures."""
