@@ -109,6 +109,7 @@ async def _run_node(settings: Settings, keypair: Keypair, notifier: Notifier) ->
         limits=settings.limits.to_protocol(),
         map_size=settings.storage.map_size,
     )
+    service = None
     try:
         _warn_if_own_feed_behind(store, keypair.public)
         service = StoreService(store)
@@ -157,5 +158,7 @@ async def _run_node(settings: Settings, keypair: Keypair, notifier: Notifier) ->
                     peers=len(settings.peers),
                 )
     finally:
+        if service is not None:
+            service.close()  # its verifying process
         store.close()
         log.info("stopped")

@@ -16,7 +16,7 @@ give exactly `FeedStore.ingest`'s results.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from tanglenode.protocol.errors import InvalidMessage
@@ -29,45 +29,49 @@ from tanglenode.storage.store import FeedStore, feed_ordered
 
 @dataclass(frozen=True, slots=True)
 class PreparedBatch:
-    """Each message's id and its decoded, verified `Message` or why it is invalid."""
+    """Slot i: the decoded `messages[i]` still to apply, or the decided `results[i]`."""
 
     ids: list[bytes]
-    decoded: list[Message | InvalidMessage]
+    messages: list[Message | None]
+    results: list[IngestResult | None]
 
 
-def prepare(raws: Sequence[bytes], limits: Limits) -> PreparedBatch:
-    """Decode and verify `raws` without the store (STAND-IN for `storage.ingest.prepare`)."""
-    ids: list[bytes] = []
-    decoded: list[Message | InvalidMessage] = []
-    for raw in raws:
+def prepare(
+    raws: Sequence[bytes], limits: Limits, known: Collection[bytes] = frozenset()
+) -> PreparedBatch:
+    """Hash, decode and verify `raws` without the store (STAND-IN for INGEST's)."""
+    count = len(raws)
+    ids: list[bytes] = [b""] * count
+    messages: list[Message | None] = [None] * count
+    results: list[IngestResult | None] = [None] * count
+    seen: set[bytes] = set()
+    for index, raw in enumerate(raws):
         raw = bytes(raw)
-        msg_id = message_id(raw)
-        ids.append(msg_id)
+        msg_id = ids[index] = message_id(raw)
+        if msg_id in seen or msg_id in known:
+            results[index] = IngestResult(Outcome.DUPLICATE, msg_id)
+            continue
+        seen.add(msg_id)
         try:
-            decoded.append(decode_message(raw, limits, known_id=msg_id))
+            messages[index] = decode_message(raw, limits, known_id=msg_id)
         except InvalidMessage as error:
-            decoded.append(error)
-    return PreparedBatch(ids, decoded)
+            results[index] = IngestResult(Outcome.REJECTED, msg_id, error.reason, error.detail)
+    return PreparedBatch(ids, messages, results)
 
 
 def ingest_prepared(store: FeedStore, batch: PreparedBatch) -> list[IngestResult]:
     """Store a prepared batch atomically (STAND-IN for `FeedStore.ingest_prepared`)."""
     tables = store._tables  # private: this stands in for a FeedStore method
+    results = list(batch.results)
     with store._env.begin() as txn:
-        known = [is_known(txn, tables, msg_id) for msg_id in batch.ids]
-    results: list[IngestResult | None] = [None] * len(batch.ids)
-    candidates: list[tuple[int, Message]] = []
-    seen: set[bytes] = set()
-    for index, (msg_id, decoded) in enumerate(zip(batch.ids, batch.decoded, strict=True)):
-        if known[index] or msg_id in seen:
-            results[index] = IngestResult(Outcome.DUPLICATE, msg_id)
-            continue
-        seen.add(msg_id)
-        if isinstance(decoded, InvalidMessage):
-            results[index] = IngestResult(Outcome.REJECTED, msg_id, decoded.reason, decoded.detail)
-        else:
-            candidates.append((index, decoded))
-    candidates = feed_ordered(candidates)
+        for index, msg_id in enumerate(batch.ids):
+            if batch.messages[index] is not None and is_known(txn, tables, msg_id):
+                results[index] = IngestResult(Outcome.DUPLICATE, msg_id)
+    candidates = feed_ordered(
+        [(i, message) for i, message in enumerate(batch.messages) if message and not results[i]]
+    )
+    if not candidates:
+        return results  # type: ignore[return-value]  # every slot is decided
     with store._write() as txn:
         writer = BatchWriter(txn, tables, store._timeline_tables)
         for index, message in candidates:

@@ -45,6 +45,7 @@ except ImportError:  # STAND-IN until INGEST is merged: delete this fallback and
     from tanglenode.node.ingest_standin import PreparedBatch
 
 from tanglenode.node import ingest_standin  # STAND-IN until INGEST is merged: delete
+from tanglenode.node.verifier import Verifier
 from tanglenode.storage.processor import Stall
 from tanglenode.storage.replication import Batch
 from tanglenode.storage.store import Evidence, FeedStore
@@ -62,7 +63,6 @@ class StoreService:
         self.evidence_version = 0
         self._changed = trio.Event()
         self._writer = trio.CapacityLimiter(1)
-        self._preparers = trio.CapacityLimiter(1)  # verifying beside the writer: a second core
         # FeedStore.prepare and .ingest_prepared are INGEST's; STAND-IN until it is merged:
         # delete the two `or ...` fallbacks.
         self._prepare = getattr(store, "prepare", None) or functools.partial(
@@ -71,6 +71,7 @@ class StoreService:
         self._ingest_prepared = getattr(store, "ingest_prepared", None) or functools.partial(
             ingest_standin.ingest_prepared, store
         )
+        self.verifier = Verifier(store.limits, self._prepare)  # a second core, beside the writer
         self._readers = trio.CapacityLimiter(4)
 
     def _read_clock(self) -> None:
@@ -108,9 +109,13 @@ class StoreService:
         return await self._ingested(results)
 
     async def prepare(self, raws: list[bytes]) -> PreparedBatch:
-        """Decode and verify `raws` in a worker thread, without the store or its writer, so
-        it runs beside a write (`ingest_prepared`) of the previous batch."""
-        return await trio.to_thread.run_sync(self._prepare, raws, limiter=self._preparers)
+        """Decode and verify `raws` beside the writer (node.verifier: a worker process for a
+        large batch), so it runs while `ingest_prepared` stores the previous batch."""
+        return await self.verifier.prepare(raws)
+
+    def close(self) -> None:
+        """Stop the verifying process, if one runs (the store is the caller's to close)."""
+        self.verifier.close()
 
     async def ingest_prepared(self, batch: PreparedBatch) -> list[IngestResult]:
         """Store a `prepare`d batch: what `ingest` does after the signatures."""
