@@ -109,7 +109,6 @@ async def _run_node(settings: Settings, keypair: Keypair, notifier: Notifier) ->
         limits=settings.limits.to_protocol(),
         map_size=settings.storage.map_size,
     )
-    service = None
     try:
         _warn_if_own_feed_behind(store, keypair.public)
         service = StoreService(store)
@@ -125,6 +124,7 @@ async def _run_node(settings: Settings, keypair: Keypair, notifier: Notifier) ->
         with trio.CancelScope() as running, _startup_failures():
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(_stop_on_signal, running, notifier, network)
+                nursery.start_soon(service.verifier.run)  # verifying on a second core
                 try:
                     bound_host, bound_port = await nursery.start(network.serve, host, port)
                 except (OSError, BaseExceptionGroup) as error:
@@ -158,7 +158,5 @@ async def _run_node(settings: Settings, keypair: Keypair, notifier: Notifier) ->
                     peers=len(settings.peers),
                 )
     finally:
-        if service is not None:
-            service.close()  # its verifying process
         store.close()
         log.info("stopped")

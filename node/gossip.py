@@ -113,6 +113,7 @@ class GossipSession:
         return {feed: (seq, tags[feed]) for feed, seq in self.service.clock.items()}
 
     async def run(self) -> None:
+        self.service.verifier.want()  # its messages are checked in a worker process
         self.advertised = self._our_clock()
         await self.secure.send_all(self.connection.hello(self.advertised))
         async with trio.open_nursery() as nursery:

@@ -110,12 +110,8 @@ class StoreService:
 
     async def prepare(self, raws: list[bytes]) -> PreparedBatch:
         """Decode and verify `raws` beside the writer (node.verifier: a worker process for a
-        large batch), so it runs while `ingest_prepared` stores the previous batch."""
+        large batch once `verifier.run` runs), while `ingest_prepared` stores the previous one."""
         return await self.verifier.prepare(raws)
-
-    def close(self) -> None:
-        """Stop the verifying process, if one runs (the store is the caller's to close)."""
-        self.verifier.close()
 
     async def ingest_prepared(self, batch: PreparedBatch) -> list[IngestResult]:
         """Store a `prepare`d batch: what `ingest` does after the signatures."""

@@ -3,67 +3,61 @@
 Theory of operation
 -------------------
 `prepare` needs no store, so a batch can be checked while the writer
-stores the previous one. In a thread it would share the writer's GIL: the
-two hand it back and forth at every LMDB call and every signature, and
-both ran at about half speed (measured: the writer went from 108-144 to
-217-299 µs a message with a preparing thread beside it). So a batch of at
-least `PROCESS_MIN` messages goes to one worker process, which returns the
-`PreparedBatch` pickled; unpickling it costs the daemon about 6 µs a
-message, less than decoding would. Smaller batches (live pushes) are
-prepared in a thread, where the round trip costs nothing.
+stores the previous one. In a thread beside the writer it would share the
+writer's GIL: the two hand it back and forth at every LMDB call and every
+signature, and both slow down (measured: the writer went from 94-99 to
+208-230 µs a message with a preparing thread beside it, against 124 with
+a process). So a batch of at least `PROCESS_MIN` messages goes to a worker
+process (node.verify_worker) over a pipe, pickled both ways; unpickling the
+answer costs the daemon about 6 µs a message, less than decoding would.
+Smaller batches (live pushes) are prepared in a thread.
 
-The process is spawned (nothing of the daemon's threads or sockets is
-copied) on the first call, and until it has started, which takes a few
-tenths of a second, batches go to the thread. A process that dies sends
-the batches to the thread again, and the next call spawns another. The
-worker exits when its parent does, even one killed outright (it checks
-its parent every second), and `close` stops it. On a one-core machine no
-process is started at all.
+`run` keeps the worker: the daemon runs it in its nursery for the node's
+life. It starts the worker only once `want()` was called (a peer
+connected), restarts it a second after it dies, and kills it on
+cancellation. Until the worker has said it is ready, and whenever there is
+none (no `run` task, as in tests of the gossip alone, or a one-core
+machine), batches go to the thread. One batch at a time crosses the pipe;
+a call cancelled half-way kills the worker (its answer would be out of
+step) and the next one starts clean. The worker exits when its stdin
+ends, so it never outlives the daemon.
 """
 
 from __future__ import annotations
 
-import multiprocessing
+import functools
 import os
-import threading
-import time
-from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
+import pickle
+import subprocess
+import sys
+from collections.abc import Callable
 from typing import Any
 
 import structlog
 import trio
 
+from tanglenode.node.verify_worker import LENGTH, READY
 from tanglenode.protocol.limits import Limits
-
-try:  # INGEST's (issue 14)
-    from tanglenode.storage.ingest import prepare as _prepare
-except ImportError:  # STAND-IN until INGEST is merged: delete this fallback
-    from tanglenode.node.ingest_standin import prepare as _prepare
 
 log = structlog.get_logger("verifier")
 
 PROCESS_MIN = 256  # messages: a smaller batch is prepared in a thread
+RESTART_SECONDS = 1.0
+WORKER = [sys.executable, "-m", "tanglenode.node.verify_worker"]
 
 
-def _watch_parent(parent: int) -> None:
-    """In the worker: exit once the daemon is gone (its pipes alone may not tell us)."""
-
-    def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(1.0)
-        os._exit(0)
-
-    threading.Thread(target=watch, daemon=True).start()
+class WorkerFailed(Exception):
+    """The worker answered nothing, or not a whole answer."""
 
 
-def _ready() -> bool:
-    return True
-
-
-def prepare_in_worker(raws: Sequence[bytes], limits: Limits) -> Any:
-    return _prepare(raws, limits)
+async def _read_exactly(stream: trio.abc.ReceiveStream, count: int) -> bytes:
+    data = bytearray()
+    while len(data) < count:
+        chunk = await stream.receive_some(count - len(data))
+        if not chunk:
+            raise WorkerFailed("the verifying process closed its output")
+        data += chunk
+    return bytes(data)
 
 
 class Verifier:
@@ -77,63 +71,80 @@ class Verifier:
         self.limits = limits
         self.in_thread = in_thread  # the thread's prepare (it may read the store for known ids)
         self.processes = (os.cpu_count() or 1) > 1 if processes is None else processes
-        self._pool: ProcessPoolExecutor | None = None
-        self._started: Future | None = None  # done once the worker answered
+        self._worker: trio.Process | None = None  # while one runs and said it is ready
+        self._wanted = trio.Event()
+        self._ready = trio.Event()  # set while `_worker` is usable, replaced when it ends
+        self._lock = trio.Lock()  # one batch in the pipe at a time
         self._threads = trio.CapacityLimiter(1)
 
-    async def prepare(self, raws: list[bytes]) -> Any:
-        """The `PreparedBatch` of `raws`, from the worker process or a thread."""
-        if self.processes and len(raws) >= PROCESS_MIN:
-            try:
-                if self._warm():
-                    return await self._in_process(raws)
-            except BrokenProcessPool:
-                log.warning("the verifying process died; verifying in a thread")
-                self._stop()
-        return await trio.to_thread.run_sync(self.in_thread, raws, limiter=self._threads)
+    def want(self) -> None:
+        """Start the worker (if `run` runs): messages from a peer are coming."""
+        self._wanted.set()
 
-    async def start(self) -> None:
-        """Start the worker process now and wait until it answers (`prepare` never waits)."""
-        if self.processes:
-            self._warm()
-            await trio.to_thread.run_sync(self._started.exception)
+    async def ready(self) -> None:
+        """Until a worker is ready (for tests; `prepare` never waits for one)."""
+        while self._worker is None:
+            await self._ready.wait()
 
     @property
     def worker_pid(self) -> int | None:
-        """The worker process's pid, once it runs."""
-        if self._pool is None or self._started is None or not self._started.done():
-            return None
-        return next(iter(self._pool._processes), None)
+        return None if self._worker is None else self._worker.pid
 
-    def _warm(self) -> bool:
-        """True once the worker process runs; starts it if there is none."""
-        if self._pool is None:
-            self._pool = ProcessPoolExecutor(
-                max_workers=1,
-                mp_context=multiprocessing.get_context("spawn"),
-                initializer=_watch_parent,
-                initargs=(os.getpid(),),
-            )
-            self._started = self._pool.submit(_ready)
-        started = self._started
-        if not started.done():
-            return False
-        if started.exception() is not None:
-            raise BrokenProcessPool(str(started.exception()))
-        return True
+    async def run(self) -> None:
+        """Keep a worker process, once wanted, until cancelled (which kills it)."""
+        if not self.processes:
+            return
+        await self._wanted.wait()
+        while True:
+            try:
+                async with trio.open_nursery() as nursery:
+                    process = await nursery.start(
+                        functools.partial(
+                            trio.run_process,
+                            WORKER,
+                            stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE,
+                            check=False,
+                        )
+                    )
+                    if await _read_exactly(process.stdout, len(READY)) != READY:
+                        raise WorkerFailed("the verifying process did not say it was ready")
+                    self._worker = process
+                    self._ready.set()
+            except (WorkerFailed, OSError, trio.BrokenResourceError) as error:
+                log.warning("the verifying process failed", error=str(error))
+            finally:
+                self._worker = None
+                self._ready = trio.Event()
+            log.info("verifying in a thread until the process is restarted")
+            await trio.sleep(RESTART_SECONDS)
 
-    async def _in_process(self, raws: list[bytes]) -> Any:
-        future = self._pool.submit(prepare_in_worker, raws, self.limits)
+    async def prepare(self, raws: list[bytes]) -> Any:
+        """The `PreparedBatch` of `raws`, from the worker process or a thread."""
+        worker = self._worker
+        if worker is not None and len(raws) >= PROCESS_MIN:
+            try:
+                async with self._lock:
+                    return await self._exchange(worker, raws)
+            except (WorkerFailed, trio.BrokenResourceError, trio.ClosedResourceError) as error:
+                log.warning("the verifying process failed; verifying in a thread", error=str(error))
+        return await trio.to_thread.run_sync(self.in_thread, raws, limiter=self._threads)
+
+    async def _exchange(self, worker: trio.Process, raws: list[bytes]) -> Any:
+        if worker is not self._worker:
+            raise WorkerFailed("the verifying process was replaced")
         try:
-            return await trio.to_thread.run_sync(future.result, abandon_on_cancel=True)
-        finally:
-            future.cancel()  # nothing if it ran; if we were cancelled, it need not
+            request = pickle.dumps((raws, self.limits), protocol=pickle.HIGHEST_PROTOCOL)
+            await worker.stdin.send_all(LENGTH.pack(len(request)) + request)
+            (length,) = LENGTH.unpack(await _read_exactly(worker.stdout, LENGTH.size))
+            return pickle.loads(await _read_exactly(worker.stdout, length))
+        except BaseException:
+            self._discard(worker)  # half an exchange leaves the pipe out of step
+            raise
 
-    def _stop(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)
-        self._pool = self._started = None
-
-    def close(self) -> None:
-        """Stop the worker process (the next `prepare` would start another)."""
-        self._stop()
+    def _discard(self, worker: trio.Process) -> None:
+        """Kill `worker` and stop using it; `run` starts another."""
+        worker.kill()
+        if self._worker is worker:
+            self._worker = None
+            self._ready = trio.Event()
