@@ -13,18 +13,21 @@ workload, alternating:
 
   catch-up  a fresh sink node (`tangled run`, its own data directory)
             dials the source; timed from the sink's READY=1 until its
-            status counts all N messages (polled every 20 ms)
+            status counts all N messages (polled every 20 ms); once with
+            the sink checking signatures in its worker process (the
+            default, `gossip.verify_in_process`), once in a thread
   verify    nacl.bindings.crypto_sign_open over the same N messages in
             this process: the receiver's bare verify rate on one core
 
-and prints msgs/s of each and their ratio, then a row per workload with
-its goal: medians over the rounds (ratios are medians of the per-round
-ratios, both halves timed back to back). Both nodes and this benchmark run
+and prints msgs/s of each and their ratio, then a row per workload and
+mode with its goal: medians over the rounds (ratios are medians of the
+per-round ratios, each catch-up timed right before its verify). Both nodes and this benchmark run
 on this machine, so they share its cores (and, on a shared machine, the
 figures drift with everything else that runs).
 
     .venv/bin/python bench/replication.py [--messages 30000] [--rounds 3]
     .venv/bin/python bench/replication.py --workload sparse     # one of them
+    .venv/bin/python bench/replication.py --verify-in process   # one mode
     .venv/bin/python bench/replication.py --timeframe-feeds 8   # another cap, one workload
 """
 
@@ -54,15 +57,18 @@ SPARSE_FEEDS = 4
 SPARSE_GOAL = (8_000, 5_000)  # msgs/s: goal, at least (issue 14)
 
 
+MODES = {"process": "true", "thread": "false"}  # where the sink verifies: gossip.verify_in_process
+
+
 @dataclass
 class Workload:
     name: str
     timeframe_feeds: int | None
     raws: list[bytes] = field(default_factory=list)
     source: Node | None = None
-    catch_up: list[float] = field(default_factory=list)  # msgs/s per round
-    verify: list[float] = field(default_factory=list)
-    ratio: list[float] = field(default_factory=list)
+    catch_up: dict[str, list[float]] = field(default_factory=dict)  # mode -> msgs/s per round
+    verify: dict[str, list[float]] = field(default_factory=dict)
+    ratio: dict[str, list[float]] = field(default_factory=dict)
 
 
 def fill(node: Node, raws: list[bytes]) -> None:
@@ -71,9 +77,9 @@ def fill(node: Node, raws: list[bytes]) -> None:
             store.ingest(raws[start : start + 2000])
 
 
-async def catch_up(root: Path, source: Node, count: int, name: str) -> float:
+async def catch_up(root: Path, source: Node, count: int, name: str, mode: str) -> float:
     sink = Node(root, name)
-    await sink.start([source])
+    await sink.start([source], extra_env={"TANGLED_GOSSIP__VERIFY_IN_PROCESS": MODES[mode]})
     started = time.perf_counter()
     async with await sink.client() as client:
         while (await client.status())["messages"] < count:
@@ -115,28 +121,37 @@ async def run(args) -> None:
             fill(work.source, work.raws)
             await work.source.start()
         print(f"{args.rounds} rounds")
+        modes = list(MODES) if args.verify_in == "both" else [args.verify_in]
         for round_no in range(args.rounds):
             for work in chosen:
-                sink = f"sink-{work.name.split()[0]}-{round_no}"
-                catch_up_s = await catch_up(root, work.source, len(work.raws), sink)
-                verify_s = time_bare_verify(work.raws)
-                work.catch_up.append(len(work.raws) / catch_up_s)
-                work.verify.append(len(work.raws) / verify_s)
-                work.ratio.append(verify_s / catch_up_s)
-                print(
-                    f"round {round_no} {work.name}: catch-up {work.catch_up[-1]:,.0f} msgs/s, "
-                    f"verify {work.verify[-1]:,.0f} msgs/s, ratio {work.ratio[-1]:.1%}",
-                    flush=True,
-                )
+                for mode in modes:
+                    sink = f"sink-{work.name.split()[0]}-{mode}-{round_no}"
+                    catch_up_s = await catch_up(root, work.source, len(work.raws), sink, mode)
+                    verify_s = time_bare_verify(work.raws)
+                    rate = work.catch_up.setdefault(mode, [])
+                    rate.append(len(work.raws) / catch_up_s)
+                    work.verify.setdefault(mode, []).append(len(work.raws) / verify_s)
+                    work.ratio.setdefault(mode, []).append(verify_s / catch_up_s)
+                    print(
+                        f"round {round_no} {work.name}, verifying in a {mode}: catch-up "
+                        f"{rate[-1]:,.0f} msgs/s, verify {work.verify[mode][-1]:,.0f} msgs/s, "
+                        f"ratio {work.ratio[mode][-1]:.1%}",
+                        flush=True,
+                    )
         for work in chosen:
             await work.source.stop()
     print(f"\ncatch-up, two nodes, loopback (medians of {args.rounds} rounds)")
     for work in chosen:
-        rate, verify, ratio = map(statistics.median, (work.catch_up, work.verify, work.ratio))
-        row = f"  {work.name:22s} {rate:7,.0f} msgs/s  {ratio:6.1%} of verify ({verify:,.0f}/s)"
-        if work.timeframe_feeds == SPARSE_FEEDS:
-            row += f"  {goal_text(rate, SPARSE_GOAL)}"
-        print(row)
+        for mode in work.catch_up:
+            rate, verify, ratio = (
+                statistics.median(values[mode])
+                for values in (work.catch_up, work.verify, work.ratio)
+            )
+            name = f"{work.name}, {mode}"
+            row = f"  {name:24s} {rate:7,.0f} msgs/s  {ratio:6.1%} of verify ({verify:,.0f}/s)"
+            if work.timeframe_feeds == SPARSE_FEEDS:
+                row += f"  {goal_text(rate, SPARSE_GOAL)}"
+            print(row)
 
 
 def main() -> None:
@@ -147,6 +162,12 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--workload", choices=("both", "sparse", "full"), default="both")
+    parser.add_argument(
+        "--verify-in",
+        choices=("both", *MODES),
+        default="both",
+        help="where the sink checks signatures: its worker process, a thread, or each in turn",
+    )
     parser.add_argument(
         "--timeframe-feeds",
         type=int,

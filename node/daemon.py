@@ -112,6 +112,7 @@ async def _run_node(settings: Settings, keypair: Keypair, notifier: Notifier) ->
     try:
         _warn_if_own_feed_behind(store, keypair.public)
         service = StoreService(store)
+        service.verifier.processes &= settings.gossip.verify_in_process
         registry = PeerRegistry()
         network = Network(
             settings.network_key_bytes,
