@@ -65,7 +65,7 @@ from tanglenode.storage.ingest import IngestResult, Outcome
 
 log = structlog.get_logger("gossip")
 
-WINDOW = 4096  # messages a peer may send before we grant more (two store batches)
+WINDOW = 8192  # messages a peer may send before we grant more (four store batches)
 BATCH = 1024  # messages per MESSAGES frame at most (and at most one frame's bytes)
 _FORGIVEN = {Reason.FORKED_FEED, Reason.CHAIN_MISMATCH, Reason.TIMEFRAME_CYCLE}
 VARIANTS_REMEMBERED = 4096  # (feed, seq) of refused messages kept per connection

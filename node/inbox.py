@@ -7,18 +7,21 @@ and goes back to the socket; two tasks take it from there:
 
 - the preparer takes what has queued up, consecutive MESSAGES frames
   merged into one batch of at most `max_batch` messages, and decodes and
-  verifies it in a worker thread (`StoreService.prepare`: no store, and
-  PyNaCl releases the GIL, so it runs on the second core);
+  verifies it without the store (`StoreService.prepare`: in the node's
+  verifying process, node.verifier, so on the second core);
 - the storer stores each prepared batch in one write transaction
   (`StoreService.ingest_prepared`) and reports it to the session
   (`on_messages`), which checks the results and grants credit back.
 
-So batch N+1 is verified while batch N is stored, and batch N+2 arrives
-meanwhile. Batches size themselves: while the storer is busy, frames pile
-up and the next batch takes them all (a large batch costs one commit);
-when it is idle, a lone frame goes through at once (live pushes wait for
-nothing). EVIDENCE goes through the same line, between the messages it
-arrived between, unbatched (`on_evidence`).
+So batch N+1 is verified while batch N is stored (and up to two prepared
+batches wait, which absorbs uneven batches), and more arrives meanwhile.
+Batches size themselves: while the storer is busy, frames pile up and the
+next batch takes them all, up to `max_batch` (a large batch costs one
+commit); while it waits for work, the preparer takes at most
+`FIRST_BATCH` messages, splitting a frame if need be, so the storer
+starts soon (at the start of a catch-up, or for a live push). EVIDENCE
+goes through the same line, between the messages it arrived between,
+unbatched (`on_evidence`).
 
 Memory is bounded in bytes as well as by the credit window: once more than
 `max_bytes` of received messages are queued, prepared or being stored,
@@ -40,6 +43,7 @@ import trio
 from tanglenode.node.service import StoreService
 
 MAX_BATCH = 2048  # messages per write transaction at most
+FIRST_BATCH = 256  # messages at most while the storer waits for work: it starts sooner
 MAX_BYTES = 8 << 20  # received bytes held at once (queued, being verified or stored)
 
 
@@ -67,6 +71,7 @@ class Inbox:
         self.held = 0  # bytes received and not yet stored
         self._arrived = trio.Event()
         self._room = trio.Event()  # set (and replaced) whenever `held` goes down
+        self._ahead = 0  # batches taken by the preparer and not yet stored
 
     async def put(self, kind: Kind, raws: list[bytes]) -> None:
         """Queue one frame's messages; waits while the inbox holds too many bytes."""
@@ -86,15 +91,21 @@ class Inbox:
 
     async def run(self) -> None:
         """Prepare and store, forever (cancel it with the connection)."""
-        send, receive = trio.open_memory_channel(0)  # one prepared batch waits, no more
+        send, receive = trio.open_memory_channel(1)  # two prepared batches wait, no more
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._prepare, send)
             await self._store(receive)
 
     def _take(self) -> tuple[Kind, list[bytes], int]:
-        """The next frame, or consecutive MESSAGES frames merged up to `max_batch` messages."""
+        """The next frame, or consecutive MESSAGES frames merged up to `max_batch` messages;
+        at most `FIRST_BATCH` when the storer has nothing to do (it starts sooner)."""
         kind, raws, size = self._queue.popleft()
         queue = self._queue
+        if kind is Kind.MESSAGES and not self._ahead and len(raws) > FIRST_BATCH:
+            rest = raws[FIRST_BATCH:]
+            rest_size = sum(map(len, rest))
+            queue.appendleft((kind, rest, rest_size))
+            return kind, raws[:FIRST_BATCH], size - rest_size
         if kind is Kind.MESSAGES and queue and queue[0][0] is Kind.MESSAGES:
             raws = list(raws)
             while (
@@ -114,6 +125,7 @@ class Inbox:
                     self._arrived = trio.Event()
                     await self._arrived.wait()
                 kind, raws, size = self._take()
+                self._ahead += 1
                 prepared = await self.service.prepare(raws) if kind is Kind.MESSAGES else None
                 await send.send((kind, raws, size, prepared))
 
@@ -126,5 +138,6 @@ class Inbox:
                 else:
                     await self.on_evidence(raws)
                 self.held -= size
+                self._ahead -= 1
                 self._room.set()
                 self._room = trio.Event()
