@@ -2,14 +2,20 @@
 
 Theory of operation
 -------------------
-Two tasks share the connection:
+Four tasks share the connection (the reader, the writer, the inbox and
+the sender of grants):
 
 - the reader turns the peer's frames into actions: its clock (HELLO, then
   CLOCK changes) goes into its `PeerState`, and for every feed where it is
   ahead of us we send WANT (from our highest seq); a WANT starts a
-  subscription; MESSAGES go through the store's full validation in one
-  batch, EVIDENCE through the store's proof check, then we grant that many
-  credits back, so the window refills only as fast as we store;
+  subscription; MESSAGES and EVIDENCE go to the `Inbox` (node.inbox), a
+  pipeline that checks the next batch's signatures (in the node's
+  verifying process) while it stores the previous one through the store's
+  full validation, or a proof through the store's proof check; each stored
+  batch is reported back here (`_stored`), and we grant that many credits
+  back, so the window refills only as fast as we store. Those grants, and
+  the WANTs a stored batch calls for, go out from a task of their own
+  (`_send_outgoing`): storing never waits on the network;
 - the writer wakes whenever the store changes or the reader pokes it. It
   sends every proof the peer has not had from us nor sent us (on
   connecting: all we keep), CLOCK for feeds whose head changed since it last told the peer,
@@ -25,8 +31,10 @@ we ask for its message at our head's seq. Each proof cuts the feed back
 one step lower on both sides until the branches meet, so both nodes end at
 the seq where the fork began.
 
-What a peer may cost us is bounded: its clock names at most
-`max_peer_feeds` feeds (more drops it, with that reason), it is dropped for
+What a peer may cost us is bounded: what it sent and we have not stored
+stays within the credit we granted and the inbox's byte bound (past it we
+stop reading), its clock names at most `max_peer_feeds` feeds (more drops
+it, with that reason), it is dropped for
 sending two different messages at one (feed, seq) in one connection (an
 honest peer holds one), and everything about it but its `PeerState` summary
 is freed when the connection ends.
