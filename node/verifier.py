@@ -14,7 +14,8 @@ Smaller batches (live pushes) are prepared in a thread.
 
 `run` keeps the worker: the daemon runs it in its nursery for the node's
 life. It starts the worker only once `want()` was called (a peer
-connected), restarts it a second after it dies, and kills it on
+connected), restarts it a second after it dies (waiting twice as long
+each time one fails before it is ready, up to a minute), and kills it on
 cancellation. Until the worker has said it is ready, and whenever there is
 none (no `run` task, as in tests of the gossip alone, or a one-core
 machine), batches go to the thread. One batch at a time crosses the pipe;
@@ -42,7 +43,8 @@ from tanglenode.protocol.limits import Limits
 log = structlog.get_logger("verifier")
 
 PROCESS_MIN = 256  # messages: a smaller batch is prepared in a thread
-RESTART_SECONDS = 1.0
+RESTART_SECONDS = 1.0  # after a worker ends; doubling, up to LAST_RESTART_SECONDS, while
+LAST_RESTART_SECONDS = 60.0  # workers keep failing before they said they were ready
 WORKER = [sys.executable, "-m", "tanglenode.node.verify_worker"]
 
 
@@ -95,6 +97,7 @@ class Verifier:
         if not self.processes:
             return
         await self._wanted.wait()
+        wait = RESTART_SECONDS
         while True:
             try:
                 async with trio.open_nursery() as nursery:
@@ -111,13 +114,15 @@ class Verifier:
                         raise WorkerFailed("the verifying process did not say it was ready")
                     self._worker = process
                     self._ready.set()
+                    wait = RESTART_SECONDS
             except (WorkerFailed, OSError, trio.BrokenResourceError) as error:
                 log.warning("the verifying process failed", error=str(error))
             finally:
                 self._worker = None
                 self._ready = trio.Event()
-            log.info("verifying in a thread until the process is restarted")
-            await trio.sleep(RESTART_SECONDS)
+            log.info("verifying in a thread until the process is restarted", seconds=wait)
+            await trio.sleep(wait)
+            wait = min(wait * 2, LAST_RESTART_SECONDS)
 
     async def prepare(self, raws: list[bytes]) -> Any:
         """The `PreparedBatch` of `raws`, from the worker process or a thread."""
