@@ -18,6 +18,10 @@ workload, alternating:
             default, `gossip.verify_in_process`), once in a thread
   verify    nacl.bindings.crypto_sign_open over the same N messages in
             this process: the receiver's bare verify rate on one core
+  local     FeedStore.ingest of the same N messages in batches of 2,048
+            into a fresh store in this process (one core): what the
+            store alone takes, so catch-up / local is what the network
+            path and the second core change
 
 and prints msgs/s of each and their ratio, then a row per workload and
 mode with its goal: medians over the rounds (ratios are medians of the
@@ -69,6 +73,16 @@ class Workload:
     catch_up: dict[str, list[float]] = field(default_factory=dict)  # mode -> msgs/s per round
     verify: dict[str, list[float]] = field(default_factory=dict)
     ratio: dict[str, list[float]] = field(default_factory=dict)
+    of_local: dict[str, list[float]] = field(default_factory=dict)  # catch-up / local ingest
+    local: list[float] = field(default_factory=list)  # msgs/s of FeedStore.ingest here
+
+
+def time_local_ingest(root: Path, raws: list[bytes], name: str) -> float:
+    with FeedStore(root / name) as store:
+        started = time.perf_counter()
+        for start in range(0, len(raws), 2048):
+            store.ingest(raws[start : start + 2048])
+        return time.perf_counter() - started
 
 
 def fill(node: Node, raws: list[bytes]) -> None:
@@ -124,6 +138,12 @@ async def run(args) -> None:
         modes = list(MODES) if args.verify_in == "both" else [args.verify_in]
         for round_no in range(args.rounds):
             for work in chosen:
+                local_s = time_local_ingest(root, work.raws, f"local-{id(work)}-{round_no}")
+                work.local.append(len(work.raws) / local_s)
+                print(
+                    f"round {round_no} {work.name}: local ingest {work.local[-1]:,.0f} msgs/s",
+                    flush=True,
+                )
                 for mode in modes:
                     sink = f"sink-{work.name.split()[0]}-{mode}-{round_no}"
                     catch_up_s = await catch_up(root, work.source, len(work.raws), sink, mode)
@@ -132,6 +152,7 @@ async def run(args) -> None:
                     rate.append(len(work.raws) / catch_up_s)
                     work.verify.setdefault(mode, []).append(len(work.raws) / verify_s)
                     work.ratio.setdefault(mode, []).append(verify_s / catch_up_s)
+                    work.of_local.setdefault(mode, []).append(rate[-1] / work.local[-1])
                     print(
                         f"round {round_no} {work.name}, verifying in a {mode}: catch-up "
                         f"{rate[-1]:,.0f} msgs/s, verify {work.verify[mode][-1]:,.0f} msgs/s, "
@@ -142,13 +163,18 @@ async def run(args) -> None:
             await work.source.stop()
     print(f"\ncatch-up, two nodes, loopback (medians of {args.rounds} rounds)")
     for work in chosen:
+        name = f"{work.name}, local ingest"
+        print(f"  {name:28s} {statistics.median(work.local):7,.0f} msgs/s  (one core, no network)")
         for mode in work.catch_up:
-            rate, verify, ratio = (
+            rate, verify, ratio, of_local = (
                 statistics.median(values[mode])
-                for values in (work.catch_up, work.verify, work.ratio)
+                for values in (work.catch_up, work.verify, work.ratio, work.of_local)
             )
             name = f"{work.name}, {mode}"
-            row = f"  {name:24s} {rate:7,.0f} msgs/s  {ratio:6.1%} of verify ({verify:,.0f}/s)"
+            row = (
+                f"  {name:28s} {rate:7,.0f} msgs/s  {ratio:6.1%} of verify ({verify:,.0f}/s), "
+                f"{of_local:4.0%} of local ingest"
+            )
             if work.timeframe_feeds == SPARSE_FEEDS:
                 row += f"  {goal_text(rate, SPARSE_GOAL)}"
             print(row)
