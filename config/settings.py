@@ -88,6 +88,9 @@ class GossipSettings(_Section):
     max_peer_feeds: int = Field(
         20_000, ge=16, le=1 << 22, description="feeds a peer's clock may name before it is dropped"
     )
+    verify_in_process: bool = Field(
+        True, description="check received batches in a worker process (a second core), not a thread"
+    )
 
 
 class PeerSettings(_Section):

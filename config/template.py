@@ -49,6 +49,8 @@ map_size = {storage.map_size}
 [gossip]
 # A peer whose vector clock names more feeds than this is dropped (memory stays bounded).
 max_peer_feeds = {gossip.max_peer_feeds}
+# Check received messages' signatures in a worker process, on a second core (false: a thread).
+verify_in_process = {verify_in_process}
 """
 
 
@@ -61,4 +63,5 @@ def render_config(data_dir: Path, network_key: str = DEFAULT_NETWORK_KEY) -> str
         limits=defaults.limits,
         storage=defaults.storage,
         gossip=defaults.gossip,
+        verify_in_process=str(defaults.gossip.verify_in_process).lower(),
     )

@@ -112,6 +112,7 @@ async def _run_node(settings: Settings, keypair: Keypair, notifier: Notifier) ->
     try:
         _warn_if_own_feed_behind(store, keypair.public)
         service = StoreService(store)
+        service.verifier.processes &= settings.gossip.verify_in_process
         registry = PeerRegistry()
         network = Network(
             settings.network_key_bytes,
@@ -124,6 +125,7 @@ async def _run_node(settings: Settings, keypair: Keypair, notifier: Notifier) ->
         with trio.CancelScope() as running, _startup_failures():
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(_stop_on_signal, running, notifier, network)
+                nursery.start_soon(service.verifier.run)  # verifying on a second core
                 try:
                     bound_host, bound_port = await nursery.start(network.serve, host, port)
                 except (OSError, BaseExceptionGroup) as error:

@@ -2,14 +2,20 @@
 
 Theory of operation
 -------------------
-Two tasks share the connection:
+Four tasks share the connection (the reader, the writer, the inbox and
+the sender of grants):
 
 - the reader turns the peer's frames into actions: its clock (HELLO, then
   CLOCK changes) goes into its `PeerState`, and for every feed where it is
   ahead of us we send WANT (from our highest seq); a WANT starts a
-  subscription; MESSAGES go through the store's full validation in one
-  batch, EVIDENCE through the store's proof check, then we grant that many
-  credits back, so the window refills only as fast as we store;
+  subscription; MESSAGES and EVIDENCE go to the `Inbox` (node.inbox), a
+  pipeline that checks the next batch's signatures (in the node's
+  verifying process) while it stores the previous one through the store's
+  full validation, or a proof through the store's proof check; each stored
+  batch is reported back here (`_stored`), and we grant that many credits
+  back, so the window refills only as fast as we store. Those grants, and
+  the WANTs a stored batch calls for, go out from a task of their own
+  (`_send_outgoing`): storing never waits on the network;
 - the writer wakes whenever the store changes or the reader pokes it. It
   sends every proof the peer has not had from us nor sent us (on
   connecting: all we keep), CLOCK for feeds whose head changed since it last told the peer,
@@ -25,8 +31,10 @@ we ask for its message at our head's seq. Each proof cuts the feed back
 one step lower on both sides until the branches meet, so both nodes end at
 the seq where the fork began.
 
-What a peer may cost us is bounded: its clock names at most
-`max_peer_feeds` feeds (more drops it, with that reason), it is dropped for
+What a peer may cost us is bounded: what it sent and we have not stored
+stays within the credit we granted and the inbox's byte bound (past it we
+stop reading), its clock names at most `max_peer_feeds` feeds (more drops
+it, with that reason), it is dropped for
 sending two different messages at one (feed, seq) in one connection (an
 honest peer holds one), and everything about it but its `PeerState` summary
 is freed when the connection ends.
@@ -43,6 +51,7 @@ import structlog
 import trio
 
 from tanglenode.node.failures import leaves, only
+from tanglenode.node.inbox import MAX_BATCH, Inbox, Kind
 from tanglenode.node.peers import PeerState
 from tanglenode.node.service import StoreService
 from tanglenode.node.transport import SecureStream
@@ -64,8 +73,8 @@ from tanglenode.storage.ingest import IngestResult, Outcome
 
 log = structlog.get_logger("gossip")
 
-WINDOW = 512  # messages a peer may send before we grant more
-BATCH = 128  # messages per MESSAGES frame at most
+WINDOW = 8192  # messages a peer may send before we grant more (four store batches)
+BATCH = 1024  # messages per MESSAGES frame at most (and at most one frame's bytes)
 _FORGIVEN = {Reason.FORKED_FEED, Reason.CHAIN_MISMATCH, Reason.TIMEFRAME_CYCLE}
 VARIANTS_REMEMBERED = 4096  # (feed, seq) of refused messages kept per connection
 
@@ -84,6 +93,7 @@ class GossipSession:
         window: int = WINDOW,
         batch: int = BATCH,
         max_peer_feeds: int = DEFAULT_MAX_FEEDS,
+        store_batch: int = MAX_BATCH,
     ) -> None:
         self.secure = secure
         self.service = service
@@ -102,16 +112,22 @@ class GossipSession:
         self.evidence_seen = -1  # the service's evidence version we last sent proofs for
         self.variants: dict[tuple[bytes, int], bytes] = {}  # refused (feed, seq) -> id
         self._poke = trio.Event()
+        self.inbox = Inbox(service, self._stored, self._take_evidence, max_batch=store_batch)
+        self._outgoing: list[bytes] = []  # grants and wants the storer left for `_send_soon`
+        self._outgoing_added = trio.Event()
 
     def _our_clock(self) -> Clock:
         tags = self.service.tags
         return {feed: (seq, tags[feed]) for feed, seq in self.service.clock.items()}
 
     async def run(self) -> None:
+        self.service.verifier.want()  # its messages are checked in a worker process
         self.advertised = self._our_clock()
         await self.secure.send_all(self.connection.hello(self.advertised))
         async with trio.open_nursery() as nursery:
             nursery.start_soon(self._read)
+            nursery.start_soon(self.inbox.run)
+            nursery.start_soon(self._send_outgoing)
             await self._write()
 
     def poke(self) -> None:
@@ -123,6 +139,7 @@ class GossipSession:
         while True:
             data = await self.secure.receive_some()
             if not data:
+                await self.inbox.drained()  # store what it sent before its goodbye
                 raise _PeerLeft
             for event in self.connection.receive_data(data):
                 await self._handle(event)
@@ -149,9 +166,9 @@ class GossipSession:
         elif isinstance(event, PeerCredit):
             self.poke()
         elif isinstance(event, PeerMessages):
-            await self._store(event.raws)
+            await self.inbox.put(Kind.MESSAGES, event.raws)
         elif isinstance(event, PeerEvidence):
-            await self._take_evidence(event.raws)
+            await self.inbox.put(Kind.EVIDENCE, event.raws)
 
     async def _want(self, heads: Clock) -> None:
         """Ask for what the peer has beyond us, and for its side of any fork it shows."""
@@ -167,17 +184,34 @@ class GossipSession:
         await self._send_wants(wants)
 
     async def _send_wants(self, wants: dict[bytes, int]) -> None:
+        await self.secure.send_all(self._want_frame(wants))
+
+    def _want_frame(self, wants: dict[bytes, int]) -> bytes:
         """WANT each feed once; again only to go back (a subscription then pushes the rest)."""
         asked = self.asked
         wants = {feed: after for feed, after in wants.items() if after < asked.get(feed, after + 1)}
-        if wants:
-            self.asked.update(wants)
-            await self.secure.send_all(self.connection.want(wants))
+        if not wants:
+            return b""
+        self.asked.update(wants)
+        return self.connection.want(wants)
 
-    async def _store(self, raws: list[bytes]) -> None:
-        if not raws:
-            return
-        results = await self.service.ingest(raws)
+    def _send_soon(self, data: bytes) -> None:
+        """Queue bytes for `_send_outgoing`: the storer must never wait on the network."""
+        if data:
+            self._outgoing.append(data)
+            self._outgoing_added.set()
+
+    async def _send_outgoing(self) -> None:
+        while True:
+            while not self._outgoing:
+                self._outgoing_added = trio.Event()
+                await self._outgoing_added.wait()
+            data = b"".join(self._outgoing)
+            self._outgoing.clear()
+            await self.secure.send_all(data)
+
+    async def _stored(self, raws: list[bytes], results: list[IngestResult]) -> None:
+        """The inbox stored a batch: check what became of it, grant its credit back."""
         descend: dict[bytes, int] = {}
         for result in results:
             if result.outcome is Outcome.REJECTED and result.reason not in _FORGIVEN:
@@ -187,8 +221,8 @@ class GossipSession:
                 # Its branch and ours differ at or below our head: ask for its message there.
                 descend[result.message.author] = max(result.message.seq - 2, 0)
         self.peer.received += sum(result.outcome is Outcome.ACCEPTED for result in results)
-        await self.secure.send_all(self.connection.grant(len(raws)))
-        await self._send_wants(descend)
+        self._send_soon(self.connection.grant(len(raws)))
+        self._send_soon(self._want_frame(descend))
 
     def _note_variant(self, result: IngestResult) -> None:
         """Drop a peer that sends two messages for one (feed, seq): an honest one holds one."""
@@ -211,7 +245,7 @@ class GossipSession:
             await self.service.add_evidence(raws)  # one we hold already changes nothing
         except (InvalidMessage, InvalidProof) as error:
             raise PeerMisbehaved(f"sent evidence that proves nothing: {error}") from None
-        await self.secure.send_all(self.connection.grant(len(raws)))
+        self._send_soon(self.connection.grant(len(raws)))
 
     # -- writing -------------------------------------------------------------
 

@@ -22,7 +22,7 @@ from tanglenode.protocol.shs import ClientHandshake, HandshakeFailed, ServerHand
 
 HANDSHAKE_SECONDS = 10.0
 GOODBYE_SECONDS = 1.0  # at most, to say goodbye on closing (a peer may not be reading)
-_READ_BYTES = 65536
+_READ_BYTES = 1 << 18
 
 
 class SecureStream:
@@ -44,9 +44,11 @@ class SecureStream:
     async def receive_some(self) -> bytes:
         """The next decrypted bytes; b"" once the peer said goodbye."""
         while True:
-            chunk = self._reader.next_chunk()
-            if chunk is not None:
-                return chunk
+            chunks = []
+            while (chunk := self._reader.next_chunk()) is not None:
+                chunks.append(chunk)
+            if chunks:  # all that opens of what we read: one wake-up of the reader, not many
+                return b"".join(chunks)
             if self._reader.said_goodbye:
                 return b""
             data = await self.stream.receive_some(_READ_BYTES)
