@@ -19,13 +19,13 @@ and `evidence_version` goes up so every connection sends the new proof on.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import trio
 
 from tanglenode.node.group_commit import GroupCommit
+from tanglenode.node.verifier import Verifier
 from tanglenode.protocol.doc_ipc import At
 from tanglenode.protocol.document import TANGLE, init_content
 from tanglenode.protocol.gossip import tag_of
@@ -41,15 +41,7 @@ from tanglenode.storage.document_rows import (
     SpliceEntry,
     Version,
 )
-from tanglenode.storage.ingest import IngestResult, Outcome
-
-try:  # INGEST's two-step ingest (issue 14)
-    from tanglenode.storage.ingest import PreparedBatch
-except ImportError:  # STAND-IN until INGEST is merged: delete this fallback and the file
-    from tanglenode.node.ingest_standin import PreparedBatch
-
-from tanglenode.node import ingest_standin  # STAND-IN until INGEST is merged: delete
-from tanglenode.node.verifier import Verifier
+from tanglenode.storage.ingest import IngestResult, Outcome, PreparedBatch
 from tanglenode.storage.processor import Stall
 from tanglenode.storage.replication import Batch
 from tanglenode.storage.store import FeedStore
@@ -68,15 +60,7 @@ class StoreService:
         self.evidence_version = 0
         self._changed = trio.Event()
         self._writer = trio.CapacityLimiter(1)
-        # FeedStore.prepare and .ingest_prepared are INGEST's; STAND-IN until it is merged:
-        # delete the two `or ...` fallbacks.
-        self._prepare = getattr(store, "prepare", None) or functools.partial(
-            ingest_standin.prepare, limits=store.limits
-        )
-        self._ingest_prepared = getattr(store, "ingest_prepared", None) or functools.partial(
-            ingest_standin.ingest_prepared, store
-        )
-        self.verifier = Verifier(store.limits, self._prepare)  # a second core, beside the writer
+        self.verifier = Verifier(store.limits, store.prepare)  # a second core, beside the writer
         self._readers = trio.CapacityLimiter(4)
         self.publishing = GroupCommit(store.publish_batch, self._writer, self._stored)
 
@@ -122,7 +106,7 @@ class StoreService:
     async def ingest_prepared(self, batch: PreparedBatch) -> list[IngestResult]:
         """Store a `prepare`d batch: what `ingest` does after the signatures."""
         results = await trio.to_thread.run_sync(
-            self._ingest_prepared, batch, limiter=self._writer, abandon_on_cancel=False
+            self.store.ingest_prepared, batch, limiter=self._writer, abandon_on_cancel=False
         )
         return await self._ingested(results)
 

@@ -14,10 +14,7 @@ import pickle
 import struct
 import sys
 
-try:  # INGEST's (issue 14)
-    from tanglenode.storage.ingest import prepare
-except ImportError:  # STAND-IN until INGEST is merged: delete this fallback
-    from tanglenode.node.ingest_standin import prepare
+from tanglenode.storage.ingest import prepare
 
 LENGTH = struct.Struct(">I")
 READY = b"R"
