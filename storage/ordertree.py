@@ -28,6 +28,11 @@ a batch (the root, the leaf at the end of a busy timeline) is written once.
 Its memory is bounded by the nodes one transaction touches, never by the
 size of the tree. The tree's own state (root node, next node number, key
 count) is a `TreeState` that the owner persists.
+
+This module is one of the engine's two hot modules (with
+`storage.engine_core`): `ordertree.pxd` beside it gives Cython the types, and
+`make install` compiles the same source to `ordertree_native` (see
+`storage.native`). The plain module is the reference; the tests run both.
 """
 
 from __future__ import annotations
@@ -177,15 +182,15 @@ class OrderTree:
         `insert`/`delete` afterwards, which split and merge it.
         """
         ranks = [0] * len(keys)
-        deferred: list[tuple[bytes, int]] = []
+        deferred: list = []
         self.state.size += self._apply_node(
-            self.state.root, keys, deltas, (0, len(keys)), 0, ranks, deferred
+            self.state.root, keys, deltas, 0, len(keys), 0, ranks, deferred
         )
-        for key, delta in deferred:
-            if delta > 0:
-                self.insert(key)
+        for index in range(0, len(deferred), 2):
+            if deferred[index + 1] > 0:
+                self.insert(deferred[index])
             else:
-                self.delete(key)
+                self.delete(deferred[index])
         return ranks
 
     def flush(self) -> None:
@@ -226,7 +231,9 @@ class OrderTree:
         node = self._node(node_no)
         while isinstance(node, Inner):
             index = bisect_right(node.lows, key, 1) - 1
-            before += sum(node.counts[:index])
+            counts = node.counts
+            for child in range(index):
+                before += counts[child]
             path.append((node_no, node, index))
             node_no = node.children[index]
             node = self._node(node_no)
@@ -244,28 +251,33 @@ class OrderTree:
         node_no: int,
         keys: list[bytes],
         deltas: list[int],
-        span: tuple[int, int],
+        lo: int,
+        hi: int,
         base: int,
         ranks: list[int],
-        deferred: list[tuple[bytes, int]],
+        deferred: list,
     ) -> int:
-        """Apply keys[span] under `node_no`, which `base` keys precede; returns the net change."""
-        lo, hi = span
+        """Apply keys[lo:hi] under `node_no`, which `base` keys precede; returns the net change.
+
+        Keys whose leaf would leave its size bounds go to `deferred` as
+        key, delta pairs (flat), applied one by one afterwards.
+        """
         node = self._node(node_no)
         if isinstance(node, Inner):
-            counts, lows = node.counts, node.lows
+            inner: Inner = node
+            counts, lows, children = inner.counts, inner.lows, inner.children
+            last = len(lows) - 1
             net = 0  # already applied to the children left of the current one
+            child = 0
+            before = base  # keys left of child `child`, as the tree was
             while lo < hi:
-                child = bisect_right(lows, keys[lo], 1) - 1
-                stop = hi if child + 1 == len(lows) else bisect_left(keys, lows[child + 1], lo, hi)
+                found = bisect_right(lows, keys[lo], 1) - 1
+                while child < found:
+                    before += counts[child]
+                    child += 1
+                stop = hi if child == last else bisect_left(keys, lows[child + 1], lo, hi)
                 change = self._apply_node(
-                    node.children[child],
-                    keys,
-                    deltas,
-                    (lo, stop),
-                    base + sum(counts[:child]) - net,
-                    ranks,
-                    deferred,
+                    children[child], keys, deltas, lo, stop, before - net, ranks, deferred
                 )
                 if change:
                     counts[child] += change
@@ -273,18 +285,23 @@ class OrderTree:
                     self._dirty.add(node_no)
                 lo = stop
             return net
-        leaf = node.keys
+        leaf: list = node.keys
         net = 0
+        size = len(leaf)
         for index in range(lo, hi):
-            at = bisect_left(leaf, keys[index])
-            present = at < len(leaf) and leaf[at] == keys[index]
-            if present != (deltas[index] < 0):
-                raise KeyError(keys[index])
+            key = keys[index]
+            at = bisect_left(leaf, key)
+            present = at < size and leaf[at] == key
+            delta = deltas[index]
+            if present != (delta < 0):
+                raise KeyError(key)
             ranks[index] = base + at
-            net += deltas[index]
-        size = len(leaf) + net
+            net += delta
+        size += net
         if size > MAX_FANOUT or (size < MIN_FANOUT and node_no != self.state.root):
-            deferred.extend(zip(keys[lo:hi], deltas[lo:hi], strict=True))
+            for index in range(lo, hi):
+                deferred.append(keys[index])
+                deferred.append(deltas[index])
             return 0
         for index in range(hi - 1, lo - 1, -1):  # from the right: earlier places stay put
             at = bisect_left(leaf, keys[index])

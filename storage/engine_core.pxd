@@ -1,0 +1,52 @@
+# Cython declarations for storage/engine_core.py (an augmenting .pxd): the same
+# source runs plain, and compiled as `engine_core_native` (storage/native.py).
+cimport cython
+
+cdef class Member:
+    cdef public bint dirty
+    cdef public object key
+    cdef public Py_ssize_t mark
+    cdef public Py_ssize_t new_rank
+    cdef public Py_ssize_t rank
+    cdef public object ref
+    cdef public object sort_id
+    cdef public object succ
+    cdef public object via
+
+cdef class Rows:
+    cdef public object txn
+    cdef public object nodes_db
+    cdef public object succ_db
+    cdef public object pending_db
+    cdef public bytes prefix
+    cdef public dict members
+    cdef public list dirty
+    cdef public object cursor
+    cdef public Py_ssize_t waves
+
+    cpdef Member member(self, object ref)
+    cpdef list successor_refs(self, object ref)
+    @cython.locals(succ=list)
+    cpdef list successors(self, Member member)
+    @cython.locals(succ=list, found=Member, at=Py_ssize_t, end=Py_ssize_t)
+    cpdef add_link(self, object link, Member new)
+
+@cython.locals(
+    present=list, rank=Py_ssize_t, found=Member, new=Member, holders=list, raised=list,
+    missing=Py_ssize_t,
+)
+cpdef list add_event(Rows rows, object tree, object ref, list links, object sort_id)
+
+@cython.locals(
+    number=Py_ssize_t, member=Member, raised=list, heap=list, current=Member,
+    candidate=Py_ssize_t, successor=Member,
+)
+cpdef list wave(Rows rows, Member new, list predecessors)
+
+@cython.locals(
+    count=Py_ssize_t, keys=list, index=Py_ssize_t, member=Member, total=Py_ssize_t,
+    order=list, deltas=list, ordered=list, slot=Py_ssize_t, ranks=list, before=list,
+    new_at=Py_ssize_t, commands=list, moved=list, old_at=Py_ssize_t, src=Py_ssize_t,
+    new_place=Py_ssize_t, dst=Py_ssize_t,
+)
+cpdef list place(Rows rows, object tree, Member new, list raised)

@@ -1,0 +1,301 @@
+"""The timeline engine's hot path: one transaction's member rows, the forward wave, the placing.
+
+Theory of operation
+-------------------
+`storage.timeline` checks an event and keeps the tables; this module does
+the work an event costs in proportion to the messages it raises
+(docs/TIMELINES.md, "The engine"), with as little per message as it can:
+
+- `Rows` holds one timeline's members as one write transaction sees them:
+  a `Member` per ref read (rank, sort id, its order key, and, once asked
+  for, its successors as `Member`s). Each row is read from LMDB once per
+  transaction; ranks changed by waves are written back once, in `flush`.
+  tl-succ rows are written at once (readers in the same transaction see
+  them), and any successor list already loaded follows, in LMDB's order.
+- `wave` raises the successors of a new member transitively, visiting them
+  in ascending order of old rank (so each is visited once, with its final
+  rank); the marks it needs live on the `Member`s, numbered by wave, so
+  nothing is cleared between events. Nothing is changed until the wave is
+  known not to close a cycle.
+- `place` puts the new key and every raised member's old and new keys
+  through one walk of the order tree and computes every command from the
+  positions the keys had before the change (the formulas are at `place`).
+
+Written in Cython's pure-Python mode: this file runs as it is, and
+`engine_core.pxd` gives the types when `make install` compiles it to
+`engine_core_native` (`storage.native`). Both builds give the same commands.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, insort
+from heapq import heappop, heappush
+from struct import Struct
+
+from tanglenode.storage.engine_commands import Insert, Move
+from tanglenode.storage.errors import CycleError
+
+_U32 = Struct(">I")
+_pack = _U32.pack
+_unpack_from = _U32.unpack_from
+_UNREAD = object()  # `Rows.members` miss marker (None means: read, not a member)
+
+
+class Member:
+    """A present member: its rank and sort id, order key, successors once loaded, wave marks."""
+
+    __slots__ = ("dirty", "key", "mark", "new_rank", "rank", "ref", "sort_id", "succ", "via")
+
+    def __init__(self, ref: bytes, rank: int, sort_id: bytes) -> None:
+        self.ref = ref
+        self.rank = rank
+        self.sort_id = sort_id
+        self.key = _pack(rank) + sort_id
+        self.succ = None  # list[Member] once loaded
+        self.dirty = False
+        self.mark = 0  # wave number: raised in it (+), a predecessor of its new member (-)
+        self.new_rank = 0
+        self.via = None  # the member whose wave raised this one first (cycle reports)
+
+
+class Rows:
+    """One timeline's member, successor and pending rows inside one transaction."""
+
+    def __init__(self, txn, nodes_db, succ_db, pending_db, prefix: bytes) -> None:
+        self.txn = txn
+        self.nodes_db = nodes_db
+        self.succ_db = succ_db
+        self.pending_db = pending_db
+        self.prefix = prefix
+        self.members: dict = {}  # ref -> Member, or None when not a member
+        self.dirty: list = []  # Members whose tl-nodes row must be written
+        self.cursor = None
+        self.waves = 0
+
+    def member(self, ref: bytes) -> Member | None:
+        """The member `ref`, or None if it is not present."""
+        found = self.members.get(ref, _UNREAD)
+        if found is not _UNREAD:
+            return found
+        raw = self.txn.get(self.prefix + ref, db=self.nodes_db)
+        if raw is None:
+            self.members[ref] = None
+            return None
+        sort_id = raw[4:]
+        member = Member(ref, _unpack_from(raw)[0], sort_id if sort_id else ref)
+        self.members[ref] = member
+        return member
+
+    def successor_refs(self, ref: bytes) -> list:
+        """The refs tl-succ holds under `ref` (members that link to it), in LMDB's order."""
+        cursor = self.cursor
+        if cursor is None:
+            cursor = self.cursor = self.txn.cursor(db=self.succ_db)
+        if not cursor.set_key(self.prefix + ref):
+            return []
+        return list(cursor.iternext_dup(keys=False))
+
+    def successors(self, member: Member) -> list:
+        """The members that link to `member`, loaded once per transaction."""
+        succ = member.succ
+        if succ is None:
+            succ = member.succ = [self.member(ref) for ref in self.successor_refs(member.ref)]
+        return succ
+
+    def add_link(self, link: bytes, new: Member) -> None:
+        """Write the tl-succ row link -> new; a loaded successor list of `link` follows."""
+        self.txn.put(self.prefix + link, new.ref, db=self.succ_db, dupdata=True)
+        found = self.members.get(link)
+        if found is None:
+            return
+        succ = found.succ
+        if succ is None:
+            return
+        ref = new.ref
+        at = 0
+        end = len(succ)
+        while at < end and succ[at].ref < ref:
+            at += 1
+        succ.insert(at, new)
+
+    def admit(self, member: Member) -> None:
+        self.members[member.ref] = member
+        if not member.dirty:
+            member.dirty = True
+            self.dirty.append(member)
+
+    def set_rank(self, member: Member, rank: int) -> None:
+        member.rank = rank
+        member.key = _pack(rank) + member.sort_id
+        if not member.dirty:
+            member.dirty = True
+            self.dirty.append(member)
+
+    def forget(self, ref: bytes) -> None:
+        """A member leaves (removal): its row goes now, and every cached successor list."""
+        self.txn.delete(self.prefix + ref, db=self.nodes_db)
+        found = self.members.get(ref)
+        if found is not None:
+            found.dirty = False
+        self.members[ref] = None
+        self.dirty = [member for member in self.dirty if member.ref != ref]
+        for member in self.members.values():
+            if member is not None:
+                member.succ = None
+
+    def pending(self, ref: bytes) -> int:
+        raw = self.txn.get(self.prefix + ref, db=self.pending_db)
+        return 0 if raw is None else _unpack_from(raw)[0]
+
+    def set_pending(self, ref: bytes, count: int) -> None:
+        if count:
+            self.txn.put(self.prefix + ref, _pack(count), db=self.pending_db)
+        else:
+            self.txn.delete(self.prefix + ref, db=self.pending_db)
+
+    def flush(self) -> None:
+        """Write the tl-nodes rows of the members whose rank or presence changed."""
+        txn, db, prefix = self.txn, self.nodes_db, self.prefix
+        for member in self.dirty:
+            key = member.key  # rank + sort id; the sort id is left out when it is the ref
+            txn.put(prefix + member.ref, key if member.sort_id != member.ref else key[:4], db=db)
+            member.dirty = False
+        self.dirty = []
+
+
+def add_event(rows: Rows, tree, ref: bytes, links: list, sort_id: bytes) -> list:
+    """Add `ref` (links deduplicated and checked by the caller); its commands.
+
+    Raises `CycleError` before anything is written.
+    """
+    present = []
+    rank = 0
+    for link in links:
+        found = rows.member(link)
+        if found is not None:
+            present.append(found)
+            if found.rank >= rank:
+                rank = found.rank + 1
+    new = Member(ref, rank, sort_id)
+    holders = rows.successor_refs(ref)  # members that waited for ref
+    new.succ = [rows.member(holder) for holder in holders]
+    raised = wave(rows, new, present)
+
+    for link in links:
+        rows.add_link(link, new)
+    missing = len(links) - len(present)
+    if missing:
+        rows.set_pending(ref, missing)
+    for holder in holders:  # each waited for ref: one pending reference less
+        rows.set_pending(holder, rows.pending(holder) - 1)
+    rows.admit(new)
+    return place(rows, tree, new, raised)
+
+
+def wave(rows: Rows, new: Member, predecessors: list) -> list:
+    """The members `new` raises, transitively, each with its final rank in `new_rank`.
+
+    Visits raised members in ascending order of old rank; raises
+    `CycleError` if a predecessor of `new` would rise (then `new` would
+    precede itself).
+    """
+    rows.waves += 1
+    number = rows.waves
+    for member in predecessors:
+        member.mark = -number
+    raised = []
+    heap = []
+    current = new
+    candidate = new.rank + 1
+    while True:
+        for successor in rows.successors(current):
+            if successor.mark == number:
+                if candidate > successor.new_rank:
+                    successor.new_rank = candidate
+                continue
+            if candidate <= successor.rank:
+                continue
+            if successor.mark == -number:
+                raise _cycle(new, successor, current)
+            successor.mark = number
+            successor.new_rank = candidate
+            successor.via = current
+            raised.append(successor)
+            heappush(heap, (successor.rank, successor.ref, successor))
+        if not heap:
+            return raised
+        current = heappop(heap)[2]
+        candidate = current.new_rank + 1
+
+
+def _cycle(new: Member, successor: Member, current: Member) -> CycleError:
+    loop = [new.ref, successor.ref]
+    while current is not new:
+        loop.append(current.ref)
+        current = current.via
+    return CycleError("it would come before itself", loop=loop)
+
+
+def place(rows: Rows, tree, new: Member, raised: list) -> list:
+    """Insert `new`'s key and move each raised member to its new key, in one tree walk.
+
+    The commands are `ins` first, then one `mov` per raised member whose
+    position changes, highest new key first, each numbered against the
+    array the commands before it left. Every position follows from the
+    positions the keys had before the change, which `tree.apply` returns:
+    with the moves done so far being those of greater new keys, a member
+    whose old key o had position p(o), going to new key n with insertion
+    point p(n), goes
+
+        from  p(o) + [new key < o] - #{moved old keys < o}
+        to    p(n) + [new key < n] - #{moved old keys < n, o included}
+
+    and as the old keys were in the tree, "old key o' < k" is "p(o') < p(k)"
+    for every key k: the counts are bisections of a list of positions.
+    """
+    count = len(raised)
+    keys = [new.key]  # slot 0: the new key; 2i + 1, 2i + 2: raised[i]'s old and new keys
+    for index in range(count):
+        member = raised[index]
+        keys.append(member.key)
+        keys.append(_pack(member.new_rank) + member.sort_id)
+    total = 2 * count + 1
+    order = sorted(range(total), key=keys.__getitem__)
+    deltas = []
+    ordered = []
+    for slot in order:
+        ordered.append(keys[slot])
+        deltas.append(-1 if slot & 1 else 1)
+    ranks = tree.apply(ordered, deltas)
+    before = [0] * total
+    for index in range(total):
+        before[order[index]] = ranks[index]
+
+    new_key = keys[0]
+    new_at = before[0]
+    commands = [Insert(new_at, new.sort_id)]
+    moved = []  # positions of the old keys moved so far, ascending
+    for index in range(total - 1, -1, -1):  # highest new key first
+        slot = order[index]
+        if slot == 0 or slot & 1:
+            continue
+        old_at = before[slot - 1]
+        src = old_at - bisect_left(moved, old_at)
+        if new_at <= old_at:
+            src += 1
+        insort(moved, old_at)
+        moved_key = keys[slot]
+        new_place = before[slot]
+        dst = new_place - bisect_left(moved, new_place)
+        if new_key < moved_key:
+            dst += 1
+        if src != dst:
+            commands.append(Move(src, dst))
+    for index in range(count):
+        member = raised[index]
+        member.rank = member.new_rank
+        member.key = keys[2 * index + 2]
+        if not member.dirty:
+            member.dirty = True
+            rows.dirty.append(member)
+    return commands

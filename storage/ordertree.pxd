@@ -1,0 +1,35 @@
+# Cython declarations for storage/ordertree.py (an augmenting .pxd): the same
+# source runs plain, and compiled as `ordertree_native` (storage/native.py).
+cimport cython
+
+cdef class Leaf:
+    cdef public list keys
+
+cdef class Inner:
+    cdef public list children
+    cdef public list counts
+    cdef public list lows
+
+cdef class OrderTree:
+    cdef object _txn
+    cdef object _db
+    cdef object _tree_no
+    cdef public object state
+    cdef dict _nodes
+    cdef set _dirty
+    cdef set _freed
+
+    cpdef list apply(self, list keys, list deltas)
+
+    @cython.locals(
+        inner=Inner, counts=list, lows=list, children=list, leaf=list,
+        last=Py_ssize_t, net=Py_ssize_t, child=Py_ssize_t, before=Py_ssize_t,
+        found=Py_ssize_t, stop=Py_ssize_t, change=Py_ssize_t, size=Py_ssize_t,
+        index=Py_ssize_t, at=Py_ssize_t, delta=Py_ssize_t, present=bint,
+    )
+    cdef Py_ssize_t _apply_node(
+        self, object node_no, list keys, list deltas, Py_ssize_t lo, Py_ssize_t hi,
+        Py_ssize_t base, list ranks, list deferred,
+    ) except? -1
+
+    cdef object _node(self, object node_no)
