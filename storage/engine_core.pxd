@@ -2,17 +2,18 @@
 # source runs plain, and compiled as `engine_core_native` (storage/native.py).
 cimport cython
 
+@cython.final
 cdef class Member:
     cdef public bint dirty
-    cdef public object key
+    cdef public bytes key
     cdef public Py_ssize_t mark
     cdef public Py_ssize_t new_rank
     cdef public Py_ssize_t rank
-    cdef public object ref
-    cdef public object sort_id
-    cdef public object succ
-    cdef public object via
+    cdef public bytes ref
+    cdef public bytes sort_id
+    cdef public bytes via
 
+@cython.final
 cdef class Rows:
     cdef public object txn
     cdef public object nodes_db
@@ -20,15 +21,16 @@ cdef class Rows:
     cdef public object pending_db
     cdef public bytes prefix
     cdef public dict members
+    cdef public dict succ
     cdef public list dirty
     cdef public object cursor
     cdef public Py_ssize_t waves
 
     cpdef Member member(self, object ref)
     cpdef list successor_refs(self, object ref)
-    @cython.locals(succ=list)
-    cpdef list successors(self, Member member)
-    @cython.locals(succ=list, found=Member, at=Py_ssize_t, end=Py_ssize_t)
+    @cython.locals(succ=tuple)
+    cpdef tuple successors(self, object ref)
+    @cython.locals(succ=tuple, at=Py_ssize_t, end=Py_ssize_t)
     cpdef add_link(self, object link, Member new)
 
 @cython.locals(
@@ -45,8 +47,13 @@ cpdef list wave(Rows rows, Member new, list predecessors)
 
 @cython.locals(
     count=Py_ssize_t, keys=list, index=Py_ssize_t, member=Member, total=Py_ssize_t,
-    order=list, deltas=list, ordered=list, slot=Py_ssize_t, ranks=list, before=list,
-    new_at=Py_ssize_t, commands=list, moved=list, old_at=Py_ssize_t, src=Py_ssize_t,
-    new_place=Py_ssize_t, dst=Py_ssize_t,
+    order=list, deltas=list, ordered=list, olds=list, seen=Py_ssize_t, slot=Py_ssize_t,
+    ranks=list, before=list, new_at=Py_ssize_t, commands=list, marks="long long[::1]",
+    old_at=Py_ssize_t, old_index=Py_ssize_t, src=Py_ssize_t, dst=Py_ssize_t,
 )
 cpdef list place(Rows rows, object tree, Member new, list raised)
+
+@cython.locals(total=Py_ssize_t)
+cdef Py_ssize_t _count_below(long long[::1] marks, Py_ssize_t index) noexcept
+
+cdef void _mark(long long[::1] marks, Py_ssize_t index, Py_ssize_t size) noexcept

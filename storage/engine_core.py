@@ -28,7 +28,7 @@ Written in Cython's pure-Python mode: this file runs as it is, and
 
 from __future__ import annotations
 
-from bisect import bisect_left, insort
+from array import array
 from heapq import heappop, heappush
 from struct import Struct
 
@@ -39,23 +39,27 @@ _U32 = Struct(">I")
 _pack = _U32.pack
 _unpack_from = _U32.unpack_from
 _UNREAD = object()  # `Rows.members` miss marker (None means: read, not a member)
+_new_command = tuple.__new__  # commands are named tuples: Move(src, dst) without __new__'s frame
 
 
 class Member:
-    """A present member: its rank and sort id, order key, successors once loaded, wave marks."""
+    """A present member: its rank, sort id and order key, and its marks in the current wave.
 
-    __slots__ = ("dirty", "key", "mark", "new_rank", "rank", "ref", "sort_id", "succ", "via")
+    Only bytes and numbers, so that the compiled build's `Member`s are not
+    tracked by the cyclic garbage collector; successor lists live in `Rows`.
+    """
+
+    __slots__ = ("dirty", "key", "mark", "new_rank", "rank", "ref", "sort_id", "via")
 
     def __init__(self, ref: bytes, rank: int, sort_id: bytes) -> None:
         self.ref = ref
         self.rank = rank
         self.sort_id = sort_id
         self.key = _pack(rank) + sort_id
-        self.succ = None  # list[Member] once loaded
         self.dirty = False
         self.mark = 0  # wave number: raised in it (+), a predecessor of its new member (-)
         self.new_rank = 0
-        self.via = None  # the member whose wave raised this one first (cycle reports)
+        self.via = b""  # the ref of the member whose wave raised this one first (cycle reports)
 
 
 class Rows:
@@ -68,6 +72,7 @@ class Rows:
         self.pending_db = pending_db
         self.prefix = prefix
         self.members: dict = {}  # ref -> Member, or None when not a member
+        self.succ: dict = {}  # ref -> its successors (a tuple of Members), once loaded
         self.dirty: list = []  # Members whose tl-nodes row must be written
         self.cursor = None
         self.waves = 0
@@ -95,20 +100,22 @@ class Rows:
             return []
         return list(cursor.iternext_dup(keys=False))
 
-    def successors(self, member: Member) -> list:
-        """The members that link to `member`, loaded once per transaction."""
-        succ = member.succ
+    def successors(self, ref: bytes) -> tuple:
+        """The members that link to `ref`, loaded once per transaction.
+
+        A tuple of objects the garbage collector does not track, so that the
+        collector stops tracking it: collections stay cheap however many
+        lists a transaction loads.
+        """
+        succ = self.succ.get(ref)
         if succ is None:
-            succ = member.succ = [self.member(ref) for ref in self.successor_refs(member.ref)]
+            succ = self.succ[ref] = tuple([self.member(each) for each in self.successor_refs(ref)])
         return succ
 
     def add_link(self, link: bytes, new: Member) -> None:
         """Write the tl-succ row link -> new; a loaded successor list of `link` follows."""
         self.txn.put(self.prefix + link, new.ref, db=self.succ_db, dupdata=True)
-        found = self.members.get(link)
-        if found is None:
-            return
-        succ = found.succ
+        succ = self.succ.get(link)
         if succ is None:
             return
         ref = new.ref
@@ -116,7 +123,7 @@ class Rows:
         end = len(succ)
         while at < end and succ[at].ref < ref:
             at += 1
-        succ.insert(at, new)
+        self.succ[link] = (*succ[:at], new, *succ[at:])
 
     def admit(self, member: Member) -> None:
         self.members[member.ref] = member
@@ -139,9 +146,7 @@ class Rows:
             found.dirty = False
         self.members[ref] = None
         self.dirty = [member for member in self.dirty if member.ref != ref]
-        for member in self.members.values():
-            if member is not None:
-                member.succ = None
+        self.succ = {}
 
     def pending(self, ref: bytes) -> int:
         raw = self.txn.get(self.prefix + ref, db=self.pending_db)
@@ -178,7 +183,7 @@ def add_event(rows: Rows, tree, ref: bytes, links: list, sort_id: bytes) -> list
                 rank = found.rank + 1
     new = Member(ref, rank, sort_id)
     holders = rows.successor_refs(ref)  # members that waited for ref
-    new.succ = [rows.member(holder) for holder in holders]
+    rows.succ[ref] = tuple([rows.member(holder) for holder in holders])
     raised = wave(rows, new, present)
 
     for link in links:
@@ -195,9 +200,10 @@ def add_event(rows: Rows, tree, ref: bytes, links: list, sort_id: bytes) -> list
 def wave(rows: Rows, new: Member, predecessors: list) -> list:
     """The members `new` raises, transitively, each with its final rank in `new_rank`.
 
-    Visits raised members in ascending order of old rank; raises
-    `CycleError` if a predecessor of `new` would rise (then `new` would
-    precede itself).
+    Visits raised members in ascending order of old rank (ties in the order
+    they were reached); raises `CycleError` if a predecessor of `new` would
+    rise (then `new` would precede itself). The heap holds numbers, old rank
+    times 2**32 plus the member's index in the list of raised members.
     """
     rows.waves += 1
     number = rows.waves
@@ -208,7 +214,7 @@ def wave(rows: Rows, new: Member, predecessors: list) -> list:
     current = new
     candidate = new.rank + 1
     while True:
-        for successor in rows.successors(current):
+        for successor in rows.successors(current.ref):
             if successor.mark == number:
                 if candidate > successor.new_rank:
                     successor.new_rank = candidate
@@ -216,23 +222,24 @@ def wave(rows: Rows, new: Member, predecessors: list) -> list:
             if candidate <= successor.rank:
                 continue
             if successor.mark == -number:
-                raise _cycle(new, successor, current)
+                raise _cycle(rows, new, successor, current)
             successor.mark = number
             successor.new_rank = candidate
-            successor.via = current
+            successor.via = current.ref
+            heappush(heap, (successor.rank << 32) + len(raised))
             raised.append(successor)
-            heappush(heap, (successor.rank, successor.ref, successor))
         if not heap:
             return raised
-        current = heappop(heap)[2]
+        current = raised[heappop(heap) & 0xFFFFFFFF]
         candidate = current.new_rank + 1
 
 
-def _cycle(new: Member, successor: Member, current: Member) -> CycleError:
+def _cycle(rows: Rows, new: Member, successor: Member, current: Member) -> CycleError:
     loop = [new.ref, successor.ref]
-    while current is not new:
-        loop.append(current.ref)
-        current = current.via
+    ref = current.ref
+    while ref != new.ref:
+        loop.append(ref)
+        ref = rows.members[ref].via
     return CycleError("it would come before itself", loop=loop)
 
 
@@ -250,8 +257,8 @@ def place(rows: Rows, tree, new: Member, raised: list) -> list:
         from  p(o) + [new key < o] - #{moved old keys < o}
         to    p(n) + [new key < n] - #{moved old keys < n, o included}
 
-    and as the old keys were in the tree, "old key o' < k" is "p(o') < p(k)"
-    for every key k: the counts are bisections of a list of positions.
+    The counts come from a Fenwick tree over the old keys in key order
+    (`_count_below`, `_mark`), so a wave of k members costs O(k log k).
     """
     count = len(raised)
     keys = [new.key]  # slot 0: the new key; 2i + 1, 2i + 2: raised[i]'s old and new keys
@@ -263,9 +270,16 @@ def place(rows: Rows, tree, new: Member, raised: list) -> list:
     order = sorted(range(total), key=keys.__getitem__)
     deltas = []
     ordered = []
+    olds = [0] * total  # per slot: how many old keys sort below it (an old key: its index)
+    seen = 0
     for slot in order:
         ordered.append(keys[slot])
-        deltas.append(-1 if slot & 1 else 1)
+        olds[slot] = seen
+        if slot & 1:
+            deltas.append(-1)
+            seen += 1
+        else:
+            deltas.append(1)
     ranks = tree.apply(ordered, deltas)
     before = [0] * total
     for index in range(total):
@@ -273,24 +287,26 @@ def place(rows: Rows, tree, new: Member, raised: list) -> list:
 
     new_key = keys[0]
     new_at = before[0]
-    commands = [Insert(new_at, new.sort_id)]
-    moved = []  # positions of the old keys moved so far, ascending
+    commands = [_new_command(Insert, (new_at, new.sort_id))]
+    if not count:
+        return commands
+    marks = array("q", bytes(8 * (count + 1)))  # Fenwick tree over old keys' indices: moved
+
     for index in range(total - 1, -1, -1):  # highest new key first
         slot = order[index]
         if slot == 0 or slot & 1:
             continue
         old_at = before[slot - 1]
-        src = old_at - bisect_left(moved, old_at)
+        old_index = olds[slot - 1]
+        src = old_at - _count_below(marks, old_index)
         if new_at <= old_at:
             src += 1
-        insort(moved, old_at)
-        moved_key = keys[slot]
-        new_place = before[slot]
-        dst = new_place - bisect_left(moved, new_place)
-        if new_key < moved_key:
+        _mark(marks, old_index, count)
+        dst = before[slot] - _count_below(marks, olds[slot])
+        if new_key < keys[slot]:
             dst += 1
         if src != dst:
-            commands.append(Move(src, dst))
+            commands.append(_new_command(Move, (src, dst)))
     for index in range(count):
         member = raised[index]
         member.rank = member.new_rank
@@ -299,3 +315,19 @@ def place(rows: Rows, tree, new: Member, raised: list) -> list:
             member.dirty = True
             rows.dirty.append(member)
     return commands
+
+
+def _count_below(marks: array, index: int) -> int:
+    """How many marked indices are below `index` (Fenwick prefix sum)."""
+    total = 0
+    while index > 0:
+        total += marks[index]
+        index &= index - 1
+    return total
+
+
+def _mark(marks: array, index: int, size: int) -> None:
+    index += 1
+    while index <= size:
+        marks[index] += 1
+        index += index & -index

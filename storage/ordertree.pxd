@@ -25,7 +25,7 @@ cdef class OrderTree:
         inner=Inner, counts=list, lows=list, children=list, leaf=list,
         last=Py_ssize_t, net=Py_ssize_t, child=Py_ssize_t, before=Py_ssize_t,
         found=Py_ssize_t, stop=Py_ssize_t, change=Py_ssize_t, size=Py_ssize_t,
-        index=Py_ssize_t, at=Py_ssize_t, delta=Py_ssize_t, present=bint,
+        index=Py_ssize_t, at=Py_ssize_t, delta=Py_ssize_t, present=bint, places=list,
     )
     cdef Py_ssize_t _apply_node(
         self, object node_no, list keys, list deltas, Py_ssize_t lo, Py_ssize_t hi,

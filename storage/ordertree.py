@@ -288,6 +288,7 @@ class OrderTree:
         leaf: list = node.keys
         net = 0
         size = len(leaf)
+        places = []  # each key's place in the leaf as it is
         for index in range(lo, hi):
             key = keys[index]
             at = bisect_left(leaf, key)
@@ -296,6 +297,7 @@ class OrderTree:
             if present != (delta < 0):
                 raise KeyError(key)
             ranks[index] = base + at
+            places.append(at)
             net += delta
         size += net
         if size > MAX_FANOUT or (size < MIN_FANOUT and node_no != self.state.root):
@@ -303,8 +305,9 @@ class OrderTree:
                 deferred.append(keys[index])
                 deferred.append(deltas[index])
             return 0
-        for index in range(hi - 1, lo - 1, -1):  # from the right: earlier places stay put
-            at = bisect_left(leaf, keys[index])
+        # From the right, so that the places of the keys to the left still hold.
+        for index in range(hi - 1, lo - 1, -1):
+            at = places[index - lo]
             if deltas[index] > 0:
                 leaf.insert(at, keys[index])
             else:

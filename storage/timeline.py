@@ -247,7 +247,6 @@ class _Timeline:
         self.prefix = U32.pack(meta.number)
         self.tree = _trees.OrderTree(txn, tables.tree, meta.number, meta.tree)
         self.rows = _core.Rows(txn, tables.nodes, tables.succ, tables.pending, self.prefix)
-        self.log: list[tuple[int, list[Command]]] = []  # (first version, an event's commands)
 
     def member(self, ref: bytes) -> tuple[int, bytes] | None:
         """(rank, sort id) of a present member, else None."""
@@ -262,12 +261,16 @@ class _Timeline:
         """Whether tl-succ holds the row link -> ref (ref was added with `link`)."""
         return self.txn.cursor(db=self.tables.succ).set_key_dup(self.prefix + link, ref)
 
+    def append_log(self, commands: list[Command]) -> None:
+        """One event's commands to the command log, numbered on from the version."""
+        meta = self.meta
+        key = self.prefix + U64.pack(meta.version + 1)
+        self.txn.put(key, encode_commands(commands), db=self.tables.log)
+        meta.version += len(commands)
+
     def flush(self) -> None:
         txn, tables, prefix = self.txn, self.tables, self.prefix
         self.rows.flush()
-        for first, commands in self.log:
-            txn.put(prefix + U64.pack(first), encode_commands(commands), db=tables.log)
-        self.log.clear()
         self.tree.flush()
         txn.put(prefix, self.meta.encode(), db=tables.meta)
 
@@ -332,8 +335,7 @@ class TimelineWriter:
         if any(not link or len(link) > MAX_REF_BYTES for link in links):
             raise TimelineError(f"a link must be 1 to {MAX_REF_BYTES} bytes")
         commands = _core.add_event(timeline.rows, timeline.tree, ref, links, sort_id)
-        timeline.log.append((timeline.meta.version + 1, commands))
-        timeline.meta.version += len(commands)
+        timeline.append_log(commands)
         return commands
 
     def remove(
@@ -389,8 +391,7 @@ class TimelineWriter:
             dst = tree.insert(order_key(new_rank, moved_id))
             if src != dst:
                 commands.append(Move(src, dst))
-        timeline.log.append((timeline.meta.version + 1, commands))
-        timeline.meta.version += len(commands)
+        timeline.append_log(commands)
         return commands
 
     def finish(self) -> None:
