@@ -22,14 +22,24 @@ cdef class OrderTree:
     cpdef list apply(self, list keys, list deltas)
 
     @cython.locals(
-        inner=Inner, counts=list, lows=list, children=list, leaf=list,
-        last=Py_ssize_t, net=Py_ssize_t, child=Py_ssize_t, before=Py_ssize_t,
+        inner=Inner, counts=list, lows=list, children=list, leaf=list, rebuilt=list,
+        net=Py_ssize_t, child=Py_ssize_t, before=Py_ssize_t, first_touched=bint,
         found=Py_ssize_t, stop=Py_ssize_t, change=Py_ssize_t, size=Py_ssize_t,
-        index=Py_ssize_t, at=Py_ssize_t, delta=Py_ssize_t, present=bint, places=list,
+        index=Py_ssize_t, at=Py_ssize_t, kept=Py_ssize_t, delta=Py_ssize_t, present=bint,
+        places=list,
     )
     cdef Py_ssize_t _apply_node(
         self, object node_no, list keys, list deltas, Py_ssize_t lo, Py_ssize_t hi,
-        Py_ssize_t base, list ranks, list deferred,
+        Py_ssize_t base, list ranks,
     ) except? -1
 
     cdef object _node(self, object node_no)
+
+    @cython.locals(children=list, small=Py_ssize_t, index=Py_ssize_t)
+    cpdef _repair_joint(self, Inner inner, Py_ssize_t joint)
+
+@cython.locals(count=Py_ssize_t)
+cdef Py_ssize_t _size(object node) except -1
+
+@cython.locals(total=Py_ssize_t, count=Py_ssize_t)
+cdef Py_ssize_t _weight(object node) except -1

@@ -3,8 +3,10 @@ give the same commands, orders, rows and errors, event for event, and both match
 reference ScuttleSort. When Cython is installed, `make install` must have built the
 compiled modules from the current sources."""
 
+import bisect
 import importlib.util
 import random
+import struct
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -17,7 +19,7 @@ from scuttlesort import Timeline as ReferenceTimeline
 
 from tanglenode.storage import native, timeline
 from tanglenode.storage.errors import TimelineError
-from tanglenode.storage.ordertree import TreeState
+from tanglenode.storage.ordertree import MAX_FANOUT, TreeState
 from tanglenode.storage.simulate import in_order, paper_tangle, random_feed
 from tanglenode.storage.timeline import TimelineWriter, apply_commands
 from tests.timeline_oracle import EngineHarness, rank_order
@@ -137,6 +139,29 @@ def test_both_builds_agree_on_random_scripts(script):
     assert run_steps("native", steps, cuts) == run_steps("plain", steps, cuts)
 
 
+def assert_well_formed(txn, db, state) -> None:
+    """Every node but the root within its fanout bounds, every count and low right."""
+    import msgpack
+
+    def walk(node_no: int, is_root: bool) -> list[bytes]:
+        kind, *fields = msgpack.unpackb(txn.get(struct.pack(">II", 1, node_no), db=db))
+        size = len(fields[0])
+        assert size <= MAX_FANOUT
+        assert is_root or size >= MAX_FANOUT // 4
+        if kind == 0:
+            return fields[0]
+        children, counts, lows = fields
+        keys: list[bytes] = []
+        for index, child in enumerate(children):
+            below = walk(child, False)
+            assert len(below) == counts[index]
+            assert index == 0 or (below and below[0] >= lows[index] > keys[-1])
+            keys.extend(below)
+        return keys
+
+    assert len(walk(state.root, True)) == state.size
+
+
 @needs_native
 @settings(max_examples=60, deadline=None)
 @given(
@@ -167,6 +192,40 @@ def test_both_order_trees_agree(batches):
                     seen.append(tree.apply(keys, [1 if k not in present else -1 for k in keys]))
                     seen.append(tree.slice(0, len(tree)))
                     tree.flush()
+                    assert_well_formed(txn, db, state)
             env.close()
             results.append(seen)
     assert results[0] == results[1]
+
+
+@pytest.mark.parametrize("kind", ["plain", pytest.param("native", marks=needs_native)])
+def test_big_batches_crowding_and_emptying_regions_keep_the_tree_well_formed(kind):
+    """Batches like a big wave's: thousands of keys into one narrow range, and out of another."""
+    import lmdb
+
+    module = native.plain("ordertree") if kind == "plain" else native.compiled("ordertree")
+    rng = random.Random(7)
+    expected: list[bytes] = []
+    with tempfile.TemporaryDirectory() as directory:
+        env = lmdb.open(directory, map_size=2**30, max_dbs=2)
+        db = env.open_db(b"tree")
+        state = TreeState()
+        for round_ in range(12):
+            present = set(expected)
+            start = rng.randrange(0, 2**32 - 2**20)
+            crowd = {(start + rng.randrange(2**20)).to_bytes(4, "big") for _ in range(3000)}
+            leaving = set(rng.sample(expected, min(len(expected), rng.randrange(0, 4000))))
+            if round_ % 3 == 2 and expected:  # empty one contiguous stretch
+                cut = rng.randrange(len(expected))
+                leaving |= set(expected[cut : cut + 2500])
+            changes = {key: 1 for key in crowd - present} | {key: -1 for key in leaving}
+            keys = sorted(changes)
+            with env.begin(write=True) as txn:
+                tree = module.OrderTree(txn, db, 1, state)
+                ranks = tree.apply(keys, [changes[key] for key in keys])
+                assert ranks == [bisect.bisect_left(expected, key) for key in keys]
+                expected = sorted(present - leaving | crowd)
+                assert tree.slice(0, len(tree)) == expected
+                tree.flush()
+                assert_well_formed(txn, db, state)
+        env.close()
