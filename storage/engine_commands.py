@@ -3,12 +3,13 @@
 The engine (`storage.timeline`) returns these for every event and appends
 them to the timeline's log; a subscriber replays them on its own array with
 `apply_commands`. In the log an event's commands are one msgpack list of
-`[0, pos, id]` (ins), `[1, from, to]` (mov) and `[2, pos]` (del).
+`[0, pos, id]` (ins), `[1, from, to]` (mov) and `[2, pos]` (del), written by
+`storage.engine_core.encode_log` and read back by `decode_commands`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 import msgpack
@@ -74,20 +75,6 @@ def apply_commands(array: list[Any], commands: Iterable[Command]) -> list[Any]:
         else:
             del array[command.pos]
     return array
-
-
-def encode_commands(commands: Sequence[Command]) -> bytes:
-    """One event's commands as a log row."""
-    rows: list[tuple] = []
-    for command in commands:
-        kind = type(command)
-        if kind is Move:
-            rows.append((_MOV, command.src, command.dst))  # type: ignore[union-attr]
-        elif kind is Insert:
-            rows.append((_INS, command.pos, command.id))  # type: ignore[union-attr]
-        else:
-            rows.append((_DEL, command.pos))
-    return msgpack.packb(rows)
 
 
 def _decode_command(kind: int, *fields: Any) -> Command:

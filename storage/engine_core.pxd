@@ -47,8 +47,9 @@ cpdef list wave(Rows rows, Member new, list predecessors)
 
 @cython.locals(
     count=Py_ssize_t, keys=list, index=Py_ssize_t, member=Member, total=Py_ssize_t,
-    order=list, deltas=list, ordered=list, olds=list, seen=Py_ssize_t, slot=Py_ssize_t,
-    ranks=list, before=list, new_at=Py_ssize_t, commands=list, marks="long long[::1]",
+    order=list, ordered=list, deltas="signed char[::1]", olds="long long[::1]",
+    seen=Py_ssize_t, slot=Py_ssize_t, ranks="long long[::1]", before="long long[::1]",
+    new_at=Py_ssize_t, commands=list, marks="long long[::1]",
     old_at=Py_ssize_t, old_index=Py_ssize_t, src=Py_ssize_t, dst=Py_ssize_t,
 )
 cpdef list place(Rows rows, object tree, Member new, list raised)
@@ -57,3 +58,6 @@ cpdef list place(Rows rows, object tree, Member new, list raised)
 cdef Py_ssize_t _count_below(long long[::1] marks, Py_ssize_t index) noexcept
 
 cdef void _mark(long long[::1] marks, Py_ssize_t index, Py_ssize_t size) noexcept
+
+@cython.locals(rows=list)
+cpdef bytes encode_log(list commands)

@@ -32,7 +32,9 @@ from array import array
 from heapq import heappop, heappush
 from struct import Struct
 
-from tanglenode.storage.engine_commands import Insert, Move
+from msgpack import packb as _packb
+
+from tanglenode.storage.engine_commands import Delete, Insert, Move
 from tanglenode.storage.errors import CycleError
 
 _U32 = Struct(">I")
@@ -268,20 +270,21 @@ def place(rows: Rows, tree, new: Member, raised: list) -> list:
         keys.append(_pack(member.new_rank) + member.sort_id)
     total = 2 * count + 1
     order = sorted(range(total), key=keys.__getitem__)
-    deltas = []
-    ordered = []
-    olds = [0] * total  # per slot: how many old keys sort below it (an old key: its index)
+    ordered = [keys[slot] for slot in order]
+    deltas = array("b", bytes(total))
+    olds = array("q", bytes(8 * total))  # per slot: how many old keys sort below it
     seen = 0
-    for slot in order:
-        ordered.append(keys[slot])
+    for index in range(total):
+        slot = order[index]
         olds[slot] = seen
         if slot & 1:
-            deltas.append(-1)
+            deltas[index] = -1
             seen += 1
         else:
-            deltas.append(1)
-    ranks = tree.apply(ordered, deltas)
-    before = [0] * total
+            deltas[index] = 1
+    ranks = array("q", bytes(8 * total))
+    tree.apply_into(ordered, deltas, ranks)
+    before = array("q", bytes(8 * total))
     for index in range(total):
         before[order[index]] = ranks[index]
 
@@ -291,7 +294,6 @@ def place(rows: Rows, tree, new: Member, raised: list) -> list:
     if not count:
         return commands
     marks = array("q", bytes(8 * (count + 1)))  # Fenwick tree over old keys' indices: moved
-
     for index in range(total - 1, -1, -1):  # highest new key first
         slot = order[index]
         if slot == 0 or slot & 1:
@@ -331,3 +333,19 @@ def _mark(marks: array, index: int, size: int) -> None:
     while index <= size:
         marks[index] += 1
         index += index & -index
+
+
+def encode_log(commands: list) -> bytes:
+    """One event's commands as its command-log row (storage.engine_commands' format)."""
+    rows = []
+    for command in commands:
+        kind = type(command)
+        if kind is Move:
+            rows.append((1, command[0], command[1]))
+        elif kind is Insert:
+            rows.append((0, command[0], command[1]))
+        elif kind is Delete:
+            rows.append((2, command[0]))
+        else:
+            raise TypeError(f"not a timeline command: {command!r}")
+    return _packb(rows)

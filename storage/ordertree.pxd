@@ -19,7 +19,8 @@ cdef class OrderTree:
     cdef set _dirty
     cdef set _freed
 
-    cpdef list apply(self, list keys, list deltas)
+    cpdef list apply(self, list keys, object deltas)
+    cpdef apply_into(self, list keys, signed char[::1] deltas, long long[::1] ranks)
 
     @cython.locals(
         inner=Inner, counts=list, lows=list, children=list, leaf=list, rebuilt=list,
@@ -29,8 +30,8 @@ cdef class OrderTree:
         places=list,
     )
     cdef Py_ssize_t _apply_node(
-        self, object node_no, list keys, list deltas, Py_ssize_t lo, Py_ssize_t hi,
-        Py_ssize_t base, list ranks,
+        self, object node_no, list keys, signed char[::1] deltas, Py_ssize_t lo, Py_ssize_t hi,
+        Py_ssize_t base, long long[::1] ranks,
     ) except? -1
 
     cdef object _node(self, object node_no)

@@ -38,6 +38,7 @@ This module is one of the engine's two hot modules (with
 from __future__ import annotations
 
 import struct
+from array import array
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 
@@ -184,12 +185,16 @@ class OrderTree:
         child, into its right one once the walk is past it), so the batch
         costs its keys, never a path per key.
         """
-        ranks = [0] * len(keys)
+        ranks = array("q", bytes(8 * len(keys)))
+        self.apply_into(keys, array("b", deltas), ranks)
+        return ranks.tolist()
+
+    def apply_into(self, keys: list[bytes], deltas: array, ranks: array) -> None:
+        """`apply`, for the engine: `deltas` (signed bytes) in, `ranks` (int64) filled in."""
         state = self.state
         if keys:
             state.size += self._apply_node(state.root, keys, deltas, 0, len(keys), 0, ranks)
         self._fix_root()
-        return ranks
 
     def flush(self) -> None:
         """Write every changed node back; the tree stays usable."""
@@ -248,11 +253,11 @@ class OrderTree:
         self,
         node_no: int,
         keys: list[bytes],
-        deltas: list[int],
+        deltas: array,
         lo: int,
         hi: int,
         base: int,
-        ranks: list[int],
+        ranks: array,
     ) -> int:
         """Apply keys[lo:hi] under `node_no`, which `base` keys precede; returns the net change.
 

@@ -100,7 +100,6 @@ from tanglenode.storage.engine_commands import (
     Move,
     apply_commands,
     decode_commands,
-    encode_commands,
 )
 from tanglenode.storage.errors import (
     CycleError,
@@ -265,7 +264,7 @@ class _Timeline:
         """One event's commands to the command log, numbered on from the version."""
         meta = self.meta
         key = self.prefix + U64.pack(meta.version + 1)
-        self.txn.put(key, encode_commands(commands), db=self.tables.log)
+        self.txn.put(key, _core.encode_log(commands), db=self.tables.log)
         meta.version += len(commands)
 
     def flush(self) -> None:
