@@ -110,8 +110,16 @@ class Rows:
         lists a transaction loads.
         """
         succ = self.succ.get(ref)
-        if succ is None:
-            succ = self.succ[ref] = tuple([self.member(each) for each in self.successor_refs(ref)])
+        if succ is not None:
+            return succ
+        cursor = self.cursor
+        if cursor is None:
+            cursor = self.cursor = self.txn.cursor(db=self.succ_db)
+        if cursor.set_key(self.prefix + ref):
+            succ = tuple([self.member(each) for each in cursor.iternext_dup(keys=False)])
+        else:
+            succ = ()
+        self.succ[ref] = succ
         return succ
 
     def add_link(self, link: bytes, new: Member) -> None:

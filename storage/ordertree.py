@@ -303,9 +303,10 @@ class OrderTree:
         net = 0
         size = len(leaf)
         places = []  # each key's place in the leaf as it is
+        at = 0
         for index in range(lo, hi):
             key = keys[index]
-            at = bisect_left(leaf, key)
+            at = bisect_left(leaf, key, at)  # keys ascend: search from the last place on
             present = at < size and leaf[at] == key
             delta = deltas[index]
             if present != (delta < 0):
