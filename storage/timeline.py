@@ -80,6 +80,13 @@ raises, each with its successor list) and one walk of the order tree that
 visits each touched node once.
 A `TimelineWriter` caches the rows it touches for its transaction only and
 writes them in `finish()`; memory is bounded by what one batch touches.
+
+This module checks events, keeps the tables and does the rare removal; the
+work an add costs per raised message (rows, wave, placing, the log row) is
+in `storage.engine_core` and the order tree in `storage.ordertree`. Those two
+are the engine's hot modules: plain Python that `make install` also compiles
+with Cython (`storage.native`), the compiled build running when it is
+current. `engine_build()` says which runs; `use_engine_build` switches.
 """
 
 from __future__ import annotations
