@@ -17,7 +17,7 @@ NATIVE_STAMP   := $(VENV)/.native
 
 native: $(NATIVE_STAMP)
 
-$(NATIVE_STAMP): $(STAMP) $(NATIVE_SOURCES) storage/native_build.py
+$(NATIVE_STAMP): $(STAMP) $(NATIVE_SOURCES) storage/native.py storage/native_build.py
 	$(PY) -m tanglenode.storage.native_build
 	@touch $@
 
@@ -53,4 +53,4 @@ bench: install
 	$(PY) bench/ingest.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache *.egg-info storage/*_native.*.so
+	rm -rf $(VENV) .pytest_cache .ruff_cache *.egg-info storage/__pycache__/*_native.*.so

@@ -294,7 +294,8 @@ def place(rows: Rows, tree, new: Member, raised: list) -> list:
     tree.apply_into(ordered, deltas, ranks)
     before = array("q", bytes(8 * total))
     for index in range(total):
-        before[order[index]] = ranks[index]
+        slot = order[index]
+        before[slot] = ranks[index]
 
     new_key = keys[0]
     new_at = before[0]

@@ -7,9 +7,11 @@ pure-Python mode: `storage/ordertree.py` (the order tree) and
 `storage/engine_core.py` (the wave and the placing of an event's commands).
 Each is plain Python that runs as it is; an augmenting `.pxd` beside it gives
 Cython the C types. `make install` compiles each source with gcc into an
-extension module beside it named `<module>_native` (`storage/native_build.py`),
-and stamps it with `SOURCE_SHA256`, the hash of the `.py` and `.pxd` it was
-built from.
+extension module `<module>_native` (`storage/native_build.py`), stamped with
+`SOURCE_SHA256`, the hash of the `.py` and `.pxd` it was built from. The
+builds go to `storage/__pycache__/`, the folder of this interpreter's
+compiled artifacts: a wheel (pure Python, built from the same folders)
+never ships a platform binary, and `compiled` loads them by path.
 
 `load(name)` returns the compiled module when it exists and its stamp matches
 the sources as they are now, else the plain module: a checkout whose sources
@@ -25,7 +27,10 @@ from __future__ import annotations
 
 import hashlib
 import importlib
+import importlib.util
 import os
+import sys
+import sysconfig
 from pathlib import Path
 from types import ModuleType
 
@@ -42,12 +47,26 @@ def source_hash(name: str) -> str:
     return digest.hexdigest()
 
 
+def native_path(name: str) -> Path:
+    """Where `make install` puts the compiled build of hot module `name`."""
+    return _FOLDER / "__pycache__" / f"{name}_native{sysconfig.get_config_var('EXT_SUFFIX')}"
+
+
 def compiled(name: str) -> ModuleType | None:
     """The compiled build of hot module `name` if it is built and current, else None."""
-    try:
-        module = importlib.import_module(f"{PACKAGE}.{name}_native")
-    except ImportError:
-        return None
+    full = f"{PACKAGE}.{name}_native"
+    module = sys.modules.get(full)
+    if module is None:
+        path = native_path(name)
+        spec = importlib.util.spec_from_file_location(full, path) if path.exists() else None
+        if spec is None or spec.loader is None:
+            return None
+        try:
+            module = importlib.util.module_from_spec(spec)
+            spec.loader.exec_module(module)
+        except ImportError:
+            return None
+        sys.modules[full] = module
     try:
         current = getattr(module, "SOURCE_SHA256", None) == source_hash(name)
     except OSError:  # sources not shipped beside the build: trust the build

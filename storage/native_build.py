@@ -7,7 +7,7 @@ Theory of operation
 augmenting `.pxd` to a scratch folder as `<name>_native`, appends the stamp
 `SOURCE_SHA256` (the hash of both files), has Cython translate it to C and
 gcc compile that against this interpreter's headers, and puts the extension
-module beside the source: `storage/<name>_native<EXT_SUFFIX>`. Nothing is
+module in `storage/__pycache__/<name>_native<EXT_SUFFIX>` (see `storage.native`). Nothing is
 downloaded; Cython is a dev dependency. A module whose stamp already
 matches is left alone. If Cython or the compiler is missing, it says so and
 exits 1: the engine then runs the plain modules.
@@ -22,14 +22,10 @@ import sysconfig
 import tempfile
 from pathlib import Path
 
-from tanglenode.storage.native import HOT_MODULES, compiled, source_hash
+from tanglenode.storage.native import HOT_MODULES, compiled, native_path, source_hash
 
 FOLDER = Path(__file__).resolve().parent
 CFLAGS = ["-O2", "-fPIC", "-shared", "-fno-strict-aliasing", "-DNDEBUG", "-w"]
-
-
-def target(name: str) -> Path:
-    return FOLDER / f"{name}_native{sysconfig.get_config_var('EXT_SUFFIX')}"
 
 
 def build(name: str, scratch: Path) -> Path:
@@ -59,7 +55,8 @@ def build(name: str, scratch: Path) -> Path:
         ],
         check=True,
     )
-    built = scratch / target(name).name
+    final = native_path(name)
+    built = scratch / final.name
     compiler = sysconfig.get_config_var("CC") or "gcc"
     subprocess.run(
         [
@@ -72,7 +69,7 @@ def build(name: str, scratch: Path) -> Path:
         ],
         check=True,
     )
-    final = target(name)
+    final.parent.mkdir(exist_ok=True)
     shutil.move(built, final)
     return final
 
