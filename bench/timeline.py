@@ -117,25 +117,24 @@ def compare(args) -> None:
         "events  feeds | ref ev/s  engine ev/s  ratio (median) | ref cmd/ev  engine cmd/ev"
         " | goals (cmd/ev <= reference on every row)"
     )
-    for events in (32_000, 64_000):
-        for feeds in (16, 64, 256):
-            delivered = workload(events, feeds, seed=feeds)
-            encoded = encode(delivered)
-            rows = []
-            for _ in range(args.rounds):
-                ref_s, ref_cmds = run_reference(delivered)
-                eng_s, eng_cmds = time_engine(encoded, args.batch)
-                rows.append((events / ref_s, events / eng_s, ref_s / eng_s))
-            ref_rate = statistics.median(r[0] for r in rows)
-            eng_rate = statistics.median(r[1] for r in rows)
-            ratio = statistics.median(r[2] for r in rows)
-            commands = "cmd/ev met" if eng_cmds <= ref_cmds else "cmd/ev MISSED"
-            print(
-                f"{events:>6} {feeds:>6} | {ref_rate:>8.0f} {eng_rate:>12.0f} {ratio:>8.2f}x"
-                f"        | {ref_cmds / events:>10.2f} {eng_cmds / events:>13.2f}"
-                f" | {commands}; {ratio_goal(events, feeds, ratio)}".rstrip("; "),
-                flush=True,
-            )
+    for events, feeds in args.rows:
+        delivered = workload(events, feeds, seed=feeds)
+        encoded = encode(delivered)
+        rows = []
+        for _ in range(args.rounds):
+            ref_s, ref_cmds = run_reference(delivered)
+            eng_s, eng_cmds = time_engine(encoded, args.batch)
+            rows.append((events / ref_s, events / eng_s, ref_s / eng_s))
+        ref_rate = statistics.median(r[0] for r in rows)
+        eng_rate = statistics.median(r[1] for r in rows)
+        ratio = statistics.median(r[2] for r in rows)
+        commands = "cmd/ev met" if eng_cmds <= ref_cmds else "cmd/ev MISSED"
+        print(
+            f"{events:>6} {feeds:>6} | {ref_rate:>8.0f} {eng_rate:>12.0f} {ratio:>8.2f}x"
+            f"        | {ref_cmds / events:>10.2f} {eng_cmds / events:>13.2f}"
+            f" | {commands}; {ratio_goal(events, feeds, ratio)}".rstrip("; "),
+            flush=True,
+        )
 
 
 def rss_child(events: int, feeds: int, batch: int) -> None:
@@ -211,8 +210,14 @@ def main() -> None:
     parser.add_argument(
         "--build", choices=("native", "plain"), help="the engine's hot modules (default: as built)"
     )
+    parser.add_argument(
+        "--rows",
+        default="32000x16,32000x64,32000x256,64000x16,64000x64,64000x256",
+        help="compare's rows, EVENTSxFEEDS,...",
+    )
     parser.add_argument("--rss-child", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    args.rows = [tuple(int(n) for n in row.split("x")) for row in args.rows.split(",")]
     if args.build:
         engine.use_engine_build(args.build)
     if args.rss_child:

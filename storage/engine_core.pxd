@@ -40,7 +40,7 @@ cdef class Rows:
 cpdef list add_event(Rows rows, object tree, object ref, list links, object sort_id)
 
 @cython.locals(
-    number=Py_ssize_t, member=Member, raised=list, heap=list, current=Member,
+    number=Py_ssize_t, member=Member, raised=list, visited=list, heap=list, current=Member,
     candidate=Py_ssize_t, successor=Member,
 )
 cpdef list wave(Rows rows, Member new, list predecessors)

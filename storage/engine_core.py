@@ -211,15 +211,18 @@ def wave(rows: Rows, new: Member, predecessors: list) -> list:
     """The members `new` raises, transitively, each with its final rank in `new_rank`.
 
     Visits raised members in ascending order of old rank (ties in the order
-    they were reached); raises `CycleError` if a predecessor of `new` would
-    rise (then `new` would precede itself). The heap holds numbers, old rank
+    they were reached) and returns them in that order, so that their old
+    keys come nearly sorted (`place` sorts them cheaply); raises
+    `CycleError` if a predecessor of `new` would rise (then `new` would
+    precede itself). The heap holds numbers, old rank
     times 2**32 plus the member's index in the list of raised members.
     """
     rows.waves += 1
     number = rows.waves
     for member in predecessors:
         member.mark = -number
-    raised = []
+    raised = []  # in the order they were reached: the heap's numbers index it
+    visited = []  # in the order they were visited: ascending old rank
     heap = []
     current = new
     candidate = new.rank + 1
@@ -239,8 +242,9 @@ def wave(rows: Rows, new: Member, predecessors: list) -> list:
             heappush(heap, (successor.rank << 32) + len(raised))
             raised.append(successor)
         if not heap:
-            return raised
+            return visited
         current = raised[heappop(heap) & 0xFFFFFFFF]
+        visited.append(current)
         candidate = current.new_rank + 1
 
 
@@ -271,10 +275,13 @@ def place(rows: Rows, tree, new: Member, raised: list) -> list:
     (`_count_below`, `_mark`), so a wave of k members costs O(k log k).
     """
     count = len(raised)
-    keys = [new.key]  # slot 0: the new key; 2i + 1, 2i + 2: raised[i]'s old and new keys
+    # Slot 0: the new key; 1 + i: raised[i]'s old key; 1 + count + i: its new key. The
+    # raised come in ascending old rank, so the sort mostly merges runs.
+    keys = [new.key]
+    for index in range(count):
+        keys.append(raised[index].key)
     for index in range(count):
         member = raised[index]
-        keys.append(member.key)
         keys.append(_pack(member.new_rank) + member.sort_id)
     total = 2 * count + 1
     order = sorted(range(total), key=keys.__getitem__)
@@ -285,7 +292,7 @@ def place(rows: Rows, tree, new: Member, raised: list) -> list:
     for index in range(total):
         slot = order[index]
         olds[slot] = seen
-        if slot & 1:
+        if 0 < slot <= count:
             deltas[index] = -1
             seen += 1
         else:
@@ -305,10 +312,10 @@ def place(rows: Rows, tree, new: Member, raised: list) -> list:
     marks = array("q", bytes(8 * (count + 1)))  # Fenwick tree over old keys' indices: moved
     for index in range(total - 1, -1, -1):  # highest new key first
         slot = order[index]
-        if slot == 0 or slot & 1:
+        if slot <= count:
             continue
-        old_at = before[slot - 1]
-        old_index = olds[slot - 1]
+        old_at = before[slot - count]
+        old_index = olds[slot - count]
         src = old_at - _count_below(marks, old_index)
         if new_at <= old_at:
             src += 1
@@ -321,7 +328,7 @@ def place(rows: Rows, tree, new: Member, raised: list) -> list:
     for index in range(count):
         member = raised[index]
         member.rank = member.new_rank
-        member.key = keys[2 * index + 2]
+        member.key = keys[1 + count + index]
         if not member.dirty:
             member.dirty = True
             rows.dirty.append(member)
