@@ -169,6 +169,11 @@ def use_engine_build(kind: str) -> None:
         raise ValueError(f"unknown engine build {kind!r}")
 
 
+def _as_bytes(value: bytes) -> bytes:
+    """Refs as bytes (the compiled engine keeps bytes; a bytearray or memoryview is copied)."""
+    return value if type(value) is bytes else bytes(memoryview(value))
+
+
 def order_key(rank: int, sort_id: bytes) -> bytes:
     return U32.pack(rank) + sort_id
 
@@ -329,13 +334,14 @@ class TimelineWriter:
 
         Returns the commands that turn the previous order into the new one.
         """
-        sort_id = ref if sort_id is None else sort_id
+        ref = _as_bytes(ref)
+        sort_id = ref if sort_id is None else _as_bytes(sort_id)
         if not ref or len(ref) > MAX_REF_BYTES or len(sort_id) > MAX_REF_BYTES:
             raise TimelineError(f"a ref or sort id must be 1 to {MAX_REF_BYTES} bytes")
         timeline = self._timeline(name)
         if timeline.rows.member(ref) is not None:
             raise DuplicateEvent("already in the timeline")
-        links = list(dict.fromkeys(after))
+        links = list(dict.fromkeys(map(_as_bytes, after)))
         if ref in links:
             raise CycleError("it links to itself")
         if any(not link or len(link) > MAX_REF_BYTES for link in links):
