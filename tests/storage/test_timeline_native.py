@@ -229,3 +229,38 @@ def test_big_batches_crowding_and_emptying_regions_keep_the_tree_well_formed(kin
                 tree.flush()
                 assert_well_formed(txn, db, state)
         env.close()
+
+
+@pytest.mark.parametrize("kind", ["plain", pytest.param("native", marks=needs_native)])
+def test_log_rows_are_the_msgpack_of_the_commands(kind):
+    import msgpack
+
+    from tanglenode.storage.engine_commands import Delete, Insert, Move, decode_commands
+
+    core = native.plain("engine_core") if kind == "plain" else native.compiled("engine_core")
+    rng = random.Random(11)
+    numbers = [0, 1, 127, 128, 255, 256, 65535, 65536, 2**32 - 1, 2**32, 2**40]
+
+    def number() -> int:
+        return rng.choice([*numbers, rng.randrange(10**6)])
+
+    for length in [0, 1, 15, 16, 17, 40, 65535, 65536] + [rng.randrange(60) for _ in range(300)]:
+        commands = []
+        for _ in range(length):
+            pick = rng.randrange(3)
+            if pick == 0:
+                size = rng.choice([1, 11, 255, 256, 300])
+                commands.append(Insert(number(), rng.randbytes(size)))
+            elif pick == 1:
+                commands.append(Move(number(), number()))
+            else:
+                commands.append(Delete(number()))
+        expected = msgpack.packb(
+            [
+                (0, *c) if type(c) is Insert else (1, *c) if type(c) is Move else (2, *c)
+                for c in commands
+            ]
+        )
+        row = core.encode_log(commands)
+        assert row == expected
+        assert decode_commands(row) == commands
