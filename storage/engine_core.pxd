@@ -40,10 +40,17 @@ cdef class Rows:
 cpdef list add_event(Rows rows, object tree, object ref, list links, object sort_id)
 
 @cython.locals(
-    number=Py_ssize_t, member=Member, raised=list, visited=list, heap=list, current=Member,
+    number=Py_ssize_t, member=Member, raised=list, visited=list, heap="long long[::1]",
+    size=Py_ssize_t, current=Member,
     candidate=Py_ssize_t, successor=Member,
 )
 cpdef list wave(Rows rows, Member new, list predecessors)
+
+@cython.locals(at=Py_ssize_t, parent=Py_ssize_t)
+cdef void _push(long long[::1] heap, Py_ssize_t size, long long value) noexcept
+
+@cython.locals(least="long long", last="long long", at=Py_ssize_t, child=Py_ssize_t)
+cdef long long _pop(long long[::1] heap, Py_ssize_t size) noexcept
 
 @cython.locals(
     count=Py_ssize_t, keys=list, index=Py_ssize_t, member=Member, total=Py_ssize_t,

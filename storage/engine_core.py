@@ -29,7 +29,6 @@ Written in Cython's pure-Python mode: this file runs as it is, and
 from __future__ import annotations
 
 from array import array
-from heapq import heappop, heappush
 from struct import Struct
 
 from tanglenode.storage.engine_commands import Delete, Insert, Move
@@ -212,8 +211,8 @@ def wave(rows: Rows, new: Member, predecessors: list) -> list:
     they were reached) and returns them in that order, so that their old
     keys come nearly sorted (`place` sorts them cheaply); raises
     `CycleError` if a predecessor of `new` would rise (then `new` would
-    precede itself). The heap holds numbers, old rank
-    times 2**32 plus the member's index in the list of raised members.
+    precede itself). The heap (`_push`, `_pop`, over an int64 array) holds
+    numbers: old rank times 2**32 plus the member's index among the raised.
     """
     rows.waves += 1
     number = rows.waves
@@ -221,7 +220,9 @@ def wave(rows: Rows, new: Member, predecessors: list) -> list:
         member.mark = -number
     raised = []  # in the order they were reached: the heap's numbers index it
     visited = []  # in the order they were visited: ascending old rank
-    heap = []
+    storage = array("q", bytes(8 * 16))
+    heap = storage
+    size = 0
     current = new
     candidate = new.rank + 1
     while True:
@@ -237,13 +238,50 @@ def wave(rows: Rows, new: Member, predecessors: list) -> list:
             successor.mark = number
             successor.new_rank = candidate
             successor.via = current.ref
-            heappush(heap, (successor.rank << 32) + len(raised))
+            if size == len(storage):
+                storage = storage + storage  # twice the room (a new array: no view holds it)
+                heap = storage
+            _push(heap, size, (successor.rank << 32) + len(raised))
+            size += 1
             raised.append(successor)
-        if not heap:
+        if not size:
             return visited
-        current = raised[heappop(heap) & 0xFFFFFFFF]
+        current = raised[_pop(heap, size) & 0xFFFFFFFF]
+        size -= 1
         visited.append(current)
         candidate = current.new_rank + 1
+
+
+def _push(heap: array, size: int, value: int) -> None:
+    """Add `value` to the min-heap `heap[:size]` (which has room for it)."""
+    at = size
+    while at > 0:
+        parent = (at - 1) >> 1
+        if heap[parent] <= value:
+            break
+        heap[at] = heap[parent]
+        at = parent
+    heap[at] = value
+
+
+def _pop(heap: array, size: int) -> int:
+    """Take the least value out of the min-heap `heap[:size]` (size > 0)."""
+    least = heap[0]
+    size -= 1
+    last = heap[size]
+    at = 0
+    while True:
+        child = 2 * at + 1
+        if child >= size:
+            break
+        if child + 1 < size and heap[child + 1] < heap[child]:
+            child += 1
+        if heap[child] >= last:
+            break
+        heap[at] = heap[child]
+        at = child
+    heap[at] = last
+    return least
 
 
 def _cycle(rows: Rows, new: Member, successor: Member, current: Member) -> CycleError:
