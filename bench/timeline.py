@@ -28,6 +28,8 @@ Sections (pick with --only):
             batch; and ru_maxrss, which also counts LMDB's mapped file pages
   table     the paper's table (commands per event, widths 4..1024) at 32K
             events for both, beside the paper's own row
+  minimum   commands per event of the reference, of the engine, and the
+            least any edit script needs (1 + n - LIS, below), at 8K events
 
     .venv/bin/python bench/timeline.py [--rounds 3] [--only compare,rss,table] [--build plain]
 """
@@ -35,6 +37,7 @@ Sections (pick with --only):
 from __future__ import annotations
 
 import argparse
+import bisect
 import gc
 import json
 import platform
@@ -50,6 +53,7 @@ from scuttlesort import Timeline as ReferenceTimeline
 from tanglenode.storage import timeline as engine
 from tanglenode.storage.scratch import run_engine
 from tanglenode.storage.simulate import paper_tangle, random_feed
+from tanglenode.storage.timeline import apply_commands
 
 RATIO_GOAL, RATIO_FLOOR = 10.0, 5.0  # engine / reference at 64K events, 64 feeds
 MEMORY_GOAL_MB = 32.0  # engine's own peak at 512K events
@@ -202,6 +206,63 @@ def table(args) -> None:
     print(f"goal: engine cmd/ev <= reference at every width: {'met' if within else 'MISSED'}")
 
 
+def least_commands(old: list[bytes], new: list[bytes]) -> int:
+    """The fewest `ins`/`mov` commands that turn `old` into `new` (one element more).
+
+    One `ins`, plus a `mov` for each element outside a longest common
+    subsequence of the two orders; only the window between the first and
+    the last difference can differ, so the LIS is taken there.
+    """
+    start = 0
+    while start < len(old) and old[start] == new[start]:
+        start += 1
+    end_old, end_new = len(old), len(new)
+    while end_old > start and old[end_old - 1] == new[end_new - 1]:
+        end_old, end_new = end_old - 1, end_new - 1
+    place = {element: index for index, element in enumerate(new[start:end_new])}
+    tails: list[int] = []  # patience sorting: the LIS of old's elements' new places
+    for element in old[start:end_old]:
+        at = bisect.bisect_left(tails, place[element])
+        tails[at : at + 1] = [place[element]]
+    return 1 + (end_old - start) - len(tails)
+
+
+def engine_and_least(delivered, batch: int) -> tuple[int, int]:
+    """The engine's commands over `delivered`, and the least each event could have had."""
+    array: list[bytes] = []
+    least = 0
+
+    def replay(_ref: bytes, commands) -> None:
+        nonlocal least
+        before = list(array)
+        apply_commands(array, commands)
+        least += least_commands(before, array)
+
+    run = run_engine(
+        ((ref, after, None) for ref, after in encode(delivered)),
+        timeline=b"bench",
+        batch=batch,
+        prefix="bench-timeline-",
+        read_order=False,
+        on_added=replay,
+    )
+    return run.commands, least
+
+
+def minimum(args) -> None:
+    print("commands per event at 8K events, random-feed delivery; least = 1 + n - LIS per event")
+    print("feeds | reference  engine  least | engine/least")
+    for feeds in (4, 16, 64, 256):
+        delivered = workload(8_000, feeds, seed=feeds)
+        reference = run_reference(delivered)[1]
+        commands, least = engine_and_least(delivered, args.batch)
+        print(
+            f"{feeds:>5} | {reference / 8_000:>9.2f} {commands / 8_000:>7.2f}"
+            f" {least / 8_000:>6.2f} | {commands / least:>11.2f}",
+            flush=True,
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=3)
@@ -225,7 +286,7 @@ def main() -> None:
         return
     print(f"# {platform.node()} {platform.machine()} python {platform.python_version()}")
     print(f"# engine build: {engine.engine_build()}; one core: both sides single-threaded, in turn")
-    sections = {"compare": compare, "rss": rss, "table": table}
+    sections = {"compare": compare, "rss": rss, "table": table, "minimum": minimum}
     for name in args.only.split(","):
         print(f"\n## {name}")
         sections[name](args)
