@@ -81,7 +81,7 @@ class Rows:
         found = self.members.get(ref, _UNREAD)
         if found is not _UNREAD:
             return found
-        raw = self.txn.get(self.prefix + ref, db=self.nodes_db)
+        raw = self.txn.get(self.prefix + ref, None, self.nodes_db)  # positional: no kwargs
         if raw is None:
             self.members[ref] = None
             return None
@@ -94,10 +94,10 @@ class Rows:
         """The refs tl-succ holds under `ref` (members that link to it), in LMDB's order."""
         cursor = self.cursor
         if cursor is None:
-            cursor = self.cursor = self.txn.cursor(db=self.succ_db)
+            cursor = self.cursor = self.txn.cursor(self.succ_db)
         if not cursor.set_key(self.prefix + ref):
             return []
-        return list(cursor.iternext_dup(keys=False))
+        return list(cursor.iternext_dup(False, True))
 
     def successors(self, ref: bytes) -> tuple:
         """The members that link to `ref`, loaded once per transaction.
@@ -111,9 +111,9 @@ class Rows:
             return succ
         cursor = self.cursor
         if cursor is None:
-            cursor = self.cursor = self.txn.cursor(db=self.succ_db)
+            cursor = self.cursor = self.txn.cursor(self.succ_db)
         if cursor.set_key(self.prefix + ref):
-            succ = tuple([self.member(each) for each in cursor.iternext_dup(keys=False)])
+            succ = tuple([self.member(each) for each in cursor.iternext_dup(False, True)])
         else:
             succ = ()
         self.succ[ref] = succ
@@ -121,7 +121,7 @@ class Rows:
 
     def add_link(self, link: bytes, new: Member) -> None:
         """Write the tl-succ row link -> new; a loaded successor list of `link` follows."""
-        self.txn.put(self.prefix + link, new.ref, db=self.succ_db, dupdata=True)
+        self.txn.put(self.prefix + link, new.ref, True, True, False, self.succ_db)
         succ = self.succ.get(link)
         if succ is None:
             return
@@ -156,21 +156,28 @@ class Rows:
         self.succ = {}
 
     def pending(self, ref: bytes) -> int:
-        raw = self.txn.get(self.prefix + ref, db=self.pending_db)
+        raw = self.txn.get(self.prefix + ref, None, self.pending_db)
         return 0 if raw is None else _unpack_from(raw)[0]
 
     def set_pending(self, ref: bytes, count: int) -> None:
         if count:
-            self.txn.put(self.prefix + ref, _pack(count), db=self.pending_db)
+            self.txn.put(self.prefix + ref, _pack(count), True, True, False, self.pending_db)
         else:
-            self.txn.delete(self.prefix + ref, db=self.pending_db)
+            self.txn.delete(self.prefix + ref, b"", self.pending_db)
 
     def flush(self) -> None:
         """Write the tl-nodes rows of the members whose rank or presence changed."""
         txn, db, prefix = self.txn, self.nodes_db, self.prefix
         for member in self.dirty:
             key = member.key  # rank + sort id; the sort id is left out when it is the ref
-            txn.put(prefix + member.ref, key if member.sort_id != member.ref else key[:4], db=db)
+            txn.put(
+                prefix + member.ref,
+                key if member.sort_id != member.ref else key[:4],
+                True,
+                True,
+                False,
+                db,
+            )
             member.dirty = False
         self.dirty = []
 
@@ -315,7 +322,8 @@ def place(rows: Rows, tree, new: Member, raised: list) -> list:
     # raised come in ascending old rank, so the sort mostly merges runs.
     keys = [new.key]
     for index in range(count):
-        keys.append(raised[index].key)
+        member = raised[index]
+        keys.append(member.key)
     for index in range(count):
         member = raised[index]
         keys.append(_pack(member.new_rank) + member.sort_id)
