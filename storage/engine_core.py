@@ -39,6 +39,8 @@ _pack = _U32.pack
 _unpack_from = _U32.unpack_from
 _UNREAD = object()  # `Rows.members` miss marker (None means: read, not a member)
 _new_command = tuple.__new__  # commands are named tuples: Move(src, dst) without __new__'s frame
+_NO_HEAP = array("q")  # the wave's heap before its first raise (never written)
+_ONE_INSERT = array("b", [1])  # the deltas of an event that raises nothing (never written)
 
 
 class Member:
@@ -227,7 +229,7 @@ def wave(rows: Rows, new: Member, predecessors: list) -> list:
         member.mark = -number
     raised = []  # in the order they were reached: the heap's numbers index it
     visited = []  # in the order they were visited: ascending old rank
-    storage = array("q", bytes(8 * 16))
+    storage = _NO_HEAP  # allocated at the first raise: most events raise nothing
     heap = storage
     size = 0
     current = new
@@ -245,8 +247,8 @@ def wave(rows: Rows, new: Member, predecessors: list) -> list:
             successor.mark = number
             successor.new_rank = candidate
             successor.via = current.ref
-            if size == len(storage):
-                storage = storage + storage  # twice the room (a new array: no view holds it)
+            if size == len(storage):  # twice the room (a new array: no view holds the old)
+                storage = storage + storage if size else array("q", bytes(8 * 16))
                 heap = storage
             _push(heap, size, (successor.rank << 32) + len(raised))
             size += 1
@@ -318,6 +320,10 @@ def place(rows: Rows, tree, new: Member, raised: list) -> list:
     (`_count_below`, `_mark`), so a wave of k members costs O(k log k).
     """
     count = len(raised)
+    if not count:  # most events: one insert
+        ranks = array("q", bytes(8))
+        tree.apply_into([new.key], _ONE_INSERT, ranks)
+        return [_new_command(Insert, (ranks[0], new.sort_id))]
     # Slot 0: the new key; 1 + i: raised[i]'s old key; 1 + count + i: its new key. The
     # raised come in ascending old rank, so the sort mostly merges runs.
     keys = [new.key]
@@ -351,8 +357,6 @@ def place(rows: Rows, tree, new: Member, raised: list) -> list:
     new_key = keys[0]
     new_at = before[0]
     commands = [_new_command(Insert, (new_at, new.sort_id))]
-    if not count:
-        return commands
     marks = array("q", bytes(8 * (count + 1)))  # Fenwick tree over old keys' indices: moved
     for index in range(total - 1, -1, -1):  # highest new key first
         slot = order[index]

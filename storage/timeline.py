@@ -344,8 +344,9 @@ class TimelineWriter:
         links = list(dict.fromkeys(map(_as_bytes, after)))
         if ref in links:
             raise CycleError("it links to itself")
-        if any(not link or len(link) > MAX_REF_BYTES for link in links):
-            raise TimelineError(f"a link must be 1 to {MAX_REF_BYTES} bytes")
+        for link in links:
+            if not link or len(link) > MAX_REF_BYTES:
+                raise TimelineError(f"a link must be 1 to {MAX_REF_BYTES} bytes")
         commands = _core.add_event(timeline.rows, timeline.tree, ref, links, sort_id)
         timeline.append_log(commands)
         return commands
