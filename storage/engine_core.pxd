@@ -66,17 +66,5 @@ cdef Py_ssize_t _count_below(long long[::1] marks, Py_ssize_t index) noexcept
 
 cdef void _mark(long long[::1] marks, Py_ssize_t index, Py_ssize_t size) noexcept
 
-@cython.locals(size=Py_ssize_t, out="unsigned char[::1]", at=Py_ssize_t)
+@cython.locals(rows=list)
 cpdef bytes encode_log(list commands)
-
-cdef Py_ssize_t _put_header(unsigned char[::1] out, Py_ssize_t at, Py_ssize_t count) except -1
-
-cdef Py_ssize_t _put_uint(unsigned char[::1] out, Py_ssize_t at, unsigned long long value) except -1
-
-@cython.locals(length=Py_ssize_t, index=Py_ssize_t)
-cdef Py_ssize_t _put_bin(unsigned char[::1] out, Py_ssize_t at, bytes data) except -1
-
-@cython.locals(index=Py_ssize_t)
-cdef Py_ssize_t _put_big_endian(
-    unsigned char[::1] out, Py_ssize_t at, unsigned long long value, Py_ssize_t width
-) except -1

@@ -31,6 +31,8 @@ from __future__ import annotations
 from array import array
 from struct import Struct
 
+from msgpack import packb as _packb
+
 from tanglenode.storage.engine_commands import Delete, Insert, Move
 from tanglenode.storage.errors import CycleError
 
@@ -400,87 +402,17 @@ def _mark(marks: array, index: int, size: int) -> None:
 
 
 def encode_log(commands: list) -> bytes:
-    """One event's commands as its command-log row (storage.engine_commands' format).
-
-    The msgpack bytes `msgpack.packb` gives for `[[1, src, dst], [0, pos, id],
-    [2, pos], ...]`, written straight into a buffer: no tuple per command.
-    """
-    size = 5
-    for command in commands:
-        size += 20 if type(command) is not Insert else 20 + len(command[1])
-    buffer = array("B", bytes(size))
-    out = buffer
-    at = _put_header(out, 0, len(commands))
+    """One event's commands as its command-log row (storage.engine_commands' format):
+    msgpack of `[[1, src, dst], [0, pos, id], [2, pos], ...]`."""
+    rows = []
     for command in commands:
         kind = type(command)
         if kind is Move:
-            out[at] = 0x93
-            out[at + 1] = 1
-            at = _put_uint(out, _put_uint(out, at + 2, command[0]), command[1])
+            rows.append((1, command[0], command[1]))
         elif kind is Insert:
-            out[at] = 0x93
-            out[at + 1] = 0
-            at = _put_bin(out, _put_uint(out, at + 2, command[0]), command[1])
+            rows.append((0, command[0], command[1]))
         elif kind is Delete:
-            out[at] = 0x92
-            out[at + 1] = 2
-            at = _put_uint(out, at + 2, command[0])
+            rows.append((2, command[0]))
         else:
             raise TypeError(f"not a timeline command: {command!r}")
-    return buffer[:at].tobytes()
-
-
-def _put_header(out: array, at: int, count: int) -> int:
-    """A msgpack array header for `count` items at `out[at]`; returns the next place."""
-    if count < 16:
-        out[at] = 0x90 | count
-        return at + 1
-    if count < 0x10000:
-        out[at] = 0xDC
-        return _put_big_endian(out, at + 1, count, 2)
-    out[at] = 0xDD
-    return _put_big_endian(out, at + 1, count, 4)
-
-
-def _put_uint(out: array, at: int, value: int) -> int:
-    """A non-negative int, in msgpack's shortest form."""
-    if value < 0x80:
-        out[at] = value
-        return at + 1
-    if value < 0x100:
-        out[at] = 0xCC
-        out[at + 1] = value
-        return at + 2
-    if value < 0x10000:
-        out[at] = 0xCD
-        return _put_big_endian(out, at + 1, value, 2)
-    if value < 0x100000000:
-        out[at] = 0xCE
-        return _put_big_endian(out, at + 1, value, 4)
-    out[at] = 0xCF
-    return _put_big_endian(out, at + 1, value, 8)
-
-
-def _put_bin(out: array, at: int, data: bytes) -> int:
-    """Bytes as msgpack bin 8/16/32."""
-    length = len(data)
-    if length < 0x100:
-        out[at] = 0xC4
-        out[at + 1] = length
-        at += 2
-    elif length < 0x10000:
-        out[at] = 0xC5
-        at = _put_big_endian(out, at + 1, length, 2)
-    else:
-        out[at] = 0xC6
-        at = _put_big_endian(out, at + 1, length, 4)
-    for index in range(length):
-        out[at + index] = data[index]
-    return at + length
-
-
-def _put_big_endian(out: array, at: int, value: int, width: int) -> int:
-    for index in range(width - 1, -1, -1):
-        out[at + index] = value & 0xFF
-        value >>= 8
-    return at + width
+    return _packb(rows)
