@@ -6,9 +6,20 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: install test test-slow demo lint bench clean systemd-tools
+.PHONY: install native test test-slow demo lint bench clean systemd-tools
 
-install: $(STAMP)
+install: $(STAMP) native
+
+# The timeline engine's hot modules, compiled from their pure-Python sources with
+# Cython and gcc (storage/native.py); the engine runs the plain modules if this fails.
+NATIVE_SOURCES := $(wildcard storage/ordertree.py storage/ordertree.pxd storage/engine_core.py storage/engine_core.pxd)
+NATIVE_STAMP   := $(VENV)/.native
+
+native: $(NATIVE_STAMP)
+
+$(NATIVE_STAMP): $(STAMP) $(NATIVE_SOURCES) storage/native.py storage/native_build.py
+	$(PY) -m tanglenode.storage.native_build
+	@touch $@
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "tanglenode needs Python >= 3.11"'
@@ -42,4 +53,4 @@ bench: install
 	$(PY) bench/ingest.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache *.egg-info
+	rm -rf $(VENV) .pytest_cache .ruff_cache *.egg-info storage/__pycache__/*_native.*.so

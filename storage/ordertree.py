@@ -28,11 +28,17 @@ a batch (the root, the leaf at the end of a busy timeline) is written once.
 Its memory is bounded by the nodes one transaction touches, never by the
 size of the tree. The tree's own state (root node, next node number, key
 count) is a `TreeState` that the owner persists.
+
+This module is one of the engine's two hot modules (with
+`storage.engine_core`): `ordertree.pxd` beside it gives Cython the types, and
+`make install` compiles the same source to `ordertree_native` (see
+`storage.native`). The plain module is the reference; the tests run both.
 """
 
 from __future__ import annotations
 
 import struct
+from array import array
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 
@@ -172,21 +178,23 @@ class OrderTree:
         `keys` are distinct and ascending. Returns, for each key, how many
         keys of the tree *before* the batch were less than it: its old
         position if deleted, its insertion point if inserted. One walk visits
-        each touched node once, so changes that share a leaf share its path.
-        A leaf the batch would push out of its size bounds is left to
-        `insert`/`delete` afterwards, which split and merge it.
+        each touched node once, so changes that share a leaf share its path;
+        a leaf that gets many changes is rebuilt in one pass. On the way back
+        up, each inner node cuts a child the batch made too big into pieces
+        and merges one made too small into its left neighbour (the first
+        child, into its right one once the walk is past it), so the batch
+        costs its keys, never a path per key.
         """
-        ranks = [0] * len(keys)
-        deferred: list[tuple[bytes, int]] = []
-        self.state.size += self._apply_node(
-            self.state.root, keys, deltas, (0, len(keys)), 0, ranks, deferred
-        )
-        for key, delta in deferred:
-            if delta > 0:
-                self.insert(key)
-            else:
-                self.delete(key)
-        return ranks
+        ranks = array("q", bytes(8 * len(keys)))
+        self.apply_into(keys, array("b", deltas), ranks)
+        return ranks.tolist()
+
+    def apply_into(self, keys: list[bytes], deltas: array, ranks: array) -> None:
+        """`apply`, for the engine: `deltas` (signed bytes) in, `ranks` (int64) filled in."""
+        state = self.state
+        if keys:
+            state.size += self._apply_node(state.root, keys, deltas, 0, len(keys), 0, ranks)
+        self._fix_root()
 
     def flush(self) -> None:
         """Write every changed node back; the tree stays usable."""
@@ -226,7 +234,9 @@ class OrderTree:
         node = self._node(node_no)
         while isinstance(node, Inner):
             index = bisect_right(node.lows, key, 1) - 1
-            before += sum(node.counts[:index])
+            counts = node.counts
+            for child in range(index):
+                before += counts[child]
             path.append((node_no, node, index))
             node_no = node.children[index]
             node = self._node(node_no)
@@ -243,57 +253,157 @@ class OrderTree:
         self,
         node_no: int,
         keys: list[bytes],
-        deltas: list[int],
-        span: tuple[int, int],
+        deltas: array,
+        lo: int,
+        hi: int,
         base: int,
-        ranks: list[int],
-        deferred: list[tuple[bytes, int]],
+        ranks: array,
     ) -> int:
-        """Apply keys[span] under `node_no`, which `base` keys precede; returns the net change."""
-        lo, hi = span
+        """Apply keys[lo:hi] under `node_no`, which `base` keys precede; returns the net change.
+
+        The node may come back out of its size bounds: its parent (or
+        `_fix_root`) puts that right.
+        """
         node = self._node(node_no)
         if isinstance(node, Inner):
-            counts, lows = node.counts, node.lows
+            inner: Inner = node
+            counts, lows, children = inner.counts, inner.lows, inner.children
             net = 0  # already applied to the children left of the current one
+            child = 0
+            before = base  # keys left of child `child`, as they are now
+            first_touched = False
             while lo < hi:
-                child = bisect_right(lows, keys[lo], 1) - 1
-                stop = hi if child + 1 == len(lows) else bisect_left(keys, lows[child + 1], lo, hi)
+                found = bisect_right(lows, keys[lo], 1) - 1
+                while child < found:
+                    before += counts[child]
+                    child += 1
+                stop = hi if child == len(lows) - 1 else bisect_left(keys, lows[child + 1], lo, hi)
                 change = self._apply_node(
-                    node.children[child],
-                    keys,
-                    deltas,
-                    (lo, stop),
-                    base + sum(counts[:child]) - net,
-                    ranks,
-                    deferred,
+                    children[child], keys, deltas, lo, stop, before - net, ranks
                 )
-                if change:
-                    counts[child] += change
-                    net += change
-                    self._dirty.add(node_no)
+                counts[child] += change
+                net += change
                 lo = stop
+                size = _size(self._node(children[child]))
+                if size > MAX_FANOUT:
+                    self._cut_child(inner, child)  # pieces follow it: `before` still holds
+                elif size < MIN_FANOUT and child > 0:
+                    before -= counts[child - 1]  # the pair becomes child - 1 (or two pieces)
+                    self._merge_children(inner, child - 1)
+                    child -= 1
+                elif child == 0:
+                    first_touched = True
+            while (
+                first_touched and len(children) > 1 and _size(self._node(children[0])) < MIN_FANOUT
+            ):
+                first_touched = self._merge_children(inner, 0)
+            self._dirty.add(node_no)
             return net
-        leaf = node.keys
+        leaf: list = node.keys
         net = 0
+        size = len(leaf)
+        places = []  # each key's place in the leaf as it is
+        at = 0
         for index in range(lo, hi):
-            at = bisect_left(leaf, keys[index])
-            present = at < len(leaf) and leaf[at] == keys[index]
-            if present != (deltas[index] < 0):
-                raise KeyError(keys[index])
+            key = keys[index]
+            at = bisect_left(leaf, key, at)  # keys ascend: search from the last place on
+            present = at < size and leaf[at] == key
+            delta = deltas[index]
+            if present != (delta < 0):
+                raise KeyError(key)
             ranks[index] = base + at
-            net += deltas[index]
-        size = len(leaf) + net
-        if size > MAX_FANOUT or (size < MIN_FANOUT and node_no != self.state.root):
-            deferred.extend(zip(keys[lo:hi], deltas[lo:hi], strict=True))
-            return 0
-        for index in range(hi - 1, lo - 1, -1):  # from the right: earlier places stay put
-            at = bisect_left(leaf, keys[index])
-            if deltas[index] > 0:
-                leaf.insert(at, keys[index])
-            else:
-                del leaf[at]
+            places.append(at)
+            net += delta
+        if hi - lo <= 8:
+            # From the right, so that the places of the keys to the left still hold.
+            for index in range(hi - 1, lo - 1, -1):
+                at = places[index - lo]
+                if deltas[index] > 0:
+                    leaf.insert(at, keys[index])
+                else:
+                    del leaf[at]
+        else:  # many changes: one merge of the leaf with them
+            rebuilt = []
+            kept = 0
+            for index in range(lo, hi):
+                at = places[index - lo]
+                rebuilt.extend(leaf[kept:at])
+                if deltas[index] > 0:
+                    rebuilt.append(keys[index])
+                    kept = at
+                else:
+                    kept = at + 1
+            rebuilt.extend(leaf[kept:])
+            node.keys = rebuilt
         self._dirty.add(node_no)
         return net
+
+    def _cut_child(self, parent: Inner, index: int) -> None:
+        """Cut the too big child `index` into even pieces, hung after it in `parent`."""
+        child_no = parent.children[index]
+        pieces = _cut(self._node(child_no))
+        self._dirty.add(child_no)
+        numbers = [self._allocate(piece) for piece in pieces[1:]]
+        parent.children[index + 1 : index + 1] = numbers
+        parent.counts[index : index + 1] = [_weight(piece) for piece in pieces]
+        parent.lows[index + 1 : index + 1] = [_low(piece) for piece in pieces[1:]]
+
+    def _merge_children(self, parent: Inner, left_index: int) -> bool:
+        """Merge child `left_index + 1` into child `left_index`, splitting evenly if too big.
+
+        Returns whether one child is left where the two were.
+        """
+        left_no, right_no = parent.children[left_index], parent.children[left_index + 1]
+        left, right = self._node(left_no), self._node(right_no)
+        joint = _size(left)
+        _merge_into(left, right, parent.lows[left_index + 1])
+        if isinstance(left, Inner):
+            self._repair_joint(left, joint)
+        if _size(left) > MAX_FANOUT:
+            new_right, low, left_size, right_size = _split_node(left)
+            self._nodes[right_no] = new_right
+            self._dirty.add(left_no)
+            self._dirty.add(right_no)
+            parent.counts[left_index] = left_size
+            parent.counts[left_index + 1] = right_size
+            parent.lows[left_index + 1] = low
+            return False
+        self._dirty.add(left_no)
+        self._free(right_no)
+        parent.counts[left_index] += parent.counts[left_index + 1]
+        del parent.children[left_index + 1]
+        del parent.counts[left_index + 1]
+        del parent.lows[left_index + 1]
+        return True
+
+    def _repair_joint(self, inner: Inner, joint: int) -> None:
+        """Two inner nodes were joined, the second's children from `joint` on: a child
+        each of them could not mend (it had no sibling) is merged with a neighbour."""
+        children = inner.children
+        while len(children) > 1:
+            small = -1
+            for index in (joint - 1, joint):
+                if 0 <= index < len(children) and _size(self._node(children[index])) < MIN_FANOUT:
+                    small = index
+                    break
+            if small < 0:
+                return
+            self._merge_children(inner, small - 1 if small > 0 else 0)
+
+    def _fix_root(self) -> None:
+        """After a batch: a too big root gets a new root above its pieces; a root with one
+        child gives way to it."""
+        state = self.state
+        root = self._node(state.root)
+        while _size(root) > MAX_FANOUT:
+            top = Inner([state.root], [_weight(root)], [b""])
+            state.root = self._allocate(top)
+            self._cut_child(top, 0)
+            root = top
+        while isinstance(root, Inner) and len(root.children) == 1:
+            self._free(state.root)
+            state.root = root.children[0]
+            root = self._node(state.root)
 
     def _allocate(self, node: Node) -> int:
         node_no = self.state.next_node
@@ -385,3 +495,51 @@ def _merge_into(left: Node, right: Node, right_low: bytes) -> None:
     left.counts.extend(right.counts)
     left.lows.append(right_low)  # the parent's bound for `right` bounds its first child
     left.lows.extend(right.lows[1:])
+
+
+def _size(node: Node) -> int:
+    """Keys of a leaf, children of an inner node: what the fanout bounds."""
+    if isinstance(node, Leaf):
+        return len(node.keys)
+    return len(node.children)
+
+
+def _weight(node: Node) -> int:
+    """How many keys are under `node`."""
+    if isinstance(node, Leaf):
+        return len(node.keys)
+    total = 0
+    for count in node.counts:
+        total += count
+    return total
+
+
+def _low(node: Node) -> bytes:
+    return node.keys[0] if isinstance(node, Leaf) else node.lows[0]
+
+
+def _cut(node: Node) -> list:
+    """Cut a too big node into pieces of about 3/4 of the fanout; the node keeps the first."""
+    size = _size(node)
+    count = -(-size // (MAX_FANOUT * 3 // 4))
+    bounds = [size * piece // count for piece in range(count + 1)]
+    if isinstance(node, Leaf):
+        keys = node.keys
+        pieces: list = [node] + [Leaf(keys[bounds[i] : bounds[i + 1]]) for i in range(1, count)]
+        node.keys = keys[: bounds[1]]
+        return pieces
+    children, counts, lows = node.children, node.counts, node.lows
+    pieces = [node] + [
+        Inner(
+            children[bounds[i] : bounds[i + 1]],
+            counts[bounds[i] : bounds[i + 1]],
+            lows[bounds[i] : bounds[i + 1]],
+        )
+        for i in range(1, count)
+    ]
+    node.children, node.counts, node.lows = (
+        children[: bounds[1]],
+        counts[: bounds[1]],
+        lows[: bounds[1]],
+    )
+    return pieces

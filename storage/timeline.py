@@ -80,20 +80,34 @@ raises, each with its successor list) and one walk of the order tree that
 visits each touched node once.
 A `TimelineWriter` caches the rows it touches for its transaction only and
 writes them in `finish()`; memory is bounded by what one batch touches.
+
+This module checks events, keeps the tables and does the rare removal; the
+work an add costs per raised message (rows, wave, placing, the log row) is
+in `storage.engine_core` and the order tree in `storage.ordertree`. Those two
+are the engine's hot modules: plain Python that `make install` also compiles
+with Cython (`storage.native`), the compiled build running when it is
+current. `engine_build()` says which runs; `use_engine_build` switches.
 """
 
 from __future__ import annotations
 
 import heapq
-from bisect import bisect_left, insort
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from operator import itemgetter
 from typing import Any
 
 import lmdb
 import msgpack
 
+from tanglenode.storage import native
+from tanglenode.storage.engine_commands import (
+    Command,
+    Delete,
+    Insert,
+    Move,
+    apply_commands,
+    decode_commands,
+)
 from tanglenode.storage.errors import (
     CycleError,
     DuplicateEvent,
@@ -102,48 +116,62 @@ from tanglenode.storage.errors import (
     UnknownTimeline,
 )
 from tanglenode.storage.layout import U32, U64
-from tanglenode.storage.ordertree import OrderTree, TreeState
+from tanglenode.storage.ordertree import TreeState
+
+__all__ = [
+    "MAX_REF_BYTES",
+    "Command",
+    "CycleError",
+    "Delete",
+    "DuplicateEvent",
+    "Insert",
+    "Move",
+    "Placement",
+    "TimelineError",
+    "TimelineReader",
+    "TimelineTables",
+    "TimelineWriter",
+    "UnknownEvent",
+    "apply_commands",
+    "engine_build",
+    "order_key",
+    "split_order_key",
+    "use_engine_build",
+]
 
 MAX_REF_BYTES = 256
-_INS, _MOV, _DEL = 0, 1, 2
+
+# The hot modules (storage.native): compiled when built and current, else plain.
+_core = native.load("engine_core")
+_trees = native.load("ordertree")
 
 
-@dataclass(frozen=True, slots=True)
-class Insert:
-    """`ins pos id`: insert `id` so that it ends up at index `pos`."""
-
-    pos: int
-    id: bytes
+def engine_build() -> str:
+    """'native' when the engine's hot modules run compiled, else 'plain'."""
+    return "native" if hasattr(_core, "SOURCE_SHA256") else "plain"
 
 
-@dataclass(frozen=True, slots=True)
-class Move:
-    """`mov src dst`: take the element at `src` out, then insert it at `dst`."""
+def use_engine_build(kind: str) -> None:
+    """Run the engine with the 'native' or the 'plain' hot modules from now on.
 
-    src: int
-    dst: int
+    For tests and benchmarks that compare the builds; `native` raises
+    ImportError when the compiled modules are missing or stale.
+    """
+    global _core, _trees
+    if kind == "plain":
+        _core, _trees = native.plain("engine_core"), native.plain("ordertree")
+    elif kind == "native":
+        core, trees = native.compiled("engine_core"), native.compiled("ordertree")
+        if core is None or trees is None:
+            raise ImportError("the compiled engine is not built or is stale: run `make install`")
+        _core, _trees = core, trees
+    else:
+        raise ValueError(f"unknown engine build {kind!r}")
 
 
-@dataclass(frozen=True, slots=True)
-class Delete:
-    """`del pos`: take the element at `pos` out (a removed member)."""
-
-    pos: int
-
-
-Command = Insert | Move | Delete
-
-
-def apply_commands(array: list[Any], commands: Iterable[Command]) -> list[Any]:
-    """Replay commands on a list (in place), as a subscriber would."""
-    for command in commands:
-        if isinstance(command, Insert):
-            array.insert(command.pos, command.id)
-        elif isinstance(command, Move):
-            array.insert(command.dst, array.pop(command.src))
-        else:
-            del array[command.pos]
-    return array
+def _as_bytes(value: bytes) -> bytes:
+    """Refs as bytes (the compiled engine keeps bytes; a bytearray or memoryview is copied)."""
+    return value if type(value) is bytes else bytes(memoryview(value))
 
 
 def order_key(rank: int, sort_id: bytes) -> bytes:
@@ -152,33 +180,6 @@ def order_key(rank: int, sort_id: bytes) -> bytes:
 
 def split_order_key(key: bytes) -> tuple[int, bytes]:
     return U32.unpack(key[:4])[0], bytes(key[4:])
-
-
-def _encode_commands(commands: Sequence[Command]) -> bytes:
-    return msgpack.packb(
-        [
-            (_INS, command.pos, command.id)
-            if isinstance(command, Insert)
-            else (_MOV, command.src, command.dst)
-            if isinstance(command, Move)
-            else (_DEL, command.pos)
-            for command in commands
-        ]
-    )
-
-
-def _decode_command(kind: int, *fields: Any) -> Command:
-    if kind == _INS:
-        return Insert(*fields)
-    if kind == _MOV:
-        return Move(*fields)
-    if kind == _DEL:
-        return Delete(*fields)
-    raise ValueError(f"unknown timeline command kind {kind}")
-
-
-def _decode_commands(raw: bytes) -> list[Command]:
-    return [_decode_command(*fields) for fields in msgpack.unpackb(raw)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,66 +249,39 @@ class Placement:
 
 
 class _Timeline:
-    """One timeline inside one transaction: cached member rows and its order tree."""
+    """One timeline inside one transaction: its rows (storage.engine_core) and order tree."""
 
     def __init__(self, txn, tables: TimelineTables, meta: _Meta) -> None:
         self.txn = txn
         self.tables = tables
         self.meta = meta
         self.prefix = U32.pack(meta.number)
-        self.tree = OrderTree(txn, tables.tree, meta.number, meta.tree)
-        self.members: dict[bytes, tuple[int, bytes] | None] = {}
-        self.dirty: set[bytes] = set()
-        self.log: list[tuple[int, list[Command]]] = []  # (first version, an event's commands)
-        self._succ_cursor = None
+        self.tree = _trees.OrderTree(txn, tables.tree, meta.number, meta.tree)
+        self.rows = _core.Rows(txn, tables.nodes, tables.succ, tables.pending, self.prefix)
 
     def member(self, ref: bytes) -> tuple[int, bytes] | None:
         """(rank, sort id) of a present member, else None."""
-        if ref in self.members:
-            return self.members[ref]
-        raw = self.txn.get(self.prefix + ref, db=self.tables.nodes)
-        found = None if raw is None else (U32.unpack(raw[:4])[0], bytes(raw[4:]) or ref)
-        self.members[ref] = found
-        return found
-
-    def set_member(self, ref: bytes, rank: int, sort_id: bytes) -> None:
-        self.members[ref] = (rank, sort_id)
-        self.dirty.add(ref)
-
-    def forget(self, ref: bytes) -> None:
-        """Drop a member's tl-nodes row (now, not in `flush`) and its cached row."""
-        self.members[ref] = None
-        self.dirty.discard(ref)
-        self.txn.delete(self.prefix + ref, db=self.tables.nodes)
-
-    def _successor_cursor(self):
-        cursor = self._succ_cursor
-        if cursor is None:
-            cursor = self._succ_cursor = self.txn.cursor(db=self.tables.succ)
-        return cursor
+        found = self.rows.member(ref)
+        return None if found is None else (found.rank, found.sort_id)
 
     def successors(self, ref: bytes) -> list[bytes]:
-        cursor = self._succ_cursor  # inlined `_successor_cursor`: the hot path of `add`
-        if cursor is None:
-            cursor = self._succ_cursor = self.txn.cursor(db=self.tables.succ)
-        if not cursor.set_key(self.prefix + ref):
-            return []
-        return list(cursor.iternext_dup(keys=False))
+        """The refs of the members that link to `ref` (present or not)."""
+        return self.rows.successor_refs(ref)
 
     def links_to(self, link: bytes, ref: bytes) -> bool:
         """Whether tl-succ holds the row link -> ref (ref was added with `link`)."""
-        return self._successor_cursor().set_key_dup(self.prefix + link, ref)
+        return self.txn.cursor(db=self.tables.succ).set_key_dup(self.prefix + link, ref)
+
+    def append_log(self, commands: list[Command]) -> None:
+        """One event's commands to the command log, numbered on from the version."""
+        meta = self.meta
+        key = self.prefix + U64.pack(meta.version + 1)
+        self.txn.put(key, _core.encode_log(commands), db=self.tables.log)
+        meta.version += len(commands)
 
     def flush(self) -> None:
         txn, tables, prefix = self.txn, self.tables, self.prefix
-        for ref in self.dirty:
-            rank, sort_id = self.members[ref]  # type: ignore[misc]  # dirty refs are present
-            stored_id = b"" if sort_id == ref else sort_id
-            txn.put(prefix + ref, U32.pack(rank) + stored_id, db=tables.nodes)
-        self.dirty.clear()
-        for first, commands in self.log:
-            txn.put(prefix + U64.pack(first), _encode_commands(commands), db=tables.log)
-        self.log.clear()
+        self.rows.flush()
         self.tree.flush()
         txn.put(prefix, self.meta.encode(), db=tables.meta)
 
@@ -360,30 +334,21 @@ class TimelineWriter:
 
         Returns the commands that turn the previous order into the new one.
         """
-        sort_id = ref if sort_id is None else sort_id
+        ref = _as_bytes(ref)
+        sort_id = ref if sort_id is None else _as_bytes(sort_id)
         if not ref or len(ref) > MAX_REF_BYTES or len(sort_id) > MAX_REF_BYTES:
             raise TimelineError(f"a ref or sort id must be 1 to {MAX_REF_BYTES} bytes")
         timeline = self._timeline(name)
-        if timeline.member(ref) is not None:
+        if timeline.rows.member(ref) is not None:
             raise DuplicateEvent("already in the timeline")
-        links = list(dict.fromkeys(after))
+        links = list(dict.fromkeys(map(_as_bytes, after)))
         if ref in links:
             raise CycleError("it links to itself")
-        if any(not link or len(link) > MAX_REF_BYTES for link in links):
-            raise TimelineError(f"a link must be 1 to {MAX_REF_BYTES} bytes")
-        present = {link: found for link in links if (found := timeline.member(link))}
-        rank = 1 + max(found[0] for found in present.values()) if present else 0
-        raised = _wave(timeline, ref, rank, present.keys())
-
         for link in links:
-            self._txn.put(timeline.prefix + link, ref, db=self._tables.succ, dupdata=True)
-        self._note_pending(timeline, ref, len(links) - len(present))
-        timeline.set_member(ref, rank, sort_id)
-        for moved_ref, (_old_rank, new_rank, moved_id) in raised.items():
-            timeline.set_member(moved_ref, new_rank, moved_id)
-        commands = _place(timeline.tree, order_key(rank, sort_id), sort_id, raised.values())
-        timeline.log.append((timeline.meta.version + 1, commands))
-        timeline.meta.version += len(commands)
+            if not link or len(link) > MAX_REF_BYTES:
+                raise TimelineError(f"a link must be 1 to {MAX_REF_BYTES} bytes")
+        commands = _core.add_event(timeline.rows, timeline.tree, ref, links, sort_id)
+        timeline.append_log(commands)
         return commands
 
     def remove(
@@ -415,18 +380,18 @@ class TimelineWriter:
         if (
             any(not timeline.links_to(link, ref) for link in links)
             or rank != (1 + max(present) if present else 0)
-            or len(links) - len(present) != self._pending(timeline, ref)
+            or len(links) - len(present) != timeline.rows.pending(ref)
         ):
             raise TimelineError(f"{ref!r} was not added with these links")
         lowered = _lower(timeline, ref, links_of)  # reads only: may raise, changing nothing
 
-        txn, tables, prefix = self._txn, self._tables, timeline.prefix
+        txn, tables, prefix, rows = self._txn, self._tables, timeline.prefix, timeline.rows
         for link in links:
             txn.delete(prefix + link, ref, db=tables.succ)
-        txn.delete(prefix + ref, db=tables.pending)
+        rows.set_pending(ref, 0)
         for holder in timeline.successors(ref):  # each now waits for ref again
-            self._set_pending(timeline, holder, self._pending(timeline, holder) + 1)
-        timeline.forget(ref)
+            rows.set_pending(holder, rows.pending(holder) + 1)
+        rows.forget(ref)
         tree = timeline.tree
         commands: list[Command] = [Delete(tree.delete(order_key(rank, sort_id)))]
         # One member at a time, lowest new key first, each numbered against
@@ -434,119 +399,18 @@ class TimelineWriter:
         for moved_ref, (old_rank, new_rank, moved_id) in sorted(
             lowered.items(), key=lambda item: (item[1][1], item[1][2])
         ):
-            timeline.set_member(moved_ref, new_rank, moved_id)
+            rows.set_rank(rows.member(moved_ref), new_rank)
             src = tree.delete(order_key(old_rank, moved_id))
             dst = tree.insert(order_key(new_rank, moved_id))
             if src != dst:
                 commands.append(Move(src, dst))
-        timeline.log.append((timeline.meta.version + 1, commands))
-        timeline.meta.version += len(commands)
+        timeline.append_log(commands)
         return commands
-
-    def _pending(self, timeline: _Timeline, ref: bytes) -> int:
-        raw = self._txn.get(timeline.prefix + ref, db=self._tables.pending)
-        return 0 if raw is None else U32.unpack(raw)[0]
-
-    def _set_pending(self, timeline: _Timeline, ref: bytes, count: int) -> None:
-        key = timeline.prefix + ref
-        if count:
-            self._txn.put(key, U32.pack(count), db=self._tables.pending)
-        else:
-            self._txn.delete(key, db=self._tables.pending)
 
     def finish(self) -> None:
         for timeline in self._open.values():
             timeline.flush()
         self._open.clear()
-
-    def _note_pending(self, timeline: _Timeline, ref: bytes, missing: int) -> None:
-        """Keep the pending counts: `ref` lacks `missing` links; whoever waited on it, one less."""
-        txn, db = self._txn, self._tables.pending
-        if missing:
-            txn.put(timeline.prefix + ref, U32.pack(missing), db=db)
-        for holder in timeline.successors(ref):  # all of them waited: ref was not present
-            key = timeline.prefix + holder
-            left = U32.unpack(txn.get(key, db=db))[0] - 1
-            if left:
-                txn.put(key, U32.pack(left), db=db)
-            else:
-                txn.delete(key, db=db)
-
-
-def _place(
-    tree: OrderTree,
-    new_key: bytes,
-    new_id: bytes,
-    raised: Iterable[tuple[int, int, bytes]],
-) -> list[Command]:
-    """Insert `new_key` and move each raised (old rank, new rank, sort id) in one tree walk.
-
-    The commands are `ins` first, then one `mov` per raised message, highest
-    new key first, each numbered against the array as the commands before
-    it left it. Every position follows from the keys' positions in the tree
-    before the change, `tree.apply` gives them all at once: with the moves
-    done so far being those of greater new keys (so all above the current
-    one), a message at old key o moving to new key n goes
-
-        from  before(o) + [new < o] - #{moved old keys < o}
-        to    before(n) + [new < n] - #{moved old keys < n, o included}
-    """
-    pack = U32.pack
-    moves = sorted(
-        [(pack(old) + sort_id, pack(new) + sort_id) for old, new, sort_id in raised],
-        key=itemgetter(1),
-        reverse=True,
-    )
-    changes = {new_key: 1}
-    for old_key, moved_key in moves:
-        changes[old_key] = -1
-        changes[moved_key] = 1
-    keys = sorted(changes)
-    before = dict(zip(keys, tree.apply(keys, [changes[key] for key in keys]), strict=True))
-    commands: list[Command] = [Insert(before[new_key], new_id)]
-    moved_olds: list[bytes] = []
-    for old_key, moved_key in moves:
-        src = before[old_key] + (new_key < old_key) - bisect_left(moved_olds, old_key)
-        insort(moved_olds, old_key)
-        dst = before[moved_key] + (new_key < moved_key) - bisect_left(moved_olds, moved_key)
-        if src != dst:
-            commands.append(Move(src, dst))
-    return commands
-
-
-def _wave(
-    timeline: _Timeline, ref: bytes, rank: int, predecessors: Iterable[bytes]
-) -> dict[bytes, tuple[int, int, bytes]]:
-    """Raise the successors of `ref` (at `rank`) transitively: ref -> (old, new rank, sort id)."""
-    forbidden = set(predecessors)
-    raised: dict[bytes, tuple[int, int, bytes]] = {}
-    reached_from: dict[bytes, bytes] = {}  # raised ref -> the ref whose wave raised it first
-    heap: list[tuple[int, bytes]] = []
-    member, successors = timeline.member, timeline.successors
-    current, current_rank = ref, rank
-    while True:
-        candidate = current_rank + 1
-        for successor in successors(current):
-            entry = raised.get(successor)
-            if entry is not None:
-                if candidate > entry[1]:
-                    raised[successor] = (entry[0], candidate, entry[2])
-                continue
-            old_rank, sort_id = member(successor)  # type: ignore[misc]  # successors are present
-            if candidate <= old_rank:
-                continue
-            if successor in forbidden:
-                loop = [successor, current]
-                while loop[-1] != ref:
-                    loop.append(reached_from[loop[-1]])
-                raise CycleError("it would come before itself", loop=[ref, *loop[:-1]])
-            raised[successor] = (old_rank, candidate, sort_id)
-            reached_from[successor] = current
-            heapq.heappush(heap, (old_rank, successor))
-        if not heap:
-            return raised
-        current = heapq.heappop(heap)[1]
-        current_rank = raised[current][1]
 
 
 def _rank(timeline: _Timeline, ref: bytes) -> int | None:
@@ -680,5 +544,5 @@ class TimelineReader:
                 break
             first = U64.unpack(key[4:])[0]
             skip = max(0, version + 1 - first)
-            commands.extend(_decode_commands(raw)[skip:])
+            commands.extend(decode_commands(raw)[skip:])
         return commands[:limit]
