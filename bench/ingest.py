@@ -11,8 +11,10 @@ tips), then, in the same run and alternating, times:
           (decode, canonical check, signature, chain, indexes, commit)
 
   ingest, two cores
-          the same through `storage.ingest.ingest_batches`: a worker thread
-          verifies batch N+1 while the main thread stores batch N
+          the same through `storage.ingest_pipeline.ingest_batches`: a worker
+          process verifies batch N+1 while this process stores batch N
+  ingest, verify in a thread
+          the same with a worker thread (it shares the GIL with the writer)
   import  `tangled import`'s path: a bundle file read and ingested by
           `storage.bundle.import_messages` (two cores, its own batch size)
 
@@ -47,7 +49,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tanglenode.protocol.identity import Keypair
 from tanglenode.protocol.message import ROOT_LINK, TangleLink, decode_message, sign_message
 from tanglenode.storage.bundle import ImportSummary, import_messages, read_bundle
-from tanglenode.storage.ingest import ingest_batches
+from tanglenode.storage.ingest_pipeline import Worker, ingest_batches
 from tanglenode.storage.store import FeedStore
 
 # issue 14's table: (goal, at least) of ingest / bare verify, and of store size / raw bytes
@@ -113,7 +115,7 @@ def time_decode(raws: list[bytes]) -> float:
     return time.perf_counter() - started
 
 
-def time_ingest(raws: list[bytes], batch: int, two_cores: bool) -> tuple[float, int]:
+def time_ingest(raws: list[bytes], batch: int, worker: Worker) -> tuple[float, int]:
     """Seconds to ingest `raws` in batches into a fresh store, and the store's bytes on disk."""
     with (
         tempfile.TemporaryDirectory(prefix="bench-ingest-") as tmp,
@@ -122,7 +124,7 @@ def time_ingest(raws: list[bytes], batch: int, two_cores: bool) -> tuple[float, 
         batches = (raws[start : start + batch] for start in range(0, len(raws), batch))
         started = time.perf_counter()
         accepted = 0
-        for results in ingest_batches(store, batches, two_cores=two_cores):
+        for results in ingest_batches(store, batches, worker=worker):
             accepted += sum(r.outcome == "accepted" for r in results)
         elapsed = time.perf_counter() - started
         size = store.statistics()["bytes_on_disk"]
@@ -192,7 +194,7 @@ def main() -> None:
         f"{raw_bytes / len(raws):.0f} bytes); batches of {args.batch}; {args.rounds} rounds"
     )
     rates: dict[str, list[float]] = {
-        name: [] for name in ("verify", "decode", "one core", "two cores", "import")
+        name: [] for name in ("verify", "decode", "one core", "two cores", "thread", "import")
     }
     sizes = []
     with tempfile.TemporaryDirectory(prefix="bench-bundle-") as tmp:
@@ -201,11 +203,13 @@ def main() -> None:
         for round_number in range(1, args.rounds + 1):
             rates["verify"].append(len(raws) / time_bare_verify(raws))
             rates["decode"].append(len(raws) / time_decode(raws))
-            elapsed, size = time_ingest(raws, args.batch, two_cores=False)
+            elapsed, size = time_ingest(raws, args.batch, Worker.INLINE)
             rates["one core"].append(len(raws) / elapsed)
             sizes.append(size)
-            elapsed, _size = time_ingest(raws, args.batch, two_cores=True)
+            elapsed, _size = time_ingest(raws, args.batch, Worker.PROCESS)
             rates["two cores"].append(len(raws) / elapsed)
+            elapsed, _size = time_ingest(raws, args.batch, Worker.THREAD)
+            rates["thread"].append(len(raws) / elapsed)
             rates["import"].append(len(raws) / time_import(bundle, len(raws)))
             print(
                 f"round {round_number}: "
@@ -223,7 +227,11 @@ def main() -> None:
         f"  {'decode_message (no store)':<32}{median['decode']:>9,.0f} msgs/s  "
         f"{ratio('decode'):6.1%}"
     )
-    for name, label in (("one core", "ingest, one core"), ("two cores", "ingest, two cores")):
+    for name, label in (
+        ("one core", "ingest, one core"),
+        ("two cores", "ingest, two cores (process)"),
+        ("thread", "ingest, verify in a thread"),
+    ):
         print(
             f"  {label:<32}{median[name]:>9,.0f} msgs/s  {ratio(name):6.1%}  "
             + goal_text(ratio(name), goal)

@@ -29,7 +29,8 @@ import msgpack
 
 from tanglenode.protocol.errors import RemoteProtocolError
 from tanglenode.protocol.framing import LENGTH_PREFIX
-from tanglenode.storage.ingest import Outcome, ingest_batches
+from tanglenode.storage.ingest import Outcome
+from tanglenode.storage.ingest_pipeline import Worker, ingest_batches
 from tanglenode.storage.store import FeedStore
 
 BATCH = 1000
@@ -199,7 +200,7 @@ def import_messages(
     progress: Callable[[bytes], None] = lambda raw: None,
     batch: int = BATCH,
     *,
-    two_cores: bool = True,
+    worker: Worker = Worker.PROCESS,
 ) -> ImportSummary:
     """Ingest `records` in batches into `summary`; a BadRecord propagates once the records
     before it are ingested.
@@ -209,12 +210,12 @@ def import_messages(
     with the later messages of its feed would mark the feed forked before they are stored
     and get them refused, which they were not when the store first took them.
 
-    With `two_cores`, batch N+1 is verified in a worker thread while batch N is stored
-    (`storage.ingest.ingest_batches`); the outcome is the same.
+    Batch N+1 is verified by `worker` (a second process by default) while batch N is
+    stored (`storage.ingest_pipeline`); the outcome is the same whatever the worker.
     """
     stopped: list[BadRecord] = []
     batches = _batches(records, batch, progress, stopped)
-    for results in ingest_batches(store, batches, two_cores=two_cores):
+    for results in ingest_batches(store, batches, worker=worker):
         for result in results:
             summary.outcomes[result.outcome] += 1
             if result.outcome is Outcome.REJECTED:

@@ -32,21 +32,17 @@ Preparing a batch
 -----------------
 `prepare` is everything that needs no store: ids, decoding, shape and
 canonical checks, signatures. It touches no LMDB and no shared state, so it
-runs in any thread; PyNaCl's verify releases the GIL, so a worker thread
-verifying batch N+1 overlaps with the writer storing batch N (two cores).
-Each message is decoded exactly once, there; the store applies the decoded
-`Message`s (`FeedStore.ingest_prepared`). `ingest_batches` runs that
-pipeline over a stream of batches (catch-up, `tangled import`, the bench).
+runs in any thread or in a worker process. Each message is decoded exactly
+once, there; the store applies the decoded `Message`s
+(`FeedStore.ingest_prepared`). `storage.ingest_pipeline` overlaps the two
+over a stream of batches (`tangled import`, the bench); the daemon's
+catch-up does the same in `node.inbox`.
 """
 
 from __future__ import annotations
 
-import contextlib
 import enum
-import sys
-import threading
-from collections.abc import Collection, Iterable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from tanglenode.protocol.errors import InvalidMessage, Reason
@@ -127,59 +123,6 @@ def prepare(
         except InvalidMessage as error:
             results[index] = IngestResult(Outcome.REJECTED, msg_id, error.reason, error.detail)
     return PreparedBatch(ids, messages, results)
-
-
-PIPELINE_SWITCH_INTERVAL = 0.0002  # seconds; see _short_switch_interval
-_switch_lock = threading.Lock()
-_switch_users: list[float] = []  # the interval saved by the first pipeline running
-
-
-@contextlib.contextmanager
-def _short_switch_interval() -> Iterator[None]:
-    """A short GIL switch interval while any pipeline runs (restored after the last one).
-
-    The worker takes the GIL back after every signature (PyNaCl drops it); with the
-    default 5 ms interval it would wait up to that long each time this thread runs Python.
-    """
-    with _switch_lock:
-        _switch_users.append(sys.getswitchinterval())
-        sys.setswitchinterval(min(_switch_users[0], PIPELINE_SWITCH_INTERVAL))
-    try:
-        yield
-    finally:
-        with _switch_lock:
-            saved = _switch_users[0]
-            _switch_users.pop()
-            if not _switch_users:
-                sys.setswitchinterval(saved)
-
-
-def ingest_batches(
-    store, batches: Iterable[Sequence[bytes]], *, two_cores: bool = True
-) -> Iterator[list[IngestResult]]:
-    """Ingest each batch into `store` (a `FeedStore`) in order, yielding its results.
-
-    With `two_cores`, a worker thread prepares (hashes, decodes, verifies) batch
-    N+1 while this thread stores batch N. The outcome is the same as calling
-    `store.ingest` on each batch in turn: a message that batch N stores and
-    batch N+1 repeats is found a duplicate when N+1 is applied.
-    """
-    if not two_cores:
-        for raws in batches:
-            yield store.ingest(raws)
-        return
-    with (
-        _short_switch_interval(),
-        ThreadPoolExecutor(1, thread_name_prefix="tanglenode-prepare") as pool,
-    ):
-        pending: Future[PreparedBatch] | None = None
-        for raws in batches:
-            upcoming = pool.submit(store.prepare, raws)
-            if pending is not None:
-                yield store.ingest_prepared(pending.result())
-            pending = upcoming
-        if pending is not None:
-            yield store.ingest_prepared(pending.result())
 
 
 def read_head(txn, tables: Tables, author: bytes) -> tuple[int, bytes | None]:

@@ -2,8 +2,11 @@
 
 import sys
 
+import pytest
+
 from tanglenode.protocol.limits import DEFAULT_LIMITS
-from tanglenode.storage.ingest import Outcome, ingest_batches, prepare
+from tanglenode.storage.ingest import Outcome, prepare
+from tanglenode.storage.ingest_pipeline import Worker, ingest_batches
 from tanglenode.storage.store import FeedStore
 from tests.storage.test_stored_form import chat, feeds
 
@@ -27,7 +30,8 @@ def test_prepare_decides_what_needs_no_store():
     assert batch.messages[1:] == [None, None, None]
 
 
-def test_two_cores_store_what_one_core_stores(tmp_path):
+@pytest.mark.parametrize("worker", [Worker.PROCESS, Worker.THREAD])
+def test_two_cores_store_what_one_core_stores(tmp_path, worker):
     raws = [m.raw for m in chat(feeds(6), 8)]
     # overlapping batches: every other batch repeats the one before it
     batches = [raws[i : i + 7] for i in range(0, len(raws), 7)]
@@ -35,9 +39,46 @@ def test_two_cores_store_what_one_core_stores(tmp_path):
     interval = sys.getswitchinterval()
     with FeedStore(tmp_path / "one") as one, FeedStore(tmp_path / "two") as two:
         sequential = [outcomes(one.ingest(b)) for b in batches]
-        pipelined = [outcomes(r) for r in ingest_batches(two, batches, two_cores=True)]
+        pipelined = [outcomes(r) for r in ingest_batches(two, batches, worker=worker)]
         assert pipelined == sequential
         assert list(two.iter_raw()) == list(one.iter_raw())
         assert two.processed(0, 10_000) == one.processed(0, 10_000)
         assert two.check().ok
     assert sys.getswitchinterval() == interval  # restored
+
+
+def test_a_dead_worker_leaves_the_outcome_unchanged(tmp_path, monkeypatch):
+    """The worker process is killed mid-stream: the rest is prepared in-line, same result."""
+    import os
+    import signal
+
+    from tanglenode.storage import ingest_pipeline
+
+    real_pool = ingest_pipeline._process_pool
+    killed = []
+
+    def pool_that_loses_its_worker():
+        pool = real_pool()
+        real_submit = pool.submit
+
+        def submit(*args, **kwargs):
+            future = real_submit(*args, **kwargs)
+            if not killed:  # after the first batch it prepares
+                future.result()
+                for pid in list(pool._processes):
+                    os.kill(pid, signal.SIGKILL)
+                    killed.append(pid)
+            return future
+
+        pool.submit = submit
+        return pool
+
+    monkeypatch.setattr(ingest_pipeline, "_process_pool", pool_that_loses_its_worker)
+    raws = [m.raw for m in chat(feeds(4), 6)]
+    batches = [raws[i : i + 5] for i in range(0, len(raws), 5)]
+    with FeedStore(tmp_path / "one") as one, FeedStore(tmp_path / "two") as two:
+        sequential = [outcomes(one.ingest(b)) for b in batches]
+        pipelined = [outcomes(r) for r in ingest_batches(two, batches, worker=Worker.PROCESS)]
+        assert killed  # the worker really died
+        assert pipelined == sequential
+        assert list(two.iter_raw()) == list(one.iter_raw())
