@@ -368,13 +368,17 @@ class OrderTree:
             parent.counts[left_index + 1] = right_size
             parent.lows[left_index + 1] = low
             return False
+        self._absorb_right(parent, left_index, left_no, right_no)
+        return True
+
+    def _absorb_right(self, parent: Inner, left_index: int, left_no, right_no) -> None:
+        """The child at `left_index` took in its right neighbour's keys: drop the neighbour."""
         self._dirty.add(left_no)
         self._free(right_no)
         parent.counts[left_index] += parent.counts[left_index + 1]
         del parent.children[left_index + 1]
         del parent.counts[left_index + 1]
         del parent.lows[left_index + 1]
-        return True
 
     def _repair_joint(self, inner: Inner, joint: int) -> None:
         """Two inner nodes were joined, the second's children from `joint` on: a child
@@ -455,12 +459,7 @@ class OrderTree:
             parent.counts[left_index : left_index + 2] = [left_size, right_size]
             parent.lows[left_index + 1] = low
             return
-        self._dirty.add(left_no)
-        self._free(right_no)
-        parent.counts[left_index] += parent.counts[left_index + 1]
-        del parent.children[left_index + 1]
-        del parent.counts[left_index + 1]
-        del parent.lows[left_index + 1]
+        self._absorb_right(parent, left_index, left_no, right_no)
         if len(path) == 1:
             self._collapse_root(path)
         elif len(parent) < MIN_FANOUT:
