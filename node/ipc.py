@@ -144,7 +144,7 @@ def error_reply(number: Any, error: BaseException) -> dict[str, Any]:
 
 
 def _timeline_name(timeline: TimelineRef) -> bytes:
-    return FeedStore.timeline_name(timeline.root, timeline.tangle)
+    return FeedStore.timeline_name(timeline.root, timeline.tangle, timeline.view, timeline.order)
 
 
 def _command_wire(

@@ -67,6 +67,8 @@ MAX_GROUP_MEMBERS = 1000
 MAX_GROUP_NAME = 1000
 GROUP_TANGLES = ("group", "epoch", "members")
 GROUP_ORDERS = ("rank", "causal-time")
+TIMELINE_VIEWS = ("all", "joined")  # as storage.timelines.VIEWS (protocol imports no storage)
+TIMELINE_ORDERS = ("rank", "causal-time")
 STREAMING = frozenset({"subscribe", "watch-processed"}) | DOC_STREAMING  # ops that stream
 
 
@@ -75,10 +77,13 @@ STREAMING = frozenset({"subscribe", "watch-processed"}) | DOC_STREAMING  # ops t
 
 @dataclass(frozen=True, slots=True)
 class TimelineRef:
-    """The spacetime (`root` None), or the timeline of tangle `tangle` rooted at `root`."""
+    """The spacetime (`root` None), or the timeline of tangle `tangle` rooted at `root`,
+    in `view` (all members, or those joined to the root) and `order` (rank or causal-time)."""
 
     root: bytes | None = None
     tangle: str | None = None
+    view: str = "all"
+    order: str = "rank"
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,17 +243,24 @@ def content(value: Any, max_depth: int) -> Any:
 
 
 def timeline_ref(fields: dict[str, Any]) -> TimelineRef:
-    """`spacetime: true`, or `tangle` name and `root` id."""
+    """`spacetime: true`, or `tangle` name and `root` id; optional `view` and `order`."""
+    view, order = fields.get("view", "all"), fields.get("order", "rank")
+    if view not in TIMELINE_VIEWS or order not in TIMELINE_ORDERS:
+        raise bad(f"view: {'|'.join(TIMELINE_VIEWS)}; order: {'|'.join(TIMELINE_ORDERS)}")
     spacetime = fields.get("spacetime")
     if spacetime is not None and type(spacetime) is not bool:
         raise bad("spacetime is true or false")
     if spacetime:
-        return TimelineRef()
+        if view != "all":
+            raise bad("the joined view is a tangle's, not the spacetime's")
+        return TimelineRef(order=order)
     name, root = fields.get("tangle"), fields.get("root")
     if name is None or root is None:
         raise bad("name a timeline: spacetime, or tangle and root")
+    if view == "joined" and order != "rank":
+        raise bad("the joined view comes in rank order")
     root = message_id(fields, "root", "root")
-    return TimelineRef(root, tangle_name(name))
+    return TimelineRef(root, tangle_name(name), view, order)
 
 
 def feeds(fields: dict[str, Any]) -> list[bytes]:

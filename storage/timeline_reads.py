@@ -12,18 +12,25 @@ from tanglenode.protocol.message import Message
 from tanglenode.storage.invalidation import invalid_from
 from tanglenode.storage.layout import feed_key, split_feed_key, split_head_value
 from tanglenode.storage.timeline import Command, Insert, Placement, TimelineReader
-from tanglenode.storage.timelines import SPACETIME, spacetime_links, tangle_timeline
+from tanglenode.storage.timelines import (
+    SPACETIME,
+    spacetime_links,
+    tangle_timeline,
+    view_timeline,
+)
 
 
 class TimelineReads:
     """The timeline half of `FeedStore`'s reads."""
 
     @staticmethod
-    def timeline_name(root: bytes | None, name: str | None = None) -> bytes:
-        """The spacetime (no root) or the timeline of tangle (name, root)."""
-        if root is None:
-            return SPACETIME
-        return tangle_timeline(root, name or "")
+    def timeline_name(
+        root: bytes | None, name: str | None = None, view: str = "all", order: str = "rank"
+    ) -> bytes:
+        """The spacetime (no root) or the timeline of tangle (name, root), in `view` and
+        `order` (`storage.timelines.view_timeline`; raises `UnknownView`)."""
+        base = SPACETIME if root is None else tangle_timeline(root, name or "")
+        return view_timeline(base, view, order)
 
     def timeline(
         self, timeline: bytes, start: int = 0, stop: int | None = None

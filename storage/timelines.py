@@ -36,10 +36,35 @@ LinksOf = Callable[[bytes], Sequence[bytes]]
 
 SPACETIME = b"\x00spacetime"
 
+VIEWS = ("all", "joined")  # every member, or only those joined to the root (seed 002)
+ORDERS = ("rank", "causal-time")  # ScuttleSort's (rank, id), or seed 001's (causality, time, id)
+
+
+class UnknownView(ValueError):
+    """A view or order that does not exist, or not for that timeline."""
+
 
 def tangle_timeline(root: bytes, name: str) -> bytes:
     """The timeline name of tangle (name, root)."""
     return b"\x01" + tangle_key(root, name)
+
+
+def view_timeline(base: bytes, view: str = "all", order: str = "rank") -> bytes:
+    """The timeline that holds `base` (the spacetime or a tangle's) in `view` and `order`.
+
+    The joined view of a tangle is `\x02` + its key; the causal-time order of
+    any timeline is `\x03` + its name. The joined view exists for tangles only
+    (every spacetime member is joined by construction), in rank order only.
+    """
+    if view not in VIEWS or order not in ORDERS:
+        raise UnknownView(f"view: {'|'.join(VIEWS)}; order: {'|'.join(ORDERS)}")
+    if view == "joined":
+        if base[:1] != b"\x01":
+            raise UnknownView("the joined view is a tangle's, not the spacetime's")
+        if order != "rank":
+            raise UnknownView("the joined view comes in rank order")
+        return b"\x02" + base[1:]
+    return base if order == "rank" else b"\x03" + base
 
 
 def add_message(

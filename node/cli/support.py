@@ -228,10 +228,30 @@ def parse_timeline(spec: str | None, spacetime: bool) -> tuple[str, bytes] | Non
     return tangle_name(name), parse_message_id(root)
 
 
-def timeline_spec(spec: str | None, spacetime: bool) -> dict[str, Any]:
+def timeline_spec(
+    spec: str | None, spacetime: bool, joined: bool = False, order: str = "rank"
+) -> dict[str, Any]:
     """The timeline named on the command line, as the IPC requests name it."""
     parsed = parse_timeline(spec, spacetime)
     if parsed is None:
-        return {"spacetime": True}
+        if joined:
+            raise BadInput("--joined is a tangle's view; the spacetime has no pending members")
+        return {"spacetime": True, "order": order}
+    if joined and order != "rank":
+        raise BadInput("the joined view comes in rank order: drop --order or --joined")
     name, root = parsed
-    return {"tangle": name, "root": root}
+    return {"tangle": name, "root": root, "view": "joined" if joined else "all", "order": order}
+
+
+ORDER_OPTION = click.option(
+    "--order",
+    type=click.Choice(["rank", "causal-time"]),
+    default="rank",
+    show_default=True,
+    help="rank: ScuttleSort's (rank, id); causal-time: causality, then claimed time, then id.",
+)
+JOINED_OPTION = click.option(
+    "--joined",
+    is_flag=True,
+    help="Only messages joined to the tangle's root (all their previous present, transitively).",
+)

@@ -15,6 +15,8 @@ import trio
 from tanglenode.node.cli.support import (
     COUNT,
     INDEX,
+    JOINED_OPTION,
+    ORDER_OPTION,
     BadInput,
     Context,
     NotFound,
@@ -22,7 +24,6 @@ from tanglenode.node.cli.support import (
     emit_json,
     json_option,
     node_running,
-    parse_timeline,
     timeline_spec,
 )
 from tanglenode.node.client import connect
@@ -32,13 +33,13 @@ from tanglenode.storage.store import FeedStore
 from tanglenode.storage.timeline import Command, Delete, Insert, Move
 
 
-def _store_timeline(spec: str | None, spacetime: bool) -> tuple[bytes, str]:
-    """The store's name of the timeline named on the command line, and its label."""
-    parsed = parse_timeline(spec, spacetime)
-    if parsed is None:
-        return FeedStore.timeline_name(None), "spacetime"
-    name, root = parsed
-    return FeedStore.timeline_name(root, name), str(spec)
+def _store_timeline(which: dict[str, Any], spec: str | None) -> tuple[bytes, str]:
+    """The store's name of the timeline `timeline_spec` named, and its label."""
+    view, order = which.get("view", "all"), which["order"]
+    name = FeedStore.timeline_name(which.get("root"), which.get("tangle"), view, order)
+    label = "spacetime" if spec is None else str(spec)
+    extras = [word for word in (view, order) if word not in ("all", "rank")]
+    return name, label + "".join(f" ({word})" for word in extras)
 
 
 @click.command()
@@ -47,6 +48,8 @@ def _store_timeline(spec: str | None, spacetime: bool) -> tuple[bytes, str]:
 @click.option("--start", type=INDEX, default=0, help="First position.")
 @click.option("--limit", type=COUNT, default=None, help="At most this many.")
 @click.option("--at", "at_id", metavar="ID", help="Print only this message's position and rank.")
+@JOINED_OPTION
+@ORDER_OPTION
 @click.option(
     "--since",
     type=INDEX,
@@ -63,13 +66,16 @@ def timeline(
     start: int,
     limit: int | None,
     at_id: str | None,
+    joined: bool,
+    order: str,
     since: int | None,
     as_json: bool,
 ) -> None:
     """Print a tangle's timeline (NAME/ROOT) or the spacetime: order, position or commands."""
-    name, label = _store_timeline(spec, spacetime)
+    which = timeline_spec(spec, spacetime, joined, order)
+    name, label = _store_timeline(which, spec)
     if obj.settings.ipc_socket_path.is_socket() and trio.run(node_running, obj):
-        source: Any = _NodeTimelines(obj, timeline_spec(spec, spacetime))
+        source: Any = _NodeTimelines(obj, which)
     else:  # the node is stopped: read the store directly
         source = _StoreTimelines(obj.open_store(), name)
     with source:
@@ -204,12 +210,20 @@ def _echo_command(number: int, command: Command, as_json: bool) -> None:
 @click.option("--spacetime", is_flag=True, help="The timeline of all feeds.")
 @click.option("--since", type=INDEX, default=None, help="Resume after VERSION.")
 @click.option("--count", type=COUNT, default=None, help="Stop after N commands.")
+@JOINED_OPTION
+@ORDER_OPTION
 @click.pass_obj
 def watch(
-    obj: Context, spec: str | None, spacetime: bool, since: int | None, count: int | None
+    obj: Context,
+    spec: str | None,
+    spacetime: bool,
+    since: int | None,
+    count: int | None,
+    joined: bool,
+    order: str,
 ) -> None:
     """Follow a timeline live: its snapshot (or commands since VERSION), then each change."""
-    which = timeline_spec(spec, spacetime)
+    which = timeline_spec(spec, spacetime, joined, order)
     trio.run(_watch, obj, which, since, count)
 
 
