@@ -61,9 +61,16 @@ def _chunks(rows: Iterator[dict], size: int) -> Iterator[list[dict]]:
 
 
 def export(
-    store: FeedStore, out: Path, progress: Callable[[int], None] = lambda n: None
+    store: FeedStore,
+    out: Path,
+    progress: Callable[[int], None] = lambda n: None,
+    feed: bytes | None = None,
 ) -> dict[str, int]:
-    """Write the archive; `progress(n)` is told of every n messages written."""
+    """Write the archive; `progress(n)` is told of every n messages written.
+
+    `archive.json` names the node's feed: `feed`, else the store's keypair's; it is left
+    out when neither is known (a store exported without its secret key).
+    """
     (out / "messages").mkdir(parents=True, exist_ok=True)
     (out / "timelines").mkdir(parents=True, exist_ok=True)
     counts = {"messages": 0, "evidence": 0, "timeline_rows": 0}
@@ -81,8 +88,10 @@ def export(
         pq.write_table(table, out / "timelines" / f"part-{number:05d}.parquet")
         counts["timeline_rows"] += len(chunk)
     about = {"exported_at_ms": int(time.time() * 1000), **counts}
-    if store.keypair is not None:
-        about["feed"] = feed_text(store.keypair.public)
+    if feed is None and store.keypair is not None:
+        feed = store.keypair.public
+    if feed is not None:
+        about["feed"] = feed_text(feed)
     (out / "archive.json").write_text(json.dumps(about, indent=1))
     return counts
 

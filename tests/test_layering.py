@@ -1,4 +1,4 @@
-"""The layers, enforced: which of our packages may import what (docs/ARCHITECTURE.md to come).
+"""The layers, enforced: which of our packages may import what (docs/ARCHITECTURE.md).
 
 - protocol is sans-IO: it imports neither trio nor lmdb;
 - storage does no networking: it imports no trio;

@@ -20,6 +20,7 @@ from typing import Any, BinaryIO
 
 import click
 
+from tanglenode.config.secret import read_secret
 from tanglenode.node.cli.support import BadInput, Context, ExitCode, emit_json, json_option
 from tanglenode.storage.bundle import (
     BadRecord,
@@ -101,11 +102,13 @@ def _export_archive(obj: Context, out: Path) -> None:
 
     if out.exists() and any(out.iterdir()):
         raise BadInput(f"{out} is not empty; export into a new directory")
+    secret = obj.settings.secret_path
+    feed = read_secret(secret).public if secret.exists() else None  # archive.json names it
     with obj.open_store() as store:
         figures = store.statistics()
         total = figures["messages"] + figures["evidence"]
         with _progress(total, "exporting") as progress:
-            counts = export(store, out, progress)
+            counts = export(store, out, progress, feed)
     click.echo(json.dumps(counts))
 
 

@@ -166,6 +166,17 @@ def test_logs_are_json_lines_on_stderr_when_not_a_terminal(ready):
     assert events[0]["id"] == done.stdout.strip()
 
 
+def test_an_archive_names_the_nodes_feed(ready):
+    ready.ok("publish", "--offline", '"hi"')
+    archive, keyless = ready.data_dir.parent / "archive", ready.data_dir.parent / "keyless"
+    counts = json.loads(ready.ok("export", "--out", str(archive)))
+    about = json.loads((archive / "archive.json").read_text())
+    assert about["feed"] == ready.feed_id and about["messages"] == counts["messages"] == 1
+    (ready.data_dir / "secret").unlink()  # a store kept without its key still exports
+    ready.ok("export", "--out", str(keyless))
+    assert "feed" not in json.loads((keyless / "archive.json").read_text())
+
+
 def test_forks_are_listed_and_check_flags_damage(ready):
     honest, twin = Feed("alice"), Feed("alice")
     with FeedStore(ready.data_dir / "store") as store:
