@@ -79,7 +79,7 @@ def split_chain(chain: bytes, start: int = 0) -> tuple[list[bytes], int]:
     """The elements of the chain at `start` and the offset of its end marker."""
     elements = []
     at = start
-    while chain[at] == ELEMENT:
+    while at < len(chain) and chain[at] == ELEMENT:
         end = chain.find(_END, at + 9) + 2
         elements.append(chain[at:end])
         at = end
