@@ -89,4 +89,4 @@ def test_the_seed_example():
     events = [(i.encode(), [x.encode() for x in links], t * minute) for i, links, t in seed]
     keys = keys_of(events)
     order = [e.decode() for e in sorted(keys, key=keys.__getitem__)]
-    assert order == "a0 a1 b0 a2 c0 a3 d1 d2 d3 a4 b1".split()
+    assert order == ["a0", "a1", "b0", "a2", "c0", "a3", "d1", "d2", "d3", "a4", "b1"]

@@ -130,10 +130,12 @@ def test_the_seed_example_in_every_arrival_order_of_a_few():
         (i.encode(), [x.encode() for x in links], minute * (60 * int(t[:2]) + int(t[3:])))
         for i, links, t in seed
     ]
-    expected = [e.encode() for e in "a0 a1 b0 a2 c0 a3 d1 d2 d3 a4 b1".split()]
+    expected = [
+        e.encode() for e in ["a0", "a1", "b0", "a2", "c0", "a3", "d1", "d2", "d3", "a4", "b1"]
+    ]
     assert causal_time_order(events) == expected
     # the seed's own arrival order (a0 late), the listed one, and the reverse
-    seed_order = "a1 b0 a2 a0 a3 c0 a4 b1 d1 d2 d3".split()
+    seed_order = ["a1", "b0", "a2", "a0", "a3", "c0", "a4", "b1", "d1", "d2", "d3"]
     by_id = {event[0]: event for event in events}
     for arrival in ([by_id[i.encode()] for i in seed_order], events, list(reversed(events))):
         with tempfile.TemporaryDirectory() as directory:
