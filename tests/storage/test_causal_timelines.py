@@ -3,10 +3,12 @@ one-shot function (storage.causal_time) on the present messages."""
 
 import random
 
+import lmdb
+
 from tanglenode.protocol.message import TangleLink
 from tanglenode.storage.causal_time import causal_time_order
-from tanglenode.storage.layout import feed_key
-from tanglenode.storage.timeline import apply_commands
+from tanglenode.storage.layout import MAX_NAMED_DATABASES, feed_key
+from tanglenode.storage.timeline import TimelineTables, apply_commands
 from tests.factories import ROOT_LINK, Feed
 from tests.storage.test_invalidation import deliver
 
@@ -96,3 +98,22 @@ def test_a_fork_found_late_takes_the_branch_out_of_the_causal_time_timelines(ope
     store.ingest([other.raw])
     assert store.invalid_feeds() == {alice.public: 2}
     check_against_one_shot(store, [root, reply], root)
+
+
+def test_check_finds_a_damaged_causal_time_row(open_store, tmp_path):
+    alice = Feed("alice")
+    first, second = alice.append(timestamp=300), alice.append(timestamp=100)
+    store = open_store()
+    store.ingest([first.raw, second.raw])
+    assert store.check().ok
+    store.close()
+    env = lmdb.open(str(tmp_path / "store"), max_dbs=MAX_NAMED_DATABASES)
+    try:
+        tables = TimelineTables.open(env)
+        with env.begin(write=True) as txn:
+            key, row = next(iter(txn.cursor(db=tables.causal_nodes)))
+            txn.put(key, row[:-2] + b"\x00\x02", db=tables.causal_nodes)  # cut, wrongly
+    finally:
+        env.close()
+    report = open_store().check()
+    assert any("causal-time" in problem for problem in report.problems)
