@@ -486,7 +486,8 @@ class IpcServer:
                 )
         del entries
 
-        spacetime = request.timeline.root is None
+        # the finality watermark counts rank-order positions: not sent for causal-time
+        spacetime = request.timeline.root is None and request.timeline.order == "rank"
 
         async def next_page(version: int) -> tuple[list[dict[str, Any]], int, bool] | None:
             head, updates = await self.service.timeline_updates(name, version, PAGE, PAGE_BYTES)
