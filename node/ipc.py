@@ -89,6 +89,7 @@ from tanglenode.protocol.ipc import (
 from tanglenode.protocol.ipc import error_reply as encode_error
 from tanglenode.protocol.message import Message, UnpublishableMessage
 from tanglenode.storage import groups
+from tanglenode.storage.causal_window import WindowTooLarge
 from tanglenode.storage.errors import (
     BadSplice,
     NoIdentity,
@@ -116,6 +117,7 @@ ERROR_KINDS: tuple[tuple[type[BaseException], ErrorKind], ...] = (
     (UnpublishableMessage, ErrorKind.INVALID_MESSAGE),
     (UnknownTangle, ErrorKind.UNKNOWN_TANGLE),
     (UnknownTimeline, ErrorKind.NOT_FOUND),
+    (WindowTooLarge, ErrorKind.BAD_REQUEST),
     (UnknownDocument, ErrorKind.NOT_FOUND),
     (BadSplice, ErrorKind.BAD_REQUEST),
     (VersionConflict, ErrorKind.CONFLICT),
@@ -295,6 +297,16 @@ class IpcServer:
 
     async def _timeline(self, request: TimelineRequest) -> dict[str, Any]:
         name = _timeline_name(request.timeline)
+        window = request.window
+        if window is not None:  # seed 001's time window, from the time index
+            version, first, entries = await self.service.timeline_window(
+                name, window.from_time, window.to_time, window.mode, request.start, request.limit
+            )
+            return {
+                "version": version,
+                "start": first,
+                "entries": [[time, msg_id] for time, msg_id in entries],
+            }
         version, entries = await self.service.timeline_page(name, request.start, request.limit)
         return {"version": version, "entries": [[rank, msg_id] for rank, msg_id in entries]}
 
@@ -304,7 +316,10 @@ class IpcServer:
         placement = await self.service.placement(name, request.message)
         if placement is None:
             raise RequestError(ErrorKind.NOT_FOUND, "the message is not in that timeline")
-        return {"position": placement.position, "rank": placement.rank}
+        found = {"position": placement.position, "rank": placement.rank}
+        if placement.time is not None:  # causal-time order: the claimed time it sorts by
+            found["time"] = placement.time
+        return found
 
     async def _commands(self, request: CommandsRequest) -> dict[str, Any]:
         """Up to `limit` commands after version `since` (no message bodies)."""
@@ -471,7 +486,8 @@ class IpcServer:
                 )
         del entries
 
-        spacetime = request.timeline.root is None
+        # the finality watermark counts rank-order positions: not sent for causal-time
+        spacetime = request.timeline.root is None and request.timeline.order == "rank"
 
         async def next_page(version: int) -> tuple[list[dict[str, Any]], int, bool] | None:
             head, updates = await self.service.timeline_updates(name, version, PAGE, PAGE_BYTES)

@@ -154,6 +154,14 @@ class StoreService:
         stop = None if limit is None else start + limit
         return await self._reading(self.store.timeline_at, name, start, stop)
 
+    async def timeline_window(
+        self, name: bytes, from_time: int, to_time: int, mode: str, start: int, limit: int
+    ) -> tuple[int, int | None, list[tuple[int, bytes]]]:
+        """Seed 001's time window over a causal-time timeline (storage.causal_window)."""
+        return await self._reading(
+            self.store.timeline_window, name, from_time, to_time, mode, start, limit
+        )
+
     async def timeline_log(self, name: bytes, since: int, limit: int) -> tuple[int, list[Command]]:
         """The head version and up to `limit` commands after `since`."""
         return await self._reading(self.store.timeline_log, name, since, limit)

@@ -102,6 +102,20 @@ class TimelineRequest:
     timeline: TimelineRef
     start: int
     limit: int
+    window: TimeWindow | None = None  # causal-time order only: seed 001's time window
+
+
+WINDOW_MODES = ("implied", "strict")
+MAX_WINDOW_TIME = (1 << 64) - 1
+
+
+@dataclass(frozen=True, slots=True)
+class TimeWindow:
+    """Claimed times from..to (ms, both included) and the mode (storage.causal_window)."""
+
+    from_time: int
+    to_time: int
+    mode: str = "implied"
 
 
 @dataclass(frozen=True, slots=True)
@@ -304,7 +318,29 @@ def _get(fields: dict[str, Any], limits: Limits) -> GetRequest:
 def _timeline(fields: dict[str, Any], limits: Limits) -> TimelineRequest:
     timeline = timeline_ref(fields)
     start = count(fields, "start", 0)
-    return TimelineRequest(timeline, start, count(fields, "limit", PAGE, MAX_ENTRIES))
+    limit = count(fields, "limit", PAGE, MAX_ENTRIES)
+    return TimelineRequest(timeline, start, limit, _window(fields, timeline))
+
+
+def _window(fields: dict[str, Any], timeline: TimelineRef) -> TimeWindow | None:
+    """The optional `from_time` / `to_time` / `window` fields of a `timeline` request."""
+    if all(fields.get(key) is None for key in ("from_time", "to_time", "window")):
+        return None
+    if timeline.order != "causal-time":
+        raise bad("a time window needs order causal-time")
+    times = []
+    for key, default in (("from_time", 0), ("to_time", MAX_WINDOW_TIME)):
+        value = fields.get(key, default)
+        value = default if value is None else value
+        if type(value) is not int or not 0 <= value <= MAX_WINDOW_TIME:
+            raise bad(f"{key} is an integer of milliseconds, 0 to 2**64 - 1")
+        times.append(value)
+    mode = fields.get("window") or "implied"
+    if mode not in WINDOW_MODES:
+        raise bad(f"window: {'|'.join(WINDOW_MODES)}")
+    if times[0] > times[1]:
+        raise bad("from_time is after to_time")
+    return TimeWindow(times[0], times[1], mode)
 
 
 def _commands(fields: dict[str, Any], limits: Limits) -> CommandsRequest:

@@ -22,6 +22,7 @@ from tanglenode.protocol.evidence import InvalidProof, check_proof
 from tanglenode.protocol.identity import feed_text, message_text
 from tanglenode.protocol.limits import UNLIMITED
 from tanglenode.protocol.message import Message, decode_message
+from tanglenode.storage.causal_check import check_causal
 from tanglenode.storage.layout import U64, Tables, split_feed_key, split_head_value, tangle_key
 
 
@@ -45,11 +46,11 @@ def _verified(raw: bytes, what: str, report: CheckReport) -> Message | None:
         return None
 
 
-def check_store(env, tables: Tables) -> CheckReport:
+def check_store(env, tables: Tables, timeline_tables=None) -> CheckReport:
     """The report; LMDB's own errors (a page that fails to read, MDB_CORRUPTED) are findings."""
     report = CheckReport()
     try:
-        _check_all(env, tables, report)
+        _check_all(env, tables, report, timeline_tables)
     except lmdb.Error as error:  # the scan cannot go on past a damaged page
         report.problems.append(f"the store is damaged, the check stopped: {error}")
     except (ValueError, IndexError, struct.error) as error:  # a row of impossible shape
@@ -57,7 +58,7 @@ def check_store(env, tables: Tables) -> CheckReport:
     return report
 
 
-def _check_all(env, tables: Tables, report: CheckReport) -> None:
+def _check_all(env, tables: Tables, report: CheckReport, timeline_tables=None) -> None:
     with env.begin() as txn:
         by_position: dict[tuple[bytes, int], Message] = {}
         for key, value in txn.cursor(db=tables.messages):
@@ -79,6 +80,8 @@ def _check_all(env, tables: Tables, report: CheckReport) -> None:
         _check_feeds(txn, tables, by_position, report)
         _check_evidence(txn, tables, by_position, report)
         _check_tangles(txn, tables, list(by_position.values()), report)
+        if timeline_tables is not None:  # the causal-time timelines (storage.causal_check)
+            report.problems.extend(check_causal(txn, timeline_tables, by_position))
 
 
 def _check_ids(txn, tables: Tables, by_position, report: CheckReport) -> None:

@@ -34,10 +34,10 @@ from tanglenode.protocol.groups import (
 )
 from tanglenode.protocol.identity import Keypair
 from tanglenode.protocol.message import Message
-from tanglenode.storage.causal_time import causal_time_order
 from tanglenode.storage.errors import UnknownTimeline
 from tanglenode.storage.store import FeedStore
 from tanglenode.storage.store_reads import WriterPast
+from tanglenode.storage.timelines import view_timeline
 
 GROUP, EPOCH, MEMBERS = "group", "epoch", "members"
 
@@ -216,17 +216,9 @@ def timeline(
     else:
         epoch = view.state.current_epoch or view.root
         name = FeedStore.timeline_name(epoch, MEMBERS)
-    ids = [msg_id for _rank, msg_id in store.timeline(name)]
-    if order == "causal-time":
-        tangle_name = MEMBERS if tangle == MEMBERS else tangle
-        members = set(ids)
-        events = []
-        for msg_id in ids:
-            message = view.messages.get(msg_id) or store.get(msg_id)
-            link = message.tangles[tangle_name]
-            inside = [p for p in link.previous or () if p in members]
-            events.append((msg_id, inside, message.timestamp))
-        ids = causal_time_order(events)
+    if order == "causal-time":  # the stored causal-time timeline (storage.causal_timeline)
+        name = view_timeline(name, "all", "causal-time")
+    ids = [msg_id for _key, msg_id in store.timeline(name)]
     rows = []
     for msg_id in ids:
         message = view.messages.get(msg_id) or store.get(msg_id)

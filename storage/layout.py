@@ -40,7 +40,7 @@ import lmdb
 
 from tanglenode.storage.stored_form import Bodies, parse_stored  # noqa: F401 (re-exported)
 
-SCHEMA_VERSION = b"9"  # 9: the stored form (storage.stored_form); 8 kept signed bytes
+SCHEMA_VERSION = b"10"  # 10: joined views and causal-time orders
 EMPTY = b""  # the value of rows whose key says everything
 U64 = struct.Struct(">Q")  # seqs, indexes and counters, big-endian so keys sort by value
 U32 = struct.Struct(">I")

@@ -216,7 +216,7 @@ class StoreReads:
 
     def check(self) -> CheckReport:
         """Re-verify every stored message and every index (slow: reads everything)."""
-        return check_store(self._env, self._tables)
+        return check_store(self._env, self._tables, self._timeline_tables)
 
     def processed_page(
         self, start: int = 0, limit: int = 1000, max_bytes: int | None = None

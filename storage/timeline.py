@@ -100,6 +100,7 @@ import lmdb
 import msgpack
 
 from tanglenode.storage import native
+from tanglenode.storage.causal_key import decode_row, decode_tree_key, element_time, tree_key
 from tanglenode.storage.engine_commands import (
     Command,
     Delete,
@@ -191,8 +192,10 @@ class TimelineTables:
     tree: Any
     log: Any
     pending: Any
+    causal_nodes: Any  # storage.causal_timeline: members of causal-time timelines
+    causal_times: Any  # storage.causal_timeline: the time index of those timelines
 
-    COUNT = 7  # named databases these take
+    COUNT = 9  # named databases these take
 
     @classmethod
     def open(cls, env: lmdb.Environment) -> TimelineTables:
@@ -205,6 +208,8 @@ class TimelineTables:
                 tree=env.open_db(b"tl-tree", txn=txn),
                 log=env.open_db(b"tl-log", txn=txn),
                 pending=env.open_db(b"tl-pending", txn=txn),
+                causal_nodes=env.open_db(b"ct-nodes", txn=txn),
+                causal_times=env.open_db(b"ct-time", txn=txn),
             )
 
 
@@ -233,19 +238,41 @@ class _Meta:
         return cls(number, fields["name"], fields["version"], state)
 
 
-def _lookup_meta(txn, tables: TimelineTables, name: bytes) -> _Meta | None:
+def lookup_meta(txn, tables: TimelineTables, name: bytes) -> _Meta | None:
+    """The meta row of timeline `name` (its number, version, tree), None if absent."""
     number = txn.get(name, db=tables.names)
     if number is None:
         return None
     return _Meta.decode(U32.unpack(number)[0], txn.get(number, db=tables.meta))
 
 
+def create_meta(txn, tables: TimelineTables, name: bytes) -> _Meta:
+    """Register a new, empty timeline `name` under the next free number."""
+    cursor = txn.cursor(db=tables.meta)
+    number = U32.unpack(cursor.key())[0] + 1 if cursor.last() else 1
+    txn.put(name, U32.pack(number), db=tables.names)
+    meta = _Meta(number, name, 0, TreeState())
+    txn.put(U32.pack(number), meta.encode(), db=tables.meta)
+    return meta
+
+
+def order_tree(txn, tables: TimelineTables, meta: _Meta):
+    """The order tree of a timeline (the build `use_engine_build` chose)."""
+    return _trees.OrderTree(txn, tables.tree, meta.number, meta.tree)
+
+
+def is_causal_time(name: bytes) -> bool:
+    """Whether `name` is a causal-time timeline (storage.timelines.view_timeline)."""
+    return name[:1] == b"\x03"
+
+
 @dataclass(frozen=True, slots=True)
 class Placement:
-    """Where a member stands: its position and rank."""
+    """Where a member stands: its position and rank (and in causal-time order, its time)."""
 
     position: int
     rank: int
+    time: int | None = None
 
 
 class _Timeline:
@@ -297,6 +324,7 @@ class TimelineWriter:
         self._txn = txn
         self._tables = tables
         self._open: dict[bytes, _Timeline] = {}
+        self._companions: dict[Any, Any] = {}
 
     def _timeline(self, name: bytes) -> _Timeline:
         timeline = self._open.get(name) or self._existing(name)
@@ -308,19 +336,22 @@ class TimelineWriter:
     def _existing(self, name: bytes) -> _Timeline | None:
         timeline = self._open.get(name)
         if timeline is None:
-            meta = _lookup_meta(self._txn, self._tables, name)
+            meta = lookup_meta(self._txn, self._tables, name)
             if meta is None:
                 return None
             timeline = self._open[name] = _Timeline(self._txn, self._tables, meta)
         return timeline
 
     def _create(self, name: bytes) -> _Meta:
-        cursor = self._txn.cursor(db=self._tables.meta)
-        number = U32.unpack(cursor.key())[0] + 1 if cursor.last() else 1
-        self._txn.put(name, U32.pack(number), db=self._tables.names)
-        meta = _Meta(number, name, 0, TreeState())
-        self._txn.put(U32.pack(number), meta.encode(), db=self._tables.meta)
-        return meta
+        return create_meta(self._txn, self._tables, name)
+
+    def companion(self, kind: Callable[[Any, TimelineTables], Any]) -> Any:
+        """The writer of kind `kind` (e.g. storage.causal_timeline's) for this transaction,
+        made on first use; `finish()` finishes it too."""
+        found = self._companions.get(kind)
+        if found is None:
+            found = self._companions[kind] = kind(self._txn, self._tables)
+        return found
 
     def add(
         self,
@@ -411,6 +442,8 @@ class TimelineWriter:
         for timeline in self._open.values():
             timeline.flush()
         self._open.clear()
+        for companion in self._companions.values():
+            companion.finish()
 
 
 def _rank(timeline: _Timeline, ref: bytes) -> int | None:
@@ -469,7 +502,7 @@ class TimelineReader:
         return self._txn.get(name, db=self._tables.names) is not None
 
     def _open(self, name: bytes) -> _Timeline:
-        meta = _lookup_meta(self._txn, self._tables, name)
+        meta = lookup_meta(self._txn, self._tables, name)
         if meta is None:
             raise UnknownTimeline(f"no timeline {name!r}")
         return _Timeline(self._txn, self._tables, meta)
@@ -487,10 +520,18 @@ class TimelineReader:
         """(rank, sort id) at positions start..stop-1."""
         timeline = self._open(name)
         stop = timeline.meta.tree.size if stop is None else stop
-        return [split_order_key(key) for key in timeline.tree.slice(start, stop)]
+        decode = decode_tree_key if is_causal_time(name) else split_order_key
+        return [decode(key) for key in timeline.tree.slice(start, stop)]
 
     def placement(self, name: bytes, ref: bytes) -> Placement | None:
         timeline = self._open(name)
+        if is_causal_time(name):
+            raw = self._txn.get(timeline.prefix + ref, db=self._tables.causal_nodes)
+            if raw is None:
+                return None
+            height, elem, chain = decode_row(raw)
+            key = tree_key(chain, height, elem)
+            return Placement(timeline.tree.position(key), height, element_time(elem))
         found = timeline.member(ref)
         if found is None:
             return None

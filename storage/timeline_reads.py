@@ -9,6 +9,7 @@ Finality is explained in docs/TIMELINES.md ("Finality").
 from __future__ import annotations
 
 from tanglenode.protocol.message import Message
+from tanglenode.storage.causal_window import window
 from tanglenode.storage.invalidation import invalid_from
 from tanglenode.storage.layout import feed_key, split_feed_key, split_head_value
 from tanglenode.storage.timeline import Command, Insert, Placement, TimelineReader
@@ -47,6 +48,28 @@ class TimelineReads:
             if not self._known(reader, timeline):
                 return 0, []
             return reader.version(timeline), reader.entries(timeline, start, stop)
+
+    def timeline_window(
+        self,
+        timeline: bytes,
+        from_time: int,
+        to_time: int,
+        mode: str = "implied",
+        start: int = 0,
+        limit: int | None = None,
+    ) -> tuple[int, int | None, list[tuple[int, bytes]]]:
+        """Seed 001's time window over causal-time timeline `timeline`: the version, the
+        position of the first entry (None in strict mode) and (time, id) entries
+        (storage.causal_window); raises `UnknownTimeline`, `WindowTooLarge`."""
+        with self._env.begin() as txn:
+            reader = TimelineReader(txn, self._timeline_tables)
+            if not self._known(reader, timeline):
+                return 0, None, []
+            version = reader.version(timeline)
+            found = window(
+                txn, self._timeline_tables, timeline, from_time, to_time, mode, start, limit
+            )
+            return version, *found
 
     def timeline_version(self, timeline: bytes) -> int:
         """How many commands the timeline's log holds."""

@@ -19,6 +19,9 @@ Tangle links are hashes, so they cannot form a cycle; timeframe entries can
 the spacetime is added first: a message that would close a cycle raises
 `CycleError` (carrying the loop) before anything of it is written.
 
+Each timeline N also has its causal-time twin `\x03 + N` (seed 001's order,
+storage.causal_timeline), added to and removed from after N itself.
+
 `remove_message` undoes `add_message` for a message of a feed found invalid
 (storage.invalidation); the engine needs every other member's links to
 recompute ranks, which `links_of` reads back from the stored messages.
@@ -29,6 +32,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from tanglenode.protocol.message import Message
+from tanglenode.storage.causal_timeline import add_twins, remove_twins
 from tanglenode.storage.layout import feed_key, tangle_key
 from tanglenode.storage.timeline import TimelineWriter
 
@@ -77,10 +81,16 @@ def add_message(
     timeframe closes a cycle.
     """
     after = spacetime_links(message, previous_timeframe)
-    writer.add(SPACETIME, feed_key(message.author, message.seq), after, sort_id=message.id)
+    ref = feed_key(message.author, message.seq)
+    writer.add(SPACETIME, ref, after, sort_id=message.id)
     for name, link in message.tangles.items():
         root = message.tangle_root(name)
         writer.add(tangle_timeline(root, name), message.id, link.previous or ())
+    add_twins(writer, message, (SPACETIME, ref, after), _tangle_bases(message))
+
+
+def _tangle_bases(message: Message) -> dict[str, bytes]:
+    return {name: tangle_timeline(message.tangle_root(name), name) for name in message.tangles}
 
 
 def spacetime_links(message: Message, previous_timeframe: dict[bytes, int]) -> list[bytes]:
@@ -111,4 +121,9 @@ def remove_message(
         feed_key(message.author, message.seq),
         spacetime_links(message, previous_timeframe),
         spacetime_links_of,
+    )
+    remove_twins(
+        writer,
+        (SPACETIME, feed_key(message.author, message.seq), spacetime_links_of),
+        [(base, message.id, tangle_links_of(n)) for n, base in _tangle_bases(message).items()],
     )

@@ -70,7 +70,7 @@ class EngineHarness:
     def reopen(self) -> None:
         if self.env is not None:
             self.env.close()
-        self.env = lmdb.open(str(self.path), map_size=2**30, max_dbs=8)
+        self.env = lmdb.open(str(self.path), map_size=2**30, max_dbs=TimelineTables.COUNT + 1)
         self.tables = TimelineTables.open(self.env)
 
     def close(self) -> None:

@@ -7,6 +7,7 @@ directly when it is stopped.
 from __future__ import annotations
 
 from contextlib import aclosing
+from datetime import UTC, datetime
 from typing import Any
 
 import click
@@ -28,9 +29,35 @@ from tanglenode.node.cli.support import (
 )
 from tanglenode.node.client import connect
 from tanglenode.protocol.identity import message_text, parse_message_id
+from tanglenode.storage.causal_key import MAX_TIME
+from tanglenode.storage.causal_window import WINDOW_MODES
 from tanglenode.storage.errors import UnknownTimeline
 from tanglenode.storage.store import FeedStore
 from tanglenode.storage.timeline import Command, Delete, Insert, Move
+
+
+class ClaimedTime(click.ParamType):
+    """A claimed time: integer milliseconds since the epoch, or ISO-8601 (UTC if no zone)."""
+
+    name = "TIME"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> int:
+        if isinstance(value, int):
+            return value
+        text = str(value).strip()
+        try:
+            if text.isdigit():
+                millis = int(text)
+            else:
+                moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+                if moment.tzinfo is None:
+                    moment = moment.replace(tzinfo=UTC)
+                millis = round(moment.timestamp() * 1000)
+        except (ValueError, OverflowError):
+            self.fail(f"{text!r} is neither milliseconds nor an ISO-8601 time", param, ctx)
+        if not 0 <= millis <= MAX_TIME:
+            self.fail(f"{text!r} is outside 0 to 2**64 - 1 milliseconds", param, ctx)
+        return millis
 
 
 def _store_timeline(which: dict[str, Any], spec: str | None) -> tuple[bytes, str]:
@@ -50,6 +77,17 @@ def _store_timeline(which: dict[str, Any], spec: str | None) -> tuple[bytes, str
 @click.option("--at", "at_id", metavar="ID", help="Print only this message's position and rank.")
 @JOINED_OPTION
 @ORDER_OPTION
+@click.option("--from-time", type=ClaimedTime(), help="Causal-time window: from this time.")
+@click.option("--to-time", type=ClaimedTime(), help="Causal-time window: to this time.")
+@click.option(
+    "--window",
+    "mode",
+    type=click.Choice(WINDOW_MODES),
+    default="implied",
+    show_default=True,
+    help="implied: the stored order's stretch between the first and last message in the "
+    "window; strict: only the messages in it, sorted among themselves.",
+)
 @click.option(
     "--since",
     type=INDEX,
@@ -68,6 +106,9 @@ def timeline(
     at_id: str | None,
     joined: bool,
     order: str,
+    from_time: int | None,
+    to_time: int | None,
+    mode: str,
     since: int | None,
     as_json: bool,
 ) -> None:
@@ -83,12 +124,31 @@ def timeline(
             source.version()
         except UnknownTimeline:
             raise NotFound(f"no timeline {label} in the store") from None
+        value = "time" if order == "causal-time" else "rank"  # what entries sort by
         if at_id is not None:
             position, rank = source.placement(parse_message_id(at_id), at_id, label)
             if as_json:
-                emit_json({"id": at_id, "position": position, "rank": rank})
+                emit_json({"id": at_id, "position": position, value: rank})
             else:
-                click.echo(f"position {position}  rank {rank}")
+                click.echo(f"position {position}  {value} {rank}")
+            return
+        if from_time is not None or to_time is not None:
+            if order != "causal-time":
+                raise BadInput("--from-time/--to-time need --order causal-time")
+            window = (
+                0 if from_time is None else from_time,
+                MAX_TIME if to_time is None else to_time,
+            )
+            if window[0] > window[1]:
+                raise BadInput("--from-time is after --to-time")
+            first, entries = source.window(*window, mode, start, limit)
+            offset = start if first is None else first  # strict: index inside the window
+            for index, (time, msg_id) in enumerate(entries, offset):
+                where = "position" if first is not None else "index"
+                if as_json:
+                    emit_json({where: index, "time": time, "id": message_text(msg_id)})
+                else:
+                    click.echo(f"{index:>6}  {time:>6}  {message_text(msg_id)}")
             return
         if since is not None:
             for number, command in enumerate(source.commands(since), since + 1):
@@ -96,7 +156,7 @@ def timeline(
             return
         for position, (rank, msg_id) in enumerate(source.entries(start, limit), start):
             if as_json:
-                emit_json({"position": position, "rank": rank, "id": message_text(msg_id)})
+                emit_json({"position": position, value: rank, "id": message_text(msg_id)})
             else:
                 click.echo(f"{position:>6}  {rank:>6}  {message_text(msg_id)}")
 
@@ -120,10 +180,16 @@ class _StoreTimelines:
         placement = self.store.timeline_placement(self.name, msg_id)
         if placement is None:
             raise NotFound(f"{shown} is not in timeline {label}")
-        return placement.position, placement.rank
+        return placement.position, placement.rank if placement.time is None else placement.time
 
     def commands(self, since: int) -> list[Command]:
         return self.store.timeline_commands(self.name, since)
+
+    def window(self, low: int, high: int, mode: str, start: int, limit: int | None):
+        _version, first, entries = self.store.timeline_window(
+            self.name, low, high, mode, start, limit
+        )
+        return first, entries
 
     def entries(self, start: int, limit: int | None) -> list[tuple[int, bytes]]:
         stop = None if limit is None else start + limit
@@ -156,7 +222,12 @@ class _NodeTimelines:
             found = trio.run(call_node, self.obj, "placement", {**self.which, "message": msg_id})
         except NotFound:
             raise NotFound(f"{shown} is not in timeline {label}") from None
-        return found["position"], found["rank"]
+        return found["position"], found.get("time", found["rank"])
+
+    def window(self, low: int, high: int, mode: str, start: int, limit: int | None):
+        window = {"from_time": low, "to_time": high, "window": mode, "start": start}
+        reply = self._call("timeline", **window, limit=10_000 if limit is None else limit)
+        return reply["start"], [(time, msg_id) for time, msg_id in reply["entries"]]
 
     def commands(self, since: int) -> list[Command]:
         commands: list[Command] = []

@@ -322,3 +322,33 @@ def test_messages_stored_before_the_content_rules_render(ready):
     for line in ready.ok("log", feed_text(author.public), "--json").splitlines():
         json.loads(line)
     assert ready.ok("log", feed_text(author.public))
+
+
+def test_timeline_causal_time_order_and_its_time_window(ready):
+    alice = Feed("alice")
+    a1 = alice.append(timestamp=100)
+    a2 = alice.append(timestamp=5000)
+    a3 = alice.append(timestamp=200)  # a clock that went back: still after a2
+    with FeedStore(ready.data_dir / "store") as store:
+        store.ingest([a3.raw, a2.raw, a1.raw])
+        store.ingest([a2.raw, a3.raw])
+    ids = [message_text(m.id) for m in (a1, a2, a3)]
+    lines = ready.ok("timeline", "--spacetime", "--order", "causal-time").splitlines()
+    assert [line.split() for line in lines] == [
+        ["0", "100", ids[0]],
+        ["1", "5000", ids[1]],
+        ["2", "200", ids[2]],
+    ]
+    window = ("--spacetime", "--order", "causal-time", "--from-time", "0")
+    implied = ready.ok("timeline", *window, "--to-time", "1970-01-01T00:00:00.300Z", "--json")
+    assert [json.loads(line) for line in implied.splitlines()] == [
+        {"position": 0, "time": 100, "id": ids[0]},
+        {"position": 1, "time": 5000, "id": ids[1]},  # implied between the two inside
+        {"position": 2, "time": 200, "id": ids[2]},
+    ]
+    strict = ready.ok("timeline", *window, "--to-time", "300", "--window", "strict", "--json")
+    assert [json.loads(line)["id"] for line in strict.splitlines()] == [ids[0], ids[2]]
+    for bad in ("yesterday", "-5", "1970-13-01"):
+        done = ready.run("timeline", *window, "--to-time", bad)
+        assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert ready.run("timeline", "--spacetime", "--from-time", "5").returncode == 3
