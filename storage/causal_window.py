@@ -31,7 +31,7 @@ import heapq
 
 from tanglenode.storage.causal_key import MAX_TIME, decode_tree_key, row_tree_key
 from tanglenode.storage.errors import TimelineError, UnknownTimeline
-from tanglenode.storage.layout import U32, U64
+from tanglenode.storage.layout import U32, U64, timeline_label
 from tanglenode.storage.timeline import TimelineTables, lookup_meta, order_tree
 
 WINDOW_MODES = ("implied", "strict")
@@ -60,7 +60,7 @@ def window(
         raise ValueError("a window needs 0 <= from <= to < 2**64")
     meta = lookup_meta(txn, tables, name)
     if meta is None:
-        raise UnknownTimeline(f"no timeline {name!r}")
+        raise UnknownTimeline(f"no timeline {timeline_label(name)}")
     prefix = U32.pack(meta.number)
     inside = _inside(txn, tables, prefix, from_time, to_time)
     stop = None if limit is None else start + limit

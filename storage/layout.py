@@ -38,6 +38,7 @@ from typing import Any
 
 import lmdb
 
+from tanglenode.protocol.identity import message_text
 from tanglenode.storage.stored_form import Bodies, parse_stored  # noqa: F401 (re-exported)
 
 SCHEMA_VERSION = b"10"  # 10: joined views and causal-time orders
@@ -65,6 +66,21 @@ def split_head_value(value: bytes) -> tuple[int, bytes]:
 def tangle_key(root: bytes, name: str) -> bytes:
     encoded = name.encode()
     return root + bytes([len(encoded)]) + encoded
+
+
+def timeline_label(name: bytes) -> str:
+    """A timeline's name as a person reads it (names: storage.timelines)."""
+    kind, rest = name[:1], name[1:]
+    suffix = ""
+    if kind == b"\x03":  # the causal-time order of the timeline named by the rest
+        kind, rest, suffix = rest[:1], rest[1:], " (causal-time)"
+    elif kind == b"\x02":  # a tangle's joined view
+        kind, suffix = b"\x01", " (joined)"
+    if kind == b"\x00":
+        return "spacetime" + suffix
+    if kind == b"\x01" and len(rest) > 33:
+        return f"{rest[33:].decode(errors='replace')}/{message_text(rest[:32])}{suffix}"
+    return repr(name)
 
 
 @dataclass(frozen=True, slots=True)

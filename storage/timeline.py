@@ -116,7 +116,7 @@ from tanglenode.storage.errors import (
     UnknownEvent,
     UnknownTimeline,
 )
-from tanglenode.storage.layout import U32, U64
+from tanglenode.storage.layout import U32, U64, timeline_label
 from tanglenode.storage.ordertree import TreeState
 
 __all__ = [
@@ -504,7 +504,7 @@ class TimelineReader:
     def _open(self, name: bytes) -> _Timeline:
         meta = lookup_meta(self._txn, self._tables, name)
         if meta is None:
-            raise UnknownTimeline(f"no timeline {name!r}")
+            raise UnknownTimeline(f"no timeline {timeline_label(name)}")
         return _Timeline(self._txn, self._tables, meta)
 
     def version(self, name: bytes) -> int:
