@@ -13,15 +13,16 @@ decides whether that is true, so the generators here name their reading:
   appended in the previous step; when both qualify, the lower feed number
   wins (what a first-maximum search over the feeds gives). Every step's two
   events then sit one rank above the previous step's, so each rank holds
-  exactly two events, as Figure 8 says, and our command counts come within
-  about 30 % of the paper's table (docs/BENCHMARKS.md).
+  exactly two events, as Figure 8 says, and the command counts track the
+  paper's table (docs/BENCHMARKS.md).
 - `longest-by-rank-then-count`, `longest-by-rank-random`: the same, with the
   tie between the previous step's two feeds broken by the most events (then
   at random), or at random. Ranks hold two events as well; measured beside
   the default in docs/BENCHMARKS.md.
 - `longest-by-count`: the other feed with the most events (ties: the lowest
-  feed number), the reading this module used first. Ranks then hold 1 to
-  about 15 events and the command counts fall with width, unlike the
+  feed number), the reading this module used first. Ranks then hold from 1
+  up to nearly as many events as there are feeds (15 with 16 feeds, 63 with
+  64, at 32K events) and the command counts fall with width, unlike the
   paper's.
 - `active-lurkers`: the paper's to-do scenario ("32 active users, 512
   lurkers"): the first 32 feeds are active, the other 512 lurkers; each of a
