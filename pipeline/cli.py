@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import click
@@ -28,8 +29,33 @@ JOBS = ("verify", "linearize", "audit", "stats", "evaluate")
 )
 @click.option("--widths", default="4,8,16,32,64,128,256,512,1024", help="evaluate: feeds.")
 @click.option("--heights", default="32000", help="evaluate: events per tangle.")
-@click.option("--deliveries", default="random-feed,in-order", help="evaluate: delivery models.")
+@click.option(
+    "--deliveries", default="random-feed", help="evaluate: delivery models (random-feed, in-order)."
+)
 @click.option("--seeds", type=click.IntRange(min=1), default=1, help="evaluate: runs each.")
+@click.option(
+    "--generator",
+    default="longest-by-rank",
+    show_default=True,
+    help="evaluate: the tangle generator (storage/simulate.py), e.g. longest-by-count.",
+)
+@click.option(
+    "--todo/--no-todo", default=False, help="evaluate: add the paper's to-do scenario row."
+)
+@click.option(
+    "--todo-events",
+    type=click.IntRange(min=2),
+    default=256_000,
+    show_default=True,
+    help="evaluate: the to-do scenario's events.",
+)
+@click.option(
+    "--reference-seconds",
+    type=click.FloatRange(min=0),
+    default=600.0,
+    show_default=True,
+    help="evaluate: time limit of each reference ScuttleSort run (0: do not run it).",
+)
 def pipeline_command(
     job: str,
     archives: tuple[Path, ...],
@@ -39,6 +65,10 @@ def pipeline_command(
     heights: str,
     deliveries: str,
     seeds: int,
+    generator: str,
+    todo: bool,
+    todo_events: int,
+    reference_seconds: float,
 ) -> None:
     """Run JOB over the archives and write its result under OUT as Parquet.
 
@@ -50,11 +80,26 @@ def pipeline_command(
 
     if job != "evaluate" and not archives:
         raise click.UsageError(f"{job} needs at least one --in ARCHIVE")
+    if job == "evaluate":
+        from tanglenode.storage.simulate import DELIVERY, GENERATORS
+
+        if generator not in GENERATORS:
+            raise click.BadParameter(f"{generator!r}: one of {', '.join(GENERATORS)}")
+        if unknown := set(deliveries.split(",")) - set(DELIVERY):
+            raise click.BadParameter(f"{', '.join(sorted(unknown))}: one of {', '.join(DELIVERY)}")
     spark = spark_session(None if master == "submitted" else master)
     try:
         if job == "evaluate":
-            sweep_options = (_ints(widths), _ints(heights), deliveries.split(","), seeds)
-            click.echo(json.dumps(_evaluate(spark, out, *sweep_options)))
+            sweep = {
+                "widths": _ints(widths),
+                "heights": _ints(heights),
+                "deliveries": deliveries.split(","),
+                "seeds": tuple(range(1, seeds + 1)),
+                "generator": generator,
+                "todo_events": todo_events if todo else 0,
+                "reference_seconds": reference_seconds,
+            }
+            click.echo(json.dumps(_evaluate(spark, out, sweep)))
             return
         messages = read_messages(spark, list(archives))
         result = _job(job, spark, messages, archives[0])
@@ -91,27 +136,23 @@ def _ints(text: str) -> list[int]:
         raise click.BadParameter(f"{text!r}: expected numbers separated by commas") from None
 
 
-def _evaluate(spark, out: Path, widths, heights, deliveries, seeds: int) -> dict:
+def _evaluate(spark, out: Path, options: dict) -> dict:
     from tanglenode.pipeline.archive import write
-    from tanglenode.pipeline.evaluate import plot, sweep, table
+    from tanglenode.pipeline.evaluate import sweep
+    from tanglenode.pipeline.evaluate_report import markdown, plot, summary
 
-    results = sweep(spark, widths, heights, deliveries, tuple(range(1, seeds + 1)))
+    started = time.perf_counter()
+    results = sweep(spark, **options)
     target = write(results, out, "evaluate")
-    frame = spark.read.parquet(str(target)).toPandas()
-    pivot = table(frame)
-    pivot.to_csv(out / "evaluate-table.csv", index=False)
-    (out / "evaluate-table.md").write_text(_markdown(pivot))
-    figure = plot(frame, out / "evaluate.png")
-    return {"job": "evaluate", "out": str(target), "rows": len(frame), "figure": str(figure)}
-
-
-def _markdown(frame) -> str:
-    def cell(value) -> str:
-        return f"{value:.2f}" if isinstance(value, float) else str(value)
-
-    lines = ["| " + " | ".join(str(c) for c in frame.columns) + " |"]
-    lines.append("|" + "---|" * len(frame.columns))
-    lines.extend(
-        "| " + " | ".join(cell(v) for v in row) + " |" for row in frame.itertuples(index=False)
-    )
-    return "\n".join(lines) + "\n"
+    table = summary(spark.read.parquet(str(target)).toPandas())
+    table.to_csv(out / "evaluate-table.csv", index=False)
+    (out / "evaluate-table.md").write_text(markdown(table, options["reference_seconds"]))
+    figure = plot(table, out / "evaluate.png")
+    return {
+        "job": "evaluate",
+        "out": str(target),
+        "rows": int(table["runs"].sum()),
+        "table": str(out / "evaluate-table.md"),
+        "figure": str(figure),
+        "seconds": round(time.perf_counter() - started, 1),
+    }

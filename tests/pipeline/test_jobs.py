@@ -1,4 +1,4 @@
-"""verify and linearize on small archives exported from real stores."""
+"""verify and linearize on small archives exported from real stores (evaluate: test_evaluate.py)."""
 
 import json
 import random
@@ -11,8 +11,6 @@ import pytest
 from tanglenode.node.localnet import TANGLED
 from tanglenode.pipeline.archive import read_messages, read_timelines
 from tanglenode.pipeline.audit import audit
-from tanglenode.pipeline.evaluate import plot, sweep
-from tanglenode.pipeline.evaluate import table as evaluate_table
 from tanglenode.pipeline.export import export, message_row
 from tanglenode.pipeline.linearize import linearize
 from tanglenode.pipeline.schema import MESSAGE_SCHEMA
@@ -195,20 +193,6 @@ def test_stats_count_feeds_messages_tangles_and_shapes(spark, archive):
     assert (
         rows["tangle:chat"].messages == 40 and rows["tangle:chat"].height >= 2
     )  # 41 written, one cut by the fork
-
-
-def test_evaluate_sweeps_configurations_as_tasks_and_draws_the_figure(spark, tmp_path):
-    results = sweep(spark, widths=[4, 8], heights=[600], deliveries=["random-feed", "in-order"])
-    frame = results.toPandas()
-    assert len(frame) == 4 and set(frame["delivery"]) == {"random-feed", "in-order"}
-    in_order = frame[frame["delivery"] == "in-order"]
-    assert (in_order["commands_per_event"] == 1.0).all()  # nothing arrives early: one ins each
-    shuffled = frame[frame["delivery"] == "random-feed"]
-    assert (shuffled["commands_per_event"] > 1.0).all()
-    pivot = evaluate_table(frame)
-    assert list(pivot.columns[-2:]) == [4, 8] and set(pivot["source"]) == {"tanglenode"}
-    figure = plot(frame, tmp_path / "figure.png")
-    assert figure.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_archives_of_several_nodes_combine_without_duplicates(spark, archive, tmp_path):
