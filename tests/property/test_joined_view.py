@@ -86,7 +86,7 @@ def oracle(held):
     by_id = {m.id: m for m in held}
     tangles: dict[tuple[str, bytes], dict] = {}
     for message in held:
-        for name, link in message.tangles.items():
+        for name in message.tangles:
             tangles.setdefault((name, message.tangle_root(name)), {})[message.id] = message
     result = {}
     for (name, root), candidates in tangles.items():

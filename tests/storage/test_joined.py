@@ -63,7 +63,7 @@ def test_set_aside_members_join_when_what_they_name_arrives(store):
     assert states(store, root) == {b.id: "pending", c.id: "pending"}
     assert store.timeline(store.timeline_name(root.id, "chat", "joined")) == []
     assert store.tangle_tips(root.id, "chat") == []
-    placement, state = store.timeline_member(store.timeline_name(root.id, "chat"), c.id)
+    _placement, state = store.timeline_member(store.timeline_name(root.id, "chat"), c.id)
     assert (state.state, state.waiting) == ("pending", (b.id,))
     ingest(store, root)
     assert states(store, root) == {root.id: "joined", b.id: "pending", c.id: "pending"}
