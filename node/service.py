@@ -169,9 +169,6 @@ class StoreService:
         """The head version and a page of commands after `since`, inserts with their messages."""
         return await self._reading(self.store.timeline_updates, name, since, limit, max_bytes)
 
-    async def placement(self, name: bytes, msg_id: bytes) -> Placement | None:
-        return await self._reading(self.store.timeline_placement, name, msg_id)
-
     async def member(
         self, name: bytes, msg_id: bytes
     ) -> tuple[Placement, MemberState | None] | None:
