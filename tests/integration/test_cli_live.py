@@ -131,6 +131,9 @@ async def test_watch_joined_follows_set_aside_messages_as_they_join(tmp_path):
     finally:
         if watch.returncode is None:
             watch.kill()
+            for node in (here, there):  # a failed wait leaves no daemon behind
+                if node.process is not None:
+                    await node.kill()
     lines = buffer.decode().splitlines()
     assert lines[0] == "# version 1" and lines[1] == f"0 0 {message_text(root.id)}"
     assert [line.split()[1:] for line in lines[2:]] == [
