@@ -21,7 +21,7 @@ order they came in.
 Rows (storage.layout):
 
     tangle-state    tangle key + member id -> b"j"                      joined
-                                              kind + count (u16) + previous ids
+                                              kind + count (u32) + previous ids
                                               (kind p: pending, r / o: invalid for
                                               the reason above; count: how many of
                                               its previous are not joined members)
@@ -103,16 +103,20 @@ def tangle_key_of(timeline: bytes) -> bytes | None:
 # -- rows ------------------------------------------------------------------------------------
 
 
-def _row(kind: bytes, count: int, previous: Sequence[bytes]) -> bytes:
-    return kind + count.to_bytes(2, "big") + b"".join(previous)
+def state_row(kind: bytes, count: int, previous: Sequence[bytes]) -> bytes:
+    """A not-joined member's `tangle-state` value: kind, count (u32 BE), its previous ids."""
+    return kind + count.to_bytes(4, "big") + b"".join(previous)
+
+
+_row = state_row
 
 
 def _split(row: bytes) -> tuple[bytes, int, list[bytes]]:
     """(kind, count, previous) of a not-joined member's row."""
-    ids = row[3:]
+    ids = row[5:]
     return (
         row[:1],
-        int.from_bytes(row[1:3], "big"),
+        int.from_bytes(row[1:5], "big"),
         [ids[i : i + _ID] for i in range(0, len(ids), _ID)],
     )
 
@@ -192,7 +196,7 @@ class _Joiner:
         txn, tables = self.txn, self.tables
         kind = _PENDING
         root = key[:_ID]
-        if _present(txn, tables, root) and _state(txn, tables, key, root) is None:
+        if _state(txn, tables, key, root) is None and _present(txn, tables, root):
             kind = _ROOT_BAD
         waiting = []
         for p in previous:
@@ -204,24 +208,34 @@ class _Joiner:
                 kind = _OUTSIDE
         return kind, waiting
 
-    def place(self, key: bytes, member: bytes, link: TangleLink) -> None:
-        """A member just stored: write its state, and join it if it can."""
+    def place(self, key: bytes, member: bytes, link: TangleLink, waiters: list[bytes]) -> None:
+        """A member just stored (`waiters`: the members of this tangle that named it before
+        it came): write its state, and join it if it can."""
         if link.is_root:
-            self.join(key, member, ())
+            self.join(key, member, (), waiters)
             return
         previous = link.previous or ()
         kind, waiting = self.decide(key, previous)
         for p in waiting:
             self.txn.put(p + key + member, EMPTY, db=self.tables.tangle_pending)
         if kind == _PENDING and not waiting:
-            self.join(key, member, previous)
+            self.join(key, member, previous, waiters)
         else:
             self.txn.put(
                 key + member, _row(kind, len(waiting), previous), db=self.tables.tangle_state
             )
 
-    def join(self, key: bytes, member: bytes, previous: Sequence[bytes]) -> None:
-        """`member` joins; then each waiter whose last not-joined previous it was, and so on."""
+    def join(
+        self,
+        key: bytes,
+        member: bytes,
+        previous: Sequence[bytes],
+        waiters: list[bytes] | None = None,
+    ) -> None:
+        """`member` joins; then each waiter whose last not-joined previous it was, and so on.
+
+        `waiters`: `member`'s waiters in this tangle, if the caller read them already.
+        """
         txn, tables = self.txn, self.tables
         timeline = joined_timeline(key)
         stack = [(member, previous)]
@@ -230,7 +244,11 @@ class _Joiner:
             txn.put(key + joining, _JOINED_ROW, db=tables.tangle_state)
             self.timelines.add(timeline, joining, links)
             tip_joined(txn, tables, key, joining, links)
-            for _key, waiter in self.waiters(joining + key):
+            if joining == member and waiters is not None:
+                found = waiters
+            else:
+                found = [waiter for _key, waiter in self.waiters(joining + key)]
+            for waiter in found:
                 txn.delete(joining + key + waiter, db=tables.tangle_pending)
                 kind, count, waiter_previous = _split(_state(txn, tables, key, waiter))  # type: ignore[arg-type]
                 if kind == _PENDING and count == 1:
@@ -256,8 +274,11 @@ def join_message(txn, tables: Tables, timelines: TimelineWriter, message: Messag
     """Decide what `message`'s arrival changes (call after it is stored and indexed)."""
     joiner = _Joiner(txn, tables, timelines)
     links = {tangle_key(message.tangle_root(n), n): link for n, link in message.tangles.items()}
+    named_by: dict[bytes, list[bytes]] = {key: [] for key in links}
     for key, waiter in joiner.waiters(message.id):
-        if key not in links:  # named by a member of a tangle it is not in
+        if key in named_by:
+            named_by[key].append(waiter)
+        else:  # named by a member of a tangle it is not in
             raw = _state(txn, tables, key, waiter)
             if raw is not None and raw[:1] == _PENDING:
                 txn.put(key + waiter, _OUTSIDE + raw[1:], db=tables.tangle_state)
@@ -265,7 +286,7 @@ def join_message(txn, tables: Tables, timelines: TimelineWriter, message: Messag
         raw = _state(txn, tables, key, member)
         txn.put(key + member, _ROOT_BAD + raw[1:], db=tables.tangle_state)  # type: ignore[index]
     for key, link in links.items():
-        joiner.place(key, message.id, link)
+        joiner.place(key, message.id, link, named_by[key])
 
 
 # -- departure -------------------------------------------------------------------------------

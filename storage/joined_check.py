@@ -16,7 +16,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from tanglenode.protocol.message import Message
-from tanglenode.storage.joined import joined_timeline
+from tanglenode.storage.joined import joined_timeline, state_row
 from tanglenode.storage.layout import Tables, tangle_key
 from tanglenode.storage.timeline import TimelineReader, TimelineTables
 
@@ -75,7 +75,7 @@ def _recompute_tangle(key: bytes, tangle, stored: set[bytes], expected: Expected
             kind = b"p"
         waiting = [p for p in previous if p not in rank]
         expected.pending.update(p + key + member for p in waiting)
-        expected.states[key + member] = kind + len(waiting).to_bytes(2, "big") + b"".join(previous)
+        expected.states[key + member] = state_row(kind, len(waiting), previous)
 
 
 def check_tangles(
