@@ -307,14 +307,8 @@ class IpcServer:
         if found is None:
             raise RequestError(ErrorKind.NOT_FOUND, "the message is not in that timeline")
         placement, state = found
-        reply: dict[str, Any] = {"position": placement.position, "rank": placement.rank}
-        if state is not None:
-            reply["state"] = state.state
-            if state.state == "pending":
-                reply["waiting"] = list(state.waiting)
-            elif state.reason is not None:
-                reply["reason"] = state.reason
-        return reply
+        reply = {"position": placement.position, "rank": placement.rank}
+        return reply | (state.fields() if state is not None else {})
 
     async def _commands(self, request: CommandsRequest) -> dict[str, Any]:
         """Up to `limit` commands after version `since` (no message bodies)."""

@@ -59,6 +59,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from tanglenode.protocol.message import Message, TangleLink
 from tanglenode.storage.layout import EMPTY, Tables, tangle_key
@@ -84,6 +85,14 @@ class MemberState:
     state: str
     waiting: tuple[bytes, ...] = ()
     reason: str | None = None
+
+    def fields(self) -> dict[str, Any]:
+        """As a placement reply has it: `state`, and `waiting` (pending) or `reason` (invalid)."""
+        if self.state == PENDING:
+            return {"state": self.state, "waiting": list(self.waiting)}
+        if self.reason is not None:
+            return {"state": self.state, "reason": self.reason}
+        return {"state": self.state}
 
 
 def joined_timeline(key: bytes) -> bytes:

@@ -136,13 +136,10 @@ class _StoreTimelines:
         if found is None:
             raise NotFound(f"{shown} is not in timeline {label}")
         placement, state = found
-        reply: dict[str, Any] = {"position": placement.position, "rank": placement.rank}
-        if state is not None:
-            reply["state"] = state.state
-            if state.state == "pending":
-                reply["waiting"] = [message_text(p) for p in state.waiting]
-            elif state.reason:
-                reply["reason"] = state.reason
+        reply = {"position": placement.position, "rank": placement.rank}
+        reply |= state.fields() if state is not None else {}
+        if "waiting" in reply:
+            reply["waiting"] = [message_text(p) for p in reply["waiting"]]
         return reply
 
     def commands(self, since: int) -> list[Command]:

@@ -175,3 +175,30 @@ def test_a_removed_member_takes_its_joined_descendants_out_of_the_view(open_stor
         assert store.timeline(store.timeline_name(root.id, "chat", "joined")) == [(0, root.id)]
         assert store.tangle_tips(root.id, "chat") == [root.id]
         assert store.check().ok
+
+
+def test_a_crafted_previous_list_never_crashes_nor_splits_stores(open_store):
+    alice, mallory = Feed("alice"), Feed("mallory")
+    root = alice.root("chat")
+    other = alice.root("other")
+    member = alice.append(tangles=link(root, root))
+    # the limit's worth of previous: the root, a member, another tangle's root, ids never
+    # written; and a second tangle claiming a root that roots only "chat"
+    crafted = sorted({root.id, member.id, other.id, *(bytes([n]) * 32 for n in range(13))})
+    hostile = mallory.append(
+        tangles={
+            "chat": TangleLink(root.id, tuple(crafted[:16])),
+            "other": TangleLink(root.id, (member.id,)),  # claims a root that roots "chat" only
+        }
+    )
+    first, second = open_store("first"), open_store("second")
+    ingest(first, root, other, member, hostile)
+    ingest(second, hostile, member, other, root)
+    for store in (first, second):
+        name = store.timeline_name(root.id, "chat")
+        assert store.timeline_member(name, hostile.id)[1].reason == "previous-outside-tangle"
+        other_name = store.timeline_name(root.id, "other")
+        assert store.timeline_member(other_name, hostile.id)[1].reason == "root-not-a-root"
+        assert store.tangle_tips(root.id, "chat") == [member.id]
+        assert store.check().ok
+    assert views(first, root) == views(second, root)
