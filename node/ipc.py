@@ -307,19 +307,22 @@ class IpcServer:
                 "start": first,
                 "entries": [[time, msg_id] for time, msg_id in entries],
             }
-        version, entries = await self.service.timeline_page(name, request.start, request.limit)
-        return {"version": version, "entries": [[rank, msg_id] for rank, msg_id in entries]}
+        version, entries = await self.service.timeline_page(
+            name, request.start, request.limit, states=True
+        )
+        return {"version": version, "entries": [list(entry) for entry in entries]}
 
     async def _placement(self, request: PlacementRequest) -> dict[str, Any]:
-        """A message's position and rank in a timeline."""
+        """A message's position and rank in a timeline; in a tangle's, its state too."""
         name = _timeline_name(request.timeline)
-        placement = await self.service.placement(name, request.message)
-        if placement is None:
+        found = await self.service.member(name, request.message)
+        if found is None:
             raise RequestError(ErrorKind.NOT_FOUND, "the message is not in that timeline")
-        found = {"position": placement.position, "rank": placement.rank}
+        placement, state = found
+        reply = {"position": placement.position, "rank": placement.rank}
         if placement.time is not None:  # causal-time order: the claimed time it sorts by
-            found["time"] = placement.time
-        return found
+            reply["time"] = placement.time
+        return reply | (state.fields() if state is not None else {})
 
     async def _commands(self, request: CommandsRequest) -> dict[str, Any]:
         """Up to `limit` commands after version `since` (no message bodies)."""

@@ -19,6 +19,7 @@ and `evidence_version` goes up so every connection sends the new proof on.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -42,6 +43,7 @@ from tanglenode.storage.document_rows import (
     Version,
 )
 from tanglenode.storage.ingest import IngestResult, Outcome, PreparedBatch
+from tanglenode.storage.joined import MemberState
 from tanglenode.storage.processor import Stall
 from tanglenode.storage.replication import Batch
 from tanglenode.storage.store import FeedStore
@@ -148,11 +150,14 @@ class StoreService:
         return await self._reading(self.store.get, msg_id)
 
     async def timeline_page(
-        self, name: bytes, start: int = 0, limit: int | None = None
+        self, name: bytes, start: int = 0, limit: int | None = None, *, states: bool = False
     ) -> tuple[int, list[tuple[int, bytes]]]:
-        """The version and up to `limit` entries (all: None) from `start`, of one moment."""
+        """The version and up to `limit` entries (all: None) from `start`, of one moment;
+        with `states`, a tangle's entries carry their joined-view state as a third item."""
         stop = None if limit is None else start + limit
-        return await self._reading(self.store.timeline_at, name, start, stop)
+        return await self._reading(
+            functools.partial(self.store.timeline_at, states=states), name, start, stop
+        )
 
     async def timeline_window(
         self, name: bytes, from_time: int, to_time: int, mode: str, start: int, limit: int
@@ -172,8 +177,11 @@ class StoreService:
         """The head version and a page of commands after `since`, inserts with their messages."""
         return await self._reading(self.store.timeline_updates, name, since, limit, max_bytes)
 
-    async def placement(self, name: bytes, msg_id: bytes) -> Placement | None:
-        return await self._reading(self.store.timeline_placement, name, msg_id)
+    async def member(
+        self, name: bytes, msg_id: bytes
+    ) -> tuple[Placement, MemberState | None] | None:
+        """A message's placement and, in a tangle's timeline, its joined-view state."""
+        return await self._reading(self.store.timeline_member, name, msg_id)
 
     async def processed_page(
         self, start: int, limit: int, max_bytes: int

@@ -2,10 +2,10 @@
 
 One read transaction over the whole store. Each stored message is decoded
 and its signature verified again; from the messages alone we rebuild what
-every index should hold (ids, feed chains, heads, proofs, tangle tips
-and references) and report each disagreement as one line. The parsed messages
-and rebuilt sets live in memory: fine for an offline check of a node's store,
-proportional to its size.
+every index should hold (ids, feed chains, heads, proofs, and the tangles'
+states, waiting rows, tips and joined views: storage.joined_check) and report
+each disagreement as one line. The parsed messages and rebuilt sets live in
+memory: fine for an offline check of a node's store, proportional to its size.
 """
 
 from __future__ import annotations
@@ -23,7 +23,9 @@ from tanglenode.protocol.identity import feed_text, message_text
 from tanglenode.protocol.limits import UNLIMITED
 from tanglenode.protocol.message import Message, decode_message
 from tanglenode.storage.causal_check import check_causal
-from tanglenode.storage.layout import U64, Tables, split_feed_key, split_head_value, tangle_key
+from tanglenode.storage.joined_check import check_tangles
+from tanglenode.storage.layout import U64, Tables, split_feed_key, split_head_value
+from tanglenode.storage.timeline import TimelineTables
 
 
 @dataclass
@@ -59,6 +61,7 @@ def check_store(env, tables: Tables, timeline_tables=None) -> CheckReport:
 
 
 def _check_all(env, tables: Tables, report: CheckReport, timeline_tables=None) -> None:
+    timeline_tables = timeline_tables or TimelineTables.open(env)
     with env.begin() as txn:
         by_position: dict[tuple[bytes, int], Message] = {}
         for key, value in txn.cursor(db=tables.messages):
@@ -79,9 +82,8 @@ def _check_all(env, tables: Tables, report: CheckReport, timeline_tables=None) -
         _check_ids(txn, tables, by_position, report)
         _check_feeds(txn, tables, by_position, report)
         _check_evidence(txn, tables, by_position, report)
-        _check_tangles(txn, tables, list(by_position.values()), report)
-        if timeline_tables is not None:  # the causal-time timelines (storage.causal_check)
-            report.problems.extend(check_causal(txn, timeline_tables, by_position))
+        check_tangles(txn, tables, timeline_tables, list(by_position.values()), report.problems)
+        report.problems.extend(check_causal(txn, timeline_tables, by_position))
 
 
 def _check_ids(txn, tables: Tables, by_position, report: CheckReport) -> None:
@@ -156,28 +158,3 @@ def _check_evidence(txn, tables: Tables, by_position, report: CheckReport) -> No
         report.evidence += 1
         if bytes(key) not in held:
             report.problems.append(f"evidence {message_text(bytes(key))} is in no proof")
-
-
-def _check_tangles(txn, tables: Tables, messages, report: CheckReport) -> None:
-    stored = {message.id for message in messages}
-    members: set[tuple[bytes, bytes]] = set()
-    referenced: set[tuple[bytes, bytes]] = set()
-    for message in messages:
-        for name, link in message.tangles.items():
-            key = tangle_key(message.tangle_root(name), name)
-            members.add((key, message.id))
-            referenced.update((key, target) for target in link.previous or ())
-    expected_tips = members - referenced
-    expected_pending = {target + key for key, target in referenced if target not in stored}
-    stored_pending = {bytes(k) for k in txn.cursor(db=tables.tangle_pending).iternext(values=False)}
-    stored_tips = {(bytes(k), bytes(v)) for k, v in txn.cursor(db=tables.tangle_tips)}
-    if stored_pending != expected_pending:
-        report.problems.append(
-            f"tangle-pending differs from the messages: {len(stored_pending - expected_pending)} "
-            f"extra, {len(expected_pending - stored_pending)} missing"
-        )
-    if stored_tips != expected_tips:
-        report.problems.append(
-            f"tangle-tips differ from the messages: {len(stored_tips - expected_tips)} extra, "
-            f"{len(expected_tips - stored_tips)} missing"
-        )

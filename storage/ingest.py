@@ -18,8 +18,9 @@ from 1) and its boundary (set once a proof shows the feed invalid):
                                                        feed on it invalid from its
                                                        lowest seq on the loop
     otherwise                                       -> accepted: stored, indexed,
-                                                       tangle tips and timelines
-                                                       updated (storage.timelines)
+                                                       timelines, joined views and
+                                                       tangle tips updated
+                                                       (storage.timelines, storage.joined)
 
 A proof that lowers a boundary cuts the feed back (storage.invalidation);
 `add_proof` applies one that came from a peer the same way.
@@ -51,8 +52,8 @@ from tanglenode.protocol.identity import message_id
 from tanglenode.protocol.limits import Limits
 from tanglenode.protocol.message import Message, decode_message
 from tanglenode.storage.invalidation import invalid_from, record_proof, truncate_feed
+from tanglenode.storage.joined import join_message
 from tanglenode.storage.layout import Tables, feed_key, head_value, split_head_value
-from tanglenode.storage.tangles import add_to_tangles
 from tanglenode.storage.timeline import CycleError, TimelineReader, TimelineTables, TimelineWriter
 from tanglenode.storage.timelines import add_message
 
@@ -226,7 +227,7 @@ class BatchWriter:
         position = feed_key(author, seq)
         self._body_writer.put(position, message)
         txn.put(message.id, position, db=tables.message_ids)
-        add_to_tangles(txn, tables, message)
+        join_message(txn, tables, self._timelines, message)
         self._heads[author] = (seq, message.id)
         self._timeframes[author] = message.timeframe
         self._head_timeframes[author] = (message.id, message.timeframe)

@@ -15,8 +15,10 @@ proofs travel (node.gossip). When a proof lowers a feed's boundary:
    depend on which came first).
 2. `truncate_feed` takes every stored message of the feed at or above the
    boundary out, newest first: out of the spacetime and its tangles'
-   timelines (the engine lowers whoever ranked above it), out of the
-   tangles' tips, out of `messages` and `message-ids`. The caller moves
+   timelines (the engine lowers whoever ranked above it), out of
+   `messages` and `message-ids`, then out of the tangles' joined views,
+   states and tips (storage.joined: its joined descendants leave the joined
+   view, and whoever its presence made invalid is decided again). The caller moves
    the head back.
 3. The processor forgets the feed's candidates past the boundary and wakes
    whoever waited on them (storage.processor).
@@ -32,17 +34,16 @@ import msgpack
 
 from tanglenode.protocol.evidence import Proof, ProofKind
 from tanglenode.protocol.message import Message
+from tanglenode.storage.joined import leave_message
 from tanglenode.storage.layout import (
-    EMPTY,
     U64,
     Tables,
     feed_key,
     parse_stored,
     split_feed_key,
-    tangle_key,
 )
 from tanglenode.storage.timeline import TimelineReader, TimelineWriter
-from tanglenode.storage.timelines import remove_message, spacetime_links, tangle_timeline
+from tanglenode.storage.timelines import remove_message, spacetime_links
 
 
 def invalid_from(txn, tables: Tables, author: bytes) -> int | None:
@@ -134,7 +135,7 @@ def truncate_feed(
 ) -> None:
     """Remove the feed's stored messages `head` down to `boundary` from every index.
 
-    `reader` reads the timelines in the same transaction (for tangle tips).
+    `reader` reads the timelines in the same transaction (for the joined views).
     """
     for seq in range(head, boundary - 1, -1):
         position = feed_key(author, seq)
@@ -147,9 +148,16 @@ def truncate_feed(
             lambda ref: _spacetime_links(txn, tables, ref),
             lambda name: lambda ref, name=name: _tangle_links(txn, tables, name, ref),
         )
-        _untip(txn, tables, reader, message)
         txn.delete(position, db=tables.messages)
         txn.delete(message.id, db=tables.message_ids)
+        leave_message(
+            txn,
+            tables,
+            timelines,
+            reader,
+            message,
+            lambda name, ref: _tangle_links(txn, tables, name, ref),
+        )
 
 
 def _timeframe_before(txn, tables: Tables, author: bytes, seq: int) -> dict[bytes, int]:
@@ -168,20 +176,3 @@ def _spacetime_links(txn, tables: Tables, ref: bytes) -> list[bytes]:
 def _tangle_links(txn, tables: Tables, name: str, ref: bytes) -> tuple[bytes, ...]:
     message = tables.bodies.message(txn, txn.get(ref, db=tables.message_ids))
     return message.tangles[name].previous or ()
-
-
-def _untip(txn, tables: Tables, reader: TimelineReader, message: Message) -> None:
-    """Tangle tips after `message` left its tangles (the engine already dropped it)."""
-    for name, link in message.tangles.items():
-        root = message.tangle_root(name)
-        key, timeline = tangle_key(root, name), tangle_timeline(root, name)
-        txn.delete(key, message.id, db=tables.tangle_tips)
-        if reader.successors(timeline, message.id):  # members named it: pending again
-            txn.put(message.id + key, EMPTY, db=tables.tangle_pending)
-        for referenced in link.previous or ():
-            if reader.successors(timeline, referenced):
-                continue  # another member still references it
-            if txn.get(referenced, db=tables.message_ids) is not None:
-                txn.put(key, referenced, db=tables.tangle_tips, dupdata=True)
-            else:
-                txn.delete(referenced + key, db=tables.tangle_pending)

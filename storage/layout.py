@@ -13,8 +13,12 @@
                                                        (storage.invalidation)
     proofs         proof id -> msgpack [kind, [id...]] the proofs `invalid` rows name
     evidence       id -> signed bytes                  the bodies of those proofs' messages
-    tangle-tips    tangle key -> id (dupsort)          members of a tangle no member references
-    tangle-pending id + tangle key -> ""               references to messages not stored yet
+    tangle-tips    tangle key -> id (dupsort)          joined members of a tangle no joined
+                                                       member references (storage.tangles)
+    tangle-state   tangle key + id -> state            each member's state in the joined view:
+                                                       joined, pending or invalid (storage.joined)
+    tangle-pending id + tangle key + id -> ""          a not-joined member waits on an id it
+                                                       names that is not a joined member yet
     meta           name -> value                       schema version
     tl-*           the timelines (storage.timeline, storage.timelines)
     proc-*         the causal processor's order and frontier (storage.processor)
@@ -95,6 +99,7 @@ class Tables:
     evidence: Any
     tangle_tips: Any
     tangle_pending: Any
+    tangle_state: Any
     meta: Any
     feeds: Any
     bodies: Bodies  # `messages` through the stored form
@@ -113,6 +118,7 @@ class Tables:
                 evidence=env.open_db(b"evidence", txn=txn),
                 tangle_tips=env.open_db(b"tangle-tips", txn=txn, dupsort=True),
                 tangle_pending=env.open_db(b"tangle-pending", txn=txn),
+                tangle_state=env.open_db(b"tangle-state", txn=txn),
                 meta=env.open_db(b"meta", txn=txn),
                 feeds=feeds,
                 bodies=Bodies(messages, feeds),

@@ -1,56 +1,57 @@
-"""Tangle tips, kept up to date inside the transaction that stores a message.
+"""Tangle tips: the joined members no joined member names in `previous`.
 
 Theory of operation
 -------------------
-A tip of a tangle is a member that no member references in `previous`
-(docs/FORMAT.md, "Tangles"). Messages may arrive before or after the messages they
-reference, so each stored message does two things:
+`publish` cites a tangle's tips as its new message's `previous`
+(docs/FORMAT.md, "Tangles"), so only joined members are tips: a pending or
+invalid member is never cited, and a member that names one does not stop
+it being a tip. storage.joined decides when a member joins, and calls
+`tip_joined`: a member joins only after every member it names, and before
+any joined member can name it, so at that moment it becomes a tip and each
+of its previous stops being one. That is two row writes per link, on the
+tangle's few `tangle-tips` rows; nothing here grows with the tangle.
 
-- for each id it references: if that message is stored, it stops being a tip
-  of this tangle (a no-op if it was not one); if not, the reference is
-  remembered in `tangle-pending` under (referenced id, tangle key);
-- it becomes a tip itself unless `tangle-pending` shows that some member of
-  the tangle referenced it before it arrived. Its pending rows (for any
-  tangle) are deleted: they are not pending any more.
-
-So `tangle-pending` holds exactly the references to messages not stored,
-which is almost nothing once a node has caught up, and is keyed by the
-referenced id so an arriving message finds its rows with one seek. Every
-write here lands on a tangle's few tip rows or on that small table, never
-on an index that grows with the whole store.
+When joined members leave the view (their feed was cut back,
+storage.invalidation), `untip_left` drops them as tips and makes tips
+again of the joined members they named that no remaining joined member
+names.
 """
 
 from __future__ import annotations
 
-from tanglenode.protocol.message import Message
-from tanglenode.storage.layout import EMPTY, Tables, tangle_key
+from collections.abc import Callable, Iterable, Mapping, Sequence
+
+from tanglenode.storage.layout import Tables, tangle_key
 
 
-def add_to_tangles(txn, tables: Tables, message: Message) -> None:
-    """Update the tips of every tangle `message` belongs to (call after storing it)."""
-    referenced_early = _take_pending(txn, tables, message.id)
-    for name, link in message.tangles.items():
-        key = tangle_key(message.tangle_root(name), name)
-        for referenced in link.previous or ():
-            if txn.get(referenced, db=tables.message_ids) is not None:
-                txn.delete(key, referenced, db=tables.tangle_tips)
-            else:
-                txn.put(referenced + key, EMPTY, db=tables.tangle_pending)
-        if key not in referenced_early:
-            txn.put(key, message.id, db=tables.tangle_tips, dupdata=True)
+def tip_joined(txn, tables: Tables, key: bytes, member: bytes, previous: Sequence[bytes]) -> None:
+    """`member` of the tangle with this key just joined, naming `previous` (all joined)."""
+    for named in previous:
+        txn.delete(key, named, db=tables.tangle_tips)
+    txn.put(key, member, db=tables.tangle_tips, dupdata=True)
 
 
-def _take_pending(txn, tables: Tables, msg_id: bytes) -> set[bytes]:
-    """Delete and return the tangle keys whose members referenced `msg_id` before it came."""
-    found: set[bytes] = set()
-    cursor = txn.cursor(db=tables.tangle_pending)
-    if not cursor.set_range(msg_id):
-        return found
-    while cursor.key()[:32] == msg_id:
-        found.add(bytes(cursor.key()[32:]))
-        if not cursor.delete():
-            break
-    return found
+def untip_left(
+    txn,
+    tables: Tables,
+    key: bytes,
+    left: Iterable[bytes],
+    previous: Mapping[bytes, Sequence[bytes]],
+    tip_again: Callable[[bytes], bool],
+) -> None:
+    """Members `left` are no longer joined (their rows already say so); repair the tips.
+
+    `previous[m]` is what each of them named; `tip_again(p)` whether p is a
+    joined member that no joined member names any more.
+    """
+    left = list(left)
+    gone = set(left)
+    for member in left:
+        txn.delete(key, member, db=tables.tangle_tips)
+    for member in left:
+        for named in previous[member]:
+            if named not in gone and tip_again(named):
+                txn.put(key, named, db=tables.tangle_tips, dupdata=True)
 
 
 def tips_of(txn, tables: Tables, root: bytes, name: str) -> list[bytes]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from tanglenode.protocol.message import Message
 from tanglenode.storage.causal_window import window
 from tanglenode.storage.invalidation import invalid_from
+from tanglenode.storage.joined import MemberState, member_state, state_names, tangle_key_of
 from tanglenode.storage.layout import feed_key, split_feed_key, split_head_value
 from tanglenode.storage.timeline import Command, Insert, Placement, TimelineReader
 from tanglenode.storage.timelines import (
@@ -19,6 +20,8 @@ from tanglenode.storage.timelines import (
     tangle_timeline,
     view_timeline,
 )
+
+SPACETIMES = (SPACETIME, view_timeline(SPACETIME, order="causal-time"))  # refs: positions
 
 
 class TimelineReads:
@@ -40,14 +43,23 @@ class TimelineReads:
         return self.timeline_at(timeline, start, stop)[1]
 
     def timeline_at(
-        self, timeline: bytes, start: int = 0, stop: int | None = None
+        self, timeline: bytes, start: int = 0, stop: int | None = None, *, states: bool = False
     ) -> tuple[int, list[tuple[int, bytes]]]:
-        """The version and the entries start..stop-1 of one consistent moment."""
+        """The version and the entries start..stop-1 of one consistent moment.
+
+        With `states`, an entry of a tangle's timeline gets a third item, its
+        state in the joined view: "joined", "pending" or "invalid" (storage.joined).
+        """
         with self._env.begin() as txn:
             reader = TimelineReader(txn, self._timeline_tables)
             if not self._known(reader, timeline):
                 return 0, []
-            return reader.version(timeline), reader.entries(timeline, start, stop)
+            entries = reader.entries(timeline, start, stop)
+            key = tangle_key_of(timeline)
+            if states and key is not None:
+                names = state_names(txn, self._tables, key, (msg_id for _, msg_id in entries))
+                entries = [(*entry, state) for entry, state in zip(entries, names, strict=True)]
+            return reader.version(timeline), entries
 
     def timeline_window(
         self,
@@ -81,12 +93,27 @@ class TimelineReads:
         """Position and rank of a message in a timeline, None if it is not a member."""
         with self._env.begin() as txn:
             ref: bytes | None = msg_id
-            if timeline == SPACETIME:
+            if timeline in SPACETIMES:
                 ref = txn.get(msg_id, db=self._tables.message_ids)
             reader = TimelineReader(txn, self._timeline_tables)
             if ref is None or not reader.exists(timeline):
                 return None
             return reader.placement(timeline, bytes(ref))
+
+    def timeline_member(
+        self, timeline: bytes, msg_id: bytes
+    ) -> tuple[Placement, MemberState | None] | None:
+        """A member's placement and, in a tangle's timeline, its state; None if not a member."""
+        with self._env.begin() as txn:
+            reader = TimelineReader(txn, self._timeline_tables)
+            ref = txn.get(msg_id, db=self._tables.message_ids) if timeline in SPACETIMES else msg_id
+            if ref is None or not reader.exists(timeline):
+                return None
+            placement = reader.placement(timeline, bytes(ref))
+            key = tangle_key_of(timeline)
+            if placement is None or key is None:
+                return placement and (placement, None)
+            return placement, member_state(txn, self._tables, key, msg_id)
 
     def timeline_commands(self, timeline: bytes, since: int, limit: int = 10_000) -> list[Command]:
         """The commands after version `since`, oldest first."""
@@ -98,8 +125,13 @@ class TimelineReads:
 
     @staticmethod
     def _known(reader: TimelineReader, timeline: bytes) -> bool:
-        """False only for the spacetime of an empty store; an unknown tangle raises later."""
-        return timeline != SPACETIME or reader.exists(SPACETIME)
+        """False for the spacetime of an empty store and for the joined view of a tangle
+        none of whose members joined yet (both empty); an unknown tangle raises later."""
+        if timeline == SPACETIME:
+            return reader.exists(SPACETIME)
+        if timeline[:1] == b"\x02" and not reader.exists(timeline):
+            return not reader.exists(b"\x01" + timeline[1:])
+        return True
 
     def spacetime_final(self) -> int:
         """The finality watermark: how many leading spacetime positions are final.

@@ -126,11 +126,11 @@ def timeline(
             raise NotFound(f"no timeline {label} in the store") from None
         value = "time" if order == "causal-time" else "rank"  # what entries sort by
         if at_id is not None:
-            position, rank = source.placement(parse_message_id(at_id), at_id, label)
+            found = source.placement(parse_message_id(at_id), at_id, label)
             if as_json:
-                emit_json({"id": at_id, "position": position, value: rank})
+                emit_json({"id": at_id, **found})
             else:
-                click.echo(f"position {position}  {value} {rank}")
+                click.echo(_placement_text(found))
             return
         if from_time is not None or to_time is not None:
             if order != "causal-time":
@@ -154,11 +154,27 @@ def timeline(
             for number, command in enumerate(source.commands(since), since + 1):
                 _echo_command(number, command, as_json)
             return
-        for position, (rank, msg_id) in enumerate(source.entries(start, limit), start):
+        for position, (rank, msg_id, *state) in enumerate(source.entries(start, limit), start):
             if as_json:
-                emit_json({"position": position, value: rank, "id": message_text(msg_id)})
+                record = {"position": position, value: rank, "id": message_text(msg_id)}
+                emit_json(record | ({"state": state[0]} if state else {}))
             else:
-                click.echo(f"{position:>6}  {rank:>6}  {message_text(msg_id)}")
+                shown = f"  {state[0]}" if state else ""
+                click.echo(f"{position:>6}  {rank:>6}  {message_text(msg_id)}{shown}")
+
+
+def _placement_text(found: dict[str, Any]) -> str:
+    """`position P  rank R`, then the state in a tangle's timeline (what it waits on, or why
+    it is invalid)."""
+    where = f"time {found['time']}" if "time" in found else f"rank {found['rank']}"
+    text = f"position {found['position']}  {where}"
+    if "state" in found:
+        text += f"  {found['state']}"
+    if found.get("waiting"):
+        text += "  waiting on " + " ".join(found["waiting"])
+    if found.get("reason"):
+        text += f"  ({found['reason']})"
+    return text
 
 
 class _StoreTimelines:
@@ -176,11 +192,20 @@ class _StoreTimelines:
     def version(self) -> int:
         return self.store.timeline_version(self.name)
 
-    def placement(self, msg_id: bytes, shown: str, label: str) -> tuple[int, int]:
-        placement = self.store.timeline_placement(self.name, msg_id)
-        if placement is None:
+    def placement(self, msg_id: bytes, shown: str, label: str) -> dict[str, Any]:
+        found = self.store.timeline_member(self.name, msg_id)
+        if found is None:
             raise NotFound(f"{shown} is not in timeline {label}")
-        return placement.position, placement.rank if placement.time is None else placement.time
+        placement, state = found
+        reply: dict[str, Any] = {"position": placement.position}
+        if placement.time is None:
+            reply["rank"] = placement.rank
+        else:
+            reply["time"] = placement.time
+        reply |= state.fields() if state is not None else {}
+        if "waiting" in reply:
+            reply["waiting"] = [message_text(p) for p in reply["waiting"]]
+        return reply
 
     def commands(self, since: int) -> list[Command]:
         return self.store.timeline_commands(self.name, since)
@@ -191,9 +216,9 @@ class _StoreTimelines:
         )
         return first, entries
 
-    def entries(self, start: int, limit: int | None) -> list[tuple[int, bytes]]:
+    def entries(self, start: int, limit: int | None) -> list[tuple]:
         stop = None if limit is None else start + limit
-        return self.store.timeline(self.name, start, stop)
+        return self.store.timeline_at(self.name, start, stop, states=True)[1]
 
 
 class _NodeTimelines:
@@ -217,17 +242,19 @@ class _NodeTimelines:
     def version(self) -> int:
         return self._call("timeline", limit=0)["version"]
 
-    def placement(self, msg_id: bytes, shown: str, label: str) -> tuple[int, int]:
+    def placement(self, msg_id: bytes, shown: str, label: str) -> dict[str, Any]:
         try:
             found = trio.run(call_node, self.obj, "placement", {**self.which, "message": msg_id})
         except NotFound:
             raise NotFound(f"{shown} is not in timeline {label}") from None
-        return found["position"], found.get("time", found["rank"])
+        if "waiting" in found:
+            found["waiting"] = [message_text(bytes(p)) for p in found["waiting"]]
+        return found
 
     def window(self, low: int, high: int, mode: str, start: int, limit: int | None):
         window = {"from_time": low, "to_time": high, "window": mode, "start": start}
         reply = self._call("timeline", **window, limit=10_000 if limit is None else limit)
-        return reply["start"], [(time, msg_id) for time, msg_id in reply["entries"]]
+        return reply["start"], [(time, msg_id) for time, msg_id, *_state in reply["entries"]]
 
     def commands(self, since: int) -> list[Command]:
         commands: list[Command] = []
@@ -244,12 +271,12 @@ class _NodeTimelines:
             if not page:
                 return commands
 
-    def entries(self, start: int, limit: int | None) -> list[tuple[int, bytes]]:
-        entries: list[tuple[int, bytes]] = []
+    def entries(self, start: int, limit: int | None) -> list[tuple]:
+        entries: list[tuple] = []
         while limit is None or len(entries) < limit:
             page_size = 10_000 if limit is None else min(10_000, limit - len(entries))
             page = self._call("timeline", start=start + len(entries), limit=page_size)["entries"]
-            entries.extend((rank, msg_id) for rank, msg_id in page)
+            entries.extend(tuple(entry) for entry in page)
             if len(page) < page_size:
                 break
         return entries

@@ -138,7 +138,7 @@ class Node:
             entries, start = [], 0
             while True:
                 page = await client.timeline(start=start, limit=1000, **which)
-                entries.extend((rank, msg_id) for rank, msg_id in page["entries"])
+                entries.extend((entry[0], entry[1]) for entry in page["entries"])
                 if len(page["entries"]) < 1000:
                     return entries
                 start += 1000

@@ -7,6 +7,9 @@ import trio
 
 from tanglenode.node.localnet import REQUEST_SECONDS, TANGLED, Node
 from tanglenode.protocol.identity import message_text, parse_message_id
+from tanglenode.protocol.message import TangleLink
+from tanglenode.storage.store import FeedStore
+from tests.factories import Feed
 
 
 async def cli(node: Node, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
@@ -92,3 +95,54 @@ async def test_group_commands_through_the_cli(tmp_path):
     bad = await cli(node, "group", "post", group, "{not json")
     assert bad.returncode == 3
     assert await node.stop() == 0
+
+
+async def test_watch_joined_follows_set_aside_messages_as_they_join(tmp_path):
+    """Node `a` holds carol's replies set aside (they name bob's `a`, which it lacks); once
+    node `b` gossips bob's message, the three join, and `watch --joined` prints them live."""
+    alice, bob, carol = Feed("live-alice"), Feed("live-bob"), Feed("live-carol")
+    root = alice.root("chat")
+    first = bob.append(tangles={"chat": TangleLink(root.id, (root.id,))})
+    second = carol.append(tangles={"chat": TangleLink(root.id, (first.id,))})
+    third = carol.append(tangles={"chat": TangleLink(root.id, (second.id,))})
+    here, there = Node(tmp_path, "here"), Node(tmp_path, "there")
+    with FeedStore(here.data_dir / "store") as store:
+        store.ingest([root.raw, second.raw, third.raw])
+    with FeedStore(there.data_dir / "store") as store:
+        store.ingest([root.raw, first.raw])
+    await here.start()
+    spec = f"chat/{message_text(root.id)}"
+    listed = (await cli(here, "timeline", spec)).stdout.decode().splitlines()
+    assert sorted(line.split()[3] for line in listed) == ["joined", "pending", "pending"]
+
+    watch = await trio.lowlevel.open_process(
+        [str(TANGLED), "--data-dir", str(here.data_dir), "watch", spec, "--joined", "--count", "3"],
+        stdout=subprocess.PIPE,
+    )
+    try:
+        with trio.fail_after(REQUEST_SECONDS):
+            buffer = b""
+            while len(buffer.split(b"\n")) < 3:  # "# version 1" and the snapshot's root
+                buffer += await watch.stdout.receive_some(4096)
+            await there.start([here])  # only now can bob's message reach `here`
+            while chunk := await watch.stdout.receive_some(4096):
+                buffer += chunk
+            assert await watch.wait() == 0
+    finally:
+        if watch.returncode is None:
+            watch.kill()
+            for node in (here, there):  # a failed wait leaves no daemon behind
+                if node.process is not None:
+                    await node.kill()
+    lines = buffer.decode().splitlines()
+    assert lines[0] == "# version 1" and lines[1] == f"0 0 {message_text(root.id)}"
+    assert [line.split()[1:] for line in lines[2:]] == [
+        ["ins", "1", message_text(first.id)],
+        ["ins", "2", message_text(second.id)],
+        ["ins", "3", message_text(third.id)],
+    ]
+    listed = (await cli(here, "timeline", spec, "--joined")).stdout.decode().splitlines()
+    assert [line.split()[2] for line in listed] == [
+        message_text(m.id) for m in (root, first, second, third)
+    ]
+    assert await there.stop() == 0 and await here.stop() == 0

@@ -13,6 +13,7 @@ import pytest
 
 from tanglenode.protocol.identity import feed_text, message_text
 from tanglenode.protocol.limits import Limits
+from tanglenode.protocol.message import TangleLink
 from tanglenode.storage.store import FeedStore
 from tests.factories import Feed, keypair, sign_raw, unsigned_fields
 from tests.tamper import tamper
@@ -203,9 +204,9 @@ def test_timeline_order_position_and_commands(ready):
     spec = f"chat/room/{root}"  # the name may hold "/", the root never does
     lines = ready.ok("timeline", spec).splitlines()
     assert [line.split() for line in lines] == [
-        ["0", "0", root],
-        ["1", "1", second],
-        ["2", "2", third],
+        ["0", "0", root, "joined"],
+        ["1", "1", second, "joined"],
+        ["2", "2", third, "joined"],
     ]
     page = [
         json.loads(line)
@@ -213,11 +214,12 @@ def test_timeline_order_position_and_commands(ready):
             "timeline", spec, "--start", "1", "--limit", "1", "--json"
         ).splitlines()
     ]
-    assert page == [{"position": 1, "rank": 1, "id": second}]
+    assert page == [{"position": 1, "rank": 1, "id": second, "state": "joined"}]
     assert json.loads(ready.ok("timeline", spec, "--at", third, "--json")) == {
         "id": third,
         "position": 2,
         "rank": 2,
+        "state": "joined",
     }
     commands = [
         json.loads(line)
@@ -229,6 +231,29 @@ def test_timeline_order_position_and_commands(ready):
     ]
     spacetime = ready.ok("timeline", "--spacetime").splitlines()
     assert [line.split()[2] for line in spacetime] == [root, second, third]
+
+
+def test_timeline_states_and_the_joined_view(ready):
+    alice, bob = Feed("cli-alice"), Feed("cli-bob")
+    root = alice.root("chat")
+    a = bob.append(tangles={"chat": TangleLink(root.id, (root.id,))})
+    b = bob.append(tangles={"chat": TangleLink(root.id, (a.id,))})
+    waiting = alice.append(tangles={"chat": TangleLink(root.id, (bytes(32),))})
+    with FeedStore(ready.data_dir / "store") as store:  # the node is stopped
+        store.ingest([root.raw, a.raw, b.raw, waiting.raw])
+    spec = f"chat/{message_text(root.id)}"
+    rows = {line.split()[2]: line.split()[3] for line in ready.ok("timeline", spec).splitlines()}
+    assert rows == {
+        message_text(m.id): state
+        for m, state in ((root, "joined"), (a, "joined"), (b, "joined"), (waiting, "pending"))
+    }
+    joined = [line.split()[2] for line in ready.ok("timeline", spec, "--joined").splitlines()]
+    assert joined == [message_text(m.id) for m in (root, a, b)]
+    at = ready.ok("timeline", spec, "--at", message_text(waiting.id)).strip()
+    # ranked 0 in the full timeline (its link is missing), maybe before the root
+    assert at.endswith(f"  rank 0  pending  waiting on {message_text(bytes(32))}")
+    found = json.loads(ready.ok("timeline", spec, "--at", message_text(waiting.id), "--json"))
+    assert found["state"] == "pending" and found["waiting"] == [message_text(bytes(32))]
 
 
 def test_timeline_errors(ready):

@@ -114,7 +114,7 @@ async def test_concurrent_clients_share_transactions_and_every_subscriber_sees_e
         assert after["prev"] == before["id"]
         assert after["tangles"]["chat"]["previous"] == [before["id"]]  # a chain, in seq order
     async with await connect(path) as client:
-        timeline = [i for _rank, i in (await client.timeline(tangle="chat", root=root))["entries"]]
+        timeline = [e[1] for e in (await client.timeline(tangle="chat", root=root))["entries"]]
     assert timeline == [root, *(reply["id"] for reply in by_seq)]
     for commands in seen:  # each subscriber: every message, in seq order, nothing else
         assert [command.id for command in commands] == timeline

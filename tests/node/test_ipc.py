@@ -46,7 +46,7 @@ async def test_socket_is_private_and_requests_are_answered(node, tmp_path):
         assert reply["tangles"]["chat"]["previous"] == [root["id"]]
         assert (await client.get(reply["id"]))["content"] == {"text": "reply"}
         page = await client.timeline(tangle="chat", root=root["id"])
-        assert [msg_id for _rank, msg_id in page["entries"]] == [root["id"], reply["id"]]
+        assert page["entries"] == [[0, root["id"], "joined"], [1, reply["id"], "joined"]]
         status = await client.status()
         assert status["feed"] == ME.public and status["messages"] == 2 and status["stalls"] == []
         with pytest.raises(NodeError, match="not-found"):
@@ -94,7 +94,7 @@ async def test_subscription_resumes_from_any_version_and_rebuilds_the_order(node
     async with await connect(path) as client:  # a subscription keeps its connection
         tail = await collect(client, 4, head, tangle="chat", root=root)
     async with await connect(path) as client:
-        order = [i for _r, i in (await client.timeline(tangle="chat", root=root))["entries"]]
+        order = [e[1] for e in (await client.timeline(tangle="chat", root=root))["entries"]]
     assert tail == everything[4:]
     assert apply_commands([], everything) == order
 
@@ -121,7 +121,7 @@ async def test_a_slow_subscriber_is_told_it_lagged_and_resumes_without_loss(node
         rest = await collect(client, lagged, 401, tangle="chat", root=root)
     async with await connect(path) as client:
         order = [
-            i for _r, i in (await client.timeline(tangle="chat", root=root, limit=1000))["entries"]
+            e[1] for e in (await client.timeline(tangle="chat", root=root, limit=1000))["entries"]
         ]
     first = [
         Insert(c["ins"], c["message"]["id"]) if "ins" in c else Move(*c["mov"]) for c in received

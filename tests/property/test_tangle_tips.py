@@ -1,4 +1,8 @@
-"""Hypothesis: tangle tips are right after every message, whatever the arrival order."""
+"""Hypothesis: tangle tips are right after every message, whatever the arrival order.
+
+A tip is a joined member (seed 002: reachable from the root through members whose
+`previous` are all joined) that no joined member names; pending members never are.
+"""
 
 import tempfile
 from pathlib import Path
@@ -32,8 +36,17 @@ def tangle_and_arrival(draw):
 
 
 def oracle_tips(present):
-    referenced = {p for m in present for p in m.tangles["chat"].previous or ()}
-    return sorted(m.id for m in present if m.id not in referenced)
+    joined: set[bytes] = set()
+    grew = True
+    while grew:
+        grew = False
+        for m in present:
+            previous = m.tangles["chat"].previous
+            if m.id not in joined and (previous is None or all(p in joined for p in previous)):
+                joined.add(m.id)
+                grew = True
+    referenced = {p for m in present if m.id in joined for p in m.tangles["chat"].previous or ()}
+    return sorted(m for m in joined if m not in referenced)
 
 
 @given(tangle_and_arrival())

@@ -144,10 +144,16 @@ def test_tangle_tips_follow_out_of_order_arrival(store):
     root = alice.root("chat")
     reply_a = alice.append(tangles={"chat": TangleLink(root.id, (root.id,))})
     reply_b = bob.append(tangles={"chat": TangleLink(root.id, (root.id,))})
-    merge = alice.append(tangles={"chat": TangleLink(root.id, (reply_a.id, reply_b.id))})
+    merge = bob.append(
+        tangles={"chat": TangleLink(root.id, tuple(sorted((reply_a.id, reply_b.id))))}
+    )
     store.ingest([reply_b.raw])
+    assert store.tangle_tips(root.id, "chat") == []  # pending (no root yet): never a tip
+    store.ingest([root.raw])
     assert store.tangle_tips(root.id, "chat") == [reply_b.id]
-    store.ingest([root.raw, reply_a.raw, merge.raw])
+    store.ingest([merge.raw])  # pending on reply_a: reply_b stays the tip
+    assert store.tangle_tips(root.id, "chat") == [reply_b.id]
+    store.ingest([reply_a.raw])
     assert store.tangle_tips(root.id, "chat") == [merge.id]
     assert store.check().ok
 

@@ -15,6 +15,11 @@ from tests.factories import Feed
 def state(store):
     """Everything that must agree between honest nodes."""
     timelines = {name: store.timeline(name) for name, _root, _tangle in store.timelines()}
+    joined = {
+        name: store.timeline(store.timeline_name(root, tangle, "joined"))
+        for name, root, tangle in store.timelines()
+        if root is not None and store.timeline_version(store.timeline_name(root, tangle, "joined"))
+    }
     tips = {
         (root, tangle): store.tangle_tips(root, tangle)
         for _name, root, tangle in store.timelines()
@@ -24,6 +29,7 @@ def state(store):
         "feeds": [(f.author, f.head_seq, f.head_id, f.invalid_from) for f in store.feeds()],
         "messages": list(store.iter_raw()),
         "timelines": {name: entries for name, entries in timelines.items() if entries},
+        "joined": {name: entries for name, entries in joined.items() if entries},
         "tips": {key: value for key, value in tips.items() if value},
         "evidence": sorted(proof.id for proof in store.evidence()),
     }
@@ -128,8 +134,9 @@ def test_a_fork_found_late_removes_the_branch_from_every_timeline(open_store):
     deliver(early, [root.raw, other.raw, alice.messages[1].raw, third.raw, reply.raw])
     assert state(late) == state(early)
     assert late.invalid_feeds() == {alice.public: 2}
-    # The reply stays, its tangle links now pending: the root is the tip again beside it.
-    assert late.tangle_tips(root.id, "chat") == sorted([root.id, reply.id])
+    # The reply stays, pending on the removed message: the root is the only tip again.
+    assert late.tangle_tips(root.id, "chat") == [root.id]
+    assert late.timeline(late.timeline_name(root.id, "chat", "joined")) == [(0, root.id)]
     assert [entry[1] for entry in late.timeline(late.timeline_name(root.id, "chat"))] == sorted(
         [root.id, reply.id], key=lambda i: (i != root.id, i)
     )
