@@ -529,7 +529,7 @@ class TimelineReader:
             raw = self._txn.get(timeline.prefix + ref, db=self._tables.causal_nodes)
             if raw is None:
                 return None
-            height, elem, chain = decode_row(raw)
+            height, elem, chain = decode_row(raw, ref)
             key = tree_key(chain, height, elem)
             return Placement(timeline.tree.position(key), height, element_time(elem))
         found = timeline.member(ref)
