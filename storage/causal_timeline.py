@@ -106,7 +106,7 @@ class _Member:
 class _Twin:
     """One causal-time timeline inside one transaction."""
 
-    def __init__(self, txn, tables: TimelineTables, meta, base_prefix: bytes) -> None:
+    def __init__(self, txn, tables: TimelineTables, meta, base_prefix: bytes, cursor) -> None:
         self.txn = txn
         self.tables = tables
         self.meta = meta
@@ -116,7 +116,7 @@ class _Twin:
         self.members: dict[bytes, _Member | None] = {}
         self.changed: dict[bytes, _Member] = {}  # rows to write in flush()
         self.limit = MAX_CHAIN
-        self.cursor = txn.cursor(db=tables.succ)
+        self.cursor = cursor  # on tl-succ, shared by the writer's twins
 
     def member(self, ref: bytes) -> _Member | None:
         found = self.members.get(ref, False)
@@ -164,6 +164,9 @@ class CausalWriter:
         self._tables = tables
         self._limit = limit  # elements a key keeps; a store always uses MAX_CHAIN
         self._open: dict[bytes, _Twin] = {}
+        # One cursor for every twin: LMDB adjusts each open cursor of a table at every
+        # write to it, and the rank engine writes tl-succ rows for every link.
+        self._succ = txn.cursor(db=tables.succ)
 
     def _twin(self, base: bytes, create: bool) -> _Twin | None:
         twin = self._open.get(base)
@@ -178,7 +181,8 @@ class CausalWriter:
             if not create:
                 return None
             meta = create_meta(self._txn, self._tables, name)
-        twin = self._open[base] = _Twin(self._txn, self._tables, meta, bytes(base_number))
+        twin = _Twin(self._txn, self._tables, meta, bytes(base_number), self._succ)
+        self._open[base] = twin
         twin.limit = self._limit
         return twin
 
