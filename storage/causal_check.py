@@ -63,7 +63,7 @@ def _check_one(txn, tables: TimelineTables, base: bytes, members: list) -> list[
         heights[ref] = 1 + max((heights[link] for link in present), default=-1)
         keys[ref] = tree_key(chains[ref], heights[ref], elem)
         row = txn.get(bytes(number) + ref, db=tables.causal_nodes)
-        if row is None or bytes(row) != encode_row(heights[ref], elem, chains[ref]):
+        if row is None or bytes(row) != encode_row(heights[ref], elem, chains[ref], ref):
             problems.append(f"the causal-time row of a member of {label} is wrong")
             break
     expected = [message_of[ref].id for ref in sorted(keys, key=keys.__getitem__)]

@@ -39,6 +39,11 @@ byte becomes 00 FF, and 00 00 ends it). A chain is its elements, then
 `00` when complete (so a complete key sorts before its extensions) or `02`
 when cut. The tree key is the chain when complete, else the chain +
 height (u32 BE) + the message's own element.
+
+A member's row (`ct-nodes`) is its height (u32), time (u64) and a flags
+byte, then its sort id (u16 length first) only when it is not the member's
+ref, and its chain only when it is not the root chain (own element + 00):
+with honest clocks a tangle member's row is those 13 bytes alone.
 """
 
 from __future__ import annotations
@@ -54,7 +59,9 @@ CUT = 0x02
 _END = b"\x00\x00"
 _U64 = struct.Struct(">Q")
 _U32 = struct.Struct(">I")
-_ROW = struct.Struct(">IH")  # height, length of the element
+_U16 = struct.Struct(">H")
+_ROW = struct.Struct(">IQB")  # height, time, flags
+_OWN_ID, _CHAIN = 1, 2  # flags: the sort id is not the ref; the chain is not the root
 
 
 def element(time: int, sort_id: bytes) -> bytes:
@@ -124,18 +131,35 @@ def decode_tree_key(key: bytes) -> tuple[int, bytes]:
     return element_time(own), element_id(own)
 
 
-def encode_row(height: int, elem: bytes, chain: bytes) -> bytes:
-    """A member's row: height (u32), element length (u16), element, chain."""
-    return _ROW.pack(height, len(elem)) + elem + chain
+def encode_row(height: int, elem: bytes, chain: bytes, ref: bytes) -> bytes:
+    """Member `ref`'s row: height (u32), time (u64), flags (u8), then the sort id (u16
+    length first) if it is not `ref`, then the chain if it is not the own element's."""
+    sort_id = bytes(elem[9:-2]).replace(b"\x00\xff", b"\x00")
+    flags = 0
+    tail = b""
+    if sort_id != ref:
+        flags |= _OWN_ID
+        tail = _U16.pack(len(sort_id)) + sort_id
+    if chain != elem + b"\x00":
+        flags |= _CHAIN
+        tail += chain
+    return _ROW.pack(height, element_time(elem), flags) + tail
 
 
-def decode_row(raw: bytes) -> tuple[int, bytes, bytes]:
-    """(height, element, chain) of a member's row."""
-    height, size = _ROW.unpack_from(raw)
-    raw = bytes(raw)
-    return height, raw[6 : 6 + size], raw[6 + size :]
+def decode_row(raw: bytes, ref: bytes) -> tuple[int, bytes, bytes]:
+    """(height, element, chain) of member `ref`'s row."""
+    height, time, flags = _ROW.unpack_from(raw)
+    at = _ROW.size
+    if flags & _OWN_ID:
+        size = _U16.unpack_from(raw, at)[0]
+        sort_id = bytes(raw[at + 2 : at + 2 + size])
+        at += 2 + size
+    else:
+        sort_id = ref
+    elem = element(time, sort_id)
+    return height, elem, bytes(raw[at:]) if flags & _CHAIN else elem + b"\x00"
 
 
-def row_tree_key(raw: bytes) -> bytes:
-    height, elem, chain = decode_row(raw)
+def row_tree_key(raw: bytes, ref: bytes) -> bytes:
+    height, elem, chain = decode_row(raw, ref)
     return tree_key(chain, height, elem)

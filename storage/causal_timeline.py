@@ -35,10 +35,12 @@ height, going on only through members that fell; then `del pos` and the
 moves, lowest new key first. Afterwards the twin is what it would be had r
 never come; the successors' pending references to r stay in N's `tl-succ`.
 
-Tables (`TimelineTables`): `ct-nodes` number + ref -> height (u32), element
-length (u16), element, chain (storage.causal_key.encode_row); `ct-time`
-number + time (u64 BE) + sort id -> ref, the time index the window queries
-read (storage.causal_window).
+Tables (`TimelineTables`): `ct-nodes` number + ref -> height, time, and the
+sort id and chain only where they are not the ref and the own element
+(storage.causal_key.encode_row); `ct-time` number + time (u64 BE) + sort id
+-> ref (empty when it is the sort id), the time index the window queries
+read (storage.causal_window). Rows are cached per transaction and written
+once, in `finish()`.
 
 Cost: an add costs its links, its wave (each risen member and its successor
 list) and two tree paths per move; with honest clocks and links present on
@@ -80,6 +82,9 @@ from tanglenode.storage.timeline import (
 __all__ = ["CausalWriter", "add_twins", "causal_name", "remove_twins"]
 
 
+_UNKNOWN = object()  # not looked up yet in this transaction
+
+
 def causal_name(base: bytes) -> bytes:
     """The causal-time twin of timeline `base` (storage.timelines.view_timeline)."""
     return b"\x03" + base
@@ -101,7 +106,7 @@ class _Member:
 class _Twin:
     """One causal-time timeline inside one transaction."""
 
-    def __init__(self, txn, tables: TimelineTables, meta, base_prefix: bytes) -> None:
+    def __init__(self, txn, tables: TimelineTables, meta, base_prefix: bytes, cursor) -> None:
         self.txn = txn
         self.tables = tables
         self.meta = meta
@@ -109,15 +114,16 @@ class _Twin:
         self.base_prefix = base_prefix
         self.tree = order_tree(txn, tables, meta)
         self.members: dict[bytes, _Member | None] = {}
+        self.changed: dict[bytes, _Member] = {}  # rows to write in flush()
         self.limit = MAX_CHAIN
-        self.cursor = txn.cursor(db=tables.succ)
+        self.cursor = cursor  # on tl-succ, shared by the writer's twins
 
     def member(self, ref: bytes) -> _Member | None:
         found = self.members.get(ref, False)
         if found is not False:
             return found  # type: ignore[return-value]
         raw = self.txn.get(self.prefix + ref, db=self.tables.causal_nodes)
-        found = None if raw is None else _Member(ref, *decode_row(raw))
+        found = None if raw is None else _Member(ref, *decode_row(raw, ref))
         self.members[ref] = found
         return found
 
@@ -129,8 +135,7 @@ class _Twin:
         return list(cursor.iternext_dup())
 
     def store(self, member: _Member) -> None:
-        row = encode_row(member.height, member.elem, member.chain)
-        self.txn.put(self.prefix + member.ref, row, db=self.tables.causal_nodes)
+        self.changed[member.ref] = member
 
     def append_log(self, commands: list[Command]) -> None:
         meta = self.meta
@@ -139,6 +144,10 @@ class _Twin:
         meta.version += len(commands)
 
     def flush(self) -> None:
+        put, prefix, db = self.txn.put, self.prefix, self.tables.causal_nodes
+        for ref, member in self.changed.items():
+            put(prefix + ref, encode_row(member.height, member.elem, member.chain, ref), db=db)
+        self.changed.clear()
         self.tree.flush()
         self.txn.put(self.prefix, self.meta.encode(), db=self.tables.meta)
 
@@ -155,6 +164,9 @@ class CausalWriter:
         self._tables = tables
         self._limit = limit  # elements a key keeps; a store always uses MAX_CHAIN
         self._open: dict[bytes, _Twin] = {}
+        # One cursor for every twin: LMDB adjusts each open cursor of a table at every
+        # write to it, and the rank engine writes tl-succ rows for every link.
+        self._succ = txn.cursor(db=tables.succ)
 
     def _twin(self, base: bytes, create: bool) -> _Twin | None:
         twin = self._open.get(base)
@@ -169,7 +181,8 @@ class CausalWriter:
             if not create:
                 return None
             meta = create_meta(self._txn, self._tables, name)
-        twin = self._open[base] = _Twin(self._txn, self._tables, meta, bytes(base_number))
+        twin = _Twin(self._txn, self._tables, meta, bytes(base_number), self._succ)
+        self._open[base] = twin
         twin.limit = self._limit
         return twin
 
@@ -191,21 +204,31 @@ class CausalWriter:
             raise TimelineError("a time must fit in 64 bits")
         sort_id = ref if sort_id is None else sort_id
         elem = element(time, sort_id)
-        links = list(dict.fromkeys(links))
-        height, chain = -1, None
+        # key(n) = max of extend(key(l), T(n)) over the present links, each at least
+        # the root chain: a link whose key is below T(n) (honest clocks) offers only that.
+        members, lookup, limit = twin.members, twin.member, twin.limit
+        height, chain = -1, root_chain(elem)
         for link in links:
-            found = twin.member(link)
-            if found is not None:
-                height = max(height, found.height)
-                offered = extend(found.chain, elem, twin.limit)
-                if chain is None or offered > chain:
+            found = members.get(link, _UNKNOWN)
+            if found is _UNKNOWN:
+                found = lookup(link)
+            if found is None:
+                continue
+            if found.height > height:
+                height = found.height
+            if found.chain > elem:
+                offered = extend(found.chain, elem, limit)
+                if offered > chain:
                     chain = offered
-        new = _Member(ref, height + 1, elem, chain or root_chain(elem))
-        risen = _rise(twin, new, set(links))  # reads only: may raise, changing nothing
+        new = _Member(ref, height + 1, elem, chain)
+        successors = twin.successors(ref)
+        # reads only: may raise, changing nothing
+        risen = _rise(twin, new, set(links), successors) if successors else []
 
-        twin.members[ref] = new
+        members[ref] = new
         twin.store(new)
-        twin.txn.put(twin.prefix + elem[1:9] + sort_id, ref, db=self._tables.causal_times)
+        time_row = b"" if ref == sort_id else ref  # the ref, when the sort id is not it
+        twin.txn.put(twin.prefix + elem[1:9] + sort_id, time_row, db=self._tables.causal_times)
         tree = twin.tree
         commands: list[Command] = [Insert(tree.insert(new.key()), sort_id)]
         for member, old_key in sorted(risen, key=lambda item: item[0].key(), reverse=True):
@@ -233,6 +256,7 @@ class CausalWriter:
 
         txn, tables, tree = self._txn, self._tables, twin.tree
         txn.delete(twin.prefix + ref, db=tables.causal_nodes)
+        twin.changed.pop(ref, None)
         txn.delete(twin.prefix + found.elem[1:9] + _sort_id(found.elem), db=tables.causal_times)
         twin.members[ref] = None
         commands: list[Command] = [Delete(tree.delete(found.key()))]
@@ -255,8 +279,11 @@ def _sort_id(elem: bytes) -> bytes:
     return elem[9:-2].replace(b"\x00\xff", b"\x00")
 
 
-def _rise(twin: _Twin, new: _Member, links: set[bytes]) -> list[tuple[_Member, bytes]]:
-    """The forward wave from `new`: each risen member, updated, with its old tree key.
+def _rise(
+    twin: _Twin, new: _Member, links: set[bytes], successors: list[bytes]
+) -> list[tuple[_Member, bytes]]:
+    """The forward wave from `new` (whose successors are `successors`): each risen member,
+    updated, with its old tree key.
 
     Members are updated in place only once every one is known (the caller
     writes them); a wave reaching a link of `new` raises `CycleError` first.
@@ -277,7 +304,7 @@ def _rise(twin: _Twin, new: _Member, links: set[bytes]) -> list[tuple[_Member, b
             best[0] = max(best[0], height + 1)
             best[1] = max(best[1], offered)
 
-    for successor in twin.successors(new.ref):
+    for successor in successors:
         offer(new.height, new.chain, successor)
     updates: list[tuple[_Member, int, bytes]] = []
     while heap:

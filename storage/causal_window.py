@@ -3,9 +3,9 @@
 Theory of operation
 -------------------
 The window [from, to] (claimed times, ms, both ends included) is answered
-from `ct-time` (number + time + sort id -> ref), never by reading the
-timeline: the index gives the members whose claimed time is inside, in
-time order. Two modes, the two approaches seed 001 ends with:
+from `ct-time` (number + time + sort id -> ref, empty when it is the sort
+id), never by reading the timeline: the index gives the members whose
+claimed time is inside, in time order. Two modes, the two approaches seed 001 ends with:
 
 - *implied* (the default): the slice of the stored causal-time order from
   the first to the last position held by a member whose time is inside.
@@ -71,7 +71,7 @@ def window(
         return None, []
     tree = order_tree(txn, tables, meta)
     positions = [
-        tree.position(row_tree_key(txn.get(prefix + ref, db=tables.causal_nodes)))
+        tree.position(row_tree_key(txn.get(prefix + ref, db=tables.causal_nodes), ref))
         for _time, _sort_id, ref in inside
     ]
     first, last = min(positions), max(positions)
@@ -96,7 +96,8 @@ def _inside(txn, tables, prefix: bytes, from_time: int, to_time: int) -> list:
             break
         if len(found) >= MAX_WINDOW:
             raise WindowTooLarge(f"more than {MAX_WINDOW} messages in the window: narrow it")
-        found.append((time, bytes(key[12:]), bytes(ref)))
+        sort_id = bytes(key[12:])
+        found.append((time, sort_id, bytes(ref) or sort_id))  # empty: the ref is the sort id
     return found
 
 

@@ -325,25 +325,25 @@ class TimelineWriter:
         self._tables = tables
         self._open: dict[bytes, _Timeline] = {}
         self._companions: dict[Any, Any] = {}
+        # One tl-succ cursor for every timeline: LMDB adjusts each open cursor of a
+        # table at every write to it, and an add writes a tl-succ row per link.
+        self._succ = txn.cursor(db=tables.succ)
 
     def _timeline(self, name: bytes) -> _Timeline:
         timeline = self._open.get(name) or self._existing(name)
-        if timeline is None:
-            meta = self._create(name)
-            timeline = self._open[name] = _Timeline(self._txn, self._tables, meta)
-        return timeline
+        return timeline or self._opened(name, create_meta(self._txn, self._tables, name))
 
     def _existing(self, name: bytes) -> _Timeline | None:
         timeline = self._open.get(name)
         if timeline is None:
             meta = lookup_meta(self._txn, self._tables, name)
-            if meta is None:
-                return None
-            timeline = self._open[name] = _Timeline(self._txn, self._tables, meta)
+            return None if meta is None else self._opened(name, meta)
         return timeline
 
-    def _create(self, name: bytes) -> _Meta:
-        return create_meta(self._txn, self._tables, name)
+    def _opened(self, name: bytes, meta: _Meta) -> _Timeline:
+        timeline = self._open[name] = _Timeline(self._txn, self._tables, meta)
+        timeline.rows.cursor = self._succ
+        return timeline
 
     def companion(self, kind: Callable[[Any, TimelineTables], Any]) -> Any:
         """The writer of kind `kind` (e.g. storage.causal_timeline's) for this transaction,
@@ -529,7 +529,7 @@ class TimelineReader:
             raw = self._txn.get(timeline.prefix + ref, db=self._tables.causal_nodes)
             if raw is None:
                 return None
-            height, elem, chain = decode_row(raw)
+            height, elem, chain = decode_row(raw, ref)
             key = tree_key(chain, height, elem)
             return Placement(timeline.tree.position(key), height, element_time(elem))
         found = timeline.member(ref)

@@ -112,7 +112,7 @@ def test_check_finds_a_damaged_causal_time_row(open_store, tmp_path):
         tables = TimelineTables.open(env)
         with env.begin(write=True) as txn:
             key, row = next(iter(txn.cursor(db=tables.causal_nodes)))
-            txn.put(key, row[:-2] + b"\x00\x02", db=tables.causal_nodes)  # cut, wrongly
+            txn.put(key, b"\x00\x00\x00\x07" + row[4:], db=tables.causal_nodes)  # height
     finally:
         env.close()
     report = open_store().check()
