@@ -64,8 +64,8 @@ def main(socket_path: str) -> None:
 
     page = node.request("timeline", **chat, start=0, limit=100)
     print("timeline at version", page["version"])
-    for position, (rank, msg_id) in enumerate(page["entries"]):
-        print(" ", position, rank, msg_id.hex())
+    for position, (rank, msg_id, state) in enumerate(page["entries"]):
+        print(" ", position, rank, msg_id.hex(), state)  # state: joined, pending or invalid
 
     log = node.request("commands", **chat, since=0)  # what changed after version 0
     for version, command in enumerate(log["commands"], start=1):

@@ -19,25 +19,29 @@ def test_the_doc_shows_the_example_whole():
 async def test_the_example_publishes_and_reads_the_tangle_back(tmp_path):
     node = Node(tmp_path, "solo")
     await node.start()
-    with trio.fail_after(REQUEST_SECONDS):
-        done = await trio.run_process(
-            [sys.executable, str(EXAMPLE), str(node.socket_path)],
-            capture_stdout=True,
-            capture_stderr=True,
-            check=False,
-        )
-    assert done.returncode == 0, done.stderr.decode()
-    lines = done.stdout.decode().splitlines()
-    root, reply = lines[1].split()[-1], lines[2].split()[-1]
-    chat = await node.timeline(tangle="chat", root=bytes.fromhex(root))
-    assert chat == [(0, bytes.fromhex(root)), (1, bytes.fromhex(reply))]
-    assert lines == [
-        "timeline at version 2",
-        f"  0 0 {root}",
-        f"  1 1 {reply}",
-        f"  1 ins 0 {root}",
-        f"  2 ins 1 {reply}",
-        "reply at position 1 rank 1",
-        "unknown message: not-found",
-    ]
-    assert await node.stop() == 0
+    try:
+        with trio.fail_after(REQUEST_SECONDS):
+            done = await trio.run_process(
+                [sys.executable, str(EXAMPLE), str(node.socket_path)],
+                capture_stdout=True,
+                capture_stderr=True,
+                check=False,
+            )
+        assert done.returncode == 0, done.stderr.decode()
+        lines = done.stdout.decode().splitlines()
+        root, reply = lines[1].split()[2], lines[2].split()[2]
+        chat = await node.timeline(tangle="chat", root=bytes.fromhex(root))
+        assert chat == [(0, bytes.fromhex(root)), (1, bytes.fromhex(reply))]
+        assert lines == [
+            "timeline at version 2",
+            f"  0 0 {root} joined",
+            f"  1 1 {reply} joined",
+            f"  1 ins 0 {root}",
+            f"  2 ins 1 {reply}",
+            "reply at position 1 rank 1",
+            "unknown message: not-found",
+        ]
+        assert await node.stop() == 0
+    finally:
+        if node.process is not None:
+            await node.kill()  # the assertions above failed: leave no daemon behind
