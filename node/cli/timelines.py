@@ -77,8 +77,16 @@ def _store_timeline(which: dict[str, Any], spec: str | None) -> tuple[bytes, str
 @click.option("--at", "at_id", metavar="ID", help="Print only this message's position and rank.")
 @JOINED_OPTION
 @ORDER_OPTION
-@click.option("--from-time", type=ClaimedTime(), help="Causal-time window: from this time.")
-@click.option("--to-time", type=ClaimedTime(), help="Causal-time window: to this time.")
+@click.option(
+    "--from-time",
+    type=ClaimedTime(),
+    help="Causal-time window: from this time (ms since the epoch, or ISO-8601).",
+)
+@click.option(
+    "--to-time",
+    type=ClaimedTime(),
+    help="Causal-time window: to this time (ms since the epoch, or ISO-8601).",
+)
 @click.option(
     "--window",
     "mode",
