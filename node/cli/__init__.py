@@ -19,8 +19,9 @@ from tanglenode.node.cli.archive import export_command, import_command
 from tanglenode.node.cli.daemon import connect_command, peers, run, status
 from tanglenode.node.cli.doc_replay import doc_replay
 from tanglenode.node.cli.docs import doc_command
-from tanglenode.node.cli.feeds import check, feeds, forks, init, log_command, publish, show
+from tanglenode.node.cli.feeds import check, feeds, forks, log_command, publish, show
 from tanglenode.node.cli.groups import group_command
+from tanglenode.node.cli.init import init
 from tanglenode.node.cli.linearize import linearize_command
 from tanglenode.node.cli.logs import configure_logging
 from tanglenode.node.cli.support import BadInput, Context, ExitCode, NotFound, log
