@@ -42,8 +42,9 @@ systemd-tools:
 test-slow: install
 	$(PY) -m pytest -m slow -q
 
+# `make demo KEEP=1` keeps the four nodes' data directories to explore afterwards.
 demo: install
-	$(PY) -m tanglenode.node.localnet.demo
+	$(PY) -m tanglenode.node.localnet.demo $(if $(filter-out 0,$(KEEP)),--keep)
 
 lint: install
 	$(VENV)/bin/ruff check .
