@@ -107,6 +107,10 @@ def test_the_cli_runs_a_job_and_writes_parquet(spark, archive, tmp_path):
     result = json.loads(done.stdout.strip().splitlines()[-1])
     written = spark.read.parquet(result["out"])
     assert result["rows"] == written.count() == read_timelines(spark, out).count()
+    assert result["timelines"] == 2 and {row["timeline"] for row in result["shown"]} == {
+        "spacetime",
+        "tangle:chat",
+    }
 
 
 def test_audit_finds_no_difference_then_each_planted_one(spark, archive):
