@@ -233,8 +233,8 @@ def _run_evaluate(progress, master, log, out, sweep) -> dict:
     )
     spark = spark_session(None if master == "submitted" else master, jvm_log=log)
     try:
-        progress(f"Spark ready; {runs:,} runs, writing {Path(out) / 'evaluate'}")
-        return _evaluate(spark, out, sweep)
+        progress(f"Spark ready; {runs:,} run{'s' * (runs != 1)}, writing {Path(out) / 'evaluate'}")
+        return _evaluate(spark, out, sweep, progress)
     finally:
         spark.stop()
 
@@ -262,7 +262,8 @@ def _print(job: str, summary: dict, as_json: bool, archives: int) -> None:
     elif job == "evaluate":
         click.echo(Path(summary["table"]).read_text().rstrip())
         click.echo(
-            f"\nevaluate: {summary['rows']:,} runs in {summary['seconds']} s; "
+            f"\nevaluate: {summary['rows']:,} run{'s' * (summary['rows'] != 1)} in "
+            f"{summary['seconds']} s; "
             f"table {summary['table']}, figure {summary['figure']}, runs {summary['out']}"
         )
     else:
@@ -317,7 +318,7 @@ def _ints(text: str) -> list[int]:
     return numbers
 
 
-def _evaluate(spark, out: Path, options: dict) -> dict:
+def _evaluate(spark, out: Path, options: dict, progress=lambda text: None) -> dict:
     from tanglenode.pipeline.archive import write
     from tanglenode.pipeline.evaluate import sweep
     from tanglenode.pipeline.evaluate_report import markdown, plot, summary
@@ -325,6 +326,7 @@ def _evaluate(spark, out: Path, options: dict) -> dict:
     started = time.perf_counter()
     results = sweep(spark, **options)
     target = write(results, out, "evaluate")
+    progress("runs done; writing the table and the figure")
     table = summary(spark.read.parquet(str(target)).toPandas())
     table.to_csv(out / "evaluate-table.csv", index=False)
     (out / "evaluate-table.md").write_text(markdown(table, options["reference_seconds"]))

@@ -10,6 +10,7 @@ terminal's width, its ids are cut to `%AbCdEfGh…` (the JSON keeps them whole).
 from __future__ import annotations
 
 import shutil
+import unicodedata
 from typing import Any
 
 from tanglenode.protocol.identity import feed_text, message_text
@@ -17,6 +18,7 @@ from tanglenode.protocol.identity import feed_text, message_text
 FEED_COLUMNS = frozenset({"author"})
 MESSAGE_COLUMNS = frozenset({"id", "root", "node_id", "batch_id"})
 SHORT = 9  # characters of an id kept in a cut-down table: the sigil and 8
+CELL = 120  # characters of text a cell keeps (a detail, a tangle's name: the archive's text)
 
 
 def id_text(column: str, value: Any) -> Any:
@@ -126,7 +128,11 @@ COLUMNS = {
 def _cell(value: Any, short: bool) -> str:
     if value is None:
         return "-"
-    text = " ".join(str(value).split())  # a detail is text from the archive: one line
+    # Names and details are the archive's text: one line, no control characters, bounded.
+    text = " ".join(str(value).split())
+    text = "".join(c for c in text if unicodedata.category(c)[0] != "C")
+    if len(text) > CELL:
+        text = text[: CELL - 1] + "…"
     if short and text[:1] in "@%" and len(text) > SHORT + 1:
         return text[:SHORT] + "…"
     return text
@@ -195,6 +201,6 @@ def human(job: str, summary: dict, archives: int) -> str:
     if shown:
         width = shutil.get_terminal_size((100, 24)).columns
         lines += ["", *table(COLUMNS[job], shown, width)]
-        if count > len(shown):
-            lines.append(f"… and {count - len(shown):,} more (all in {out}; --show N for more)")
+    if count > len(shown):
+        lines.append(f"… and {count - len(shown):,} more (all in {out}; --show N for more)")
     return "\n".join(lines)

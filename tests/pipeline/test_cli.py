@@ -236,3 +236,11 @@ def test_a_table_cuts_its_ids_only_when_it_would_not_fit():
     narrow = table(columns, rows, width=60)
     assert narrow[1].split() == [feed[:9] + "…", "7", message[:9] + "…"]
     assert max(len(line) for line in narrow) <= 60
+
+
+def test_a_table_shows_the_archives_text_on_one_line_without_control_characters():
+    name = "tangle:\x1b[2Jchat\nroom\x07" + "x" * 300  # a tangle's name is its author's text
+    lines = table([("timeline", "timeline"), ("messages", "messages")], [{"timeline": name}], 200)
+    cell = lines[1].rsplit(" ", 1)[0].strip()
+    assert cell.startswith("tangle:[2Jchat room") and cell.endswith("…") and len(cell) == 120
+    assert not any(ord(c) < 32 for line in lines for c in line)
