@@ -30,6 +30,7 @@ WORK = {
     "stats": "linearizing and measuring every timeline",
 }
 LOG_LINES = 40  # of the JVM's log, shown when a job fails
+LOG_TAIL_BYTES = 64 * 1024  # read to find them
 
 
 class Progress:
@@ -181,10 +182,10 @@ def pipeline_command(
     held = f"{sum(found):,} message rows; " if archives else ""
     progress(f"{held}starting Spark ({master})")
     log = None
-    if master != "submitted":
-        scratch_dir().mkdir(mode=0o700, parents=True, exist_ok=True)
-        log = scratch_dir() / f"jvm-{os.getpid()}-{time.time_ns()}.log"
     try:
+        if master != "submitted":
+            scratch_dir().mkdir(mode=0o700, parents=True, exist_ok=True)
+            log = scratch_dir() / f"jvm-{os.getpid()}-{time.time_ns()}.log"
         if job == "evaluate":
             summary = _run_evaluate(progress, master, log, out, sweep)
         else:
@@ -244,7 +245,9 @@ def _report_failure(job: str, error: Exception, log: Path | None) -> None:
     first = " ".join(str(error).strip().split("\n", 1)[0].split())[:300]
     where = ""
     if log is not None and log.exists():
-        lines = log.read_text(errors="replace").splitlines()
+        with log.open("rb") as file:  # the tail only: a long job's log can be large
+            file.seek(max(0, file.seek(0, os.SEEK_END) - LOG_TAIL_BYTES))
+            lines = file.read().decode("utf-8", "replace").splitlines()
         click.echo("-- the last lines of the JVM's log --", err=True)
         for line in lines[-LOG_LINES:]:
             click.echo(line, err=True)
