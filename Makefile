@@ -6,9 +6,9 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: install native test test-slow demo lint bench clean systemd-tools
+.PHONY: install native test test-slow demo lint bench clean systemd-tools java-runtime
 
-install: $(STAMP) native
+install: $(STAMP) native java-runtime
 
 # The timeline engine's hot modules, compiled from their pure-Python sources with
 # Cython and gcc (storage/native.py); the engine runs the plain modules if this fails.
@@ -38,6 +38,16 @@ systemd-tools:
 	   (apt-get install -y -qq systemd >/dev/null 2>&1 || \
 	    (apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq systemd >/dev/null 2>&1))) || \
 	  echo "note: systemd-analyze is unavailable; the unit-file checks will be skipped"
+
+# `tangled pipeline` runs Spark, which needs a Java 17+ runtime: part of `install` (and so of
+# `test`), since the command needs it as much as its tests do. Debian's headless JRE 17.
+java-runtime:
+	@java -version 2>&1 | grep -Eq 'version "(1[7-9]|[2-9][0-9])' || \
+	  (command -v apt-get >/dev/null 2>&1 && \
+	   (apt-get install -y -qq openjdk-17-jre-headless >/dev/null 2>&1 || \
+	    (apt-get update -qq >/dev/null 2>&1 && \
+	     apt-get install -y -qq openjdk-17-jre-headless >/dev/null 2>&1))) || \
+	  echo "note: no Java 17+ runtime; \`tangled pipeline\` and its tests need one (Spark)"
 
 test-slow: install
 	$(PY) -m pytest -m slow -q

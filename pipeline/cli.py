@@ -1,14 +1,48 @@
-"""`tangled pipeline JOB --in ARCHIVE... --out DIR`: the Spark jobs on exported archives."""
+"""`tangled pipeline JOB --in ARCHIVE... --out DIR`: the Spark jobs on exported archives.
+
+A run, as the user sees it: a progress line on stderr at once (before
+pyarrow or the JVM load), then one per stage, each with the seconds since
+the start; the `--in` archives are checked from their Parquet footers
+before Spark starts (exit 4 for a missing one, 3 for one that is not an
+archive); the JVM's own output goes to a log file (pipeline/session.py),
+shown only when the job fails (exit 1). The result is written as Parquet,
+read back as a bounded summary (pipeline/report.py) and printed as tables
+on a terminal, one line of JSON otherwise or with `--json`. verify with
+problems and audit with differences exit 5.
+"""
 
 from __future__ import annotations
 
 import json
+import os
+import sys
 import time
+import traceback
 from pathlib import Path
 
 import click
 
 JOBS = ("verify", "linearize", "audit", "stats", "evaluate")
+WORK = {
+    "verify": "checking ids, signatures, chains and forks",
+    "linearize": "linearizing every timeline",
+    "audit": "linearizing and comparing with the node's timelines",
+    "stats": "linearizing and measuring every timeline",
+}
+LOG_LINES = 40  # of the JVM's log, shown when a job fails
+LOG_TAIL_BYTES = 64 * 1024  # read to find them
+
+
+class Progress:
+    """One line per stage on stderr: `[  7.9 s] stats: Spark ready; …`."""
+
+    def __init__(self, job: str) -> None:
+        self.job = job
+        self.started = time.monotonic()
+
+    def __call__(self, text: str) -> None:
+        elapsed = time.monotonic() - self.started
+        click.echo(f"[{elapsed:5.1f} s] {self.job}: {text}", err=True)
 
 
 @click.command("pipeline")
@@ -17,27 +51,64 @@ JOBS = ("verify", "linearize", "audit", "stats", "evaluate")
     "--in",
     "archives",
     multiple=True,
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
-    help="An archive from `tangled export` (repeat to combine several nodes').",
+    type=click.Path(path_type=Path),
+    help="An archive folder written by `tangled export --out`; repeat to combine several "
+    "nodes' (audit compares the first one's timelines). Not needed by evaluate.",
 )
-@click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path))
+@click.option(
+    "--out",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Folder for the results: OUT/JOB/ as Parquet, replaced if present (evaluate also "
+    "writes evaluate-table.md, evaluate-table.csv and evaluate.png there).",
+)
 @click.option(
     "--master",
     default="local[*]",
     show_default=True,
-    help="Spark master URL; 'submitted' when run by spark-submit (see pipeline/__main__.py).",
+    help="Spark master: local[*] (every core here), local[N], spark://HOST:PORT (a cluster, "
+    "this machine the driver); 'submitted' leaves it to spark-submit (docs/PIPELINE.md).",
 )
-@click.option("--widths", default="4,8,16,32,64,128,256,512,1024", help="evaluate: feeds.")
-@click.option("--heights", default="32000", help="evaluate: events per tangle.")
 @click.option(
-    "--deliveries", default="random-feed", help="evaluate: delivery models (random-feed, in-order)."
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print the result as one line of JSON (the default when stdout is not a terminal).",
 )
-@click.option("--seeds", type=click.IntRange(min=1), default=1, help="evaluate: runs each.")
+@click.option(
+    "--show",
+    type=click.IntRange(0, 10_000),
+    default=20,
+    show_default=True,
+    help="Result rows to print, the first in the job's order (all are in OUT).",
+)
+@click.option(
+    "--widths",
+    default="4,8,16,32,64,128,256,512,1024",
+    show_default=True,
+    help="evaluate: feeds per tangle, comma-separated.",
+)
+@click.option(
+    "--heights",
+    default="32000",
+    show_default=True,
+    help="evaluate: events per tangle, comma-separated.",
+)
+@click.option(
+    "--deliveries",
+    default="random-feed",
+    show_default=True,
+    help="evaluate: delivery models, comma-separated: random-feed (the paper's), in-order.",
+)
+@click.option(
+    "--seeds", type=click.IntRange(min=1), default=1, help="evaluate: runs of each configuration."
+)
 @click.option(
     "--generator",
     default="longest-by-rank",
     show_default=True,
-    help="evaluate: the tangle generator (storage/simulate.py), e.g. longest-by-count.",
+    help="evaluate: the tangle generator: longest-by-rank, longest-by-rank-then-count, "
+    "longest-by-rank-random, longest-by-count or active-lurkers (docs/PIPELINE.md).",
 )
 @click.option(
     "--todo/--no-todo", default=False, help="evaluate: add the paper's to-do scenario row."
@@ -61,6 +132,8 @@ def pipeline_command(
     archives: tuple[Path, ...],
     out: Path,
     master: str,
+    as_json: bool,
+    show: int,
     widths: str,
     heights: str,
     deliveries: str,
@@ -69,45 +142,137 @@ def pipeline_command(
     todo: bool,
     todo_events: int,
     reference_seconds: float,
-) -> None:
+) -> int:
     """Run JOB over the archives and write its result under OUT as Parquet.
 
-    audit compares the first archive's timelines (as its node had them) with
-    the batch linearization of all the archives given.
+    JOB is one of: verify (every message's id, signature and chain; forks),
+    linearize (every timeline's order, as a node computes it), audit (the
+    first archive's timelines, as its node had them, against the batch
+    linearization of all the archives given), stats (messages, width and
+    height per timeline; totals), evaluate (the ScuttleSort paper's
+    experiment; needs no archive). Spark needs a Java 17+ runtime.
+
+    Exit codes: 0 done; 1 Spark failed (its log is shown); 2 bad usage;
+    3 an --in that is not an archive; 4 an --in that does not exist;
+    5 verify found problems or audit found differences.
     """
+    progress = Progress(job)
+    as_json = as_json or not sys.stdout.isatty()
+    if job == "evaluate":
+        sweep = _sweep_options(widths, heights, deliveries, seeds, generator, todo, todo_events)
+        sweep["reference_seconds"] = reference_seconds
+    elif not archives:
+        raise click.UsageError(f"{job} needs at least one --in ARCHIVE")
+    else:
+        progress(f"checking {len(archives)} archive{'s' * (len(archives) > 1)}")
+    from tanglenode.pipeline.archive import ArchiveError, check_archive
+    from tanglenode.pipeline.session import java_missing, scratch_dir
+
+    try:
+        found = [
+            check_archive(archive, timelines=job == "audit" and n == 0)
+            for n, archive in enumerate(archives)
+        ]
+    except ArchiveError as error:
+        click.echo(f"tangled: {error}", err=True)
+        return error.exit_code
+    if (why := java_missing()) is not None:
+        click.echo(f"tangled: {why}", err=True)
+        return 1
+    held = f"{sum(found):,} message rows; " if archives else ""
+    progress(f"{held}starting Spark ({master})")
+    log = None
+    try:
+        if master != "submitted":
+            scratch_dir().mkdir(mode=0o700, parents=True, exist_ok=True)
+            log = scratch_dir() / f"jvm-{os.getpid()}-{time.time_ns()}.log"
+        if job == "evaluate":
+            summary = _run_evaluate(progress, master, log, out, sweep)
+        else:
+            summary = _run_job(progress, job, master, log, archives, out, show)
+    except Exception as error:  # Spark's, the JVM's, or the disk's: the log says which
+        _report_failure(job, error, log)
+        return 1
+    if log is not None:
+        log.unlink(missing_ok=True)
+    _print(job, summary, as_json, len(archives))
+    from tanglenode.pipeline.report import exit_code
+
+    return exit_code(job, summary)
+
+
+def _run_job(progress, job, master, log, archives, out, show) -> dict:
     from tanglenode.pipeline.archive import read_messages, write
+    from tanglenode.pipeline.report import summarize
     from tanglenode.pipeline.session import spark_session
 
-    if job != "evaluate" and not archives:
-        raise click.UsageError(f"{job} needs at least one --in ARCHIVE")
-    if job == "evaluate":
-        from tanglenode.storage.simulate import DELIVERY, GENERATORS
-
-        if generator not in GENERATORS:
-            raise click.BadParameter(f"{generator!r}: one of {', '.join(GENERATORS)}")
-        if unknown := set(deliveries.split(",")) - set(DELIVERY):
-            raise click.BadParameter(f"{', '.join(sorted(unknown))}: one of {', '.join(DELIVERY)}")
-    spark = spark_session(None if master == "submitted" else master)
+    spark = spark_session(None if master == "submitted" else master, jvm_log=log)
     try:
-        if job == "evaluate":
-            sweep = {
-                "widths": _ints(widths),
-                "heights": _ints(heights),
-                "deliveries": deliveries.split(","),
-                "seeds": tuple(range(1, seeds + 1)),
-                "generator": generator,
-                "todo_events": todo_events if todo else 0,
-                "reference_seconds": reference_seconds,
-            }
-            click.echo(json.dumps(_evaluate(spark, out, sweep)))
-            return
+        progress(f"Spark ready; {WORK[job]}, writing {Path(out) / job}")
         messages = read_messages(spark, list(archives))
-        result = _job(job, spark, messages, archives[0])
-        target = write(result, out, job)
-        rows = spark.read.parquet(str(target)).count()
+        target = write(_job(job, spark, messages, archives[0]), out, job)
+        progress("written; reading the results back")
+        summary = summarize(job, spark, target, show)
     finally:
         spark.stop()
-    click.echo(json.dumps({"job": job, "out": str(target), "rows": rows}))
+    return {"job": job, "out": str(target), **summary}
+
+
+def _run_evaluate(progress, master, log, out, sweep) -> dict:
+    from tanglenode.pipeline.evaluate import configurations
+    from tanglenode.pipeline.session import spark_session
+
+    runs = len(
+        configurations(
+            sweep["widths"],
+            sweep["heights"],
+            sweep["deliveries"],
+            sweep["seeds"],
+            generator=sweep["generator"],
+            todo_events=sweep["todo_events"],
+        )
+    )
+    spark = spark_session(None if master == "submitted" else master, jvm_log=log)
+    try:
+        progress(f"Spark ready; {runs:,} run{'s' * (runs != 1)}, writing {Path(out) / 'evaluate'}")
+        return _evaluate(spark, out, sweep, progress)
+    finally:
+        spark.stop()
+
+
+def _report_failure(job: str, error: Exception, log: Path | None) -> None:
+    """The JVM log's last lines, then one line naming the error; the traceback goes to the log."""
+    first = " ".join(str(error).strip().split("\n", 1)[0].split())[:300]
+    where = ""
+    if log is not None and log.exists():
+        with log.open("rb") as file:  # the tail only: a long job's log can be large
+            file.seek(max(0, file.seek(0, os.SEEK_END) - LOG_TAIL_BYTES))
+            lines = file.read().decode("utf-8", "replace").splitlines()
+        click.echo("-- the last lines of the JVM's log --", err=True)
+        for line in lines[-LOG_LINES:]:
+            click.echo(line, err=True)
+        click.echo("--", err=True)
+        with log.open("a") as file:
+            file.write("\n-- tangled pipeline: the error --\n")
+            traceback.print_exception(error, file=file)
+        where = f" (the whole log: {log})"
+    click.echo(f"tangled: pipeline {job} failed: {type(error).__name__}: {first}{where}", err=True)
+
+
+def _print(job: str, summary: dict, as_json: bool, archives: int) -> None:
+    if as_json:
+        click.echo(json.dumps(summary, ensure_ascii=False))
+    elif job == "evaluate":
+        click.echo(Path(summary["table"]).read_text().rstrip())
+        click.echo(
+            f"\nevaluate: {summary['rows']:,} run{'s' * (summary['rows'] != 1)} in "
+            f"{summary['seconds']} s; "
+            f"table {summary['table']}, figure {summary['figure']}, runs {summary['out']}"
+        )
+    else:
+        from tanglenode.pipeline.report import human
+
+        click.echo(human(job, summary, archives))
 
 
 def _job(job: str, spark, messages, first_archive: Path):
@@ -129,14 +294,34 @@ def _job(job: str, spark, messages, first_archive: Path):
     return stats(messages, linearize(messages))
 
 
+def _sweep_options(widths, heights, deliveries, seeds, generator, todo, todo_events) -> dict:
+    from tanglenode.storage.simulate import DELIVERY, GENERATORS
+
+    if generator not in GENERATORS:
+        raise click.BadParameter(f"{generator!r}: one of {', '.join(GENERATORS)}")
+    if unknown := set(deliveries.split(",")) - set(DELIVERY):
+        raise click.BadParameter(f"{', '.join(sorted(unknown))}: one of {', '.join(DELIVERY)}")
+    return {
+        "widths": _ints(widths),
+        "heights": _ints(heights),
+        "deliveries": deliveries.split(","),
+        "seeds": tuple(range(1, seeds + 1)),
+        "generator": generator,
+        "todo_events": todo_events if todo else 0,
+    }
+
+
 def _ints(text: str) -> list[int]:
     try:
-        return [int(part) for part in text.split(",")]
+        numbers = [int(part) for part in text.split(",")]
     except ValueError:
         raise click.BadParameter(f"{text!r}: expected numbers separated by commas") from None
+    if any(n < 1 for n in numbers):
+        raise click.BadParameter(f"{text!r}: expected numbers of at least 1")
+    return numbers
 
 
-def _evaluate(spark, out: Path, options: dict) -> dict:
+def _evaluate(spark, out: Path, options: dict, progress=lambda text: None) -> dict:
     from tanglenode.pipeline.archive import write
     from tanglenode.pipeline.evaluate import sweep
     from tanglenode.pipeline.evaluate_report import markdown, plot, summary
@@ -144,6 +329,7 @@ def _evaluate(spark, out: Path, options: dict) -> dict:
     started = time.perf_counter()
     results = sweep(spark, **options)
     target = write(results, out, "evaluate")
+    progress("runs done; writing the table and the figure")
     table = summary(spark.read.parquet(str(target)).toPandas())
     table.to_csv(out / "evaluate-table.csv", index=False)
     (out / "evaluate-table.md").write_text(markdown(table, options["reference_seconds"]))

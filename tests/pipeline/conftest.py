@@ -1,4 +1,11 @@
+"""The pipeline tests' shared parts: one SparkSession, one small archive of a real store."""
+
+import random
+
 import pytest
+
+from tanglenode.pipeline.export import export
+from tests.pipeline.archives import build_store
 
 
 @pytest.fixture(scope="session")
@@ -9,3 +16,15 @@ def spark():
     session = spark_session("local[2]", driver_memory="1g", shuffle_partitions=2)
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def archive(tmp_path_factory):
+    directory = tmp_path_factory.mktemp("archive")
+    store, feeds = build_store(directory / "store", random.Random(5))
+    try:
+        counts = export(store, directory / "out")
+    finally:
+        store.close()
+    assert counts["evidence"] == 2  # the fork's pair; the feed ends before it
+    return directory / "out", feeds

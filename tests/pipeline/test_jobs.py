@@ -6,7 +6,6 @@ import subprocess
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-import pytest
 
 from tanglenode.node.localnet import TANGLED
 from tanglenode.pipeline.archive import read_messages, read_timelines
@@ -16,50 +15,9 @@ from tanglenode.pipeline.linearize import linearize
 from tanglenode.pipeline.schema import MESSAGE_SCHEMA
 from tanglenode.pipeline.stats import stats
 from tanglenode.pipeline.verify import verify
-from tanglenode.protocol.message import ROOT_LINK, TangleLink, sign_message
+from tanglenode.protocol.message import sign_message
 from tanglenode.storage.store import FeedStore
-from tests.factories import Feed
-
-
-def build_store(path, rng: random.Random) -> tuple[FeedStore, list]:
-    """Three feeds in one tangle, timeframes naming each other, arriving out of order, a fork."""
-    feeds = [Feed(f"pipe-{n}") for n in range(3)]
-    root = feeds[0].append("root", tangles={"chat": ROOT_LINK})
-    members = [root]
-    for _ in range(40):
-        author = rng.choice(feeds)
-        others = [f for f in feeds if f is not author and f.messages]
-        timeframe = {f.public: len(f.messages) for f in others if rng.random() < 0.7}
-        previous = tuple(sorted(rng.sample([m.id for m in members], min(2, len(members)))))
-        message = author.append(
-            {"n": len(members)},
-            timeframe=timeframe,
-            tangles={"chat": TangleLink(root.id, previous)},
-        )
-        members.append(message)
-    store = FeedStore(path, map_size=2**26)
-    queues = [list(f.messages) for f in feeds]
-    delivered = 0
-    while any(queues):  # per feed in order, feeds interleaved at random: pending references
-        queue = rng.choice([q for q in queues if q])
-        store.ingest([queue.pop(0).raw])
-        delivered += 1
-    twin = Feed(feeds[1].keypair)  # same key, another last message: a fork there
-    twin.messages = feeds[1].messages[:-1]
-    store.ingest([twin.append("the other branch").raw])
-    return store, feeds
-
-
-@pytest.fixture(scope="module")
-def archive(tmp_path_factory):
-    directory = tmp_path_factory.mktemp("archive")
-    store, feeds = build_store(directory / "store", random.Random(5))
-    try:
-        counts = export(store, directory / "out")
-    finally:
-        store.close()
-    assert counts["evidence"] == 2  # the fork's pair; the feed ends before it
-    return directory / "out", feeds
+from tests.pipeline.archives import build_store
 
 
 def test_linearize_equals_the_nodes_timelines(spark, archive):
@@ -149,6 +107,10 @@ def test_the_cli_runs_a_job_and_writes_parquet(spark, archive, tmp_path):
     result = json.loads(done.stdout.strip().splitlines()[-1])
     written = spark.read.parquet(result["out"])
     assert result["rows"] == written.count() == read_timelines(spark, out).count()
+    assert result["timelines"] == 2 and {row["timeline"] for row in result["shown"]} == {
+        "spacetime",
+        "tangle:chat",
+    }
 
 
 def test_audit_finds_no_difference_then_each_planted_one(spark, archive):
