@@ -162,14 +162,14 @@ class _Reads:
         """Up to `limit` rows of `op`'s pages (ids as text); then `next` if more remain."""
         wanted, after = limit, arguments.pop("after", None)
         while wanted > 0:
-            page = render_body(self._call(op, {**arguments, "after": after, "limit": wanted}))
+            page = self._call(op, {**arguments, "after": after, "limit": wanted})
             rows = page[key][:wanted]
-            yield from rows
+            yield from render_body(rows)
             wanted -= len(rows)
-            after = page["next"]
+            after = page["next"]  # as the wire has it: the next request's `after`
             if after is None:
                 return
-        yield {"next": after}
+        yield {"next": render_body(after)}
 
     def _call(self, op: str, arguments: dict[str, Any]) -> dict[str, Any]:
         if self.store is None:

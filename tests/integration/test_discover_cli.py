@@ -8,6 +8,8 @@ import trio
 
 from tanglenode.node.localnet import Node
 from tanglenode.protocol.identity import parse_message_id
+from tanglenode.storage.store import FeedStore
+from tests.factories import Feed
 from tests.integration.test_cli_live import cli
 from tests.terminal import run_on_terminal
 
@@ -100,6 +102,22 @@ async def test_tangles_lists_each_tangle_the_same_running_or_stopped(tmp_path):
         refused = await cli(node, "tangles", *bad)
         assert refused.returncode == code, refused.stderr
         assert len(refused.stderr.decode().splitlines()) == 1
+
+
+async def test_tangles_walks_as_many_pages_as_the_limit_needs(tmp_path):
+    """Over one IPC page (1000 tangles) and back: the cursor each page hands on is used."""
+    node = Node(tmp_path, "many")
+    author = Feed("many-tangles")
+    roots = [author.root("chat" if index % 2 else "notes") for index in range(1003)]
+    with FeedStore(node.data_dir / "store") as store:
+        store.ingest([root.raw for root in roots])
+    stopped = rows(await cli(node, "tangles", "--limit", "1002", "--json"))
+    assert len(stopped) == 1002 and len({row["root"] for row in stopped}) == 1002
+    notes = rows(await cli(node, "tangles", "--name", "notes", "--limit", "5000", "--json"))
+    assert len(notes) == 502 and {row["tangle"] for row in notes} == {"notes"}
+    await node.start()
+    assert rows(await cli(node, "tangles", "--limit", "1002", "--json")) == stopped
+    assert await node.stop() == 0
 
 
 async def test_a_member_finds_the_group_it_was_added_to(tmp_path):
