@@ -43,13 +43,13 @@ DiscoveryRequest = TanglesRequest | GroupListRequest
 
 
 def _name(value: Any, field: str) -> str:
-    if (
-        type(value) is not str
-        or not value
-        or len(value.encode("utf-8", "surrogatepass")) > MAX_TANGLE_NAME_BYTES
-    ):
-        raise bad(f"{field} is a tangle name: text of 1 to {MAX_TANGLE_NAME_BYTES} bytes")
-    return value
+    if type(value) is str and 0 < len(value) <= MAX_TANGLE_NAME_BYTES:
+        try:
+            if len(value.encode("utf-8")) <= MAX_TANGLE_NAME_BYTES:
+                return value
+        except UnicodeEncodeError:  # a lone surrogate: no tangle is named so
+            pass
+    raise bad(f"{field} is a tangle name: text of 1 to {MAX_TANGLE_NAME_BYTES} UTF-8 bytes")
 
 
 def _after(fields: dict[str, Any]) -> Cursor | None:

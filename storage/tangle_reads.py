@@ -76,9 +76,10 @@ class TangleReads:
         """Up to `limit` tangles after `after` (named `name`, if given), in (root, name)
         order, and the cursor of the next page (None after the last)."""
         found: list[TangleInfo] = []
+        limit, scan = max(1, limit), max(1, scan)
         start = TANGLE_PREFIX + (tangle_key(*after) if after is not None else b"")
-        with self._env.begin() as txn:  # type: ignore[attr-defined]
-            cursor = txn.cursor(db=self._timeline_tables.names)  # type: ignore[attr-defined]
+        with self._env.begin() as txn:
+            cursor = txn.cursor(db=self._timeline_tables.names)
             if not cursor.set_range(start):
                 return found, None
             looked = 0
@@ -87,8 +88,8 @@ class TangleReads:
                 if key[:1] != TANGLE_PREFIX:
                     return found, None
                 key = bytes(key)
-                if key == start:
-                    continue  # `after` itself
+                if key == start or len(key) <= 2 + _ID:
+                    continue  # `after` itself (or a name no tangle has)
                 if looked >= scan or len(found) >= limit:
                     return found, reached
                 looked += 1
@@ -99,11 +100,11 @@ class TangleReads:
         return found, None
 
     def _tangle_info(self, txn, timeline: bytes, root: bytes, name: str) -> TangleInfo:
-        tables = self._timeline_tables  # type: ignore[attr-defined]
+        tables = self._timeline_tables
         meta = lookup_meta(txn, tables, timeline)
         assert meta is not None  # the name came from `tl-names`
         joined = lookup_meta(txn, tables, view_timeline(timeline, "joined"))
-        where = self._tables.message_ids  # type: ignore[attr-defined]
+        where = self._tables.message_ids
         held = txn.get(root, db=where)
         return TangleInfo(
             root=root,

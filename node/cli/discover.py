@@ -188,6 +188,15 @@ class _Reads:
         return DISCOVERY_READS[op](self.store, self.keypair, request)
 
 
+def _name(text: str) -> str:
+    """A tangle name from the command line (bytes that are not UTF-8 name no tangle)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise BadInput(f"{printable(text, 80)!r}: a tangle name is UTF-8 text") from None
+    return tangle_name(text)
+
+
 def _wire_after(spec: str | None) -> dict[str, Any] | None:
     """`--after NAME/ROOT` as the wire's `after`."""
     if spec is None:
@@ -195,7 +204,7 @@ def _wire_after(spec: str | None) -> dict[str, Any] | None:
     parsed = parse_timeline(spec, False)
     assert parsed is not None
     name, root = parsed
-    return {"root": root, "tangle": name}
+    return {"root": root, "tangle": _name(name)}
 
 
 def _more(rows: list[dict[str, Any]], command: str) -> list[dict[str, Any]]:
@@ -237,7 +246,7 @@ def show_tangles(
 ) -> None:
     arguments = {"after": _wire_after(after)}
     if only is not None:
-        arguments["name"] = tangle_name(only)
+        arguments["name"] = _name(only)
     with _Reads(obj) as reads:
         rows = _more(list(reads.pages("tangles", "tangles", arguments, limit)), "tangles")
     if as_json:

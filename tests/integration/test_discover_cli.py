@@ -98,7 +98,15 @@ async def test_tangles_lists_each_tangle_the_same_running_or_stopped(tmp_path):
 
     assert await node.stop() == 0
     assert rows(await cli(node, "tangles", "--json")) == running  # the store, read directly
-    for bad, code in ((("--after", "nonsense"), 3), (("--name", ""), 3), (("--limit", "0"), 2)):
+    bad_input = (
+        (("--after", "nonsense"), 3),
+        (("--after", "chat/%bad"), 3),
+        (("--name", ""), 3),
+        (("--name", "x" * 65), 3),
+        (("--name", "a\udcff"), 3),  # argv bytes that are not UTF-8
+        (("--limit", "0"), 2),
+    )
+    for bad, code in bad_input:
         refused = await cli(node, "tangles", *bad)
         assert refused.returncode == code, refused.stderr
         assert len(refused.stderr.decode().splitlines()) == 1
