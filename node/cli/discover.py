@@ -30,6 +30,7 @@ from tanglenode.node.cli.support import (
     BadInput,
     Context,
     NotFound,
+    call_node,
     emit_json,
     json_option,
     parse_timeline,
@@ -174,8 +175,6 @@ class _Reads:
     def _call(self, op: str, arguments: dict[str, Any]) -> dict[str, Any]:
         if self.store is None:
             import trio  # lazily: the running node's path only
-
-            from tanglenode.node.cli.support import call_node
 
             return trio.run(call_node, self.obj, op, arguments)
         from tanglenode.node.ipc_discovery import DISCOVERY_READS

@@ -66,15 +66,17 @@ async def test_tangles_lists_each_tangle_the_same_running_or_stopped(tmp_path):
     for text in ("one", "two"):
         await node.publish(text, {"chat": chat})
     notes = [(await node.publish(n, {"notes": None}))["id"] for n in ("a", "b")]
+    await node.publish("x", {"e\x1b[2Jvil": None})  # a name others chose: no escapes shown
 
     running = rows(await cli(node, "tangles", "--json"))
-    assert len(running) == 3
+    assert len(running) == 4
     (listed,) = [row for row in running if row["tangle"] == "chat"]
     assert parse_message_id(listed["root"]) == chat and listed["author"] == node.feed_id
     assert (listed["messages"], listed["joined"], listed["pending"]) == (3, 3, 0)
     assert listed["last"] > 0 and listed["version"] == 3
     only = rows(await cli(node, "tangles", "--name", "notes", "--json"))
     assert sorted(parse_message_id(row["root"]) for row in only) == sorted(notes)
+    assert "e\x1b[2Jvil" in {row["tangle"] for row in running}  # JSON keeps the text
 
     first = await cli(node, "tangles", "--limit", "1", "--json")  # then follow the hint
     hint = first.stderr.decode().strip().rpartition("--after ")[2]
@@ -95,6 +97,7 @@ async def test_tangles_lists_each_tangle_the_same_running_or_stopped(tmp_path):
     ]
     (chat_line,) = [line for line in lines if line.startswith("chat/")]
     assert chat_line.split()[:4] == [f"chat/{listed['root']}", "3", "3", "0"]
+    assert "\x1b" not in shown.output and any(line.startswith("e?[2Jvil/") for line in lines)
 
     assert await node.stop() == 0
     assert rows(await cli(node, "tangles", "--json")) == running  # the store, read directly
@@ -156,9 +159,15 @@ async def test_a_member_finds_the_group_it_was_added_to(tmp_path):
     await friend.wait_for_size(5, tangle="group", root=parse_message_id(group))
     (former,) = rows(await cli(friend, "group", "list", "--json"))
     assert (former["member"], former["members"], former["name"]) == (False, 1, "book club")
-    (hosted,) = rows(await cli(host, "group", "list", "--json"))
+    evil = await ok(host, "create", "bad\x07\nname")
+    listed = {row["group"]: row for row in rows(await cli(host, "group", "list", "--json"))}
+    hosted, other = listed[group], listed[evil]
     assert (hosted["member"], hosted["members"], hosted["epochs"]) == (True, 1, 2)
+    assert other["name"] == "bad\x07\nname" and other["member"]
+    shown = (await on_terminal(host, "group", "list")).output
+    assert len(shown.splitlines()) == 3 and shown.count("bad??name") == 1
 
     assert await friend.stop() == 0 and await host.stop() == 0
     assert rows(await cli(friend, "group", "list", "--json")) == [former]  # from the store
-    assert rows(await cli(host, "group", "list", "--json")) == [hosted]
+    from_store = rows(await cli(host, "group", "list", "--json"))
+    assert {row["group"]: row for row in from_store} == listed
