@@ -41,6 +41,7 @@ import trio
 
 from tanglenode.node.doc_ipc import DOC_REPLIES, DocWatch
 from tanglenode.node.failures import only
+from tanglenode.node.ipc_discovery import discovery_replies
 from tanglenode.node.network import Network
 from tanglenode.node.peers import PeerRegistry
 from tanglenode.node.service import StoreService
@@ -197,6 +198,7 @@ class IpcServer:
             "group-show": self._group_show,
             "group-timeline": self._group_timeline,
             **{op: functools.partial(reply, self.service) for op, reply in DOC_REPLIES.items()},
+            **discovery_replies(self.service, self.keypair),
         }
         self._streams = {
             "subscribe": self._subscribe,

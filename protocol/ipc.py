@@ -42,6 +42,7 @@ from tanglenode.protocol.canonical import (
 )
 from tanglenode.protocol.doc_ipc import DOC_PARSERS, DOC_STREAMING, DocRequest
 from tanglenode.protocol.errors import Reason
+from tanglenode.protocol.ipc_discovery import DISCOVERY_PARSERS, DiscoveryRequest
 from tanglenode.protocol.ipc_fields import (
     PAGE,
     ErrorKind,
@@ -220,6 +221,7 @@ Request = (
     | GroupShowRequest
     | GroupTimelineRequest
     | DocRequest
+    | DiscoveryRequest
 )
 
 
@@ -446,6 +448,7 @@ PARSERS: dict[str, Callable[[dict[str, Any], Limits], Request]] = {
     "group-show": _group_show,
     "group-timeline": _group_timeline,
     **DOC_PARSERS,
+    **DISCOVERY_PARSERS,
 }
 OPS = frozenset(PARSERS)
 

@@ -61,6 +61,7 @@ from tanglenode.storage.processor import (
     processed_seq,
 )
 from tanglenode.storage.store_reads import StoreReads
+from tanglenode.storage.tangle_reads import TangleReads
 from tanglenode.storage.tangles import tips_of
 from tanglenode.storage.timeline import (
     TimelineTables,
@@ -91,7 +92,7 @@ def feed_ordered(candidates: list[tuple[int, Message]]) -> list[tuple[int, Messa
     return ordered
 
 
-class FeedStore(StoreReads, TimelineReads, DocumentOps):
+class FeedStore(StoreReads, TimelineReads, TangleReads, DocumentOps):
     """Signed, append-only feeds in one LMDB environment (a directory)."""
 
     def __init__(

@@ -17,6 +17,7 @@ import lmdb
 from tanglenode.config.settings import ConfigError
 from tanglenode.node.cli.archive import export_command, import_command
 from tanglenode.node.cli.daemon import connect_command, peers, run, status
+from tanglenode.node.cli.discover import group_list, tangles, whoami
 from tanglenode.node.cli.doc_replay import doc_replay
 from tanglenode.node.cli.docs import doc_command
 from tanglenode.node.cli.feeds import check, feeds, forks, log_command, publish, show
@@ -67,9 +68,12 @@ for command in (
     group_command,
     doc_command,
     linearize_command,
+    whoami,
+    tangles,
 ):
     cli.add_command(command)
 doc_command.add_command(doc_replay)
+group_command.add_command(group_list)
 
 
 _BAD_INPUT = (

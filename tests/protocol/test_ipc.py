@@ -7,7 +7,7 @@ from pathlib import Path
 import msgpack
 import pytest
 
-from tanglenode.protocol import doc_ipc, ipc
+from tanglenode.protocol import doc_ipc, ipc, ipc_discovery
 from tanglenode.protocol.ipc import ErrorKind, RequestError, TimelineRef
 from tanglenode.protocol.limits import Limits
 from tanglenode.protocol.message import ROOT_LINK, TangleLink, sign_message
@@ -72,7 +72,7 @@ def test_an_unknown_op_is_named_back_cut_short():
 
 def test_every_op_has_a_parser_and_streams_are_ops():
     assert set(ipc.PARSERS) == ipc.OPS and ipc.STREAMING <= ipc.OPS
-    assert len(ipc.OPS) == 17 + len(doc_ipc.DOC_PARSERS)
+    assert len(ipc.OPS) == 17 + len(doc_ipc.DOC_PARSERS) + len(ipc_discovery.DISCOVERY_PARSERS)
 
 
 # -- each op's fields ------------------------------------------------------------------------
@@ -146,9 +146,10 @@ def test_each_bad_field_is_a_bad_request(op, fields):
 
 
 def test_every_op_is_checked_by_some_bad_field():
-    # The document ops' are tests/protocol/test_doc_ipc.py's.
+    # The document ops' are tests/protocol/test_doc_ipc.py's, the listings' test_ipc_discovery.py's.
     checked = {op for op, _fields in BAD_FIELDS.values()}
-    assert checked == ipc.OPS - {"status"} - set(doc_ipc.DOC_PARSERS)
+    others = set(doc_ipc.DOC_PARSERS) | set(ipc_discovery.DISCOVERY_PARSERS)
+    assert checked == ipc.OPS - {"status"} - others
 
 
 BAD_CONTENT = {
