@@ -65,6 +65,7 @@ def order_digest(ids) -> bytes:
 
 
 EMPTY = TimelineDigest(0, 0, order_digest(()))
+Named = tuple[bytes | None, str | None, TimelineDigest]  # root, tangle name, digest
 _SPACETIMES = (SPACETIME, b"\x03" + SPACETIME)  # rank and causal-time order
 
 
@@ -109,13 +110,13 @@ class DigestReads:
             reader = TimelineReader(txn, self._timeline_tables)  # type: ignore[attr-defined]
             return self._digest_in(reader, timeline)
 
-    def timeline_digests(self, limit: int) -> tuple[list[tuple[bytes, TimelineDigest]], bool]:
+    def timeline_digests(self, limit: int) -> tuple[list[Named], bool]:
         """The spacetime's digest, then those of the first `limit` tangles' timelines (all
-        members, rank order; by tangle key), as (timeline name, digest), read at one moment;
-        and whether more tangles were left out."""
+        members, rank order; by tangle key), as (root, tangle name, digest), the spacetime's
+        root and name None, read at one moment; and whether more tangles were left out."""
         with self._env.begin() as txn:  # type: ignore[attr-defined]
             reader = TimelineReader(txn, self._timeline_tables)  # type: ignore[attr-defined]
-            found = [(SPACETIME, self._digest_in(reader, SPACETIME))]
+            found: list[Named] = [(None, None, self._digest_in(reader, SPACETIME))]
             cursor = txn.cursor(db=self._timeline_tables.names)  # type: ignore[attr-defined]
             names: list[bytes] = []
             if cursor.set_range(b"\x01"):
@@ -123,7 +124,9 @@ class DigestReads:
                     if name[:1] != b"\x01" or len(names) > limit:
                         break
                     names.append(bytes(name))
-            found += [(name, self._digest_in(reader, name)) for name in names[:limit]]
+            for name in names[:limit]:
+                root, tangle = name[1:33], name[34:].decode("utf-8", "replace")
+                found.append((root, tangle, self._digest_in(reader, name)))
             return found, len(names) > limit
 
     def _digest_in(self, reader: TimelineReader, timeline: bytes) -> TimelineDigest:

@@ -81,10 +81,12 @@ def test_status_digests_are_the_spacetime_then_a_bounded_list_of_tangles(open_st
     roots = [Feed(f"t{n}").root(f"topic{n}") for n in range(4)]
     store.ingest([root.raw for root in roots])
     found, more = store.timeline_digests(2)
-    assert found[0][0] == SPACETIME and more
-    assert len(found) == 3 and all(d.count == 1 for _n, d in found[1:])
-    assert found[0][1].count == 4
+    assert found[0][:2] == (None, None) and more
+    assert len(found) == 3 and all(d.count == 1 for _r, _n, d in found[1:])
+    assert found[0][2] == store.timeline_digest(SPACETIME) and found[0][2].count == 4
     everything, more = store.timeline_digests(10)
     assert not more and len(everything) == 5
-    tangles = {store.timeline_name(root.id, f"topic{n}") for n, root in enumerate(roots)}
-    assert {name for name, _d in everything[1:]} == tangles
+    tangles = {(root.id, f"topic{n}") for n, root in enumerate(roots)}
+    assert {(root, name) for root, name, _d in everything[1:]} == tangles
+    for root, name, digest in everything[1:]:
+        assert digest == store.timeline_digest(store.timeline_name(root, name))
