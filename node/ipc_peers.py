@@ -173,8 +173,9 @@ class PeerOps:
         return {"dialing": request.address}
 
     async def disconnect(self, request: DisconnectRequest) -> dict[str, Any]:
-        """Stop dialing a peer and end its connections; `not-found` if it had neither."""
-        dialed, closed = self.network.disconnect(request.key)
+        """Stop dialing a peer and end its connections (replying once they ended);
+        `not-found` if it had neither."""
+        dialed, closed = await self.network.disconnect(request.key)
         if not dialed and not closed:
             raise RequestError(ErrorKind.NOT_FOUND, "not dialing or connected to that peer")
         return {"dialed": dialed, "connections": closed}

@@ -39,6 +39,7 @@ LAST_RETRY = 30.0
 CONNECT_SECONDS = 5.0
 STEADY_SECONDS = 10.0
 MAX_DIALERS = 1000
+DISCONNECT_SECONDS = 5.0  # a goodbye takes at most transport.GOODBYE_SECONDS
 
 
 class TooManyDialers(Exception):
@@ -76,12 +77,12 @@ class Network:
                 reason = await gossip(
                     secure, self.service, peer, max_peer_feeds=self.max_peer_feeds
                 )
-            if session.cancelled_caught and not self.closing:
-                reason = "disconnected (tangled disconnect)"
         except Exception as error:  # a bug of ours: drop this peer, keep serving the others
             log.exception("peer connection failed", peer=feed_text(secure.peer))
             reason = f"internal error: {error!r}"
         finally:
+            if reason is None and session.cancel_called and not self.closing:
+                reason = "closed here (tangled disconnect)"
             self._sessions.pop(session, None)
             self._ended.set()
             self._ended = trio.Event()
@@ -139,9 +140,9 @@ class Network:
             if self._dialing.get(key) is scope:
                 del self._dialing[key]
 
-    def disconnect(self, key: bytes) -> tuple[bool, int]:
-        """Stop dialing `key` and end its connections (each says goodbye); whether it was
-        dialed, and how many connections are ending."""
+    async def disconnect(self, key: bytes) -> tuple[bool, int]:
+        """Stop dialing `key` and end its connections, each with its goodbye; returns once
+        they ended (within `DISCONNECT_SECONDS`): whether it was dialed, and how many."""
         dialer = self._dialing.pop(key, None)
         if dialer is not None:
             dialer.cancel()
@@ -149,6 +150,9 @@ class Network:
         sessions = [scope for scope, peer in self._sessions.items() if peer == key]
         for session in sessions:
             session.cancel()
+        with trio.move_on_after(DISCONNECT_SECONDS):
+            while any(session in self._sessions for session in sessions):
+                await self._ended.wait()
         return dialer is not None, len(sessions)
 
     async def dial_forever(self, address: str, key: bytes) -> None:
