@@ -21,10 +21,14 @@ import tomllib
 from pathlib import Path
 
 from tanglenode.config.settings import ConfigError, load_settings
-from tanglenode.protocol.errors import BadIdentifier
+from tanglenode.protocol.errors import BadIdentifier, TanglenodeError
 from tanglenode.protocol.identity import parse_feed
 
-__all__ = ["peer_table", "save_peer"]
+__all__ = ["ConfigNotWritten", "peer_table", "save_peer"]
+
+
+class ConfigNotWritten(TanglenodeError):
+    """The config file could not be read or replaced (permissions, a full disk, ...)."""
 
 
 def peer_table(address: str, key: str) -> str:
@@ -37,8 +41,18 @@ def save_peer(config: Path, address: str, key: str) -> bool:
 
     Raises `FileNotFoundError` without a config file, `ConfigError` if the
     file is invalid now, names the key at another address, or would not
-    stay valid.
+    stay valid, and `ConfigNotWritten` when the system refuses the write.
     """
+    try:
+        return _save_peer(config, address, key)
+    except OSError as error:
+        if isinstance(error, FileNotFoundError) and error.args == (config,):
+            raise
+        reason = error.strerror or str(error)
+        raise ConfigNotWritten(f"cannot save the peer in {config}: {reason}") from None
+
+
+def _save_peer(config: Path, address: str, key: str) -> bool:
     if not config.is_file():
         raise FileNotFoundError(config)
     load_settings(config, environ={})  # refuses a file that is invalid (or too large) now

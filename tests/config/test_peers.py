@@ -1,8 +1,11 @@
 """`tangled.toml` gaining a peer (`connect --save`) and `init`'s listen and peers."""
 
+import errno
+
 import pytest
 
-from tanglenode.config.peers import save_peer
+from tanglenode.config import peers as peers_module
+from tanglenode.config.peers import ConfigNotWritten, save_peer
 from tanglenode.config.settings import ConfigError, load_settings
 from tanglenode.config.template import render_config
 from tanglenode.protocol.identity import feed_text
@@ -46,6 +49,21 @@ def test_a_peer_that_would_break_the_config_is_refused_and_the_file_left_alone(t
     config.write_text("listen = 5\n")  # invalid already: refused, not made worse
     with pytest.raises(ConfigError, match="listen"):
         save_peer(config, "10.0.0.3:8008", BOB)
+
+
+def test_a_write_the_system_refuses_is_one_clear_error(tmp_path, monkeypatch):
+    config = tmp_path / "tangled.toml"
+    config.write_text(render_config(tmp_path / "data"))
+
+    def disk_full(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(peers_module.os, "replace", disk_full)
+    with pytest.raises(ConfigNotWritten, match=r"cannot save the peer in .*No space left"):
+        save_peer(config, "10.0.0.2:8008", ALICE)
+    monkeypatch.undo()
+    assert load_settings(config, environ={}).peers == []
+    assert list(tmp_path.glob(".tangled-*")) == []
 
 
 def test_init_renders_listen_and_peers(tmp_path):

@@ -78,6 +78,9 @@ async def test_two_nodes_agree_in_one_line_and_status_shows_peers_as_they_are(tm
     assert "s ago: closed here (tangled disconnect))" in peer_line
     unknown = await cli(here, "disconnect", there.feed_id)
     assert unknown.returncode == 4 and b"not dialing or connected" in unknown.stderr
+    for bad in ("@nope", "10.0.0.1:1"):
+        refused = await cli(here, "disconnect", bad)
+        assert refused.returncode == 3 and len(refused.stderr.splitlines()) == 1
 
     assert await here.stop() == 0 and await there.stop() == 0
     stopped = await ok(here, "timeline", chat, "--digest")  # the store, read directly
