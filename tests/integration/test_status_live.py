@@ -65,6 +65,8 @@ async def test_two_nodes_agree_in_one_line_and_status_shows_peers_as_they_are(tm
     shown = run_on_terminal(["status"], data_dir=there.data_dir)
     peer_line = next(line for line in shown.output.splitlines() if here.feed_id in line)
     assert "inbound" in peer_line and "127.0.0.1" not in peer_line
+    listed = await ok(there, "peers")
+    assert listed.startswith(f"{here.feed_id}  inbound  connected")
     connected = [e for e in here.log_lines() if e.get("event") == "peer connected"]
     assert connected and connected[0]["peer"] == there.feed_id  # logs name peers as the CLI
 
