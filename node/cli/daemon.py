@@ -12,7 +12,6 @@ from typing import Any
 import click
 import trio
 
-from tanglenode.config.peers import save_peer
 from tanglenode.config.secret import read_secret
 from tanglenode.config.settings import load_settings
 from tanglenode.node.cli.digest import digest_rows, digests_json
@@ -160,6 +159,8 @@ def connect_command(obj: Context, address: str, key: str, save: bool, as_json: b
     peer = parse_feed(key)
     saved = None
     if save:
+        from tanglenode.config.peers import save_peer  # only here: the rest need not load it
+
         try:
             added = save_peer(obj.config_file, address, feed_text(peer))
         except FileNotFoundError:
