@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from pathlib import Path
 
+from tanglenode.config.peers import peer_table
 from tanglenode.config.settings import DEFAULT_NETWORK_KEY, Settings
 
 TEMPLATE = """\
@@ -15,7 +18,7 @@ TEMPLATE = """\
 data_dir = "{data_dir}"
 
 # TCP address the node accepts peers on.
-listen = "{listen}"
+listen = {listen}
 
 # Unix socket for local programs (default: <data_dir>/tangled.sock).
 # ipc_socket = "/run/tangled/tangled.sock"
@@ -30,7 +33,8 @@ network_key = "{network_key}"
 log_format = "auto"
 log_level = "info"
 
-# Peers to dial, each as a table:
+# Peers to dial, each as a table (`tangled connect HOST:PORT @FEED --save` adds one
+# at the end of this file):
 # [[peers]]
 # address = "127.0.0.1:8009"
 # key = "@...feed id of that node..."
@@ -51,17 +55,26 @@ map_size = {storage.map_size}
 max_peer_feeds = {gossip.max_peer_feeds}
 # Check received messages' signatures in a worker process, on a second core (false: a thread).
 verify_in_process = {verify_in_process}
-"""
+{peers}"""
 
 
-def render_config(data_dir: Path, network_key: str = DEFAULT_NETWORK_KEY) -> str:
+def render_config(
+    data_dir: Path,
+    network_key: str = DEFAULT_NETWORK_KEY,
+    *,
+    listen: str | None = None,
+    peers: Sequence[tuple[str, str]] = (),
+) -> str:
+    """The commented config; `listen` (default the settings') and `peers`, (address, feed
+    id) each, to dial. The caller validates what it wrote (`load_settings`)."""
     defaults = Settings(data_dir=data_dir)
     return TEMPLATE.format(
         data_dir=str(data_dir).replace("\\", "\\\\").replace('"', '\\"'),
-        listen=defaults.listen,
+        listen=json.dumps(listen or defaults.listen),
         network_key=network_key,
         limits=defaults.limits,
         storage=defaults.storage,
         gossip=defaults.gossip,
         verify_in_process=str(defaults.gossip.verify_in_process).lower(),
+        peers="".join("\n" + peer_table(address, key) for address, key in peers),
     )

@@ -144,8 +144,8 @@ async def _run_node(settings: Settings, keypair: Keypair, notifier: Notifier) ->
                     socket_path = await nursery.start(ipc.serve, settings.ipc_socket_path)
                 except (OSError, BaseExceptionGroup) as error:
                     raise _cannot(f"serve IPC on {settings.ipc_socket_path}", error) from None
-                for peer in settings.peers:
-                    nursery.start_soon(network.dial_forever, peer.address, parse_feed(peer.key))
+                for peer in settings.peers:  # `tangled disconnect` may stop any of them
+                    network.dial(nursery, peer.address, parse_feed(peer.key))
                 nursery.start_soon(notifier.watchdog)
                 notifier.send(
                     "READY=1",

@@ -68,7 +68,7 @@ from tanglenode.protocol.gossip import (
     PeerMessages,
     PeerWants,
 )
-from tanglenode.protocol.identity import message_id
+from tanglenode.protocol.identity import feed_text, message_id
 from tanglenode.storage.ingest import IngestResult, Outcome
 
 log = structlog.get_logger("gossip")
@@ -344,7 +344,7 @@ async def gossip(
         broken = [leaf for leaf in leaves(error) if isinstance(leaf, RemoteProtocolError)]
         if broken:
             reason = "; ".join(str(leaf) for leaf in broken)
-            log.warning("peer dropped", peer=secure.peer.hex()[:16], reason=reason)
+            log.warning("peer dropped", peer=feed_text(secure.peer), reason=reason)
             return reason
         lost = [leaf for leaf in leaves(error) if isinstance(leaf, _LOST)]
         return f"connection lost: {lost[0]}" if lost else None

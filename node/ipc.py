@@ -14,7 +14,9 @@ checks, reply and event bodies, `ErrorKind`). This module moves frames,
 dispatches each checked request through one table (op name -> handler),
 reads the store through `StoreService`'s typed reads, and maps the errors
 an operation raises to an `ErrorKind` in one place (`ERROR_KINDS`). The
-document ops' handlers and `doc-watch`'s pages are `node/doc_ipc.py`'s.
+document ops' handlers and `doc-watch`'s pages are `node/doc_ipc.py`'s;
+the node's and its peers' (`status`, `peers`, `clock`, `connect`,
+`disconnect`) are `node/ipc_peers.py`'s.
 
 A timeline subscription reads the timeline's command log from the version
 the client names, then waits for the store to change and reads on. The log
@@ -42,6 +44,7 @@ import trio
 from tanglenode.node.doc_ipc import DOC_REPLIES, DocWatch
 from tanglenode.node.failures import only
 from tanglenode.node.ipc_discovery import discovery_replies
+from tanglenode.node.ipc_peers import PeerOps
 from tanglenode.node.network import Network
 from tanglenode.node.peers import PeerRegistry
 from tanglenode.node.service import StoreService
@@ -53,13 +56,9 @@ from tanglenode.protocol.framing import MAX_IPC_FRAME as MAX_FRAME
 from tanglenode.protocol.framing import FrameDecoder, FrameError, encode_frame
 from tanglenode.protocol.identity import Keypair
 from tanglenode.protocol.ipc import (
-    BEHIND_SHOWN,
     PAGE,
     PAGE_BYTES,
-    STATUS_LIST,
-    ClockRequest,
     CommandsRequest,
-    ConnectRequest,
     ErrorKind,
     GetRequest,
     GroupAddRequest,
@@ -68,17 +67,16 @@ from tanglenode.protocol.ipc import (
     GroupPostRequest,
     GroupShowRequest,
     GroupTimelineRequest,
-    PeersRequest,
     PlacementRequest,
     PublishRequest,
     RequestError,
-    StatusRequest,
     SubscribeRequest,
     TimelineRef,
     TimelineRequest,
     WatchProcessedRequest,
     bounded_content,
     delete_command,
+    digest_body,
     insert_command,
     message_body,
     move_command,
@@ -108,8 +106,6 @@ from tanglenode.storage.timeline import Command, Delete, Insert
 __all__ = ["ERROR_KINDS", "MAX_FRAME", "IpcServer", "error_kind", "error_reply"]
 
 log = structlog.get_logger("ipc")
-
-MAX_DIALERS = 1000
 
 # The error kind a client sees, by the error class an operation raised (first
 # match wins; anything else is `internal`). Stable codes, never class names.
@@ -174,8 +170,7 @@ class IpcServer:
     status_extra: dict[str, Any] = field(default_factory=dict)
     queue_frames: int = 64
     send_seconds: float = 10.0
-    _dialers: trio.Nursery | None = None
-    _dialing: dict[bytes, trio.CancelScope] = field(default_factory=dict)
+    _peer_ops: PeerOps = field(init=False, repr=False)
     _replies: dict[str, Reply] = field(init=False, repr=False)
     _streams: dict[str, Stream] = field(init=False, repr=False)
 
@@ -187,10 +182,6 @@ class IpcServer:
             "timeline": self._timeline,
             "commands": self._commands,
             "placement": self._placement,
-            "status": self._status,
-            "peers": self._peers,
-            "clock": self._clock,
-            "connect": self._connect,
             "group-create": self._group_create,
             "group-add": self._group_add,
             "group-exclude": self._group_exclude,
@@ -200,6 +191,10 @@ class IpcServer:
             **{op: functools.partial(reply, self.service) for op, reply in DOC_REPLIES.items()},
             **discovery_replies(self.service, self.keypair),
         }
+        self._peer_ops = PeerOps(
+            self.service, self.registry, self.network, self.keypair, self.status_extra
+        )
+        self._replies |= self._peer_ops.replies()
         self._streams = {
             "subscribe": self._subscribe,
             "watch-processed": self._watch_processed,
@@ -221,7 +216,7 @@ class IpcServer:
         listener = trio.SocketListener(sock)
         try:
             async with trio.open_nursery() as nursery:
-                self._dialers = nursery
+                self._peer_ops.dialers = nursery
                 task_status.started(path)
                 await trio.serve_listeners(self._client, [listener])
         finally:
@@ -299,6 +294,9 @@ class IpcServer:
 
     async def _timeline(self, request: TimelineRequest) -> dict[str, Any]:
         name = _timeline_name(request.timeline)
+        if request.digest:  # storage/digest.py: on demand, cached by version
+            found = await self.service.digest(name)
+            return digest_body(found.version, found.count, found.digest)
         window = request.window
         if window is not None:  # seed 001's time window, from the time index
             version, first, entries = await self.service.timeline_window(
@@ -372,102 +370,6 @@ class IpcServer:
             if "content" in row:
                 row["content"] = bounded_content(row["content"])
         return {"entries": rows}
-
-    # -- the node and its peers: every reply bounded, whatever peers advertise --------
-
-    async def _status(self, request: StatusRequest) -> dict[str, Any]:
-        """A summary: counts, and at most `STATUS_LIST` forks, stalls and peers each."""
-        invalid = dict(self.service.invalid)
-        stalled = await self.service.stalls()
-        forked = set(invalid)
-        ours = self.service.clock
-        peers = list(self.registry.peers.values())
-        shown = [self._peer(peer, ours, forked) for peer in peers[:STATUS_LIST]]
-        return {
-            "feed": self.keypair.public,
-            "feeds": len(ours),
-            "messages": sum(ours.values()),
-            "forks": [[author, seq] for author, seq in list(invalid.items())[:STATUS_LIST]],
-            "forks_total": len(invalid),
-            "final": await self.service.final(),
-            "stalls": [
-                {"feed": x.feed, "seq": x.seq, "waits_for": [x.needs_feed, x.needs_seq]}
-                for x in stalled[:STATUS_LIST]
-            ],
-            "stalls_total": len(stalled),
-            "peers": shown,
-            "peers_total": len(peers),
-            "peers_connected": sum(peer.connected for peer in peers),
-            "truncated": len(invalid) > STATUS_LIST
-            or len(stalled) > STATUS_LIST
-            or len(peers) > STATUS_LIST,
-            **self.status_extra,
-        }
-
-    async def _peers(self, request: PeersRequest) -> dict[str, Any]:
-        """A page of peers (`start`, `limit` up to `MAX_PEERS_PAGE`), each summarised."""
-        start, limit = request.start, request.limit
-        forked = set(self.service.invalid)
-        peers = list(self.registry.peers.values())
-        page = peers[start : start + limit]
-        following = start + len(page)
-        return {
-            "peers": [self._peer(peer, self.service.clock, forked) for peer in page],
-            "total": len(peers),
-            "next": following if following < len(peers) else None,
-        }
-
-    async def _clock(self, request: ClockRequest) -> dict[str, Any]:
-        """A page of a vector clock, in feed order: ours, or the one `peer` advertised."""
-        start, limit = request.start, request.limit
-        if request.peer is None:
-            clock = self.service.clock
-        else:
-            if request.peer not in self.registry.peers:
-                raise RequestError(ErrorKind.NOT_FOUND, "no such peer")
-            clock = self.registry.peers[request.peer].clock
-        feeds = sorted(clock)
-        page = feeds[start : start + limit]
-        following = start + len(page)
-        return {
-            "entries": [[feed, clock[feed]] for feed in page],
-            "total": len(feeds),
-            "next": following if following < len(feeds) else None,
-        }
-
-    def _peer(self, peer, ours, forked) -> dict[str, Any]:
-        behind = peer.behind(ours, forked)
-        return {
-            "key": peer.key,
-            "address": short(peer.address),
-            "connected": peer.connected,
-            "direction": peer.direction,
-            "received": peer.received,
-            "sent": peer.sent,
-            "caught_up": peer.connected and not behind and bool(peer.clock or peer.since),
-            "behind": dict(sorted(behind.items())[:BEHIND_SHOWN]),
-            "behind_feeds": len(behind),
-            "behind_messages": sum(behind.values()),
-            "clock_feeds": len(peer.clock),
-            "last_error": short(peer.last_error),
-        }
-
-    async def _connect(self, request: ConnectRequest) -> dict[str, Any]:
-        """Dial a peer (and keep redialing it); a second connect to one key replaces the first."""
-        address, key = request.address, request.key
-        if key not in self._dialing and len(self._dialing) >= MAX_DIALERS:
-            raise RequestError(ErrorKind.BAD_REQUEST, f"already dialing {MAX_DIALERS} peers")
-        assert self._dialers is not None
-        if key in self._dialing:
-            self._dialing.pop(key).cancel()
-        scope = trio.CancelScope()
-        self._dialing[key] = scope
-        self._dialers.start_soon(self._dial, scope, address, key)
-        return {"dialing": address}
-
-    async def _dial(self, scope: trio.CancelScope, address: str, key: bytes) -> None:
-        with scope:
-            await self.network.dial_forever(address, key)
 
     # -- streams ------------------------------------------------------------------------
 

@@ -6,6 +6,13 @@ to 30 s (with jitter so restarted nodes do not dial in lockstep), and
 starts again from the shortest wait after a connection that lasted. The
 jitter comes from the network's own `random.Random` (`rng`), which a test
 can seed, never from the global one.
+
+Dialers are kept by peer key (`dial`): the configured peers' and those
+`connect` adds, one each, a second dial of a key replacing the first.
+`disconnect(key)` stops a peer's dialer and ends its connections, each
+with its goodbye; a peer that dials us may come back (we do not refuse it).
+
+Logs name a peer by its feed id, `@…`, as the command line does.
 """
 
 from __future__ import annotations
@@ -23,7 +30,7 @@ from tanglenode.node.service import StoreService
 from tanglenode.node.transport import HandshakeFailed, client_handshake, server_handshake
 from tanglenode.protocol.address import BadAddress, parse_address
 from tanglenode.protocol.gossip import DEFAULT_MAX_FEEDS
-from tanglenode.protocol.identity import Keypair
+from tanglenode.protocol.identity import Keypair, feed_text
 
 log = structlog.get_logger("network")
 
@@ -31,6 +38,12 @@ FIRST_RETRY = 0.25
 LAST_RETRY = 30.0
 CONNECT_SECONDS = 5.0
 STEADY_SECONDS = 10.0
+MAX_DIALERS = 1000
+DISCONNECT_SECONDS = 5.0  # a goodbye takes at most transport.GOODBYE_SECONDS
+
+
+class TooManyDialers(Exception):
+    """`dial` of a new key while `MAX_DIALERS` keys are dialed already."""
 
 
 @dataclass
@@ -46,7 +59,8 @@ class Network:
     on_change: Callable[[], None] = lambda: None  # told when a peer connects or leaves
     rng: random.Random = field(default_factory=random.Random)  # the dialers' retry jitter
     closing: bool = field(default=False, init=False)  # set by `say_goodbye`: no new peers
-    _sessions: set[trio.CancelScope] = field(default_factory=set, init=False, repr=False)
+    _sessions: dict[trio.CancelScope, bytes] = field(default_factory=dict, init=False, repr=False)
+    _dialing: dict[bytes, trio.CancelScope] = field(default_factory=dict, init=False, repr=False)
     _ended: trio.Event = field(default_factory=trio.Event, init=False, repr=False)
 
     async def _converse(self, secure, direction: str, address: str | None) -> None:
@@ -54,24 +68,26 @@ class Network:
             await secure.aclose()
             return
         peer = self.registry.connected(secure.peer, direction, address)
-        log.info("peer connected", peer=secure.peer.hex()[:16], direction=direction)
+        log.info("peer connected", peer=feed_text(secure.peer), direction=direction)
         self.on_change()
         reason = None
         try:
-            with trio.CancelScope() as session:  # `say_goodbye` cancels it
-                self._sessions.add(session)
+            with trio.CancelScope() as session:  # `say_goodbye` and `disconnect` cancel it
+                self._sessions[session] = secure.peer
                 reason = await gossip(
                     secure, self.service, peer, max_peer_feeds=self.max_peer_feeds
                 )
         except Exception as error:  # a bug of ours: drop this peer, keep serving the others
-            log.exception("peer connection failed", peer=secure.peer.hex()[:16])
+            log.exception("peer connection failed", peer=feed_text(secure.peer))
             reason = f"internal error: {error!r}"
         finally:
-            self._sessions.discard(session)
+            if reason is None and session.cancel_called and not self.closing:
+                reason = "closed here (tangled disconnect)"
+            self._sessions.pop(session, None)
             self._ended.set()
             self._ended = trio.Event()
             self.registry.disconnected(secure.peer, reason)
-            log.info("peer disconnected", peer=secure.peer.hex()[:16], reason=reason)
+            log.info("peer disconnected", peer=feed_text(secure.peer), reason=reason)
             self.on_change()
 
     async def say_goodbye(self) -> None:
@@ -104,6 +120,41 @@ class Network:
             return
         await self._converse(secure, "in", address)
 
+    def dial(self, nursery: trio.Nursery, address: str, key: bytes) -> None:
+        """Keep a connection to `key` at `address` (`dial_forever`, in `nursery`), replacing
+        any dialer of that key; `TooManyDialers` past `MAX_DIALERS` keys."""
+        if key not in self._dialing and len(self._dialing) >= MAX_DIALERS:
+            raise TooManyDialers(f"already dialing {MAX_DIALERS} peers")
+        if key in self._dialing:
+            self._dialing.pop(key).cancel()
+        scope = trio.CancelScope()
+        self._dialing[key] = scope
+        self.registry.dialing(key, address)  # shown (dialed) from now on
+        nursery.start_soon(self._dial, scope, address, key)
+
+    async def _dial(self, scope: trio.CancelScope, address: str, key: bytes) -> None:
+        try:
+            with scope:
+                await self.dial_forever(address, key)
+        finally:
+            if self._dialing.get(key) is scope:
+                del self._dialing[key]
+
+    async def disconnect(self, key: bytes) -> tuple[bool, int]:
+        """Stop dialing `key` and end its connections, each with its goodbye; returns once
+        they ended (within `DISCONNECT_SECONDS`): whether it was dialed, and how many."""
+        dialer = self._dialing.pop(key, None)
+        if dialer is not None:
+            dialer.cancel()
+            self.registry.undialed(key)
+        sessions = [scope for scope, peer in self._sessions.items() if peer == key]
+        for session in sessions:
+            session.cancel()
+        with trio.move_on_after(DISCONNECT_SECONDS):
+            while any(session in self._sessions for session in sessions):
+                await self._ended.wait()
+        return dialer is not None, len(sessions)
+
     async def dial_forever(self, address: str, key: bytes) -> None:
         """Keep a connection to the peer at `address` whose public key is `key`.
 
@@ -119,10 +170,10 @@ class Network:
             try:
                 await self._dial_once(address, key)
             except (OSError, trio.TooSlowError, HandshakeFailed, BadAddress) as failure:
-                peer.last_error = f"dial {address}: {failure}"[:300]
+                peer.failed(f"dial {address}: {failure}"[:300])
             except Exception as failure:  # a bug of ours, or a resolver's surprise: retry
                 log.warning("dial failed", address=address, error=repr(failure)[:300])
-                peer.last_error = f"dial {address}: {failure!r}"[:300]
+                peer.failed(f"dial {address}: {failure!r}"[:300])
             else:
                 if trio.current_time() - began > STEADY_SECONDS:
                     wait = FIRST_RETRY

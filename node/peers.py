@@ -9,6 +9,12 @@ fork evidence excepted, as P may hold the other branch).
 Memory stays bounded whoever connects: a peer's clock is dropped when its
 last connection ends, and of the peers we do not dial ourselves only the
 `RECENT` most recently disconnected are remembered (for `status`).
+
+A peer's `address` is where we reach it: the one we dial, never the
+temporary source port of a connection it opened to us (that is `source`,
+kept only while connected). Its last error is dropped when a connection
+succeeds, and remembers when it happened (`error_age`), so a status never
+shows an old failure as if it were current.
 """
 
 from __future__ import annotations
@@ -30,11 +36,23 @@ class PeerState:
     received: int = 0
     sent: int = 0
     last_error: str | None = None
+    error_at: float = 0.0  # time.time() of last_error
     dialed: bool = False  # we keep a connection to it (config or `connect`)
+    source: str | None = None  # an inbound connection's remote address, while connected
 
     @property
     def connected(self) -> bool:
         return self.connections > 0
+
+    def failed(self, reason: str | None) -> None:
+        """Remember why the last connection (or dial) ended, and when."""
+        self.last_error, self.error_at = reason, time.time()
+
+    def error_age(self, now: float | None = None) -> float | None:
+        """Seconds since `last_error`, None without one."""
+        if self.last_error is None:
+            return None
+        return max(0.0, (time.time() if now is None else now) - self.error_at)
 
     def behind(self, ours: dict[bytes, int], forked: set[bytes] = frozenset()) -> dict[bytes, int]:
         """Feeds where the peer has more than we do: feed -> how many messages we lack."""
@@ -64,17 +82,28 @@ class PeerRegistry:
         peer = self.state(key)
         peer.connections += 1
         peer.direction, peer.since = direction, time.time()
-        peer.address = address or peer.address
+        if direction == "in":
+            peer.source = address
+        else:
+            peer.address = address or peer.address
+        if peer.connections == 1:  # what ended the last connection is over now
+            peer.last_error = None
         peer.clock = {}
         return peer
+
+    def undialed(self, key: bytes) -> None:
+        """We stopped dialing `key` (`tangled disconnect`): it may be forgotten as others."""
+        if key in self.peers:
+            self.peers[key].dialed = False
 
     def disconnected(self, key: bytes, reason: str | None) -> None:
         peer = self.state(key)
         peer.connections -= 1
-        peer.last_error = reason
+        if reason is not None or not peer.connected:
+            peer.failed(reason)
         if peer.connected:
             return
-        peer.clock = {}
+        peer.clock, peer.source = {}, None
         # Most recently disconnected last; forget the oldest peers we do not dial.
         self.peers[key] = self.peers.pop(key)
         transient = [k for k, p in self.peers.items() if not p.dialed and not p.connected]

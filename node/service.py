@@ -34,6 +34,7 @@ from tanglenode.protocol.identity import Keypair
 from tanglenode.protocol.limits import MAX_SEQ
 from tanglenode.protocol.message import Message
 from tanglenode.storage import groups
+from tanglenode.storage.digest import TimelineDigest
 from tanglenode.storage.document_rows import (
     BlameSpan,
     DocumentInfo,
@@ -188,6 +189,14 @@ class StoreService:
     ) -> list[tuple[int, Message | None]]:
         """(index, message) of a page of the processed order from `start`."""
         return await self._reading(self.store.processed_page, start, limit, max_bytes)
+
+    async def digest(self, name: bytes) -> TimelineDigest:
+        """A timeline's digest and count (storage/digest.py: on demand, cached by version)."""
+        return await self._reading(self.store.timeline_digest, name)
+
+    async def digests(self, limit: int) -> tuple[list[tuple[bytes, TimelineDigest]], bool]:
+        """The spacetime's digest, then up to `limit` tangles'; whether some were left out."""
+        return await self._reading(self.store.timeline_digests, limit)
 
     async def stalls(self) -> list[Stall]:
         return await self._reading(self.store.stalls)

@@ -60,6 +60,7 @@ MAX_ENTRIES = 50_000  # timeline entries or commands per reply: ~2.5 MiB at most
 MAX_PEERS_PAGE = 500  # peers per `peers` reply
 MAX_CLOCK_PAGE = 20_000  # clock entries per `clock` reply: ~900 KiB
 STATUS_LIST = 100  # forks, stalls and peers shown by `status`; the rest are counted
+STATUS_DIGESTS = 32  # tangles' digests in `status` (after the spacetime's); the rest are not
 BEHIND_SHOWN = 16  # feeds of each peer's `behind` map shown in `peers`
 MAX_ERROR_TEXT = 1000  # an error reply's message
 MAX_OP_SHOWN = 64  # an unknown op, as quoted back
@@ -104,6 +105,7 @@ class TimelineRequest:
     start: int
     limit: int
     window: TimeWindow | None = None  # causal-time order only: seed 001's time window
+    digest: bool = False  # the order's digest and count instead of its entries
 
 
 WINDOW_MODES = ("implied", "strict")
@@ -134,7 +136,7 @@ class PlacementRequest:
 
 @dataclass(frozen=True, slots=True)
 class StatusRequest:
-    pass
+    digests: bool = False  # add the timelines' digests (computed on demand: not free)
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,6 +155,11 @@ class ClockRequest:
 @dataclass(frozen=True, slots=True)
 class ConnectRequest:
     address: str
+    key: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class DisconnectRequest:
     key: bytes
 
 
@@ -212,6 +219,7 @@ Request = (
     | PeersRequest
     | ClockRequest
     | ConnectRequest
+    | DisconnectRequest
     | SubscribeRequest
     | WatchProcessedRequest
     | GroupCreateRequest
@@ -317,11 +325,23 @@ def _get(fields: dict[str, Any], limits: Limits) -> GetRequest:
     return GetRequest(message_id(fields, "message", "message"))
 
 
+def flag(fields: dict[str, Any], key: str) -> bool:
+    """An optional true/false field (absent or nil: false)."""
+    value = fields.get(key)
+    if value is not None and type(value) is not bool:
+        raise bad(f"{key} is true or false")
+    return bool(value)
+
+
 def _timeline(fields: dict[str, Any], limits: Limits) -> TimelineRequest:
     timeline = timeline_ref(fields)
     start = count(fields, "start", 0)
     limit = count(fields, "limit", PAGE, MAX_ENTRIES)
-    return TimelineRequest(timeline, start, limit, _window(fields, timeline))
+    window = _window(fields, timeline)
+    digest = flag(fields, "digest")
+    if digest and window is not None:
+        raise bad("a digest is of the whole timeline, not of a time window")
+    return TimelineRequest(timeline, start, limit, window, digest)
 
 
 def _window(fields: dict[str, Any], timeline: TimelineRef) -> TimeWindow | None:
@@ -357,7 +377,7 @@ def _placement(fields: dict[str, Any], limits: Limits) -> PlacementRequest:
 
 
 def _status(fields: dict[str, Any], limits: Limits) -> StatusRequest:
-    return StatusRequest()
+    return StatusRequest(flag(fields, "digests"))
 
 
 def _peers(fields: dict[str, Any], limits: Limits) -> PeersRequest:
@@ -383,6 +403,10 @@ def _connect(fields: dict[str, Any], limits: Limits) -> ConnectRequest:
     if type(key) is not bytes or len(key) != 32:
         raise bad("connect needs the peer's 32-byte key")
     return ConnectRequest(address, key)  # type: ignore[arg-type]  # parse_address: a str
+
+
+def _disconnect(fields: dict[str, Any], limits: Limits) -> DisconnectRequest:
+    return DisconnectRequest(message_id(fields, "key", "key (the peer's 32-byte feed key)"))
 
 
 def _subscribe(fields: dict[str, Any], limits: Limits) -> SubscribeRequest:
@@ -439,6 +463,7 @@ PARSERS: dict[str, Callable[[dict[str, Any], Limits], Request]] = {
     "peers": _peers,
     "clock": _clock,
     "connect": _connect,
+    "disconnect": _disconnect,
     "subscribe": _subscribe,
     "watch-processed": _watch_processed,
     "group-create": _group_create,
@@ -538,6 +563,11 @@ def delete_command(pos: int, version: int | None = None) -> dict[str, Any]:
     """`{"del": pos}`, with `"v"` first in a stream."""
     wire = {"del": pos}
     return wire if version is None else {"v": version, **wire}
+
+
+def digest_body(version: int, count: int, digest: bytes) -> dict[str, Any]:
+    """A timeline's digest as replies carry it: `{version, count, digest}` (32 bytes)."""
+    return {"version": version, "count": count, "digest": digest}
 
 
 def processed_entry(index: int, message: Message | None) -> dict[str, Any]:

@@ -25,6 +25,7 @@ from tanglenode.protocol.identity import Keypair, message_id, message_text
 from tanglenode.protocol.limits import DEFAULT_LIMITS, Limits
 from tanglenode.protocol.message import ROOT_LINK, Message, TangleLink, decode_message, sign_message
 from tanglenode.storage import replication
+from tanglenode.storage.digest import DigestReads
 from tanglenode.storage.document_ops import DocumentOps
 from tanglenode.storage.document_rows import DocumentTables
 from tanglenode.storage.documents import DocumentEngine
@@ -92,7 +93,7 @@ def feed_ordered(candidates: list[tuple[int, Message]]) -> list[tuple[int, Messa
     return ordered
 
 
-class FeedStore(StoreReads, TimelineReads, TangleReads, DocumentOps):
+class FeedStore(StoreReads, TimelineReads, TangleReads, DigestReads, DocumentOps):
     """Signed, append-only feeds in one LMDB environment (a directory)."""
 
     def __init__(

@@ -16,7 +16,7 @@ import lmdb
 
 from tanglenode.config.settings import ConfigError
 from tanglenode.node.cli.archive import export_command, import_command
-from tanglenode.node.cli.daemon import connect_command, peers, run, status
+from tanglenode.node.cli.daemon import connect_command, disconnect_command, peers, run, status
 from tanglenode.node.cli.discover import group_list, tangles, whoami
 from tanglenode.node.cli.doc_replay import doc_replay
 from tanglenode.node.cli.docs import doc_command
@@ -60,6 +60,7 @@ for command in (
     status,
     peers,
     connect_command,
+    disconnect_command,
     export_command,
     import_command,
     pipeline_command,

@@ -1,7 +1,12 @@
-"""`tangled run`, `status`, `peers`, `connect`: the node process and its peers."""
+"""`tangled run`, `status`, `peers`, `connect`, `disconnect`: the node process and its peers.
+
+Feeds are shown to people through one callable (`_labeller`), ids in `--json`.
+"""
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable
 from typing import Any
 
 import click
@@ -9,6 +14,7 @@ import trio
 
 from tanglenode.config.secret import read_secret
 from tanglenode.config.settings import load_settings
+from tanglenode.node.cli.digest import digest_rows, digests_json
 from tanglenode.node.cli.support import (
     Context,
     NotFound,
@@ -16,13 +22,13 @@ from tanglenode.node.cli.support import (
     call_node,
     emit_json,
     json_option,
+    log,
     render_body,
 )
+from tanglenode.node.client import NodeNotRunning
 from tanglenode.node.daemon import run_node
 from tanglenode.protocol.address import parse_address
-from tanglenode.protocol.identity import (
-    parse_feed,
-)
+from tanglenode.protocol.identity import feed_text, parse_feed
 
 
 @click.command()
@@ -45,54 +51,152 @@ def run(obj: Context, listen: str | None) -> None:
     trio.run(run_node, settings, keypair)
 
 
+def _labeller(obj: Context) -> Callable[[bytes], str]:
+    """How a feed is shown to people: the one place to switch ids for names."""
+    return feed_text
+
+
 @click.command()
 @json_option
 @click.pass_obj
 def status(obj: Context, as_json: bool) -> None:
-    """The running node's feed, peers (caught up or behind), forks."""
-    report = render_body(trio.run(call_node, obj, "status", {}))
+    """The running node's feed, counts, finality, peers (caught up, behind or why not
+    connected) and each timeline's digest (compare them across nodes)."""
+    raw = trio.run(call_node, obj, "status", {"digests": True})
+    digests = raw.pop("digests", [])
+    report = render_body(raw)
     if as_json:
-        emit_json(report)
+        emit_json(report | {"digests": digests_json(digests)})
         return
-    click.echo(f"feed {report['feed']}  listening on {report['listen']}")
+    label = _labeller(obj)
+    click.echo(f"feed {label(bytes(raw['feed']))}  listening on {report['listen']}")
     forks_total = report.get("forks_total", len(report["forks"]))
-    click.echo(f"{report['feeds']} feeds, {report['messages']} messages, {forks_total} forks")
-    for peer in report["peers"]:
-        _echo_peer(peer)
+    stalls_total = report.get("stalls_total", len(report["stalls"]))
+    click.echo(
+        f"{report['feeds']} feeds, {report['messages']} messages, {forks_total} forks, "
+        f"{stalls_total} stalled"
+    )
+    spacetime = next((row for row in digests if row.get("spacetime")), None)
+    size = f" of {spacetime['count']}" if spacetime else ""
+    click.echo(f"final: the first {report['final']}{size} spacetime positions can no longer change")
+    connected = report.get("peers_connected", 0)
+    click.echo(f"peers: {connected} connected of {report.get('peers_total', len(raw['peers']))}")
+    for peer in raw["peers"]:
+        click.echo("  " + _peer_line(peer, label))
     more = report.get("peers_total", len(report["peers"])) - len(report["peers"])
     if more > 0:
-        click.echo(f"... and {more} more peers (tangled peers)")
+        click.echo(f"  ... and {more} more peers (tangled peers)")
+    if digests:
+        click.echo("digests (equal on nodes that hold the same timeline):")
+        rows = digest_rows(digests)
+        width = max(len(where) for where, _count, _digest in rows)
+        for where, count, digest in rows:
+            click.echo(f"  {where:<{width}}  {count:>8}  {digest}")
+        if raw.get("digests_truncated"):
+            click.echo("  ... more tangles (tangled timeline NAME/ROOT --digest)")
 
 
-def _echo_peer(peer: dict[str, Any]) -> None:
-    state = "connected" if peer["connected"] else "disconnected"
-    behind = peer.get("behind_feeds", len(peer["behind"]))
-    progress = "caught up" if peer["caught_up"] else f"behind on {behind} feeds"
-    line = f"{peer['key']}  {peer['address'] or '-'}  {state}  {progress}"
+def _age(seconds: float) -> str:
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= size:
+            return f"{int(seconds // size)}{unit}"
+    return f"{int(seconds)}s"
+
+
+def _peer_line(peer: dict[str, Any], label: Callable[[bytes], str]) -> str:
+    """One peer, for people: where we reach it (or "inbound"), its state, why not connected."""
+    where = peer["address"] or ("inbound" if peer["direction"] == "in" else "-")
+    if peer["connected"]:
+        if peer["direction"] == "in" and peer["address"]:
+            where += " (inbound)"
+        behind = peer.get("behind_feeds", len(peer["behind"]))
+        messages = peer.get("behind_messages")
+        if peer["caught_up"]:
+            state = "connected, caught up"
+        elif behind:
+            count = f", {messages} messages" if messages else ""
+            state = f"connected, behind on {behind} feeds{count}"
+        else:
+            state = "connected, exchanging clocks"
+    else:
+        state = "disconnected" + ("" if peer.get("dialed", True) else ", not dialing")
+    line = f"{label(bytes(peer['key']))}  {where}  {state}"
     if peer["last_error"]:
-        line += f"  (last error: {peer['last_error']})"
-    click.echo(line)
+        age = peer.get("last_error_age")
+        when = f" {_age(age)} ago" if age is not None else ""
+        line += f"  (last error{when}: {peer['last_error']})"
+    return line
 
 
 @click.command()
 @json_option
 @click.pass_obj
 def peers(obj: Context, as_json: bool) -> None:
-    """The running node's peers."""
+    """The running node's peers: where we reach each, its state, its last error and when."""
     every = trio.run(all_peers, obj)
     if as_json:
         emit_json(every)
         return
+    label = _labeller(obj)
     for peer in every:
-        _echo_peer(peer)
+        click.echo(_peer_line(peer | {"key": parse_feed(peer["key"])}, label))
 
 
 @click.command("connect")
 @click.argument("address", metavar="HOST:PORT")
 @click.argument("key", metavar="FEED_ID")
+@click.option(
+    "--save",
+    is_flag=True,
+    help="Also add the peer to the config file, so the node dials it whenever it starts.",
+)
+@json_option
 @click.pass_obj
-def connect_command(obj: Context, address: str, key: str) -> None:
-    """Make the running node dial a peer (and keep redialing it) until it stops."""
+def connect_command(obj: Context, address: str, key: str, save: bool, as_json: bool) -> None:
+    """Make the running node dial a peer (and keep redialing it) until it stops; with
+    --save, also from the next start on (the node need not be running then)."""
     parse_address(address)
-    trio.run(call_node, obj, "connect", {"address": address, "key": parse_feed(key)})
-    click.echo(f"dialing {address}")
+    peer = parse_feed(key)
+    saved = None
+    if save:
+        from tanglenode.config.peers import save_peer  # only here: the rest need not load it
+
+        try:
+            added = save_peer(obj.config_file, address, feed_text(peer))
+        except FileNotFoundError:
+            raise NotFound(f"no config at {obj.config_file}; run `tangled init` first") from None
+        saved = str(obj.config_file)
+        log.info("peer saved" if added else "peer already saved", config=saved)
+        if os.environ.get("TANGLED_PEERS"):
+            log.warning("TANGLED_PEERS is set: it overrides the config's peers")
+    try:
+        trio.run(call_node, obj, "connect", {"address": address, "key": peer})
+        dialing = True
+    except NodeNotRunning:
+        if not save:
+            raise
+        dialing = False
+    if as_json:
+        emit_json({"address": address, "key": feed_text(peer), "dialing": dialing, "saved": saved})
+    elif dialing:
+        click.echo(f"dialing {address}" + (f" (saved in {saved})" if saved else ""))
+    else:
+        click.echo(f"saved in {saved}; the node is not running: it dials {address} when started")
+
+
+@click.command("disconnect")
+@click.argument("key", metavar="FEED_ID")
+@json_option
+@click.pass_obj
+def disconnect_command(obj: Context, key: str, as_json: bool) -> None:
+    """Make the running node stop dialing a peer and close its connections (a configured
+    peer is dialed again after a restart; a peer that dials us may come back)."""
+    peer = parse_feed(key)
+    done = trio.run(call_node, obj, "disconnect", {"key": peer})
+    if as_json:
+        emit_json({"key": feed_text(peer), **done})
+        return
+    what = ["stopped dialing"] if done["dialed"] else []
+    if done["connections"]:
+        what.append(f"closed {done['connections']} connection(s)")
+    click.echo(f"{_labeller(obj)(peer)}: {', '.join(what)}")

@@ -13,6 +13,7 @@ from typing import Any
 import click
 import trio
 
+from tanglenode.node.cli.digest import show_digest
 from tanglenode.node.cli.support import (
     COUNT,
     INDEX,
@@ -103,6 +104,11 @@ def _store_timeline(which: dict[str, Any], spec: str | None) -> tuple[bytes, str
     metavar="VERSION",
     help="Print the ins/mov/del commands after this version instead of the order.",
 )
+@click.option(
+    "--digest",
+    is_flag=True,
+    help="Print only the count and digest (hash of the order): equal on nodes that agree.",
+)
 @json_option
 @click.pass_obj
 def timeline(
@@ -118,11 +124,14 @@ def timeline(
     to_time: int | None,
     mode: str,
     since: int | None,
+    digest: bool,
     as_json: bool,
 ) -> None:
     """Print a tangle's timeline (NAME/ROOT) or the spacetime: order, position or commands."""
     which = timeline_spec(spec, spacetime, joined, order)
     name, label = _store_timeline(which, spec)
+    if digest:
+        return show_digest(obj, which, name, label, as_json)
     if obj.settings.ipc_socket_path.is_socket() and trio.run(node_running, obj):
         source: Any = _NodeTimelines(obj, which)
     else:  # the node is stopped: read the store directly

@@ -52,8 +52,11 @@ class Node:
     def socket_path(self) -> Path:
         return self.data_dir / "tangled.sock"
 
-    async def start(self, peers: list[Node] = (), extra_env: dict[str, str] | None = None) -> None:
-        """Start `tangled run`, dialing `peers`; returns once it sent READY=1."""
+    async def start(
+        self, peers: list[Node] | None = (), extra_env: dict[str, str] | None = None
+    ) -> None:
+        """Start `tangled run`, dialing `peers` (None: those of its config file); returns once
+        it sent READY=1."""
         self.notify_path.unlink(missing_ok=True)
         notify = trio.socket.socket(trio.socket.AF_UNIX, trio.socket.SOCK_DGRAM)
         await notify.bind(str(self.notify_path))
@@ -61,12 +64,14 @@ class Node:
             **os.environ,
             "TANGLED_LISTEN": "127.0.0.1:0",
             "TANGLED_PEERS": json.dumps(
-                [{"address": peer.listen, "key": peer.feed_id} for peer in peers]
+                [{"address": peer.listen, "key": peer.feed_id} for peer in peers or ()]
             ),
             "TANGLED_LOG_FORMAT": "json",
             "NOTIFY_SOCKET": str(self.notify_path),
             **(extra_env or {}),
         }
+        if peers is None:
+            del env["TANGLED_PEERS"]
         with self.log_path.open("ab") as log:
             self.process = await trio.lowlevel.open_process(
                 [str(TANGLED), "--data-dir", str(self.data_dir), "run"],

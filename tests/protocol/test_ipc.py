@@ -72,7 +72,7 @@ def test_an_unknown_op_is_named_back_cut_short():
 
 def test_every_op_has_a_parser_and_streams_are_ops():
     assert set(ipc.PARSERS) == ipc.OPS and ipc.STREAMING <= ipc.OPS
-    assert len(ipc.OPS) == 17 + len(doc_ipc.DOC_PARSERS) + len(ipc_discovery.DISCOVERY_PARSERS)
+    assert len(ipc.OPS) == 18 + len(doc_ipc.DOC_PARSERS) + len(ipc_discovery.DISCOVERY_PARSERS)
 
 
 # -- each op's fields ------------------------------------------------------------------------
@@ -101,6 +101,15 @@ BAD_FIELDS = {
     "timeline root is short": ("timeline", {"tangle": "chat", "root": b"x"}),
     "timeline name is huge": ("timeline", {"tangle": "n" * 10_000, "root": ID}),
     "timeline name is an int": ("timeline", {"tangle": 5, "root": ID}),
+    "timeline digest is 1": ("timeline", {"spacetime": True, "digest": 1}),
+    "timeline digest of a window": (
+        "timeline",
+        {"spacetime": True, "order": "causal-time", "digest": True, "from_time": 5},
+    ),
+    "status digests is text": ("status", {"digests": "yes"}),
+    "disconnect no key": ("disconnect", {}),
+    "disconnect key is text": ("disconnect", {"key": "@abc"}),
+    "disconnect key is short": ("disconnect", {"key": b"k"}),
     "commands since is a float": ("commands", {"spacetime": True, "since": 1.5}),
     "commands limit is negative": ("commands", {"spacetime": True, "limit": -3}),
     "placement message is text": ("placement", {"spacetime": True, "message": "%abc"}),
@@ -149,7 +158,7 @@ def test_every_op_is_checked_by_some_bad_field():
     # The document ops' are tests/protocol/test_doc_ipc.py's, the listings' test_ipc_discovery.py's.
     checked = {op for op, _fields in BAD_FIELDS.values()}
     others = set(doc_ipc.DOC_PARSERS) | set(ipc_discovery.DISCOVERY_PARSERS)
-    assert checked == ipc.OPS - {"status"} - others
+    assert checked == ipc.OPS - others
 
 
 BAD_CONTENT = {
@@ -178,7 +187,11 @@ def test_group_content_depth_follows_the_limits():
 
 
 def test_good_requests_parse_to_their_shapes_with_defaults_and_caps():
-    assert parse("status") == ipc.StatusRequest()
+    assert parse("status") == ipc.StatusRequest() == ipc.StatusRequest(digests=False)
+    assert parse("status", digests=True) == ipc.StatusRequest(digests=True)
+    assert parse("timeline", spacetime=True, digest=True).digest
+    assert not parse("timeline", spacetime=True, digest=None).digest
+    assert parse("disconnect", key=KEY) == ipc.DisconnectRequest(KEY)
     assert parse("publish", content={"a": 1}) == ipc.PublishRequest({"a": 1}, {})
     assert parse("publish", content=1, tangles={"chat": None, "x": ID}).tangles == {
         "chat": None,

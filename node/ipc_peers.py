@@ -1,0 +1,181 @@
+"""The IPC ops about the node and its peers: `status`, `peers`, `clock`, `connect`, `disconnect`.
+
+Theory of operation
+-------------------
+`node/ipc.py` serves the socket and dispatches every op through one table;
+these handlers join it (`PeerOps.replies()`). Every reply is bounded
+whatever peers advertise: at most `STATUS_LIST` forks, stalls and peers in
+a status (the rest counted), pages of peers and clocks, `BEHIND_SHOWN`
+feeds of each peer's behind-map.
+
+A peer is shown by its key; its `address` is the one we dial it at (None
+for a peer that only dialed us: its source port is temporary and tells a
+reader nothing). `last_error` is why its last connection or dial failed,
+with `last_error_age` in seconds; a peer that connected since has none.
+
+`status` with `digests: true` adds each timeline's digest (storage/digest.py:
+computed on demand, cached by version): the spacetime's, then at most
+`STATUS_DIGESTS` tangles'. They are not free on a large, changing store,
+so a client that polls status for counts does not ask for them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import trio
+
+from tanglenode.node.network import Network, TooManyDialers
+from tanglenode.node.peers import PeerRegistry, PeerState
+from tanglenode.node.service import StoreService
+from tanglenode.protocol.identity import Keypair
+from tanglenode.protocol.ipc import (
+    BEHIND_SHOWN,
+    STATUS_DIGESTS,
+    STATUS_LIST,
+    ClockRequest,
+    ConnectRequest,
+    DisconnectRequest,
+    ErrorKind,
+    PeersRequest,
+    RequestError,
+    StatusRequest,
+    digest_body,
+    short,
+)
+
+__all__ = ["PeerOps", "peer_summary"]
+
+
+def peer_summary(peer: PeerState, ours: dict[bytes, int], forked: set[bytes]) -> dict[str, Any]:
+    """One peer as `status` and `peers` show it."""
+    behind = peer.behind(ours, forked)
+    age = peer.error_age()
+    return {
+        "key": peer.key,
+        "address": short(peer.address),
+        "connected": peer.connected,
+        "direction": peer.direction,
+        "dialed": peer.dialed,
+        "received": peer.received,
+        "sent": peer.sent,
+        "caught_up": peer.connected and not behind and bool(peer.clock or peer.since),
+        "behind": dict(sorted(behind.items())[:BEHIND_SHOWN]),
+        "behind_feeds": len(behind),
+        "behind_messages": sum(behind.values()),
+        "clock_feeds": len(peer.clock),
+        "last_error": short(peer.last_error),
+        "last_error_age": None if age is None else round(age, 1),
+    }
+
+
+class PeerOps:
+    """The handlers; `dialers` is the nursery `connect`'s dialers run in (the IPC server's)."""
+
+    def __init__(
+        self,
+        service: StoreService,
+        registry: PeerRegistry,
+        network: Network,
+        keypair: Keypair,
+        status_extra: dict[str, Any],
+    ) -> None:
+        self.service, self.registry, self.network = service, registry, network
+        self.keypair, self.status_extra = keypair, status_extra
+        self.dialers: trio.Nursery | None = None
+
+    def replies(self) -> dict[str, Callable[[Any], Awaitable[dict[str, Any]]]]:
+        return {
+            "status": self.status,
+            "peers": self.peers,
+            "clock": self.clock,
+            "connect": self.connect,
+            "disconnect": self.disconnect,
+        }
+
+    async def status(self, request: StatusRequest) -> dict[str, Any]:
+        """A summary: counts, and at most `STATUS_LIST` forks, stalls and peers each."""
+        invalid = dict(self.service.invalid)
+        stalled = await self.service.stalls()
+        forked = set(invalid)
+        ours = self.service.clock
+        peers = list(self.registry.peers.values())
+        shown = [peer_summary(peer, ours, forked) for peer in peers[:STATUS_LIST]]
+        reply = {
+            "feed": self.keypair.public,
+            "feeds": len(ours),
+            "messages": sum(ours.values()),
+            "forks": [[author, seq] for author, seq in list(invalid.items())[:STATUS_LIST]],
+            "forks_total": len(invalid),
+            "final": await self.service.final(),
+            "stalls": [
+                {"feed": x.feed, "seq": x.seq, "waits_for": [x.needs_feed, x.needs_seq]}
+                for x in stalled[:STATUS_LIST]
+            ],
+            "stalls_total": len(stalled),
+            "peers": shown,
+            "peers_total": len(peers),
+            "peers_connected": sum(peer.connected for peer in peers),
+            "truncated": len(invalid) > STATUS_LIST
+            or len(stalled) > STATUS_LIST
+            or len(peers) > STATUS_LIST,
+            **self.status_extra,
+        }
+        if request.digests:
+            found, more = await self.service.digests(STATUS_DIGESTS)
+            reply["digests"] = [
+                ({"spacetime": True} if root is None else {"tangle": name, "root": root})
+                | digest_body(digest.version, digest.count, digest.digest)
+                for root, name, digest in found
+            ]
+            reply["digests_truncated"] = more
+        return reply
+
+    async def peers(self, request: PeersRequest) -> dict[str, Any]:
+        """A page of peers (`start`, `limit` up to `MAX_PEERS_PAGE`), each summarised."""
+        start, limit = request.start, request.limit
+        forked = set(self.service.invalid)
+        peers = list(self.registry.peers.values())
+        page = peers[start : start + limit]
+        following = start + len(page)
+        return {
+            "peers": [peer_summary(peer, self.service.clock, forked) for peer in page],
+            "total": len(peers),
+            "next": following if following < len(peers) else None,
+        }
+
+    async def clock(self, request: ClockRequest) -> dict[str, Any]:
+        """A page of a vector clock, in feed order: ours, or the one `peer` advertised."""
+        start, limit = request.start, request.limit
+        if request.peer is None:
+            clock = self.service.clock
+        else:
+            if request.peer not in self.registry.peers:
+                raise RequestError(ErrorKind.NOT_FOUND, "no such peer")
+            clock = self.registry.peers[request.peer].clock
+        feeds = sorted(clock)
+        page = feeds[start : start + limit]
+        following = start + len(page)
+        return {
+            "entries": [[feed, clock[feed]] for feed in page],
+            "total": len(feeds),
+            "next": following if following < len(feeds) else None,
+        }
+
+    async def connect(self, request: ConnectRequest) -> dict[str, Any]:
+        """Dial a peer (and keep redialing it); a second connect to one key replaces the first."""
+        assert self.dialers is not None
+        try:
+            self.network.dial(self.dialers, request.address, request.key)
+        except TooManyDialers as error:
+            raise RequestError(ErrorKind.BAD_REQUEST, str(error)) from None
+        return {"dialing": request.address}
+
+    async def disconnect(self, request: DisconnectRequest) -> dict[str, Any]:
+        """Stop dialing a peer and end its connections (replying once they ended);
+        `not-found` if it had neither."""
+        dialed, closed = await self.network.disconnect(request.key)
+        if not dialed and not closed:
+            raise RequestError(ErrorKind.NOT_FOUND, "not dialing or connected to that peer")
+        return {"dialed": dialed, "connections": closed}

@@ -1,0 +1,95 @@
+"""The node's and its peers' IPC ops (node/ipc_peers.py), and digests, over a real socket."""
+
+import time
+
+import pytest
+import trio
+
+from tanglenode.node.client import NodeError, connect
+from tanglenode.node.ipc import IpcServer
+from tanglenode.node.network import Network
+from tanglenode.node.peers import PeerRegistry
+from tanglenode.node.service import StoreService
+from tanglenode.storage.digest import EMPTY, order_digest
+from tanglenode.storage.store import FeedStore
+from tests.factories import keypair
+
+ME = keypair("ipc-peers")
+PEER = keypair("ipc-peers-other")
+
+
+@pytest.fixture
+async def node(tmp_path, nursery):
+    store = FeedStore(tmp_path / "store", keypair=ME, map_size=2**28)
+    service = StoreService(store)
+    registry = PeerRegistry()
+    network = Network(bytes(32), ME, service, registry)
+    server = IpcServer(service, registry, network, ME, status_extra={"listen": "-"})
+    path = await nursery.start(server.serve, tmp_path / "ipc.sock")
+    yield path, store, registry, network
+    nursery.cancel_scope.cancel()
+    store.close()
+
+
+async def test_timeline_digest_and_status_digests(node):
+    path, store, _registry, _network = node
+    async with await connect(path) as client:
+        empty = await client.request("timeline", spacetime=True, digest=True)
+        assert empty == {"version": 0, "count": 0, "digest": EMPTY.digest}
+        assert "digests" not in await client.status()  # only when asked: not free
+        root = await client.publish("root", {"chat": None})
+        reply = await client.publish("reply", {"chat": root["id"]})
+        chat = {"tangle": "chat", "root": root["id"]}
+        found = await client.request("timeline", **chat, digest=True)
+        assert found["count"] == 2
+        assert found["digest"] == order_digest([root["id"], reply["id"]])
+        page = await client.timeline(**chat)
+        assert found["version"] == page["version"]
+        status = await client.request("status", digests=True)
+        spacetime, tangle = status["digests"]
+        assert spacetime == {"spacetime": True, "version": 2, "count": 2} | {
+            "digest": order_digest(i for _r, i in store.timeline(store.timeline_name(None)))
+        }
+        assert tangle == {**chat, **found} and status["digests_truncated"] is False
+        causal = await client.request("timeline", **chat, order="causal-time", digest=True)
+        assert causal["count"] == 2  # a digest of any view and order
+        with pytest.raises(NodeError, match="not-found"):
+            await client.request("timeline", tangle="chat", root=bytes(32), digest=True)
+
+
+async def test_status_shows_an_inbound_peer_by_key_and_a_stale_error_with_its_age(node):
+    path, _store, registry, _network = node
+    inbound = registry.connected(PEER.public, "in", "127.0.0.1:53124")  # a source port
+    dialed = registry.dialing(ME.public, "10.0.0.9:8008")
+    dialed.failed("dial 10.0.0.9:8008: connection refused")
+    dialed.error_at = time.time() - 90
+    async with await connect(path) as client:
+        peers = {peer["key"]: peer for peer in (await client.status())["peers"]}
+        assert peers[PEER.public]["address"] is None
+        assert peers[PEER.public]["direction"] == "in"
+        assert peers[ME.public]["last_error_age"] >= 90
+        assert peers[ME.public]["dialed"] is True
+    registry.disconnected(PEER.public, "connection lost: reset")
+    assert inbound.last_error == "connection lost: reset" and inbound.source is None
+    registry.connected(PEER.public, "in", "127.0.0.1:53999")
+    assert inbound.last_error is None and inbound.error_age() is None  # connected again
+
+
+async def test_disconnect_stops_a_dialer_and_refuses_an_unknown_peer(node):
+    path, _store, registry, _network = node
+    async with await connect(path) as client:
+        with pytest.raises(NodeError, match="not-found"):
+            await client.request("disconnect", key=PEER.public)
+        # A port nothing listens on: the dialer keeps failing and retrying.
+        with trio.socket.socket() as probe:
+            await probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        await client.request("connect", address=f"127.0.0.1:{port}", key=PEER.public)
+        assert registry.peers[PEER.public].dialed
+        assert await client.request("disconnect", key=PEER.public) == {
+            "dialed": True,
+            "connections": 0,
+        }
+        assert not registry.peers[PEER.public].dialed
+        with pytest.raises(NodeError, match="not-found"):  # nothing left to stop
+            await client.request("disconnect", key=PEER.public)
