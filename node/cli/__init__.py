@@ -24,6 +24,7 @@ from tanglenode.node.cli.groups import group_command
 from tanglenode.node.cli.init import init
 from tanglenode.node.cli.linearize import linearize_command
 from tanglenode.node.cli.logs import configure_logging
+from tanglenode.node.cli.names import about_command, name_command
 from tanglenode.node.cli.support import BadInput, Context, ExitCode, NotFound, log
 from tanglenode.node.cli.timelines import timeline, watch
 from tanglenode.pipeline.cli import pipeline_command
@@ -67,6 +68,8 @@ for command in (
     group_command,
     doc_command,
     linearize_command,
+    name_command,
+    about_command,
 ):
     cli.add_command(command)
 doc_command.add_command(doc_replay)
