@@ -91,8 +91,8 @@ class Summaries:
         """One line: what `message` says."""
         try:
             return self.content_line(message.content, message)
-        except Exception:  # a summary never fails a view: the content as JSON instead
-            return compact_json(message.content)
+        except (TypeError, ValueError, KeyError, AttributeError):  # content of a shape not met
+            return compact_json(message.content)  # yet: a summary never fails a view
 
     def opened(self, message: Any) -> dict[str, Any] | None:
         """A group message's private part as JSON, if our keys open it; else None."""
@@ -132,6 +132,7 @@ class Summaries:
         return compact_json(content)
 
     def _about_line(self, content: dict, message: Any) -> str:
+        from tanglenode.protocol.errors import BadIdentifier
         from tanglenode.protocol.identity import feed_text, parse_feed
 
         name = content.get("name")
@@ -142,8 +143,8 @@ class Summaries:
             return one_line(f"names itself “{name}”")
         try:
             whom = self.label(parse_feed(about))
-        except Exception:
-            whom = about
+        except BadIdentifier:
+            whom = one_line(about, 60)
         return one_line(f"calls {whom} “{name}”")
 
     @staticmethod
@@ -210,10 +211,12 @@ class Summaries:
         from tanglenode.storage.groups import GroupError, read_group
 
         if self._keypair is None:
+            from tanglenode.config.settings import ConfigError
+
             try:
                 self._keypair = self._keypair_source()  # type: ignore[misc]
-            except Exception:
-                self._keypair_source = None  # no key: nothing opens
+            except ConfigError:  # no secret key (or one we may not read): nothing opens
+                self._keypair_source = None
                 return None
         try:
             return read_group(self._store, self._keypair, root)

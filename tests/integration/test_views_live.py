@@ -111,10 +111,12 @@ async def test_group_posts_are_opened_for_their_author_and_sealed_for_others(tmp
 
     group = (await ok(host, "group", "create", "club")).strip()
     await ok(host, "group", "post", group, '{"type": "post", "text": "meet at noon"}')
+    await ok(host, "about", "Host")  # through the node
     log = (await ok(host, "log")).splitlines()
-    assert log[1].endswith("[group club] new epoch; members " + host.feed_id[:9] + "…")
+    assert log[1].endswith("[group club] new epoch; members ~Host")
     assert log[2].endswith("[group club] meet at noon")
-    last = json.loads((await ok(host, "log", "--json")).splitlines()[-1])
+    assert log[3].split()[2:] == ["~Host", *log[3].split()[3:5], "names", "itself", "“Host”"]
+    last = json.loads((await ok(host, "log", "--json")).splitlines()[1])
     assert last["private"] == {
         "type": "group/post",
         "content": {"type": "post", "text": "meet at noon"},
@@ -122,8 +124,8 @@ async def test_group_posts_are_opened_for_their_author_and_sealed_for_others(tmp
     assert "box" in last["content"]  # the fields as stored, kept
     shown = await ok(host, "show", last["id"])
     assert "says     [group club] meet at noon" in shown
-    timeline = await ok(host, "timeline", "--spacetime")
-    assert timeline.splitlines()[-1].endswith("[group club] meet at noon")
+    timeline = (await ok(host, "timeline", "--spacetime")).splitlines()
+    assert timeline[-2].endswith("[group club] meet at noon")
     assert await host.stop() == 0
 
     with FeedStore(host.data_dir / "store") as store:
@@ -132,4 +134,5 @@ async def test_group_posts_are_opened_for_their_author_and_sealed_for_others(tmp
         store.ingest(raws)
     seen = (await ok(outsider, "log", host.feed_id)).splitlines()
     assert seen[2].endswith("[group] sealed") and "meet" not in "".join(seen)
+    assert seen[1].split()[3] == "~Host"  # the outsider's store indexed the about on ingest
     assert "private" not in json.loads(await ok(outsider, "show", last["id"], "--json"))
