@@ -42,7 +42,7 @@ from tanglenode.node.cli.support import (
     emit_json,
     json_option,
 )
-from tanglenode.protocol.errors import BadIdentifier
+from tanglenode.protocol.errors import BadIdentifier, TanglenodeError
 from tanglenode.protocol.identity import feed_text, parse_feed
 from tanglenode.storage.abouts import MAX_NAME_CHARS, clean_name
 
@@ -52,6 +52,10 @@ MAX_FILE_BYTES = 2 * 2**20
 SELF_CHOSEN = "~"  # marks a name a feed gave itself
 _RESERVED_STARTS = ("~", "@", "%")
 SHORT_ID_CHARS = 8
+
+
+class PetnamesUnwritable(TanglenodeError):
+    """The petnames file cannot be written (permissions, a full disk): exit 1."""
 
 
 def short_feed(feed: bytes) -> str:
@@ -190,15 +194,18 @@ def change_petname(obj: Context, feed: bytes, name: str | None) -> None:
     path = petnames_path(obj)
     if not path.parent.is_dir():
         raise NotFound(f"no data directory {path.parent}; run `tangled init` first")
-    with _locked(path):
-        names = read_petnames(path)
-        if name is None:
-            names.pop(feed, None)
-        else:
-            if feed not in names and len(names) >= MAX_PETNAMES:
-                raise BadInput(f"at most {MAX_PETNAMES} petnames; clear some first")
-            names[feed] = name
-        _write_petnames(path, names)
+    try:
+        with _locked(path):
+            names = read_petnames(path)
+            if name is None:
+                names.pop(feed, None)
+            else:
+                if feed not in names and len(names) >= MAX_PETNAMES:
+                    raise BadInput(f"at most {MAX_PETNAMES} petnames; clear some first")
+                names[feed] = name
+            _write_petnames(path, names)
+    except OSError as error:
+        raise PetnamesUnwritable(f"{path}: cannot write the petnames: {error.strerror}") from None
 
 
 # -- commands ---------------------------------------------------------------------------

@@ -79,6 +79,8 @@ async def test_watch_gives_up_when_the_node_never_returns(tmp_path):
     node = Node(tmp_path, "solo")
     await node.start()
     await node.publish({"text": "hello"})
+    named = await cli(node, "name", node.feed_id, "me")  # petnames need no node, nor mind one
+    assert named.returncode == 0 and named.stdout.decode().split() == [node.feed_id, "me"]
     watch = await trio.lowlevel.open_process(
         [TANGLED, "--data-dir", node.data_dir, "watch", "--spacetime", "--reconnect-wait", "0.5"],
         stdout=subprocess.PIPE,
@@ -94,7 +96,13 @@ async def test_watch_gives_up_when_the_node_never_returns(tmp_path):
     finally:
         if watch.returncode is None:
             watch.kill()
-    assert out.lines[0] == "# version 1" and "hello" in out.lines[2]
+    assert out.lines[0] == "# version 1" and out.lines[1].split()[:4] == [
+        "POS",
+        "RANK",
+        "ID",
+        "AUTHOR",
+    ]
+    assert out.lines[2].split()[3] == "me" and out.lines[2].endswith("hello")
     assert err.lines[-1] == (
         "tangled: the node did not come back within 0.5 s; resume with --since 1"
     )

@@ -147,3 +147,14 @@ def test_the_views_fit_the_terminal_and_keep_every_row_whole_when_piped(ready):
         assert lines[1].endswith("…") and "AUTHOR" in lines[0]
         piped = ready.ok(*args).splitlines()
         assert piped[1].endswith("long") and len(piped[1]) > 400
+
+
+def test_a_petnames_path_that_cannot_be_read_or_written_is_a_one_line_error(ready):
+    (ready.data_dir / "petnames.json").mkdir()
+    listed = ready.run("name")
+    assert listed.returncode == 3 and "cannot read the petnames" in listed.stderr
+    (ready.data_dir / "petnames.json").rmdir()
+    (ready.data_dir / "petnames.json.lock").mkdir()  # the lock cannot be taken, even by root
+    done = ready.run("name", ready.feed_id, "me")
+    assert done.returncode == 1 and "cannot write the petnames" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
