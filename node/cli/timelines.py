@@ -31,7 +31,7 @@ from tanglenode.node.cli.support import (
 from tanglenode.node.client import NodeError, NodeNotRunning, connect
 from tanglenode.protocol.errors import TanglenodeError
 from tanglenode.protocol.identity import message_text, parse_message_id
-from tanglenode.protocol.ipc import ErrorKind
+from tanglenode.protocol.ipc import PAGE, ErrorKind
 from tanglenode.storage.causal_key import MAX_TIME
 from tanglenode.storage.causal_window import WINDOW_MODES
 from tanglenode.storage.errors import UnknownTimeline
@@ -427,17 +427,22 @@ class _Follower:
         self.obj, self.which, self.viewer = obj, which, viewer
         self.as_json, self.count = as_json, count
         self.value = "time" if which.get("order") == "causal-time" else "rank"
+        self.wide = 13 if self.value == "time" else 6  # ms since the epoch, or a rank
         self.last: int | None = None  # the last version printed (a snapshot's, or a command's)
         self.changes = 0
         self.subscriptions = 0
+        self.cut_short = False  # a snapshot started whose last page has not come yet
 
     async def run(self, since: int | None, reconnect_wait: float) -> None:
         path = self.obj.settings.ipc_socket_path
         client = await connect(path)  # not running at all: NodeNotRunning, exit 1
         self.last = since
         while True:
+            # A snapshot cut short (the node went away between its pages) cannot be resumed
+            # by version: the rows it still owed would be lost. Ask for a new one instead.
+            resume = None if self.cut_short else self.last
             try:
-                async with client, aclosing(client.subscribe(since=self.last, **self.which)) as ev:
+                async with client, aclosing(client.subscribe(since=resume, **self.which)) as ev:
                     if await self._follow(ev):
                         return
                     warn = f"fell behind at version {self.last}; resuming"
@@ -447,7 +452,13 @@ class _Follower:
                 warn = f"the node went away at version {self.last}; waiting for it"
             click.echo(f"tangled: {warn} (up to {reconnect_wait:g} s)", err=True)
             client = await self._reconnect(path, reconnect_wait)
-            click.echo(f"tangled: reconnected; resuming after version {self.last}", err=True)
+            if self.cut_short:
+                click.echo(
+                    "tangled: reconnected; the snapshot may have been cut short: a new one",
+                    err=True,
+                )
+            else:
+                click.echo(f"tangled: reconnected; resuming after version {self.last}", err=True)
 
     async def _reconnect(self, path: Any, wait: float) -> Any:
         delay = 0.02
@@ -458,7 +469,7 @@ class _Follower:
                 except NodeNotRunning:
                     await trio.sleep(delay)
                     delay = min(delay * 2, 0.5)
-        resume = "" if self.last is None else f"; resume with --since {self.last}"
+        resume = "" if self.last is None or self.cut_short else f"; resume with --since {self.last}"
         raise NodeGone(f"the node did not come back within {wait:g} s{resume}")
 
     async def _follow(self, events: Any) -> bool:
@@ -469,9 +480,12 @@ class _Follower:
             elif "snapshot" in event:
                 for offset, (rank, msg_id) in enumerate(event["snapshot"]):
                     self._snapshot_row(event["start"] + offset, rank, msg_id)
+                # the node sends a snapshot's pages back to back, full ones but the last
+                self.cut_short = len(event["snapshot"]) >= PAGE
             elif "lagged" in event:
                 return False
             else:
+                self.cut_short = False
                 for command in event["commands"]:
                     self._command(command)
                     self.last = command["v"]
@@ -484,17 +498,18 @@ class _Follower:
         version, snapshot = started["version"], started["snapshot"]
         resumed = self.subscriptions > 0
         self.subscriptions += 1
-        if snapshot and self.last is not None:
+        if snapshot and self.last is not None and not self.cut_short:
             click.echo(
                 f"tangled: the node no longer has version {self.last}; a new snapshot", err=True
             )
         self.last = version
+        self.cut_short = snapshot  # until a page shorter than a full one, or a command, comes
         if self.as_json:
             emit_json({"version": version, "snapshot": snapshot})
         elif snapshot or not resumed:
             click.echo(f"# version {version}")
             if snapshot:
-                columns = f"{'POS':>6}  {self.value.upper():>6}  {'ID':<44}"
+                columns = f"{'POS':>6}  {self.value.upper():>{self.wide}}  {'ID':<44}"
                 click.echo(fit(self.viewer.header(columns), self.viewer.width))
 
     def _snapshot_row(self, position: int, rank: int, msg_id: bytes) -> None:
@@ -502,7 +517,7 @@ class _Follower:
             record = {"position": position, self.value: rank, "id": message_text(msg_id)}
             emit_json(record | self.viewer.fields(self.viewer.message(msg_id)))
         else:
-            text = f"{position:>6}  {rank:>6}  {message_text(msg_id)}"
+            text = f"{position:>6}  {rank:>{self.wide}}  {message_text(msg_id)}"
             click.echo(self.viewer.row(text, msg_id))
 
     def _command(self, wire: dict[str, Any]) -> None:
