@@ -144,3 +144,35 @@ async def test_group_posts_are_opened_for_their_author_and_sealed_for_others(tmp
     assert seen[2].endswith("[group] sealed") and "meet" not in "".join(seen)
     assert seen[1].split()[3] == "~Host"  # the outsider's store indexed the about on ingest
     assert "private" not in json.loads(await ok(outsider, "show", last["id"], "--json"))
+
+
+async def test_watch_takes_a_new_snapshot_when_it_cannot_tell_the_last_one_was_whole(tmp_path):
+    """An empty snapshot sends no page: after a restart, watch asks for a new snapshot
+    rather than resume from a version whose rows it may have missed."""
+    node = Node(tmp_path, "solo")
+    await node.start()
+    watch = await trio.lowlevel.open_process(
+        [TANGLED, "--data-dir", node.data_dir, "watch", "--spacetime", "--json", "--count", "1"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    out, err = Lines(watch.stdout), Lines(watch.stderr)
+    try:
+        await out.until(lambda lines: len(lines) >= 1)
+        await node.stop()
+        await node.start()
+        await err.until(lambda lines: any("reconnected" in line for line in lines))
+        await node.publish({"text": "first"})
+        with trio.fail_after(REQUEST_SECONDS):
+            assert await watch.wait() == 0
+        await out.until(lambda lines: False)
+        await err.until(lambda lines: False)
+    finally:
+        if watch.returncode is None:
+            watch.kill()
+        if node.process is not None:
+            await node.kill()
+    records = [json.loads(line) for line in out.lines]
+    assert records[:2] == [{"version": 0, "snapshot": True}] * 2
+    assert [(r["version"], r["op"], r["summary"]) for r in records[2:]] == [(1, "ins", "first")]
+    assert any("may have been cut short: a new one" in line for line in err.lines)
