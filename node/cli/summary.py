@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import shutil
 import sys
+import unicodedata
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -62,11 +63,24 @@ def terminal_width() -> int | None:
     return shutil.get_terminal_size((100, 24)).columns
 
 
+def _columns(char: str) -> int:
+    return 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
+
+
 def fit(line: str, width: int | None) -> str:
-    """`line` cut to `width` columns with an ellipsis (None: as is)."""
-    if width is None or len(line) <= width:
+    """`line` cut to `width` terminal columns (wide characters count two), with an
+    ellipsis (None: as is)."""
+    if width is None or len(line) <= width // 2:
         return line
-    return line[: max(width - 1, 1)] + "…"
+    if sum(_columns(char) for char in line) <= width:
+        return line
+    used, kept = 0, 0
+    for char in line:
+        if used + _columns(char) > width - 1:  # one column left for the ellipsis
+            break
+        used += _columns(char)
+        kept += 1
+    return line[:kept] + "…"
 
 
 class Summaries:

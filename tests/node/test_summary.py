@@ -71,3 +71,4 @@ def test_times_and_widths():
     assert short_time(0) == "1970-01-01 00:00"
     assert short_time(2**64 - 1) == str(2**64 - 1)[:16]  # no date: the number, bounded
     assert fit("abcdef", 4) == "abc…" and fit("abc", 4) == "abc" and fit("abc", None) == "abc"
+    assert fit("名前名前名前", 6) == "名前…" and fit("a名前", 5) == "a名前"  # wide: two columns
