@@ -51,6 +51,7 @@ from tanglenode.protocol.evidence import InvalidProof, Proof, check_proof, cycle
 from tanglenode.protocol.identity import message_id
 from tanglenode.protocol.limits import Limits
 from tanglenode.protocol.message import Message, decode_message
+from tanglenode.storage.abouts import index_about
 from tanglenode.storage.invalidation import invalid_from, record_proof, truncate_feed
 from tanglenode.storage.joined import join_message
 from tanglenode.storage.layout import Tables, feed_key, head_value, split_head_value
@@ -228,6 +229,7 @@ class BatchWriter:
         self._body_writer.put(position, message)
         txn.put(message.id, position, db=tables.message_ids)
         join_message(txn, tables, self._timelines, message)
+        index_about(txn, tables.abouts, author, seq, message.content)
         self._heads[author] = (seq, message.id)
         self._timeframes[author] = message.timeframe
         self._head_timeframes[author] = (message.id, message.timeframe)

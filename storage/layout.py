@@ -20,6 +20,8 @@
     tangle-pending id + tangle key + id -> ""          a not-joined member waits on an id it
                                                        names that is not a joined member yet
     meta           name -> value                       schema version
+    abouts         author -> seq(u64 BE) + name        the name a feed gave itself, from its
+                                                       latest own `about` (storage.abouts)
     tl-*           the timelines (storage.timeline, storage.timelines)
     proc-*         the causal processor's order and frontier (storage.processor)
     doc-*          documents: weaves, backspaces, splice logs (storage.document_rows)
@@ -43,6 +45,7 @@ from typing import Any
 import lmdb
 
 from tanglenode.protocol.identity import message_text
+from tanglenode.storage.abouts import ABOUTS_DB
 from tanglenode.storage.stored_form import Bodies, parse_stored  # noqa: F401 (re-exported)
 
 SCHEMA_VERSION = b"10"  # 10: joined views and causal-time orders
@@ -102,6 +105,7 @@ class Tables:
     tangle_state: Any
     meta: Any
     feeds: Any
+    abouts: Any
     bodies: Bodies  # `messages` through the stored form
 
     @classmethod
@@ -121,6 +125,7 @@ class Tables:
                 tangle_state=env.open_db(b"tangle-state", txn=txn),
                 meta=env.open_db(b"meta", txn=txn),
                 feeds=feeds,
+                abouts=env.open_db(ABOUTS_DB, txn=txn),
                 bodies=Bodies(messages, feeds),
             )
 

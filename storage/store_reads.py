@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from tanglenode.protocol.evidence import ProofKind
 from tanglenode.protocol.message import Message
+from tanglenode.storage.abouts import read_about
 from tanglenode.storage.check import CheckReport, check_store
 from tanglenode.storage.invalidation import invalid_by_proof, invalid_feeds, kept_proofs
 from tanglenode.storage.layout import feed_key, parse_stored, split_head_value
@@ -139,6 +140,20 @@ class StoreReads:
         for author, boundary in invalid.items():
             found.setdefault(author, FeedInfo(author, 0, None, boundary))
         return [found[author] for author in sorted(found)]
+
+    def about_names(self) -> dict[bytes, str]:
+        """Feed -> the name its latest own `about` gives it (storage.abouts)."""
+        with self._env.begin() as txn:
+            invalid = invalid_feeds(txn, self._tables)
+            rows = (
+                (bytes(author), read_about(value))
+                for author, value in txn.cursor(db=self._tables.abouts)
+            )
+            return {
+                author: name
+                for author, (seq, name) in rows
+                if name and seq < invalid.get(author, seq + 1)
+            }
 
     def invalid_feeds(self) -> dict[bytes, int]:
         """Feed -> the seq it is invalid from, for every feed a kept proof cut back."""

@@ -25,6 +25,7 @@ from tanglenode.node.cli.groups import group_command
 from tanglenode.node.cli.init import init
 from tanglenode.node.cli.linearize import linearize_command
 from tanglenode.node.cli.logs import configure_logging
+from tanglenode.node.cli.names import about_command, name_command
 from tanglenode.node.cli.support import BadInput, Context, ExitCode, NotFound, log
 from tanglenode.node.cli.timelines import timeline, watch
 from tanglenode.pipeline.cli import pipeline_command
@@ -71,6 +72,8 @@ for command in (
     linearize_command,
     whoami,
     tangles,
+    name_command,
+    about_command,
 ):
     cli.add_command(command)
 doc_command.add_command(doc_replay)

@@ -52,8 +52,10 @@ def run(obj: Context, listen: str | None) -> None:
 
 
 def _labeller(obj: Context) -> Callable[[bytes], str]:
-    """How a feed is shown to people: the one place to switch ids for names."""
-    return feed_text
+    """How a feed is shown to people: its name (petname, else ~self-chosen), else short id."""
+    from tanglenode.node.cli.names import lazy_label  # the store opens only if a peer is shown
+
+    return lazy_label(obj, whole_ids=True)
 
 
 @click.command()
@@ -69,7 +71,7 @@ def status(obj: Context, as_json: bool) -> None:
         emit_json(report | {"digests": digests_json(digests)})
         return
     label = _labeller(obj)
-    click.echo(f"feed {label(bytes(raw['feed']))}  listening on {report['listen']}")
+    click.echo(f"feed {report['feed']}  listening on {report['listen']}")
     forks_total = report.get("forks_total", len(report["forks"]))
     stalls_total = report.get("stalls_total", len(report["stalls"]))
     click.echo(

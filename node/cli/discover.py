@@ -18,12 +18,14 @@ import json
 import shlex
 import socket
 import stat
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import click
 
+from tanglenode.node.cli.names import lazy_label
 from tanglenode.node.cli.render import format_timestamp
 from tanglenode.node.cli.support import (
     COUNT,
@@ -81,6 +83,24 @@ def printable(text: str | None, limit: int | None = None) -> str:
     """Text others chose, for a terminal: control characters shown as `?`, cut to `limit`."""
     shown = "".join(c if c.isprintable() else "?" for c in (text or "")[: limit or None])
     return shown + ("…" if limit and text and len(text) > limit else "")
+
+
+def shell_word(text: str) -> str:
+    """`text` as one word to paste into a POSIX shell; bash's $'...' where it holds
+    characters a terminal would act on, which is also the only way it survives there."""
+    if text.isprintable():
+        return shlex.quote(text)
+    return "$'" + "".join(_ansi_c(c) for c in text) + "'"
+
+
+def _ansi_c(char: str) -> str:
+    """One character inside bash's $'...' quotes."""
+    if char in "\\'":
+        return "\\" + char
+    if char.isprintable():
+        return char
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\U{code:08x}"
 
 
 def when(milliseconds: int | None) -> str:
@@ -210,8 +230,8 @@ def _more(rows: list[dict[str, Any]], command: str) -> list[dict[str, Any]]:
     """The rows without the trailing `next` marker; a hint on stderr when there is one."""
     if rows and "next" in rows[-1]:
         after = rows.pop()["next"]
-        cursor = shlex.quote(f"{after['tangle']}/{after['root']}")
-        click.echo(f"tangled: more: tangled {command} --after {cursor}", err=True)
+        cursor = shell_word(f"{after['tangle']}/{after['root']}")
+        sys.stderr.write(f"tangled: more: tangled {command} --after {cursor}\n")
     return rows
 
 
@@ -232,7 +252,7 @@ def tangles(obj: Context, limit: int, after: str | None, only: str | None, as_js
     when it is invalid for the tangle). Last activity is the newest
     claimed time of a member.
     """
-    show_tangles(obj, limit, after, only, as_json)
+    show_tangles(obj, limit, after, only, as_json, label=lazy_label(obj))
 
 
 def show_tangles(
@@ -283,7 +303,7 @@ def group_list(obj: Context, limit: int, as_json: bool) -> None:
     Found by the keys this node holds (the node running or not); a group
     we were excluded from shows as `former`, with what we last could read.
     """
-    show_group_list(obj, limit, as_json)
+    show_group_list(obj, limit, as_json, label=lazy_label(obj))
 
 
 def show_group_list(obj: Context, limit: int, as_json: bool, label: Label = feed_text) -> None:

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import click
 import trio
 
 from tanglenode.config.secret import read_secret
-from tanglenode.node.cli.render import message_dict, message_line
+from tanglenode.node.cli.names import load_names
+from tanglenode.node.cli.render import format_timestamp, message_dict
+from tanglenode.node.cli.summary import Viewer, fit, open_viewer
 from tanglenode.node.cli.support import (
     COUNT,
     SEQ,
@@ -30,6 +33,7 @@ from tanglenode.protocol.identity import (
     parse_feed,
     parse_message_id,
 )
+from tanglenode.protocol.message import Message
 from tanglenode.storage.check import CheckReport
 from tanglenode.storage.errors import DataDirInUse, StoreDamaged
 
@@ -39,6 +43,26 @@ def _parse_tangle_option(option: str) -> tuple[str, bytes | None]:
     if not name:
         raise BadInput(f"--tangle {option[:80]!r}: expected NAME (a new tangle) or NAME=ROOT_ID")
     return tangle_name(name), parse_message_id(root) if sep else None
+
+
+def publish_content(
+    obj: Context, value: Any, tangles: dict[str, bytes | None], offline: bool
+) -> dict[str, Any]:
+    """Publish `value` through the node (or, `offline`, into the stopped node's store)."""
+    if offline:
+        try:
+            lock = obj.lock_data_dir("publish --offline")
+        except DataDirInUse as error:
+            if error.purpose != "run":
+                raise
+            raise DataDirInUse(
+                f"the node is running (process {error.pid}); publish through it (drop --offline)",
+                error.pid,
+            ) from None
+        with lock, obj.open_store(with_keypair=True) as store:
+            message = store.publish(value, tangles)
+        return message_dict(message)
+    return render_body(trio.run(call_node, obj, "publish", {"content": value, "tangles": tangles}))
 
 
 @click.command()
@@ -61,28 +85,19 @@ def publish(
     """Sign and publish a message whose CONTENT is JSON ('-' reads stdin), through the node."""
     value = read_content(content, obj.settings)
     tangles = dict(_parse_tangle_option(option) for option in tangle_options)
-    if offline:
-        try:
-            lock = obj.lock_data_dir("publish --offline")
-        except DataDirInUse as error:
-            if error.purpose != "run":
-                raise
-            raise DataDirInUse(
-                f"the node is running (process {error.pid}); publish through it (drop --offline)",
-                error.pid,
-            ) from None
-        with lock, obj.open_store(with_keypair=True) as store:
-            message = store.publish(value, tangles)
-        body = message_dict(message)
-    else:
-        body = render_body(
-            trio.run(call_node, obj, "publish", {"content": value, "tangles": tangles})
-        )
+    body = publish_content(obj, value, tangles, offline)
     log.info("published", seq=body["seq"], id=body["id"])
     if as_json:
         emit_json(body)
     else:
         click.echo(body["id"])
+
+
+LOG_HEADER = (
+    f"{'SEQ':>6}  {'ID':<44}  {'TANGLES':<12}  "
+    + Viewer.header("").lstrip()
+    + "   ([chat*]: in tangle chat, * its root)"
+)
 
 
 @click.command("log")
@@ -94,22 +109,52 @@ def publish(
 def log_command(
     obj: Context, feed: str | None, from_seq: int, limit: int | None, as_json: bool
 ) -> None:
-    """List a feed's messages (default: our own feed); --json gives JSON lines."""
+    """List a feed's messages (default: our own feed); --json gives JSON lines.
+
+    Each row: seq, id, the tangles it is in ([chat*]: in tangle chat, the * marks
+    the tangle's root message), author, claimed time (UTC) and what it says; group
+    messages are opened where our keys open them. --json adds `private` (the
+    opened part of a group message) to each message's fields.
+    """
     author = parse_feed(feed) if feed else read_secret(obj.settings.secret_path).public
     with obj.open_store() as store:
         if store.get_by_seq(author, 1) is None:
             if feed:
                 raise NotFound(f"no feed {feed} in the store")
             return  # our own feed, still empty
+        viewer = open_viewer(obj, store)
+        if not as_json:
+            click.echo(fit(LOG_HEADER, viewer.width))
         remaining = limit
         while remaining is None or remaining > 0:
             page = store.read_feed(author, from_seq, min(remaining or 1000, 1000))
             for message in page:
-                click.echo(json.dumps(message_dict(message)) if as_json else message_line(message))
+                if as_json:
+                    emit_json(_with_private(viewer, message))
+                else:
+                    click.echo(log_line(viewer, message))
             if not page:
                 break
             from_seq = page[-1].seq + 1
             remaining = None if remaining is None else remaining - len(page)
+
+
+def log_line(viewer: Viewer, message: Message) -> str:
+    """`seq  id  [tangles]  author  time  summary`, cut to the terminal."""
+    tangles = ",".join(
+        f"{name}{'*' if link.is_root else ''}" for name, link in message.tangles.items()
+    )
+    shown = fit(f"[{tangles}]" if tangles else "", 12)
+    return fit(
+        f"{message.seq:>6}  {message_text(message.id)}  {shown:<12}  {viewer.columns(message)}",
+        viewer.width,
+    )
+
+
+def _with_private(viewer: Viewer, message: Message) -> dict[str, Any]:
+    body = message_dict(message)
+    opened = viewer.machine.opened(message)
+    return body | ({"private": opened} if opened is not None else {})
 
 
 @click.command()
@@ -117,36 +162,59 @@ def log_command(
 @json_option
 @click.pass_obj
 def show(obj: Context, message_id: str, as_json: bool) -> None:
-    """Print one message (indented JSON; --json for one line)."""
+    """Print one message: who wrote it, when, what it says, then its fields as JSON.
+
+    Group messages are opened where our keys open them (their `private` part).
+    --json prints the fields alone, on one line.
+    """
     with obj.open_store() as store:
         message = store.get(parse_message_id(message_id))
-    if message is None:
-        raise NotFound(f"no message {message_id} in the store")
-    if as_json:
-        emit_json(message_dict(message))
-    else:
-        click.echo(json.dumps(message_dict(message), indent=2, ensure_ascii=False))
+        if message is None:
+            raise NotFound(f"no message {message_id} in the store")
+        viewer = open_viewer(obj, store)
+        body = _with_private(viewer, message)
+        if as_json:
+            emit_json(body)
+            return
+        author = viewer.names.name(message.author)
+        ours = "  (our feed)" if viewer.names.is_ours(message.author) else ""
+        click.echo(f"author   {feed_text(message.author)}{f'  {author}' if author else ''}{ours}")
+        click.echo(f"seq      {message.seq}")
+        click.echo(f"time     {format_timestamp(message.timestamp)}")
+        click.echo(fit(f"says     {viewer.human.line(message)}", viewer.width))
+        click.echo(json.dumps(body, indent=2, ensure_ascii=False))
 
 
 @click.command()
 @json_option
 @click.pass_obj
 def feeds(obj: Context, as_json: bool) -> None:
-    """List the feeds in the store with their head seq, and where invalid ones end."""
+    """List the feeds in the store: our own marked, names, head seq, where invalid ones end.
+
+    A feed is shown by our petname for it, else the name it chose itself (~name).
+    --json adds `ours` (true for our own feed) and keeps ids, never names.
+    """
     with obj.open_store() as store:
         infos = store.feeds()
+        names = load_names(obj, store)
+    if not as_json and infos:
+        click.echo(f"  {'FEED':<44}  {'NAME':<20}  {'SEQ':>8}")
     for info in infos:
         record = {
             "feed": feed_text(info.author),
             "seq": info.head_seq,
             "head": message_text(info.head_id) if info.head_id else None,
             "invalid_from": info.invalid_from,
+            "ours": names.is_ours(info.author),
         }
         if as_json:
             emit_json(record)
         else:
             invalid = f"  INVALID from {info.invalid_from}" if info.invalid_from else ""
-            click.echo(f"{record['feed']}  {info.head_seq:>8}{invalid}")
+            mark = "*" if record["ours"] else " "
+            name = fit(names.name(info.author) or "-", 20)
+            ours = "  (our feed)" if record["ours"] else ""
+            click.echo(f"{mark} {record['feed']}  {name:<20}  {info.head_seq:>8}{invalid}{ours}")
 
 
 @click.command()

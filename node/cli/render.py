@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-import json
 import math
 from datetime import UTC, datetime
 from typing import Any
@@ -91,15 +90,3 @@ def format_timestamp(milliseconds: int) -> str:
     except (OverflowError, OSError, ValueError):
         return str(milliseconds)
     return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def message_line(message: Message) -> str:
-    """`seq  id  time  [tangle names]  content` on one line."""
-    tangles = ",".join(
-        f"{name}{'*' if link.is_root else ''}" for name, link in message.tangles.items()
-    )
-    content = json.dumps(jsonable(message.content), ensure_ascii=False, separators=(",", ":"))
-    return (
-        f"{message.seq:>6}  {message_text(message.id)}  {format_timestamp(message.timestamp)}  "
-        f"[{tangles}]  {content}"
-    )

@@ -14,6 +14,7 @@ import click
 import trio
 
 from tanglenode.node.cli.digest import show_digest
+from tanglenode.node.cli.summary import Viewer, fit, open_viewer
 from tanglenode.node.cli.support import (
     COUNT,
     INDEX,
@@ -28,8 +29,10 @@ from tanglenode.node.cli.support import (
     node_running,
     timeline_spec,
 )
-from tanglenode.node.client import connect
+from tanglenode.node.client import NodeError, NodeNotRunning, connect
+from tanglenode.protocol.errors import TanglenodeError
 from tanglenode.protocol.identity import message_text, parse_message_id
+from tanglenode.protocol.ipc import PAGE, ErrorKind
 from tanglenode.storage.causal_key import MAX_TIME
 from tanglenode.storage.causal_window import WINDOW_MODES
 from tanglenode.storage.errors import UnknownTimeline
@@ -133,7 +136,7 @@ def timeline(
     if digest:
         return show_digest(obj, which, name, label, as_json)
     if obj.settings.ipc_socket_path.is_socket() and trio.run(node_running, obj):
-        source: Any = _NodeTimelines(obj, which)
+        source: Any = _NodeTimelines(obj, which, _store_or_none(obj))
     else:  # the node is stopped: read the store directly
         source = _StoreTimelines(obj.open_store(), name)
     with source:
@@ -149,6 +152,7 @@ def timeline(
             else:
                 click.echo(_placement_text(found))
             return
+        viewer = open_viewer(obj, source.store)
         if from_time is not None or to_time is not None:
             if order != "causal-time":
                 raise BadInput("--from-time/--to-time need --order causal-time")
@@ -160,24 +164,46 @@ def timeline(
                 raise BadInput("--from-time is after --to-time")
             first, entries = source.window(*window, mode, start, limit)
             offset = start if first is None else first  # strict: index inside the window
+            where = "position" if first is not None else "index"
+            if not as_json:
+                columns = f"{where.upper():>8}  {'TIME MS':>13}  {'ID':<44}"
+                click.echo(fit(viewer.header(columns), viewer.width))
             for index, (time, msg_id) in enumerate(entries, offset):
-                where = "position" if first is not None else "index"
                 if as_json:
-                    emit_json({where: index, "time": time, "id": message_text(msg_id)})
+                    record = {where: index, "time": time, "id": message_text(msg_id)}
+                    emit_json(record | viewer.fields(viewer.message(msg_id)))
                 else:
-                    click.echo(f"{index:>6}  {time:>6}  {message_text(msg_id)}")
+                    click.echo(
+                        viewer.row(f"{index:>8}  {time:>13}  {message_text(msg_id)}", msg_id)
+                    )
             return
         if since is not None:
             for number, command in enumerate(source.commands(since), since + 1):
-                _echo_command(number, command, as_json)
+                _echo_command(viewer, number, command, as_json)
             return
+        header, wide = False, 13 if value == "time" else 6
         for position, (rank, msg_id, *state) in enumerate(source.entries(start, limit), start):
             if as_json:
                 record = {"position": position, value: rank, "id": message_text(msg_id)}
-                emit_json(record | ({"state": state[0]} if state else {}))
-            else:
-                shown = f"  {state[0]}" if state else ""
-                click.echo(f"{position:>6}  {rank:>6}  {message_text(msg_id)}{shown}")
+                record |= {"state": state[0]} if state else {}
+                emit_json(record | viewer.fields(viewer.message(msg_id)))
+                continue
+            if not header:
+                header = True
+                states = f"  {'STATE':<8}" if state else ""
+                columns = f"{'POS':>6}  {value.upper():>{wide}}  {'ID':<44}{states}"
+                click.echo(fit(viewer.header(columns), viewer.width))
+            shown = f"  {state[0]:<8}" if state else ""
+            text = f"{position:>6}  {rank:>{wide}}  {message_text(msg_id)}{shown}"
+            click.echo(viewer.row(text, msg_id))
+
+
+def _store_or_none(obj: Context) -> FeedStore | None:
+    """The store, read beside the running node for the messages' content; None if absent."""
+    try:
+        return obj.open_store()
+    except NotFound:
+        return None
 
 
 def _placement_text(found: dict[str, Any]) -> str:
@@ -239,16 +265,18 @@ class _StoreTimelines:
 
 
 class _NodeTimelines:
-    """`tangled timeline` asking the running node over IPC."""
+    """`tangled timeline` asking the running node over IPC; `store` (read beside the node)
+    gives the messages' content."""
 
-    def __init__(self, obj: Context, which: dict[str, Any]) -> None:
-        self.obj, self.which = obj, which
+    def __init__(self, obj: Context, which: dict[str, Any], store: FeedStore | None) -> None:
+        self.obj, self.which, self.store = obj, which, store
 
     def __enter__(self):
         return self
 
     def __exit__(self, *exc_info: object) -> None:
-        pass
+        if self.store is not None:
+            self.store.close()
 
     def _call(self, op: str, **arguments: Any) -> Any:
         try:
@@ -299,7 +327,7 @@ class _NodeTimelines:
         return entries
 
 
-def _echo_command(number: int, command: Command, as_json: bool) -> None:
+def _echo_command(viewer: Viewer, number: int, command: Command, as_json: bool) -> None:
     if isinstance(command, Insert):
         record = {
             "version": number,
@@ -307,8 +335,12 @@ def _echo_command(number: int, command: Command, as_json: bool) -> None:
             "pos": command.pos,
             "id": message_text(command.id),
         }
-        text = f"{number}  ins {command.pos} {record['id']}"
-    elif isinstance(command, Delete):
+        if as_json:
+            emit_json(record | viewer.fields(viewer.message(command.id)))
+        else:
+            click.echo(viewer.row(f"{number}  ins {command.pos} {record['id']}", command.id))
+        return
+    if isinstance(command, Delete):
         record = {"version": number, "op": "del", "pos": command.pos}
         text = f"{number}  del {command.pos}"
     else:
@@ -320,13 +352,43 @@ def _echo_command(number: int, command: Command, as_json: bool) -> None:
         click.echo(text)
 
 
+# -- watch ------------------------------------------------------------------------------
+
+RECONNECT_WAIT = 60.0  # seconds `watch` waits for a node that went away, by default
+
+
+class NodeGone(TanglenodeError):
+    """`watch`: the node went away and its socket did not come back in time (exit 1)."""
+
+
 @click.command()
 @click.argument("spec", required=False, metavar="[NAME/ROOT]")
 @click.option("--spacetime", is_flag=True, help="The timeline of all feeds.")
-@click.option("--since", type=INDEX, default=None, help="Resume after VERSION.")
-@click.option("--count", type=COUNT, default=None, help="Stop after N commands.")
+@click.option(
+    "--since",
+    type=INDEX,
+    default=None,
+    metavar="VERSION",
+    help="Skip the snapshot: print the commands after VERSION, then each change.",
+)
+@click.option(
+    "--count",
+    type=COUNT,
+    default=None,
+    help="Stop after N changes (ins/mov/del) following the snapshot; snapshot rows do not count.",
+)
+@click.option(
+    "--reconnect-wait",
+    type=click.FloatRange(0, 86_400),
+    default=RECONNECT_WAIT,
+    show_default=True,
+    metavar="SECONDS",
+    help="When the node goes away, wait this long for it to come back, then exit 1; "
+    "on its return, resume after the last version printed.",
+)
 @JOINED_OPTION
 @ORDER_OPTION
+@json_option
 @click.pass_obj
 def watch(
     obj: Context,
@@ -334,38 +396,145 @@ def watch(
     spacetime: bool,
     since: int | None,
     count: int | None,
+    reconnect_wait: float,
     joined: bool,
     order: str,
+    as_json: bool,
 ) -> None:
-    """Follow a timeline live: its snapshot (or commands since VERSION), then each change."""
+    """Follow a timeline live: its snapshot (or the commands after VERSION), then each change.
+
+    Rows show position, rank (or claimed time for --order causal-time), id, author,
+    time and what the message says; changes are `VERSION ins POS ID ...`,
+    `VERSION mov FROM TO` and `VERSION del POS`. If the node restarts, watch says so
+    on stderr, waits for it (--reconnect-wait) and resumes after the last version it
+    printed. --json: one object per line: `{"version", "snapshot"}` when a
+    subscription starts, then snapshot rows and commands as `timeline --json` and
+    `timeline --since --json` print them, with author, timestamp and summary added.
+    """
     which = timeline_spec(spec, spacetime, joined, order)
-    trio.run(_watch, obj, which, since, count)
+    store = _store_or_none(obj)
+    try:
+        follower = _Follower(obj, which, open_viewer(obj, store), as_json, count)
+        trio.run(follower.run, since, reconnect_wait)
+    finally:
+        if store is not None:
+            store.close()
 
 
-async def _watch(obj: Context, which: dict[str, Any], since: int | None, count: int | None) -> None:
-    seen = 0
-    async with (
-        await connect(obj.settings.ipc_socket_path) as client,
-        aclosing(client.subscribe(since=since, **which)) as events,
-    ):
+class _Follower:
+    """One `watch`: prints what a subscription sends, and resubscribes after the last
+    version printed when the node goes away (or drops us for lagging)."""
+
+    def __init__(
+        self,
+        obj: Context,
+        which: dict[str, Any],
+        viewer: Viewer,
+        as_json: bool,
+        count: int | None,
+    ) -> None:
+        self.obj, self.which, self.viewer = obj, which, viewer
+        self.as_json, self.count = as_json, count
+        self.value = "time" if which.get("order") == "causal-time" else "rank"
+        self.wide = 13 if self.value == "time" else 6  # ms since the epoch, or a rank
+        self.last: int | None = None  # the last version printed (a snapshot's, or a command's)
+        self.changes = 0
+        self.subscriptions = 0
+        self.cut_short = False  # a snapshot started whose last page has not come yet
+
+    async def run(self, since: int | None, reconnect_wait: float) -> None:
+        path = self.obj.settings.ipc_socket_path
+        client = await connect(path)  # not running at all: NodeNotRunning, exit 1
+        self.last = since
+        while True:
+            # A snapshot cut short (the node went away between its pages) cannot be resumed
+            # by version: the rows it still owed would be lost. Ask for a new one instead.
+            resume = None if self.cut_short else self.last
+            try:
+                async with client, aclosing(client.subscribe(since=resume, **self.which)) as ev:
+                    if await self._follow(ev):
+                        return
+                    warn = f"fell behind at version {self.last}; resuming"
+            except (NodeError, trio.BrokenResourceError, OSError) as error:
+                if isinstance(error, NodeError) and error.kind != ErrorKind.DISCONNECTED:
+                    raise
+                warn = f"the node went away at version {self.last}; waiting for it"
+            click.echo(f"tangled: {warn} (up to {reconnect_wait:g} s)", err=True)
+            client = await self._reconnect(path, reconnect_wait)
+            if self.cut_short:
+                click.echo(
+                    "tangled: reconnected; the snapshot may have been cut short: a new one",
+                    err=True,
+                )
+            else:
+                click.echo(f"tangled: reconnected; resuming after version {self.last}", err=True)
+
+    async def _reconnect(self, path: Any, wait: float) -> Any:
+        delay = 0.02
+        with trio.move_on_after(wait):
+            while True:  # nothing to await but the socket's return: poll, backing off
+                try:
+                    return await connect(path)
+                except NodeNotRunning:
+                    await trio.sleep(delay)
+                    delay = min(delay * 2, 0.5)
+        resume = "" if self.last is None or self.cut_short else f"; resume with --since {self.last}"
+        raise NodeGone(f"the node did not come back within {wait:g} s{resume}")
+
+    async def _follow(self, events: Any) -> bool:
+        """Print events until --count is reached (True) or the node drops us (False)."""
         async for event in events:
             if "started" in event:
-                click.echo(f"# version {event['started']['version']}")
+                self._started(event["started"])
             elif "snapshot" in event:
                 for offset, (rank, msg_id) in enumerate(event["snapshot"]):
-                    click.echo(f"{event['start'] + offset} {rank} {message_text(msg_id)}")
+                    self._snapshot_row(event["start"] + offset, rank, msg_id)
+                # the node sends a snapshot's pages back to back, full ones but the last
+                self.cut_short = len(event["snapshot"]) >= PAGE
             elif "lagged" in event:
-                raise BadInput(f"fell behind; resume with --since {event['lagged']}")
+                return False
             else:
+                self.cut_short = False
                 for command in event["commands"]:
-                    if "ins" in command:
-                        body = command["message"]
-                        msg_id = body["id"] if isinstance(body, dict) else body
-                        click.echo(f"{command['v']} ins {command['ins']} {message_text(msg_id)}")
-                    elif "del" in command:
-                        click.echo(f"{command['v']} del {command['del']}")
-                    else:
-                        click.echo(f"{command['v']} mov {command['mov'][0]} {command['mov'][1]}")
-                    seen += 1
-                    if count is not None and seen >= count:
-                        return
+                    self._command(command)
+                    self.last = command["v"]
+                    self.changes += 1
+                    if self.count is not None and self.changes >= self.count:
+                        return True
+        return False
+
+    def _started(self, started: dict[str, Any]) -> None:
+        version, snapshot = started["version"], started["snapshot"]
+        resumed = self.subscriptions > 0
+        self.subscriptions += 1
+        if snapshot and self.last is not None and not self.cut_short:
+            click.echo(
+                f"tangled: the node no longer has version {self.last}; a new snapshot", err=True
+            )
+        self.last = version
+        self.cut_short = snapshot  # until a page shorter than a full one, or a command, comes
+        if self.as_json:
+            emit_json({"version": version, "snapshot": snapshot})
+        elif snapshot or not resumed:
+            click.echo(f"# version {version}")
+            if snapshot:
+                columns = f"{'POS':>6}  {self.value.upper():>{self.wide}}  {'ID':<44}"
+                click.echo(fit(self.viewer.header(columns), self.viewer.width))
+
+    def _snapshot_row(self, position: int, rank: int, msg_id: bytes) -> None:
+        if self.as_json:
+            record = {"position": position, self.value: rank, "id": message_text(msg_id)}
+            emit_json(record | self.viewer.fields(self.viewer.message(msg_id)))
+        else:
+            text = f"{position:>6}  {rank:>{self.wide}}  {message_text(msg_id)}"
+            click.echo(self.viewer.row(text, msg_id))
+
+    def _command(self, wire: dict[str, Any]) -> None:
+        if "ins" in wire:
+            body = wire["message"]
+            command: Command = Insert(wire["ins"], body["id"] if isinstance(body, dict) else body)
+        elif "del" in wire:
+            command = Delete(wire["del"])
+        else:
+            command = Move(*wire["mov"])
+        _echo_command(self.viewer, wire["v"], command, self.as_json)

@@ -339,7 +339,10 @@ async def cli_state(nodes: list[Node]) -> list[tuple[list[dict], dict]]:
     results: list = [None] * len(nodes)
 
     async def one(index: int) -> None:
-        feeds = sorted(await cli_json(nodes[index], "feeds"), key=lambda f: f["feed"])
+        listed = await cli_json(nodes[index], "feeds")  # `ours` differs by node: left out
+        feeds = sorted(
+            ({k: v for k, v in f.items() if k != "ours"} for f in listed), key=lambda f: f["feed"]
+        )
         proofs = {
             p["proof"]: (p["kind"], p["invalid"], sorted(m["id"] for m in p["messages"]))
             for p in await cli_json(nodes[index], "forks")

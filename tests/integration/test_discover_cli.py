@@ -1,11 +1,12 @@
 """`whoami`, `tangles` and `group list` through the real CLI, the node running and stopped."""
 
 import json
-import shlex
+import subprocess
 from functools import partial
 
 import trio
 
+from tanglenode.node.cli.discover import shell_word
 from tanglenode.node.localnet import Node
 from tanglenode.protocol.identity import parse_message_id
 from tanglenode.storage.store import FeedStore
@@ -80,7 +81,10 @@ async def test_tangles_lists_each_tangle_the_same_running_or_stopped(tmp_path):
 
     first = await cli(node, "tangles", "--limit", "1", "--json")  # then follow the hint
     hint = first.stderr.decode().strip().rpartition("--after ")[2]
-    rest = rows(await cli(node, "tangles", "--after", *shlex.split(hint), "--json"))
+    cursor = subprocess.run(  # the hint as a shell reads it: $'...' where it must
+        ["bash", "-c", f"printf %s {hint}"], capture_output=True, check=True
+    ).stdout.decode()
+    rest = rows(await cli(node, "tangles", "--after", cursor, "--json"))
     assert rows(first) + rest == running
 
     shown = await on_terminal(node, "tangles")
@@ -171,3 +175,12 @@ async def test_a_member_finds_the_group_it_was_added_to(tmp_path):
     assert rows(await cli(friend, "group", "list", "--json")) == [former]  # from the store
     from_store = rows(await cli(host, "group", "list", "--json"))
     assert {row["group"]: row for row in from_store} == listed
+
+
+def test_the_more_hint_survives_a_shell_whatever_the_name_holds():
+    # click strips escape sequences from what it echoes off a terminal; the hint must not
+    # lose them, or `--after` names another tangle and the next page repeats one.
+    for name in ("e\x1b[2Jvil/%r", "it's/%r", "back\\slash\x07/%r", "ü\u200e\U0001f600/%r", "a/%r"):
+        word = shell_word(name)
+        read = subprocess.run(["bash", "-c", f"printf %s {word}"], capture_output=True, check=True)
+        assert read.stdout.decode() == name and "\x1b" not in word

@@ -102,10 +102,18 @@ def test_publish_into_a_tangle_then_log_show_and_feeds(ready):
 
     shown = json.loads(ready.ok("show", root, "--json"))
     assert shown["id"] == root and shown["tangles"]["chat"]["root"] is None
-    assert json.loads(ready.ok("show", reply["id"])) == reply
+    assert json.loads(ready.ok("show", reply["id"], "--json")) == reply
+    shown_text = ready.ok("show", reply["id"])
+    assert f"author   {ready.feed_id}  (our feed)" in shown_text and "says     second" in shown_text
 
     (feed,) = [json.loads(line) for line in ready.ok("feeds", "--json").splitlines()]
-    assert feed == {"feed": ready.feed_id, "seq": 2, "head": reply["id"], "invalid_from": None}
+    assert feed == {
+        "feed": ready.feed_id,
+        "seq": 2,
+        "head": reply["id"],
+        "invalid_from": None,
+        "ours": True,
+    }
     assert "2 messages in 1 feeds" in ready.ok("check")
 
 
@@ -203,18 +211,30 @@ def test_timeline_order_position_and_commands(ready):
     third = ready.ok("publish", "--offline", '"three"', "--tangle", f"chat/room={root}").strip()
     spec = f"chat/room/{root}"  # the name may hold "/", the root never does
     lines = ready.ok("timeline", spec).splitlines()
-    assert [line.split() for line in lines] == [
+    assert lines[0].split()[:4] == ["POS", "RANK", "ID", "STATE"]
+    assert [line.split()[:4] for line in lines[1:]] == [
         ["0", "0", root, "joined"],
         ["1", "1", second, "joined"],
         ["2", "2", third, "joined"],
     ]
+    assert [line.split()[-1] for line in lines[1:]] == ["root", "two", "three"]
     page = [
         json.loads(line)
         for line in ready.ok(
             "timeline", spec, "--start", "1", "--limit", "1", "--json"
         ).splitlines()
     ]
-    assert page == [{"position": 1, "rank": 1, "id": second, "state": "joined"}]
+    assert page == [
+        {
+            "position": 1,
+            "rank": 1,
+            "id": second,
+            "state": "joined",
+            "author": ready.feed_id,
+            "timestamp": page[0]["timestamp"],
+            "summary": "two",
+        }
+    ]
     assert json.loads(ready.ok("timeline", spec, "--at", third, "--json")) == {
         "id": third,
         "position": 2,
@@ -225,11 +245,11 @@ def test_timeline_order_position_and_commands(ready):
         json.loads(line)
         for line in ready.ok("timeline", spec, "--since", "1", "--json").splitlines()
     ]
-    assert commands == [
+    assert [{k: c[k] for k in ("version", "op", "pos", "id")} for c in commands] == [
         {"version": 2, "op": "ins", "pos": 1, "id": second},
         {"version": 3, "op": "ins", "pos": 2, "id": third},
     ]
-    spacetime = ready.ok("timeline", "--spacetime").splitlines()
+    spacetime = ready.ok("timeline", "--spacetime").splitlines()[1:]
     assert [line.split()[2] for line in spacetime] == [root, second, third]
 
 
@@ -242,12 +262,13 @@ def test_timeline_states_and_the_joined_view(ready):
     with FeedStore(ready.data_dir / "store") as store:  # the node is stopped
         store.ingest([root.raw, a.raw, b.raw, waiting.raw])
     spec = f"chat/{message_text(root.id)}"
-    rows = {line.split()[2]: line.split()[3] for line in ready.ok("timeline", spec).splitlines()}
+    listed = ready.ok("timeline", spec).splitlines()[1:]
+    rows = {line.split()[2]: line.split()[3] for line in listed}
     assert rows == {
         message_text(m.id): state
         for m, state in ((root, "joined"), (a, "joined"), (b, "joined"), (waiting, "pending"))
     }
-    joined = [line.split()[2] for line in ready.ok("timeline", spec, "--joined").splitlines()]
+    joined = [line.split()[2] for line in ready.ok("timeline", spec, "--joined").splitlines()[1:]]
     assert joined == [message_text(m.id) for m in (root, a, b)]
     at = ready.ok("timeline", spec, "--at", message_text(waiting.id)).strip()
     # ranked 0 in the full timeline (its link is missing), maybe before the root
@@ -358,15 +379,16 @@ def test_timeline_causal_time_order_and_its_time_window(ready):
         store.ingest([a3.raw, a2.raw, a1.raw])
         store.ingest([a2.raw, a3.raw])
     ids = [message_text(m.id) for m in (a1, a2, a3)]
-    lines = ready.ok("timeline", "--spacetime", "--order", "causal-time").splitlines()
-    assert [line.split() for line in lines] == [
+    lines = ready.ok("timeline", "--spacetime", "--order", "causal-time").splitlines()[1:]
+    assert [line.split()[:3] for line in lines] == [
         ["0", "100", ids[0]],
         ["1", "5000", ids[1]],
         ["2", "200", ids[2]],
     ]
     window = ("--spacetime", "--order", "causal-time", "--from-time", "0")
     implied = ready.ok("timeline", *window, "--to-time", "1970-01-01T00:00:00.300Z", "--json")
-    assert [json.loads(line) for line in implied.splitlines()] == [
+    keys = ("position", "time", "id")
+    assert [{k: json.loads(line)[k] for k in keys} for line in implied.splitlines()] == [
         {"position": 0, "time": 100, "id": ids[0]},
         {"position": 1, "time": 5000, "id": ids[1]},  # implied between the two inside
         {"position": 2, "time": 200, "id": ids[2]},

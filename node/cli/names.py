@@ -1,0 +1,298 @@
+"""Names for feeds: petnames we choose, names feeds choose for themselves, and `tangled name`,
+`tangled about`.
+
+Theory of operation
+-------------------
+A feed is shown by the first of:
+
+1. its **petname**: a name we gave it (`tangled name @FEED alice`), kept only
+   here, in `<data_dir>/petnames.json` (`{"version": 1, "names": {"@FEED":
+   "alice"}}`). A plain file, not the store, so it is read and written the
+   same whether the node runs or not; written whole to a temporary file and
+   renamed over the old one, under an advisory lock so two `tangled name`
+   runs never lose each other's change. At most `MAX_PETNAMES` names, the
+   file at most `MAX_FILE_BYTES`;
+2. its **self-chosen name**, from its latest own `about` message
+   (`storage/abouts.py`), shown with a `~` (`~alice`) so it can never pass for
+   a petname: a petname may not start with `~`, `@` or `%`;
+3. its id, shortened: `@AbCdEfGh…`.
+
+Every name is hostile text: `clean_name` strips control and format
+characters, folds whitespace and bounds the length, before a name is stored
+and again before it is shown. `--json` output carries ids, never names.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import click
+
+from tanglenode.node.cli.support import (
+    BadInput,
+    Context,
+    NotFound,
+    emit_json,
+    json_option,
+)
+from tanglenode.protocol.errors import BadIdentifier, TanglenodeError
+from tanglenode.protocol.identity import feed_text, parse_feed
+from tanglenode.storage.abouts import MAX_NAME_CHARS, clean_name
+
+PETNAMES_FILE = "petnames.json"
+MAX_PETNAMES = 10_000
+MAX_FILE_BYTES = 2 * 2**20
+SELF_CHOSEN = "~"  # marks a name a feed gave itself
+_RESERVED_STARTS = ("~", "@", "%")
+SHORT_ID_CHARS = 8
+
+
+class PetnamesUnwritable(TanglenodeError):
+    """The petnames file cannot be written (permissions, a full disk): exit 1."""
+
+
+def short_feed(feed: bytes) -> str:
+    """`@AbCdEfGh…`: enough of an id to tell feeds apart by eye."""
+    return feed_text(feed)[: 1 + SHORT_ID_CHARS] + "…"
+
+
+class Names:
+    """How the CLI shows feeds: petnames, then self-chosen names (`~name`), then short ids."""
+
+    def __init__(
+        self,
+        petnames: dict[bytes, str] | None = None,
+        abouts: dict[bytes, str] | None = None,
+        ours: bytes | None = None,
+    ) -> None:
+        self.petnames = dict(petnames or {})
+        self.abouts = dict(abouts or {})
+        self.ours = ours
+
+    def name(self, feed: bytes) -> str | None:
+        """The name to show for `feed`, or None when it has none."""
+        petname = self.petnames.get(feed)
+        if petname:
+            return petname
+        about = self.abouts.get(feed)
+        return SELF_CHOSEN + about if about else None
+
+    def label(self, feed: bytes) -> str:
+        """The name to show for `feed`, else its short id."""
+        return self.name(feed) or short_feed(feed)
+
+    def is_ours(self, feed: bytes) -> bool:
+        return self.ours is not None and feed == self.ours
+
+
+def our_feed(obj: Context) -> bytes | None:
+    """Our feed from the secret file's public part (no key is derived), or None."""
+    try:
+        text = obj.settings.secret_path.read_text()[:4096]
+        return parse_feed(json.loads(text)["public"])
+    except (OSError, ValueError, KeyError, TypeError, BadIdentifier):
+        return None
+
+
+def load_names(obj: Context, store: Any = None) -> Names:
+    """Petnames, the store's self-chosen names and our feed; `store` if one is open already.
+
+    Works with the node running or stopped; with no store yet, only petnames.
+    """
+    abouts: dict[bytes, str] = {}
+    if store is not None:
+        abouts = store.about_names()
+    elif (obj.settings.store_path / "data.mdb").exists():
+        with obj.open_store() as opened:
+            abouts = opened.about_names()
+    return Names(read_petnames(petnames_path(obj)), abouts, our_feed(obj))
+
+
+def lazy_label(obj: Context, *, whole_ids: bool = False) -> Callable[[bytes], str]:
+    """`load_names(obj).label`, loading the names only when a feed is first shown.
+
+    With `whole_ids` (where an id is copied into the next command, as from
+    `status`), a named feed is `name (@AbCdEfGh…)` and an unnamed one its whole id.
+    """
+    loaded: list[Names] = []
+
+    def label(feed: bytes) -> str:
+        if not loaded:
+            loaded.append(load_names(obj))
+        if not whole_ids:
+            return loaded[0].label(feed)
+        name = loaded[0].name(feed)
+        return f"{name} ({short_feed(feed)})" if name else feed_text(feed)
+
+    return label
+
+
+# -- the petnames file ----------------------------------------------------------------
+
+
+def petnames_path(obj: Context) -> Path:
+    return obj.settings.data_dir / PETNAMES_FILE
+
+
+def read_petnames(path: Path) -> dict[bytes, str]:
+    """The petnames file as feed -> name; {} if there is none; `BadInput` if it is damaged."""
+    try:
+        with path.open("rb") as file:
+            data = file.read(MAX_FILE_BYTES + 1)
+    except FileNotFoundError:
+        return {}
+    except OSError as error:
+        raise BadInput(f"{path}: cannot read the petnames: {error.strerror}") from None
+    damaged = f"{path} is not a petnames file; fix or remove it"
+    if len(data) > MAX_FILE_BYTES:
+        raise BadInput(f"{damaged} (over {MAX_FILE_BYTES} bytes)")
+    try:
+        document = json.loads(data)
+        names = document["names"]
+        if document.get("version") != 1 or not isinstance(names, dict):
+            raise ValueError("not version 1")
+        found = {parse_feed(feed): clean_name(name) for feed, name in names.items()}
+    except (ValueError, KeyError, TypeError, AttributeError, BadIdentifier, RecursionError):
+        raise BadInput(damaged) from None
+    if len(found) > MAX_PETNAMES:
+        raise BadInput(f"{damaged} (over {MAX_PETNAMES} names)")
+    return {feed: name for feed, name in found.items() if name}
+
+
+@contextlib.contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    with open(path.with_name(path.name + ".lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+def _write_petnames(path: Path, names: dict[bytes, str]) -> None:
+    document = {"version": 1, "names": {feed_text(f): n for f, n in sorted(names.items())}}
+    fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=".petnames-")
+    try:
+        with os.fdopen(fd, "w") as file:
+            json.dump(document, file, ensure_ascii=False, indent=1)
+            file.write("\n")
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+
+
+def checked_name(text: str, what: str = "a name") -> str:
+    """`text` if it is a name as given (printable, one line, bounded), else `BadInput`."""
+    name = clean_name(text)
+    if not name or name != text:
+        raise BadInput(
+            f"{what} is 1 to {MAX_NAME_CHARS} printable characters on one line, "
+            "without leading or trailing spaces"
+        )
+    return name
+
+
+def checked_petname(text: str) -> str:
+    """A petname as given, refused if it could pass for an id or a self-chosen name."""
+    name = checked_name(text, "a petname")
+    if name.startswith(_RESERVED_STARTS):
+        raise BadInput("a petname may not start with ~, @ or % (ids and self-chosen names do)")
+    return name
+
+
+def change_petname(obj: Context, feed: bytes, name: str | None) -> None:
+    """Set (or with None, clear) our petname for `feed`."""
+    path = petnames_path(obj)
+    if not path.parent.is_dir():
+        raise NotFound(f"no data directory {path.parent}; run `tangled init` first")
+    try:
+        with _locked(path):
+            names = read_petnames(path)
+            if name is None:
+                names.pop(feed, None)
+            else:
+                if feed not in names and len(names) >= MAX_PETNAMES:
+                    raise BadInput(f"at most {MAX_PETNAMES} petnames; clear some first")
+                names[feed] = name
+            _write_petnames(path, names)
+    except OSError as error:
+        raise PetnamesUnwritable(f"{path}: cannot write the petnames: {error.strerror}") from None
+
+
+# -- commands ---------------------------------------------------------------------------
+
+
+@click.command("name")
+@click.argument("feed", required=False, metavar="[@FEED]")
+@click.argument("name", required=False)
+@click.option("--clear", is_flag=True, help="Forget our petname for @FEED.")
+@json_option
+@click.pass_obj
+def name_command(
+    obj: Context, feed: str | None, name: str | None, clear: bool, as_json: bool
+) -> None:
+    """Give @FEED a petname NAME (kept only here), show its names, or list every name.
+
+    Without arguments, every feed that has a petname or named itself; a petname
+    is shown as is, a name a feed chose itself as ~name. Works whether the node
+    runs or not.
+    """
+    if feed is None:
+        if clear or name is not None:
+            raise click.UsageError("--clear and NAME need a @FEED")
+        names = load_names(obj)
+        for author in sorted(set(names.petnames) | set(names.abouts)):
+            _echo_names(names, author, as_json)
+        return
+    author = parse_feed(feed)
+    if clear and name is not None:
+        raise click.UsageError("give NAME or --clear, not both")
+    if clear or name is not None:
+        change_petname(obj, author, None if clear else checked_petname(name or ""))
+    names = load_names(obj)
+    _echo_names(names, author, as_json)
+
+
+def _echo_names(names: Names, feed: bytes, as_json: bool) -> None:
+    petname, about = names.petnames.get(feed), names.abouts.get(feed)
+    if as_json:
+        emit_json({"feed": feed_text(feed), "petname": petname, "about": about})
+        return
+    shown = [petname or ""]
+    if about:
+        shown.append(SELF_CHOSEN + about)
+    click.echo(f"{feed_text(feed)}  {'  '.join(part for part in shown if part) or '-'}")
+
+
+@click.command("about")
+@click.argument("name")
+@click.option(
+    "--offline", is_flag=True, help="Write to the store directly; only while the node is stopped."
+)
+@json_option
+@click.pass_obj
+def about_command(obj: Context, name: str, offline: bool, as_json: bool) -> None:
+    """Publish an `about` message naming our own feed NAME, through the node.
+
+    Peers show the name as ~NAME (a name a feed chose itself) unless they gave
+    our feed a petname; the latest `about` wins.
+    """
+    from tanglenode.node.cli.feeds import publish_content
+
+    me = our_feed(obj)
+    if me is None:
+        raise NotFound(f"no secret key at {obj.settings.secret_path}; run `tangled init` first")
+    content = {"type": "about", "about": feed_text(me), "name": checked_name(name)}
+    body = publish_content(obj, content, {}, offline)
+    if as_json:
+        emit_json(body)
+    else:
+        click.echo(body["id"])

@@ -1,0 +1,74 @@
+"""One-line summaries of hostile content, and the names that label feeds."""
+
+import pytest
+
+from tanglenode.node.cli.names import Names, short_feed
+from tanglenode.node.cli.summary import MAX_SUMMARY, Summaries, fit, short_time
+from tanglenode.protocol.identity import feed_text
+from tests.factories import Feed
+
+ALICE, BOB = Feed("summary-alice"), Feed("summary-bob")
+
+
+def line(content) -> str:
+    return Summaries(short_feed).line(ALICE.append(content))
+
+
+@pytest.mark.parametrize(
+    ("content", "shown"),
+    [
+        ({"type": "post", "text": "hi\n\tthere\u202e"}, "hi there"),
+        ({"text": "untyped"}, "untyped"),
+        ({"type": "other", "text": "x"}, '{"text":"x","type":"other"}'),
+        ("a string", "a string"),
+        (12, "12"),
+        (b"\x00\x01", '{"$bytes":"AAE="}'),
+        ({"type": "about", "about": "not a feed", "name": "n"}, "calls not a feed “n”"),
+        ({"type": "about", "about": 7, "name": "n"}, '{"about":7,"name":"n","type":"about"}'),
+        ({"type": "doc/init", "title": ["no"]}, '{"title":["no"],"type":"doc/init"}'),
+        ({"type": "doc/edit", "ops": "no"}, '{"ops":"no","type":"doc/edit"}'),
+        ({"type": "doc/edit", "ops": [1, ["ins"], ["del", 1, 0, "2"]]}, "edit: nothing"),
+        ({"type": "doc/edit", "ops": [["undel", 1, 0, 3]]}, "edit: restored 3"),
+        ({"group": 1, "box": b"x"}, "[group] sealed"),  # no keys, no store: never opened
+    ],
+)
+def test_summaries_of_hostile_content_are_one_bounded_line(content, shown):
+    assert line(content) == shown
+
+
+def test_a_summary_is_bounded_and_deep_content_is_cut():
+    assert len(line({"text": "x" * 10_000})) == MAX_SUMMARY
+    deep: list = []
+    for _ in range(60):
+        deep = [deep]
+    # deeper than a node accepts now, as an older store may hold: cut, never a crash
+    assert (
+        Summaries(short_feed)
+        .content_line(deep)
+        .endswith('[{"$too-deep":true}]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]')
+    )
+
+
+def test_an_about_of_another_feed_is_labelled_by_our_names():
+    names = Names(petnames={BOB.public: "Bob"}, abouts={BOB.public: "bobby"})
+    content = {"type": "about", "about": feed_text(BOB.public), "name": "robert"}
+    assert Summaries(names.label).line(ALICE.append(content)) == "calls Bob “robert”"
+    own = {"type": "about", "about": feed_text(ALICE.public), "name": "al"}
+    assert Summaries(names.label).line(ALICE.append(own)) == "names itself “al”"
+
+
+def test_labels_prefer_petnames_then_self_chosen_names_then_short_ids():
+    names = Names({BOB.public: "Bob"}, {BOB.public: "bobby", ALICE.public: "al"}, ALICE.public)
+    assert names.label(BOB.public) == "Bob"
+    assert names.label(ALICE.public) == "~al"
+    carol = Feed("summary-carol").public
+    assert names.label(carol) == feed_text(carol)[:9] + "…" and names.name(carol) is None
+    assert names.is_ours(ALICE.public) and not names.is_ours(BOB.public)
+    assert not Names().is_ours(ALICE.public)
+
+
+def test_times_and_widths():
+    assert short_time(0) == "1970-01-01 00:00"
+    assert short_time(2**64 - 1) == str(2**64 - 1)[:16]  # no date: the number, bounded
+    assert fit("abcdef", 4) == "abc…" and fit("abc", 4) == "abc" and fit("abc", None) == "abc"
+    assert fit("名前名前名前", 6) == "名前…" and fit("a名前", 5) == "a名前"  # wide: two columns
