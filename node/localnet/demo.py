@@ -1,26 +1,32 @@
 """`make demo`: four real nodes on 127.0.0.1 hold a conversation through a partition.
 
 1. alice, bob, carol and dave start (each a `tangled run` process with its
-   own data directory) and learn the conversation's root from alice;
+   own data directory), name themselves, and learn the thread's root from alice;
 2. the network splits into {alice, carol} and {bob, dave}; each node writes
    into the thread, and each side sees only its own half;
 3. the network heals (alice dials bob, carol dials dave); every node ends
-   with the same timeline, printed for each, with its status;
+   with the same timeline: one digest line per node shows it;
 4. alice starts a private group with bob and carol, then excludes carol:
    carol keeps what she could read, and cannot read what follows; dave
    replicates everything and reads nothing.
 
-Commands shown with `$` are the real CLI; the rest is the IPC client.
+Every step is narrated as it starts, with the time since the demo began.
+Commands shown with `$` are the real CLI; the rest is the IPC client. The
+data directories are removed at the end unless `--keep` (`make demo KEEP=1`)
+is given; then the nodes are stopped and three commands to try on them end
+the demo.
 """
 
 from __future__ import annotations
 
-import json
+import argparse
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 import trio
@@ -34,9 +40,20 @@ LINES = {
     "carol": ["Could we make it Saturday?", "Or Friday after 7."],
     "dave": ["Either day is fine.", "See you all there."],
 }
+_STARTED = time.monotonic()
+
+
+def say(text: str) -> None:
+    """One narration line, stamped with the seconds since the demo began."""
+    print(f"[{time.monotonic() - _STARTED:5.1f} s] {text}", flush=True)
+
+
+def heading(text: str) -> None:
+    print(f"\n== {text}", flush=True)
 
 
 def cli(node: Node, *args: str) -> str:
+    """Run a real `tangled` command on `node`'s data directory, showing it and its output."""
     shown = " ".join(shlex.quote(a) for a in ("tangled", "--data-dir", str(node.data_dir), *args))
     print(f"$ {shown}", flush=True)
     done = subprocess.run(
@@ -44,94 +61,109 @@ def cli(node: Node, *args: str) -> str:
         check=True,
         capture_output=True,
         text=True,
-        env={**os.environ, "TANGLED_LOG_LEVEL": "warning"},
+        env={**os.environ, "TANGLED_LOG_LEVEL": "warning", "COLUMNS": "100"},
     )
     print(done.stdout, end="", flush=True)
     return done.stdout
 
 
-def heading(text: str) -> None:
-    print(f"\n== {text}", flush=True)
+async def start(node: Node, peers: list[Node] = ()) -> None:
+    dials = f", dialing {', '.join(peer.name for peer in peers)}" if peers else ""
+    say(f"starting {node.name}{dials} ...")
+    await node.start(list(peers))
+    say(f"{node.name} is up: {node.feed_id[:12]}…, accepting peers on {node.listen}")
 
 
-async def say(node: Node, root: bytes, line: str) -> None:
+async def post(node: Node, root: bytes, line: str) -> None:
     await node.publish({"type": "post", "text": line}, {"thread": root})
+    say(f"{node.name} wrote {line!r}")
 
 
-async def converse(root_dir: Path) -> None:
+async def converse(root_dir: Path) -> tuple[list[Node], str, str]:
+    say(f"creating four nodes (tangled init) under {root_dir}")
     alice, bob, carol, dave = nodes = [Node(root_dir, name) for name in LINES]
-    by_id = {node.feed_id: node.name for node in nodes}
 
-    heading("four nodes start; alice opens a thread")
-    await alice.start()
-    await bob.start([alice])
-    await carol.start([alice])
-    await dave.start([bob])
+    heading("four nodes start, name themselves; alice opens a thread")
+    await start(alice)
+    await start(bob, [alice])
+    await start(carol, [alice])
+    await start(dave, [bob])
+    for node in nodes:
+        cli(node, "about", node.name)
     root = (await alice.publish({"type": "thread", "title": "dinner"}, {"thread": None}))["id"]
+    spec = f"thread/{message_text(root)}"
+    say(f"alice opened the thread {spec}; waiting for every node to hold it and the names")
     thread = {"tangle": "thread", "root": root}
     for node in nodes:
         await node.wait_for_size(1, **thread)
+        await node.wait_for_size(len(nodes) + 1, spacetime=True)
+    say("every node holds the thread's root; stopping all four to split the network")
     for node in nodes:
         await node.stop()
 
     heading("partition: {alice, carol} | {bob, dave}; everyone writes")
-    await alice.start()
-    await carol.start([alice])
-    await bob.start()
-    await dave.start([bob])
+    await start(alice)
+    await start(carol, [alice])
+    await start(bob)
+    await start(dave, [bob])
     for turn in range(2):
         async with trio.open_nursery() as nursery:
             for node in nodes:
-                nursery.start_soon(say, node, root, LINES[node.name][turn])
+                nursery.start_soon(post, node, root, LINES[node.name][turn])
+    say("waiting for each side to hold its own half (1 + 4 messages)")
     for node in nodes:
         await node.wait_for_size(5, **thread)
-    spec = f"thread/{message_text(root)}"
     for node in (alice, bob):
         print(f"-- {node.name}'s side:")
-        _print_thread(node, spec, by_id)
+        cli(node, "timeline", spec)
 
     heading("heal: alice dials bob, carol dials dave")
-    async with await alice.client() as client:
-        await client.connect_peer(bob.listen, bob.key)
-    async with await carol.client() as client:
-        await client.connect_peer(dave.listen, dave.key)
+    cli(alice, "connect", bob.listen, bob.feed_id)
+    cli(carol, "connect", dave.listen, dave.feed_id)
+    say("waiting for every node to hold all 9 messages")
     for node in nodes:
         await node.wait_for_size(9, **thread)
+        say(f"{node.name} holds all 9")
 
-    heading("every node's converged timeline")
-    timelines = []
-    for node in nodes:
-        print(f"-- {node.name}:")
-        timelines.append(_print_thread(node, spec, by_id))
-    assert all(timeline == timelines[0] for timeline in timelines), "timelines differ"
-    print("all four timelines are identical")
+    heading("convergence at a glance: one digest of the thread's order per node")
+    digests = {node.name: cli(node, "timeline", spec, "--digest").split() for node in nodes}
+    assert len({tuple(words) for words in digests.values()}) == 1, f"digests differ: {digests}"
+    say("the four digests are identical: the four timelines are the same order")
+    cli(dave, "timeline", spec)
 
     heading("status of each node")
     for node in nodes:
         cli(node, "status")
 
-    await private_group(alice, bob, carol, dave)
+    group = await private_group(alice, bob, carol, dave)
+    say("stopping the four nodes")
     for node in nodes:
         await node.stop()
+    return nodes, spec, group
 
 
-async def private_group(alice: Node, bob: Node, carol: Node, dave: Node) -> None:
+async def private_group(alice: Node, bob: Node, carol: Node, dave: Node) -> str:
     heading("a private group: alice adds bob and carol; dave only replicates")
     group = cli(alice, "group", "create", "book club").strip()
     root = parse_message_id(group)
     chat = {"tangle": "group", "root": root}
     cli(alice, "group", "add", group, bob.feed_id, carol.feed_id)
     cli(alice, "group", "post", group, '{"text": "First meeting on Friday."}')
+    say("waiting for bob to receive the group (creation, add, first post)")
     await bob.wait_for_size(3, **chat)
+    cli(bob, "group", "list")
     cli(bob, "group", "post", group, '{"text": "I will bring the book."}')
+    say("waiting for alice, carol and dave to hold bob's post")
     for node in (alice, carol, dave):
         await node.wait_for_size(4, **chat)
     cli(carol, "group", "timeline", group)
+    print("-- dave holds the same messages and can open none:")
     cli(dave, "group", "timeline", group)
 
     heading("alice excludes carol: a new epoch, with a key carol never receives")
     cli(alice, "group", "exclude", group, carol.feed_id)
     cli(alice, "group", "post", group, '{"text": "Carol cannot read this."}')
+    say("waiting for bob and carol to hold the exclusion and the post after it")
     for node in (bob, carol):
         await node.wait_for_size(7, **chat)
     print("-- bob reads everything:")
@@ -140,39 +172,46 @@ async def private_group(alice: Node, bob: Node, carol: Node, dave: Node) -> None
     cli(carol, "group", "timeline", group)
     cli(bob, "group", "members", group)
     cli(bob, "group", "epochs", group)
+    return group
 
 
-def _print_thread(node: Node, spec: str, names: dict[str, str]) -> list[str]:
-    """Print the thread as "position rank author: text" lines; returns the ids in order."""
-    done = subprocess.run(
-        [str(TANGLED), "--data-dir", str(node.data_dir), "timeline", spec, "--json"],
-        check=True,
-        capture_output=True,
-        text=True,
-    )
-    entries = [json.loads(line) for line in done.stdout.splitlines()]
-    ids = []
-    for entry in entries:
-        shown = subprocess.run(
-            [str(TANGLED), "--data-dir", str(node.data_dir), "show", entry["id"], "--json"],
-            check=True,
-            capture_output=True,
-            text=True,
-        )
-        message = json.loads(shown.stdout)
-        content = message["content"]
-        text = content.get("text") or f"[{content.get('type')}: {content.get('title')}]"
-        print(
-            f"  {entry['position']:>2}  rank {entry['rank']}  {names[message['author']]:<5}  {text}"
-        )
-        ids.append(entry["id"])
-    return ids
+def next_steps(nodes: list[Node], spec: str, group: str) -> list[str]:
+    """Three commands to try on the kept data directories (their nodes are stopped)."""
+    alice, bob = nodes[0], nodes[1]
+
+    def command(node: Node, *args: str) -> str:
+        words = ("tangled", "--data-dir", str(node.data_dir), *args)
+        return " ".join(shlex.quote(word) for word in words)
+
+    return [
+        command(bob, "timeline", spec),
+        command(alice, "tangles"),
+        command(bob, "group", "timeline", group),
+    ]
 
 
-def main() -> None:
-    with tempfile.TemporaryDirectory(prefix="tangled-demo-") as tmp:
-        trio.run(converse, Path(tmp))
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="make demo", description=__doc__.split("\n")[0])
+    parser.add_argument("--keep", action="store_true", help="keep the nodes' data directories")
+    options = parser.parse_args(argv)
+    root_dir = Path(tempfile.mkdtemp(prefix="tangled-demo-"))
+    try:
+        nodes, spec, group = trio.run(converse, root_dir)
+    finally:
+        if not options.keep:
+            shutil.rmtree(root_dir, ignore_errors=True)
     print("\ndemo finished", flush=True)
+    if options.keep:
+        print(f"\nThe four data directories are kept under {root_dir}. Try next:")
+        for line in next_steps(nodes, spec, group):
+            print(f"  {line}")
+        print(f"(`tangled --data-dir {nodes[0].data_dir} run` starts alice again.)")
+    else:
+        print("\nThe nodes' data directories are gone. Try next:")
+        print("  make demo KEEP=1                                 # keep them, and explore")
+        print("  tangled --data-dir ~/tn init --listen 127.0.0.1:8008   # a node of your own")
+        print("  tangled --data-dir ~/tn run & tangled --data-dir ~/tn about me")
+    return 0
 
 
 if __name__ == "__main__":
