@@ -5,20 +5,19 @@ from __future__ import annotations
 from typing import Any
 
 import click
-import trio
 
 from tanglenode.config.secret import read_secret
 from tanglenode.config.settings import load_settings
+from tanglenode.node.cli.logs import configure_logging
 from tanglenode.node.cli.support import (
     Context,
     NotFound,
     all_peers,
-    call_node,
+    ask_node,
     emit_json,
     json_option,
     render_body,
 )
-from tanglenode.node.daemon import run_node
 from tanglenode.protocol.address import parse_address
 from tanglenode.protocol.identity import (
     parse_feed,
@@ -42,6 +41,11 @@ def run(obj: Context, listen: str | None) -> None:
     keypair = read_secret(settings.secret_path)
     if not settings.store_path.exists():
         raise NotFound(f"no store at {settings.store_path}; run `tangled init` first")
+    import trio
+
+    from tanglenode.node.daemon import run_node  # the daemon's modules load for `run` only
+
+    configure_logging(settings.log_format, settings.log_level)
     trio.run(run_node, settings, keypair)
 
 
@@ -50,7 +54,7 @@ def run(obj: Context, listen: str | None) -> None:
 @click.pass_obj
 def status(obj: Context, as_json: bool) -> None:
     """The running node's feed, peers (caught up or behind), forks."""
-    report = render_body(trio.run(call_node, obj, "status", {}))
+    report = render_body(ask_node(obj, "status", {}))
     if as_json:
         emit_json(report)
         return
@@ -79,6 +83,8 @@ def _echo_peer(peer: dict[str, Any]) -> None:
 @click.pass_obj
 def peers(obj: Context, as_json: bool) -> None:
     """The running node's peers."""
+    import trio
+
     every = trio.run(all_peers, obj)
     if as_json:
         emit_json(every)
@@ -94,5 +100,5 @@ def peers(obj: Context, as_json: bool) -> None:
 def connect_command(obj: Context, address: str, key: str) -> None:
     """Make the running node dial a peer (and keep redialing it) until it stops."""
     parse_address(address)
-    trio.run(call_node, obj, "connect", {"address": address, "key": parse_feed(key)})
+    ask_node(obj, "connect", {"address": address, "key": parse_feed(key)})
     click.echo(f"dialing {address}")

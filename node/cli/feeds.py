@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 import click
-import trio
 
 from tanglenode.config.secret import read_secret
 from tanglenode.node.cli.render import message_dict, message_line
@@ -16,7 +15,7 @@ from tanglenode.node.cli.support import (
     Context,
     ExitCode,
     NotFound,
-    call_node,
+    ask_node,
     emit_json,
     json_option,
     log,
@@ -30,7 +29,6 @@ from tanglenode.protocol.identity import (
     parse_feed,
     parse_message_id,
 )
-from tanglenode.storage.check import CheckReport
 from tanglenode.storage.errors import DataDirInUse, StoreDamaged
 
 
@@ -75,9 +73,7 @@ def publish(
             message = store.publish(value, tangles)
         body = message_dict(message)
     else:
-        body = render_body(
-            trio.run(call_node, obj, "publish", {"content": value, "tangles": tangles})
-        )
+        body = render_body(ask_node(obj, "publish", {"content": value, "tangles": tangles}))
     log.info("published", seq=body["seq"], id=body["id"])
     if as_json:
         emit_json(body)
@@ -180,6 +176,8 @@ def forks(obj: Context, as_json: bool) -> None:
 @click.pass_obj
 def check(obj: Context, as_json: bool) -> int:
     """Re-verify every stored message and every index."""
+    from tanglenode.storage.check import CheckReport
+
     try:
         with obj.open_store() as store:
             report = store.check()

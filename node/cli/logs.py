@@ -1,24 +1,41 @@
-"""structlog set-up: human-readable on a terminal, JSON lines otherwise, always on stderr."""
+"""Logging for `tangled`: human-readable on a terminal, JSON lines otherwise, always on stderr.
+
+Two loggers share one format. `configure_logging` sets up structlog, which the
+daemon's modules log through (`tangled run` calls it before the node starts,
+and the CLI calls it for any command whose modules already imported
+structlog). One-shot commands log their own few events through `command_log`
+(`log` in node/cli/support.py), a small logger that writes the same lines as
+structlog's JSON or console renderer would (`{..fields, "event", "level",
+"timestamp"}`; `TIME [level    ] event    key=value`) without importing
+structlog, whose import costs more than the rest of such a command's start.
+"""
 
 from __future__ import annotations
 
-import logging
+import json
 import sys
+import traceback
+from datetime import UTC, datetime
+from typing import Any
 
-import structlog
+_LEVELS = {"debug": 10, "info": 20, "warning": 30, "error": 40}
 
-_LEVELS = {
-    "debug": logging.DEBUG,
-    "info": logging.INFO,
-    "warning": logging.WARNING,
-    "error": logging.ERROR,
-}
+
+def resolve_format(log_format: str) -> str:
+    """ "auto" becomes "console" on a terminal, "json" otherwise."""
+    if log_format == "auto":
+        return "console" if sys.stderr.isatty() else "json"
+    return log_format
 
 
 def configure_logging(log_format: str = "auto", level: str = "info") -> None:
-    """`log_format` is "auto", "console" or "json"; "auto" picks by whether stderr is a tty."""
-    if log_format == "auto":
-        log_format = "console" if sys.stderr.isatty() else "json"
+    """Set up structlog (and `command_log`): `log_format` "auto", "console" or "json"."""
+    import logging
+
+    import structlog
+
+    command_log.configure(log_format, level)
+    log_format = resolve_format(log_format)
     # ConsoleRenderer formats exceptions itself; JSON needs them turned into a field first.
     renderers = (
         [structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())]
@@ -32,7 +49,54 @@ def configure_logging(log_format: str = "auto", level: str = "info") -> None:
             structlog.processors.TimeStamper(fmt="iso", utc=True),
             *renderers,
         ],
-        wrapper_class=structlog.make_filtering_bound_logger(_LEVELS[level]),
+        wrapper_class=structlog.make_filtering_bound_logger(getattr(logging, level.upper())),
         logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
         cache_logger_on_first_use=False,
     )
+
+
+class CommandLog:
+    """`info(event, **fields)` and the like: a line on stderr per event at or above the level."""
+
+    def __init__(self) -> None:
+        self._format = "auto"
+        self._level = _LEVELS["info"]
+
+    def configure(self, log_format: str = "auto", level: str = "info") -> None:
+        self._format = log_format
+        self._level = _LEVELS.get(level, _LEVELS["info"])
+
+    def debug(self, event: str, **fields: Any) -> None:
+        self._write("debug", event, fields)
+
+    def info(self, event: str, **fields: Any) -> None:
+        self._write("info", event, fields)
+
+    def warning(self, event: str, **fields: Any) -> None:
+        self._write("warning", event, fields)
+
+    def error(self, event: str, **fields: Any) -> None:
+        self._write("error", event, fields)
+
+    def exception(self, event: str, **fields: Any) -> None:
+        """An error with the exception being handled, its traceback included."""
+        self._write("error", event, fields, traceback.format_exc())
+
+    def _write(self, level: str, event: str, fields: dict[str, Any], trace: str = "") -> None:
+        if _LEVELS[level] < self._level:
+            return
+        stamp = datetime.now(tz=UTC).isoformat().replace("+00:00", "Z")
+        if resolve_format(self._format) == "json":
+            record = {**fields, "event": event, "level": level, "timestamp": stamp}
+            if trace:
+                record["exception"] = trace.rstrip("\n")
+            line = json.dumps(record, default=repr)
+        else:
+            pairs = "".join(f" {key}={value}" for key, value in sorted(fields.items()))
+            line = f"{stamp} [{level:<9}] {event:<30}{pairs}".rstrip()
+            if trace:
+                line += "\n" + trace.rstrip("\n")
+        print(line, file=sys.stderr, flush=True)
+
+
+command_log = CommandLog()
