@@ -20,7 +20,12 @@ JOBS = ("verify", "linearize", "audit", "stats", "evaluate")
     type=click.Path(exists=True, file_okay=False, path_type=Path),
     help="An archive from `tangled export` (repeat to combine several nodes').",
 )
-@click.option("--out", required=True, type=click.Path(file_okay=False, path_type=Path))
+@click.option(
+    "--out",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Directory to write the job's result under, as Parquet.",
+)
 @click.option(
     "--master",
     default="local[*]",

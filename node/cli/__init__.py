@@ -29,20 +29,20 @@ from tanglenode.node.cli.exits import EXIT_CODES, ExitCode
 COMMANDS: dict[str, tuple[str, str]] = {
     "init": (".init:init", "Write a config and a new keypair, create the store, print the feed id."),  # noqa: E501
     "publish": (".feeds:publish", "Sign and publish a message whose CONTENT is JSON ('-' reads stdin), through the node."),  # noqa: E501
-    "log": (".feeds:log_command", "List a feed's messages (default: our own feed); --json gives JSON lines."),  # noqa: E501
-    "show": (".feeds:show", "Print one message (indented JSON; --json for one line)."),
+    "log": (".feeds:log_command", "List FEED's messages (default: our own feed); --json gives JSON lines."),  # noqa: E501
+    "show": (".feeds:show", "Print the message MESSAGE_ID (indented JSON; --json for one line)."),
     "feeds": (".feeds:feeds", "List the feeds in the store with their head seq, and where invalid ones end."),  # noqa: E501
     "forks": (".feeds:forks", "List the evidence held: forks (two messages at one seq) and timeframe cycles."),  # noqa: E501
     "check": (".feeds:check", "Re-verify every stored message and every index."),
     "run": (".daemon:run", "Run the node: peers, gossip and the IPC socket, until SIGTERM or SIGINT."),  # noqa: E501
     "status": (".daemon:status", "The running node's feed, peers (caught up or behind), forks."),
     "peers": (".daemon:peers", "The running node's peers."),
-    "connect": (".daemon:connect_command", "Make the running node dial a peer (and keep redialing it) until it stops."),  # noqa: E501
+    "connect": (".daemon:connect_command", "Make the running node dial the peer FEED_ID at HOST:PORT (and redial it) until it stops."),  # noqa: E501
     "export": (".archive:export_command", "Write the store as a Parquet archive or a bundle, even while the node runs."),  # noqa: E501
-    "import": (".archive:import_command", "Ingest the messages of a bundle ('-' for stdin) or an archive; the node must be stopped."),  # noqa: E501
+    "import": (".archive:import_command", "Ingest PATH, a bundle ('-': stdin) or an archive; the node must be stopped."),  # noqa: E501
     "pipeline": ("tanglenode.pipeline.cli:pipeline_command", "Run JOB over the archives and write its result under OUT as Parquet."),  # noqa: E501
     "timeline": (".timelines:timeline", "Print a tangle's timeline (NAME/ROOT) or the spacetime: order, position or commands."),  # noqa: E501
-    "watch": (".timelines:watch", "Follow a timeline live: its snapshot (or commands since VERSION), then each change."),  # noqa: E501
+    "watch": (".timelines:watch", "Follow NAME/ROOT live: its snapshot (or commands since VERSION), then each change."),  # noqa: E501
     "group": (".groups:group_command", "Private groups: create, add, exclude, post, members, epochs, timeline."),  # noqa: E501
     "doc": (".docs:doc_command", "Text documents: create, edit, insert, delete, show, log, diff, blame, watch, list."),  # noqa: E501
     "doc replay": (".doc_replay:doc_replay", ""),

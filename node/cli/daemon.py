@@ -98,7 +98,7 @@ def peers(obj: Context, as_json: bool) -> None:
 @click.argument("key", metavar="FEED_ID")
 @click.pass_obj
 def connect_command(obj: Context, address: str, key: str) -> None:
-    """Make the running node dial a peer (and keep redialing it) until it stops."""
+    """Make the running node dial the peer FEED_ID at HOST:PORT (and redial it) until it stops."""
     parse_address(address)
     ask_node(obj, "connect", {"address": address, "key": parse_feed(key)})
     click.echo(f"dialing {address}")

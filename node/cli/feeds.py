@@ -90,7 +90,7 @@ def publish(
 def log_command(
     obj: Context, feed: str | None, from_seq: int, limit: int | None, as_json: bool
 ) -> None:
-    """List a feed's messages (default: our own feed); --json gives JSON lines."""
+    """List FEED's messages (default: our own feed); --json gives JSON lines."""
     author = parse_feed(feed) if feed else read_secret(obj.settings.secret_path).public
     with obj.open_store() as store:
         if store.get_by_seq(author, 1) is None:
@@ -113,7 +113,7 @@ def log_command(
 @json_option
 @click.pass_obj
 def show(obj: Context, message_id: str, as_json: bool) -> None:
-    """Print one message (indented JSON; --json for one line)."""
+    """Print the message MESSAGE_ID (indented JSON; --json for one line)."""
     with obj.open_store() as store:
         message = store.get(parse_message_id(message_id))
     if message is None:

@@ -328,7 +328,7 @@ def watch(
     joined: bool,
     order: str,
 ) -> None:
-    """Follow a timeline live: its snapshot (or commands since VERSION), then each change."""
+    """Follow NAME/ROOT live: its snapshot (or commands since VERSION), then each change."""
     which = timeline_spec(spec, spacetime, joined, order)
     trio.run(_watch, obj, which, since, count)
 
