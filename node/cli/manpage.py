@@ -57,7 +57,7 @@ def paragraphs(help_text: str) -> Iterator[str]:
 
 def option_lines(ctx: click.Context, command: click.Command) -> Iterator[str]:
     for param in command.get_params(ctx):
-        if param.name == "help" and ctx.parent is not None:
+        if ctx.parent is not None and param is command.get_help_option(ctx):
             continue  # every command has -h/--help: listed once, with the global options
         record = param.get_help_record(ctx)
         if record is None or not record[1]:  # arguments: the command's help names them
