@@ -1,9 +1,15 @@
-"""Exit codes through the real CLI against real nodes: not found is 4, a refused group op 3."""
+"""The CLI's shell against real nodes: exit codes (not found 4, a refused group op 3), and
+one-shot commands answering without Trio, pydantic, structlog or the store."""
+
+import json
+
+import trio
 
 from tanglenode.node.cli.exits import ExitCode
 from tanglenode.node.localnet import Node
 from tanglenode.protocol.identity import parse_message_id
 from tests.integration.test_cli_live import cli
+from tests.node.test_cli_shell import HEAVY, modules_loaded
 
 
 def one_line(done) -> str:
@@ -35,3 +41,17 @@ async def test_group_commands_exit_with_what_went_wrong(tmp_path):
     assert "not a member" in one_line(refused)
     for node in (alice, bob):
         assert await node.stop() == 0
+
+
+async def test_status_and_publish_answer_without_the_heavy_imports(tmp_path):
+    """Against a running node, the one-shot client (node/oneshot.py) does the asking."""
+    node = Node(tmp_path, "solo")
+    await node.start()
+    data = ["--data-dir", str(node.data_dir)]
+    for args in (["status", "--json"], ["publish", '{"text": "hi"}'], ["status"]):
+        code, loaded = await trio.to_thread.run_sync(modules_loaded, tmp_path, *data, *args)
+        assert code == 0, args
+        assert [name for name in HEAVY if name in loaded] == [], args
+    status = await cli(node, "status", "--json")
+    assert json.loads(status.stdout)["messages"] == 1
+    assert await node.stop() == 0
