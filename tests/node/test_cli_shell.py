@@ -149,3 +149,23 @@ def test_the_man_page_is_valid_roff():
         check=False,
     )
     assert (checked.returncode, checked.stderr) == (0, "")
+
+
+def complete(words: str) -> list[str]:
+    env = {
+        **os.environ,
+        "_TANGLED_COMPLETE": "bash_complete",
+        "COMP_WORDS": words,
+        "COMP_CWORD": str(len(words.split()) - (0 if words.endswith(" ") else 1)),
+    }
+    done = run(env=env)
+    assert done.returncode == 0, done.stderr
+    return [line.split(",", 1)[1] for line in done.stdout.splitlines()]
+
+
+def test_shell_completion_knows_every_command_and_option():
+    assert complete("tangled ") == [path for path in sorted(COMMANDS) if " " not in path]
+    group = load_command("group")
+    assert complete("tangled group ") == sorted(group.commands)
+    assert complete("tangled group timeline --ta") == ["--tangle"]
+    assert complete("tangled group timeline --tangle ") == ["group", "members", "epoch"]
