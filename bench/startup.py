@@ -13,7 +13,13 @@ The node is a real `tangled run` in a temporary data directory (started
 once, stopped at the end); the publishes go into its store. The goal of
 issue 16 is 120 ms for each row.
 
-    .venv/bin/python bench/startup.py [--runs 21] [--json]
+With `--baseline CHECKOUT` (another checkout of this repository, e.g. `git
+archive main | tar -x -C /tmp/base`) the same rows run that code too, by
+turns with ours, through a package of its folders put first on PYTHONPATH
+(the `(base)` rows). `python -c pass` runs by turns with each command; its
+row is the median of those beside `--help`.
+
+    .venv/bin/python bench/startup.py [--runs 21] [--baseline /tmp/base] [--json]
 """
 
 from __future__ import annotations
@@ -53,17 +59,38 @@ def run_ms(argv: list[str], env: dict[str, str]) -> tuple[float, float]:
     return took, cpu * 1000
 
 
-def median_ms(argv: list[str], env: dict[str, str], runs: int) -> dict[str, float]:
-    """Median wall and CPU ms of `runs` runs, after one warm-up run."""
-    run_ms(argv, env)
-    figures = [run_ms(argv, env) for _ in range(runs)]
+def median_ms(variants: dict[str, list[str]], env: dict[str, dict], runs: int) -> dict:
+    """Per variant, the median wall and CPU ms of `runs` runs after one warm-up run; the
+    variants take turns run by run, so a burst of other load falls on all of them alike."""
+    figures: dict[str, list[tuple[float, float]]] = {name: [] for name in variants}
+    for name, argv in variants.items():
+        run_ms(argv, env[name])
+    for _ in range(runs):
+        for name, argv in variants.items():
+            figures[name].append(run_ms(argv, env[name]))
     return {
-        "wall": statistics.median(wall for wall, _cpu in figures),
-        "cpu": statistics.median(cpu for _wall, cpu in figures),
+        name: {
+            "wall": statistics.median(wall for wall, _cpu in runs_of),
+            "cpu": statistics.median(cpu for _wall, cpu in runs_of),
+        }
+        for name, runs_of in figures.items()
     }
 
 
-def measure(runs: int) -> dict:
+def baseline_package(checkout: Path, into: Path) -> Path:
+    """A `tanglenode` package over another checkout's folders, to put first on PYTHONPATH."""
+    package = into / "tanglenode"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    for folder in ("node", "storage", "protocol", "config", "pipeline"):
+        (package / folder).symlink_to(checkout.resolve() / folder)
+    return into
+
+
+LAUNCHER = "import sys\nfrom tanglenode.node.cli import main\nsys.exit(main())\n"
+
+
+def measure(runs: int, baseline: Path | None) -> dict:
     # As installed: bytecode cached (pip compiles it; an editable install writes it on first
     # import, here the warm-up run's), whatever PYTHONDONTWRITEBYTECODE this shell has.
     env = {
@@ -74,6 +101,10 @@ def measure(runs: int) -> dict:
     with tempfile.TemporaryDirectory(prefix="startup-") as scratch:
         node = Node(Path(scratch), "node")
         data = ["--data-dir", str(node.data_dir)]
+        base_env = env
+        if baseline is not None:
+            base_path = baseline_package(baseline, Path(scratch) / "baseline")
+            base_env = {**env, "PYTHONPATH": str(base_path)}
 
         async def main() -> dict:
             await node.start()
@@ -83,14 +114,23 @@ def measure(runs: int) -> dict:
                 await node.stop()
 
         def rows() -> dict:
-            bare = median_ms([sys.executable, "-c", "pass"], env, runs)
             commands = {
-                "tangled --help": [TANGLED, "--help"],
-                "tangled status": [TANGLED, *data, "status"],
-                "tangled publish": [TANGLED, *data, "publish", '{"type": "post", "text": "hi"}'],
+                "tangled --help": ["--help"],
+                "tangled status": [*data, "status"],
+                "tangled publish": [*data, "publish", '{"type": "post", "text": "hi"}'],
             }
-            figures = {name: median_ms(argv, env, runs) for name, argv in commands.items()}
-            return {"bare": bare, "commands": figures}
+            result: dict = {"commands": {}, "baseline": {}}
+            for name, args in commands.items():
+                variants = {"ours": [TANGLED, *args], "bare": [sys.executable, "-c", "pass"]}
+                if baseline is not None:
+                    variants["baseline"] = [sys.executable, "-c", LAUNCHER, *args]
+                envs = {"ours": env, "bare": env, "baseline": base_env}
+                figures = median_ms(variants, envs, runs)
+                result["commands"][name] = figures["ours"]
+                result.setdefault("bare", figures["bare"])
+                if baseline is not None:
+                    result["baseline"][name] = figures["baseline"]
+            return result
 
         return trio.run(main)
 
@@ -98,20 +138,28 @@ def measure(runs: int) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=21, help="Runs per row (median taken).")
+    parser.add_argument(
+        "--baseline",
+        type=Path,
+        metavar="CHECKOUT",
+        help="Also time another checkout of this repository (e.g. `git archive`d), run by turns.",
+    )
     parser.add_argument("--json", action="store_true", help="One JSON object instead of a table.")
     args = parser.parse_args()
-    result = measure(args.runs)
+    result = measure(args.runs, args.baseline)
     machine = f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}"
     if args.json:
         print(json.dumps({"machine": machine, "runs": args.runs, **result}))
         return
     bare = result["bare"]
     print(f"{machine}; median of {args.runs} runs each; load average {os.getloadavg()[0]:.2f}")
-    print(f"{'command':<20} {'wall ms':>8} {'x bare':>7} {'cpu ms':>8} {'x bare':>7} {'goal':>7}")
-    for name, took in {"python -c pass": bare, **result["commands"]}.items():
+    print(f"{'command':<24} {'wall ms':>8} {'x bare':>7} {'cpu ms':>8} {'x bare':>7} {'goal':>7}")
+    rows = {"python -c pass": bare, **result["commands"]}
+    rows.update({f"{name} (base)": took for name, took in result["baseline"].items()})
+    for name, took in rows.items():
         verdict = "" if took is bare else "met" if took["wall"] <= GOAL_MS else "missed"
         print(
-            f"{name:<20} {took['wall']:>8.1f} {took['wall'] / bare['wall']:>7.1f} "
+            f"{name:<24} {took['wall']:>8.1f} {took['wall'] / bare['wall']:>7.1f} "
             f"{took['cpu']:>8.1f} {took['cpu'] / bare['cpu']:>7.1f} {verdict:>7}"
         )
 
