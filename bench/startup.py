@@ -16,8 +16,8 @@ issue 16 is 120 ms for each row.
 With `--baseline CHECKOUT` (another checkout of this repository, e.g. `git
 archive main | tar -x -C /tmp/base`) the same rows run that code too, by
 turns with ours, through a package of its folders put first on PYTHONPATH
-(the `(base)` rows). `python -c pass` runs by turns with each command; its
-row is the median of those beside `--help`.
+(the `(base)` rows). Every row's runs take turns, one round at a time, so
+a burst of other load on the machine falls on all of them alike.
 
     .venv/bin/python bench/startup.py [--runs 21] [--baseline /tmp/base] [--json]
 """
@@ -119,17 +119,20 @@ def measure(runs: int, baseline: Path | None) -> dict:
                 "tangled status": [*data, "status"],
                 "tangled publish": [*data, "publish", '{"type": "post", "text": "hi"}'],
             }
-            result: dict = {"commands": {}, "baseline": {}}
+            variants = {"bare": [sys.executable, "-c", "pass"]}
+            envs = {"bare": env}
             for name, args in commands.items():
-                variants = {"ours": [TANGLED, *args], "bare": [sys.executable, "-c", "pass"]}
+                variants[name] = [TANGLED, *args]
+                envs[name] = env
                 if baseline is not None:
-                    variants["baseline"] = [sys.executable, "-c", LAUNCHER, *args]
-                envs = {"ours": env, "bare": env, "baseline": base_env}
-                figures = median_ms(variants, envs, runs)
-                result["commands"][name] = figures["ours"]
-                result.setdefault("bare", figures["bare"])
-                if baseline is not None:
-                    result["baseline"][name] = figures["baseline"]
+                    variants[f"{name} (base)"] = [sys.executable, "-c", LAUNCHER, *args]
+                    envs[f"{name} (base)"] = base_env
+            figures = median_ms(variants, envs, runs)
+            result = {
+                "bare": figures["bare"],
+                "commands": {name: figures[name] for name in commands},
+                "baseline": {name: figures[f"{name} (base)"] for name in commands if baseline},
+            }
             return result
 
         return trio.run(main)
