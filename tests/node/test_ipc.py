@@ -6,10 +6,10 @@ from contextlib import aclosing
 import pytest
 import trio
 
-from tanglenode.node.oneshot import error_from
 from tanglenode.node.client import NodeError, connect
 from tanglenode.node.ipc import IpcServer
 from tanglenode.node.network import Network
+from tanglenode.node.oneshot import error_from
 from tanglenode.node.peers import PeerRegistry
 from tanglenode.node.service import StoreService
 from tanglenode.protocol import ipc
