@@ -163,6 +163,9 @@ def main(argv: list[str] | None = None) -> int:
     except click.Abort:
         click.echo("aborted", err=True)
         return ExitCode.INTERNAL
+    except click.exceptions.NoArgsIsHelpError as error:  # `tangled`, `tangled group`: the help
+        click.echo(error.ctx.get_help() if error.ctx else error.format_message())
+        return ExitCode.USAGE
     except click.ClickException as error:  # one line, as every other error
         where = error.ctx.command_path if isinstance(error, click.UsageError) and error.ctx else ""
         hint = f" (see {where} --help)" if where else ""

@@ -169,3 +169,10 @@ def test_shell_completion_knows_every_command_and_option():
     assert complete("tangled group ") == sorted(group.commands)
     assert complete("tangled group timeline --ta") == ["--tangle"]
     assert complete("tangled group timeline --tangle ") == ["group", "members", "epoch"]
+
+
+@pytest.mark.parametrize("args", [[], ["group"], ["doc"]])
+def test_a_group_without_a_command_prints_its_help(args):
+    shown = run(*args)
+    assert shown.returncode == 2 and shown.stderr == ""
+    assert shown.stdout.startswith("Usage: tangled") and "\nCommands:\n" in shown.stdout
