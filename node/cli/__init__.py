@@ -102,12 +102,13 @@ class CommandTable(click.Group):
 @click.option(
     "--config",
     type=click.Path(path_type=Path),
-    help="Config file (default: DATA_DIR/tangled.toml, or $TANGLED_CONFIG).",
+    help="Config file (default: $TANGLED_CONFIG, else DATA_DIR/tangled.toml).",
 )
 @click.option(
     "--data-dir",
     type=click.Path(path_type=Path),
-    help="Data directory (default: ~/.local/share/tangled, or $TANGLED_DATA_DIR).",
+    help="Data directory (default: $TANGLED_DATA_DIR, else $XDG_DATA_HOME/tangled, "
+    "~/.local/share/tangled when that is unset).",
 )
 @click.version_option(
     None, "-V", "--version", package_name="tanglenode", message="%(prog)s %(version)s"
