@@ -117,6 +117,7 @@ class CommandTable(click.Group):
 def cli(ctx: click.Context, config: Path | None, data_dir: Path | None) -> None:
     """tanglenode: signed append-only feeds, replicated peer to peer."""
     from tanglenode.config.settings import ConfigError
+    from tanglenode.node.cli.logs import configure_logging_on_import
     from tanglenode.node.cli.support import Context, log
 
     ctx.obj = Context(config, data_dir)
@@ -126,10 +127,7 @@ def cli(ctx: click.Context, config: Path | None, data_dir: Path | None) -> None:
     except ConfigError:
         log_format, level = "auto", "info"  # the command itself reports the config error
     log.configure(log_format, level)
-    if "structlog" in sys.modules:  # the command's modules log through structlog
-        from tanglenode.node.cli.logs import configure_logging
-
-        configure_logging(log_format, level)
+    configure_logging_on_import(log_format, level)  # for modules that log through structlog
 
 
 # Errors by class, looked up only among modules already imported: an error of a class

@@ -8,7 +8,6 @@ import click
 
 from tanglenode.config.secret import read_secret
 from tanglenode.config.settings import load_settings
-from tanglenode.node.cli.logs import configure_logging
 from tanglenode.node.cli.support import (
     Context,
     NotFound,
@@ -45,7 +44,6 @@ def run(obj: Context, listen: str | None) -> None:
 
     from tanglenode.node.daemon import run_node  # the daemon's modules load for `run` only
 
-    configure_logging(settings.log_format, settings.log_level)
     trio.run(run_node, settings, keypair)
 
 

@@ -1,10 +1,11 @@
 """Logging for `tangled`: human-readable on a terminal, JSON lines otherwise, always on stderr.
 
 Two loggers share one format. `configure_logging` sets up structlog, which the
-daemon's modules log through (`tangled run` calls it before the node starts,
-and the CLI calls it for any command whose modules already imported
-structlog). One-shot commands log their own few events through `command_log`
-(`log` in node/cli/support.py), a small logger that writes the same lines as
+daemon's modules log through; the CLI arranges it with
+`configure_logging_on_import`, at once for a command whose modules already
+imported structlog, else when something first imports it (`tangled run`).
+One-shot commands log their own few events through `command_log` (`log` in
+node/cli/support.py), a small logger that writes the same lines as
 structlog's JSON or console renderer would (`{..fields, "event", "level",
 "timestamp"}`; `TIME [level    ] event    key=value`) without importing
 structlog, whose import costs more than the rest of such a command's start.
@@ -12,6 +13,8 @@ structlog, whose import costs more than the rest of such a command's start.
 
 from __future__ import annotations
 
+import importlib.abc
+import importlib.util
 import json
 import sys
 import traceback
@@ -53,6 +56,52 @@ def configure_logging(log_format: str = "auto", level: str = "info") -> None:
         logger_factory=structlog.PrintLoggerFactory(file=sys.stderr),
         cache_logger_on_first_use=False,
     )
+
+
+def configure_logging_on_import(log_format: str = "auto", level: str = "info") -> None:
+    """`configure_logging` now if structlog is loaded, else the moment anything imports it.
+
+    A command that never logs through structlog never pays for its import, and one
+    that does (the daemon's modules, loaded late by `run`) finds it configured: never
+    structlog's default of console lines on stdout.
+    """
+    if "structlog" in sys.modules:
+        configure_logging(log_format, level)
+        return
+    for finder in sys.meta_path:
+        if isinstance(finder, _ConfigureOnImport):
+            finder.settings = (log_format, level)
+            return
+    sys.meta_path.insert(0, _ConfigureOnImport((log_format, level)))
+
+
+class _ConfigureOnImport(importlib.abc.MetaPathFinder):
+    """Finds structlog as the other finders do, and configures it once it has loaded."""
+
+    def __init__(self, settings: tuple[str, str]) -> None:
+        self.settings = settings
+
+    def find_spec(self, fullname: str, path: object = None, target: object = None) -> object:
+        if fullname != "structlog":
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(fullname)
+        if spec is not None and spec.loader is not None:
+            spec.loader = _ThenConfigure(spec.loader, self.settings)
+        return spec
+
+
+class _ThenConfigure(importlib.abc.Loader):
+    def __init__(self, loader: importlib.abc.Loader, settings: tuple[str, str]) -> None:
+        self.loader = loader
+        self.settings = settings
+
+    def create_module(self, spec: object) -> object:
+        return self.loader.create_module(spec)  # type: ignore[arg-type]
+
+    def exec_module(self, module: object) -> None:
+        self.loader.exec_module(module)  # type: ignore[arg-type]
+        configure_logging(*self.settings)
 
 
 class CommandLog:

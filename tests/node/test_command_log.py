@@ -41,3 +41,31 @@ def test_console_lines_are_for_people(capsys):
     line = capsys.readouterr().err
     assert "[warning  ] initialized" in line and "config=/tmp/t.toml feed=@xyz" in line
     assert not line.lstrip().startswith("{")
+
+
+def test_structlog_imported_late_is_configured_before_it_logs(tmp_path):
+    """A command that imports structlog only when it runs still logs JSON on stderr."""
+    import subprocess
+    import sys
+
+    program = (
+        "import sys, click\n"
+        "from tanglenode.node.cli import cli, main\n"
+        "@cli.command('late')\n"
+        "def late():\n"
+        "    import structlog\n"
+        "    structlog.get_logger('x').info('late-event', n=1)\n"
+        "    click.echo('result')\n"
+        "sys.exit(main(sys.argv[1:]))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", program, "--data-dir", str(tmp_path), "late"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
+        check=False,
+    )
+    assert (done.returncode, done.stdout) == (0, "result\n"), done.stderr
+    record = json.loads(done.stderr)
+    assert record["event"] == "late-event" and record["n"] == 1 and record["level"] == "info"
