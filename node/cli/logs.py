@@ -13,8 +13,6 @@ structlog, whose import costs more than the rest of such a command's start.
 
 from __future__ import annotations
 
-import importlib.abc
-import importlib.util
 import json
 import sys
 import traceback
@@ -75,8 +73,8 @@ def configure_logging_on_import(log_format: str = "auto", level: str = "info") -
     sys.meta_path.insert(0, _ConfigureOnImport((log_format, level)))
 
 
-class _ConfigureOnImport(importlib.abc.MetaPathFinder):
-    """Finds structlog as the other finders do, and configures it once it has loaded."""
+class _ConfigureOnImport:
+    """A meta-path finder: finds structlog as the others do, and configures it once loaded."""
 
     def __init__(self, settings: tuple[str, str]) -> None:
         self.settings = settings
@@ -84,6 +82,8 @@ class _ConfigureOnImport(importlib.abc.MetaPathFinder):
     def find_spec(self, fullname: str, path: object = None, target: object = None) -> object:
         if fullname != "structlog":
             return None
+        import importlib.util
+
         sys.meta_path.remove(self)
         spec = importlib.util.find_spec(fullname)
         if spec is not None and spec.loader is not None:
@@ -91,16 +91,18 @@ class _ConfigureOnImport(importlib.abc.MetaPathFinder):
         return spec
 
 
-class _ThenConfigure(importlib.abc.Loader):
-    def __init__(self, loader: importlib.abc.Loader, settings: tuple[str, str]) -> None:
+class _ThenConfigure:
+    """A loader: structlog's own, then `configure_logging`."""
+
+    def __init__(self, loader: Any, settings: tuple[str, str]) -> None:
         self.loader = loader
         self.settings = settings
 
     def create_module(self, spec: object) -> object:
-        return self.loader.create_module(spec)  # type: ignore[arg-type]
+        return self.loader.create_module(spec)
 
     def exec_module(self, module: object) -> None:
-        self.loader.exec_module(module)  # type: ignore[arg-type]
+        self.loader.exec_module(module)
         configure_logging(*self.settings)
 
 
