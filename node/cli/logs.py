@@ -105,6 +105,9 @@ class _ThenConfigure:
         self.loader.exec_module(module)
         configure_logging(*self.settings)
 
+    def __getattr__(self, name: str) -> Any:  # get_source, is_package, ... as the loader's
+        return getattr(self.loader, name)
+
 
 class CommandLog:
     """`info(event, **fields)` and the like: a line on stderr per event at or above the level."""
