@@ -6,7 +6,7 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: install native test test-slow demo lint bench clean systemd-tools java-runtime
+.PHONY: install native test test-slow demo lint bench man clean systemd-tools java-runtime
 
 install: $(STAMP) native java-runtime
 
@@ -62,6 +62,10 @@ lint: install
 
 bench: install
 	$(PY) bench/ingest.py
+
+# The man page, generated from the CLI (node/cli/manpage.py); a test checks it is fresh.
+man: install
+	$(PY) -m tanglenode.node.cli.manpage > docs/tangled.1
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache *.egg-info storage/__pycache__/*_native.*.so

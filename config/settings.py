@@ -5,6 +5,15 @@ environment variables (nested keys joined by `__`, e.g.
 `TANGLED_LIMITS__MAX_MESSAGE_BYTES`; lists and tables as JSON), then
 command-line flags. Every value remembers which layer set it, so a
 validation error names the key, where it came from, and why it is wrong.
+
+The schema is the dataclasses below: each field's type, default and rules
+(`ge`, `le`, a `check` function). Two validators read it. config/quick.py
+accepts only values of exactly the right type that pass every rule, and
+builds the settings from them with no other import; anything it doubts (a
+string where a number belongs, an unknown key, a failed check) goes to
+config/schema.py, which builds pydantic models from the same dataclasses
+and validates there, so every error is pydantic's, named by key and layer.
+A command thus starts without importing pydantic when its config is valid.
 """
 
 from __future__ import annotations
@@ -15,11 +24,11 @@ import json
 import os
 import tomllib
 from collections.abc import Mapping
+from dataclasses import MISSING, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
-
+from tanglenode.config.quick import quick_settings
 from tanglenode.protocol.address import BadAddress, parse_address
 from tanglenode.protocol.canonical import HARD_MAX_DEPTH
 from tanglenode.protocol.errors import BadIdentifier, TanglenodeError
@@ -54,21 +63,45 @@ def _host_port(value: str, lowest: int = 1) -> str:
     return value
 
 
+def _peer_address(value: str) -> str:
+    return _host_port(value)
+
+
 def _listen_address(value: str) -> str:
     """Where to accept peers; port 0 takes any free port (`tangled status` shows which)."""
     return _host_port(value, lowest=0)
 
 
-class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+def _network_key(value: str) -> str:
+    try:
+        decoded = base64.b64decode(value, validate=True)
+    except binascii.Error:
+        raise ValueError("must be base64") from None
+    if len(decoded) != 32:
+        raise ValueError(f"must decode to 32 bytes, not {len(decoded)}")
+    return value
 
 
-class LimitsSettings(_Section):
-    max_message_bytes: int = Field(16 * 1024, ge=1024, le=1024 * 1024)
-    max_tangles: int = Field(16, ge=1, le=255)
-    max_previous: int = Field(16, ge=1, le=255)
-    max_timeframe_entries: int = Field(4096, ge=0, le=1 << 20)
-    max_content_depth: int = Field(32, ge=1, le=HARD_MAX_DEPTH)
+def _feed_key(value: str) -> str:
+    try:
+        parse_feed(value)
+    except BadIdentifier as error:
+        raise ValueError(str(error)) from None
+    return value
+
+
+def _setting(default: Any = MISSING, **rules: Any) -> Any:
+    """A field and its rules (`ge`, `le`, `check`: a function raising ValueError, `doc`)."""
+    return field(default=default, metadata=rules)
+
+
+@dataclass(frozen=True)
+class LimitsSettings:
+    max_message_bytes: int = _setting(16 * 1024, ge=1024, le=1024 * 1024)
+    max_tangles: int = _setting(16, ge=1, le=255)
+    max_previous: int = _setting(16, ge=1, le=255)
+    max_timeframe_entries: int = _setting(4096, ge=0, le=1 << 20)
+    max_content_depth: int = _setting(32, ge=1, le=HARD_MAX_DEPTH)
 
     def to_protocol(self) -> Limits:
         return Limits(
@@ -80,60 +113,40 @@ class LimitsSettings(_Section):
         )
 
 
-class StorageSettings(_Section):
-    map_size: int = Field(64 * 2**30, ge=2**20, description="LMDB map size in bytes")
+@dataclass(frozen=True)
+class StorageSettings:
+    map_size: int = _setting(64 * 2**30, ge=2**20, doc="LMDB map size in bytes")
 
 
-class GossipSettings(_Section):
-    max_peer_feeds: int = Field(
-        20_000, ge=16, le=1 << 22, description="feeds a peer's clock may name before it is dropped"
+@dataclass(frozen=True)
+class GossipSettings:
+    max_peer_feeds: int = _setting(
+        20_000, ge=16, le=1 << 22, doc="feeds a peer's clock may name before it is dropped"
     )
-    verify_in_process: bool = Field(
-        True, description="check received batches in a worker process (a second core), not a thread"
+    verify_in_process: bool = _setting(
+        True, doc="check received batches in a worker process (a second core), not a thread"
     )
 
 
-class PeerSettings(_Section):
-    address: str
-    key: str
-
-    _address = field_validator("address")(_host_port)
-
-    @field_validator("key")
-    @classmethod
-    def _feed_key(cls, value: str) -> str:
-        try:
-            parse_feed(value)
-        except BadIdentifier as error:
-            raise ValueError(str(error)) from None
-        return value
+@dataclass(frozen=True)
+class PeerSettings:
+    address: str = _setting(check=_peer_address)
+    key: str = _setting(check=_feed_key)
 
 
-class Settings(_Section):
-    data_dir: Path = Field(default_factory=default_data_dir)
-    listen: str = "127.0.0.1:8008"
+@dataclass(frozen=True)
+class Settings:
+    data_dir: Path = field(default_factory=default_data_dir)
+    listen: str = _setting("127.0.0.1:8008", check=_listen_address)
     ipc_socket: Path | None = None
     secret_file: Path | None = None
-    network_key: str = DEFAULT_NETWORK_KEY
-    peers: list[PeerSettings] = Field(default_factory=list)
+    network_key: str = _setting(DEFAULT_NETWORK_KEY, check=_network_key)
+    peers: list[PeerSettings] = field(default_factory=list)
     log_format: Literal["auto", "console", "json"] = "auto"
     log_level: Literal["debug", "info", "warning", "error"] = "info"
-    limits: LimitsSettings = Field(default_factory=LimitsSettings)
-    storage: StorageSettings = Field(default_factory=StorageSettings)
-    gossip: GossipSettings = Field(default_factory=GossipSettings)
-
-    _listen = field_validator("listen")(_listen_address)
-
-    @field_validator("network_key")
-    @classmethod
-    def _network_key(cls, value: str) -> str:
-        try:
-            decoded = base64.b64decode(value, validate=True)
-        except binascii.Error:
-            raise ValueError("must be base64") from None
-        if len(decoded) != 32:
-            raise ValueError(f"must decode to 32 bytes, not {len(decoded)}")
-        return value
+    limits: LimitsSettings = field(default_factory=LimitsSettings)
+    storage: StorageSettings = field(default_factory=StorageSettings)
+    gossip: GossipSettings = field(default_factory=GossipSettings)
 
     @property
     def store_path(self) -> Path:
@@ -178,10 +191,15 @@ def load_settings(
     _merge(merged, sources, {k: v for k, v in (overrides or {}).items() if v is not None}, "flag")
     if "data_dir" in merged and sources[("data_dir",)] == str(path):
         merged["data_dir"] = path.parent / Path(merged["data_dir"]).expanduser()
-    try:
-        return Settings.model_validate(merged)
-    except ValidationError as error:
-        raise ConfigError([_describe(problem, sources) for problem in error.errors()]) from None
+    settings = quick_settings(Settings, merged)
+    if settings is not None:
+        return settings
+    from tanglenode.config.schema import validate  # pydantic, only for what the quick path doubts
+
+    settings, problems = validate(merged)
+    if problems:
+        raise ConfigError([_describe(problem, sources) for problem in problems])
+    return settings
 
 
 MAX_CONFIG_BYTES = 1 << 20

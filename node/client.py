@@ -7,7 +7,8 @@
 
 Every call sends one request and waits for its reply; an error reply raises
 `NodeError` with the server's `kind`, an `ErrorKind` (`ErrorKind.NOT_FOUND`,
-`ErrorKind.BAD_REQUEST`, ...; docs/IPC.md).
+`ErrorKind.BAD_REQUEST`, ...; docs/IPC.md). For one request without Trio,
+node/oneshot.py's `request` speaks the same frames over a blocking socket.
 `subscribe` yields events until the caller stops iterating: `{"snapshot":
 entries, "start": n}` pages when it starts from a snapshot, then
 `{"commands": [{"v": version, "ins": pos, "message": body} | {"v": version,
@@ -31,39 +32,11 @@ from typing import Any
 
 import trio
 
-from tanglenode.protocol.errors import TanglenodeError
+from tanglenode.node.oneshot import NodeError, NodeNotRunning, error_from, not_running, reply_value
 from tanglenode.protocol.framing import MAX_IPC_FRAME, FrameDecoder, encode_frame
-from tanglenode.protocol.ipc import ErrorKind
+from tanglenode.protocol.ipc_fields import ErrorKind
 
-
-class NodeNotRunning(TanglenodeError):
-    """Nothing listens on the IPC socket."""
-
-
-class NodeError(TanglenodeError):
-    """An error reply: `kind` is a stable code (docs/IPC.md), `reason` a message's reason code.
-
-    `kind` is an `ErrorKind`, or the text of a kind this client does not know (a newer node).
-    """
-
-    def __init__(self, kind: ErrorKind | str, message: str, reason: str | None = None) -> None:
-        super().__init__(f"{kind}: {message}")
-        self.kind = kind
-        self.reason = reason
-
-
-def _kind(text: str) -> ErrorKind | str:
-    try:
-        return ErrorKind(text)
-    except ValueError:
-        return text
-
-
-def _error(frame: dict[str, Any]) -> NodeError:
-    error = frame.get("error")
-    if not isinstance(error, dict):
-        return NodeError(ErrorKind.PROTOCOL, "a malformed error reply")
-    return NodeError(_kind(str(error.get("kind"))), str(error.get("message")), error.get("reason"))
+__all__ = ["NodeClient", "NodeError", "NodeNotRunning", "connect"]
 
 
 class NodeClient:
@@ -95,14 +68,7 @@ class NodeClient:
         return self._next_id
 
     async def _reply(self, number: int) -> Any:
-        frame = await self._frame()
-        if frame.get("id") not in (number, None):
-            raise NodeError(
-                ErrorKind.PROTOCOL, f"reply to request {frame.get('id')}, expected {number}"
-            )
-        if "error" in frame:
-            raise _error(frame)
-        return frame["ok"]
+        return reply_value(await self._frame(), number)
 
     async def request(self, op: str, **arguments: Any) -> Any:
         return await self._reply(await self._send(op, **arguments))
@@ -141,7 +107,7 @@ class NodeClient:
         while True:
             frame = await self._frame()
             if "error" in frame:
-                raise _error(frame)
+                raise error_from(frame)
             yield frame["event"]
 
 
@@ -150,5 +116,5 @@ async def connect(path: Path) -> NodeClient:
     try:
         stream = await trio.open_unix_socket(str(path))
     except (FileNotFoundError, ConnectionRefusedError):
-        raise NodeNotRunning(f"the node is not running (nothing listens on {path})") from None
+        raise not_running(path) from None
     return NodeClient(stream)

@@ -119,6 +119,7 @@ ERROR_KINDS: tuple[tuple[type[BaseException], ErrorKind], ...] = (
     (BadSplice, ErrorKind.BAD_REQUEST),
     (VersionConflict, ErrorKind.CONFLICT),
     (DocumentError, ErrorKind.BAD_REQUEST),
+    (groups.UnknownGroup, ErrorKind.NOT_FOUND),
     (groups.GroupError, ErrorKind.GROUP),
     (OwnFeedForked, ErrorKind.OWN_FEED_FORKED),
     (OwnFeedBehind, ErrorKind.OWN_FEED_BEHIND),

@@ -46,6 +46,10 @@ class GroupError(TanglenodeError):
     """A group operation that cannot be done: unknown group, not a member, ..."""
 
 
+class UnknownGroup(GroupError):
+    """No group has that root in the store (IPC: `not-found`, not `group`)."""
+
+
 @dataclass
 class GroupView:
     """A group as this node sees it: its messages, the keys it holds, the derived state."""
@@ -67,7 +71,7 @@ def read_group(store: FeedStore, keypair: Keypair, root: bytes) -> GroupView:
     try:
         messages = store.group_messages(root, GROUP)
     except UnknownTimeline:
-        raise GroupError("no such group in the store") from None
+        raise UnknownGroup("no such group in the store") from None
     envelopes: dict[bytes, GroupContent] = {}
     for msg_id, message in messages.items():
         try:

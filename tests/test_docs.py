@@ -67,4 +67,4 @@ def test_storage_names_every_database_a_store_opens(tmp_path):
 
 def test_readme_lists_every_command():
     listed = {code.split()[0] for code in codes("README.md", "## Using the CLI") if code[0] != "["}
-    assert listed == set(cli.commands)
+    assert listed == set(cli.list_commands(None))

@@ -75,7 +75,10 @@ def _atomic_output(path: Path) -> Iterator[BinaryIO]:
 @click.option("--bundle", metavar="FILE", help="Write a bundle to FILE ('-' for stdout).")
 @click.pass_obj
 def export_command(obj: Context, out: Path | None, bundle: str | None) -> None:
-    """Write the store as a Parquet archive or a bundle, even while the node runs."""
+    """Write the store as a Parquet archive or a bundle, even while the node runs.
+
+    Both formats, and how to restore them with `tangled import`: docs/BACKUP.md.
+    """
     if (out is None) == (bundle is None):
         raise click.UsageError("give one of --out DIR (an archive) or --bundle FILE")
     if out is not None:
@@ -143,7 +146,7 @@ def _records(source: str, max_bytes: int) -> tuple[Iterator[bytes], int | None, 
 @json_option
 @click.pass_obj
 def import_command(obj: Context, source: str, as_json: bool) -> int:
-    """Ingest the messages of a bundle ('-' for stdin) or an archive; the node must be stopped."""
+    """Ingest PATH, a bundle ('-': stdin) or an archive; the node must be stopped."""
     try:
         lock = obj.lock_data_dir("import")
     except DataDirInUse as error:

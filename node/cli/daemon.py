@@ -10,7 +10,6 @@ from collections.abc import Callable
 from typing import Any
 
 import click
-import trio
 
 from tanglenode.config.secret import read_secret
 from tanglenode.config.settings import load_settings
@@ -19,14 +18,13 @@ from tanglenode.node.cli.support import (
     Context,
     NotFound,
     all_peers,
-    call_node,
+    ask_node,
     emit_json,
     json_option,
     log,
     render_body,
 )
-from tanglenode.node.client import NodeNotRunning
-from tanglenode.node.daemon import run_node
+from tanglenode.node.oneshot import NodeNotRunning
 from tanglenode.protocol.address import parse_address
 from tanglenode.protocol.identity import feed_text, parse_feed
 
@@ -48,6 +46,10 @@ def run(obj: Context, listen: str | None) -> None:
     keypair = read_secret(settings.secret_path)
     if not settings.store_path.exists():
         raise NotFound(f"no store at {settings.store_path}; run `tangled init` first")
+    import trio
+
+    from tanglenode.node.daemon import run_node  # the daemon's modules load for `run` only
+
     trio.run(run_node, settings, keypair)
 
 
@@ -62,9 +64,10 @@ def _labeller(obj: Context) -> Callable[[bytes], str]:
 @json_option
 @click.pass_obj
 def status(obj: Context, as_json: bool) -> None:
-    """The running node's feed, counts, finality, peers (caught up, behind or why not
-    connected) and each timeline's digest (compare them across nodes)."""
-    raw = trio.run(call_node, obj, "status", {"digests": True})
+    """The running node's feed, counts, finality, peers and each timeline's digest.
+
+    Peers show caught up, behind, or why not connected; compare digests across nodes."""
+    raw = ask_node(obj, "status", {"digests": True})
     digests = raw.pop("digests", [])
     report = render_body(raw)
     if as_json:
@@ -135,6 +138,8 @@ def _peer_line(peer: dict[str, Any], label: Callable[[bytes], str]) -> str:
 @click.pass_obj
 def peers(obj: Context, as_json: bool) -> None:
     """The running node's peers: where we reach each, its state, its last error and when."""
+    import trio
+
     every = trio.run(all_peers, obj)
     if as_json:
         emit_json(every)
@@ -155,8 +160,9 @@ def peers(obj: Context, as_json: bool) -> None:
 @json_option
 @click.pass_obj
 def connect_command(obj: Context, address: str, key: str, save: bool, as_json: bool) -> None:
-    """Make the running node dial a peer (and keep redialing it) until it stops; with
-    --save, also from the next start on (the node need not be running then)."""
+    """Make the running node dial the peer FEED_ID at HOST:PORT (and keep redialing it).
+
+    With --save, also from every start on (the node need not be running then)."""
     parse_address(address)
     peer = parse_feed(key)
     saved = None
@@ -172,7 +178,7 @@ def connect_command(obj: Context, address: str, key: str, save: bool, as_json: b
         if os.environ.get("TANGLED_PEERS"):
             log.warning("TANGLED_PEERS is set: it overrides the config's peers")
     try:
-        trio.run(call_node, obj, "connect", {"address": address, "key": peer})
+        ask_node(obj, "connect", {"address": address, "key": peer})
         dialing = True
     except NodeNotRunning:
         if not save:
@@ -191,10 +197,11 @@ def connect_command(obj: Context, address: str, key: str, save: bool, as_json: b
 @json_option
 @click.pass_obj
 def disconnect_command(obj: Context, key: str, as_json: bool) -> None:
-    """Make the running node stop dialing a peer and close its connections (a configured
-    peer is dialed again after a restart; a peer that dials us may come back)."""
+    """Make the running node stop dialing the peer FEED_ID and close its connections.
+
+    A configured peer is dialed again after a restart; a peer that dials us may come back."""
     peer = parse_feed(key)
-    done = trio.run(call_node, obj, "disconnect", {"key": peer})
+    done = ask_node(obj, "disconnect", {"key": peer})
     if as_json:
         emit_json({"key": feed_text(peer), **done})
         return

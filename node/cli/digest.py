@@ -12,9 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 import click
-import trio
 
-from tanglenode.node.cli.support import Context, NotFound, call_node, emit_json, node_running
+from tanglenode.node.cli.support import Context, NotFound, ask_node, emit_json
+from tanglenode.node.oneshot import NodeNotRunning
 from tanglenode.protocol.identity import message_text
 from tanglenode.storage.errors import UnknownTimeline
 
@@ -27,11 +27,13 @@ def short(digest: bytes) -> str:
 
 def show_digest(obj: Context, which: dict[str, Any], name: bytes, label: str, as_json: bool):
     """Print one timeline's digest: `which` as IPC names it, `name` as the store does."""
-    if obj.settings.ipc_socket_path.is_socket() and trio.run(node_running, obj):
-        try:
-            found = trio.run(call_node, obj, "timeline", {**which, "digest": True})
-        except NotFound:
-            raise NotFound(f"no timeline {label} in the store") from None
+    try:
+        found = ask_node(obj, "timeline", {**which, "digest": True})
+    except NotFound:
+        raise NotFound(f"no timeline {label} in the store") from None
+    except NodeNotRunning:
+        found = None
+    if found is not None:
         version, count, digest = found["version"], found["count"], bytes(found["digest"])
     else:  # the node is stopped: the store itself
         with obj.open_store() as store:

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-import trio
 
 from tanglenode.config.secret import read_secret
 from tanglenode.node.cli.names import load_names
@@ -19,7 +18,7 @@ from tanglenode.node.cli.support import (
     Context,
     ExitCode,
     NotFound,
-    call_node,
+    ask_node,
     emit_json,
     json_option,
     log,
@@ -33,9 +32,10 @@ from tanglenode.protocol.identity import (
     parse_feed,
     parse_message_id,
 )
-from tanglenode.protocol.message import Message
-from tanglenode.storage.check import CheckReport
 from tanglenode.storage.errors import DataDirInUse, StoreDamaged
+
+if TYPE_CHECKING:
+    from tanglenode.protocol.message import Message
 
 
 def _parse_tangle_option(option: str) -> tuple[str, bytes | None]:
@@ -62,7 +62,7 @@ def publish_content(
         with lock, obj.open_store(with_keypair=True) as store:
             message = store.publish(value, tangles)
         return message_dict(message)
-    return render_body(trio.run(call_node, obj, "publish", {"content": value, "tangles": tangles}))
+    return render_body(ask_node(obj, "publish", {"content": value, "tangles": tangles}))
 
 
 @click.command()
@@ -109,7 +109,7 @@ LOG_HEADER = (
 def log_command(
     obj: Context, feed: str | None, from_seq: int, limit: int | None, as_json: bool
 ) -> None:
-    """List a feed's messages (default: our own feed); --json gives JSON lines.
+    """List FEED's messages (default: our own feed); --json gives JSON lines.
 
     Each row: seq, id, the tangles it is in ([chat*]: in tangle chat, the * marks
     the tangle's root message), author, claimed time (UTC) and what it says; group
@@ -162,7 +162,7 @@ def _with_private(viewer: Viewer, message: Message) -> dict[str, Any]:
 @json_option
 @click.pass_obj
 def show(obj: Context, message_id: str, as_json: bool) -> None:
-    """Print one message: who wrote it, when, what it says, then its fields as JSON.
+    """Print the message MESSAGE_ID: who wrote it, when, what it says, then its fields.
 
     Group messages are opened where our keys open them (their `private` part).
     --json prints the fields alone, on one line.
@@ -248,6 +248,8 @@ def forks(obj: Context, as_json: bool) -> None:
 @click.pass_obj
 def check(obj: Context, as_json: bool) -> int:
     """Re-verify every stored message and every index."""
+    from tanglenode.storage.check import CheckReport
+
     try:
         with obj.open_store() as store:
             report = store.check()

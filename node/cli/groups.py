@@ -1,4 +1,4 @@
-"""`tangled group ...`: private groups through the running node."""
+"""`tangled group ...`: private groups through the running node (docs/GROUPS.md)."""
 
 from __future__ import annotations
 
@@ -6,11 +6,10 @@ import json
 from typing import Any
 
 import click
-import trio
 
 from tanglenode.node.cli.support import (
     Context,
-    call_node,
+    ask_node,
     emit_json,
     json_option,
     read_content,
@@ -21,55 +20,62 @@ from tanglenode.protocol.identity import parse_feed, parse_message_id
 
 @click.group("group")
 def group_command() -> None:
-    """Private groups: create, add, exclude, post, members, epochs, timeline."""
+    """Private groups: create, add, exclude, post, members, epochs, timeline.
+
+    GROUP is a group's id: the id of its root message, which `group create` prints.
+    Every subcommand asks the running node (docs/GROUPS.md).
+    """
 
 
 def _group_call(op: str, **arguments: Any) -> Any:
     obj = click.get_current_context().find_object(Context)
-    return render_body(trio.run(call_node, obj, op, arguments))
+    return render_body(ask_node(obj, op, arguments))
 
 
 @group_command.command("create")
-@click.argument("name")
+@click.argument("name", metavar="NAME")
 def group_create(name: str) -> None:
-    """Start a group (you are its first member); prints the group id."""
+    """Start a group called NAME (you are its first member); prints the group id."""
     click.echo(_group_call("group-create", name=name)["group"])
 
 
 @group_command.command("add")
-@click.argument("group")
-@click.argument("feeds", nargs=-1, required=True)
+@click.argument("group", metavar="GROUP")
+@click.argument("feeds", nargs=-1, required=True, metavar="FEED...")
 def group_add(group: str, feeds: tuple[str, ...]) -> None:
-    """Add members to the group's current epoch; they receive its key."""
+    """Add each FEED (@...) to GROUP's current epoch; they receive its key."""
     members = [parse_feed(feed) for feed in feeds]
     click.echo(_group_call("group-add", group=parse_message_id(group), members=members)["id"])
 
 
 @group_command.command("exclude")
-@click.argument("group")
-@click.argument("feeds", nargs=-1, required=True)
+@click.argument("group", metavar="GROUP")
+@click.argument("feeds", nargs=-1, required=True, metavar="FEED...")
 def group_exclude(group: str, feeds: tuple[str, ...]) -> None:
-    """Exclude members and open a new epoch with a new key; prints the new epoch's id."""
+    """Exclude each FEED from GROUP and open a new epoch with a new key; prints its id."""
     members = [parse_feed(feed) for feed in feeds]
     done = _group_call("group-exclude", group=parse_message_id(group), members=members)
     click.echo(done["epoch"])
 
 
 @group_command.command("post")
-@click.argument("group")
-@click.argument("content")
+@click.argument("group", metavar="GROUP")
+@click.argument("content", metavar="CONTENT")
 def group_post(group: str, content: str) -> None:
-    """Post JSON CONTENT to the group, encrypted with the current epoch's key."""
+    """Post JSON CONTENT ('-' reads stdin) to GROUP, sealed with the current epoch's key.
+
+    Only a member of the current epoch may post: an excluded member is refused (exit 3).
+    """
     obj = click.get_current_context().find_object(Context)
     value = read_content(content, obj.settings)
     click.echo(_group_call("group-post", group=parse_message_id(group), content=value)["id"])
 
 
 @group_command.command("members")
-@click.argument("group")
+@click.argument("group", metavar="GROUP")
 @json_option
 def group_members(group: str, as_json: bool) -> None:
-    """The group's current members."""
+    """GROUP's current members."""
     shown = _group_call("group-show", group=parse_message_id(group))
     if as_json:
         emit_json(shown["members"])
@@ -79,10 +85,10 @@ def group_members(group: str, as_json: bool) -> None:
 
 
 @group_command.command("epochs")
-@click.argument("group")
+@click.argument("group", metavar="GROUP")
 @json_option
 def group_epochs(group: str, as_json: bool) -> None:
-    """The group's epochs: who opened each, what it follows, its members."""
+    """GROUP's epochs: each one's id, whether it is the current one, its members."""
     shown = _group_call("group-show", group=parse_message_id(group))
     if as_json:
         emit_json(shown["epochs"])
@@ -93,12 +99,30 @@ def group_epochs(group: str, as_json: bool) -> None:
 
 
 @group_command.command("timeline")
-@click.argument("group")
-@click.option("--tangle", type=click.Choice(["group", "members", "epoch"]), default="group")
-@click.option("--order", type=click.Choice(["rank", "causal-time"]), default="rank")
+@click.argument("group", metavar="GROUP")
+@click.option(
+    "--tangle",
+    type=click.Choice(["group", "members", "epoch"]),
+    default="group",
+    show_default=True,
+    help="group: every message of the group; members: the current epoch's init and its "
+    "adds and excludes; epoch: the group's epochs (their inits), in the order they followed.",
+)
+@click.option(
+    "--order",
+    type=click.Choice(["rank", "causal-time"]),
+    default="rank",
+    show_default=True,
+    help="rank: ScuttleSort's (rank, id); causal-time: causality, then claimed time, then id.",
+)
 @json_option
 def group_timeline(group: str, tangle: str, order: str, as_json: bool) -> None:
-    """The group's messages in order, opened where this node holds the key."""
+    """GROUP's messages in order, opened where this node holds the key.
+
+    A line per message: its id, its author, its type and what it says (a post's content,
+    the members an add or exclude names); "(cannot open)" where we hold no key for it,
+    [invalid] where the group's rules refuse it. A GROUP that is not a group: exit 4.
+    """
     found = _group_call("group-timeline", group=parse_message_id(group), tangle=tangle, order=order)
     for row in found["entries"]:
         if as_json:

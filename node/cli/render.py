@@ -5,10 +5,12 @@ from __future__ import annotations
 import base64
 import math
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tanglenode.protocol.identity import feed_text, message_text
-from tanglenode.protocol.message import Message
+
+if TYPE_CHECKING:  # the message codec is not needed to render a reply's content
+    from tanglenode.protocol.message import Message
 
 BYTES_TAG = "$bytes"
 FLOAT_TAG = "$float"

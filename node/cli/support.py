@@ -1,44 +1,40 @@
 """What the `tangled` commands share: exit codes, errors, the lazy context, output, the node.
 
-Exit codes: 0 success; 1 internal or environment failure; 2 bad usage;
-3 bad input (invalid config, content, id or message); 4 not found (no such
-store, feed or message); 5 `check` found problems.
+Exit codes: `EXIT_CODES` (listed by `tangled --help`).
+
+Start-up matters here: every command imports this module, so it imports
+only what a one-shot command needs (click, settings, the light parts of
+protocol/). The store, the Trio client and the message renderer load inside
+the functions that use them; `ask_node` sends one request with the blocking
+client (node/oneshot.py), and `log` writes its lines without structlog
+(node/cli/logs.py).
 """
 
 from __future__ import annotations
 
-import enum
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-import structlog
 
-from tanglenode.config.secret import read_secret
 from tanglenode.config.settings import Settings, config_path, load_settings
-from tanglenode.node.cli.render import jsonable
-from tanglenode.node.client import NodeError, NodeNotRunning, connect
+from tanglenode.node.cli.exits import EXIT_CODES as EXIT_CODES  # re-exported for the commands
+from tanglenode.node.cli.exits import ExitCode as ExitCode
+from tanglenode.node.cli.logs import command_log
+from tanglenode.node.oneshot import NodeError, request
 from tanglenode.protocol.canonical import NonFiniteFloat, TooDeep, canonical_value
 from tanglenode.protocol.errors import LocalProtocolError, Reason, TanglenodeError
 from tanglenode.protocol.identity import feed_text, message_text, parse_message_id
-from tanglenode.protocol.ipc import ErrorKind
+from tanglenode.protocol.ipc_fields import ErrorKind
 from tanglenode.protocol.limits import MAX_SEQ, MAX_TANGLE_NAME_BYTES
-from tanglenode.storage.datalock import DataDirLock
-from tanglenode.storage.errors import StoreNotFound
-from tanglenode.storage.store import FeedStore
 
-log = structlog.get_logger("tangled")
+if TYPE_CHECKING:
+    from tanglenode.storage.datalock import DataDirLock
+    from tanglenode.storage.store import FeedStore
 
-
-class ExitCode(enum.IntEnum):
-    OK = 0
-    INTERNAL = 1
-    USAGE = 2
-    BAD_INPUT = 3
-    NOT_FOUND = 4
-    CHECK_FAILED = 5
+log = command_log
 
 
 class NotFound(TanglenodeError):
@@ -67,6 +63,10 @@ class Context:
         return self._settings
 
     def open_store(self, *, with_keypair: bool = False, create: bool = False) -> FeedStore:
+        from tanglenode.config.secret import read_secret
+        from tanglenode.storage.errors import StoreNotFound
+        from tanglenode.storage.store import FeedStore
+
         settings = self.settings
         keypair = read_secret(settings.secret_path) if with_keypair else None
         try:
@@ -82,6 +82,8 @@ class Context:
 
     def lock_data_dir(self, purpose: str) -> DataDirLock:
         """Hold the data directory for a write without the daemon (storage/datalock.py)."""
+        from tanglenode.storage.datalock import DataDirLock
+
         data_dir = self.settings.data_dir
         if not data_dir.is_dir():
             raise NotFound(f"no data directory {data_dir}; run `tangled init` first")
@@ -96,6 +98,8 @@ def emit_json(value: Any) -> None:
 
 
 async def node_running(obj: Context) -> bool:
+    from tanglenode.node.client import NodeNotRunning, connect
+
     try:
         client = await connect(obj.settings.ipc_socket_path)
     except NodeNotRunning:
@@ -116,20 +120,38 @@ BAD_INPUT_KINDS = frozenset(
 )
 
 
+def translated(error: NodeError) -> TanglenodeError:
+    """The CLI's error for an error reply: `NotFound` (exit 4), `BadInput` (3), else itself."""
+    if error.kind == ErrorKind.NOT_FOUND:
+        return NotFound(str(error))
+    if error.kind in BAD_INPUT_KINDS:
+        return BadInput(str(error))
+    return error
+
+
+def ask_node(obj: Context, op: str, arguments: dict[str, Any]) -> Any:
+    """One request to the running node, blocking (no Trio); its reply, errors translated."""
+    try:
+        return request(obj.settings.ipc_socket_path, op, **arguments)
+    except NodeError as error:
+        raise translated(error) from None
+
+
 async def call_node(obj: Context, op: str, arguments: dict[str, Any]) -> Any:
+    """`ask_node` inside a Trio run."""
+    from tanglenode.node.client import connect
+
     async with await connect(obj.settings.ipc_socket_path) as client:
         try:
             return await client.request(op, **arguments)
         except NodeError as error:
-            if error.kind == ErrorKind.NOT_FOUND:
-                raise NotFound(str(error)) from None
-            if error.kind in BAD_INPUT_KINDS:
-                raise BadInput(str(error)) from None
-            raise
+            raise translated(error) from None
 
 
 async def all_peers(obj: Context) -> list[dict[str, Any]]:
     """Every peer of the running node, page by page."""
+    from tanglenode.node.client import connect
+
     peers: list[dict[str, Any]] = []
     async with await connect(obj.settings.ipc_socket_path) as client:
         start: int | None = 0
@@ -201,6 +223,8 @@ def render_body(value: Any) -> Any:
             if key in ("author", "feed", "key") and isinstance(item, bytes):
                 rendered[key] = feed_text(item)
             elif key == "content":
+                from tanglenode.node.cli.render import jsonable  # loads the message codec
+
                 rendered[key] = jsonable(item)
             elif key in ("clock", "behind", "timeframe") and isinstance(item, dict):
                 rendered[key] = {feed_text(feed): seq for feed, seq in item.items()}

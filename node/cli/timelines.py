@@ -401,7 +401,8 @@ def watch(
     order: str,
     as_json: bool,
 ) -> None:
-    """Follow a timeline live: its snapshot (or the commands after VERSION), then each change.
+    """Follow NAME/ROOT (or --spacetime) live: its snapshot, or the commands after VERSION,
+    then each change.
 
     Rows show position, rank (or claimed time for --order causal-time), id, author,
     time and what the message says; changes are `VERSION ins POS ID ...`,

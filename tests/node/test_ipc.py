@@ -6,10 +6,10 @@ from contextlib import aclosing
 import pytest
 import trio
 
-from tanglenode.node import client as client_errors
 from tanglenode.node.client import NodeError, connect
 from tanglenode.node.ipc import IpcServer
 from tanglenode.node.network import Network
+from tanglenode.node.oneshot import error_from
 from tanglenode.node.peers import PeerRegistry
 from tanglenode.node.service import StoreService
 from tanglenode.protocol import ipc
@@ -171,6 +171,6 @@ async def test_the_client_raises_error_kinds_and_keeps_a_kind_it_does_not_know_a
         with pytest.raises(NodeError) as refused:
             await client.get(bytes(32))
     assert refused.value.kind is ErrorKind.NOT_FOUND
-    newer = client_errors._error({"id": 1, "error": {"kind": "from-the-future", "message": "m"}})
+    newer = error_from({"id": 1, "error": {"kind": "from-the-future", "message": "m"}})
     assert newer.kind == "from-the-future" and not isinstance(newer.kind, ErrorKind)
-    assert client_errors._error({"id": 1, "error": "?"}).kind is ErrorKind.PROTOCOL
+    assert error_from({"id": 1, "error": "?"}).kind is ErrorKind.PROTOCOL

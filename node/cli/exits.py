@@ -1,0 +1,24 @@
+"""The exit codes of `tangled`, in a module of their own so `tangled --help` loads only this."""
+
+from __future__ import annotations
+
+import enum
+
+
+class ExitCode(enum.IntEnum):
+    OK = 0
+    INTERNAL = 1
+    USAGE = 2
+    BAD_INPUT = 3
+    NOT_FOUND = 4
+    CHECK_FAILED = 5
+
+
+EXIT_CODES = {
+    ExitCode.OK: "success",
+    ExitCode.INTERNAL: "internal or environment failure (the node not running, a damaged store)",
+    ExitCode.USAGE: "bad usage (an unknown command or option, a missing argument)",
+    ExitCode.BAD_INPUT: "bad input (invalid config, content, id or message; a refused request)",
+    ExitCode.NOT_FOUND: "not found (no such store, feed, message, tangle or group)",
+    ExitCode.CHECK_FAILED: "a check or audit found problems or differences",
+}
