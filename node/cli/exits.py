@@ -20,5 +20,8 @@ EXIT_CODES = {
     ExitCode.USAGE: "bad usage (an unknown command or option, a missing argument)",
     ExitCode.BAD_INPUT: "bad input (invalid config, content, id or message; a refused request)",
     ExitCode.NOT_FOUND: "not found (no such store, feed, message, tangle or group)",
-    ExitCode.CHECK_FAILED: "a check or audit found problems or differences",
+    ExitCode.CHECK_FAILED: (
+        "check or pipeline verify found problems, pipeline audit differences, "
+        "doc replay a different text"
+    ),
 }

@@ -1,0 +1,43 @@
+"""`make demo` end to end: it narrates, converges, and with --keep leaves commands that work."""
+
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.slow
+
+
+def test_the_demo_narrates_keeps_its_data_and_its_next_commands_work():
+    done = subprocess.run(
+        [sys.executable, "-m", "tanglenode.node.localnet.demo", "--keep"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = done.stdout
+    lines = out.splitlines()
+    assert lines[0].startswith("[") and " s] " in lines[0]  # narrated from the first line
+    assert "the four digests are identical" in out and "demo finished" in out
+    tail = lines[lines.index("demo finished") :]
+    tried = [line.strip() for line in tail if line.strip().startswith("tangled --data-dir")]
+    assert len(tried) == 3
+    kept = Path(shlex.split(tried[0])[2]).parent
+    try:
+        for command in tried:
+            words = shlex.split(command)
+            ran = subprocess.run(
+                [str(Path(sys.executable).with_name("tangled")), *words[1:]],
+                capture_output=True,
+                text=True,
+                timeout=120,
+                check=False,
+            )
+            assert ran.returncode == 0 and ran.stdout.strip(), (command, ran.stderr)
+    finally:
+        shutil.rmtree(kept, ignore_errors=True)
