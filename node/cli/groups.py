@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import click
@@ -30,6 +29,19 @@ def group_command() -> None:
 def _group_call(op: str, **arguments: Any) -> Any:
     obj = click.get_current_context().find_object(Context)
     return render_body(ask_node(obj, op, arguments))
+
+
+def _names() -> Any:
+    """Our names for feeds (node/cli/names.py), for the human output only."""
+    from tanglenode.node.cli.names import load_names
+
+    return load_names(click.get_current_context().find_object(Context))
+
+
+def _named(names: Any, feed_id: str) -> str:
+    """`@id  name` (the id first, so the column can be copied), or the id alone."""
+    name = names.name(parse_feed(feed_id))
+    return f"{feed_id}  {name}" if name else feed_id
 
 
 @group_command.command("create")
@@ -80,8 +92,9 @@ def group_members(group: str, as_json: bool) -> None:
     if as_json:
         emit_json(shown["members"])
     else:
+        names = _names()
         for member in shown["members"]:
-            click.echo(member)
+            click.echo(_named(names, member))
 
 
 @group_command.command("epochs")
@@ -124,14 +137,22 @@ def group_timeline(group: str, tangle: str, order: str, as_json: bool) -> None:
     [invalid] where the group's rules refuse it. A GROUP that is not a group: exit 4.
     """
     found = _group_call("group-timeline", group=parse_message_id(group), tangle=tangle, order=order)
-    for row in found["entries"]:
-        if as_json:
+    if as_json:
+        for row in found["entries"]:
             emit_json(row)
-            continue
+        return
+    from tanglenode.node.cli.summary import Summaries, fit, terminal_width
+
+    names = _names()
+    label = names.label
+    summaries = Summaries(label)
+    width = terminal_width()
+    for row in found["entries"]:
         what = row["type"] or "(cannot open)"
         if row["type"] == "group/post":
-            what = json.dumps(row["content"], ensure_ascii=False)
+            what = summaries.content_line(row["content"])
         elif row["members"]:
-            what += " " + " ".join(row["members"])
+            what += " " + ", ".join(label(parse_feed(member)) for member in row["members"])
         flag = "" if row["valid"] or row["type"] is None else "  [invalid]"
-        click.echo(f"{row['id']}  {row['author'][:12]}  {what}{flag}")
+        author = label(parse_feed(row["author"]))
+        click.echo(fit(f"{row['id']}  {author:<14}  {what}{flag}", width))

@@ -76,6 +76,13 @@ async def test_group_commands_through_the_cli(tmp_path):
     await ok("add", group, friend.feed_id)
     await ok("post", group, '{"text": "hi"}')
     assert set((await ok("members", group)).split()) == {node.feed_id, friend.feed_id}
+    named = await cli(node, "name", friend.feed_id, "pal")  # people see names, JSON ids
+    assert named.returncode == 0, named.stderr
+    members = (await ok("members", group)).splitlines()
+    assert f"{friend.feed_id}  pal" in members and node.feed_id in members
+    shown = (await ok("timeline", group)).splitlines()
+    assert shown[1].endswith("group/add-member pal") and shown[2].endswith("  hi")
+    assert set(json.loads(await ok("members", group, "--json"))) == {node.feed_id, friend.feed_id}
     await ok("exclude", group, friend.feed_id)
     epochs = json.loads(await ok("epochs", group, "--json"))
     assert [epoch["current"] for epoch in epochs] == [False, True]
