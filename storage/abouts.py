@@ -24,6 +24,8 @@ feed by a message no longer held, so readers ignore it (`about_names`): the
 feed then shows no self-chosen name, even if an earlier `about` named it.
 Stores written before this table existed index the `about` messages they
 receive from then on; a `tangled export --bundle` and `import` indexes them all.
+`tangled check` rebuilds the table from the messages and compares
+(`storage.check`).
 """
 
 from __future__ import annotations
@@ -71,7 +73,12 @@ def index_about(txn: Any, db: Any, author: bytes, seq: int, content: Any) -> Non
     held = txn.get(author, db=db)
     if held is not None and _U64.unpack(held[:8])[0] > seq:
         return  # never: a feed grows by seq; kept so a replay cannot go back
-    txn.put(author, _U64.pack(seq) + name.encode(), db=db)
+    txn.put(author, about_row(seq, name), db=db)
+
+
+def about_row(seq: int, name: str) -> bytes:
+    """The `abouts` value of a name given by the message at `seq`."""
+    return _U64.pack(seq) + name.encode()
 
 
 def read_about(value: bytes) -> tuple[int, str]:

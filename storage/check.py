@@ -2,8 +2,9 @@
 
 One read transaction over the whole store. Each stored message is decoded
 and its signature verified again; from the messages alone we rebuild what
-every index should hold (ids, feed chains, heads, proofs, and the tangles'
-states, waiting rows, tips and joined views: storage.joined_check) and report
+every index should hold (ids, feed chains, heads, proofs, the names feeds
+give themselves, and the tangles' states, waiting rows, tips and joined
+views: storage.joined_check) and report
 each disagreement as one line. The parsed messages and rebuilt sets live in
 memory: fine for an offline check of a node's store, proportional to its size.
 """
@@ -22,6 +23,7 @@ from tanglenode.protocol.evidence import InvalidProof, check_proof
 from tanglenode.protocol.identity import feed_text, message_text
 from tanglenode.protocol.limits import UNLIMITED
 from tanglenode.protocol.message import Message, decode_message
+from tanglenode.storage.abouts import about_name, about_row
 from tanglenode.storage.causal_check import check_causal
 from tanglenode.storage.joined_check import check_tangles
 from tanglenode.storage.layout import U64, Tables, split_feed_key, split_head_value
@@ -82,6 +84,7 @@ def _check_all(env, tables: Tables, report: CheckReport, timeline_tables=None) -
         _check_ids(txn, tables, by_position, report)
         _check_feeds(txn, tables, by_position, report)
         _check_evidence(txn, tables, by_position, report)
+        _check_abouts(txn, tables, by_position, report)
         check_tangles(txn, tables, timeline_tables, list(by_position.values()), report.problems)
         report.problems.extend(check_causal(txn, timeline_tables, by_position))
 
@@ -158,3 +161,27 @@ def _check_evidence(txn, tables: Tables, by_position, report: CheckReport) -> No
         report.evidence += 1
         if bytes(key) not in held:
             report.problems.append(f"evidence {message_text(bytes(key))} is in no proof")
+
+
+def _check_abouts(txn, tables: Tables, by_position, report: CheckReport) -> None:
+    """Each feed's `abouts` row is its latest own `about` held, as ingest indexes it.
+
+    A row at or past the feed's invalid boundary names it by a message cut
+    since (readers ignore it, storage.abouts): it cannot be checked and is not
+    reported, whatever the messages still held say.
+    """
+    expected: dict[bytes, bytes] = {}
+    for (author, seq), message in by_position.items():  # in key order: the latest seq wins
+        name = about_name(message.content, author)
+        if name is not None:
+            expected[author] = about_row(seq, name)
+    boundaries = {bytes(a): U64.unpack(v[:8])[0] for a, v in txn.cursor(db=tables.invalid)}
+    for author, value in txn.cursor(db=tables.abouts):
+        author, value = bytes(author), bytes(value)
+        if expected.pop(author, None) == value:
+            continue
+        boundary = boundaries.get(author)
+        if boundary is None or len(value) < 8 or U64.unpack(value[:8])[0] < boundary:
+            report.problems.append(f"abouts row of {feed_text(author)} is not its latest own about")
+    for author in expected:
+        report.problems.append(f"the about naming {feed_text(author)} is missing from abouts")

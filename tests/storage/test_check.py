@@ -2,7 +2,9 @@
 
 import pytest
 
+from tanglenode.protocol.identity import feed_text
 from tanglenode.protocol.message import TangleLink
+from tanglenode.storage.abouts import about_row
 from tanglenode.storage.layout import feed_key, head_value, tangle_key
 from tanglenode.storage.stored_form import verbatim
 from tests.factories import Feed
@@ -106,3 +108,68 @@ def test_an_invalid_feed_without_its_proof_is_found(populated, corrupt):
     problems = store.check().problems
     assert any("without its proof" in p for p in problems)
     assert any("is in no proof" in p for p in problems)
+
+
+def about(feed: Feed, name: str) -> dict:
+    return {"type": "about", "about": feed_text(feed.public), "name": name}
+
+
+@pytest.fixture
+def named(store):
+    """Alice named herself twice, carol once; bob named himself twice, then forked at the
+    second: his `abouts` row names him by a message cut since."""
+    alice, bob, carol, twin = Feed("alice"), Feed("bob"), Feed("carol"), Feed("bob")
+    alice.append(about(alice, "al"))
+    alice.append({"type": "post", "text": "hi"})
+    alice.append(about(alice, "alice"))
+    carol.append(about(carol, "carol"))
+    bob.append(about(bob, "b"))
+    bob.append(about(bob, "bob"))
+    store.ingest([m.raw for m in alice.messages + bob.messages + carol.messages])
+    twin.append(about(twin, "b"))
+    store.ingest([twin.append({"type": "post", "text": "the fork"}).raw])
+    assert store.invalid_feeds() == {bob.public: 2}
+    return store, alice, bob, carol
+
+
+def test_a_store_with_names_checks_clean(named):
+    store, alice, _bob, carol = named
+    report = store.check()
+    assert report.ok, report.problems
+    assert store.about_names() == {alice.public: "alice", carol.public: "carol"}
+
+
+def test_a_tampered_about_row_is_found(named, corrupt):
+    store, alice, *_ = named
+    row = about_row(3, "mallory")
+    store = corrupt(store, lambda txn, t: txn.put(alice.public, row, db=t.abouts))
+    problems = store.check().problems
+    assert problems == [f"abouts row of {feed_text(alice.public)} is not its latest own about"]
+
+
+def test_an_about_row_naming_an_earlier_about_is_found(named, corrupt):
+    store, alice, *_ = named
+    row = about_row(1, "al")  # a name alice gave herself, but not her latest
+    store = corrupt(store, lambda txn, t: txn.put(alice.public, row, db=t.abouts))
+    assert any("abouts row" in p for p in store.check().problems)
+
+
+def test_a_missing_about_row_is_found(named, corrupt):
+    store, _alice, _bob, carol = named
+    store = corrupt(store, lambda txn, t: txn.delete(carol.public, db=t.abouts))
+    problems = store.check().problems
+    assert problems == [f"the about naming {feed_text(carol.public)} is missing from abouts"]
+
+
+def test_a_name_no_about_gave_is_found(named, corrupt):
+    store, *_ = named
+    dave = Feed("dave")
+    store = corrupt(store, lambda txn, t: txn.put(dave.public, about_row(1, "dave"), db=t.abouts))
+    assert any(f"abouts row of {feed_text(dave.public)}" in p for p in store.check().problems)
+
+
+def test_a_wrong_about_row_of_a_cut_feed_below_its_boundary_is_found(named, corrupt):
+    store, _alice, bob, _carol = named
+    row = about_row(1, "robert")  # seq 1 is held: its about says "b"
+    store = corrupt(store, lambda txn, t: txn.put(bob.public, row, db=t.abouts))
+    assert any(f"abouts row of {feed_text(bob.public)}" in p for p in store.check().problems)
