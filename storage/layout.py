@@ -19,7 +19,8 @@
                                                        joined, pending or invalid (storage.joined)
     tangle-pending id + tangle key + id -> ""          a not-joined member waits on an id it
                                                        names that is not a joined member yet
-    meta           name -> value                       schema version
+    meta           name -> value                       schema version; abouts-indexed
+                                                       (storage.abouts: the backfill is done)
     abouts         author -> seq(u64 BE) + name        the name a feed gave itself, from its
                                                        latest own `about` (storage.abouts)
     tl-*           the timelines (storage.timeline, storage.timelines)

@@ -25,6 +25,7 @@ from tanglenode.protocol.identity import Keypair, message_id, message_text
 from tanglenode.protocol.limits import DEFAULT_LIMITS, Limits
 from tanglenode.protocol.message import ROOT_LINK, Message, TangleLink, decode_message, sign_message
 from tanglenode.storage import replication
+from tanglenode.storage.abouts import ABOUTS_INDEXED, backfill_abouts
 from tanglenode.storage.digest import DigestReads
 from tanglenode.storage.document_ops import DocumentOps
 from tanglenode.storage.document_rows import DocumentTables
@@ -126,7 +127,8 @@ class FeedStore(StoreReads, TimelineReads, TangleReads, DigestReads, DocumentOps
             self._timeline_tables = TimelineTables.open(self._env)
             self._processor_tables = ProcessorTables.open(self._env)
             self._document_tables = DocumentTables.open(self._env)
-            self._check_schema()
+            if self._check_schema():
+                self._backfill_abouts()
         except lmdb.Error as error:
             self._env.close()
             raise StoreDamaged(f"the store at {self.path} is damaged: {error}") from None
@@ -146,11 +148,13 @@ class FeedStore(StoreReads, TimelineReads, TangleReads, DigestReads, DocumentOps
     def limits(self) -> Limits:
         return self._limits
 
-    def _check_schema(self) -> None:
+    def _check_schema(self) -> bool:
+        """Refuse another schema, or mark a new store; True if `abouts` needs its backfill."""
         with self._write() as txn:
             found = txn.get(b"schema", db=self._tables.meta)
-            if found is None:
+            if found is None:  # a new store: nothing to index from before `abouts`
                 txn.put(b"schema", SCHEMA_VERSION, db=self._tables.meta)
+                txn.put(ABOUTS_INDEXED, b"1", db=self._tables.meta)
             elif found != SCHEMA_VERSION:
                 raise IncompatibleStore(
                     f"store schema {found.decode(errors='replace')}, this build reads "
@@ -158,6 +162,14 @@ class FeedStore(StoreReads, TimelineReads, TangleReads, DigestReads, DocumentOps
                     "`tangled export --bundle FILE`, then `tangled import FILE` into a new "
                     "data directory with this one"
                 )
+            return txn.get(ABOUTS_INDEXED, db=self._tables.meta) is None
+
+    def _backfill_abouts(self) -> None:
+        """Index the `about` messages of a store older than `abouts` (storage.abouts), once."""
+        start: bytes | None = b""
+        while start is not None:  # a bounded batch per transaction; the last one marks it done
+            with self._write() as txn:
+                start = backfill_abouts(txn, self._tables, start)
 
     @contextlib.contextmanager
     def _write(self) -> Iterator[Any]:
