@@ -75,8 +75,14 @@ def _save_peer(config: Path, address: str, key: str) -> bool:
 
 
 def _replace_validated(config: Path, text: str) -> None:
-    """Write `text` beside `config`, check it loads, then move it over `config`."""
-    mode = config.stat().st_mode & 0o777
+    """Write `text` beside `config`, check it loads, then move it over `config`.
+
+    A symlinked config is written where the link points (the link stays), and the new
+    file keeps the old one's mode and, where we may set it, its owner and group.
+    """
+    config = config.resolve()
+    status = config.stat()
+    mode = status.st_mode & 0o777
     handle, name = tempfile.mkstemp(prefix=".tangled-", suffix=".toml", dir=config.parent)
     temporary = Path(name)
     try:
@@ -85,6 +91,9 @@ def _replace_validated(config: Path, text: str) -> None:
             file.flush()
             os.fsync(file.fileno())
         os.chmod(temporary, mode)
+        if (status.st_uid, status.st_gid) != (os.geteuid(), os.getegid()):
+            with contextlib.suppress(PermissionError):  # only root may give a file away
+                os.chown(temporary, status.st_uid, status.st_gid)
         try:
             load_settings(temporary, environ={})
         except ConfigError as error:

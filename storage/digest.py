@@ -9,7 +9,7 @@ nodes holding the same messages in the same order get the same digest and
 count, whatever their versions (each store numbers its own commands); one
 entry missing, added or moved changes the digest. Ranks and claimed times
 are left out: they follow from the messages, and the order is what must
-converge (docs/DESIGN.md, "Linearization").
+converge (docs/TIMELINES.md).
 
 The digest is not kept up to date at ingest: that would cost every write
 a pass over the timeline, as `mov` and early `ins` shift what follows.

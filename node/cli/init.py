@@ -30,10 +30,19 @@ def parse_peer(text: str) -> tuple[str, str]:
         raise BadInput(f"{text[:80]!r}: {how}")
     try:
         parse_address(address)
-        key = parse_feed("@" + feed)
+        key = parse_feed("@" + feed.removeprefix("@"))  # `@@FEED`: the id pasted with its @
     except (BadAddress, BadIdentifier) as error:
         raise BadInput(f"{error}; {how}") from None
     return address, feed_text(key)
+
+
+def _distinct(dialed: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The peers once each; one feed at two addresses is refused, as `connect --save` does."""
+    kept: dict[str, str] = {}
+    for address, key in dialed:
+        if kept.setdefault(key, address) != address:
+            raise BadInput(f"--peer {key} is given at {kept[key]} and at {address}: pick one")
+    return [(address, key) for key, address in kept.items()]
 
 
 @click.command()
@@ -67,7 +76,7 @@ def init(
             raise BadInput(f"--listen: {error}") from None
     if len(peers) > MAX_INIT_PEERS:
         raise BadInput(f"at most {MAX_INIT_PEERS} --peer; add more to the config later")
-    dialed = [parse_peer(peer) for peer in peers]
+    dialed = _distinct([parse_peer(peer) for peer in peers])
     settings = obj.settings
     data_dir = settings.data_dir.expanduser().resolve()
     keypair = Keypair.generate()

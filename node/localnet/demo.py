@@ -79,7 +79,7 @@ async def post(node: Node, root: bytes, line: str) -> None:
     say(f"{node.name} wrote {line!r}")
 
 
-async def converse(root_dir: Path) -> tuple[list[Node], str, str]:
+async def converse(root_dir: Path) -> tuple[list[Node], str]:
     say(f"creating four nodes (tangled init) under {root_dir}")
     alice, bob, carol, dave = nodes = [Node(root_dir, name) for name in LINES]
 
@@ -135,11 +135,11 @@ async def converse(root_dir: Path) -> tuple[list[Node], str, str]:
     for node in nodes:
         cli(node, "status")
 
-    group = await private_group(alice, bob, carol, dave)
+    await private_group(alice, bob, carol, dave)
     say("stopping the four nodes")
     for node in nodes:
         await node.stop()
-    return nodes, spec, group
+    return nodes, spec
 
 
 async def private_group(alice: Node, bob: Node, carol: Node, dave: Node) -> str:
@@ -175,18 +175,26 @@ async def private_group(alice: Node, bob: Node, carol: Node, dave: Node) -> str:
     return group
 
 
-def next_steps(nodes: list[Node], spec: str, group: str) -> list[str]:
+def runnable_tangled() -> str:
+    """The CLI as the user can type it from here: `.venv/bin/tangled`, not a bare `tangled`."""
+    try:
+        return str(TANGLED.relative_to(Path.cwd()))
+    except ValueError:
+        return str(TANGLED)
+
+
+def next_steps(nodes: list[Node], spec: str) -> list[str]:
     """Three commands to try on the kept data directories (their nodes are stopped)."""
     alice, bob = nodes[0], nodes[1]
 
     def command(node: Node, *args: str) -> str:
-        words = ("tangled", "--data-dir", str(node.data_dir), *args)
+        words = (runnable_tangled(), "--data-dir", str(node.data_dir), *args)
         return " ".join(shlex.quote(word) for word in words)
 
     return [
         command(bob, "timeline", spec),
         command(alice, "tangles"),
-        command(bob, "group", "timeline", group),
+        command(bob, "group", "list"),
     ]
 
 
@@ -196,21 +204,22 @@ def main(argv: list[str] | None = None) -> int:
     options = parser.parse_args(argv)
     root_dir = Path(tempfile.mkdtemp(prefix="tangled-demo-"))
     try:
-        nodes, spec, group = trio.run(converse, root_dir)
+        nodes, spec = trio.run(converse, root_dir)
     finally:
         if not options.keep:
             shutil.rmtree(root_dir, ignore_errors=True)
     print("\ndemo finished", flush=True)
     if options.keep:
         print(f"\nThe four data directories are kept under {root_dir}. Try next:")
-        for line in next_steps(nodes, spec, group):
+        for line in next_steps(nodes, spec):
             print(f"  {line}")
-        print(f"(`tangled --data-dir {nodes[0].data_dir} run` starts alice again.)")
+        print(f"(`{runnable_tangled()} --data-dir {nodes[0].data_dir} run` starts alice again.)")
     else:
+        tangled = runnable_tangled()
         print("\nThe nodes' data directories are gone. Try next:")
-        print("  make demo KEEP=1                                 # keep them, and explore")
-        print("  tangled --data-dir ~/tn init --listen 127.0.0.1:8008   # a node of your own")
-        print("  tangled --data-dir ~/tn run & tangled --data-dir ~/tn about me")
+        print("  make demo KEEP=1                 # keep them, and explore")
+        print(f"  {tangled} --data-dir ~/tn init --listen 127.0.0.1:8008   # a node of your own")
+        print(f"  {tangled} --data-dir ~/tn run & {tangled} --data-dir ~/tn about me")
     return 0
 
 

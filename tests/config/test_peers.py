@@ -74,3 +74,15 @@ def test_init_renders_listen_and_peers(tmp_path):
     settings = load_settings(config, environ={})
     assert settings.listen == "0.0.0.0:9100"
     assert [(p.address, p.key) for p in settings.peers] == [("h.example:1", ALICE)]
+
+
+def test_a_symlinked_config_gains_the_peer_where_the_link_points(tmp_path):
+    real = tmp_path / "etc" / "real.toml"
+    real.parent.mkdir()
+    real.write_text(render_config(tmp_path / "data"))
+    link = tmp_path / "tangled.toml"
+    link.symlink_to(real)
+    assert save_peer(link, "10.0.0.2:8008", ALICE) is True
+    assert link.is_symlink() and link.resolve() == real  # the link is kept, not replaced
+    assert [p.key for p in load_settings(real, environ={}).peers] == [ALICE]
+    assert list(real.parent.glob(".tangled-*")) == []

@@ -113,7 +113,8 @@ async def test_connect_save_survives_a_restart_and_init_takes_listen_and_peers(t
 
     fresh = tmp_path / "fresh"
     peer_spec = f"{there.listen}@{there.feed_id[1:]}"
-    arguments = ["--json", "--listen", "127.0.0.1:0", "--peer", peer_spec]
+    pasted = f"{there.listen}@{there.feed_id}"  # the id pasted with its own @: HOST:PORT@@FEED
+    arguments = ["--json", "--listen", "127.0.0.1:0", "--peer", peer_spec, "--peer", pasted]
     made = await trio.run_process(
         [str(TANGLED), "--data-dir", str(fresh), "init", *arguments],
         capture_stdout=True,
@@ -136,3 +137,11 @@ async def test_connect_save_survives_a_restart_and_init_takes_listen_and_peers(t
         assert refused.returncode == 3 and b"HOST:PORT@FEED" in refused.stderr
         assert not (tmp_path / "bad" / "tangled.toml").exists()
         assert not (tmp_path / "bad" / "secret").exists()
+    twice = ["--peer", peer_spec, "--peer", f"127.0.0.1:1@{there.feed_id[1:]}"]
+    refused = await trio.run_process(
+        [str(TANGLED), "--data-dir", str(tmp_path / "bad"), "init", *twice],
+        capture_stdout=True,
+        capture_stderr=True,
+        check=False,
+    )
+    assert refused.returncode == 3 and b"pick one" in refused.stderr
