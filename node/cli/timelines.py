@@ -134,6 +134,11 @@ def timeline(
     which = timeline_spec(spec, spacetime, joined, order)
     name, label = _store_timeline(which, spec)
     if digest:
+        given = {"--at": at_id, "--since": since, "--limit": limit, "--from-time": from_time}
+        given |= {"--to-time": to_time, "--start": start or None}
+        clash = [option for option, value in given.items() if value is not None]
+        if clash:
+            raise click.UsageError(f"--digest covers the whole timeline: drop {', '.join(clash)}")
         return show_digest(obj, which, name, label, as_json)
     if obj.settings.ipc_socket_path.is_socket() and trio.run(node_running, obj):
         source: Any = _NodeTimelines(obj, which, _store_or_none(obj))
@@ -509,9 +514,8 @@ class _Follower:
         resumed = self.subscriptions > 0
         self.subscriptions += 1
         if snapshot and self.last is not None and not self.cut_short:
-            click.echo(
-                f"tangled: the node no longer has version {self.last}; a new snapshot", err=True
-            )
+            why = "is not at" if self.last > version else "no longer has"
+            click.echo(f"tangled: the node {why} version {self.last}; a new snapshot", err=True)
         self.last = version
         self.cut_short = snapshot  # until a page shorter than a full one, or a command, comes
         if self.as_json:

@@ -43,6 +43,8 @@ async def test_two_nodes_agree_in_one_line_and_status_shows_peers_as_they_are(tm
     assert here_json["count"] == 2 and len(here_json["digest"]) == 64
     assert here_json["root"] == message_text(root["id"]) and here_json["tangle"] == "chat"
     assert lines["here"][1].split()[-1] == here_json["digest"][:16]
+    clash = await cli(here, "timeline", chat, "--digest", "--limit", "1")
+    assert clash.returncode == 2 and b"drop --limit" in clash.stderr  # not silently ignored
 
     status = {n.name: json.loads(await ok(n, "status", "--json")) for n in (here, there)}
     for report in status.values():
