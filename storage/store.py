@@ -149,10 +149,10 @@ class FeedStore(StoreReads, TimelineReads, TangleReads, DigestReads, DocumentOps
         return self._limits
 
     def _check_schema(self) -> bool:
-        """Refuse another schema, or mark a new store; True if `abouts` needs its backfill."""
+        """Refuse another schema, or mark a new store; True if `about-names` needs its backfill."""
         with self._write() as txn:
             found = txn.get(b"schema", db=self._tables.meta)
-            if found is None:  # a new store: nothing to index from before `abouts`
+            if found is None:  # a new store: nothing to index from before `about-names`
                 txn.put(b"schema", SCHEMA_VERSION, db=self._tables.meta)
                 txn.put(ABOUTS_INDEXED, b"1", db=self._tables.meta)
             elif found != SCHEMA_VERSION:
@@ -165,7 +165,7 @@ class FeedStore(StoreReads, TimelineReads, TangleReads, DigestReads, DocumentOps
             return txn.get(ABOUTS_INDEXED, db=self._tables.meta) is None
 
     def _backfill_abouts(self) -> None:
-        """Index the `about` messages of a store older than `abouts` (storage.abouts), once."""
+        """Index the `about` messages of a store older than `about-names` (storage.abouts), once."""
         start: bytes | None = b""
         while start is not None:  # a bounded batch per transaction; the last one marks it done
             with self._write() as txn:
