@@ -42,6 +42,11 @@ runs again at the next open. A new store writes the marker with its schema.
 A feed cut back before the backfill is indexed from the messages it still
 holds, as `tangled import` of its bundle would, and so is named as it
 would have been at ingest.
+The table's first layout (`abouts`: author -> seq + name, marked by
+`abouts-indexed`) was never released; a development store holding it is
+backfilled into `about-names` like any older store, and the old table and
+marker are dropped with the backfill's last batch (`drop_first_layout`), so
+no row of one layout is ever read as the other.
 Not a schema version: a new version refuses the store until it is exported
 and imported, which a table that can be filled in place does not need.
 `tangled check` rebuilds the table from the messages and compares
@@ -59,6 +64,8 @@ from tanglenode.storage.stored_form import parse_stored
 
 ABOUTS_DB = b"about-names"
 ABOUTS_INDEXED = b"about-names-indexed"  # the `meta` row: every stored message is indexed
+FIRST_LAYOUT_DB = b"abouts"  # author -> seq + name: development stores only
+FIRST_LAYOUT_INDEXED = b"abouts-indexed"
 BACKFILL_BATCH = 4096  # messages read per write transaction of the backfill
 MAX_NAME_CHARS = 40  # a name is a label, not a text
 ROW_KEY_LEN = 40  # author (32) + seq (u64 BE)
@@ -159,3 +166,10 @@ def backfill_abouts(
         return bytes(cursor.key())
     txn.put(ABOUTS_INDEXED, b"1", db=tables.meta)
     return None
+
+
+def drop_first_layout(env: Any, txn: Any, meta: Any) -> None:
+    """Drop the unreleased first layout's table and marker, if this store has them."""
+    if txn.get(FIRST_LAYOUT_DB) is not None:  # a named database is a row of the main one
+        txn.drop(env.open_db(FIRST_LAYOUT_DB, txn=txn, create=False), delete=True)
+    txn.delete(FIRST_LAYOUT_INDEXED, db=meta)

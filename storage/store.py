@@ -25,7 +25,7 @@ from tanglenode.protocol.identity import Keypair, message_id, message_text
 from tanglenode.protocol.limits import DEFAULT_LIMITS, Limits
 from tanglenode.protocol.message import ROOT_LINK, Message, TangleLink, decode_message, sign_message
 from tanglenode.storage import replication
-from tanglenode.storage.abouts import ABOUTS_INDEXED, backfill_abouts
+from tanglenode.storage.abouts import ABOUTS_INDEXED, backfill_abouts, drop_first_layout
 from tanglenode.storage.digest import DigestReads
 from tanglenode.storage.document_ops import DocumentOps
 from tanglenode.storage.document_rows import DocumentTables
@@ -165,11 +165,14 @@ class FeedStore(StoreReads, TimelineReads, TangleReads, DigestReads, DocumentOps
             return txn.get(ABOUTS_INDEXED, db=self._tables.meta) is None
 
     def _backfill_abouts(self) -> None:
-        """Index the `about` messages of a store older than `about-names` (storage.abouts), once."""
+        """Index the `about` messages of a store older than `about-names` (storage.abouts),
+        once; the last batch drops the table's unreleased first layout."""
         start: bytes | None = b""
         while start is not None:  # a bounded batch per transaction; the last one marks it done
             with self._write() as txn:
                 start = backfill_abouts(txn, self._tables, start)
+                if start is None:
+                    drop_first_layout(self._env, txn, self._tables.meta)
 
     @contextlib.contextmanager
     def _write(self) -> Iterator[Any]:

@@ -4,6 +4,7 @@ import itertools
 import tempfile
 from pathlib import Path
 
+import lmdb
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -11,12 +12,15 @@ from hypothesis import strategies as st
 from tanglenode.protocol.identity import feed_text
 from tanglenode.storage.abouts import (
     ABOUTS_INDEXED,
+    FIRST_LAYOUT_DB,
+    FIRST_LAYOUT_INDEXED,
     MAX_NAME_CHARS,
     about_key,
     backfill_abouts,
     clean_name,
 )
 from tanglenode.storage.ingest import Outcome
+from tanglenode.storage.layout import MAX_NAMED_DATABASES
 from tanglenode.storage.store import FeedStore
 from tests.factories import Feed
 from tests.tamper import tamper
@@ -254,6 +258,26 @@ def test_a_cycle_cuts_the_name_back_alike_in_every_order(open_store):
         assert store.invalid_feeds() == {alice.public: 2, bob.public: 1}
         assert store.about_names() == {alice.public: "alice"}, index
         assert store.check().ok
+
+
+def test_a_store_with_the_first_layout_is_indexed_anew_and_the_old_table_dropped(tmp_path):
+    """A development store of the unreleased first layout (author -> seq + name, one row
+    a feed): its rows are never read as rows of `about-names`; it is backfilled."""
+    names = older_store(tmp_path / "store")
+    (alice,) = [author for author, name in names.items() if name == "alice"]
+    env = lmdb.open(str(tmp_path / "store"), max_dbs=MAX_NAMED_DATABASES)
+    with env.begin(write=True) as txn:
+        first = env.open_db(FIRST_LAYOUT_DB, txn=txn)
+        txn.put(alice, (7).to_bytes(8, "big") + b"alice", db=first)
+        txn.put(FIRST_LAYOUT_INDEXED, b"1", db=env.open_db(b"meta", txn=txn))
+    env.close()
+    with FeedStore(tmp_path / "store") as store:
+        assert store.about_names() == names
+        assert store.check().ok
+    with tamper(tmp_path / "store") as (txn, tables):
+        assert txn.get(FIRST_LAYOUT_DB) is None
+        assert txn.get(FIRST_LAYOUT_INDEXED, db=tables.meta) is None
+        assert txn.get(ABOUTS_INDEXED, db=tables.meta) == b"1"
 
 
 @pytest.mark.parametrize(
