@@ -9,30 +9,44 @@ A feed names itself (Secure Scuttlebutt's convention) by publishing
 with `about` its own feed id. Only a feed's own `about` names it (anyone may
 write an `about` of someone else: that is an opinion, not a name), and the
 latest by seq wins. `BatchWriter.apply` calls `index_about` for each accepted
-message, in the write transaction that stores it, so the table
+message, in the write transaction that stores it: one `put` per own `about`,
+nothing for any other message, into
 
-    abouts     author -> seq(u64 BE) + name (UTF-8)
+    about-names    author + seq(u64 BE) -> name (UTF-8)
 
-always agrees with the stored feeds and a name is one `get`. The name is
-cleaned (`clean_name`: no control or format characters, whitespace runs to
-one space, at most `MAX_NAME_CHARS` characters) before it is stored, and again
-by every reader.
+one row per own `about`, so a feed's rows are one contiguous key range in
+seq order. The name is cleaned (`clean_name`: no control or format
+characters, whitespace runs to one space, at most `MAX_NAME_CHARS`
+characters) before it is stored, and again by every reader.
 
-A feed cut back by a proof (a fork or a timeframe cycle) loses its messages
-from the boundary on; a row whose seq is at or past the boundary names the
-feed by a message no longer held, so readers ignore it (`about_names`): the
-feed then shows no self-chosen name, even if an earlier `about` named it.
+A feed's name is its row with the highest seq below its invalid boundary
+(the highest row of all if the feed is valid). A feed cut back by a proof (a
+fork or a timeframe cycle) loses its messages from the boundary on, and its
+rows from there on name it by messages no longer held: they stay, unread
+(boundaries only fall, storage.invalidation, so they can never count again).
+The name then depends only on the messages held below the boundary, which
+every honest node holds alike whatever the order the messages and the proof
+came in: a node that stored the feed's later `about`s before the proof
+falls back to the same earlier row as a node that never stored them.
+`read_names` reads every feed's name in one pass over the table;
+`read_name` one feed's by one seek (to author + boundary) and one step back.
 
-A store written before this table existed holds `about` messages and an
-empty table. Opening it indexes them once (`backfill_abouts`, called by
-`FeedStore` until the `meta` row `abouts-indexed` says it is done): the
+A store written before this table existed holds `about` messages and no
+rows. Opening it indexes them once (`backfill_abouts`, called by
+`FeedStore` until the `meta` row `about-names-indexed` says it is done): the
 stored messages in key order, a bounded batch per write transaction (the
 write lock is never held long, in case a node runs beside), the marker
-written in the transaction of the last batch. Indexing is idempotent (the
-latest seq wins), so a backfill cut short simply runs again at the next
-open. A new store writes the marker with its schema. A feed cut back before
-the backfill is indexed from the messages it still holds, as `tangled
-import` of its bundle would: an earlier `about` may then name it.
+written in the transaction of the last batch. Indexing is idempotent (a
+message's row is the same whoever writes it), so a backfill cut short simply
+runs again at the next open. A new store writes the marker with its schema.
+A feed cut back before the backfill is indexed from the messages it still
+holds, as `tangled import` of its bundle would, and so is named as it
+would have been at ingest.
+The table's first layout (`abouts`: author -> seq + name, marked by
+`abouts-indexed`) was never released; a development store holding it is
+backfilled into `about-names` like any older store, and the old table and
+marker are dropped with the backfill's last batch (`drop_first_layout`), so
+no row of one layout is ever read as the other.
 Not a schema version: a new version refuses the store until it is exported
 and imported, which a table that can be filled in place does not need.
 `tangled check` rebuilds the table from the messages and compares
@@ -48,11 +62,15 @@ from typing import Any
 from tanglenode.protocol.identity import feed_text
 from tanglenode.storage.stored_form import parse_stored
 
-ABOUTS_DB = b"abouts"
-ABOUTS_INDEXED = b"abouts-indexed"  # the `meta` row: every stored message is indexed
+ABOUTS_DB = b"about-names"
+ABOUTS_INDEXED = b"about-names-indexed"  # the `meta` row: every stored message is indexed
+FIRST_LAYOUT_DB = b"abouts"  # author -> seq + name: development stores only
+FIRST_LAYOUT_INDEXED = b"abouts-indexed"
 BACKFILL_BATCH = 4096  # messages read per write transaction of the backfill
 MAX_NAME_CHARS = 40  # a name is a label, not a text
+ROW_KEY_LEN = 40  # author (32) + seq (u64 BE)
 _U64 = struct.Struct(">Q")
+_PAST_EVERY_SEQ = b"\xff" * 9  # after author: sorts after every key of the feed
 _UNSEEN = frozenset("\u200b\u200c\u200d\u2060\ufeff")  # zero-width characters
 
 
@@ -80,24 +98,48 @@ def about_name(content: Any, author: bytes) -> str | None:
 
 
 def index_about(txn: Any, db: Any, author: bytes, seq: int, content: Any) -> None:
-    """Record the name a just-stored message gives its author (its latest wins)."""
+    """Record the name a just-stored message gives its author, as its own row."""
     name = about_name(content, author)
-    if name is None:
-        return
-    held = txn.get(author, db=db)
-    if held is not None and _U64.unpack(held[:8])[0] > seq:
-        return  # never: a feed grows by seq; kept so a replay cannot go back
-    txn.put(author, about_row(seq, name), db=db)
+    if name is not None:
+        txn.put(about_key(author, seq), name.encode(), db=db)
 
 
-def about_row(seq: int, name: str) -> bytes:
-    """The `abouts` value of a name given by the message at `seq`."""
-    return _U64.pack(seq) + name.encode()
+def about_key(author: bytes, seq: int) -> bytes:
+    """The `about-names` key of the own `about` at `seq`."""
+    return author + _U64.pack(seq)
 
 
-def read_about(value: bytes) -> tuple[int, str]:
-    """A row's (seq, name)."""
-    return _U64.unpack(value[:8])[0], clean_name(bytes(value[8:]).decode(errors="replace"))
+def split_about_key(key: bytes) -> tuple[bytes, int]:
+    """A row key's (author, seq)."""
+    return bytes(key[:32]), _U64.unpack(key[32:ROW_KEY_LEN])[0]
+
+
+def _read(value: bytes) -> str:
+    return clean_name(bytes(value).decode(errors="replace"))
+
+
+def read_names(txn: Any, db: Any, boundaries: dict[bytes, int]) -> dict[bytes, str]:
+    """Feed -> its name, in one pass over the table: each feed's rows come together, in
+    seq order, so the last row below the feed's boundary (`boundaries`: the invalid
+    feeds) is the one that names it."""
+    named: dict[bytes, bytes] = {}
+    for key, value in txn.cursor(db=db):
+        author, seq = split_about_key(key)
+        boundary = boundaries.get(author)
+        if boundary is None or seq < boundary:
+            named[author] = value
+    return {author: name for author, value in named.items() if (name := _read(value))}
+
+
+def read_name(txn: Any, db: Any, author: bytes, boundary: int | None) -> str | None:
+    """One feed's name: seek to its first row at or past `boundary` (None: the feed is
+    valid, past its last row), and step back to the row before."""
+    cursor = txn.cursor(db=db)
+    end = about_key(author, boundary) if boundary is not None else author + _PAST_EVERY_SEQ
+    found = cursor.prev() if cursor.set_range(end) else cursor.last()
+    if not found or bytes(cursor.key()[:32]) != author:
+        return None
+    return _read(cursor.value()) or None
 
 
 def backfill_abouts(
@@ -118,9 +160,16 @@ def backfill_abouts(
         if b"about" in value:  # the word is in every `about`'s content, verbatim
             author, seq = bytes(key[:32]), _U64.unpack(key[32:40])[0]
             message = parse_stored(tables.bodies.rebuild(txn, key, value))
-            index_about(txn, tables.abouts, author, seq, message.content)
+            index_about(txn, tables.about_names, author, seq, message.content)
         found, count = cursor.next(), count + 1
     if found:
         return bytes(cursor.key())
     txn.put(ABOUTS_INDEXED, b"1", db=tables.meta)
     return None
+
+
+def drop_first_layout(env: Any, txn: Any, meta: Any) -> None:
+    """Drop the unreleased first layout's table and marker, if this store has them."""
+    if txn.get(FIRST_LAYOUT_DB) is not None:  # a named database is a row of the main one
+        txn.drop(env.open_db(FIRST_LAYOUT_DB, txn=txn, create=False), delete=True)
+    txn.delete(FIRST_LAYOUT_INDEXED, db=meta)

@@ -23,7 +23,7 @@ from tanglenode.protocol.evidence import InvalidProof, check_proof
 from tanglenode.protocol.identity import feed_text, message_text
 from tanglenode.protocol.limits import UNLIMITED
 from tanglenode.protocol.message import Message, decode_message
-from tanglenode.storage.abouts import about_name, about_row
+from tanglenode.storage.abouts import ROW_KEY_LEN, about_name, split_about_key
 from tanglenode.storage.causal_check import check_causal
 from tanglenode.storage.joined_check import check_tangles
 from tanglenode.storage.layout import U64, Tables, split_feed_key, split_head_value
@@ -164,24 +164,30 @@ def _check_evidence(txn, tables: Tables, by_position, report: CheckReport) -> No
 
 
 def _check_abouts(txn, tables: Tables, by_position, report: CheckReport) -> None:
-    """Each feed's `abouts` row is its latest own `about` held, as ingest indexes it.
+    """`about-names` holds one row per own `about` held, as ingest indexes it.
 
-    A row at or past the feed's invalid boundary names it by a message cut
-    since (readers ignore it, storage.abouts): it cannot be checked and is not
+    A row at or past its feed's invalid boundary names it by a message cut
+    since (readers skip it, storage.abouts): it cannot be checked and is not
     reported, whatever the messages still held say.
     """
-    expected: dict[bytes, bytes] = {}
-    for (author, seq), message in by_position.items():  # in key order: the latest seq wins
+    expected: dict[tuple[bytes, int], bytes] = {}
+    for (author, seq), message in by_position.items():
         name = about_name(message.content, author)
         if name is not None:
-            expected[author] = about_row(seq, name)
+            expected[(author, seq)] = name.encode()
     boundaries = {bytes(a): U64.unpack(v[:8])[0] for a, v in txn.cursor(db=tables.invalid)}
-    for author, value in txn.cursor(db=tables.abouts):
-        author, value = bytes(author), bytes(value)
-        if expected.pop(author, None) == value:
+    for key, value in txn.cursor(db=tables.about_names):
+        if len(key) != ROW_KEY_LEN:
+            report.problems.append(f"about-names holds a malformed key {bytes(key).hex()}")
             continue
-        boundary = boundaries.get(author)
-        if boundary is None or len(value) < 8 or U64.unpack(value[:8])[0] < boundary:
-            report.problems.append(f"abouts row of {feed_text(author)} is not its latest own about")
-    for author in expected:
-        report.problems.append(f"the about naming {feed_text(author)} is missing from abouts")
+        author, seq = split_about_key(key)
+        if expected.pop((author, seq), None) == bytes(value):
+            continue
+        if seq < boundaries.get(author, seq + 1):
+            report.problems.append(
+                f"about-names row {feed_text(author)}:{seq} is not the own about held there"
+            )
+    for author, seq in expected:
+        report.problems.append(
+            f"the about at {feed_text(author)}:{seq} is missing from about-names"
+        )

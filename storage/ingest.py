@@ -229,7 +229,7 @@ class BatchWriter:
         self._body_writer.put(position, message)
         txn.put(message.id, position, db=tables.message_ids)
         join_message(txn, tables, self._timelines, message)
-        index_about(txn, tables.abouts, author, seq, message.content)
+        index_about(txn, tables.about_names, author, seq, message.content)
         self._heads[author] = (seq, message.id)
         self._timeframes[author] = message.timeframe
         self._head_timeframes[author] = (message.id, message.timeframe)

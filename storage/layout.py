@@ -19,10 +19,11 @@
                                                        joined, pending or invalid (storage.joined)
     tangle-pending id + tangle key + id -> ""          a not-joined member waits on an id it
                                                        names that is not a joined member yet
-    meta           name -> value                       schema version; abouts-indexed
+    meta           name -> value                       schema version; about-names-indexed
                                                        (storage.abouts: the backfill is done)
-    abouts         author -> seq(u64 BE) + name        the name a feed gave itself, from its
-                                                       latest own `about` (storage.abouts)
+    about-names    author + seq(u64 BE) -> name        each own `about` a feed wrote; its name
+                                                       is its last row below its invalid
+                                                       boundary (storage.abouts)
     tl-*           the timelines (storage.timeline, storage.timelines)
     proc-*         the causal processor's order and frontier (storage.processor)
     doc-*          documents: weaves, backspaces, splice logs (storage.document_rows)
@@ -106,7 +107,7 @@ class Tables:
     tangle_state: Any
     meta: Any
     feeds: Any
-    abouts: Any
+    about_names: Any
     bodies: Bodies  # `messages` through the stored form
 
     @classmethod
@@ -126,7 +127,7 @@ class Tables:
                 tangle_state=env.open_db(b"tangle-state", txn=txn),
                 meta=env.open_db(b"meta", txn=txn),
                 feeds=feeds,
-                abouts=env.open_db(ABOUTS_DB, txn=txn),
+                about_names=env.open_db(ABOUTS_DB, txn=txn),
                 bodies=Bodies(messages, feeds),
             )
 

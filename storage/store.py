@@ -25,7 +25,7 @@ from tanglenode.protocol.identity import Keypair, message_id, message_text
 from tanglenode.protocol.limits import DEFAULT_LIMITS, Limits
 from tanglenode.protocol.message import ROOT_LINK, Message, TangleLink, decode_message, sign_message
 from tanglenode.storage import replication
-from tanglenode.storage.abouts import ABOUTS_INDEXED, backfill_abouts
+from tanglenode.storage.abouts import ABOUTS_INDEXED, backfill_abouts, drop_first_layout
 from tanglenode.storage.digest import DigestReads
 from tanglenode.storage.document_ops import DocumentOps
 from tanglenode.storage.document_rows import DocumentTables
@@ -149,10 +149,10 @@ class FeedStore(StoreReads, TimelineReads, TangleReads, DigestReads, DocumentOps
         return self._limits
 
     def _check_schema(self) -> bool:
-        """Refuse another schema, or mark a new store; True if `abouts` needs its backfill."""
+        """Refuse another schema, or mark a new store; True if `about-names` needs its backfill."""
         with self._write() as txn:
             found = txn.get(b"schema", db=self._tables.meta)
-            if found is None:  # a new store: nothing to index from before `abouts`
+            if found is None:  # a new store: nothing to index from before `about-names`
                 txn.put(b"schema", SCHEMA_VERSION, db=self._tables.meta)
                 txn.put(ABOUTS_INDEXED, b"1", db=self._tables.meta)
             elif found != SCHEMA_VERSION:
@@ -165,11 +165,14 @@ class FeedStore(StoreReads, TimelineReads, TangleReads, DigestReads, DocumentOps
             return txn.get(ABOUTS_INDEXED, db=self._tables.meta) is None
 
     def _backfill_abouts(self) -> None:
-        """Index the `about` messages of a store older than `abouts` (storage.abouts), once."""
+        """Index the `about` messages of a store older than `about-names` (storage.abouts),
+        once; the last batch drops the table's unreleased first layout."""
         start: bytes | None = b""
         while start is not None:  # a bounded batch per transaction; the last one marks it done
             with self._write() as txn:
                 start = backfill_abouts(txn, self._tables, start)
+                if start is None:
+                    drop_first_layout(self._env, txn, self._tables.meta)
 
     @contextlib.contextmanager
     def _write(self) -> Iterator[Any]:

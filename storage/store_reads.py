@@ -15,9 +15,14 @@ from dataclasses import dataclass
 
 from tanglenode.protocol.evidence import ProofKind
 from tanglenode.protocol.message import Message
-from tanglenode.storage.abouts import read_about
+from tanglenode.storage.abouts import read_name, read_names
 from tanglenode.storage.check import CheckReport, check_store
-from tanglenode.storage.invalidation import invalid_by_proof, invalid_feeds, kept_proofs
+from tanglenode.storage.invalidation import (
+    invalid_by_proof,
+    invalid_feeds,
+    invalid_from,
+    kept_proofs,
+)
 from tanglenode.storage.layout import feed_key, parse_stored, split_head_value
 from tanglenode.storage.processor import Stall, processed_frontier, read_processed, stalls
 from tanglenode.storage.tangles import tips_of
@@ -142,18 +147,17 @@ class StoreReads:
         return [found[author] for author in sorted(found)]
 
     def about_names(self) -> dict[bytes, str]:
-        """Feed -> the name its latest own `about` gives it (storage.abouts)."""
+        """Feed -> the name it gave itself: its latest own `about` below its invalid
+        boundary (storage.abouts)."""
         with self._env.begin() as txn:
-            invalid = invalid_feeds(txn, self._tables)
-            rows = (
-                (bytes(author), read_about(value))
-                for author, value in txn.cursor(db=self._tables.abouts)
-            )
-            return {
-                author: name
-                for author, (seq, name) in rows
-                if name and seq < invalid.get(author, seq + 1)
-            }
+            boundaries = invalid_feeds(txn, self._tables)
+            return read_names(txn, self._tables.about_names, boundaries)
+
+    def about_name(self, feed: bytes) -> str | None:
+        """The name `feed` gave itself, as in `about_names()`, or None."""
+        with self._env.begin() as txn:
+            boundary = invalid_from(txn, self._tables, feed)
+            return read_name(txn, self._tables.about_names, feed, boundary)
 
     def invalid_feeds(self) -> dict[bytes, int]:
         """Feed -> the seq it is invalid from, for every feed a kept proof cut back."""

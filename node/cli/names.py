@@ -12,9 +12,10 @@ A feed is shown by the first of:
    renamed over the old one, under an advisory lock so two `tangled name`
    runs never lose each other's change. At most `MAX_PETNAMES` names, the
    file at most `MAX_FILE_BYTES`;
-2. its **self-chosen name**, from its latest own `about` message
-   (`storage/abouts.py`), shown with a `~` (`~alice`) so it can never pass for
-   a petname: a petname may not start with `~`, `@` or `%`;
+2. its **self-chosen name**, from its latest own `about` message below the
+   feed's invalid boundary, if it has one (`storage/abouts.py`), shown with a
+   `~` (`~alice`) so it can never pass for a petname: a petname may not start
+   with `~`, `@` or `%`;
 3. its id, shortened: `@AbCdEfGh…`.
 
 Every name is hostile text: `clean_name` strips control and format

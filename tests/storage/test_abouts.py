@@ -1,15 +1,26 @@
-"""The `abouts` index: the name a feed gives itself, kept at ingest."""
+"""The `about-names` index: the name a feed gives itself, kept at ingest."""
 
+import itertools
+import tempfile
+from pathlib import Path
+
+import lmdb
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tanglenode.protocol.identity import feed_text
 from tanglenode.storage.abouts import (
     ABOUTS_INDEXED,
+    FIRST_LAYOUT_DB,
+    FIRST_LAYOUT_INDEXED,
     MAX_NAME_CHARS,
-    about_row,
+    about_key,
     backfill_abouts,
     clean_name,
 )
+from tanglenode.storage.ingest import Outcome
+from tanglenode.storage.layout import MAX_NAMED_DATABASES
 from tanglenode.storage.store import FeedStore
 from tests.factories import Feed
 from tests.tamper import tamper
@@ -75,7 +86,7 @@ def test_the_index_survives_reopening(tmp_path):
 
 
 def older_store(path) -> dict[bytes, str]:
-    """A real store whose `about` messages came before the `abouts` table: its names
+    """A real store whose `about` messages came before the `about-names` table: its names
     as ingest indexed them, then the table emptied and the marker gone."""
     alice, bob, carol = Feed("about-alice"), Feed("about-bob"), Feed("about-carol")
     alice.append(about(alice, "al"))
@@ -91,12 +102,12 @@ def older_store(path) -> dict[bytes, str]:
         assert names == {alice.public: "alice", bob.public: "bob"}
     with tamper(path) as (txn, tables):
         assert txn.get(ABOUTS_INDEXED, db=tables.meta) == b"1"  # a new store is marked
-        txn.drop(tables.abouts, delete=False)
+        txn.drop(tables.about_names, delete=False)
         txn.delete(ABOUTS_INDEXED, db=tables.meta)
     return names
 
 
-def test_a_store_from_before_abouts_is_indexed_when_opened(tmp_path):
+def test_a_store_from_before_about_names_is_indexed_when_opened(tmp_path):
     names = older_store(tmp_path / "store")
     with FeedStore(tmp_path / "store") as store:
         assert store.about_names() == names
@@ -110,9 +121,9 @@ def test_the_backfill_runs_once(tmp_path):
     FeedStore(tmp_path / "store").close()
     (alice,) = [author for author, name in names.items() if name == "alice"]
     with tamper(tmp_path / "store") as (txn, tables):
-        txn.delete(alice, db=tables.abouts)  # marked done: not indexed again
+        txn.delete(about_key(alice, 7), db=tables.about_names)  # marked done: not indexed again
     with FeedStore(tmp_path / "store") as store:
-        assert alice not in store.about_names()
+        assert store.about_names()[alice] == "al"  # her seq 1, the only row left
         assert not store.check().ok
 
 
@@ -144,13 +155,14 @@ def test_the_backfill_never_takes_a_name_back(tmp_path):
     names = older_store(tmp_path / "store")
     (alice,) = [author for author, name in names.items() if name == "alice"]
     with tamper(tmp_path / "store") as (txn, tables):
-        txn.put(alice, about_row(99, "newer"), db=tables.abouts)
+        txn.put(about_key(alice, 99), b"newer", db=tables.about_names)
     with FeedStore(tmp_path / "store") as store:
         assert store.about_names()[alice] == "newer"
 
 
 def test_a_cut_feed_is_named_by_the_about_it_still_holds(tmp_path):
-    """As the import of its bundle would: the backfill reads only the messages held."""
+    """At ingest as after a backfill (which reads only the messages held, as the
+    import of its bundle would): the about below the boundary names the feed."""
     alice = Feed("about-alice")
     twin = Feed(alice.keypair)
     with FeedStore(tmp_path / "store") as store:
@@ -159,13 +171,113 @@ def test_a_cut_feed_is_named_by_the_about_it_still_holds(tmp_path):
         )
         twin.append(about(twin, "al"))
         store.ingest([twin.append({"text": "another second"}).raw])  # invalid from seq 2
-        assert store.about_names() == {}  # the row names alice by seq 2, cut
+        assert store.about_names() == {alice.public: "al"}  # seq 2's row is cut
     with tamper(tmp_path / "store") as (txn, tables):
-        txn.drop(tables.abouts, delete=False)
+        txn.drop(tables.about_names, delete=False)
         txn.delete(ABOUTS_INDEXED, db=tables.meta)
     with FeedStore(tmp_path / "store") as store:
         assert store.about_names() == {alice.public: "al"}
         assert store.check().ok
+
+
+def forked_world() -> tuple[Feed, Feed, list[bytes], bytes]:
+    """alice: 1 post, 2 about "alice", 3 post, 4 about "bob"; a twin of her seq 3 (an
+    about "eve") cuts her from seq 3. bob names himself at seq 1, and stays valid."""
+    alice, bob = Feed("about-alice"), Feed("about-bob")
+    twin = Feed(alice.keypair)
+    for feed in (alice, twin):
+        feed.append({"type": "post", "text": "one"})
+        feed.append(about(feed, "alice"))
+    alice.append({"type": "post", "text": "three"})
+    alice.append(about(alice, "bob"))
+    forked = twin.append(about(twin, "eve"))
+    bob.append(about(bob, "bob"))
+    bob.append({"type": "post", "text": "hi"})
+    return alice, bob, [m.raw for m in alice.messages + bob.messages], forked.raw
+
+
+def test_a_fork_found_after_a_later_about_names_the_feed_as_one_found_before(open_store):
+    alice, bob, raws, twin = forked_world()
+    late, early = open_store("late"), open_store("early")
+    late.ingest(raws)  # alice 1-4, then the twin: the fork is found, 3 and 4 cut
+    late.ingest([twin])
+    early.ingest([*raws[:2], twin])  # alice 1-2, her twin 3, then her 3 (the fork) and 4
+    early.ingest(raws[2:])
+    assert late.invalid_feeds() == early.invalid_feeds() == {alice.public: 3}
+    assert late.about_names() == early.about_names() == {alice.public: "alice", bob.public: "bob"}
+    assert late.check().ok and early.check().ok
+
+
+def test_one_feeds_name_is_read_by_one_seek(open_store):
+    alice, bob, raws, twin = forked_world()
+    store = open_store()
+    store.ingest(raws)
+    assert store.about_name(alice.public) == "bob"  # valid: its last row
+    store.ingest([twin])
+    carol = Feed("about-carol")
+    store.ingest([carol.append({"type": "post", "text": "no name"}).raw])
+    names = store.about_names()
+    for feed in (alice, bob, carol, Feed("about-nobody")):
+        assert store.about_name(feed.public) == names.get(feed.public)
+    assert store.about_name(alice.public) == "alice"  # cut at 3: seq 2's row
+
+
+def deliver(store: FeedStore, raws: list[bytes]) -> None:
+    """Each message as it comes, then again until nothing is accepted (gossip rounds)."""
+    for raw in raws:
+        store.ingest([raw])
+    while any(r.outcome is Outcome.ACCEPTED for r in store.ingest(raws)):
+        pass
+
+
+@settings(max_examples=40, deadline=None)
+@given(order=st.permutations(range(7)))
+def test_any_arrival_order_gives_the_same_names(order):
+    alice, bob, raws, twin = forked_world()
+    pool = [*raws, twin]
+    with tempfile.TemporaryDirectory() as path, FeedStore(Path(path), map_size=2**24) as store:
+        deliver(store, [pool[index] for index in order])
+        assert store.invalid_feeds() == {alice.public: 3}
+        assert store.about_names() == {alice.public: "alice", bob.public: "bob"}
+        assert store.about_name(alice.public) == "alice"
+        assert store.check().ok
+
+
+def test_a_cycle_cuts_the_name_back_alike_in_every_order(open_store):
+    """alice:2 claims bob:1 processed, bob:1 claims alice:2: the loop cuts alice from 2
+    and bob from 1, whichever closed it; alice keeps the name of her seq 1."""
+    alice, bob = Feed("about-alice"), Feed("about-bob")
+    alice.append(about(alice, "alice"))
+    alice.append(about(alice, "ally"), timeframe={bob.public: 1})
+    alice.append(about(alice, "al"))
+    bob.append(about(bob, "bob"), timeframe={alice.public: 2})
+    raws = [m.raw for m in alice.messages + bob.messages]
+    for index, order in enumerate(itertools.permutations(raws)):
+        store = open_store(f"order-{index}")
+        deliver(store, list(order))
+        assert store.invalid_feeds() == {alice.public: 2, bob.public: 1}
+        assert store.about_names() == {alice.public: "alice"}, index
+        assert store.check().ok
+
+
+def test_a_store_with_the_first_layout_is_indexed_anew_and_the_old_table_dropped(tmp_path):
+    """A development store of the unreleased first layout (author -> seq + name, one row
+    a feed): its rows are never read as rows of `about-names`; it is backfilled."""
+    names = older_store(tmp_path / "store")
+    (alice,) = [author for author, name in names.items() if name == "alice"]
+    env = lmdb.open(str(tmp_path / "store"), max_dbs=MAX_NAMED_DATABASES)
+    with env.begin(write=True) as txn:
+        first = env.open_db(FIRST_LAYOUT_DB, txn=txn)
+        txn.put(alice, (7).to_bytes(8, "big") + b"alice", db=first)
+        txn.put(FIRST_LAYOUT_INDEXED, b"1", db=env.open_db(b"meta", txn=txn))
+    env.close()
+    with FeedStore(tmp_path / "store") as store:
+        assert store.about_names() == names
+        assert store.check().ok
+    with tamper(tmp_path / "store") as (txn, tables):
+        assert txn.get(FIRST_LAYOUT_DB) is None
+        assert txn.get(FIRST_LAYOUT_INDEXED, db=tables.meta) is None
+        assert txn.get(ABOUTS_INDEXED, db=tables.meta) == b"1"
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,7 @@ import pytest
 
 from tanglenode.protocol.identity import feed_text
 from tanglenode.protocol.message import TangleLink
-from tanglenode.storage.abouts import about_row
+from tanglenode.storage.abouts import about_key
 from tanglenode.storage.layout import feed_key, head_value, tangle_key
 from tanglenode.storage.stored_form import verbatim
 from tests.factories import Feed
@@ -116,8 +116,8 @@ def about(feed: Feed, name: str) -> dict:
 
 @pytest.fixture
 def named(store):
-    """Alice named herself twice, carol once; bob named himself twice, then forked at the
-    second: his `abouts` row names him by a message cut since."""
+    """Alice named herself at seqs 1 and 3, carol at 1; bob at 1 and 2, then forked at 2:
+    his row at seq 2 names him by a message cut since, and his seq 1 names him."""
     alice, bob, carol, twin = Feed("alice"), Feed("bob"), Feed("carol"), Feed("bob")
     alice.append(about(alice, "al"))
     alice.append({"type": "post", "text": "hi"})
@@ -133,43 +133,68 @@ def named(store):
 
 
 def test_a_store_with_names_checks_clean(named):
-    store, alice, _bob, carol = named
+    store, alice, bob, carol = named
     report = store.check()
     assert report.ok, report.problems
-    assert store.about_names() == {alice.public: "alice", carol.public: "carol"}
+    assert store.about_names() == {alice.public: "alice", bob.public: "b", carol.public: "carol"}
+
+
+def put_row(author: bytes, seq: int, name: bytes):
+    return lambda txn, t: txn.put(about_key(author, seq), name, db=t.about_names)
 
 
 def test_a_tampered_about_row_is_found(named, corrupt):
     store, alice, *_ = named
-    row = about_row(3, "mallory")
-    store = corrupt(store, lambda txn, t: txn.put(alice.public, row, db=t.abouts))
+    store = corrupt(store, put_row(alice.public, 3, b"mallory"))
     problems = store.check().problems
-    assert problems == [f"abouts row of {feed_text(alice.public)} is not its latest own about"]
+    assert problems == [
+        f"about-names row {feed_text(alice.public)}:3 is not the own about held there"
+    ]
 
 
-def test_an_about_row_naming_an_earlier_about_is_found(named, corrupt):
+def test_a_row_where_no_own_about_is_held_is_found(named, corrupt):
     store, alice, *_ = named
-    row = about_row(1, "al")  # a name alice gave herself, but not her latest
-    store = corrupt(store, lambda txn, t: txn.put(alice.public, row, db=t.abouts))
-    assert any("abouts row" in p for p in store.check().problems)
+    store = corrupt(store, put_row(alice.public, 2, b"al"))  # seq 2 is a post
+    problems = store.check().problems
+    assert problems == [
+        f"about-names row {feed_text(alice.public)}:2 is not the own about held there"
+    ]
 
 
 def test_a_missing_about_row_is_found(named, corrupt):
-    store, _alice, _bob, carol = named
-    store = corrupt(store, lambda txn, t: txn.delete(carol.public, db=t.abouts))
+    store, alice, _bob, carol = named
+    key = about_key(carol.public, 1)
+    store = corrupt(store, lambda txn, t: txn.delete(key, db=t.about_names))
     problems = store.check().problems
-    assert problems == [f"the about naming {feed_text(carol.public)} is missing from abouts"]
+    assert problems == [f"the about at {feed_text(carol.public)}:1 is missing from about-names"]
+    key = about_key(alice.public, 3)  # an earlier row left: still found
+    store = corrupt(store, lambda txn, t: txn.delete(key, db=t.about_names))
+    problems = store.check().problems
+    assert f"the about at {feed_text(alice.public)}:3 is missing from about-names" in problems
 
 
 def test_a_name_no_about_gave_is_found(named, corrupt):
     store, *_ = named
     dave = Feed("dave")
-    store = corrupt(store, lambda txn, t: txn.put(dave.public, about_row(1, "dave"), db=t.abouts))
-    assert any(f"abouts row of {feed_text(dave.public)}" in p for p in store.check().problems)
+    store = corrupt(store, put_row(dave.public, 1, b"dave"))
+    assert any(f"about-names row {feed_text(dave.public)}:1" in p for p in store.check().problems)
+
+
+def test_a_row_past_a_boundary_is_not_checked(named, corrupt):
+    store, _alice, bob, _carol = named
+    store = corrupt(store, put_row(bob.public, 7, b"whatever"))  # bob is cut from seq 2
+    assert store.check().ok
+    assert store.about_names()[bob.public] == "b"
 
 
 def test_a_wrong_about_row_of_a_cut_feed_below_its_boundary_is_found(named, corrupt):
     store, _alice, bob, _carol = named
-    row = about_row(1, "robert")  # seq 1 is held: its about says "b"
-    store = corrupt(store, lambda txn, t: txn.put(bob.public, row, db=t.abouts))
-    assert any(f"abouts row of {feed_text(bob.public)}" in p for p in store.check().problems)
+    store = corrupt(store, put_row(bob.public, 1, b"robert"))  # seq 1 is held: it says "b"
+    assert any(f"about-names row {feed_text(bob.public)}:1" in p for p in store.check().problems)
+
+
+def test_a_row_of_the_first_layout_is_found_malformed(named, corrupt):
+    store, alice, *_ = named
+    old = (3).to_bytes(8, "big") + b"alice"  # author -> seq + name
+    store = corrupt(store, lambda txn, t: txn.put(alice.public, old, db=t.about_names))
+    assert store.check().problems == [f"about-names holds a malformed key {alice.public.hex()}"]
