@@ -54,10 +54,20 @@ def run(obj: Context, listen: str | None) -> None:
 
 
 def _labeller(obj: Context) -> Callable[[bytes], str]:
-    """How a feed is shown to people: its name (petname, else ~self-chosen), else short id."""
-    from tanglenode.node.cli.names import lazy_label  # the store opens only if a peer is shown
+    """How a feed is shown to people: its name (petname, else ~self-chosen), else short id.
 
-    return lazy_label(obj, whole_ids=True)
+    The names' module loads, and the store opens, only when a feed is first shown
+    (`status` with no peers shows none)."""
+    loaded: list[Callable[[bytes], str]] = []
+
+    def label(feed: bytes) -> str:
+        if not loaded:
+            from tanglenode.node.cli.names import lazy_label
+
+            loaded.append(lazy_label(obj, whole_ids=True))
+        return loaded[0](feed)
+
+    return label
 
 
 @click.command()

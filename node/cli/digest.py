@@ -16,7 +16,6 @@ import click
 from tanglenode.node.cli.support import Context, NotFound, ask_node, emit_json
 from tanglenode.node.oneshot import NodeNotRunning
 from tanglenode.protocol.identity import message_text
-from tanglenode.storage.errors import UnknownTimeline
 
 SHORT = 16  # hex digits shown to people
 
@@ -36,6 +35,8 @@ def show_digest(obj: Context, which: dict[str, Any], name: bytes, label: str, as
     if found is not None:
         version, count, digest = found["version"], found["count"], bytes(found["digest"])
     else:  # the node is stopped: the store itself
+        from tanglenode.storage.errors import UnknownTimeline  # not loaded for `status`
+
         with obj.open_store() as store:
             try:
                 found = store.timeline_digest(name)

@@ -8,9 +8,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from tanglenode.config.secret import read_secret
-from tanglenode.node.cli.names import load_names
 from tanglenode.node.cli.render import format_timestamp, message_dict
-from tanglenode.node.cli.summary import Viewer, fit, open_viewer
 from tanglenode.node.cli.support import (
     COUNT,
     SEQ,
@@ -35,7 +33,11 @@ from tanglenode.protocol.identity import (
 from tanglenode.storage.errors import DataDirInUse, StoreDamaged
 
 if TYPE_CHECKING:
+    from tanglenode.node.cli.summary import Viewer
     from tanglenode.protocol.message import Message
+
+# The views' modules (names.py, summary.py) load inside the commands that show messages or
+# feeds, not for `publish` (docs/BENCHMARKS.md, "Start-up").
 
 
 def _parse_tangle_option(option: str) -> tuple[str, bytes | None]:
@@ -93,11 +95,14 @@ def publish(
         click.echo(body["id"])
 
 
-LOG_HEADER = (
-    f"{'SEQ':>6}  {'ID':<44}  {'TANGLES':<12}  "
-    + Viewer.header("").lstrip()
-    + "   ([chat*]: in tangle chat, * its root)"
-)
+def log_header() -> str:
+    from tanglenode.node.cli.summary import Viewer
+
+    return (
+        f"{'SEQ':>6}  {'ID':<44}  {'TANGLES':<12}  "
+        + Viewer.header("").lstrip()
+        + "   ([chat*]: in tangle chat, * its root)"
+    )
 
 
 @click.command("log")
@@ -116,6 +121,8 @@ def log_command(
     messages are opened where our keys open them. --json adds `private` (the
     opened part of a group message) to each message's fields.
     """
+    from tanglenode.node.cli.summary import fit, open_viewer
+
     author = parse_feed(feed) if feed else read_secret(obj.settings.secret_path).public
     with obj.open_store() as store:
         if store.get_by_seq(author, 1) is None:
@@ -124,7 +131,7 @@ def log_command(
             return  # our own feed, still empty
         viewer = open_viewer(obj, store)
         if not as_json:
-            click.echo(fit(LOG_HEADER, viewer.width))
+            click.echo(fit(log_header(), viewer.width))
         remaining = limit
         while remaining is None or remaining > 0:
             page = store.read_feed(author, from_seq, min(remaining or 1000, 1000))
@@ -141,6 +148,8 @@ def log_command(
 
 def log_line(viewer: Viewer, message: Message) -> str:
     """`seq  id  [tangles]  author  time  summary`, cut to the terminal."""
+    from tanglenode.node.cli.summary import fit
+
     tangles = ",".join(
         f"{name}{'*' if link.is_root else ''}" for name, link in message.tangles.items()
     )
@@ -167,6 +176,8 @@ def show(obj: Context, message_id: str, as_json: bool) -> None:
     Group messages are opened where our keys open them (their `private` part).
     --json prints the fields alone, on one line.
     """
+    from tanglenode.node.cli.summary import fit, open_viewer
+
     with obj.open_store() as store:
         message = store.get(parse_message_id(message_id))
         if message is None:
@@ -194,6 +205,9 @@ def feeds(obj: Context, as_json: bool) -> None:
     A feed is shown by our petname for it, else the name it chose itself (~name).
     --json adds `ours` (true for our own feed) and keeps ids, never names.
     """
+    from tanglenode.node.cli.names import load_names
+    from tanglenode.node.cli.summary import fit
+
     with obj.open_store() as store:
         infos = store.feeds()
         names = load_names(obj, store)

@@ -26,10 +26,8 @@ and again before it is shown. `--json` output carries ids, never names.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
-import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -169,12 +167,16 @@ def read_petnames(path: Path) -> dict[bytes, str]:
 
 @contextlib.contextmanager
 def _locked(path: Path) -> Iterator[None]:
+    import fcntl  # only a change to the petnames loads it, not a view
+
     with open(path.with_name(path.name + ".lock"), "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         yield
 
 
 def _write_petnames(path: Path, names: dict[bytes, str]) -> None:
+    import tempfile  # only a change to the petnames loads it, not a view
+
     document = {"version": 1, "names": {feed_text(f): n for f, n in sorted(names.items())}}
     fd, temporary = tempfile.mkstemp(dir=path.parent, prefix=".petnames-")
     try:
