@@ -175,7 +175,7 @@ def connect_command(obj: Context, address: str, key: str, save: bool, as_json: b
     With --save, also from every start on (the node need not be running then)."""
     parse_address(address)
     peer = parse_feed(key)
-    saved = None
+    saved, where = None, ""
     if save:
         from tanglenode.config.peers import save_peer  # only here: the rest need not load it
 
@@ -184,6 +184,7 @@ def connect_command(obj: Context, address: str, key: str, save: bool, as_json: b
         except FileNotFoundError:
             raise NotFound(f"no config at {obj.config_file}; run `tangled init` first") from None
         saved = str(obj.config_file)
+        where = f"saved in {saved}" if added else f"already saved in {saved}"
         log.info("peer saved" if added else "peer already saved", config=saved)
         if os.environ.get("TANGLED_PEERS"):
             log.warning("TANGLED_PEERS is set: it overrides the config's peers")
@@ -197,9 +198,9 @@ def connect_command(obj: Context, address: str, key: str, save: bool, as_json: b
     if as_json:
         emit_json({"address": address, "key": feed_text(peer), "dialing": dialing, "saved": saved})
     elif dialing:
-        click.echo(f"dialing {address}" + (f" (saved in {saved})" if saved else ""))
+        click.echo(f"dialing {address}" + (f" ({where})" if saved else ""))
     else:
-        click.echo(f"saved in {saved}; the node is not running: it dials {address} when started")
+        click.echo(f"{where}; the node is not running: it dials {address} when started")
 
 
 @click.command("disconnect")

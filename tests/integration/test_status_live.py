@@ -100,6 +100,8 @@ async def test_connect_save_survives_a_restart_and_init_takes_listen_and_peers(t
     assert "the node is not running" in saved
     config = load_settings(here.data_dir / "tangled.toml", environ={})
     assert [(p.address, p.key) for p in config.peers] == [(there.listen, there.feed_id)]
+    repeated = await ok(here, "connect", there.listen, there.feed_id, "--save")
+    assert repeated.startswith("already saved in ")  # not "saved" a second time
     again = json.loads(await ok(here, "connect", there.listen, there.feed_id, "--save", "--json"))
     assert again["dialing"] is False and again["saved"]  # saved once only
     assert (here.data_dir / "tangled.toml").read_text().count("\n[[peers]]") == 1
