@@ -15,6 +15,7 @@ characters.
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import socket
 import stat
@@ -115,10 +116,22 @@ def when(milliseconds: int | None) -> str:
 @click.pass_obj
 def whoami(obj: Context, as_json: bool) -> None:
     """Our feed id, data directory, config file and whether the node runs (stopped or not)."""
-    show_whoami(obj, as_json)
+    show_whoami(obj, as_json, label=None if as_json else _our_name(obj))
 
 
-def show_whoami(obj: Context, as_json: bool, label: Label = feed_text) -> None:
+def _our_name(obj: Context) -> Label:
+    """Our feed's name where one is known (a petname, else ~the one we gave ourselves)."""
+
+    def label(feed: bytes) -> str:
+        from tanglenode.node.cli.names import load_names
+
+        return load_names(obj).name(feed) or feed_text(feed)
+
+    return label
+
+
+def show_whoami(obj: Context, as_json: bool, label: Label | None = None) -> None:
+    label = label or feed_text
     settings = obj.settings
     feed = public_feed(settings.secret_path)
     try:
@@ -131,10 +144,10 @@ def show_whoami(obj: Context, as_json: bool, label: Label = feed_text) -> None:
         emit_json(
             {
                 "feed": feed_text(feed),
-                "data_dir": str(settings.data_dir),
-                "config": None if config is None else str(config),
-                "secret": str(settings.secret_path),
-                "socket": str(settings.ipc_socket_path),
+                "data_dir": os.path.abspath(settings.data_dir),
+                "config": None if config is None else os.path.abspath(config),
+                "secret": os.path.abspath(settings.secret_path),
+                "socket": os.path.abspath(settings.ipc_socket_path),
                 "running": running,
             }
         )
@@ -143,9 +156,12 @@ def show_whoami(obj: Context, as_json: bool, label: Label = feed_text) -> None:
         if label(feed) != feed_text(feed):
             rows.append(("name", printable(label(feed))))
         rows += [
-            ("data dir", str(settings.data_dir)),
-            ("config", str(config) if config else f"none ({obj.config_file} absent: defaults)"),
-            ("node", f"running ({settings.ipc_socket_path})" if running else "stopped"),
+            ("data dir", os.path.abspath(settings.data_dir)),
+            ("config", os.path.abspath(config) if config else f"none ({obj.config_file} absent)"),
+            (
+                "node",
+                f"running ({os.path.abspath(settings.ipc_socket_path)})" if running else "stopped",
+            ),
         ]
         for key, value in rows:
             click.echo(f"{key:<9} {value}")

@@ -7,7 +7,7 @@ from functools import partial
 import trio
 
 from tanglenode.node.cli.discover import shell_word
-from tanglenode.node.localnet import Node
+from tanglenode.node.localnet import TANGLED, Node
 from tanglenode.protocol.identity import parse_message_id
 from tanglenode.storage.store import FeedStore
 from tests.factories import Feed
@@ -37,11 +37,20 @@ async def test_whoami_answers_with_the_node_stopped_or_running(tmp_path):
         "socket": str(node.socket_path),
         "running": False,
     }
+    relative = subprocess.run(  # a relative --data-dir: the paths come back absolute
+        [str(TANGLED), "--data-dir", node.data_dir.name, "whoami", "--json"],
+        cwd=node.data_dir.parent,
+        capture_output=True,
+        check=True,
+    )
+    assert rows(relative) == [stopped]
     await node.start()
     assert rows(await cli(node, "whoami", "--json"))[0]["running"] is True
+    await cli(node, "about", "myself")
     shown = await on_terminal(node, "whoami")
     assert shown.returncode == 0
     assert f"feed      {node.feed_id}\n" in shown.output and "node      running (" in shown.output
+    assert "name      ~myself\n" in shown.output
     assert await node.stop() == 0
     shown = await on_terminal(node, "whoami")
     assert "node      stopped\n" in shown.output and "data dir  " in shown.output
