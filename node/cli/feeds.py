@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -24,6 +23,7 @@ from tanglenode.node.cli.support import (
     render_body,
     tangle_name,
 )
+from tanglenode.node.cli.terminal import safe, safe_json
 from tanglenode.protocol.identity import (
     feed_text,
     message_text,
@@ -151,7 +151,7 @@ def log_line(viewer: Viewer, message: Message) -> str:
     from tanglenode.node.cli.summary import fit
 
     tangles = ",".join(
-        f"{name}{'*' if link.is_root else ''}" for name, link in message.tangles.items()
+        f"{safe(name)}{'*' if link.is_root else ''}" for name, link in message.tangles.items()
     )
     shown = fit(f"[{tangles}]" if tangles else "", 12)
     return fit(
@@ -189,11 +189,12 @@ def show(obj: Context, message_id: str, as_json: bool) -> None:
             return
         author = viewer.names.name(message.author)
         ours = "  (our feed)" if viewer.names.is_ours(message.author) else ""
-        click.echo(f"author   {feed_text(message.author)}{f'  {author}' if author else ''}{ours}")
+        named = f"  {safe(author)}" if author else ""
+        click.echo(f"author   {feed_text(message.author)}{named}{ours}")
         click.echo(f"seq      {message.seq}")
         click.echo(f"time     {format_timestamp(message.timestamp)}")
-        click.echo(fit(f"says     {viewer.human.line(message)}", viewer.width))
-        click.echo(json.dumps(body, indent=2, ensure_ascii=False))
+        click.echo(fit(f"says     {safe(viewer.human.line(message))}", viewer.width))
+        click.echo(safe_json(body, indent=2))  # content's unsafe characters as \\uXXXX
 
 
 @click.command()
@@ -226,7 +227,7 @@ def feeds(obj: Context, as_json: bool) -> None:
         else:
             invalid = f"  INVALID from {info.invalid_from}" if info.invalid_from else ""
             mark = "*" if record["ours"] else " "
-            name = fit(names.name(info.author) or "-", 20)
+            name = fit(safe(names.name(info.author) or "-"), 20)
             ours = "  (our feed)" if record["ours"] else ""
             click.echo(f"{mark} {record['feed']}  {name:<20}  {info.head_seq:>8}{invalid}{ours}")
 

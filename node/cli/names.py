@@ -41,6 +41,7 @@ from tanglenode.node.cli.support import (
     emit_json,
     json_option,
 )
+from tanglenode.node.cli.terminal import safe
 from tanglenode.protocol.errors import BadIdentifier, TanglenodeError
 from tanglenode.protocol.identity import feed_text, parse_feed
 from tanglenode.storage.abouts import MAX_NAME_CHARS, clean_name
@@ -272,7 +273,7 @@ def _echo_names(names: Names, feed: bytes, as_json: bool) -> None:
     shown = [petname or ""]
     if about:
         shown.append(SELF_CHOSEN + about)
-    click.echo(f"{feed_text(feed)}  {'  '.join(part for part in shown if part) or '-'}")
+    click.echo(safe(f"{feed_text(feed)}  {'  '.join(part for part in shown if part) or '-'}"))
 
 
 @click.command("about")

@@ -31,6 +31,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from tanglenode.node.cli.render import jsonable
+from tanglenode.node.cli.terminal import safe
 from tanglenode.storage.abouts import clean_name
 
 MAX_SUMMARY = 1000  # characters, before the terminal's width cuts it
@@ -265,10 +266,10 @@ class Viewer:
         """`author  time  summary` for a person ('?' columns for a message not held)."""
         if message is None:
             return f"{'?':<{AUTHOR_WIDTH}}  {'?':<{TIME_WIDTH}}  (not in the store)"
-        author = fit(self.names.label(message.author), AUTHOR_WIDTH)
+        author = fit(safe(self.names.label(message.author)), AUTHOR_WIDTH)
         return (
             f"{author:<{AUTHOR_WIDTH}}  {short_time(message.timestamp):<{TIME_WIDTH}}  "
-            f"{self.human.line(message)}"
+            f"{safe(self.human.line(message))}"
         )
 
     def fields(self, message: Any) -> dict[str, Any]:
