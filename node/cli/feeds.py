@@ -129,7 +129,7 @@ def log_command(
             if feed:
                 raise NotFound(f"no feed {feed} in the store")
             return  # our own feed, still empty
-        viewer = open_viewer(obj, store)
+        viewer = open_viewer(obj, store, as_json=as_json)
         if not as_json:
             click.echo(fit(log_header(), viewer.width))
         remaining = limit
@@ -182,7 +182,7 @@ def show(obj: Context, message_id: str, as_json: bool) -> None:
         message = store.get(parse_message_id(message_id))
         if message is None:
             raise NotFound(f"no message {message_id} in the store")
-        viewer = open_viewer(obj, store)
+        viewer = open_viewer(obj, store, as_json=as_json)
         body = _with_private(viewer, message)
         if as_json:
             emit_json(body)
@@ -206,12 +206,12 @@ def feeds(obj: Context, as_json: bool) -> None:
     A feed is shown by our petname for it, else the name it chose itself (~name).
     --json adds `ours` (true for our own feed) and keeps ids, never names.
     """
-    from tanglenode.node.cli.names import load_names
+    from tanglenode.node.cli.names import ids_only, load_names
     from tanglenode.node.cli.summary import fit
 
     with obj.open_store() as store:
         infos = store.feeds()
-        names = load_names(obj, store)
+        names = ids_only(obj) if as_json else load_names(obj, store)
     if not as_json and infos:
         click.echo(f"  {'FEED':<44}  {'NAME':<20}  {'SEQ':>8}")
     for info in infos:

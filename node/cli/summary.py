@@ -294,10 +294,11 @@ class Viewer:
         return f"{prefix}  {'AUTHOR':<{AUTHOR_WIDTH}}  {'TIME (UTC)':<{TIME_WIDTH}}  CONTENT"
 
 
-def open_viewer(obj: Any, store: Any) -> Viewer:
-    """A `Viewer` over an open store (None: ids only), with our names and keys."""
+def open_viewer(obj: Any, store: Any, *, as_json: bool = False) -> Viewer:
+    """A `Viewer` over an open store (None: ids only), with our names and keys; for
+    `as_json` output, which shows ids, without reading any names."""
     from tanglenode.config.secret import read_secret
-    from tanglenode.node.cli.names import load_names
+    from tanglenode.node.cli.names import ids_only, load_names
 
-    names = load_names(obj, store)
+    names = ids_only(obj) if as_json else load_names(obj, store)
     return Viewer(names, store, lambda: read_secret(obj.settings.secret_path))

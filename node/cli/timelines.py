@@ -157,7 +157,7 @@ def timeline(
             else:
                 click.echo(_placement_text(found))
             return
-        viewer = open_viewer(obj, source.store)
+        viewer = open_viewer(obj, source.store, as_json=as_json)
         if from_time is not None or to_time is not None:
             if order != "causal-time":
                 raise BadInput("--from-time/--to-time need --order causal-time")
@@ -420,7 +420,7 @@ def watch(
     which = timeline_spec(spec, spacetime, joined, order)
     store = _store_or_none(obj)
     try:
-        follower = _Follower(obj, which, open_viewer(obj, store), as_json, count)
+        follower = _Follower(obj, which, open_viewer(obj, store, as_json=as_json), as_json, count)
         trio.run(follower.run, since, reconnect_wait)
     finally:
         if store is not None:
