@@ -95,11 +95,11 @@ def publish(
         click.echo(body["id"])
 
 
-def log_header() -> str:
+def log_header(id_width: int = 44) -> str:
     from tanglenode.node.cli.summary import Viewer
 
     return (
-        f"{'SEQ':>6}  {'ID':<44}  {'TANGLES':<12}  "
+        f"{'SEQ':>6}  {'ID':<{id_width}}  {'TANGLES':<12}  "
         + Viewer.header("").lstrip()
         + "   ([chat*]: in tangle chat, * its root)"
     )
@@ -131,7 +131,7 @@ def log_command(
             return  # our own feed, still empty
         viewer = open_viewer(obj, store, as_json=as_json)
         if not as_json:
-            click.echo(fit(log_header(), viewer.width))
+            click.echo(fit(log_header(log_id_width(viewer)), viewer.width))
         remaining = limit
         while remaining is None or remaining > 0:
             page = store.read_feed(author, from_seq, min(remaining or 1000, 1000))
@@ -146,8 +146,14 @@ def log_command(
             remaining = None if remaining is None else remaining - len(page)
 
 
+def log_id_width(viewer: Viewer) -> int:
+    """Columns of `log`'s ids: whole, unless the terminal leaves the content too little."""
+    return viewer.id_width(len(f"{'SEQ':>6}  "), len(f"  {'TANGLES':<12}"))
+
+
 def log_line(viewer: Viewer, message: Message) -> str:
-    """`seq  id  [tangles]  author  time  summary`, cut to the terminal."""
+    """`seq  id  [tangles]  author  time  summary`, cut to the terminal (ids shortened on
+    a narrow one)."""
     from tanglenode.node.cli.summary import fit
 
     tangles = ",".join(
@@ -155,7 +161,8 @@ def log_line(viewer: Viewer, message: Message) -> str:
     )
     shown = fit(f"[{tangles}]" if tangles else "", 12)
     return fit(
-        f"{message.seq:>6}  {message_text(message.id)}  {shown:<12}  {viewer.columns(message)}",
+        f"{message.seq:>6}  {viewer.id_text(message.id, log_id_width(viewer))}  {shown:<12}  "
+        f"{viewer.columns(message)}",
         viewer.width,
     )
 

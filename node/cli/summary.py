@@ -243,6 +243,9 @@ class Summaries:
 
 AUTHOR_WIDTH = 14
 TIME_WIDTH = 16
+ID_WIDTH = 44  # a message id, `%` and 43 characters of base64
+SHORT_ID_WIDTH = 10  # `%AbCdEfGh…`, as feeds are shortened (names.short_feed)
+CONTENT_ROOM = 40  # columns a row leaves for content before its ids are shortened
 
 
 class Viewer:
@@ -285,6 +288,23 @@ class Viewer:
         }
         opened = self.machine.opened(message)
         return found | ({"private": opened} if opened is not None else {})
+
+    def id_width(self, before: int, after: int = 0) -> int:
+        """Columns for the message ids of a view whose rows hold `before` columns ahead of
+        the id and `after` between it and the author: whole ids, unless on a terminal too
+        narrow to leave `CONTENT_ROOM` for the content (piped output keeps whole ids)."""
+        whole = before + ID_WIDTH + after + len(self.header("")) - len("CONTENT")
+        if self.width is not None and self.width < whole + CONTENT_ROOM:
+            return SHORT_ID_WIDTH
+        return ID_WIDTH
+
+    @staticmethod
+    def id_text(msg_id: bytes, width: int = ID_WIDTH) -> str:
+        """`msg_id` as `%…`, cut to `width` columns with an ellipsis (whole at `ID_WIDTH`)."""
+        from tanglenode.protocol.identity import message_text
+
+        text = message_text(msg_id)
+        return text if len(text) <= width else text[: width - 1] + "…"
 
     def row(self, prefix: str, msg_id: bytes) -> str:
         return fit(f"{prefix}  {self.columns(self.message(msg_id))}", self.width)
