@@ -174,8 +174,10 @@ def main(argv: list[str] | None = None) -> int:
     except click.ClickException as error:  # one line, as every other error
         where = error.ctx.command_path if isinstance(error, click.UsageError) and error.ctx else ""
         hint = f" (see {where} --help)" if where else ""
+        from tanglenode.node.cli.terminal import safe  # an argument may hold escapes
+
         message = " ".join(error.format_message().split())
-        click.echo(f"tangled: {message}{hint}", err=True)
+        click.echo(f"tangled: {safe(message)}{hint}", err=True)
         return ExitCode.USAGE if isinstance(error, click.UsageError) else ExitCode.BAD_INPUT
     except Exception as error:
         return _report(error)
@@ -185,16 +187,17 @@ def main(argv: list[str] | None = None) -> int:
 def _report(error: Exception) -> int:
     """The one line (or, for a bug, the logged traceback) and exit code for `error`."""
     from tanglenode.node.cli.support import NotFound, log
+    from tanglenode.node.cli.terminal import safe  # messages may quote names others chose
     from tanglenode.protocol.errors import TanglenodeError
 
     if isinstance(error, _loaded(_BAD_INPUT)):
-        click.echo(f"tangled: {error}", err=True)
+        click.echo(f"tangled: {safe(str(error))}", err=True)
         return ExitCode.BAD_INPUT
     if isinstance(error, NotFound):
-        click.echo(f"tangled: {error}", err=True)
+        click.echo(f"tangled: {safe(str(error))}", err=True)
         return ExitCode.NOT_FOUND
     if isinstance(error, TanglenodeError):
-        click.echo(f"tangled: {error}", err=True)
+        click.echo(f"tangled: {safe(str(error))}", err=True)
         return ExitCode.INTERNAL
     lmdb: Any = sys.modules.get("lmdb")
     if lmdb is not None and isinstance(error, lmdb.Error):  # a damaged page met while reading

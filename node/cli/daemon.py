@@ -24,6 +24,7 @@ from tanglenode.node.cli.support import (
     log,
     render_body,
 )
+from tanglenode.node.cli.terminal import safe
 from tanglenode.node.oneshot import NodeNotRunning
 from tanglenode.protocol.address import parse_address
 from tanglenode.protocol.identity import feed_text, parse_feed
@@ -84,7 +85,7 @@ def status(obj: Context, as_json: bool) -> None:
         emit_json(report | {"digests": digests_json(digests)})
         return
     label = _labeller(obj)
-    click.echo(f"feed {report['feed']}  listening on {report['listen']}")
+    click.echo(f"feed {report['feed']}  listening on {safe(str(report['listen']))}")
     forks_total = report.get("forks_total", len(report["forks"]))
     stalls_total = report.get("stalls_total", len(report["stalls"]))
     click.echo(
@@ -135,11 +136,11 @@ def _peer_line(peer: dict[str, Any], label: Callable[[bytes], str]) -> str:
             state = "connected, exchanging clocks"
     else:
         state = "disconnected" + ("" if peer.get("dialed", True) else ", not dialing")
-    line = f"{label(bytes(peer['key']))}  {where}  {state}"
+    line = f"{safe(label(bytes(peer['key'])))}  {safe(where)}  {state}"
     if peer["last_error"]:
         age = peer.get("last_error_age")
         when = f" {_age(age)} ago" if age is not None else ""
-        line += f"  (last error{when}: {peer['last_error']})"
+        line += f"  (last error{when}: {safe(peer['last_error'])})"  # a peer's words
     return line
 
 

@@ -14,6 +14,7 @@ from typing import Any
 import click
 
 from tanglenode.node.cli.support import Context, NotFound, ask_node, emit_json
+from tanglenode.node.cli.terminal import safe
 from tanglenode.node.oneshot import NodeNotRunning
 from tanglenode.protocol.identity import message_text
 
@@ -49,17 +50,18 @@ def show_digest(obj: Context, which: dict[str, Any], name: bytes, label: str, as
             where["root"] = message_text(which["root"])
         emit_json(where | {"version": version, "count": count, "digest": digest.hex()})
     else:
-        click.echo(f"{label}  {count} entries  digest {short(digest)}")
+        click.echo(f"{safe(label)}  {count} entries  digest {short(digest)}")
 
 
 def digest_rows(digests: list[dict[str, Any]]) -> list[tuple[str, int, str]]:
-    """(timeline, count, short digest) of each of `status`'s digests, as IPC sent them."""
+    """(timeline, count, short digest) of each of `status`'s digests, as IPC sent them;
+    the tangle's name, text others chose, made safe for a terminal."""
     rows = []
     for entry in digests:
         if entry.get("spacetime"):
             where = "spacetime"
         else:
-            where = f"{entry['tangle']}/{message_text(bytes(entry['root']))}"
+            where = f"{safe(entry['tangle'])}/{message_text(bytes(entry['root']))}"
         rows.append((where, entry["count"], short(entry["digest"])))
     return rows
 

@@ -8,8 +8,8 @@ the node's own reads (`node.ipc_discovery.DISCOVERY_READS`) on the store
 opened here, so both paths answer alike. A listing walks pages until it
 has `--limit` rows or the store has no more, then says on stderr how to
 go on (`--after`). Feeds are shown through a `label` (a feed's id by
-default); names in listings are text others chose, shown without control
-characters.
+default); names in listings are text others chose, shown through
+`terminal.safe` (unsafe characters as `?`).
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ from tanglenode.node.cli.support import (
     render_body,
     tangle_name,
 )
+from tanglenode.node.cli.terminal import safe
 from tanglenode.protocol.errors import BadIdentifier
 from tanglenode.protocol.identity import feed_text, parse_feed
 
@@ -78,12 +79,6 @@ def public_feed(path: Path) -> bytes:
         return parse_feed(document["public"])
     except (ValueError, KeyError, TypeError, BadIdentifier):
         raise BadInput(f"{path}: not a tangled secret key file") from None
-
-
-def printable(text: str | None, limit: int | None = None) -> str:
-    """Text others chose, for a terminal: control characters shown as `?`, cut to `limit`."""
-    shown = "".join(c if c.isprintable() else "?" for c in (text or "")[: limit or None])
-    return shown + ("…" if limit and text and len(text) > limit else "")
 
 
 def shell_word(text: str) -> str:
@@ -154,7 +149,7 @@ def show_whoami(obj: Context, as_json: bool, label: Label | None = None) -> None
     else:
         rows = [("feed", feed_text(feed))]
         if label(feed) != feed_text(feed):
-            rows.append(("name", printable(label(feed))))
+            rows.append(("name", safe(label(feed))))
         rows += [
             ("data dir", os.path.abspath(settings.data_dir)),
             ("config", os.path.abspath(config) if config else f"none ({obj.config_file} absent)"),
@@ -228,7 +223,7 @@ def _name(text: str) -> str:
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
-        raise BadInput(f"{printable(text, 80)!r}: a tangle name is UTF-8 text") from None
+        raise BadInput(f"{safe(text, 80)!r}: a tangle name is UTF-8 text") from None
     return tangle_name(text)
 
 
@@ -289,9 +284,9 @@ def show_tangles(
             emit_json(row)
         return
     if not rows:
-        click.echo("no tangles held" + (f" named {printable(only)!r}" if only else ""), err=True)
+        click.echo("no tangles held" + (f" named {safe(only)!r}" if only else ""), err=True)
         return
-    specs = [f"{printable(row['tangle'])}/{row['root']}" for row in rows]
+    specs = [f"{safe(row['tangle'])}/{row['root']}" for row in rows]
     width = max(len(spec) for spec in specs)
     click.echo(
         f"{'TANGLE':<{width}}  {'MESSAGES':>8}  {'JOINED':>8}  {'PENDING':>8}  "
@@ -299,7 +294,7 @@ def show_tangles(
     )
     for spec, row in zip(specs, rows, strict=True):
         author = "(root not held)" if row["author"] is None else label(parse_feed(row["author"]))
-        author = printable(author)
+        author = safe(author)
         click.echo(
             f"{spec:<{width}}  {row['messages']:>8}  {row['joined']:>8}  {row['pending']:>8}  "
             f"{when(row['last']):<24}  {author}"
@@ -333,7 +328,7 @@ def show_group_list(obj: Context, limit: int, as_json: bool, label: Label = feed
         click.echo("no groups: none of the groups held has a key of ours", err=True)
         return
     width = max(len(row["group"]) for row in rows)
-    creators = [printable(label(parse_feed(row["author"]))) for row in rows]
+    creators = [safe(label(parse_feed(row["author"]))) for row in rows]
     wide = max(len("CREATED BY"), *(len(creator) for creator in creators))
     click.echo(
         f"{'GROUP':<{width}}  {'MEMBERS':>7}  {'EPOCHS':>6}  {'US':<7}  "
@@ -341,7 +336,7 @@ def show_group_list(obj: Context, limit: int, as_json: bool, label: Label = feed
     )
     for row, creator in zip(rows, creators, strict=True):
         us = "member" if row["member"] else "former"
-        name = "(cannot open)" if row["name"] is None else printable(row["name"], NAME_SHOWN)
+        name = "(cannot open)" if row["name"] is None else safe(row["name"], NAME_SHOWN)
         click.echo(
             f"{row['group']:<{width}}  {row['members']:>7}  {row['epochs']:>6}  {us:<7}  "
             f"{when(row['last']):<24}  {creator:<{wide}}  {name}"

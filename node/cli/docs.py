@@ -18,7 +18,6 @@ printed (%...), a version (`v12` or `12`), or a weft `@FEED=SEQ,...`.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import sys
@@ -44,6 +43,7 @@ from tanglenode.node.cli.support import (
     json_option,
     node_running,
 )
+from tanglenode.node.cli.terminal import safe, safe_json
 from tanglenode.node.client import NodeError, connect
 from tanglenode.node.doc_ipc import DOC_REPLIES
 from tanglenode.node.ipc import error_kind
@@ -374,7 +374,7 @@ def doc_list(as_json: bool) -> None:
         aside = f"  {row['set_aside']} set aside" if row["set_aside"] else ""
         click.echo(
             f"{row['doc']}  {row['author'][:9]}  {format_timestamp(row['created'])}"
-            f"  v{row['versions']}  {row['length']} chars  {json.dumps(row['title'])}{aside}"
+            f"  v{row['versions']}  {row['length']} chars  {safe_json(row['title'])}{aside}"
         )
 
 
@@ -408,7 +408,7 @@ def doc_log(doc: str, as_json: bool) -> None:
             f"  +{row['inserted']} -{row['deleted']}  {row['msg']}"
         )
     for row in aside_rows:
-        click.echo(f"set aside  {row['msg']}  {row['reason']}: {row['detail']}")
+        click.echo(safe(f"set aside  {row['msg']}  {row['reason']}: {row['detail']}"))
     if aside_total > len(aside_rows):
         click.echo(f"set aside  ... and {aside_total - len(aside_rows)} more")
 
@@ -557,6 +557,6 @@ class _WatchPrinter:
             return
         self.end()
         for kind, pos, what in entry["splices"]:
-            shown = json.dumps(what, ensure_ascii=False) if kind == "ins" else what
+            shown = safe_json(what) if kind == "ins" else what
             self._out(f"v{entry['version']} {kind} {pos} {shown}\n")
         sys.stdout.flush()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -24,6 +23,7 @@ from tanglenode.node.cli.support import (
     render_body,
     tangle_name,
 )
+from tanglenode.node.cli.terminal import safe, safe_json
 from tanglenode.protocol.identity import (
     feed_text,
     message_text,
@@ -95,11 +95,11 @@ def publish(
         click.echo(body["id"])
 
 
-def log_header() -> str:
+def log_header(id_width: int = 44) -> str:
     from tanglenode.node.cli.summary import Viewer
 
     return (
-        f"{'SEQ':>6}  {'ID':<44}  {'TANGLES':<12}  "
+        f"{'SEQ':>6}  {'ID':<{id_width}}  {'TANGLES':<12}  "
         + Viewer.header("").lstrip()
         + "   ([chat*]: in tangle chat, * its root)"
     )
@@ -129,9 +129,9 @@ def log_command(
             if feed:
                 raise NotFound(f"no feed {feed} in the store")
             return  # our own feed, still empty
-        viewer = open_viewer(obj, store)
+        viewer = open_viewer(obj, store, as_json=as_json)
         if not as_json:
-            click.echo(fit(log_header(), viewer.width))
+            click.echo(fit(log_header(log_id_width(viewer)), viewer.width))
         remaining = limit
         while remaining is None or remaining > 0:
             page = store.read_feed(author, from_seq, min(remaining or 1000, 1000))
@@ -146,16 +146,23 @@ def log_command(
             remaining = None if remaining is None else remaining - len(page)
 
 
+def log_id_width(viewer: Viewer) -> int:
+    """Columns of `log`'s ids: whole, unless the terminal leaves the content too little."""
+    return viewer.id_width(len(f"{'SEQ':>6}  "), len(f"  {'TANGLES':<12}"))
+
+
 def log_line(viewer: Viewer, message: Message) -> str:
-    """`seq  id  [tangles]  author  time  summary`, cut to the terminal."""
+    """`seq  id  [tangles]  author  time  summary`, cut to the terminal (ids shortened on
+    a narrow one)."""
     from tanglenode.node.cli.summary import fit
 
     tangles = ",".join(
-        f"{name}{'*' if link.is_root else ''}" for name, link in message.tangles.items()
+        f"{safe(name)}{'*' if link.is_root else ''}" for name, link in message.tangles.items()
     )
     shown = fit(f"[{tangles}]" if tangles else "", 12)
     return fit(
-        f"{message.seq:>6}  {message_text(message.id)}  {shown:<12}  {viewer.columns(message)}",
+        f"{message.seq:>6}  {viewer.id_text(message.id, log_id_width(viewer))}  {shown:<12}  "
+        f"{viewer.columns(message)}",
         viewer.width,
     )
 
@@ -182,18 +189,19 @@ def show(obj: Context, message_id: str, as_json: bool) -> None:
         message = store.get(parse_message_id(message_id))
         if message is None:
             raise NotFound(f"no message {message_id} in the store")
-        viewer = open_viewer(obj, store)
+        viewer = open_viewer(obj, store, as_json=as_json)
         body = _with_private(viewer, message)
         if as_json:
             emit_json(body)
             return
         author = viewer.names.name(message.author)
         ours = "  (our feed)" if viewer.names.is_ours(message.author) else ""
-        click.echo(f"author   {feed_text(message.author)}{f'  {author}' if author else ''}{ours}")
+        named = f"  {safe(author)}" if author else ""
+        click.echo(f"author   {feed_text(message.author)}{named}{ours}")
         click.echo(f"seq      {message.seq}")
         click.echo(f"time     {format_timestamp(message.timestamp)}")
-        click.echo(fit(f"says     {viewer.human.line(message)}", viewer.width))
-        click.echo(json.dumps(body, indent=2, ensure_ascii=False))
+        click.echo(fit(f"says     {safe(viewer.human.line(message))}", viewer.width))
+        click.echo(safe_json(body, indent=2))  # content's unsafe characters as \\uXXXX
 
 
 @click.command()
@@ -205,12 +213,12 @@ def feeds(obj: Context, as_json: bool) -> None:
     A feed is shown by our petname for it, else the name it chose itself (~name).
     --json adds `ours` (true for our own feed) and keeps ids, never names.
     """
-    from tanglenode.node.cli.names import load_names
+    from tanglenode.node.cli.names import ids_only, load_names
     from tanglenode.node.cli.summary import fit
 
     with obj.open_store() as store:
         infos = store.feeds()
-        names = load_names(obj, store)
+        names = ids_only(obj) if as_json else load_names(obj, store)
     if not as_json and infos:
         click.echo(f"  {'FEED':<44}  {'NAME':<20}  {'SEQ':>8}")
     for info in infos:
@@ -226,7 +234,7 @@ def feeds(obj: Context, as_json: bool) -> None:
         else:
             invalid = f"  INVALID from {info.invalid_from}" if info.invalid_from else ""
             mark = "*" if record["ours"] else " "
-            name = fit(names.name(info.author) or "-", 20)
+            name = fit(safe(names.name(info.author) or "-"), 20)
             ours = "  (our feed)" if record["ours"] else ""
             click.echo(f"{mark} {record['feed']}  {name:<20}  {info.head_seq:>8}{invalid}{ours}")
 

@@ -14,6 +14,7 @@ from tanglenode.node.cli.support import (
     read_content,
     render_body,
 )
+from tanglenode.node.cli.terminal import safe
 from tanglenode.protocol.identity import parse_feed, parse_message_id
 
 
@@ -94,7 +95,7 @@ def group_members(group: str, as_json: bool) -> None:
     else:
         names = _names()
         for member in shown["members"]:
-            click.echo(_named(names, member))
+            click.echo(safe(_named(names, member)))
 
 
 @group_command.command("epochs")
@@ -155,4 +156,4 @@ def group_timeline(group: str, tangle: str, order: str, as_json: bool) -> None:
             what += " " + ", ".join(label(parse_feed(member)) for member in row["members"])
         flag = "" if row["valid"] or row["type"] is None else "  [invalid]"
         author = label(parse_feed(row["author"]))
-        click.echo(fit(f"{row['id']}  {author:<14}  {what}{flag}", width))
+        click.echo(fit(safe(f"{row['id']}  {author:<14}  {what}{flag}"), width))

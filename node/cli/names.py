@@ -20,7 +20,14 @@ A feed is shown by the first of:
 
 Every name is hostile text: `clean_name` strips control and format
 characters, folds whitespace and bounds the length, before a name is stored
-and again before it is shown. `--json` output carries ids, never names.
+and again before it is shown. `--json` output carries ids, never names, so
+it never reads the petnames file.
+
+The file is read with care: opened without blocking (a FIFO put in its place
+cannot hang a view), refused unless it is a regular file, read at most
+`MAX_FILE_BYTES`. A view that finds it damaged warns once on stderr and shows
+feeds without petnames; `tangled name`, which rewrites the file, refuses it
+(exit 3) and says how to repair it.
 """
 
 from __future__ import annotations
@@ -28,6 +35,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import stat
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -41,6 +50,7 @@ from tanglenode.node.cli.support import (
     emit_json,
     json_option,
 )
+from tanglenode.node.cli.terminal import safe
 from tanglenode.protocol.errors import BadIdentifier, TanglenodeError
 from tanglenode.protocol.identity import feed_text, parse_feed
 from tanglenode.storage.abouts import MAX_NAME_CHARS, clean_name
@@ -100,10 +110,12 @@ def our_feed(obj: Context) -> bytes | None:
         return None
 
 
-def load_names(obj: Context, store: Any = None) -> Names:
+def load_names(obj: Context, store: Any = None, *, strict: bool = False) -> Names:
     """Petnames, the store's self-chosen names and our feed; `store` if one is open already.
 
-    Works with the node running or stopped; with no store yet, only petnames.
+    Works with the node running or stopped; with no store yet, only petnames. A damaged
+    petnames file is `BadInput` when `strict` (`tangled name`); else a warning on
+    stderr (once) and no petnames.
     """
     abouts: dict[bytes, str] = {}
     if store is not None:
@@ -111,7 +123,28 @@ def load_names(obj: Context, store: Any = None) -> Names:
     elif (obj.settings.store_path / "data.mdb").exists():
         with obj.open_store() as opened:
             abouts = opened.about_names()
-    return Names(read_petnames(petnames_path(obj)), abouts, our_feed(obj))
+    try:
+        petnames = read_petnames(petnames_path(obj))
+    except BadInput as error:
+        if strict:
+            raise
+        _warn_once(f"tangled: warning: {error}; showing feeds without petnames")
+        petnames = {}
+    return Names(petnames, abouts, our_feed(obj))
+
+
+def ids_only(obj: Context) -> Names:
+    """Names for `--json` output, which shows ids: only our feed, no file read."""
+    return Names(ours=our_feed(obj))
+
+
+_warned: set[str] = set()
+
+
+def _warn_once(text: str) -> None:
+    if text not in _warned:
+        _warned.add(text)
+        sys.stderr.write(text + "\n")
 
 
 def lazy_label(obj: Context, *, whole_ids: bool = False) -> Callable[[bytes], str]:
@@ -141,15 +174,25 @@ def petnames_path(obj: Context) -> Path:
 
 
 def read_petnames(path: Path) -> dict[bytes, str]:
-    """The petnames file as feed -> name; {} if there is none; `BadInput` if it is damaged."""
+    """The petnames file as feed -> name; {} if there is none; `BadInput` if it is damaged
+    (not a regular file, too large, not version 1 of the format) or unreadable."""
+    damaged = f"{path} is not a petnames file; fix it, or move it aside to start anew"
     try:
-        with path.open("rb") as file:
-            data = file.read(MAX_FILE_BYTES + 1)
+        # O_NONBLOCK: opening a FIFO does not wait for a writer; fstat then refuses it
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
         return {}
     except OSError as error:
         raise BadInput(f"{path}: cannot read the petnames: {error.strerror}") from None
-    damaged = f"{path} is not a petnames file; fix or remove it"
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise BadInput(f"{damaged} (not a regular file)")
+        with os.fdopen(os.dup(fd), "rb") as file:
+            data = file.read(MAX_FILE_BYTES + 1)
+    except OSError as error:
+        raise BadInput(f"{path}: cannot read the petnames: {error.strerror}") from None
+    finally:
+        os.close(fd)
     if len(data) > MAX_FILE_BYTES:
         raise BadInput(f"{damaged} (over {MAX_FILE_BYTES} bytes)")
     try:
@@ -251,7 +294,7 @@ def name_command(
     if feed is None:
         if clear or name is not None:
             raise click.UsageError("--clear and NAME need a @FEED")
-        names = load_names(obj)
+        names = load_names(obj, strict=True)
         for author in sorted(set(names.petnames) | set(names.abouts)):
             _echo_names(names, author, as_json)
         return
@@ -260,7 +303,7 @@ def name_command(
         raise click.UsageError("give NAME or --clear, not both")
     if clear or name is not None:
         change_petname(obj, author, None if clear else checked_petname(name or ""))
-    names = load_names(obj)
+    names = load_names(obj, strict=True)
     _echo_names(names, author, as_json)
 
 
@@ -272,7 +315,7 @@ def _echo_names(names: Names, feed: bytes, as_json: bool) -> None:
     shown = [petname or ""]
     if about:
         shown.append(SELF_CHOSEN + about)
-    click.echo(f"{feed_text(feed)}  {'  '.join(part for part in shown if part) or '-'}")
+    click.echo(safe(f"{feed_text(feed)}  {'  '.join(part for part in shown if part) or '-'}"))
 
 
 @click.command("about")

@@ -31,6 +31,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from tanglenode.node.cli.render import jsonable
+from tanglenode.node.cli.terminal import safe
 from tanglenode.storage.abouts import clean_name
 
 MAX_SUMMARY = 1000  # characters, before the terminal's width cuts it
@@ -242,6 +243,9 @@ class Summaries:
 
 AUTHOR_WIDTH = 14
 TIME_WIDTH = 16
+ID_WIDTH = 44  # a message id, `%` and 43 characters of base64
+SHORT_ID_WIDTH = 10  # `%AbCdEfGh…`, as feeds are shortened (names.short_feed)
+CONTENT_ROOM = 40  # columns a row leaves for content before its ids are shortened
 
 
 class Viewer:
@@ -265,10 +269,10 @@ class Viewer:
         """`author  time  summary` for a person ('?' columns for a message not held)."""
         if message is None:
             return f"{'?':<{AUTHOR_WIDTH}}  {'?':<{TIME_WIDTH}}  (not in the store)"
-        author = fit(self.names.label(message.author), AUTHOR_WIDTH)
+        author = fit(safe(self.names.label(message.author)), AUTHOR_WIDTH)
         return (
             f"{author:<{AUTHOR_WIDTH}}  {short_time(message.timestamp):<{TIME_WIDTH}}  "
-            f"{self.human.line(message)}"
+            f"{safe(self.human.line(message))}"
         )
 
     def fields(self, message: Any) -> dict[str, Any]:
@@ -285,6 +289,23 @@ class Viewer:
         opened = self.machine.opened(message)
         return found | ({"private": opened} if opened is not None else {})
 
+    def id_width(self, before: int, after: int = 0) -> int:
+        """Columns for the message ids of a view whose rows hold `before` columns ahead of
+        the id and `after` between it and the author: whole ids, unless on a terminal too
+        narrow to leave `CONTENT_ROOM` for the content (piped output keeps whole ids)."""
+        whole = before + ID_WIDTH + after + len(self.header("")) - len("CONTENT")
+        if self.width is not None and self.width < whole + CONTENT_ROOM:
+            return SHORT_ID_WIDTH
+        return ID_WIDTH
+
+    @staticmethod
+    def id_text(msg_id: bytes, width: int = ID_WIDTH) -> str:
+        """`msg_id` as `%…`, cut to `width` columns with an ellipsis (whole at `ID_WIDTH`)."""
+        from tanglenode.protocol.identity import message_text
+
+        text = message_text(msg_id)
+        return text if len(text) <= width else text[: width - 1] + "…"
+
     def row(self, prefix: str, msg_id: bytes) -> str:
         return fit(f"{prefix}  {self.columns(self.message(msg_id))}", self.width)
 
@@ -293,10 +314,11 @@ class Viewer:
         return f"{prefix}  {'AUTHOR':<{AUTHOR_WIDTH}}  {'TIME (UTC)':<{TIME_WIDTH}}  CONTENT"
 
 
-def open_viewer(obj: Any, store: Any) -> Viewer:
-    """A `Viewer` over an open store (None: ids only), with our names and keys."""
+def open_viewer(obj: Any, store: Any, *, as_json: bool = False) -> Viewer:
+    """A `Viewer` over an open store (None: ids only), with our names and keys; for
+    `as_json` output, which shows ids, without reading any names."""
     from tanglenode.config.secret import read_secret
-    from tanglenode.node.cli.names import load_names
+    from tanglenode.node.cli.names import ids_only, load_names
 
-    names = load_names(obj, store)
+    names = ids_only(obj) if as_json else load_names(obj, store)
     return Viewer(names, store, lambda: read_secret(obj.settings.secret_path))

@@ -157,7 +157,7 @@ def timeline(
             else:
                 click.echo(_placement_text(found))
             return
-        viewer = open_viewer(obj, source.store)
+        viewer = open_viewer(obj, source.store, as_json=as_json)
         if from_time is not None or to_time is not None:
             if order != "causal-time":
                 raise BadInput("--from-time/--to-time need --order causal-time")
@@ -171,7 +171,8 @@ def timeline(
             offset = start if first is None else first  # strict: index inside the window
             where = "position" if first is not None else "index"
             if not as_json:
-                columns = f"{where.upper():>8}  {'TIME MS':>13}  {'ID':<44}"
+                ids = viewer.id_width(len(f"{0:>8}  {0:>13}  "))
+                columns = f"{where.upper():>8}  {'TIME MS':>13}  {'ID':<{ids}}"
                 click.echo(fit(viewer.header(columns), viewer.width))
             for index, (time, msg_id) in enumerate(entries, offset):
                 if as_json:
@@ -179,7 +180,7 @@ def timeline(
                     emit_json(record | viewer.fields(viewer.message(msg_id)))
                 else:
                     click.echo(
-                        viewer.row(f"{index:>8}  {time:>13}  {message_text(msg_id)}", msg_id)
+                        viewer.row(f"{index:>8}  {time:>13}  {viewer.id_text(msg_id, ids)}", msg_id)
                     )
             return
         if since is not None:
@@ -187,6 +188,7 @@ def timeline(
                 _echo_command(viewer, number, command, as_json)
             return
         header, wide = False, 13 if value == "time" else 6
+        ids = 0  # the ids' columns, once the first row says whether a state column follows
         for position, (rank, msg_id, *state) in enumerate(source.entries(start, limit), start):
             if as_json:
                 record = {"position": position, value: rank, "id": message_text(msg_id)}
@@ -196,10 +198,11 @@ def timeline(
             if not header:
                 header = True
                 states = f"  {'STATE':<8}" if state else ""
-                columns = f"{'POS':>6}  {value.upper():>{wide}}  {'ID':<44}{states}"
+                ids = viewer.id_width(len(f"{0:>6}  {0:>{wide}}  "), len(states))
+                columns = f"{'POS':>6}  {value.upper():>{wide}}  {'ID':<{ids}}{states}"
                 click.echo(fit(viewer.header(columns), viewer.width))
             shown = f"  {state[0]:<8}" if state else ""
-            text = f"{position:>6}  {rank:>{wide}}  {message_text(msg_id)}{shown}"
+            text = f"{position:>6}  {rank:>{wide}}  {viewer.id_text(msg_id, ids)}{shown}"
             click.echo(viewer.row(text, msg_id))
 
 
@@ -343,7 +346,9 @@ def _echo_command(viewer: Viewer, number: int, command: Command, as_json: bool) 
         if as_json:
             emit_json(record | viewer.fields(viewer.message(command.id)))
         else:
-            click.echo(viewer.row(f"{number}  ins {command.pos} {record['id']}", command.id))
+            prefix = f"{number}  ins {command.pos} "
+            shown = viewer.id_text(command.id, viewer.id_width(len(prefix)))
+            click.echo(viewer.row(prefix + shown, command.id))
         return
     if isinstance(command, Delete):
         record = {"version": number, "op": "del", "pos": command.pos}
@@ -420,7 +425,7 @@ def watch(
     which = timeline_spec(spec, spacetime, joined, order)
     store = _store_or_none(obj)
     try:
-        follower = _Follower(obj, which, open_viewer(obj, store), as_json, count)
+        follower = _Follower(obj, which, open_viewer(obj, store, as_json=as_json), as_json, count)
         trio.run(follower.run, since, reconnect_wait)
     finally:
         if store is not None:
@@ -443,6 +448,7 @@ class _Follower:
         self.as_json, self.count = as_json, count
         self.value = "time" if which.get("order") == "causal-time" else "rank"
         self.wide = 13 if self.value == "time" else 6  # ms since the epoch, or a rank
+        self.ids = viewer.id_width(len(f"{0:>6}  {0:>{self.wide}}  "))  # short on a narrow tty
         self.last: int | None = None  # the last version printed (a snapshot's, or a command's)
         self.changes = 0
         self.subscriptions = 0
@@ -523,7 +529,7 @@ class _Follower:
         elif snapshot or not resumed:
             click.echo(f"# version {version}")
             if snapshot:
-                columns = f"{'POS':>6}  {self.value.upper():>{self.wide}}  {'ID':<44}"
+                columns = f"{'POS':>6}  {self.value.upper():>{self.wide}}  {'ID':<{self.ids}}"
                 click.echo(fit(self.viewer.header(columns), self.viewer.width))
 
     def _snapshot_row(self, position: int, rank: int, msg_id: bytes) -> None:
@@ -531,7 +537,8 @@ class _Follower:
             record = {"position": position, self.value: rank, "id": message_text(msg_id)}
             emit_json(record | self.viewer.fields(self.viewer.message(msg_id)))
         else:
-            text = f"{position:>6}  {rank:>{self.wide}}  {message_text(msg_id)}"
+            shown = self.viewer.id_text(msg_id, self.ids)
+            text = f"{position:>6}  {rank:>{self.wide}}  {shown}"
             click.echo(self.viewer.row(text, msg_id))
 
     def _command(self, wire: dict[str, Any]) -> None:

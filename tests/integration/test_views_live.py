@@ -3,6 +3,7 @@ up on a node that never returns, and group posts opened for their author."""
 
 import json
 import subprocess
+from functools import partial
 
 import trio
 
@@ -10,6 +11,7 @@ from tanglenode.node.localnet import REQUEST_SECONDS, START_SECONDS, TANGLED, No
 from tanglenode.protocol.identity import message_text
 from tanglenode.storage.store import FeedStore
 from tests.integration.test_cli_live import cli
+from tests.terminal import run_on_terminal
 
 
 class Lines:
@@ -176,3 +178,37 @@ async def test_watch_takes_a_new_snapshot_when_it_cannot_tell_the_last_one_was_w
     assert records[:2] == [{"version": 0, "snapshot": True}] * 2
     assert [(r["version"], r["op"], r["summary"]) for r in records[2:]] == [(1, "ins", "first")]
     assert any("may have been cut short: a new one" in line for line in err.lines)
+
+
+async def test_on_an_80_column_terminal_ids_are_short_and_a_short_post_is_shown_whole(tmp_path):
+    node = Node(tmp_path, "narrow")
+    await node.start()
+    text = "noon ok?"  # 80 columns leave a tangle's timeline 8 for content (with ids whole, 0)
+    root = (await node.publish({"type": "post", "text": text}, {"chat": None}))["id"]
+    whole, short = message_text(root), message_text(root)[:9] + "…"
+    spec = f"chat/{whole}"
+
+    async def on_terminal(*args: str, columns: int = 80) -> list[str]:
+        shown = await trio.to_thread.run_sync(
+            partial(run_on_terminal, list(args), data_dir=node.data_dir, columns=columns)
+        )
+        assert shown.returncode == 0, shown.output
+        return shown.output.splitlines()
+
+    for args in (
+        ("timeline", spec),
+        ("timeline", "--spacetime"),
+        ("log",),
+        ("watch", spec, "--since", "0", "--count", "1"),
+    ):
+        lines = await on_terminal(*args)
+        (row,) = [line for line in lines if short in line]
+        assert row.endswith(text) and whole not in row and len(row) <= 80, args
+    wide = await on_terminal("timeline", spec, columns=200)  # room enough: whole ids
+    assert any(whole in line and line.endswith(text) for line in wide)
+    piped = await cli(node, "timeline", spec)  # piped: whole ids
+    assert whole in piped.stdout.decode()
+    placed = await on_terminal("timeline", spec, "--at", whole)
+    assert placed == ["position 0  rank 0  joined"]
+    assert json.loads((await cli(node, "log", "--json")).stdout)["id"] == whole
+    assert await node.stop() == 0

@@ -2,6 +2,7 @@
 processes against a real data directory (the node stopped: these work without it)."""
 
 import json
+import os
 
 import pytest
 
@@ -89,12 +90,47 @@ def test_names_are_refused_with_a_reason(ready, args, code, says):
 @pytest.mark.parametrize(
     "text", ["{not json", '{"version": 2, "names": {}}', '{"version": 1, "names": {"@x": "y"}}']
 )
-def test_a_damaged_petnames_file_is_a_one_line_error(ready, text):
+def test_a_damaged_petnames_file_stops_only_tangled_name(ready, text):
+    bob = Feed("names-bob")
+    ingest(ready, bob.append(about(bob, "bobby")), bob.append({"type": "post", "text": "hi"}))
+    bob_id = feed_text(bob.public)
     (ready.data_dir / "petnames.json").write_text(text)
-    for args in (("name",), ("feeds",), ("name", ready.feed_id, "me")):
+    for args in (("name",), ("name", ready.feed_id, "me")):
         done = ready.run(*args)
         assert done.returncode == 3 and "not a petnames file" in done.stderr
+        assert "move it aside" in done.stderr  # how to repair it
+    # JSON never shows names, so never reads the file
+    for args in (
+        ("feeds", "--json"),
+        ("log", bob_id, "--json"),
+        ("timeline", "--spacetime", "--json"),
+    ):
+        done = ready.run(*args)
+        assert (done.returncode, done.stderr) == (0, ""), done.stderr
+        assert json.loads(done.stdout.splitlines()[-1])
+    # a view warns once and shows feeds without petnames (self-chosen names still)
+    for args in (("feeds",), ("log", bob_id), ("timeline", "--spacetime")):
+        done = ready.run(*args)
+        assert done.returncode == 0, done.stderr
+        (warning,) = done.stderr.splitlines()
+        assert warning.startswith("tangled: warning: ") and "without petnames" in warning
+        assert "~bobby" in done.stdout
     assert (ready.data_dir / "petnames.json").read_text() == text  # never overwritten
+
+
+def test_a_fifo_or_a_directory_for_the_petnames_file_neither_hangs_nor_stops_a_view(ready):
+    bob = Feed("names-bob")
+    ingest(ready, bob.append({"type": "post", "text": "hi"}))
+    path = ready.data_dir / "petnames.json"
+    os.mkfifo(path)  # no writer will ever come: reading it would block for good
+    for args in (("feeds",), ("log", feed_text(bob.public)), ("timeline", "--spacetime")):
+        done = ready.run(*args)  # timeout=60: a hang fails the test
+        assert done.returncode == 0 and "not a regular file" in done.stderr
+    refused = ready.run("name")
+    assert refused.returncode == 3 and "not a regular file" in refused.stderr
+    path.unlink()
+    path.mkdir()
+    assert "not a regular file" in ready.run("feeds").stderr
 
 
 def test_the_petnames_file_is_bounded(ready):
@@ -152,8 +188,14 @@ def test_the_views_fit_the_terminal_and_keep_every_row_whole_when_piped(ready):
 def test_a_petnames_path_that_cannot_be_read_or_written_is_a_one_line_error(ready):
     (ready.data_dir / "petnames.json").mkdir()
     listed = ready.run("name")
-    assert listed.returncode == 3 and "cannot read the petnames" in listed.stderr
+    assert listed.returncode == 3 and "not a regular file" in listed.stderr
     (ready.data_dir / "petnames.json").rmdir()
+    (ready.data_dir / "petnames.json").write_text("{}")
+    (ready.data_dir / "petnames.json").chmod(0)
+    if not os.access(ready.data_dir / "petnames.json", os.R_OK):  # root reads it anyway
+        listed = ready.run("name")
+        assert listed.returncode == 3 and "cannot read the petnames" in listed.stderr
+    (ready.data_dir / "petnames.json").unlink()
     (ready.data_dir / "petnames.json.lock").mkdir()  # the lock cannot be taken, even by root
     done = ready.run("name", ready.feed_id, "me")
     assert done.returncode == 1 and "cannot write the petnames" in done.stderr
