@@ -1,0 +1,102 @@
+"""What a timeline digest costs after one appended message: the full pass against the resumed one.
+
+Builds a store of N sparse messages (bench/ingest.py's workload: 64 feeds,
+256 tangles, at most 4 timeframe feeds), asks for the spacetime's digest
+once (the cache and its checkpoints filled), then, alternating per round:
+
+  resumed  ingest the workload's next message, then time
+           `FeedStore.timeline_digest(SPACETIME)` with the cache as the
+           last digest left it: the log since, the last chunk re-hashed
+           (storage/digest.py)
+  full     ingest the next message, empty the digest cache, then time the
+           same call: the full pass over the order tree, what every digest
+           after a change cost before checkpoints
+
+and the same two for `FeedStore.timeline_digests(32)`, what `tangled
+status` asks (the spacetime and 32 tangles; a message changes its tangle
+too, of a few hundred entries: a full pass either way). Every resumed
+digest is checked against a full pass of the same version. Prints the
+median and range of each over the rounds, and their ratio.
+
+    .venv/bin/python bench/digest.py --messages 100000 --rounds 15
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from ingest import build_messages
+
+from tanglenode.storage.store import FeedStore
+from tanglenode.storage.timelines import SPACETIME
+
+
+def timed(call) -> tuple[float, object]:
+    started = time.perf_counter()
+    found = call()
+    return (time.perf_counter() - started) * 1000, found
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--messages", type=int, default=100_000)
+    parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--seed", type=int, default=16)
+    args = parser.parse_args()
+    print(f"{platform.machine()}, Python {platform.python_version()}, {os.cpu_count()} cores")
+    raws = build_messages(args.messages + 4 * args.rounds, 64, 256, args.seed, timeframe_feeds=4)
+    later = iter(raws[args.messages :])
+    times: dict[str, list[float]] = {
+        "spacetime resumed": [],
+        "spacetime full": [],
+        "status resumed": [],
+        "status full": [],
+    }
+    with (
+        tempfile.TemporaryDirectory(prefix="bench-digest-") as tmp,
+        FeedStore(Path(tmp) / "store") as store,
+    ):
+        for start in range(0, args.messages, 2000):
+            store.ingest(raws[start : min(start + 2000, args.messages)])
+        print(f"{args.messages} messages stored; spacetime digest, first pass: ", end="")
+        print(f"{timed(lambda: store.timeline_digest(SPACETIME))[0]:.1f} ms")
+        store.timeline_digests(32)
+        for _round in range(args.rounds):
+            for what, call in (
+                ("spacetime", lambda: store.timeline_digest(SPACETIME)),
+                ("status", lambda: store.timeline_digests(32)),
+            ):
+                store.ingest([next(later)])
+                elapsed, found = timed(call)
+                times[f"{what} resumed"].append(elapsed)
+                store._digest_cache = None
+                if what == "spacetime" and store.timeline_digest(SPACETIME) != found:
+                    raise SystemExit("the resumed digest differs from the full pass")
+                store.ingest([next(later)])
+                store._digest_cache = None
+                times[f"{what} full"].append(timed(call)[0])
+                store.timeline_digests(32)  # fill the cache again: the next one resumes
+    for what in ("spacetime", "status"):
+        resumed, full = times[f"{what} resumed"], times[f"{what} full"]
+        for label, values in (("full", full), ("resumed", resumed)):
+            print(
+                f"{what:9} {label:8} median {statistics.median(values):7.2f} ms"
+                f" ({min(values):.2f}-{max(values):.2f})"
+            )
+        print(
+            f"{what:9} full / resumed: {statistics.median(full) / statistics.median(resumed):.1f}x"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,214 @@
+"""Timeline digests resumed from checkpoints: the same bytes as a full pass, whatever changed."""
+
+import random
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tanglenode.protocol.message import TangleLink
+from tanglenode.storage import digest as digest_module
+from tanglenode.storage.digest import _Cache, _Cached, order_digest
+from tanglenode.storage.timeline import TimelineReader
+from tanglenode.storage.timelines import SPACETIME
+from tests.factories import Feed
+
+
+def _plan(rng: random.Random, feeds: int, per_feed: int, fork: bool = False):
+    """A tangle `chat` (its root first) and messages of `feeds` feeds, each naming, in its
+    timeframe and as its tangle `previous`, messages made before it (of any feed), in an
+    arrival order that keeps each feed's own order but lets the others come late: a late
+    message ranks low, so it arrives as an `ins` in the middle and raises what named it
+    (`mov`); most arrive at the end. With `fork`, one feed also forks: its messages from
+    the fork on leave every timeline (`del`, and `mov` of what they had raised)."""
+    root = Feed("r-root").root("chat")
+    chains = [Feed(f"r-{n}") for n in range(feeds)]
+    made = [root]
+    for _ in range(feeds * per_feed):
+        chain = rng.choice(chains)
+        named = rng.sample(made, min(len(made), rng.randint(1, 2)))
+        timeframe = {m.author: m.seq for m in named if m.author != chain.public}
+        link = TangleLink(root.id, tuple(m.id for m in named))
+        made.append(chain.append(len(made), tangles={"chat": link}, timeframe=timeframe))
+    queues = {c.public: [m for m in made[1:] if m.author == c.public] for c in chains}
+    arrival = [root]
+    while any(queues.values()):
+        arrival.append(queues[rng.choice([a for a, q in queues.items() if q])].pop(0))
+    forked = [c for c in chains if len(c.messages) >= 2]
+    if fork and forked:
+        chain = rng.choice(forked)
+        seq = rng.randint(1, len(chain.messages) - 1)
+        twin = Feed(chain.keypair)
+        twin.messages = chain.messages[:seq]
+        other = twin.append("other", tangles={"chat": TangleLink(root.id, (root.id,))})
+        after = arrival.index(chain.messages[seq - 1]) + 1
+        arrival.insert(rng.randint(after, len(arrival)), other)
+    return root, arrival
+
+
+def _timelines(store, root):
+    return [
+        SPACETIME,
+        store.timeline_name(None, order="causal-time"),
+        store.timeline_name(root.id, "chat"),
+        store.timeline_name(root.id, "chat", order="causal-time"),
+    ]
+
+
+def _check(store, names) -> None:
+    for name in names:
+        ids = [msg_id for _key, msg_id in store.timeline(name)]
+        found = store.timeline_digest(name)
+        assert (found.count, found.digest) == (len(ids), order_digest(ids)), name
+        assert found.version == store.timeline_version(name)
+
+
+def _ingest_and_check(store, root, arrival, rng: random.Random) -> None:
+    names = _timelines(store, root)
+    store.ingest([arrival[0].raw])
+    at = 1
+    while at < len(arrival):
+        batch = arrival[at : at + rng.choice((1, 1, 1, 2, 5))]
+        store.ingest([m.raw for m in batch])
+        at += len(batch)
+        if rng.random() < 0.8:  # sometimes skip: a digest several ingests old
+            _check(store, names)
+    _check(store, names)
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(seed=st.integers(0, 2**32 - 1), chunk=st.sampled_from([1, 2, 3, 5]))
+def test_resumed_digests_equal_the_full_pass_property(open_store, monkeypatch, seed, chunk):
+    monkeypatch.setattr(digest_module, "CHUNK", chunk)
+    monkeypatch.setattr(digest_module, "LOG_SHARE", 1)  # resume whenever the log allows
+    rng = random.Random(seed)
+    root, arrival = _plan(rng, feeds=3, per_feed=rng.randint(2, 6), fork=rng.random() < 0.5)
+    _ingest_and_check(open_store(f"p{seed}-{chunk}"), root, arrival, rng)
+
+
+@pytest.mark.parametrize("log_share", [1, 8])
+def test_both_paths_run_over_many_versions(open_store, monkeypatch, log_share):
+    """With LOG_SHARE 8 on small timelines most passes are full (the fallback); with 1 most
+    resume; either way every digest equals the full order's."""
+    monkeypatch.setattr(digest_module, "CHUNK", 2)
+    monkeypatch.setattr(digest_module, "LOG_SHARE", log_share)
+    passes = {"full": 0, "resumed": 0}
+    kinds: set[str] = set()
+    for seed in range(4):
+        store = open_store(f"s{seed}")
+        rng = random.Random(seed)
+        root, arrival = _plan(rng, feeds=4, per_feed=8, fork=True)
+        _ingest_and_check(store, root, arrival, rng)
+        kinds |= {type(c).__name__ for c in store.timeline_commands(SPACETIME, 0)}
+        for path, count in store._digests_cached().passes.items():
+            passes[path] += count
+    assert passes["resumed"] > 20 and passes["full"] > 20
+    assert kinds == {"Insert", "Move", "Delete"}
+
+
+def test_the_pass_resumes_at_the_last_checkpoint_at_or_below_the_lowest_change(
+    open_store, monkeypatch
+):
+    """Replies naming the root all rank 1, in id order: a late one lands where its id
+    sorts. Landing at 3, 4, 7 and 8 with CHUNK 4, the pass must restart at 0, 4, 4 and 8:
+    one later would hash a changed entry out of its checkpoint, one earlier wastes a chunk."""
+    monkeypatch.setattr(digest_module, "CHUNK", 4)
+    monkeypatch.setattr(digest_module, "LOG_SHARE", 1)
+    starts: list[tuple[bytes, int]] = []
+    entries = TimelineReader.entries
+
+    def spied(self, name, start=0, stop=None):
+        starts.append((name, start))
+        return entries(self, name, start, stop)
+
+    monkeypatch.setattr(TimelineReader, "entries", spied)
+    root = Feed("o-root").root("chat")
+    replies = [
+        Feed(f"o-{n}").append(n, tangles={"chat": TangleLink(root.id, (root.id,))})
+        for n in range(300)
+    ]
+    store = open_store()
+    store.ingest([root.raw] + [m.raw for m in replies[:11]])
+    held = sorted(m.id for m in replies[:11])
+    pool = replies[11:]
+    name = store.timeline_name(root.id, "chat")
+    store.timeline_digest(name)  # 12 entries: checkpoints after 4, 8 and 12
+    for position in (3, 4, 7, 8, 12, 5):
+        late = next(m for m in pool if 1 + sum(i < m.id for i in held) == position)
+        pool.remove(late)
+        held = sorted([*held, late.id])
+        store.ingest([late.raw])
+        starts.clear()
+        found = store.timeline_digest(name)
+        ids = [msg_id for _rank, msg_id in store.timeline(name)]
+        assert ids.index(late.id) == position
+        assert found.digest == order_digest(ids)
+        assert next(start for n, start in starts if n == name) == position // 4 * 4
+
+
+def test_a_log_too_long_or_incomplete_means_a_full_pass(open_store, monkeypatch):
+    monkeypatch.setattr(digest_module, "CHUNK", 2)
+    root, arrival = _plan(random.Random(7), feeds=3, per_feed=6)
+    store = open_store()
+    store.ingest([m.raw for m in arrival[:12]])
+    name = store.timeline_name(root.id, "chat")
+    store.timeline_digest(name)
+    passes = store._digests_cached().passes
+    store.ingest([m.raw for m in arrival[12:14]])  # 2 commands or more > 12 // 8
+    full = passes["full"]
+    assert store.timeline_digest(name).digest == order_digest(
+        msg_id for _rank, msg_id in store.timeline(name)
+    )
+    assert passes["full"] == full + 1
+    monkeypatch.setattr(digest_module, "LOG_SHARE", 1)
+    monkeypatch.setattr(TimelineReader, "commands_since", lambda *_args: [])  # a lost log
+    store.ingest([arrival[14].raw])
+    assert store.timeline_digest(name).digest == order_digest(
+        msg_id for _rank, msg_id in store.timeline(name)
+    )
+    assert passes["full"] == full + 2 and passes["resumed"] == 0
+
+
+def test_checkpoints_are_bounded_least_recently_used_first_out():
+    def cached(version: int, states: int) -> _Cached:
+        digest = digest_module.TimelineDigest(version, 0, b"")
+        return _Cached(digest, tuple(object() for _ in range(states)))
+
+    cache = _Cache(slots=3, budget=5)
+    cache.put(b"a", cached(1, 3), resumed=False)
+    cache.put(b"b", cached(1, 2), resumed=False)
+    assert cache.states() == 5
+    cache.put(b"c", cached(1, 2), resumed=False)  # a, least recently used, loses its own
+    assert cache.states() == 4 and cache.get(b"a").checkpoints == ()
+    assert cache.get(b"a").digest.version == 1  # the digest stays
+    cache.put(b"d", cached(1, 9), resumed=False)  # alone over the budget: keeps none
+    assert cache.get(b"d").checkpoints == () and cache.get(b"b") is None  # 3 slots
+    cache.put(b"c", cached(0, 1), resumed=False)  # an older moment does not replace
+    assert cache.get(b"c").digest.version == 1 and cache.states() == 2
+
+
+def test_a_removal_that_lowers_a_member_below_it_resumes_below_both(open_store, monkeypatch):
+    """carol:1 names alice:2 only; when alice forks at 2, alice:2 leaves (`del`) and carol:1
+    falls to rank 0, below it (`mov` down): the lowest change is the move's destination."""
+    monkeypatch.setattr(digest_module, "CHUNK", 2)
+    monkeypatch.setattr(digest_module, "LOG_SHARE", 1)
+    alice = Feed("l-alice")
+    first, second = alice.append(1), alice.append(2)
+    fillers = [Feed(f"l-{n}").append(n) for n in range(8)]
+    rank_zero = [first.id] + [m.id for m in fillers]
+    carols = (Feed(f"l-carol{n}").append("c", timeframe={alice.public: 2}) for n in range(200))
+    carol = next(m for m in carols if sum(i < m.id for i in rank_zero) < 2)
+    store = open_store()
+    store.ingest([first.raw, second.raw, carol.raw] + [m.raw for m in fillers])
+    before = store.timeline_digest(SPACETIME)
+    twin = Feed(alice.keypair)
+    twin.messages = [first]
+    store.ingest([twin.append("other").raw])  # a fork at 2
+    commands = store.timeline_commands(SPACETIME, before.version)
+    assert [type(c).__name__ for c in commands] == ["Delete", "Move"]
+    assert commands[1].dst < 2 <= commands[0].pos
+    found = store.timeline_digest(SPACETIME)
+    ids = [msg_id for _rank, msg_id in store.timeline(SPACETIME)]
+    assert (found.count, found.digest) == (len(ids), order_digest(ids))
