@@ -42,6 +42,7 @@ class NodeError(TanglenodeError):
     def __init__(self, kind: ErrorKind | str, message: str, reason: str | None = None) -> None:
         super().__init__(f"{kind}: {message}")
         self.kind = kind
+        self.message = message
         self.reason = reason
 
 
