@@ -29,6 +29,20 @@ REQUEST_SECONDS = 30  # one IPC exchange (a timeline read page by page counts as
 CONVERGE_SECONDS = 120  # a subscription waiting for a timeline to reach its size
 
 
+RUNNING: set[Node] = set()  # started and not yet stopped or killed: `kill_leftovers` ends them
+
+
+def kill_leftovers() -> list[str]:
+    """Kill every node a caller started and did not stop (a test that failed half-way);
+    returns their names."""
+    left = sorted(RUNNING, key=lambda node: node.name)
+    for node in left:
+        if node.process is not None and node.process.returncode is None:
+            node.process.kill()
+        RUNNING.discard(node)
+    return [node.name for node in left]
+
+
 class Node:
     def __init__(self, root: Path, name: str) -> None:
         self.name = name
@@ -79,6 +93,7 @@ class Node:
                 stdout=log,
                 stderr=log,
             )
+        RUNNING.add(self)
         with notify, trio.fail_after(START_SECONDS):
             while True:
                 datagram = (await notify.recv(4096)).decode()
@@ -99,6 +114,7 @@ class Node:
         with trio.fail_after(STOP_SECONDS):
             code = await self.process.wait()
         self.process = None
+        RUNNING.discard(self)
         return code
 
     async def kill(self) -> None:
@@ -107,6 +123,7 @@ class Node:
         with trio.fail_after(STOP_SECONDS):
             await self.process.wait()
         self.process = None
+        RUNNING.discard(self)
 
     async def publish(self, content, tangles=None) -> dict:
         with trio.fail_after(REQUEST_SECONDS):
