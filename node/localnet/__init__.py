@@ -33,14 +33,19 @@ RUNNING: set[Node] = set()  # started and not yet stopped or killed: `kill_lefto
 
 
 def kill_leftovers() -> list[str]:
-    """Kill every node a caller started and did not stop (a test that failed half-way);
-    returns their names."""
+    """Kill and reap every node a caller started and did not stop (a test that failed
+    half-way), outside any Trio run; returns their names."""
     left = sorted(RUNNING, key=lambda node: node.name)
-    for node in left:
-        if node.process is not None and node.process.returncode is None:
-            node.process.kill()
-        RUNNING.discard(node)
+    if left:
+        trio.run(_kill_all, left)
     return [node.name for node in left]
+
+
+async def _kill_all(nodes: list[Node]) -> None:
+    for node in nodes:
+        if node.process is not None:
+            await node.kill()  # waits for the process: nothing is left unreaped
+        RUNNING.discard(node)
 
 
 class Node:

@@ -123,7 +123,7 @@ async def test_doc_commands_through_the_running_node_and_on_the_stopped_store(tm
 
     # Refusals: typed, one line, the documented exit codes.
     missing = await cli(node, "doc", "show", "%" + "A" * 43, "--json")
-    assert missing.returncode == 4 and b"not-found" in missing.stderr
+    assert missing.returncode == 4 and b"no document" in missing.stderr
     past_end = await cli(node, "doc", "insert", doc, "999", "x")
     assert past_end.returncode == 3 and b"bad-request" in past_end.stderr
     (tmp_path / "binary").write_bytes(b"ok \xff\xfe not utf-8")
