@@ -129,6 +129,15 @@ class GossipSettings:
 
 
 @dataclass(frozen=True)
+class WebSettings:
+    listen: str | None = _setting(
+        None,
+        check=_listen_address,
+        doc="HOST:PORT of the web view and /metrics (off when unset); use 127.0.0.1",
+    )
+
+
+@dataclass(frozen=True)
 class PeerSettings:
     address: str = _setting(check=_peer_address)
     key: str = _setting(check=_feed_key)
@@ -147,6 +156,7 @@ class Settings:
     limits: LimitsSettings = field(default_factory=LimitsSettings)
     storage: StorageSettings = field(default_factory=StorageSettings)
     gossip: GossipSettings = field(default_factory=GossipSettings)
+    web: WebSettings = field(default_factory=WebSettings)
 
     @property
     def store_path(self) -> Path:
@@ -159,6 +169,11 @@ class Settings:
     @property
     def ipc_socket_path(self) -> Path:
         return self.ipc_socket or self.data_dir / "tangled.sock"
+
+    @property
+    def web_token_path(self) -> Path:
+        """The web view's access token (mode 0600), made by the first `run` with the view on."""
+        return self.data_dir / "web-token"
 
     @property
     def network_key_bytes(self) -> bytes:

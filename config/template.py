@@ -55,6 +55,12 @@ map_size = {storage.map_size}
 max_peer_feeds = {gossip.max_peer_feeds}
 # Check received messages' signatures in a worker process, on a second core (false: a thread).
 verify_in_process = {verify_in_process}
+
+[web]
+# The web view (/) and Prometheus metrics (/metrics), off unless set (`tangled run --web`).
+# Keep it on 127.0.0.1: every request needs the token in <data_dir>/web-token, which
+# `tangled status` prints as part of the URL, but the traffic itself is plain HTTP.
+# listen = "127.0.0.1:8080"
 {peers}"""
 
 
