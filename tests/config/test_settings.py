@@ -147,3 +147,17 @@ def test_a_damaged_secret_file_is_refused(tmp_path):
         read_secret(path)
     with pytest.raises(ConfigError, match="no secret key"):
         read_secret(tmp_path / "absent")
+
+
+def test_the_web_view_is_off_unless_listen_is_set_and_then_checked(tmp_path):
+    path = write(tmp_path / "t.toml", '[web]\nlisten = "127.0.0.1:8080"\n')
+    assert load_settings(tmp_path / "absent.toml", environ={}).web.listen is None
+    assert load_settings(path, environ={}).web.listen == "127.0.0.1:8080"
+    environ = {"TANGLED_WEB__LISTEN": "127.0.0.1:0"}  # any free port
+    assert load_settings(path, environ=environ).web.listen == "127.0.0.1:0"
+    flagged = load_settings(path, environ=environ, overrides={"web": {"listen": "[::1]:9"}})
+    assert flagged.web.listen == "[::1]:9"
+    assert flagged.web_token_path == flagged.data_dir / "web-token"
+    with pytest.raises(ConfigError) as raised:
+        load_settings(path, environ={"TANGLED_WEB__LISTEN": "8080"})
+    assert "web.listen (from TANGLED_WEB__LISTEN)" in str(raised.value)
