@@ -2,7 +2,8 @@
 
 Services, each started with `nursery.start` so that READY=1 goes out only
 once all of them are up: the peer listener (TCP), the IPC listener (Unix
-socket), one dialer per configured peer, and the systemd watchdog. SIGTERM
+socket), the web view when `web.listen` is set (node/web.py, loaded only then),
+one dialer per configured peer, and the systemd watchdog. SIGTERM
 or SIGINT stops it: first every peer connection ends with a goodbye
 (`Network.say_goodbye`, each goodbye bounded by `transport.GOODBYE_SECONDS`
 even for a peer that does not read, all of it under `SHUTDOWN_SECONDS`),
@@ -25,13 +26,16 @@ import trio
 from tanglenode.config.settings import Settings
 from tanglenode.node.failures import leaves
 from tanglenode.node.ipc import IpcServer
+from tanglenode.node.ipc_peers import PeerOps
 from tanglenode.node.network import Network
 from tanglenode.node.peers import PeerRegistry
 from tanglenode.node.sdnotify import Notifier
 from tanglenode.node.service import StoreService
+from tanglenode.node.web_token import load_or_create_token
 from tanglenode.protocol.address import parse_address
 from tanglenode.protocol.errors import TanglenodeError
 from tanglenode.protocol.identity import Keypair, feed_text, parse_feed
+from tanglenode.protocol.ipc import StatusRequest
 from tanglenode.storage.datalock import DataDirLock
 from tanglenode.storage.ownhead import behind
 from tanglenode.storage.store import FeedStore
@@ -83,6 +87,23 @@ def _startup_failures():
         if len(failures) == 1 and isinstance(failures[0], StartupFailed):
             raise failures[0] from None
         raise
+
+
+async def _start_web(nursery: trio.Nursery, settings: Settings, ops: PeerOps) -> str:
+    """The web view (node/web.py, loaded only now) in `nursery`; its base URL, no token."""
+    from tanglenode.node.web import serve_web
+
+    token = load_or_create_token(settings.web_token_path)
+    listen = settings.web.listen
+    assert listen is not None
+
+    async def status(digests: bool) -> dict:
+        return await ops.status(StatusRequest(digests=digests))
+
+    try:
+        return await nursery.start(serve_web, listen, status, token)
+    except (OSError, BaseExceptionGroup) as error:
+        raise _cannot(f"serve the web view on {listen}", error) from None
 
 
 async def run_node(settings: Settings, keypair: Keypair, notifier: Notifier | None = None) -> None:
@@ -137,9 +158,11 @@ async def _run_node(settings: Settings, keypair: Keypair, notifier: Notifier) ->
                     notifier.send(f"STATUS=listening on {listen}; {connected} peers connected")
 
                 network.on_change = tell_status
-                ipc = IpcServer(
-                    service, registry, network, keypair, status_extra={"listen": listen}
-                )
+                status_extra = {"listen": listen}
+                if settings.web.listen is not None:
+                    ops = PeerOps(service, registry, network, keypair, dict(status_extra))
+                    status_extra["web"] = await _start_web(nursery, settings, ops)
+                ipc = IpcServer(service, registry, network, keypair, status_extra=status_extra)
                 try:
                     socket_path = await nursery.start(ipc.serve, settings.ipc_socket_path)
                 except (OSError, BaseExceptionGroup) as error:
@@ -156,6 +179,7 @@ async def _run_node(settings: Settings, keypair: Keypair, notifier: Notifier) ->
                     feed=feed_text(keypair.public),
                     listen=listen,
                     ipc=str(socket_path),
+                    web=status_extra.get("web"),
                     peers=len(settings.peers),
                 )
     finally:

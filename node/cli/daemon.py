@@ -32,16 +32,25 @@ from tanglenode.protocol.identity import feed_text, parse_feed
 
 @click.command()
 @click.option("--listen", metavar="HOST:PORT", help="Accept peers here (overrides the config).")
+@click.option(
+    "--web",
+    metavar="HOST:PORT",
+    help="Serve the web view and /metrics here, e.g. 127.0.0.1:8080 (overrides web.listen).",
+)
 @click.pass_obj
-def run(obj: Context, listen: str | None) -> None:
-    """Run the node: peers, gossip and the IPC socket, until SIGTERM or SIGINT."""
+def run(obj: Context, listen: str | None, web: str | None) -> None:
+    """Run the node: peers, gossip and the IPC socket, until SIGTERM or SIGINT.
+
+    With --web, also a web view and Prometheus metrics; keep it on 127.0.0.1 (every
+    request needs the token `tangled status` prints in the URL)."""
     settings = obj.settings
-    if listen:
+    if listen or web:
         settings = load_settings(
             obj.config_file,
             overrides={
                 "data_dir": str(obj.data_dir_flag) if obj.data_dir_flag else None,
                 "listen": listen,
+                "web": {"listen": web} if web else None,
             },
         )
     keypair = read_secret(settings.secret_path)
@@ -86,6 +95,8 @@ def status(obj: Context, as_json: bool) -> None:
         return
     label = _labeller(obj)
     click.echo(f"feed {report['feed']}  listening on {safe(str(report['listen']))}")
+    if report.get("web"):
+        click.echo(f"web: {_web_url(obj, str(report['web']))}")
     forks_total = report.get("forks_total", len(report["forks"]))
     stalls_total = report.get("stalls_total", len(report["stalls"]))
     click.echo(
@@ -110,6 +121,17 @@ def status(obj: Context, as_json: bool) -> None:
             click.echo(f"  {where:<{width}}  {count:>8}  {digest}")
         if raw.get("digests_truncated"):
             click.echo("  ... more tangles (tangled timeline NAME/ROOT --digest)")
+
+
+def _web_url(obj: Context, base: str) -> str:
+    """The web view's URL with its token (read from the data directory), for a browser."""
+    from tanglenode.node.web_token import read_token
+
+    path = obj.settings.web_token_path
+    token = read_token(path)
+    if token is None:
+        return f"{safe(base)}  (token: cannot read {safe(str(path))})"
+    return f"{safe(base)}?token={safe(token)}"
 
 
 def _age(seconds: float) -> str:

@@ -23,7 +23,15 @@ from tanglenode.node.cli.manpage import render
 ROOT = Path(__file__).resolve().parents[2]
 TANGLED = Path(sys.executable).with_name("tangled")
 # What a one-shot command must not load: the daemon's stack, the store, full config validation.
-HEAVY = ("trio", "pydantic", "structlog", "lmdb", "tanglenode.storage.store")
+HEAVY = (
+    "trio",
+    "pydantic",
+    "structlog",
+    "lmdb",
+    "tanglenode.storage.store",
+    "hypercorn",  # the web view: loaded by `run` only (node/web.py)
+    "prometheus_client",
+)
 
 
 def walk(command: click.Command, path: str = "tangled"):
