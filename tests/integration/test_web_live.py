@@ -1,0 +1,132 @@
+"""The web view of a real node (`tangled run` with `web.listen`): the token is required,
+`/metrics` parses and agrees with `status`, `/` shows the feed and escapes others' text."""
+
+import json
+import os
+import stat
+import urllib.error
+import urllib.request
+from email.message import Message
+
+import trio
+from prometheus_client.parser import text_string_to_metric_families
+
+from tanglenode.node.localnet import REQUEST_SECONDS, RUNNING, TANGLED, Node
+from tanglenode.protocol.identity import message_text
+from tests.integration.test_cli_live import cli
+
+HOSTILE = "<script>alert(1)</script>"
+
+
+def _get(url: str, headers: dict[str, str] | None = None) -> tuple[int, Message, str]:
+    request = urllib.request.Request(url, headers=headers or {})
+    try:
+        with urllib.request.urlopen(request, timeout=REQUEST_SECONDS) as response:
+            return response.status, response.headers, response.read().decode()
+    except urllib.error.HTTPError as error:
+        with error:
+            return error.code, error.headers, error.read().decode()
+
+
+async def get(url: str, headers: dict[str, str] | None = None) -> tuple[int, Message, str]:
+    with trio.fail_after(REQUEST_SECONDS):
+        return await trio.to_thread.run_sync(_get, url, headers)
+
+
+async def web_node(tmp_path) -> tuple[Node, str, str]:
+    """A running node with the view on a free port: (node, base URL, token)."""
+    node = Node(tmp_path, "web")
+    await node.start(extra_env={"TANGLED_WEB__LISTEN": "127.0.0.1:0"})
+    async with await node.client() as client:
+        base = (await client.status())["web"]
+    token_path = node.data_dir / "web-token"
+    assert stat.S_IMODE(os.stat(token_path).st_mode) == 0o600
+    return node, base, token_path.read_text().strip()
+
+
+def gauges(text: str) -> dict[str, float]:
+    return {
+        sample.name: sample.value
+        for family in text_string_to_metric_families(text)
+        for sample in family.samples
+    }
+
+
+async def test_every_request_needs_the_token(tmp_path):
+    node, base, token = await web_node(tmp_path)
+    assert base.startswith("http://127.0.0.1:") and base.endswith("/")
+    assert not base.endswith(":0/")  # the port it bound, not the one asked for
+    for path in ("", "metrics", "nowhere"):
+        code, headers, body = await get(base + path)
+        assert code == 401 and headers["WWW-Authenticate"] == "Bearer"
+        assert node.feed_id not in body and "tanglenode_" not in body
+        assert (await get(f"{base}{path}?token={token[:-1]}"))[0] == 401
+        assert (await get(base + path, {"Authorization": f"Bearer {token}x"}))[0] == 401
+    assert (await get(f"{base}?token={token}"))[0] == 200
+    assert (await get(base, {"Authorization": f"Bearer {token}"}))[0] == 200
+    assert (await get(f"{base}nowhere?token={token}"))[0] == 404
+    assert await node.stop() == 0
+
+
+async def test_metrics_parse_and_agree_with_status(tmp_path):
+    node, base, token = await web_node(tmp_path)
+    root = await node.publish("root", {"chat": None})
+    await node.publish("reply", {"chat": root["id"]})
+    await node.publish("aside")
+    code, headers, text = await get(f"{base}metrics?token={token}")
+    assert code == 200 and headers["Content-Type"].startswith("text/plain; version=")
+    values = gauges(text)
+    status = json.loads((await cli(node, "status", "--json")).stdout)
+    assert values["tanglenode_messages"] == status["messages"] == 3
+    assert values["tanglenode_feeds"] == status["feeds"] == 1
+    assert values["tanglenode_peers"] == status["peers_total"] == 0
+    assert values["tanglenode_peers_connected"] == 0
+    assert values["tanglenode_forks"] == values["tanglenode_stalls"] == 0
+    assert values["tanglenode_final_positions"] == status["final"]
+    assert not any(name.startswith(("process_", "python_")) for name in values)  # our registry
+    await node.publish("one more")
+    assert gauges((await get(f"{base}metrics?token={token}"))[2])["tanglenode_messages"] == 4
+    assert await node.stop() == 0
+
+
+async def test_the_page_shows_the_node_and_escapes_what_others_wrote(tmp_path):
+    node, base, token = await web_node(tmp_path)
+    root = await node.publish("root", {HOSTILE: None})
+    await node.publish("reply", {HOSTILE: root["id"]})
+    code, headers, page = await get(f"{base}?token={token}")
+    assert code == 200 and headers["Content-Type"] == "text/html; charset=utf-8"
+    assert "default-src 'none'" in headers["Content-Security-Policy"]
+    assert node.feed_id in page
+    assert "<script" not in page
+    assert f"&lt;script&gt;alert(1)&lt;/script&gt;/{message_text(root['id'])}" in page
+    assert "1 feeds, 2 messages, 0 forks, 0 stalled" in page
+    assert await node.stop() == 0
+
+
+async def test_status_prints_the_url_with_the_token_and_the_flag_turns_it_on(tmp_path):
+    node = Node(tmp_path, "flag")
+    with trio.socket.socket() as probe:  # a free port, for the flag
+        await probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    with node.log_path.open("ab") as log:
+        node.process = await trio.lowlevel.open_process(
+            [str(TANGLED), "--data-dir", str(node.data_dir), "run", "--web", f"127.0.0.1:{port}"],
+            env={**os.environ, "TANGLED_LISTEN": "127.0.0.1:0", "TANGLED_PEERS": "[]"},
+            stdout=log,
+            stderr=log,
+        )
+    RUNNING.add(node)  # killed by the suite's clean-up if the test fails before stop()
+    with trio.fail_after(REQUEST_SECONDS * 3):
+        while not node.socket_path.is_socket():
+            await trio.sleep(0.05)
+    token = (node.data_dir / "web-token").read_text().strip()
+    done = await cli(node, "status")
+    assert done.returncode == 0, done.stderr.decode()
+    url = f"http://127.0.0.1:{port}/?token={token}"
+    assert f"web: {url}" in done.stdout.decode().splitlines()
+    assert (await get(url))[0] == 200
+    assert await node.stop() == 0
+    await node.start()  # without the view: no web line, the same token kept for next time
+    assert "web:" not in (await cli(node, "status")).stdout.decode()
+    assert (node.data_dir / "web-token").read_text().strip() == token
+    assert await node.stop() == 0

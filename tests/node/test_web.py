@@ -1,0 +1,157 @@
+"""The web view's app and token, without sockets: a fake status, ASGI called directly."""
+
+import os
+import stat
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from tanglenode.node.web import WebApp, render_page
+from tanglenode.node.web_token import load_or_create_token, read_token
+from tanglenode.protocol.identity import feed_text
+
+TOKEN = "s3cret-token"
+ME, THEM, OTHER = b"\x01" * 32, b"\x02" * 32, b"\x03" * 32
+HOSTILE = "<img src=x onerror=alert(1)>"
+
+
+def peer(key: bytes, **fields) -> dict:
+    return {
+        "key": key,
+        "address": "127.0.0.1:9",
+        "connected": True,
+        "direction": "out",
+        "caught_up": True,
+        "behind_feeds": 0,
+        "behind_messages": 0,
+        "last_error": None,
+    } | fields
+
+
+def a_status(digests: bool = True) -> dict:
+    return {
+        "feed": ME,
+        "listen": "127.0.0.1:8008",
+        "feeds": 3,
+        "messages": 42,
+        "forks": [[OTHER, 7]],
+        "forks_total": 1,
+        "final": 17,
+        "stalls": [{"feed": THEM, "seq": 5, "waits_for": [OTHER, 4]}],
+        "stalls_total": 1,
+        "peers": [
+            peer(THEM),
+            peer(OTHER, caught_up=False, behind_feeds=2, behind_messages=9, address=HOSTILE),
+            peer(ME, connected=False, caught_up=False, last_error=HOSTILE),
+        ],
+        "peers_total": 5,
+        "peers_connected": 2,
+        "digests": [
+            {"spacetime": True, "version": 1, "count": 42, "digest": b"\xaa" * 32},
+            {
+                "tangle": HOSTILE,
+                "root": b"\x04" * 32,
+                "version": 1,
+                "count": 2,
+                "digest": b"\xbb" * 32,
+            },
+        ]
+        if digests
+        else [],
+    }
+
+
+async def fake_status(digests: bool) -> dict:
+    return a_status(digests)
+
+
+async def request(
+    path: str, *, query: bytes = b"", headers=(), method: str = "GET"
+) -> tuple[int, dict[bytes, bytes], bytes]:
+    sent = []
+
+    async def receive():
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message):
+        sent.append(message)
+
+    scope = {
+        "type": "http",
+        "method": method,
+        "path": path,
+        "query_string": query,
+        "headers": list(headers),
+    }
+    await WebApp(fake_status, TOKEN)(scope, receive, send)
+    start, body = sent
+    return start["status"], dict(start["headers"]), body["body"]
+
+
+async def test_no_token_no_content_whatever_the_path():
+    for path in ("/", "/metrics", "/elsewhere"):
+        code, headers, body = await request(path)
+        assert code == 401 and headers[b"www-authenticate"] == b"Bearer"
+        assert b"42" not in body
+    for query in (
+        b"token=s3cret-toke",
+        b"token=s3cret-token-",
+        b"token=%FF%FE",
+        b"tok=s3cret-token",
+    ):
+        assert (await request("/", query=query))[0] == 401, query
+    wrong = [(b"authorization", b"Bearer nope"), (b"authorization", b"Basic " + TOKEN.encode())]
+    for header in wrong:
+        assert (await request("/", headers=[header]))[0] == 401, header
+
+
+async def test_the_token_in_the_query_or_as_a_bearer():
+    assert (await request("/", query=b"x=1&token=s3cret-token"))[0] == 200
+    assert (await request("/", headers=[(b"authorization", b"bearer s3cret-token")]))[0] == 200
+    assert (await request("/nowhere", query=b"token=s3cret-token"))[0] == 404
+    code, headers, _ = await request("/", query=b"token=s3cret-token", method="POST")
+    assert code == 405 and headers[b"allow"] == b"GET"
+
+
+async def test_metrics_are_the_status_counts_in_a_registry_of_our_own():
+    code, headers, body = await request("/metrics", query=b"token=s3cret-token")
+    assert code == 200 and headers[b"content-type"].startswith(b"text/plain; version=")
+    values = {
+        sample.name: sample.value
+        for family in text_string_to_metric_families(body.decode())
+        for sample in family.samples
+    }
+    assert values == {
+        "tanglenode_messages": 42,
+        "tanglenode_feeds": 3,
+        "tanglenode_peers_connected": 2,
+        "tanglenode_peers": 5,
+        "tanglenode_forks": 1,
+        "tanglenode_stalls": 1,
+        "tanglenode_final_positions": 17,
+    }
+
+
+def test_the_page_shows_everything_and_escapes_what_others_wrote():
+    page = render_page(a_status())
+    assert "<img" not in page
+    assert page.count("&lt;img src=x onerror=alert(1)&gt;") == 3  # address, error, tangle
+    assert feed_text(ME) in page and "listening on <code>127.0.0.1:8008</code>" in page
+    assert "3 feeds, 42 messages, 1 forks, 1 stalled" in page
+    assert "the first 17 spacetime positions" in page
+    assert "2 connected of 5" in page
+    assert "127.0.0.1:9: caught up" in page
+    assert "behind by 9 messages on 2 feeds" in page
+    assert "not connected (&lt;img" in page
+    assert f"<code>{feed_text(OTHER)}</code> at 7" in page  # the fork
+    assert f"{feed_text(THEM)}</code> 5 waits for <code>{feed_text(OTHER)}</code> 4" in page
+    assert "<td>spacetime</td><td>42</td>" in page
+
+
+def test_the_token_file_is_private_made_once_and_kept(tmp_path):
+    path = tmp_path / "data" / "web-token"
+    assert read_token(path) is None
+    token = load_or_create_token(path)
+    assert len(token) >= 40 and stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    assert load_or_create_token(path) == read_token(path) == token
+    path.write_text("\n")  # an empty leftover is replaced, not trusted
+    assert load_or_create_token(path) not in ("", token)
