@@ -8,6 +8,7 @@ import urllib.error
 import urllib.request
 from email.message import Message
 
+import pytest
 import trio
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -66,6 +67,9 @@ async def test_every_request_needs_the_token(tmp_path):
     assert (await get(base, {"Authorization": f"Bearer {token}"}))[0] == 200
     assert (await get(f"{base}nowhere?token={token}"))[0] == 404
     assert await node.stop() == 0
+    host, port = base.removeprefix("http://").rstrip("/").rsplit(":", 1)
+    with pytest.raises(OSError):  # the view stopped with the node
+        await trio.open_tcp_stream(host, int(port))
 
 
 async def test_metrics_parse_and_agree_with_status(tmp_path):
@@ -130,3 +134,22 @@ async def test_status_prints_the_url_with_the_token_and_the_flag_turns_it_on(tmp
     assert "web:" not in (await cli(node, "status")).stdout.decode()
     assert (node.data_dir / "web-token").read_text().strip() == token
     assert await node.stop() == 0
+
+
+async def test_a_web_address_in_use_stops_the_start_in_one_line(tmp_path):
+    node = Node(tmp_path, "busy")
+    with trio.socket.socket() as taken:
+        await taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        address = f"127.0.0.1:{taken.getsockname()[1]}"
+        with trio.fail_after(REQUEST_SECONDS):
+            done = await trio.run_process(
+                [str(TANGLED), "--data-dir", str(node.data_dir), "run", "--web", address],
+                env={**os.environ, "TANGLED_LISTEN": "127.0.0.1:0", "TANGLED_PEERS": "[]"},
+                capture_stdout=True,
+                capture_stderr=True,
+                check=False,
+            )
+    assert done.returncode == 1
+    error = [line for line in done.stderr.decode().splitlines() if line.startswith("tangled:")]
+    assert error == [f"tangled: cannot serve the web view on {address}: Address already in use"]
