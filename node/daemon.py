@@ -89,7 +89,9 @@ def _startup_failures():
         raise
 
 
-async def _start_web(nursery: trio.Nursery, settings: Settings, ops: PeerOps) -> str:
+async def _start_web(
+    nursery: trio.Nursery, settings: Settings, ops: PeerOps, ipc: IpcServer
+) -> str:
     """The web view (node/web.py, loaded only now) in `nursery`; its base URL, no token."""
     from tanglenode.node.web import serve_web
 
@@ -98,7 +100,7 @@ async def _start_web(nursery: trio.Nursery, settings: Settings, ops: PeerOps) ->
     assert listen is not None
 
     async def status(digests: bool) -> dict:
-        return await ops.status(StatusRequest(digests=digests))
+        return await ops.status(StatusRequest(digests=digests)) | {"subscribers": ipc.streams_open}
 
     try:
         return await nursery.start(serve_web, listen, status, token)
@@ -158,11 +160,11 @@ async def _run_node(settings: Settings, keypair: Keypair, notifier: Notifier) ->
                     notifier.send(f"STATUS=listening on {listen}; {connected} peers connected")
 
                 network.on_change = tell_status
-                status_extra = {"listen": listen}
+                status_extra = {"listen": listen}  # shared: `web` joins it once bound
+                ipc = IpcServer(service, registry, network, keypair, status_extra=status_extra)
                 if settings.web.listen is not None:
                     ops = PeerOps(service, registry, network, keypair, dict(status_extra))
-                    status_extra["web"] = await _start_web(nursery, settings, ops)
-                ipc = IpcServer(service, registry, network, keypair, status_extra=status_extra)
+                    status_extra["web"] = await _start_web(nursery, settings, ops, ipc)
                 try:
                     socket_path = await nursery.start(ipc.serve, settings.ipc_socket_path)
                 except (OSError, BaseExceptionGroup) as error:

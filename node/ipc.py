@@ -171,6 +171,7 @@ class IpcServer:
     status_extra: dict[str, Any] = field(default_factory=dict)
     queue_frames: int = 64
     send_seconds: float = 10.0
+    streams_open: int = field(init=False, default=0)  # subscribers of any stream op, now
     _peer_ops: PeerOps = field(init=False, repr=False)
     _replies: dict[str, Reply] = field(init=False, repr=False)
     _streams: dict[str, Stream] = field(init=False, repr=False)
@@ -262,7 +263,11 @@ class IpcServer:
         try:
             request = parse_request(op, frame, self.service.store.limits)
             if op in self._streams:
-                await self._streams[op](stream, number, request)
+                self.streams_open += 1
+                try:
+                    await self._streams[op](stream, number, request)
+                finally:
+                    self.streams_open -= 1
                 return
             reply = {"id": number, "ok": await self._replies[op](request)}
         except (_Lagged, trio.BrokenResourceError, trio.ClosedResourceError):

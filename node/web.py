@@ -17,8 +17,9 @@ other local users can reach a port on 127.0.0.1: the token is what keeps
 them out, as file permissions keep them off the IPC socket.
 
 Both pages read the same data `tangled status` reads, at request time, by
-one call (`Status`: the IPC handler itself, node/ipc_peers.py), so the view,
-the metrics and the CLI cannot disagree. `/metrics` sets gauges in a
+one call (`Status`: the IPC handler itself, node/ipc_peers.py, plus the IPC
+server's count of open streams as `subscribers`), so the view, the metrics
+and the CLI cannot disagree. `/metrics` sets gauges in a
 registry of our own (not prometheus-client's global one, which would mix in
 the process collectors and outlive the node in tests) and renders it with
 no `await` between, so concurrent scrapes cannot interleave. `/` is plain
@@ -73,6 +74,7 @@ class Metrics:
         "forks_total": ("tanglenode_forks", "Feeds caught forking"),
         "stalls_total": ("tanglenode_stalls", "Messages waiting for one they depend on"),
         "final": ("tanglenode_final_positions", "Spacetime positions that can no longer change"),
+        "subscribers": ("tanglenode_ipc_subscribers", "IPC streams open (subscribe, watches)"),
     }
 
     def __init__(self) -> None:

@@ -88,8 +88,14 @@ async def test_metrics_parse_and_agree_with_status(tmp_path):
     assert values["tanglenode_forks"] == values["tanglenode_stalls"] == 0
     assert values["tanglenode_final_positions"] == status["final"]
     assert not any(name.startswith(("process_", "python_")) for name in values)  # our registry
+    assert values["tanglenode_ipc_subscribers"] == 0
     await node.publish("one more")
-    assert gauges((await get(f"{base}metrics?token={token}"))[2])["tanglenode_messages"] == 4
+    async with await node.client() as client:
+        events = client.subscribe(spacetime=True)
+        await events.__anext__()  # the subscription is open
+        values = gauges((await get(f"{base}metrics?token={token}"))[2])
+        assert values["tanglenode_messages"] == 4 and values["tanglenode_ipc_subscribers"] == 1
+        await events.aclose()
     assert await node.stop() == 0
 
 
