@@ -90,12 +90,11 @@ def _startup_failures():
 
 
 async def _start_web(
-    nursery: trio.Nursery, settings: Settings, ops: PeerOps, ipc: IpcServer
+    nursery: trio.Nursery, settings: Settings, token: str, ops: PeerOps, ipc: IpcServer
 ) -> str:
     """The web view (node/web.py, loaded only now) in `nursery`; its base URL, no token."""
     from tanglenode.node.web import serve_web
 
-    token = load_or_create_token(settings.web_token_path)
     listen = settings.web.listen
     assert listen is not None
 
@@ -111,7 +110,10 @@ async def _start_web(
 async def run_node(settings: Settings, keypair: Keypair, notifier: Notifier | None = None) -> None:
     """Run until cancelled; refuses at once (DataDirInUse) if another process holds the data dir."""
     with DataDirLock(settings.data_dir, "run"):
-        await _run_node(settings, keypair, notifier or Notifier())
+        token = None  # made or read before anything starts: one others may read stops it
+        if settings.web.listen is not None:
+            token = load_or_create_token(settings.web_token_path)
+        await _run_node(settings, keypair, notifier or Notifier(), token)
 
 
 def _warn_if_own_feed_behind(store: FeedStore, me: bytes) -> None:
@@ -125,7 +127,9 @@ def _warn_if_own_feed_behind(store: FeedStore, me: bytes) -> None:
         )
 
 
-async def _run_node(settings: Settings, keypair: Keypair, notifier: Notifier) -> None:
+async def _run_node(
+    settings: Settings, keypair: Keypair, notifier: Notifier, web_token: str | None
+) -> None:
     store = FeedStore(
         settings.store_path,
         keypair=keypair,
@@ -162,9 +166,9 @@ async def _run_node(settings: Settings, keypair: Keypair, notifier: Notifier) ->
                 network.on_change = tell_status
                 status_extra = {"listen": listen}  # shared: `web` joins it once bound
                 ipc = IpcServer(service, registry, network, keypair, status_extra=status_extra)
-                if settings.web.listen is not None:
+                if web_token is not None:
                     ops = PeerOps(service, registry, network, keypair, dict(status_extra))
-                    status_extra["web"] = await _start_web(nursery, settings, ops, ipc)
+                    status_extra["web"] = await _start_web(nursery, settings, web_token, ops, ipc)
                 try:
                     socket_path = await nursery.start(ipc.serve, settings.ipc_socket_path)
                 except (OSError, BaseExceptionGroup) as error:

@@ -12,7 +12,10 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import stat
 from pathlib import Path
+
+from tanglenode.config.settings import ConfigError
 
 TOKEN_BYTES = 32
 
@@ -27,7 +30,11 @@ def read_token(path: Path) -> str | None:
 
 
 def load_or_create_token(path: Path) -> str:
-    """The token in `path`, made (random, mode 0600, never over an existing file) if absent."""
+    """The token in `path`, made (random, mode 0600, never over an existing file) if absent;
+    ConfigError if group or others may read the file (as for the secret key)."""
+    with contextlib.suppress(FileNotFoundError):
+        if path.stat().st_mode & (stat.S_IRWXG | stat.S_IRWXO):
+            raise ConfigError([f"{path}: group or others may read it; run `chmod 600 {path}`"])
     token = read_token(path)
     if token is not None:
         return token

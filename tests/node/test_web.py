@@ -3,8 +3,10 @@
 import os
 import stat
 
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from tanglenode.config.settings import ConfigError
 from tanglenode.node.web import WebApp, render_page
 from tanglenode.node.web_token import load_or_create_token, read_token
 from tanglenode.protocol.identity import feed_text
@@ -157,3 +159,11 @@ def test_the_token_file_is_private_made_once_and_kept(tmp_path):
     assert load_or_create_token(path) == read_token(path) == token
     path.write_text("\n")  # an empty leftover is replaced, not trusted
     assert load_or_create_token(path) not in ("", token)
+
+
+def test_a_token_others_may_read_is_refused_not_used(tmp_path):
+    path = tmp_path / "web-token"
+    load_or_create_token(path)
+    path.chmod(0o644)
+    with pytest.raises(ConfigError, match="group or others may read it; run `chmod 600"):
+        load_or_create_token(path)
