@@ -32,6 +32,16 @@ class Lines:
         return self.lines
 
 
+async def end(watch, node: Node | None = None) -> None:
+    """Kill and reap a `watch` still running (a test that failed), then the node if it runs."""
+    if watch.returncode is None:
+        watch.kill()
+        with trio.fail_after(REQUEST_SECONDS):
+            await watch.wait()
+    if node is not None and node.process is not None:
+        await node.kill()
+
+
 async def test_watch_json_resumes_after_a_node_restart_and_counts_changes_only(tmp_path):
     node = Node(tmp_path, "solo")
     await node.start()
@@ -57,10 +67,7 @@ async def test_watch_json_resumes_after_a_node_restart_and_counts_changes_only(t
         await out.until(lambda lines: False)
         await err.until(lambda lines: False)
     finally:
-        if watch.returncode is None:
-            watch.kill()
-        if node.process is not None:
-            await node.kill()
+        await end(watch, node)
     records = [json.loads(line) for line in out.lines]
     assert records[0] == {"version": 2, "snapshot": True}
     assert [(r["position"], r["summary"], r["author"]) for r in records[1:3]] == [
@@ -96,8 +103,7 @@ async def test_watch_gives_up_when_the_node_never_returns(tmp_path):
             assert await watch.wait() == 1
         await err.until(lambda lines: False)
     finally:
-        if watch.returncode is None:
-            watch.kill()
+        await end(watch)
     assert out.lines[0] == "# version 1" and out.lines[1].split()[:4] == [
         "POS",
         "RANK",
@@ -170,10 +176,7 @@ async def test_watch_takes_a_new_snapshot_when_it_cannot_tell_the_last_one_was_w
         await out.until(lambda lines: False)
         await err.until(lambda lines: False)
     finally:
-        if watch.returncode is None:
-            watch.kill()
-        if node.process is not None:
-            await node.kill()
+        await end(watch, node)
     records = [json.loads(line) for line in out.lines]
     assert records[:2] == [{"version": 0, "snapshot": True}] * 2
     assert [(r["version"], r["op"], r["summary"]) for r in records[2:]] == [(1, "ins", "first")]
