@@ -2,7 +2,7 @@
 
 Services, each started with `nursery.start` so that READY=1 goes out only
 once all of them are up: the peer listener (TCP), the IPC listener (Unix
-socket), the web view when `web.listen` is set (node/web.py, loaded only then),
+socket), the web view when `web.listen` is set (node/web/app.py, loaded only then),
 one dialer per configured peer, and the systemd watchdog. SIGTERM
 or SIGINT stops it: first every peer connection ends with a goodbye
 (`Network.say_goodbye`, each goodbye bounded by `transport.GOODBYE_SECONDS`
@@ -31,7 +31,7 @@ from tanglenode.node.network import Network
 from tanglenode.node.peers import PeerRegistry
 from tanglenode.node.sdnotify import Notifier
 from tanglenode.node.service import StoreService
-from tanglenode.node.web_token import load_or_create_token
+from tanglenode.node.web.token import load_or_create_token
 from tanglenode.protocol.address import parse_address
 from tanglenode.protocol.errors import TanglenodeError
 from tanglenode.protocol.identity import Keypair, feed_text, parse_feed
@@ -90,10 +90,16 @@ def _startup_failures():
 
 
 async def _start_web(
-    nursery: trio.Nursery, settings: Settings, token: str, ops: PeerOps, ipc: IpcServer
+    nursery: trio.Nursery,
+    settings: Settings,
+    token: str,
+    ops: PeerOps,
+    ipc: IpcServer,
 ) -> str:
-    """The web view (node/web.py, loaded only now) in `nursery`; its base URL, no token."""
-    from tanglenode.node.web import serve_web
+    """The web view (node/web/, loaded only now) in `nursery`; its base URL, no token."""
+    from tanglenode.node.web.app import serve_web
+    from tanglenode.node.web.events import Streams
+    from tanglenode.node.web.http import WebContext
 
     listen = settings.web.listen
     assert listen is not None
@@ -101,8 +107,17 @@ async def _start_web(
     async def status(digests: bool) -> dict:
         return await ops.status(StatusRequest(digests=digests)) | {"subscribers": ipc.streams_open}
 
+    web = WebContext(
+        status,
+        token,
+        service=ipc.service,
+        keypair=ipc.keypair,
+        data_dir=settings.data_dir,
+        subscribers=lambda: ipc.streams_open,
+        streams=Streams(),
+    )
     try:
-        return await nursery.start(serve_web, listen, status, token)
+        return await nursery.start(serve_web, listen, web)
     except (OSError, BaseExceptionGroup) as error:
         raise _cannot(f"serve the web view on {listen}", error) from None
 

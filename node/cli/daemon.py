@@ -125,7 +125,7 @@ def status(obj: Context, as_json: bool) -> None:
 
 def _web_url(obj: Context, base: str) -> str:
     """The web view's URL with its token (read from the data directory), for a browser."""
-    from tanglenode.node.web_token import read_token
+    from tanglenode.node.web.token import read_token
 
     path = obj.settings.web_token_path
     token = read_token(path)

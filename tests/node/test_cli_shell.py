@@ -29,7 +29,7 @@ HEAVY = (
     "structlog",
     "lmdb",
     "tanglenode.storage.store",
-    "hypercorn",  # the web view: loaded by `run` only (node/web.py)
+    "hypercorn",  # the web view: loaded by `run` only (node/web/app.py)
     "prometheus_client",
 )
 

@@ -7,8 +7,11 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tanglenode.config.settings import ConfigError
-from tanglenode.node.web import WebApp, render_page
-from tanglenode.node.web_token import load_or_create_token, read_token
+from tanglenode.node.cli.names import Names
+from tanglenode.node.web.app import WebApp
+from tanglenode.node.web.http import WebContext
+from tanglenode.node.web.status_page import render_status
+from tanglenode.node.web.token import load_or_create_token, read_token
 from tanglenode.protocol.identity import feed_text
 
 TOKEN = "s3cret-token"
@@ -85,7 +88,7 @@ async def request(
         "query_string": query,
         "headers": list(headers),
     }
-    await WebApp(fake_status, TOKEN)(scope, receive, send)
+    await WebApp(WebContext(fake_status, TOKEN))(scope, receive, send)
     start, body = sent
     return start["status"], dict(start["headers"]), body["body"]
 
@@ -136,9 +139,9 @@ async def test_metrics_are_the_status_counts_in_a_registry_of_our_own():
 
 
 def test_the_page_shows_everything_and_escapes_what_others_wrote():
-    page = render_page(a_status())
+    page = render_status(a_status(), Names(abouts={THEM: HOSTILE}))
     assert "<img" not in page
-    assert page.count("&lt;img src=x onerror=alert(1)&gt;") == 3  # address, error, tangle
+    assert page.count("&lt;img src=x onerror=alert(1)&gt;") == 5  # address, error, tangle, name
     assert feed_text(ME) in page and "listening on <code>127.0.0.1:8008</code>" in page
     assert "3 feeds, 42 messages, 1 forks, 1 stalled" in page
     assert "the first 17 spacetime positions" in page
@@ -146,8 +149,9 @@ def test_the_page_shows_everything_and_escapes_what_others_wrote():
     assert "127.0.0.1:9: caught up" in page
     assert "behind by 9 messages on 2 feeds" in page
     assert "not connected (&lt;img" in page
+    assert page.count("~&lt;img src=x onerror=alert(1)&gt;") == 2  # THEM's own name, escaped
     assert f"<code>{feed_text(OTHER)}</code> at 7" in page  # the fork
-    assert f"{feed_text(THEM)}</code> 5 waits for <code>{feed_text(OTHER)}</code> 4" in page
+    assert "5 waits for @AwMDAwMD" in page  # a stall, by short id
     assert "<td>spacetime</td><td>42</td>" in page
 
 

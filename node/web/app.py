@@ -1,0 +1,190 @@
+"""The web view's ASGI app, served by hypercorn inside the node.
+
+Theory of operation
+-------------------
+`tangled run --web HOST:PORT` (config `web.listen`) starts `serve_web` in the
+daemon's nursery. Hypercorn's Trio worker parses HTTP (no parser of ours);
+this module is the ASGI app behind it: the token, the method, the route,
+then one page handler (`ROUTES`). The server stops with the node: the daemon
+cancels its nursery, and hypercorn's connections end with it. It reports the
+URL it bound (port 0 takes any free port), which `status` carries as `web`.
+
+Every request must carry the token of `<data_dir>/web-token`
+(node/web/token.py), as `?token=` or `Authorization: Bearer`; it is compared
+in constant time (`hmac.compare_digest`), and a request without it gets 401
+and nothing else. The view shows private groups' timelines, and other local
+users can reach a port on 127.0.0.1: the token is what keeps them out, as
+file permissions keep them off the IPC socket. Links carry it (no cookie:
+cookies ignore the port, so one would reach every local server).
+
+The path is split on `/` before it is percent-decoded (`raw_path`), so a
+tangle name may hold any character. Handlers read the store through the
+node's `StoreService` and the status through the IPC `status` handler, so
+the view, the metrics and the CLI cannot disagree. A handler that raises
+gets a 500 with one line, logged; the node serves on.
+
+Imported by node/daemon.py only, so `tangled status` and the other short
+commands never load hypercorn or prometheus-client.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hmac
+import logging
+from collections.abc import Awaitable, Callable
+from importlib import resources
+from typing import Any
+from urllib.parse import parse_qsl, unquote
+
+import structlog
+import trio
+from hypercorn.config import Config
+from hypercorn.trio import serve
+
+from tanglenode.node.web import docs, groups, tangles
+from tanglenode.node.web.http import (
+    SCRIPT_HEADERS,
+    TEXT_HEADERS,
+    Request,
+    Response,
+    WebContext,
+    not_found,
+    text_response,
+)
+from tanglenode.node.web.metrics import METRICS_HEADERS, Metrics
+from tanglenode.node.web.status_page import status_page
+
+log = structlog.get_logger("web")
+
+Handler = Callable[[WebContext, Request], Awaitable[Response]]
+MAX_SEGMENTS = 8
+MAX_QUERY = 4096  # bytes of query string
+
+
+async def _script(web: WebContext, request: Request) -> Response:
+    text = resources.files("tanglenode.node.web").joinpath("view.js").read_bytes()
+    return Response(200, SCRIPT_HEADERS, text)
+
+
+# (first segment, number of segments) -> handler; "" is `/`.
+ROUTES: dict[tuple[str, int], Handler] = {
+    ("", 1): status_page,
+    ("view.js", 1): _script,
+    ("tangles", 1): tangles.index,
+    ("t", 3): tangles.page,
+    ("t", 4): tangles.events,  # /t/NAME/ROOT/events
+    ("docs", 1): docs.index,
+    ("doc", 2): docs.page,
+    ("doc", 3): docs.part,  # /doc/ROOT/events, /doc/ROOT/at
+    ("groups", 1): groups.index,
+    ("groups", 2): groups.page,
+}
+
+
+class WebApp:
+    """The ASGI app: token first, then `/metrics` or a route of `ROUTES`."""
+
+    def __init__(self, web: WebContext) -> None:
+        self.web = web
+        self._token = web.token.encode("ascii")
+        self.metrics = Metrics()
+
+    async def __call__(self, scope: dict[str, Any], receive, send) -> None:
+        if scope["type"] == "lifespan":
+            await _lifespan(receive, send)
+            return
+        if scope["type"] != "http":
+            return  # no websockets: the live pages use server-sent events
+        if not self._authorised(scope):
+            headers = [*TEXT_HEADERS, (b"www-authenticate", b"Bearer")]
+            await _respond(
+                send, Response(401, headers, b"a token is required (see `tangled status`)\n")
+            )
+            return
+        if scope["method"] != "GET":
+            await _respond(send, Response(405, [*TEXT_HEADERS, (b"allow", b"GET")], b"GET only\n"))
+            return
+        try:
+            response = await self._route(scope)
+        except Exception:  # a bug of ours: this request fails, the node serves on
+            log.exception("web request failed", path=scope["path"][:200])
+            response = text_response("internal error (see the node's log)\n", 500)
+        await _respond(send, response, receive)
+
+    async def _route(self, scope: dict[str, Any]) -> Response:
+        if scope["path"] == "/metrics":
+            return Response(200, METRICS_HEADERS, self.metrics.render(await self.web.status(False)))
+        raw = scope.get("raw_path") or scope["path"].encode("utf-8")
+        segments = raw.split(b"?", 1)[0].decode("latin-1").split("/")[1:]
+        if len(segments) > MAX_SEGMENTS or len(scope["query_string"]) > MAX_QUERY:
+            return text_response("request too long\n", 414)
+        args = tuple(unquote(part, errors="replace") for part in segments)
+        handler = ROUTES.get((args[0], len(args)))
+        if handler is None:
+            return not_found()
+        query = dict(reversed(parse_qsl(scope["query_string"].decode("latin-1"))))
+        last_event_id = next(
+            (v.decode("latin-1") for k, v in scope["headers"] if k == b"last-event-id"), None
+        )
+        return await handler(self.web, Request(args[1:], query, last_event_id))
+
+    def _authorised(self, scope: dict[str, Any]) -> bool:
+        query = scope["query_string"].decode("latin-1")
+        given = [
+            value.encode("utf-8", "surrogateescape")
+            for key, value in parse_qsl(query[:MAX_QUERY])
+            if key == "token"
+        ]
+        for name, value in scope["headers"]:
+            if name == b"authorization" and value[:7].lower() == b"bearer ":
+                given.append(value[7:].strip())
+        return any(hmac.compare_digest(candidate, self._token) for candidate in given)
+
+
+async def _lifespan(receive, send) -> None:
+    while True:
+        message = await receive()
+        if message["type"] == "lifespan.startup":
+            await send({"type": "lifespan.startup.complete"})
+        elif message["type"] == "lifespan.shutdown":
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+
+
+async def _respond(send, response: Response, receive=None) -> None:
+    headers = list(response.headers)
+    if response.stream is None:
+        headers.append((b"content-length", str(len(response.body)).encode()))
+    await send({"type": "http.response.start", "status": response.status, "headers": headers})
+    if response.stream is None:
+        await send({"type": "http.response.body", "body": response.body})
+        return
+    async with trio.open_nursery() as nursery:  # the stream ends when the browser leaves
+        nursery.start_soon(_until_disconnect, receive, nursery.cancel_scope)
+        async with contextlib.aclosing(response.stream) as chunks:
+            async for chunk in chunks:
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        nursery.cancel_scope.cancel()
+
+
+async def _until_disconnect(receive, scope: trio.CancelScope) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass
+    scope.cancel()
+
+
+async def serve_web(listen: str, web: WebContext, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+    """Serve the view on `listen` until cancelled; `task_status` gets the bound base URL."""
+    config = Config()
+    config.bind = [listen]
+    config.errorlog = logging.getLogger("tanglenode.web")  # not hypercorn's own stderr handler
+    config.accesslog = None
+    config.graceful_timeout = 1.0
+
+    async def started(*, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        await serve(WebApp(web), config, mode="asgi", task_status=task_status)
+
+    async with trio.open_nursery() as nursery:
+        binds = await nursery.start(started)
+        task_status.started(binds[0] + "/")

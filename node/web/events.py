@@ -1,0 +1,86 @@
+"""Server-sent events for the live pages: frames, the follow loop, the bound on streams.
+
+Theory of operation
+-------------------
+A live page opens an `EventSource` on its `events` URL. Each frame carries
+`id:` = the version it brings the page to, so when the connection drops the
+browser reconnects by itself with `Last-Event-ID`, and the stream resumes
+after that version: nothing is missed and nothing is sent twice. The stream
+pulls from the store's logs a page at a time (`next_page`), waiting for the
+store to change between pages, so a slow browser holds one page in memory,
+never a queue; it pays with its own pace, not the node's. A comment line
+every `HEARTBEAT` seconds keeps idle connections (and proxies) awake and
+finds browsers that left. At most `MAX_STREAMS` streams are open at once;
+one more is refused with 503, which the browser retries.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import trio
+
+from tanglenode.node.web.http import EVENT_HEADERS, Response, WebContext, text_response
+
+MAX_STREAMS = 32
+HEARTBEAT = 15.0  # seconds
+RETRY_MS = 1000  # how soon a browser reconnects
+
+NextPage = Callable[[int], Awaitable[tuple[list[bytes], int] | None]]
+"""Frames after a position and the position they reach, or None while nothing is new."""
+
+
+def frame(event: str, data: Any, version: int | None = None) -> bytes:
+    """One event: `data` as JSON on one line (ASCII, so no line breaks inside)."""
+    head = f"id: {version}\n" if version is not None else ""
+    body = json.dumps(data, ensure_ascii=True, separators=(",", ":"))
+    return f"{head}event: {event}\ndata: {body}\n\n".encode("ascii")
+
+
+def resume_version(last_event_id: str | None, since: str | None) -> int | None:
+    """Where a stream resumes: the browser's `Last-Event-ID`, else `?since=`; None if neither
+    is a version."""
+    for text in (last_event_id, since):
+        if text is not None and text.isdigit() and len(text) <= 19:
+            return int(text)
+    return None
+
+
+class Streams:
+    """The count of open event streams, bounded."""
+
+    def __init__(self, limit: int = MAX_STREAMS) -> None:
+        self.limit = limit
+        self.open = 0
+
+
+def event_stream(web: WebContext, first: list[bytes], start: int, next_page: NextPage) -> Response:
+    """A response that sends `first`, then the pages of `next_page` from `start`, live."""
+    streams: Streams = web.streams
+    if streams.open >= streams.limit:
+        return text_response(f"at most {streams.limit} live views at once; retrying\n", 503)
+    streams.open += 1
+    return Response(200, EVENT_HEADERS, stream=_follow(web, streams, first, start, next_page))
+
+
+async def _follow(
+    web: WebContext, streams: Streams, first: list[bytes], position: int, next_page: NextPage
+) -> AsyncIterator[bytes]:
+    try:
+        yield f"retry: {RETRY_MS}\n\n".encode() + b"".join(first)
+        service = web.service
+        while True:
+            seen = service.version
+            page = await next_page(position)
+            if page is not None:
+                frames, position = page
+                yield b"".join(frames)
+                continue
+            with trio.move_on_after(HEARTBEAT) as idle:
+                await service.wait_changed(seen)
+            if idle.cancelled_caught:
+                yield b": idle\n\n"
+    finally:
+        streams.open -= 1

@@ -1,0 +1,63 @@
+"""The HTML every page shares: the shell, the navigation, feeds and times as text.
+
+Everything that came from others (names, content, errors, addresses) goes
+through `e` (`html.escape`, quotes too) before it reaches a page; the pages
+build no HTML from others' text any other way. The one script
+(`/view.js`) is loaded with `defer` by the pages that stay live; it reads
+what it needs from `data-` attributes, never from inline script.
+"""
+
+from __future__ import annotations
+
+import html
+from datetime import UTC, datetime
+
+from tanglenode.node.web.http import WebContext
+
+e = html.escape
+
+STYLE = """
+body{font:15px/1.45 system-ui,sans-serif;margin:0 auto;max-width:72rem;padding:0 1rem 3rem;
+color:#1d2430;background:#fbfbfd}
+nav{display:flex;gap:1.2rem;padding:.7rem 0;border-bottom:1px solid #dde;margin-bottom:1rem}
+nav a{color:#3050a0;text-decoration:none;font-weight:600}
+code,.id{font:13px ui-monospace,monospace;color:#555}
+table{border-collapse:collapse;width:100%}
+td,th{text-align:left;padding:.25rem .5rem;border-bottom:1px solid #eef;vertical-align:top}
+th{font-size:13px;color:#667}
+.muted{color:#889}
+.pending td{color:#a06000;font-style:italic}
+.invalid td{color:#b03030;text-decoration:line-through}
+.fresh{animation:fresh 2s ease-out}
+.moved{animation:moved 2s ease-out}
+@keyframes fresh{from{background:#d9f7d9}to{background:transparent}}
+@keyframes moved{from{background:#fff1c2}to{background:transparent}}
+.live{font-size:13px;color:#667}
+.live[data-state=live]::before{content:"● ";color:#2a9d3a}
+.live[data-state=reconnecting]::before{content:"● ";color:#c08000}
+"""
+
+
+def shell(web: WebContext, title: str, body: str, *, script: bool = False) -> str:
+    """A whole page: `title` (plain text) and `body` (HTML, already escaped)."""
+    script_tag = f"<script defer src='{e(web.link('/view.js'))}'></script>" if script else ""
+    links = [("/", "status"), ("/tangles", "tangles"), ("/docs", "documents")]
+    links.append(("/groups", "groups"))
+    nav = "".join(f"<a href='{e(web.link(path))}'>{text}</a>" for path, text in links)
+    return (
+        "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
+        "<meta name='viewport' content='width=device-width,initial-scale=1'>"
+        f"<title>{e(title)} · tanglenode</title><style>{STYLE}</style>{script_tag}</head>"
+        f"<body><nav>{nav}</nav>{body}</body></html>\n"
+    )
+
+
+def when(milliseconds: int | None) -> str:
+    """A claimed time as `YYYY-MM-DD HH:MM:SS` UTC; the number if it is no date."""
+    if milliseconds is None:
+        return ""
+    try:
+        moment = datetime.fromtimestamp(milliseconds / 1000, tz=UTC)
+    except (OverflowError, OSError, ValueError):
+        return str(milliseconds)[:20]
+    return moment.strftime("%Y-%m-%d %H:%M:%S")
