@@ -61,6 +61,15 @@ class TimelineReads:
                 entries = [(*entry, state) for entry, state in zip(entries, names, strict=True)]
             return reader.version(timeline), entries
 
+    def member_states(self, timeline: bytes, members: list[bytes]) -> list[str]:
+        """The joined-view state ("joined", "pending" or "invalid") of each of `members` in
+        tangle timeline `timeline`, in one transaction; [] for a timeline not a tangle's."""
+        key = tangle_key_of(timeline)
+        if key is None:
+            return []
+        with self._env.begin() as txn:
+            return state_names(txn, self._tables, key, members)
+
     def timeline_window(
         self,
         timeline: bytes,

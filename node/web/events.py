@@ -23,6 +23,7 @@ from typing import Any
 import trio
 
 from tanglenode.node.web.http import EVENT_HEADERS, Response, WebContext, text_response
+from tanglenode.protocol.errors import TanglenodeError
 
 MAX_STREAMS = 32
 HEARTBEAT = 15.0  # seconds
@@ -73,7 +74,11 @@ async def _follow(
         service = web.service
         while True:
             seen = service.version
-            page = await next_page(position)
+            try:
+                page = await next_page(position)
+            except TanglenodeError as error:  # refused on the way (a document gone): say so
+                yield frame("error", {"message": str(error)[:500]})
+                return
             if page is not None:
                 frames, position = page
                 yield b"".join(frames)

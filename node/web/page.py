@@ -26,7 +26,11 @@ table{border-collapse:collapse;width:100%}
 td,th{text-align:left;padding:.25rem .5rem;border-bottom:1px solid #eef;vertical-align:top}
 th{font-size:13px;color:#667}
 .muted{color:#889}
+#timeline tbody tr{counter-increment:pos}
+#timeline td.pos::before{content:counter(pos)}
+#timeline td.pos,#timeline td.time{white-space:nowrap;color:#889;font-size:13px}
 .pending td{color:#a06000;font-style:italic}
+.pending td.text::after{content:" (pending: waits for a message it names)";font-size:12px}
 .invalid td{color:#b03030;text-decoration:line-through}
 .fresh{animation:fresh 2s ease-out}
 .moved{animation:moved 2s ease-out}

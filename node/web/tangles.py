@@ -1,17 +1,276 @@
-"""`/tangles` and `/t/NAME/ROOT`: a tangle's timeline, live by its `ins`/`mov` stream."""
+"""`/tangles` and `/t/NAME/ROOT`: a tangle's timeline, kept live by its `ins`/`mov` stream.
+
+Theory of operation
+-------------------
+Seed 000 §1.2 and §3: a view whose list is a replica of the shared array,
+updated by each command. `/t/NAME/ROOT` (ROOT: the root's id without its
+`%`) renders the tangle's timeline at one version, server-side, with each
+row's author (by name), claimed time, one-line content and state in the
+joined view (a `pending` row waits for a message it names; an `invalid`
+one never joins). The table carries that version. `view.js` then opens
+`/t/NAME/ROOT/events?since=VERSION` and applies each command as it comes:
+`ins` (a row, rendered here, inserted at a position), `mov` (a row moved from
+one position to another: a late message placed ahead of it), `del` (a row a
+fork proof removed). Every frame's id is the version it reaches, so a
+browser that loses the connection reconnects with `Last-Event-ID` and
+resumes after the last command it applied.
+
+A row's state can change with no command on the timeline (a pending row
+joins when what it waits for arrives). Each stream remembers the rows it
+sent as pending (at most `MAX_WATCHED`) and, with each page of commands,
+reads their states again and sends those that changed.
+
+At most `MAX_ROWS` rows are rendered: a longer tangle shows its last ones,
+and the table says where they start (`data-start`); the script shifts that
+offset for commands before it, and reloads the page when a move carries a
+row across it (it has no content for a row it never got).
+"""
 
 from __future__ import annotations
 
-from tanglenode.node.web.http import Request, Response, WebContext, not_found
+from typing import Any
+
+from tanglenode.node.cli.names import Names
+from tanglenode.node.cli.summary import Summaries
+from tanglenode.node.cli.terminal import safe
+from tanglenode.node.web.events import event_stream, frame, resume_version
+from tanglenode.node.web.http import (
+    Request,
+    Response,
+    WebContext,
+    html_response,
+    not_found,
+    segment,
+    text_response,
+)
+from tanglenode.node.web.page import e, shell, when
+from tanglenode.protocol.errors import BadIdentifier
+from tanglenode.protocol.identity import feed_text, message_text, parse_message_id
+from tanglenode.protocol.ipc import PAGE, PAGE_BYTES
+from tanglenode.storage.errors import UnknownTimeline
+from tanglenode.storage.store import FeedStore
+from tanglenode.storage.timeline import Delete, Insert
+
+MAX_ROWS = 5000  # rows rendered on a tangle's page
+MAX_WATCHED = 2000  # pending rows a stream re-reads the state of
+MAX_NAME = 1024  # characters of a tangle name in a path
+INDEX_PAGE = 100  # tangles on a page of /tangles
+PENDING = "pending"
+
+
+def _root_of(text: str) -> bytes | None:
+    try:
+        return parse_message_id("%" + text)
+    except BadIdentifier:
+        return None
+
+
+def tangle_path(name: str, root: bytes) -> str:
+    """The page of tangle (name, root), without the token."""
+    return f"/t/{segment(name)}/{segment(message_text(root)[1:])}"
+
+
+async def _timeline(web: WebContext, timeline: bytes, limit: int | None = None):
+    """(version, entries with states); a tangle not seen yet is empty at version 0."""
+    try:
+        return await web.service.timeline_page(timeline, 0, limit, states=True)
+    except UnknownTimeline:
+        return 0, []
+
+
+# -- rows ------------------------------------------------------------------------------
+
+
+def row_fields(message: Any, names: Names, summaries: Summaries) -> dict[str, Any]:
+    """What a row shows of `message`: JSON for the script, text for the page."""
+    return {
+        "id": message_text(message.id),
+        "author": safe(names.label(message.author)),
+        "feed": feed_text(message.author),
+        "time": when(message.timestamp),
+        "text": safe(summaries.line(message)),
+    }
+
+
+def row_html(row: dict[str, Any], state: str) -> str:
+    """One `<tr>` of the timeline (the script builds the same from `row_fields`)."""
+    return (
+        f"<tr data-id='{e(row['id'])}' data-state='{e(state)}' class='{e(state)}'>"
+        f"<td class='pos'></td><td class='author' title='{e(row['feed'])}'>{e(row['author'])}</td>"
+        f"<td class='time'>{e(row['time'])}</td><td class='text'>{e(row['text'])}</td></tr>"
+    )
+
+
+def _summaries(web: WebContext, names: Names) -> Summaries:
+    return Summaries(names.label, web.service.store, lambda: web.keypair)
+
+
+def _rendered_rows(
+    store: FeedStore, entries: list[tuple[int, bytes, str]], summaries: Summaries, names: Names
+) -> list[str]:
+    """The rows of `entries` (rank, id, state), in a worker thread: messages read here."""
+    rows = []
+    for _rank, msg_id, state in entries:
+        message = store.get(msg_id)
+        if message is None:  # removed between the two reads: the stream will delete it
+            continue
+        rows.append(row_html(row_fields(message, names, summaries), state))
+    return rows
+
+
+# -- the pages -------------------------------------------------------------------------
 
 
 async def index(web: WebContext, request: Request) -> Response:
-    return not_found("tangles: not built yet")
+    """`/tangles`: a page of the tangles held, in (root, name) order, `?after=` the next."""
+    after = None
+    if "after_root" in request.query:
+        root = _root_of(request.query["after_root"])
+        if root is None:
+            return text_response("after_root: not a message id\n", 400)
+        after = (root, request.query.get("after_name", "")[:MAX_NAME])
+    store = web.service.store
+    infos, cursor = await web.service.read(lambda: store.tangle_page(after, INDEX_PAGE, name=None))
+    names = await web.names()
+    rows = [
+        f"<tr><td><a href='{e(web.link(tangle_path(info.name, info.root)))}'>"
+        f"{e(safe(info.name))}</a></td><td>{info.messages}</td><td>{info.joined}</td>"
+        f"<td>{info.pending}</td><td>{e(when(info.last))}</td>"
+        f"<td>{e(safe(names.label(info.author))) if info.author else '?'}</td></tr>"
+        for info in infos
+    ]
+    more = ""
+    if cursor is not None:
+        root, name = cursor
+        link = web.link("/tangles", after_root=message_text(root)[1:], after_name=name)
+        more = f"<p><a href='{e(link)}'>more tangles</a></p>"
+    body = (
+        "<h1>Tangles</h1><table><thead><tr><th>tangle</th><th>messages</th><th>joined</th>"
+        "<th>pending</th><th>last activity (UTC)</th><th>started by</th></tr></thead><tbody>"
+        + "".join(rows)
+        + "</tbody></table>"
+        + (more if rows else "<p class='muted'>No tangles yet.</p>")
+    )
+    return html_response(shell(web, "tangles", body))
 
 
 async def page(web: WebContext, request: Request) -> Response:
-    return not_found("tangle view: not built yet")
+    """`/t/NAME/ROOT`: the timeline at one version, then live by the script."""
+    name, root_text = request.args
+    root = _root_of(root_text)
+    if root is None or len(name) > MAX_NAME:
+        return not_found("no such tangle: the root is not a message id")
+    timeline = FeedStore.timeline_name(root, name)
+    store = web.service.store
+    version, entries = await _timeline(web, timeline)
+    start = max(0, len(entries) - MAX_ROWS)
+    names = await web.names()
+    summaries = _summaries(web, names)
+    rows = await web.service.read(_rendered_rows, store, entries[start:], summaries, names)
+    pending = sum(1 for entry in entries if entry[2] == PENDING)
+    root_message = await web.service.message(root)
+    by = f" started by {e(safe(names.label(root_message.author)))}" if root_message else ""
+    events = web.link(tangle_path(name, root) + "/events")
+    shown = f", the last {len(rows)} shown" if start else ""
+    body = (
+        f"<h1>{e(safe(name))}</h1><p class='muted'>root <code>{e(message_text(root))}</code>"
+        f"{by} · {len(entries)} messages{shown}, <span id='pending-count'>{pending}</span> "
+        "pending · <span id='live' class='live' data-state='connecting'>connecting</span></p>"
+        f"<table id='timeline' data-tangle-events='{e(events)}' data-version='{version}' "
+        f"data-start='{start}'><thead><tr><th>#</th><th>author</th><th>time (UTC)</th>"
+        "<th>content</th></tr></thead>"
+        f"<tbody style='counter-reset:pos {start}'>{''.join(rows)}</tbody></table>"
+    )
+    return html_response(shell(web, name, body, script=True))
+
+
+# -- the live stream -------------------------------------------------------------------
+
+
+class _TangleStream:
+    """One browser's stream: pages of commands from a version, and state changes."""
+
+    def __init__(self, web: WebContext, timeline: bytes, watched: set[bytes]) -> None:
+        self.web = web
+        self.timeline = timeline
+        self.pending = watched  # rows sent as pending, watched until they change
+
+    async def next_page(self, version: int) -> tuple[list[bytes], int] | None:
+        service = self.web.service
+        try:
+            _, updates = await service.timeline_updates(self.timeline, version, PAGE, PAGE_BYTES)
+        except UnknownTimeline:  # not seen yet: its first member will make it
+            return None
+        changed = await self._state_changes()
+        if not updates:
+            if not changed:
+                return None
+            return [frame("states", {"states": changed})], version
+        names = await self.web.names()
+        commands = await service.read(self._commands, updates, names)
+        reached = version + len(updates)
+        body: dict[str, Any] = {"commands": commands}
+        if changed:
+            body["states"] = changed
+        return [frame("commands", body, reached)], reached
+
+    def _commands(self, updates: list[tuple[Any, Any]], names: Names) -> list[dict[str, Any]]:
+        """The page's commands as the script applies them; in a worker thread."""
+        store = self.web.service.store
+        summaries = _summaries(self.web, names)
+        inserted = [msg for command, msg in updates if isinstance(command, Insert) and msg]
+        states = store.member_states(self.timeline, [message.id for message in inserted])
+        state_of = {message.id: state for message, state in zip(inserted, states, strict=True)}
+        commands = []
+        for command, message in updates:
+            if isinstance(command, Insert):
+                row = row_fields(message, names, summaries) if message is not None else {}
+                state = state_of.get(command.id, PENDING)
+                if state == PENDING and len(self.pending) < MAX_WATCHED:
+                    self.pending.add(command.id)
+                commands.append({"ins": command.pos, "row": row, "state": state})
+            elif isinstance(command, Delete):
+                commands.append({"del": command.pos})
+            else:
+                commands.append({"mov": [command.src, command.dst]})
+        return commands
+
+    async def _state_changes(self) -> dict[str, str]:
+        """The watched pending rows whose state changed since they were sent."""
+        if not self.pending:
+            return {}
+        watched = sorted(self.pending)
+        service = self.web.service
+        states = await service.read(service.store.member_states, self.timeline, watched)
+        changed = {}
+        for msg_id, state in zip(watched, states, strict=True):
+            if state != PENDING:
+                self.pending.discard(msg_id)
+                changed[message_text(msg_id)] = state
+        return changed
 
 
 async def events(web: WebContext, request: Request) -> Response:
-    return not_found()
+    """`/t/NAME/ROOT/events`: the commands after `Last-Event-ID` (or `?since=`), live."""
+    name, root_text, what = request.args
+    root = _root_of(root_text)
+    if what != "events" or root is None or len(name) > MAX_NAME:
+        return not_found()
+    since = resume_version(request.last_event_id, request.query.get("since"))
+    if since is None:
+        return text_response("since: a version is needed\n", 400)
+    timeline = FeedStore.timeline_name(root, name)
+    version, _ = await _timeline(web, timeline, 0)
+    if since > version:  # a version this timeline never had: the page must start again
+        return event_stream(web, [frame("reset", {"version": version})], version, _nothing)
+    # The rows not joined now: the page may show some as pending that joined since.
+    _, entries = await _timeline(web, timeline)
+    unjoined = [(msg_id, state) for _, msg_id, state in entries if state != "joined"]
+    states = {message_text(msg_id): state for msg_id, state in unjoined[:MAX_WATCHED]}
+    first = frame("unjoined", {"states": states, "complete": len(unjoined) <= MAX_WATCHED})
+    watched = {msg_id for msg_id, state in unjoined[:MAX_WATCHED] if state == PENDING}
+    return event_stream(web, [first], since, _TangleStream(web, timeline, watched).next_page)
+
+
+async def _nothing(_version: int) -> None:
+    return None

@@ -1,0 +1,181 @@
+"""A tangle's page and its event stream on a real node: rows in timeline order with names,
+the `ins`/`mov` commands live, resumption by `Last-Event-ID`, pending rows, hostile text."""
+
+from __future__ import annotations
+
+import json
+import re
+from html import unescape
+
+import h11
+import trio
+
+from tanglenode.node.localnet import REQUEST_SECONDS
+from tanglenode.protocol.identity import message_text
+from tanglenode.protocol.message import TangleLink
+from tests.factories import Feed, keypair
+from tests.integration.test_chaos import send
+from tests.integration.test_cli_live import cli
+from tests.integration.test_web_live import HOSTILE, get, web_node
+
+
+def tangle_url(base: str, name: str, root: bytes, token: str, suffix: str = "") -> str:
+    from urllib.parse import quote
+
+    return f"{base}t/{quote(name, safe='')}/{message_text(root)[1:]}{suffix}?token={token}"
+
+
+def rows(page: str) -> list[tuple[str, str, list[str]]]:
+    """(id, state, cell texts) of each row of the timeline table."""
+    body = page.split("<tbody", 1)[1].split("</tbody>", 1)[0]
+    found = []
+    for match in re.finditer(r"<tr data-id='([^']*)' data-state='([^']*)'.*?</tr>", body):
+        cells = re.findall(r"<td[^>]*>(.*?)</td>", match.group(0))
+        found.append((unescape(match.group(1)), match.group(2), [unescape(c) for c in cells]))
+    return found
+
+
+class EventReader:
+    """A raw server-sent-events client over h11: frames as (event, data, id)."""
+
+    def __init__(self, stream: trio.SocketStream) -> None:
+        self.stream = stream
+        self.connection = h11.Connection(h11.CLIENT)
+        self.buffer = b""
+        self.status = 0
+        self.headers: dict[bytes, bytes] = {}
+
+    @classmethod
+    async def open(cls, url: str, last_event_id: int | None = None) -> EventReader:
+        host, rest = url.removeprefix("http://").split("/", 1)
+        address, port = host.rsplit(":", 1)
+        reader = cls(await trio.open_tcp_stream(address, int(port)))
+        headers = [("host", host)]
+        if last_event_id is not None:
+            headers.append(("last-event-id", str(last_event_id)))
+        request = h11.Request(method="GET", target="/" + rest, headers=headers)
+        await reader.stream.send_all(reader.connection.send(request))
+        await reader.stream.send_all(reader.connection.send(h11.EndOfMessage()))
+        while not reader.status:
+            event = await reader._event()
+            if isinstance(event, h11.Response):
+                reader.status, reader.headers = event.status_code, dict(event.headers)
+        return reader
+
+    async def _event(self):
+        while True:
+            event = self.connection.next_event()
+            if event is h11.NEED_DATA:
+                self.connection.receive_data(await self.stream.receive_some(65536))
+                continue
+            return event
+
+    async def frame(self) -> tuple[str, dict, int | None]:
+        """The next event (comments skipped)."""
+        with trio.fail_after(REQUEST_SECONDS):
+            while True:
+                if b"\n\n" in self.buffer:
+                    block, self.buffer = self.buffer.split(b"\n\n", 1)
+                    fields = dict(
+                        line.split(": ", 1)
+                        for line in block.decode().splitlines()
+                        if ": " in line and not line.startswith(":")
+                    )
+                    if "event" in fields:
+                        version = int(fields["id"]) if "id" in fields else None
+                        return fields["event"], json.loads(fields["data"]), version
+                    continue
+                event = await self._event()
+                assert isinstance(event, h11.Data), event
+                self.buffer += bytes(event.data)
+
+    async def until(self, kind: str) -> tuple[dict, int | None]:
+        while True:
+            event, data, version = await self.frame()
+            if event == kind:
+                return data, version
+
+    async def aclose(self) -> None:
+        await self.stream.aclose()
+
+
+async def test_the_page_lists_the_timeline_in_order_with_names_and_content(tmp_path):
+    node, base, token = await web_node(tmp_path)
+    assert (await cli(node, "about", "alice")).returncode == 0
+    root = (await node.publish({"text": "hello"}, {"chat": None}))["id"]
+    for text in ("one", "two"):
+        await node.publish({"text": text}, {"chat": root})
+    code, headers, page = await get(tangle_url(base, "chat", root, token))
+    assert code == 200 and "script-src 'self'" in headers["Content-Security-Policy"]
+    order = [message_text(entry[1]) for entry in await node.timeline(tangle="chat", root=root)]
+    shown = rows(page)
+    assert [row[0] for row in shown] == order
+    assert [row[2][3] for row in shown] == ["hello", "one", "two"]
+    assert {row[2][1] for row in shown} == {"~alice"} and {row[1] for row in shown} == {"joined"}
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d", shown[0][2][2])
+    assert "data-tangle-events=" in page and "/view.js?token=" in page
+    code, _, listing = await get(f"{base}tangles?token={token}")
+    assert code == 200 and tangle_url(base, "chat", root, token).removeprefix(base) in unescape(
+        listing
+    )
+    assert await node.stop() == 0
+
+
+async def test_the_stream_sends_inserts_and_a_move_and_resumes_by_version(tmp_path):
+    node, base, token = await web_node(tmp_path)
+    alice, bob, carol = Feed("mv-a0"), Feed("mv-b0"), Feed("mv-c0")
+    root = alice.root("chat", {"text": "root"})
+    link = TangleLink(root.id, (root.id,))
+    a2 = alice.append({"text": "a2"}, tangles={"chat": link})
+    b1 = bob.append({"text": "b1"}, tangles={"chat": link})
+    c1 = carol.append({"text": "c1"}, tangles={"chat": TangleLink(root.id, (b1.id,))})
+    pusher = keypair("pusher")
+    await send(node, pusher, [root, a2, c1], lambda found: found["messages"] == 3)
+    _, _, page = await get(tangle_url(base, "chat", root.id, token))
+    states = {row[0]: row[1] for row in rows(page)}
+    assert states[message_text(c1.id)] == "pending"  # it names b1, not here yet
+    version = int(re.search(r"data-version='(\d+)'", page).group(1))
+
+    url = tangle_url(base, "chat", root.id, token, "/events") + f"&since={version}"
+    reader = await EventReader.open(url)
+    assert reader.status == 200 and reader.headers[b"content-type"] == b"text/event-stream"
+    unjoined, _ = await reader.until("unjoined")
+    assert unjoined == {"states": {message_text(c1.id): "pending"}, "complete": True}
+    await send(node, pusher, [b1], lambda found: found["messages"] == 4)
+    body, reached = await reader.until("commands")
+    kinds = [next(iter(command)) for command in body["commands"]]
+    assert kinds == ["ins", "mov"], body  # b1 arrives, then c1 moves after it
+    assert body["commands"][0]["row"]["text"] == "b1"
+    assert body["states"] == {message_text(c1.id): "joined"}
+    assert reached == version + 2
+    await reader.aclose()
+
+    # a browser that reconnects with its last version gets what followed, and only that
+    await node.publish({"text": "later"}, {"chat": root.id})
+    again = await EventReader.open(url, last_event_id=reached)
+    body, after = await again.until("commands")
+    assert after == reached + 1 and body["commands"][0]["row"]["text"] == "later"
+    assert body["commands"][0]["state"] == "joined"
+    await again.aclose()
+    assert await node.stop() == 0
+
+
+async def test_hostile_names_and_versions_get_escaped_or_refused(tmp_path):
+    node, base, token = await web_node(tmp_path)
+    root = (await node.publish({"text": HOSTILE}, {HOSTILE: None}))["id"]
+    code, _, page = await get(tangle_url(base, HOSTILE, root, token))
+    assert code == 200 and "<script>" not in page and page.count("&lt;script&gt;") >= 2
+    assert rows(page)[0][2][3] == HOSTILE
+    for bad in ("%", "AAAA", "x" * 2000):
+        assert (await get(f"{base}t/chat/{bad}?token={token}"))[0] == 404
+    events = tangle_url(base, HOSTILE, root, token, "/events")
+    assert (await get(events))[0] == 400  # no version to start from
+    assert (await get(events + "&since=-1"))[0] == 400
+    reader = await EventReader.open(events + "&since=99")  # a version it never had
+    data, _ = await reader.until("reset")
+    assert data == {"version": 1}
+    await reader.aclose()
+    unknown = tangle_url(base, "nothing", root, token)
+    code, _, page = await get(unknown)
+    assert code == 200 and rows(page) == []  # a tangle not seen yet is empty, and may fill
+    assert await node.stop() == 0
