@@ -44,7 +44,7 @@ def resume_version(last_event_id: str | None, since: str | None) -> int | None:
     """Where a stream resumes: the browser's `Last-Event-ID`, else `?since=`; None if neither
     is a version."""
     for text in (last_event_id, since):
-        if text is not None and text.isdigit() and len(text) <= 19:
+        if text is not None and text.isascii() and text.isdigit() and len(text) <= 18:
             return int(text)
     return None
 

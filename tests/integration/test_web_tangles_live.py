@@ -166,6 +166,10 @@ async def test_hostile_names_and_versions_get_escaped_or_refused(tmp_path):
     code, _, page = await get(tangle_url(base, HOSTILE, root, token))
     assert code == 200 and "<script>" not in page and page.count("&lt;script&gt;") >= 2
     assert rows(page)[0][2][3] == HOSTILE
+    odd = "a/b?c%d#e"  # a name is any text: the path is split before it is decoded
+    odd_root = (await node.publish({"text": "odd"}, {odd: None}))["id"]
+    code, _, page = await get(tangle_url(base, odd, odd_root, token))
+    assert code == 200 and [row[2][3] for row in rows(page)] == ["odd"]
     for bad in ("%", "AAAA", "x" * 2000):
         assert (await get(f"{base}t/chat/{bad}?token={token}"))[0] == 404
     events = tangle_url(base, HOSTILE, root, token, "/events")

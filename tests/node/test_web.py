@@ -9,6 +9,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from tanglenode.config.settings import ConfigError
 from tanglenode.node.cli.names import Names
 from tanglenode.node.web.app import WebApp
+from tanglenode.node.web.events import Streams, event_stream, frame, resume_version
 from tanglenode.node.web.http import WebContext
 from tanglenode.node.web.status_page import render_status
 from tanglenode.node.web.token import load_or_create_token, read_token
@@ -171,3 +172,33 @@ def test_a_token_others_may_read_is_refused_not_used(tmp_path):
     path.chmod(0o644)
     with pytest.raises(ConfigError, match="group or others may read it; run `chmod 600"):
         load_or_create_token(path)
+
+
+def test_a_stream_resumes_from_the_browsers_last_event_id_before_the_query():
+    assert resume_version("12", "3") == 12
+    assert resume_version(None, "3") == 3
+    for bad in ("", "-1", "1e3", "0x10", "٣", "9" * 20):  # only plain decimal versions
+        assert resume_version(bad, None) is None, bad
+    assert resume_version("junk", "7") == 7
+
+
+async def test_live_views_are_bounded_and_the_next_one_is_told_to_retry():
+    web = WebContext(fake_status, TOKEN, streams=Streams(limit=2))
+
+    async def nothing(_position: int) -> None:
+        return None
+
+    held = [event_stream(web, [], 0, nothing) for _ in range(2)]
+    assert [response.status for response in held] == [200, 200]
+    refused = event_stream(web, [], 0, nothing)
+    assert refused.status == 503 and b"at most 2 live views" in refused.body
+    first = held[0].stream
+    assert (await first.__anext__()).startswith(b"retry: ")  # the stream runs ...
+    await first.aclose()  # ... and a browser that leaves frees its place
+    assert event_stream(web, [], 0, nothing).status == 200
+
+
+def test_a_frame_is_one_event_whatever_the_text():
+    text = frame("commands", {"text": "two\nlines\r\n\n</script>\u2028"}, 7)
+    assert text.count(b"\n\n") == 1 and text.endswith(b"\n\n")
+    assert text.startswith(b"id: 7\nevent: commands\ndata: {")
