@@ -34,7 +34,7 @@ HTML_HEADERS = [
     (
         b"content-security-policy",
         b"default-src 'none'; script-src 'self'; connect-src 'self'; "
-        b"style-src 'unsafe-inline'; img-src 'self'; base-uri 'none'; form-action 'self'; "
+        b"style-src 'unsafe-inline'; img-src 'self' data:; base-uri 'none'; form-action 'self'; "
         b"frame-ancestors 'none'",
     ),
     *SECURITY,

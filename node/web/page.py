@@ -28,7 +28,8 @@ th{font-size:13px;color:#667}
 .muted{color:#889}
 #timeline tbody tr{counter-increment:pos}
 #timeline td.pos::before{content:counter(pos)}
-#timeline td.pos,#timeline td.time{white-space:nowrap;color:#889;font-size:13px}
+#timeline td.pos,#timeline td.time{white-space:nowrap;color:#889;font-size:13px;width:1%}
+#timeline td.author{white-space:nowrap;width:1%;padding-right:1.5rem}
 .pending td{color:#a06000;font-style:italic}
 .pending td.text::after{content:" (pending: waits for a message it names)";font-size:12px}
 .invalid td{color:#b03030;text-decoration:line-through}
@@ -51,7 +52,8 @@ def shell(web: WebContext, title: str, body: str, *, script: bool = False) -> st
     return (
         "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
         "<meta name='viewport' content='width=device-width,initial-scale=1'>"
-        f"<title>{e(title)} · tanglenode</title><style>{STYLE}</style>{script_tag}</head>"
+        f"<title>{e(title)} · tanglenode</title><link rel='icon' href='data:,'>"
+        f"<style>{STYLE}</style>{script_tag}</head>"
         f"<body><nav>{nav}</nav>{body}</body></html>\n"
     )
 

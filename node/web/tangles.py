@@ -174,7 +174,8 @@ async def page(web: WebContext, request: Request) -> Response:
     shown = f", the last {len(rows)} shown" if start else ""
     body = (
         f"<h1>{e(safe(name))}</h1><p class='muted'>root <code>{e(message_text(root))}</code>"
-        f"{by} · {len(entries)} messages{shown}, <span id='pending-count'>{pending}</span> "
+        f"{by} · <span id='count'>{len(entries)}</span> messages{shown}, "
+        f"<span id='pending-count'>{pending}</span> "
         "pending · <span id='live' class='live' data-state='connecting'>connecting</span></p>"
         f"<table id='timeline' data-tangle-events='{e(events)}' data-version='{version}' "
         f"data-start='{start}'><thead><tr><th>#</th><th>author</th><th>time (UTC)</th>"

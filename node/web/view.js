@@ -52,6 +52,7 @@
     const rows = table.tBodies[0];
     const live = document.getElementById("live");
     const pendingCount = document.getElementById("pending-count");
+    const count = document.getElementById("count");
     let start = Number(table.dataset.start) || 0;
 
     function shift(by) {
@@ -100,6 +101,7 @@
     }
 
     function countPending() {
+      if (count) count.textContent = String(start + rows.rows.length);
       if (pendingCount) {
         pendingCount.textContent = String(rows.querySelectorAll("tr[data-state=pending]").length);
       }
