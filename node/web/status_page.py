@@ -35,7 +35,7 @@ def render_status(status: dict[str, Any], names: Names) -> str:
     for peer in status["peers"]:
         parts.append(
             f"<li>{e(names.label(peer['key']))} <code>{e(feed_text(peer['key']))}</code> "
-            f"{e(_peer_state(peer))}</li>"
+            f"{e(_peer_state(peer))}{_behind_list(peer, names)}</li>"
         )
     parts.append("</ul><h2>Forks</h2><ul>")
     for author, seq in status["forks"]:
@@ -56,6 +56,19 @@ def render_status(status: dict[str, Any], names: Names) -> str:
         )
     parts.append("</table>")
     return "".join(parts)
+
+
+def _behind_list(peer: dict[str, Any], names: Names) -> str:
+    """The feeds a connected peer is behind on, and by how many messages (the first ones)."""
+    behind = peer.get("behind") or {}
+    if not peer["connected"] or not behind:
+        return ""
+    items = "".join(
+        f"<li>{e(names.label(feed))}: {int(count)} messages</li>" for feed, count in behind.items()
+    )
+    more = peer["behind_feeds"] - len(behind)
+    tail = f"<li class='muted'>and {more} more feeds</li>" if more > 0 else ""
+    return f"<details><summary>per feed</summary><ul>{items}{tail}</ul></details>"
 
 
 def _peer_state(peer: dict[str, Any]) -> str:

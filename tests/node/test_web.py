@@ -46,7 +46,14 @@ def a_status(digests: bool = True) -> dict:
         "stalls_total": 1,
         "peers": [
             peer(THEM),
-            peer(OTHER, caught_up=False, behind_feeds=2, behind_messages=9, address=HOSTILE),
+            peer(
+                OTHER,
+                caught_up=False,
+                behind={THEM: 7, ME: 2},
+                behind_feeds=3,
+                behind_messages=9,
+                address=HOSTILE,
+            ),
             peer(ME, connected=False, caught_up=False, last_error=HOSTILE),
         ],
         "peers_total": 5,
@@ -142,15 +149,17 @@ async def test_metrics_are_the_status_counts_in_a_registry_of_our_own():
 def test_the_page_shows_everything_and_escapes_what_others_wrote():
     page = render_status(a_status(), Names(abouts={THEM: HOSTILE}))
     assert "<img" not in page
-    assert page.count("&lt;img src=x onerror=alert(1)&gt;") == 5  # address, error, tangle, name
+    assert page.count("&lt;img src=x onerror=alert(1)&gt;") == 6  # address, error, tangle, names
     assert feed_text(ME) in page and "listening on <code>127.0.0.1:8008</code>" in page
     assert "3 feeds, 42 messages, 1 forks, 1 stalled" in page
     assert "the first 17 spacetime positions" in page
     assert "2 connected of 5" in page
     assert "127.0.0.1:9: caught up" in page
-    assert "behind by 9 messages on 2 feeds" in page
+    assert "behind by 9 messages on 3 feeds" in page
+    assert "<li>~&lt;img src=x onerror=alert(1)&gt;: 7 messages</li>" in page  # per feed
+    assert "and 1 more feeds" in page
     assert "not connected (&lt;img" in page
-    assert page.count("~&lt;img src=x onerror=alert(1)&gt;") == 2  # THEM's own name, escaped
+    assert page.count("~&lt;img src=x onerror=alert(1)&gt;") == 3  # THEM's own name, escaped
     assert f"<code>{feed_text(OTHER)}</code> at 7" in page  # the fork
     assert "5 waits for @AwMDAwMD" in page  # a stall, by short id
     assert "<td>spacetime</td><td>42</td>" in page

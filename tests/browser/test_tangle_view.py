@@ -1,0 +1,81 @@
+"""A tangle's page in headless Chromium, on a real node: the rows in timeline order, then a
+new message and a reorder (a late message that moves another) applied without a reload."""
+
+from __future__ import annotations
+
+from tanglenode.protocol.identity import message_text
+from tanglenode.protocol.message import TangleLink
+from tests.browser import call, tangled
+from tests.factories import Feed, keypair
+from tests.integration.test_chaos import send
+
+ROWS = "#timeline tbody tr"
+
+
+def shown(page) -> list[tuple[str, str, str]]:
+    """(id, state, content) of each row, as the page shows them now."""
+    return [
+        (row.get_attribute("data-id"), row.get_attribute("data-state"), row.inner_text())
+        for row in page.locator(ROWS).all()
+    ]
+
+
+def timeline(node, root: bytes) -> list[str]:
+    return [message_text(entry[1]) for entry in call(node.timeline, tangle="chat", root=root)]
+
+
+def wait_for_rows(page, count: int) -> None:
+    page.wait_for_function(f"document.querySelectorAll({ROWS!r}).length === {count}")
+
+
+def test_the_timeline_in_order_then_a_new_message_without_a_reload(page, web_node):
+    tangled(web_node, "about", "alice")
+    root = call(web_node.publish, {"text": "first"}, {"chat": None})["id"]
+    for text in ("second", "third"):
+        call(web_node.publish, {"text": text}, {"chat": root})
+    page.goto(web_node.url(f"/t/chat/{message_text(root)[1:]}"))
+    page.wait_for_selector("#live[data-state=live]")
+    rows = shown(page)
+    assert [row[0] for row in rows] == timeline(web_node, root)
+    assert [row[2].split("\t")[-1] for row in rows] == ["first", "second", "third"]
+    assert all("~alice" in row[2] for row in rows)
+    page.evaluate("window.notReloaded = true")  # gone if the page were loaded again
+
+    call(web_node.publish, {"text": "fourth, live"}, {"chat": root})
+    wait_for_rows(page, 4)
+    assert [row[0] for row in shown(page)] == timeline(web_node, root)
+    assert page.locator(f"{ROWS}:last-child td.text").inner_text() == "fourth, live"
+    assert page.locator("#count").inner_text() == "4"
+    assert page.evaluate("window.notReloaded") is True
+
+
+def test_a_late_message_moves_a_row_and_a_pending_row_joins_without_a_reload(page, web_node):
+    alice, bob, carol = Feed("mv-a0"), Feed("mv-b0"), Feed("mv-c0")
+    root = alice.root("chat", {"text": "root"})
+    link = TangleLink(root.id, (root.id,))
+    a2 = alice.append({"text": "a2"}, tangles={"chat": link})
+    b1 = bob.append({"text": "b1, late"}, tangles={"chat": link})
+    c1 = carol.append({"text": "c1 names b1"}, tangles={"chat": TangleLink(root.id, (b1.id,))})
+    pusher = keypair("pusher")
+    call(send, web_node, pusher, [root, a2, c1], lambda found: found["messages"] == 3)
+
+    page.goto(web_node.url(f"/t/chat/{message_text(root.id)[1:]}"))
+    page.wait_for_selector("#live[data-state=live]")
+    before = shown(page)
+    assert [row[0] for row in before] == timeline(web_node, root.id)
+    states = {row[0]: row[1] for row in before}
+    assert states[message_text(c1.id)] == "pending"  # it waits for b1
+    assert page.locator("#pending-count").inner_text() == "1"
+    position_of_c1 = [row[0] for row in before].index(message_text(c1.id))
+    page.evaluate("window.notReloaded = true")
+
+    call(send, web_node, pusher, [b1], lambda found: found["messages"] == 4)
+    wait_for_rows(page, 4)
+    page.wait_for_selector(f"tr[data-id='{message_text(c1.id)}'][data-state=joined]")
+    after = shown(page)
+    assert [row[0] for row in after] == timeline(web_node, root.id)
+    ids = [row[0] for row in after]
+    assert ids.index(message_text(c1.id)) > ids.index(message_text(b1.id))  # moved after b1
+    assert ids.index(message_text(c1.id)) != position_of_c1
+    assert page.locator("#pending-count").inner_text() == "0"
+    assert page.evaluate("window.notReloaded") is True
