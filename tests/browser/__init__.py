@@ -91,10 +91,11 @@ def call(function: Callable[..., Awaitable[T]], *args: Any, **kwargs: Any) -> T:
     return trio.run(functools.partial(function, *args, **kwargs))
 
 
-def tangled(node: Node, *args: str) -> str:
+def tangled(node: Node, *args: str, stdin: str = "") -> str:
     """Run a real `tangled` command on `node`'s data directory; its output (it must succeed)."""
     done = subprocess.run(
         [str(TANGLED), "--data-dir", str(node.data_dir), *args],
+        input=stdin,
         capture_output=True,
         text=True,
         timeout=REQUEST_SECONDS,
