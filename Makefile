@@ -6,7 +6,8 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: install native test test-slow demo lint bench man clean systemd-tools java-runtime
+.PHONY: install native test test-slow demo lint bench man clean systemd-tools java-runtime \
+        browser screenshots
 
 install: $(STAMP) native java-runtime
 
@@ -28,7 +29,7 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[dev,pipeline]'
 	@touch $@
 
-test: install systemd-tools
+test: install systemd-tools browser
 	$(PY) -m pytest -m "not slow" -q
 
 # The unit-file tests need systemd-analyze; Debian's systemd package has it.
@@ -38,6 +39,16 @@ systemd-tools:
 	   (apt-get install -y -qq systemd >/dev/null 2>&1 || \
 	    (apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq systemd >/dev/null 2>&1))) || \
 	  echo "note: systemd-analyze is unavailable; the unit-file checks will be skipped"
+
+# The browser tests (tests/browser/) drive Debian's Chromium with playwright's Python
+# package; playwright's own browser download is never used. Never fails: without
+# /usr/bin/chromium those tests are skipped, and say why.
+browser:
+	@test -x /usr/bin/chromium || \
+	  (command -v apt-get >/dev/null 2>&1 && \
+	   (apt-get install -y -qq chromium >/dev/null 2>&1 || \
+	    (apt-get update -qq >/dev/null 2>&1 && apt-get install -y -qq chromium >/dev/null 2>&1))) || \
+	  echo "note: no Chromium at /usr/bin/chromium (Debian's chromium); the browser tests will be skipped"
 
 # `tangled pipeline` runs Spark, which needs a Java 17+ runtime: part of `install` (and so of
 # `test`), since the command needs it as much as its tests do. Debian's headless JRE 17.
@@ -49,12 +60,17 @@ java-runtime:
 	     apt-get install -y -qq openjdk-17-jre-headless >/dev/null 2>&1))) || \
 	  echo "note: no Java 17+ runtime; \`tangled pipeline\` and its tests need one (Spark)"
 
-test-slow: install
+test-slow: install browser
 	$(PY) -m pytest -m slow -q
 
 # `make demo KEEP=1` keeps the four nodes' data directories to explore afterwards.
 demo: install
 	$(PY) -m tanglenode.node.localnet.demo $(if $(filter-out 0,$(KEEP)),--keep)
+
+# docs/img/tangle-view.png and docs/img/document-view.png: two real nodes hold a small
+# conversation and edit a document, and headless Chromium photographs the two pages.
+screenshots: install browser
+	$(PY) -m tests.browser.screenshots
 
 lint: install
 	$(VENV)/bin/ruff check .

@@ -2,6 +2,8 @@
 
 1. alice, bob, carol and dave start (each a `tangled run` process with its
    own data directory), name themselves, and learn the thread's root from alice;
+   alice also serves the web view (`run --web`, on a free port of 127.0.0.1),
+   whose URL, token included, is shown each time she starts;
 2. the network splits into {alice, carol} and {bob, dave}; each node writes
    into the thread, and each side sees only its own half;
 3. the network heals (alice dials bob, carol dials dave); every node ends
@@ -14,7 +16,8 @@ Every step is narrated as it starts, with the time since the demo began.
 Commands shown with `$` are the real CLI; the rest is the IPC client. The
 data directories are removed at the end unless `--keep` (`make demo KEEP=1`)
 is given; then the nodes are stopped and three commands to try on them end
-the demo.
+the demo, with the one that starts alice again and her web view's URL (the
+token is kept in her data directory, so the URL stays good).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import argparse
 import os
 import shlex
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
@@ -31,7 +35,8 @@ from pathlib import Path
 
 import trio
 
-from tanglenode.node.localnet import TANGLED, Node
+from tanglenode.node.localnet import REQUEST_SECONDS, TANGLED, Node
+from tanglenode.node.web.token import read_token
 from tanglenode.protocol.identity import message_text, parse_message_id
 
 LINES = {
@@ -40,6 +45,7 @@ LINES = {
     "carol": ["Could we make it Saturday?", "Or Friday after 7."],
     "dave": ["Either day is fine.", "See you all there."],
 }
+WEB_PORT = 8080  # of alice's web view after `--keep`, when free (else any free port)
 _STARTED = time.monotonic()
 
 
@@ -67,11 +73,22 @@ def cli(node: Node, *args: str) -> str:
     return done.stdout
 
 
-async def start(node: Node, peers: list[Node] = ()) -> None:
+async def start(node: Node, peers: list[Node] = (), *, web: bool = False) -> None:
+    """Start `node` dialing `peers`; with `web`, its web view too, on a free port."""
     dials = f", dialing {', '.join(peer.name for peer in peers)}" if peers else ""
     say(f"starting {node.name}{dials} ...")
-    await node.start(list(peers))
+    await node.start(list(peers), {"TANGLED_WEB__LISTEN": "127.0.0.1:0"} if web else None)
     say(f"{node.name} is up: {node.feed_id[:12]}…, accepting peers on {node.listen}")
+    if web:
+        with trio.fail_after(REQUEST_SECONDS):
+            async with await node.client() as client:
+                base = (await client.status())["web"]
+        say(f"{node.name}'s web view, while she runs: {web_url(node, base)}")
+
+
+def web_url(node: Node, base: str) -> str:
+    """The web view's address with the token of `node`'s data directory (`tangled status`'s)."""
+    return f"{base}?token={read_token(node.data_dir / 'web-token')}"
 
 
 async def post(node: Node, root: bytes, line: str) -> None:
@@ -84,7 +101,7 @@ async def converse(root_dir: Path) -> tuple[list[Node], str]:
     alice, bob, carol, dave = nodes = [Node(root_dir, name) for name in LINES]
 
     heading("four nodes start, name themselves; alice opens a thread")
-    await start(alice)
+    await start(alice, web=True)
     await start(bob, [alice])
     await start(carol, [alice])
     await start(dave, [bob])
@@ -102,7 +119,7 @@ async def converse(root_dir: Path) -> tuple[list[Node], str]:
         await node.stop()
 
     heading("partition: {alice, carol} | {bob, dave}; everyone writes")
-    await start(alice)
+    await start(alice, web=True)
     await start(carol, [alice])
     await start(bob)
     await start(dave, [bob])
@@ -198,6 +215,29 @@ def next_steps(nodes: list[Node], spec: str) -> list[str]:
     ]
 
 
+def free_web_port() -> int:
+    """`WEB_PORT` if nothing listens there on 127.0.0.1, else a port the system says is free."""
+    for port in (WEB_PORT, 0):
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return probe.getsockname()[1]
+    raise OSError("no free port on 127.0.0.1")
+
+
+def web_steps(alice: Node) -> list[str]:
+    """How to see alice's web view again: the command that starts her, with `--web`, and the
+    URL to open then."""
+    address = f"127.0.0.1:{free_web_port()}"
+    return [
+        f"(`{runnable_tangled()} --data-dir {alice.data_dir} run` starts alice again.)",
+        f"Her web view: add `--web {address}` to that `run`, then open",
+        f"  {web_url(alice, f'http://{address}/')}",
+    ]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="make demo", description=__doc__.split("\n")[0])
     parser.add_argument("--keep", action="store_true", help="keep the nodes' data directories")
@@ -213,11 +253,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\nThe four data directories are kept under {root_dir}. Try next:")
         for line in next_steps(nodes, spec):
             print(f"  {line}")
-        print(f"(`{runnable_tangled()} --data-dir {nodes[0].data_dir} run` starts alice again.)")
+        for line in web_steps(nodes[0]):
+            print(line)
     else:
         tangled = runnable_tangled()
         print("\nThe nodes' data directories are gone. Try next:")
-        print("  make demo KEEP=1                 # keep them, and explore")
+        print("  make demo KEEP=1                 # keep them, and explore (alice's web view too)")
         print(f"  {tangled} --data-dir ~/tn init --listen 127.0.0.1:8008   # a node of your own")
         print(f"  {tangled} --data-dir ~/tn run & {tangled} --data-dir ~/tn about me")
     return 0
