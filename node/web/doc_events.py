@@ -18,7 +18,8 @@ brings the text to, so a browser that reconnects resumes after it:
 - `snapshot`: the whole text in runs `{text, author, name, colour}`; the
   frame with `start` 0 replaces the text, the ones after it (a long text is
   cut every `SNAPSHOT_CHARS` code points) append to it, and only the last
-  carries the version, so a browser cut off mid-snapshot starts it again.
+  (`last`: true) carries the version, so a browser cut off mid-snapshot
+  starts it again.
   Sent when the stream starts without a version, or when `DocWatch` finds
   that the splice log no longer continues the browser's text (a proof cut a
   feed back and the document was woven again);
@@ -38,6 +39,7 @@ import hashlib
 from typing import Any
 
 from tanglenode.node.cli.names import Names
+from tanglenode.node.cli.terminal import REPLACEMENT, safe, unsafe
 from tanglenode.node.doc_ipc import DocWatch
 from tanglenode.node.service import StoreService
 from tanglenode.node.web.events import NextPage, event_stream, frame, resume_version
@@ -64,7 +66,20 @@ def author_body(author: bytes | None, names: Names) -> dict[str, Any]:
     """An author as frames and JSON replies carry it: id, name to show, colour."""
     if author is None:
         return {"author": None, "name": "unknown", "colour": UNKNOWN_COLOUR}
-    return {"author": feed_text(author), "name": names.label(author), "colour": colour(author)}
+    return {"author": feed_text(author), "name": label(names, author), "colour": colour(author)}
+
+
+def label(names: Names, author: bytes) -> str:
+    """An author's name as the pages show it: unsafe characters as `?` (node/cli/terminal.py)."""
+    return safe(names.label(author))
+
+
+def readable(text: str) -> str:
+    """Document text as the pages show it: each control, format (bidi, zero-width) or
+    private-use character as `?`, but line breaks and tabs, so positions stay the same."""
+    if text.replace("\n", "").replace("\t", "").replace("\r", "").isprintable():
+        return text  # the common case, at C speed
+    return "".join(REPLACEMENT if char not in "\n\t\r" and unsafe(char) else char for char in text)
 
 
 async def blamed_snapshot(service: StoreService, doc: bytes) -> tuple[int, list[Run]]:
@@ -99,15 +114,19 @@ def snapshot_frames(version: int, runs: list[Run], names: Names) -> list[bytes]:
                 chunks.append([])
                 size = 0
             piece, text = text[: SNAPSHOT_CHARS - size], text[SNAPSHOT_CHARS - size :]
-            chunks[-1].append({"text": piece, **author_body(author, names)})
+            chunks[-1].append({"text": readable(piece), **author_body(author, names)})
             size += len(piece)
     frames, start = [], 0
     for number, chunk in enumerate(chunks):
         last = number == len(chunks) - 1
-        data = {"version": version, "start": start, "runs": chunk}
+        data = {"version": version, "start": start, "last": last, "runs": chunk}
         frames.append(frame("snapshot", data, version if last else None))
         start += sum(len(run["text"]) for run in chunk)
     return frames
+
+
+def readable_splice(splice: list[Any]) -> list[Any]:
+    return [splice[0], splice[1], readable(splice[2])] if splice[0] == "ins" else splice
 
 
 class DocStream:
@@ -155,7 +174,7 @@ class DocStream:
                 "splice",
                 {
                     "version": entry["version"],
-                    "splices": entry["splices"],
+                    "splices": [readable_splice(splice) for splice in entry["splices"]],
                     **author_body(authors.get(entry["msg"]), self.names),
                 },
                 entry["version"],

@@ -16,7 +16,8 @@
 
 A version a proof removed has no weft any more: `v` names the last version
 at or before it. Text others wrote reaches the page only through `e`, and
-the script only through `textContent`.
+the script only through `textContent`; its control, bidi and zero-width
+characters show as `?` (`doc_events.readable`, one for one: positions hold).
 """
 
 from __future__ import annotations
@@ -24,9 +25,17 @@ from __future__ import annotations
 from typing import Any
 
 from tanglenode.node.cli.names import Names
+from tanglenode.node.cli.terminal import safe
 from tanglenode.node.service import StoreService
 from tanglenode.node.web import doc_events
-from tanglenode.node.web.doc_events import Run, author_body, blamed_snapshot, colour
+from tanglenode.node.web.doc_events import (
+    Run,
+    author_body,
+    blamed_snapshot,
+    colour,
+    label,
+    readable,
+)
 from tanglenode.node.web.http import (
     Request,
     Response,
@@ -100,8 +109,9 @@ async def index(web: WebContext, request: Request) -> Response:
     names = await web.names()
     shown = documents[start : start + PAGE]
     rows = [
-        f"<tr><td><a href='{e(web.link(doc_path(d.id)))}'>{e(d.title) or '(untitled)'}</a></td>"
-        f"<td>{e(names.label(d.author))}</td><td>{e(when(d.created))}</td>"
+        f"<tr><td><a href='{e(web.link(doc_path(d.id)))}'>"
+        f"{e(safe(d.title)) or '(untitled)'}</a></td>"
+        f"<td>{e(label(names, d.author))}</td><td>{e(when(d.created))}</td>"
         f"<td>{d.versions}</td><td>{d.length}</td>"
         f"<td>{d.set_aside or ''}</td></tr>"
         for d in shown
@@ -137,11 +147,11 @@ async def page(web: WebContext, request: Request) -> Response:
         return not_found("no such document")
     init = await service.message(doc)
     title = init.content.get("title", "") if init and isinstance(init.content, dict) else ""
-    title = title if isinstance(title, str) else ""
+    title = safe(title) if isinstance(title, str) else ""
     author = init.author if init is not None else None
     heading = (
         f"<h1>{e(title) or '(untitled)'}</h1><p class='muted'>started by "
-        f"{e(names.label(author)) if author else 'unknown'} on "
+        f"{e(label(names, author)) if author else 'unknown'} on "
         f"{e(when(init.timestamp if init else None))} · <code>{e(message_text(doc))}</code></p>"
     )
     body = [
@@ -184,10 +194,10 @@ def blame_html(runs: list[Run], names: Names) -> str:
     parts = []
     for text, author in runs:
         who = feed_text(author) if author is not None else ""
-        name = names.label(author) if author is not None else "unknown"
+        name = label(names, author) if author is not None else "unknown"
         parts.append(
             f"<span data-author='{e(who)}' style='background:{colour(author)}'"
-            f" title='{e(name)}'>{e(text)}</span>"
+            f" title='{e(name)}'>{e(readable(text))}</span>"
         )
     return "".join(parts)
 
@@ -260,12 +270,12 @@ async def revision_body(
         "deleted": shown.deleted,
         "against": against,
         "compared": compared,
-        "text": text,
+        "text": readable(text),
         "spans": [
             {
-                "text": span.text,
-                "inserted_by": None if span.inserted_by is None else names.label(span.inserted_by),
-                "removed_by": None if span.removed_by is None else names.label(span.removed_by),
+                "text": readable(span.text),
+                "inserted_by": None if span.inserted_by is None else label(names, span.inserted_by),
+                "removed_by": None if span.removed_by is None else label(names, span.removed_by),
             }
             for span in spans
         ],

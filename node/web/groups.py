@@ -9,7 +9,8 @@ page of the `group` tangles at a time (`?after=ROOT` continues). `/groups/ROOT`
 name, its epochs, and its messages in timeline order, opened where we hold
 the key, posts summarised as the CLI summarises them (node/cli/summary.py).
 A group we hold no key of says so and lists its messages as sealed. Names,
-group names and content are others' text: they reach the page through `e`.
+group names and content are others' text: they reach the page through `e`,
+their control and bidi characters as `?` (node/cli/terminal.py `safe`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 
 from tanglenode.node.cli.names import Names
 from tanglenode.node.cli.summary import Summaries
+from tanglenode.node.cli.terminal import safe
 from tanglenode.node.web.http import (
     Request,
     Response,
@@ -56,13 +58,13 @@ def group_name(name: str | None) -> str:
     """A group's name as HTML: escaped, bounded; `(cannot open)` when we cannot read it."""
     if name is None:
         return "<span class='muted'>(cannot open)</span>"
-    return e(name[:NAME_SHOWN]) or "(unnamed)"
+    return e(safe(name, NAME_SHOWN)) or "(unnamed)"
 
 
 def person(names: Names, feed: bytes) -> str:
     """A feed as a name with its whole id in the title."""
     return f"<span data-feed='{e(feed_text(feed))}' title='{e(feed_text(feed))}'>" + (
-        f"{e(names.label(feed))}</span>"
+        f"{e(safe(names.label(feed)))}</span>"
     )
 
 
@@ -126,7 +128,7 @@ async def page(web: WebContext, request: Request) -> Response:
     final = await service.group_final(view)
     rows = await service.group_timeline(view, GROUP, "rank")
     names = await web.names()
-    title = shown["name"][:NAME_SHOWN] if shown["name"] is not None else "group"
+    title = safe(shown["name"], NAME_SHOWN) if shown["name"] is not None else "group"
     live = web.link(f"/t/{GROUP}/{segment(root_text(root))}")
     parts = [
         f"<h1>{group_name(shown['name'])}</h1>",
@@ -212,7 +214,7 @@ def what_html(row: dict[str, Any], summaries: Summaries, names: Names) -> str:
     if kind is None:
         return "<span class='muted'>(cannot open)</span>"
     if kind == "group/post":
-        return e(summaries.content_line(row["content"]))
+        return e(safe(summaries.content_line(row["content"])))
     members = ", ".join(person(names, member) for member in row["members"] or ())
     verb = {"group/init": "members", "group/add-member": "added"}.get(kind, "excluded")
     return f"{verb} {members}" if members else ""

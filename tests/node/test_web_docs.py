@@ -269,9 +269,9 @@ def test_a_long_snapshot_is_cut_and_only_its_last_frame_carries_the_version():
 
     runs = [("a" * (SNAPSHOT_CHARS - 1), ME.public), ("bcd", PEER.public), ("e" * 10, None)]
     sent = frames(b"".join(snapshot_frames(9, runs, Names())).decode())
-    assert [(version, data["start"]) for version, _event, data in sent] == [
-        (None, 0),
-        ("9", SNAPSHOT_CHARS),
+    assert [(version, data["start"], data["last"]) for version, _event, data in sent] == [
+        (None, 0, False),
+        ("9", SNAPSHOT_CHARS, True),
     ]
     text = "".join(run["text"] for _v, _e, data in sent for run in data["runs"])
     assert text == "a" * (SNAPSHOT_CHARS - 1) + "bcd" + "e" * 10
@@ -336,3 +336,19 @@ async def test_the_groups_list_and_a_group_we_cannot_open(site):
     assert "This node holds no key of this group" in page
     assert "<h1><span class='muted'>(cannot open)</span></h1>" in page
     assert "data-state='sealed'" in page and "Members: 0" in page
+
+
+async def test_controls_and_bidi_in_the_text_show_as_marks_one_for_one(site):
+    doc = (await site.service.create_document("t\u202eitle")).id
+    await site.service.edit_document(doc, [("ins", 0, "a\u202eb\nc\x1b[31m\td")])
+    code, page = await site.get(docs.page, root(doc))
+    assert code == 200 and "\u202e" not in page and "\x1b" not in page and "<h1>t?itle</h1>" in page
+    assert "".join(text for _tag, text, _attrs in spans_of(page, "text")) == "a?b\nc?[31m\td"
+    shown = json.loads((await site.get(docs.part, root(doc), "at", v=1))[1])
+    assert shown["text"] == "a?b\nc?[31m\td" and shown["spans"][0]["text"] == shown["text"]
+    response = await docs.part(site.web, Request((root(doc), "events"), {"since": "1"}))
+    async with aclosing(response.stream) as chunks:
+        await read_until(chunks, "retry")
+        await site.service.edit_document(doc, [("ins", 2, "\u200b!")])
+        [(_version, _event, data)] = frames(await read_until(chunks, "event: splice"))
+    assert data["splices"] == [["ins", 2, "?!"]]  # as long as what it stands for
