@@ -61,7 +61,8 @@ AGAINST = ("previous", "current")  # what `#revision` is dyed against
 STYLE = (
     "<style>#text,#revision{white-space:pre-wrap;font:14px/1.5 ui-monospace,monospace;"
     "background:#fff;border:1px solid #dde;padding:.7rem;min-height:2rem}"
-    "#legend span,#revision-info span{padding:0 .35rem;margin-right:.4rem;border-radius:3px}"
+    "#legend span,#revision-info span{padding:0 .35rem;border-radius:3px}"
+    "#legend span{margin-right:.4rem}"
     "ins{background:#d8f5d8;color:#0a5c0a}del{background:#fadcdc;color:#8c1010}"
     "#version{width:100%}.splice{animation:fresh 2s ease-out}</style>"
 )

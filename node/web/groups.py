@@ -184,7 +184,7 @@ def timeline_html(shown: dict[str, Any], rows: list[dict[str, Any]], names: Name
         "<table id='group-timeline'><thead><tr><th>#</th><th>author</th><th>time</th>"
         "<th>type</th><th>what</th></tr></thead><tbody>"
     )
-    for position, row in enumerate(rows[cut:], cut):
+    for position, row in enumerate(rows[cut:], cut + 1):
         state, what = row_state(row, invalid, pending), what_html(row, summaries, names)
         if state == "invalid":
             what += f" <span class='muted'>[invalid: {e(str(invalid.get(row['id'], '')))}]</span>"

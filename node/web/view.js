@@ -148,6 +148,7 @@
 
     function reached(newVersion) {
       version = newVersion;
+      draw();
       if (newVersion > Number(slider.max)) slider.max = String(newVersion);
       if (following) slider.value = slider.max;
       if (following || against.value === "current") showRevisionSoon(300);
@@ -163,7 +164,6 @@
       if (!data.last) return;
       runs = incoming;
       incoming = null;
-      draw();
       reached(data.version);
     }
 
@@ -182,7 +182,6 @@
         restart(null); // our copy is not the server's: start again from a snapshot
         return;
       }
-      draw();
       reached(data.version);
     }
 
