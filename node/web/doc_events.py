@@ -43,7 +43,7 @@ from tanglenode.node.cli.terminal import REPLACEMENT, safe, unsafe
 from tanglenode.node.doc_ipc import DocWatch
 from tanglenode.node.service import StoreService
 from tanglenode.node.web.events import NextPage, event_stream, frame, resume_version
-from tanglenode.node.web.http import Request, Response, WebContext, not_found
+from tanglenode.node.web.http import Request, Response, WebContext, not_found, text_response
 from tanglenode.protocol.doc_ipc import SNAPSHOT_CHARS
 from tanglenode.protocol.identity import feed_text
 from tanglenode.storage.errors import UnknownDocument
@@ -186,7 +186,10 @@ class DocStream:
 
 async def events(web: WebContext, request: Request, doc: bytes) -> Response:
     """`/doc/ROOT/events`: the stream, from `Last-Event-ID` or `?since=`, else a snapshot."""
-    since = resume_version(request.last_event_id, request.query.get("since"))
+    given = request.query.get("since")
+    if given is not None and not (given.isascii() and resume_version(None, given) is not None):
+        return text_response("since: a version (0, 1, 2, ...)\n", 400)
+    since = resume_version(request.last_event_id, given)
     stream = DocStream(web.service, doc, await web.names())
     try:
         first, start = await stream.start(since)

@@ -186,6 +186,8 @@ async def test_bad_queries_are_one_line_400s_and_unknown_things_404(site):
         code, body = await site.get(docs.part, root(doc), "at", **query)
         assert code == 400 and body.count("\n") == 1 and "Traceback" not in body, query
     assert (await site.get(docs.index, start="nope"))[0] == 400
+    for since in ("-1", "x", "1" * 30, "\u0663"):  # an Arabic-Indic 3 is a digit to isdigit
+        assert (await site.get(docs.part, root(doc), "events", since=since))[0] == 400, since
     assert (await site.get(groups.index, after="nope"))[0] == 400
     unknown = root(b"\x09" * 32)
     for handler, args in (
