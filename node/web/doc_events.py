@@ -94,14 +94,14 @@ async def blamed_snapshot(service: StoreService, doc: bytes) -> tuple[int, list[
 
 
 def merge_runs(runs) -> list[Run]:
-    """Adjacent runs of one author as one."""
-    merged: list[Run] = []
+    """Adjacent runs of one author as one (each text joined once: no quadratic copying)."""
+    pieces: list[tuple[list[str], bytes | None]] = []
     for text, author in runs:
-        if merged and merged[-1][1] == author:
-            merged[-1] = (merged[-1][0] + text, author)
+        if pieces and pieces[-1][1] == author:
+            pieces[-1][0].append(text)
         elif text:
-            merged.append((text, author))
-    return merged
+            pieces.append(([text], author))
+    return [("".join(texts), author) for texts, author in pieces]
 
 
 def snapshot_frames(version: int, runs: list[Run], names: Names) -> list[bytes]:

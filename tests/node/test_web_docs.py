@@ -354,3 +354,10 @@ async def test_controls_and_bidi_in_the_text_show_as_marks_one_for_one(site):
         await site.service.edit_document(doc, [("ins", 2, "\u200b!")])
         [(_version, _event, data)] = frames(await read_until(chunks, "event: splice"))
     assert data["splices"] == [["ins", 2, "?!"]]  # as long as what it stands for
+
+
+def test_runs_of_one_author_are_merged():
+    from tanglenode.node.web.doc_events import merge_runs
+
+    runs = [("a", ME.public), ("b", ME.public), ("", PEER.public), ("c", PEER.public), ("d", None)]
+    assert merge_runs(runs) == [("ab", ME.public), ("c", PEER.public), ("d", None)]
