@@ -1,10 +1,11 @@
 """`/groups` and `/groups/ROOT`: our private groups, their members, epochs and timeline.
 
-`/groups` lists the groups we are or were in, found by the keys we hold
-(`storage.group_list.group_page`, the read behind `tangled group list`), a
-page of the `group` tangles at a time (`?after=ROOT` continues). `/groups/ROOT`
-(ROOT: the group's root message id without its `%`) reads the group as
-`tangled group members`, `epochs` and `timeline` do (`StoreService.group`,
+`/groups` lists the groups we are or were in, found by the keys we hold,
+with the IPC `group-list` op's own handler (node/ipc_discovery.py, which
+`tangled group list` asks), a page of the `group` tangles at a time
+(`?after=ROOT` continues). `/groups/ROOT` (ROOT: the group's root message
+id without its `%`) reads the group as `tangled group members`, `epochs`
+and `timeline` do (`StoreService.group`,
 `storage.groups.describe`, `StoreService.group_timeline`): its members by
 name, its epochs, and its messages in timeline order, opened where we hold
 the key, posts summarised as the CLI summarises them (node/cli/summary.py).
@@ -20,6 +21,7 @@ from typing import Any
 from tanglenode.node.cli.names import Names
 from tanglenode.node.cli.summary import Summaries
 from tanglenode.node.cli.terminal import safe
+from tanglenode.node.ipc_discovery import discovery_replies
 from tanglenode.node.web.http import (
     Request,
     Response,
@@ -32,7 +34,7 @@ from tanglenode.node.web.http import (
 from tanglenode.node.web.page import e, shell, when
 from tanglenode.protocol.errors import BadIdentifier
 from tanglenode.protocol.identity import feed_text, message_text, parse_message_id
-from tanglenode.storage.group_list import group_page
+from tanglenode.protocol.ipc_discovery import GroupListRequest
 from tanglenode.storage.groups import GROUP, GroupError, UnknownGroup, describe
 
 PAGE = 50  # `group` tangles looked at per `/groups` page
@@ -81,16 +83,16 @@ async def index(web: WebContext, request: Request) -> Response:
         after = (root, GROUP)
     if web.keypair is None:
         return html_response(shell(web, "groups", "<h1>Groups</h1><p>This node has no key.</p>"))
-    service = web.service
-    found, following = await service.read(group_page, service.store, web.keypair, after, PAGE)
+    group_list = discovery_replies(web.service, web.keypair)["group-list"]
+    found = await group_list(GroupListRequest(after, PAGE))
     names = await web.names()
     rows = [
-        f"<tr data-id='{e(message_text(info.group))}'>"
-        f"<td><a href='{e(web.link('/groups/' + segment(root_text(info.group))))}'>"
-        f"{group_name(info.name)}</a></td><td>{info.members}</td><td>{info.epochs}</td>"
-        f"<td>{'member' if info.member else 'former'}</td><td>{e(when(info.last))}</td>"
-        f"<td>{person(names, info.author)}</td></tr>"
-        for info in found
+        f"<tr data-id='{e(message_text(info['group']))}'>"
+        f"<td><a href='{e(web.link('/groups/' + segment(root_text(info['group']))))}'>"
+        f"{group_name(info['name'])}</a></td><td>{info['members']}</td>"
+        f"<td>{info['epochs']}</td><td>{'member' if info['member'] else 'former'}</td>"
+        f"<td>{e(when(info['last']))}</td><td>{person(names, info['author'])}</td></tr>"
+        for info in found["groups"]
     ]
     parts = ["<h1>Groups</h1>"]
     if rows:
@@ -102,8 +104,8 @@ async def index(web: WebContext, request: Request) -> Response:
         )
     else:
         parts.append("<p class='muted'>No groups here: none of those held has a key of ours.</p>")
-    if following is not None:
-        more = web.link("/groups", after=root_text(following[0]))
+    if found["next"] is not None:
+        more = web.link("/groups", after=root_text(found["next"]["root"]))
         parts.append(f"<p><a href='{e(more)}'>more</a></p>")
     return html_response(shell(web, "groups", "".join(parts)))
 
