@@ -1,17 +1,306 @@
-"""`/docs` and `/doc/ROOT`: documents, live, with blame colours and a version slider."""
+"""`/docs` and `/doc/ROOT`: the documents held, and one document live with blame and history.
+
+`/docs` lists the documents (`StoreService.documents`, a page at a time).
+`/doc/ROOT` (ROOT: the doc/init's message id without its `%`) shows:
+
+- `#text`: the text at the processed frontier, in runs coloured by the
+  author who typed them (`data-author`; the colour is a hash of the author's
+  key, node/web/doc_events.py `colour`), with a legend of names; view.js
+  keeps it live from `/doc/ROOT/events` (node/web/doc_events.py);
+- `input#version`, a slider over the versions (0 is the doc/init, each edit
+  woven in is one more), and `#revision`: the text at the weft of the
+  version chosen, dyed against the version before it or against the
+  current text (inserted text in `ins`, removed text in `del`, each titled
+  with who did it), which view.js fetches from `/doc/ROOT/at?v=N` (JSON,
+  `revision_body`) as the slider moves. The page renders the last version so.
+
+A version a proof removed has no weft any more: `v` names the last version
+at or before it. Text others wrote reaches the page only through `e`, and
+the script only through `textContent`; its control, bidi and zero-width
+characters show as `?` (`doc_events.readable`, one for one: positions hold).
+"""
 
 from __future__ import annotations
 
-from tanglenode.node.web.http import Request, Response, WebContext, not_found
+from typing import Any
+
+from tanglenode.node.cli.names import Names
+from tanglenode.node.cli.terminal import safe
+from tanglenode.node.service import StoreService
+from tanglenode.node.web import doc_events
+from tanglenode.node.web.doc_events import (
+    Run,
+    author_body,
+    blamed_snapshot,
+    colour,
+    label,
+    readable,
+)
+from tanglenode.node.web.http import (
+    Request,
+    Response,
+    WebContext,
+    html_response,
+    json_response,
+    not_found,
+    segment,
+    text_response,
+)
+from tanglenode.node.web.page import e, shell, when
+from tanglenode.protocol.errors import BadIdentifier
+from tanglenode.protocol.identity import feed_text, message_text, parse_message_id
+from tanglenode.protocol.limits import MAX_SEQ
+from tanglenode.storage.document_rows import Version
+from tanglenode.storage.errors import UnknownDocument
+
+PAGE = 200  # documents per `/docs` page
+WINDOW = 64  # versions read back from `v` to find the one shown and the one before it
+MAX_NUMBER_DIGITS = 10  # `v` and `start` are u32s
+AGAINST = ("previous", "current")  # what `#revision` is dyed against
+
+STYLE = (
+    "<style>#text,#revision{white-space:pre-wrap;font:14px/1.5 ui-monospace,monospace;"
+    "background:#fff;border:1px solid #dde;padding:.7rem;min-height:2rem}"
+    "#legend span,#revision-info span{padding:0 .35rem;border-radius:3px}"
+    "#legend span{margin-right:.4rem}"
+    "ins{background:#d8f5d8;color:#0a5c0a}del{background:#fadcdc;color:#8c1010}"
+    "#version{width:100%}.splice{animation:fresh 2s ease-out}</style>"
+)
+
+
+def doc_path(doc: bytes, *rest: str) -> str:
+    """`/doc/ROOT[/rest]`, ROOT without its `%`."""
+    return "/".join(["/doc", segment(message_text(doc)[1:]), *rest])
+
+
+def parse_root(text: str) -> bytes | None:
+    """A message id given without its `%`; None if it is not one."""
+    if len(text) > 64:
+        return None
+    try:
+        return parse_message_id("%" + text)
+    except BadIdentifier:
+        return None
+
+
+def number(query: dict[str, str], key: str, default: int | None = None) -> int | None:
+    """A non-negative integer query value, `default` when absent; `ValueError` otherwise."""
+    text = query.get(key)
+    if text is None:
+        return default
+    if not (text.isascii() and text.isdigit() and len(text) <= MAX_NUMBER_DIGITS):
+        raise ValueError(f"{key}: a number (0, 1, 2, ...) of at most {MAX_NUMBER_DIGITS} digits")
+    return int(text)
+
+
+def bad_request(error: ValueError) -> Response:
+    return text_response(f"{error}\n", 400)
+
+
+# -- /docs -------------------------------------------------------------------------------------
 
 
 async def index(web: WebContext, request: Request) -> Response:
-    return not_found("documents: not built yet")
+    try:
+        start = number(request.query, "start", 0)
+    except ValueError as error:
+        return bad_request(error)
+    assert start is not None
+    documents = await web.service.documents()
+    names = await web.names()
+    shown = documents[start : start + PAGE]
+    rows = [
+        f"<tr><td><a href='{e(web.link(doc_path(d.id)))}'>"
+        f"{e(safe(d.title)) or '(untitled)'}</a></td>"
+        f"<td>{e(label(names, d.author))}</td><td>{e(when(d.created))}</td>"
+        f"<td>{d.versions}</td><td>{d.length}</td>"
+        f"<td>{d.set_aside or ''}</td></tr>"
+        for d in shown
+    ]
+    parts = [f"<h1>Documents</h1><p>{len(documents)} held.</p>"]
+    if rows:
+        parts.append(
+            "<table id='documents'><thead><tr><th>title</th><th>started by</th><th>created</th>"
+            "<th>versions</th><th>characters</th><th>set aside</th></tr></thead><tbody>"
+            + "".join(rows)
+            + "</tbody></table>"
+        )
+    else:
+        parts.append("<p class='muted'>None yet: <code>tangled doc create TITLE</code>.</p>")
+    if start + PAGE < len(documents):
+        more = web.link("/docs", start=start + PAGE)
+        parts.append(f"<p><a href='{e(more)}'>more</a></p>")
+    return html_response(shell(web, "documents", "".join(parts)))
+
+
+# -- /doc/ROOT ---------------------------------------------------------------------------------
 
 
 async def page(web: WebContext, request: Request) -> Response:
-    return not_found("document view: not built yet")
+    doc = parse_root(request.args[0])
+    if doc is None:
+        return not_found("no such document: not a message id")
+    service, names = web.service, await web.names()
+    try:
+        version, runs = await blamed_snapshot(service, doc)
+        revision = await revision_body(service, doc, version, "previous", names)
+    except UnknownDocument:
+        return not_found("no such document")
+    init = await service.message(doc)
+    title = init.content.get("title", "") if init and isinstance(init.content, dict) else ""
+    title = safe(title) if isinstance(title, str) else ""
+    author = init.author if init is not None else None
+    heading = (
+        f"<h1>{e(title) or '(untitled)'}</h1><p class='muted'>started by "
+        f"{e(label(names, author)) if author else 'unknown'} on "
+        f"{e(when(init.timestamp if init else None))} · <code>{e(message_text(doc))}</code></p>"
+    )
+    body = [
+        STYLE,
+        heading,
+        f"<section id='document' data-doc-events='{e(web.link(doc_path(doc, 'events')))}'"
+        f" data-at='{e(web.link(doc_path(doc, 'at')))}'>",
+        "<p id='live' class='live' data-state='connecting'>connecting</p>",
+        f"<p id='legend'>{legend(runs, names)}</p>",
+        f"<div id='text' data-version='{version}'>{blame_html(runs, names)}</div>",
+        "<h2>History</h2>",
+        f"<p><label for='version'>version</label> <input id='version' type='range' min='0'"
+        f" max='{version}' step='1' value='{version}'></p>",
+        "<p><label for='against'>dyed against</label> <select id='against'>"
+        "<option value='previous' selected>the version before</option>"
+        "<option value='current'>the current text</option></select></p>",
+        f"<p id='revision-info'>{revision_info(revision) if revision else ''}</p>",
+        f"<div id='revision' data-version='{revision['version'] if revision else ''}'>"
+        f"{dye_html(revision) if revision else ''}</div>",
+        "</section>",
+    ]
+    return html_response(shell(web, title or "document", "".join(body), script=True))
+
+
+def legend(runs: list[Run], names: Names) -> str:
+    """Each author of the text once, in the order they first appear, in their colour."""
+    seen: list[bytes | None] = []
+    for _text, author in runs:
+        if author not in seen:
+            seen.append(author)
+    return "".join(
+        f"<span data-author='{e(body['author'] or '')}' style='background:{body['colour']}'"
+        f" title='{e(body['author'] or '')}'>{e(body['name'])}</span>"
+        for body in (author_body(author, names) for author in seen)
+    )
+
+
+def blame_html(runs: list[Run], names: Names) -> str:
+    """The text as spans, each with its author's id (`data-author`) and colour."""
+    parts = []
+    for text, author in runs:
+        who = feed_text(author) if author is not None else ""
+        name = label(names, author) if author is not None else "unknown"
+        parts.append(
+            f"<span data-author='{e(who)}' style='background:{colour(author)}'"
+            f" title='{e(name)}'>{e(readable(text))}</span>"
+        )
+    return "".join(parts)
+
+
+# -- /doc/ROOT/at, /doc/ROOT/events ------------------------------------------------------------
 
 
 async def part(web: WebContext, request: Request) -> Response:
-    return not_found()
+    doc = parse_root(request.args[0])
+    if doc is None or request.args[1] not in ("events", "at"):
+        return not_found()
+    if request.args[1] == "events":
+        return await doc_events.events(web, request, doc)
+    try:
+        wanted = number(request.query, "v")
+        if wanted is None:
+            raise ValueError("v: the version to show is missing (?v=N)")
+        against = request.query.get("against", "previous")
+        if against not in AGAINST:
+            raise ValueError("against: previous or current")
+    except ValueError as error:
+        return bad_request(error)
+    try:
+        body = await revision_body(web.service, doc, wanted, against, await web.names())
+    except UnknownDocument:
+        return not_found("no such document")
+    if body is None:
+        return not_found(f"no version at or before {wanted}")
+    return json_response(body)
+
+
+async def versions_at(
+    service: StoreService, doc: bytes, wanted: int
+) -> tuple[Version | None, Version | None]:
+    """The last version at or before `wanted` (the head if past it) and the one before it."""
+    head, _entries = await service.document_splices(doc, MAX_SEQ, 0)
+    wanted = min(wanted, head)
+    start = max(0, wanted - WINDOW + 1)
+    found = [v for v in await service.document_versions(doc, start, WINDOW) if v.number <= wanted]
+    if not found:
+        return None, None
+    return found[-1], found[-2] if len(found) > 1 else None
+
+
+async def revision_body(
+    service: StoreService, doc: bytes, wanted: int, against: str, names: Names
+) -> dict[str, Any] | None:
+    """The text at version `wanted`'s weft and its dyed difference (None: no such version).
+
+    `against` "previous": from the version before to this one; "current": from this
+    one to the text now. Spans: `{text, inserted_by, removed_by}`, each author a name
+    or null."""
+    shown, previous = await versions_at(service, doc, wanted)
+    if shown is None:
+        return None
+    if against == "current":
+        old, new, compared = shown.msg_id, None, None
+    else:
+        before = previous.msg_id if previous is not None else 0  # a gap: from the doc/init
+        old = shown.msg_id if shown.number == 0 else before
+        new, compared = shown.msg_id, previous.number if previous is not None else 0
+    text = await service.document_revision(doc, shown.msg_id)
+    spans = await service.document_dye(doc, old, new)
+    return {
+        "version": shown.number,
+        "msg": message_text(shown.msg_id),
+        **author_body(shown.author, names),
+        "time": when(shown.timestamp),
+        "inserted": shown.inserted,
+        "deleted": shown.deleted,
+        "against": against,
+        "compared": compared,
+        "text": readable(text),
+        "spans": [
+            {
+                "text": readable(span.text),
+                "inserted_by": None if span.inserted_by is None else label(names, span.inserted_by),
+                "removed_by": None if span.removed_by is None else label(names, span.removed_by),
+            }
+            for span in spans
+        ],
+    }
+
+
+def revision_info(body: dict[str, Any]) -> str:
+    """`v3 by NAME at TIME, +4 -1`, as view.js writes it too."""
+    return (
+        f"v{body['version']} by <span style='background:{body['colour']}'>{e(body['name'])}</span>"
+        f" at {e(body['time'])}, +{body['inserted']} -{body['deleted']}"
+    )
+
+
+def dye_html(body: dict[str, Any]) -> str:
+    """Dyed spans: inserted text in `ins`, removed in `del`, titled with who did it."""
+    parts = []
+    for span in body["spans"]:
+        if span["inserted_by"] is not None:
+            parts.append(f"<ins title='{e('inserted by ' + span['inserted_by'])}'>")
+            parts.append(f"{e(span['text'])}</ins>")
+        elif span["removed_by"] is not None:
+            parts.append(f"<del title='{e('removed by ' + span['removed_by'])}'>")
+            parts.append(f"{e(span['text'])}</del>")
+        else:
+            parts.append(e(span["text"]))
+    return "".join(parts)

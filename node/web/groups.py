@@ -1,13 +1,222 @@
-"""`/groups` and `/groups/ROOT`: our private groups, their members, epochs and timeline."""
+"""`/groups` and `/groups/ROOT`: our private groups, their members, epochs and timeline.
+
+`/groups` lists the groups we are or were in, found by the keys we hold,
+with the IPC `group-list` op's own handler (node/ipc_discovery.py, which
+`tangled group list` asks), a page of the `group` tangles at a time
+(`?after=ROOT` continues). `/groups/ROOT` (ROOT: the group's root message
+id without its `%`) reads the group as `tangled group members`, `epochs`
+and `timeline` do (`StoreService.group`,
+`storage.groups.describe`, `StoreService.group_timeline`): its members by
+name, its epochs, and its messages in timeline order, opened where we hold
+the key, posts summarised as the CLI summarises them (node/cli/summary.py).
+A group we hold no key of says so and lists its messages as sealed. Names,
+group names and content are others' text: they reach the page through `e`,
+their control and bidi characters as `?` (node/cli/terminal.py `safe`).
+"""
 
 from __future__ import annotations
 
-from tanglenode.node.web.http import Request, Response, WebContext, not_found
+from typing import Any
+
+from tanglenode.node.cli.names import Names
+from tanglenode.node.cli.summary import Summaries
+from tanglenode.node.cli.terminal import safe
+from tanglenode.node.ipc_discovery import discovery_replies
+from tanglenode.node.web.http import (
+    Request,
+    Response,
+    WebContext,
+    html_response,
+    not_found,
+    segment,
+    text_response,
+)
+from tanglenode.node.web.page import e, shell, when
+from tanglenode.protocol.errors import BadIdentifier
+from tanglenode.protocol.identity import feed_text, message_text, parse_message_id
+from tanglenode.protocol.ipc_discovery import GroupListRequest
+from tanglenode.storage.groups import GROUP, GroupError, UnknownGroup, describe
+
+PAGE = 50  # `group` tangles looked at per `/groups` page
+MAX_ROWS = 1000  # timeline rows shown: the latest
+NAME_SHOWN = 200  # characters of a group's name
+
+
+def root_text(root: bytes) -> str:
+    """A message id without its `%`, as the paths carry it."""
+    return message_text(root)[1:]
+
+
+def parse_root(text: str) -> bytes | None:
+    if len(text) > 64:
+        return None
+    try:
+        return parse_message_id("%" + text)
+    except BadIdentifier:
+        return None
+
+
+def group_name(name: str | None) -> str:
+    """A group's name as HTML: escaped, bounded; `(cannot open)` when we cannot read it."""
+    if name is None:
+        return "<span class='muted'>(cannot open)</span>"
+    return e(safe(name, NAME_SHOWN)) or "(unnamed)"
+
+
+def person(names: Names, feed: bytes) -> str:
+    """A feed as a name with its whole id in the title."""
+    return f"<span data-feed='{e(feed_text(feed))}' title='{e(feed_text(feed))}'>" + (
+        f"{e(safe(names.label(feed)))}</span>"
+    )
+
+
+# -- /groups -----------------------------------------------------------------------------------
 
 
 async def index(web: WebContext, request: Request) -> Response:
-    return not_found("groups: not built yet")
+    after_text = request.query.get("after")
+    after = None
+    if after_text is not None:
+        root = parse_root(after_text)
+        if root is None:
+            return text_response("after: a group id without its %\n", 400)
+        after = (root, GROUP)
+    if web.keypair is None:
+        return html_response(shell(web, "groups", "<h1>Groups</h1><p>This node has no key.</p>"))
+    group_list = discovery_replies(web.service, web.keypair)["group-list"]
+    found = await group_list(GroupListRequest(after, PAGE))
+    names = await web.names()
+    rows = [
+        f"<tr data-id='{e(message_text(info['group']))}'>"
+        f"<td><a href='{e(web.link('/groups/' + segment(root_text(info['group']))))}'>"
+        f"{group_name(info['name'])}</a></td><td>{info['members']}</td>"
+        f"<td>{info['epochs']}</td><td>{'member' if info['member'] else 'former'}</td>"
+        f"<td>{e(when(info['last']))}</td><td>{person(names, info['author'])}</td></tr>"
+        for info in found["groups"]
+    ]
+    parts = ["<h1>Groups</h1>"]
+    if rows:
+        parts.append(
+            "<table id='groups'><thead><tr><th>name</th><th>members</th><th>epochs</th>"
+            "<th>us</th><th>last activity</th><th>created by</th></tr></thead><tbody>"
+            + "".join(rows)
+            + "</tbody></table>"
+        )
+    else:
+        parts.append("<p class='muted'>No groups here: none of those held has a key of ours.</p>")
+    if found["next"] is not None:
+        more = web.link("/groups", after=root_text(found["next"]["root"]))
+        parts.append(f"<p><a href='{e(more)}'>more</a></p>")
+    return html_response(shell(web, "groups", "".join(parts)))
+
+
+# -- /groups/ROOT ------------------------------------------------------------------------------
 
 
 async def page(web: WebContext, request: Request) -> Response:
-    return not_found("group view: not built yet")
+    root = parse_root(request.args[0])
+    if root is None:
+        return not_found("no such group: not a message id")
+    if web.keypair is None:
+        return not_found("this node has no key to read groups with")
+    service = web.service
+    try:
+        view = await service.group(web.keypair, root)
+    except UnknownGroup:
+        return not_found("no such group")
+    except GroupError as error:
+        return text_response(f"cannot read this group: {error}\n", 404)
+    shown = describe(view)
+    final = await service.group_final(view)
+    rows = await service.group_timeline(view, GROUP, "rank")
+    names = await web.names()
+    title = safe(shown["name"], NAME_SHOWN) if shown["name"] is not None else "group"
+    live = web.link(f"/t/{GROUP}/{segment(root_text(root))}")
+    parts = [
+        f"<h1>{group_name(shown['name'])}</h1>",
+        f"<p class='muted'><code>{e(message_text(root))}</code> · "
+        f"<a href='{e(live)}'>its tangle, live</a></p>",
+    ]
+    if not shown["readable"]:
+        parts.append(
+            "<p id='sealed'>This node holds no key of this group: it cannot open its "
+            f"messages ({len(rows)} held), nor tell its members.</p>"
+        )
+    parts.append(members_html(shown, names))
+    parts.append(epochs_html(shown, names))
+    parts.append(f"<h2>Timeline</h2><p class='muted'>{len(rows)} messages; the first {final}")
+    parts.append(" positions can no longer change.</p>")
+    parts.append(timeline_html(shown, rows, names))
+    return html_response(shell(web, title, "".join(parts)))
+
+
+def members_html(shown: dict[str, Any], names: Names) -> str:
+    items = "".join(f"<li>{person(names, member)}</li>" for member in shown["members"])
+    return f"<h2>Members: {len(shown['members'])}</h2><ul id='members'>{items}</ul>"
+
+
+def epochs_html(shown: dict[str, Any], names: Names) -> str:
+    rows = []
+    for epoch in shown["epochs"]:
+        members = ", ".join(person(names, member) for member in epoch["members"])
+        excluded = ", ".join(person(names, member) for member in epoch["excluded"])
+        rows.append(
+            f"<tr data-id='{e(message_text(epoch['id']))}'>"
+            f"<td><code>{e(message_text(epoch['id'])[:12])}…</code></td>"
+            f"<td>{person(names, epoch['author'])}</td>"
+            f"<td>{'current' if epoch['current'] else ''}</td>"
+            f"<td>{members}</td><td>{excluded}</td></tr>"
+        )
+    return (
+        f"<h2>Epochs: {len(rows)}</h2><table id='epochs'><thead><tr><th>epoch</th>"
+        "<th>opened by</th><th></th><th>members</th><th>excluded</th></tr></thead>"
+        f"<tbody>{''.join(rows)}</tbody></table>"
+    )
+
+
+def timeline_html(shown: dict[str, Any], rows: list[dict[str, Any]], names: Names) -> str:
+    """The group's messages in (rank, id) order, the latest `MAX_ROWS`."""
+    summaries = Summaries(names.label)
+    invalid, pending = shown["invalid"], set(shown["pending"])
+    cut = max(0, len(rows) - MAX_ROWS)
+    parts = []
+    if cut:
+        parts.append(f"<p class='muted'>The first {cut} messages are not shown.</p>")
+    parts.append(
+        "<table id='group-timeline'><thead><tr><th>#</th><th>author</th><th>time</th>"
+        "<th>type</th><th>what</th></tr></thead><tbody>"
+    )
+    for position, row in enumerate(rows[cut:], cut + 1):
+        state, what = row_state(row, invalid, pending), what_html(row, summaries, names)
+        if state == "invalid":
+            what += f" <span class='muted'>[invalid: {e(str(invalid.get(row['id'], '')))}]</span>"
+        css = f" class='{state}'" if state in ("invalid", "pending") else ""
+        parts.append(
+            f"<tr data-id='{e(message_text(row['id']))}' data-state='{state}'{css}>"
+            f"<td class='pos'>{position}</td><td class='author'>{person(names, row['author'])}</td>"
+            f"<td class='time'>{e(when(row['timestamp']))}</td>"
+            f"<td class='type'>{e(row['type'] or 'sealed')}</td><td class='text'>{what}</td></tr>"
+        )
+    parts.append("</tbody></table>")
+    return "".join(parts)
+
+
+def row_state(row: dict[str, Any], invalid: dict[bytes, str], pending: set[bytes]) -> str:
+    if row["valid"]:
+        return "valid"
+    if row["type"] is None:
+        return "sealed"
+    return "pending" if row["id"] in pending else "invalid"
+
+
+def what_html(row: dict[str, Any], summaries: Summaries, names: Names) -> str:
+    """What a message says: a post's content in one line, the members an init, add or
+    exclude names; nothing for one we cannot open."""
+    kind = row["type"]
+    if kind is None:
+        return "<span class='muted'>(cannot open)</span>"
+    if kind == "group/post":
+        return e(safe(summaries.content_line(row["content"])))
+    members = ", ".join(person(names, member) for member in row["members"] or ())
+    verb = {"group/init": "members", "group/add-member": "added"}.get(kind, "excluded")
+    return f"{verb} {members}" if members else ""

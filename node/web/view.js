@@ -144,7 +144,246 @@
 
   // ---------------------------------------------------------------- document view
 
+  // The page's #text is spans of one author each (data-author, title = name, a colour).
+  // Here it is runs of code points (the server's positions count code points, JS strings
+  // UTF-16 units), spliced as `splice` frames arrive and drawn again whole.
+
   function documentView(root) {
+    const live = document.getElementById("live");
+    const textBox = document.getElementById("text");
+    const legend = document.getElementById("legend");
+    const slider = document.getElementById("version");
+    const against = document.getElementById("against");
+    const revision = document.getElementById("revision");
+    const info = document.getElementById("revision-info");
+    let version = Number(textBox.dataset.version);
+    let runs = Array.from(textBox.children, function (span) {
+      return {
+        chars: Array.from(span.textContent),
+        author: span.dataset.author || null,
+        name: span.title,
+        colour: span.style.backgroundColor,
+        fresh: false,
+      };
+    });
+    let incoming = null; // the runs of a snapshot still arriving
+    let source = null;
+    let following = slider.value === slider.max; // the slider stays on the newest version
+    let revisionTimer = null;
+    let request = null;
+
+    function runOf(text, who) {
+      return { chars: Array.from(text), author: who.author, name: who.name, colour: who.colour };
+    }
+
+    function insert(pos, text, who) {
+      const run = runOf(text, who);
+      run.fresh = true;
+      let i = 0;
+      while (i < runs.length && pos > runs[i].chars.length) {
+        pos -= runs[i].chars.length;
+        i += 1;
+      }
+      if (i === runs.length) {
+        if (pos !== 0) throw new Error("an insert past the end of the text");
+        runs.push(run);
+      } else if (pos === 0) {
+        runs.splice(i, 0, run);
+      } else {
+        const before = runs[i];
+        const tail = Object.assign({}, before, { chars: before.chars.slice(pos) });
+        before.chars = before.chars.slice(0, pos);
+        runs.splice(i + 1, 0, run);
+        if (tail.chars.length) runs.splice(i + 2, 0, tail);
+      }
+    }
+
+    function remove(pos, length) {
+      let i = 0;
+      while (i < runs.length && pos >= runs[i].chars.length) {
+        pos -= runs[i].chars.length;
+        i += 1;
+      }
+      while (length > 0 && i < runs.length) {
+        const run = runs[i];
+        const taken = Math.min(length, run.chars.length - pos);
+        run.chars.splice(pos, taken);
+        length -= taken;
+        pos = 0;
+        if (run.chars.length) i += 1;
+        else runs.splice(i, 1);
+      }
+      if (length > 0) throw new Error("a deletion past the end of the text");
+    }
+
+    function merged(list) {
+      const out = [];
+      list.forEach(function (run) {
+        const last = out[out.length - 1];
+        if (last && last.author === run.author && last.fresh === run.fresh) {
+          last.chars = last.chars.concat(run.chars);
+        } else if (run.chars.length) {
+          out.push(run);
+        }
+      });
+      return out;
+    }
+
+    function draw() {
+      runs = merged(runs);
+      const fragment = document.createDocumentFragment();
+      runs.forEach(function (run) {
+        const span = el("span", run.chars.join(""), run.fresh ? "splice" : "");
+        span.dataset.author = run.author || "";
+        span.title = run.name;
+        span.style.backgroundColor = run.colour;
+        fragment.appendChild(span);
+        noteAuthor(run);
+      });
+      textBox.replaceChildren(fragment);
+      textBox.dataset.version = String(version);
+    }
+
+    function noteAuthor(who) {
+      const known = Array.prototype.some.call(legend.children, function (span) {
+        return (span.dataset.author || null) === who.author;
+      });
+      if (known) return;
+      const span = el("span", who.name);
+      span.dataset.author = who.author || "";
+      span.title = who.author || "";
+      span.style.backgroundColor = who.colour;
+      legend.appendChild(span);
+    }
+
+    function reached(newVersion) {
+      version = newVersion;
+      draw();
+      if (newVersion > Number(slider.max)) slider.max = String(newVersion);
+      if (following) slider.value = slider.max;
+      if (following || against.value === "current") showRevisionSoon(300);
+    }
+
+    function onSnapshot(event) {
+      const data = JSON.parse(event.data);
+      if (data.start === 0) incoming = [];
+      if (incoming === null) return; // the rest of a snapshot whose start we missed
+      data.runs.forEach(function (run) {
+        incoming.push(Object.assign(runOf(run.text, run), { fresh: false }));
+      });
+      if (!data.last) return;
+      runs = incoming;
+      incoming = null;
+      reached(data.version);
+    }
+
+    function onSplice(event) {
+      const data = JSON.parse(event.data);
+      if (data.version <= version) return; // already applied
+      runs.forEach(function (run) {
+        run.fresh = false;
+      });
+      try {
+        data.splices.forEach(function (splice) {
+          if (splice[0] === "ins") insert(splice[1], splice[2], data);
+          else remove(splice[1], splice[2]);
+        });
+      } catch (error) {
+        restart(null); // our copy is not the server's: start again from a snapshot
+        return;
+      }
+      reached(data.version);
+    }
+
+    function restart(since) {
+      if (source) source.close();
+      connect(since);
+    }
+
+    function connect(since) {
+      const url = new URL(root.dataset.docEvents, location.href);
+      if (since !== null) url.searchParams.set("since", String(since));
+      source = new EventSource(url.toString());
+      const mine = source;
+      source.onopen = function () {
+        showState(live, "live");
+      };
+      source.onerror = function () {
+        if (mine.readyState !== EventSource.CLOSED) {
+          showState(live, "reconnecting");
+          return;
+        }
+        showState(live, "reconnecting"); // refused (too many views): try again soon
+        setTimeout(function () {
+          if (source === mine) restart(version);
+        }, 3000);
+      };
+      source.addEventListener("snapshot", onSnapshot);
+      source.addEventListener("splice", onSplice);
+      source.addEventListener("gone", function () {
+        mine.close();
+        showState(live, "gone");
+      });
+    }
+
+    // -- the slider: the revision at a version, dyed against the one before or the text now
+
+    function showRevisionSoon(delay) {
+      clearTimeout(revisionTimer);
+      revisionTimer = setTimeout(showRevision, delay);
+    }
+
+    function showRevision() {
+      if (request) request.abort();
+      request = new AbortController();
+      const url = new URL(root.dataset.at, location.href);
+      url.searchParams.set("v", slider.value);
+      url.searchParams.set("against", against.value);
+      fetch(url.toString(), { signal: request.signal })
+        .then(function (response) {
+          if (!response.ok) throw new Error("the node answered " + response.status);
+          return response.json();
+        })
+        .then(drawRevision)
+        .catch(function (error) {
+          if (error.name !== "AbortError") info.textContent = String(error.message);
+        });
+    }
+
+    function drawRevision(body) {
+      const fragment = document.createDocumentFragment();
+      body.spans.forEach(function (span) {
+        let node;
+        if (span.inserted_by !== null) {
+          node = el("ins", span.text);
+          node.title = "inserted by " + span.inserted_by;
+        } else if (span.removed_by !== null) {
+          node = el("del", span.text);
+          node.title = "removed by " + span.removed_by;
+        } else {
+          node = document.createTextNode(span.text);
+        }
+        fragment.appendChild(node);
+      });
+      revision.replaceChildren(fragment);
+      revision.dataset.version = String(body.version);
+      const who = el("span", body.name);
+      who.style.backgroundColor = body.colour;
+      info.replaceChildren(
+        "v" + body.version + " by ",
+        who,
+        " at " + body.time + ", +" + body.inserted + " -" + body.deleted
+      );
+    }
+
+    slider.addEventListener("input", function () {
+      following = slider.value === slider.max;
+      showRevisionSoon(60);
+    });
+    against.addEventListener("change", function () {
+      showRevisionSoon(0);
+    });
+    connect(version);
     return root;
   }
 

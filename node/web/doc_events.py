@@ -1,0 +1,199 @@
+"""`/doc/ROOT/events`: a document's text, live, as server-sent events with blame colours.
+
+Theory of operation
+-------------------
+The page (`/doc/ROOT`, node/web/docs.py) is rendered from a *blamed
+snapshot*: the version and the text at the processed frontier, each run of
+it with the author who typed it. Its event stream then continues that text
+from that version (`?since=`, or the browser's `Last-Event-ID` after a
+reconnect) with `node.doc_ipc.DocWatch`, the pages the IPC `doc-watch`
+stream sends, so the web and `tangled doc watch` see the same splices.
+
+Frames (node/web/events.py `frame`), each with `id:` = the version it
+brings the text to, so a browser that reconnects resumes after it:
+
+- `splice`: one version's splices (`["ins", pos, text]` / `["del", pos,
+  length]`, positions in code points, in order), with the author of the
+  edit (id, name, colour) so the new text is coloured as it arrives;
+- `snapshot`: the whole text in runs `{text, author, name, colour}`; the
+  frame with `start` 0 replaces the text, the ones after it (a long text is
+  cut every `SNAPSHOT_CHARS` code points) append to it, and only the last
+  (`last`: true) carries the version, so a browser cut off mid-snapshot
+  starts it again.
+  Sent when the stream starts without a version, or when `DocWatch` finds
+  that the splice log no longer continues the browser's text (a proof cut a
+  feed back and the document was woven again);
+- `gone`: the document is no longer held (a proof cut out its `doc/init`);
+  the browser closes the stream, nothing follows.
+
+The blame and the text are two reads; `blamed_snapshot` reads the text
+(with its version) around the blame and takes the blame only when its text
+is the text of that version, so the splices that follow apply to what the
+browser holds. A document that changes between every read gets its text
+without colours rather than a wrong one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from tanglenode.node.cli.names import Names
+from tanglenode.node.cli.terminal import REPLACEMENT, safe, unsafe
+from tanglenode.node.doc_ipc import DocWatch
+from tanglenode.node.service import StoreService
+from tanglenode.node.web.events import NextPage, event_stream, frame, resume_version
+from tanglenode.node.web.http import Request, Response, WebContext, not_found, text_response
+from tanglenode.protocol.doc_ipc import SNAPSHOT_CHARS
+from tanglenode.protocol.identity import feed_text
+from tanglenode.storage.errors import UnknownDocument
+
+SNAPSHOT_TRIES = 3  # blame reads that may meet a changing document before colours are dropped
+UNKNOWN_COLOUR = "#e4e4ea"  # text whose author is not known (a snapshot without blame)
+
+Run = tuple[str, bytes | None]  # a run of text and who typed it (None: not known)
+
+
+def colour(author: bytes | None) -> str:
+    """A light background, the same for an author on every page and every node."""
+    if author is None:
+        return UNKNOWN_COLOUR
+    hue = int.from_bytes(hashlib.blake2b(author, digest_size=2).digest(), "big") % 360
+    return f"hsl({hue},70%,86%)"
+
+
+def author_body(author: bytes | None, names: Names) -> dict[str, Any]:
+    """An author as frames and JSON replies carry it: id, name to show, colour."""
+    if author is None:
+        return {"author": None, "name": "unknown", "colour": UNKNOWN_COLOUR}
+    return {"author": feed_text(author), "name": label(names, author), "colour": colour(author)}
+
+
+def label(names: Names, author: bytes) -> str:
+    """An author's name as the pages show it: unsafe characters as `?` (node/cli/terminal.py)."""
+    return safe(names.label(author))
+
+
+def readable(text: str) -> str:
+    """Document text as the pages show it: each control, format (bidi, zero-width) or
+    private-use character as `?`, but line breaks and tabs, so positions stay the same."""
+    if text.replace("\n", "").replace("\t", "").replace("\r", "").isprintable():
+        return text  # the common case, at C speed
+    return "".join(REPLACEMENT if char not in "\n\t\r" and unsafe(char) else char for char in text)
+
+
+async def blamed_snapshot(service: StoreService, doc: bytes) -> tuple[int, list[Run]]:
+    """The frontier's version and its text in runs by author (see the module docstring);
+    `UnknownDocument` if the store holds no such document."""
+    for _try in range(SNAPSHOT_TRIES):
+        version, text = await service.document_snapshot(doc)
+        spans = await service.document_blame(doc, None)
+        if "".join(span.text for span in spans) == text:
+            return version, merge_runs((span.text, span.author) for span in spans)
+    return version, [(text, None)] if text else []
+
+
+def merge_runs(runs) -> list[Run]:
+    """Adjacent runs of one author as one (each text joined once: no quadratic copying)."""
+    pieces: list[tuple[list[str], bytes | None]] = []
+    for text, author in runs:
+        if pieces and pieces[-1][1] == author:
+            pieces[-1][0].append(text)
+        elif text:
+            pieces.append(([text], author))
+    return [("".join(texts), author) for texts, author in pieces]
+
+
+def snapshot_frames(version: int, runs: list[Run], names: Names) -> list[bytes]:
+    """`snapshot` frames of at most `SNAPSHOT_CHARS` code points; the version on the last."""
+    chunks: list[list[dict[str, Any]]] = [[]]
+    size = 0
+    for text, author in runs:
+        while text:
+            if size == SNAPSHOT_CHARS:
+                chunks.append([])
+                size = 0
+            piece, text = text[: SNAPSHOT_CHARS - size], text[SNAPSHOT_CHARS - size :]
+            chunks[-1].append({"text": readable(piece), **author_body(author, names)})
+            size += len(piece)
+    frames, start = [], 0
+    for number, chunk in enumerate(chunks):
+        last = number == len(chunks) - 1
+        data = {"version": version, "start": start, "last": last, "runs": chunk}
+        frames.append(frame("snapshot", data, version if last else None))
+        start += sum(len(run["text"]) for run in chunk)
+    return frames
+
+
+def readable_splice(splice: list[Any]) -> list[Any]:
+    return [splice[0], splice[1], readable(splice[2])] if splice[0] == "ins" else splice
+
+
+class DocStream:
+    """The frames of one `/doc/ROOT/events` stream: where it starts, then its pages."""
+
+    def __init__(self, service: StoreService, doc: bytes, names: Names) -> None:
+        self.service, self.doc, self.names = service, doc, names
+        self.watch = DocWatch(service, doc)
+        self.gone = False
+
+    async def start(self, since: int | None) -> tuple[list[bytes], int]:
+        """The first frames (none when `since` is continued intact) and the version reached."""
+        if since is not None:
+            started, _events = await self.watch.start(since)
+            if not started["snapshot"]:
+                return [], since
+        return await self.snapshot()
+
+    async def snapshot(self) -> tuple[list[bytes], int]:
+        version, runs = await blamed_snapshot(self.service, self.doc)
+        return snapshot_frames(version, runs, self.names), version
+
+    async def next_page(self, version: int) -> tuple[list[bytes], int] | None:
+        """The frames after `version` and the version they reach; None while nothing is new."""
+        if self.gone:
+            return None
+        try:
+            return await self._next_page(version)
+        except UnknownDocument:  # a proof took its doc/init away: the browser stops here
+            self.gone = True
+            return [frame("gone", {"version": version})], version
+
+    async def _next_page(self, version: int) -> tuple[list[bytes], int] | None:
+        page = await self.watch.next_page(version)
+        if page is None:
+            return None
+        events, reached = page
+        if "entries" not in events[0]:  # the log no longer continues `version`: a new text
+            return await self.snapshot()
+        entries = events[0]["entries"]
+        found = await self.service.document_versions(self.doc, entries[0]["version"], len(entries))
+        authors = {version.msg_id: version.author for version in found}
+        frames = [
+            frame(
+                "splice",
+                {
+                    "version": entry["version"],
+                    "splices": [readable_splice(splice) for splice in entry["splices"]],
+                    **author_body(authors.get(entry["msg"]), self.names),
+                },
+                entry["version"],
+            )
+            for entry in entries
+        ]
+        return frames, reached
+
+
+async def events(web: WebContext, request: Request, doc: bytes) -> Response:
+    """`/doc/ROOT/events`: the stream, from `Last-Event-ID` or `?since=`, else a snapshot."""
+    given = request.query.get("since")
+    if given is not None and not (given.isascii() and resume_version(None, given) is not None):
+        return text_response("since: a version (0, 1, 2, ...)\n", 400)
+    since = resume_version(request.last_event_id, given)
+    stream = DocStream(web.service, doc, await web.names())
+    try:
+        first, start = await stream.start(since)
+    except UnknownDocument:
+        return not_found("no such document")
+    next_page: NextPage = stream.next_page
+    return event_stream(web, first, start, next_page)
