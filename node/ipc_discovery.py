@@ -83,6 +83,6 @@ def discovery_replies(
     """The discovery ops' handlers for the IPC server's table, bound to its service and key."""
 
     async def serve(read, request: Any) -> dict[str, Any]:
-        return await service.read(read, service.store, keypair, request)
+        return await service._reading(read, service.store, keypair, request)
 
     return {op: functools.partial(serve, read) for op, read in DISCOVERY_READS.items()}

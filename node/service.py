@@ -49,6 +49,7 @@ from tanglenode.storage.processor import Stall
 from tanglenode.storage.replication import Batch
 from tanglenode.storage.store import FeedStore
 from tanglenode.storage.store_reads import Evidence
+from tanglenode.storage.tangle_reads import TangleInfo
 from tanglenode.storage.timeline import Command, Placement
 
 
@@ -143,13 +144,13 @@ class StoreService:
 
     # -- typed reads, in worker threads: each `FeedStore` read is one transaction ---------
 
-    async def read(self, function, *args):
+    async def _reading(self, function, *args):
         """`function(*args)`, a read of the store, in a worker thread (at most 4 at once)."""
         return await trio.to_thread.run_sync(function, *args, limiter=self._readers)
 
     async def message(self, msg_id: bytes) -> Message | None:
         """A message by id (accepted, or held as fork evidence), None if not held."""
-        return await self.read(self.store.get, msg_id)
+        return await self._reading(self.store.get, msg_id)
 
     async def timeline_page(
         self, name: bytes, start: int = 0, limit: int | None = None, *, states: bool = False
@@ -157,7 +158,7 @@ class StoreService:
         """The version and up to `limit` entries (all: None) from `start`, of one moment;
         with `states`, a tangle's entries carry their joined-view state as a third item."""
         stop = None if limit is None else start + limit
-        return await self.read(
+        return await self._reading(
             functools.partial(self.store.timeline_at, states=states), name, start, stop
         )
 
@@ -165,60 +166,78 @@ class StoreService:
         self, name: bytes, from_time: int, to_time: int, mode: str, start: int, limit: int
     ) -> tuple[int, int | None, list[tuple[int, bytes]]]:
         """Seed 001's time window over a causal-time timeline (storage.causal_window)."""
-        return await self.read(
+        return await self._reading(
             self.store.timeline_window, name, from_time, to_time, mode, start, limit
         )
 
     async def timeline_log(self, name: bytes, since: int, limit: int) -> tuple[int, list[Command]]:
         """The head version and up to `limit` commands after `since`."""
-        return await self.read(self.store.timeline_log, name, since, limit)
+        return await self._reading(self.store.timeline_log, name, since, limit)
 
     async def timeline_updates(
         self, name: bytes, since: int, limit: int, max_bytes: int
     ) -> tuple[int, list[tuple[Command, Message | None]]]:
         """The head version and a page of commands after `since`, inserts with their messages."""
-        return await self.read(self.store.timeline_updates, name, since, limit, max_bytes)
+        return await self._reading(self.store.timeline_updates, name, since, limit, max_bytes)
 
     async def member(
         self, name: bytes, msg_id: bytes
     ) -> tuple[Placement, MemberState | None] | None:
         """A message's placement and, in a tangle's timeline, its joined-view state."""
-        return await self.read(self.store.timeline_member, name, msg_id)
+        return await self._reading(self.store.timeline_member, name, msg_id)
 
     async def processed_page(
         self, start: int, limit: int, max_bytes: int
     ) -> list[tuple[int, Message | None]]:
         """(index, message) of a page of the processed order from `start`."""
-        return await self.read(self.store.processed_page, start, limit, max_bytes)
+        return await self._reading(self.store.processed_page, start, limit, max_bytes)
 
     async def digest(self, name: bytes) -> TimelineDigest:
         """A timeline's digest and count (storage/digest.py: on demand, cached by version)."""
-        return await self.read(self.store.timeline_digest, name)
+        return await self._reading(self.store.timeline_digest, name)
+
+    async def messages(self, msg_ids: list[bytes]) -> list[Message | None]:
+        """Messages by id (None for one not held), read in one worker thread."""
+        return await self._reading(lambda: [self.store.get(msg_id) for msg_id in msg_ids])
+
+    async def member_states(self, name: bytes, members: list[bytes]) -> list[str]:
+        """The joined-view state of each of `members` in tangle timeline `name`."""
+        return await self._reading(self.store.member_states, name, members)
+
+    async def tangles(
+        self, after: tuple[bytes, str] | None, limit: int
+    ) -> tuple[list[TangleInfo], tuple[bytes, str] | None]:
+        """A page of the tangles held after `after`, and the next page's cursor."""
+        return await self._reading(self.store.tangle_page, after, limit)
+
+    async def about_names(self) -> dict[bytes, str]:
+        """Each feed's self-chosen name (storage/abouts.py)."""
+        return await self._reading(self.store.about_names)
 
     async def digests(self, limit: int) -> tuple[list[tuple[bytes, TimelineDigest]], bool]:
         """The spacetime's digest, then up to `limit` tangles'; whether some were left out."""
-        return await self.read(self.store.timeline_digests, limit)
+        return await self._reading(self.store.timeline_digests, limit)
 
     async def stalls(self) -> list[Stall]:
-        return await self.read(self.store.stalls)
+        return await self._reading(self.store.stalls)
 
     async def final(self) -> int:
         """The spacetime's finality watermark."""
-        return await self.read(self.store.spacetime_final)
+        return await self._reading(self.store.spacetime_final)
 
     # The group reads are node/groups.py's (several store reads each, as it stands).
 
     async def group(self, keypair: Keypair, root: bytes) -> groups.GroupView:
         """Group `root` as `keypair` reads it (`groups.GroupError` if unknown)."""
-        return await self.read(groups.read_group, self.store, keypair, root)
+        return await self._reading(groups.read_group, self.store, keypair, root)
 
     async def group_final(self, view: groups.GroupView) -> int:
-        return await self.read(groups.final, self.store, view)
+        return await self._reading(groups.final, self.store, view)
 
     async def group_timeline(
         self, view: groups.GroupView, tangle: str, order: str
     ) -> list[dict[str, Any]]:
-        return await self.read(groups.timeline, self.store, view, tangle, order)
+        return await self._reading(groups.timeline, self.store, view, tangle, order)
 
     # -- documents (storage/documents.py): `at` is a weft, a message id, a version or None --
 
@@ -245,48 +264,48 @@ class StoreService:
         return messages, numbers
 
     async def documents(self) -> list[DocumentInfo]:
-        return await self.read(self.store.documents)
+        return await self._reading(self.store.documents)
 
     async def document_snapshot(self, doc: bytes) -> tuple[int, str]:
         """The version and the text at the processed frontier, read together."""
-        return await self.read(self.store.document_snapshot, doc)
+        return await self._reading(self.store.document_snapshot, doc)
 
     async def document_revision(self, doc: bytes, at: At) -> str:
-        return await self.read(self.store.document_revision, doc, at)
+        return await self._reading(self.store.document_revision, doc, at)
 
     async def document_dye(self, doc: bytes, old: At, new: At) -> list[DyeSpan]:
-        return await self.read(self.store.document_dye, doc, old, new)
+        return await self._reading(self.store.document_dye, doc, old, new)
 
     async def document_blame(self, doc: bytes, at: At) -> list[BlameSpan]:
-        return await self.read(self.store.document_blame, doc, at)
+        return await self._reading(self.store.document_blame, doc, at)
 
     async def document_versions(self, doc: bytes, since: int, limit: int) -> list[Version]:
-        return await self.read(self.store.document_versions, doc, since, limit)
+        return await self._reading(self.store.document_versions, doc, since, limit)
 
     async def document_set_aside(self, doc: bytes) -> list[tuple[bytes, str, str]]:
-        return await self.read(self.store.document_set_aside, doc)
+        return await self._reading(self.store.document_set_aside, doc)
 
     async def document_splices(
         self, doc: bytes, since: int, limit: int
     ) -> tuple[int, list[SpliceEntry]]:
         """The head version and up to `limit` splice entries after version `since`."""
-        return await self.read(self.store.document_splices, doc, since, limit)
+        return await self._reading(self.store.document_splices, doc, since, limit)
 
     # -- reads ---------------------------------------------------------------
 
     async def replication_start(self, wants: Mapping[bytes, int]) -> int:
         """Where a peer's walk of our processed order starts (`FeedStore.replication_start`)."""
-        return await self.read(self.store.replication_start, dict(wants))
+        return await self._reading(self.store.replication_start, dict(wants))
 
     async def next_batch(
         self, wants: Mapping[bytes, int], resume: int, limit: int, max_bytes: int
     ) -> Batch:
         """What a peer's subscriptions lack next (`FeedStore.next_batch`)."""
-        return await self.read(self.store.next_batch, dict(wants), resume, limit, max_bytes)
+        return await self._reading(self.store.next_batch, dict(wants), resume, limit, max_bytes)
 
     async def evidence(self) -> list[Evidence]:
         """Every kept proof (`FeedStore.evidence`)."""
-        return await self.read(self.store.evidence)
+        return await self._reading(self.store.evidence)
 
 
 def edit_and_number(

@@ -126,6 +126,11 @@ class Summaries:
             body["name"] = private.name
         return body
 
+    def know_group(self, root: bytes, view: Any) -> None:
+        """Open the messages of group `root` with `view` (read by the caller, as the web view
+        does through its service) rather than by reading the store here."""
+        self._groups[root] = view
+
     # -- content ----------------------------------------------------------------------
 
     def content_line(self, content: Any, message: Any = None) -> str:
@@ -208,14 +213,14 @@ class Summaries:
 
     def _open_group(self, message: Any) -> tuple[str | None, Any] | None:
         """(group name, opened private part or None) for a group message; None if unknown."""
-        if self._store is None or self._keypair_source is None:
-            return None
         link = message.tangles.get(GROUP)
         if link is None:
             return None
         root = message.id if link.root is None else link.root
         view = self._groups.get(root)
         if view is None or message.id not in view.messages:
+            if self._store is None or self._keypair_source is None:
+                return None
             view = self._groups[root] = self._read_group(root)
         if view is None:
             return None

@@ -20,10 +20,13 @@ import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
+import structlog
 import trio
 
 from tanglenode.node.web.http import EVENT_HEADERS, Response, WebContext, text_response
 from tanglenode.protocol.errors import TanglenodeError
+
+log = structlog.get_logger("web")
 
 MAX_STREAMS = 32
 HEARTBEAT = 15.0  # seconds
@@ -77,7 +80,11 @@ async def _follow(
             try:
                 page = await next_page(position)
             except TanglenodeError as error:  # refused on the way (a document gone): say so
-                yield frame("error", {"message": str(error)[:500]})
+                yield frame("failed", {"message": str(error)[:500]})
+                return
+            except Exception:  # a bug of ours: this stream ends, said so; the node serves on
+                log.exception("web stream failed")
+                yield frame("failed", {"message": "internal error (see the node's log)"})
                 return
             if page is not None:
                 frames, position = page

@@ -48,11 +48,13 @@ from tanglenode.protocol.errors import BadIdentifier
 from tanglenode.protocol.identity import feed_text, message_text, parse_message_id
 from tanglenode.protocol.ipc import PAGE, PAGE_BYTES
 from tanglenode.storage.errors import UnknownTimeline
+from tanglenode.storage.groups import GROUP, GroupError
 from tanglenode.storage.store import FeedStore
 from tanglenode.storage.timeline import Delete, Insert
 
 MAX_ROWS = 5000  # rows rendered on a tangle's page
 MAX_WATCHED = 2000  # pending rows a stream re-reads the state of
+MAX_GROUPS = 64  # groups a page of rows opens, at most
 MAX_NAME = 1024  # characters of a tangle name in a path
 INDEX_PAGE = 100  # tangles on a page of /tangles
 PENDING = "pending"
@@ -101,21 +103,27 @@ def row_html(row: dict[str, Any], state: str) -> str:
     )
 
 
-def _summaries(web: WebContext, names: Names) -> Summaries:
-    return Summaries(names.label, web.service.store, lambda: web.keypair)
-
-
-def _rendered_rows(
-    store: FeedStore, entries: list[tuple[int, bytes, str]], summaries: Summaries, names: Names
-) -> list[str]:
-    """The rows of `entries` (rank, id, state), in a worker thread: messages read here."""
-    rows = []
-    for _rank, msg_id, state in entries:
-        message = store.get(msg_id)
-        if message is None:  # removed between the two reads: the stream will delete it
+async def _summaries(web: WebContext, names: Names, messages: list[Any]) -> Summaries:
+    """Summaries that open the group messages among `messages` with our keys, each group
+    read once through the service (never the store from the event loop)."""
+    summaries = Summaries(names.label)
+    roots = set()
+    for message in messages:
+        link = message.tangles.get(GROUP)
+        if link is not None:
+            roots.add(message.id if link.root is None else link.root)
+    for root in sorted(roots)[:MAX_GROUPS]:
+        try:
+            summaries.know_group(root, await web.service.group(web.keypair, root))
+        except GroupError:  # not a group of ours, or not one at all: sealed
             continue
-        rows.append(row_html(row_fields(message, names, summaries), state))
-    return rows
+    return summaries
+
+
+async def _rows(web: WebContext, names: Names, messages: list[Any]) -> dict[bytes, dict]:
+    """What each row of `messages` shows, by id."""
+    summaries = await _summaries(web, names, messages)
+    return {message.id: row_fields(message, names, summaries) for message in messages}
 
 
 # -- the pages -------------------------------------------------------------------------
@@ -129,8 +137,7 @@ async def index(web: WebContext, request: Request) -> Response:
         if root is None:
             return text_response("after_root: not a message id\n", 400)
         after = (root, request.query.get("after_name", "")[:MAX_NAME])
-    store = web.service.store
-    infos, cursor = await web.service.read(lambda: store.tangle_page(after, INDEX_PAGE, name=None))
+    infos, cursor = await web.service.tangles(after, INDEX_PAGE)
     names = await web.names()
     rows = [
         f"<tr><td><a href='{e(web.link(tangle_path(info.name, info.root)))}'>"
@@ -161,12 +168,14 @@ async def page(web: WebContext, request: Request) -> Response:
     if root is None or len(name) > MAX_NAME:
         return not_found("no such tangle: the root is not a message id")
     timeline = FeedStore.timeline_name(root, name)
-    store = web.service.store
     version, entries = await _timeline(web, timeline)
     start = max(0, len(entries) - MAX_ROWS)
     names = await web.names()
-    summaries = _summaries(web, names)
-    rows = await web.service.read(_rendered_rows, store, entries[start:], summaries, names)
+    held = await web.service.messages([msg_id for _, msg_id, _ in entries[start:]])
+    fields = await _rows(web, names, [message for message in held if message is not None])
+    rows = [  # a message removed between the two reads is left out: the stream deletes it
+        row_html(fields[msg_id], state) for _, msg_id, state in entries[start:] if msg_id in fields
+    ]
     pending = sum(1 for entry in entries if entry[2] == PENDING)
     root_message = await web.service.message(root)
     by = f" started by {e(safe(names.label(root_message.author)))}" if root_message else ""
@@ -208,33 +217,27 @@ class _TangleStream:
                 return None
             return [frame("states", {"states": changed})], version
         names = await self.web.names()
-        commands = await service.read(self._commands, updates, names)
-        reached = version + len(updates)
-        body: dict[str, Any] = {"commands": commands}
-        if changed:
-            body["states"] = changed
-        return [frame("commands", body, reached)], reached
-
-    def _commands(self, updates: list[tuple[Any, Any]], names: Names) -> list[dict[str, Any]]:
-        """The page's commands as the script applies them; in a worker thread."""
-        store = self.web.service.store
-        summaries = _summaries(self.web, names)
-        inserted = [msg for command, msg in updates if isinstance(command, Insert) and msg]
-        states = store.member_states(self.timeline, [message.id for message in inserted])
-        state_of = {message.id: state for message, state in zip(inserted, states, strict=True)}
-        commands = []
-        for command, message in updates:
+        inserted = [command.id for command, _ in updates if isinstance(command, Insert)]
+        fields = await _rows(self.web, names, [message for _, message in updates if message])
+        found = await service.member_states(self.timeline, inserted)
+        states = dict(zip(inserted, found, strict=True))
+        commands: list[dict[str, Any]] = []
+        for command, _message in updates:
             if isinstance(command, Insert):
-                row = row_fields(message, names, summaries) if message is not None else {}
-                state = state_of.get(command.id, PENDING)
+                state = states[command.id]
                 if state == PENDING and len(self.pending) < MAX_WATCHED:
                     self.pending.add(command.id)
+                row = fields.get(command.id, {})
                 commands.append({"ins": command.pos, "row": row, "state": state})
             elif isinstance(command, Delete):
                 commands.append({"del": command.pos})
             else:
                 commands.append({"mov": [command.src, command.dst]})
-        return commands
+        reached = version + len(updates)
+        body: dict[str, Any] = {"commands": commands}
+        if changed:
+            body["states"] = changed
+        return [frame("commands", body, reached)], reached
 
     async def _state_changes(self) -> dict[str, str]:
         """The watched pending rows whose state changed since they were sent."""
@@ -242,7 +245,7 @@ class _TangleStream:
             return {}
         watched = sorted(self.pending)
         service = self.web.service
-        states = await service.read(service.store.member_states, self.timeline, watched)
+        states = await service.member_states(self.timeline, watched)
         changed = {}
         for msg_id, state in zip(watched, states, strict=True):
             if state != PENDING:

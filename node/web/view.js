@@ -140,6 +140,10 @@
       source.close();
       location.reload();
     });
+    source.addEventListener("failed", function (event) {
+      source.close(); // the node said why; reconnecting would meet the same
+      showState(live, "stopped: " + JSON.parse(event.data).message);
+    });
   }
 
   // ---------------------------------------------------------------- document view

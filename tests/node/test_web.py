@@ -8,12 +8,14 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tanglenode.config.settings import ConfigError
 from tanglenode.node.cli.names import Names
+from tanglenode.node.service import StoreService
 from tanglenode.node.web.app import WebApp
 from tanglenode.node.web.events import Streams, event_stream, frame, resume_version
 from tanglenode.node.web.http import WebContext
 from tanglenode.node.web.status_page import render_status
 from tanglenode.node.web.token import load_or_create_token, read_token
 from tanglenode.protocol.identity import feed_text
+from tanglenode.storage.store import FeedStore
 
 TOKEN = "s3cret-token"
 ME, THEM, OTHER = b"\x01" * 32, b"\x02" * 32, b"\x03" * 32
@@ -211,3 +213,17 @@ def test_a_frame_is_one_event_whatever_the_text():
     text = frame("commands", {"text": "two\nlines\r\n\n</script>\u2028"}, 7)
     assert text.count(b"\n\n") == 1 and text.endswith(b"\n\n")
     assert text.startswith(b"id: 7\nevent: commands\ndata: {")
+
+
+async def test_a_stream_that_fails_says_so_and_ends_and_frees_its_place(tmp_path):
+    store = FeedStore(tmp_path / "store")
+    web = WebContext(fake_status, TOKEN, service=StoreService(store), streams=Streams(limit=1))
+
+    async def broken(_position: int) -> None:
+        raise RuntimeError("a bug")
+
+    response = event_stream(web, [], 0, broken)
+    chunks = [chunk async for chunk in response.stream]
+    assert chunks[-1].startswith(b'event: failed\ndata: {"message":"internal error')
+    assert web.streams.open == 0
+    store.close()
