@@ -15,6 +15,9 @@ last saw, so nothing polls.
 A fork or a cycle found in a batch, or a proof from a peer, can cut feeds
 back (storage.invalidation): the clock is then read again from the store,
 and `evidence_version` goes up so every connection sends the new proof on.
+
+The service also holds the node's `counters` (node/counters.py): what was
+ingested, refused and published, and how long it took, for `/metrics`.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from typing import Any
 
 import trio
 
+from tanglenode.node.counters import NodeCounters
 from tanglenode.node.group_commit import GroupCommit
 from tanglenode.node.verifier import Verifier
 from tanglenode.protocol.doc_ipc import At
@@ -65,7 +69,10 @@ class StoreService:
         self._writer = trio.CapacityLimiter(1)
         self.verifier = Verifier(store.limits, store.prepare)  # a second core, beside the writer
         self._readers = trio.CapacityLimiter(4)
-        self.publishing = GroupCommit(store.publish_batch, self._writer, self._stored)
+        self.counters = NodeCounters()  # for /metrics (node/counters.py)
+        self.publishing = GroupCommit(
+            store.publish_batch, self._writer, self._stored, self.counters.publish_latency
+        )
 
     def _read_clock(self) -> None:
         feeds = self.store.feeds()
@@ -114,6 +121,7 @@ class StoreService:
         return await self._ingested(results)
 
     async def _ingested(self, results: list[IngestResult]) -> list[IngestResult]:
+        self.counters.count_ingest(results)
         if any(result.outcome in (Outcome.FORK, Outcome.CYCLE) for result in results):
             await self._proofs_changed()
         accepted = (r.message for r in results if r.outcome is Outcome.ACCEPTED and r.message)
