@@ -214,6 +214,10 @@ class StoreService:
         """The spacetime's finality watermark."""
         return await self.read(self.store.spacetime_final)
 
+    async def statistics(self) -> dict[str, int]:
+        """The store's counts, the bytes of its data file in use and its map size."""
+        return await self.read(self.store.statistics)
+
     # The group reads are node/groups.py's (several store reads each, as it stands).
 
     async def group(self, keypair: Keypair, root: bytes) -> groups.GroupView:
