@@ -39,6 +39,10 @@ sending two different messages at one (feed, seq) in one connection (an
 honest peer holds one), and everything about it but its `PeerState` summary
 is freed when the connection ends.
 
+Every frame in or out is counted for `/metrics` (node/counters.py): its
+bytes and messages, under the peer's key while the session runs, whose
+`PeerState` gives its lag at scrape time.
+
 A message the store rejects for any reason but `forked-feed`,
 `chain-mismatch` or `timeframe-cycle` (which an honest peer that holds
 what a proof condemns can cause) means the peer is broken or hostile:
@@ -50,6 +54,7 @@ from __future__ import annotations
 import structlog
 import trio
 
+from tanglenode.node.counters import PeerTraffic
 from tanglenode.node.failures import leaves, only
 from tanglenode.node.inbox import MAX_BATCH, Inbox, Kind
 from tanglenode.node.peers import PeerState
@@ -115,6 +120,7 @@ class GossipSession:
         self.inbox = Inbox(service, self._stored, self._take_evidence, max_batch=store_batch)
         self._outgoing: list[bytes] = []  # grants and wants the storer left for `_send_soon`
         self._outgoing_added = trio.Event()
+        self.traffic = PeerTraffic()  # the node's counters for this peer, once `run` starts
 
     def _our_clock(self) -> Clock:
         tags = self.service.tags
@@ -123,12 +129,18 @@ class GossipSession:
     async def run(self) -> None:
         self.service.verifier.want()  # its messages are checked in a worker process
         self.advertised = self._our_clock()
-        await self.secure.send_all(self.connection.hello(self.advertised))
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(self._read)
-            nursery.start_soon(self.inbox.run)
-            nursery.start_soon(self._send_outgoing)
-            await self._write()
+        with self.service.counters.session(self.peer) as self.traffic:
+            await self._send(self.connection.hello(self.advertised))
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._read)
+                nursery.start_soon(self.inbox.run)
+                nursery.start_soon(self._send_outgoing)
+                await self._write()
+
+    async def _send(self, data: bytes) -> None:
+        """Every frame we send goes out here, counted."""
+        self.traffic.bytes_out += len(data)
+        await self.secure.send_all(data)
 
     def poke(self) -> None:
         self._poke.set()
@@ -141,6 +153,7 @@ class GossipSession:
             if not data:
                 await self.inbox.drained()  # store what it sent before its goodbye
                 raise _PeerLeft
+            self.traffic.bytes_in += len(data)
             for event in self.connection.receive_data(data):
                 await self._handle(event)
 
@@ -166,6 +179,7 @@ class GossipSession:
         elif isinstance(event, PeerCredit):
             self.poke()
         elif isinstance(event, PeerMessages):
+            self.traffic.received += len(event.raws)
             await self.inbox.put(Kind.MESSAGES, event.raws)
         elif isinstance(event, PeerEvidence):
             await self.inbox.put(Kind.EVIDENCE, event.raws)
@@ -184,7 +198,7 @@ class GossipSession:
         await self._send_wants(wants)
 
     async def _send_wants(self, wants: dict[bytes, int]) -> None:
-        await self.secure.send_all(self._want_frame(wants))
+        await self._send(self._want_frame(wants))
 
     def _want_frame(self, wants: dict[bytes, int]) -> bytes:
         """WANT each feed once; again only to go back (a subscription then pushes the rest)."""
@@ -208,7 +222,7 @@ class GossipSession:
                 await self._outgoing_added.wait()
             data = b"".join(self._outgoing)
             self._outgoing.clear()
-            await self.secure.send_all(data)
+            await self._send(data)
 
     async def _stored(self, raws: list[bytes], results: list[IngestResult]) -> None:
         """The inbox stored a batch: check what became of it, grant its credit back."""
@@ -271,7 +285,7 @@ class GossipSession:
             raws = [message.raw for message in proof.messages]
             if len(raws) > self.connection.send_credit:
                 return  # the rest when credit comes back (it pokes us)
-            await self.secure.send_all(self.connection.evidence(raws))
+            await self._send(self.connection.evidence(raws))
             self.proofs_sent.add(key)
         self.evidence_seen = version
 
@@ -301,7 +315,7 @@ class GossipSession:
         }
         if changes:
             self.advertised.update(changes)
-            await self.secure.send_all(self.connection.clock(changes))
+            await self._send(self.connection.clock(changes))
 
     async def _pump(self) -> None:
         """Send what subscriptions lack, in our processed (causal) order, while credit lasts."""
@@ -319,9 +333,10 @@ class GossipSession:
             self.resume = batch.resume
             if not batch.raws:
                 return
-            await self.secure.send_all(self.connection.messages(batch.raws))
+            await self._send(self.connection.messages(batch.raws))
             self.subscriptions.update(batch.sent)
             self.peer.sent += len(batch.raws)
+            self.traffic.sent += len(batch.raws)
 
 
 class _PeerLeft(Exception):

@@ -26,12 +26,14 @@ like a request whose client hung up.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import trio
 
+from tanglenode.node.counters import Histogram
 from tanglenode.protocol.message import Message
 
 Request = tuple[Any, Mapping[str, bytes | None] | None]
@@ -51,7 +53,8 @@ class GroupCommit:
 
     `commit` is `FeedStore.publish_batch` (run in a worker thread under
     `limiter`); `stored` is told the messages of each batch that committed,
-    before any of their callers wakes.
+    before any of their callers wakes; `latency` gets each publish's service
+    time in seconds (queued, committed, answered), refused ones included.
     """
 
     def __init__(
@@ -59,16 +62,19 @@ class GroupCommit:
         commit: Commit,
         limiter: trio.CapacityLimiter,
         stored: Callable[[list[Message]], None],
+        latency: Histogram | None = None,
     ) -> None:
         self._commit = commit
         self._limiter = limiter
         self._stored = stored
+        self.latency = Histogram() if latency is None else latency
         self._pending: list[_Waiting] = []
         self._leading = False
         self.batches = 0  # transactions committed, for tests and statistics
         self.largest = 0  # the most requests one batch held
 
     async def publish(self, content: Any, tangles: Mapping[str, bytes | None] | None) -> Message:
+        began = time.perf_counter()
         waiting = _Waiting((content, tangles))
         self._pending.append(waiting)
         if not self._leading:
@@ -83,6 +89,7 @@ class GroupCommit:
             with trio.CancelScope(shield=True):
                 await self._commit_pending()
         result = waiting.result
+        self.latency.observe(time.perf_counter() - began)
         if isinstance(result, Exception):
             raise result
         assert result is not None

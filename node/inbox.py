@@ -29,11 +29,16 @@ Memory is bounded in bytes as well as by the credit window: once more than
 TCP holds the peer back. The storer never waits on the network (the
 session sends its grants from another task), so a paused reader always
 resumes.
+
+Each frame is queued with the time it arrived; once a batch is committed,
+the time since its oldest frame arrived goes into the node's ingest latency
+histogram (node/counters.py): queueing, verifying and storing, all of it.
 """
 
 from __future__ import annotations
 
 import enum
+import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -67,7 +72,7 @@ class Inbox:
         self.on_evidence = on_evidence  # (raws) to check and apply
         self.max_batch = max_batch
         self.max_bytes = max_bytes
-        self._queue: deque[tuple[Kind, list[bytes], int]] = deque()
+        self._queue: deque[tuple[Kind, list[bytes], int, float]] = deque()  # ..., arrival
         self.held = 0  # bytes received and not yet stored
         self._arrived = trio.Event()
         self._room = trio.Event()  # set (and replaced) whenever `held` goes down
@@ -78,7 +83,7 @@ class Inbox:
         if not raws:
             return
         size = sum(map(len, raws))
-        self._queue.append((kind, raws, size))
+        self._queue.append((kind, raws, size, time.perf_counter()))
         self.held += size
         self._arrived.set()
         while self.held > self.max_bytes:
@@ -96,16 +101,17 @@ class Inbox:
             nursery.start_soon(self._prepare, send)
             await self._store(receive)
 
-    def _take(self) -> tuple[Kind, list[bytes], int]:
+    def _take(self) -> tuple[Kind, list[bytes], int, float]:
         """The next frame, or consecutive MESSAGES frames merged up to `max_batch` messages;
-        at most `FIRST_BATCH` when the storer has nothing to do (it starts sooner)."""
-        kind, raws, size = self._queue.popleft()
+        at most `FIRST_BATCH` when the storer has nothing to do (it starts sooner). A merged
+        batch arrived when its oldest frame did."""
+        kind, raws, size, arrived = self._queue.popleft()
         queue = self._queue
         if kind is Kind.MESSAGES and not self._ahead and len(raws) > FIRST_BATCH:
             rest = raws[FIRST_BATCH:]
             rest_size = sum(map(len, rest))
-            queue.appendleft((kind, rest, rest_size))
-            return kind, raws[:FIRST_BATCH], size - rest_size
+            queue.appendleft((kind, rest, rest_size, arrived))
+            return kind, raws[:FIRST_BATCH], size - rest_size, arrived
         if kind is Kind.MESSAGES and queue and queue[0][0] is Kind.MESSAGES:
             raws = list(raws)
             while (
@@ -113,10 +119,10 @@ class Inbox:
                 and queue[0][0] is Kind.MESSAGES
                 and len(raws) + len(queue[0][1]) <= self.max_batch
             ):
-                _kind, more, more_size = queue.popleft()
+                _kind, more, more_size, _arrived = queue.popleft()
                 raws.extend(more)
                 size += more_size
-        return kind, raws, size
+        return kind, raws, size, arrived
 
     async def _prepare(self, send: trio.MemorySendChannel) -> None:
         async with send:
@@ -124,16 +130,18 @@ class Inbox:
                 while not self._queue:
                     self._arrived = trio.Event()
                     await self._arrived.wait()
-                kind, raws, size = self._take()
+                kind, raws, size, arrived = self._take()
                 self._ahead += 1
                 prepared = await self.service.prepare(raws) if kind is Kind.MESSAGES else None
-                await send.send((kind, raws, size, prepared))
+                await send.send((kind, raws, size, arrived, prepared))
 
     async def _store(self, receive: trio.MemoryReceiveChannel) -> None:
+        latency = self.service.counters.ingest_latency
         async with receive:
-            async for kind, raws, size, prepared in receive:
+            async for kind, raws, size, arrived, prepared in receive:
                 if kind is Kind.MESSAGES:
                     results = await self.service.ingest_prepared(prepared)
+                    latency.observe(time.perf_counter() - arrived)
                     await self.on_messages(raws, results)
                 else:
                     await self.on_evidence(raws)

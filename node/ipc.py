@@ -456,11 +456,12 @@ class IpcServer:
         """
         sender, receiver = trio.open_memory_channel(self.queue_frames)
         try:
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(self._until_hangup, stream)
-                nursery.start_soon(self._produce, sender, number, position, next_page)
-                await self._drain(stream, receiver)  # until the producer gave up on the client
-                nursery.cancel_scope.cancel()
+            with self.service.counters.ipc_queue(receiver):  # its depth, for /metrics
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(self._until_hangup, stream)
+                    nursery.start_soon(self._produce, sender, number, position, next_page)
+                    await self._drain(stream, receiver)  # until the producer gave up on it
+                    nursery.cancel_scope.cancel()
         except BaseExceptionGroup as group:  # the client hung up, or its socket broke: no bug
             if only(group, _GONE):
                 raise _Lagged from None
@@ -484,6 +485,7 @@ class IpcServer:
                     for event in events:
                         sender.send_nowait({"id": number, "event": event})
                 except trio.WouldBlock:
+                    self.service.counters.ipc_lagged += 1
                     await sender.send({"id": number, "event": {"lagged": position}})
                     return
                 position = reached

@@ -15,6 +15,9 @@ last saw, so nothing polls.
 A fork or a cycle found in a batch, or a proof from a peer, can cut feeds
 back (storage.invalidation): the clock is then read again from the store,
 and `evidence_version` goes up so every connection sends the new proof on.
+
+The service also holds the node's `counters` (node/counters.py): what was
+ingested, refused and published, and how long it took, for `/metrics`.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from typing import Any
 
 import trio
 
+from tanglenode.node.counters import NodeCounters
 from tanglenode.node.group_commit import GroupCommit
 from tanglenode.node.verifier import Verifier
 from tanglenode.protocol.doc_ipc import At
@@ -66,7 +70,10 @@ class StoreService:
         self._writer = trio.CapacityLimiter(1)
         self.verifier = Verifier(store.limits, store.prepare)  # a second core, beside the writer
         self._readers = trio.CapacityLimiter(4)
-        self.publishing = GroupCommit(store.publish_batch, self._writer, self._stored)
+        self.counters = NodeCounters()  # for /metrics (node/counters.py)
+        self.publishing = GroupCommit(
+            store.publish_batch, self._writer, self._stored, self.counters.publish_latency
+        )
 
     def _read_clock(self) -> None:
         feeds = self.store.feeds()
@@ -115,6 +122,7 @@ class StoreService:
         return await self._ingested(results)
 
     async def _ingested(self, results: list[IngestResult]) -> list[IngestResult]:
+        self.counters.count_ingest(results)
         if any(result.outcome in (Outcome.FORK, Outcome.CYCLE) for result in results):
             await self._proofs_changed()
         accepted = (r.message for r in results if r.outcome is Outcome.ACCEPTED and r.message)
@@ -224,6 +232,10 @@ class StoreService:
     async def final(self) -> int:
         """The spacetime's finality watermark."""
         return await self._reading(self.store.spacetime_final)
+
+    async def statistics(self) -> dict[str, int]:
+        """The store's counts, the bytes of its data file in use and its map size."""
+        return await self.read(self.store.statistics)
 
     # The group reads are node/groups.py's (several store reads each, as it stands).
 

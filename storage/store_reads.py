@@ -256,11 +256,14 @@ class StoreReads:
         return page
 
     def statistics(self) -> dict[str, int]:
+        """Counts, the bytes of data.mdb in use (up to its last page) and the map's size."""
         with self._env.begin() as txn:
+            info = self._env.info()
             return {
                 "messages": txn.stat(self._tables.messages)["entries"],
                 "feeds": txn.stat(self._tables.heads)["entries"],
                 "evidence": txn.stat(self._tables.evidence)["entries"],
                 "invalid_feeds": txn.stat(self._tables.invalid)["entries"],
-                "bytes_on_disk": self._env.info()["last_pgno"] * self._env.stat()["psize"],
+                "bytes_on_disk": info["last_pgno"] * self._env.stat()["psize"],
+                "map_size": info["map_size"],
             }

@@ -88,7 +88,7 @@ class WebApp:
     def __init__(self, web: WebContext) -> None:
         self.web = web
         self._token = web.token.encode("ascii")
-        self.metrics = Metrics()
+        self.metrics = Metrics(web.service)
 
     async def __call__(self, scope: dict[str, Any], receive, send) -> None:
         if scope["type"] == "lifespan":
@@ -114,7 +114,7 @@ class WebApp:
 
     async def _route(self, scope: dict[str, Any]) -> Response:
         if scope["path"] == "/metrics":
-            return Response(200, METRICS_HEADERS, self.metrics.render(await self.web.status(False)))
+            return Response(200, METRICS_HEADERS, await self.metrics.render(self.web))
         raw = scope.get("raw_path") or scope["path"].encode("utf-8")
         segments = raw.split(b"?", 1)[0].decode("latin-1").split("/")[1:]
         if len(segments) > MAX_SEGMENTS or len(scope["query_string"]) > MAX_QUERY:
