@@ -235,7 +235,7 @@ class StoreService:
 
     async def statistics(self) -> dict[str, int]:
         """The store's counts, the bytes of its data file in use and its map size."""
-        return await self.read(self.store.statistics)
+        return await self._reading(self.store.statistics)
 
     # The group reads are node/groups.py's (several store reads each, as it stands).
 
