@@ -183,3 +183,15 @@ async def test_hostile_names_and_versions_get_escaped_or_refused(tmp_path):
     code, _, page = await get(unknown)
     assert code == 200 and rows(page) == []  # a tangle not seen yet is empty, and may fill
     assert await node.stop() == 0
+
+
+async def test_a_group_tangle_shows_its_posts_opened_with_our_keys(tmp_path):
+    node, base, token = await web_node(tmp_path)
+    async with await node.client() as client:
+        group = (await client.request("group-create", name="friends"))["group"]
+        await client.request("group-post", group=group, content={"text": "only for us"})
+    code, _, page = await get(tangle_url(base, "group", group, token))
+    texts = [row[2][3] for row in rows(page)]
+    assert code == 200 and texts[-1] == "[group friends] only for us", texts
+    assert "only for us" not in (await get(tangle_url(base, "group", group, "wrong")))[2]
+    assert await node.stop() == 0
