@@ -36,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tanglenode.node.localnet import Node
 from tanglenode.protocol.identity import message_text
 from tests.integration.test_web_live import get
-from tests.integration.test_web_tangles_live import EventReader
+from tests.sse import EventReader
 
 WRITERS = 8  # clients publishing at once while the tangle is filled
 

@@ -43,12 +43,13 @@ from tanglenode.node.web.http import (
     html_response,
     json_response,
     not_found,
+    parse_root,
+    root_text,
     segment,
     text_response,
 )
 from tanglenode.node.web.page import e, shell, when
-from tanglenode.protocol.errors import BadIdentifier
-from tanglenode.protocol.identity import feed_text, message_text, parse_message_id
+from tanglenode.protocol.identity import feed_text, message_text
 from tanglenode.protocol.limits import MAX_SEQ
 from tanglenode.storage.document_rows import Version
 from tanglenode.storage.errors import UnknownDocument
@@ -70,17 +71,7 @@ STYLE = (
 
 def doc_path(doc: bytes, *rest: str) -> str:
     """`/doc/ROOT[/rest]`, ROOT without its `%`."""
-    return "/".join(["/doc", segment(message_text(doc)[1:]), *rest])
-
-
-def parse_root(text: str) -> bytes | None:
-    """A message id given without its `%`; None if it is not one."""
-    if len(text) > 64:
-        return None
-    try:
-        return parse_message_id("%" + text)
-    except BadIdentifier:
-        return None
+    return "/".join(["/doc", segment(root_text(doc)), *rest])
 
 
 def number(query: dict[str, str], key: str, default: int | None = None) -> int | None:

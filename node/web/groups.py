@@ -28,32 +28,19 @@ from tanglenode.node.web.http import (
     WebContext,
     html_response,
     not_found,
+    parse_root,
+    root_text,
     segment,
     text_response,
 )
 from tanglenode.node.web.page import e, shell, when
-from tanglenode.protocol.errors import BadIdentifier
-from tanglenode.protocol.identity import feed_text, message_text, parse_message_id
+from tanglenode.protocol.identity import feed_text, message_text
 from tanglenode.protocol.ipc_discovery import GroupListRequest
 from tanglenode.storage.groups import GROUP, GroupError, UnknownGroup, describe
 
 PAGE = 50  # `group` tangles looked at per `/groups` page
 MAX_ROWS = 1000  # timeline rows shown: the latest
 NAME_SHOWN = 200  # characters of a group's name
-
-
-def root_text(root: bytes) -> str:
-    """A message id without its `%`, as the paths carry it."""
-    return message_text(root)[1:]
-
-
-def parse_root(text: str) -> bytes | None:
-    if len(text) > 64:
-        return None
-    try:
-        return parse_message_id("%" + text)
-    except BadIdentifier:
-        return None
 
 
 def group_name(name: str | None) -> str:

@@ -17,8 +17,8 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 from tanglenode.node.cli.names import Names, read_petnames
-from tanglenode.protocol.errors import TanglenodeError
-from tanglenode.protocol.identity import Keypair
+from tanglenode.protocol.errors import BadIdentifier, TanglenodeError
+from tanglenode.protocol.identity import Keypair, message_text, parse_message_id
 
 Status = Callable[[bool], Awaitable[dict[str, Any]]]
 """The node's status, as the IPC `status` op replies; the argument asks for digests."""
@@ -106,6 +106,21 @@ class WebContext:
                 petnames = {}
         ours = self.keypair.public if self.keypair is not None else None
         return Names(petnames, abouts, ours)
+
+
+def root_text(root: bytes) -> str:
+    """A message id without its `%`, as the paths carry it."""
+    return message_text(root)[1:]
+
+
+def parse_root(text: str) -> bytes | None:
+    """A message id given without its `%` (a path's ROOT); None if it is not one."""
+    if len(text) > 64:
+        return None
+    try:
+        return parse_message_id("%" + text)
+    except BadIdentifier:
+        return None
 
 
 def segment(text: str) -> str:

@@ -40,12 +40,13 @@ from tanglenode.node.web.http import (
     WebContext,
     html_response,
     not_found,
+    parse_root,
+    root_text,
     segment,
     text_response,
 )
 from tanglenode.node.web.page import e, shell, when
-from tanglenode.protocol.errors import BadIdentifier
-from tanglenode.protocol.identity import feed_text, message_text, parse_message_id
+from tanglenode.protocol.identity import feed_text, message_text
 from tanglenode.protocol.ipc import PAGE, PAGE_BYTES
 from tanglenode.storage.errors import UnknownTimeline
 from tanglenode.storage.groups import GROUP, GroupError
@@ -60,16 +61,9 @@ INDEX_PAGE = 100  # tangles on a page of /tangles
 PENDING = "pending"
 
 
-def _root_of(text: str) -> bytes | None:
-    try:
-        return parse_message_id("%" + text)
-    except BadIdentifier:
-        return None
-
-
 def tangle_path(name: str, root: bytes) -> str:
     """The page of tangle (name, root), without the token."""
-    return f"/t/{segment(name)}/{segment(message_text(root)[1:])}"
+    return f"/t/{segment(name)}/{segment(root_text(root))}"
 
 
 async def _timeline(web: WebContext, timeline: bytes, limit: int | None = None):
@@ -133,7 +127,7 @@ async def index(web: WebContext, request: Request) -> Response:
     """`/tangles`: a page of the tangles held, in (root, name) order, `?after=` the next."""
     after = None
     if "after_root" in request.query:
-        root = _root_of(request.query["after_root"])
+        root = parse_root(request.query["after_root"])
         if root is None:
             return text_response("after_root: not a message id\n", 400)
         after = (root, request.query.get("after_name", "")[:MAX_NAME])
@@ -149,7 +143,7 @@ async def index(web: WebContext, request: Request) -> Response:
     more = ""
     if cursor is not None:
         root, name = cursor
-        link = web.link("/tangles", after_root=message_text(root)[1:], after_name=name)
+        link = web.link("/tangles", after_root=root_text(root), after_name=name)
         more = f"<p><a href='{e(link)}'>more tangles</a></p>"
     body = (
         "<h1>Tangles</h1><table><thead><tr><th>tangle</th><th>messages</th><th>joined</th>"
@@ -163,8 +157,8 @@ async def index(web: WebContext, request: Request) -> Response:
 
 async def page(web: WebContext, request: Request) -> Response:
     """`/t/NAME/ROOT`: the timeline at one version, then live by the script."""
-    name, root_text = request.args
-    root = _root_of(root_text)
+    name, given = request.args
+    root = parse_root(given)
     if root is None or len(name) > MAX_NAME:
         return not_found("no such tangle: the root is not a message id")
     timeline = FeedStore.timeline_name(root, name)
@@ -256,8 +250,8 @@ class _TangleStream:
 
 async def events(web: WebContext, request: Request) -> Response:
     """`/t/NAME/ROOT/events`: the commands after `Last-Event-ID` (or `?since=`), live."""
-    name, root_text, what = request.args
-    root = _root_of(root_text)
+    name, given, what = request.args
+    root = parse_root(given)
     if what != "events" or root is None or len(name) > MAX_NAME:
         return not_found()
     since = resume_version(request.last_event_id, request.query.get("since"))

@@ -7,61 +7,13 @@ import json
 import re
 from html import unescape
 
-import h11
-import trio
-
-from tanglenode.node.localnet import REQUEST_SECONDS
 from tanglenode.protocol.doc_ipc import apply_splices
 from tanglenode.protocol.identity import message_text
 from tests.integration.test_cli_live import cli
 from tests.integration.test_web_live import HOSTILE, get, web_node
+from tests.sse import EventReader
 
 ESCAPED = "&lt;script&gt;alert(1)&lt;/script&gt;"
-
-
-class Events:
-    """A raw server-sent-events client (h11 over TCP): frames as (event, data, id)."""
-
-    def __init__(self, stream: trio.SocketStream) -> None:
-        self.stream, self.connection, self.buffer = stream, h11.Connection(h11.CLIENT), b""
-
-    @classmethod
-    async def open(cls, url: str, last_event_id: int | None = None) -> tuple[Events, int]:
-        host, target = url.removeprefix("http://").split("/", 1)
-        address, port = host.rsplit(":", 1)
-        reader = cls(await trio.open_tcp_stream(address, int(port)))
-        headers = [("host", host)]
-        if last_event_id is not None:
-            headers.append(("last-event-id", str(last_event_id)))
-        request = h11.Request(method="GET", target="/" + target, headers=headers)
-        await reader.stream.send_all(reader.connection.send(request))
-        await reader.stream.send_all(reader.connection.send(h11.EndOfMessage()))
-        with trio.fail_after(REQUEST_SECONDS):
-            while not isinstance(response := await reader._event(), h11.Response):
-                pass
-        return reader, response.status_code
-
-    async def _event(self):
-        while (event := self.connection.next_event()) is h11.NEED_DATA:
-            self.connection.receive_data(await self.stream.receive_some(65536))
-        return event
-
-    async def frame(self) -> tuple[str, dict, int | None]:
-        """The next event; comments (the heartbeat) and the `retry:` line skipped."""
-        with trio.fail_after(REQUEST_SECONDS):
-            while True:
-                while b"\n\n" not in self.buffer:
-                    event = await self._event()
-                    assert isinstance(event, h11.Data), event
-                    self.buffer += bytes(event.data)
-                block, self.buffer = self.buffer.split(b"\n\n", 1)
-                fields = dict(line.split(": ", 1) for line in block.decode().splitlines())
-                if "event" in fields:
-                    version = int(fields["id"]) if "id" in fields else None
-                    return fields["event"], json.loads(fields["data"]), version
-
-    async def aclose(self) -> None:
-        await self.stream.aclose()
 
 
 def doc_url(base: str, doc: bytes, token: str, rest: str = "") -> str:
@@ -90,8 +42,8 @@ async def test_a_document_page_and_its_splices_live_resumed_without_duplicates(t
         assert version == 1
 
         url = doc_url(base, doc, token, "/events") + f"&since={version}"
-        events, status = await Events.open(url)
-        assert status == 200
+        events = await EventReader.open(url)
+        assert events.status == 200
         await client.request("doc-edit", doc=doc, splices=[["ins", 9, " world"]])
         event, data, reached = await events.frame()  # nothing before it: no snapshot
         assert (event, reached, data["splices"]) == ("splice", 2, [["ins", 9, " world"]])
@@ -100,12 +52,12 @@ async def test_a_document_page_and_its_splices_live_resumed_without_duplicates(t
 
         # the browser comes back with the last id it saw, its page still at version 1
         await client.request("doc-edit", doc=doc, splices=[["del", 0, 1], ["ins", 0, "H"]])
-        again, status = await Events.open(url, last_event_id=reached)
+        again = await EventReader.open(url, last_event_id=reached)
         event, data, after = await again.frame()
         assert (event, after) == ("splice", 3)  # version 2 is not sent again
         assert apply_splices("hello <b> world", data["splices"]) == "Hello <b> world"
         await again.aclose()
-        fresh, _status = await Events.open(doc_url(base, doc, token, "/events"))
+        fresh = await EventReader.open(doc_url(base, doc, token, "/events"))
         event, data, at = await fresh.frame()
         assert (event, at, data["last"]) == ("snapshot", 3, True)
         assert "".join(run["text"] for run in data["runs"]) == "Hello <b> world"
