@@ -10,12 +10,12 @@ import shlex
 import shutil
 import socket
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tanglenode.node.localnet import START_SECONDS, STOP_SECONDS, TANGLED
+from tests.integration.test_demo import run_kept_demo
 
 pytestmark = pytest.mark.slow
 
@@ -23,14 +23,7 @@ NARRATED = re.compile(r"alice's web view, while she runs: (http://127\.0\.0\.1:\
 
 
 def test_the_kept_demo_prints_a_web_view_that_opens_in_the_browser(page, tmp_path):
-    done = subprocess.run(
-        [sys.executable, "-m", "tanglenode.node.localnet.demo", "--keep"],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
+    done = run_kept_demo()
     lines = done.stdout.splitlines()
     narrated = [match for line in lines if (match := NARRATED.search(line))]
     assert len(narrated) == 2  # each time alice starts: before the partition, and in it

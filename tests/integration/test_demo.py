@@ -11,7 +11,8 @@ import pytest
 pytestmark = pytest.mark.slow
 
 
-def test_the_demo_narrates_keeps_its_data_and_its_next_commands_work():
+def run_kept_demo() -> subprocess.CompletedProcess:
+    """`make demo KEEP=1`'s run, which must succeed; its output as text."""
     done = subprocess.run(
         [sys.executable, "-m", "tanglenode.node.localnet.demo", "--keep"],
         capture_output=True,
@@ -20,6 +21,11 @@ def test_the_demo_narrates_keeps_its_data_and_its_next_commands_work():
         check=False,
     )
     assert done.returncode == 0, done.stderr[-3000:]
+    return done
+
+
+def test_the_demo_narrates_keeps_its_data_and_its_next_commands_work():
+    done = run_kept_demo()
     out = done.stdout
     lines = out.splitlines()
     assert lines[0].startswith("[") and " s] " in lines[0]  # narrated from the first line
