@@ -6,7 +6,8 @@ Theory of operation
 daemon's nursery. Hypercorn's Trio worker parses HTTP (no parser of ours);
 this module is the ASGI app behind it: the token, the method, the route,
 then one page handler (`ROUTES`). The server stops with the node: the daemon
-cancels its nursery, and hypercorn's connections end with it. It reports the
+cancels its nursery, and hypercorn's connections end with it. A fault
+inside hypercorn ends only the view, which serves again (`serve_web`). It reports the
 URL it bound (port 0 takes any free port), which `status` carries as `web`.
 
 Every request must carry the token of `<data_dir>/web-token`
@@ -60,6 +61,7 @@ log = structlog.get_logger("web")
 Handler = Callable[[WebContext, Request], Awaitable[Response]]
 MAX_SEGMENTS = 8
 MAX_QUERY = 4096  # bytes of query string
+RESTART_SECONDS = 0.1  # between a fault inside hypercorn and serving again
 
 
 async def _script(web: WebContext, request: Request) -> Response:
@@ -175,16 +177,34 @@ async def _until_disconnect(receive, scope: trio.CancelScope) -> None:
 
 
 async def serve_web(listen: str, web: WebContext, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
-    """Serve the view on `listen` until cancelled; `task_status` gets the bound base URL."""
+    """Serve the view on `listen` until cancelled; `task_status` gets the bound base URL.
+
+    A fault inside hypercorn (one raised before our app is called, which would
+    otherwise end the daemon's nursery and the node with it) is logged, and the
+    view serves again on the address it bound; the node's peers and IPC never
+    see it. Failing to bind at the start is the daemon's to report.
+    """
     config = Config()
     config.bind = [listen]
     config.errorlog = logging.getLogger("tanglenode.web")  # not hypercorn's own stderr handler
     config.accesslog = None
     config.graceful_timeout = 1.0
+    app = WebApp(web)
 
     async def started(*, task_status=trio.TASK_STATUS_IGNORED) -> None:
-        await serve(WebApp(web), config, mode="asgi", task_status=task_status)
+        await serve(app, config, mode="asgi", task_status=task_status)
 
-    async with trio.open_nursery() as nursery:
-        binds = await nursery.start(started)
-        task_status.started(binds[0] + "/")
+    base = None
+    while True:
+        try:
+            async with trio.open_nursery() as nursery:
+                binds = await nursery.start(started)
+                if base is None:
+                    base = binds[0]
+                    config.bind = [base.removeprefix("http://")]  # port 0: the one it took
+                    task_status.started(base + "/")
+        except Exception:
+            if base is None:
+                raise
+            log.exception("web view failed; serving it again", url=base)
+            await trio.sleep(RESTART_SECONDS)  # a fault on every start must not spin

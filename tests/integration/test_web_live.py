@@ -1,6 +1,7 @@
 """The web view of a real node (`tangled run` with `web.listen`): the token is required,
 `/metrics` parses and agrees with `status`, `/` shows the feed and escapes others' text."""
 
+import contextlib
 import json
 import os
 import stat
@@ -159,3 +160,42 @@ async def test_a_web_address_in_use_stops_the_start_in_one_line(tmp_path):
     assert done.returncode == 1
     error = [line for line in done.stderr.decode().splitlines() if line.startswith("tangled:")]
     assert error == [f"tangled: cannot serve the web view on {address}: Address already in use"]
+
+
+async def _http2_get(url: str, path: bytes) -> None:
+    """One HTTP/2 request (prior knowledge, no token) for the raw `path`, read to its end."""
+    import h2.config
+    import h2.connection
+
+    host, port = url.removeprefix("http://").rstrip("/").rsplit(":", 1)
+    config = h2.config.H2Configuration(
+        client_side=True, header_encoding=None, validate_outbound_headers=False
+    )
+    connection = h2.connection.H2Connection(config)
+    connection.initiate_connection()
+    headers = [(b":method", b"GET"), (b":path", path), (b":scheme", b"http"), (b":authority", b"x")]
+    connection.send_headers(1, headers, end_stream=True)
+    with trio.fail_after(REQUEST_SECONDS):
+        stream = await trio.open_tcp_stream(host, int(port))
+        async with stream:
+            await stream.send_all(connection.data_to_send())
+            with contextlib.suppress(trio.BrokenResourceError):
+                while await stream.receive_some(65536):
+                    pass
+
+
+async def test_a_request_that_breaks_the_http_server_leaves_the_node_running(tmp_path):
+    node, base, token = await web_node(tmp_path)
+    await _http2_get(base, "/café".encode())  # raised inside the server, before our app
+    async with await node.client() as client:
+        assert (await client.status())["web"] == base  # peers and IPC never noticed
+    with trio.fail_after(REQUEST_SECONDS):
+        while True:  # the view serves again on the same address
+            with contextlib.suppress(OSError):
+                if (await get(f"{base}?token={token}"))[0] == 200:
+                    break
+            await trio.sleep(0.05)
+    assert any(
+        line.get("event") == "web view failed; serving it again" for line in node.log_lines()
+    )
+    assert await node.stop() == 0
