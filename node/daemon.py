@@ -113,7 +113,6 @@ async def _start_web(
         service=ipc.service,
         keypair=ipc.keypair,
         data_dir=settings.data_dir,
-        subscribers=lambda: ipc.streams_open,
         streams=Streams(),
     )
     try:

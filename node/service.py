@@ -208,6 +208,13 @@ class StoreService:
         """Messages by id (None for one not held), read in one worker thread."""
         return await self._reading(lambda: [self.store.get(msg_id) for msg_id in msg_ids])
 
+    async def timeline_tail(
+        self, name: bytes, count: int
+    ) -> tuple[int, int, list[tuple[int, bytes, str]]]:
+        """A tangle's version, where its last `count` entries start, and those entries with
+        their states (one moment)."""
+        return await self._reading(self.store.timeline_tail, name, count)
+
     async def member_states(self, name: bytes, members: list[bytes]) -> list[str]:
         """The joined-view state of each of `members` in tangle timeline `name`."""
         return await self._reading(self.store.member_states, name, members)

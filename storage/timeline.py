@@ -510,6 +510,10 @@ class TimelineReader:
     def version(self, name: bytes) -> int:
         return self._open(name).meta.version
 
+    def size(self, name: bytes) -> int:
+        """How many entries the timeline holds."""
+        return self._open(name).meta.tree.size
+
     def order(self, name: bytes, start: int = 0, stop: int | None = None) -> list[bytes]:
         """Sort ids at positions start..stop-1."""
         return [sort_id for _rank, sort_id in self.entries(name, start, stop)]

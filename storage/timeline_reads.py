@@ -61,6 +61,24 @@ class TimelineReads:
                 entries = [(*entry, state) for entry, state in zip(entries, names, strict=True)]
             return reader.version(timeline), entries
 
+    def timeline_tail(
+        self, timeline: bytes, count: int
+    ) -> tuple[int, int, list[tuple[int, bytes, str]]]:
+        """The version, the position of the first entry, and the last `count` entries of
+        tangle timeline `timeline` with their joined-view states, of one moment; a tangle not
+        seen yet is (0, 0, [])."""
+        with self._env.begin() as txn:
+            reader = TimelineReader(txn, self._timeline_tables)
+            key = tangle_key_of(timeline)
+            if key is None or not reader.exists(timeline):
+                return 0, 0, []
+            size = reader.size(timeline)
+            start = max(0, size - count)
+            entries = reader.entries(timeline, start, size)
+            names = state_names(txn, self._tables, key, (msg_id for _, msg_id in entries))
+            found = [(*entry, state) for entry, state in zip(entries, names, strict=True)]
+            return reader.version(timeline), start, found
+
     def member_states(self, timeline: bytes, members: list[bytes]) -> list[str]:
         """The joined-view state ("joined", "pending" or "invalid") of each of `members` in
         tangle timeline `timeline`, in one transaction; [] for a timeline not a tangle's."""

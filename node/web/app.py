@@ -122,7 +122,7 @@ class WebApp:
         if len(segments) > MAX_SEGMENTS or len(scope["query_string"]) > MAX_QUERY:
             return text_response("request too long\n", 414)
         args = tuple(unquote(part, errors="replace") for part in segments)
-        handler = ROUTES.get((args[0], len(args)))
+        handler = ROUTES.get((args[0], len(args))) if args else None  # `GET *` has none
         if handler is None:
             return not_found()
         query = dict(reversed(parse_qsl(scope["query_string"].decode("latin-1"))))

@@ -11,7 +11,8 @@ store to change between pages, so a slow browser holds one page in memory,
 never a queue; it pays with its own pace, not the node's. A comment line
 every `HEARTBEAT` seconds keeps idle connections (and proxies) awake and
 finds browsers that left. At most `MAX_STREAMS` streams are open at once;
-one more is refused with 503, which the browser retries.
+one more is refused with 503, and the page's script tries again
+a little later (an `EventSource` gives up on a reply that is no stream).
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -87,7 +87,6 @@ class WebContext:
     service: Any = None  # node.service.StoreService; None in tests of the status page alone
     keypair: Keypair | None = None
     data_dir: Path | None = None
-    subscribers: Callable[[], int] = field(default=lambda: 0)
     streams: Any = None  # node.web.events.Streams: the live pages' event streams open now
 
     def link(self, path: str, **query: Any) -> str:

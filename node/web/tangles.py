@@ -48,7 +48,7 @@ from tanglenode.node.web.http import (
 from tanglenode.node.web.page import e, shell, when
 from tanglenode.protocol.identity import feed_text, message_text
 from tanglenode.protocol.ipc import PAGE, PAGE_BYTES
-from tanglenode.storage.errors import UnknownTimeline
+from tanglenode.protocol.limits import MAX_TANGLE_NAME_BYTES
 from tanglenode.storage.groups import GROUP, GroupError
 from tanglenode.storage.store import FeedStore
 from tanglenode.storage.timeline import Delete, Insert
@@ -56,7 +56,6 @@ from tanglenode.storage.timeline import Delete, Insert
 MAX_ROWS = 5000  # rows rendered on a tangle's page
 MAX_WATCHED = 2000  # pending rows a stream re-reads the state of
 MAX_GROUPS = 64  # groups a page of rows opens, at most
-MAX_NAME = 1024  # characters of a tangle name in a path
 INDEX_PAGE = 100  # tangles on a page of /tangles
 PENDING = "pending"
 
@@ -66,12 +65,13 @@ def tangle_path(name: str, root: bytes) -> str:
     return f"/t/{segment(name)}/{segment(root_text(root))}"
 
 
-async def _timeline(web: WebContext, timeline: bytes, limit: int | None = None):
-    """(version, entries with states); a tangle not seen yet is empty at version 0."""
-    try:
-        return await web.service.timeline_page(timeline, 0, limit, states=True)
-    except UnknownTimeline:
-        return 0, []
+def _tangle(args: tuple[str, ...]) -> tuple[str, bytes] | None:
+    """(name, root) of a path's NAME and ROOT; None when they can be no tangle's."""
+    name, given = args[0], args[1]
+    root = parse_root(given)
+    if root is None or len(name.encode("utf-8", "surrogatepass")) > MAX_TANGLE_NAME_BYTES:
+        return None
+    return name, root
 
 
 # -- rows ------------------------------------------------------------------------------
@@ -130,7 +130,7 @@ async def index(web: WebContext, request: Request) -> Response:
         root = parse_root(request.query["after_root"])
         if root is None:
             return text_response("after_root: not a message id\n", 400)
-        after = (root, request.query.get("after_name", "")[:MAX_NAME])
+        after = (root, request.query.get("after_name", "")[:MAX_TANGLE_NAME_BYTES])
     infos, cursor = await web.service.tangles(after, INDEX_PAGE)
     names = await web.names()
     rows = [
@@ -156,19 +156,20 @@ async def index(web: WebContext, request: Request) -> Response:
 
 
 async def page(web: WebContext, request: Request) -> Response:
-    """`/t/NAME/ROOT`: the timeline at one version, then live by the script."""
-    name, given = request.args
-    root = parse_root(given)
-    if root is None or len(name) > MAX_NAME:
-        return not_found("no such tangle: the root is not a message id")
+    """`/t/NAME/ROOT`: the timeline's last `MAX_ROWS` rows at one version, then live."""
+    found = _tangle(request.args)
+    if found is None:
+        return not_found("no such tangle: the root is not a message id, or the name too long")
+    name, root = found
     timeline = FeedStore.timeline_name(root, name)
-    version, entries = await _timeline(web, timeline)
-    start = max(0, len(entries) - MAX_ROWS)
+    version, start, entries = await web.service.timeline_tail(timeline, MAX_ROWS)
     names = await web.names()
-    held = await web.service.messages([msg_id for _, msg_id, _ in entries[start:]])
+    held = await web.service.messages([msg_id for _, msg_id, _ in entries])
     fields = await _rows(web, names, [message for message in held if message is not None])
-    rows = [  # a message removed between the two reads is left out: the stream deletes it
-        row_html(fields[msg_id], state) for _, msg_id, state in entries[start:] if msg_id in fields
+    missing = {"id": "", "author": "?", "feed": "", "time": "?", "text": "(not in the store)"}
+    rows = [  # a message removed since the order was read keeps its place: the stream deletes it
+        row_html(fields.get(msg_id, missing | {"id": message_text(msg_id)}), state)
+        for _, msg_id, state in entries
     ]
     pending = sum(1 for entry in entries if entry[2] == PENDING)
     root_message = await web.service.message(root)
@@ -177,7 +178,7 @@ async def page(web: WebContext, request: Request) -> Response:
     shown = f", the last {len(rows)} shown" if start else ""
     body = (
         f"<h1>{e(safe(name))}</h1><p class='muted'>root <code>{e(message_text(root))}</code>"
-        f"{by} · <span id='count'>{len(entries)}</span> messages{shown}, "
+        f"{by} · <span id='count'>{start + len(entries)}</span> messages{shown}, "
         f"<span id='pending-count'>{pending}</span> "
         "pending · <span id='live' class='live' data-state='connecting'>connecting</span></p>"
         f"<table id='timeline' data-tangle-events='{e(events)}' data-version='{version}' "
@@ -185,7 +186,7 @@ async def page(web: WebContext, request: Request) -> Response:
         "<th>content</th></tr></thead>"
         f"<tbody style='counter-reset:pos {start}'>{''.join(rows)}</tbody></table>"
     )
-    return html_response(shell(web, name, body, script=True))
+    return html_response(shell(web, safe(name), body, script=True))
 
 
 # -- the live stream -------------------------------------------------------------------
@@ -194,23 +195,45 @@ async def page(web: WebContext, request: Request) -> Response:
 class _TangleStream:
     """One browser's stream: pages of commands from a version, and state changes."""
 
-    def __init__(self, web: WebContext, timeline: bytes, watched: set[bytes]) -> None:
+    def __init__(self, web: WebContext, timeline: bytes) -> None:
         self.web = web
         self.timeline = timeline
-        self.pending = watched  # rows sent as pending, watched until they change
+        self.pending: set[bytes] = set()  # rows sent as pending, watched until they change
+        self.names: Names | None = None
+
+    async def unjoined(self) -> bytes:
+        """The frame of the shown rows not joined now, and they are watched from now on.
+
+        Sent first (the page may show as pending a row that joined since it was drawn),
+        and again after a deletion (a feed cut back makes joined rows pending again)."""
+        _, start, entries = await self.web.service.timeline_tail(self.timeline, MAX_ROWS)
+        unjoined = [(msg_id, state) for _, msg_id, state in entries if state != "joined"]
+        kept = unjoined[-MAX_WATCHED:]  # the newest, as the page shows the newest
+        self.pending = {msg_id for msg_id, state in kept if state == PENDING}
+        states = {message_text(msg_id): state for msg_id, state in kept}
+        complete = start == 0 and len(kept) == len(unjoined)  # else older rows are unknown
+        return frame("unjoined", {"states": states, "complete": complete})
+
+    async def _names(self, messages: list[Any]) -> Names:
+        """Names, read again only when the page holds an `about` or an author not named yet
+        (reading them costs a scan of every name)."""
+        if self.names is None or any(
+            self.names.name(message.author) is None
+            or (isinstance(message.content, dict) and message.content.get("type") == "about")
+            for message in messages
+        ):
+            self.names = await self.web.names()
+        return self.names
 
     async def next_page(self, version: int) -> tuple[list[bytes], int] | None:
         service = self.web.service
-        try:
-            _, updates = await service.timeline_updates(self.timeline, version, PAGE, PAGE_BYTES)
-        except UnknownTimeline:  # not seen yet: its first member will make it
-            return None
+        _, updates = await service.timeline_updates(self.timeline, version, PAGE, PAGE_BYTES)
         changed = await self._state_changes()
         if not updates:
             if not changed:
                 return None
             return [frame("states", {"states": changed})], version
-        names = await self.web.names()
+        names = await self._names([message for _, message in updates if message])
         inserted = [command.id for command, _ in updates if isinstance(command, Insert)]
         fields = await _rows(self.web, names, [message for _, message in updates if message])
         found = await service.member_states(self.timeline, inserted)
@@ -231,7 +254,10 @@ class _TangleStream:
         body: dict[str, Any] = {"commands": commands}
         if changed:
             body["states"] = changed
-        return [frame("commands", body, reached)], reached
+        frames = [frame("commands", body, reached)]
+        if any(isinstance(command, Delete) for command, _ in updates):
+            frames.append(await self.unjoined())
+        return frames, reached
 
     async def _state_changes(self) -> dict[str, str]:
         """The watched pending rows whose state changed since they were sent."""
@@ -250,24 +276,18 @@ class _TangleStream:
 
 async def events(web: WebContext, request: Request) -> Response:
     """`/t/NAME/ROOT/events`: the commands after `Last-Event-ID` (or `?since=`), live."""
-    name, given, what = request.args
-    root = parse_root(given)
-    if what != "events" or root is None or len(name) > MAX_NAME:
+    found = _tangle(request.args)
+    if request.args[2] != "events" or found is None:
         return not_found()
     since = resume_version(request.last_event_id, request.query.get("since"))
     if since is None:
         return text_response("since: a version is needed\n", 400)
-    timeline = FeedStore.timeline_name(root, name)
-    version, _ = await _timeline(web, timeline, 0)
+    timeline = FeedStore.timeline_name(found[1], found[0])
+    version, _, _ = await web.service.timeline_tail(timeline, 0)
     if since > version:  # a version this timeline never had: the page must start again
         return event_stream(web, [frame("reset", {"version": version})], version, _nothing)
-    # The rows not joined now: the page may show some as pending that joined since.
-    _, entries = await _timeline(web, timeline)
-    unjoined = [(msg_id, state) for _, msg_id, state in entries if state != "joined"]
-    states = {message_text(msg_id): state for msg_id, state in unjoined[:MAX_WATCHED]}
-    first = frame("unjoined", {"states": states, "complete": len(unjoined) <= MAX_WATCHED})
-    watched = {msg_id for msg_id, state in unjoined[:MAX_WATCHED] if state == PENDING}
-    return event_stream(web, [first], since, _TangleStream(web, timeline, watched).next_page)
+    stream = _TangleStream(web, timeline)
+    return event_stream(web, [await stream.unjoined()], since, stream.next_page)
 
 
 async def _nothing(_version: int) -> None:

@@ -4,14 +4,6 @@
 "use strict";
 
 (function () {
-  const token = new URLSearchParams(location.search).get("token") || "";
-
-  function withToken(path, query) {
-    const params = new URLSearchParams(query || {});
-    params.set("token", token);
-    return path + "?" + params.toString();
-  }
-
   function el(tag, text, className) {
     const node = document.createElement(tag);
     if (text !== undefined && text !== null) node.textContent = String(text);
@@ -27,6 +19,8 @@
   }
 
   // ---------------------------------------------------------------- tangle view
+
+  const RECONNECT_MS = 2000;
 
   // A replica of the tangle's timeline (seed 000 §1.2): the table's rows from
   // data-start on, in order; each command of the stream applied as it comes.
@@ -73,22 +67,24 @@
       }
     }
 
-    // Returns false when the window cannot follow (a row moved in from before it).
+    // Returns false when the window cannot follow (a row moved in from before it, or a
+    // position the table does not have: the page and the stream disagree): reload.
     function apply(command) {
+      const size = rows.rows.length;
       if ("ins" in command) {
         if (command.ins < start) return shift(1), true;
+        if (command.ins - start > size) return false;
         const tr = tangleRow(command.row, command.state);
         tr.classList.add("fresh");
         rows.insertBefore(tr, rows.rows[command.ins - start] || null);
       } else if ("del" in command) {
         if (command.del < start) return shift(-1), true;
+        if (command.del - start >= size) return false;
         rows.rows[command.del - start].remove();
       } else {
         const src = command.mov[0], dst = command.mov[1];
-        if (src < start) {
-          if (dst >= start - 1) return false;
-          return true; // moved within the part not shown
-        }
+        if (src < start) return dst < start; // moved within the part not shown, or reload
+        if (src - start >= size || dst - start > size - 1) return false;
         const tr = rows.rows[src - start];
         tr.remove();
         if (dst < start) return shift(1), true;
@@ -107,43 +103,54 @@
       }
     }
 
-    const url = table.dataset.tangleEvents + "&since=" + encodeURIComponent(table.dataset.version);
-    const source = new EventSource(url);
-    source.onopen = function () { showState(live, "live"); };
-    source.onerror = function () { showState(live, "reconnecting"); };
-    source.addEventListener("commands", function (event) {
-      const body = JSON.parse(event.data);
-      for (const command of body.commands) {
-        if (!apply(command)) {
-          source.close();
-          location.reload();
-          return;
+    // EventSource reconnects by itself (with Last-Event-ID) after a dropped connection,
+    // but gives up on a reply that is no stream (503 when the node has too many, or the
+    // node restarting): then a new one starts from the version applied, a little later.
+    function connect() {
+      const since = encodeURIComponent(table.dataset.version);
+      const source = new EventSource(table.dataset.tangleEvents + "&since=" + since);
+      source.onopen = function () { showState(live, "live"); };
+      source.onerror = function () {
+        showState(live, "reconnecting");
+        if (source.readyState === EventSource.CLOSED) setTimeout(connect, RECONNECT_MS);
+      };
+      source.addEventListener("commands", function (event) {
+        const body = JSON.parse(event.data);
+        for (const command of body.commands) {
+          if (!apply(command)) {
+            source.close();
+            location.reload();
+            return;
+          }
         }
-      }
-      if (body.states) setStates(body.states);
-      table.dataset.version = event.lastEventId;
-      countPending();
-    });
-    source.addEventListener("states", function (event) {
-      setStates(JSON.parse(event.data).states);
-      countPending();
-    });
-    source.addEventListener("unjoined", function (event) {
-      const body = JSON.parse(event.data);
-      if (body.complete) {
-        for (const tr of rows.rows) if (!(tr.dataset.id in body.states)) setRowState(tr, "joined");
-      }
-      setStates(body.states);
-      countPending();
-    });
-    source.addEventListener("reset", function () {
-      source.close();
-      location.reload();
-    });
-    source.addEventListener("failed", function (event) {
-      source.close(); // the node said why; reconnecting would meet the same
-      showState(live, "stopped: " + JSON.parse(event.data).message);
-    });
+        if (body.states) setStates(body.states);
+        table.dataset.version = event.lastEventId;
+        countPending();
+      });
+      source.addEventListener("states", function (event) {
+        setStates(JSON.parse(event.data).states);
+        countPending();
+      });
+      source.addEventListener("unjoined", function (event) {
+        const body = JSON.parse(event.data);
+        if (body.complete) {
+          for (const tr of rows.rows) {
+            if (!(tr.dataset.id in body.states)) setRowState(tr, "joined");
+          }
+        }
+        setStates(body.states);
+        countPending();
+      });
+      source.addEventListener("reset", function () {
+        source.close();
+        location.reload();
+      });
+      source.addEventListener("failed", function (event) {
+        source.close(); // the node said why; reconnecting would meet the same
+        showState(live, "stopped: " + JSON.parse(event.data).message);
+      });
+    }
+    connect();
   }
 
   // ---------------------------------------------------------------- document view
@@ -400,5 +407,4 @@
     if (doc) documentView(doc);
   });
 
-  window.tanglenode = { withToken: withToken, el: el, showState: showState };
 })();

@@ -3,9 +3,12 @@ new message and a reorder (a late message that moves another) applied without a 
 
 from __future__ import annotations
 
+import socket
+
+from tanglenode.node.web.events import MAX_STREAMS
 from tanglenode.protocol.identity import message_text
 from tanglenode.protocol.message import TangleLink
-from tests.browser import call, tangled
+from tests.browser import WAIT_MS, call, tangled
 from tests.factories import Feed, keypair
 from tests.integration.test_chaos import send
 
@@ -102,5 +105,27 @@ def test_after_the_node_restarts_the_page_resumes_where_it_was(page, web_node):
     wait_for_rows(page, 3)
     texts = [row[2].split("\t")[-1] for row in shown(page)]
     assert texts == ["before", "applied", "after the restart"]  # nothing twice, nothing lost
+    assert [row[0] for row in shown(page)] == timeline(web_node, root)
+    assert page.evaluate("window.notReloaded") is True
+
+
+def test_a_page_refused_a_stream_keeps_trying_and_catches_up(page, web_node):
+    root = call(web_node.publish, {"text": "first"}, {"chat": None})["id"]
+    path = f"/t/chat/{message_text(root)[1:]}"
+    host, port = web_node.base.removeprefix("http://").rstrip("/").rsplit(":", 1)
+    request = f"GET {path}/events?token={web_node.token}&since=0 HTTP/1.1\r\nHost: x\r\n\r\n"
+    held = []
+    for _ in range(MAX_STREAMS):  # every live view the node allows, held open
+        held.append(socket.create_connection((host, int(port)), timeout=WAIT_MS / 1000))
+        held[-1].sendall(request.encode())
+        assert held[-1].recv(4096).startswith(b"HTTP/1.1 200")
+    page.goto(web_node.url(path))
+    page.wait_for_selector("#live[data-state=reconnecting]")  # refused: 503
+    page.evaluate("window.notReloaded = true")
+    for connection in held:
+        connection.close()
+    page.wait_for_selector("#live[data-state=live]", timeout=WAIT_MS)
+    call(web_node.publish, {"text": "after the wait"}, {"chat": root})
+    wait_for_rows(page, 2)
     assert [row[0] for row in shown(page)] == timeline(web_node, root)
     assert page.evaluate("window.notReloaded") is True

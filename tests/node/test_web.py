@@ -124,6 +124,7 @@ async def test_the_token_in_the_query_or_as_a_bearer():
     assert (await request("/", query=b"x=1&token=s3cret-token"))[0] == 200
     assert (await request("/", headers=[(b"authorization", b"bearer s3cret-token")]))[0] == 200
     assert (await request("/nowhere", query=b"token=s3cret-token"))[0] == 404
+    assert (await request("*", query=b"token=s3cret-token"))[0] == 404  # OPTIONS' target
     code, headers, _ = await request("/", query=b"token=s3cret-token", method="POST")
     assert code == 405 and headers[b"allow"] == b"GET"
 
