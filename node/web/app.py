@@ -90,7 +90,7 @@ class WebApp:
     def __init__(self, web: WebContext) -> None:
         self.web = web
         self._token = web.token.encode("ascii")
-        self.metrics = Metrics(web.service)
+        self.metrics = Metrics(web.service, web.streams)
 
     async def __call__(self, scope: dict[str, Any], receive, send) -> None:
         if scope["type"] == "lifespan":

@@ -59,12 +59,14 @@ class Streams:
     def __init__(self, limit: int = MAX_STREAMS) -> None:
         self.limit = limit
         self.open = 0
+        self.refused = 0  # since the node started
 
 
 def event_stream(web: WebContext, first: list[bytes], start: int, next_page: NextPage) -> Response:
     """A response that sends `first`, then the pages of `next_page` from `start`, live."""
     streams: Streams = web.streams
     if streams.open >= streams.limit:
+        streams.refused += 1
         return text_response(f"at most {streams.limit} live views at once; retrying\n", 503)
     streams.open += 1
     return Response(200, EVENT_HEADERS, stream=_follow(web, streams, first, start, next_page))

@@ -146,6 +146,28 @@ class NodeCollector:
         )
 
 
+class WebCollector:
+    """The web view's own live streams (node/web/events.py): open, the bound, refused."""
+
+    def __init__(self, streams: Any) -> None:
+        self.streams = streams  # node.web.events.Streams
+
+    def collect(self) -> Iterator[Metric]:
+        yield GaugeMetricFamily(
+            "tanglenode_web_streams", "Live pages' event streams open now", value=self.streams.open
+        )
+        yield GaugeMetricFamily(
+            "tanglenode_web_streams_max",
+            "Event streams the web view allows at once",
+            value=self.streams.limit,
+        )
+        yield CounterMetricFamily(
+            "tanglenode_web_streams_refused",
+            "Event streams refused (503) because the most allowed were open",
+            value=self.streams.refused,
+        )
+
+
 def _labelled(family: Metric, values: dict[str, int]) -> Metric:
     for label, value in values.items():
         family.add_metric([label], value)
@@ -158,7 +180,8 @@ def _histogram(name: str, text: str, histogram: Histogram) -> HistogramMetricFam
 
 
 class Metrics:
-    """The registry: status gauges, and the node's counters when a store service is given."""
+    """The registry: status gauges, the node's counters when a store service is given, and
+    the web view's streams when they are."""
 
     GAUGES: ClassVar[dict[str, tuple[str, str]]] = {
         "messages": ("tanglenode_messages", "Messages in the store"),
@@ -171,7 +194,7 @@ class Metrics:
         "subscribers": ("tanglenode_ipc_subscribers", "IPC streams open (subscribe, watches)"),
     }
 
-    def __init__(self, service: Any = None) -> None:
+    def __init__(self, service: Any = None, streams: Any = None) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         self._gauges = {
             key: Gauge(name, text, registry=self.registry)
@@ -182,6 +205,8 @@ class Metrics:
         if service is not None:
             self.collector = NodeCollector(service)
             self.registry.register(self.collector)
+        if streams is not None:
+            self.registry.register(WebCollector(streams))
 
     async def render(self, web: Any) -> bytes:
         """The text of one scrape; `web` is the app's `WebContext` (its `status`)."""

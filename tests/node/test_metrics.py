@@ -33,6 +33,7 @@ from tanglenode.node.ipc import IpcServer
 from tanglenode.node.network import Network
 from tanglenode.node.peers import PeerRegistry, PeerState
 from tanglenode.node.service import StoreService
+from tanglenode.node.web.events import Streams
 from tanglenode.node.web.http import WebContext
 from tanglenode.node.web.metrics import Metrics
 from tanglenode.protocol.errors import Reason
@@ -67,8 +68,8 @@ async def scrape(service: StoreService | None) -> dict[str, tuple[str, dict]]:
     async def status(digests: bool) -> dict:
         return a_status(digests)
 
-    web = WebContext(status, "token", service=service)
-    text = (await Metrics(service).render(web)).decode()
+    web = WebContext(status, "token", service=service, streams=Streams() if service else None)
+    text = (await Metrics(service, web.streams).render(web)).decode()
     return {
         family.name: (
             family.type,

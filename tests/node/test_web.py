@@ -204,6 +204,7 @@ async def test_live_views_are_bounded_and_the_next_one_is_told_to_retry():
     assert [response.status for response in held] == [200, 200]
     refused = event_stream(web, [], 0, nothing)
     assert refused.status == 503 and b"at most 2 live views" in refused.body
+    assert web.streams.refused == 1  # /metrics' tanglenode_web_streams_refused_total
     first = held[0].stream
     assert (await first.__anext__()).startswith(b"retry: ")  # the stream runs ...
     await first.aclose()  # ... and a browser that leaves frees its place
