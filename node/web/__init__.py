@@ -3,7 +3,8 @@
 One module per job: `app` (the ASGI app: token, routes, responses, and
 `serve_web`), `token` (the access token's file), `status_page` (`/`),
 `metrics` (`/metrics`), `tangles` (`/tangles`, `/t/NAME/ROOT` and its event
-stream), `docs` (`/doc/ROOT`), `groups` (`/groups/ROOT`), `page` (the HTML
+stream), `docs`, `doc_events` and `doc_text` (`/docs`, `/doc/ROOT` and its
+stream), `groups` (`/groups`, `/groups/ROOT`), `page` (the HTML
 shell and escaping every page shares), `events` (server-sent events) and
 `view.js`, the one script the pages run. Light on purpose: `token` is
 imported by the CLI, so nothing heavy is imported here.

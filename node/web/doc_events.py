@@ -26,82 +26,21 @@ brings the text to, so a browser that reconnects resumes after it:
 - `gone`: the document is no longer held (a proof cut out its `doc/init`);
   the browser closes the stream, nothing follows.
 
-The blame and the text are two reads; `blamed_snapshot` reads the text
-(with its version) around the blame and takes the blame only when its text
-is the text of that version, so the splices that follow apply to what the
-browser holds. A document that changes between every read gets its text
-without colours rather than a wrong one.
+The runs, their colours and the readable text are node/web/doc_text.py's.
 """
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any
 
 from tanglenode.node.cli.names import Names
-from tanglenode.node.cli.terminal import REPLACEMENT, safe, unsafe
 from tanglenode.node.doc_ipc import DocWatch
 from tanglenode.node.service import StoreService
+from tanglenode.node.web.doc_text import Run, author_body, blamed_snapshot, readable
 from tanglenode.node.web.events import NextPage, event_stream, frame, resume_version
 from tanglenode.node.web.http import Request, Response, WebContext, not_found, text_response
 from tanglenode.protocol.doc_ipc import SNAPSHOT_CHARS
-from tanglenode.protocol.identity import feed_text
 from tanglenode.storage.errors import UnknownDocument
-
-SNAPSHOT_TRIES = 3  # blame reads that may meet a changing document before colours are dropped
-UNKNOWN_COLOUR = "#e4e4ea"  # text whose author is not known (a snapshot without blame)
-
-Run = tuple[str, bytes | None]  # a run of text and who typed it (None: not known)
-
-
-def colour(author: bytes | None) -> str:
-    """A light background, the same for an author on every page and every node."""
-    if author is None:
-        return UNKNOWN_COLOUR
-    hue = int.from_bytes(hashlib.blake2b(author, digest_size=2).digest(), "big") % 360
-    return f"hsl({hue},70%,86%)"
-
-
-def author_body(author: bytes | None, names: Names) -> dict[str, Any]:
-    """An author as frames and JSON replies carry it: id, name to show, colour."""
-    if author is None:
-        return {"author": None, "name": "unknown", "colour": UNKNOWN_COLOUR}
-    return {"author": feed_text(author), "name": label(names, author), "colour": colour(author)}
-
-
-def label(names: Names, author: bytes) -> str:
-    """An author's name as the pages show it: unsafe characters as `?` (node/cli/terminal.py)."""
-    return safe(names.label(author))
-
-
-def readable(text: str) -> str:
-    """Document text as the pages show it: each control, format (bidi, zero-width) or
-    private-use character as `?`, but line breaks and tabs, so positions stay the same."""
-    if text.replace("\n", "").replace("\t", "").replace("\r", "").isprintable():
-        return text  # the common case, at C speed
-    return "".join(REPLACEMENT if char not in "\n\t\r" and unsafe(char) else char for char in text)
-
-
-async def blamed_snapshot(service: StoreService, doc: bytes) -> tuple[int, list[Run]]:
-    """The frontier's version and its text in runs by author (see the module docstring);
-    `UnknownDocument` if the store holds no such document."""
-    for _try in range(SNAPSHOT_TRIES):
-        version, text = await service.document_snapshot(doc)
-        spans = await service.document_blame(doc, None)
-        if "".join(span.text for span in spans) == text:
-            return version, merge_runs((span.text, span.author) for span in spans)
-    return version, [(text, None)] if text else []
-
-
-def merge_runs(runs) -> list[Run]:
-    """Adjacent runs of one author as one (each text joined once: no quadratic copying)."""
-    pieces: list[tuple[list[str], bytes | None]] = []
-    for text, author in runs:
-        if pieces and pieces[-1][1] == author:
-            pieces[-1][0].append(text)
-        elif text:
-            pieces.append(([text], author))
-    return [("".join(texts), author) for texts, author in pieces]
 
 
 def snapshot_frames(version: int, runs: list[Run], names: Names) -> list[bytes]:

@@ -28,7 +28,7 @@ from tanglenode.node.cli.names import Names
 from tanglenode.node.cli.terminal import safe
 from tanglenode.node.service import StoreService
 from tanglenode.node.web import doc_events
-from tanglenode.node.web.doc_events import (
+from tanglenode.node.web.doc_text import (
     Run,
     author_body,
     blamed_snapshot,

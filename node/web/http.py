@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode
 
+import trio
+
 from tanglenode.node.cli.names import Names, read_petnames
 from tanglenode.protocol.errors import BadIdentifier, TanglenodeError
 from tanglenode.protocol.identity import Keypair, message_text, parse_message_id
@@ -100,7 +102,8 @@ class WebContext:
         petnames: dict[bytes, str] = {}
         if self.data_dir is not None:
             try:
-                petnames = read_petnames(self.data_dir / "petnames.json")
+                path = self.data_dir / "petnames.json"
+                petnames = await trio.to_thread.run_sync(read_petnames, path)  # a file read
             except TanglenodeError:  # damaged: the CLI says so; the view shows ids
                 petnames = {}
         ours = self.keypair.public if self.keypair is not None else None

@@ -11,7 +11,8 @@ import trio
 
 from tanglenode.node.service import StoreService
 from tanglenode.node.web import docs, groups
-from tanglenode.node.web.doc_events import colour, snapshot_frames
+from tanglenode.node.web.doc_events import snapshot_frames
+from tanglenode.node.web.doc_text import colour
 from tanglenode.node.web.events import Streams
 from tanglenode.node.web.http import Request, WebContext
 from tanglenode.protocol.doc_ipc import SNAPSHOT_CHARS, apply_splices
@@ -357,7 +358,7 @@ async def test_controls_and_bidi_in_the_text_show_as_marks_one_for_one(site):
 
 
 def test_runs_of_one_author_are_merged():
-    from tanglenode.node.web.doc_events import merge_runs
+    from tanglenode.node.web.doc_text import merge_runs
 
     runs = [("a", ME.public), ("b", ME.public), ("", PEER.public), ("c", PEER.public), ("d", None)]
     assert merge_runs(runs) == [("ab", ME.public), ("c", PEER.public), ("d", None)]
