@@ -19,7 +19,9 @@ Memory is bounded whatever peers and clients do:
   upper bounds inclusive, as Prometheus' `le`), plus a count and a sum;
 - per-peer traffic is kept for the first `MAX_PEERS_LABELLED` peers met
   (by feed key, for the node's life, so each one's counters only grow); the
-  traffic of any further peer is summed into one `other` entry;
+  traffic of any further peer is summed into one `other` entry, but for the
+  peers the node dials (the operator's, as many as configured or connected),
+  which always get their own;
 - a peer's lag is read at scrape time from the `PeerState` of each gossip
   session open now, registered while the session runs (`session`);
 - an IPC stream registers its queue (a Trio memory channel) while it is
@@ -135,12 +137,14 @@ class NodeCounters:
 
     # -- peers --------------------------------------------------------------------
 
-    def traffic(self, key: bytes) -> PeerTraffic:
-        """`key`'s own counters while fewer than `max_peers` peers have theirs, else `other`."""
+    def traffic(self, key: bytes, *, ours: bool = False) -> PeerTraffic:
+        """`key`'s own counters while fewer than `max_peers` peers have theirs, else `other`;
+        a peer we dial (`ours`: the operator's) always gets its own, so keys made up by
+        strangers cannot push it into `other`."""
         found = self.peers.get(key)
         if found is not None:
             return found
-        if len(self.peers) >= self.max_peers:
+        if len(self.peers) >= self.max_peers and not ours:
             return self.other
         found = self.peers[key] = PeerTraffic()
         return found
@@ -157,7 +161,7 @@ class NodeCounters:
         self._next_session += 1
         self._sessions[token] = peer
         try:
-            yield self.traffic(peer.key)
+            yield self.traffic(peer.key, ours=peer.dialed)
         finally:
             del self._sessions[token]
 

@@ -208,6 +208,18 @@ def test_peers_past_the_bound_share_one_label_and_counters_only_grow():
     assert MAX_PEERS_LABELLED == NodeCounters().max_peers == 256
 
 
+def test_a_peer_we_dial_keeps_its_label_when_strangers_took_every_slot():
+    counters = NodeCounters(max_peers=2)
+    for n in range(1, 4):  # keys anyone can make, connecting first
+        with counters.session(PeerState(bytes([n]) * 32)):
+            pass
+    ours = PeerState(b"o" * 32, dialed=True)
+    with counters.session(ours) as traffic:
+        traffic.bytes_out += 5
+    assert counters.label(ours.key) == feed_text(ours.key)
+    assert counters.peers[ours.key].bytes_out == 5 and counters.other.bytes_out == 0
+
+
 def test_lag_is_read_from_the_sessions_open_now_each_peer_once():
     counters = NodeCounters(max_peers=1)
     feed, other_feed, forked = b"f" * 32, b"g" * 32, b"x" * 32
