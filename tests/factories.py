@@ -96,3 +96,19 @@ def batches_for_crash_test(batches: int, feeds: int, per_feed: int) -> list[list
                 batch.append(chain.append({"type": "tick", "pad": "x" * 64}).raw)
         result.append(batch)
     return result
+
+
+def late_reply(name: str = "chat") -> tuple[Message, Message, Message, Message]:
+    """(root, a2, b1, c1): a tangle where a late message moves another.
+
+    alice writes the root and a2, bob b1, and carol c1, which names b1. Given the
+    root, a2 and c1 first, c1 waits (pending); when b1 arrives, c1 moves after it
+    (a `mov`). The feeds' keys are fixed, so the ids fall that way every run.
+    """
+    alice, bob, carol = Feed("mv-a0"), Feed("mv-b0"), Feed("mv-c0")
+    root = alice.root(name, {"text": "root"})
+    link = TangleLink(root.id, (root.id,))
+    a2 = alice.append({"text": "a2"}, tangles={name: link})
+    b1 = bob.append({"text": "b1"}, tangles={name: link})
+    c1 = carol.append({"text": "c1 names b1"}, tangles={name: TangleLink(root.id, (b1.id,))})
+    return root, a2, b1, c1

@@ -7,9 +7,8 @@ import socket
 
 from tanglenode.node.web.events import MAX_STREAMS
 from tanglenode.protocol.identity import message_text
-from tanglenode.protocol.message import TangleLink
 from tests.browser import WAIT_MS, call, tangled
-from tests.factories import Feed, keypair
+from tests.factories import keypair, late_reply
 from tests.integration.test_chaos import send
 
 ROWS = "#timeline tbody tr"
@@ -57,12 +56,7 @@ def test_the_timeline_in_order_then_a_new_message_without_a_reload(page, web_nod
 
 
 def test_a_late_message_moves_a_row_and_a_pending_row_joins_without_a_reload(page, web_node):
-    alice, bob, carol = Feed("mv-a0"), Feed("mv-b0"), Feed("mv-c0")
-    root = alice.root("chat", {"text": "root"})
-    link = TangleLink(root.id, (root.id,))
-    a2 = alice.append({"text": "a2"}, tangles={"chat": link})
-    b1 = bob.append({"text": "b1, late"}, tangles={"chat": link})
-    c1 = carol.append({"text": "c1 names b1"}, tangles={"chat": TangleLink(root.id, (b1.id,))})
+    root, a2, b1, c1 = late_reply()
     pusher = keypair("pusher")
     call(send, web_node, pusher, [root, a2, c1], lambda found: found["messages"] == 3)
 

@@ -7,8 +7,7 @@ import re
 from html import unescape
 
 from tanglenode.protocol.identity import message_text
-from tanglenode.protocol.message import TangleLink
-from tests.factories import Feed, keypair
+from tests.factories import keypair, late_reply
 from tests.integration.test_chaos import send
 from tests.integration.test_cli_live import cli
 from tests.integration.test_web_live import HOSTILE, get, web_node
@@ -55,12 +54,7 @@ async def test_the_page_lists_the_timeline_in_order_with_names_and_content(tmp_p
 
 async def test_the_stream_sends_inserts_and_a_move_and_resumes_by_version(tmp_path):
     node, base, token = await web_node(tmp_path)
-    alice, bob, carol = Feed("mv-a0"), Feed("mv-b0"), Feed("mv-c0")
-    root = alice.root("chat", {"text": "root"})
-    link = TangleLink(root.id, (root.id,))
-    a2 = alice.append({"text": "a2"}, tangles={"chat": link})
-    b1 = bob.append({"text": "b1"}, tangles={"chat": link})
-    c1 = carol.append({"text": "c1"}, tangles={"chat": TangleLink(root.id, (b1.id,))})
+    root, a2, b1, c1 = late_reply()
     pusher = keypair("pusher")
     await send(node, pusher, [root, a2, c1], lambda found: found["messages"] == 3)
     _, _, page = await get(tangle_url(base, "chat", root.id, token))
