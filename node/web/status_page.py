@@ -6,26 +6,36 @@ each timeline's digest; every value from others escaped (node/web/page.py).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from tanglenode.node.cli.digest import digest_rows
 from tanglenode.node.cli.names import Names
+from tanglenode.node.cli.terminal import safe
 from tanglenode.node.web.http import Request, Response, WebContext, html_response
 from tanglenode.node.web.page import e, shell
+from tanglenode.node.web.tangles import tangle_path
 from tanglenode.protocol.identity import feed_text
 
 
 async def status_page(web: WebContext, request: Request) -> Response:
     names = await web.names() if web.service is not None else Names()
-    return html_response(shell(web, "status", render_status(await web.status(True), names)))
+    body = render_status(await web.status(True), names, web.link)
+    return html_response(shell(web, "status", body))
 
 
-def render_status(status: dict[str, Any], names: Names) -> str:
-    """The status page's body: every value from others escaped."""
+def render_status(
+    status: dict[str, Any], names: Names, link: Callable[[str], str] = lambda path: path
+) -> str:
+    """The status page's body: every value from others escaped; `link` makes an href."""
+
+    def label(feed: bytes) -> str:
+        return e(safe(names.label(feed)))
+
     feed = feed_text(status["feed"])
     mine = names.name(status["feed"])
     parts = [
-        f"<h1>{e(mine) if mine else 'tanglenode'}</h1><p>feed <code>{e(feed)}</code>",
+        f"<h1>{e(safe(mine)) if mine else 'tanglenode'}</h1><p>feed <code>{e(feed)}</code>",
         f" listening on <code>{e(str(status.get('listen', '')))}</code></p>",
         f"<p>{status['feeds']} feeds, {status['messages']} messages, ",
         f"{status['forks_total']} forks, {status['stalls_total']} stalled</p>",
@@ -34,28 +44,33 @@ def render_status(status: dict[str, Any], names: Names) -> str:
     ]
     for peer in status["peers"]:
         parts.append(
-            f"<li>{e(names.label(peer['key']))} <code>{e(feed_text(peer['key']))}</code> "
+            f"<li>{label(peer['key'])} <code>{e(feed_text(peer['key']))}</code> "
             f"{e(_peer_state(peer))}{_behind_list(peer, names)}</li>"
         )
-    parts.append("</ul><h2>Forks</h2><ul>")
+    parts.append(_none(status["peers"]) + "</ul><h2>Forks</h2><ul>")
     for author, seq in status["forks"]:
-        parts.append(
-            f"<li>{e(names.label(author))} <code>{e(feed_text(author))}</code> at {int(seq)}</li>"
-        )
-    parts.append("</ul><h2>Stalls</h2><ul>")
+        parts.append(f"<li>{label(author)} <code>{e(feed_text(author))}</code> at {int(seq)}</li>")
+    parts.append(_none(status["forks"]) + "</ul><h2>Stalls</h2><ul>")
     for stall in status["stalls"]:
         needs_feed, needs_seq = stall["waits_for"]
         parts.append(
-            f"<li>{e(names.label(stall['feed']))} {int(stall['seq'])} waits for "
-            f"{e(names.label(needs_feed))} {int(needs_seq)}</li>"
+            f"<li>{label(stall['feed'])} {int(stall['seq'])} waits for "
+            f"{label(needs_feed)} {int(needs_seq)}</li>"
         )
-    parts.append("</ul><h2>Digests</h2><table>")
-    for where, count, digest in digest_rows(status.get("digests", [])):
-        parts.append(
-            f"<tr><td>{e(where)}</td><td>{count}</td><td><code>{e(digest)}</code></td></tr>"
-        )
+    parts.append(_none(status["stalls"]) + "</ul><h2>Digests</h2><table>")
+    digests = status.get("digests", [])
+    for entry, (where, count, digest) in zip(digests, digest_rows(digests), strict=True):
+        shown = e(where)
+        if not entry.get("spacetime"):  # a tangle's: its page
+            href = link(tangle_path(entry["tangle"], bytes(entry["root"])))
+            shown = f"<a href='{e(href)}'>{shown}</a>"
+        parts.append(f"<tr><td>{shown}</td><td>{count}</td><td><code>{e(digest)}</code></td></tr>")
     parts.append("</table>")
     return "".join(parts)
+
+
+def _none(items: list[Any]) -> str:
+    return "" if items else "<li class='muted'>none</li>"
 
 
 def _behind_list(peer: dict[str, Any], names: Names) -> str:
@@ -64,7 +79,8 @@ def _behind_list(peer: dict[str, Any], names: Names) -> str:
     if not peer["connected"] or not behind:
         return ""
     items = "".join(
-        f"<li>{e(names.label(feed))}: {int(count)} messages</li>" for feed, count in behind.items()
+        f"<li>{e(safe(names.label(feed)))}: {int(count)} messages</li>"
+        for feed, count in behind.items()
     )
     more = peer["behind_feeds"] - len(behind)
     tail = f"<li class='muted'>and {more} more feeds</li>" if more > 0 else ""

@@ -11,7 +11,7 @@ from tanglenode.node.cli.names import Names
 from tanglenode.node.service import StoreService
 from tanglenode.node.web.app import WebApp
 from tanglenode.node.web.events import Streams, event_stream, frame, resume_version
-from tanglenode.node.web.http import WebContext
+from tanglenode.node.web.http import WebContext, root_text, segment
 from tanglenode.node.web.status_page import render_status
 from tanglenode.node.web.token import load_or_create_token, read_token
 from tanglenode.protocol.identity import feed_text
@@ -166,6 +166,10 @@ def test_the_page_shows_everything_and_escapes_what_others_wrote():
     assert f"<code>{feed_text(OTHER)}</code> at 7" in page  # the fork
     assert "5 waits for @AwMDAwMD" in page  # a stall, by short id
     assert "<td>spacetime</td><td>42</td>" in page
+    tangle_root = root_text(b"\x04" * 32)
+    assert f"<a href='/t/{segment(HOSTILE)}/{tangle_root}'>" in page  # the tangle's page
+    quiet = render_status(a_status() | {"peers": [], "forks": [], "stalls": []}, Names())
+    assert quiet.count("<li class='muted'>none</li>") == 3
 
 
 def test_the_token_file_is_private_made_once_and_kept(tmp_path):
