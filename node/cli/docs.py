@@ -43,7 +43,7 @@ from tanglenode.node.cli.support import (
     json_option,
     node_running,
 )
-from tanglenode.node.cli.terminal import safe, safe_json
+from tanglenode.node.cli.terminal import for_stdout, safe, safe_json
 from tanglenode.node.client import NodeError, connect
 from tanglenode.node.doc_ipc import DOC_REPLIES
 from tanglenode.node.ipc import error_kind
@@ -341,7 +341,8 @@ def doc_show(doc: str, at: str | None, as_json: bool) -> None:
     if as_json:
         emit_json({"doc": doc, "at": at, "version": shown["version"], "text": shown["text"]})
     else:
-        click.echo(shown["text"], nl=False)
+        # exact into a file (color=True: click strips nothing), made safe on a terminal
+        click.echo(for_stdout(shown["text"]), nl=False, color=True)
 
 
 @doc_command.command("list")
@@ -438,7 +439,8 @@ def doc_diff(doc: str, old: str, new: str, as_html: bool, as_json: bool) -> None
         click.echo(diff_page(f"{doc} from {old} to {new}", spans))
     else:
         tty = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
-        click.echo("".join(dyed(span, tty) for span in spans), nl=False, color=tty or None)
+        spans = [span | {"text": for_stdout(span["text"])} for span in spans]
+        click.echo("".join(dyed(span, tty) for span in spans), nl=False, color=True)
         if spans and not spans[-1]["text"].endswith("\n"):
             click.echo()
 
@@ -464,7 +466,7 @@ def doc_blame(doc: str, at: str | None, as_json: bool) -> None:
         emit_json({"doc": doc, "at": at, "lines": lines, "spans": rows})
         return
     for author, text in lines:
-        click.echo(f"{short_feed(author)}  {text}")
+        click.echo(f"{short_feed(author)}  {for_stdout(text)}", color=True)
 
 
 # -- live ---------------------------------------------------------------------------------
@@ -532,7 +534,7 @@ class _WatchPrinter:
         self.line_start = True
 
     def _out(self, text: str) -> None:
-        click.echo(text, nl=False)
+        click.echo(for_stdout(text), nl=False, color=True)
         if text:
             self.line_start = text.endswith("\n")
 

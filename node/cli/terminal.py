@@ -12,6 +12,7 @@ before printing. `--json` output stays exact.
 from __future__ import annotations
 
 import json
+import sys
 import unicodedata
 from typing import Any
 
@@ -33,6 +34,19 @@ def safe(text: str | None, limit: int | None = None) -> str:
     else:
         shown = "".join(REPLACEMENT if unsafe(char) else char for char in cut)
     return shown + ("…" if limit and len(text) > limit else "")
+
+
+def safe_lines(text: str) -> str:
+    """Text of many lines for a terminal: each unsafe character shown as `?`, one for one,
+    but line breaks and tabs kept (a document's text keeps its layout and its positions)."""
+    if text.replace("\n", "").replace("\t", "").replace("\r", "").isprintable():
+        return text  # the common case, at C speed
+    return "".join(REPLACEMENT if char not in "\n\t\r" and unsafe(char) else char for char in text)
+
+
+def for_stdout(text: str) -> str:
+    """`safe_lines(text)` when stdout is a terminal; else the exact text (a file, a pipe)."""
+    return safe_lines(text) if sys.stdout.isatty() else text
 
 
 def safe_json(value: Any, **dumps: Any) -> str:

@@ -19,7 +19,7 @@ import hashlib
 from typing import Any
 
 from tanglenode.node.cli.names import Names
-from tanglenode.node.cli.terminal import REPLACEMENT, safe, unsafe
+from tanglenode.node.cli.terminal import safe, safe_lines
 from tanglenode.node.service import StoreService
 from tanglenode.protocol.identity import feed_text
 
@@ -50,11 +50,9 @@ def label(names: Names, author: bytes) -> str:
 
 
 def readable(text: str) -> str:
-    """Document text as the pages show it: each control, format (bidi, zero-width) or
-    private-use character as `?`, but line breaks and tabs, so positions stay the same."""
-    if text.replace("\n", "").replace("\t", "").replace("\r", "").isprintable():
-        return text  # the common case, at C speed
-    return "".join(REPLACEMENT if char not in "\n\t\r" and unsafe(char) else char for char in text)
+    """Document text as the pages show it (node/cli/terminal.py `safe_lines`): each control,
+    format (bidi, zero-width) or private-use character as `?`, one for one."""
+    return safe_lines(text)
 
 
 async def blamed_snapshot(service: StoreService, doc: bytes) -> tuple[int, list[Run]]:

@@ -68,3 +68,23 @@ async def test_show_escapes_bidi_and_c1_controls_in_content_on_a_terminal(tmp_pa
     exact = await cli(node, "show", msg_id, "--json")  # --json: standard JSON, the raw text
     assert json.loads(exact.stdout)["content"] == text
     assert "\u202e".encode() in exact.stdout and "\x9b".encode() in exact.stdout
+
+
+async def test_a_documents_text_shows_its_lines_but_no_escapes_on_a_terminal(tmp_path):
+    node = Node(tmp_path, "doc")
+    await node.start()
+    text = "line one \x1b[2J\nbidi\u202eevil\tend\n"
+    doc = json.loads((await cli(node, "doc", "create", "notes", "--json")).stdout)["doc"]
+    assert (await cli(node, "doc", "insert", doc, "0", text)).returncode == 0
+
+    shown = await on_terminal(node, "doc", "show", doc)
+    assert shown.replace("\r\n", "\n") == "line one ?[2J\nbidi?evil\tend\n"  # one for one
+    blame = await on_terminal(node, "doc", "blame", doc)
+    assert "line one ?[2J" in blame and "bidi?evil" in blame
+    diff = await trio.to_thread.run_sync(  # coloured by us: our own escapes, not theirs
+        partial(run_on_terminal, ["doc", "diff", doc, "v0", "v1"], data_dir=node.data_dir)
+    )
+    assert "?[2J" in diff.output and "\x1b[2J" not in diff.output and "\u202e" not in diff.output
+    piped = await cli(node, "doc", "show", doc)
+    assert piped.stdout.decode() == text  # into a file or a pipe: the exact text
+    assert await node.stop() == 0
