@@ -421,8 +421,10 @@ def _watch_processed(fields: dict[str, Any], limits: Limits) -> WatchProcessedRe
 
 def _group_create(fields: dict[str, Any], limits: Limits) -> GroupCreateRequest:
     name = fields.get("name", "")
-    if type(name) is not str or len(name) > MAX_GROUP_NAME:
-        raise bad(f"a group name is text of at most {MAX_GROUP_NAME} characters")
+    if type(name) is not str or len(name) > MAX_GROUP_NAME or not name.isprintable():
+        raise bad(
+            f"a group name is printable text on one line, at most {MAX_GROUP_NAME} characters"
+        )
     return GroupCreateRequest(name)
 
 
