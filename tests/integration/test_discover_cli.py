@@ -6,9 +6,11 @@ from functools import partial
 
 import trio
 
+from tanglenode.config.secret import read_secret
 from tanglenode.node.cli.discover import shell_word
 from tanglenode.node.localnet import TANGLED, Node
-from tanglenode.protocol.identity import parse_message_id
+from tanglenode.protocol.identity import message_text, parse_message_id
+from tanglenode.storage import groups
 from tanglenode.storage.store import FeedStore
 from tests.factories import Feed
 from tests.integration.test_cli_live import cli
@@ -172,7 +174,10 @@ async def test_a_member_finds_the_group_it_was_added_to(tmp_path):
     await friend.wait_for_size(5, tangle="group", root=parse_message_id(group))
     (former,) = rows(await cli(friend, "group", "list", "--json"))
     assert (former["member"], former["members"], former["name"]) == (False, 1, "book club")
-    evil = await ok(host, "create", "bad\x07\nname")
+    # `group create` refuses such a name; another program may still publish one
+    content, tangles = groups.create(read_secret(host.data_dir / "secret"), "bad\x07\nname")
+    async with await host.client() as client:
+        evil = message_text((await client.publish(content, tangles))["id"])
     listed = {row["group"]: row for row in rows(await cli(host, "group", "list", "--json"))}
     hosted, other = listed[group], listed[evil]
     assert (hosted["member"], hosted["members"], hosted["epochs"]) == (True, 1, 2)
