@@ -48,7 +48,7 @@ from tanglenode.node.web.http import (
     segment,
     text_response,
 )
-from tanglenode.node.web.page import e, shell, when
+from tanglenode.node.web.page import e, listing, shell, when
 from tanglenode.protocol.identity import feed_text, message_text
 from tanglenode.protocol.limits import MAX_SEQ
 from tanglenode.storage.document_rows import Version
@@ -109,18 +109,10 @@ async def index(web: WebContext, request: Request) -> Response:
         for d in shown
     ]
     parts = [f"<h1>Documents</h1><p>{len(documents)} held.</p>"]
-    if rows:
-        parts.append(
-            "<table id='documents'><thead><tr><th>title</th><th>started by</th><th>created</th>"
-            "<th>versions</th><th>characters</th><th>set aside</th></tr></thead><tbody>"
-            + "".join(rows)
-            + "</tbody></table>"
-        )
-    else:
-        parts.append("<p class='muted'>None yet: <code>tangled doc create TITLE</code>.</p>")
-    if start + PAGE < len(documents):
-        more = web.link("/docs", start=start + PAGE)
-        parts.append(f"<p><a href='{e(more)}'>more</a></p>")
+    more = web.link("/docs", start=start + PAGE) if start + PAGE < len(documents) else None
+    headers = ["title", "started by", "created", "versions", "characters", "set aside"]
+    empty = "None yet: <code>tangled doc create TITLE</code>."
+    parts.append(listing("documents", headers, rows, empty, more))
     return html_response(shell(web, "documents", "".join(parts)))
 
 

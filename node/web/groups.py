@@ -33,7 +33,7 @@ from tanglenode.node.web.http import (
     segment,
     text_response,
 )
-from tanglenode.node.web.page import e, shell, when
+from tanglenode.node.web.page import e, listing, shell, when
 from tanglenode.protocol.identity import feed_text, message_text
 from tanglenode.protocol.ipc_discovery import GroupListRequest
 from tanglenode.storage.groups import GROUP, GroupError, UnknownGroup, describe
@@ -82,18 +82,11 @@ async def index(web: WebContext, request: Request) -> Response:
         for info in found["groups"]
     ]
     parts = ["<h1>Groups</h1>"]
-    if rows:
-        parts.append(
-            "<table id='groups'><thead><tr><th>name</th><th>members</th><th>epochs</th>"
-            "<th>us</th><th>last activity</th><th>created by</th></tr></thead><tbody>"
-            + "".join(rows)
-            + "</tbody></table>"
-        )
-    else:
-        parts.append("<p class='muted'>No groups here: none of those held has a key of ours.</p>")
-    if found["next"] is not None:
-        more = web.link("/groups", after=root_text(found["next"]["root"]))
-        parts.append(f"<p><a href='{e(more)}'>more</a></p>")
+    following = found["next"]
+    more = web.link("/groups", after=root_text(following["root"])) if following else None
+    headers = ["name", "members", "epochs", "us", "last activity", "created by"]
+    empty = "No groups here: none of those held has a key of ours."
+    parts.append(listing("groups", headers, rows, empty, more))
     return html_response(shell(web, "groups", "".join(parts)))
 
 

@@ -58,6 +58,19 @@ def shell(web: WebContext, title: str, body: str, *, script: bool = False) -> st
     )
 
 
+def listing(
+    table_id: str, headers: list[str], rows: list[str], empty: str, more: str | None
+) -> str:
+    """An index page's table (`rows` are `<tr>`s, already escaped), or `empty` (HTML) when
+    there are none, and a link to the next page when `more` (an href) is given."""
+    if not rows:
+        return f"<p class='muted'>{empty}</p>"
+    head = "".join(f"<th>{e(header)}</th>" for header in headers)
+    body = "".join(rows)
+    table = f"<table id='{table_id}'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    return table + (f"<p><a href='{e(more)}'>more</a></p>" if more else "")
+
+
 def when(milliseconds: int | None) -> str:
     """A claimed time as `YYYY-MM-DD HH:MM:SS` UTC; the number if it is no date."""
     if milliseconds is None:

@@ -45,7 +45,7 @@ from tanglenode.node.web.http import (
     segment,
     text_response,
 )
-from tanglenode.node.web.page import e, shell, when
+from tanglenode.node.web.page import e, listing, shell, when
 from tanglenode.protocol.identity import feed_text, message_text
 from tanglenode.protocol.ipc import PAGE, PAGE_BYTES
 from tanglenode.protocol.limits import MAX_TANGLE_NAME_BYTES
@@ -140,18 +140,12 @@ async def index(web: WebContext, request: Request) -> Response:
         f"<td>{e(safe(names.label(info.author))) if info.author else '?'}</td></tr>"
         for info in infos
     ]
-    more = ""
+    more = None
     if cursor is not None:
         root, name = cursor
-        link = web.link("/tangles", after_root=root_text(root), after_name=name)
-        more = f"<p><a href='{e(link)}'>more tangles</a></p>"
-    body = (
-        "<h1>Tangles</h1><table><thead><tr><th>tangle</th><th>messages</th><th>joined</th>"
-        "<th>pending</th><th>last activity (UTC)</th><th>started by</th></tr></thead><tbody>"
-        + "".join(rows)
-        + "</tbody></table>"
-        + (more if rows else "<p class='muted'>No tangles yet.</p>")
-    )
+        more = web.link("/tangles", after_root=root_text(root), after_name=name)
+    headers = ["tangle", "messages", "joined", "pending", "last activity (UTC)", "started by"]
+    body = "<h1>Tangles</h1>" + listing("tangles", headers, rows, "No tangles yet.", more)
     return html_response(shell(web, "tangles", body))
 
 

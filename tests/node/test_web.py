@@ -12,6 +12,7 @@ from tanglenode.node.service import StoreService
 from tanglenode.node.web.app import WebApp
 from tanglenode.node.web.events import Streams, event_stream, frame, resume_version
 from tanglenode.node.web.http import WebContext, root_text, segment
+from tanglenode.node.web.page import listing
 from tanglenode.node.web.status_page import render_status
 from tanglenode.node.web.token import load_or_create_token, read_token
 from tanglenode.protocol.identity import feed_text
@@ -233,3 +234,15 @@ async def test_a_stream_that_fails_says_so_and_ends_and_frees_its_place(tmp_path
     assert chunks[-1].startswith(b'event: failed\ndata: {"message":"internal error')
     assert web.streams.open == 0
     store.close()
+
+
+def test_an_index_page_lists_rows_or_says_none_and_links_the_next_page():
+    rows = ["<tr><td>a</td></tr>", "<tr><td>b</td></tr>"]
+    shown = listing("things", ["name <x>"], rows, "none", "/things?token=t&after=b")
+    assert shown.startswith("<table id='things'><thead><tr><th>name &lt;x&gt;</th></tr>")
+    assert "<tbody><tr><td>a</td></tr><tr><td>b</td></tr></tbody>" in shown
+    assert shown.endswith("<p><a href='/things?token=t&amp;after=b'>more</a></p>")
+    assert "more" not in listing("things", ["name"], rows, "none", None)
+    assert listing("things", ["name"], [], "nothing <b>yet</b>", "/x") == (
+        "<p class='muted'>nothing <b>yet</b></p>"  # no rows: no table, no next page
+    )
