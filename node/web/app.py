@@ -62,6 +62,7 @@ Handler = Callable[[WebContext, Request], Awaitable[Response]]
 MAX_SEGMENTS = 8
 MAX_QUERY = 4096  # bytes of query string
 RESTART_SECONDS = 0.1  # between a fault inside hypercorn and serving again
+MAX_RESTART_SECONDS = 30.0  # the longest wait, when every start fails
 
 
 async def _script(web: WebContext, request: Request) -> Response:
@@ -194,8 +195,9 @@ async def serve_web(listen: str, web: WebContext, *, task_status=trio.TASK_STATU
     async def started(*, task_status=trio.TASK_STATUS_IGNORED) -> None:
         await serve(app, config, mode="asgi", task_status=task_status)
 
-    base = None
+    base, delay = None, RESTART_SECONDS
     while True:
+        began = trio.current_time()
         try:
             async with trio.open_nursery() as nursery:
                 binds = await nursery.start(started)
@@ -206,5 +208,9 @@ async def serve_web(listen: str, web: WebContext, *, task_status=trio.TASK_STATU
         except Exception:
             if base is None:
                 raise
-            log.exception("web view failed; serving it again", url=base)
-            await trio.sleep(RESTART_SECONDS)  # a fault on every start must not spin
+            # A fault now and then restarts at once; one at every start (the address taken
+            # meanwhile) waits longer each time, up to MAX_RESTART_SECONDS, and logs as often.
+            delay = RESTART_SECONDS if trio.current_time() - began > 60 else delay
+            log.exception("web view failed; serving it again", url=base, after_seconds=delay)
+            await trio.sleep(delay)
+            delay = min(delay * 2, MAX_RESTART_SECONDS)
