@@ -100,7 +100,7 @@ class LimitsSettings:
     max_message_bytes: int = _setting(16 * 1024, ge=1024, le=1024 * 1024)
     max_tangles: int = _setting(16, ge=1, le=255)
     max_previous: int = _setting(16, ge=1, le=255)
-    max_timeframe_entries: int = _setting(4096, ge=0, le=1 << 20)
+    max_timeframe_entries: int = _setting(64, ge=32, le=4096)
     max_content_depth: int = _setting(32, ge=1, le=HARD_MAX_DEPTH)
 
     def to_protocol(self) -> Limits:

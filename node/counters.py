@@ -60,7 +60,7 @@ LATENCY_BOUNDS = (
     10.0,
     30.0,
 )
-PROOF_REASONS = (Reason.FORKED_FEED, Reason.TIMEFRAME_CYCLE)
+PROOF_REASONS = (Reason.FORKED_FEED,)
 
 
 class Histogram:
@@ -108,7 +108,7 @@ class NodeCounters:
         self.ingested = 0  # messages from peers that the store accepted
         self.duplicates = 0  # messages from peers the store held already
         self.rejected = {str(reason): 0 for reason in Reason}  # refused, by reason code
-        self.proofs = {str(reason): 0 for reason in PROOF_REASONS}  # a fork's or a cycle's
+        self.proofs = {str(reason): 0 for reason in PROOF_REASONS}  # a fork's
         self.ingest_latency = Histogram()  # a peer's frame received -> its batch committed
         self.publish_latency = Histogram()  # a publish call -> its reply (group commit)
         self.max_peers = max_peers
@@ -132,7 +132,7 @@ class NodeCounters:
                 self.duplicates += 1
             elif outcome is Outcome.REJECTED:
                 rejected[result.reason] = rejected.get(result.reason, 0) + 1
-            else:  # fork or cycle: the message proved its feeds invalid and is kept as evidence
+            else:  # a fork: the message proved its feed invalid and is kept as evidence
                 proofs[result.reason] = proofs.get(result.reason, 0) + 1
 
     # -- peers --------------------------------------------------------------------

@@ -43,8 +43,8 @@ Every frame in or out is counted for `/metrics` (node/counters.py): its
 bytes and messages, under the peer's key while the session runs, whose
 `PeerState` gives its lag at scrape time.
 
-A message the store rejects for any reason but `forked-feed`,
-`chain-mismatch` or `timeframe-cycle` (which an honest peer that holds
+A message the store rejects for any reason but `forked-feed` or
+`chain-mismatch` (which an honest peer that holds
 what a proof condemns can cause) means the peer is broken or hostile:
 `PeerMisbehaved` ends the connection with the reason, and only this one.
 """
@@ -80,7 +80,7 @@ log = structlog.get_logger("gossip")
 
 WINDOW = 8192  # messages a peer may send before we grant more (four store batches)
 BATCH = 1024  # messages per MESSAGES frame at most (and at most one frame's bytes)
-_FORGIVEN = {Reason.FORKED_FEED, Reason.CHAIN_MISMATCH, Reason.TIMEFRAME_CYCLE}
+_FORGIVEN = {Reason.FORKED_FEED, Reason.CHAIN_MISMATCH}
 VARIANTS_REMEMBERED = 4096  # (feed, seq) of refused messages kept per connection
 
 

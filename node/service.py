@@ -12,7 +12,7 @@ commits share the next one. Tasks that push to peers or subscribers call
 `wait_changed(seen)` to sleep until the store moves past the version they
 last saw, so nothing polls.
 
-A fork or a cycle found in a batch, or a proof from a peer, can cut feeds
+A fork found in a batch, or a proof from a peer, can cut feeds
 back (storage.invalidation): the clock is then read again from the store,
 and `evidence_version` goes up so every connection sends the new proof on.
 
@@ -49,7 +49,7 @@ from tanglenode.storage.document_rows import (
 )
 from tanglenode.storage.ingest import IngestResult, Outcome, PreparedBatch
 from tanglenode.storage.joined import MemberState
-from tanglenode.storage.processor import Stall
+from tanglenode.storage.processor import Stall, SuspectedFork
 from tanglenode.storage.replication import Batch
 from tanglenode.storage.store import FeedStore
 from tanglenode.storage.store_reads import Evidence
@@ -123,7 +123,7 @@ class StoreService:
 
     async def _ingested(self, results: list[IngestResult]) -> list[IngestResult]:
         self.counters.count_ingest(results)
-        if any(result.outcome in (Outcome.FORK, Outcome.CYCLE) for result in results):
+        if any(result.outcome is Outcome.FORK for result in results):
             await self._proofs_changed()
         accepted = (r.message for r in results if r.outcome is Outcome.ACCEPTED and r.message)
         self._stored(accepted)
@@ -235,6 +235,9 @@ class StoreService:
 
     async def stalls(self) -> list[Stall]:
         return await self._reading(self.store.stalls)
+
+    async def suspected_forks(self) -> list[SuspectedFork]:
+        return await self._reading(self.store.suspected_forks)
 
     async def final(self) -> int:
         """The spacetime's finality watermark."""

@@ -1,7 +1,7 @@
 """The typed envelope of a signed message, decoded in C by msgspec.
 
 msgspec checks the type and shape of every field while it decodes (32-byte
-ids, seq >= 1, a map of feed keys to seqs, tangle links with exactly `root`
+ids, seq >= 1, a map of feed keys to [seq, 16-byte tag], tangle links with exactly `root`
 and `previous`, a 64-byte signature), which is most of validation; the
 content is left as raw bytes for `protocol.canonical` to decode. A failure
 names the path of the bad value (`$[5]` is the timeframe), which we turn into
@@ -19,10 +19,12 @@ import msgspec
 from msgspec import Meta
 
 from tanglenode.protocol.errors import Reason
+from tanglenode.protocol.identity import TAG_BYTES
 from tanglenode.protocol.limits import MAX_SEQ
 
 _Id = Annotated[bytes, Meta(min_length=32, max_length=32)]
 _Seq = Annotated[int, Meta(ge=1, le=MAX_SEQ)]
+_Tag = Annotated[bytes, Meta(min_length=TAG_BYTES, max_length=TAG_BYTES)]
 
 
 class Link(msgspec.Struct, forbid_unknown_fields=True):
@@ -38,7 +40,7 @@ class Envelope(msgspec.Struct, array_like=True):
     seq: _Seq
     prev: _Id | None
     timestamp: Annotated[int, Meta(ge=0, le=MAX_SEQ)]
-    timeframe: dict[_Id, _Seq]
+    timeframe: dict[_Id, tuple[_Seq, _Tag]]
     tangles: dict[str, Link]
     content: msgspec.Raw
     signature: Annotated[bytes, Meta(min_length=64, max_length=64)]

@@ -38,7 +38,6 @@ class Reason(enum.StrEnum):
     MISSING_PREVIOUS = "missing-previous"
     CHAIN_MISMATCH = "chain-mismatch"
     FORKED_FEED = "forked-feed"
-    TIMEFRAME_CYCLE = "timeframe-cycle"
 
 
 class TanglenodeError(Exception):

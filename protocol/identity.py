@@ -20,9 +20,15 @@ KEY_BYTES = 32
 FEED_BYTES = 32  # a feed id is its author's Ed25519 public key
 ID_BYTES = 32
 SIGNATURE_BYTES = 64
+TAG_BYTES = 16  # a timeframe entry binds a message by this many leading bytes of its id
 FEED_SIGIL = "@"
 MESSAGE_SIGIL = "%"
 _B64_LENGTH = 43  # 32 bytes in unpadded base64
+
+
+def tag_of(msg_id: bytes) -> bytes:
+    """The tag a timeframe entry names a message by: the first `TAG_BYTES` of its id."""
+    return msg_id[:TAG_BYTES]
 
 
 def message_id(signed: bytes) -> bytes:

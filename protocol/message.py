@@ -7,13 +7,16 @@ of a 9-element array, in this fixed order:
 
     [version, author, seq, prev, timestamp, timeframe, tangles, content, signature]
 
-    version    int, 1
+    version    int, 2
     author     bin 32, the Ed25519 public key of the feed
     seq        int >= 1, position in the author's feed
     prev       nil when seq == 1, else bin 32: id of the author's message seq - 1
     timestamp  int >= 0, claimed milliseconds since the Unix epoch
-    timeframe  map bin 32 -> int >= 1: for each other feed, the highest seq the
-               author had processed; the author's own feed never appears
+    timeframe  map bin 32 -> [int >= 1, bin 16]: messages the author had
+               processed, each named by its feed, its seq and the tag of its
+               id (the first 16 bytes); the heads of what the author processed,
+               at most a capped number (docs/PROCESSING.md); never the
+               author's own feed
     tangles    map str -> {"previous": [bin 32, ...] | nil, "root": bin 32 | nil}
                both nil for the message that roots the tangle; otherwise root is
                the root's id and previous a non-empty, strictly ascending list
@@ -38,6 +41,7 @@ container or a float.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -65,9 +69,20 @@ from tanglenode.protocol.errors import InvalidMessage, LocalProtocolError, Reaso
 from tanglenode.protocol.identity import SIGNATURE_BYTES, Keypair, message_id
 from tanglenode.protocol.limits import DEFAULT_LIMITS, Limits
 
-VERSION = 1
+VERSION = 2  # 1: timeframes named seqs only (refused since tags bind them to ids)
+_VERSION_DETAIL = (
+    f"not version {VERSION}: version 1 (timeframes of bare seqs, before tags bound them to ids)"
+    " is no longer accepted"
+)
 _UNSIGNED_HEADER = b"\x98"  # fixarray of 8
 _SIGNATURE_TRAILER = 2 + SIGNATURE_BYTES  # bin8 header (0xc4 0x40) + signature
+
+
+class Named(NamedTuple):
+    """A timeframe entry's message: its seq in the entry's feed and the tag of its id."""
+
+    seq: int
+    tag: bytes
 
 
 class TangleLink(NamedTuple):
@@ -101,10 +116,16 @@ class Message:
     seq: int
     prev: bytes | None
     timestamp: int
-    timeframe: dict[bytes, int]
+    timeframe: dict[bytes, int]  # feed -> the seq named (what every ordering rule reads)
+    timeframe_tags: dict[bytes, bytes]  # feed -> the tag of the message named there
     tangles: dict[str, TangleLink]
     content: Any
     signature: bytes
+
+    def named(self) -> dict[bytes, Named]:
+        """The timeframe as it is signed: feed -> (seq, tag)."""
+        tags = self.timeframe_tags
+        return {feed: Named(seq, tags[feed]) for feed, seq in self.timeframe.items()}
 
     def tangle_root(self, name: str) -> bytes:
         """The id of the root of tangle `name` (this message's own id if it is the root)."""
@@ -118,7 +139,7 @@ def sign_message(
     seq: int,
     prev: bytes | None,
     timestamp: int,
-    timeframe: dict[bytes, int],
+    timeframe: Mapping[bytes, tuple[int, bytes]],
     tangles: dict[str, TangleLink],
     content: Any,
     limits: Limits = DEFAULT_LIMITS,
@@ -153,7 +174,8 @@ def sign_message(
         reason = _CONTENT_REASONS.get(type(error), Reason.MALFORMED)
         raise UnpublishableMessage(reason, f"content: {error}") from None
     try:  # maps in key order; `decode_message` below checks every field's type and range
-        fields[5:] = [dict(sorted(timeframe.items())), dict(sorted(fields[6].items())), content]
+        entries = {feed: [entry[0], entry[1]] for feed, entry in sorted(timeframe.items())}
+        fields[5:] = [entries, dict(sorted(fields[6].items())), content]
         payload = msgpack.packb(fields, use_bin_type=True)
     except (TypeError, ValueError, OverflowError):  # no message holds such a value: say which
         payload = msgpack.packb([*canonical_value(fields[:7]), content], use_bin_type=True)
@@ -185,13 +207,13 @@ def decode_message(
     try:
         envelope = decode_envelope(raw)
     except ValidationError as error:
-        raise InvalidMessage(_reason_of_invalid_envelope(raw, error), str(error)) from None
+        reason = _reason_of_invalid_envelope(raw, error)
+        detail = _VERSION_DETAIL if reason is Reason.UNKNOWN_VERSION else str(error)
+        raise InvalidMessage(reason, detail) from None
     except (DecodeError, UnicodeDecodeError) as error:  # a str that is not UTF-8 is the latter
         raise InvalidMessage(Reason.MALFORMED, str(error)) from None
     if envelope.version != VERSION:
-        raise InvalidMessage(
-            Reason.UNKNOWN_VERSION, f"version {envelope.version}, expected {VERSION}"
-        )
+        raise InvalidMessage(Reason.UNKNOWN_VERSION, _VERSION_DETAIL)
     if encode_envelope(envelope) != raw:
         raise InvalidMessage(Reason.NON_CANONICAL, "bytes are not the canonical encoding")
     author, seq, prev = envelope.author, envelope.seq, envelope.prev
@@ -200,7 +222,8 @@ def decode_message(
             Reason.BAD_PREV,
             "the first message of a feed has no prev" if seq == 1 else f"seq {seq} needs a prev",
         )
-    _check_timeframe(envelope.timeframe, author, limits)
+    named = envelope.timeframe
+    _check_timeframe(named, author, limits)
     links = _parse_tangles(envelope.tangles, limits)
     try:
         content = decode_canonical(bytes(envelope.content), limits.max_content_depth)
@@ -223,7 +246,8 @@ def decode_message(
         seq=seq,
         prev=prev,
         timestamp=envelope.timestamp,
-        timeframe=envelope.timeframe,
+        timeframe={feed: entry[0] for feed, entry in named.items()},
+        timeframe_tags={feed: entry[1] for feed, entry in named.items()},
         tangles=links,
         content=content,
         signature=envelope.signature,
@@ -244,7 +268,7 @@ def _reason_of_invalid_envelope(raw: bytes, error: ValidationError) -> Reason:
     except Exception:  # any undecodable input is simply malformed
         return Reason.MALFORMED
     if type(fields) is list and fields and type(fields[0]) is int and fields[0] != VERSION:
-        return Reason.UNKNOWN_VERSION
+        return Reason.UNKNOWN_VERSION  # version 1's seq-only timeframes fail the shape here
     return reason_for(error)
 
 
@@ -252,7 +276,7 @@ def _ascending(keys: list) -> bool:
     return keys == sorted(keys)  # in C; keys are unique already (they came from a map)
 
 
-def _check_timeframe(timeframe: dict[bytes, int], author: bytes, limits: Limits) -> None:
+def _check_timeframe(timeframe: dict[bytes, Any], author: bytes, limits: Limits) -> None:
     if len(timeframe) > limits.max_timeframe_entries:
         raise InvalidMessage(
             Reason.TOO_MANY_TIMEFRAME_ENTRIES,

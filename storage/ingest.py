@@ -14,20 +14,19 @@ from 1) and its boundary (set once a proof shows the feed invalid):
                                                        feed is invalid from seq
     seq > head + 1                                  -> rejected, missing-previous
     seq == head + 1 but prev is not the head's id   -> rejected, chain-mismatch
-    timeframe closes a causal cycle                 -> cycle: the loop is a proof, each
-                                                       feed on it invalid from its
-                                                       lowest seq on the loop
     otherwise                                       -> accepted: stored, indexed,
                                                        timelines, joined views and
                                                        tangle tips updated
                                                        (storage.timelines, storage.joined)
 
 A proof that lowers a boundary cuts the feed back (storage.invalidation);
-`add_proof` applies one that came from a peer the same way.
+`add_proof` applies one that came from a peer the same way. No message can
+close a causal loop (every reference is bound to a hash: docs/PROCESSING.md),
+so there is nothing else to prove.
 
-A `BatchWriter` caches each feed's head and fork state for the life of the
-transaction and writes the heads once, in `finish()`, however many messages
-of a feed the batch held.
+A `BatchWriter` caches each feed's head and invalid state for the life of
+the transaction and writes the heads once, in `finish()`, however many
+messages of a feed the batch held.
 
 Preparing a batch
 -----------------
@@ -47,7 +46,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from tanglenode.protocol.errors import InvalidMessage, Reason
-from tanglenode.protocol.evidence import InvalidProof, Proof, check_proof, cycle_proof
+from tanglenode.protocol.evidence import Proof, check_proof
 from tanglenode.protocol.identity import message_id
 from tanglenode.protocol.limits import Limits
 from tanglenode.protocol.message import Message, decode_message
@@ -55,7 +54,7 @@ from tanglenode.storage.abouts import index_about
 from tanglenode.storage.invalidation import invalid_from, record_proof, truncate_feed
 from tanglenode.storage.joined import join_message
 from tanglenode.storage.layout import Tables, feed_key, head_value, split_head_value
-from tanglenode.storage.timeline import CycleError, TimelineReader, TimelineTables, TimelineWriter
+from tanglenode.storage.timeline import TimelineReader, TimelineTables, TimelineWriter
 from tanglenode.storage.timelines import add_message
 
 
@@ -64,7 +63,6 @@ class Outcome(enum.StrEnum):
     DUPLICATE = "duplicate"
     REJECTED = "rejected"
     FORK = "fork"  # with a stored message, a proof that cut its feed back
-    CYCLE = "cycle"  # closed a timeframe cycle, a proof that cut its feeds back
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +78,7 @@ class IngestResult:
     @property
     def stored(self) -> bool:
         """True if the store holds this message's bytes now (accepted), or it changed feeds."""
-        return self.outcome in (Outcome.ACCEPTED, Outcome.FORK, Outcome.CYCLE)
+        return self.outcome in (Outcome.ACCEPTED, Outcome.FORK)
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,15 +137,6 @@ def is_known(txn, tables: Tables, msg_id: bytes) -> bool:
     )
 
 
-class HeadTimeframes(dict[bytes, tuple[bytes, dict[bytes, int]]]):
-    """author -> (id, timeframe) of a message that was its head: kept across transactions.
-
-    Keyed by the message's id, so an entry is never wrong, only stale (a head that
-    moved on, or a transaction that aborted): `BatchWriter` uses it only when the id
-    is the feed's head id. Saves reading and decoding each feed's head per batch.
-    """
-
-
 class BatchWriter:
     """Applies messages to one write transaction; call `finish()` before commit."""
 
@@ -156,7 +145,6 @@ class BatchWriter:
         txn,
         tables: Tables,
         timeline_tables: TimelineTables,
-        head_timeframes: HeadTimeframes | None = None,
     ) -> None:
         self._txn = txn
         self._tables = tables
@@ -167,21 +155,8 @@ class BatchWriter:
         self._heads: dict[bytes, tuple[int, bytes | None]] = {}
         self._dirty_heads: set[bytes] = set()
         self._invalid: dict[bytes, int | None] = {}
-        self._timeframes: dict[bytes, dict[bytes, int]] = {}  # author -> its head's timeframe
-        self._head_timeframes = HeadTimeframes() if head_timeframes is None else head_timeframes
         self.invalidated: dict[bytes, int] = {}  # feeds cut back in this batch -> boundary
         self.stored: dict[tuple[bytes, int], Message] = {}  # (author, seq) stored by this batch
-
-    def head_timeframe(self, author: bytes, seq: int, head_id: bytes) -> dict[bytes, int]:
-        """The timeframe of the author's stored message `seq` (its current head, `head_id`)."""
-        timeframe = self._timeframes.get(author)
-        if timeframe is None:
-            cached = self._head_timeframes.get(author)
-            if cached is not None and cached[0] == head_id:
-                return cached[1]
-            timeframe = self._bodies.message(self._txn, feed_key(author, seq)).timeframe
-            self._head_timeframes[author] = (head_id, timeframe)
-        return timeframe
 
     def head(self, author: bytes) -> tuple[int, bytes | None]:
         head = self._heads.get(author)
@@ -211,7 +186,7 @@ class BatchWriter:
             if is_known(txn, tables, message.id):
                 return IngestResult(Outcome.DUPLICATE, message.id, message=message)
             stored = self._bodies.message(txn, feed_key(author, seq))
-            return self._proven(check_proof([stored, message]), message, Outcome.FORK)
+            return self._proven(check_proof([stored, message]), message)
         if seq > head_seq + 1:
             return self._reject(
                 message, Reason.MISSING_PREVIOUS, f"seq {seq} but the feed ends at {head_seq}"
@@ -220,19 +195,13 @@ class BatchWriter:
             return self._reject(
                 message, Reason.CHAIN_MISMATCH, f"prev is not the id of stored seq {head_seq}"
             )
-        previous_timeframe = self.head_timeframe(author, head_seq, head_id) if seq > 1 else {}
-        try:
-            add_message(self._timelines, message, previous_timeframe)
-        except CycleError as error:
-            return self._cycle(message, error.loop)
+        add_message(self._timelines, message)
         position = feed_key(author, seq)
         self._body_writer.put(position, message)
         txn.put(message.id, position, db=tables.message_ids)
         join_message(txn, tables, self._timelines, message)
         index_about(txn, tables.about_names, author, seq, message.content)
         self._heads[author] = (seq, message.id)
-        self._timeframes[author] = message.timeframe
-        self._head_timeframes[author] = (message.id, message.timeframe)
         self.stored[(author, seq)] = message
         self._dirty_heads.add(author)
         return IngestResult(Outcome.ACCEPTED, message.id, message=message)
@@ -251,7 +220,6 @@ class BatchWriter:
                 raw = self._bodies.raw(self._txn, feed_key(author, new_head))
                 self._heads[author] = (new_head, message_id(raw) if raw else None)
                 self._dirty_heads.add(author)
-                self._timeframes.pop(author, None)
                 cut = [key for key in self.stored if key[0] == author and key[1] >= boundary]
                 for key in cut:
                     del self.stored[key]
@@ -269,22 +237,14 @@ class BatchWriter:
                 self._txn.put(author, head_value(seq, msg_id), db=self._tables.heads)
         self._dirty_heads.clear()
 
-    def _cycle(self, message: Message, loop: list[bytes]) -> IngestResult:
-        """`message` closed a loop of timeframe needs: prove it, cut the feeds back."""
-        loop_messages = [message] + [self._bodies.message(self._txn, ref) for ref in loop[1:]]
-        try:
-            proof = cycle_proof(loop_messages)
-        except InvalidProof as error:  # a loop too long to carry: refuse the message only
-            return self._reject(message, Reason.TIMEFRAME_CYCLE, f"a cycle: {error}")
-        return self._proven(proof, message, Outcome.CYCLE)
-
-    def _proven(self, proof: Proof, message: Message, outcome: Outcome) -> IngestResult:
-        reason = Reason.FORKED_FEED if outcome is Outcome.FORK else Reason.TIMEFRAME_CYCLE
+    def _proven(self, proof: Proof, message: Message) -> IngestResult:
         lowered = self.add_proof(proof)
         if not lowered:
-            return self._reject(message, reason, "its feeds are invalid already")
+            return self._reject(message, Reason.FORKED_FEED, "its feed is invalid already")
         where = ", ".join(f"{author.hex()[:16]} from {seq}" for author, seq in lowered.items())
-        return IngestResult(outcome, message.id, reason, f"invalid: {where}", message=message)
+        return IngestResult(
+            Outcome.FORK, message.id, Reason.FORKED_FEED, f"invalid: {where}", message=message
+        )
 
     @staticmethod
     def _reject(message: Message, reason: Reason, detail: str) -> IngestResult:

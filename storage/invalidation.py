@@ -2,8 +2,8 @@
 
 Theory of operation
 -------------------
-A proof (protocol.evidence: a fork, or a timeframe cycle) names, for each of
-its authors, the seq from which that feed is invalid. Boundaries only ever
+A proof (protocol.evidence: a fork) names its author and the seq from which
+that feed is invalid. Boundaries only ever
 fall, and every node ends with the lowest one any node found, because
 proofs travel (node.gossip). When a proof lowers a feed's boundary:
 
@@ -40,7 +40,6 @@ from tanglenode.storage.layout import (
     Tables,
     feed_key,
     parse_stored,
-    split_feed_key,
 )
 from tanglenode.storage.timeline import TimelineReader, TimelineWriter
 from tanglenode.storage.timelines import remove_message, spacetime_links
@@ -140,11 +139,9 @@ def truncate_feed(
     for seq in range(head, boundary - 1, -1):
         position = feed_key(author, seq)
         message = tables.bodies.message(txn, position)
-        previous = tables.bodies.message(txn, feed_key(author, seq - 1)) if seq > 1 else None
         remove_message(
             timelines,
             message,
-            previous.timeframe if previous else {},
             lambda ref: _spacetime_links(txn, tables, ref),
             lambda name: lambda ref, name=name: _tangle_links(txn, tables, name, ref),
         )
@@ -160,17 +157,9 @@ def truncate_feed(
         )
 
 
-def _timeframe_before(txn, tables: Tables, author: bytes, seq: int) -> dict[bytes, int]:
-    """The timeframe of the author's message before `seq` ({} for the first)."""
-    if seq == 1:
-        return {}
-    return tables.bodies.message(txn, feed_key(author, seq - 1)).timeframe
-
-
 def _spacetime_links(txn, tables: Tables, ref: bytes) -> list[bytes]:
-    author, seq = split_feed_key(ref)
-    message = tables.bodies.message(txn, ref)
-    return spacetime_links(message, _timeframe_before(txn, tables, author, seq))
+    """The links of the spacetime member `ref` (its position, then its tag)."""
+    return spacetime_links(tables.bodies.message(txn, ref[:40]))
 
 
 def _tangle_links(txn, tables: Tables, name: str, ref: bytes) -> tuple[bytes, ...]:

@@ -3,16 +3,39 @@
 Theory of operation
 -------------------
 A stored message is *ready* when its feed's previous message is processed
-and every (feed, seq) of its timeframe is processed. Among ready messages
-the lowest seq goes first, then the lowest feed key (bytes). Only the next
-unprocessed message of each feed can be a candidate, so the state is small:
+and every message its timeframe names is processed *with the tag named*:
+the entry (feed, seq, tag) is met when the message processed at (feed, seq)
+has an id that starts with the tag. Among ready messages the lowest seq
+goes first, then the lowest feed key (bytes). Only the next unprocessed
+message of each feed can be a candidate, so the state is small:
 
     proc-frontier  feed -> processed seq (u64)             the processed frontier
     proc-log       index (u64) -> feed + seq               the processed order, from 0
     proc-position  feed + seq -> index (u64)               the same, by message
     proc-wait      feed + seq + waiting feed -> ""         candidate of `waiting feed` needs
                                                            (feed, seq) processed first
-    proc-waiting   feed -> needed feed + seq               the same, by the waiting feed
+    proc-waiting   feed -> needed feed + seq [+ tag]       the same, by the waiting feed
+                                                           (with the tag: a suspect wait)
+    proc-suspects  feed + seq + tag + waiting feed -> ""   a suspected fork: the candidate
+                                                           of `waiting feed` names (feed,
+                                                           seq) with a tag other than the
+                                                           processed message's
+    proc-heads     index (u64) -> feed + seq + tag          the heads: processed messages no
+    proc-head-at   feed -> index (u64)                     processed message names (at most
+                                                           one per feed), by when processed
+
+**Suspected forks.** When the message processed at (feed, seq) has another
+tag than an entry names, the feed signed two messages at that seq (or the
+naming author invented one). The candidate then waits for a proof: only a
+fork proof that cuts the feed at or below seq (`forget`) wakes it, and
+until then `proc-suspects` records the suspicion, which `status`, `tangled
+forks` and /metrics report, and gossip asks peers for the missing branch.
+
+**Heads.** Processing a message makes it its feed's head and takes the head
+of every feed whose head it names (an entry naming an older message of a
+feed names nothing that is still a head). The heads are what a new message
+of ours names (seed 001's "links = heads", docs/PROCESSING.md); they are
+kept in processed order, so the newest are found without a scan.
 
 Ready candidates live in a heap for the length of one transaction: `advance`
 runs until none is left, so none outlives it. Within a transaction the
@@ -33,10 +56,12 @@ report names the waiting feed and seq and the (feed, seq) it waits for.
 
 A feed found invalid from seq b (storage.invalidation) will never have a
 message at b or above, yet honest timeframes may name one (written before
-the proof was known). Such a need is met once the feed is processed up to
-b - 1, its valid end: otherwise one liar could stall every honest feed that
-ever heard of it. `forget` drops the invalid feed's own candidate and wakes
-whoever waited beyond its end.
+the proof was known, on either branch of the fork). Such a need is met once
+the feed is processed up to b - 1, its valid end, whatever its tag:
+otherwise one liar could stall every honest feed that ever heard of it.
+`forget` drops the invalid feed's own candidate, wakes whoever waited
+beyond its end (suspect waits included), and drops its head if the cut
+reaches it (a forker is never named again).
 """
 
 from __future__ import annotations
@@ -48,8 +73,12 @@ from typing import Any
 
 import lmdb
 
+from tanglenode.protocol.identity import TAG_BYTES, message_id, tag_of
 from tanglenode.protocol.message import Message
 from tanglenode.storage.layout import EMPTY, U64, Bodies, feed_key, split_feed_key
+
+Entry = tuple[bytes, int, bytes]  # a timeframe entry: feed, seq, tag
+_SUSPECT = 40 + TAG_BYTES  # a `waiting` value this long is a suspect wait
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +88,9 @@ class ProcessorTables:
     position: Any
     wait: Any
     waiting: Any
+    suspects: Any
+    heads: Any
+    head_at: Any
 
     @classmethod
     def open(cls, env: lmdb.Environment) -> ProcessorTables:
@@ -69,17 +101,34 @@ class ProcessorTables:
                 position=env.open_db(b"proc-position", txn=txn),
                 wait=env.open_db(b"proc-wait", txn=txn),
                 waiting=env.open_db(b"proc-waiting", txn=txn),
+                suspects=env.open_db(b"proc-suspects", txn=txn),
+                heads=env.open_db(b"proc-heads", txn=txn),
+                head_at=env.open_db(b"proc-head-at", txn=txn),
             )
 
 
 @dataclass(frozen=True, slots=True)
 class Stall:
-    """Feed `feed`'s message `seq` waits for (`needs_feed`, `needs_seq`), which is not stored."""
+    """Feed `feed`'s message `seq` waits for (`needs_feed`, `needs_seq`), which is not stored;
+    or, when `needs_tag` is set, which is stored with another tag (a suspected fork)."""
 
     feed: bytes
     seq: int
     needs_feed: bytes
     needs_seq: int
+    needs_tag: bytes | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SuspectedFork:
+    """`feed` at `seq` is named with `named_tag` by `by_feed`'s next message, but the message
+    processed there has `held_tag`: two messages at one seq, until a proof says so."""
+
+    feed: bytes
+    seq: int
+    named_tag: bytes
+    held_tag: bytes
+    by_feed: bytes
 
 
 def processed_seq(txn, tables: ProcessorTables, feed: bytes) -> int:
@@ -119,13 +168,41 @@ def read_processed(
 
 
 def stalls(txn, tables: ProcessorTables, messages_db) -> list[Stall]:
-    """Candidates waiting on a message the store does not hold."""
+    """Candidates waiting on a message the store does not hold (or holds with another tag)."""
     found = []
     for feed, needed in txn.cursor(db=tables.waiting):
-        needs_feed, needs_seq = split_feed_key(needed)
-        if txn.get(feed_key(needs_feed, needs_seq), db=messages_db) is None:
+        needs_feed, needs_seq = split_feed_key(needed[:40])
+        suspect = len(needed) == _SUSPECT
+        if suspect or txn.get(feed_key(needs_feed, needs_seq), db=messages_db) is None:
             seq = processed_seq(txn, tables, bytes(feed)) + 1
-            found.append(Stall(bytes(feed), seq, needs_feed, needs_seq))
+            tag = bytes(needed[40:]) if suspect else None
+            found.append(Stall(bytes(feed), seq, needs_feed, needs_seq, tag))
+    return found
+
+
+def suspected_forks(txn, tables: ProcessorTables, bodies: Bodies) -> list[SuspectedFork]:
+    """Every (feed, seq) named with a tag other than the processed message's."""
+    found = []
+    for key in txn.cursor(db=tables.suspects).iternext(values=False):
+        feed, seq = split_feed_key(key[:40])
+        raw = bodies.raw(txn, key[:40])
+        held = b"" if raw is None else tag_of(message_id(raw))
+        found.append(SuspectedFork(feed, seq, bytes(key[40:_SUSPECT]), held, bytes(key[_SUSPECT:])))
+    return found
+
+
+def newest_heads(txn, tables: ProcessorTables, skip: bytes, limit: int) -> list[Entry]:
+    """Up to `limit` heads, newest processed first, never feed `skip`."""
+    found: list[Entry] = []
+    cursor = txn.cursor(db=tables.heads)
+    if not cursor.last():
+        return found
+    for value in cursor.iterprev(keys=False):
+        if len(found) >= limit:
+            break
+        if value[:32] != skip:
+            feed, seq = split_feed_key(value[:40])
+            found.append((feed, seq, bytes(value[40:])))
     return found
 
 
@@ -149,9 +226,13 @@ class Processor:
         # Caches for this transaction: processed seqs, candidates' sorted timeframes,
         # and how many leading entries of each are known processed (that only grows).
         self._processed: dict[bytes, int] = {}
-        self._timeframes: dict[tuple[bytes, int], list[tuple[bytes, int]]] = {}
+        self._timeframes: dict[tuple[bytes, int], list[Entry]] = {}
         self._checked: dict[tuple[bytes, int], int] = {}
         self._ready: list[tuple[int, bytes]] = []  # (seq, feed): the tie-break order
+        # What processing a ready candidate needs: its own tag and its timeframe (for heads).
+        self._readied: dict[tuple[bytes, int], tuple[bytes, list[Entry]]] = {}
+        self._tags: dict[tuple[bytes, int], bytes] = {}  # tags of processed messages read
+        self._heads: dict[bytes, tuple[int, int, bytes] | None] = {}  # feed -> new head row
         # `wait` and `waiting` for this transaction, written back by `_flush`: a needed feed's
         # rows move here (out of LMDB) when first touched, as a heap of (seq, waiting feed).
         self._waiters: dict[bytes, list[tuple[int, bytes]]] = {}
@@ -178,6 +259,12 @@ class Processor:
             number = U64.pack(index)
             txn.put(number, position, db=tables.log, append=True)
             txn.put(position, number, db=tables.position)
+            tag, timeframe = self._readied.pop((feed, seq))
+            for named_feed, named_seq, _tag in timeframe:
+                if self._seq(named_feed) == named_seq:
+                    self._heads[named_feed] = None
+            self._heads[feed] = (index, seq, tag)
+            self._tags[(feed, seq)] = tag
             self._processed[feed] = seq
             moved.add(feed)
             order.append((feed, seq))
@@ -201,21 +288,42 @@ class Processor:
                 if message is None:
                     return
             # ascending keys, never the author's own (decode_message checked both)
-            timeframe = self._timeframes[candidate] = list(message.timeframe.items())
+            tags = message.timeframe_tags
+            timeframe = [(f, s, tags[f]) for f, s in message.timeframe.items()]
+            self._timeframes[candidate] = timeframe
+            self._tags[candidate] = tag_of(message.id)
         start = self._checked.get(candidate, 0)
         for offset in range(start, len(timeframe)):
-            needs_feed, needs_seq = timeframe[offset]
-            if self._seq(needs_feed) < needs_seq:
-                needs_seq = self._valid_need(needs_feed, needs_seq)
-                if self._seq(needs_feed) >= needs_seq:
-                    continue
+            needs_feed, needs_seq, needs_tag = timeframe[offset]
+            valid_seq = self._valid_need(needs_feed, needs_seq)
+            if self._seq(needs_feed) < valid_seq:
                 self._checked[candidate] = offset
-                heapq.heappush(self._waiters_of(needs_feed), (needs_seq, feed))
-                self._needs[feed] = feed_key(needs_feed, needs_seq)
+                heapq.heappush(self._waiters_of(needs_feed), (valid_seq, feed))
+                self._needs[feed] = feed_key(needs_feed, valid_seq)
+                return
+            if valid_seq == needs_seq and self._tag_at(needs_feed, needs_seq) != needs_tag:
+                self._checked[candidate] = offset
+                suspect = feed_key(needs_feed, needs_seq) + needs_tag
+                self._txn.put(suspect + feed, EMPTY, db=self._tables.suspects)
+                self._needs[feed] = suspect
                 return
         self._timeframes.pop(candidate)
         self._checked.pop(candidate, None)
+        self._readied[candidate] = (self._tags.pop(candidate), timeframe)
         heapq.heappush(self._ready, (seq, feed))
+
+    def _tag_at(self, feed: bytes, seq: int) -> bytes:
+        """The tag of the processed message at (feed, seq)."""
+        tag = self._tags.get((feed, seq))
+        if tag is None:
+            message = self._batch.get((feed, seq))
+            if message is not None:
+                tag = tag_of(message.id)
+            else:
+                raw = self._bodies.raw(self._txn, feed_key(feed, seq))
+                tag = b"" if raw is None else tag_of(message_id(raw))
+            self._tags[(feed, seq)] = tag
+        return tag
 
     def _valid_need(self, feed: bytes, seq: int) -> int:
         """The seq a need of (feed, seq) really waits for: never past an invalid feed's end."""
@@ -246,8 +354,20 @@ class Processor:
         return heap
 
     def _flush(self) -> None:
-        """Write `wait` and `waiting` back: what still waits at the end of the transaction."""
+        """Write `wait`, `waiting` and the heads back: what holds at the end of the transaction."""
         txn, tables = self._txn, self._tables
+        for feed, head in self._heads.items():
+            old = txn.get(feed, db=tables.head_at)
+            if old is not None:
+                txn.delete(old, db=tables.heads)
+            if head is None:
+                txn.delete(feed, db=tables.head_at)
+            else:
+                index, seq, tag = head
+                number = U64.pack(index)
+                txn.put(number, feed_key(feed, seq) + tag, db=tables.heads)
+                txn.put(feed, number, db=tables.head_at)
+        self._heads.clear()
         for feed, heap in self._waiters.items():
             for seq, waiting in heap:
                 txn.put(feed_key(feed, seq) + waiting, EMPTY, db=tables.wait)
@@ -265,8 +385,12 @@ class Processor:
         Call `advance` afterwards (with no feeds) to process what became ready.
         """
         self._timeframes = {k: v for k, v in self._timeframes.items() if k[0] != feed}
+        self._tags = {k: v for k, v in self._tags.items() if k[0] != feed}
         needed = self._needed_by(feed)
-        if needed is not None:  # its next message is gone; it waits for nothing now
+        if needed is not None and len(needed) == _SUSPECT:  # it waited for a proof
+            self._txn.delete(needed + feed, db=self._tables.suspects)
+            self._needs[feed] = None
+        elif needed is not None:  # its next message is gone; it waits for nothing now
             heap = self._waiters_of(needed[:32])
             heap[:] = [entry for entry in heap if entry[1] != feed]
             heapq.heapify(heap)
@@ -275,11 +399,36 @@ class Processor:
         woken = [waiting for seq, waiting in heap if seq >= invalid_from]
         heap[:] = [entry for entry in heap if entry[0] < invalid_from]
         heapq.heapify(heap)
+        woken += self._suspects_cleared(feed, invalid_from)
+        self._drop_head(feed, invalid_from)
         for waiting in woken:
             self._needs[waiting] = None
             self._checked.pop((waiting, self._seq(waiting) + 1), None)
             self._consider(waiting)
         self._consider(feed)
+
+    def _suspects_cleared(self, feed: bytes, invalid_from: int) -> list[bytes]:
+        """Delete the suspicions a proof cutting `feed` at `invalid_from` settles; their
+        waiting feeds."""
+        txn, woken = self._txn, []
+        cursor = txn.cursor(db=self._tables.suspects)
+        if cursor.set_range(feed_key(feed, invalid_from)):
+            while cursor.key()[:32] == feed:
+                waiting = bytes(cursor.key()[_SUSPECT:])
+                self._needs[waiting] = None
+                woken.append(waiting)
+                if not cursor.delete():
+                    break
+        return woken
+
+    def _drop_head(self, feed: bytes, invalid_from: int) -> None:
+        """A feed cut at or below its head is no head: nobody needs us to name a forker."""
+        raw = self._txn.get(feed, db=self._tables.head_at)
+        if raw is None:
+            return
+        seq = split_feed_key(self._txn.get(raw, db=self._tables.heads)[:40])[1]
+        if seq >= invalid_from:
+            self._heads[feed] = None
 
     def _wake(self, feed: bytes, seq: int) -> None:
         """Re-check the candidates that waited on (feed, s) for any s <= seq."""

@@ -20,10 +20,17 @@ from typing import Any
 
 import lmdb
 
-from tanglenode.protocol.evidence import MAX_PROOF_MESSAGES, InvalidProof, check_proof
+from tanglenode.protocol.evidence import PROOF_MESSAGES, InvalidProof, check_proof
 from tanglenode.protocol.identity import Keypair, message_id, message_text
 from tanglenode.protocol.limits import DEFAULT_LIMITS, Limits
-from tanglenode.protocol.message import ROOT_LINK, Message, TangleLink, decode_message, sign_message
+from tanglenode.protocol.message import (
+    ROOT_LINK,
+    Message,
+    Named,
+    TangleLink,
+    decode_message,
+    sign_message,
+)
 from tanglenode.storage import replication
 from tanglenode.storage.abouts import ABOUTS_INDEXED, backfill_abouts, drop_first_layout
 from tanglenode.storage.digest import DigestReads
@@ -42,7 +49,6 @@ from tanglenode.storage.errors import (
 )
 from tanglenode.storage.ingest import (
     BatchWriter,
-    HeadTimeframes,
     IngestResult,
     Outcome,
     PreparedBatch,
@@ -50,6 +56,7 @@ from tanglenode.storage.ingest import (
 )
 from tanglenode.storage.layout import (
     MAX_NAMED_DATABASES,
+    PREVIOUS_FORMAT_SCHEMAS,
     SCHEMA_VERSION,
     Tables,
     feed_key,
@@ -59,12 +66,12 @@ from tanglenode.storage.ownhead import OwnHead, OwnHeadFile, head_path
 from tanglenode.storage.processor import (
     Processor,
     ProcessorTables,
-    processed_frontier,
     processed_seq,
 )
 from tanglenode.storage.store_reads import StoreReads
 from tanglenode.storage.tangle_reads import TangleReads
 from tanglenode.storage.tangles import tips_of
+from tanglenode.storage.timeframe import new_timeframe
 from tanglenode.storage.timeline import (
     TimelineTables,
 )
@@ -72,7 +79,7 @@ from tanglenode.storage.timeline_reads import TimelineReads
 
 DEFAULT_MAP_SIZE = 64 * 2**30  # address space, not disk: the file grows as data does
 
-TimeframeSource = Callable[[Any, Tables, bytes], dict[bytes, int]]
+TimeframeSource = Callable[[Any, Tables, bytes], dict[bytes, Named]]
 
 
 def feed_ordered(candidates: list[tuple[int, Message]]) -> list[tuple[int, Message]]:
@@ -121,13 +128,13 @@ class FeedStore(StoreReads, TimelineReads, TangleReads, DigestReads, DocumentOps
         self._keypair = keypair
         self._limits = limits
         self._timeframe_source = timeframe_source
-        self._head_timeframes = HeadTimeframes()
         try:
             self._tables = Tables.open(self._env)
+            backfill = self._check_schema()  # before any table of this schema is made
             self._timeline_tables = TimelineTables.open(self._env)
             self._processor_tables = ProcessorTables.open(self._env)
             self._document_tables = DocumentTables.open(self._env)
-            if self._check_schema():
+            if backfill:
                 self._backfill_abouts()
         except lmdb.Error as error:
             self._env.close()
@@ -155,6 +162,12 @@ class FeedStore(StoreReads, TimelineReads, TangleReads, DigestReads, DocumentOps
             if found is None:  # a new store: nothing to index from before `about-names`
                 txn.put(b"schema", SCHEMA_VERSION, db=self._tables.meta)
                 txn.put(ABOUTS_INDEXED, b"1", db=self._tables.meta)
+            elif found in PREVIOUS_FORMAT_SCHEMAS:
+                raise IncompatibleStore(
+                    f"store schema {found.decode()} holds messages of format 1 (timeframes "
+                    "without tags), which this build refuses: start a new data directory "
+                    "(`tangled init`) and let peers of this version replicate to it"
+                )
             elif found != SCHEMA_VERSION:
                 raise IncompatibleStore(
                     f"store schema {found.decode(errors='replace')}, this build reads "
@@ -212,7 +225,7 @@ class FeedStore(StoreReads, TimelineReads, TangleReads, DigestReads, DocumentOps
         if not candidates:
             return results  # type: ignore[return-value]  # every slot is decided
         with self._write() as txn:
-            writer = BatchWriter(txn, self._tables, self._timeline_tables, self._head_timeframes)
+            writer = BatchWriter(txn, self._tables, self._timeline_tables)
             for index, message in candidates:
                 results[index] = writer.apply(message)
             writer.finish()
@@ -278,7 +291,7 @@ class FeedStore(StoreReads, TimelineReads, TangleReads, DigestReads, DocumentOps
             return []
         stamps = list(timestamps) if timestamps is not None else [None] * len(requests)
         with self._write() as txn:
-            writer = BatchWriter(txn, self._tables, self._timeline_tables, self._head_timeframes)
+            writer = BatchWriter(txn, self._tables, self._timeline_tables)
             try:
                 me = self._own_feed(writer)
             except StorageError as error:
@@ -316,21 +329,19 @@ class FeedStore(StoreReads, TimelineReads, TangleReads, DigestReads, DocumentOps
         """The batch in `txn` with one writer and one processing (see `publish_batch`)."""
         head_seq, head_id = writer.head(me)
         latest = 0 if head_id is None else self._own_message(txn, me, head_seq).timestamp
-        frontier = None
         results: list[Message | Exception] = []
         for (content, tangles), timestamp in zip(requests, stamps, strict=True):
             if timestamp is None:
                 timestamp = max(int(time.time() * 1000), latest)
-            if frontier is None or self._timeframe_source is not None:
-                frontier = self._timeframe(txn, me)
             try:
+                links = self._links(txn, tangles)
                 message = sign_message(
                     self._keypair,
                     seq=head_seq + 1,
                     prev=head_id,
                     timestamp=timestamp,
-                    timeframe=frontier,
-                    tangles=self._links(txn, tangles),
+                    timeframe=self._timeframe(txn, me, links),
+                    tangles=links,
                     content=content,
                     limits=self._limits,
                 )
@@ -367,7 +378,7 @@ class FeedStore(StoreReads, TimelineReads, TangleReads, DigestReads, DocumentOps
         timestamp: int | None = None,
     ) -> Message:
         """Sign, store and process our next message inside the open write transaction `txn`."""
-        writer = BatchWriter(txn, self._tables, self._timeline_tables, self._head_timeframes)
+        writer = BatchWriter(txn, self._tables, self._timeline_tables)
         me = self._own_feed(writer)
         head_seq, head_id = writer.head(me)
         links = self._links(txn, tangles)
@@ -380,7 +391,7 @@ class FeedStore(StoreReads, TimelineReads, TangleReads, DigestReads, DocumentOps
             seq=head_seq + 1,
             prev=head_id,
             timestamp=timestamp,
-            timeframe=self._timeframe(txn, me),
+            timeframe=self._timeframe(txn, me, links),
             tangles=links,
             content=content,
             limits=self._limits,
@@ -416,13 +427,11 @@ class FeedStore(StoreReads, TimelineReads, TangleReads, DigestReads, DocumentOps
         """Record our feed's new head beside the store (after the commit that holds it)."""
         self._own_head.write(OwnHead(message.author, message.seq, message.id))
 
-    def _timeframe(self, txn, me: bytes) -> dict[bytes, int]:
-        """A new message's timeframe: the processed frontier, our own feed left out."""
+    def _timeframe(self, txn, me: bytes, links: dict[str, TangleLink]) -> dict[bytes, Named]:
+        """A new message's timeframe: the heads we processed, capped (storage.timeframe)."""
         if self._timeframe_source is not None:
             return self._timeframe_source(txn, self._tables, me)
-        frontier = processed_frontier(txn, self._processor_tables)
-        frontier.pop(me, None)
-        return frontier
+        return new_timeframe(txn, self._tables, self._processor_tables, me, links)
 
     def _process(
         self,
@@ -469,8 +478,8 @@ class FeedStore(StoreReads, TimelineReads, TangleReads, DigestReads, DocumentOps
         `InvalidProof` for messages that prove nothing.
         """
         raws = [bytes(raw) for raw in raws]
-        if not 2 <= len(raws) <= MAX_PROOF_MESSAGES:
-            raise InvalidProof(f"a proof holds 2 to {MAX_PROOF_MESSAGES} messages")
+        if len(raws) != PROOF_MESSAGES:
+            raise InvalidProof(f"a proof holds {PROOF_MESSAGES} messages")
         proof = check_proof(decode_message(raw, self._limits) for raw in raws)
         with self._env.begin() as txn:
             if txn.get(proof.id, db=self._tables.proofs) is not None:

@@ -24,7 +24,14 @@ from tanglenode.storage.invalidation import (
     kept_proofs,
 )
 from tanglenode.storage.layout import feed_key, parse_stored, split_head_value
-from tanglenode.storage.processor import Stall, processed_frontier, read_processed, stalls
+from tanglenode.storage.processor import (
+    Stall,
+    SuspectedFork,
+    processed_frontier,
+    read_processed,
+    stalls,
+    suspected_forks,
+)
 from tanglenode.storage.tangles import tips_of
 from tanglenode.storage.timeline import TimelineReader
 from tanglenode.storage.timelines import SPACETIME, tangle_timeline
@@ -232,6 +239,12 @@ class StoreReads:
         """Feeds whose next message waits on a message the store does not have."""
         with self._env.begin() as txn:
             return stalls(txn, self._processor_tables, self._tables.messages)
+
+    def suspected_forks(self) -> list[SuspectedFork]:
+        """Every (feed, seq) some message names with a tag other than the one processed there:
+        a fork until its proof arrives (storage.processor)."""
+        with self._env.begin() as txn:
+            return suspected_forks(txn, self._processor_tables, self._tables.bodies)
 
     def check(self) -> CheckReport:
         """Re-verify every stored message and every index (slow: reads everything)."""

@@ -11,10 +11,11 @@ be in the value; and a timeframe names up to thousands of feeds by their
 
 where the signed bytes are `HEAD + author + M + timeframe map + R`:
 
-    HEAD  0x99 0x01 0xc4 0x20   the 9-element array, version 1, the author's bin 8 header
+    HEAD  0x99 0x02 0xc4 0x20   the 9-element array, version 2, the author's bin 8 header
     M     seq, prev, timestamp, verbatim
-    T     msgpack array [n1, s1, n2, s2, ...]: each timeframe entry as its feed's
-          number (the `feeds` table) and its seq, in the message's key order
+    T     msgpack array [n1, s1, t1, n2, s2, t2, ...]: each timeframe entry as its
+          feed's number (the `feeds` table), its seq and its tag, in the
+          message's key order
     R     tangles, content and signature, verbatim
 
 Because the encoding is canonical, the timeframe map's bytes are a function
@@ -45,7 +46,7 @@ import msgpack
 from tanglenode.protocol.limits import UNLIMITED
 from tanglenode.protocol.message import Message, decode_message
 
-HEAD = b"\x99\x01\xc4\x20"
+HEAD = b"\x99\x02\xc4\x20"
 VERBATIM, COMPACT = 0, 1
 _U32 = struct.Struct(">I")
 _pack = msgpack.Packer(use_bin_type=True).pack
@@ -70,15 +71,16 @@ def encode(message: Message, number_of) -> bytes:
         return verbatim(raw)
     start = 36 + _uint_size(message.seq) + (1 if message.prev is None else 34)
     start += _uint_size(message.timestamp)
-    timeframe = message.timeframe
-    packed = _pack(timeframe)
+    timeframe, tags = message.timeframe, message.timeframe_tags
+    packed = _pack({feed: (seq, tags[feed]) for feed, seq in timeframe.items()})
     end = start + len(packed)
     if raw[start:end] != packed:  # never for a canonical message; kept safe all the same
         return verbatim(raw)
-    flat: list[int] = []
+    flat: list[int | bytes] = []
     for feed, seq in timeframe.items():
         flat.append(number_of(feed))
         flat.append(seq)
+        flat.append(tags[feed])
     compact = _pack(flat)
     middle = raw[36:start]
     return b"".join(
@@ -95,7 +97,7 @@ def decode(author: bytes, value: bytes, key_of) -> bytes:
     (size,) = _U32.unpack_from(value, middle_end)
     compact_start = middle_end + 4
     flat = _unpack(value[compact_start : compact_start + size])
-    timeframe = {key_of(flat[i]): flat[i + 1] for i in range(0, len(flat), 2)}
+    timeframe = {key_of(flat[i]): (flat[i + 1], flat[i + 2]) for i in range(0, len(flat), 3)}
     return b"".join(
         (HEAD, author, value[2:middle_end], _pack(timeframe), value[compact_start + size :])
     )

@@ -5,19 +5,15 @@
   Refs and sort ids are message ids.
 - The spacetime timeline holds every accepted message. Its edges are `prev`
   and every timeframe entry. A timeframe entry names a message by (feed,
-  seq), not by id, so spacetime refs are positions, `author + seq (u64 BE)`,
-  and the message id is the sort id.
+  seq, tag of its id), so spacetime refs are `author + seq (u64 BE) + tag`
+  (`spacetime_ref`): the position the message is stored at, bound to the
+  message by its tag, so an entry naming one branch of a forked feed never
+  links to the other branch. The message id is the sort id.
 
-  An entry the author's previous message already had (same feed, same seq)
-  is not stored as an edge: the path through `prev` implies it and is
-  longer, so no rank, and hence no position, can change by leaving it out.
-  With timeframes that name every feed, this cuts a message's edges from
-  one per feed to the few that moved since the author's last message.
-
-Tangle links are hashes, so they cannot form a cycle; timeframe entries can
-(two authors each claiming to have processed the other's next message), so
-the spacetime is added first: a message that would close a cycle raises
-`CycleError` (carrying the loop) before anything of it is written.
+Every link is bound to a hash (tangle links are ids, spacetime links carry
+tags), so no link can close a cycle: a loop would need a message to hold a
+digest of itself (docs/PROCESSING.md). The engine's own guard (`CycleError`)
+stays as an invariant, never a rule of the protocol.
 
 Each timeline N also has its causal-time twin `\x03 + N` (seed 001's order,
 storage.causal_timeline), added to and removed from after N itself.
@@ -31,6 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from tanglenode.protocol.identity import tag_of
 from tanglenode.protocol.message import Message
 from tanglenode.storage.causal_timeline import add_twins, remove_twins
 from tanglenode.storage.layout import feed_key, tangle_key
@@ -71,17 +68,15 @@ def view_timeline(base: bytes, view: str = "all", order: str = "rank") -> bytes:
     return base if order == "rank" else b"\x03" + base
 
 
-def add_message(
-    writer: TimelineWriter, message: Message, previous_timeframe: dict[bytes, int]
-) -> None:
-    """Add an accepted message to the spacetime and to each of its tangles.
+def spacetime_ref(author: bytes, seq: int, msg_id_or_tag: bytes) -> bytes:
+    """The spacetime ref of a message: its position and the tag of its id."""
+    return feed_key(author, seq) + tag_of(msg_id_or_tag)
 
-    `previous_timeframe` is the timeframe of the author's previous message
-    (empty for seq 1). Raises `CycleError` (and writes nothing) if the
-    timeframe closes a cycle.
-    """
-    after = spacetime_links(message, previous_timeframe)
-    ref = feed_key(message.author, message.seq)
+
+def add_message(writer: TimelineWriter, message: Message) -> None:
+    """Add an accepted message to the spacetime and to each of its tangles."""
+    after = spacetime_links(message)
+    ref = spacetime_ref(message.author, message.seq, message.id)
     writer.add(SPACETIME, ref, after, sort_id=message.id)
     for name, link in message.tangles.items():
         root = message.tangle_root(name)
@@ -93,22 +88,18 @@ def _tangle_bases(message: Message) -> dict[str, bytes]:
     return {name: tangle_timeline(message.tangle_root(name), name) for name in message.tangles}
 
 
-def spacetime_links(message: Message, previous_timeframe: dict[bytes, int]) -> list[bytes]:
-    """The spacetime refs a message follows: its prev, and the timeframe entries that moved."""
-    after = [
-        feed_key(feed, seq)
-        for feed, seq in message.timeframe.items()
-        if previous_timeframe.get(feed) != seq
-    ]
-    if message.seq > 1:
-        after.append(feed_key(message.author, message.seq - 1))
+def spacetime_links(message: Message) -> list[bytes]:
+    """The spacetime refs a message follows: its prev, and every timeframe entry."""
+    tags = message.timeframe_tags
+    after = [feed_key(feed, seq) + tags[feed] for feed, seq in message.timeframe.items()]
+    if message.prev is not None:
+        after.append(spacetime_ref(message.author, message.seq - 1, message.prev))
     return after
 
 
 def remove_message(
     writer: TimelineWriter,
     message: Message,
-    previous_timeframe: dict[bytes, int],
     spacetime_links_of: LinksOf,
     tangle_links_of: Callable[[str], LinksOf],
 ) -> None:
@@ -116,14 +107,10 @@ def remove_message(
     for name, link in message.tangles.items():
         timeline = tangle_timeline(message.tangle_root(name), name)
         writer.remove(timeline, message.id, link.previous or (), tangle_links_of(name))
-    writer.remove(
-        SPACETIME,
-        feed_key(message.author, message.seq),
-        spacetime_links(message, previous_timeframe),
-        spacetime_links_of,
-    )
+    ref = spacetime_ref(message.author, message.seq, message.id)
+    writer.remove(SPACETIME, ref, spacetime_links(message), spacetime_links_of)
     remove_twins(
         writer,
-        (SPACETIME, feed_key(message.author, message.seq), spacetime_links_of),
+        (SPACETIME, ref, spacetime_links_of),
         [(base, message.id, tangle_links_of(n)) for n, base in _tangle_bases(message).items()],
     )

@@ -8,8 +8,30 @@ from typing import Any
 import msgpack
 
 from tanglenode.protocol.canonical import canonical_value
-from tanglenode.protocol.identity import Keypair
-from tanglenode.protocol.message import ROOT_LINK, Message, TangleLink, sign_message
+from tanglenode.protocol.identity import Keypair, tag_of
+from tanglenode.protocol.message import ROOT_LINK, Message, Named, TangleLink, sign_message
+
+# The message each `Feed` built last at (feed, seq): what a timeframe entry given as a bare
+# seq names (a test that forks a feed names the branch it means by passing the message).
+_BUILT: dict[tuple[bytes, int], Message] = {}
+
+Entry = int | Message | tuple[int, bytes]  # a timeframe entry as tests write it
+
+
+def named(feed: bytes, entry: Entry) -> Named:
+    """A timeframe entry: a seq (the message built last there), a message, or (seq, tag)."""
+    if isinstance(entry, Message):
+        return Named(entry.seq, tag_of(entry.id))
+    if isinstance(entry, tuple):
+        return Named(entry[0], entry[1])
+    built = _BUILT.get((feed, entry))
+    if built is None:  # nothing built there: a tag nobody will ever match
+        return Named(entry, bytes(16))
+    return Named(entry, tag_of(built.id))
+
+
+def timeframe_of(entries: dict[bytes, Entry] | None) -> dict[bytes, Named]:
+    return {feed: named(feed, entry) for feed, entry in (entries or {}).items()}
 
 
 def keypair(label: str | int) -> Keypair:
@@ -26,7 +48,7 @@ def unsigned_fields(
     timeframe: Any = None,
     tangles: Any = None,
     content: Any = None,
-    version: Any = 1,
+    version: Any = 2,
 ) -> list[Any]:
     """The eight signed fields, with no validation: tests bend them at will."""
     return [
@@ -65,7 +87,7 @@ class Feed:
         content: Any = None,
         *,
         tangles: dict[str, TangleLink] | None = None,
-        timeframe: dict[bytes, int] | None = None,
+        timeframe: dict[bytes, Entry] | None = None,
         timestamp: int | None = None,
     ) -> Message:
         seq = len(self.messages) + 1
@@ -74,10 +96,11 @@ class Feed:
             seq=seq,
             prev=self.messages[-1].id if self.messages else None,
             timestamp=1_700_000_000_000 + seq if timestamp is None else timestamp,
-            timeframe=timeframe or {},
+            timeframe=timeframe_of(timeframe),
             tangles=tangles or {},
             content=content,
         )
+        _BUILT[(self.public, seq)] = message
         self.messages.append(message)
         return message
 

@@ -243,7 +243,7 @@ def feeds(obj: Context, as_json: bool) -> None:
 @json_option
 @click.pass_obj
 def forks(obj: Context, as_json: bool) -> None:
-    """List the evidence held: forks (two messages at one seq) and timeframe cycles."""
+    """List the evidence held: forks (two messages at one seq) and suspected forks (one seq named with two tags)."""
     with obj.open_store() as store:
         evidence = store.evidence()
     for item in evidence:

@@ -87,7 +87,7 @@ class NodeCollector:
         yield _labelled(
             CounterMetricFamily(
                 "tanglenode_messages_proof",
-                "Messages from peers that proved a fork or a cycle, kept as evidence",
+                "Messages from peers that proved a fork, kept as evidence",
                 labels=["reason"],
             ),
             counters.proofs,

@@ -1,0 +1,75 @@
+"""What a new message of ours names as its timeframe: the heads, capped (docs/PROCESSING.md).
+
+Theory of operation
+-------------------
+A timeframe names messages the author processed, each by (feed, seq, tag).
+Naming a message claims everything it had processed too, so only the
+*heads* need naming: the processed messages no processed message names
+(seed 001's "links = heads"), which the processor keeps (`proc-heads`,
+storage.processor). Their closure is everything processed, and every
+final rank is what the whole frontier would give: a head outranks all it
+implies.
+
+At most `TIMEFRAME_CAP` entries are named, chosen in this order, the first
+met winning a place:
+
+1. the feed of each `previous` id of the new message's tangle links that we
+   processed, at its processed end: a tangle link then always lies inside
+   the timeframe's closure, which documents need (their wefts are read
+   through their `previous`, docs/DOCUMENTS.md);
+2. the heads, newest processed first.
+
+A head left out stays a head and is named by a later message; naming
+fewer claims less, which is always safe. Our own feed is never named (its
+`prev` covers it). A feed proven invalid is named at most up to its end.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from tanglenode.protocol.identity import message_id, tag_of
+from tanglenode.protocol.limits import TIMEFRAME_CAP
+from tanglenode.protocol.message import Named, TangleLink
+from tanglenode.storage.invalidation import invalid_from
+from tanglenode.storage.layout import Tables, feed_key, split_feed_key
+from tanglenode.storage.processor import ProcessorTables, newest_heads, processed_seq
+
+
+def new_timeframe(
+    txn,
+    tables: Tables,
+    processor_tables: ProcessorTables,
+    me: bytes,
+    links: Mapping[str, TangleLink],
+    cap: int = TIMEFRAME_CAP,
+) -> dict[bytes, Named]:
+    """The timeframe of our next message with tangle `links` (see the module's rules)."""
+    named: dict[bytes, Named] = {}
+    for link in links.values():
+        for previous in link.previous or ():
+            if len(named) >= cap:
+                return named
+            position = txn.get(previous, db=tables.message_ids)
+            if position is None:
+                continue
+            author, seq = split_feed_key(bytes(position))
+            if author == me or author in named:
+                continue
+            end = _processed_end(txn, tables, processor_tables, author)
+            if end >= seq:
+                raw = tables.bodies.raw(txn, feed_key(author, end))
+                named[author] = Named(end, tag_of(message_id(raw)))
+    for feed, seq, tag in newest_heads(txn, processor_tables, me, cap):
+        if len(named) >= cap:
+            break
+        if feed not in named:
+            named[feed] = Named(seq, tag)
+    return named
+
+
+def _processed_end(txn, tables: Tables, processor_tables: ProcessorTables, feed: bytes) -> int:
+    """How far `feed` is processed, never past the end of a feed proven invalid."""
+    seq = processed_seq(txn, processor_tables, feed)
+    boundary = invalid_from(txn, tables, feed)
+    return seq if boundary is None else min(seq, boundary - 1)
