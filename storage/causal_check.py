@@ -17,9 +17,14 @@ from tanglenode.storage.causal_key import (
     tree_key,
 )
 from tanglenode.storage.causal_time import causal_time_order
-from tanglenode.storage.layout import feed_key
 from tanglenode.storage.timeline import TimelineReader, TimelineTables
-from tanglenode.storage.timelines import SPACETIME, spacetime_links, tangle_timeline, view_timeline
+from tanglenode.storage.timelines import (
+    SPACETIME,
+    spacetime_links,
+    spacetime_ref,
+    tangle_timeline,
+    view_timeline,
+)
 
 
 def check_causal(txn, tables: TimelineTables, by_position: dict) -> list[str]:
@@ -27,9 +32,8 @@ def check_causal(txn, tables: TimelineTables, by_position: dict) -> list[str]:
     spacetime = []
     tangles: dict[bytes, list] = {}
     for (author, seq), message in by_position.items():
-        before = by_position.get((author, seq - 1))
-        links = spacetime_links(message, before.timeframe if before else {})
-        spacetime.append((feed_key(author, seq), links, message))
+        ref = spacetime_ref(author, seq, message.id)
+        spacetime.append((ref, spacetime_links(message), message))
         for name, link in message.tangles.items():
             base = tangle_timeline(message.tangle_root(name), name)
             tangles.setdefault(base, []).append((message.id, link.previous or (), message))

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from tanglenode.protocol.document import TANGLE, edit_content, init_content
+from tanglenode.protocol.limits import TIMEFRAME_CAP
 from tanglenode.protocol.message import Message
 from tanglenode.storage import doc_edits, revisions
 from tanglenode.storage.document_rows import (
@@ -26,6 +27,7 @@ from tanglenode.storage.document_rows import (
     R_ID,
     R_INSERTED,
     R_TIMESTAMP,
+    R_WEFT,
     BlameSpan,
     DocumentInfo,
     DocumentTables,
@@ -38,7 +40,6 @@ from tanglenode.storage.document_rows import (
     read_meta,
     read_record,
     unpack,
-    weft_of,
 )
 from tanglenode.storage.errors import UnknownDocument, VersionConflict
 from tanglenode.storage.layout import U32, U64
@@ -47,6 +48,7 @@ At = Weft | bytes | int | None  # a weft, a message id, a version number, or the
 
 # Bytes of a message that are not its content, beyond the timeframe and tangle links.
 _ENVELOPE_BYTES = 400
+_TIMEFRAME_ENTRY_BYTES = 62  # bin 32 key, [seq (up to 9 bytes), bin 16 tag]
 
 
 class DocumentOps:
@@ -95,9 +97,8 @@ class DocumentOps:
                 published.append(message)
                 return message.id
 
-            timeframe_entries = len(self._timeframe(txn, self._keypair.public))
-            budget = self._limits.max_message_bytes - _ENVELOPE_BYTES - 43 * timeframe_entries
-            budget -= 33 * self._limits.max_previous
+            budget = self._limits.max_message_bytes - _ENVELOPE_BYTES
+            budget -= _TIMEFRAME_ENTRY_BYTES * TIMEFRAME_CAP + 33 * self._limits.max_previous
             doc_edits.chunk(planned, id_of, max(budget, 512), publish)
         self._wrote_own(published[-1])
         return published
@@ -130,13 +131,15 @@ class DocumentOps:
         return weft
 
     def _message_weft(self, txn, msg_id: bytes) -> Weft:
-        message = self._get(txn, msg_id)
-        if message is None:
-            raise UnknownDocument(f"no message {msg_id.hex()[:16]} to take a weft from")
-        return weft_of(message)
+        key = txn.get(msg_id, db=self._document_tables.ids)
+        if key is None:
+            raise UnknownDocument(f"no document message {msg_id.hex()[:16]} to take a weft from")
+        docno, mno = U32.unpack(key[:4])[0], U32.unpack(key[4:8])[0]
+        return read_record(txn, self._document_tables, docno, mno)[R_WEFT]
 
     def document_weft(self, msg_id: bytes) -> Weft:
-        """A message's weft: its timeframe plus its own feed at its own seq."""
+        """A document message's weft: what of its document its author had woven
+        (storage.documents)."""
         with self._env.begin() as txn:
             return self._message_weft(txn, msg_id)
 

@@ -7,10 +7,12 @@ backspaces on them; `doc-undels` the same for backspaces.
 
     doc-index   doc id -> docno (u32)
     doc-meta    docno -> msgpack [doc id, title, author, seq, created, root node,
-                                  next node, next mno, {author: highest seq woven}]
+                                  next node, next mno, {author: highest seq woven},
+                                  [ids of the woven tips]]
     doc-msgs    docno + mno -> msgpack [id, author, seq, timestamp, segments,
-                                        inserted, deleted]
+                                        inserted, deleted, weft]
                 segments: [[first atom, count, kind, cited mno, cited index], ...]
+                weft: {author: seq}, the message's document weft (storage.documents)
     doc-ids     message id -> docno + mno
     doc-dels    docno + target mno + index + backspace mno + index -> count (u32)
     doc-undels  docno + backspace mno + index + undelete mno + index -> count (u32)
@@ -22,13 +24,13 @@ backspaces on them; `doc-undels` the same for backspaces.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import lmdb
 import msgpack
 
-from tanglenode.protocol.message import Message
 from tanglenode.storage.layout import U32
 from tanglenode.storage.weave import Weave
 
@@ -78,9 +80,20 @@ class BlameSpan(NamedTuple):
 # Atom kinds in a message's segments.
 ROOT, TEXT_ATOM, BACKSPACE, UNBACKSPACE = 0, 1, 2, 3
 # doc-meta fields.
-M_ID, M_TITLE, M_AUTHOR, M_SEQ, M_CREATED, M_ROOT_NODE, M_NEXT_NODE, M_NEXT_MNO, M_YARNS = range(9)
+(
+    M_ID,
+    M_TITLE,
+    M_AUTHOR,
+    M_SEQ,
+    M_CREATED,
+    M_ROOT_NODE,
+    M_NEXT_NODE,
+    M_NEXT_MNO,
+    M_YARNS,
+    M_TIPS,
+) = range(10)
 # doc-msgs fields.
-R_ID, R_AUTHOR, R_SEQ, R_TIMESTAMP, R_SEGMENTS, R_INSERTED, R_DELETED = range(7)
+R_ID, R_AUTHOR, R_SEQ, R_TIMESTAMP, R_SEGMENTS, R_INSERTED, R_DELETED, R_WEFT = range(8)
 
 ROOT_SYMBOL = "\u0950"  # ॐ: the root's piece, never visible (reads skip mno 0)
 
@@ -130,11 +143,14 @@ def unpack(raw: bytes) -> Any:
     return msgpack.unpackb(raw, use_list=True, raw=False)
 
 
-def weft_of(message: Message) -> Weft:
-    """A message's weft: its timeframe plus its own feed at its own seq."""
-    weft = dict(message.timeframe)
-    weft[message.author] = message.seq
-    return weft
+def join_wefts(wefts: Iterable[Weft]) -> Weft:
+    """The least weft that holds each of `wefts` (the highest seq of each author)."""
+    joined: Weft = {}
+    for weft in wefts:
+        for author, seq in weft.items():
+            if joined.get(author, 0) < seq:
+                joined[author] = seq
+    return joined
 
 
 def weft_greater(a: Weft, b: Weft) -> bool:
@@ -144,6 +160,13 @@ def weft_greater(a: Weft, b: Weft) -> bool:
         if x != y:
             return x > y
     return False
+
+
+def woven_tips(txn, tables: DocumentTables, doc: bytes) -> list[bytes]:
+    """The ids of the document's woven messages no woven message names in `previous`
+    (ascending; none if the document is not held)."""
+    docno = docno_of(txn, tables, doc)
+    return [] if docno is None else list(read_meta(txn, tables, docno)[M_TIPS])
 
 
 def docno_of(txn, tables: DocumentTables, doc: bytes) -> int | None:

@@ -4,10 +4,20 @@ Theory of operation
 -------------------
 A document message is applied when the causal processor processes it,
 inside the transaction that stored it, so the weave commits with the
-messages. Processing order guarantees that every message inside an edit's
-weft was processed first; whether an edit is valid therefore depends only
-on its own content and on messages every node processed before it, and
-every node sets aside exactly the same edits.
+messages.
+
+An edit's *weft* is read through the document's own hash links: its own
+feed at its own seq, joined with the wefts of the `previous` ids of its
+`doc` tangle link and of its author's last edit woven before it. Each
+`previous` must be a message woven into this document that the edit's
+timeframe covers (its own feed, or a timeframe entry of that feed at or
+past its seq, whose tag binds the chain down to it): so every message
+inside a weft was processed, and woven, before the edit on every node.
+Whether an edit is valid therefore depends only on its own content and on
+messages every node processed before it, and every node sets aside
+exactly the same edits. The weft is stored with the edit's record, and
+the document's *woven tips* (woven messages no woven message names in
+`previous`) in its meta, which is what our own edits name.
 
 An edit is checked whole before anything is written: every atom it cites
 must belong to the same document, lie inside the edit's weft, exist, and
@@ -60,11 +70,13 @@ from tanglenode.storage.document_rows import (
     M_NEXT_MNO,
     M_NEXT_NODE,
     M_ROOT_NODE,
+    M_TIPS,
     M_YARNS,
     R_AUTHOR,
     R_ID,
     R_SEGMENTS,
     R_SEQ,
+    R_WEFT,
     ROOT,
     ROOT_SYMBOL,
     TEXT_ATOM,
@@ -73,6 +85,7 @@ from tanglenode.storage.document_rows import (
     Weft,
     backspaces_of,
     docno_of,
+    join_wefts,
     open_weave,
     pack,
     read_meta,
@@ -82,7 +95,6 @@ from tanglenode.storage.document_rows import (
     undeletes_of,
     unpack,
     weft_greater,
-    weft_of,
 )
 from tanglenode.storage.layout import U32, U64, feed_key, split_feed_key
 from tanglenode.storage.weave import (
@@ -232,10 +244,11 @@ class DocumentEngine:
         txn.put(message.id, U32.pack(docno), db=tables.index)
         meta = [message.id, init.title, message.author, message.seq, message.timestamp, 0, 1, 1]
         meta.append({message.author: message.seq})
+        meta.append([message.id])
         txn.put(U32.pack(docno), pack(meta), db=tables.meta)  # claims docno in this transaction
         weave = Weave.create(txn, tables.nodes, tables.pieces, docno, [0, 0, ROOT_SYMBOL, 0, 0, 0])
         self._docs[docno] = _Doc(docno, meta, weave)
-        self._record(docno, 0, message, [[0, 1, ROOT, 0, 0]], 0, 0)
+        self._record(docno, 0, message, [[0, 1, ROOT, 0, 0]], 0, 0, {message.author: message.seq})
         self._log(docno, 0, message.id, [])
 
     def _doc(self, root: bytes) -> _Doc:
@@ -251,9 +264,17 @@ class DocumentEngine:
         return doc
 
     def _record(
-        self, docno: int, mno: int, message: Message, segments: list, ins: int, dels: int
+        self,
+        docno: int,
+        mno: int,
+        message: Message,
+        segments: list,
+        ins: int,
+        dels: int,
+        weft: Weft,
     ) -> None:
         record = [message.id, message.author, message.seq, message.timestamp, segments, ins, dels]
+        record.append(weft)
         key = U32.pack(docno) + U32.pack(mno)
         self._txn.put(key, pack(record), db=self._tables.msgs)
         self._txn.put(message.id, key, db=self._tables.ids)
@@ -277,11 +298,12 @@ class DocumentEngine:
         return weft.get(author, 0) >= seq
 
     def _edit(self, message: Message, root: bytes, edit: DocEdit, mno: int | None = None) -> None:
-        weft = weft_of(message)
-        if not self._inside(root, weft):
-            raise DocumentError(DocReason.OUTSIDE_WEFT, "the doc/init is outside the edit's weft")
         doc = self._doc(root)
         meta = doc.meta
+        previous = message.tangles[TANGLE].previous or ()
+        weft = self._weft_of_edit(doc, message, previous)
+        if not self._inside(root, weft):
+            raise DocumentError(DocReason.OUTSIDE_WEFT, "the doc/init is outside the edit's weft")
         renumber = mno is None
         mno = meta[M_NEXT_MNO] if mno is None else mno
         segments, first = [], 0
@@ -309,7 +331,9 @@ class DocumentEngine:
             meta[M_NEXT_MNO] = mno + 1
         yarns = meta[M_YARNS]
         yarns[message.author] = max(yarns.get(message.author, 0), message.seq)
-        self._record(doc.docno, mno, message, segments, inserted, deleted)
+        named = set(previous)
+        meta[M_TIPS] = sorted([tip for tip in meta[M_TIPS] if tip not in named] + [message.id])
+        self._record(doc.docno, mno, message, segments, inserted, deleted, weft)
         doc.wefts[mno] = weft
         splices: list = []
         for segment, op in zip(segments, edit.ops, strict=True):
@@ -346,10 +370,34 @@ class DocumentEngine:
     def _weft(self, doc: _Doc, mno: int) -> Weft:
         weft = doc.wefts.get(mno)
         if weft is None:
-            record = read_record(self._txn, self._tables, doc.docno, mno)
-            message = self._messages.message(self._txn, feed_key(record[R_AUTHOR], record[R_SEQ]))
-            weft = doc.wefts[mno] = weft_of(message)
+            weft = doc.wefts[mno] = read_record(self._txn, self._tables, doc.docno, mno)[R_WEFT]
         return weft
+
+    def _weft_of_edit(self, doc: _Doc, message: Message, previous: tuple[bytes, ...]) -> Weft:
+        """The edit's weft (see the module's docstring), or `DocumentError` if a `previous`
+        is not woven here or not covered by the edit's timeframe."""
+        author, seq = message.author, message.seq
+        wefts: list[Weft] = [{author: seq}]
+        for msg_id in previous:
+            key = self._txn.get(msg_id, db=self._tables.ids)
+            if key is None or U32.unpack(key[:4])[0] != doc.docno:
+                raise DocumentError(
+                    DocReason.OUTSIDE_WEFT, "names a previous that is not woven in this document"
+                )
+            mno = U32.unpack(key[4:8])[0]
+            weft = self._weft(doc, mno)
+            record = read_record(self._txn, self._tables, doc.docno, mno)
+            by, at = record[R_AUTHOR], record[R_SEQ]
+            if by != author and message.timeframe.get(by, 0) < at:
+                raise DocumentError(
+                    DocReason.OUTSIDE_WEFT, "names a previous its timeframe does not cover"
+                )
+            wefts.append(weft)
+        own = doc.meta[M_YARNS].get(author)
+        if own is not None:  # its author's last edit woven here, which it wrote before this one
+            key = self._txn.get(feed_key(author, own), db=self._tables.feeds)
+            wefts.append(self._weft(doc, U32.unpack(key[4:8])[0]))
+        return join_wefts(wefts)
 
     def _goes_first(self, doc: _Doc, mno: int, first: int, sibling_mno: int, sibling: int) -> bool:
         """Whether new atom (mno, first) precedes its sibling (sibling_mno, sibling)."""

@@ -20,6 +20,7 @@ from typing import Any
 
 import lmdb
 
+from tanglenode.protocol.document import TANGLE as DOC_TANGLE
 from tanglenode.protocol.evidence import PROOF_MESSAGES, InvalidProof, check_proof
 from tanglenode.protocol.identity import Keypair, message_id, message_text
 from tanglenode.protocol.limits import DEFAULT_LIMITS, Limits
@@ -35,7 +36,7 @@ from tanglenode.storage import replication
 from tanglenode.storage.abouts import ABOUTS_INDEXED, backfill_abouts, drop_first_layout
 from tanglenode.storage.digest import DigestReads
 from tanglenode.storage.document_ops import DocumentOps
-from tanglenode.storage.document_rows import DocumentTables
+from tanglenode.storage.document_rows import DocumentTables, woven_tips
 from tanglenode.storage.documents import DocumentEngine
 from tanglenode.storage.errors import (
     IncompatibleStore,
@@ -402,13 +403,17 @@ class FeedStore(StoreReads, TimelineReads, TangleReads, DigestReads, DocumentOps
         return message
 
     def _links(self, txn, tangles: Mapping[str, bytes | None] | None) -> dict[str, TangleLink]:
-        """A new message's tangle links: each tangle's current tips (`UnknownTangle` if none)."""
+        """A new message's tangle links: each tangle's current tips (`UnknownTangle` if none);
+        a document's are its woven tips, which our timeframe covers (storage.documents)."""
         links: dict[str, TangleLink] = {}
         for name, root in (tangles or {}).items():
             if root is None:
                 links[name] = ROOT_LINK
                 continue
-            tips = tips_of(txn, self._tables, root, name)
+            if name == DOC_TANGLE:
+                tips = woven_tips(txn, self._document_tables, root)
+            else:
+                tips = tips_of(txn, self._tables, root, name)
             if not tips:
                 raise UnknownTangle(f"no tangle {name!r} rooted at {message_text(root)}")
             links[name] = TangleLink(root, tuple(tips[: self._limits.max_previous]))

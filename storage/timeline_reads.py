@@ -8,20 +8,23 @@ Finality is explained in docs/TIMELINES.md ("Finality").
 
 from __future__ import annotations
 
+from tanglenode.protocol.identity import tag_of
 from tanglenode.protocol.message import Message
 from tanglenode.storage.causal_window import window
 from tanglenode.storage.invalidation import invalid_from
 from tanglenode.storage.joined import MemberState, member_state, state_names, tangle_key_of
-from tanglenode.storage.layout import feed_key, split_feed_key, split_head_value
+from tanglenode.storage.layout import split_feed_key, split_head_value
 from tanglenode.storage.timeline import Command, Insert, Placement, TimelineReader
 from tanglenode.storage.timelines import (
     SPACETIME,
     spacetime_links,
+    spacetime_ref,
     tangle_timeline,
     view_timeline,
 )
 
-SPACETIMES = (SPACETIME, view_timeline(SPACETIME, order="causal-time"))  # refs: positions
+# Their refs are positions and tags (storage.timelines.spacetime_ref), not ids.
+SPACETIMES = (SPACETIME, view_timeline(SPACETIME, order="causal-time"))
 
 
 class TimelineReads:
@@ -119,9 +122,7 @@ class TimelineReads:
     def timeline_placement(self, timeline: bytes, msg_id: bytes) -> Placement | None:
         """Position and rank of a message in a timeline, None if it is not a member."""
         with self._env.begin() as txn:
-            ref: bytes | None = msg_id
-            if timeline in SPACETIMES:
-                ref = txn.get(msg_id, db=self._tables.message_ids)
+            ref = self._ref(txn, timeline, msg_id)
             reader = TimelineReader(txn, self._timeline_tables)
             if ref is None or not reader.exists(timeline):
                 return None
@@ -133,7 +134,7 @@ class TimelineReads:
         """A member's placement and, in a tangle's timeline, its state; None if not a member."""
         with self._env.begin() as txn:
             reader = TimelineReader(txn, self._timeline_tables)
-            ref = txn.get(msg_id, db=self._tables.message_ids) if timeline in SPACETIMES else msg_id
+            ref = self._ref(txn, timeline, msg_id)
             if ref is None or not reader.exists(timeline):
                 return None
             placement = reader.placement(timeline, bytes(ref))
@@ -141,6 +142,13 @@ class TimelineReads:
             if placement is None or key is None:
                 return placement and (placement, None)
             return placement, member_state(txn, self._tables, key, msg_id)
+
+    def _ref(self, txn, timeline: bytes, msg_id: bytes) -> bytes | None:
+        """The ref a message has in `timeline` (None for a spacetime if it is not held)."""
+        if timeline not in SPACETIMES:
+            return msg_id
+        position = txn.get(msg_id, db=self._tables.message_ids)
+        return None if position is None else bytes(position) + tag_of(msg_id)
 
     def timeline_commands(self, timeline: bytes, since: int, limit: int = 10_000) -> list[Command]:
         """The commands after version `since`, oldest first."""
@@ -177,15 +185,11 @@ class TimelineReads:
     def _may_be_raised(self, txn, reader: TimelineReader, ref: bytes) -> bool:
         """Whether a spacetime member's missing links may still arrive: not if each names
         an invalid feed at or past its boundary (those messages are refused for good)."""
-        author, seq = split_feed_key(ref)
-        bodies = self._tables.bodies
-        message = bodies.message(txn, ref)
-        before = bodies.message(txn, feed_key(author, seq - 1)) if seq > 1 else None
-        links = spacetime_links(message, before.timeframe if before else {})
-        for link in links:
+        message = self._tables.bodies.message(txn, ref[:40])
+        for link in spacetime_links(message):
             if reader.member_rank(SPACETIME, link) is not None:
                 continue
-            feed, link_seq = split_feed_key(link)
+            feed, link_seq = split_feed_key(link[:40])
             boundary = invalid_from(txn, self._tables, feed)
             if boundary is None or link_seq < boundary:
                 return True
@@ -197,8 +201,8 @@ class TimelineReads:
         for author, value in txn.cursor(db=self._tables.heads):
             if invalid_from(txn, self._tables, bytes(author)) is not None:
                 continue  # its next messages will be refused
-            seq, _head_id = split_head_value(value)
-            rank = reader.member_rank(SPACETIME, feed_key(bytes(author), seq))
+            seq, head_id = split_head_value(value)
+            rank = reader.member_rank(SPACETIME, spacetime_ref(bytes(author), seq, head_id))
             if rank is not None:
                 ranks.append(rank)
         return ranks
