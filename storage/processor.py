@@ -67,7 +67,7 @@ reaches it (a forker is never named again).
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -191,8 +191,11 @@ def suspected_forks(txn, tables: ProcessorTables, bodies: Bodies) -> list[Suspec
     return found
 
 
-def newest_heads(txn, tables: ProcessorTables, skip: bytes, limit: int) -> list[Entry]:
-    """Up to `limit` heads, newest processed first, never feed `skip`."""
+def newest_heads(
+    txn, tables: ProcessorTables, skip: bytes, limit: int, named: Collection[bytes] = ()
+) -> list[Entry]:
+    """Up to `limit` heads, newest processed first, never feed `skip` nor a head whose
+    position (feed + seq) is in `named` (a message not yet processed names it already)."""
     found: list[Entry] = []
     cursor = txn.cursor(db=tables.heads)
     if not cursor.last():
@@ -200,7 +203,7 @@ def newest_heads(txn, tables: ProcessorTables, skip: bytes, limit: int) -> list[
     for value in cursor.iterprev(keys=False):
         if len(found) >= limit:
             break
-        if value[:32] != skip:
+        if value[:32] != skip and value[:40] not in named:
             feed, seq = split_feed_key(value[:40])
             found.append((feed, seq, bytes(value[40:])))
     return found

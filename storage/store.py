@@ -285,8 +285,9 @@ class FeedStore(StoreReads, TimelineReads, TangleReads, DigestReads, DocumentOps
         timeframe leaves our own feed out, and processing our earlier messages
         of the batch moves only our own feed, unless some candidate waits on
         our feed or our feed is not processed up to its head (a store
-        restored or imported); then each request gets its own nested
-        transaction and processing, as `_publish_in`.
+        restored or imported), or a request goes into a document (each edit
+        names the woven tips the one before it left); then each request gets
+        its own nested transaction and processing, as `_publish_in`.
         """
         if not requests:
             return []
@@ -297,7 +298,8 @@ class FeedStore(StoreReads, TimelineReads, TangleReads, DigestReads, DocumentOps
                 me = self._own_feed(writer)
             except StorageError as error:
                 return [error] * len(requests)
-            if self._processing_moves_others(txn, me, writer.head(me)[0]):
+            one_at_a_time = any(DOC_TANGLE in (tangles or {}) for _content, tangles in requests)
+            if one_at_a_time or self._processing_moves_others(txn, me, writer.head(me)[0]):
                 results = self._publish_each(txn, requests, stamps)
             else:
                 results = self._publish_together(txn, writer, me, requests, stamps)
@@ -331,6 +333,7 @@ class FeedStore(StoreReads, TimelineReads, TangleReads, DigestReads, DocumentOps
         head_seq, head_id = writer.head(me)
         latest = 0 if head_id is None else self._own_message(txn, me, head_seq).timestamp
         results: list[Message | Exception] = []
+        named: set[bytes] = set()  # what our messages of the batch name: heads no more
         for (content, tangles), timestamp in zip(requests, stamps, strict=True):
             if timestamp is None:
                 timestamp = max(int(time.time() * 1000), latest)
@@ -341,7 +344,7 @@ class FeedStore(StoreReads, TimelineReads, TangleReads, DigestReads, DocumentOps
                     seq=head_seq + 1,
                     prev=head_id,
                     timestamp=timestamp,
-                    timeframe=self._timeframe(txn, me, links),
+                    timeframe=self._timeframe(txn, me, links, named),
                     tangles=links,
                     content=content,
                     limits=self._limits,
@@ -351,6 +354,7 @@ class FeedStore(StoreReads, TimelineReads, TangleReads, DigestReads, DocumentOps
                 continue
             self._apply_own(writer, message)
             head_seq, head_id, latest = message.seq, message.id, message.timestamp
+            named.update(feed_key(feed, seq) for feed, seq in message.timeframe.items())
             results.append(message)
         writer.finish()
         self._process(txn, {me}, batch=writer.stored)
@@ -432,11 +436,15 @@ class FeedStore(StoreReads, TimelineReads, TangleReads, DigestReads, DocumentOps
         """Record our feed's new head beside the store (after the commit that holds it)."""
         self._own_head.write(OwnHead(message.author, message.seq, message.id))
 
-    def _timeframe(self, txn, me: bytes, links: dict[str, TangleLink]) -> dict[bytes, Named]:
+    def _timeframe(
+        self, txn, me: bytes, links: dict[str, TangleLink], named_before: set[bytes] | None = None
+    ) -> dict[bytes, Named]:
         """A new message's timeframe: the heads we processed, capped (storage.timeframe)."""
         if self._timeframe_source is not None:
             return self._timeframe_source(txn, self._tables, me)
-        return new_timeframe(txn, self._tables, self._processor_tables, me, links)
+        return new_timeframe(
+            txn, self._tables, self._processor_tables, me, links, named_before=named_before or ()
+        )
 
     def _process(
         self,

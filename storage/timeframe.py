@@ -26,7 +26,7 @@ fewer claims less, which is always safe. Our own feed is never named (its
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 
 from tanglenode.protocol.identity import message_id, tag_of
 from tanglenode.protocol.limits import TIMEFRAME_CAP
@@ -43,8 +43,13 @@ def new_timeframe(
     me: bytes,
     links: Mapping[str, TangleLink],
     cap: int = TIMEFRAME_CAP,
+    named_before: Collection[bytes] = (),
 ) -> dict[bytes, Named]:
-    """The timeframe of our next message with tangle `links` (see the module's rules)."""
+    """The timeframe of our next message with tangle `links` (see the module's rules).
+
+    `named_before` holds the positions (feed + seq) that our messages signed since the
+    last processing named: they are heads no more once those are processed.
+    """
     named: dict[bytes, Named] = {}
     for link in links.values():
         for previous in link.previous or ():
@@ -60,7 +65,7 @@ def new_timeframe(
             if end >= seq:
                 raw = tables.bodies.raw(txn, feed_key(author, end))
                 named[author] = Named(end, tag_of(message_id(raw)))
-    for feed, seq, tag in newest_heads(txn, processor_tables, me, cap):
+    for feed, seq, tag in newest_heads(txn, processor_tables, me, cap, named_before):
         if len(named) >= cap:
             break
         if feed not in named:

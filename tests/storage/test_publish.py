@@ -1,6 +1,6 @@
 import pytest
 
-from tanglenode.protocol.limits import Limits
+from tanglenode.protocol.limits import TIMEFRAME_CAP, Limits
 from tanglenode.protocol.message import TangleLink, decode_message
 from tanglenode.storage.errors import NoIdentity, OwnFeedForked, UnknownTangle
 from tanglenode.storage.ingest import Outcome
@@ -24,12 +24,39 @@ def test_timestamps_default_to_now_and_never_go_backwards(store):
     assert second.timestamp == first.timestamp
 
 
-def test_timeframe_is_the_frontier_of_other_feeds(store):
-    alice, bob = Feed("alice"), Feed("bob")
-    store.ingest([alice.append().raw, alice.append().raw, bob.append().raw])
+def test_timeframe_names_the_heads_of_other_feeds_by_tag(store):
+    alice, bob, carol = Feed("alice"), Feed("bob"), Feed("carol")
+    a1, a2, b1 = alice.append(), alice.append(), bob.append()
+    c1 = carol.append(timeframe={bob.public: b1})  # carol's message implies bob's
+    store.ingest([a1.raw, a2.raw, b1.raw, c1.raw])
     mine = store.publish("x")
-    assert mine.timeframe == {alice.public: 2, bob.public: 1}
-    assert store.publish("y").timeframe == mine.timeframe  # own feed never listed
+    assert mine.named() == {alice.public: (2, a2.id[:16]), carol.public: (1, c1.id[:16])}
+    assert store.publish("y").timeframe == {}  # all it could name, `mine` named: no heads
+    d1 = Feed("dave").append()
+    store.ingest([d1.raw])
+    assert store.publish("z").named() == {d1.author: (1, d1.id[:16])}  # own feed never listed
+
+
+def test_timeframe_names_at_most_the_cap_newest_first(store):
+    strangers = [Feed(f"stranger-{n}").append() for n in range(TIMEFRAME_CAP + 8)]
+    store.ingest([m.raw for m in strangers])
+    processed = [feed for _index, feed, _seq in store.processed(0, 1000)]
+    first = store.publish("x")
+    assert list(first.timeframe) == sorted(processed[-TIMEFRAME_CAP:])
+    second = store.publish("y")  # the heads the first left out
+    assert sorted(second.timeframe) == sorted(processed[:-TIMEFRAME_CAP])
+    assert len(first.raw) < 3 * 1024
+
+
+def test_a_tangle_previous_we_processed_is_covered_by_the_timeframe(store):
+    alice = Feed("alice")
+    root = alice.root("chat")
+    fillers = [Feed(f"filler-{n}").append() for n in range(TIMEFRAME_CAP + 4)]
+    store.ingest([root.raw] + [m.raw for m in fillers])  # the root is the oldest head
+    reply = store.publish({"text": "hi"}, {"chat": root.id})
+    assert reply.tangles["chat"].previous == (root.id,)
+    assert reply.named()[alice.public] == (1, root.id[:16])
+    assert len(reply.timeframe) == TIMEFRAME_CAP
 
 
 def test_the_timeframe_source_can_be_swapped(open_store):

@@ -172,21 +172,27 @@ def test_a_batch_stores_exactly_what_publishing_one_by_one_stores(open_store):
     assert set(frontier) == {Feed("bob").public, Feed("carol").public}  # others' processed seqs
 
 
-def test_when_a_peer_waits_on_our_next_message_later_ones_see_it_processed(open_store):
-    """Bob's message names our seq 4 before we publish it: once seq 4 is processed, Bob's
-    is too, so our seq 5 carries Bob's feed in its timeframe (the batch must not hide it)."""
+def test_when_a_peer_names_a_message_of_ours_we_never_signed_it_stays_a_suspected_fork(
+    open_store,
+):
+    """Bob's message names our seq 4 by a tag no message of ours has (our key in use
+    elsewhere, or Bob lying): once we publish our own seq 4, Bob's message waits for a
+    proof, our later messages never name it, and the batch sees exactly that too."""
 
     def prepare(store):
         bob = Feed("bob")
         store.publish("one", timestamp=T0)
-        store.ingest([bob.append("waits", timeframe={ME.public: 4}).raw])
+        store.ingest([bob.append("waits", timeframe={ME.public: (4, b"\x01" * 16)}).raw])
         return [(f"n{n}", None) for n in range(2, 7)]
 
     one, batch, one_state, batch_state = publish_both_ways(open_store, prepare)
     assert batch == one
     assert batch_state == one_state
     timeframes = [decode_message(raw).timeframe for raw in one]
-    assert [Feed("bob").public in timeframe for timeframe in timeframes] == [0, 0, 0, 1, 1]
+    assert not any(Feed("bob").public in timeframe for timeframe in timeframes)
+    [stall] = one_state["stalls"]
+    assert (stall.feed, stall.needs_feed, stall.needs_seq) == (Feed("bob").public, ME.public, 4)
+    assert stall.needs_tag == b"\x01" * 16
 
 
 def test_when_our_own_feed_waits_the_batch_still_matches(open_store):

@@ -3,7 +3,7 @@
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from tanglenode.protocol.identity import Keypair, message_id
+from tanglenode.protocol.identity import Keypair, message_id, tag_of
 from tanglenode.protocol.message import sign_message
 from tanglenode.storage import stored_form
 from tanglenode.storage.errors import IncompatibleStore
@@ -43,7 +43,7 @@ def test_integer_widths_at_their_edges(seq, timestamp):
         seq=seq,
         prev=None if seq == 1 else bytes(32),
         timestamp=timestamp,
-        timeframe={other.public: 2**63 - 1, bytes([9]) * 32: 1},
+        timeframe={other.public: (2**63 - 1, bytes(16)), bytes([9]) * 32: (1, b"t" * 16)},
         tangles={},
         content={"n": seq},
     )
@@ -66,7 +66,9 @@ def chat(keys: list[Keypair], rounds: int) -> list:
     for _ in range(rounds):
         for key in keys:
             seq, prev = heads.get(key.public, (0, None))
-            timeframe = {f: s for f, (s, _i) in sorted(heads.items()) if f != key.public}
+            timeframe = {
+                f: (s, tag_of(i)) for f, (s, i) in sorted(heads.items()) if f != key.public
+            }
             message = sign_message(
                 key,
                 seq=seq + 1,
@@ -88,7 +90,7 @@ def test_a_store_hands_back_the_signed_bytes_it_took(tmp_path):
     with FeedStore(tmp_path / "db") as store:  # numbers survive a reopen
         for message in messages:
             got = store.get(message.id)
-            assert (got.raw, got.id, got.timeframe) == (message.raw, message.id, message.timeframe)
+            assert (got.raw, got.id, got.named()) == (message.raw, message.id, message.named())
         by_feed = sorted(messages, key=lambda m: (m.author, m.seq))
         assert list(store.iter_raw()) == [m.raw for m in by_feed]
         first = messages[0].author
@@ -108,12 +110,26 @@ def test_feed_numbers_are_assigned_once_and_kept(tmp_path):
     assert all(rows[number] == key for key, number in by_key.items())
 
 
-def test_a_store_of_the_previous_schema_is_refused_with_the_way_out(tmp_path):
+def test_a_store_of_another_schema_is_refused_with_the_way_out(tmp_path):
     FeedStore(tmp_path / "db").close()
+    later = str(int(SCHEMA_VERSION) + 1).encode()
     with tamper(tmp_path / "db") as (txn, tables):
-        txn.put(b"schema", b"8", db=tables.meta)
+        txn.put(b"schema", later, db=tables.meta)
     with pytest.raises(IncompatibleStore) as refused:
         FeedStore(tmp_path / "db")
     text = str(refused.value)
-    assert f"store schema 8, this build reads {SCHEMA_VERSION.decode()}" in text
+    assert f"store schema {later.decode()}, this build reads {SCHEMA_VERSION.decode()}" in text
     assert "tangled export --bundle" in text and "tangled import" in text
+
+
+@pytest.mark.parametrize("schema", [b"8", b"10"])
+def test_a_store_of_format_1_messages_is_refused_in_one_line(tmp_path, schema):
+    FeedStore(tmp_path / "db").close()
+    with tamper(tmp_path / "db") as (txn, tables):
+        txn.put(b"schema", schema, db=tables.meta)
+    with pytest.raises(IncompatibleStore) as refused:
+        FeedStore(tmp_path / "db")
+    text = str(refused.value)
+    assert "\n" not in text
+    assert f"store schema {schema.decode()}" in text and "format 1" in text
+    assert "tangled init" in text
