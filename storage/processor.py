@@ -299,7 +299,10 @@ class Processor:
         for offset in range(start, len(timeframe)):
             needs_feed, needs_seq, needs_tag = timeframe[offset]
             valid_seq = self._valid_need(needs_feed, needs_seq)
-            if self._seq(needs_feed) < valid_seq:
+            processed = self._seq(needs_feed) >= valid_seq
+            if not processed and (
+                valid_seq < needs_seq or not self._other_held(needs_feed, needs_seq, needs_tag)
+            ):
                 self._checked[candidate] = offset
                 heapq.heappush(self._waiters_of(needs_feed), (valid_seq, feed))
                 self._needs[feed] = feed_key(needs_feed, valid_seq)
@@ -315,8 +318,15 @@ class Processor:
         self._readied[candidate] = (self._tags.pop(candidate), timeframe)
         heapq.heappush(self._ready, (seq, feed))
 
+    def _other_held(self, feed: bytes, seq: int, tag: bytes) -> bool:
+        """Whether the store holds a message at (feed, seq) whose tag is not `tag`: then
+        waiting for (feed, seq) to be processed would not meet the need (it may even wait
+        on us), and the candidate waits for a proof instead."""
+        found = self._tag_at(feed, seq)
+        return found != b"" and found != tag
+
     def _tag_at(self, feed: bytes, seq: int) -> bytes:
-        """The tag of the processed message at (feed, seq)."""
+        """The tag of the message held at (feed, seq), b"" if none is."""
         tag = self._tags.get((feed, seq))
         if tag is None:
             message = self._batch.get((feed, seq))

@@ -1,4 +1,5 @@
-"""Forks and timeframe cycles make feeds invalid the same way on every node (docs/PROCESSING.md)."""
+"""Forks make feeds invalid the same way on every node, and a forker frames nobody
+(docs/PROCESSING.md)."""
 
 import random
 
@@ -52,65 +53,73 @@ def exchange(stores):
                     taker.add_evidence([message.raw for message in proof.messages])
 
 
-def two_way_cycle(label: str = ""):
-    """alice:1 claims bob:1 processed, bob:1 claims alice:1: a loop of two."""
-    alice, bob = Feed(f"{label}alice"), Feed(f"{label}bob")
-    a1 = alice.append({"n": 1}, timeframe={bob.public: 1})
-    b1 = bob.append({"n": 1}, timeframe={alice.public: 1})
-    return alice, bob, a1, b1
+def framing(label: str = ""):
+    """The framing attack of docs/PROCESSING.md: throwaway mallory:1 reaches honest carol,
+    whose post names it; mallory then signs a second first message that names carol's post.
+    Returns (mallory, carol, m1, post, m1_twin)."""
+    mallory, carol = Feed(f"{label}mallory"), Feed(f"{label}carol")
+    m1 = mallory.append({"n": 1})
+    post = carol.append({"text": "hello"}, timeframe={mallory.public: m1})
+    twin = Feed(mallory.keypair)
+    m1_twin = twin.append({"n": "other 1"}, timeframe={carol.public: post})
+    return mallory, carol, m1, post, m1_twin
 
 
-def test_a_cycle_delivered_in_opposite_orders_invalidates_both_feeds_on_both_nodes(open_store):
-    alice, bob, a1, b1 = two_way_cycle()
-    one, two = open_store("one"), open_store("two")
-    assert [r.outcome for r in one.ingest([a1.raw])] == [Outcome.ACCEPTED]
-    (closing,) = one.ingest([b1.raw])
-    assert (closing.outcome, closing.reason) == (Outcome.CYCLE, Reason.TIMEFRAME_CYCLE)
-    two.ingest([b1.raw])
-    two.ingest([a1.raw])
-    assert state(one) == state(two)
-    assert one.invalid_feeds() == {alice.public: 1, bob.public: 1}
-    assert one.timeline(SPACETIME) == [] and list(one.iter_raw()) == []
-    (proof,) = one.evidence()
-    assert proof.kind is ProofKind.CYCLE and {m.id for m in proof.messages} == {a1.id, b1.id}
-    assert one.get(a1.id) == a1  # shown from the evidence
-    later = alice.append({"n": 2})
-    ((outcome, reason),) = [(r.outcome, r.reason) for r in one.ingest([later.raw])]
-    assert (outcome, reason) == (Outcome.REJECTED, Reason.FORKED_FEED)
-    assert one.check().ok and two.check().ok
-
-
-def test_a_longer_cycle_cuts_each_feed_at_its_lowest_message_on_the_loop(open_store):
-    alice, bob, carol = Feed("alice"), Feed("bob"), Feed("carol")
-    alice.append({"n": 1})
-    alice.append({"n": 2}, timeframe={bob.public: 2})  # needs bob:2, which needs alice:4
-    alice.append({"n": 3})
-    alice.append({"n": 4})
-    bob.append({"n": 1})
-    bob.append({"n": 2}, timeframe={alice.public: 4})
-    carol.append({"reply": 1}, timeframe={alice.public: 1, bob.public: 1})
-    carol.append({"waits": 1}, timeframe={alice.public: 3})  # names a message to be cut
-    everything = [m.raw for feed in (alice, bob, carol) for m in feed.messages]
+def test_a_message_naming_another_branch_cuts_only_the_forker_in_any_order(open_store):
+    mallory, carol, m1, post, m1_twin = framing()
+    later = carol.append({"text": "still here"})
+    everything = [m1.raw, post.raw, m1_twin.raw, later.raw]
     stores = []
-    for seed in range(4):
+    for seed in range(6):
         store = open_store(f"s{seed}")
         shuffled = everything[:]
         random.Random(seed).shuffle(shuffled)
-        deliver(store, shuffled)
+        for raw in shuffled:  # one at a time: every arrival order of the attack
+            deliver(store, [raw])
+        deliver(store, shuffled)  # what came too early, sent again (as gossip asks again)
         stores.append(store)
     exchange(stores)
     first = state(stores[0])
     assert all(state(store) == first for store in stores[1:])
-    assert stores[0].invalid_feeds() == {alice.public: 2, bob.public: 2}
-    assert {f.author: f.head_seq for f in stores[0].feeds()} == {
-        alice.public: 1,
-        bob.public: 1,
-        carol.public: 2,
-    }
-    # carol:2 named alice:3, which will never exist: it is processed once alice:1 is.
+    assert stores[0].invalid_feeds() == {mallory.public: 1}  # carol is whole
+    assert {f.author: f.head_seq for f in stores[0].feeds()} == {mallory.public: 0, carol.public: 2}
     processed = {(feed, seq) for _index, feed, seq in stores[0].processed()}
-    assert (carol.public, 2) in processed and (alice.public, 2) not in processed
+    assert {(carol.public, 1), (carol.public, 2)} <= processed
+    assert all(store.stalls() == [] and store.suspected_forks() == [] for store in stores)
     assert all(store.check().ok for store in stores)
+
+
+def test_a_message_and_one_it_names_prove_nothing(open_store):
+    _mallory, _carol, m1, post, m1_twin = framing()
+    store = open_store()
+    deliver(store, [m1.raw, post.raw])
+    with pytest.raises(InvalidProof):
+        store.add_evidence([m1_twin.raw, post.raw])  # what cut carol under format 1
+    assert store.invalid_feeds() == {}
+
+
+def test_a_branch_named_before_the_proof_is_a_suspected_fork_until_the_proof(open_store):
+    mallory, carol, m1, post, m1_twin = framing()
+    bob = Feed("bob")
+    b1 = bob.append({"text": "I saw m1"}, timeframe={mallory.public: m1})
+    for label, first in [("held", [m1_twin.raw]), ("processed", [m1_twin.raw, post.raw])]:
+        # mallory:1 held with the other tag: unprocessed (it waits on carol's post, which
+        # waits on m1), or processed once that wait is gone (here: never, so the same)
+        store = open_store(label)
+        deliver(store, first)
+        deliver(store, [b1.raw])
+        suspects = {
+            (s.feed, s.seq, s.by_feed, s.named_tag, s.held_tag) for s in store.suspected_forks()
+        }
+        assert (mallory.public, 1, bob.public, m1.id[:16], m1_twin.id[:16]) in suspects
+        stalls = {(s.feed, s.needs_feed, s.needs_seq, s.needs_tag) for s in store.stalls()}
+        assert (bob.public, mallory.public, 1, m1.id[:16]) in stalls
+        deliver(store, [m1.raw])  # the other branch arrives: the proof, and bob goes on
+        assert store.invalid_feeds() == {mallory.public: 1}
+        assert store.suspected_forks() == [] and store.stalls() == []
+        processed = {(feed, seq) for _index, feed, seq in store.processed()}
+        assert (bob.public, 1) in processed
+        assert store.check().ok
 
 
 def test_a_fork_found_late_removes_the_branch_from_every_timeline(open_store):
@@ -179,53 +188,51 @@ def test_evidence_that_proves_nothing_is_refused(open_store):
     with pytest.raises(InvalidProof):
         store.add_evidence([a1.raw, a2.raw])  # one author, two seqs
     with pytest.raises(InvalidProof):
-        store.add_evidence([a1.raw, b1.raw])  # b needs a, a does not need b
+        store.add_evidence([a1.raw, b1.raw])  # two authors
     with pytest.raises(InvalidProof):
         store.add_evidence([a1.raw])
-    forged = bytearray(two_way_cycle()[2].raw)
+    twin = Feed(alice.keypair).append({"other": 1})
+    with pytest.raises(InvalidProof):
+        store.add_evidence([a1.raw, twin.raw, b1.raw])  # a fork and one more
+    forged = bytearray(twin.raw)
     forged[-1] ^= 1
     with pytest.raises(InvalidMessage):
-        store.add_evidence([bytes(forged), two_way_cycle()[3].raw])
+        store.add_evidence([bytes(forged), a1.raw])
     assert store.invalid_feeds() == {} and store.evidence() == []
 
 
+def forks_of_one_seq(count: int):
+    """`count` different first messages of one feed, and the proofs of each pair with the
+    first, in ascending proof id."""
+    alice = Feed("alice")
+    first = alice.append({"n": 1})
+    others = [Feed(alice.keypair).append({"n": f"other {n}"}) for n in range(count - 1)]
+    proofs = sorted((check_proof([first, other]) for other in others), key=lambda p: p.id)
+    return alice, first, proofs
+
+
 def test_two_proofs_that_cut_a_feed_at_one_seq_every_node_keeps_the_lower_id(open_store):
-    # Found by tests/property/test_invalidation_convergence.py: alice:1 is both on a cycle
-    # with bob:1 and forked. Which proof of "alice from 1" a node kept depended on which it
-    # met first, so after the exchange one node kept both proofs and the other only one.
-    alice, bob, a1, b1 = two_way_cycle()
-    twin = Feed(alice.keypair)
-    other = twin.append({"n": "other 1"})
-    cycle_first, fork_first = open_store("cycle-first"), open_store("fork-first")
-    deliver(cycle_first, [a1.raw, b1.raw, other.raw])
-    deliver(fork_first, [a1.raw, other.raw])
-    deliver(fork_first, [b1.raw])  # alice is cut already: no cycle to close here
-    (cycle,) = cycle_first.evidence()
-    (fork,) = fork_first.evidence()
-    assert (cycle.kind, fork.kind) == (ProofKind.CYCLE, ProofKind.FORK)
-    exchange([cycle_first, fork_first])
-    assert state(cycle_first) == state(fork_first)
-    assert cycle_first.invalid_feeds() == {alice.public: 1, bob.public: 1}
-    kept = sorted(proof.id for proof in cycle_first.evidence())
-    # The cycle stays for bob; for alice the lower id of the two.
-    assert kept == sorted({cycle.id, min(fork.id, cycle.id)})
-    assert cycle_first.check().ok and fork_first.check().ok
+    alice, _first, (low, high) = forks_of_one_seq(3)
+    high_first, low_first = open_store("high-first"), open_store("low-first")
+    deliver(high_first, [m.raw for m in high.messages])
+    deliver(low_first, [m.raw for m in low.messages])
+    assert [p.id for p in high_first.evidence()] == [high.id]
+    exchange([high_first, low_first])
+    assert state(high_first) == state(low_first)
+    assert high_first.invalid_feeds() == {alice.public: 1}
+    assert [p.id for p in high_first.evidence()] == [low.id]
+    assert high_first.check().ok and low_first.check().ok
 
 
 def test_a_proof_that_only_ties_is_new_once_and_then_known(open_store):
-    alice, bob, a1, b1 = two_way_cycle()
-    cycle = check_proof([a1, b1])
-    for label in range(100):  # a fork of alice:1 whose proof id sorts before the cycle's
-        other = Feed(alice.keypair).append({"n": f"other {label}"})
-        if check_proof([a1, other]).id < cycle.id:
-            break
+    alice, _first, (low, high) = forks_of_one_seq(3)
     store = open_store()
-    assert store.add_evidence([a1.raw, b1.raw]) == ("new", {alice.public: 1, bob.public: 1})
-    # It cuts nothing more, but replaces the cycle as alice's proof: new, to be passed on.
-    assert store.add_evidence([a1.raw, other.raw]) == ("new", {})
-    assert store.add_evidence([a1.raw, other.raw]) == ("known", {})
-    assert store.add_evidence([a1.raw, b1.raw]) == ("known", {})  # kept, for bob
-    assert sorted(proof.kind for proof in store.evidence()) == [ProofKind.CYCLE, ProofKind.FORK]
+    assert store.add_evidence([m.raw for m in high.messages]) == ("new", {alice.public: 1})
+    # It cuts nothing more, but replaces the kept proof: new, to be passed on.
+    assert store.add_evidence([m.raw for m in low.messages]) == ("new", {})
+    assert store.add_evidence([m.raw for m in low.messages]) == ("known", {})
+    assert store.add_evidence([m.raw for m in high.messages]) == ("known", {})
+    assert [proof.kind for proof in store.evidence()] == [ProofKind.FORK]
     assert store.check().ok
 
 
