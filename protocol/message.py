@@ -174,7 +174,7 @@ def sign_message(
         reason = _CONTENT_REASONS.get(type(error), Reason.MALFORMED)
         raise UnpublishableMessage(reason, f"content: {error}") from None
     try:  # maps in key order; `decode_message` below checks every field's type and range
-        entries = {feed: [entry[0], entry[1]] for feed, entry in sorted(timeframe.items())}
+        entries = {feed: list(entry) for feed, entry in sorted(timeframe.items())}
         fields[5:] = [entries, dict(sorted(fields[6].items())), content]
         payload = msgpack.packb(fields, use_bin_type=True)
     except (TypeError, ValueError, OverflowError):  # no message holds such a value: say which

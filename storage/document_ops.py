@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from tanglenode.protocol.document import TANGLE, edit_content, init_content
+from tanglenode.protocol.document import TANGLE, Insert, edit_content, init_content
 from tanglenode.protocol.limits import TIMEFRAME_CAP
 from tanglenode.protocol.message import Message
 from tanglenode.storage import doc_edits, revisions
@@ -93,7 +93,9 @@ class DocumentOps:
                 return ids[mno]
 
             def publish(ops: list) -> bytes:
-                message = self._publish_in(txn, edit_content(ops), {TANGLE: doc})
+                cites = [op.cause.msg if type(op) is Insert else op.target.msg for op in ops]
+                cites = [msg for msg in cites if msg is not None]
+                message = self._publish_in(txn, edit_content(ops), {TANGLE: doc}, cites=cites)
                 published.append(message)
                 return message.id
 

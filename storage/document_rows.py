@@ -19,6 +19,7 @@ backspaces on them; `doc-undels` the same for backspaces.
     doc-log     docno + version (u64) -> msgpack [id, [[kind, pos, text|len], ...]]
     doc-aside   doc id + message id -> msgpack [reason, detail]
     doc-feeds   author + seq (u64) -> docno + mno   (to find what a proof cuts out)
+    doc-yarn    docno + author + seq (u64) -> mno   (an author's messages woven in a document)
     doc-nodes, doc-pieces: the weave (storage.weave)
 """
 
@@ -111,6 +112,7 @@ class DocumentTables:
     nodes: Any
     pieces: Any
     feeds: Any
+    yarn: Any
 
     @classmethod
     def open(cls, env: lmdb.Environment) -> DocumentTables:
@@ -130,6 +132,7 @@ class DocumentTables:
                         b"doc-nodes",
                         b"doc-pieces",
                         b"doc-feeds",
+                        b"doc-yarn",
                     )
                 )
             )

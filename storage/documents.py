@@ -6,18 +6,21 @@ A document message is applied when the causal processor processes it,
 inside the transaction that stored it, so the weave commits with the
 messages.
 
-An edit's *weft* is read through the document's own hash links: its own
-feed at its own seq, joined with the wefts of the `previous` ids of its
-`doc` tangle link and of its author's last edit woven before it. Each
-`previous` must be a message woven into this document that the edit's
-timeframe covers (its own feed, or a timeframe entry of that feed at or
-past its seq, whose tag binds the chain down to it): so every message
-inside a weft was processed, and woven, before the edit on every node.
-Whether an edit is valid therefore depends only on its own content and on
-messages every node processed before it, and every node sets aside
-exactly the same edits. The weft is stored with the edit's record, and
-the document's *woven tips* (woven messages no woven message names in
-`previous`) in its meta, which is what our own edits name.
+An edit's *weft* is read through its timeframe, whose entries are bound to
+messages by their tags: its own feed at its own seq, joined with the weft
+of its author's last message woven into the document before it and, for
+each timeframe entry (feed F, seq s), the weft of F's last message woven
+into the document at or below s (`doc-yarn` finds it). Everything inside
+a weft was processed, and woven, before the edit on every node, whatever
+the delivery: whether an edit is valid therefore depends only on its own
+content and on messages every node processed before it, and every node
+sets aside exactly the same edits. Naming a message a proof later removes
+costs only what was known through it alone. The weft is stored with the
+edit's record; the document's *woven tips* (woven messages no woven
+message names in `previous`) are kept in its meta for our own edits to
+name, whose timeframes name the feeds of the root, of every message they
+cite and of those tips (storage.timeframe), so their wefts hold all they
+build on.
 
 An edit is checked whole before anything is written: every atom it cites
 must belong to the same document, lie inside the edit's weft, exist, and
@@ -206,6 +209,7 @@ class DocumentEngine:
             tables.log,
             tables.nodes,
             tables.pieces,
+            tables.yarn,
         ):
             cursor = txn.cursor(db=db)
             if cursor.set_range(prefix):
@@ -279,6 +283,8 @@ class DocumentEngine:
         self._txn.put(key, pack(record), db=self._tables.msgs)
         self._txn.put(message.id, key, db=self._tables.ids)
         self._txn.put(feed_key(message.author, message.seq), key, db=self._tables.feeds)
+        yarn_key = U32.pack(docno) + feed_key(message.author, message.seq)
+        self._txn.put(yarn_key, U32.pack(mno), db=self._tables.yarn)
 
     def _log(self, docno: int, version: int, msg_id: bytes, splices: list | None) -> None:
         self._txn.put(
@@ -298,12 +304,14 @@ class DocumentEngine:
         return weft.get(author, 0) >= seq
 
     def _edit(self, message: Message, root: bytes, edit: DocEdit, mno: int | None = None) -> None:
+        if not self._covers(message, root):  # else whether the init is woven yet depends on
+            raise DocumentError(  # delivery; when it covers it, it is on every node
+                DocReason.OUTSIDE_WEFT, "the doc/init is outside the edit's weft"
+            )
         doc = self._doc(root)
         meta = doc.meta
         previous = message.tangles[TANGLE].previous or ()
-        weft = self._weft_of_edit(doc, message, previous)
-        if not self._inside(root, weft):
-            raise DocumentError(DocReason.OUTSIDE_WEFT, "the doc/init is outside the edit's weft")
+        weft = self._weft_of_edit(doc, message)
         renumber = mno is None
         mno = meta[M_NEXT_MNO] if mno is None else mno
         segments, first = [], 0
@@ -373,31 +381,38 @@ class DocumentEngine:
             weft = doc.wefts[mno] = read_record(self._txn, self._tables, doc.docno, mno)[R_WEFT]
         return weft
 
-    def _weft_of_edit(self, doc: _Doc, message: Message, previous: tuple[bytes, ...]) -> Weft:
-        """The edit's weft (see the module's docstring), or `DocumentError` if a `previous`
-        is not woven here or not covered by the edit's timeframe."""
+    def _covers(self, message: Message, msg_id: bytes) -> bool:
+        """Whether `message`'s own feed or timeframe names `msg_id` or a later message of its
+        feed: then it was processed before `message` on every node that holds both."""
+        position = self._txn.get(msg_id, db=self._message_ids)
+        if position is None:
+            return False
+        author, seq = split_feed_key(position)
+        if author == message.author:
+            return seq < message.seq
+        return message.timeframe.get(author, 0) >= seq
+
+    def _weft_of_edit(self, doc: _Doc, message: Message) -> Weft:
+        """The edit's weft (see the module's docstring)."""
         author, seq = message.author, message.seq
         wefts: list[Weft] = [{author: seq}]
-        for msg_id in previous:
-            key = self._txn.get(msg_id, db=self._tables.ids)
-            if key is None or U32.unpack(key[:4])[0] != doc.docno:
-                raise DocumentError(
-                    DocReason.OUTSIDE_WEFT, "names a previous that is not woven in this document"
-                )
-            mno = U32.unpack(key[4:8])[0]
-            weft = self._weft(doc, mno)
-            record = read_record(self._txn, self._tables, doc.docno, mno)
-            by, at = record[R_AUTHOR], record[R_SEQ]
-            if by != author and message.timeframe.get(by, 0) < at:
-                raise DocumentError(
-                    DocReason.OUTSIDE_WEFT, "names a previous its timeframe does not cover"
-                )
-            wefts.append(weft)
-        own = doc.meta[M_YARNS].get(author)
-        if own is not None:  # its author's last edit woven here, which it wrote before this one
-            key = self._txn.get(feed_key(author, own), db=self._tables.feeds)
-            wefts.append(self._weft(doc, U32.unpack(key[4:8])[0]))
+        for feed, upto in [(author, seq - 1), *message.timeframe.items()]:
+            mno = self._last_woven(doc.docno, feed, upto)
+            if mno is not None:
+                wefts.append(self._weft(doc, mno))
         return join_wefts(wefts)
+
+    def _last_woven(self, docno: int, feed: bytes, upto: int) -> int | None:
+        """The mno of `feed`'s last message woven into the document at a seq <= `upto`."""
+        prefix = U32.pack(docno) + feed
+        cursor = self._txn.cursor(db=self._tables.yarn)
+        if cursor.set_range(prefix + U64.pack(upto + 1)):
+            if not cursor.prev():
+                return None
+        elif not cursor.last():
+            return None
+        key = cursor.key()
+        return U32.unpack(cursor.value())[0] if key[:36] == prefix else None
 
     def _goes_first(self, doc: _Doc, mno: int, first: int, sibling_mno: int, sibling: int) -> bool:
         """Whether new atom (mno, first) precedes its sibling (sibling_mno, sibling)."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -381,8 +381,10 @@ class FeedStore(StoreReads, TimelineReads, TangleReads, DigestReads, DocumentOps
         content: Any,
         tangles: Mapping[str, bytes | None] | None,
         timestamp: int | None = None,
+        cites: Collection[bytes] = (),
     ) -> Message:
-        """Sign, store and process our next message inside the open write transaction `txn`."""
+        """Sign, store and process our next message inside the open write transaction `txn`;
+        its timeframe covers the messages `cites` names (storage.timeframe)."""
         writer = BatchWriter(txn, self._tables, self._timeline_tables)
         me = self._own_feed(writer)
         head_seq, head_id = writer.head(me)
@@ -396,7 +398,7 @@ class FeedStore(StoreReads, TimelineReads, TangleReads, DigestReads, DocumentOps
             seq=head_seq + 1,
             prev=head_id,
             timestamp=timestamp,
-            timeframe=self._timeframe(txn, me, links),
+            timeframe=self._timeframe(txn, me, links, cites=cites),
             tangles=links,
             content=content,
             limits=self._limits,
@@ -437,13 +439,24 @@ class FeedStore(StoreReads, TimelineReads, TangleReads, DigestReads, DocumentOps
         self._own_head.write(OwnHead(message.author, message.seq, message.id))
 
     def _timeframe(
-        self, txn, me: bytes, links: dict[str, TangleLink], named_before: set[bytes] | None = None
+        self,
+        txn,
+        me: bytes,
+        links: dict[str, TangleLink],
+        named_before: set[bytes] | None = None,
+        cites: Collection[bytes] = (),
     ) -> dict[bytes, Named]:
         """A new message's timeframe: the heads we processed, capped (storage.timeframe)."""
         if self._timeframe_source is not None:
             return self._timeframe_source(txn, self._tables, me)
         return new_timeframe(
-            txn, self._tables, self._processor_tables, me, links, named_before=named_before or ()
+            txn,
+            self._tables,
+            self._processor_tables,
+            me,
+            links,
+            named_before=named_before or (),
+            cites=cites,
         )
 
     def _process(

@@ -23,6 +23,7 @@ from tanglenode.config.settings import Settings, config_path, load_settings
 from tanglenode.node.cli.exits import EXIT_CODES as EXIT_CODES  # re-exported for the commands
 from tanglenode.node.cli.exits import ExitCode as ExitCode
 from tanglenode.node.cli.logs import command_log
+from tanglenode.node.cli.render import tag_text
 from tanglenode.node.oneshot import NodeError, request
 from tanglenode.protocol.canonical import NonFiniteFloat, TooDeep, canonical_value
 from tanglenode.protocol.errors import LocalProtocolError, Reason, TanglenodeError
@@ -226,7 +227,9 @@ def render_body(value: Any) -> Any:
                 from tanglenode.node.cli.render import jsonable  # loads the message codec
 
                 rendered[key] = jsonable(item)
-            elif key in ("clock", "behind", "timeframe") and isinstance(item, dict):
+            elif key == "timeframe" and isinstance(item, dict):
+                rendered[key] = {feed_text(f): [e[0], tag_text(e[1])] for f, e in item.items()}
+            elif key in ("clock", "behind") and isinstance(item, dict):
                 rendered[key] = {feed_text(feed): seq for feed, seq in item.items()}
             elif key in ("members", "excluded") and isinstance(item, list):
                 rendered[key] = [feed_text(feed) for feed in item]

@@ -243,20 +243,22 @@ def test_any_arrival_order_gives_the_same_names(order):
         assert store.check().ok
 
 
-def test_a_cycle_cuts_the_name_back_alike_in_every_order(open_store):
-    """alice:2 claims bob:1 processed, bob:1 claims alice:2: the loop cuts alice from 2
-    and bob from 1, whichever closed it; alice keeps the name of her seq 1."""
+def test_a_fork_cuts_the_name_back_alike_in_every_order_and_spares_who_named_it(open_store):
+    """alice signs two seq 2s ("ally" and "al"), bob names the first: every order cuts
+    alice from 2 only; alice keeps the name of her seq 1 and bob keeps his."""
     alice, bob = Feed("about-alice"), Feed("about-bob")
     alice.append(about(alice, "alice"))
-    alice.append(about(alice, "ally"), timeframe={bob.public: 1})
-    alice.append(about(alice, "al"))
-    bob.append(about(bob, "bob"), timeframe={alice.public: 2})
-    raws = [m.raw for m in alice.messages + bob.messages]
+    ally = alice.append(about(alice, "ally"))
+    twin = Feed(alice.keypair)
+    twin.messages = alice.messages[:1]
+    twin.append(about(alice, "al"))
+    bob.append(about(bob, "bob"), timeframe={alice.public: ally})
+    raws = [m.raw for m in alice.messages + twin.messages[1:] + bob.messages]
     for index, order in enumerate(itertools.permutations(raws)):
         store = open_store(f"order-{index}")
         deliver(store, list(order))
-        assert store.invalid_feeds() == {alice.public: 2, bob.public: 1}
-        assert store.about_names() == {alice.public: "alice"}, index
+        assert store.invalid_feeds() == {alice.public: 2}
+        assert store.about_names() == {alice.public: "alice", bob.public: "bob"}, index
         assert store.check().ok
 
 

@@ -19,7 +19,7 @@ def scenario():
     evil = edit(mallory, doc, [Insert(AtomRef(doc.id, 0), "evil")], {alice.public: 1})
     mallory.messages.clear()  # the same key signs another seq 1: a fork
     twin = edit(mallory, doc, [Insert(AtomRef(doc.id, 0), "twin")], {alice.public: 1})
-    after_evil = {alice.public: 1, mallory.public: 1}
+    after_evil = {alice.public: doc, mallory.public: evil}
     cites_evil = edit(bob, doc, [Insert(AtomRef(evil.id, 3), "!")], after_evil)
     honest = edit(bob, doc, [Insert(AtomRef(doc.id, 0), "fine ")], after_evil)
     return doc, evil, twin, cites_evil, honest

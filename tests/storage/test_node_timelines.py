@@ -7,7 +7,6 @@ import pytest
 from tanglenode.protocol.errors import Reason
 from tanglenode.protocol.message import TangleLink
 from tanglenode.storage.ingest import Outcome
-from tanglenode.storage.layout import feed_key
 from tanglenode.storage.timeline import apply_commands
 from tests.factories import Feed
 from tests.timeline_oracle import rank_order
@@ -17,13 +16,13 @@ SPACETIME = None  # FeedStore.timeline_name(None)
 
 def spacetime_oracle(messages):
     """Rank order of the spacetime by its definition, computed from scratch."""
-    by_position = {feed_key(m.author, m.seq): m for m in messages}
+    by_ref = {(m.author, m.seq, m.id[:16]): m for m in messages}
     events = []
     for message in messages:
-        links = [feed_key(feed, seq) for feed, seq in message.timeframe.items()]
+        links = [(feed, seq, tag) for feed, (seq, tag) in message.named().items()]
         if message.seq > 1:
-            links.append(feed_key(message.author, message.seq - 1))
-        events.append((message.id, [by_position[p].id for p in links if p in by_position]))
+            links.append((message.author, message.seq - 1, message.prev[:16]))
+        events.append((message.id, [by_ref[ref].id for ref in links if ref in by_ref]))
     return rank_order(events)
 
 
@@ -67,16 +66,21 @@ def test_spacetime_edges_are_prev_and_timeframe(store):
     assert store.timeline_placement(spacetime, c1.id).rank == 2
 
 
-def test_a_timeframe_cycle_leaves_neither_message_in_any_timeline(store):
+def test_an_entry_naming_one_branch_never_links_the_other(store):
     alice, bob = Feed("alice"), Feed("bob")
-    a1 = alice.append(timeframe={bob.public: 1})
-    b1 = bob.append(timeframe={alice.public: 1})
-    assert store.ingest([a1.raw])[0].outcome is Outcome.ACCEPTED
-    result = store.ingest([b1.raw])[0]
-    assert (result.outcome, result.reason) == (Outcome.CYCLE, Reason.TIMEFRAME_CYCLE)
-    assert store.get(b1.id) == b1  # held as evidence, in no feed
-    assert store.get_by_seq(alice.public, 1) is None
-    assert store.timeline(store.timeline_name(None)) == []
+    a1 = alice.append({"branch": "one"})
+    b1 = bob.append(timeframe={alice.public: a1})
+    other = Feed(alice.keypair).append({"branch": "two"})
+    b2 = Feed(bob.keypair)  # bob's next names the branch bob did see, through b1 only
+    b2.messages = [b1]
+    later = b2.append({"n": 2})
+    spacetime = store.timeline_name(None)
+    assert [r.outcome for r in store.ingest([other.raw, b1.raw, later.raw])] == ["accepted"] * 3
+    # b1 names a1, not `other` at the same seq: its link waits, so it ranks 0
+    assert store.timeline(spacetime) == sorted([(0, other.id), (0, b1.id), (1, later.id)])
+    (result,) = store.ingest([a1.raw])  # the fork: alice is cut, bob keeps what it named
+    assert (result.outcome, result.reason) == (Outcome.FORK, Reason.FORKED_FEED)
+    assert store.timeline(spacetime) == [(0, b1.id), (1, later.id)]
     assert store.check().ok
 
 
