@@ -2,13 +2,15 @@
 
 Builds an archive of N signed messages directly as Parquet (the export
 schema): F feeds, T tangles; each message follows its feed's previous
-message, names the head of one random other feed in its timeframe, and
-extends one random tangle from its current tip. Then, in the same run:
+message, names the head of one random other feed in its timeframe (its
+seq and tag), and extends one random tangle from its current tip. Then, in
+the same run:
 
   spark   verify and linearize as `tangled pipeline` runs them (local[2]),
           each written to Parquet
   python  the same checks in one process: decode_message (signature
-          included) over every row; the in-memory topological pass per
+          included) over every row and each timeframe entry's tag against
+          the message held at its place; the in-memory topological pass per
           timeline
 
     .venv/bin/python bench/pipeline.py [--messages 1000000] [--feeds 64] [--tangles 1000]
@@ -36,9 +38,10 @@ from tanglenode.pipeline.linearize import _ranks_in_memory, linearize
 from tanglenode.pipeline.schema import MESSAGE_SCHEMA
 from tanglenode.pipeline.session import spark_session
 from tanglenode.pipeline.verify import verify
-from tanglenode.protocol.identity import Keypair
+from tanglenode.protocol.identity import Keypair, tag_of
 from tanglenode.protocol.limits import UNLIMITED
-from tanglenode.protocol.message import ROOT_LINK, TangleLink, decode_message, sign_message
+from tanglenode.protocol.message import ROOT_LINK, Named, TangleLink, decode_message, sign_message
+from tanglenode.storage.timelines import spacetime_ref
 
 
 def build_archive(out: Path, count: int, feeds: int, tangles: int, seed: int) -> list[bytes]:
@@ -54,7 +57,7 @@ def build_archive(out: Path, count: int, feeds: int, tangles: int, seed: int) ->
         other = rng.choice(keys)
         timeframe = {}
         if other.public != author.public and other.public in heads:
-            timeframe[other.public] = heads[other.public][0]
+            timeframe[other.public] = Named(heads[other.public][0], tag_of(heads[other.public][1]))
         tangle = rng.randrange(tangles)
         link = TangleLink(tips[tangle][0], (tips[tangle][1],)) if tangle in tips else ROOT_LINK
         message = sign_message(
@@ -84,8 +87,15 @@ def build_archive(out: Path, count: int, feeds: int, tangles: int, seed: int) ->
 
 
 def python_verify(raws: list[bytes]) -> int:
-    for raw in raws:
-        decode_message(raw, UNLIMITED)
+    messages = [decode_message(raw, UNLIMITED) for raw in raws]
+    held = {(m.author, m.seq): tag_of(m.id) for m in messages}
+    suspects = sum(
+        1
+        for m in messages
+        for feed, entry in m.named().items()
+        if held.get((feed, entry.seq), entry.tag) != entry.tag
+    )
+    assert suspects == 0, f"{suspects} timeframe entries name a message not held"
     return len(raws)
 
 
@@ -93,10 +103,10 @@ def python_linearize(raws: list[bytes]) -> int:
     groups: dict[tuple, tuple[list, list]] = defaultdict(lambda: ([], []))
     for raw in raws:
         message = decode_message(raw, UNLIMITED, verify_signature=False)
-        position = message.author + message.seq.to_bytes(8, "big")
-        links = [f + s.to_bytes(8, "big") for f, s in message.timeframe.items()]
-        if message.seq > 1:
-            links.append(message.author + (message.seq - 1).to_bytes(8, "big"))
+        position = spacetime_ref(message.author, message.seq, message.id)
+        links = [spacetime_ref(f, n.seq, n.tag) for f, n in message.named().items()]
+        if message.prev is not None:
+            links.append(spacetime_ref(message.author, message.seq - 1, message.prev))
         groups[("spacetime",)][0].append((position, message.id))
         groups[("spacetime",)][1].append(links)
         for name, link in message.tangles.items():

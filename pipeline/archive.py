@@ -2,7 +2,11 @@
 
 `check_archive` looks at an `--in` before any Spark starts: it reads only
 each Parquet file's footer (pyarrow), so a wrong path fails in a fraction of
-a second with one line, and it counts the rows from the same footers.
+a second with one line, and it counts the rows from the same footers. An
+archive of another format than `ARCHIVE_FORMAT` (pipeline/schema.py) is
+refused there, and again by `read_messages` for callers that skip the check:
+format 1's timeframe entries have no tags, so no job could link or check
+them.
 """
 
 from __future__ import annotations
@@ -28,9 +32,37 @@ def _data_files(folder: Path) -> list[Path]:
     )
 
 
+def check_format(where: object, timeframe_type, declared: bytes | None = None) -> None:
+    """ArchiveError unless a messages file is of our format (`ARCHIVE_FORMAT`).
+
+    `timeframe_type` is its `timeframe` column's type, pyarrow's or Spark's; `declared`
+    the format its schema metadata names, if any (files other tools wrote have none: their
+    columns decide).
+    """
+    from tanglenode.pipeline.schema import ARCHIVE_FORMAT
+
+    ours = f"the pipeline reads format {ARCHIVE_FORMAT} only (`tangled export` writes it)"
+    if declared is not None and declared != str(ARCHIVE_FORMAT).encode():
+        found = declared.decode("ascii", "replace")[:20]
+        raise ArchiveError(f"{where}: an archive of format {found}; {ours}")
+    entry = getattr(timeframe_type, "value_type", None) or getattr(
+        timeframe_type, "elementType", None
+    )
+    fields = getattr(entry, "names", None) or getattr(entry, "fieldNames", lambda: None)()
+    if not fields or not {"feed", "seq"} <= set(fields):
+        raise ArchiveError(f"{where}: not an archive's messages: no timeframe entries")
+    if "tag" not in fields:
+        raise ArchiveError(
+            f"{where}: an archive of format 1 (timeframe entries without tags, before "
+            f"messages of version 2); {ours}"
+        )
+
+
 def _count_rows(archive: Path, part: str, schema) -> int:
     import pyarrow as pa
     import pyarrow.parquet as pq
+
+    from tanglenode.pipeline.schema import FORMAT_KEY
 
     folder = archive / part
     if not folder.is_dir():
@@ -50,10 +82,13 @@ def _count_rows(archive: Path, part: str, schema) -> int:
         except (pa.ArrowException, OSError) as error:
             reason = " ".join(str(error).split())[:200]
             raise ArchiveError(f"{path}: not a Parquet file of an archive ({reason})") from None
-        names = set(metadata.schema.to_arrow_schema().names)
-        missing = [name for name in schema.names if name not in names]
+        arrow = metadata.schema.to_arrow_schema()
+        missing = [name for name in schema.names if name not in arrow.names]
         if missing:
             raise ArchiveError(f"{path}: not an archive's {part}: no {', '.join(missing)} column")
+        if part == "messages":
+            declared = (arrow.metadata or {}).get(FORMAT_KEY)
+            check_format(path, arrow.field("timeframe").type, declared)
         rows += metadata.num_rows
     return rows
 
@@ -76,8 +111,15 @@ def check_archive(archive: Path, *, timelines: bool = False) -> int:
 
 
 def read_messages(spark, archives: list[Path]):
-    """Every archive's messages, one row per id (archives of several nodes overlap)."""
+    """Every archive's messages, one row per id (archives of several nodes overlap).
+
+    ArchiveError for an archive of another format (its schema says so without a job).
+    """
     frames = [spark.read.parquet(str(Path(archive) / "messages")) for archive in archives]
+    for archive, frame in zip(archives, frames, strict=True):
+        if "timeframe" not in frame.columns:
+            raise ArchiveError(f"{archive}: not an archive's messages: no timeframe column")
+        check_format(archive, frame.schema["timeframe"].dataType)
     messages = frames[0]
     for frame in frames[1:]:
         messages = messages.unionByName(frame)

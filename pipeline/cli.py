@@ -24,7 +24,7 @@ import click
 
 JOBS = ("verify", "linearize", "audit", "stats", "evaluate")
 WORK = {
-    "verify": "checking ids, signatures, chains and forks",
+    "verify": "checking ids, signatures, chains, forks and timeframe tags",
     "linearize": "linearizing every timeline",
     "audit": "linearizing and comparing with the node's timelines",
     "stats": "linearizing and measuring every timeline",

@@ -1,6 +1,8 @@
 """`tangled export`: a store as a Parquet archive, for the Spark pipeline.
 
-The archive's schema: docs/PIPELINE.md, "The archive".
+The archive's schema: docs/PIPELINE.md, "The archive"; its format,
+`ARCHIVE_FORMAT` (pipeline/schema.py), goes into every Parquet file's schema
+metadata and into `archive.json`.
 
 The store is read in short read transactions, a chunk at a time, so a
 running node keeps writing meanwhile (LMDB readers never block its writer);
@@ -21,7 +23,7 @@ import msgpack
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tanglenode.pipeline.schema import MESSAGE_SCHEMA, TIMELINE_SCHEMA
+from tanglenode.pipeline.schema import ARCHIVE_FORMAT, MESSAGE_SCHEMA, TIMELINE_SCHEMA
 from tanglenode.protocol.identity import feed_text
 from tanglenode.protocol.message import Message
 from tanglenode.storage.store import FeedStore
@@ -37,7 +39,10 @@ def message_row(message: Message, evidence: bool = False) -> dict:
         "seq": message.seq,
         "prev": message.prev,
         "timestamp": message.timestamp,
-        "timeframe": [{"feed": f, "seq": s} for f, s in sorted(message.timeframe.items())],
+        "timeframe": [
+            {"feed": feed, "seq": entry.seq, "tag": entry.tag}
+            for feed, entry in sorted(message.named().items())
+        ],
         "tangles": [
             {"name": name, "root": link.root, "previous": list(link.previous or [])}
             for name, link in sorted(message.tangles.items())
@@ -87,7 +92,7 @@ def export(
         table = pa.Table.from_pylist(chunk, schema=TIMELINE_SCHEMA)
         pq.write_table(table, out / "timelines" / f"part-{number:05d}.parquet")
         counts["timeline_rows"] += len(chunk)
-    about = {"exported_at_ms": int(time.time() * 1000), **counts}
+    about = {"format": ARCHIVE_FORMAT, "exported_at_ms": int(time.time() * 1000), **counts}
     if feed is None and store.keypair is not None:
         feed = store.keypair.public
     if feed is not None:

@@ -4,7 +4,8 @@ Why per group and not by joins: a rank is a longest path (docs/TIMELINES.md, "Th
 iterating joins until ranks settle needs as many rounds as the DAG is deep,
 tens of thousands at a million messages (measured: hours to days). So the
 job builds each timeline's events (a tangle's: id and `previous`; the
-spacetime's: (author, seq) and `prev` plus every timeframe entry), groups
+spacetime's: (author, seq, tag) refs, as the store's `spacetime_ref`, and
+`prev` plus every timeframe entry, each bound to its message's tag), groups
 them by timeline, and linearizes each group in one Python worker with
 `applyInPandas`: a topological pass in memory, or, for a group of more than
 `disk_threshold` events, the project's own disk-backed timeline engine in a
@@ -23,6 +24,8 @@ from collections.abc import Iterable
 
 import pandas as pd
 
+from tanglenode.protocol.identity import TAG_BYTES
+
 ORDER_SCHEMA = "timeline string, root binary, position long, rank long, id binary"
 DISK_THRESHOLD = 500_000
 
@@ -31,6 +34,20 @@ def _seq_bytes(column):
     from pyspark.sql import functions as F
 
     return F.unhex(F.lpad(F.hex(column), 16, "0"))
+
+
+def _tag(msg_id):
+    """The tag of a message id column (`protocol.identity.tag_of`): its first bytes."""
+    from pyspark.sql import functions as F
+
+    return F.substring(msg_id, 1, TAG_BYTES)
+
+
+def spacetime_ref(feed, seq, tag):
+    """`storage.timelines.spacetime_ref` as a column: feed + seq (u64 BE) + tag."""
+    from pyspark.sql import functions as F
+
+    return F.concat(feed, _seq_bytes(seq), tag)
 
 
 def timeline_events(messages):
@@ -46,11 +63,14 @@ def timeline_events(messages):
         F.coalesce(F.col("t.previous"), F.array().cast("array<binary>")).alias("links"),
         "timestamp",
     )
-    position = F.concat(F.col("author"), _seq_bytes(F.col("seq")))
+    # A spacetime ref binds a position to one message by its tag, so an entry naming one
+    # branch of a forked feed never links to the other branch (storage/timelines.py).
+    position = spacetime_ref(F.col("author"), F.col("seq"), _tag(F.col("id")))
     previous = F.when(
-        F.col("seq") > 1, F.array(F.concat(F.col("author"), _seq_bytes(F.col("seq") - 1)))
+        F.col("prev").isNotNull(),
+        F.array(spacetime_ref(F.col("author"), F.col("seq") - 1, _tag(F.col("prev")))),
     ).otherwise(F.array().cast("array<binary>"))
-    entries = F.transform("timeframe", lambda e: F.concat(e["feed"], _seq_bytes(e["seq"])))
+    entries = F.transform("timeframe", lambda e: spacetime_ref(e["feed"], e["seq"], e["tag"]))
     spacetime = accepted.select(
         F.lit("spacetime").alias("timeline"),
         F.lit(None).cast("binary").alias("root"),
@@ -82,8 +102,9 @@ def _ranks_in_memory(refs: list[bytes], links: list[list[bytes]]) -> list[int]:
             waiting[k] -= 1
             if waiting[k] == 0:
                 ready.append(k)
-    if done != len(refs):
-        raise ValueError("the timeline has a cycle")
+    if done != len(refs):  # an invariant, as the engine's CycleError: every link is bound
+        # to a hash, so only columns edited after export (not the signed bytes) can loop
+        raise ValueError("the timeline's links loop: the archive's columns are not its messages'")
     return rank
 
 

@@ -4,15 +4,26 @@
   is): the id is recomputed from the signed bytes, the bytes are decoded
   and validated with the node's own `decode_message` (signature included),
   and the decoded author, seq and prev must match the row's columns.
-- **Chains**, with a window per author ordered by seq: each message after
-  the first must follow the previous seq, and its prev must be that
-  message's id.
+- **Chains**, joined with the ids the archive holds at each (author, seq):
+  each accepted message after the first needs a message at the seq before
+  (else `missing-previous`), and its prev must be the id of one of them
+  (else `chain-mismatch`): of either branch when the feed forked there.
 - **Forks**: two rows with one author and seq.
+- **Suspected forks**: a timeframe entry names a message by (feed, seq,
+  tag); when the archive holds messages at that (feed, seq) but none whose
+  id starts with the tag, the naming message is reported
+  (`suspected-fork`, one row per such entry): the feed signed another
+  message there that the archive lacks (a fork it holds one branch of), or
+  the naming author made the entry up. The node treats such an entry the
+  same way (storage/processor.py, "Suspected forks"). An entry naming a
+  place the archive holds nothing at is not reported: archives may be
+  partial, and the link is pending, as in the node. Nor is an entry naming
+  one branch of a fork the archive holds whole: that is the `fork` rows'.
 
 The result has one row per problem: id, author, seq, reason, detail.
 Reasons are the node's reason codes (`docs/FORMAT.md`) plus `id-mismatch`,
-`column-mismatch` and `fork`. A bad row never stops the job: every check
-turns exceptions into report rows.
+`column-mismatch`, `fork` and `suspected-fork`. A bad row never stops the
+job: every check turns exceptions into report rows.
 """
 
 from __future__ import annotations
@@ -64,29 +75,25 @@ def verify(messages):
     per_row = messages.select("id", "author", "seq", "prev", "raw").mapInPandas(
         _check_rows, REPORT_SCHEMA
     )
-    chain = Window.partitionBy("author").orderBy("seq")
-    accepted = messages.where(~F.col("evidence"))
-    linked = accepted.select(
-        "id",
-        "author",
-        "seq",
-        "prev",
-        F.lag("seq").over(chain).alias("before_seq"),
-        F.lag("id").over(chain).alias("before_id"),
+    # Every place the archive holds and the ids there: more than one when a feed forked.
+    held = messages.groupBy(F.col("author").alias("held_feed"), F.col("seq").alias("held_seq")).agg(
+        F.collect_set("id").alias("held_ids")
+    )
+    accepted = messages.where(~F.col("evidence") & (F.col("seq") > 1))
+    linked = accepted.join(
+        held,
+        on=(F.col("author") == F.col("held_feed")) & (F.col("seq") - 1 == F.col("held_seq")),
+        how="left",
     )
     gaps = _reported(
-        linked.where(
-            (F.col("seq") > 1)
-            & (F.col("before_seq").isNull() | (F.col("before_seq") != F.col("seq") - 1))
-        ),
+        linked.where(F.col("held_ids").isNull()),
         "missing-previous",
         "the message before it in its feed is not in the archive",
     )
     broken = _reported(
         linked.where(
-            (F.col("seq") > 1)
-            & (F.col("before_seq") == F.col("seq") - 1)
-            & (F.col("prev").isNull() | (F.col("prev") != F.col("before_id")))
+            F.col("held_ids").isNotNull()
+            & (F.col("prev").isNull() | ~F.array_contains("held_ids", F.col("prev")))
         ),
         "chain-mismatch",
         "prev is not the id of the message before it",
@@ -99,7 +106,48 @@ def verify(messages):
         "fork",
         "another valid message has the same author and seq",
     )
-    return per_row.unionByName(gaps).unionByName(broken).unionByName(forks)
+    return (
+        per_row.unionByName(gaps)
+        .unionByName(broken)
+        .unionByName(forks)
+        .unionByName(_suspected_forks(messages, held))
+    )
+
+
+def _suspected_forks(messages, held):
+    """Report rows of the timeframe entries whose tag no message held at their place has."""
+    from pyspark.sql import functions as F
+
+    from tanglenode.protocol.identity import TAG_BYTES
+
+    entries = messages.select("id", "author", "seq", F.explode("timeframe").alias("e")).select(
+        "id",
+        "author",
+        "seq",
+        F.col("e.feed").alias("named_feed"),
+        F.col("e.seq").alias("named_seq"),
+        F.col("e.tag").alias("named_tag"),
+    )
+    same_place = (F.col("named_feed") == F.col("held_feed")) & (
+        F.col("named_seq") == F.col("held_seq")
+    )
+    named_held = F.exists(
+        "held_ids", lambda held_id: F.substring(held_id, 1, TAG_BYTES) == F.col("named_tag")
+    )
+    unheld = entries.join(held, on=same_place, how="inner").where(~named_held)
+    feed = F.translate(F.regexp_replace(F.base64("named_feed"), "=", ""), "+/", "-_")
+    detail = F.concat(
+        F.lit("names @"),
+        feed,
+        F.lit(" seq "),
+        F.col("named_seq").cast("string"),
+        F.lit(" by tag "),
+        F.lower(F.hex("named_tag")),
+        F.lit(", not the tag held there"),
+    )
+    return unheld.select(
+        "id", "author", "seq", F.lit("suspected-fork").alias("reason"), detail.alias("detail")
+    )
 
 
 def _reported(rows, reason: str, detail: str):

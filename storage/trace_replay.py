@@ -28,7 +28,9 @@ of each op's encoded size, so adding an edit costs O(1), not an `edit_size`
 of the whole message; `sign_message` checks the result). A message's timeframe
 is the closed vector clock of its first txn's parents: every feed at the
 highest seq they reach, transitively, the creator's included and the author's
-own left out. Its weft is then exactly the version its author saw, provided
+own left out, each entry tagged with the message it names. (It names more
+than the heads a node would, which claims nothing false and makes the
+edit's weft, read through its timeframe, exactly that clock.) Its weft is then exactly the version its author saw, provided
 two things hold, and the replay makes them hold:
 
 - a txn that another txn cites, other than as its author's next edit, ends
@@ -58,8 +60,14 @@ from tanglenode.protocol.document import (
     edit_content,
     init_content,
 )
-from tanglenode.protocol.identity import Keypair
-from tanglenode.protocol.message import ROOT_LINK, TangleLink, UnpublishableMessage, sign_message
+from tanglenode.protocol.identity import Keypair, tag_of
+from tanglenode.protocol.message import (
+    ROOT_LINK,
+    Named,
+    TangleLink,
+    UnpublishableMessage,
+    sign_message,
+)
 from tanglenode.storage.atom_view import AtomView
 from tanglenode.storage.errors import StorageError
 from tanglenode.storage.ingest import Outcome
@@ -84,7 +92,7 @@ BATCH_MESSAGES = 256  # messages per `ingest` call (one commit each)
 
 # Upper bounds of encoded sizes (canonical msgpack), for cutting messages in time:
 _ENVELOPE_BYTES = 224  # a doc/edit message but its content, timeframe and previous
-_TIMEFRAME_ENTRY_BYTES = 43  # bin 32 + an int
+_TIMEFRAME_ENTRY_BYTES = 62  # bin 32 + [an int, bin 16]
 _LINK_BYTES = 34  # bin 32, in `previous` or in `refs`
 _CONTENT_BYTES = 32  # {"ops": [..], "refs": [..], "type": "doc/edit"} but ops and refs
 _OP_BYTES = 18  # ["ins"|"del", ref, index, count | str header]; an insert adds its UTF-8
@@ -474,8 +482,12 @@ class _Replay:
         if draft is None:
             feed = self.feed[agent]
             seen = self.wefts[self.base[agent]]
-            timeframe = {f: seq for f, seq in sorted(seen.items()) if f != feed.author}
-            weft = dict(timeframe)
+            timeframe = {
+                f: Named(seq, tag_of(self.feed_of_author[f].ids[seq - 1]))
+                for f, seq in sorted(seen.items())
+                if f != feed.author
+            }
+            weft = {f: entry.seq for f, entry in timeframe.items()}
             weft[feed.author] = feed.seq + 1
             previous = self._tips(seen)
             budget = (

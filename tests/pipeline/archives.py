@@ -1,7 +1,12 @@
-"""A small store for the pipeline's tests: one tangle, out-of-order arrival, a fork."""
+"""A small store for the pipeline's tests: one tangle, out-of-order arrival, a fork; and
+archives written row by row."""
 
 import random
 
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from tanglenode.pipeline.schema import MESSAGE_SCHEMA
 from tanglenode.protocol.message import ROOT_LINK, TangleLink
 from tanglenode.storage.store import FeedStore
 from tests.factories import Feed
@@ -15,7 +20,7 @@ def build_store(path, rng: random.Random) -> tuple[FeedStore, list]:
     for _ in range(40):
         author = rng.choice(feeds)
         others = [f for f in feeds if f is not author and f.messages]
-        timeframe = {f.public: len(f.messages) for f in others if rng.random() < 0.7}
+        timeframe = {f.public: f.messages[-1] for f in others if rng.random() < 0.7}
         previous = tuple(sorted(rng.sample([m.id for m in members], min(2, len(members)))))
         message = author.append(
             {"n": len(members)},
@@ -34,3 +39,26 @@ def build_store(path, rng: random.Random) -> tuple[FeedStore, list]:
     twin.messages = feeds[1].messages[:-1]
     store.ingest([twin.append("the other branch").raw])
     return store, feeds
+
+
+def write_messages(folder, rows: list[dict], schema=MESSAGE_SCHEMA):
+    """`folder` as an archive of `rows` alone (no timelines): one Parquet file of messages."""
+    (folder / "messages").mkdir(parents=True, exist_ok=True)
+    table = pa.Table.from_pylist(rows, schema=schema)
+    pq.write_table(table, folder / "messages" / "part-00000.parquet")
+    return folder
+
+
+# Format 1, before message format 2: timeframe entries of feed and seq, no tag, no metadata.
+FORMAT_1_SCHEMA = MESSAGE_SCHEMA.set(
+    MESSAGE_SCHEMA.get_field_index("timeframe"),
+    pa.field("timeframe", pa.list_(pa.struct([("feed", pa.binary(32)), ("seq", pa.int64())]))),
+).remove_metadata()
+
+
+def format_1_rows(rows: list[dict]) -> list[dict]:
+    """Rows as a format-1 archive held them: the same, but timeframe entries without tags."""
+    return [
+        {**row, "timeframe": [{"feed": e["feed"], "seq": e["seq"]} for e in row["timeframe"]]}
+        for row in rows
+    ]

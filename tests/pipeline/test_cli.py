@@ -24,6 +24,7 @@ from tanglenode.pipeline.cli import pipeline_command
 from tanglenode.pipeline.report import human, summarize, table
 from tanglenode.pipeline.schema import TIMELINE_SCHEMA
 from tanglenode.protocol.identity import feed_text, message_text
+from tests.pipeline.archives import FORMAT_1_SCHEMA, format_1_rows, write_messages
 
 PROGRESS = re.compile(r"^\[ *\d+\.\d s\] (\w+): ")
 JVM_CHATTER = ("WARN", "log4j", "incubator", "SparkContext", "Setting default log level")
@@ -89,6 +90,7 @@ def test_every_option_is_described_and_the_help_gives_the_exit_codes():
         ("no parts", 3, "holds no messages"),
         ("not Parquet", 3, "not a Parquet file"),
         ("other columns", 3, "no id, author"),
+        ("format 1", 3, "an archive of format 1 (timeframe entries without tags"),
         ("audit without timelines", 3, "no timelines/ folder"),
     ],
 )
@@ -108,6 +110,9 @@ def test_an_in_that_is_not_an_archive_fails_in_one_line_before_spark(
             (given / "messages" / "part-0.parquet").write_bytes(b"PAR1 not really PAR1")
         elif case == "other columns":
             pq.write_table(pa.table({"x": [1]}), given / "messages" / "part-0.parquet")
+        elif case == "format 1":
+            rows = format_1_rows(pq.read_table(out / "messages").to_pylist())
+            write_messages(given, rows, schema=FORMAT_1_SCHEMA)
         elif case == "audit without timelines":
             shutil.copytree(out / "messages", given / "messages", dirs_exist_ok=True)
     started = time.monotonic()

@@ -6,18 +6,23 @@ import subprocess
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 
 from tanglenode.node.localnet import TANGLED
-from tanglenode.pipeline.archive import read_messages, read_timelines
+from tanglenode.pipeline.archive import ArchiveError, check_archive, read_messages, read_timelines
 from tanglenode.pipeline.audit import audit
 from tanglenode.pipeline.export import export, message_row
 from tanglenode.pipeline.linearize import linearize
 from tanglenode.pipeline.schema import MESSAGE_SCHEMA
 from tanglenode.pipeline.stats import stats
 from tanglenode.pipeline.verify import verify
+from tanglenode.protocol.identity import feed_text, tag_of
 from tanglenode.protocol.message import sign_message
 from tanglenode.storage.store import FeedStore
-from tests.pipeline.archives import build_store
+from tests.factories import Feed
+from tests.pipeline.archives import FORMAT_1_SCHEMA, build_store, format_1_rows, write_messages
+
+SPACETIME = ["timeline", "root", "position", "rank", "id"]
 
 
 def test_linearize_equals_the_nodes_timelines(spark, archive):
@@ -196,3 +201,62 @@ def test_export_wipe_import_round_trips_and_the_audit_finds_no_difference(spark,
     batch = linearize(read_messages(spark, [tmp_path / "archive"]))
     assert node.count() == batch.count() > 0
     assert audit(node, batch).count() == 0
+
+
+def test_an_entry_names_one_branch_of_a_fork_by_its_tag(spark, tmp_path):
+    """x forks at seq 2: node A holds branch a, node B branch b. y names b, z a tag of neither.
+
+    Node A, a real store: y and z are suspected forks there, their links pending, and the
+    batch order is the store's. A and B together: the fork, z still suspected, and y ranked
+    after b only, not after a (a ranks 3, after w's chain; b 1; y 2, where linking both
+    branches would give 4).
+    """
+    w, x, y, z = (Feed(f"tagged-{name}") for name in "wxyz")
+    w1, w2, w3 = (w.append(n) for n in range(3))
+    x1 = x.append("x1")
+    twin = Feed(x.keypair)
+    twin.messages = [x1]
+    xa = x.append("branch a", timeframe={w.public: w3})
+    xb = twin.append("branch b")
+    y1 = y.append("names b", timeframe={x.public: xb})
+    z1 = z.append("names neither", timeframe={x.public: (2, bytes(16))})
+    assert tag_of(xa.id) != tag_of(xb.id) != bytes(16)
+    with FeedStore(tmp_path / "a", map_size=2**24) as store:
+        for message in (w1, w2, w3, x1, xa, y1, z1):
+            assert store.ingest([message.raw])[0].outcome == "accepted"
+        export(store, tmp_path / "archive-a")
+    node_b = write_messages(tmp_path / "archive-b", [message_row(m) for m in (x1, xb, y1)])
+
+    def problems(*archives):
+        report = verify(read_messages(spark, list(archives))).collect()
+        return {(bytes(row.id), row.reason) for row in report}, report
+
+    alone, report = problems(tmp_path / "archive-a")
+    assert alone == {(y1.id, "suspected-fork"), (z1.id, "suspected-fork")}
+    detail = next(row.detail for row in report if bytes(row.id) == y1.id)
+    assert detail.startswith(f"names {feed_text(x.public)} seq 2 by tag {tag_of(xb.id).hex()}")
+    both, _report = problems(tmp_path / "archive-a", node_b)
+    assert both == {(xa.id, "fork"), (xb.id, "fork"), (z1.id, "suspected-fork")}
+
+    node = read_timelines(spark, tmp_path / "archive-a")
+    batch = linearize(read_messages(spark, [tmp_path / "archive-a"]))
+    assert sorted(map(tuple, batch.select(*SPACETIME).collect())) == sorted(
+        map(tuple, node.select(*SPACETIME).collect())
+    )
+    assert {bytes(row.id): row.rank for row in batch.collect()}[y1.id] == 0  # pending
+
+    combined = read_messages(spark, [tmp_path / "archive-a", node_b])
+    ranks = {bytes(row.id): row.rank for row in linearize(combined).collect()}
+    assert (ranks[xa.id], ranks[xb.id], ranks[y1.id], ranks[z1.id]) == (3, 1, 2, 0)
+    on_disk = {bytes(row.id): row.rank for row in linearize(combined, 0).collect()}
+    assert on_disk == ranks
+
+
+def test_an_archive_of_format_1_is_refused_in_one_line(spark, archive, tmp_path):
+    out, _feeds = archive
+    rows = pq.read_table(out / "messages").to_pylist()
+    old = write_messages(tmp_path / "old", format_1_rows(rows), schema=FORMAT_1_SCHEMA)
+    for refuse in (lambda: check_archive(old), lambda: read_messages(spark, [out, old])):
+        with pytest.raises(ArchiveError, match="an archive of format 1 ") as refused:
+            refuse()
+        assert "\n" not in str(refused.value) and refused.value.exit_code == 3
