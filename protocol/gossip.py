@@ -13,8 +13,9 @@ each a msgpack array whose first element is its kind:
     [WANT, {feed: after}]             send me feed's messages after seq
                                       `after`, then keep pushing new ones
     [MESSAGES, [signed bytes, ...]]   messages, each feed's in seq order
-    [EVIDENCE, [signed bytes, ...]]   one proof that feeds are invalid (a fork
-                                      or a timeframe cycle, protocol.evidence)
+    [EVIDENCE, [signed bytes, ...]]   one proof that a feed is invalid: a fork,
+                                      exactly `PROOF_MESSAGES` (2) messages
+                                      (protocol.evidence)
     [CREDIT, n]                       you may send n more messages
 
 A clock maps a feed to `[seq, tag]`: its highest valid seq and the first
@@ -23,6 +24,11 @@ tags hold two branches of a fork: each asks the other for that message, and
 the pair becomes a proof. A clock may name at most `max_feeds` feeds per
 frame (the caller caps the total it keeps per peer).
 
+Version 3 goes with the signed message format 2 (timeframes name messages
+by seq and tag, and the only proof is a fork's). A HELLO of any other
+version is refused before anything else about it is looked at, with a
+reason naming both versions; an older peer refuses ours the same way.
+
 Flow control is a credit window counted in messages (those of EVIDENCE
 frames too): a side may only send as many messages as the other has
 granted, and grants more only after it has stored what it received, so a
@@ -30,7 +36,8 @@ fast sender cannot flood a slow receiver. Everything about *which*
 messages to send lives with the caller (it has the store); this machine
 checks the shape of every frame and the credit, and turns frames into
 events. Anything malformed, out of order or over credit raises
-`GossipError`; the caller then drops the peer.
+`GossipError`, whose `reason` (a `Breach`) says which rule and whose
+`detail` says how; the caller then drops the peer.
 """
 
 from __future__ import annotations
@@ -40,10 +47,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from tanglenode.protocol.errors import LocalProtocolError, RemoteProtocolError
+from tanglenode.protocol.evidence import PROOF_MESSAGES
 from tanglenode.protocol.framing import DEFAULT_MAX_FRAME, FrameDecoder, encode_frame
 from tanglenode.protocol.identity import FEED_BYTES
 
-VERSION = 2
+VERSION = 3
 TAG_BYTES = 8
 DEFAULT_MAX_FEEDS = 20_000
 CLOCK_CHUNK = 8_192  # feeds per HELLO or CLOCK frame we send (well under the frame cap)
@@ -58,8 +66,28 @@ class FrameKind(enum.IntEnum):
     EVIDENCE = 5
 
 
+class Breach(enum.StrEnum):
+    """Which rule of the gossip protocol a peer broke. The values are stable log strings."""
+
+    NOT_A_FRAME = "not-a-frame"  # a frame is not a [kind, ...] array
+    UNKNOWN_KIND = "unknown-kind"
+    NO_HELLO = "no-hello"  # something came before HELLO
+    SECOND_HELLO = "second-hello"
+    VERSION = "gossip-version"  # a HELLO of another protocol version
+    BAD_HELLO = "bad-hello"  # a HELLO of our version, not [HELLO, version, clock, credit]
+    MALFORMED = "malformed"  # a frame's argument has the wrong shape
+    TOO_MANY_FEEDS = "too-many-feeds"  # one frame names more feeds than allowed
+    OVER_CREDIT = "over-credit"  # more messages than we granted
+    BAD_EVIDENCE = "bad-evidence"  # EVIDENCE of another size than a fork proof's
+
+
 class GossipError(RemoteProtocolError):
-    """The peer broke the gossip protocol."""
+    """The peer broke the gossip protocol; `reason` says which rule, `detail` says how."""
+
+    def __init__(self, reason: Breach, detail: str) -> None:
+        super().__init__(f"{reason}: {detail}")
+        self.reason = reason
+        self.detail = detail
 
 
 Clock = dict[bytes, tuple[int, bytes]]  # feed -> (highest valid seq, tag of its id)
@@ -108,12 +136,14 @@ def _is_seq(value: Any) -> bool:
 
 def _feeds(value: Any, what: str, max_feeds: int) -> dict:
     if not isinstance(value, dict):
-        raise GossipError(f"{what}: expected a map keyed by feed")
+        raise GossipError(Breach.MALFORMED, f"{what}: expected a map keyed by feed")
     if len(value) > max_feeds:
-        raise GossipError(f"{what}: names {len(value)} feeds, the limit is {max_feeds}")
+        raise GossipError(
+            Breach.TOO_MANY_FEEDS, f"{what}: names {len(value)} feeds, the limit is {max_feeds}"
+        )
     for feed in value:
         if not (isinstance(feed, bytes) and len(feed) == FEED_BYTES):
-            raise GossipError(f"{what}: a feed key is not {FEED_BYTES} bytes")
+            raise GossipError(Breach.MALFORMED, f"{what}: a feed key is not {FEED_BYTES} bytes")
     return value
 
 
@@ -127,7 +157,9 @@ def _clock(value: Any, what: str, max_feeds: int) -> Clock:
             and isinstance(head[1], bytes)
             and len(head[1]) == TAG_BYTES
         ):
-            raise GossipError(f"{what}: a head is not [seq, {TAG_BYTES}-byte tag]")
+            raise GossipError(
+                Breach.MALFORMED, f"{what}: a head is not [seq, {TAG_BYTES}-byte tag]"
+            )
         clock[feed] = (head[0], head[1])
     return clock
 
@@ -135,19 +167,19 @@ def _clock(value: Any, what: str, max_feeds: int) -> Clock:
 def _wants(value: Any, max_feeds: int) -> dict[bytes, int]:
     wants = _feeds(value, "WANT", max_feeds)
     if not all(_is_seq(after) for after in wants.values()):
-        raise GossipError("WANT: a seq is not a non-negative integer")
+        raise GossipError(Breach.MALFORMED, "WANT: a seq is not a non-negative integer")
     return wants
 
 
 def _raws(value: Any, what: str) -> list[bytes]:
     if not isinstance(value, list) or not all(isinstance(raw, bytes) for raw in value):
-        raise GossipError(f"{what} must carry a list of byte strings")
+        raise GossipError(Breach.MALFORMED, f"{what} must carry a list of byte strings")
     return value
 
 
 def _count(value: Any, what: str) -> int:
     if not (isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 1 << 32):
-        raise GossipError(f"{what}: not a count")
+        raise GossipError(Breach.MALFORMED, f"{what}: not a count")
     return value
 
 
@@ -200,7 +232,9 @@ class GossipConnection:
         return encode_frame([FrameKind.MESSAGES, raws], self.max_frame)
 
     def evidence(self, raws: list[bytes]) -> bytes:
-        """One proof; its messages count against the credit like any others."""
+        """One proof (a fork's two messages); they count against the credit like any others."""
+        if len(raws) != PROOF_MESSAGES:
+            raise LocalProtocolError(f"a proof is {PROOF_MESSAGES} messages, not {len(raws)}")
         if len(raws) > self.send_credit:
             raise LocalProtocolError(f"{len(raws)} messages but only {self.send_credit} credit")
         self.send_credit -= len(raws)
@@ -222,23 +256,17 @@ class GossipConnection:
 
     def _event(self, frame: Any) -> Event:
         if not isinstance(frame, list) or not frame or not isinstance(frame[0], int):
-            raise GossipError("a frame is not a [kind, ...] array")
+            raise GossipError(Breach.NOT_A_FRAME, "a frame is not a [kind, ...] array")
         try:
             kind = FrameKind(frame[0])
         except ValueError:
-            raise GossipError(f"unknown frame kind {frame[0]}") from None
+            raise GossipError(Breach.UNKNOWN_KIND, f"unknown frame kind {frame[0]}") from None
         if not self.peer_said_hello and kind is not FrameKind.HELLO:
-            raise GossipError("the first frame must be HELLO")
+            raise GossipError(Breach.NO_HELLO, "the first frame must be HELLO")
         if kind is FrameKind.HELLO:
-            if self.peer_said_hello or len(frame) != 4:
-                raise GossipError("a second or malformed HELLO")
-            if frame[1] != VERSION:
-                raise GossipError(f"gossip version {frame[1]!r}, we speak {VERSION}")
-            self.peer_said_hello = True
-            self.send_credit = _count(frame[3], "HELLO credit")
-            return PeerHello(_clock(frame[2], "HELLO clock", self.max_feeds))
+            return self._hello(frame)
         if len(frame) != 2:
-            raise GossipError(f"{kind.name} takes one argument")
+            raise GossipError(Breach.MALFORMED, f"{kind.name} takes one argument")
         if kind is FrameKind.CLOCK:
             return PeerClock(_clock(frame[1], "CLOCK", self.max_feeds))
         if kind is FrameKind.WANT:
@@ -248,9 +276,34 @@ class GossipConnection:
             self.send_credit += granted
             return PeerCredit(granted)
         raws = _raws(frame[1], kind.name)
+        if kind is FrameKind.EVIDENCE and len(raws) != PROOF_MESSAGES:
+            raise GossipError(
+                Breach.BAD_EVIDENCE,
+                f"EVIDENCE carries {len(raws)} messages; a proof (a fork) is {PROOF_MESSAGES}",
+            )
         if len(raws) > self.receive_allowance:
             raise GossipError(
-                f"{len(raws)} messages sent with only {self.receive_allowance} credit granted"
+                Breach.OVER_CREDIT,
+                f"{len(raws)} messages sent with only {self.receive_allowance} credit granted",
             )
         self.receive_allowance -= len(raws)
         return PeerMessages(raws) if kind is FrameKind.MESSAGES else PeerEvidence(raws)
+
+    def _hello(self, frame: list) -> PeerHello:
+        """The peer's HELLO: its version first, whatever the rest of the frame looks like (another
+        version may shape HELLO otherwise), then its shape, credit and clock."""
+        if self.peer_said_hello:
+            raise GossipError(Breach.SECOND_HELLO, "a second HELLO")
+        version = frame[1] if len(frame) > 1 else None
+        if version != VERSION:
+            said = (
+                f"gossip version {version}"
+                if isinstance(version, int) and not isinstance(version, bool)
+                else "no gossip version we can read"
+            )
+            raise GossipError(Breach.VERSION, f"the peer speaks {said}; we speak {VERSION}")
+        if len(frame) != 4:
+            raise GossipError(Breach.BAD_HELLO, "HELLO is not [HELLO, version, clock, credit]")
+        self.peer_said_hello = True
+        self.send_credit = _count(frame[3], "HELLO credit")
+        return PeerHello(_clock(frame[2], "HELLO clock", self.max_feeds))

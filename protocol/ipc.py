@@ -529,14 +529,15 @@ def bounded_content(value: Any) -> Any:
 
 
 def message_body(message: Message) -> dict[str, Any]:
-    """A message as replies and events carry it."""
+    """A message as replies and events carry it; its timeframe as signed, feed -> [seq, tag]."""
+    tags = message.timeframe_tags
     return {
         "id": message.id,
         "author": message.author,
         "seq": message.seq,
         "prev": message.prev,
         "timestamp": message.timestamp,
-        "timeframe": message.timeframe,
+        "timeframe": {feed: [seq, tags[feed]] for feed, seq in message.timeframe.items()},
         "tangles": {
             name: {"root": link.root, "previous": list(link.previous or ())}
             for name, link in message.tangles.items()

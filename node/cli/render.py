@@ -64,14 +64,25 @@ def jsonable(value: Any, max_depth: int = RENDER_DEPTH) -> Any:
     return holder[0]
 
 
+def tag_text(tag: bytes) -> str:
+    """A timeframe entry's tag as text: unpadded URL-safe base64 like an id's, without the
+    sigil (a tag is no id); its first 21 characters are those of the named id after its `%`."""
+    return base64.urlsafe_b64encode(tag).rstrip(b"=").decode("ascii")
+
+
 def message_dict(message: Message) -> dict[str, Any]:
+    """A message as the CLI's JSON shows it: ids as text, the timeframe as signed,
+    `{"@feed": [seq, tag]}` with the tag as `tag_text`."""
+    tags = message.timeframe_tags
     return {
         "id": message_text(message.id),
         "author": feed_text(message.author),
         "seq": message.seq,
         "prev": None if message.prev is None else message_text(message.prev),
         "timestamp": message.timestamp,
-        "timeframe": {feed_text(feed): seq for feed, seq in message.timeframe.items()},
+        "timeframe": {
+            feed_text(feed): [seq, tag_text(tags[feed])] for feed, seq in message.timeframe.items()
+        },
         "tangles": {
             name: {
                 "root": None if link.root is None else message_text(link.root),

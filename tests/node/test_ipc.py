@@ -13,10 +13,11 @@ from tanglenode.node.oneshot import error_from
 from tanglenode.node.peers import PeerRegistry
 from tanglenode.node.service import StoreService
 from tanglenode.protocol import ipc
+from tanglenode.protocol.identity import tag_of
 from tanglenode.protocol.ipc import ErrorKind
 from tanglenode.storage.store import FeedStore
 from tanglenode.storage.timeline import Insert, Move, apply_commands
-from tests.factories import keypair
+from tests.factories import Feed, keypair
 
 ME = keypair("ipc")
 
@@ -32,6 +33,7 @@ async def node(tmp_path, nursery):
         server = IpcServer(service, registry, network, ME, status_extra={"listen": "-"}, **options)
         return nursery.start(server.serve, tmp_path / "ipc.sock")
 
+    start.service = service  # for a test that ingests others' messages
     yield start
     nursery.cancel_scope.cancel()
     store.close()
@@ -55,6 +57,32 @@ async def test_socket_is_private_and_requests_are_answered(node, tmp_path):
             await client.request("frobnicate")
         with pytest.raises(NodeError, match="bad-request"):
             await client.publish("x", {"chat": "not bytes"})
+
+
+async def test_message_bodies_carry_each_timeframe_entry_with_its_tag(node):
+    """publish, get and both streams carry the timeframe as signed: {feed: [seq, tag]}."""
+    path = await node()
+    bob = Feed("ipc-timeframe-bob")
+    bob.append("b1")
+    head = bob.append("b2")
+    await node.service.ingest([message.raw for message in bob.messages])
+    expected = {bob.public: [2, tag_of(head.id)]}
+    async with await connect(path) as client:
+        published = await client.publish("after bob", {"chat": None})
+        assert published["timeframe"] == expected
+        assert (await client.get(published["id"]))["timeframe"] == expected
+        assert (await client.get(head.id))["timeframe"] == {}
+    async with await connect(path) as client:
+        events = client.subscribe(since=0, tangle="chat", root=published["id"])
+        async with aclosing(events):
+            await events.__anext__()
+            (insert,) = (await events.__anext__())["commands"]
+            assert insert["message"]["timeframe"] == expected
+    async with await connect(path) as client, aclosing(client.watch_processed(0)) as events:
+        await events.__anext__()
+        page = (await events.__anext__())["processed"]
+        bodies = {entry["message"]["id"]: entry["message"] for entry in page}
+        assert bodies[published["id"]]["timeframe"] == expected
 
 
 async def test_a_bad_frame_closes_that_client_only(node):

@@ -1,10 +1,15 @@
-"""One-line summaries of hostile content, and the names that label feeds."""
+"""One-line summaries of hostile content, the names that label feeds, and a message as the
+CLI's JSON shows it."""
+
+import base64
+import json
 
 import pytest
 
 from tanglenode.node.cli.names import Names, short_feed
+from tanglenode.node.cli.render import message_dict, tag_text
 from tanglenode.node.cli.summary import MAX_SUMMARY, Summaries, fit, short_time
-from tanglenode.protocol.identity import feed_text
+from tanglenode.protocol.identity import feed_text, message_text, tag_of
 from tests.factories import Feed
 
 ALICE, BOB = Feed("summary-alice"), Feed("summary-bob")
@@ -72,3 +77,16 @@ def test_times_and_widths():
     assert short_time(2**64 - 1) == str(2**64 - 1)[:16]  # no date: the number, bounded
     assert fit("abcdef", 4) == "abc…" and fit("abc", 4) == "abc" and fit("abc", None) == "abc"
     assert fit("名前名前名前", 6) == "名前…" and fit("a名前", 5) == "a名前"  # wide: two columns
+
+
+def test_a_message_as_json_shows_each_timeframe_entry_with_its_tag_as_text():
+    head = BOB.append("b")
+    message = ALICE.append("a", timeframe={BOB.public: head})
+    body = message_dict(message)
+    tag = tag_text(tag_of(head.id))
+    assert body["timeframe"] == {feed_text(BOB.public): [head.seq, tag]}
+    # URL-safe base64 without padding, as ids are shown, so it reads as the id's start
+    assert len(tag) == 22 and tag[:21] == message_text(head.id)[1:22]
+    assert base64.urlsafe_b64decode(tag + "==") == head.id[:16]
+    assert json.loads(json.dumps(body)) == body
+    assert message_dict(BOB.append("no timeframe"))["timeframe"] == {}

@@ -5,11 +5,21 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tanglenode.protocol.canonical import decode_canonical, encode_canonical
-from tanglenode.protocol.errors import InvalidMessage
-from tanglenode.protocol.identity import Keypair
-from tanglenode.protocol.message import ROOT_LINK, TangleLink, decode_message, sign_message
+from tanglenode.protocol.errors import InvalidMessage, Reason
+from tanglenode.protocol.identity import TAG_BYTES, Keypair
+from tanglenode.protocol.limits import TIMEFRAME_CAP
+from tanglenode.protocol.message import (
+    ROOT_LINK,
+    Named,
+    TangleLink,
+    decode_message,
+    sign_message,
+)
+from tests.factories import sign_raw, unsigned_fields
 
 ids = st.binary(min_size=32, max_size=32)
+tags = st.binary(min_size=TAG_BYTES, max_size=TAG_BYTES)
+seqs = st.integers(min_value=1, max_value=2**63 - 1)
 scalars = (
     st.none()
     | st.booleans()
@@ -39,6 +49,13 @@ tangle_links = st.one_of(
 tangle_names = st.text(min_size=1, max_size=40).filter(lambda name: len(name.encode()) <= 64)
 
 
+def timeframes(author: bytes, max_size: int = TIMEFRAME_CAP):
+    """Format 2 timeframes of `author`: other feeds -> Named(seq, 16-byte tag)."""
+    return st.dictionaries(
+        ids.filter(lambda key: key != author), st.builds(Named, seqs, tags), max_size=max_size
+    )
+
+
 @st.composite
 def signed(draw):
     """(author keypair, a valid signed message of theirs)."""
@@ -49,13 +66,7 @@ def signed(draw):
         seq=seq,
         prev=None if seq == 1 else draw(ids),
         timestamp=draw(st.integers(min_value=0, max_value=2**63 - 1)),
-        timeframe=draw(
-            st.dictionaries(
-                ids.filter(lambda k: k != author.public),
-                st.integers(min_value=1, max_value=2**63 - 1),
-                max_size=8,
-            )
-        ),
+        timeframe=draw(timeframes(author.public)),
         tangles=draw(st.dictionaries(tangle_names, tangle_links, max_size=4)),
         content=draw(content),
     )
@@ -74,11 +85,46 @@ def test_a_decoded_message_re_encodes_to_the_same_bytes(pair):
         seq=decoded.seq,
         prev=decoded.prev,
         timestamp=decoded.timestamp,
-        timeframe=decoded.timeframe,
+        timeframe=decoded.named(),
         tangles=decoded.tangles,
         content=decoded.content,
     )
     assert rebuilt.raw == message.raw
+
+
+@given(st.data())
+@settings(max_examples=150)
+def test_a_timeframe_of_tagged_entries_survives_signing_and_decoding(data):
+    author = Keypair(data.draw(ids))
+    timeframe = data.draw(timeframes(author.public))
+    message = sign_message(
+        author, seq=1, prev=None, timestamp=0, timeframe=timeframe, tangles={}, content=None
+    )
+    decoded = decode_message(message.raw)
+    assert decoded.named() == timeframe
+    assert decoded.timeframe == {feed: entry.seq for feed, entry in timeframe.items()}
+    assert decoded.timeframe_tags == {feed: entry.tag for feed, entry in timeframe.items()}
+
+
+@given(st.data())
+@settings(max_examples=100)
+def test_format_1_timeframes_and_version_1_are_refused(data):
+    """Bare seqs as entries (format 1's shape) are bad-timeframe; a version 1 message is refused
+    for its version, whatever its timeframe."""
+    author = Keypair(data.draw(ids))
+    timeframe = data.draw(timeframes(author.public, max_size=8).filter(bool))
+    bare = {feed: entry.seq for feed, entry in sorted(timeframe.items())}
+    with pytest.raises(InvalidMessage) as caught:
+        decode_message(sign_raw(author, unsigned_fields(author, timeframe=bare)))
+    assert caught.value.reason is Reason.BAD_TIMEFRAME
+    signed = {feed: list(entry) for feed, entry in sorted(timeframe.items())}
+    for old in (bare, signed, {}):
+        with pytest.raises(InvalidMessage) as caught:
+            decode_message(sign_raw(author, unsigned_fields(author, timeframe=old, version=1)))
+        assert caught.value.reason is Reason.UNKNOWN_VERSION
+    assert decode_message(sign_raw(author, unsigned_fields(author, timeframe=signed))).named() == (
+        timeframe
+    )
 
 
 def assert_bit_flip_rejected(raw: bytes, bit: int) -> None:

@@ -30,8 +30,9 @@ from tanglenode.protocol.document import (
     parse_document,
 )
 from tanglenode.protocol.errors import Reason, RemoteProtocolError
+from tanglenode.protocol.identity import tag_of
 from tanglenode.protocol.limits import DEFAULT_LIMITS
-from tanglenode.protocol.message import TangleLink, UnpublishableMessage, sign_message
+from tanglenode.protocol.message import Named, TangleLink, UnpublishableMessage, sign_message
 from tests.factories import keypair
 
 ID1, ID2, ID3 = (bytes([n]) * 32 for n in (1, 2, 3))
@@ -454,7 +455,7 @@ def signed_edit(content):
         seq=2,
         prev=DOC,
         timestamp=1_700_000_000_000,
-        timeframe={OTHER.public: 40},
+        timeframe={OTHER.public: Named(40, tag_of(b"\x0e" * 32))},
         tangles={TANGLE: TangleLink(DOC, (DOC,))},
         content=content,
     )

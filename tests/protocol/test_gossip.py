@@ -10,6 +10,7 @@ from tanglenode.protocol.framing import FrameDecoder, FrameError, encode_frame
 from tanglenode.protocol.gossip import (
     CLOCK_CHUNK,
     VERSION,
+    Breach,
     FrameKind,
     GossipConnection,
     GossipError,
@@ -54,24 +55,33 @@ def test_bad_frames_are_refused(wire):
 
 
 def test_a_conversation_turns_into_events_and_tracks_credit():
-    alice, bob = pair(window=3)
+    alice, bob = pair(window=4)
     events = bob.receive_data(alice.hello({FEED: (7, TAG)}))
-    assert events == [PeerHello({FEED: (7, TAG)})] and bob.send_credit == 3
+    assert events == [PeerHello({FEED: (7, TAG)})] and bob.send_credit == 4
     alice.receive_data(bob.hello({}))
     wire = bob.clock({FEED: (1, TAG)}) + bob.want({FEED: 0}) + bob.messages([b"m1"])
-    wire += bob.evidence([b"e1"])
+    wire += bob.evidence([b"e1", b"e2"])  # a proof: a fork's two messages
     assert alice.receive_data(wire) == [
         PeerClock({FEED: (1, TAG)}),
         PeerWants({FEED: 0}),
         PeerMessages([b"m1"]),
-        PeerEvidence([b"e1"]),
+        PeerEvidence([b"e1", b"e2"]),
     ]
     assert bob.send_credit == 1 and alice.receive_allowance == 1
     with pytest.raises(LocalProtocolError):
         bob.messages([b"m3", b"m4"])
-    with pytest.raises(LocalProtocolError):
-        bob.evidence([b"e2", b"e3"])
+    with pytest.raises(LocalProtocolError, match="credit"):
+        bob.evidence([b"e3", b"e4"])
     assert bob.receive_data(alice.grant(5)) == [PeerCredit(5)] and bob.send_credit == 6
+
+
+@pytest.mark.parametrize("count", [0, 1, 3])
+def test_we_never_send_evidence_that_is_not_a_fork_proof(count):
+    sender = GossipConnection(window=4)
+    sender.receive_data(GossipConnection(window=4).hello({}))
+    with pytest.raises(LocalProtocolError, match="a proof is 2 messages"):
+        sender.evidence([b"e"] * count)
+    assert sender.send_credit == 4
 
 
 def test_a_large_clock_goes_out_in_chunks_and_arrives_whole():
@@ -86,8 +96,9 @@ def test_a_clock_over_the_feed_cap_is_refused():
     receiver = GossipConnection(4, max_feeds=3)
     receiver.hello({})
     clock = {index.to_bytes(32, "big"): [1, TAG] for index in range(4)}
-    with pytest.raises(GossipError, match="limit is 3"):
+    with pytest.raises(GossipError, match="limit is 3") as refused:
         receiver.receive_data(raw_frame(FrameKind.HELLO, VERSION, clock, 1))
+    assert refused.value.reason is Breach.TOO_MANY_FEEDS
 
 
 def raw_frame(*items):
@@ -99,26 +110,66 @@ HELLO = raw_frame(FrameKind.HELLO, VERSION, {}, 1)
 
 
 @pytest.mark.parametrize(
-    "frames, why",
+    "frames, why, reason",
     [
-        ([raw_frame(FrameKind.CLOCK, {})], "first frame"),
-        ([raw_frame(FrameKind.HELLO, 99, {}, 1)], "version"),
-        ([raw_frame(FrameKind.HELLO, VERSION, {b"short": [1, TAG]}, 1)], "32 bytes"),
-        ([raw_frame(FrameKind.HELLO, VERSION, {FEED: [-1, TAG]}, 1)], "seq, 8-byte tag"),
-        ([raw_frame(FrameKind.HELLO, VERSION, {FEED: 1}, 1)], "seq, 8-byte tag"),
-        ([HELLO, raw_frame(FrameKind.WANT, {FEED: -1})], "WANT"),
-        ([HELLO, raw_frame(FrameKind.EVIDENCE, "x")], "byte strings"),
-        ([HELLO, HELLO], "second"),
-        ([HELLO, raw_frame(9, 1)], "unknown"),
-        ([HELLO, raw_frame(FrameKind.MESSAGES, [b"a", 3])], "byte strings"),
-        ([HELLO, raw_frame(FrameKind.MESSAGES, [b"a"] * 3)], "credit"),
-        ([HELLO, raw_frame(FrameKind.CREDIT, "lots")], "count"),
-        ([HELLO, raw_frame(FrameKind.WANT)], "one argument"),
+        ([raw_frame(FrameKind.CLOCK, {})], "first frame", Breach.NO_HELLO),
+        ([raw_frame(FrameKind.HELLO, 99, {}, 1)], "version 99; we speak 3", Breach.VERSION),
+        (
+            [raw_frame(FrameKind.HELLO, VERSION, {b"short": [1, TAG]}, 1)],
+            "32 bytes",
+            Breach.MALFORMED,
+        ),
+        (
+            [raw_frame(FrameKind.HELLO, VERSION, {FEED: [-1, TAG]}, 1)],
+            "seq, 8-byte tag",
+            Breach.MALFORMED,
+        ),
+        ([raw_frame(FrameKind.HELLO, VERSION, {FEED: 1}, 1)], "seq, 8-byte tag", Breach.MALFORMED),
+        ([raw_frame(FrameKind.HELLO, VERSION, {})], r"not \[HELLO, version", Breach.BAD_HELLO),
+        ([HELLO, raw_frame(FrameKind.WANT, {FEED: -1})], "WANT", Breach.MALFORMED),
+        ([HELLO, raw_frame(FrameKind.EVIDENCE, "x")], "byte strings", Breach.MALFORMED),
+        ([HELLO, HELLO], "second", Breach.SECOND_HELLO),
+        ([HELLO, raw_frame(9, 1)], "unknown", Breach.UNKNOWN_KIND),
+        ([HELLO, raw_frame(FrameKind.MESSAGES, [b"a", 3])], "byte strings", Breach.MALFORMED),
+        ([HELLO, raw_frame(FrameKind.MESSAGES, [b"a"] * 3)], "credit", Breach.OVER_CREDIT),
+        ([HELLO, raw_frame(FrameKind.CREDIT, "lots")], "count", Breach.MALFORMED),
+        ([HELLO, raw_frame(FrameKind.WANT)], "one argument", Breach.MALFORMED),
+        ([HELLO, raw_frame("hello")], "not a", Breach.NOT_A_FRAME),
+        # A proof is a fork's two messages: any other EVIDENCE is refused, even within credit.
+        ([HELLO, raw_frame(FrameKind.EVIDENCE, [b"a"])], "carries 1 messages", Breach.BAD_EVIDENCE),
+        ([HELLO, raw_frame(FrameKind.EVIDENCE, [])], "carries 0 messages", Breach.BAD_EVIDENCE),
+        (
+            [HELLO, raw_frame(FrameKind.EVIDENCE, [b"a", b"b", b"c"])],
+            "carries 3 messages; a proof",
+            Breach.BAD_EVIDENCE,
+        ),
     ],
 )
-def test_protocol_breaches_are_named(frames, why):
+def test_protocol_breaches_are_named(frames, why, reason):
     receiver = GossipConnection(window=2)
     receiver.hello({})
-    with pytest.raises(GossipError, match=why):
+    with pytest.raises(GossipError, match=why) as refused:
         for frame in frames:
             receiver.receive_data(frame)
+    assert refused.value.reason is reason and str(refused.value).startswith(f"{reason}: ")
+
+
+@pytest.mark.parametrize(
+    "hello, said",
+    [
+        # Version 2's HELLO had this shape; any other is named by its version all the same.
+        (raw_frame(FrameKind.HELLO, 2, {FEED: [1, TAG]}, 8192), "gossip version 2"),
+        (raw_frame(FrameKind.HELLO, 1, {FEED: 1}), "gossip version 1"),
+        (raw_frame(FrameKind.HELLO, 4, {}, 1, "later fields"), "gossip version 4"),
+        (raw_frame(FrameKind.HELLO), "no gossip version we can read"),
+        (raw_frame(FrameKind.HELLO, "x" * 10_000, {}, 1), "no gossip version we can read"),
+        (raw_frame(FrameKind.HELLO, True, {}, 1), "no gossip version we can read"),
+    ],
+)
+def test_a_peer_of_another_version_is_refused_with_both_versions_named(hello, said):
+    receiver = GossipConnection(window=2)
+    with pytest.raises(GossipError) as refused:
+        receiver.receive_data(hello)
+    assert refused.value.reason is Breach.VERSION
+    assert str(refused.value) == f"gossip-version: the peer speaks {said}; we speak {VERSION}"
+    assert VERSION == 3 and not receiver.peer_said_hello

@@ -10,7 +10,7 @@ import pytest
 from tanglenode.protocol import doc_ipc, ipc, ipc_discovery
 from tanglenode.protocol.ipc import ErrorKind, RequestError, TimelineRef
 from tanglenode.protocol.limits import Limits
-from tanglenode.protocol.message import ROOT_LINK, TangleLink, sign_message
+from tanglenode.protocol.message import ROOT_LINK, Named, TangleLink, decode_message, sign_message
 from tests.factories import keypair
 
 ID = b"\x07" * 32
@@ -270,6 +270,9 @@ def test_short_cuts_only_what_is_over_the_limit():
 # -- what goes out ---------------------------------------------------------------------------
 
 AUTHOR = keypair("ipc-protocol-author")
+OTHER = keypair("ipc-protocol-other").public
+TAG = bytes(range(16))
+OTHER_TAG = b"\xee" * 16
 
 
 def a_message(content, tangles=None):
@@ -278,7 +281,7 @@ def a_message(content, tangles=None):
         seq=1,
         prev=None,
         timestamp=1234,
-        timeframe={KEY: 2},
+        timeframe={KEY: Named(2, TAG), OTHER: Named(5, OTHER_TAG)},
         tangles=tangles or {},
         content=content,
     )
@@ -299,12 +302,26 @@ def test_a_message_body_has_every_field_in_wire_order():
     ]
     assert body["id"] == message.id and body["author"] == AUTHOR.public
     assert (body["seq"], body["prev"], body["timestamp"]) == (1, None, 1234)
-    assert body["timeframe"] == {KEY: 2}
+    assert body["timeframe"] == {KEY: [2, TAG], OTHER: [5, OTHER_TAG]}
     assert body["tangles"] == {
         "chat": {"root": None, "previous": []},
         "topic": {"root": ID, "previous": [KEY]},
     }
     assert body["content"] == {"text": "hi"}
+
+
+def test_a_message_body_carries_the_timeframe_as_signed():
+    """[seq, tag] per feed, as in the signed bytes: a client can check which message is named."""
+    message = a_message("x")
+    body = msgpack.unpackb(msgpack.packb(ipc.message_body(message), use_bin_type=True))
+    assert body["timeframe"] == msgpack.unpackb(message.raw)[5]
+    assert body["timeframe"] == {
+        feed: [seq, tag] for feed, (seq, tag) in decode_message(message.raw).named().items()
+    }
+    no_timeframe = sign_message(
+        AUTHOR, seq=1, prev=None, timestamp=0, timeframe={}, tangles={}, content=None
+    )
+    assert ipc.message_body(no_timeframe)["timeframe"] == {}
 
 
 def test_content_too_deep_for_a_frame_is_marked_and_the_rest_passes():

@@ -5,10 +5,12 @@ import msgpack
 import pytest
 
 from tanglenode.protocol.errors import InvalidMessage, Reason
-from tanglenode.protocol.identity import message_id
-from tanglenode.protocol.limits import Limits
+from tanglenode.protocol.identity import TAG_BYTES, message_id, tag_of
+from tanglenode.protocol.limits import DEFAULT_LIMITS, Limits
 from tanglenode.protocol.message import (
     ROOT_LINK,
+    VERSION,
+    Named,
     TangleLink,
     UnpublishableMessage,
     decode_message,
@@ -18,8 +20,10 @@ from tests.factories import Feed, keypair, sign_raw, unsigned_fields
 
 ALICE = keypair("alice")
 BOB = keypair("bob")
+CAROL = keypair("carol")
 ID_A = b"\x01" * 32
 ID_B = b"\x02" * 32
+TAG = bytes(range(1, TAG_BYTES + 1))  # a timeframe entry's tag: 16 bytes
 
 
 def test_sign_and_decode_round_trip():
@@ -28,7 +32,7 @@ def test_sign_and_decode_round_trip():
         seq=2,
         prev=ID_A,
         timestamp=123,
-        timeframe={BOB.public: 7},
+        timeframe={BOB.public: Named(7, TAG)},
         tangles={"chat": TangleLink(ID_A, (ID_B, ID_A))},
         content={"type": "post", "text": "hi", "data": b"\x00\x01"},
     )
@@ -37,7 +41,48 @@ def test_sign_and_decode_round_trip():
     assert decoded.id == hashlib.blake2b(message.raw, digest_size=32).digest()
     assert decoded.tangles["chat"] == TangleLink(ID_A, (ID_A, ID_B))  # previous is sorted
     assert decoded.timeframe == {BOB.public: 7}
+    assert decoded.timeframe_tags == {BOB.public: TAG}
     assert decoded.tangle_root("chat") == ID_A
+
+
+def test_tags_round_trip_through_signing_and_decoding():
+    """Each entry's (seq, tag) is signed as [seq, bin 16], in key order, and decodes back."""
+    tags = {BOB.public: TAG, CAROL.public: b"\xff" * TAG_BYTES}
+    given = {CAROL.public: (3, tags[CAROL.public]), BOB.public: Named(9, TAG)}  # unsorted
+    message = sign_message(
+        ALICE, seq=1, prev=None, timestamp=0, timeframe=given, tangles={}, content=None
+    )
+    signed = msgpack.unpackb(message.raw)[5]
+    assert list(signed) == sorted(tags)
+    assert signed == {BOB.public: [9, TAG], CAROL.public: [3, tags[CAROL.public]]}
+    decoded = decode_message(message.raw)
+    assert decoded.timeframe == {BOB.public: 9, CAROL.public: 3}
+    assert decoded.timeframe_tags == tags
+    assert decoded.named() == {
+        BOB.public: Named(9, TAG),
+        CAROL.public: Named(3, tags[CAROL.public]),
+    }
+    assert all(type(entry) is Named for entry in decoded.named().values())
+    # The tag is part of what is signed: another tag is another message.
+    other = sign_message(
+        ALICE,
+        seq=1,
+        prev=None,
+        timestamp=0,
+        timeframe={**given, BOB.public: Named(9, bytes(TAG_BYTES))},
+        tangles={},
+        content=None,
+    )
+    assert other.id != message.id
+    assert other.timeframe == decoded.timeframe and other.timeframe_tags != tags
+
+
+def test_a_timeframe_names_a_message_by_the_tag_of_its_id():
+    bob = Feed("bob")
+    first = bob.append("b1")
+    message = Feed("alice").append("a1", timeframe={bob.public: first})
+    assert message.named() == {bob.public: Named(1, tag_of(first.id))}
+    assert tag_of(first.id) == first.id[:TAG_BYTES] and len(tag_of(first.id)) == 16
 
 
 def test_a_root_message_names_itself_as_the_tangle_root():
@@ -53,7 +98,7 @@ def test_what_sign_message_returns_is_what_a_receiver_decodes():
         seq=1,
         prev=None,
         timestamp=5,
-        timeframe={BOB.public: 1},
+        timeframe={BOB.public: Named(1, TAG)},
         tangles={"chat": ROOT_LINK, "doc": TangleLink(ID_B, (ID_A,))},
         content=[1.5, {"b": None, "a": (True, b"x")}],
     )
@@ -73,6 +118,16 @@ def fields(**changes):
 
 def valid_tangle(**changes):
     return {"chat": {"root": ID_A, "previous": [ID_A]} | changes}
+
+
+def entries(count):
+    """A timeframe of `count` entries of other feeds, keys ascending, as signed."""
+    return {bytes([index]) * 32: [index, TAG] for index in range(1, count + 1)}
+
+
+def version_1(timeframe):
+    """A message of format 1, whose timeframe entries were bare seqs, validly signed."""
+    return sign_raw(ALICE, fields(version=1, timeframe=timeframe))
 
 
 # Each case: signed bytes that break exactly one rule, and the reason code expected.
@@ -103,7 +158,7 @@ CASES = {
         Reason.NON_CANONICAL,
     ),
     "unsorted timeframe keys": (
-        sign_raw(ALICE, fields(timeframe={ID_B: 1, ID_A: 1}), canonical=False),
+        sign_raw(ALICE, fields(timeframe={ID_B: [1, TAG], ID_A: [1, TAG]}), canonical=False),
         Reason.NON_CANONICAL,
     ),
     "unsorted tangle names": (
@@ -135,14 +190,16 @@ CASES = {
         ),
         Reason.MALFORMED,
     ),
-    "version 2": (sign_raw(ALICE, fields(version=2)), Reason.UNKNOWN_VERSION),
-    "version 2 with ten fields": (
-        msgpack.packb([2, *fields()[1:], b"\x00" * 64, "extra"], use_bin_type=True),
+    "version 1 with a timeframe": (version_1({BOB.public: 3}), Reason.UNKNOWN_VERSION),
+    "version 1 with an empty timeframe": (version_1({}), Reason.UNKNOWN_VERSION),
+    "version 3": (sign_raw(ALICE, fields(version=3)), Reason.UNKNOWN_VERSION),
+    "version 3 with ten fields": (
+        msgpack.packb([3, *fields()[1:], b"\x00" * 64, "extra"], use_bin_type=True),
         Reason.UNKNOWN_VERSION,
     ),
     "version true": (sign_raw(ALICE, fields(version=True)), Reason.UNKNOWN_VERSION),
     "short author": (
-        msgpack.packb([1, b"\x00" * 31, *fields()[2:], b"\x00" * 64], use_bin_type=True),
+        msgpack.packb([VERSION, b"\x00" * 31, *fields()[2:], b"\x00" * 64], use_bin_type=True),
         Reason.BAD_AUTHOR,
     ),
     "seq 0": (sign_raw(ALICE, fields(seq=0)), Reason.BAD_SEQ),
@@ -155,18 +212,74 @@ CASES = {
     "float timestamp": (sign_raw(ALICE, fields(timestamp=1.5)), Reason.BAD_TIMESTAMP),
     "timeframe list": (sign_raw(ALICE, fields(timeframe=[1])), Reason.BAD_TIMEFRAME),
     "timeframe short key": (
-        sign_raw(ALICE, fields(timeframe={b"\x01" * 31: 1})),
+        sign_raw(ALICE, fields(timeframe={b"\x01" * 31: [1, TAG]})),
         Reason.BAD_TIMEFRAME,
     ),
-    "timeframe string key": (sign_raw(ALICE, fields(timeframe={"a": 1})), Reason.BAD_TIMEFRAME),
+    "timeframe string key": (
+        sign_raw(ALICE, fields(timeframe={"a": [1, TAG]})),
+        Reason.BAD_TIMEFRAME,
+    ),
     "timeframe own feed": (
-        sign_raw(ALICE, fields(timeframe={ALICE.public: 1})),
+        sign_raw(ALICE, fields(timeframe={ALICE.public: [1, TAG]})),
         Reason.BAD_TIMEFRAME,
     ),
-    "timeframe seq 0": (sign_raw(ALICE, fields(timeframe={BOB.public: 0})), Reason.BAD_TIMEFRAME),
-    "timeframe seq text": (
-        sign_raw(ALICE, fields(timeframe={BOB.public: "3"})),
+    "timeframe seq 0": (
+        sign_raw(ALICE, fields(timeframe={BOB.public: [0, TAG]})),
         Reason.BAD_TIMEFRAME,
+    ),
+    "timeframe seq text": (
+        sign_raw(ALICE, fields(timeframe={BOB.public: ["3", TAG]})),
+        Reason.BAD_TIMEFRAME,
+    ),
+    "timeframe seq as bool": (
+        sign_raw(ALICE, fields(timeframe={BOB.public: [True, TAG]})),
+        Reason.BAD_TIMEFRAME,
+    ),
+    "timeframe entry a bare seq (format 1)": (
+        sign_raw(ALICE, fields(timeframe={BOB.public: 3})),
+        Reason.BAD_TIMEFRAME,
+    ),
+    "timeframe tag of 15 bytes": (
+        sign_raw(ALICE, fields(timeframe={BOB.public: [3, TAG[:15]]})),
+        Reason.BAD_TIMEFRAME,
+    ),
+    "timeframe tag of 17 bytes": (
+        sign_raw(ALICE, fields(timeframe={BOB.public: [3, TAG + b"\x00"]})),
+        Reason.BAD_TIMEFRAME,
+    ),
+    "timeframe tag of a whole id": (
+        sign_raw(ALICE, fields(timeframe={BOB.public: [3, ID_A]})),
+        Reason.BAD_TIMEFRAME,
+    ),
+    "timeframe tag as text": (
+        sign_raw(ALICE, fields(timeframe={BOB.public: [3, "t" * 16]})),
+        Reason.BAD_TIMEFRAME,
+    ),
+    "timeframe entry without its tag": (
+        sign_raw(ALICE, fields(timeframe={BOB.public: [3]})),
+        Reason.BAD_TIMEFRAME,
+    ),
+    "timeframe entry of three items": (
+        sign_raw(ALICE, fields(timeframe={BOB.public: [3, TAG, 0]})),
+        Reason.BAD_TIMEFRAME,
+    ),
+    "timeframe entry tag first": (
+        sign_raw(ALICE, fields(timeframe={BOB.public: [TAG, 3]})),
+        Reason.BAD_TIMEFRAME,
+    ),
+    "timeframe entry a map": (
+        sign_raw(ALICE, fields(timeframe={BOB.public: {"seq": 3, "tag": TAG}})),
+        Reason.BAD_TIMEFRAME,
+    ),
+    "timeframe seq in a longer integer form": (
+        sign_raw(ALICE, fields(timeframe={BOB.public: [3, TAG]})).replace(
+            b"\x92\x03\xc4\x10", b"\x92\xcd\x00\x03\xc4\x10"
+        ),
+        Reason.NON_CANONICAL,
+    ),
+    "65 timeframe entries": (
+        sign_raw(ALICE, fields(timeframe=entries(65))),
+        Reason.TOO_MANY_TIMEFRAME_ENTRIES,
     ),
     "tangles list": (sign_raw(ALICE, fields(tangles=[])), Reason.BAD_TANGLES),
     "tangle name empty": (
@@ -246,19 +359,53 @@ def test_every_rule_has_its_reason_code(raw, reason):
 
 
 def test_every_reason_of_the_protocol_layer_is_covered():
-    storage_reasons = {
-        Reason.MISSING_PREVIOUS,
-        Reason.CHAIN_MISMATCH,
-        Reason.FORKED_FEED,
-        Reason.TIMEFRAME_CYCLE,
-    }
+    storage_reasons = {Reason.MISSING_PREVIOUS, Reason.CHAIN_MISMATCH, Reason.FORKED_FEED}
     covered = {reason for _, reason in CASES.values()}
-    covered.add(Reason.TOO_MANY_TIMEFRAME_ENTRIES)  # below, with a configured limit
     assert covered == set(Reason) - storage_reasons
 
 
+def test_a_version_1_message_is_refused_and_the_detail_says_why():
+    """Format 1's timeframes fail format 2's shape; the reason is the version all the same."""
+    for raw in (version_1({BOB.public: 3}), version_1({})):
+        with pytest.raises(InvalidMessage) as caught:
+            decode_message(raw)
+        assert caught.value.reason is Reason.UNKNOWN_VERSION
+        assert "version 1" in caught.value.detail
+    # The same timeframe as format 2 signs it is accepted: the version alone was refused.
+    assert decode_message(sign_raw(ALICE, fields(timeframe={BOB.public: [3, TAG]}))).seq == 1
+
+
+def test_the_default_limits_take_64_timeframe_entries_and_no_more():
+    assert DEFAULT_LIMITS.max_timeframe_entries == 64
+    most = decode_message(sign_raw(ALICE, fields(timeframe=entries(64))))
+    assert len(most.timeframe) == 64 and set(most.timeframe_tags.values()) == {TAG}
+    with pytest.raises(InvalidMessage) as caught:
+        decode_message(sign_raw(ALICE, fields(timeframe=entries(65))))
+    assert caught.value.reason is Reason.TOO_MANY_TIMEFRAME_ENTRIES
+    assert "65" in caught.value.detail
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [7, (7, TAG[:15]), (7, TAG + b"\x00"), (0, TAG), ("7", TAG)],
+    ids=["bare seq", "15-byte tag", "17-byte tag", "seq 0", "seq text"],
+)
+def test_signing_a_bad_timeframe_entry_is_a_local_error(entry):
+    with pytest.raises(UnpublishableMessage) as caught:
+        sign_message(
+            ALICE,
+            seq=1,
+            prev=None,
+            timestamp=0,
+            timeframe={BOB.public: entry},
+            tangles={},
+            content=None,
+        )
+    assert caught.value.reason is Reason.BAD_TIMEFRAME
+
+
 def test_limits_are_configurable():
-    raw = sign_raw(ALICE, fields(timeframe={BOB.public: 1, keypair("carol").public: 2}))
+    raw = sign_raw(ALICE, fields(timeframe={BOB.public: [1, TAG], CAROL.public: [2, TAG]}))
     assert decode_message(raw).seq == 1
     with pytest.raises(InvalidMessage) as caught:
         decode_message(raw, Limits(max_timeframe_entries=1))
