@@ -30,8 +30,9 @@ is the closed vector clock of its first txn's parents: every feed at the
 highest seq they reach, transitively, the creator's included and the author's
 own left out, each entry tagged with the message it names. (It names more
 than the heads a node would, which claims nothing false and makes the
-edit's weft, read through its timeframe, exactly that clock.) Its weft is then exactly the version its author saw, provided
-two things hold, and the replay makes them hold:
+edit's weft, read through its timeframe, exactly that clock.) Its weft is
+then exactly the version its author saw, provided two things hold, and the
+replay makes them hold:
 
 - a txn that another txn cites, other than as its author's next edit, ends
   its message (`boundaries`): a weft cannot stop in the middle of a message;
