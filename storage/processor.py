@@ -283,6 +283,8 @@ class Processor:
         """Place feed's next unprocessed message, if stored: ready, or waiting on one entry."""
         seq = self._seq(feed) + 1
         candidate = (feed, seq)
+        if candidate in self._readied:  # ready already (woken twice in one transaction)
+            return
         timeframe = self._timeframes.get(candidate)
         if timeframe is None:
             message = self._batch.get(candidate)

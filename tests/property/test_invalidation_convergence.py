@@ -1,10 +1,10 @@
 """Hypothesis: honest nodes converge on the same state whatever lies the messages tell.
 
-A small world of 3-5 feeds whose timeframes name other feeds' seqs (honest
-ones only what was written already; liars' and fork twins' any seq, some ahead
-of what was ever written, which closes timeframe cycles, several of them
-overlapping and some through forks), fork twins (same key, another history
-from some seq on), and two tangles whose members link to any earlier message,
+A small world of 3-5 feeds whose timeframes name other feeds' messages by
+seq and tag (honest ones only messages written already, on either branch of
+a forked feed; liars' and fork twins' also seqs ahead of what was ever
+written, or tags no message has), fork twins (same key, another history from
+some seq on), and two tangles whose members link to any earlier message,
 liars' included; now and then a message or two is withheld from everyone.
 
 The pool goes to three stores in three random orders cut into random batches
@@ -81,13 +81,18 @@ def worlds(draw, max_feeds: int = 5, max_length: int = 4):
         if index in twins and not feed.messages:
             base, shared = twins[index]
             feed.messages = list(writers[base][0].messages[:shared])
-        timeframe = {}
+        timeframe: dict[bytes, Message | tuple[int, bytes]] = {}
         liar = feed.public in liars or index in twins
         for other in feeds:
-            written_of = max(len(f.messages) for f, _l in writers if f.public == other.public)
-            top = longest[other.public] + 1 if liar else written_of
-            if other.public != feed.public and top and draw(st.integers(0, 2)) == 0:
-                timeframe[other.public] = draw(st.integers(1, top))
+            if other.public == feed.public or draw(st.integers(0, 2)):
+                continue
+            # every message written of that key, on any branch
+            known = {m.id: m for f, _l in writers if f.public == other.public for m in f.messages}
+            if known and (not liar or draw(st.booleans())):
+                timeframe[other.public] = known[draw(st.sampled_from(sorted(known)))]
+            elif liar:  # a seq maybe never written, a tag no message has
+                seq = draw(st.integers(1, longest[other.public] + 1))
+                timeframe[other.public] = (seq, draw(st.binary(min_size=16, max_size=16)))
         links: dict[str, TangleLink] = {}
         choice = draw(st.integers(0, 3))
         if choice == 0 or (choice == 1 and not tangles):
@@ -169,8 +174,9 @@ def ground_truth(path: Path, pool: list[Message], boundaries: dict[bytes, int]) 
 
 def expected_frontier(store: FeedStore) -> dict[bytes, int]:
     """The processed frontier the rule gives for what the store holds now: a message is
-    processed once its previous one is and every timeframe entry is, an entry naming an
-    invalid feed at or past its boundary counting as its last valid seq."""
+    processed once its previous one is and every message its timeframe names is, with the
+    tag named; an entry naming an invalid feed at or past its boundary counts as its last
+    valid seq, whatever its tag."""
     invalid = store.invalid_feeds()
     heads = {feed.author: feed.head_seq for feed in store.feeds()}
     done = dict.fromkeys(heads, 0)
@@ -181,8 +187,14 @@ def expected_frontier(store: FeedStore) -> dict[bytes, int]:
             if done[author] >= head:
                 continue
             message = store.get_by_seq(author, done[author] + 1)
-            needs = message.timeframe.items()
-            if all(done.get(f, 0) >= min(s, invalid.get(f, s + 1) - 1) for f, s in needs):
+
+            def met(feed: bytes, seq: int, tag: bytes) -> bool:
+                end = invalid.get(feed, seq + 1) - 1
+                if end < seq:
+                    return done.get(feed, 0) >= end
+                return done.get(feed, 0) >= seq and store.get_by_seq(feed, seq).id[:16] == tag
+
+            if all(met(f, s, t) for f, (s, t) in message.named().items()):
                 done[author] += 1
                 progress = True
     return {author: seq for author, seq in done.items() if seq}
