@@ -31,6 +31,15 @@ we ask for its message at our head's seq. Each proof cuts the feed back
 one step lower on both sides until the branches meet, so both nodes end at
 the seq where the fork began.
 
+Suspected forks are fetched the same way. Where the store holds one (a
+message names (feed, seq) by a tag other than that of the message held
+there: storage.processor), each session asks its peer, if the peer's clock
+reaches that seq, for the feed's messages from that seq on: a peer holding
+the other branch sends the message named, and with ours it makes the
+proof that settles the suspicion. The store's suspects are read once per
+store version for all the node's sessions (`SuspectWatch`), by a task of
+each session's own (`_watch_suspects`), so the writer never waits on it.
+
 What a peer may cost us is bounded: what it sent and we have not stored
 stays within the credit we granted and the inbox's byte bound (past it we
 stop reading), its clock names at most `max_peer_feeds` feeds (more drops
@@ -44,12 +53,16 @@ bytes and messages, under the peer's key while the session runs, whose
 `PeerState` gives its lag at scrape time.
 
 A message the store rejects for any reason but `forked-feed` or
-`chain-mismatch` (which an honest peer that holds
-what a proof condemns can cause) means the peer is broken or hostile:
-`PeerMisbehaved` ends the connection with the reason, and only this one.
+`chain-mismatch` (which an honest peer that holds what a proof condemns
+can cause), or `missing-previous` for a feed past the seq where the peer's
+branch did not chain to ours (the rest of that branch), means the peer is
+broken or hostile: `PeerMisbehaved` ends the connection with the reason,
+and only this one.
 """
 
 from __future__ import annotations
+
+import weakref
 
 import structlog
 import trio
@@ -88,6 +101,39 @@ class PeerMisbehaved(RemoteProtocolError):
     """The peer sent something invalid; the connection is dropped."""
 
 
+class SuspectWatch:
+    """The store's suspected forks, as feed -> the lowest seq suspected, read at most once
+    per store version whatever the number of sessions asking (one per service:
+    `suspect_watch`). The lowest is all a WANT needs: it asks from there on."""
+
+    def __init__(self) -> None:
+        self.version = -1  # the store version `lowest` was read at (or after)
+        self.lowest: dict[bytes, int] = {}
+        self._lock = trio.Lock()
+
+    async def read(self, service: StoreService) -> dict[bytes, int]:
+        """The suspects as of the service's current version (read again if it moved)."""
+        async with self._lock:
+            version = service.version
+            if version != self.version:
+                lowest: dict[bytes, int] = {}
+                for each in await service.suspected_forks():
+                    lowest[each.feed] = min(each.seq, lowest.get(each.feed, each.seq))
+                self.lowest, self.version = lowest, version
+        return self.lowest
+
+
+_WATCHES: weakref.WeakKeyDictionary[StoreService, SuspectWatch] = weakref.WeakKeyDictionary()
+
+
+def suspect_watch(service: StoreService) -> SuspectWatch:
+    """The one `SuspectWatch` of `service`, shared by its sessions."""
+    watch = _WATCHES.get(service)
+    if watch is None:
+        watch = _WATCHES[service] = SuspectWatch()
+    return watch
+
+
 class GossipSession:
     def __init__(
         self,
@@ -116,11 +162,14 @@ class GossipSession:
         self.proofs_sent: set[frozenset[bytes]] = set()
         self.evidence_seen = -1  # the service's evidence version we last sent proofs for
         self.variants: dict[tuple[bytes, int], bytes] = {}  # refused (feed, seq) -> id
+        self.parted: dict[bytes, int] = {}  # feed -> the lowest seq of the peer's that did not
+        # chain to ours (chain-mismatch): its later messages there miss their previous
         self._poke = trio.Event()
         self.inbox = Inbox(service, self._stored, self._take_evidence, max_batch=store_batch)
         self._outgoing: list[bytes] = []  # grants and wants the storer left for `_send_soon`
         self._outgoing_added = trio.Event()
         self.traffic = PeerTraffic()  # the node's counters for this peer, once `run` starts
+        self.suspects = suspect_watch(service)
 
     def _our_clock(self) -> Clock:
         tags = self.service.tags
@@ -129,12 +178,15 @@ class GossipSession:
     async def run(self) -> None:
         self.service.verifier.want()  # its messages are checked in a worker process
         self.advertised = self._our_clock()
+        seen = self.service.version
+        await self.suspects.read(self.service)  # known before the peer's clock comes
         with self.service.counters.session(self.peer) as self.traffic:
             await self._send(self.connection.hello(self.advertised))
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._read)
                 nursery.start_soon(self.inbox.run)
                 nursery.start_soon(self._send_outgoing)
+                nursery.start_soon(self._watch_suspects, seen)
                 await self._write()
 
     async def _send(self, data: bytes) -> None:
@@ -195,7 +247,36 @@ class GossipSession:
                 wants[feed] = have
             elif seq == have and have and tag != tags.get(feed):
                 wants[feed] = have - 1  # its message at our head's seq is another
+        for feed, after in self._suspect_wants(heads).items():
+            wants[feed] = min(after, wants.get(feed, after))
         await self._send_wants(wants)
+
+    def _suspect_wants(self, heads: Clock) -> dict[bytes, int]:
+        """For each feed of `heads` (the peer's) with a suspected fork the peer's head
+        reaches: its messages from the lowest suspected seq on, unless its head is the very
+        message we hold there (same seq, same tag)."""
+        ours, tags, invalid = self.service.clock, self.service.tags, self.service.invalid
+        lowest = self.suspects.lowest
+        few, many = (heads, lowest) if len(heads) < len(lowest) else (lowest, heads)
+        wants: dict[bytes, int] = {}
+        for feed in [feed for feed in few if feed in many]:
+            seq, (peer_seq, peer_tag) = lowest[feed], heads[feed]
+            if feed in invalid and invalid[feed] <= seq:
+                continue  # a proof settled it since the suspects were read
+            if peer_seq < seq or (peer_seq == seq == ours.get(feed) and peer_tag == tags[feed]):
+                continue  # the peer holds nothing there, or what we hold
+            wants[feed] = seq - 1
+        return wants
+
+    async def _watch_suspects(self, seen: int) -> None:
+        """Whenever the store moves, ask the peer for any new suspect's other branch."""
+        while True:
+            await self.service.wait_changed(seen)
+            seen = self.service.version
+            lowest = await self.suspects.read(self.service)
+            clock, tags = self.peer.clock, self.peer_tags
+            heads = {f: (clock[f], tags[f]) for f in lowest if f in tags and f in clock}
+            self._send_soon(self._want_frame(self._suspect_wants(heads)))
 
     async def _send_wants(self, wants: dict[bytes, int]) -> None:
         await self._send(self._want_frame(wants))
@@ -228,15 +309,31 @@ class GossipSession:
         """The inbox stored a batch: check what became of it, grant its credit back."""
         descend: dict[bytes, int] = {}
         for result in results:
-            if result.outcome is Outcome.REJECTED and result.reason not in _FORGIVEN:
+            if result.outcome is Outcome.REJECTED and not self._forgiven(result):
                 raise PeerMisbehaved(f"sent an invalid message: {result.reason}: {result.detail}")
             self._note_variant(result)
             if result.reason is Reason.CHAIN_MISMATCH and result.message:
                 # Its branch and ours differ at or below our head: ask for its message there.
-                descend[result.message.author] = max(result.message.seq - 2, 0)
+                author, seq = result.message.author, result.message.seq
+                descend[author] = max(seq - 2, 0)
+                self.parted[author] = min(seq, self.parted.get(author, seq))
+                if len(self.parted) > VARIANTS_REMEMBERED:
+                    del self.parted[next(iter(self.parted))]
         self.peer.received += sum(result.outcome is Outcome.ACCEPTED for result in results)
         self._send_soon(self.connection.grant(len(raws)))
         self._send_soon(self._want_frame(descend))
+
+    def _forgiven(self, result: IngestResult) -> bool:
+        """A refusal an honest peer can cause: it holds what a proof condemns, or another
+        branch, whose next messages (past the first that did not chain) miss their previous."""
+        if result.reason in _FORGIVEN:
+            return True
+        message = result.message
+        return (
+            result.reason is Reason.MISSING_PREVIOUS
+            and message is not None
+            and message.seq > self.parted.get(message.author, message.seq)
+        )
 
     def _note_variant(self, result: IngestResult) -> None:
         """Drop a peer that sends two messages for one (feed, seq): an honest one holds one."""

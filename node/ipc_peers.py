@@ -4,9 +4,17 @@ Theory of operation
 -------------------
 `node/ipc.py` serves the socket and dispatches every op through one table;
 these handlers join it (`PeerOps.replies()`). Every reply is bounded
-whatever peers advertise: at most `STATUS_LIST` forks, stalls and peers in
-a status (the rest counted), pages of peers and clocks, `BEHIND_SHOWN`
-feeds of each peer's behind-map.
+whatever peers advertise: at most `STATUS_LIST` forks, suspected forks,
+stalls and peers in a status (the rest counted), pages of peers and
+clocks, `BEHIND_SHOWN` feeds of each peer's behind-map.
+
+A suspected fork (storage.processor) is a (feed, seq) that a message names
+with a tag other than the one of the message held there: `status` shows
+each as `{feed, seq, named_tag, held_tag, named_by}` (the tags are the
+first bytes of the two ids, `named_by` the feed whose next message waits
+for the proof), until a proof settles it; gossip asks peers for the other
+message meanwhile (node/gossip.py). That wait is a stall too, whose
+`waits_for_tag` is the tag named (None for a stall on a message not held).
 
 A peer is shown by its key; its `address` is the one we dial it at (None
 for a peer that only dialed us: its source port is temporary and tells a
@@ -95,9 +103,11 @@ class PeerOps:
         }
 
     async def status(self, request: StatusRequest) -> dict[str, Any]:
-        """A summary: counts, and at most `STATUS_LIST` forks, stalls and peers each."""
+        """A summary: counts, and at most `STATUS_LIST` forks, suspected forks, stalls and
+        peers each."""
         invalid = dict(self.service.invalid)
         stalled = await self.service.stalls()
+        suspected = await self.service.suspected_forks()
         forked = set(invalid)
         ours = self.service.clock
         peers = list(self.registry.peers.values())
@@ -108,18 +118,32 @@ class PeerOps:
             "messages": sum(ours.values()),
             "forks": [[author, seq] for author, seq in list(invalid.items())[:STATUS_LIST]],
             "forks_total": len(invalid),
+            "suspected_forks": [
+                {
+                    "feed": x.feed,
+                    "seq": x.seq,
+                    "named_tag": x.named_tag,
+                    "held_tag": x.held_tag,
+                    "named_by": x.by_feed,
+                }
+                for x in suspected[:STATUS_LIST]
+            ],
+            "suspected_forks_total": len(suspected),
             "final": await self.service.final(),
             "stalls": [
-                {"feed": x.feed, "seq": x.seq, "waits_for": [x.needs_feed, x.needs_seq]}
+                {
+                    "feed": x.feed,
+                    "seq": x.seq,
+                    "waits_for": [x.needs_feed, x.needs_seq],
+                    "waits_for_tag": x.needs_tag,  # set for a suspected fork's wait
+                }
                 for x in stalled[:STATUS_LIST]
             ],
             "stalls_total": len(stalled),
             "peers": shown,
             "peers_total": len(peers),
             "peers_connected": sum(peer.connected for peer in peers),
-            "truncated": len(invalid) > STATUS_LIST
-            or len(stalled) > STATUS_LIST
-            or len(peers) > STATUS_LIST,
+            "truncated": max(len(invalid), len(suspected), len(stalled), len(peers)) > STATUS_LIST,
             **self.status_extra,
         }
         if request.digests:

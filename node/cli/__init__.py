@@ -32,7 +32,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "log": (".feeds:log_command", "List FEED's messages (default: our own feed); --json gives JSON lines."),  # noqa: E501
     "show": (".feeds:show", "Print the message MESSAGE_ID: who wrote it, when, what it says, then its fields."),  # noqa: E501
     "feeds": (".feeds:feeds", "List the feeds in the store: our own marked, names, head seq, where invalid ones end."),  # noqa: E501
-    "forks": (".feeds:forks", "List the evidence held: forks (two messages at one seq) and suspected forks (one seq named with two tags)."),  # noqa: E501
+    "forks": (".feeds:forks", "List the evidence held: fork proofs (two messages at one seq), then suspected forks (one seq named with two tags)."),  # noqa: E501
     "check": (".feeds:check", "Re-verify every stored message and every index."),
     "run": (".daemon:run", "Run the node: peers, gossip and the IPC socket, until SIGTERM or SIGINT."),  # noqa: E501
     "status": (".daemon:status", "The running node's feed, counts, finality, peers and each timeline's digest."),  # noqa: E501

@@ -89,8 +89,13 @@ def status(obj: Context, as_json: bool) -> None:
     Peers show caught up, behind, or why not connected; compare digests across nodes."""
     raw = ask_node(obj, "status", {"digests": True})
     digests = raw.pop("digests", [])
+    suspected = raw.get("suspected_forks", [])
     report = render_body(raw)
     if as_json:
+        report["suspected_forks"] = [_suspect_json(each) for each in suspected]
+        for stall, raw_stall in zip(report["stalls"], raw["stalls"], strict=True):
+            if raw_stall.get("waits_for_tag") is not None:  # a tag, not an id: no `%`
+                stall["waits_for_tag"] = _tag_text(raw_stall["waits_for_tag"])
         emit_json(report | {"digests": digests_json(digests)})
         return
     label = _labeller(obj)
@@ -99,10 +104,17 @@ def status(obj: Context, as_json: bool) -> None:
         click.echo(f"web: {_web_url(obj, str(report['web']))}")
     forks_total = report.get("forks_total", len(report["forks"]))
     stalls_total = report.get("stalls_total", len(report["stalls"]))
+    suspected_total = report.get("suspected_forks_total", len(suspected))
     click.echo(
         f"{report['feeds']} feeds, {report['messages']} messages, {forks_total} forks, "
-        f"{stalls_total} stalled"
+        f"{suspected_total} suspected forks, {stalls_total} stalled"
     )
+    if suspected:
+        click.echo("suspected forks (one seq named with two tags; peers are asked for the other):")
+        for each in suspected:
+            click.echo("  " + _suspect_line(each, label))
+        if suspected_total > len(suspected):
+            click.echo(f"  ... and {suspected_total - len(suspected)} more (tangled forks)")
     spacetime = next((row for row in digests if row.get("spacetime")), None)
     size = f" of {spacetime['count']}" if spacetime else ""
     click.echo(f"final: the first {report['final']}{size} spacetime positions can no longer change")
@@ -121,6 +133,31 @@ def status(obj: Context, as_json: bool) -> None:
             click.echo(f"  {where:<{width}}  {count:>8}  {digest}")
         if raw.get("digests_truncated"):
             click.echo("  ... more tangles (tangled timeline NAME/ROOT --digest)")
+
+
+def _tag_text(tag: bytes) -> str:
+    from tanglenode.node.cli.render import tag_text  # the message codec loads for tags only
+
+    return tag_text(bytes(tag))
+
+
+def _suspect_json(each: dict[str, Any]) -> dict[str, Any]:
+    """A status' suspected fork with ids and tags as text."""
+    return {
+        "feed": feed_text(bytes(each["feed"])),
+        "seq": each["seq"],
+        "named_tag": _tag_text(each["named_tag"]),
+        "held_tag": _tag_text(each["held_tag"]),
+        "named_by": feed_text(bytes(each["named_by"])),
+    }
+
+
+def _suspect_line(each: dict[str, Any], label: Callable[[bytes], str]) -> str:
+    """One suspected fork, for people: which seq, who names which tag, which tag is held."""
+    shown = _suspect_json(each)
+    feed, by = safe(label(bytes(each["feed"]))), safe(label(bytes(each["named_by"])))
+    held = shown["held_tag"] or "nothing"
+    return f"{feed} seq {each['seq']}: {by} names {shown['named_tag']}, held {held}"
 
 
 def _web_url(obj: Context, base: str) -> str:

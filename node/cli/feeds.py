@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from tanglenode.config.secret import read_secret
-from tanglenode.node.cli.render import format_timestamp, message_dict
+from tanglenode.node.cli.render import format_timestamp, message_dict, tag_text
 from tanglenode.node.cli.support import (
     COUNT,
     SEQ,
@@ -243,9 +243,16 @@ def feeds(obj: Context, as_json: bool) -> None:
 @json_option
 @click.pass_obj
 def forks(obj: Context, as_json: bool) -> None:
-    """List the evidence held: forks (two messages at one seq) and suspected forks (one seq named with two tags)."""
+    """List the evidence held: fork proofs (two messages at one seq), then suspected forks
+    (one seq named with two tags).
+
+    A suspected fork is a (feed, seq) some message names by a tag (the first bytes of an
+    id) other than the one of the message held there: the naming message waits for the
+    proof, which gossip asks peers for. --json gives one object per line, the suspected
+    ones with kind `suspected`, their tags as unpadded URL-safe base64."""
     with obj.open_store() as store:
         evidence = store.evidence()
+        suspected = store.suspected_forks()
     for item in evidence:
         invalid = {feed_text(author): seq for author, seq in item.invalid.items()}
         if as_json:
@@ -263,6 +270,23 @@ def forks(obj: Context, as_json: bool) -> None:
                 f"{feed_text(m.author)[:12]}:{m.seq}={message_text(m.id)}" for m in item.messages
             )
             click.echo(f"{item.kind.value}: {feeds_cut or '(nothing cut)'}  [{messages}]")
+    for each in suspected:
+        record = {
+            "kind": "suspected",
+            "feed": feed_text(each.feed),
+            "seq": each.seq,
+            "named_tag": tag_text(each.named_tag),
+            "held_tag": tag_text(each.held_tag),
+            "named_by": feed_text(each.by_feed),
+        }
+        if as_json:
+            emit_json(record)
+        else:
+            held = record["held_tag"] or "nothing"
+            click.echo(
+                f"suspected: {record['feed']} seq {each.seq}: {record['named_by']} names "
+                f"{record['named_tag']}, held {held}"
+            )
 
 
 @click.command()

@@ -6,7 +6,8 @@ Two sources, in a registry of our own (not prometheus-client's global one,
 which would mix in the process collectors and outlive the node in tests):
 
 - gauges set from the node's status (the IPC `status` handler's reply) at
-  each scrape: messages, feeds, peers, forks, stalls, finality, subscribers;
+  each scrape: messages, feeds, peers, forks, suspected forks, stalls,
+  finality, subscribers;
 - `NodeCollector`, a custom collector that reads the node's counters
   (node/counters.py: plain ints and bucket lists, which the hot paths add
   to without importing anything of this) and the store's size, and turns
@@ -189,6 +190,10 @@ class Metrics:
         "peers_connected": ("tanglenode_peers_connected", "Peers connected now"),
         "peers_total": ("tanglenode_peers", "Peers known (connected, dialed or seen)"),
         "forks_total": ("tanglenode_forks", "Feeds caught forking"),
+        "suspected_forks_total": (
+            "tanglenode_suspected_forks",
+            "Seqs named with a tag other than the held message's, awaiting a fork proof",
+        ),
         "stalls_total": ("tanglenode_stalls", "Messages waiting for one they depend on"),
         "final": ("tanglenode_final_positions", "Spacetime positions that can no longer change"),
         "subscribers": ("tanglenode_ipc_subscribers", "IPC streams open (subscribe, watches)"),

@@ -1,7 +1,9 @@
 """`/`: the node at a glance, server-rendered from the status `tangled status` reads.
 
-Our feed, peers and their progress, forks, stalls, the finality watermark and
-each timeline's digest; every value from others escaped (node/web/page.py).
+Our feed, peers and their progress, forks and suspected forks (a seq named
+with a tag other than the held message's, until a proof comes), stalls, the
+finality watermark and each timeline's digest; every value from others
+escaped (node/web/page.py).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from typing import Any
 
 from tanglenode.node.cli.digest import digest_rows
 from tanglenode.node.cli.names import Names
+from tanglenode.node.cli.render import tag_text
 from tanglenode.node.cli.terminal import safe
 from tanglenode.node.web.http import Request, Response, WebContext, html_response
 from tanglenode.node.web.page import e, shell
@@ -50,7 +53,18 @@ def render_status(
     parts.append(_none(status["peers"]) + "</ul><h2>Forks</h2><ul>")
     for author, seq in status["forks"]:
         parts.append(f"<li>{label(author)} <code>{e(feed_text(author))}</code> at {int(seq)}</li>")
-    parts.append(_none(status["forks"]) + "</ul><h2>Stalls</h2><ul>")
+    suspected, total = status["suspected_forks"], status["suspected_forks_total"]
+    parts.append(_none(status["forks"]) + f"</ul><h2>Suspected forks: {int(total)}</h2><ul>")
+    for each in suspected:
+        parts.append(
+            f"<li>{label(each['feed'])} <code>{e(feed_text(each['feed']))}</code> at "
+            f"{int(each['seq'])}: {label(each['named_by'])} names <code>"
+            f"{e(tag_text(each['named_tag']))}</code>, held <code>"
+            f"{e(tag_text(each['held_tag']) or 'nothing')}</code></li>"
+        )
+    if total > len(suspected):
+        parts.append(f"<li class='muted'>and {int(total) - len(suspected)} more</li>")
+    parts.append(_none(suspected) + "</ul><h2>Stalls</h2><ul>")
     for stall in status["stalls"]:
         needs_feed, needs_seq = stall["waits_for"]
         parts.append(

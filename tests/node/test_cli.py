@@ -1,5 +1,6 @@
 """The `tangled` console script, run as a real process against real data directories."""
 
+import base64
 import json
 import os
 import socket
@@ -184,6 +185,63 @@ def test_an_archive_names_the_nodes_feed(ready):
     (ready.data_dir / "secret").unlink()  # a store kept without its key still exports
     ready.ok("export", "--out", str(keyless))
     assert "feed" not in json.loads((keyless / "archive.json").read_text())
+
+
+def tag_shown(msg_id: bytes) -> str:
+    """A tag as the CLI shows it: its 16 bytes in unpadded URL-safe base64."""
+    return base64.urlsafe_b64encode(msg_id[:16]).rstrip(b"=").decode()
+
+
+def test_suspected_forks_are_listed_after_the_proven_ones(ready):
+    forker, other_branch, honest = Feed("forker"), Feed("forker"), Feed("honest")
+    held, other = forker.append("one"), other_branch.append("other")
+    naming = honest.append("saw the other", timeframe={forker.public: other})
+    twin, twin_other = Feed("twin"), Feed("twin")
+    with FeedStore(ready.data_dir / "store") as store:
+        store.ingest([held.raw, naming.raw, twin.append("a").raw, twin_other.append("b").raw])
+    proven, suspected = [json.loads(line) for line in ready.ok("forks", "--json").splitlines()]
+    assert proven["kind"] == "fork" and proven["invalid"] == {twin.keypair.feed_id: 1}
+    assert suspected == {
+        "kind": "suspected",
+        "feed": forker.keypair.feed_id,
+        "seq": 1,
+        "named_tag": tag_shown(other.id),
+        "held_tag": tag_shown(held.id),
+        "named_by": honest.keypair.feed_id,
+    }
+    assert suspected["named_tag"] == message_text(other.id)[1:22] + suspected["named_tag"][21]
+    fork_line, suspect_line = ready.ok("forks").splitlines()
+    assert fork_line.startswith("fork: ")
+    assert suspect_line == (
+        f"suspected: {forker.keypair.feed_id} seq 1: {honest.keypair.feed_id} names "
+        f"{suspected['named_tag']}, held {suspected['held_tag']}"
+    )
+    with FeedStore(ready.data_dir / "store") as store:
+        store.ingest([other.raw])  # the other branch: a proof, and nothing suspected
+    kinds = [json.loads(line)["kind"] for line in ready.ok("forks", "--json").splitlines()]
+    assert kinds == ["fork", "fork"]
+
+
+def test_status_shows_a_suspected_fork_in_one_line():
+    from tanglenode.node.cli.daemon import _suspect_json, _suspect_line
+
+    entry = {
+        "feed": b"\x01" * 32,
+        "seq": 4,
+        "named_tag": b"\xff" * 16,
+        "held_tag": b"",  # the held message gone meanwhile
+        "named_by": b"\x02" * 32,
+    }
+    assert _suspect_json(entry) == {
+        "feed": feed_text(b"\x01" * 32),
+        "seq": 4,
+        "named_tag": "_" * 21 + "w",
+        "held_tag": "",
+        "named_by": feed_text(b"\x02" * 32),
+    }
+    names = {b"\x01" * 32: "forker", b"\x02" * 32: "~\x1b[31mhonest"}
+    line = _suspect_line(entry, lambda feed: names[feed])
+    assert line == f"forker seq 4: ~?[31mhonest names {'_' * 21}w, held nothing"
 
 
 def test_forks_are_listed_and_check_flags_damage(ready):

@@ -30,14 +30,16 @@ import trio.testing
 from tanglenode.node.gossip import gossip
 from tanglenode.node.peers import PeerState
 from tanglenode.node.service import StoreService
+from tanglenode.protocol import identity
 from tanglenode.protocol.framing import FrameDecoder, encode_frame
-from tanglenode.protocol.gossip import VERSION, FrameKind, GossipConnection, tag_of
+from tanglenode.protocol.gossip import VERSION, FrameKind, GossipConnection, PeerWants, tag_of
 from tanglenode.protocol.identity import Keypair
 from tanglenode.protocol.message import message_id
+from tanglenode.storage.processor import SuspectedFork
 from tanglenode.storage.store import FeedStore
 from tests.factories import Feed, keypair, sign_raw, unsigned_fields
 from tests.node.test_hostile_peers import fork
-from tests.storage.test_invalidation import state, two_way_cycle
+from tests.storage.test_invalidation import state
 
 pytestmark = pytest.mark.timeout(20)
 
@@ -291,13 +293,14 @@ async def test_a_fork_between_the_two_stores_is_found_and_both_end_before_it(
 
 async def test_proofs_cross_the_connection_both_ways(open_side, autojump_clock):
     one, two = fork("crossing", 3, 6)
-    alice, bob, a1, b1 = two_way_cycle("crossing-")
-    a = open_side("a", one.messages, [two.messages[3]], [a1])  # a holds the fork's proof
-    b = open_side("b", one.messages, [a1], [b1])  # b holds the cycle's, and all of branch one
-    ((fork_proof,), (cycle_proof,)) = a.store.evidence(), b.store.evidence()
-    assert (fork_proof.kind, cycle_proof.kind) == ("fork", "cycle")
+    other_one, other_two = fork("crossing-other", 1, 3)
+    # Each side holds one proof, and all of the first branch the other's proof cuts.
+    a = open_side("a", one.messages, [two.messages[3]], other_one.messages)
+    b = open_side("b", one.messages, other_one.messages, [other_two.messages[1]])
+    ((a_proof,), (b_proof,)) = a.store.evidence(), b.store.evidence()
+    assert (a_proof.kind, b_proof.kind) == ("fork", "fork")
     wire = Wire()
-    expected_invalid = {one.public: 4, alice.public: 1, bob.public: 1}
+    expected_invalid = {one.public: 4, other_one.public: 2}
     async with trio.open_nursery() as nursery:
         sa, sb = start(nursery, a, b, wire)
         # Each writer has its first look before the peer's HELLO (and with it, credit) is
@@ -315,13 +318,134 @@ async def test_proofs_cross_the_connection_both_ways(open_side, autojump_clock):
         assert not sa.ended.is_set() and not sb.ended.is_set()
         nursery.cancel_scope.cancel()
     # Each proof crossed as EVIDENCE once, from the side that held it, and never came back.
-    fork_raws, cycle_raws = (sorted(m.raw for m in p.messages) for p in (fork_proof, cycle_proof))
+    a_raws, b_raws = (sorted(m.raw for m in p.messages) for p in (a_proof, b_proof))
     from_a = [sorted(frame[1]) for frame in wire.of("a", FrameKind.EVIDENCE)]
     from_b = [sorted(frame[1]) for frame in wire.of("b", FrameKind.EVIDENCE)]
-    assert from_a == [fork_raws] and from_b == [cycle_raws]
+    assert from_a == [a_raws] and from_b == [b_raws]
     assert state(a.store) == state(b.store)
     assert b.service.clock.get(one.public) == 3  # b's branch one cut back by a's proof
-    assert alice.public not in a.service.clock  # a's alice:1 cut by b's proof
+    assert a.service.clock.get(other_one.public) == 1  # and a's by b's
+
+
+async def test_a_peer_further_along_another_branch_is_not_dropped_for_its_branch(
+    open_side, autojump_clock
+):
+    """b's branch runs three messages past a's head: the first does not chain to a's head
+    (chain-mismatch), the others miss their previous. An honest peer sends just that: a
+    keeps it, asks for its message at a's head's seq, and the two make the proof."""
+    one, two = fork("further", 1, 5)
+    author = one.public
+    a = open_side("a", one.messages[:2])
+    b = open_side("b", two.messages)
+    wire = Wire()
+    async with trio.open_nursery() as nursery:
+        sa, sb = start(nursery, a, b, wire)
+        for side in (a, b):
+            await side.until(lambda s=side: s.service.invalid.get(author) == 2)
+        assert not sa.ended.is_set() and not sb.ended.is_set()  # nobody dropped anybody
+        nursery.cancel_scope.cancel()
+    assert wire.raws_from("b")[:3] == [m.raw for m in two.messages[2:5]]  # one frame, as said
+    assert [frame[1][author] for frame in wire.of("a", FrameKind.WANT) if author in frame[1]] == [
+        2,
+        1,
+    ]
+    assert state(a.store) == state(b.store)
+
+
+def processed_ids(store: FeedStore) -> set[bytes]:
+    return {message.id for _index, message in store.processed_page(0, 1000, 1 << 20) if message}
+
+
+def suspect_of(label: str, one: Feed, two: Feed, seq: int):
+    """An honest message naming branch `two` of a forked feed at `seq`, and the suspicion it
+    makes in a store that holds branch `one` there."""
+    named, held = two.messages[seq - 1], one.messages[seq - 1]
+    honest = Feed(f"honest-{label}")
+    message = honest.append({"saw": "branch two"}, timeframe={one.public: named})
+    suspected = SuspectedFork(
+        one.public, seq, identity.tag_of(named.id), identity.tag_of(held.id), honest.public
+    )
+    return message, suspected
+
+
+async def test_a_suspected_fork_is_fetched_from_a_peer_holding_the_other_branch(
+    open_side, autojump_clock
+):
+    """a holds branch one of a forker up to seq 2 and an honest message naming branch two's
+    seq 2: a suspected fork, the honest message held back. b holds branch two, further on.
+    a asks b for the feed from seq 2 straight away (not from its head, as a chain mismatch
+    would): b's message there and a's make the proof, which goes back to b, and the honest
+    message is processed on both."""
+    one, two = fork("suspect", 1, 4)
+    author = one.public
+    honest, suspected = suspect_of("at-start", one, two, 2)
+    a = open_side("a", one.messages[:2], [honest])
+    b = open_side("b", two.messages)
+    assert a.store.suspected_forks() == [suspected]
+    assert honest.id not in processed_ids(a.store)
+    wire = Wire()
+    async with trio.open_nursery() as nursery:
+        sa, sb = start(nursery, a, b, wire)
+        for side in (a, b):
+            await side.until(
+                lambda s=side: (
+                    s.service.invalid.get(author) == 2 and honest.author in s.service.clock
+                )
+            )
+        assert not sa.ended.is_set() and not sb.ended.is_set()  # nobody dropped anybody
+        nursery.cancel_scope.cancel()
+    # One WANT of the forked feed, from the suspect's seq; b, ahead on it, asked nothing.
+    assert [frame[1][author] for frame in wire.of("a", FrameKind.WANT) if author in frame[1]] == [1]
+    assert not [frame for frame in wire.of("b", FrameKind.WANT) if author in frame[1]]
+    (proof,) = a.store.evidence()
+    assert {m.id for m in proof.messages} == {one.messages[1].id, two.messages[1].id}
+    assert [sorted(frame[1]) for frame in wire.of("a", FrameKind.EVIDENCE)] == [
+        sorted(m.raw for m in proof.messages)
+    ]
+    for side in (a, b):
+        assert side.store.suspected_forks() == [] and side.store.stalls() == []
+        assert honest.id in processed_ids(side.store)
+        assert side.service.clock[author] == 1
+    assert state(a.store) == state(b.store)
+
+
+async def test_a_suspicion_that_arises_while_connected_is_asked_for_at_once(
+    open_side, autojump_clock
+):
+    """A peer whose clock shows nothing wrong (its head is below ours, on another branch) is
+    asked for the forked feed once the honest message naming its branch arrives."""
+    one, two = fork("suspect-live", 1, 4)
+    author = one.public
+    honest, suspected = suspect_of("live", one, two, 2)
+    a = open_side("a", one.messages)
+    peer = Keypair.generate()
+    async with trio.open_nursery() as nursery:
+        a_end, their_end = trio.testing.memory_stream_pair()
+        session = Session(a, Link(a_end, "a", peer.public, Wire()), PeerState(peer.public))
+        nursery.start_soon(session.run)
+        theirs = GossipConnection(window=16)
+        await their_end.send_all(theirs.hello({author: (3, tag_of(two.messages[2].id))}))
+        wants: list[dict[bytes, int]] = []
+        asked = trio.Event()
+
+        async def read_wants() -> None:
+            while data := await their_end.receive_some():
+                wants.extend(e.wants for e in theirs.receive_data(data) if isinstance(e, PeerWants))
+                if wants:
+                    asked.set()
+
+        nursery.start_soon(read_wants)
+        await trio.testing.wait_all_tasks_blocked(0.05)
+        assert wants == []  # its head, at 3, is below a's: nothing to ask for
+        await a.service.ingest([honest.raw])
+        assert a.store.suspected_forks() == [suspected]
+        await asked.wait()
+        assert wants == [{author: 1}]
+        await their_end.send_all(theirs.messages([two.messages[1].raw]))
+        await a.until(lambda: a.service.invalid.get(author) == 2)
+        await a.until(lambda: honest.id in processed_ids(a.store))
+        assert a.store.suspected_forks() == [] and not session.ended.is_set()
+        nursery.cancel_scope.cancel()
 
 
 # -- a peer that breaks the protocol ---------------------------------------------
@@ -352,9 +476,17 @@ BREACHES: dict[str, tuple[Any, str]] = {
     ),
     "wrong-version": (
         lambda _gossip: encode_frame([FrameKind.HELLO, VERSION + 1, {}, 8]),
-        f"gossip version {VERSION + 1}",
+        f"gossip version {VERSION + 1}; we speak {VERSION}",
     ),
-    "second-hello": (lambda gossip: gossip.hello({}), "a second or malformed HELLO"),
+    "older-version": (  # a node of the message format 1, with its HELLO of version 2
+        lambda _gossip: encode_frame([FrameKind.HELLO, 2, {}, 8]),
+        "gossip-version: the peer speaks gossip version 2; we speak 3",
+    ),
+    "second-hello": (lambda gossip: gossip.hello({}), "second-hello: a second HELLO"),
+    "evidence-not-a-proof": (
+        lambda _gossip: encode_frame([FrameKind.EVIDENCE, [chain("lone", 1)[0].raw]]),
+        "bad-evidence: EVIDENCE carries 1 messages",
+    ),
     "over-credit": (_too_many_messages, "messages sent with only 16 credit granted"),
     "forged-signature": (lambda gossip: gossip.messages([_forged()]), "bad-signature"),
     "clock-past-the-cap": (_wide_clock, "its clock names more than 10 feeds"),
@@ -379,7 +511,7 @@ async def test_a_peer_breaking_the_protocol_is_dropped_with_its_reason(
         dropped = Session(a, link, PeerState(breaker.public))
         nursery.start_soon(lambda: dropped.run(window=16, max_peer_feeds=10))
         theirs = GossipConnection(window=16)
-        if breach not in ("messages-before-hello", "wrong-version"):
+        if breach not in ("messages-before-hello", "wrong-version", "older-version"):
             await their_end.send_all(theirs.hello({}))
             while not theirs.peer_said_hello:  # a's HELLO, and with it a's credit
                 theirs.receive_data(await their_end.receive_some())

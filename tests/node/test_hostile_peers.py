@@ -19,12 +19,13 @@ from tanglenode.node.network import Network
 from tanglenode.node.peers import RECENT, PeerRegistry
 from tanglenode.node.service import StoreService
 from tanglenode.node.transport import SecureStream, client_handshake
-from tanglenode.protocol.gossip import GossipConnection, PeerHello, tag_of
+from tanglenode.protocol.framing import FrameDecoder, encode_frame
+from tanglenode.protocol.gossip import VERSION, FrameKind, GossipConnection, PeerHello, tag_of
 from tanglenode.protocol.identity import Keypair
 from tanglenode.protocol.message import Message
 from tanglenode.storage.store import FeedStore
 from tests.factories import Feed, keypair, sign_raw, unsigned_fields
-from tests.storage.test_invalidation import state, two_way_cycle
+from tests.storage.test_invalidation import state
 
 NETWORK_KEY = bytes(range(32))
 WAIT = 20
@@ -137,44 +138,45 @@ def last_error(node: Honest, peer: Keypair) -> str:
     return node.registry.peers[peer.public].last_error or ""
 
 
-async def test_a_cycle_sent_in_opposite_orders_ends_the_same_on_both_nodes(honest, nursery):
-    x, y = await honest("x"), await honest("y")
-    alice, bob, a1, b1 = two_way_cycle("opposite-")
-    async with attacker(x) as (secure, gossip):
-        await push(secure, gossip, [a1])
-        await x.until(lambda: x.service.clock.get(alice.public) == 1)
-        await push(secure, gossip, [b1])
-        await x.until(lambda: x.service.invalid)
-    async with attacker(y) as (secure, gossip):
-        await push(secure, gossip, [b1])
-        await y.until(lambda: y.service.clock.get(bob.public) == 1)
-        await push(secure, gossip, [a1])
-        await y.until(lambda: y.service.invalid)
-    link(nursery, x, y)
-    expected = {alice.public: 1, bob.public: 1}
-    await x.until(lambda: x.registry.is_connected(y.keypair.public))
-    await x.until(lambda: x.service.invalid == expected)
-    await y.until(lambda: y.service.invalid == expected)
-    assert state(x.store) == state(y.store)
-    assert x.store.evidence()[0].kind == "cycle"
-    # Nobody dropped anybody for sending the other half.
-    assert x.registry.peers[y.keypair.public].last_error is None
-    assert x.registry.is_connected(y.keypair.public)
+async def test_a_peer_of_the_older_gossip_version_is_refused_with_both_versions_named(honest):
+    x = await honest("x")
+    old = Keypair.generate()
+    host, port = x.address.rsplit(":", 1)
+    with trio.fail_after(WAIT):
+        stream = await trio.open_tcp_stream(host, int(port))
+        secure = await client_handshake(stream, NETWORK_KEY, old, x.keypair.public)
+    try:
+        # Version 2's HELLO (a node of the message format 1): the same shape, another number.
+        await secure.send_all(encode_frame([FrameKind.HELLO, 2, {}, 64]))
+        decoder = FrameDecoder()  # the node's own HELLO came first: version 3, which the
+        with trio.fail_after(WAIT):  # old node refuses in turn
+            while (frame := decoder.next_frame()) is None:
+                data = await secure.receive_some()
+                assert data, "the node hung up before its HELLO"
+                decoder.receive_data(data)
+        assert frame[:2] == [FrameKind.HELLO, VERSION]
+        await until_hung_up(secure, GossipConnection(window=64))
+    finally:
+        with trio.CancelScope(shield=True):
+            await secure.aclose()
+    await x.until(lambda: "gossip version 2; we speak 3" in last_error(x, old))
+    assert last_error(x, old) == "gossip-version: the peer speaks gossip version 2; we speak 3"
+    assert x.registry.peers[old.public].clock == {} and not x.service.invalid
 
 
-async def test_cycle_evidence_travels_to_a_node_that_only_saw_one_half(honest, nursery):
-    x, y = await honest("x"), await honest("y")
-    alice, bob, a1, b1 = two_way_cycle("half-")
-    async with attacker(x) as (secure, gossip):
-        await push(secure, gossip, [a1, b1])
-        await x.until(lambda: x.service.invalid)
-    async with attacker(y) as (secure, gossip):
-        await push(secure, gossip, [b1])  # y alone would keep b1 for good
-        await y.until(lambda: y.service.clock.get(bob.public) == 1)
-    link(nursery, y, x)
-    await y.until(lambda: y.service.invalid == {alice.public: 1, bob.public: 1})
-    assert state(x.store) == state(y.store)
-    assert y.store.timeline(y.store.timeline_name(None)) == []
+@pytest.mark.parametrize("count", [1, 3])
+async def test_evidence_that_is_not_a_fork_proof_drops_the_sender(honest, count):
+    x = await honest("x")
+    liar = Feed("three-of-a-kind")
+    raws = [liar.append({"n": n}).raw for n in range(count)]
+    sender = Keypair.generate()
+    async with attacker(x, sender) as (secure, gossip):
+        await secure.send_all(encode_frame([FrameKind.EVIDENCE, raws]))
+        await until_hung_up(secure, gossip)
+    await x.until(
+        lambda: f"bad-evidence: EVIDENCE carries {count} messages" in last_error(x, sender)
+    )
+    assert x.service.invalid == {} and x.store.evidence() == []
 
 
 def fork(label: str, shared: int, length: int) -> tuple[Feed, Feed]:
@@ -278,7 +280,7 @@ async def test_a_malformed_proof_drops_the_sender_only(honest):
     x = await honest("x")
     honest_feed = Feed("bystander")
     alice, bob = Feed("liar-a"), Feed("liar-b")
-    a1, b1 = alice.append({"n": 1}), bob.append({"n": 1})  # no loop between them
+    a1, b1 = alice.append({"n": 1}), bob.append({"n": 1})  # two authors: no fork
     sender = Keypair.generate()
     async with attacker(x, sender) as (secure, gossip):
         await secure.send_all(gossip.evidence([a1.raw, b1.raw]))

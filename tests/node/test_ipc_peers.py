@@ -10,9 +10,10 @@ from tanglenode.node.ipc import IpcServer
 from tanglenode.node.network import Network
 from tanglenode.node.peers import PeerRegistry
 from tanglenode.node.service import StoreService
+from tanglenode.protocol.identity import tag_of
 from tanglenode.storage.digest import EMPTY, order_digest
 from tanglenode.storage.store import FeedStore
-from tests.factories import keypair
+from tests.factories import Feed, keypair
 
 ME = keypair("ipc-peers")
 PEER = keypair("ipc-peers-other")
@@ -73,6 +74,40 @@ async def test_status_shows_an_inbound_peer_by_key_and_a_stale_error_with_its_ag
     assert inbound.last_error == "connection lost: reset" and inbound.source is None
     registry.connected(PEER.public, "in", "127.0.0.1:53999")
     assert inbound.last_error is None and inbound.error_age() is None  # connected again
+
+
+async def test_status_shows_suspected_forks_until_the_proof_comes(node):
+    path, store, _registry, _network = node
+    forker = Feed("ipc-forker")
+    held = forker.append({"branch": 1})
+    other = Feed(forker.keypair).append({"branch": 2})
+    honest = Feed("ipc-honest")
+    naming = honest.append("saw branch two", timeframe={forker.public: other})
+    store.ingest([held.raw, naming.raw])  # the honest message names the branch not held
+    async with await connect(path) as client:
+        status = await client.status()
+        assert status["suspected_forks"] == [
+            {
+                "feed": forker.public,
+                "seq": 1,
+                "named_tag": tag_of(other.id),
+                "held_tag": tag_of(held.id),
+                "named_by": honest.public,
+            }
+        ]
+        assert status["suspected_forks_total"] == 1 and status["truncated"] is False
+        assert status["stalls"] == [  # the naming message waits: a stall as well
+            {
+                "feed": honest.public,
+                "seq": 1,
+                "waits_for": [forker.public, 1],
+                "waits_for_tag": tag_of(other.id),
+            }
+        ]
+        store.ingest([other.raw])  # the other branch: a proof, which settles it
+        status = await client.status()
+        assert status["suspected_forks"] == [] and status["suspected_forks_total"] == 0
+        assert status["stalls_total"] == 0
 
 
 async def test_disconnect_stops_a_dialer_and_refuses_an_unknown_peer(node):

@@ -115,7 +115,7 @@ async def test_ingest_is_counted_by_outcome_and_reason(service):
     counters = service.counters
     assert counters.ingested == 3  # alice 1, 2 and gap 1
     assert counters.duplicates == 1
-    assert counters.proofs == {"forked-feed": 1, "timeframe-cycle": 0}
+    assert counters.proofs == {"forked-feed": 1}  # a fork's is the only proof there is
     refused_now = {reason: n for reason, n in counters.rejected.items() if n}
     assert refused_now == {"bad-signature": 1, "missing-previous": 1}
     assert set(counters.rejected) == {str(reason) for reason in Reason}  # all, from zero

@@ -44,6 +44,16 @@ def a_status(digests: bool = True) -> dict:
         "messages": 42,
         "forks": [[OTHER, 7]],
         "forks_total": 1,
+        "suspected_forks": [
+            {
+                "feed": OTHER,
+                "seq": 3,
+                "named_tag": b"\xff" * 16,
+                "held_tag": b"\x00" * 16,
+                "named_by": THEM,
+            }
+        ],
+        "suspected_forks_total": 2,
         "final": 17,
         "stalls": [{"feed": THEM, "seq": 5, "waits_for": [OTHER, 4]}],
         "stalls_total": 1,
@@ -144,6 +154,7 @@ async def test_metrics_are_the_status_counts_in_a_registry_of_our_own():
         "tanglenode_peers_connected": 2,
         "tanglenode_peers": 5,
         "tanglenode_forks": 1,
+        "tanglenode_suspected_forks": 2,
         "tanglenode_stalls": 1,
         "tanglenode_final_positions": 17,
         "tanglenode_ipc_subscribers": 4,
@@ -153,7 +164,7 @@ async def test_metrics_are_the_status_counts_in_a_registry_of_our_own():
 def test_the_page_shows_everything_and_escapes_what_others_wrote():
     page = render_status(a_status(), Names(abouts={THEM: HOSTILE}))
     assert "<img" not in page
-    assert page.count("&lt;img src=x onerror=alert(1)&gt;") == 6  # address, error, tangle, names
+    assert page.count("&lt;img src=x onerror=alert(1)&gt;") == 7  # address, error, tangle, names
     assert feed_text(ME) in page and "listening on <code>127.0.0.1:8008</code>" in page
     assert "3 feeds, 42 messages, 1 forks, 1 stalled" in page
     assert "the first 17 spacetime positions" in page
@@ -163,14 +174,21 @@ def test_the_page_shows_everything_and_escapes_what_others_wrote():
     assert "<li>~&lt;img src=x onerror=alert(1)&gt;: 7 messages</li>" in page  # per feed
     assert "and 1 more feeds" in page
     assert "not connected (&lt;img" in page
-    assert page.count("~&lt;img src=x onerror=alert(1)&gt;") == 3  # THEM's own name, escaped
+    assert page.count("~&lt;img src=x onerror=alert(1)&gt;") == 4  # THEM's own name, escaped
     assert f"<code>{feed_text(OTHER)}</code> at 7" in page  # the fork
     assert "5 waits for @AwMDAwMD" in page  # a stall, by short id
+    assert "<h2>Suspected forks: 2</h2>" in page  # one shown, one more counted
+    assert (
+        f"<code>{feed_text(OTHER)}</code> at 3: ~&lt;img src=x onerror=alert(1)&gt; names "
+        f"<code>{'_' * 21}w</code>, held <code>{'A' * 22}</code></li>"
+    ) in page
+    assert "<li class='muted'>and 1 more</li>" in page
     assert "<td>spacetime</td><td>42</td>" in page
     tangle_root = root_text(b"\x04" * 32)
     assert f"<a href='/t/{segment(HOSTILE)}/{tangle_root}'>" in page  # the tangle's page
-    quiet = render_status(a_status() | {"peers": [], "forks": [], "stalls": []}, Names())
-    assert quiet.count("<li class='muted'>none</li>") == 3
+    nothing = {"peers": [], "forks": [], "stalls": [], "suspected_forks": []}
+    quiet = render_status(a_status() | nothing | {"suspected_forks_total": 0}, Names())
+    assert quiet.count("<li class='muted'>none</li>") == 4
 
 
 def test_the_token_file_is_private_made_once_and_kept(tmp_path):
