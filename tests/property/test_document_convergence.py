@@ -53,7 +53,7 @@ from tanglenode.protocol.document import (
 )
 from tanglenode.protocol.message import Message, decode_message
 from tanglenode.storage import store as store_module
-from tanglenode.storage.document_rows import DyeSpan, weft_of
+from tanglenode.storage.document_rows import DyeSpan
 from tanglenode.storage.ingest import Outcome
 from tanglenode.storage.store import FeedStore
 from tests.factories import keypair
@@ -80,6 +80,35 @@ class _Clock:
 # -- the oracle: decision 8, naively ---------------------------------------------------
 
 
+def doc_wefts(messages: list[Message]) -> dict[bytes, dict[bytes, int]]:
+    """Each document message's weft, from its definition (docs/DOCUMENTS.md): its own feed
+    at its seq, joined with the weft of its author's last document message before it and,
+    for each timeframe entry (F, s), of F's last document message at or below s."""
+    by_feed: dict[bytes, list[Message]] = defaultdict(list)
+    for message in sorted(messages, key=lambda m: (m.author, m.seq)):
+        by_feed[message.author].append(message)
+    wefts: dict[bytes, dict[bytes, int]] = {}
+
+    def last(feed: bytes, upto: int) -> Message | None:
+        found = [m for m in by_feed.get(feed, []) if m.seq <= upto]
+        return found[-1] if found else None
+
+    def weft(message: Message) -> dict[bytes, int]:
+        if message.id not in wefts:
+            joined = {message.author: message.seq}
+            for feed, upto in [(message.author, message.seq - 1), *message.timeframe.items()]:
+                before = last(feed, upto)
+                if before is not None:
+                    for author, seq in weft(before).items():
+                        joined[author] = max(joined.get(author, 0), seq)
+            wefts[message.id] = joined
+        return wefts[message.id]
+
+    for message in messages:
+        weft(message)
+    return wefts
+
+
 class Oracle:
     """A document's causal tree built from its messages, read without any index."""
 
@@ -89,10 +118,9 @@ class Oracle:
         self.char: dict[Atom, str] = {}
         self.backspaces: dict[Atom, list[Atom]] = defaultdict(list)  # target -> its backspaces
         children: dict[Atom, list[Atom]] = defaultdict(list)
-        wefts: dict[bytes, dict[bytes, int]] = {}
+        wefts = doc_wefts(messages)
         for message in messages:
             self.where[message.id] = (message.author, message.seq)
-            wefts[message.id] = weft_of(message)
             if message.id == doc:
                 continue
             index = 0
@@ -374,8 +402,9 @@ def check_store(store: FeedStore, doc: bytes, oracle: Oracle, messages, heads) -
     assert store.document_atoms(doc) == oracle.atoms()
     assert store.document_text(doc) == oracle.text()
     assert store.document_snapshot(doc) == (len(versions) - 1, oracle.text())
+    all_wefts = doc_wefts(messages)
     for version in versions[1:]:
-        weft = weft_of(store.get(version.msg_id))
+        weft = all_wefts[version.msg_id]
         assert store.document_weft(version.msg_id) == weft
         assert store.document_atoms(doc, version.msg_id) == oracle.atoms(weft)
         text = oracle.text(weft)
@@ -449,7 +478,8 @@ def converge(data) -> None:
             oracle = Oracle(doc, messages)
             event(f"authors who wrote: {len(heads)}")
             event(f"undeletes or hand-made ops: {any(edit.splices is None for edit in edits)}")
-            wefts = [weft_of(m) for m in messages]
+            by_id = doc_wefts(messages)
+            wefts = [by_id[m.id] for m in messages]
             concurrent = any(
                 b.get(m.author, 0) < m.seq and a.get(n.author, 0) < n.seq
                 for m, a in zip(messages, wefts, strict=True)
