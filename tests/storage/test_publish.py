@@ -116,3 +116,17 @@ def test_publishing_on_a_forked_own_feed_is_refused(store):
     assert result.outcome is Outcome.FORK
     with pytest.raises(OwnFeedForked):
         store.publish("more")
+
+
+def test_a_thousand_throwaway_feeds_leave_every_kind_of_publish_small(store):
+    """What silenced format 1 (one tiny post from each of 480 fresh keys pushed every
+    timeframe past the size limit): with tagged heads, capped, nothing does."""
+    strangers = [Feed(f"throwaway-{n}").append({"t": "x"}) for n in range(1000)]
+    assert all(r.outcome is Outcome.ACCEPTED for r in store.ingest(m.raw for m in strangers))
+    doc = store.create_document("notes")
+    edits = store.edit_document(doc.id, [("ins", 0, "still here")])
+    post = store.publish({"text": "and here"}, {"chat": None})
+    for message in [doc, *edits, post]:
+        assert len(message.timeframe) <= TIMEFRAME_CAP
+        assert len(message.raw) < 3 * 1024
+    assert store.document_text(doc.id) == "still here"
