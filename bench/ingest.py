@@ -46,7 +46,7 @@ from nacl.bindings import crypto_sign_open
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tanglenode.protocol.identity import Keypair
+from tanglenode.protocol.identity import Keypair, tag_of
 from tanglenode.protocol.message import ROOT_LINK, TangleLink, decode_message, sign_message
 from tanglenode.storage.bundle import ImportSummary, import_messages, read_bundle
 from tanglenode.storage.ingest_pipeline import Worker, ingest_batches
@@ -74,7 +74,9 @@ def build_messages(
             link = TangleLink(root, tuple(sorted(current)[:16]))
         else:
             link = ROOT_LINK
-        timeframe = {feed: s for feed, (s, _) in heads.items() if feed != author.public}
+        timeframe = {
+            feed: (s, tag_of(head)) for feed, (s, head) in heads.items() if feed != author.public
+        }
         if timeframe_feeds is not None and len(timeframe) > timeframe_feeds:
             kept = rng.sample(sorted(timeframe), timeframe_feeds)
             timeframe = {feed: timeframe[feed] for feed in kept}
