@@ -9,17 +9,18 @@ tangle, while a seeded schedule partitions them at random, kills one with
 SIGKILL (and restarts it), and a hostile peer in this process, speaking the
 real protocol with the node's real network key, sends:
 
-- the two halves of a timeframe cycle (alice:2 needs bob:2, bob:2 needs
-  alice:2) to two nodes in different partitions, in opposite orders, and
-  one half alone to a third;
+- a framing attempt: alice signs two seq 2s, and bob's seq 2 names the
+  first by its tag; one node gets alice's first branch and bob, another
+  the second branch and bob (bob then names what it does not hold: a
+  suspected fork, fetched), a third bob alone;
 - the two branches of a fork (forker, equal up to seq 2) to two nodes in
   different partitions, both branches in the shared tangle;
 - honest-looking messages of its own (mallory), in the tangle, naming
   honest messages in their timeframes.
 
 After the final heal every honest node must hold the same feeds, the same
-evidence and the same timelines, with the cycle's feeds invalid from 2 and
-the forked one from 3, every acknowledged publish in its author's feed,
+evidence and the same timelines, with alice invalid from 2 and bob whole,
+the forker invalid from 3, every acknowledged publish in its author's feed,
 and every node up. The seed is printed; `CHAOS_SEED=N` replays a schedule
 (the choices, not the exact timings).
 """
@@ -168,8 +169,11 @@ class Attacker:
         self.alice, self.bob = Feed(f"chaos-{seed}-alice"), Feed(f"chaos-{seed}-bob")
         self.alice.append({"n": 1})
         self.bob.append({"n": 1})
-        self.alice.append({"n": 2}, timeframe={self.bob.public: 2})
-        self.bob.append({"n": 2}, timeframe={self.alice.public: 2})
+        named = self.alice.append({"n": 2})
+        self.twin = Feed(self.alice.keypair)
+        self.twin.messages = self.alice.messages[:1]
+        self.twin.append({"n": "2, again"})
+        self.bob.append({"n": 2}, timeframe={self.alice.public: named})
         chat = TangleLink(root, (root,))
         self.one = Feed(f"chaos-{seed}-forker")
         first = self.one.append({"n": 1}, tangles={"chat": chat})
@@ -184,26 +188,26 @@ class Attacker:
         self.mallory = Feed(f"chaos-{seed}-mallory")
 
     @property
-    def cycle_proof(self):
-        return check_proof([self.alice.messages[1], self.bob.messages[1]])
+    def framing_proof(self):
+        return check_proof([self.alice.messages[1], self.twin.messages[1]])
 
     @property
     def fork_proof(self):
         return check_proof([self.one.messages[2], self.two.messages[2]])
 
-    async def cycle(self, x: Node, y: Node, z: Node | None) -> None:
-        """Both halves to x (alice first) and to y (bob first); bob's half alone to z."""
+    async def framing(self, x: Node, y: Node, z: Node | None) -> None:
+        """alice's first branch and bob to x, her second branch and bob to y; bob to z."""
         alice, bob = self.alice, self.bob
-        for target, first, second in ((x, alice, bob), (y, bob, alice)):
+        for target, branch in ((x, alice), (y, self.twin)):
             held = (await status(target))["clock"]
             assert alice.public not in held and bob.public not in held, "the partition leaked"
             await send(
                 target,
                 self.me,
-                first.messages,
-                lambda s, f=first: s["clock"].get(f.public) == 2 or f.public in invalid(s),
+                branch.messages,
+                lambda s: s["clock"].get(alice.public) == 2 or alice.public in invalid(s),
             )
-            await send(target, self.me, second.messages, lambda s: alice.public in invalid(s))
+            await send(target, self.me, bob.messages, lambda s: s["clock"].get(bob.public) == 2)
         if z is not None:
             await send(z, self.me, bob.messages, lambda s: s["clock"].get(bob.public, 0) >= 1)
 
@@ -219,9 +223,11 @@ class Attacker:
 
     async def honest_looking(self, target: Node) -> None:
         """One more message of mallory's own, in the tangle, naming what target holds."""
-        clock = (await status(target))["clock"]
-        named = self.rng.choice(sorted(clock)) if clock else None
-        timeframe = {named: clock[named]} if named and named != self.mallory.public else {}
+        # It names the attacker's own first messages by their tags (an honest message's tag
+        # is not in a status reply); which one comes from the seeded choice.
+        own = [self.bob.messages[0], self.one.messages[0]]
+        pick = self.rng.choice(own)
+        timeframe = {pick.author: pick}
         self.mallory.append(
             {"looks": "honest", "n": len(self.mallory.messages) + 1},
             tangles={"chat": TangleLink(self.root, (self.root,))},
@@ -367,7 +373,7 @@ async def chaos(tmp_path, *, size: int, rounds: int, per_round: int, kills: int)
     honest = Honest(nodes, fabric, seed)
     # The schedule: which round each hostile act (and the kill) happens in.
     events: dict[int, list[str]] = {}
-    acts = ["cycle", "fork"] + ["kill"] * kills
+    acts = ["framing", "fork"] + ["kill"] * kills
     for act in acts:
         events.setdefault(rng.randrange(rounds), []).append(act)
     print(f"schedule: {events}")
@@ -396,10 +402,10 @@ async def chaos(tmp_path, *, size: int, rounds: int, per_round: int, kills: int)
                         await restart_and_check(honest, victims.pop())
                     print(f"round {number}: partition {groups}, {events.get(number, [])}")
                     for act in events.get(number, []):
-                        if act == "cycle":
+                        if act == "framing":
                             x, y, z = apart(rng, fabric, size)
-                            print(f"  cycle: both halves to n{x} and n{y}, one to n{z}")
-                            await attacker.cycle(
+                            print(f"  framing: a branch each to n{x} and n{y}, bob to n{z}")
+                            await attacker.framing(
                                 nodes[x], nodes[y], None if z is None else nodes[z]
                             )
                         elif act == "fork":
@@ -484,14 +490,14 @@ async def check_outcome(nodes: list[Node], honest: Honest, attacker: Attacker) -
             nodes[0].name, proofs, node.name, other_proofs
         )
 
-    # The evidence: exactly the cycle and the fork, cutting the right feeds at the right seqs.
+    # The evidence: exactly the two forks, cutting the forkers only, at the right seqs.
     alice, bob, forker = (feed_text(f.public) for f in (attacker.alice, attacker.bob, attacker.one))
-    cycle, fork = attacker.cycle_proof, attacker.fork_proof
+    framing, fork = attacker.framing_proof, attacker.fork_proof
     assert proofs == {
-        message_text(cycle.id): (
-            "cycle",
-            {alice: 2, bob: 2},
-            sorted(message_text(m.id) for m in cycle.messages),
+        message_text(framing.id): (
+            "fork",
+            {alice: 2},
+            sorted(message_text(m.id) for m in framing.messages),
         ),
         message_text(fork.id): (
             "fork",
@@ -501,7 +507,7 @@ async def check_outcome(nodes: list[Node], honest: Honest, attacker: Attacker) -
     }
     by_feed = {f["feed"]: f for f in feeds}
     assert (by_feed[alice]["seq"], by_feed[alice]["invalid_from"]) == (1, 2)
-    assert (by_feed[bob]["seq"], by_feed[bob]["invalid_from"]) == (1, 2)
+    assert (by_feed[bob]["seq"], by_feed[bob]["invalid_from"]) == (2, None)  # never framed
     assert (by_feed[forker]["seq"], by_feed[forker]["invalid_from"]) == (2, 3)
     assert by_feed[forker]["head"] == message_text(attacker.one.messages[1].id)
     mallory = by_feed[feed_text(attacker.mallory.public)]
