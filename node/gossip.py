@@ -178,10 +178,10 @@ class GossipSession:
     async def run(self) -> None:
         self.service.verifier.want()  # its messages are checked in a worker process
         self.advertised = self._our_clock()
-        seen = self.service.version
-        await self.suspects.read(self.service)  # known before the peer's clock comes
         with self.service.counters.session(self.peer) as self.traffic:
             await self._send(self.connection.hello(self.advertised))
+            seen = self.service.version
+            await self.suspects.read(self.service)  # known before the peer's clock is read
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(self._read)
                 nursery.start_soon(self.inbox.run)

@@ -19,7 +19,7 @@ def test_defaults_when_there_is_no_file(tmp_path):
     assert settings.listen == "127.0.0.1:8008"
     assert settings.network_key == DEFAULT_NETWORK_KEY
     assert settings.limits.to_protocol().max_message_bytes == 16 * 1024
-    assert settings.limits.max_timeframe_entries == 4096
+    assert settings.limits.max_timeframe_entries == 64
     assert settings.peers == []
 
 

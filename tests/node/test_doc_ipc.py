@@ -470,7 +470,7 @@ async def test_a_proof_that_rewrites_a_document_sends_watchers_a_snapshot(node):
     evil = _doc_edit(mallory, doc, [Insert(AtomRef(doc.id, 0), "evil")], {alice.public: 1})
     mallory.messages.clear()  # the same key signs another seq 1: a fork
     twin = _doc_edit(mallory, doc, [Insert(AtomRef(doc.id, 0), "twin")], {alice.public: 1})
-    after_evil = {alice.public: 1, mallory.public: 1}
+    after_evil = {alice.public: doc, mallory.public: evil}
     cites_evil = _doc_edit(bob, doc, [Insert(AtomRef(evil.id, 3), "!")], after_evil)
     honest = _doc_edit(bob, doc, [Insert(AtomRef(doc.id, 0), "fine ")], after_evil)
     await served.service.ingest([doc.raw, evil.raw, cites_evil.raw, honest.raw])
