@@ -111,13 +111,36 @@ async def converged(node: Node, doc: bytes, version: int) -> Replica:
     raise AssertionError("the node ended the watch")
 
 
-async def weft1(node: Node, *messages: bytes) -> list[tuple[int, ...]]:
-    """Each message's weft as seed 004's weft1 vector (docs/DOCUMENTS.md): its timeframe
-    plus its own seq, over the feeds of all of them in ascending key order."""
-    bodies = [await request(node, "get", message=msg) for msg in messages]
-    wefts = [{**body["timeframe"], body["author"]: body["seq"]} for body in bodies]
-    feeds = sorted(set().union(*wefts))
-    return [tuple(weft.get(feed, 0) for feed in feeds) for weft in wefts]
+async def weft1(node: Node, doc: bytes, *messages: bytes) -> list[tuple[int, ...]]:
+    """Each message's weft as seed 004's weft1 vector (docs/DOCUMENTS.md), over the feeds of
+    all of them in ascending key order. A weft is read from its definition: the message's
+    own feed at its seq, joined with the weft of its author's last document message before
+    it and, for each timeframe entry (F, s), of F's last document message at or below s."""
+    log = await request(node, "doc-log", doc=doc)
+    bodies = {row["msg"]: await request(node, "get", message=row["msg"]) for row in log["versions"]}
+    wefts: dict[bytes, dict[bytes, int]] = {}
+
+    def last(feed: bytes, upto: int) -> bytes | None:
+        found = [
+            (b["seq"], m) for m, b in bodies.items() if b["author"] == feed and b["seq"] <= upto
+        ]
+        return max(found)[1] if found else None
+
+    def weft(msg: bytes) -> dict[bytes, int]:
+        if msg not in wefts:
+            body = bodies[msg]
+            joined = {body["author"]: body["seq"]}
+            entries = {feed: entry[0] for feed, entry in body["timeframe"].items()}
+            for feed, upto in [(body["author"], body["seq"] - 1), *entries.items()]:
+                before = last(feed, upto)
+                for author, seq in ({} if before is None else weft(before)).items():
+                    joined[author] = max(joined.get(author, 0), seq)
+            wefts[msg] = joined
+        return wefts[msg]
+
+    chosen = [weft(msg) for msg in messages]
+    feeds = sorted(set().union(*chosen))
+    return [tuple(w.get(feed, 0) for feed in feeds) for w in chosen]
 
 
 async def frontier_weft(node: Node) -> dict[bytes, int]:
@@ -175,7 +198,7 @@ async def test_three_writers_through_a_partition_and_a_heal_and_a_live_watcher(t
         await live.wait_version(6)
 
         # The concurrent inserts after "alpha" go in descending weft1 order.
-        red_weft, blue_weft, cyan_weft = await weft1(d, red, blue, cyan)
+        red_weft, blue_weft, cyan_weft = await weft1(d, doc, red, blue, cyan)
         assert cyan_weft > blue_weft  # c had seen b's edit
         words = sorted([(red_weft, " RED"), (blue_weft, " BLUE"), (cyan_weft, " CYAN")])
         final = "alpha" + "".join(word for _weft, word in reversed(words)) + " beta GREEN"

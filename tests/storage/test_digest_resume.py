@@ -14,7 +14,6 @@ from tanglenode.storage.timeline import TimelineReader
 from tanglenode.storage.timelines import SPACETIME
 from tests.factories import Feed
 
-
 _EXAMPLES = itertools.count()  # hypothesis may draw one (seed, chunk) twice: a store each
 
 

@@ -99,7 +99,7 @@ def test_a_message_and_one_it_names_prove_nothing(open_store):
 
 
 def test_a_branch_named_before_the_proof_is_a_suspected_fork_until_the_proof(open_store):
-    mallory, carol, m1, post, m1_twin = framing()
+    mallory, _carol, m1, post, m1_twin = framing()
     bob = Feed("bob")
     b1 = bob.append({"text": "I saw m1"}, timeframe={mallory.public: m1})
     for label, first in [("held", [m1_twin.raw]), ("processed", [m1_twin.raw, post.raw])]:
