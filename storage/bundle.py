@@ -1,13 +1,17 @@
 """Backups as bundles, and restoring from bundles or Parquet archives (docs/BACKUP.md).
 
-A bundle is the store's messages as signed bytes, each preceded by its
-length as 4 bytes big-endian, nothing else: every accepted message, feed by
+A bundle is `MAGIC` (4 bytes: "TNB" and the format, 2), then the store's
+messages as signed bytes, each preceded by its length as 4 bytes
+big-endian, nothing else: every accepted message, feed by
 feed in seq order (`FeedStore.iter_raw`), then every message held as fork
 evidence (`FeedStore.evidence_messages`). Replaying a bundle in that order
 reproduces the feeds and the evidence: each feed's chain arrives in order,
 and an evidence message arrives after the message it conflicts with.
 
-Reading trusts nothing: a length of 0 or over the message size limit, a
+Reading trusts nothing: a bundle that does not start with `MAGIC` is
+refused at once (one written before format 2 starts with a length: its
+messages carry timeframes of bare seqs, which this build refuses), and a
+length of 0 or over the message size limit, a
 record cut short, a length prefix cut short each raise `BadRecord` naming
 the record (1-based) — the reader never allocates more than one message's
 limit. What the records hold is validated by `FeedStore.ingest` like any
@@ -34,6 +38,7 @@ from tanglenode.storage.ingest_pipeline import Worker, ingest_batches
 from tanglenode.storage.store import FeedStore
 
 BATCH = 1000
+MAGIC = b"TNB\x02"  # a bundle of format 2 messages; format 1 bundles had no header
 
 
 class BadRecord(RemoteProtocolError):
@@ -52,7 +57,8 @@ def write_bundle(
     store: FeedStore, out: BinaryIO, progress: Callable[[int], None] = lambda n: None
 ) -> dict[str, int]:
     """Write every accepted message, then all fork evidence; returns the counts."""
-    counts = {"messages": 0, "evidence": 0, "bytes": 0}
+    counts = {"messages": 0, "evidence": 0, "bytes": len(MAGIC)}
+    out.write(MAGIC)
     for raw in store.iter_raw():
         counts["bytes"] += _write_record(out, raw)
         counts["messages"] += 1
@@ -87,6 +93,18 @@ def _read_up_to(source: BinaryIO, size: int) -> bytes:
 
 def read_bundle(source: BinaryIO, max_bytes: int) -> Iterator[bytes]:
     """The records of a bundle, each at most `max_bytes`; `BadRecord` at the first bad one."""
+    head = _read_up_to(source, len(MAGIC))
+    if not head:
+        return
+    if head != MAGIC:
+        older = len(head) == LENGTH_PREFIX.size and 0 < LENGTH_PREFIX.unpack(head)[0] <= max_bytes
+        raise BadRecord(
+            1,
+            "a bundle of format 1 (written before timeframes named messages by tag): this "
+            "build refuses its messages"
+            if older
+            else "not a bundle: it does not start with a bundle's header",
+        )
     record = 0
     while True:
         record += 1

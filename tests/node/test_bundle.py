@@ -9,6 +9,7 @@ import pytest
 from tanglenode.pipeline.export import export
 from tanglenode.protocol.message import TangleLink
 from tanglenode.storage.bundle import (
+    MAGIC,
     BadRecord,
     ImportSummary,
     archive_parts,
@@ -109,14 +110,27 @@ GOOD = [m.raw for m in (lambda f: [f.append(n) for n in range(3)])(Feed("g"))]
 @pytest.mark.parametrize(
     "data, number, detail",
     [
-        (record(GOOD[0]) + struct.pack(">I", LIMIT + 1) + b"x" * 10, 2, "over the message size"),
-        (record(GOOD[0]) + record(GOOD[1])[:-5], 2, f"cut short: {len(GOOD[1]) - 5} of"),
-        (record(GOOD[0]) + b"\x00\x00", 2, "length prefix is cut short"),
-        (record(GOOD[0]) + struct.pack(">I", 0), 2, "length 0"),
-        (b"\xff" * 64, 1, "over the message size"),
-        (b"PAR1" + b"\0" * 60, 1, "over the message size"),
+        (MAGIC + record(GOOD[0]) + struct.pack(">I", LIMIT + 1) + b"x" * 10, 2, "over the"),
+        (MAGIC + record(GOOD[0]) + record(GOOD[1])[:-5], 2, f"cut short: {len(GOOD[1]) - 5} of"),
+        (MAGIC + record(GOOD[0]) + b"\x00\x00", 2, "length prefix is cut short"),
+        (MAGIC + record(GOOD[0]) + struct.pack(">I", 0), 2, "length 0"),
+        (MAGIC + b"\xff" * 64, 1, "over the message size"),
+        (b"\xff" * 64, 1, "not a bundle"),
+        (b"PAR1" + b"\0" * 60, 1, "not a bundle"),
+        (record(GOOD[0]) + record(GOOD[1]), 1, "format 1"),
+        (MAGIC[:2], 1, "not a bundle"),
     ],
-    ids=["over-limit", "truncated-body", "truncated-prefix", "zero-length", "garbage", "parquet"],
+    ids=[
+        "over-limit",
+        "truncated-body",
+        "truncated-prefix",
+        "zero-length",
+        "garbage",
+        "no-header",
+        "parquet",
+        "format-1",
+        "header-cut-short",
+    ],
 )
 def test_hostile_framing_is_refused_with_the_record_number(tmp_path, data, number, detail):
     with FeedStore(tmp_path / "s", map_size=2**22) as store:
@@ -133,7 +147,7 @@ def test_garbage_inside_records_is_rejected_by_reason(tmp_path):
     junk = [bytes(rng.randrange(256) for _ in range(rng.randrange(1, 300))) for _ in range(40)]
     tampered = bytearray(GOOD[1])
     tampered[-3] ^= 1
-    data = b"".join(record(raw) for raw in [GOOD[0], *junk, bytes(tampered), GOOD[2]])
+    data = MAGIC + b"".join(record(raw) for raw in [GOOD[0], *junk, bytes(tampered), GOOD[2]])
     with FeedStore(tmp_path / "s", map_size=2**22) as store:
         summary = import_messages(store, read_bundle(io.BytesIO(data), LIMIT), ImportSummary())
         counts = summary.as_dict()
