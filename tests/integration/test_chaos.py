@@ -526,7 +526,8 @@ async def check_outcome(nodes: list[Node], honest: Honest, attacker: Attacker) -
     in_chat = {msg_id for _rank, msg_id in tangles[0]}
     assert len(in_spacetime) == len(spacetimes[0]) == sum(f["seq"] for f in feeds)
     removed = {m.id for m in attacker.one.messages[2:] + attacker.two.messages[2:]}
-    removed |= {attacker.alice.messages[1].id, attacker.bob.messages[1].id}
+    removed |= {attacker.alice.messages[1].id, attacker.twin.messages[1].id}
+    assert attacker.bob.messages[1].id in in_spacetime  # bob named one branch: never framed
     assert not removed & in_spacetime and not removed & in_chat
 
     # No acknowledged publish is lost: each is in its author's feed, the spacetime, its tangle.
