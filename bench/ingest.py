@@ -47,8 +47,9 @@ from nacl.bindings import crypto_sign_open
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tanglenode.protocol.identity import Keypair, tag_of
+from tanglenode.protocol.limits import TIMEFRAME_CAP
 from tanglenode.protocol.message import ROOT_LINK, TangleLink, decode_message, sign_message
-from tanglenode.storage.bundle import ImportSummary, import_messages, read_bundle
+from tanglenode.storage.bundle import MAGIC, ImportSummary, import_messages, read_bundle
 from tanglenode.storage.ingest_pipeline import Worker, ingest_batches
 from tanglenode.storage.store import FeedStore
 
@@ -57,9 +58,17 @@ SPARSE_GOAL, FULL_GOAL, SIZE_GOAL = (0.80, 0.40), (0.50, 0.25), (1.5, 2.0)
 
 
 def build_messages(
-    count: int, feeds: int, tangles: int, seed: int, timeframe_feeds: int | None = None
+    count: int,
+    feeds: int,
+    tangles: int,
+    seed: int,
+    timeframe_feeds: int | None = None,
+    heads_only: bool = False,
 ) -> list[bytes]:
-    """`timeframe_feeds` caps each timeframe at that many other feeds (None: all of them)."""
+    """`timeframe_feeds` caps each timeframe at that many other feeds (None: all of them);
+    `heads_only` names what a node that processed every earlier message names (format 2's
+    rule, storage/timeframe.py): the heads, newest first, at most TIMEFRAME_CAP."""
+    unnamed: dict[bytes, tuple[int, bytes]] = {}  # heads: latest messages nobody named yet
     rng = random.Random(seed)
     keys = [Keypair(rng.randbytes(32)) for _ in range(feeds)]
     heads: dict[bytes, tuple[int, bytes]] = {}
@@ -77,7 +86,13 @@ def build_messages(
         timeframe = {
             feed: (s, tag_of(head)) for feed, (s, head) in heads.items() if feed != author.public
         }
-        if timeframe_feeds is not None and len(timeframe) > timeframe_feeds:
+        if heads_only:
+            unnamed.pop(author.public, None)  # our prev names it
+            newest = [feed for feed in reversed(unnamed)][:TIMEFRAME_CAP]
+            timeframe = {feed: (unnamed[feed][0], tag_of(unnamed[feed][1])) for feed in newest}
+            for feed in newest:
+                del unnamed[feed]
+        elif timeframe_feeds is not None and len(timeframe) > timeframe_feeds:
             kept = rng.sample(sorted(timeframe), timeframe_feeds)
             timeframe = {feed: timeframe[feed] for feed in kept}
         message = sign_message(
@@ -90,6 +105,7 @@ def build_messages(
             content={"type": "post", "text": "x" * rng.randrange(20, 200)},
         )
         heads[author.public] = (seq + 1, message.id)
+        unnamed[author.public] = (seq + 1, message.id)
         if link.is_root:
             tips[tangle] = (message.id, {message.id})
         else:
@@ -154,6 +170,7 @@ def time_import(bundle: Path, count: int) -> float:
 
 def write_bundle_file(raws: list[bytes], path: Path) -> None:
     with path.open("wb") as out:
+        out.write(MAGIC)
         for raw in raws:
             out.write(struct.pack(">I", len(raw)) + raw)
 
@@ -180,13 +197,24 @@ def main() -> None:
         default=None,
         help="cap each timeframe at this many feeds (default: the full frontier, feeds - 1)",
     )
+    parser.add_argument(
+        "--heads",
+        action="store_true",
+        help="name the heads, as a node writes since format 2 (instead of a crafted timeframe)",
+    )
     args = parser.parse_args()
 
     started = time.perf_counter()
-    raws = build_messages(args.messages, args.feeds, args.tangles, args.seed, args.timeframe_feeds)
+    raws = build_messages(
+        args.messages, args.feeds, args.tangles, args.seed, args.timeframe_feeds, args.heads
+    )
     raw_bytes = sum(map(len, raws))
-    sparse = args.timeframe_feeds is not None and args.timeframe_feeds < args.feeds - 1
+    sparse = args.heads or (
+        args.timeframe_feeds is not None and args.timeframe_feeds < args.feeds - 1
+    )
     workload = "sparse timeframes" if sparse else "full-frontier timeframes"
+    if args.heads:
+        workload = "heads-only timeframes"
     goal = SPARSE_GOAL if sparse else FULL_GOAL
     print(f"machine: {platform.machine()}, Python {platform.python_version()}, 2 cores at most")
     print(

@@ -5,8 +5,11 @@ T tangles, random interleaving):
 
   sparse         every timeframe names at most 4 other feeds (issue 14's row:
                  goal >= 8,000 msgs/s, at least 5,000)
-  full frontier  every timeframe names all the other feeds (2.7 KB messages;
-                 reported as a ratio to bare verify)
+  full frontier  every timeframe names all the other feeds (about 4 KB messages
+                 with tags; what format 1 nodes wrote; reported as a ratio to
+                 bare verify)
+  heads          every timeframe names the heads, at most 32, as a node writes
+                 since format 2 (bench/ingest.py --heads)
 
 For each, a source node's store is filled offline. Then, per round and per
 workload, alternating:
@@ -68,6 +71,7 @@ MODES = {"process": "true", "thread": "false"}  # where the sink verifies: gossi
 class Workload:
     name: str
     timeframe_feeds: int | None
+    heads: bool = False
     raws: list[bytes] = field(default_factory=list)
     source: Node | None = None
     catch_up: dict[str, list[float]] = field(default_factory=dict)  # mode -> msgs/s per round
@@ -111,8 +115,19 @@ def goal_text(rate: float, goal: tuple[float, float]) -> str:
 def workloads(args) -> list[Workload]:
     if args.timeframe_feeds is not None:
         return [Workload(f"timeframes of {args.timeframe_feeds} feeds", args.timeframe_feeds)]
-    chosen = [Workload("sparse", SPARSE_FEEDS), Workload("full frontier", None)]
-    return [w for w in chosen if args.workload in ("both", w.name.split()[0])]
+    chosen = [
+        Workload("sparse", SPARSE_FEEDS),
+        Workload("full frontier", None),
+        Workload("heads", None, heads=True),
+    ]
+    both = ("sparse", "full")  # the two of earlier runs
+    return [
+        w
+        for w in chosen
+        if args.workload == "all"
+        or args.workload == w.name.split()[0]
+        or (args.workload == "both" and w.name.split()[0] in both)
+    ]
 
 
 async def run(args) -> None:
@@ -125,7 +140,7 @@ async def run(args) -> None:
         root = Path(tmp)
         for work in chosen:
             work.raws = build_messages(
-                args.messages, args.feeds, args.tangles, args.seed, work.timeframe_feeds
+                args.messages, args.feeds, args.tangles, args.seed, work.timeframe_feeds, work.heads
             )
             mean = sum(map(len, work.raws)) / len(work.raws)
             print(
@@ -187,7 +202,9 @@ def main() -> None:
     parser.add_argument("--tangles", type=int, default=256)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--workload", choices=("both", "sparse", "full"), default="both")
+    parser.add_argument(
+        "--workload", choices=("both", "all", "sparse", "full", "heads"), default="all"
+    )
     parser.add_argument(
         "--verify-in",
         choices=("both", *MODES),
