@@ -16,6 +16,7 @@ import trio
 
 from tanglenode.node.client import NodeError
 from tanglenode.node.localnet import TANGLED, Node
+from tanglenode.storage.bundle import MAGIC
 from tanglenode.storage.metapage import check_data_file
 from tanglenode.storage.store import FeedStore
 from tests.node.test_bundle import snapshot
@@ -223,11 +224,14 @@ async def test_hostile_bundles_are_refused_cleanly(tmp_path):
     await publish_offline(node, 2)
     good = tmp_path / "good.bundle"
     assert (await tangled(node.data_dir, "export", "--bundle", str(good))).returncode == 0
-    first = good.read_bytes()[: 4 + struct.unpack(">I", good.read_bytes()[:4])[0]]
+    data = good.read_bytes()
+    assert data[:4] == MAGIC
+    first = data[: 8 + struct.unpack(">I", data[4:8])[0]]  # the header and record 1
     cases = {
         "over-limit": (first + struct.pack(">I", 1 << 30), "record 2: length 1073741824 is over"),
-        "truncated": (good.read_bytes()[:-7], "record 2: cut short"),
-        "garbage": (os.urandom(4096), "record 1: length"),
+        "truncated": (data[:-7], "record 2: cut short"),
+        "garbage": (b"\xff" + os.urandom(4095), "record 1: not a bundle"),
+        "format 1": (data[4:], "record 1: a bundle of format 1"),
     }
     for name, (data, words) in cases.items():
         path = tmp_path / f"{name}.bundle"
