@@ -7,7 +7,9 @@
 2. the network splits into {alice, carol} and {bob, dave}; each node writes
    into the thread, and each side sees only its own half;
 3. the network heals (alice dials bob, carol dials dave); every node ends
-   with the same timeline: one digest line per node shows it;
+   with the same timeline: one digest line per node shows it; dave replies,
+   and `tangled show` prints what its timeframe names: the heads dave had
+   processed, each by seq and the tag of its id;
 4. alice starts a private group with bob and carol, then excludes carol:
    carol keeps what she could read, and cannot read what follows; dave
    replicates everything and reads nothing.
@@ -147,6 +149,11 @@ async def converse(root_dir: Path) -> tuple[list[Node], str]:
     assert len({tuple(words) for words in digests.values()}) == 1, f"digests differ: {digests}"
     say("the four digests are identical: the four timelines are the same order")
     cli(dave, "timeline", spec)
+
+    heading("what a message names: the heads its author had processed, by seq and tag")
+    reply = await dave.publish({"type": "post", "text": "Booked for eight."}, {"thread": root})
+    say("dave replies; its timeframe names only what no message dave processed names yet")
+    cli(dave, "show", message_text(reply["id"]))
 
     heading("status of each node")
     for node in nodes:
