@@ -14,7 +14,9 @@ each as `{feed, seq, named_tag, held_tag, named_by}` (the tags are the
 first bytes of the two ids, `named_by` the feed whose next message waits
 for the proof), until a proof settles it; gossip asks peers for the other
 message meanwhile (node/gossip.py). That wait is a stall too, whose
-`waits_for_tag` is the tag named (None for a stall on a message not held).
+`waits_for_tag` is the tag named (None for a wait on a feed proven invalid
+to reach its end), `suspected` whether the message held there has another
+tag (a suspected fork: the wait ends with a proof).
 
 A peer is shown by its key; its `address` is the one we dial it at (None
 for a peer that only dialed us: its source port is temporary and tells a
@@ -135,7 +137,8 @@ class PeerOps:
                     "feed": x.feed,
                     "seq": x.seq,
                     "waits_for": [x.needs_feed, x.needs_seq],
-                    "waits_for_tag": x.needs_tag,  # set for a suspected fork's wait
+                    "waits_for_tag": x.needs_tag,  # the tag named (None: past an invalid end)
+                    "suspected": x.suspected,  # held with another tag: waits for a proof
                 }
                 for x in stalled[:STATUS_LIST]
             ],

@@ -20,8 +20,8 @@ characters, whitespace runs to one space, at most `MAX_NAME_CHARS`
 characters) before it is stored, and again by every reader.
 
 A feed's name is its row with the highest seq below its invalid boundary
-(the highest row of all if the feed is valid). A feed cut back by a proof (a
-fork or a timeframe cycle) loses its messages from the boundary on, and its
+(the highest row of all if the feed is valid). A feed cut back by a proof of
+a fork loses its messages from the boundary on, and its
 rows from there on name it by messages no longer held: they stay, unread
 (boundaries only fall, storage.invalidation, so they can never count again).
 The name then depends only on the messages held below the boundary, which

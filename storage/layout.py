@@ -33,7 +33,7 @@ id would dirty one B-tree leaf per message, while each feed's new messages
 land together at the end of its range (measured: commit cost per message
 about 3x lower for small messages).
 
-A feed is invalid (forked, or caught in a timeframe cycle) iff it has a row
+A feed is invalid (proven forked) iff it has a row
 in `invalid`; it then holds no message at or above that seq. A tangle key
 is root id + one length byte + name (UTF-8), so keys of different tangles never prefix one another.
 """

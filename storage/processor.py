@@ -67,7 +67,7 @@ reaches it (a forker is never named again).
 from __future__ import annotations
 
 import heapq
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -109,14 +109,17 @@ class ProcessorTables:
 
 @dataclass(frozen=True, slots=True)
 class Stall:
-    """Feed `feed`'s message `seq` waits for (`needs_feed`, `needs_seq`), which is not stored;
-    or, when `needs_tag` is set, which is stored with another tag (a suspected fork)."""
+    """Feed `feed`'s message `seq` waits for the message its timeframe names at
+    (`needs_feed`, `needs_seq`) by `needs_tag`, which is not stored; or, `suspected`, which
+    is stored with another tag (a suspected fork). `needs_tag` is None when the wait is for
+    a feed proven invalid to reach its end, short of the seq named."""
 
     feed: bytes
     seq: int
     needs_feed: bytes
     needs_seq: int
     needs_tag: bytes | None = None
+    suspected: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,16 +170,22 @@ def read_processed(
     return found
 
 
-def stalls(txn, tables: ProcessorTables, messages_db) -> list[Stall]:
-    """Candidates waiting on a message the store does not hold (or holds with another tag)."""
+def stalls(txn, tables: ProcessorTables, bodies: Bodies) -> list[Stall]:
+    """Candidates waiting on a message the store does not hold (or holds with another tag),
+    each with the tag its timeframe names."""
     found = []
     for feed, needed in txn.cursor(db=tables.waiting):
         needs_feed, needs_seq = split_feed_key(needed[:40])
         suspect = len(needed) == _SUSPECT
-        if suspect or txn.get(feed_key(needs_feed, needs_seq), db=messages_db) is None:
-            seq = processed_seq(txn, tables, bytes(feed)) + 1
-            tag = bytes(needed[40:]) if suspect else None
-            found.append(Stall(bytes(feed), seq, needs_feed, needs_seq, tag))
+        if suspect or txn.get(feed_key(needs_feed, needs_seq), db=bodies.db) is None:
+            feed, seq = bytes(feed), processed_seq(txn, tables, bytes(feed)) + 1
+            if suspect:
+                tag: bytes | None = bytes(needed[40:])
+            else:
+                waiting = bodies.message(txn, feed_key(feed, seq))
+                named = waiting.named().get(needs_feed) if waiting is not None else None
+                tag = named.tag if named is not None and named.seq == needs_seq else None
+            found.append(Stall(feed, seq, needs_feed, needs_seq, tag, suspect))
     return found
 
 
@@ -218,23 +227,25 @@ class Processor:
         tables: ProcessorTables,
         bodies: Bodies,
         invalid_db,
+        spacetime_holds: Callable[[bytes], bool],
         batch: Mapping[tuple[bytes, int], Message] | None = None,
     ) -> None:
         self._txn = txn
         self._tables = tables
         self._bodies = bodies
         self._invalid = invalid_db
+        self._spacetime_holds = spacetime_holds  # whether a spacetime ref is a member
         # The messages this transaction stored, (feed, seq) -> message, already decoded.
         self._batch = batch or {}
         # Caches for this transaction: processed seqs, candidates' sorted timeframes,
         # and how many leading entries of each are known processed (that only grows).
         self._processed: dict[bytes, int] = {}
-        self._timeframes: dict[tuple[bytes, int], list[Entry]] = {}
+        # candidate -> (its own tag, its timeframe as entries)
+        self._timeframes: dict[tuple[bytes, int], tuple[bytes, list[Entry]]] = {}
         self._checked: dict[tuple[bytes, int], int] = {}
         self._ready: list[tuple[int, bytes]] = []  # (seq, feed): the tie-break order
         # What processing a ready candidate needs: its own tag and its timeframe (for heads).
         self._readied: dict[tuple[bytes, int], tuple[bytes, list[Entry]]] = {}
-        self._tags: dict[tuple[bytes, int], bytes] = {}  # tags of processed messages read
         self._heads: dict[bytes, tuple[int, int, bytes] | None] = {}  # feed -> new head row
         # `wait` and `waiting` for this transaction, written back by `_flush`: a needed feed's
         # rows move here (out of LMDB) when first touched, as a heap of (seq, waiting feed).
@@ -267,7 +278,6 @@ class Processor:
                 if self._seq(named_feed) == named_seq:
                     self._heads[named_feed] = None
             self._heads[feed] = (index, seq, tag)
-            self._tags[(feed, seq)] = tag
             self._processed[feed] = seq
             moved.add(feed)
             order.append((feed, seq))
@@ -285,8 +295,8 @@ class Processor:
         candidate = (feed, seq)
         if candidate in self._readied:  # ready already (woken twice in one transaction)
             return
-        timeframe = self._timeframes.get(candidate)
-        if timeframe is None:
+        known = self._timeframes.get(candidate)
+        if known is None:
             message = self._batch.get(candidate)
             if message is None:
                 message = self._bodies.message(self._txn, feed_key(feed, seq))
@@ -295,8 +305,8 @@ class Processor:
             # ascending keys, never the author's own (decode_message checked both)
             tags = message.timeframe_tags
             timeframe = [(f, s, tags[f]) for f, s in message.timeframe.items()]
-            self._timeframes[candidate] = timeframe
-            self._tags[candidate] = tag_of(message.id)
+            known = self._timeframes[candidate] = (tag_of(message.id), timeframe)
+        own_tag, timeframe = known
         start = self._checked.get(candidate, 0)
         for offset in range(start, len(timeframe)):
             needs_feed, needs_seq, needs_tag = timeframe[offset]
@@ -309,7 +319,7 @@ class Processor:
                 heapq.heappush(self._waiters_of(needs_feed), (valid_seq, feed))
                 self._needs[feed] = feed_key(needs_feed, valid_seq)
                 return
-            if valid_seq == needs_seq and self._tag_at(needs_feed, needs_seq) != needs_tag:
+            if valid_seq == needs_seq and not self._holds(needs_feed, needs_seq, needs_tag):
                 self._checked[candidate] = offset
                 suspect = feed_key(needs_feed, needs_seq) + needs_tag
                 self._txn.put(suspect + feed, EMPTY, db=self._tables.suspects)
@@ -317,28 +327,25 @@ class Processor:
                 return
         self._timeframes.pop(candidate)
         self._checked.pop(candidate, None)
-        self._readied[candidate] = (self._tags.pop(candidate), timeframe)
+        self._readied[candidate] = (own_tag, timeframe)
         heapq.heappush(self._ready, (seq, feed))
 
     def _other_held(self, feed: bytes, seq: int, tag: bytes) -> bool:
         """Whether the store holds a message at (feed, seq) whose tag is not `tag`: then
         waiting for (feed, seq) to be processed would not meet the need (it may even wait
         on us), and the candidate waits for a proof instead."""
-        found = self._tag_at(feed, seq)
-        return found != b"" and found != tag
+        position = feed_key(feed, seq)
+        if (feed, seq) not in self._batch and self._txn.get(position, db=self._bodies.db) is None:
+            return False
+        return not self._holds(feed, seq, tag)
 
-    def _tag_at(self, feed: bytes, seq: int) -> bytes:
-        """The tag of the message held at (feed, seq), b"" if none is."""
-        tag = self._tags.get((feed, seq))
-        if tag is None:
-            message = self._batch.get((feed, seq))
-            if message is not None:
-                tag = tag_of(message.id)
-            else:
-                raw = self._bodies.raw(self._txn, feed_key(feed, seq))
-                tag = b"" if raw is None else tag_of(message_id(raw))
-            self._tags[(feed, seq)] = tag
-        return tag
+    def _holds(self, feed: bytes, seq: int, tag: bytes) -> bool:
+        """Whether the message held at (feed, seq) has `tag`: the batch's message, else the
+        spacetime's member (its refs are position and tag: one lookup, nothing decoded)."""
+        message = self._batch.get((feed, seq))
+        if message is not None:
+            return tag_of(message.id) == tag
+        return self._spacetime_holds(feed_key(feed, seq) + tag)
 
     def _valid_need(self, feed: bytes, seq: int) -> int:
         """The seq a need of (feed, seq) really waits for: never past an invalid feed's end."""
@@ -400,7 +407,6 @@ class Processor:
         Call `advance` afterwards (with no feeds) to process what became ready.
         """
         self._timeframes = {k: v for k, v in self._timeframes.items() if k[0] != feed}
-        self._tags = {k: v for k, v in self._tags.items() if k[0] != feed}
         needed = self._needed_by(feed)
         if needed is not None and len(needed) == _SUSPECT:  # it waited for a proof
             self._txn.delete(needed + feed, db=self._tables.suspects)

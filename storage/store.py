@@ -73,10 +73,9 @@ from tanglenode.storage.store_reads import StoreReads
 from tanglenode.storage.tangle_reads import TangleReads
 from tanglenode.storage.tangles import tips_of
 from tanglenode.storage.timeframe import new_timeframe
-from tanglenode.storage.timeline import (
-    TimelineTables,
-)
+from tanglenode.storage.timeline import TimelineTables, membership
 from tanglenode.storage.timeline_reads import TimelineReads
+from tanglenode.storage.timelines import SPACETIME
 
 DEFAULT_MAP_SIZE = 64 * 2**30  # address space, not disk: the file grows as data does
 
@@ -315,8 +314,7 @@ class FeedStore(StoreReads, TimelineReads, TangleReads, DigestReads, DocumentOps
         me = self._keypair.public
         if writer.invalid_from(me) is not None:
             raise OwnFeedForked(
-                "our own feed is proven invalid (a fork or a cycle): the secret key is in "
-                "use elsewhere"
+                "our own feed is proven invalid (a fork): the secret key is in use elsewhere"
             )
         self._own_head.refuse_if_behind(me, writer.head(me)[0])
         return me
@@ -467,7 +465,12 @@ class FeedStore(StoreReads, TimelineReads, TangleReads, DigestReads, DocumentOps
         batch: Mapping[tuple[bytes, int], Message] | None = None,
     ) -> None:
         processor = Processor(
-            txn, self._processor_tables, self._tables.bodies, self._tables.invalid, batch
+            txn,
+            self._processor_tables,
+            self._tables.bodies,
+            self._tables.invalid,
+            membership(txn, self._timeline_tables, SPACETIME),
+            batch,
         )
         invalidated = invalidated or {}
         for feed, boundary in sorted(invalidated.items()):

@@ -238,7 +238,7 @@ class StoreReads:
     def stalls(self) -> list[Stall]:
         """Feeds whose next message waits on a message the store does not have."""
         with self._env.begin() as txn:
-            return stalls(txn, self._processor_tables, self._tables.messages)
+            return stalls(txn, self._processor_tables, self._tables.bodies)
 
     def suspected_forks(self) -> list[SuspectedFork]:
         """Every (feed, seq) some message names with a tag other than the one processed there:

@@ -33,9 +33,8 @@ Adding message n with predecessors P, in one write transaction:
 
 Removing member r (added with links L), in one write transaction, leaves
 exactly the state a fresh engine would hold had r never been added. It is
-rare (a feed proven forked, or caught in a timeframe cycle, is invalidated
-from some seq on, and its messages from there on leave every timeline) and
-written for clarity:
+rare (a feed proven forked is invalidated from some seq on, and its
+messages from there on leave every timeline) and written for clarity:
 
 1. Checks, before anything is written: r is a member (else `UnknownEvent`),
    and L agrees with the stored rows (a tl-succ row l -> r for each l, r's
@@ -489,6 +488,16 @@ def _lower(
             lowered[member] = (old_rank, new_rank, timeline.member(member)[1])  # type: ignore[index]
             enqueue_successors(member)
     return lowered
+
+
+def membership(txn, tables: TimelineTables, name: bytes) -> Callable[[bytes], bool]:
+    """`holds(ref)`: whether `ref` is a present member of timeline `name`, by one lookup
+    each (after a `TimelineWriter.finish()` in the same transaction, its adds included)."""
+    meta = lookup_meta(txn, tables, name)
+    if meta is None:
+        return lambda ref: False
+    prefix, nodes = U32.pack(meta.number), tables.nodes
+    return lambda ref: txn.get(prefix + ref, None, nodes) is not None
 
 
 class TimelineReader:
