@@ -70,10 +70,11 @@ from tanglenode.protocol.identity import SIGNATURE_BYTES, Keypair, message_id
 from tanglenode.protocol.limits import DEFAULT_LIMITS, Limits
 
 VERSION = 2  # 1: timeframes named seqs only (refused since tags bind them to ids)
-_VERSION_DETAIL = (
-    f"not version {VERSION}: version 1 (timeframes of bare seqs, before tags bound them to ids)"
-    " is no longer accepted"
-)
+def _version_detail(found: int) -> str:
+    detail = f"version {found}, expected {VERSION}"
+    if found == 1:  # what every node wrote before format 2
+        detail += ": version 1 (timeframes of bare seqs, before tags bound them) is refused"
+    return detail
 _UNSIGNED_HEADER = b"\x98"  # fixarray of 8
 _SIGNATURE_TRAILER = 2 + SIGNATURE_BYTES  # bin8 header (0xc4 0x40) + signature
 
@@ -207,13 +208,14 @@ def decode_message(
     try:
         envelope = decode_envelope(raw)
     except ValidationError as error:
-        reason = _reason_of_invalid_envelope(raw, error)
-        detail = _VERSION_DETAIL if reason is Reason.UNKNOWN_VERSION else str(error)
-        raise InvalidMessage(reason, detail) from None
+        found = _other_version(raw)
+        if found is not None:  # a different version may well have a different shape
+            raise InvalidMessage(Reason.UNKNOWN_VERSION, _version_detail(found)) from None
+        raise InvalidMessage(reason_for(error), str(error)) from None
     except (DecodeError, UnicodeDecodeError) as error:  # a str that is not UTF-8 is the latter
         raise InvalidMessage(Reason.MALFORMED, str(error)) from None
     if envelope.version != VERSION:
-        raise InvalidMessage(Reason.UNKNOWN_VERSION, _VERSION_DETAIL)
+        raise InvalidMessage(Reason.UNKNOWN_VERSION, _version_detail(envelope.version))
     if encode_envelope(envelope) != raw:
         raise InvalidMessage(Reason.NON_CANONICAL, "bytes are not the canonical encoding")
     author, seq, prev = envelope.author, envelope.seq, envelope.prev
@@ -261,15 +263,16 @@ _CONTENT_REASONS = {
 }
 
 
-def _reason_of_invalid_envelope(raw: bytes, error: ValidationError) -> Reason:
-    # A different version may well have a different number of fields: say so, not "malformed".
+def _other_version(raw: bytes) -> int | None:
+    """The version of bytes that fail this version's shape, if they are an array that starts
+    with another version (version 1's timeframes of bare seqs fail it so): else None."""
     try:
         fields = msgpack.unpackb(raw)
     except Exception:  # any undecodable input is simply malformed
-        return Reason.MALFORMED
+        return None
     if type(fields) is list and fields and type(fields[0]) is int and fields[0] != VERSION:
-        return Reason.UNKNOWN_VERSION  # version 1's seq-only timeframes fail the shape here
-    return reason_for(error)
+        return fields[0]
+    return None
 
 
 def _ascending(keys: list) -> bool:
