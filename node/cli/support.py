@@ -233,6 +233,10 @@ def render_body(value: Any) -> Any:
                 rendered[key] = {feed_text(feed): seq for feed, seq in item.items()}
             elif key in ("members", "excluded") and isinstance(item, list):
                 rendered[key] = [feed_text(feed) for feed in item]
+            elif key == "forks" and isinstance(item, list):  # [[feed, seq], ...]
+                rendered[key] = [[feed_text(pair[0]), pair[1]] for pair in item]
+            elif key == "waits_for" and isinstance(item, list):  # [feed, seq]
+                rendered[key] = [feed_text(item[0]), item[1]]
             else:
                 rendered[key] = render_body(item)
         return rendered

@@ -9,6 +9,7 @@ import pytest
 from tanglenode.node.cli.names import Names, short_feed
 from tanglenode.node.cli.render import message_dict, tag_text
 from tanglenode.node.cli.summary import MAX_SUMMARY, Summaries, fit, short_time
+from tanglenode.node.cli.support import render_body
 from tanglenode.protocol.identity import feed_text, message_text, tag_of
 from tests.factories import Feed
 
@@ -90,3 +91,16 @@ def test_a_message_as_json_shows_each_timeframe_entry_with_its_tag_as_text():
     assert base64.urlsafe_b64decode(tag + "==") == head.id[:16]
     assert json.loads(json.dumps(body)) == body
     assert message_dict(BOB.append("no timeframe"))["timeframe"] == {}
+
+
+def test_a_status_reply_names_feeds_as_feeds_in_its_forks_and_stalls():
+    feed, other, tag = b"\x01" * 32, b"\x02" * 32, b"\x03" * 16
+    rendered = render_body(
+        {
+            "forks": [[feed, 3]],
+            "stalls": [{"feed": other, "seq": 2, "waits_for": [feed, 3], "waits_for_tag": tag}],
+        }
+    )
+    assert rendered["forks"] == [[feed_text(feed), 3]]
+    assert rendered["stalls"][0]["feed"] == feed_text(other)
+    assert rendered["stalls"][0]["waits_for"] == [feed_text(feed), 3]
