@@ -33,8 +33,7 @@ from tanglenode.node.group_commit import GroupCommit
 from tanglenode.node.verifier import Verifier
 from tanglenode.protocol.doc_ipc import At
 from tanglenode.protocol.document import TANGLE, init_content
-from tanglenode.protocol.gossip import tag_of
-from tanglenode.protocol.identity import Keypair
+from tanglenode.protocol.identity import Keypair, tag_of
 from tanglenode.protocol.limits import MAX_SEQ
 from tanglenode.protocol.message import Message
 from tanglenode.storage import groups

@@ -18,8 +18,9 @@ each a msgpack array whose first element is its kind:
                                       (protocol.evidence)
     [CREDIT, n]                       you may send n more messages
 
-A clock maps a feed to `[seq, tag]`: its highest valid seq and the first
-`TAG_BYTES` bytes of that message's id. Two nodes at one seq with different
+A clock maps a feed to `[seq, tag]`: its highest valid seq and that
+message's tag, the first `TAG_BYTES` (16) bytes of its id, as timeframes name
+messages (protocol.identity). Two nodes at one seq with different
 tags hold two branches of a fork: each asks the other for that message, and
 the pair becomes a proof. A clock may name at most `max_feeds` feeds per
 frame (the caller caps the total it keeps per peer).
@@ -49,10 +50,10 @@ from typing import Any
 from tanglenode.protocol.errors import LocalProtocolError, RemoteProtocolError
 from tanglenode.protocol.evidence import PROOF_MESSAGES
 from tanglenode.protocol.framing import DEFAULT_MAX_FRAME, FrameDecoder, encode_frame
-from tanglenode.protocol.identity import FEED_BYTES
+from tanglenode.protocol.identity import FEED_BYTES, TAG_BYTES
+from tanglenode.protocol.identity import tag_of as tag_of  # a clock head's tag
 
 VERSION = 3
-TAG_BYTES = 8
 DEFAULT_MAX_FEEDS = 20_000
 CLOCK_CHUNK = 8_192  # feeds per HELLO or CLOCK frame we send (well under the frame cap)
 
@@ -124,10 +125,6 @@ class PeerCredit:
 
 
 Event = PeerHello | PeerClock | PeerWants | PeerMessages | PeerEvidence | PeerCredit
-
-
-def tag_of(msg_id: bytes) -> bytes:
-    return msg_id[:TAG_BYTES]
 
 
 def _is_seq(value: Any) -> bool:

@@ -23,7 +23,7 @@ from tanglenode.protocol.gossip import (
 )
 
 FEED = bytes(range(32))
-TAG = b"t" * 8
+TAG = b"t" * 16
 
 
 def pair(window=4):
@@ -121,10 +121,10 @@ HELLO = raw_frame(FrameKind.HELLO, VERSION, {}, 1)
         ),
         (
             [raw_frame(FrameKind.HELLO, VERSION, {FEED: [-1, TAG]}, 1)],
-            "seq, 8-byte tag",
+            "seq, 16-byte tag",
             Breach.MALFORMED,
         ),
-        ([raw_frame(FrameKind.HELLO, VERSION, {FEED: 1}, 1)], "seq, 8-byte tag", Breach.MALFORMED),
+        ([raw_frame(FrameKind.HELLO, VERSION, {FEED: 1}, 1)], "seq, 16-byte tag", Breach.MALFORMED),
         ([raw_frame(FrameKind.HELLO, VERSION, {})], r"not \[HELLO, version", Breach.BAD_HELLO),
         ([HELLO, raw_frame(FrameKind.WANT, {FEED: -1})], "WANT", Breach.MALFORMED),
         ([HELLO, raw_frame(FrameKind.EVIDENCE, "x")], "byte strings", Breach.MALFORMED),
