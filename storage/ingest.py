@@ -156,6 +156,7 @@ class BatchWriter:
         self._dirty_heads: set[bytes] = set()
         self._invalid: dict[bytes, int | None] = {}
         self.invalidated: dict[bytes, int] = {}  # feeds cut back in this batch -> boundary
+        self.named_by_cut: set[bytes] = set()  # feeds the messages cut back had named
         self.stored: dict[tuple[bytes, int], Message] = {}  # (author, seq) stored by this batch
 
     def head(self, author: bytes) -> tuple[int, bytes | None]:
@@ -213,7 +214,7 @@ class BatchWriter:
         for author, boundary in lowered.items():
             head_seq, _head_id = self.head(author)
             if head_seq >= boundary:
-                truncate_feed(
+                self.named_by_cut |= truncate_feed(
                     self._txn, self._tables, self._timelines, reader, author, boundary, head_seq
                 )
                 new_head = boundary - 1

@@ -131,14 +131,17 @@ def truncate_feed(
     author: bytes,
     boundary: int,
     head: int,
-) -> None:
-    """Remove the feed's stored messages `head` down to `boundary` from every index.
+) -> set[bytes]:
+    """Remove the feed's stored messages `head` down to `boundary` from every index; returns
+    the feeds their timeframes named (whose heads, named by nothing else, come back).
 
     `reader` reads the timelines in the same transaction (for the joined views).
     """
+    named: set[bytes] = set()
     for seq in range(head, boundary - 1, -1):
         position = feed_key(author, seq)
         message = tables.bodies.message(txn, position)
+        named.update(message.timeframe)
         remove_message(
             timelines,
             message,
@@ -155,6 +158,7 @@ def truncate_feed(
             message,
             lambda name, ref: _tangle_links(txn, tables, name, ref),
         )
+    return named
 
 
 def _spacetime_links(txn, tables: Tables, ref: bytes) -> list[bytes]:

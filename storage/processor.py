@@ -60,8 +60,10 @@ the proof was known, on either branch of the fork). Such a need is met once
 the feed is processed up to b - 1, its valid end, whatever its tag:
 otherwise one liar could stall every honest feed that ever heard of it.
 `forget` drops the invalid feed's own candidate, wakes whoever waited
-beyond its end (suspect waits included), and drops its head if the cut
-reaches it (a forker is never named again).
+beyond its end (suspect waits included), and moves its head back to its
+last valid message if the cut reaches it; `restore_heads` makes the feeds
+that only the removed messages named heads again. A head's seq is never
+past its feed's valid end, so naming it unheads it.
 """
 
 from __future__ import annotations
@@ -247,6 +249,7 @@ class Processor:
         # What processing a ready candidate needs: its own tag and its timeframe (for heads).
         self._readied: dict[tuple[bytes, int], tuple[bytes, list[Entry]]] = {}
         self._heads: dict[bytes, tuple[int, int, bytes] | None] = {}  # feed -> new head row
+        self._ends: dict[bytes, int | None] = {}  # feed -> its valid end (None: valid)
         # `wait` and `waiting` for this transaction, written back by `_flush`: a needed feed's
         # rows move here (out of LMDB) when first touched, as a heap of (seq, waiting feed).
         self._waiters: dict[bytes, list[tuple[int, bytes]]] = {}
@@ -265,6 +268,7 @@ class Processor:
         for feed in feeds:
             if self._needed_by(feed) is None:
                 self._consider(feed)
+        self._recheck_waits_on(self._batch)
         index = first = processed_count(txn, tables)
         ready, order, moved = self._ready, self.order, set()
         while ready:
@@ -274,8 +278,8 @@ class Processor:
             txn.put(number, position, db=tables.log, append=True)
             txn.put(position, number, db=tables.position)
             tag, timeframe = self._readied.pop((feed, seq))
-            for named_feed, named_seq, _tag in timeframe:
-                if self._seq(named_feed) == named_seq:
+            for named_feed, named_seq, _tag in timeframe:  # heads at their valid ends
+                if self._valid_need(named_feed, self._seq(named_feed)) == named_seq:
                     self._heads[named_feed] = None
             self._heads[feed] = (index, seq, tag)
             self._processed[feed] = seq
@@ -330,6 +334,26 @@ class Processor:
         self._readied[candidate] = (own_tag, timeframe)
         heapq.heappush(self._ready, (seq, feed))
 
+    def _recheck_waits_on(self, stored: Iterable[tuple[bytes, int]]) -> None:
+        """Candidates that waited for (feed, seq) before the store held a message there look
+        again now that it holds one: if its tag is not the one they name, they wait for a
+        proof instead (a suspected fork), which a wait for processing would never end when
+        the message there waits, in turn, on them. So the suspicion never depends on
+        whether the naming message or the other branch came first."""
+        by_feed: dict[bytes, set[int]] = {}
+        for feed, seq in stored:
+            by_feed.setdefault(feed, set()).add(seq)
+        for feed, seqs in by_feed.items():
+            heap = self._waiters_of(feed)
+            again = [waiting for seq, waiting in heap if seq in seqs]
+            if not again:
+                continue
+            heap[:] = [entry for entry in heap if entry[0] not in seqs]
+            heapq.heapify(heap)
+            for waiting in again:
+                self._needs[waiting] = None
+                self._consider(waiting)
+
     def _other_held(self, feed: bytes, seq: int, tag: bytes) -> bool:
         """Whether the store holds a message at (feed, seq) whose tag is not `tag`: then
         waiting for (feed, seq) to be processed would not meet the need (it may even wait
@@ -349,8 +373,12 @@ class Processor:
 
     def _valid_need(self, feed: bytes, seq: int) -> int:
         """The seq a need of (feed, seq) really waits for: never past an invalid feed's end."""
-        raw = self._txn.get(feed, db=self._invalid)
-        return seq if raw is None else min(seq, U64.unpack(raw[:8])[0] - 1)
+        if feed in self._ends:
+            end = self._ends[feed]
+        else:
+            raw = self._txn.get(feed, db=self._invalid)
+            end = self._ends[feed] = None if raw is None else U64.unpack(raw[:8])[0] - 1
+        return seq if end is None else min(seq, end)
 
     def _needed_by(self, feed: bytes) -> bytes | None:
         """The (feed + seq) that `feed`'s candidate waits for, None if it waits for nothing."""
@@ -421,7 +449,7 @@ class Processor:
         heap[:] = [entry for entry in heap if entry[0] < invalid_from]
         heapq.heapify(heap)
         woken += self._suspects_cleared(feed, invalid_from)
-        self._drop_head(feed, invalid_from)
+        self._move_head_back(feed, invalid_from)
         for waiting in woken:
             self._needs[waiting] = None
             self._checked.pop((waiting, self._seq(waiting) + 1), None)
@@ -442,14 +470,36 @@ class Processor:
                     break
         return woken
 
-    def _drop_head(self, feed: bytes, invalid_from: int) -> None:
-        """A feed cut at or below its head is no head: nobody needs us to name a forker."""
+    def restore_heads(self, feeds: Iterable[bytes]) -> None:
+        """`feeds` were named by messages a proof removed: each one left with no head heads
+        again with its last valid processed message. That message may still be named by
+        another (then naming it claims nothing more, which is safe); but a head named by the
+        removed messages alone must not stay unnamed for ever."""
+        for feed in sorted(feeds):
+            if feed in self._heads or self._txn.get(feed, db=self._tables.head_at) is not None:
+                continue
+            self._restore_head(feed, self._valid_need(feed, self._seq(feed)))
+
+    def _move_head_back(self, feed: bytes, invalid_from: int) -> None:
+        """A feed cut at or below its head heads with its last valid message, if any: what
+        that one named may be named by nothing else (its valid history is no forgery)."""
         raw = self._txn.get(feed, db=self._tables.head_at)
         if raw is None:
             return
         seq = split_feed_key(self._txn.get(raw, db=self._tables.heads)[:40])[1]
-        if seq >= invalid_from:
-            self._heads[feed] = None
+        if seq < invalid_from:
+            return
+        self._heads[feed] = None
+        self._restore_head(feed, invalid_from - 1)
+
+    def _restore_head(self, feed: bytes, seq: int) -> None:
+        """Make (feed, seq), a processed message we hold, the feed's head."""
+        if seq == 0:
+            return
+        raw = self._bodies.raw(self._txn, feed_key(feed, seq))
+        index = processed_index(self._txn, self._tables, feed, seq)
+        if raw is not None and index is not None:
+            self._heads[feed] = (index, seq, tag_of(message_id(raw)))
 
     def _wake(self, feed: bytes, seq: int) -> None:
         """Re-check the candidates that waited on (feed, s) for any s <= seq."""

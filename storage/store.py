@@ -230,7 +230,11 @@ class FeedStore(StoreReads, TimelineReads, TangleReads, DigestReads, DocumentOps
                 results[index] = writer.apply(message)
             writer.finish()
             self._process(
-                txn, {m.author for _i, m in candidates}, writer.invalidated, writer.stored
+                txn,
+                {m.author for _i, m in candidates},
+                writer.invalidated,
+                writer.stored,
+                writer.named_by_cut,
             )
         return results  # type: ignore[return-value]  # every slot is filled above
 
@@ -463,6 +467,7 @@ class FeedStore(StoreReads, TimelineReads, TangleReads, DigestReads, DocumentOps
         feeds: set[bytes],
         invalidated: Mapping[bytes, int] | None = None,
         batch: Mapping[tuple[bytes, int], Message] | None = None,
+        named_by_cut: Collection[bytes] = frozenset(),
     ) -> None:
         processor = Processor(
             txn,
@@ -475,6 +480,7 @@ class FeedStore(StoreReads, TimelineReads, TangleReads, DigestReads, DocumentOps
         invalidated = invalidated or {}
         for feed, boundary in sorted(invalidated.items()):
             processor.forget(feed, boundary)
+        processor.restore_heads(named_by_cut - invalidated.keys())
         processor.advance(sorted(feeds - invalidated.keys()))
         self._weave(txn, processor.order, batch or {}, invalidated)
 
@@ -518,7 +524,7 @@ class FeedStore(StoreReads, TimelineReads, TangleReads, DigestReads, DocumentOps
             lowered = writer.add_proof(proof)
             kept = txn.get(proof.id, db=self._tables.proofs) is not None  # may lower nothing
             writer.finish()
-            self._process(txn, set(), writer.invalidated)
+            self._process(txn, set(), writer.invalidated, named_by_cut=writer.named_by_cut)
         return ("new", lowered) if kept else ("known", {})
 
     # -- replication (the reads are `StoreReads`'): one read transaction each -------------
