@@ -49,6 +49,7 @@ The tables are `storage.document_rows`'s.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from tanglenode.protocol.document import (
@@ -167,7 +168,9 @@ class DocumentEngine:
                 root + message.id, pack([str(error.reason), error.detail]), db=self._tables.aside
             )
 
-    def rebuild_after_proofs(self, invalidated: dict[bytes, int]) -> None:
+    def rebuild_after_proofs(
+        self, invalidated: dict[bytes, int], cut: Sequence[Message] = ()
+    ) -> None:
         """Weave again every document that lost messages to a proof (feed -> invalid from).
 
         Removing a message can only set aside edits that cite its atoms, so
@@ -186,6 +189,28 @@ class DocumentEngine:
                 touched.add(U32.unpack(value[:4])[0])
         for docno in sorted(touched):
             self._rebuild(docno)
+        self._decide_again(cut)
+
+    def _decide_again(self, cut: Sequence[Message]) -> None:
+        """Forget the `doc-aside` rows of the messages a proof removed, and decide again the
+        edits set aside under a removed root: a node that never held those messages has no
+        such rows, and decides those edits without them."""
+        txn, aside = self._txn, self._tables.aside
+        again: dict[bytes, None] = {}
+        for message in cut:
+            link = message.tangles.get(TANGLE)
+            root = message.id if link is None or link.root is None else link.root
+            txn.delete(root + message.id, db=aside)
+            cursor = txn.cursor(db=aside)
+            if cursor.set_range(message.id):
+                while cursor.key()[:32] == message.id:
+                    again[bytes(cursor.key()[32:])] = None
+                    if not cursor.delete():
+                        break
+        for msg_id in again:
+            position = txn.get(msg_id, db=self._message_ids)
+            if position is not None:
+                self.apply(self._messages.message(txn, bytes(position)))
 
     def _rebuild(self, docno: int) -> None:
         txn, tables = self._txn, self._tables
@@ -221,7 +246,7 @@ class DocumentEngine:
             txn.delete(meta[M_ID], db=tables.index)
             txn.delete(prefix, db=tables.meta)
             for _mno, message in held:
-                self.apply(message)  # each is set aside now: unknown-doc
+                self.apply(message)  # each is set aside now: its root is held no more
             return
         init = held[0][1]
         self._create(init, parse_document(init.content), docno)

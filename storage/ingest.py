@@ -157,6 +157,7 @@ class BatchWriter:
         self._invalid: dict[bytes, int | None] = {}
         self.invalidated: dict[bytes, int] = {}  # feeds cut back in this batch -> boundary
         self.named_by_cut: set[bytes] = set()  # feeds the messages cut back had named
+        self.cut: list[Message] = []  # the messages cut back
         self.stored: dict[tuple[bytes, int], Message] = {}  # (author, seq) stored by this batch
 
     def head(self, author: bytes) -> tuple[int, bytes | None]:
@@ -215,7 +216,14 @@ class BatchWriter:
             head_seq, _head_id = self.head(author)
             if head_seq >= boundary:
                 self.named_by_cut |= truncate_feed(
-                    self._txn, self._tables, self._timelines, reader, author, boundary, head_seq
+                    self._txn,
+                    self._tables,
+                    self._timelines,
+                    reader,
+                    author,
+                    boundary,
+                    head_seq,
+                    self.cut,
                 )
                 new_head = boundary - 1
                 raw = self._bodies.raw(self._txn, feed_key(author, new_head))

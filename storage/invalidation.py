@@ -131,9 +131,11 @@ def truncate_feed(
     author: bytes,
     boundary: int,
     head: int,
+    removed: list[Message],
 ) -> set[bytes]:
-    """Remove the feed's stored messages `head` down to `boundary` from every index; returns
-    the feeds their timeframes named (whose heads, named by nothing else, come back).
+    """Remove the feed's stored messages `head` down to `boundary` from every index, adding
+    each to `removed`; returns the feeds their timeframes named (whose heads, named by
+    nothing else, come back).
 
     `reader` reads the timelines in the same transaction (for the joined views).
     """
@@ -142,6 +144,7 @@ def truncate_feed(
         position = feed_key(author, seq)
         message = tables.bodies.message(txn, position)
         named.update(message.timeframe)
+        removed.append(message)
         remove_message(
             timelines,
             message,

@@ -235,6 +235,7 @@ class FeedStore(StoreReads, TimelineReads, TangleReads, DigestReads, DocumentOps
                 writer.invalidated,
                 writer.stored,
                 writer.named_by_cut,
+                writer.cut,
             )
         return results  # type: ignore[return-value]  # every slot is filled above
 
@@ -468,6 +469,7 @@ class FeedStore(StoreReads, TimelineReads, TangleReads, DigestReads, DocumentOps
         invalidated: Mapping[bytes, int] | None = None,
         batch: Mapping[tuple[bytes, int], Message] | None = None,
         named_by_cut: Collection[bytes] = frozenset(),
+        cut: Sequence[Message] = (),
     ) -> None:
         processor = Processor(
             txn,
@@ -482,9 +484,9 @@ class FeedStore(StoreReads, TimelineReads, TangleReads, DigestReads, DocumentOps
             processor.forget(feed, boundary)
         processor.restore_heads(named_by_cut - invalidated.keys())
         processor.advance(sorted(feeds - invalidated.keys()))
-        self._weave(txn, processor.order, batch or {}, invalidated)
+        self._weave(txn, processor.order, batch or {}, invalidated, cut)
 
-    def _weave(self, txn, order: list[tuple[bytes, int]], batch, invalidated) -> None:
+    def _weave(self, txn, order: list[tuple[bytes, int]], batch, invalidated, cut=()) -> None:
         """Apply the document messages just processed, in processed order (after rebuilding
         the documents a proof took messages from)."""
         if not order and not invalidated:
@@ -493,7 +495,7 @@ class FeedStore(StoreReads, TimelineReads, TangleReads, DigestReads, DocumentOps
             txn, self._document_tables, self._tables.bodies, self._tables.message_ids
         )
         if invalidated:
-            engine.rebuild_after_proofs(dict(invalidated))
+            engine.rebuild_after_proofs(dict(invalidated), cut)
         bodies = self._tables.bodies
         for feed, seq in order:
             message = batch.get((feed, seq))
@@ -524,7 +526,9 @@ class FeedStore(StoreReads, TimelineReads, TangleReads, DigestReads, DocumentOps
             lowered = writer.add_proof(proof)
             kept = txn.get(proof.id, db=self._tables.proofs) is not None  # may lower nothing
             writer.finish()
-            self._process(txn, set(), writer.invalidated, named_by_cut=writer.named_by_cut)
+            self._process(
+                txn, set(), writer.invalidated, named_by_cut=writer.named_by_cut, cut=writer.cut
+            )
         return ("new", lowered) if kept else ("known", {})
 
     # -- replication (the reads are `StoreReads`'): one read transaction each -------------

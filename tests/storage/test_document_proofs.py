@@ -68,3 +68,41 @@ def test_a_fork_of_the_documents_creator_removes_the_document(open_store):
     store.ingest([twin.raw])
     assert store.documents() == []
     assert [m for m, _r, _d in store.document_set_aside(doc.id)] == [typed.id]
+
+
+def test_what_a_proof_removes_leaves_no_set_aside_record_and_the_rest_is_decided_again(
+    open_store,
+):
+    """A forker's set-aside edit, and an edit rooted at a forker's message, read the same on
+    a node that held them before the proof and on one that got the proof first."""
+    alice, mallory, helen = Feed("aside-alice"), Feed("aside-mallory"), Feed("aside-helen")
+    doc = alice.root("doc", init_content("t"))
+    typed = edit(alice, doc, [Insert(AtomRef(doc.id, 0), "abc")], {})
+    m1 = mallory.append({"m": 1})
+    bad = edit(mallory, doc, [Insert(AtomRef(typed.id, 99), "Q")], {alice.public: typed})
+    twin = Feed(mallory.keypair)
+    twin.messages = [m1]
+    m2 = twin.append({"m": "2, again"})
+    rooted = helen.append(
+        edit_content([Insert(AtomRef(m1.id, 0), "Q")]),
+        tangles={"doc": TangleLink(m1.id, (m1.id,))},
+        timeframe={mallory.public: m1},
+    )
+    other = Feed(mallory.keypair).append({"m": "1, again"})
+    views = []
+    for label, batches in [
+        ("held-first", [[doc, typed, m1, bad, rooted], [m2], [other]]),
+        ("proof-first", [[doc, typed, m1, other, m2], [bad, rooted]]),
+    ]:
+        store = open_store(label)
+        for batch in batches:
+            store.ingest([m.raw for m in batch])
+        assert store.invalid_feeds() == {mallory.public: 1}
+        views.append(
+            (
+                [(m, r) for m, r, _d in store.document_set_aside(doc.id)],
+                [(m, r) for m, r, _d in store.document_set_aside(m1.id)],
+                store.document_text(doc.id),
+            )
+        )
+    assert views[0] == views[1] == ([], [(rooted.id, "outside-weft")], "abc")

@@ -10,7 +10,7 @@ from tanglenode.protocol.evidence import InvalidProof, ProofKind, check_proof
 from tanglenode.protocol.message import TangleLink
 from tanglenode.storage.ingest import Outcome
 from tanglenode.storage.timelines import SPACETIME
-from tests.factories import Feed
+from tests.factories import Feed, keypair
 
 
 def state(store):
@@ -260,3 +260,55 @@ def test_a_reference_to_a_cut_message_does_not_hold_finality_back_for_ever(open_
     deliver(store, [dave.messages[0].raw])
     assert store.spacetime_final() == 0  # dave:1 ranks 0 and waits for carol:6
     assert store.check().ok
+
+
+def test_a_suspicion_does_not_depend_on_which_branch_came_first(open_store):
+    """h1 names x2a; the forker's x2b, at the same seq, names h1. Whichever of h1 and x2b
+    arrives first, h1 waits for a proof, reported as a suspected fork, not silently."""
+    x, h = Feed("order-x"), Feed("order-h")
+    x1, x2a = x.append({"n": 1}), x.append({"n": "2a"})
+    h1 = h.append({"h": 1}, timeframe={x.public: x2a})
+    twin = Feed(x.keypair)
+    twin.messages = [x1]
+    x2b = twin.append({"n": "2b"}, timeframe={h.public: h1})
+    reports = []
+    for label, order in [("h1-first", [x1, h1, x2b]), ("x2b-first", [x1, x2b, h1])]:
+        store = open_store(label)
+        for message in order:
+            store.ingest([message.raw])
+        reports.append(
+            (
+                [
+                    (s.feed, s.needs_feed, s.needs_seq, s.needs_tag, s.suspected)
+                    for s in store.stalls()
+                ],
+                [(s.feed, s.seq, s.by_feed) for s in store.suspected_forks()],
+            )
+        )
+        store.ingest([x2a.raw])  # the other branch: the proof
+        assert store.invalid_feeds() == {x.public: 2} and store.stalls() == []
+    assert (
+        reports[0]
+        == reports[1]
+        == (
+            [(h.public, x.public, 2, x2a.id[:16], True)],
+            [(x.public, 2, h.public)],
+        )
+    )
+
+
+def test_a_head_only_a_cut_message_named_is_named_again(open_store):
+    """g1 was named by the forker's x1 alone; once x1 is cut, our next message names g1,
+    as a node that saw the proof first does."""
+    g, x = Feed("cut-head-g"), Feed("cut-head-x")
+    g1 = g.append({"g": 1})
+    x1 = x.append({"x": 1}, timeframe={g.public: g1})
+    x1b = Feed(x.keypair).append({"x": "1b"})
+    named = []
+    for label, batches in [("late", [[g1, x1], [x1b]]), ("early", [[g1, x1b], [x1]])]:
+        store = open_store(label, keypair=keypair(f"cut-head-{label}"))
+        for batch in batches:
+            store.ingest([m.raw for m in batch])
+        assert store.invalid_feeds() == {x.public: 1}
+        named.append(store.publish({"p": 1}).named())
+    assert named[0] == named[1] == {g.public: (1, g1.id[:16])}
