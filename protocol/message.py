@@ -70,11 +70,15 @@ from tanglenode.protocol.identity import SIGNATURE_BYTES, Keypair, message_id
 from tanglenode.protocol.limits import DEFAULT_LIMITS, Limits
 
 VERSION = 2  # 1: timeframes named seqs only (refused since tags bind them to ids)
+
+
 def _version_detail(found: int) -> str:
     detail = f"version {found}, expected {VERSION}"
     if found == 1:  # what every node wrote before format 2
         detail += ": version 1 (timeframes of bare seqs, before tags bound them) is refused"
     return detail
+
+
 _UNSIGNED_HEADER = b"\x98"  # fixarray of 8
 _SIGNATURE_TRAILER = 2 + SIGNATURE_BYTES  # bin8 header (0xc4 0x40) + signature
 
