@@ -6,8 +6,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.storage.test_trace_replay import TRACES  # beside the repository, or /work/shared
+
 TANGLED = Path(sys.executable).with_name("tangled")
-TRACES = Path(__file__).resolve().parents[3] / "shared" / "data" / "editing-traces"
 
 
 def replay(tmp_path, trace: Path, *extra: str) -> subprocess.CompletedProcess:
