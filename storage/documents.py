@@ -68,6 +68,7 @@ from tanglenode.protocol.document import (
     parse_document,
 )
 from tanglenode.protocol.message import Message
+from tanglenode.storage.doc_wefts import DocWefts, covers, inside
 from tanglenode.storage.document_rows import (
     BACKSPACE,
     M_ID,
@@ -80,7 +81,6 @@ from tanglenode.storage.document_rows import (
     R_ID,
     R_SEGMENTS,
     R_SEQ,
-    R_WEFT,
     ROOT,
     ROOT_SYMBOL,
     TEXT_ATOM,
@@ -89,7 +89,6 @@ from tanglenode.storage.document_rows import (
     Weft,
     backspaces_of,
     docno_of,
-    join_wefts,
     open_weave,
     pack,
     read_meta,
@@ -100,7 +99,7 @@ from tanglenode.storage.document_rows import (
     unpack,
     weft_greater,
 )
-from tanglenode.storage.layout import U32, U64, feed_key, split_feed_key
+from tanglenode.storage.layout import U32, U64, feed_key
 from tanglenode.storage.weave import (
     CAUSE_INDEX,
     CAUSE_MNO,
@@ -120,11 +119,11 @@ class _Doc:
 
     __slots__ = ("docno", "meta", "weave", "wefts")
 
-    def __init__(self, docno: int, meta: list, weave: Weave) -> None:
+    def __init__(self, docno: int, meta: list, weave: Weave, wefts: DocWefts) -> None:
         self.docno = docno
         self.meta = meta
         self.weave = weave
-        self.wefts: dict[int, Weft] = {}
+        self.wefts = wefts
 
 
 class DocumentEngine:
@@ -276,7 +275,7 @@ class DocumentEngine:
         meta.append([message.id])
         txn.put(U32.pack(docno), pack(meta), db=tables.meta)  # claims docno in this transaction
         weave = Weave.create(txn, tables.nodes, tables.pieces, docno, [0, 0, ROOT_SYMBOL, 0, 0, 0])
-        self._docs[docno] = _Doc(docno, meta, weave)
+        self._docs[docno] = _Doc(docno, meta, weave, DocWefts(txn, tables, docno))
         self._record(docno, 0, message, [[0, 1, ROOT, 0, 0]], 0, 0, {message.author: message.seq})
         self._log(docno, 0, message.id, [])
 
@@ -287,9 +286,9 @@ class DocumentEngine:
         doc = self._docs.get(docno)
         if doc is None:
             meta = read_meta(self._txn, self._tables, docno)
-            doc = self._docs[docno] = _Doc(
-                docno, meta, open_weave(self._txn, self._tables, docno, meta)
-            )
+            weave = open_weave(self._txn, self._tables, docno, meta)
+            wefts = DocWefts(self._txn, self._tables, docno)
+            doc = self._docs[docno] = _Doc(docno, meta, weave, wefts)
         return doc
 
     def _record(
@@ -318,25 +317,14 @@ class DocumentEngine:
 
     # -- checking an edit ------------------------------------------------------
 
-    def _inside(self, msg_id: bytes, weft: Weft) -> bool:
-        """Whether message `msg_id` is inside `weft`. A message inside an edit's weft was
-        processed before the edit on every node, so the answer never depends on delivery: a
-        message this node does not hold is outside (or a proof removed it, everywhere)."""
-        position = self._txn.get(msg_id, db=self._message_ids)
-        if position is None:
-            return False
-        author, seq = split_feed_key(position)
-        return weft.get(author, 0) >= seq
-
     def _edit(self, message: Message, root: bytes, edit: DocEdit, mno: int | None = None) -> None:
-        if not self._covers(message, root):  # else whether the init is woven yet depends on
-            raise DocumentError(  # delivery; when it covers it, it is on every node
-                DocReason.OUTSIDE_WEFT, "the doc/init is outside the edit's weft"
-            )
+        # Whether the init is woven yet depends on delivery unless the timeframe covers it.
+        if not covers(self._txn, self._message_ids, message, root):
+            raise DocumentError(DocReason.OUTSIDE_WEFT, "the doc/init is outside the edit's weft")
         doc = self._doc(root)
         meta = doc.meta
         previous = message.tangles[TANGLE].previous or ()
-        weft = self._weft_of_edit(doc, message)
+        weft = doc.wefts.of_edit(message)
         renumber = mno is None
         mno = meta[M_NEXT_MNO] if mno is None else mno
         segments, first = [], 0
@@ -367,7 +355,7 @@ class DocumentEngine:
         named = set(previous)
         meta[M_TIPS] = sorted([tip for tip in meta[M_TIPS] if tip not in named] + [message.id])
         self._record(doc.docno, mno, message, segments, inserted, deleted, weft)
-        doc.wefts[mno] = weft
+        doc.wefts.remember(mno, weft)
         splices: list = []
         for segment, op in zip(segments, edit.ops, strict=True):
             if type(op) is Insert:
@@ -388,7 +376,7 @@ class DocumentEngine:
         found = cited.get(ref.msg)
         if found is not None:
             return found
-        if not self._inside(ref.msg, weft):
+        if not inside(self._txn, self._message_ids, ref.msg, weft):
             raise DocumentError(DocReason.OUTSIDE_WEFT, "cites an atom outside the edit's weft")
         key = self._txn.get(ref.msg, db=self._tables.ids)
         if key is None or U32.unpack(key[:4])[0] != doc.docno:
@@ -400,50 +388,11 @@ class DocumentEngine:
 
     # -- applying ops ----------------------------------------------------------
 
-    def _weft(self, doc: _Doc, mno: int) -> Weft:
-        weft = doc.wefts.get(mno)
-        if weft is None:
-            weft = doc.wefts[mno] = read_record(self._txn, self._tables, doc.docno, mno)[R_WEFT]
-        return weft
-
-    def _covers(self, message: Message, msg_id: bytes) -> bool:
-        """Whether `message`'s own feed or timeframe names `msg_id` or a later message of its
-        feed: then it was processed before `message` on every node that holds both."""
-        position = self._txn.get(msg_id, db=self._message_ids)
-        if position is None:
-            return False
-        author, seq = split_feed_key(position)
-        if author == message.author:
-            return seq < message.seq
-        return message.timeframe.get(author, 0) >= seq
-
-    def _weft_of_edit(self, doc: _Doc, message: Message) -> Weft:
-        """The edit's weft (see the module's docstring)."""
-        author, seq = message.author, message.seq
-        wefts: list[Weft] = [{author: seq}]
-        for feed, upto in [(author, seq - 1), *message.timeframe.items()]:
-            mno = self._last_woven(doc.docno, feed, upto)
-            if mno is not None:
-                wefts.append(self._weft(doc, mno))
-        return join_wefts(wefts)
-
-    def _last_woven(self, docno: int, feed: bytes, upto: int) -> int | None:
-        """The mno of `feed`'s last message woven into the document at a seq <= `upto`."""
-        prefix = U32.pack(docno) + feed
-        cursor = self._txn.cursor(db=self._tables.yarn)
-        if cursor.set_range(prefix + U64.pack(upto + 1)):
-            if not cursor.prev():
-                return None
-        elif not cursor.last():
-            return None
-        key = cursor.key()
-        return U32.unpack(cursor.value())[0] if key[:36] == prefix else None
-
     def _goes_first(self, doc: _Doc, mno: int, first: int, sibling_mno: int, sibling: int) -> bool:
         """Whether new atom (mno, first) precedes its sibling (sibling_mno, sibling)."""
         if sibling_mno == mno:
             return first > sibling
-        return weft_greater(self._weft(doc, mno), self._weft(doc, sibling_mno))
+        return weft_greater(doc.wefts.of(mno), doc.wefts.of(sibling_mno))
 
     def _insert(self, doc: _Doc, mno: int, segment: list, text: str, splices: list) -> None:
         weave = doc.weave

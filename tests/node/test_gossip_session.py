@@ -173,6 +173,17 @@ def start(
     return sessions
 
 
+async def converse_until(a, b, wire: Wire, done) -> None:
+    """Connect `a` and `b` over `wire` until `done(side)` holds on both; neither of them
+    may drop the other on the way."""
+    async with trio.open_nursery() as nursery:
+        sa, sb = start(nursery, a, b, wire)
+        for side in (a, b):
+            await side.until(lambda s=side: done(s))
+        assert not sa.ended.is_set() and not sb.ended.is_set()  # nobody dropped anybody
+        nursery.cancel_scope.cancel()
+
+
 def chain(label: str, length: int) -> list:
     feed = Feed(label)
     for n in range(length):
@@ -272,18 +283,14 @@ async def test_a_fork_between_the_two_stores_is_found_and_both_end_before_it(
     b = open_side("b", two.messages)
     author = one.public
     assert a.service.clock[author] == b.service.clock[author] == 6  # neither knows yet
-    wire = Wire()
-    async with trio.open_nursery() as nursery:
-        sa, sb = start(nursery, a, b, wire)
-        for side in (a, b):
-            await side.until(
-                lambda s=side: (
-                    s.service.invalid.get(author) == shared + 1
-                    and s.service.clock.get(author) == shared
-                )
-            )
-        assert not sa.ended.is_set() and not sb.ended.is_set()  # nobody dropped anybody
-        nursery.cancel_scope.cancel()
+    await converse_until(
+        a,
+        b,
+        Wire(),
+        lambda s: (
+            s.service.invalid.get(author) == shared + 1 and s.service.clock.get(author) == shared
+        ),
+    )
     assert state(a.store) == state(b.store)
     (proof,) = a.store.evidence()
     assert {m.seq for m in proof.messages} == {shared + 1}
@@ -338,12 +345,7 @@ async def test_a_peer_further_along_another_branch_is_not_dropped_for_its_branch
     a = open_side("a", one.messages[:2])
     b = open_side("b", two.messages)
     wire = Wire()
-    async with trio.open_nursery() as nursery:
-        sa, sb = start(nursery, a, b, wire)
-        for side in (a, b):
-            await side.until(lambda s=side: s.service.invalid.get(author) == 2)
-        assert not sa.ended.is_set() and not sb.ended.is_set()  # nobody dropped anybody
-        nursery.cancel_scope.cancel()
+    await converse_until(a, b, wire, lambda s: s.service.invalid.get(author) == 2)
     assert wire.raws_from("b")[:3] == [m.raw for m in two.messages[2:5]]  # one frame, as said
     assert [frame[1][author] for frame in wire.of("a", FrameKind.WANT) if author in frame[1]] == [
         2,
@@ -384,16 +386,12 @@ async def test_a_suspected_fork_is_fetched_from_a_peer_holding_the_other_branch(
     assert a.store.suspected_forks() == [suspected]
     assert honest.id not in processed_ids(a.store)
     wire = Wire()
-    async with trio.open_nursery() as nursery:
-        sa, sb = start(nursery, a, b, wire)
-        for side in (a, b):
-            await side.until(
-                lambda s=side: (
-                    s.service.invalid.get(author) == 2 and honest.author in s.service.clock
-                )
-            )
-        assert not sa.ended.is_set() and not sb.ended.is_set()  # nobody dropped anybody
-        nursery.cancel_scope.cancel()
+    await converse_until(
+        a,
+        b,
+        wire,
+        lambda s: s.service.invalid.get(author) == 2 and honest.author in s.service.clock,
+    )
     # One WANT of the forked feed, from the suspect's seq; b, ahead on it, asked nothing.
     assert [frame[1][author] for frame in wire.of("a", FrameKind.WANT) if author in frame[1]] == [1]
     assert not [frame for frame in wire.of("b", FrameKind.WANT) if author in frame[1]]
