@@ -100,8 +100,8 @@ from tanglenode.storage.errors import (
     UnknownTimeline,
     VersionConflict,
 )
-from tanglenode.storage.store import FeedStore
 from tanglenode.storage.timeline import Command, Delete, Insert
+from tanglenode.storage.timelines import timeline_name
 
 __all__ = ["ERROR_KINDS", "MAX_FRAME", "IpcServer", "error_kind", "error_reply"]
 
@@ -144,7 +144,7 @@ def error_reply(number: Any, error: BaseException) -> dict[str, Any]:
 
 
 def _timeline_name(timeline: TimelineRef) -> bytes:
-    return FeedStore.timeline_name(timeline.root, timeline.tangle, timeline.view, timeline.order)
+    return timeline_name(timeline.root, timeline.tangle, timeline.view, timeline.order)
 
 
 def _command_wire(

@@ -75,7 +75,7 @@ class StoreService:
         )
 
     def _read_clock(self) -> None:
-        feeds = self.store.feeds()
+        feeds = self.store.feeds.held()
         self.clock = {feed.author: feed.head_seq for feed in feeds if feed.head_id}
         self.tags = {feed.author: tag_of(feed.head_id) for feed in feeds if feed.head_id}
         self.invalid = {f.author: f.invalid_from for f in feeds if f.invalid_from is not None}
@@ -285,7 +285,7 @@ class StoreService:
         return messages, numbers
 
     async def documents(self) -> list[DocumentInfo]:
-        return await self._reading(self.store.documents)
+        return await self._reading(self.store.documents.held)
 
     async def document_snapshot(self, doc: bytes) -> tuple[int, str]:
         """The version and the text at the processed frontier, read together."""

@@ -107,7 +107,7 @@ def _chain(*iterators):
 
 
 def _timeline_rows(store: FeedStore) -> Iterator[dict]:
-    for name, root, tangle in store.timelines():
+    for name, root, tangle in store.timelines.held():
         label = "spacetime" if tangle is None else f"tangle:{tangle}"
         for position, (rank, msg_id) in enumerate(store.timeline(name)):
             yield {

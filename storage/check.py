@@ -2,10 +2,10 @@
 
 One read transaction over the whole store. Each stored message is decoded
 and its signature verified again; from the messages alone we rebuild what
-every index should hold (ids, feed chains, heads, proofs, the names feeds
-give themselves, and the tangles' states, waiting rows, tips and joined
-views: storage.joined_check) and report
-each disagreement as one line. The parsed messages and rebuilt sets live in
+the feed store's own tables should hold (ids, feed chains, heads, proofs),
+then each derived view checks itself against the same messages
+(`DerivedView.check`, in the registry's order: storage/registry.py), and
+each disagreement is reported as one line. The parsed messages and rebuilt sets live in
 memory: fine for an offline check of a node's store, proportional to its size.
 """
 
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import struct
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import lmdb
@@ -23,11 +24,9 @@ from tanglenode.protocol.evidence import InvalidProof, check_proof
 from tanglenode.protocol.identity import feed_text, message_text
 from tanglenode.protocol.limits import UNLIMITED
 from tanglenode.protocol.message import Message, decode_message
-from tanglenode.storage.abouts import ROW_KEY_LEN, about_name, split_about_key
-from tanglenode.storage.causal_check import check_causal
-from tanglenode.storage.joined_check import check_tangles
+from tanglenode.storage.context import StoreContext
+from tanglenode.storage.derived import DerivedView
 from tanglenode.storage.layout import U64, Tables, split_feed_key, split_head_value
-from tanglenode.storage.timeline import TimelineTables
 
 
 @dataclass
@@ -50,11 +49,11 @@ def _verified(raw: bytes, what: str, report: CheckReport) -> Message | None:
         return None
 
 
-def check_store(env, tables: Tables, timeline_tables=None) -> CheckReport:
+def check_store(ctx: StoreContext, views: Sequence[DerivedView]) -> CheckReport:
     """The report; LMDB's own errors (a page that fails to read, MDB_CORRUPTED) are findings."""
     report = CheckReport()
     try:
-        _check_all(env, tables, report, timeline_tables)
+        _check_all(ctx, views, report)
     except lmdb.Error as error:  # the scan cannot go on past a damaged page
         report.problems.append(f"the store is damaged, the check stopped: {error}")
     except (ValueError, IndexError, struct.error) as error:  # a row of impossible shape
@@ -62,9 +61,9 @@ def check_store(env, tables: Tables, timeline_tables=None) -> CheckReport:
     return report
 
 
-def _check_all(env, tables: Tables, report: CheckReport, timeline_tables=None) -> None:
-    timeline_tables = timeline_tables or TimelineTables.open(env)
-    with env.begin() as txn:
+def _check_all(ctx: StoreContext, views: Sequence[DerivedView], report: CheckReport) -> None:
+    tables = ctx.tables
+    with ctx.read() as txn:
         by_position: dict[tuple[bytes, int], Message] = {}
         for key, value in txn.cursor(db=tables.messages):
             report.messages += 1
@@ -84,9 +83,8 @@ def _check_all(env, tables: Tables, report: CheckReport, timeline_tables=None) -
         _check_ids(txn, tables, by_position, report)
         _check_feeds(txn, tables, by_position, report)
         _check_evidence(txn, tables, by_position, report)
-        _check_abouts(txn, tables, by_position, report)
-        check_tangles(txn, tables, timeline_tables, list(by_position.values()), report.problems)
-        report.problems.extend(check_causal(txn, timeline_tables, by_position))
+        for view in views:
+            report.problems.extend(view.check(txn, by_position))
 
 
 def _check_ids(txn, tables: Tables, by_position, report: CheckReport) -> None:
@@ -161,33 +159,3 @@ def _check_evidence(txn, tables: Tables, by_position, report: CheckReport) -> No
         report.evidence += 1
         if bytes(key) not in held:
             report.problems.append(f"evidence {message_text(bytes(key))} is in no proof")
-
-
-def _check_abouts(txn, tables: Tables, by_position, report: CheckReport) -> None:
-    """`about-names` holds one row per own `about` held, as ingest indexes it.
-
-    A row at or past its feed's invalid boundary names it by a message cut
-    since (readers skip it, storage.abouts): it cannot be checked and is not
-    reported, whatever the messages still held say.
-    """
-    expected: dict[tuple[bytes, int], bytes] = {}
-    for (author, seq), message in by_position.items():
-        name = about_name(message.content, author)
-        if name is not None:
-            expected[(author, seq)] = name.encode()
-    boundaries = {bytes(a): U64.unpack(v[:8])[0] for a, v in txn.cursor(db=tables.invalid)}
-    for key, value in txn.cursor(db=tables.about_names):
-        if len(key) != ROW_KEY_LEN:
-            report.problems.append(f"about-names holds a malformed key {bytes(key).hex()}")
-            continue
-        author, seq = split_about_key(key)
-        if expected.pop((author, seq), None) == bytes(value):
-            continue
-        if seq < boundaries.get(author, seq + 1):
-            report.problems.append(
-                f"about-names row {feed_text(author)}:{seq} is not the own about held there"
-            )
-    for author, seq in expected:
-        report.problems.append(
-            f"the about at {feed_text(author)}:{seq} is missing from about-names"
-        )

@@ -48,6 +48,7 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 
+from tanglenode.storage.context import StoreContext
 from tanglenode.storage.timeline import Move, TimelineReader
 from tanglenode.storage.timelines import SPACETIME
 
@@ -143,30 +144,27 @@ class _Cache:
 
 
 class DigestReads:
-    """The digest half of `FeedStore`'s reads; each public method is one read transaction."""
+    """`store.digests`: timelines' digests; each public method is one read transaction."""
 
-    _digest_cache: _Cache | None = None
-
-    def _digests_cached(self) -> _Cache:
-        if self._digest_cache is None:
-            self._digest_cache = _Cache(CACHE_SLOTS, CHECKPOINT_BUDGET)
-        return self._digest_cache
+    def __init__(self, ctx: StoreContext) -> None:
+        self._ctx = ctx
+        self.cache = _Cache(CACHE_SLOTS, CHECKPOINT_BUDGET)
 
     def timeline_digest(self, timeline: bytes) -> TimelineDigest:
         """The digest of `timeline` (a `timeline_name`) now; `UnknownTimeline` for a tangle
         with no timeline; an empty spacetime or joined view has the empty digest."""
-        with self._env.begin() as txn:  # type: ignore[attr-defined]
-            reader = TimelineReader(txn, self._timeline_tables)  # type: ignore[attr-defined]
+        with self._ctx.read() as txn:
+            reader = TimelineReader(txn, self._ctx.timeline_tables)
             return self._digest_in(reader, timeline)
 
     def timeline_digests(self, limit: int) -> tuple[list[Named], bool]:
         """The spacetime's digest, then those of the first `limit` tangles' timelines (all
         members, rank order; by tangle key), as (root, tangle name, digest), the spacetime's
         root and name None, read at one moment; and whether more tangles were left out."""
-        with self._env.begin() as txn:  # type: ignore[attr-defined]
-            reader = TimelineReader(txn, self._timeline_tables)  # type: ignore[attr-defined]
+        with self._ctx.read() as txn:
+            reader = TimelineReader(txn, self._ctx.timeline_tables)
             found: list[Named] = [(None, None, self._digest_in(reader, SPACETIME))]
-            cursor = txn.cursor(db=self._timeline_tables.names)  # type: ignore[attr-defined]
+            cursor = txn.cursor(db=self._ctx.timeline_tables.names)
             names: list[bytes] = []
             if cursor.set_range(b"\x01"):
                 for name in cursor.iternext(values=False):
@@ -185,7 +183,7 @@ class DigestReads:
             if timeline[:1] == b"\x02" and reader.exists(b"\x01" + timeline[1:]):
                 return EMPTY  # a joined view nothing joined yet
         version = reader.version(timeline)  # raises UnknownTimeline
-        cache = self._digests_cached()
+        cache = self.cache
         cached = cache.get(timeline)
         if cached is not None and cached.digest.version == version:
             return cached.digest

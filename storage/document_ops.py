@@ -1,9 +1,8 @@
-"""FeedStore's document methods: create, edit, and read documents, one transaction each.
+"""`store.documents`: create, edit, and read documents, one transaction each.
 
-Mixed into `storage.store.FeedStore`, which provides the environment, the
-tables and `_publish_in` (sign and store one of our messages inside an
-open write transaction). The engine itself is `storage.documents`; the
-reads are `storage.revisions`.
+Edits are published through the store's one writer (`Writes.publishing`:
+several of our messages signed and stored in one write transaction). The
+engine itself is `storage.documents`; the reads are `storage.revisions`.
 """
 
 from __future__ import annotations
@@ -15,6 +14,7 @@ from tanglenode.protocol.document import TANGLE, Insert, edit_content, init_cont
 from tanglenode.protocol.limits import TIMEFRAME_CAP
 from tanglenode.protocol.message import Message
 from tanglenode.storage import doc_edits, revisions
+from tanglenode.storage.context import StoreContext
 from tanglenode.storage.document_rows import (
     M_AUTHOR,
     M_CREATED,
@@ -30,7 +30,6 @@ from tanglenode.storage.document_rows import (
     R_WEFT,
     BlameSpan,
     DocumentInfo,
-    DocumentTables,
     DyeSpan,
     SpliceEntry,
     Version,
@@ -43,6 +42,7 @@ from tanglenode.storage.document_rows import (
 )
 from tanglenode.storage.errors import UnknownDocument, VersionConflict
 from tanglenode.storage.layout import U32, U64
+from tanglenode.storage.writes import Writes
 
 At = Weft | bytes | int | None  # a weft, a message id, a version number, or the frontier
 
@@ -52,15 +52,17 @@ _TIMEFRAME_ENTRY_BYTES = 62  # bin 32 key, [seq (up to 9 bytes), bin 16 tag]
 
 
 class DocumentOps:
-    """The document half of FeedStore (see the module docstring)."""
+    """`store.documents` (see the module docstring)."""
 
-    _document_tables: DocumentTables
+    def __init__(self, ctx: StoreContext, writes: Writes) -> None:
+        self._ctx = ctx
+        self._writes = writes
 
     # -- writing -----------------------------------------------------------------
 
     def create_document(self, title: str) -> Message:
         """Publish a new document's doc/init; the document's id is the message's id."""
-        return self.publish(init_content(title), {TANGLE: None})
+        return self._writes.publish(init_content(title), {TANGLE: None})
 
     def edit_document(
         self, doc: bytes, splices: Sequence[Any], base: int | None = None
@@ -72,9 +74,9 @@ class DocumentOps:
         made against, raises `VersionConflict` if the document has moved on
         since (the caller reads it again). Raises `BadSplice` or `UnknownDocument`.
         """
-        published: list[Message] = []
-        with self._write() as txn:
-            tables = self._document_tables
+        with self._writes.publishing() as session:
+            txn = session.txn
+            tables = self._ctx.document_tables
             docno = self._docno(txn, doc)
             meta = read_meta(txn, tables, docno)
             if base is not None and base != meta[M_NEXT_MNO] - 1:
@@ -84,7 +86,7 @@ class DocumentOps:
                 )
             planned = doc_edits.plan(open_weave(txn, tables, docno, meta), splices)
             if not planned:
-                return published
+                return []
             ids: dict[int, bytes] = {}
 
             def id_of(mno: int) -> bytes:
@@ -95,20 +97,17 @@ class DocumentOps:
             def publish(ops: list) -> bytes:
                 cites = [op.cause.msg if type(op) is Insert else op.target.msg for op in ops]
                 cites = [msg for msg in cites if msg is not None]
-                message = self._publish_in(txn, edit_content(ops), {TANGLE: doc}, cites=cites)
-                published.append(message)
-                return message.id
+                return session.publish(edit_content(ops), {TANGLE: doc}, cites=cites).id
 
-            budget = self._limits.max_message_bytes - _ENVELOPE_BYTES
-            budget -= _TIMEFRAME_ENTRY_BYTES * TIMEFRAME_CAP + 33 * self._limits.max_previous
+            budget = self._ctx.limits.max_message_bytes - _ENVELOPE_BYTES
+            budget -= _TIMEFRAME_ENTRY_BYTES * TIMEFRAME_CAP + 33 * self._ctx.limits.max_previous
             doc_edits.chunk(planned, id_of, max(budget, 512), publish)
-        self._wrote_own(published[-1])
-        return published
+        return session.published
 
     # -- reading -----------------------------------------------------------------
 
     def _docno(self, txn, doc: bytes) -> int:
-        docno = docno_of(txn, self._document_tables, doc)
+        docno = docno_of(txn, self._ctx.document_tables, doc)
         if docno is None:
             raise UnknownDocument(f"no document {doc.hex()[:16]}")
         return docno
@@ -121,35 +120,35 @@ class DocumentOps:
         if isinstance(at, dict):
             weft = at
         elif isinstance(at, int):
-            record = read_record(txn, self._document_tables, docno, at)
+            record = read_record(txn, self._ctx.document_tables, docno, at)
             if record is None:
                 raise UnknownDocument(f"the document has no version {at}")
             weft = self._message_weft(txn, record[R_ID])
         else:
             weft = self._message_weft(txn, at)
-        yarns = read_meta(txn, self._document_tables, docno)[M_YARNS]
+        yarns = read_meta(txn, self._ctx.document_tables, docno)[M_YARNS]
         if all(weft.get(author, 0) >= seq for author, seq in yarns.items()):
             return None
         return weft
 
     def _message_weft(self, txn, msg_id: bytes) -> Weft:
-        key = txn.get(msg_id, db=self._document_tables.ids)
+        key = txn.get(msg_id, db=self._ctx.document_tables.ids)
         if key is None:
             raise UnknownDocument(f"no document message {msg_id.hex()[:16]} to take a weft from")
         docno, mno = U32.unpack(key[:4])[0], U32.unpack(key[4:8])[0]
-        return read_record(txn, self._document_tables, docno, mno)[R_WEFT]
+        return read_record(txn, self._ctx.document_tables, docno, mno)[R_WEFT]
 
     def document_weft(self, msg_id: bytes) -> Weft:
         """A document message's weft: what of its document its author had woven
         (storage.documents)."""
-        with self._env.begin() as txn:
+        with self._ctx.read() as txn:
             return self._message_weft(txn, msg_id)
 
-    def documents(self) -> list[DocumentInfo]:
+    def held(self) -> list[DocumentInfo]:
         """Every document held, in the order they were processed."""
-        tables = self._document_tables
+        tables = self._ctx.document_tables
         found = []
-        with self._env.begin() as txn:
+        with self._ctx.read() as txn:
             for key, raw in txn.cursor(db=tables.meta):
                 docno, meta = U32.unpack(key)[0], unpack(raw)
                 weave = open_weave(txn, tables, docno, meta)
@@ -170,7 +169,7 @@ class DocumentOps:
         return len(self._set_aside(txn, doc))
 
     def _set_aside(self, txn, doc: bytes) -> list[tuple[bytes, str, str]]:
-        cursor = txn.cursor(db=self._document_tables.aside)
+        cursor = txn.cursor(db=self._ctx.document_tables.aside)
         found: list[tuple[bytes, str, str]] = []
         if not cursor.set_range(doc):
             return found
@@ -183,7 +182,7 @@ class DocumentOps:
 
     def document_set_aside(self, doc: bytes) -> list[tuple[bytes, str, str]]:
         """(message id, reason, detail) of every edit of `doc` that was set aside."""
-        with self._env.begin() as txn:
+        with self._ctx.read() as txn:
             return self._set_aside(txn, doc)
 
     def document_text(self, doc: bytes) -> str:
@@ -192,44 +191,46 @@ class DocumentOps:
 
     def document_snapshot(self, doc: bytes) -> tuple[int, str]:
         """(version, text) at the processed frontier, read together."""
-        with self._env.begin() as txn:
+        with self._ctx.read() as txn:
             docno = self._docno(txn, doc)
-            meta = read_meta(txn, self._document_tables, docno)
-            return meta[M_NEXT_MNO] - 1, revisions.revision(txn, self._document_tables, docno, None)
+            meta = read_meta(txn, self._ctx.document_tables, docno)
+            return meta[M_NEXT_MNO] - 1, revisions.revision(
+                txn, self._ctx.document_tables, docno, None
+            )
 
     def document_revision(self, doc: bytes, at: At = None) -> str:
         """The text at `at`: a weft, a message id, a version number, or None (the frontier)."""
-        with self._env.begin() as txn:
+        with self._ctx.read() as txn:
             docno = self._docno(txn, doc)
             weft = self._weft(txn, docno, at)
-            return revisions.revision(txn, self._document_tables, docno, weft)
+            return revisions.revision(txn, self._ctx.document_tables, docno, weft)
 
     def document_atoms(self, doc: bytes, at: At = None) -> list[tuple[bytes, int]]:
         """The (message id, index) of every atom of the revision at `at`, in text order."""
-        with self._env.begin() as txn:
+        with self._ctx.read() as txn:
             docno = self._docno(txn, doc)
             weft = self._weft(txn, docno, at)
-            return revisions.visible_atoms(txn, self._document_tables, docno, weft)
+            return revisions.visible_atoms(txn, self._ctx.document_tables, docno, weft)
 
     def document_dye(self, doc: bytes, old: At, new: At) -> list[DyeSpan]:
         """What changed between two revisions, atom by atom, with who changed it."""
-        with self._env.begin() as txn:
+        with self._ctx.read() as txn:
             docno = self._docno(txn, doc)
             old_weft, new_weft = self._weft(txn, docno, old), self._weft(txn, docno, new)
-            return revisions.dye(txn, self._document_tables, docno, old_weft, new_weft)
+            return revisions.dye(txn, self._ctx.document_tables, docno, old_weft, new_weft)
 
     def document_blame(self, doc: bytes, at: At = None) -> list[BlameSpan]:
         """The revision at `at` in spans, each with the author and message that typed it."""
-        with self._env.begin() as txn:
+        with self._ctx.read() as txn:
             docno = self._docno(txn, doc)
             weft = self._weft(txn, docno, at)
-            return revisions.blame(txn, self._document_tables, docno, weft)
+            return revisions.blame(txn, self._ctx.document_tables, docno, weft)
 
     def document_versions(self, doc: bytes, since: int = 0, limit: int = 1000) -> list[Version]:
         """Versions `since` .. `since + limit - 1` (0 is the doc/init), in the order woven."""
-        tables = self._document_tables
+        tables = self._ctx.document_tables
         versions = []
-        with self._env.begin() as txn:
+        with self._ctx.read() as txn:
             docno = self._docno(txn, doc)
             prefix = U32.pack(docno)
             cursor = txn.cursor(db=tables.msgs)
@@ -255,9 +256,9 @@ class DocumentOps:
         self, doc: bytes, since: int, limit: int = 1000
     ) -> tuple[int, list[SpliceEntry]]:
         """(head version, the splice entries of versions after `since`, at most `limit`)."""
-        tables = self._document_tables
+        tables = self._ctx.document_tables
         entries: list[SpliceEntry] = []
-        with self._env.begin() as txn:
+        with self._ctx.read() as txn:
             docno = self._docno(txn, doc)
             head = read_meta(txn, tables, docno)[M_NEXT_MNO] - 1
             prefix = U32.pack(docno)

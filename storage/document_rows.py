@@ -114,28 +114,25 @@ class DocumentTables:
     feeds: Any
     yarn: Any
 
+    NAMES = (
+        b"doc-index",
+        b"doc-meta",
+        b"doc-msgs",
+        b"doc-ids",
+        b"doc-dels",
+        b"doc-undels",
+        b"doc-log",
+        b"doc-aside",
+        b"doc-nodes",
+        b"doc-pieces",
+        b"doc-feeds",
+        b"doc-yarn",
+    )  # the named databases, in field order
+
     @classmethod
     def open(cls, env: lmdb.Environment) -> DocumentTables:
         with env.begin(write=True) as txn:
-            return cls(
-                *(
-                    env.open_db(name, txn=txn)
-                    for name in (
-                        b"doc-index",
-                        b"doc-meta",
-                        b"doc-msgs",
-                        b"doc-ids",
-                        b"doc-dels",
-                        b"doc-undels",
-                        b"doc-log",
-                        b"doc-aside",
-                        b"doc-nodes",
-                        b"doc-pieces",
-                        b"doc-feeds",
-                        b"doc-yarn",
-                    )
-                )
-            )
+            return cls(*(env.open_db(name, txn=txn) for name in cls.NAMES))
 
 
 def pack(value: Any) -> bytes:

@@ -36,8 +36,8 @@ from tanglenode.protocol.identity import Keypair
 from tanglenode.protocol.message import Message
 from tanglenode.storage.errors import UnknownTimeline
 from tanglenode.storage.store import FeedStore
-from tanglenode.storage.store_reads import WriterPast
-from tanglenode.storage.timelines import view_timeline
+from tanglenode.storage.timeline_reads import WriterPast
+from tanglenode.storage.timelines import timeline_name, view_timeline
 
 GROUP, EPOCH, MEMBERS = "group", "epoch", "members"
 
@@ -178,7 +178,7 @@ def final(store: FeedStore, view: GroupView) -> int:
         WriterPast(all_of=tuple(own.get(member, ())), one_of=tuple(intros.get(member, ())))
         for member in state.members
     ]
-    return store.writers_final(FeedStore.timeline_name(view.root, GROUP), writers)
+    return store.writers_final(timeline_name(view.root, GROUP), writers)
 
 
 # -- what to show ------------------------------------------------------------------------
@@ -214,12 +214,12 @@ def timeline(
 ) -> list[dict[str, Any]]:
     """The group's (or its current epoch's members, or its epoch) tangle, opened where we can."""
     if tangle == GROUP:
-        name = FeedStore.timeline_name(view.root, GROUP)
+        name = timeline_name(view.root, GROUP)
     elif tangle == EPOCH:
-        name = FeedStore.timeline_name(view.root, EPOCH)
+        name = timeline_name(view.root, EPOCH)
     else:
         epoch = view.state.current_epoch or view.root
-        name = FeedStore.timeline_name(epoch, MEMBERS)
+        name = timeline_name(epoch, MEMBERS)
     if order == "causal-time":  # the stored causal-time timeline (storage.causal_timeline)
         name = view_timeline(name, "all", "causal-time")
     ids = [msg_id for _key, msg_id in store.timeline(name)]

@@ -15,9 +15,8 @@ from 1) and its boundary (set once a proof shows the feed invalid):
     seq > head + 1                                  -> rejected, missing-previous
     seq == head + 1 but prev is not the head's id   -> rejected, chain-mismatch
     otherwise                                       -> accepted: stored, indexed,
-                                                       timelines, joined views and
-                                                       tangle tips updated
-                                                       (storage.timelines, storage.joined)
+                                                       and handed to every derived
+                                                       view (storage.registry)
 
 A proof that lowers a boundary cuts the feed back (storage.invalidation);
 `add_proof` applies one that came from a peer the same way. No message can
@@ -26,7 +25,10 @@ so there is nothing else to prove.
 
 A `BatchWriter` caches each feed's head and invalid state for the life of
 the transaction and writes the heads once, in `finish()`, however many
-messages of a feed the batch held.
+messages of a feed the batch held. It knows the derived views only as the
+list it is given (storage/derived.py): each is told of every message
+stored (`accepted`) and every message a proof cuts back (`cut`), in the
+same transaction, through one `WriteScope`.
 
 Preparing a batch
 -----------------
@@ -50,12 +52,10 @@ from tanglenode.protocol.evidence import Proof, check_proof
 from tanglenode.protocol.identity import message_id
 from tanglenode.protocol.limits import Limits
 from tanglenode.protocol.message import Message, decode_message
-from tanglenode.storage.abouts import index_about
+from tanglenode.storage.context import StoreContext
+from tanglenode.storage.derived import DerivedView, WriteScope
 from tanglenode.storage.invalidation import invalid_from, record_proof, truncate_feed
-from tanglenode.storage.joined import join_message
 from tanglenode.storage.layout import Tables, feed_key, head_value, split_head_value
-from tanglenode.storage.timeline import TimelineReader, TimelineTables, TimelineWriter
-from tanglenode.storage.timelines import add_message
 
 
 class Outcome(enum.StrEnum):
@@ -140,16 +140,11 @@ def is_known(txn, tables: Tables, msg_id: bytes) -> bool:
 class BatchWriter:
     """Applies messages to one write transaction; call `finish()` before commit."""
 
-    def __init__(
-        self,
-        txn,
-        tables: Tables,
-        timeline_tables: TimelineTables,
-    ) -> None:
+    def __init__(self, txn, ctx: StoreContext, views: Sequence[DerivedView]) -> None:
         self._txn = txn
-        self._tables = tables
-        self._timeline_tables = timeline_tables
-        self._timelines = TimelineWriter(txn, timeline_tables)
+        self._tables = tables = ctx.tables
+        self._views = views
+        self.scope = WriteScope(txn, ctx)
         self._bodies = tables.bodies
         self._body_writer = tables.bodies.writer(txn)
         self._heads: dict[bytes, tuple[int, bytes | None]] = {}
@@ -197,12 +192,11 @@ class BatchWriter:
             return self._reject(
                 message, Reason.CHAIN_MISMATCH, f"prev is not the id of stored seq {head_seq}"
             )
-        add_message(self._timelines, message)
         position = feed_key(author, seq)
         self._body_writer.put(position, message)
         txn.put(message.id, position, db=tables.message_ids)
-        join_message(txn, tables, self._timelines, message)
-        index_about(txn, tables.about_names, author, seq, message.content)
+        for view in self._views:
+            view.accepted(self.scope, message)
         self._heads[author] = (seq, message.id)
         self.stored[(author, seq)] = message
         self._dirty_heads.add(author)
@@ -211,19 +205,11 @@ class BatchWriter:
     def add_proof(self, proof: Proof) -> dict[bytes, int]:
         """Apply a checked proof; returns the feeds it cut back, with their new boundaries."""
         lowered = record_proof(self._txn, self._tables, proof)
-        reader = TimelineReader(self._txn, self._timeline_tables)
         for author, boundary in lowered.items():
             head_seq, _head_id = self.head(author)
             if head_seq >= boundary:
                 self.named_by_cut |= truncate_feed(
-                    self._txn,
-                    self._tables,
-                    self._timelines,
-                    reader,
-                    author,
-                    boundary,
-                    head_seq,
-                    self.cut,
+                    self._txn, self._tables, author, boundary, head_seq, self._cut_one
                 )
                 new_head = boundary - 1
                 raw = self._bodies.raw(self._txn, feed_key(author, new_head))
@@ -236,8 +222,14 @@ class BatchWriter:
             self.invalidated[author] = boundary
         return lowered
 
+    def _cut_one(self, message: Message) -> None:
+        """Tell every view that `message` left the store (a proof cut its feed back)."""
+        self.cut.append(message)
+        for view in self._views:
+            view.cut(self.scope, message)
+
     def finish(self) -> None:
-        self._timelines.finish()
+        self.scope.finish()
         for author in self._dirty_heads:
             seq, msg_id = self._heads[author]
             if seq == 0:

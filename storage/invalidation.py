@@ -14,12 +14,12 @@ proofs travel (node.gossip). When a proof lowers a feed's boundary:
    it at one seq, the one with the lower id, so the kept proof does not
    depend on which came first).
 2. `truncate_feed` takes every stored message of the feed at or above the
-   boundary out, newest first: out of the spacetime and its tangles'
-   timelines (the engine lowers whoever ranked above it), out of
-   `messages` and `message-ids`, then out of the tangles' joined views,
-   states and tips (storage.joined: its joined descendants leave the joined
-   view, and whoever its presence made invalid is decided again). The caller moves
-   the head back.
+   boundary out, newest first: out of `messages` and `message-ids`, then
+   out of every derived view through the caller's `cut` (storage.registry:
+   the spacetime and its tangles' timelines, where the engine lowers whoever
+   ranked above it; the tangles' joined views, states and tips, where its
+   joined descendants leave the joined view and whoever its presence made
+   invalid is decided again). The caller moves the head back.
 3. The processor forgets the feed's candidates past the boundary and wakes
    whoever waited on them (storage.processor).
 
@@ -30,19 +30,18 @@ removes exactly what a node that saw the proof first never stored.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import msgpack
 
 from tanglenode.protocol.evidence import Proof, ProofKind
 from tanglenode.protocol.message import Message
-from tanglenode.storage.joined import leave_message
 from tanglenode.storage.layout import (
     U64,
     Tables,
     feed_key,
     parse_stored,
 )
-from tanglenode.storage.timeline import TimelineReader, TimelineWriter
-from tanglenode.storage.timelines import remove_message, spacetime_links
 
 
 def invalid_from(txn, tables: Tables, author: bytes) -> int | None:
@@ -126,49 +125,21 @@ def _drop_if_unused(txn, tables: Tables, proof_id: bytes) -> None:
 def truncate_feed(
     txn,
     tables: Tables,
-    timelines: TimelineWriter,
-    reader: TimelineReader,
     author: bytes,
     boundary: int,
     head: int,
-    removed: list[Message],
+    cut: Callable[[Message], None],
 ) -> set[bytes]:
-    """Remove the feed's stored messages `head` down to `boundary` from every index, adding
-    each to `removed`; returns the feeds their timeframes named (whose heads, named by
-    nothing else, come back).
-
-    `reader` reads the timelines in the same transaction (for the joined views).
-    """
+    """Remove the feed's stored messages `head` down to `boundary`, newest first, each
+    handed to `cut` once it left `messages` and `message-ids` (the derived views);
+    returns the feeds their timeframes named (whose heads, named by nothing else, come
+    back)."""
     named: set[bytes] = set()
     for seq in range(head, boundary - 1, -1):
         position = feed_key(author, seq)
         message = tables.bodies.message(txn, position)
         named.update(message.timeframe)
-        removed.append(message)
-        remove_message(
-            timelines,
-            message,
-            lambda ref: _spacetime_links(txn, tables, ref),
-            lambda name: lambda ref, name=name: _tangle_links(txn, tables, name, ref),
-        )
         txn.delete(position, db=tables.messages)
         txn.delete(message.id, db=tables.message_ids)
-        leave_message(
-            txn,
-            tables,
-            timelines,
-            reader,
-            message,
-            lambda name, ref: _tangle_links(txn, tables, name, ref),
-        )
+        cut(message)
     return named
-
-
-def _spacetime_links(txn, tables: Tables, ref: bytes) -> list[bytes]:
-    """The links of the spacetime member `ref` (its position, then its tag)."""
-    return spacetime_links(tables.bodies.message(txn, ref[:40]))
-
-
-def _tangle_links(txn, tables: Tables, name: str, ref: bytes) -> tuple[bytes, ...]:
-    message = tables.bodies.message(txn, txn.get(ref, db=tables.message_ids))
-    return message.tangles[name].previous or ()

@@ -1,108 +1,66 @@
-"""The feed store: signed feeds in LMDB.
+"""The feed store: signed feeds in LMDB, composed of one area object per kind of question.
 
-Every public method is one LMDB transaction, but for `ingest`: it first
-looks up which ids are already held in a read transaction (so re-deliveries
-cost no signature checks), verifies the rest with no transaction open (so
-the write lock is never held for CPU work), then applies the batch in
-(author, seq) order in one write transaction, which re-checks duplicates
-and commits the batch whole. The reads are mixins: `StoreReads`
-(storage/store_reads.py: feeds, messages, evidence, the processed order),
-`TimelineReads` and `DocumentOps`.
+`FeedStore` opens the environment, refuses a store of another schema, and
+builds one `StoreContext` (storage/context.py: the environment, the table
+handles, the limits, our keypair) that every part shares. The parts:
+
+    store.writes     ingest, publish, proofs: the one writer (storage/writes.py)
+    store.feeds      feeds, messages, evidence, the processed order, replication,
+                     statistics, `check` (storage/store_reads.py)
+    store.timelines  orders, versions, placements, command logs, finality
+                     (storage/timeline_reads.py)
+    store.tangles    the tangles held a page at a time, tips, a tangle's messages
+                     (storage/tangle_reads.py)
+    store.digests    timelines' digests (storage/digest.py)
+    store.documents  create, edit and read documents (storage/document_ops.py)
+    store.views      the derived views every write feeds (storage/registry.py)
+
+Every public method of an area is one LMDB transaction (`ingest`: one read
+transaction to find the ids held, then one write transaction). No area
+reads another's private state: the writer is handed to the documents, the
+views to the writer and to `check`.
 """
 
 from __future__ import annotations
 
-import contextlib
-import time
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 import lmdb
 
-from tanglenode.protocol.document import TANGLE as DOC_TANGLE
-from tanglenode.protocol.evidence import PROOF_MESSAGES, InvalidProof, check_proof
-from tanglenode.protocol.identity import Keypair, message_id, message_text
+from tanglenode.protocol.identity import Keypair
 from tanglenode.protocol.limits import DEFAULT_LIMITS, Limits
-from tanglenode.protocol.message import (
-    ROOT_LINK,
-    Message,
-    Named,
-    TangleLink,
-    decode_message,
-    sign_message,
-)
-from tanglenode.storage import replication
 from tanglenode.storage.abouts import ABOUTS_INDEXED, backfill_abouts, drop_first_layout
+from tanglenode.storage.context import StoreContext
 from tanglenode.storage.digest import DigestReads
 from tanglenode.storage.document_ops import DocumentOps
-from tanglenode.storage.document_rows import DocumentTables, woven_tips
-from tanglenode.storage.documents import DocumentEngine
+from tanglenode.storage.document_rows import DocumentTables
 from tanglenode.storage.errors import (
     IncompatibleStore,
-    NoIdentity,
-    OwnFeedForked,
     StorageError,
     StoreDamaged,
-    StoreFull,
     StoreNotFound,
-    UnknownTangle,
-)
-from tanglenode.storage.ingest import (
-    BatchWriter,
-    IngestResult,
-    Outcome,
-    PreparedBatch,
-    prepare,
 )
 from tanglenode.storage.layout import (
     MAX_NAMED_DATABASES,
     PREVIOUS_FORMAT_SCHEMAS,
     SCHEMA_VERSION,
     Tables,
-    feed_key,
 )
 from tanglenode.storage.metapage import check_data_file
-from tanglenode.storage.ownhead import OwnHead, OwnHeadFile, head_path
-from tanglenode.storage.processor import (
-    Processor,
-    ProcessorTables,
-    processed_seq,
-)
-from tanglenode.storage.store_reads import StoreReads
+from tanglenode.storage.ownhead import OwnHeadFile, head_path
+from tanglenode.storage.processor import ProcessorTables
+from tanglenode.storage.registry import open_views
+from tanglenode.storage.store_reads import FeedReads
 from tanglenode.storage.tangle_reads import TangleReads
-from tanglenode.storage.tangles import tips_of
-from tanglenode.storage.timeframe import new_timeframe
-from tanglenode.storage.timeline import TimelineTables, membership
+from tanglenode.storage.timeline import TimelineTables
 from tanglenode.storage.timeline_reads import TimelineReads
-from tanglenode.storage.timelines import SPACETIME
+from tanglenode.storage.writes import TimeframeSource, Writes
 
 DEFAULT_MAP_SIZE = 64 * 2**30  # address space, not disk: the file grows as data does
 
-TimeframeSource = Callable[[Any, Tables, bytes], dict[bytes, Named]]
 
-
-def feed_ordered(candidates: list[tuple[int, Message]]) -> list[tuple[int, Message]]:
-    """Each feed's messages in seq order, feeds still interleaved as they arrived.
-
-    The k-th slot a feed occupies in the batch gets its k-th lowest seq. A
-    chain needs seq order; keeping the interleaving keeps a causally ordered
-    batch causal, so the spacetime sees few references to messages still to
-    come (each of which costs a correction when they arrive).
-    """
-    slots: dict[bytes, list[int]] = {}
-    for slot, (_index, message) in enumerate(candidates):
-        slots.setdefault(message.author, []).append(slot)
-    ordered: list[tuple[int, Message]] = [candidates[0]] * len(candidates) if candidates else []
-    for author_slots in slots.values():
-        mine = sorted((candidates[slot] for slot in author_slots), key=lambda pair: pair[1].seq)
-        for slot, pair in zip(author_slots, mine, strict=True):
-            ordered[slot] = pair
-    return ordered
-
-
-class FeedStore(StoreReads, TimelineReads, TangleReads, DigestReads, DocumentOps):
-    """Signed, append-only feeds in one LMDB environment (a directory)."""
+class FeedStore:
+    """Signed, append-only feeds in one LMDB environment (a directory), by area."""
 
     def __init__(
         self,
@@ -124,21 +82,32 @@ class FeedStore(StoreReads, TimelineReads, TangleReads, DigestReads, DocumentOps
         except lmdb.Error as error:
             raise StorageError(f"cannot open the store at {self.path}: {error}") from error
         self.own_head_path = head_path(self.path)
-        self._own_head = OwnHeadFile(self.own_head_path)
-        self._keypair = keypair
-        self._limits = limits
-        self._timeframe_source = timeframe_source
         try:
-            self._tables = Tables.open(self._env)
-            backfill = self._check_schema()  # before any table of this schema is made
-            self._timeline_tables = TimelineTables.open(self._env)
-            self._processor_tables = ProcessorTables.open(self._env)
-            self._document_tables = DocumentTables.open(self._env)
-            if backfill:
-                self._backfill_abouts()
+            tables = Tables.open(self._env)
+            backfill = self._check_schema(tables)  # before any table of this schema is made
+            self.ctx = StoreContext(
+                self.path,
+                self._env,
+                tables,
+                TimelineTables.open(self._env),
+                ProcessorTables.open(self._env),
+                DocumentTables.open(self._env),
+                limits,
+                keypair,
+            )
         except lmdb.Error as error:
             self._env.close()
             raise StoreDamaged(f"the store at {self.path} is damaged: {error}") from None
+        if backfill:
+            self._backfill_abouts()
+        self.views = open_views(self.ctx)
+        own_head = OwnHeadFile(self.own_head_path)
+        self.writes = Writes(self.ctx, self.views, own_head, timeframe_source)
+        self.feeds = FeedReads(self.ctx, self.views)
+        self.timelines = TimelineReads(self.ctx)
+        self.tangles = TangleReads(self.ctx)
+        self.digests = DigestReads(self.ctx)
+        self.documents = DocumentOps(self.ctx, self.writes)
 
     # -- lifecycle ---------------------------------------------------------
 
@@ -153,15 +122,15 @@ class FeedStore(StoreReads, TimelineReads, TangleReads, DigestReads, DocumentOps
 
     @property
     def limits(self) -> Limits:
-        return self._limits
+        return self.ctx.limits
 
-    def _check_schema(self) -> bool:
+    def _check_schema(self, tables: Tables) -> bool:
         """Refuse another schema, or mark a new store; True if `about-names` needs its backfill."""
-        with self._write() as txn:
-            found = txn.get(b"schema", db=self._tables.meta)
+        with self._env.begin(write=True) as txn:
+            found = txn.get(b"schema", db=tables.meta)
             if found is None:  # a new store: nothing to index from before `about-names`
-                txn.put(b"schema", SCHEMA_VERSION, db=self._tables.meta)
-                txn.put(ABOUTS_INDEXED, b"1", db=self._tables.meta)
+                txn.put(b"schema", SCHEMA_VERSION, db=tables.meta)
+                txn.put(ABOUTS_INDEXED, b"1", db=tables.meta)
             elif found in PREVIOUS_FORMAT_SCHEMAS:
                 raise IncompatibleStore(
                     f"store schema {found.decode()} holds messages of format 1 (timeframes "
@@ -175,384 +144,51 @@ class FeedStore(StoreReads, TimelineReads, TangleReads, DigestReads, DocumentOps
                     "`tangled export --bundle FILE`, then `tangled import FILE` into a new "
                     "data directory with this one"
                 )
-            return txn.get(ABOUTS_INDEXED, db=self._tables.meta) is None
+            return txn.get(ABOUTS_INDEXED, db=tables.meta) is None
 
     def _backfill_abouts(self) -> None:
         """Index the `about` messages of a store older than `about-names` (storage.abouts),
         once; the last batch drops the table's unreleased first layout."""
         start: bytes | None = b""
         while start is not None:  # a bounded batch per transaction; the last one marks it done
-            with self._write() as txn:
-                start = backfill_abouts(txn, self._tables, start)
+            with self.ctx.write() as txn:
+                start = backfill_abouts(txn, self.ctx.tables, start)
                 if start is None:
-                    drop_first_layout(self._env, txn, self._tables.meta)
-
-    @contextlib.contextmanager
-    def _write(self) -> Iterator[Any]:
-        try:
-            with self._env.begin(write=True) as txn:
-                yield txn
-        except lmdb.MapFullError as error:
-            raise StoreFull(f"the store at {self.path} is full; raise storage.map_size") from error
-
-    # -- writing -----------------------------------------------------------
-
-    def ingest(self, raws: Iterable[bytes]) -> list[IngestResult]:
-        """Validate and store a batch of signed messages, atomically; one result each.
-
-        Ids already held are looked up first (a re-delivery costs no signature check).
-        """
-        return self.ingest_prepared(self.prepare(raws))
-
-    def prepare(self, raws: Iterable[bytes]) -> PreparedBatch:
-        """`storage.ingest.prepare` after one read transaction that finds the ids held already
-        (those cost no signature check). Safe in any thread, beside a writer."""
-        raws = [bytes(raw) for raw in raws]
-        with self._env.begin() as txn:
-            known = self._held_ids(txn, [message_id(raw) for raw in raws])
-        return prepare(raws, self._limits, known)
-
-    def ingest_prepared(self, batch: PreparedBatch) -> list[IngestResult]:
-        """Store a batch `storage.ingest.prepare` checked (in any thread), atomically.
-
-        One write transaction; the feed-chain rule, duplicates, forks and cycles
-        are decided here against the store.
-        """
-        results = list(batch.results)
-        candidates = feed_ordered(
-            [(index, message) for index, message in enumerate(batch.messages) if message]
-        )
-        if not candidates:
-            return results  # type: ignore[return-value]  # every slot is decided
-        with self._write() as txn:
-            writer = BatchWriter(txn, self._tables, self._timeline_tables)
-            for index, message in candidates:
-                results[index] = writer.apply(message)
-            writer.finish()
-            self._process(
-                txn,
-                {m.author for _i, m in candidates},
-                writer.invalidated,
-                writer.stored,
-                writer.named_by_cut,
-                writer.cut,
-            )
-        return results  # type: ignore[return-value]  # every slot is filled above
-
-    def _held_ids(self, txn, ids: list[bytes]) -> set[bytes]:
-        """Which of `ids` the store holds (accepted, or as fork evidence)."""
-        message_ids, evidence = self._tables.message_ids, self._tables.evidence
-        found = {msg_id for msg_id in ids if txn.get(msg_id, db=message_ids) is not None}
-        if txn.stat(evidence)["entries"]:
-            found.update(msg_id for msg_id in ids if txn.get(msg_id, db=evidence) is not None)
-        return found
-
-    def publish(
-        self,
-        content: Any,
-        tangles: Mapping[str, bytes | None] | None = None,
-        *,
-        timestamp: int | None = None,
-    ) -> Message:
-        """Sign and store the next message of our own feed.
-
-        `tangles` maps a tangle name to its root id, or to None to root a new
-        tangle at this message. `previous` is the tangle's current tips (the
-        lowest `max_previous` ids when there are more). The timestamp defaults
-        to now, never earlier than our previous message's.
-        """
-        (result,) = self.publish_batch([(content, tangles)], timestamps=[timestamp])
-        if isinstance(result, Exception):
-            raise result
-        return result
-
-    def publish_batch(
-        self,
-        requests: Sequence[tuple[Any, Mapping[str, bytes | None] | None]],
-        *,
-        timestamps: Sequence[int | None] | None = None,
-    ) -> list[Message | Exception]:
-        """Sign and store several of our messages, in order, in one durable transaction.
-
-        One result per `(content, tangles)` request, exactly as publishing them
-        one by one would give it (`timestamps`, if given, as `publish`'s): the
-        message, or the error that refused that request alone (an unknown
-        tangle, content too large or not publishable). Every refusal is found
-        before its message is signed, so it leaves nothing and the others
-        commit with consecutive seqs. Our feed forked or behind refuses the
-        whole batch. The own-head file is written once, for the last message,
-        after the commit. An error of the transaction itself (the commit, a
-        full store) raises: then none of the batch is stored.
-
-        One `BatchWriter`, one processor pass and one document pass serve the
-        batch. That gives each message the timeframe it would get alone: a
-        timeframe leaves our own feed out, and processing our earlier messages
-        of the batch moves only our own feed, unless some candidate waits on
-        our feed or our feed is not processed up to its head (a store
-        restored or imported), or a request goes into a document (each edit
-        names the woven tips the one before it left); then each request gets
-        its own nested transaction and processing, as `_publish_in`.
-        """
-        if not requests:
-            return []
-        stamps = list(timestamps) if timestamps is not None else [None] * len(requests)
-        with self._write() as txn:
-            writer = BatchWriter(txn, self._tables, self._timeline_tables)
-            try:
-                me = self._own_feed(writer)
-            except StorageError as error:
-                return [error] * len(requests)
-            one_at_a_time = any(DOC_TANGLE in (tangles or {}) for _content, tangles in requests)
-            if one_at_a_time or self._processing_moves_others(txn, me, writer.head(me)[0]):
-                results = self._publish_each(txn, requests, stamps)
-            else:
-                results = self._publish_together(txn, writer, me, requests, stamps)
-        published = [result for result in results if isinstance(result, Message)]
-        if published:
-            self._wrote_own(published[-1])
-        return results
-
-    def _own_feed(self, writer: BatchWriter) -> bytes:
-        """Our feed's key, once it is sure that publishing cannot fork it."""
-        if self._keypair is None:
-            raise NoIdentity("this store was opened without the node's keypair")
-        me = self._keypair.public
-        if writer.invalid_from(me) is not None:
-            raise OwnFeedForked(
-                "our own feed is proven invalid (a fork): the secret key is in use elsewhere"
-            )
-        self._own_head.refuse_if_behind(me, writer.head(me)[0])
-        return me
-
-    def _processing_moves_others(self, txn, me: bytes, head_seq: int) -> bool:
-        """Whether processing our next message may move another feed's processed seq."""
-        if processed_seq(txn, self._processor_tables, me) != head_seq:
-            return True
-        cursor = txn.cursor(db=self._processor_tables.wait)
-        return cursor.set_range(me) and cursor.key()[:32] == me
-
-    def _publish_together(self, txn, writer: BatchWriter, me: bytes, requests, stamps):
-        """The batch in `txn` with one writer and one processing (see `publish_batch`)."""
-        head_seq, head_id = writer.head(me)
-        latest = 0 if head_id is None else self._own_message(txn, me, head_seq).timestamp
-        results: list[Message | Exception] = []
-        named: set[bytes] = set()  # what our messages of the batch name: heads no more
-        for (content, tangles), timestamp in zip(requests, stamps, strict=True):
-            if timestamp is None:
-                timestamp = max(int(time.time() * 1000), latest)
-            try:
-                links = self._links(txn, tangles)
-                message = sign_message(
-                    self._keypair,
-                    seq=head_seq + 1,
-                    prev=head_id,
-                    timestamp=timestamp,
-                    timeframe=self._timeframe(txn, me, links, named),
-                    tangles=links,
-                    content=content,
-                    limits=self._limits,
-                )
-            except Exception as error:  # this request's own failure: nothing written yet
-                results.append(error)
-                continue
-            self._apply_own(writer, message)
-            head_seq, head_id, latest = message.seq, message.id, message.timestamp
-            named.update(feed_key(feed, seq) for feed, seq in message.timeframe.items())
-            results.append(message)
-        writer.finish()
-        self._process(txn, {me}, batch=writer.stored)
-        return results
-
-    def _publish_each(self, txn, requests, stamps) -> list[Message | Exception]:
-        """The batch as one nested transaction per request, each processed on its own."""
-        results: list[Message | Exception] = []
-        for (content, tangles), timestamp in zip(requests, stamps, strict=True):
-            try:
-                with self._env.begin(write=True, parent=txn) as child:
-                    results.append(self._publish_in(child, content, tangles, timestamp))
-            except lmdb.MapFullError as error:
-                full = StoreFull(f"the store at {self.path} is full; raise storage.map_size")
-                full.__cause__ = error
-                results.append(full)
-            except Exception as error:  # this request's own failure; the others go on
-                results.append(error)
-        return results
-
-    def _publish_in(
-        self,
-        txn,
-        content: Any,
-        tangles: Mapping[str, bytes | None] | None,
-        timestamp: int | None = None,
-        cites: Collection[bytes] = (),
-    ) -> Message:
-        """Sign, store and process our next message inside the open write transaction `txn`;
-        its timeframe covers the messages `cites` names (storage.timeframe)."""
-        writer = BatchWriter(txn, self._tables, self._timeline_tables)
-        me = self._own_feed(writer)
-        head_seq, head_id = writer.head(me)
-        links = self._links(txn, tangles)
-        if timestamp is None:
-            timestamp = int(time.time() * 1000)
-            if head_id is not None:
-                timestamp = max(timestamp, self._own_message(txn, me, head_seq).timestamp)
-        message = sign_message(
-            self._keypair,
-            seq=head_seq + 1,
-            prev=head_id,
-            timestamp=timestamp,
-            timeframe=self._timeframe(txn, me, links, cites=cites),
-            tangles=links,
-            content=content,
-            limits=self._limits,
-        )
-        self._apply_own(writer, message)
-        writer.finish()
-        self._process(txn, {me}, batch={(me, message.seq): message})
-        return message
-
-    def _links(self, txn, tangles: Mapping[str, bytes | None] | None) -> dict[str, TangleLink]:
-        """A new message's tangle links: each tangle's current tips (`UnknownTangle` if none);
-        a document's are its woven tips, which our timeframe covers (storage.documents)."""
-        links: dict[str, TangleLink] = {}
-        for name, root in (tangles or {}).items():
-            if root is None:
-                links[name] = ROOT_LINK
-                continue
-            if name == DOC_TANGLE:
-                tips = woven_tips(txn, self._document_tables, root)
-            else:
-                tips = tips_of(txn, self._tables, root, name)
-            if not tips:
-                raise UnknownTangle(f"no tangle {name!r} rooted at {message_text(root)}")
-            links[name] = TangleLink(root, tuple(tips[: self._limits.max_previous]))
-        return links
-
-    def _own_message(self, txn, me: bytes, seq: int) -> Message:
-        return self._tables.bodies.message(txn, feed_key(me, seq))
-
-    @staticmethod
-    def _apply_own(writer: BatchWriter, message: Message) -> None:
-        result = writer.apply(message)
-        if result.outcome is not Outcome.ACCEPTED:
-            raise StorageError(f"our own message was not accepted: {result.reason}")
-
-    def _wrote_own(self, message: Message) -> None:
-        """Record our feed's new head beside the store (after the commit that holds it)."""
-        self._own_head.write(OwnHead(message.author, message.seq, message.id))
-
-    def _timeframe(
-        self,
-        txn,
-        me: bytes,
-        links: dict[str, TangleLink],
-        named_before: set[bytes] | None = None,
-        cites: Collection[bytes] = (),
-    ) -> dict[bytes, Named]:
-        """A new message's timeframe: the heads we processed, capped (storage.timeframe)."""
-        if self._timeframe_source is not None:
-            return self._timeframe_source(txn, self._tables, me)
-        return new_timeframe(
-            txn,
-            self._tables,
-            self._processor_tables,
-            me,
-            links,
-            named_before=named_before or (),
-            cites=cites,
-        )
-
-    def _process(
-        self,
-        txn,
-        feeds: set[bytes],
-        invalidated: Mapping[bytes, int] | None = None,
-        batch: Mapping[tuple[bytes, int], Message] | None = None,
-        named_by_cut: Collection[bytes] = frozenset(),
-        cut: Sequence[Message] = (),
-    ) -> None:
-        processor = Processor(
-            txn,
-            self._processor_tables,
-            self._tables.bodies,
-            self._tables.invalid,
-            membership(txn, self._timeline_tables, SPACETIME),
-            batch,
-        )
-        invalidated = invalidated or {}
-        for feed, boundary in sorted(invalidated.items()):
-            processor.forget(feed, boundary)
-        processor.restore_heads(named_by_cut - invalidated.keys())
-        processor.advance(sorted(feeds - invalidated.keys()))
-        self._weave(txn, processor.order, batch or {}, invalidated, cut)
-
-    def _weave(self, txn, order: list[tuple[bytes, int]], batch, invalidated, cut=()) -> None:
-        """Apply the document messages just processed, in processed order (after rebuilding
-        the documents a proof took messages from)."""
-        if not order and not invalidated:
-            return
-        engine = DocumentEngine(
-            txn, self._document_tables, self._tables.bodies, self._tables.message_ids
-        )
-        if invalidated:
-            engine.rebuild_after_proofs(dict(invalidated), cut)
-        bodies = self._tables.bodies
-        for feed, seq in order:
-            message = batch.get((feed, seq))
-            if message is None:
-                message = bodies.message(txn, feed_key(feed, seq))
-            engine.apply(message)
-        engine.finish()
-
-    def add_evidence(self, raws: Iterable[bytes]) -> tuple[str, dict[bytes, int]]:
-        """Check a proof sent by a peer and apply it: ("new", feeds cut back) or ("known", {}).
-
-        ("new", {}) when it cuts nothing but replaces a kept proof that cuts a feed
-        at the same seq (the lower proof id is kept, so every node keeps the same
-        one); it travels on like any new proof.
-
-        Raises `InvalidMessage` for a message that fails validation and
-        `InvalidProof` for messages that prove nothing.
-        """
-        raws = [bytes(raw) for raw in raws]
-        if len(raws) != PROOF_MESSAGES:
-            raise InvalidProof(f"a proof holds {PROOF_MESSAGES} messages")
-        proof = check_proof(decode_message(raw, self._limits) for raw in raws)
-        with self._env.begin() as txn:
-            if txn.get(proof.id, db=self._tables.proofs) is not None:
-                return "known", {}
-        with self._write() as txn:
-            writer = BatchWriter(txn, self._tables, self._timeline_tables)
-            lowered = writer.add_proof(proof)
-            kept = txn.get(proof.id, db=self._tables.proofs) is not None  # may lower nothing
-            writer.finish()
-            self._process(
-                txn, set(), writer.invalidated, named_by_cut=writer.named_by_cut, cut=writer.cut
-            )
-        return ("new", lowered) if kept else ("known", {})
-
-    # -- replication (the reads are `StoreReads`'): one read transaction each -------------
-
-    def replication_start(self, wants: Mapping[bytes, int]) -> int:
-        """Where a peer's walk of the processed order starts (see `storage.replication`)."""
-        with self._env.begin() as txn:
-            return replication.start_of(txn, self._processor_tables, dict(wants))
-
-    def next_batch(
-        self, wants: Mapping[bytes, int], resume: int, limit: int, max_bytes: int
-    ) -> replication.Batch:
-        """The next messages a peer's subscriptions (feed -> seq sent) lack, in processed order."""
-        with self._env.begin() as txn:
-            return replication.next_batch(
-                txn,
-                self._processor_tables,
-                self._tables.bodies,
-                dict(wants),
-                resume,
-                limit,
-                max_bytes,
-            )
+                    drop_first_layout(self._env, txn, self.ctx.tables.meta)
 
     @property
     def keypair(self) -> Keypair | None:
-        return self._keypair
+        return self.ctx.keypair
+
+    def __getattr__(self, name: str):  # TRANSITION: old flat names, removed before commit
+        area = _AREA_OF.get(name)
+        if area is None:
+            raise AttributeError(name)
+        import os
+        import sys
+
+        if os.environ.get("TANGLED_TRACE_OLD"):
+            frame = sys._getframe(1)
+            with open(os.environ["TANGLED_TRACE_OLD"], "a") as out:
+                out.write(f"{frame.f_code.co_filename}:{frame.f_lineno}:{name}:{area}\n")
+        return getattr(getattr(self, area), name)
+
+
+_AREA_OF = {
+    name: area
+    for area, names in {
+        "writes": "ingest prepare ingest_prepared publish publish_batch add_evidence",
+        "feeds": "frontier get get_by_seq read_feed read_feed_raw feeds about_names about_name "
+        "invalid_feeds evidence evidence_messages iter_raw processed processed_frontier "
+        "processed_page stalls suspected_forks statistics check replication_start next_batch",
+        "timelines": "timeline_name timeline timeline_at timeline_tail member_states "
+        "timeline_window timeline_version timeline_placement timeline_member timeline_commands "
+        "spacetime_final timeline_log timeline_updates timelines writers_final",
+        "tangles": "tangle_page pending tangle_tips group_messages",
+        "digests": "timeline_digest timeline_digests",
+        "documents": "create_document edit_document document_weft documents document_set_aside "
+        "document_text document_snapshot document_revision document_atoms document_dye "
+        "document_blame document_versions document_splices",
+    }.items()
+    for name in names.split()
+}

@@ -1,29 +1,30 @@
-"""The feed store's reads of feeds, messages, evidence and the processed order.
+"""`store.feeds`: the reads of feeds, messages, evidence and the processed order.
 
-`FeedStore` mixes these in, beside `TimelineReads` and `DocumentOps`; each
-public method is one read transaction (or, for `iter_raw`, one per chunk),
-as every store call is, and none writes. They read `_env`, `_tables`,
-`_timeline_tables` and `_processor_tables`, which `FeedStore` opens, and
-`_timeline_final` (`TimelineReads`). Stored bytes are parsed without
-verifying signatures again; `check()` verifies everything.
+Each public method is one read transaction (or, for `iter_raw`, one per
+chunk), as every store call is, and none writes. Stored bytes are parsed
+without verifying signatures again; `check()` verifies everything, and asks
+every derived view to check itself (storage/check.py).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from tanglenode.protocol.evidence import ProofKind
 from tanglenode.protocol.message import Message
+from tanglenode.storage import replication
 from tanglenode.storage.abouts import read_name, read_names
 from tanglenode.storage.check import CheckReport, check_store
+from tanglenode.storage.context import StoreContext
+from tanglenode.storage.derived import DerivedView
 from tanglenode.storage.invalidation import (
     invalid_by_proof,
     invalid_feeds,
     invalid_from,
     kept_proofs,
 )
-from tanglenode.storage.layout import feed_key, parse_stored, split_head_value
+from tanglenode.storage.layout import Tables, feed_key, parse_stored, split_head_value
 from tanglenode.storage.processor import (
     Stall,
     SuspectedFork,
@@ -32,9 +33,6 @@ from tanglenode.storage.processor import (
     stalls,
     suspected_forks,
 )
-from tanglenode.storage.tangles import tips_of
-from tanglenode.storage.timeline import TimelineReader
-from tanglenode.storage.timelines import SPACETIME, tangle_timeline
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,15 +41,6 @@ class FeedInfo:
     head_seq: int
     head_id: bytes | None
     invalid_from: int | None
-
-
-@dataclass(frozen=True, slots=True)
-class WriterPast:
-    """What every future message of one writer follows in a timeline: each of `all_of`
-    and at least one of `one_of` (see `FeedStore.writers_final`)."""
-
-    all_of: tuple[bytes, ...]
-    one_of: tuple[bytes, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,32 +53,38 @@ class Evidence:
     messages: list[Message]
 
 
-class StoreReads:
-    """The feed, message, evidence and processed-order half of `FeedStore`'s reads."""
+def message_by_id(txn, tables: Tables, msg_id: bytes) -> Message | None:
+    """A message by id within `txn`: an accepted one, or one held as fork evidence."""
+    position = txn.get(msg_id, db=tables.message_ids)
+    if position is not None:
+        return tables.bodies.message(txn, position)
+    raw = txn.get(msg_id, db=tables.evidence)
+    return None if raw is None else parse_stored(raw)
+
+
+class FeedReads:
+    """`store.feeds`: feeds, messages, evidence, the processed order (see the module docstring)."""
+
+    def __init__(self, ctx: StoreContext, views: Sequence[DerivedView]) -> None:
+        self._ctx = ctx
+        self._views = views
 
     def frontier(self) -> dict[bytes, int]:
         """Feed -> highest stored seq: this store's vector clock."""
-        with self._env.begin() as txn:
+        with self._ctx.read() as txn:
             return {
                 bytes(key): split_head_value(value)[0]
-                for key, value in txn.cursor(db=self._tables.heads)
+                for key, value in txn.cursor(db=self._ctx.tables.heads)
             }
 
     def get(self, msg_id: bytes) -> Message | None:
         """A message by id: an accepted one, or one held as fork evidence."""
-        with self._env.begin() as txn:
-            return self._get(txn, msg_id)
-
-    def _get(self, txn, msg_id: bytes) -> Message | None:
-        position = txn.get(msg_id, db=self._tables.message_ids)
-        if position is not None:
-            return self._tables.bodies.message(txn, position)
-        raw = txn.get(msg_id, db=self._tables.evidence)
-        return None if raw is None else parse_stored(raw)
+        with self._ctx.read() as txn:
+            return message_by_id(txn, self._ctx.tables, msg_id)
 
     def get_by_seq(self, author: bytes, seq: int) -> Message | None:
-        with self._env.begin() as txn:
-            return self._tables.bodies.message(txn, feed_key(author, seq))
+        with self._ctx.read() as txn:
+            return self._ctx.tables.bodies.message(txn, feed_key(author, seq))
 
     def read_feed(self, author: bytes, from_seq: int = 1, limit: int = 1000) -> list[Message]:
         """Up to `limit` messages of a feed, from `from_seq` on, in seq order."""
@@ -98,56 +93,25 @@ class StoreReads:
     def read_feed_raw(self, author: bytes, from_seq: int = 1, limit: int = 1000) -> list[bytes]:
         """The signed bytes of up to `limit` messages of a feed from `from_seq` on (for gossip)."""
         raws: list[bytes] = []
-        with self._env.begin() as txn:
-            cursor = txn.cursor(db=self._tables.messages)
+        with self._ctx.read() as txn:
+            cursor = txn.cursor(db=self._ctx.tables.messages)
             if not cursor.set_range(feed_key(author, max(from_seq, 1))):
                 return raws
             for key, value in cursor:
                 if key[:32] != author or len(raws) >= limit:
                     break
-                raws.append(self._tables.bodies.rebuild(txn, key, value))
+                raws.append(self._ctx.tables.bodies.rebuild(txn, key, value))
         return raws
 
-    def group_messages(self, root: bytes, tangle: str = "group") -> dict[bytes, Message]:
-        """Every message of the timeline of tangle (`tangle`, `root`), in timeline order.
-
-        Raises `UnknownTimeline` when the store holds no such tangle.
-        """
-        with self._env.begin() as txn:
-            reader = TimelineReader(txn, self._timeline_tables)
-            entries = reader.entries(tangle_timeline(root, tangle))
-            return {msg_id: self._get(txn, msg_id) for _rank, msg_id in entries}
-
-    def writers_final(self, timeline: bytes, writers: Iterable[WriterPast]) -> int:
-        """How many leading positions of `timeline` none of `writers` can change.
-
-        Each writer's future messages follow what its `WriterPast` names, so
-        they rank above it (see `_timeline_final` for the rest of the bound).
-        """
-        writers = list(writers)
-
-        def writers_bound(_txn, reader: TimelineReader) -> int | None:
-            bounds = []
-            for writer in writers:
-                after = [reader.member_rank(timeline, i) for i in writer.all_of]
-                one_of = [reader.member_rank(timeline, i) for i in writer.one_of]
-                bound = min(one_of) + 1 if one_of else 0
-                if after:
-                    bound = max(bound, max(after) + 1)
-                bounds.append(bound)
-            return min(bounds) if bounds else None
-
-        return self._timeline_final(timeline, writers_bound)
-
-    def feeds(self) -> list[FeedInfo]:
+    def held(self) -> list[FeedInfo]:
         """Every feed held or proven invalid: its head (0 if none left) and boundary."""
-        with self._env.begin() as txn:
-            invalid = invalid_feeds(txn, self._tables)
+        with self._ctx.read() as txn:
+            invalid = invalid_feeds(txn, self._ctx.tables)
             found = {
                 bytes(author): FeedInfo(
                     bytes(author), *split_head_value(value), invalid.get(bytes(author))
                 )
-                for author, value in txn.cursor(db=self._tables.heads)
+                for author, value in txn.cursor(db=self._ctx.tables.heads)
             }
         for author, boundary in invalid.items():
             found.setdefault(author, FeedInfo(author, 0, None, boundary))
@@ -156,26 +120,26 @@ class StoreReads:
     def about_names(self) -> dict[bytes, str]:
         """Feed -> the name it gave itself: its latest own `about` below its invalid
         boundary (storage.abouts)."""
-        with self._env.begin() as txn:
-            boundaries = invalid_feeds(txn, self._tables)
-            return read_names(txn, self._tables.about_names, boundaries)
+        with self._ctx.read() as txn:
+            boundaries = invalid_feeds(txn, self._ctx.tables)
+            return read_names(txn, self._ctx.tables.about_names, boundaries)
 
     def about_name(self, feed: bytes) -> str | None:
         """The name `feed` gave itself, as in `about_names()`, or None."""
-        with self._env.begin() as txn:
-            boundary = invalid_from(txn, self._tables, feed)
-            return read_name(txn, self._tables.about_names, feed, boundary)
+        with self._ctx.read() as txn:
+            boundary = invalid_from(txn, self._ctx.tables, feed)
+            return read_name(txn, self._ctx.tables.about_names, feed, boundary)
 
     def invalid_feeds(self) -> dict[bytes, int]:
         """Feed -> the seq it is invalid from, for every feed a kept proof cut back."""
-        with self._env.begin() as txn:
-            return invalid_feeds(txn, self._tables)
+        with self._ctx.read() as txn:
+            return invalid_feeds(txn, self._ctx.tables)
 
     def evidence(self) -> list[Evidence]:
         """Every kept proof (at most one per invalid feed)."""
-        with self._env.begin() as txn:
-            proofs = kept_proofs(txn, self._tables)
-            cut = invalid_by_proof(txn, self._tables)
+        with self._ctx.read() as txn:
+            proofs = kept_proofs(txn, self._ctx.tables)
+            cut = invalid_by_proof(txn, self._ctx.tables)
         return [
             Evidence(proof_id, kind, dict(sorted(cut.get(proof_id, {}).items())), messages)
             for proof_id, kind, messages in proofs
@@ -193,13 +157,13 @@ class StoreReads:
         """
         after: bytes | None = None
         while True:
-            with self._env.begin() as txn:
-                cursor = txn.cursor(db=self._tables.messages)
+            with self._ctx.read() as txn:
+                cursor = txn.cursor(db=self._ctx.tables.messages)
                 found = cursor.set_range(after) if after else cursor.first()
                 if found and after is not None and cursor.key() == after:
                     found = cursor.next()
                 rows = []
-                bodies = self._tables.bodies
+                bodies = self._ctx.tables.bodies
                 while found and len(rows) < chunk:
                     key = bytes(cursor.key())
                     rows.append((key, bodies.rebuild(txn, key, cursor.value())))
@@ -209,46 +173,49 @@ class StoreReads:
             yield from (raw for _key, raw in rows)
             after = rows[-1][0]
 
-    def timelines(self) -> list[tuple[bytes, bytes | None, str | None]]:
-        """(timeline name, tangle root, tangle name) of every timeline; the spacetime's root and
-        name are None."""
-        found: list[tuple[bytes, bytes | None, str | None]] = []
-        with self._env.begin() as txn:
-            for name in txn.cursor(db=self._timeline_tables.names).iternext(values=False):
-                name = bytes(name)
-                if name == SPACETIME:
-                    found.append((name, None, None))
-                elif name[:1] == b"\x01" and len(name) > 34:
-                    found.append((name, name[1:33], name[34:].decode()))
-        return found
-
-    def tangle_tips(self, root: bytes, name: str) -> list[bytes]:
-        with self._env.begin() as txn:
-            return tips_of(txn, self._tables, root, name)
-
     def processed(self, start: int = 0, limit: int = 1000) -> list[tuple[int, bytes, int]]:
         """(index, feed, seq) of the processed order from `start` on."""
-        with self._env.begin() as txn:
-            return read_processed(txn, self._processor_tables, start, limit)
+        with self._ctx.read() as txn:
+            return read_processed(txn, self._ctx.processor_tables, start, limit)
 
     def processed_frontier(self) -> dict[bytes, int]:
-        with self._env.begin() as txn:
-            return processed_frontier(txn, self._processor_tables)
+        with self._ctx.read() as txn:
+            return processed_frontier(txn, self._ctx.processor_tables)
 
     def stalls(self) -> list[Stall]:
         """Feeds whose next message waits on a message the store does not have."""
-        with self._env.begin() as txn:
-            return stalls(txn, self._processor_tables, self._tables.bodies)
+        with self._ctx.read() as txn:
+            return stalls(txn, self._ctx.processor_tables, self._ctx.tables.bodies)
 
     def suspected_forks(self) -> list[SuspectedFork]:
         """Every (feed, seq) some message names with a tag other than the one processed there:
         a fork until its proof arrives (storage.processor)."""
-        with self._env.begin() as txn:
-            return suspected_forks(txn, self._processor_tables, self._tables.bodies)
+        with self._ctx.read() as txn:
+            return suspected_forks(txn, self._ctx.processor_tables, self._ctx.tables.bodies)
 
     def check(self) -> CheckReport:
         """Re-verify every stored message and every index (slow: reads everything)."""
-        return check_store(self._env, self._tables, self._timeline_tables)
+        return check_store(self._ctx, self._views)
+
+    def replication_start(self, wants: Mapping[bytes, int]) -> int:
+        """Where a peer's walk of the processed order starts (see `storage.replication`)."""
+        with self._ctx.read() as txn:
+            return replication.start_of(txn, self._ctx.processor_tables, dict(wants))
+
+    def next_batch(
+        self, wants: Mapping[bytes, int], resume: int, limit: int, max_bytes: int
+    ) -> replication.Batch:
+        """The next messages a peer's subscriptions (feed -> seq sent) lack, in processed order."""
+        with self._ctx.read() as txn:
+            return replication.next_batch(
+                txn,
+                self._ctx.processor_tables,
+                self._ctx.tables.bodies,
+                dict(wants),
+                resume,
+                limit,
+                max_bytes,
+            )
 
     def processed_page(
         self, start: int = 0, limit: int = 1000, max_bytes: int | None = None
@@ -259,9 +226,9 @@ class StoreReads:
         """
         page: list[tuple[int, Message | None]] = []
         size = 0
-        with self._env.begin() as txn:
-            for index, feed, seq in read_processed(txn, self._processor_tables, start, limit):
-                message = self._tables.bodies.message(txn, feed_key(feed, seq))
+        with self._ctx.read() as txn:
+            for index, feed, seq in read_processed(txn, self._ctx.processor_tables, start, limit):
+                message = self._ctx.tables.bodies.message(txn, feed_key(feed, seq))
                 page.append((index, message))
                 size += len(message.raw) if message else 0
                 if max_bytes is not None and size >= max_bytes:
@@ -270,13 +237,13 @@ class StoreReads:
 
     def statistics(self) -> dict[str, int]:
         """Counts, the bytes of data.mdb in use (up to its last page) and the map's size."""
-        with self._env.begin() as txn:
-            info = self._env.info()
+        with self._ctx.read() as txn:
+            info = self._ctx.env.info()
             return {
-                "messages": txn.stat(self._tables.messages)["entries"],
-                "feeds": txn.stat(self._tables.heads)["entries"],
-                "evidence": txn.stat(self._tables.evidence)["entries"],
-                "invalid_feeds": txn.stat(self._tables.invalid)["entries"],
-                "bytes_on_disk": info["last_pgno"] * self._env.stat()["psize"],
+                "messages": txn.stat(self._ctx.tables.messages)["entries"],
+                "feeds": txn.stat(self._ctx.tables.heads)["entries"],
+                "evidence": txn.stat(self._ctx.tables.evidence)["entries"],
+                "invalid_feeds": txn.stat(self._ctx.tables.invalid)["entries"],
+                "bytes_on_disk": info["last_pgno"] * self._ctx.env.stat()["psize"],
                 "map_size": info["map_size"],
             }

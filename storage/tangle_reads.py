@@ -31,9 +31,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tanglenode.protocol.message import Message
+from tanglenode.storage.context import StoreContext
 from tanglenode.storage.layout import U32, U64, tangle_key
-from tanglenode.storage.timeline import lookup_meta
-from tanglenode.storage.timelines import view_timeline
+from tanglenode.storage.store_reads import message_by_id
+from tanglenode.storage.tangles import tips_of
+from tanglenode.storage.timeline import TimelineReader, lookup_meta
+from tanglenode.storage.timelines import tangle_timeline, view_timeline
 
 TANGLE_PREFIX = b"\x01"  # rank-order tangle timelines in `tl-names` (storage.timelines)
 SCAN = 20_000  # names of `tl-names` one page looks at, at most
@@ -63,7 +67,26 @@ Cursor = tuple[bytes, str]  # (root, name): a page starts after this tangle
 
 
 class TangleReads:
-    """The tangle-listing half of `FeedStore`'s reads."""
+    """`store.tangles`: the tangles held, a page at a time; a tangle's tips and messages."""
+
+    def __init__(self, ctx: StoreContext) -> None:
+        self._ctx = ctx
+
+    def tangle_tips(self, root: bytes, name: str) -> list[bytes]:
+        with self._ctx.read() as txn:
+            return tips_of(txn, self._ctx.tables, root, name)
+
+    def group_messages(self, root: bytes, tangle: str = "group") -> dict[bytes, Message]:
+        """Every message of the timeline of tangle (`tangle`, `root`), in timeline order.
+
+        Raises `UnknownTimeline` when the store holds no such tangle.
+        """
+        with self._ctx.read() as txn:
+            reader = TimelineReader(txn, self._ctx.timeline_tables)
+            entries = reader.entries(tangle_timeline(root, tangle))
+            return {
+                msg_id: message_by_id(txn, self._ctx.tables, msg_id) for _rank, msg_id in entries
+            }
 
     def tangle_page(
         self,
@@ -78,8 +101,8 @@ class TangleReads:
         found: list[TangleInfo] = []
         limit, scan = max(1, limit), max(1, scan)
         start = TANGLE_PREFIX + (tangle_key(*after) if after is not None else b"")
-        with self._env.begin() as txn:
-            cursor = txn.cursor(db=self._timeline_tables.names)
+        with self._ctx.read() as txn:
+            cursor = txn.cursor(db=self._ctx.timeline_tables.names)
             if not cursor.set_range(start):
                 return found, None
             looked = 0
@@ -100,11 +123,11 @@ class TangleReads:
         return found, None
 
     def _tangle_info(self, txn, timeline: bytes, root: bytes, name: str) -> TangleInfo:
-        tables = self._timeline_tables
+        tables = self._ctx.timeline_tables
         meta = lookup_meta(txn, tables, timeline)
         assert meta is not None  # the name came from `tl-names`
         joined = lookup_meta(txn, tables, view_timeline(timeline, "joined"))
-        where = self._tables.message_ids
+        where = self._ctx.tables.message_ids
         held = txn.get(root, db=where)
         return TangleInfo(
             root=root,

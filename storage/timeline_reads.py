@@ -1,25 +1,28 @@
-"""Timeline queries of the feed store: orders, versions, placements, command logs, finality.
+"""`store.timelines`: orders, versions, placements, command logs, finality.
 
-`FeedStore` mixes these in; each public method is one read transaction, as
-every store call is. They read `_env`, `_tables`, `_timeline_tables` and
-`_get` (a message by id within a transaction), which `FeedStore` provides.
+Each public method is one read transaction, as every store call is.
 Finality is explained in docs/TIMELINES.md ("Finality").
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from dataclasses import dataclass
+
 from tanglenode.protocol.identity import tag_of
 from tanglenode.protocol.message import Message
 from tanglenode.storage.causal_window import window
+from tanglenode.storage.context import StoreContext
 from tanglenode.storage.invalidation import invalid_from
 from tanglenode.storage.joined import MemberState, member_state, state_names, tangle_key_of
 from tanglenode.storage.layout import split_feed_key, split_head_value
+from tanglenode.storage.store_reads import message_by_id
 from tanglenode.storage.timeline import Command, Insert, Placement, TimelineReader
 from tanglenode.storage.timelines import (
     SPACETIME,
     spacetime_links,
     spacetime_ref,
-    tangle_timeline,
+    timeline_name,
     view_timeline,
 )
 
@@ -27,17 +30,56 @@ from tanglenode.storage.timelines import (
 SPACETIMES = (SPACETIME, view_timeline(SPACETIME, order="causal-time"))
 
 
-class TimelineReads:
-    """The timeline half of `FeedStore`'s reads."""
+@dataclass(frozen=True, slots=True)
+class WriterPast:
+    """What every future message of one writer follows in a timeline: each of `all_of`
+    and at least one of `one_of` (see `TimelineReads.writers_final`)."""
 
-    @staticmethod
-    def timeline_name(
-        root: bytes | None, name: str | None = None, view: str = "all", order: str = "rank"
-    ) -> bytes:
-        """The spacetime (no root) or the timeline of tangle (name, root), in `view` and
-        `order` (`storage.timelines.view_timeline`; raises `UnknownView`)."""
-        base = SPACETIME if root is None else tangle_timeline(root, name or "")
-        return view_timeline(base, view, order)
+    all_of: tuple[bytes, ...]
+    one_of: tuple[bytes, ...]
+
+
+class TimelineReads:
+    """`store.timelines`: the timelines' reads (see the module docstring)."""
+
+    def __init__(self, ctx: StoreContext) -> None:
+        self._ctx = ctx
+
+    def held(self) -> list[tuple[bytes, bytes | None, str | None]]:
+        """(timeline name, tangle root, tangle name) of every timeline; the spacetime's root and
+        name are None."""
+        found: list[tuple[bytes, bytes | None, str | None]] = []
+        with self._ctx.read() as txn:
+            for name in txn.cursor(db=self._ctx.timeline_tables.names).iternext(values=False):
+                name = bytes(name)
+                if name == SPACETIME:
+                    found.append((name, None, None))
+                elif name[:1] == b"\x01" and len(name) > 34:
+                    found.append((name, name[1:33], name[34:].decode()))
+        return found
+
+    def writers_final(self, timeline: bytes, writers: Iterable[WriterPast]) -> int:
+        """How many leading positions of `timeline` none of `writers` can change.
+
+        Each writer's future messages follow what its `WriterPast` names, so
+        they rank above it (see `_timeline_final` for the rest of the bound).
+        """
+        writers = list(writers)
+
+        def writers_bound(_txn, reader: TimelineReader) -> int | None:
+            bounds = []
+            for writer in writers:
+                after = [reader.member_rank(timeline, i) for i in writer.all_of]
+                one_of = [reader.member_rank(timeline, i) for i in writer.one_of]
+                bound = min(one_of) + 1 if one_of else 0
+                if after:
+                    bound = max(bound, max(after) + 1)
+                bounds.append(bound)
+            return min(bounds) if bounds else None
+
+        return self._timeline_final(timeline, writers_bound)
+
+    timeline_name = staticmethod(timeline_name)
 
     def timeline(
         self, timeline: bytes, start: int = 0, stop: int | None = None
@@ -53,14 +95,14 @@ class TimelineReads:
         With `states`, an entry of a tangle's timeline gets a third item, its
         state in the joined view: "joined", "pending" or "invalid" (storage.joined).
         """
-        with self._env.begin() as txn:
-            reader = TimelineReader(txn, self._timeline_tables)
+        with self._ctx.read() as txn:
+            reader = TimelineReader(txn, self._ctx.timeline_tables)
             if not self._known(reader, timeline):
                 return 0, []
             entries = reader.entries(timeline, start, stop)
             key = tangle_key_of(timeline)
             if states and key is not None:
-                names = state_names(txn, self._tables, key, (msg_id for _, msg_id in entries))
+                names = state_names(txn, self._ctx.tables, key, (msg_id for _, msg_id in entries))
                 entries = [(*entry, state) for entry, state in zip(entries, names, strict=True)]
             return reader.version(timeline), entries
 
@@ -70,15 +112,15 @@ class TimelineReads:
         """The version, the position of the first entry, and the last `count` entries of
         tangle timeline `timeline` with their joined-view states, of one moment; a tangle not
         seen yet is (0, 0, [])."""
-        with self._env.begin() as txn:
-            reader = TimelineReader(txn, self._timeline_tables)
+        with self._ctx.read() as txn:
+            reader = TimelineReader(txn, self._ctx.timeline_tables)
             key = tangle_key_of(timeline)
             if key is None or not reader.exists(timeline):
                 return 0, 0, []
             size = reader.size(timeline)
             start = max(0, size - count)
             entries = reader.entries(timeline, start, size)
-            names = state_names(txn, self._tables, key, (msg_id for _, msg_id in entries))
+            names = state_names(txn, self._ctx.tables, key, (msg_id for _, msg_id in entries))
             found = [(*entry, state) for entry, state in zip(entries, names, strict=True)]
             return reader.version(timeline), start, found
 
@@ -88,8 +130,8 @@ class TimelineReads:
         key = tangle_key_of(timeline)
         if key is None:
             return []
-        with self._env.begin() as txn:
-            return state_names(txn, self._tables, key, members)
+        with self._ctx.read() as txn:
+            return state_names(txn, self._ctx.tables, key, members)
 
     def timeline_window(
         self,
@@ -103,27 +145,27 @@ class TimelineReads:
         """Seed 001's time window over causal-time timeline `timeline`: the version, the
         position of the first entry (None in strict mode) and (time, id) entries
         (storage.causal_window); raises `UnknownTimeline`, `WindowTooLarge`."""
-        with self._env.begin() as txn:
-            reader = TimelineReader(txn, self._timeline_tables)
+        with self._ctx.read() as txn:
+            reader = TimelineReader(txn, self._ctx.timeline_tables)
             if not self._known(reader, timeline):
                 return 0, None, []
             version = reader.version(timeline)
             found = window(
-                txn, self._timeline_tables, timeline, from_time, to_time, mode, start, limit
+                txn, self._ctx.timeline_tables, timeline, from_time, to_time, mode, start, limit
             )
             return version, *found
 
     def timeline_version(self, timeline: bytes) -> int:
         """How many commands the timeline's log holds."""
-        with self._env.begin() as txn:
-            reader = TimelineReader(txn, self._timeline_tables)
+        with self._ctx.read() as txn:
+            reader = TimelineReader(txn, self._ctx.timeline_tables)
             return reader.version(timeline) if self._known(reader, timeline) else 0
 
     def timeline_placement(self, timeline: bytes, msg_id: bytes) -> Placement | None:
         """Position and rank of a message in a timeline, None if it is not a member."""
-        with self._env.begin() as txn:
+        with self._ctx.read() as txn:
             ref = self._ref(txn, timeline, msg_id)
-            reader = TimelineReader(txn, self._timeline_tables)
+            reader = TimelineReader(txn, self._ctx.timeline_tables)
             if ref is None or not reader.exists(timeline):
                 return None
             return reader.placement(timeline, bytes(ref))
@@ -132,8 +174,8 @@ class TimelineReads:
         self, timeline: bytes, msg_id: bytes
     ) -> tuple[Placement, MemberState | None] | None:
         """A member's placement and, in a tangle's timeline, its state; None if not a member."""
-        with self._env.begin() as txn:
-            reader = TimelineReader(txn, self._timeline_tables)
+        with self._ctx.read() as txn:
+            reader = TimelineReader(txn, self._ctx.timeline_tables)
             ref = self._ref(txn, timeline, msg_id)
             if ref is None or not reader.exists(timeline):
                 return None
@@ -141,19 +183,19 @@ class TimelineReads:
             key = tangle_key_of(timeline)
             if placement is None or key is None:
                 return placement and (placement, None)
-            return placement, member_state(txn, self._tables, key, msg_id)
+            return placement, member_state(txn, self._ctx.tables, key, msg_id)
 
     def _ref(self, txn, timeline: bytes, msg_id: bytes) -> bytes | None:
         """The ref a message has in `timeline` (None for a spacetime if it is not held)."""
         if timeline not in SPACETIMES:
             return msg_id
-        position = txn.get(msg_id, db=self._tables.message_ids)
+        position = txn.get(msg_id, db=self._ctx.tables.message_ids)
         return None if position is None else bytes(position) + tag_of(msg_id)
 
     def timeline_commands(self, timeline: bytes, since: int, limit: int = 10_000) -> list[Command]:
         """The commands after version `since`, oldest first."""
-        with self._env.begin() as txn:
-            reader = TimelineReader(txn, self._timeline_tables)
+        with self._ctx.read() as txn:
+            reader = TimelineReader(txn, self._ctx.timeline_tables)
             if not self._known(reader, timeline):
                 return []
             return reader.commands_since(timeline, since, limit)
@@ -185,12 +227,12 @@ class TimelineReads:
     def _may_be_raised(self, txn, reader: TimelineReader, ref: bytes) -> bool:
         """Whether a spacetime member's missing links may still arrive: not if each names
         an invalid feed at or past its boundary (those messages are refused for good)."""
-        message = self._tables.bodies.message(txn, ref[:40])
+        message = self._ctx.tables.bodies.message(txn, ref[:40])
         for link in spacetime_links(message):
             if reader.member_rank(SPACETIME, link) is not None:
                 continue
             feed, link_seq = split_feed_key(link[:40])
-            boundary = invalid_from(txn, self._tables, feed)
+            boundary = invalid_from(txn, self._ctx.tables, feed)
             if boundary is None or link_seq < boundary:
                 return True
         return False
@@ -198,8 +240,8 @@ class TimelineReads:
     def _head_ranks(self, txn, reader: TimelineReader) -> list[int]:
         """Spacetime ranks of the heads of every feed without fork evidence."""
         ranks = []
-        for author, value in txn.cursor(db=self._tables.heads):
-            if invalid_from(txn, self._tables, bytes(author)) is not None:
+        for author, value in txn.cursor(db=self._ctx.tables.heads):
+            if invalid_from(txn, self._ctx.tables, bytes(author)) is not None:
                 continue  # its next messages will be refused
             seq, head_id = split_head_value(value)
             rank = reader.member_rank(SPACETIME, spacetime_ref(bytes(author), seq, head_id))
@@ -217,8 +259,8 @@ class TimelineReads:
         `may_be_raised(txn, reader, ref)`, if given, leaves out the waiting
         members whose missing messages can never come.
         """
-        with self._env.begin() as txn:
-            reader = TimelineReader(txn, self._timeline_tables)
+        with self._ctx.read() as txn:
+            reader = TimelineReader(txn, self._ctx.timeline_tables)
             if not reader.exists(timeline):
                 return 0
             bounds = [
@@ -239,8 +281,8 @@ class TimelineReads:
         self, timeline: bytes, since: int, limit: int = 10_000
     ) -> tuple[int, list[Command]]:
         """The head version and up to `limit` commands after version `since`, oldest first."""
-        with self._env.begin() as txn:
-            reader = TimelineReader(txn, self._timeline_tables)
+        with self._ctx.read() as txn:
+            reader = TimelineReader(txn, self._ctx.timeline_tables)
             if not self._known(reader, timeline):
                 return 0, []
             return reader.version(timeline), reader.commands_since(timeline, since, limit)
@@ -253,8 +295,8 @@ class TimelineReads:
 
         The page stops early once the inserted messages' signed bytes reach `max_bytes`.
         """
-        with self._env.begin() as txn:
-            reader = TimelineReader(txn, self._timeline_tables)
+        with self._ctx.read() as txn:
+            reader = TimelineReader(txn, self._ctx.timeline_tables)
             if not reader.exists(timeline):
                 return 0, []
             head = reader.version(timeline)
@@ -263,7 +305,7 @@ class TimelineReads:
             for command in reader.commands_since(timeline, since, limit):
                 message = None
                 if isinstance(command, Insert):
-                    message = self._get(txn, command.id)
+                    message = message_by_id(txn, self._ctx.tables, command.id)
                     size += len(message.raw) if message else 0
                 updates.append((command, message))
                 if max_bytes is not None and size >= max_bytes:

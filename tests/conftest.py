@@ -4,7 +4,7 @@ seq in a test's timeframe names the message signed last at that (feed, seq)."""
 import pytest
 
 from tanglenode.node.localnet import kill_leftovers
-from tanglenode.storage import store as store_module
+from tanglenode.storage import writes as writes_module
 from tests.factories import remember
 
 
@@ -19,9 +19,9 @@ def _no_node_outlives_its_test():
 def _stores_remember_what_they_sign(monkeypatch):
     """Messages our stores sign can be named by seq in the messages tests build
     (tests.factories.named)."""
-    sign = store_module.sign_message
+    sign = writes_module.sign_message
 
     def sign_and_remember(*args, **kwargs):
         return remember(sign(*args, **kwargs))
 
-    monkeypatch.setattr(store_module, "sign_message", sign_and_remember)
+    monkeypatch.setattr(writes_module, "sign_message", sign_and_remember)

@@ -217,7 +217,7 @@ def feeds(obj: Context, as_json: bool) -> None:
     from tanglenode.node.cli.summary import fit
 
     with obj.open_store() as store:
-        infos = store.feeds()
+        infos = store.feeds.held()
         names = ids_only(obj) if as_json else load_names(obj, store)
     if not as_json and infos:
         click.echo(f"  {'FEED':<44}  {'NAME':<20}  {'SEQ':>8}")

@@ -38,6 +38,7 @@ from tanglenode.storage.causal_window import WINDOW_MODES
 from tanglenode.storage.errors import UnknownTimeline
 from tanglenode.storage.store import FeedStore
 from tanglenode.storage.timeline import Command, Delete, Insert, Move
+from tanglenode.storage.timelines import timeline_name
 
 
 class ClaimedTime(click.ParamType):
@@ -67,7 +68,7 @@ class ClaimedTime(click.ParamType):
 def _store_timeline(which: dict[str, Any], spec: str | None) -> tuple[bytes, str]:
     """The store's name of the timeline `timeline_spec` named, and its label."""
     view, order = which.get("view", "all"), which["order"]
-    name = FeedStore.timeline_name(which.get("root"), which.get("tangle"), view, order)
+    name = timeline_name(which.get("root"), which.get("tangle"), view, order)
     label = "spacetime" if spec is None else str(spec)
     extras = [word for word in (view, order) if word not in ("all", "rank")]
     return name, label + "".join(f" ({word})" for word in extras)

@@ -50,8 +50,8 @@ from tanglenode.protocol.identity import feed_text, message_text
 from tanglenode.protocol.ipc import PAGE, PAGE_BYTES
 from tanglenode.protocol.limits import MAX_TANGLE_NAME_BYTES
 from tanglenode.storage.groups import GROUP, GroupError
-from tanglenode.storage.store import FeedStore
 from tanglenode.storage.timeline import Delete, Insert
+from tanglenode.storage.timelines import timeline_name
 
 MAX_ROWS = 5000  # rows rendered on a tangle's page
 MAX_WATCHED = 2000  # pending rows a stream re-reads the state of
@@ -155,7 +155,7 @@ async def page(web: WebContext, request: Request) -> Response:
     if found is None:
         return not_found("no such tangle: the root is not a message id, or the name too long")
     name, root = found
-    timeline = FeedStore.timeline_name(root, name)
+    timeline = timeline_name(root, name)
     version, start, entries = await web.service.timeline_tail(timeline, MAX_ROWS)
     names = await web.names()
     held = await web.service.messages([msg_id for _, msg_id, _ in entries])
@@ -276,7 +276,7 @@ async def events(web: WebContext, request: Request) -> Response:
     since = resume_version(request.last_event_id, request.query.get("since"))
     if since is None:
         return text_response("since: a version is needed\n", 400)
-    timeline = FeedStore.timeline_name(found[1], found[0])
+    timeline = timeline_name(found[1], found[0])
     version, _, _ = await web.service.timeline_tail(timeline, 0)
     if since > version:  # a version this timeline never had: the page must start again
         return event_stream(web, [frame("reset", {"version": version})], version, _nothing)

@@ -44,9 +44,9 @@ def populated_store(path) -> FeedStore:
 
 
 def snapshot(store: FeedStore):
-    feeds = [(f.author, f.head_seq, f.head_id, f.invalid_from) for f in store.feeds()]
+    feeds = [(f.author, f.head_seq, f.head_id, f.invalid_from) for f in store.feeds.held()]
     forks = sorted((e.id, tuple(sorted(e.invalid.items()))) for e in store.evidence())
-    timelines = {name: store.timeline(name) for name, _root, _tangle in store.timelines()}
+    timelines = {name: store.timeline(name) for name, _root, _tangle in store.timelines.held()}
     return feeds, forks, timelines
 
 
@@ -60,7 +60,7 @@ def test_a_bundle_replayed_into_an_empty_store_reproduces_feeds_forks_and_timeli
     with populated_store(tmp_path / "a") as original:
         data = bundle_of(original)
         expected = snapshot(original)
-        held = sum(f.head_seq for f in original.feeds())
+        held = sum(f.head_seq for f in original.feeds.held())
     assert len(expected[1]) == 1 and len(expected[2]) >= 3
     records = list(read_bundle(io.BytesIO(data), LIMIT))
     assert len(records) == held + 2  # every accepted message, then the fork pair

@@ -143,7 +143,7 @@ async def test_two_authors_are_told_apart_by_diff_blame_and_log(node):
 
 
 def own_head(store):
-    return next(feed.head_seq for feed in store.feeds() if feed.author == ME.public)
+    return next(feed.head_seq for feed in store.feeds.held() if feed.author == ME.public)
 
 
 async def test_an_edit_against_a_stale_base_is_a_conflict_and_publishes_nothing(node):

@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 
 from tanglenode.storage import groups
 from tanglenode.storage.store import FeedStore
+from tanglenode.storage.timelines import timeline_name
 from tests.factories import keypair
 
 
@@ -35,7 +36,7 @@ def test_a_final_group_position_never_changes(tmp_path_factory, seed):
         for name in ("bob", "carol"):
             sync(alice, stores[name])
         reported: list[list[bytes]] = []
-        timeline = FeedStore.timeline_name(root, "group")
+        timeline = timeline_name(root, "group")
         for _ in range(25):
             if rng.random() < 0.5:
                 name = rng.choice(list(stores))

@@ -53,7 +53,7 @@ class Site:
         """`act(store)` on a store of `who`'s holding all of ours; we ingest what it wrote."""
         with FeedStore(self.tmp_path / feed_text(who.public)[1:9], keypair=who) as theirs:
             theirs.ingest(list(self.store.iter_raw()))
-            before = {f.author: f.head_seq for f in theirs.feeds()}.get(who.public, 0)
+            before = {f.author: f.head_seq for f in theirs.feeds.held()}.get(who.public, 0)
             result = act(theirs)
             raws = theirs.read_feed_raw(who.public, before + 1, 1000)
         assert all(r.stored for r in await self.service.ingest(raws))

@@ -255,7 +255,7 @@ def sync(data, source: FeedStore, target: FeedStore) -> None:
     """The target takes, from the source, all or a prefix of each feed, in one ingest call."""
     raws: list[bytes] = []
     whole = data.draw(st.booleans(), label="whole feeds?")
-    for feed in source.feeds():
+    for feed in source.feeds.held():
         chain = source.read_feed_raw(feed.author)
         upto = len(chain) if whole else data.draw(st.integers(0, len(chain)), label="prefix")
         raws.extend(chain[:upto])
@@ -324,7 +324,7 @@ def hand_made(data, store: FeedStore, doc: bytes) -> Message | None:
 
 
 def holds(store: FeedStore, doc: bytes) -> bool:
-    return any(info.id == doc for info in store.documents())
+    return any(info.id == doc for info in store.documents.held())
 
 
 def write(data, tmp: Path) -> tuple[bytes, list[FeedStore], list[Edit]]:

@@ -178,7 +178,7 @@ def expected_frontier(store: FeedStore) -> dict[bytes, int]:
     tag named; an entry naming an invalid feed at or past its boundary counts as its last
     valid seq, whatever its tag."""
     invalid = store.invalid_feeds()
-    heads = {feed.author: feed.head_seq for feed in store.feeds()}
+    heads = {feed.author: feed.head_seq for feed in store.feeds.held()}
     done = dict.fromkeys(heads, 0)
     progress = True
     while progress:
@@ -240,7 +240,7 @@ def converge(pool: list[Message], deliveries: list[list[list[int]]], proofs_at: 
                 assert report.ok, report.problems
                 assert state(store) == first
                 # The processor neither stalls on a liar nor runs ahead of the rule.
-                heads = {feed.author: feed.head_seq for feed in store.feeds()}
+                heads = {feed.author: feed.head_seq for feed in store.feeds.held()}
                 processed = {
                     feed: min(seq, heads.get(feed, 0))
                     for feed, seq in store.processed_frontier().items()

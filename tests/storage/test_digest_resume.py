@@ -105,7 +105,7 @@ def test_both_paths_run_over_many_versions(open_store, monkeypatch, log_share):
         root, arrival = _plan(rng, feeds=4, per_feed=8, fork=True)
         _ingest_and_check(store, root, arrival, rng)
         kinds |= {type(c).__name__ for c in store.timeline_commands(SPACETIME, 0)}
-        for path, count in store._digests_cached().passes.items():
+        for path, count in store.digests.cache.passes.items():
             passes[path] += count
     assert passes["resumed"] > 20 and passes["full"] > 20
     assert kinds == {"Insert", "Move", "Delete"}
@@ -158,7 +158,7 @@ def test_a_log_too_long_or_incomplete_means_a_full_pass(open_store, monkeypatch)
     store.ingest([m.raw for m in arrival[:12]])
     name = store.timeline_name(root.id, "chat")
     store.timeline_digest(name)
-    passes = store._digests_cached().passes
+    passes = store.digests.cache.passes
     store.ingest([m.raw for m in arrival[12:14]])  # 2 commands or more > 12 // 8
     full = passes["full"]
     assert store.timeline_digest(name).digest == order_digest(

@@ -64,9 +64,9 @@ def test_a_fork_of_the_documents_creator_removes_the_document(open_store):
     twin = alice.root("doc", init_content("twin"))
     store = open_store()
     store.ingest([doc.raw, typed.raw])
-    assert [info.id for info in store.documents()] == [doc.id]
+    assert [info.id for info in store.documents.held()] == [doc.id]
     store.ingest([twin.raw])
-    assert store.documents() == []
+    assert store.documents.held() == []
     assert [m for m, _r, _d in store.document_set_aside(doc.id)] == [typed.id]
 
 

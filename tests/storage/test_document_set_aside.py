@@ -205,7 +205,7 @@ def test_an_edit_in_a_doc_tangle_whose_root_is_no_doc_init_is_set_aside(open_sto
     for store in stores:
         with pytest.raises(UnknownDocument):
             store.document_text(root)
-        assert [info.id for info in store.documents()] == [
+        assert [info.id for info in store.documents.held()] == [
             world.doc,
             world.elsewhere.tangles[TANGLE].root,
         ]
@@ -247,7 +247,7 @@ def test_document_messages_in_the_wrong_place_are_set_aside(open_store, world):
             numbered.id: [(numbered.id, DocReason.BAD_TITLE)],
         }
         assert store.document_text(world.doc) == "hell"
-        assert len(store.documents()) == 2
+        assert len(store.documents.held()) == 2
         for not_a_doc in (loose.id, untitled.id, numbered.id):
             with pytest.raises(UnknownDocument):
                 store.document_text(not_a_doc)

@@ -30,7 +30,7 @@ ME = keypair("me")  # the `store` fixture's identity
 
 def everything(store: FeedStore) -> list[bytes]:
     """Every message a store holds, feed by feed in seq order."""
-    return [raw for feed in store.feeds() for raw in store.read_feed_raw(feed.author)]
+    return [raw for feed in store.feeds.held() for raw in store.read_feed_raw(feed.author)]
 
 
 def ingest_all(store: FeedStore, raws: list[bytes]) -> None:
@@ -54,7 +54,7 @@ def apply_splices(text: str, splices) -> str:
 
 
 def own_head(store: FeedStore) -> int:
-    return next((f.head_seq for f in store.feeds() if f.author == store.keypair.public), 0)
+    return next((f.head_seq for f in store.feeds.held() if f.author == store.keypair.public), 0)
 
 
 # -- editing at the frontier -------------------------------------------------------------
@@ -168,7 +168,7 @@ def test_documents_lists_each_with_its_counts(store):
         timeframe={ME.public: 3},
     )
     ingest_all(store, [bad.raw])
-    infos = store.documents()
+    infos = store.documents.held()
     assert [
         (i.id, i.title, i.author, i.created, i.length, i.versions, i.set_aside) for i in infos
     ] == [

@@ -28,7 +28,7 @@ def test_accepted_messages_are_stored_and_queryable(store):
     assert store.read_feed(alice.public, from_seq=2) == [second]
     assert store.read_feed(alice.public, limit=1) == [first]
     assert store.frontier() == {alice.public: 2}
-    assert [(f.author, f.head_seq, f.head_id, f.invalid_from) for f in store.feeds()] == [
+    assert [(f.author, f.head_seq, f.head_id, f.invalid_from) for f in store.feeds.held()] == [
         (alice.public, 2, second.id, None)
     ]
 
@@ -108,7 +108,7 @@ def test_a_second_message_at_a_stored_seq_is_fork_evidence(store):
     assert store.get(conflicting.id) == conflicting and store.get(two.id) == two
     assert store.get_by_seq(honest.public, 2) is None
     assert store.get(three.id) is None
-    assert [(f.head_seq, f.head_id, f.invalid_from) for f in store.feeds()] == [(1, one.id, 2)]
+    assert [(f.head_seq, f.head_id, f.invalid_from) for f in store.feeds.held()] == [(1, one.id, 2)]
     assert outcomes(store.ingest([conflicting.raw])) == [DUPLICATE]
 
 

@@ -15,19 +15,19 @@ from tests.factories import Feed, keypair
 
 def state(store):
     """Everything that must agree between honest nodes."""
-    timelines = {name: store.timeline(name) for name, _root, _tangle in store.timelines()}
+    timelines = {name: store.timeline(name) for name, _root, _tangle in store.timelines.held()}
     joined = {
         name: store.timeline(store.timeline_name(root, tangle, "joined"))
-        for name, root, tangle in store.timelines()
+        for name, root, tangle in store.timelines.held()
         if root is not None and store.timeline_version(store.timeline_name(root, tangle, "joined"))
     }
     tips = {
         (root, tangle): store.tangle_tips(root, tangle)
-        for _name, root, tangle in store.timelines()
+        for _name, root, tangle in store.timelines.held()
         if root is not None
     }
     return {
-        "feeds": [(f.author, f.head_seq, f.head_id, f.invalid_from) for f in store.feeds()],
+        "feeds": [(f.author, f.head_seq, f.head_id, f.invalid_from) for f in store.feeds.held()],
         "messages": list(store.iter_raw()),
         "timelines": {name: entries for name, entries in timelines.items() if entries},
         "joined": {name: entries for name, entries in joined.items() if entries},
@@ -82,7 +82,10 @@ def test_a_message_naming_another_branch_cuts_only_the_forker_in_any_order(open_
     first = state(stores[0])
     assert all(state(store) == first for store in stores[1:])
     assert stores[0].invalid_feeds() == {mallory.public: 1}  # carol is whole
-    assert {f.author: f.head_seq for f in stores[0].feeds()} == {mallory.public: 0, carol.public: 2}
+    assert {f.author: f.head_seq for f in stores[0].feeds.held()} == {
+        mallory.public: 0,
+        carol.public: 2,
+    }
     processed = {(feed, seq) for _index, feed, seq in stores[0].processed()}
     assert {(carol.public, 1), (carol.public, 2)} <= processed
     assert all(store.stalls() == [] and store.suspected_forks() == [] for store in stores)

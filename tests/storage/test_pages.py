@@ -3,10 +3,10 @@
 import pytest
 
 from tanglenode.storage.errors import UnknownTimeline
-from tanglenode.storage.store import FeedStore
 from tanglenode.storage.timeline import Insert
+from tanglenode.storage.timelines import timeline_name
 
-SPACETIME = FeedStore.timeline_name(None)
+SPACETIME = timeline_name(None)
 
 
 class CountingEnv:
@@ -29,12 +29,12 @@ def chat(store):
     root = store.publish("root", {"chat": None})
     for n in range(30):
         store.publish({"n": n, "pad": "x" * 1000}, {"chat": root.id})
-    return FeedStore.timeline_name(root.id, "chat")
+    return timeline_name(root.id, "chat")
 
 
 def counted(store) -> CountingEnv:
-    env = CountingEnv(store._env)
-    store._env = env
+    env = CountingEnv(store.ctx.env)
+    object.__setattr__(store.ctx, "env", env)  # the context every area shares is frozen
     return env
 
 
@@ -76,7 +76,7 @@ def test_timeline_updates_stop_at_the_byte_cap(store, chat):
 
 
 def test_a_timeline_not_created_yet_has_no_updates(store, open_store):
-    unknown = FeedStore.timeline_name(b"\x01" * 32, "chat")
+    unknown = timeline_name(b"\x01" * 32, "chat")
     assert store.timeline_updates(unknown, 0) == (0, [])
     assert store.timeline_updates(SPACETIME, 0) == (0, [])  # an empty store
     assert store.timeline_log(SPACETIME, 0) == (0, [])

@@ -120,12 +120,14 @@ def batch_requests(thread: bytes, doc: bytes, bob_root: bytes) -> list:
 def state(store) -> dict:
     """Everything a publish can change, as plain values."""
     return {
-        "feeds": {info.author: store.read_feed_raw(info.author) for info in store.feeds()},
+        "feeds": {info.author: store.read_feed_raw(info.author) for info in store.feeds.held()},
         "processed": store.processed(0, 10_000),
         "frontier": store.processed_frontier(),
-        "timelines": {name: store.timeline_at(name) for name, _r, _n in store.timelines()},
-        "logs": {name: store.timeline_log(name, 0, 10_000) for name, _r, _n in store.timelines()},
-        "documents": [(d, store.document_snapshot(d.id)) for d in store.documents()],
+        "timelines": {name: store.timeline_at(name) for name, _r, _n in store.timelines.held()},
+        "logs": {
+            name: store.timeline_log(name, 0, 10_000) for name, _r, _n in store.timelines.held()
+        },
+        "documents": [(d, store.document_snapshot(d.id)) for d in store.documents.held()],
         "stalls": store.stalls(),
     }
 

@@ -1,0 +1,57 @@
+"""What every area of the store shares: one LMDB environment, its tables, our keypair.
+
+`FeedStore` (storage/store.py) opens a `StoreContext` and hands it to each
+area object (`store.feeds`, `store.timelines`, `store.documents`,
+`store.digests`) and to each derived view (storage/registry.py). Areas talk
+to the environment only through it: `read()` and `write()` are the two ways
+in, one transaction each, and a write that finds the map full raises
+`StoreFull`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import lmdb
+
+from tanglenode.protocol.identity import Keypair
+from tanglenode.protocol.limits import Limits
+from tanglenode.storage.document_rows import DocumentTables
+from tanglenode.storage.errors import StoreFull
+from tanglenode.storage.layout import Tables
+from tanglenode.storage.processor import ProcessorTables
+from tanglenode.storage.timeline import TimelineTables
+
+
+@dataclass(frozen=True, slots=True)
+class StoreContext:
+    """One open store: its environment and table handles, limits and (maybe) our keypair."""
+
+    path: Path
+    env: lmdb.Environment
+    tables: Tables
+    timeline_tables: TimelineTables
+    processor_tables: ProcessorTables
+    document_tables: DocumentTables
+    limits: Limits
+    keypair: Keypair | None
+
+    def read(self) -> Any:
+        """A read transaction (a context manager)."""
+        return self.env.begin()
+
+    @contextlib.contextmanager
+    def write(self) -> Iterator[Any]:
+        """A write transaction; `StoreFull` when the map is full."""
+        try:
+            with self.env.begin(write=True) as txn:
+                yield txn
+        except lmdb.MapFullError as error:
+            raise self.full() from error
+
+    def full(self) -> StoreFull:
+        return StoreFull(f"the store at {self.path} is full; raise storage.map_size")

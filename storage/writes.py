@@ -1,0 +1,456 @@
+"""Every write to the feeds: ingest, our own messages, proofs; one transaction each.
+
+Theory of operation
+-------------------
+`Writes` is the store's one writer. `ingest` first looks up which ids are
+already held in a read transaction (so re-deliveries cost no signature
+checks), verifies the rest with no transaction open (so the write lock is
+never held for CPU work), then applies the batch in (author, seq) order in
+one write transaction, which re-checks duplicates and commits the batch
+whole. Our own messages are signed in one place, `_sign_next`, inside the
+write transaction that stores them (`publish`, `publish_batch`, and
+`publishing()` for a caller that publishes several messages in one
+transaction, such as a document edit). A checked proof from a peer goes
+through `add_evidence`.
+
+Each write applies its messages with one `BatchWriter` (storage/ingest.py),
+which hands them to every derived view (storage/registry.py); then the
+causal processor advances (storage/processor.py) and what it processed goes
+to every view's `processed` (documents weave there). All of it commits in
+the write's one transaction.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from typing import Any
+
+import lmdb
+
+from tanglenode.protocol.document import TANGLE as DOC_TANGLE
+from tanglenode.protocol.evidence import PROOF_MESSAGES, InvalidProof, check_proof
+from tanglenode.protocol.identity import message_id, message_text
+from tanglenode.protocol.message import (
+    ROOT_LINK,
+    Message,
+    Named,
+    TangleLink,
+    decode_message,
+    sign_message,
+)
+from tanglenode.storage.context import StoreContext
+from tanglenode.storage.derived import DerivedView, ProcessedStep, WriteScope
+from tanglenode.storage.document_rows import woven_tips
+from tanglenode.storage.errors import NoIdentity, OwnFeedForked, StorageError, UnknownTangle
+from tanglenode.storage.ingest import BatchWriter, IngestResult, Outcome, PreparedBatch, prepare
+from tanglenode.storage.layout import Tables, feed_key
+from tanglenode.storage.ownhead import OwnHead, OwnHeadFile
+from tanglenode.storage.processor import Processor, processed_seq
+from tanglenode.storage.tangles import tips_of
+from tanglenode.storage.timeframe import new_timeframe
+from tanglenode.storage.timeline import membership
+from tanglenode.storage.timelines import SPACETIME
+
+TimeframeSource = Callable[[Any, Tables, bytes], dict[bytes, Named]]
+
+
+def feed_ordered(candidates: list[tuple[int, Message]]) -> list[tuple[int, Message]]:
+    """Each feed's messages in seq order, feeds still interleaved as they arrived.
+
+    The k-th slot a feed occupies in the batch gets its k-th lowest seq. A
+    chain needs seq order; keeping the interleaving keeps a causally ordered
+    batch causal, so the spacetime sees few references to messages still to
+    come (each of which costs a correction when they arrive).
+    """
+    slots: dict[bytes, list[int]] = {}
+    for slot, (_index, message) in enumerate(candidates):
+        slots.setdefault(message.author, []).append(slot)
+    ordered: list[tuple[int, Message]] = [candidates[0]] * len(candidates) if candidates else []
+    for author_slots in slots.values():
+        mine = sorted((candidates[slot] for slot in author_slots), key=lambda pair: pair[1].seq)
+        for slot, pair in zip(author_slots, mine, strict=True):
+            ordered[slot] = pair
+    return ordered
+
+
+class OwnPublishing:
+    """One open write transaction in which we publish several messages (`Writes.publishing`)."""
+
+    def __init__(self, txn: Any, writes: Writes) -> None:
+        self.txn = txn
+        self._writes = writes
+        self.published: list[Message] = []
+
+    def publish(
+        self,
+        content: Any,
+        tangles: Mapping[str, bytes | None] | None,
+        cites: Collection[bytes] = (),
+    ) -> Message:
+        """Sign, store and process our next message here; its timeframe covers `cites`."""
+        message = self._writes.publish_in(self.txn, content, tangles, cites=cites)
+        self.published.append(message)
+        return message
+
+
+class Writes:
+    """The store's writes (see the module docstring)."""
+
+    def __init__(
+        self,
+        ctx: StoreContext,
+        views: Sequence[DerivedView],
+        own_head: OwnHeadFile,
+        timeframe_source: TimeframeSource | None = None,
+    ) -> None:
+        self._ctx = ctx
+        self._views = views
+        self._own_head = own_head
+        self._timeframe_source = timeframe_source
+
+    @contextlib.contextmanager
+    def publishing(self) -> Iterator[OwnPublishing]:
+        """A write transaction in which to publish several of our messages, each processed as
+        it is stored; our feed's head is recorded once the transaction commits."""
+        with self._ctx.write() as txn:
+            session = OwnPublishing(txn, self)
+            yield session
+        if session.published:
+            self._wrote_own(session.published[-1])
+
+    def ingest(self, raws: Iterable[bytes]) -> list[IngestResult]:
+        """Validate and store a batch of signed messages, atomically; one result each.
+
+        Ids already held are looked up first (a re-delivery costs no signature check).
+        """
+        return self.ingest_prepared(self.prepare(raws))
+
+    def prepare(self, raws: Iterable[bytes]) -> PreparedBatch:
+        """`storage.ingest.prepare` after one read transaction that finds the ids held already
+        (those cost no signature check). Safe in any thread, beside a writer."""
+        raws = [bytes(raw) for raw in raws]
+        with self._ctx.read() as txn:
+            known = self._held_ids(txn, [message_id(raw) for raw in raws])
+        return prepare(raws, self._ctx.limits, known)
+
+    def ingest_prepared(self, batch: PreparedBatch) -> list[IngestResult]:
+        """Store a batch `storage.ingest.prepare` checked (in any thread), atomically.
+
+        One write transaction; the feed-chain rule, duplicates, forks and cycles
+        are decided here against the store.
+        """
+        results = list(batch.results)
+        candidates = feed_ordered(
+            [(index, message) for index, message in enumerate(batch.messages) if message]
+        )
+        if not candidates:
+            return results  # type: ignore[return-value]  # every slot is decided
+        with self._ctx.write() as txn:
+            writer = BatchWriter(txn, self._ctx, self._views)
+            for index, message in candidates:
+                results[index] = writer.apply(message)
+            writer.finish()
+            self._process(
+                txn,
+                {m.author for _i, m in candidates},
+                writer.invalidated,
+                writer.stored,
+                writer.named_by_cut,
+                writer.cut,
+            )
+        return results  # type: ignore[return-value]  # every slot is filled above
+
+    def _held_ids(self, txn, ids: list[bytes]) -> set[bytes]:
+        """Which of `ids` the store holds (accepted, or as fork evidence)."""
+        message_ids, evidence = self._ctx.tables.message_ids, self._ctx.tables.evidence
+        found = {msg_id for msg_id in ids if txn.get(msg_id, db=message_ids) is not None}
+        if txn.stat(evidence)["entries"]:
+            found.update(msg_id for msg_id in ids if txn.get(msg_id, db=evidence) is not None)
+        return found
+
+    def publish(
+        self,
+        content: Any,
+        tangles: Mapping[str, bytes | None] | None = None,
+        *,
+        timestamp: int | None = None,
+    ) -> Message:
+        """Sign and store the next message of our own feed.
+
+        `tangles` maps a tangle name to its root id, or to None to root a new
+        tangle at this message. `previous` is the tangle's current tips (the
+        lowest `max_previous` ids when there are more). The timestamp defaults
+        to now, never earlier than our previous message's.
+        """
+        (result,) = self.publish_batch([(content, tangles)], timestamps=[timestamp])
+        if isinstance(result, Exception):
+            raise result
+        return result
+
+    def publish_batch(
+        self,
+        requests: Sequence[tuple[Any, Mapping[str, bytes | None] | None]],
+        *,
+        timestamps: Sequence[int | None] | None = None,
+    ) -> list[Message | Exception]:
+        """Sign and store several of our messages, in order, in one durable transaction.
+
+        One result per `(content, tangles)` request, exactly as publishing them
+        one by one would give it (`timestamps`, if given, as `publish`'s): the
+        message, or the error that refused that request alone (an unknown
+        tangle, content too large or not publishable). Every refusal is found
+        before its message is signed, so it leaves nothing and the others
+        commit with consecutive seqs. Our feed forked or behind refuses the
+        whole batch. The own-head file is written once, for the last message,
+        after the commit. An error of the transaction itself (the commit, a
+        full store) raises: then none of the batch is stored.
+
+        One `BatchWriter`, one processor pass and one document pass serve the
+        batch. That gives each message the timeframe it would get alone: a
+        timeframe leaves our own feed out, and processing our earlier messages
+        of the batch moves only our own feed, unless some candidate waits on
+        our feed or our feed is not processed up to its head (a store
+        restored or imported), or a request goes into a document (each edit
+        names the woven tips the one before it left); then each request gets
+        its own nested transaction and processing, as `publish_in`.
+        """
+        if not requests:
+            return []
+        stamps = list(timestamps) if timestamps is not None else [None] * len(requests)
+        with self._ctx.write() as txn:
+            writer = BatchWriter(txn, self._ctx, self._views)
+            try:
+                me = self._own_feed(writer)
+            except StorageError as error:
+                return [error] * len(requests)
+            one_at_a_time = any(DOC_TANGLE in (tangles or {}) for _content, tangles in requests)
+            if one_at_a_time or self._processing_moves_others(txn, me, writer.head(me)[0]):
+                results = self._publish_each(txn, requests, stamps)
+            else:
+                results = self._publish_together(txn, writer, me, requests, stamps)
+        published = [result for result in results if isinstance(result, Message)]
+        if published:
+            self._wrote_own(published[-1])
+        return results
+
+    def _own_feed(self, writer: BatchWriter) -> bytes:
+        """Our feed's key, once it is sure that publishing cannot fork it."""
+        if self._ctx.keypair is None:
+            raise NoIdentity("this store was opened without the node's keypair")
+        me = self._ctx.keypair.public
+        if writer.invalid_from(me) is not None:
+            raise OwnFeedForked(
+                "our own feed is proven invalid (a fork): the secret key is in use elsewhere"
+            )
+        self._own_head.refuse_if_behind(me, writer.head(me)[0])
+        return me
+
+    def _processing_moves_others(self, txn, me: bytes, head_seq: int) -> bool:
+        """Whether processing our next message may move another feed's processed seq."""
+        if processed_seq(txn, self._ctx.processor_tables, me) != head_seq:
+            return True
+        cursor = txn.cursor(db=self._ctx.processor_tables.wait)
+        return cursor.set_range(me) and cursor.key()[:32] == me
+
+    def _publish_together(self, txn, writer: BatchWriter, me: bytes, requests, stamps):
+        """The batch in `txn` with one writer and one processing (see `publish_batch`)."""
+        head_seq, head_id = writer.head(me)
+        latest = 0 if head_id is None else self._own_message(txn, me, head_seq).timestamp
+        results: list[Message | Exception] = []
+        named: set[bytes] = set()  # what our messages of the batch name: heads no more
+        for (content, tangles), timestamp in zip(requests, stamps, strict=True):
+            try:
+                message = self._sign_next(
+                    txn, me, (head_seq, head_id, latest), content, tangles, timestamp, named=named
+                )
+            except Exception as error:  # this request's own failure: nothing written yet
+                results.append(error)
+                continue
+            self._apply_own(writer, message)
+            head_seq, head_id, latest = message.seq, message.id, message.timestamp
+            named.update(feed_key(feed, seq) for feed, seq in message.timeframe.items())
+            results.append(message)
+        writer.finish()
+        self._process(txn, {me}, batch=writer.stored)
+        return results
+
+    def _publish_each(self, txn, requests, stamps) -> list[Message | Exception]:
+        """The batch as one nested transaction per request, each processed on its own."""
+        results: list[Message | Exception] = []
+        for (content, tangles), timestamp in zip(requests, stamps, strict=True):
+            try:
+                with self._ctx.env.begin(write=True, parent=txn) as child:
+                    results.append(self.publish_in(child, content, tangles, timestamp))
+            except lmdb.MapFullError as error:
+                full = self._ctx.full()
+                full.__cause__ = error
+                results.append(full)
+            except Exception as error:  # this request's own failure; the others go on
+                results.append(error)
+        return results
+
+    def publish_in(
+        self,
+        txn,
+        content: Any,
+        tangles: Mapping[str, bytes | None] | None,
+        timestamp: int | None = None,
+        cites: Collection[bytes] = (),
+    ) -> Message:
+        """Sign, store and process our next message inside the open write transaction `txn`;
+        its timeframe covers the messages `cites` names (storage.timeframe)."""
+        writer = BatchWriter(txn, self._ctx, self._views)
+        me = self._own_feed(writer)
+        head_seq, head_id = writer.head(me)
+        latest = 0
+        if timestamp is None and head_id is not None:
+            latest = self._own_message(txn, me, head_seq).timestamp
+        message = self._sign_next(
+            txn, me, (head_seq, head_id, latest), content, tangles, timestamp, cites=cites
+        )
+        self._apply_own(writer, message)
+        writer.finish()
+        self._process(txn, {me}, batch={(me, message.seq): message})
+        return message
+
+    def _sign_next(
+        self,
+        txn,
+        me: bytes,
+        head: tuple[int, bytes | None, int],
+        content: Any,
+        tangles: Mapping[str, bytes | None] | None,
+        timestamp: int | None,
+        *,
+        named: set[bytes] | None = None,
+        cites: Collection[bytes] = (),
+    ) -> Message:
+        """Sign our next message after `head` (seq, id, timestamp): the one signing path.
+
+        The timestamp defaults to now, never earlier than the head's; the timeframe
+        is the heads we processed (storage.timeframe), leaving out those `named`
+        by our earlier messages of the batch and covering the messages `cites` names.
+        """
+        head_seq, head_id, latest = head
+        if timestamp is None:
+            timestamp = max(int(time.time() * 1000), latest)
+        links = self._links(txn, tangles)
+        return sign_message(
+            self._ctx.keypair,
+            seq=head_seq + 1,
+            prev=head_id,
+            timestamp=timestamp,
+            timeframe=self._timeframe(txn, me, links, named, cites),
+            tangles=links,
+            content=content,
+            limits=self._ctx.limits,
+        )
+
+    def _links(self, txn, tangles: Mapping[str, bytes | None] | None) -> dict[str, TangleLink]:
+        """A new message's tangle links: each tangle's current tips (`UnknownTangle` if none);
+        a document's are its woven tips, which our timeframe covers (storage.documents)."""
+        links: dict[str, TangleLink] = {}
+        for name, root in (tangles or {}).items():
+            if root is None:
+                links[name] = ROOT_LINK
+                continue
+            if name == DOC_TANGLE:
+                tips = woven_tips(txn, self._ctx.document_tables, root)
+            else:
+                tips = tips_of(txn, self._ctx.tables, root, name)
+            if not tips:
+                raise UnknownTangle(f"no tangle {name!r} rooted at {message_text(root)}")
+            links[name] = TangleLink(root, tuple(tips[: self._ctx.limits.max_previous]))
+        return links
+
+    def _own_message(self, txn, me: bytes, seq: int) -> Message:
+        return self._ctx.tables.bodies.message(txn, feed_key(me, seq))
+
+    @staticmethod
+    def _apply_own(writer: BatchWriter, message: Message) -> None:
+        result = writer.apply(message)
+        if result.outcome is not Outcome.ACCEPTED:
+            raise StorageError(f"our own message was not accepted: {result.reason}")
+
+    def _wrote_own(self, message: Message) -> None:
+        """Record our feed's new head beside the store (after the commit that holds it)."""
+        self._own_head.write(OwnHead(message.author, message.seq, message.id))
+
+    def _timeframe(
+        self,
+        txn,
+        me: bytes,
+        links: dict[str, TangleLink],
+        named_before: set[bytes] | None = None,
+        cites: Collection[bytes] = (),
+    ) -> dict[bytes, Named]:
+        """A new message's timeframe: the heads we processed, capped (storage.timeframe)."""
+        if self._timeframe_source is not None:
+            return self._timeframe_source(txn, self._ctx.tables, me)
+        return new_timeframe(
+            txn,
+            self._ctx.tables,
+            self._ctx.processor_tables,
+            me,
+            links,
+            named_before=named_before or (),
+            cites=cites,
+        )
+
+    def _process(
+        self,
+        txn,
+        feeds: set[bytes],
+        invalidated: Mapping[bytes, int] | None = None,
+        batch: Mapping[tuple[bytes, int], Message] | None = None,
+        named_by_cut: Collection[bytes] = frozenset(),
+        cut: Sequence[Message] = (),
+    ) -> None:
+        """Advance the causal processor, then hand what it processed to every view."""
+        processor = Processor(
+            txn,
+            self._ctx.processor_tables,
+            self._ctx.tables.bodies,
+            self._ctx.tables.invalid,
+            membership(txn, self._ctx.timeline_tables, SPACETIME),
+            batch,
+        )
+        invalidated = invalidated or {}
+        for feed, boundary in sorted(invalidated.items()):
+            processor.forget(feed, boundary)
+        processor.restore_heads(named_by_cut - invalidated.keys())
+        processor.advance(sorted(feeds - invalidated.keys()))
+        step = ProcessedStep(processor.order, batch or {}, invalidated, cut)
+        scope = WriteScope(txn, self._ctx)
+        for view in self._views:
+            view.processed(scope, step)
+        scope.finish()
+
+    def add_evidence(self, raws: Iterable[bytes]) -> tuple[str, dict[bytes, int]]:
+        """Check a proof sent by a peer and apply it: ("new", feeds cut back) or ("known", {}).
+
+        ("new", {}) when it cuts nothing but replaces a kept proof that cuts a feed
+        at the same seq (the lower proof id is kept, so every node keeps the same
+        one); it travels on like any new proof.
+
+        Raises `InvalidMessage` for a message that fails validation and
+        `InvalidProof` for messages that prove nothing.
+        """
+        raws = [bytes(raw) for raw in raws]
+        if len(raws) != PROOF_MESSAGES:
+            raise InvalidProof(f"a proof holds {PROOF_MESSAGES} messages")
+        proof = check_proof(decode_message(raw, self._ctx.limits) for raw in raws)
+        with self._ctx.read() as txn:
+            if txn.get(proof.id, db=self._ctx.tables.proofs) is not None:
+                return "known", {}
+        with self._ctx.write() as txn:
+            writer = BatchWriter(txn, self._ctx, self._views)
+            lowered = writer.add_proof(proof)
+            kept = txn.get(proof.id, db=self._ctx.tables.proofs) is not None  # may lower nothing
+            writer.finish()
+            self._process(
+                txn, set(), writer.invalidated, named_by_cut=writer.named_by_cut, cut=writer.cut
+            )
+        return ("new", lowered) if kept else ("known", {})
