@@ -65,13 +65,13 @@ from typing import TYPE_CHECKING, Any
 
 from tanglenode.protocol.identity import feed_text
 from tanglenode.protocol.message import Message
+from tanglenode.storage.layout import ABOUTS_DB
 from tanglenode.storage.stored_form import parse_stored
 
 if TYPE_CHECKING:
     from tanglenode.storage.context import StoreContext
     from tanglenode.storage.derived import Position, ProcessedStep, WriteScope
 
-ABOUTS_DB = b"about-names"
 ABOUTS_INDEXED = b"about-names-indexed"  # the `meta` row: every stored message is indexed
 FIRST_LAYOUT_DB = b"abouts"  # author -> seq + name: development stores only
 FIRST_LAYOUT_INDEXED = b"abouts-indexed"

@@ -56,7 +56,7 @@ def check_store(ctx: StoreContext, views: Sequence[DerivedView]) -> CheckReport:
         _check_all(ctx, views, report)
     except lmdb.Error as error:  # the scan cannot go on past a damaged page
         report.problems.append(f"the store is damaged, the check stopped: {error}")
-    except (ValueError, IndexError, struct.error) as error:  # a row of impossible shape
+    except (ValueError, LookupError, struct.error) as error:  # a row of impossible shape
         report.problems.append(f"the store holds a malformed row, the check stopped: {error}")
     return report
 

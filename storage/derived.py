@@ -44,11 +44,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from tanglenode.protocol.message import Message
-from tanglenode.storage.context import StoreContext
 from tanglenode.storage.timeline import TimelineReader, TimelineWriter
+
+if TYPE_CHECKING:
+    from tanglenode.storage.context import StoreContext
 
 Position = tuple[bytes, int]
 

@@ -46,16 +46,19 @@ from __future__ import annotations
 import enum
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from tanglenode.protocol.errors import InvalidMessage, Reason
 from tanglenode.protocol.evidence import Proof, check_proof
 from tanglenode.protocol.identity import message_id
 from tanglenode.protocol.limits import Limits
 from tanglenode.protocol.message import Message, decode_message
-from tanglenode.storage.context import StoreContext
 from tanglenode.storage.derived import DerivedView, WriteScope
 from tanglenode.storage.invalidation import invalid_from, record_proof, truncate_feed
 from tanglenode.storage.layout import Tables, feed_key, head_value, split_head_value
+
+if TYPE_CHECKING:
+    from tanglenode.storage.context import StoreContext
 
 
 class Outcome(enum.StrEnum):

@@ -47,12 +47,12 @@ from typing import Any
 import lmdb
 
 from tanglenode.protocol.identity import message_text
-from tanglenode.storage.abouts import ABOUTS_DB
 from tanglenode.storage.stored_form import Bodies, parse_stored  # noqa: F401 (re-exported)
 
 SCHEMA_VERSION = b"11"  # 11: messages of format 2 (tagged timeframes), heads, suspects
 # Schemas whose messages are of format 1, which no build of this one's accepts again.
 PREVIOUS_FORMAT_SCHEMAS = tuple(str(n).encode() for n in range(1, 11))
+ABOUTS_DB = b"about-names"  # the names feeds give themselves (storage.abouts)
 EMPTY = b""  # the value of rows whose key says everything
 U64 = struct.Struct(">Q")  # seqs, indexes and counters, big-endian so keys sort by value
 U32 = struct.Struct(">I")

@@ -1,0 +1,238 @@
+"""Rebuilding derived views from the messages alone: `tangled reindex [VIEW]` and its check.
+
+Theory of operation
+-------------------
+Every derived view (storage/derived.py) is a function of the messages a
+store holds (documents: and of the order they were processed, which the
+processor keeps). So any view can be thrown away and built again:
+
+1. The views to rebuild are the ones asked for and every view that shares
+   a table with one of them (the timelines, their causal-time twins and the
+   joined views share the timeline tables), so a table is never half
+   rebuilt.
+2. In one write transaction, their tables are emptied, every stored
+   message is handed to their `accepted` in an order where each comes after
+   every stored message it links to (its prev, its tangles' roots and
+   previous, its timeframe's entries), as if each had arrived once all it
+   names was there: the views decide a message against the messages held
+   (`message-ids`), which already holds them all, so a message must never
+   be replayed before one it names. Then
+   the processed order is handed to their `processed`, a chunk at a time
+   (the timeline writer's cache is written out after each chunk, so memory
+   stays bounded by a chunk, not by the store).
+3. The transaction commits: a crash at any point leaves the views as they
+   were before (LMDB), never half built.
+
+A timeline's command log starts again at version 1 after a rebuild: an IPC
+or web subscriber that resumes from an older version gets a snapshot, as
+after any gap (docs/IPC.md).
+
+`compare` does the same rebuild inside a transaction it then aborts, after
+reading each view's `content` before and after: the rows that differ are
+the views' disagreements with their messages. Nothing is written.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, fields
+from typing import Any
+
+from tanglenode.storage.context import StoreContext
+from tanglenode.storage.derived import DerivedView, ProcessedStep, WriteScope
+from tanglenode.storage.document_rows import DocumentTables
+from tanglenode.storage.layout import feed_key, parse_stored
+from tanglenode.storage.processor import read_processed
+
+CHUNK = 2048  # messages per flush of the timeline writer's cache
+
+Progress = Callable[[str, int], None]  # (phase, messages done in it)
+
+
+class UnknownViewName(ValueError):
+    """A view name the registry does not list."""
+
+
+@dataclass(frozen=True, slots=True)
+class ViewDifference:
+    """How one view kept incrementally differs from the view rebuilt from its messages."""
+
+    view: str
+    extra: int  # rows the kept view holds that a rebuild does not
+    missing: int  # rows a rebuild holds that the kept view lacks
+
+    def __str__(self) -> str:
+        return (
+            f"the {self.view} view differs from one rebuilt from the messages: "
+            f"{self.extra} rows extra, {self.missing} missing"
+        )
+
+
+def affected(views: Sequence[DerivedView], names: Iterable[str]) -> list[DerivedView]:
+    """The views named and every view sharing a table with one of them, in registry order."""
+    by_name = {view.name: view for view in views}
+    wanted = set(names)
+    unknown = wanted - by_name.keys()
+    if unknown:
+        raise UnknownViewName(
+            f"no view {', '.join(sorted(unknown))}; the views: {', '.join(by_name)}"
+        )
+    tables = {table for view in views if view.name in wanted for table in view.tables}
+    grown = True
+    while grown:
+        sharing = [v for v in views if v.name not in wanted and not tables.isdisjoint(v.tables)]
+        for view in sharing:
+            wanted.add(view.name)
+            tables.update(view.tables)
+        grown = bool(sharing)
+    return [view for view in views if view.name in wanted]
+
+
+def reindex(
+    ctx: StoreContext,
+    views: Sequence[DerivedView],
+    names: Iterable[str],
+    progress: Progress | None = None,
+) -> list[str]:
+    """Rebuild the views `names` (and those sharing their tables) in one write transaction;
+    returns the names of the views rebuilt."""
+    chosen = affected(views, names)
+    with ctx.write() as txn:
+        _rebuild(txn, ctx, chosen, progress or _quiet)
+    return [view.name for view in chosen]
+
+
+def compare(
+    ctx: StoreContext, views: Sequence[DerivedView], names: Iterable[str]
+) -> list[ViewDifference]:
+    """How the views `names` (and those sharing their tables) differ from a rebuild of them;
+    [] when each is exactly what its messages give. Writes nothing."""
+    chosen = affected(views, names)
+    txn = ctx.env.begin(write=True)
+    try:
+        kept = {view.name: set(view.content(txn)) for view in chosen}
+        _rebuild(txn, ctx, chosen, _quiet)
+        differences = []
+        for view in chosen:
+            rebuilt = set(view.content(txn))
+            extra, missing = kept[view.name] - rebuilt, rebuilt - kept[view.name]
+            if extra or missing:
+                differences.append(ViewDifference(view.name, len(extra), len(missing)))
+        return differences
+    finally:
+        txn.abort()
+
+
+def contents(
+    ctx: StoreContext, views: Sequence[DerivedView]
+) -> dict[str, list[tuple[bytes, bytes]]]:
+    """Each view's content as it is now, sorted: what two stores holding the same messages
+    share byte for byte."""
+    with ctx.read() as txn:
+        return {view.name: sorted(view.content(txn)) for view in views}
+
+
+def _quiet(_phase: str, _done: int) -> None:
+    pass
+
+
+def _rebuild(txn: Any, ctx: StoreContext, views: Sequence[DerivedView], progress: Progress) -> None:
+    handles = _table_handles(ctx)
+    for name in sorted({table for view in views for table in view.tables}):
+        txn.drop(handles[name], delete=False)
+    done = 0
+    for chunk in _chunks(_stored(txn, ctx), CHUNK):
+        scope = WriteScope(txn, ctx)
+        for message in chunk:
+            for view in views:
+                view.accepted(scope, message)
+        scope.finish()
+        done += len(chunk)
+        progress("stored messages", done)
+    done = 0
+    for chunk in _chunks(_processed_order(txn, ctx), CHUNK):
+        scope = WriteScope(txn, ctx)
+        step = ProcessedStep(chunk)
+        for view in views:
+            view.processed(scope, step)
+        scope.finish()
+        done += len(chunk)
+        progress("processed messages", done)
+
+
+def _stored(txn: Any, ctx: StoreContext) -> Iterator[Any]:
+    """Every stored message, each after the stored messages it links to (Kahn's order:
+    links are bound to hashes, so there is no cycle); the links are read in a first pass
+    and only positions are kept, so memory is a few dozen bytes per message."""
+    tables, bodies = ctx.tables, ctx.tables.bodies
+    waiting: dict[bytes, int] = {}  # position -> how many of its links are not out yet
+    followers: dict[bytes, list[bytes]] = {}
+    for key, value in txn.cursor(db=tables.messages):
+        position = bytes(key)
+        message = parse_stored(bodies.rebuild(txn, position, value))
+        links = {feed_key(feed, seq) for feed, seq in message.timeframe.items()}
+        if message.seq > 1:
+            links.add(feed_key(message.author, message.seq - 1))
+        for name, link in message.tangles.items():
+            for msg_id in (message.tangle_root(name), *(link.previous or ())):
+                found = txn.get(msg_id, db=tables.message_ids)
+                if found is not None:
+                    links.add(bytes(found))
+        links = {link for link in links if link != position and txn.get(link, db=tables.messages)}
+        waiting[position] = len(links)
+        for link in links:
+            followers.setdefault(link, []).append(position)
+    ready = deque(position for position, count in waiting.items() if count == 0)
+    while ready:
+        position = ready.popleft()
+        yield bodies.message(txn, position)
+        for follower in followers.pop(position, ()):
+            waiting[follower] -= 1
+            if waiting[follower] == 0:
+                ready.append(follower)
+
+
+def _processed_order(txn: Any, ctx: StoreContext) -> Iterator[tuple[bytes, int]]:
+    start = 0
+    while page := read_processed(txn, ctx.processor_tables, start, CHUNK):
+        for _index, feed, seq in page:
+            if txn.get(feed_key(feed, seq), db=ctx.tables.messages) is not None:
+                yield feed, seq
+        start = page[-1][0] + 1
+
+
+def _chunks(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
+    chunk: list[Any] = []
+    for item in items:
+        chunk.append(item)
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+def _table_handles(ctx: StoreContext) -> dict[bytes, Any]:
+    """Every table a view may declare, by its LMDB name."""
+    tables, timelines, documents = ctx.tables, ctx.timeline_tables, ctx.document_tables
+    handles = {
+        b"tl-names": timelines.names,
+        b"tl-meta": timelines.meta,
+        b"tl-nodes": timelines.nodes,
+        b"tl-succ": timelines.succ,
+        b"tl-tree": timelines.tree,
+        b"tl-log": timelines.log,
+        b"tl-pending": timelines.pending,
+        b"ct-nodes": timelines.causal_nodes,
+        b"ct-time": timelines.causal_times,
+        b"tangle-state": tables.tangle_state,
+        b"tangle-pending": tables.tangle_pending,
+        b"tangle-tips": tables.tangle_tips,
+        b"about-names": tables.about_names,
+    }
+    field_names = [field.name for field in fields(DocumentTables)]
+    handles.update(
+        zip(DocumentTables.NAMES, (getattr(documents, f) for f in field_names), strict=True)
+    )
+    return handles
