@@ -245,6 +245,8 @@ def test_status_shows_a_suspected_fork_in_one_line():
 
 
 def test_forks_are_listed_and_check_flags_damage(ready):
+    assert ready.ok("forks") == "no forks and no suspected forks\n"  # said, not left blank
+    assert ready.ok("forks", "--json") == ""  # JSON lines: no evidence, no line
     honest, twin = Feed("alice"), Feed("alice")
     with FeedStore(ready.data_dir / "store") as store:
         store.ingest([honest.append("one").raw, twin.append("other").raw])
