@@ -9,12 +9,38 @@
 
     trio.run(main)
 
-The definitions live in `tanglenode.node.client`; this module is the stable
-name to import them by (docs/IPC.md). Installed as `tanglenode/client.py`
+Ids come and go as 32 bytes; `message_text(id)` writes one as `%…` (a feed:
+`feed_text`, `@…`), as the CLI shows them, and `parse_message_id("%…")` (a
+feed: `parse_feed`) reads one back, raising `BadIdentifier` if it is no id.
+
+The definitions live in `tanglenode.node.client` (the id helpers in
+`tanglenode.protocol.identity`); this module is the stable name to import
+them by (docs/IPC.md). Installed as `tanglenode/client.py`
 (see pyproject.toml).
 """
 
-from tanglenode.node.client import NodeClient, NodeError, NodeNotRunning, connect
+from tanglenode.node.client import (
+    BadIdentifier,
+    NodeClient,
+    NodeError,
+    NodeNotRunning,
+    connect,
+    feed_text,
+    message_text,
+    parse_feed,
+    parse_message_id,
+)
 from tanglenode.protocol.ipc import ErrorKind
 
-__all__ = ["ErrorKind", "NodeClient", "NodeError", "NodeNotRunning", "connect"]
+__all__ = [
+    "BadIdentifier",
+    "ErrorKind",
+    "NodeClient",
+    "NodeError",
+    "NodeNotRunning",
+    "connect",
+    "feed_text",
+    "message_text",
+    "parse_feed",
+    "parse_message_id",
+]

@@ -33,10 +33,24 @@ from typing import Any
 import trio
 
 from tanglenode.node.oneshot import NodeError, NodeNotRunning, error_from, not_running, reply_value
+from tanglenode.protocol.errors import BadIdentifier
 from tanglenode.protocol.framing import MAX_IPC_FRAME, FrameDecoder, encode_frame
+from tanglenode.protocol.identity import feed_text, message_text, parse_feed, parse_message_id
 from tanglenode.protocol.ipc_fields import ErrorKind
 
-__all__ = ["NodeClient", "NodeError", "NodeNotRunning", "connect"]
+# Between ids as the node sends them (32 bytes) and as people and the CLI write them
+# (`%…` a message, `@…` a feed; `parse_*` raise `BadIdentifier`): protocol/identity.py's.
+__all__ = [
+    "BadIdentifier",
+    "NodeClient",
+    "NodeError",
+    "NodeNotRunning",
+    "connect",
+    "feed_text",
+    "message_text",
+    "parse_feed",
+    "parse_message_id",
+]
 
 
 class NodeClient:
@@ -90,7 +104,31 @@ class NodeClient:
         return await self.request("connect", address=address, key=key)
 
     def subscribe(self, *, since: int | None = None, **which: Any) -> AsyncIterator[dict]:
-        """The first reply (version, snapshot flag), then each event as it comes."""
+        """Follow one timeline live: its order, then each change to it (docs/IPC.md, "Streams").
+
+        `which` names the timeline, as for `timeline`:
+
+        - `spacetime=True`, every feed's messages; or `tangle=NAME, root=ROOT`, the
+          tangle NAME rooted at message ROOT (its id as 32 bytes: `parse_message_id("%…")`
+          turns the text the CLI shows into them); a tangle not seen yet starts empty at
+          version 0 and fills when it arrives;
+        - `order="rank"` (the default) or `"causal-time"` (entries sort by claimed time);
+        - `view="all"` (the default) or `"joined"`, a tangle's joined view.
+
+        `since`: None to start from a snapshot of the whole order, or the last version
+        the caller applied (a command's `v`, a `lagged` version) to resume right after
+        it; a version the timeline never had gets a snapshot too.
+
+        The first item is `{"started": {"version": V, "snapshot": bool}}`; then, if
+        `snapshot`, `{"snapshot": [[rank, id], ...], "start": position}` pages of the
+        order at V; then `{"commands": [...]}` events, each command `{"v": version,
+        "ins": position, "message": body}` (the message as `get` gives it, or its id alone
+        if the node no longer holds it), `{"v", "mov": [from, to]}` or `{"v", "del":
+        position}` (a spacetime's events also carry `final`), and `{"lagged": version}`
+        just before the node drops a subscriber that stopped reading. Ids are bytes
+        (`message_text` shows one as `%…`). It runs until the caller stops iterating:
+        close it with `contextlib.aclosing`. An error reply raises `NodeError`.
+        """
         return self._streaming("subscribe", since=since, **which)
 
     def doc_watch(self, doc: bytes, *, since: int | None = None) -> AsyncIterator[dict]:

@@ -352,11 +352,11 @@ class IpcServer:
         return {"id": message.id}
 
     async def _group_exclude(self, request: GroupExcludeRequest) -> dict[str, Any]:
-        """Exclude members, then open a new epoch (a new key) for the others."""
+        """Exclude members and open a new epoch (a new key) for the others, in one
+        transaction: both are stored or neither."""
         view = await self._group(request.group)
-        excluded = await self.service.publish(*groups.exclude(view, self.keypair, request.members))
-        view = await self._group(request.group)
-        epoch = await self.service.publish(*groups.new_epoch(view, self.keypair))
+        requests = groups.exclusion(view, self.keypair, request.members)
+        excluded, epoch = await self.service.publish_whole(requests)
         return {"id": excluded.id, "epoch": epoch.id}
 
     async def _group_post(self, request: GroupPostRequest) -> dict[str, Any]:

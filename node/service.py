@@ -23,6 +23,7 @@ ingested, refused and published, and how long it took, for `/metrics`.
 from __future__ import annotations
 
 import functools
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -148,6 +149,22 @@ class StoreService:
         """Sign and store our next message; concurrent publishes share one transaction
         (node/group_commit.py). Raises the error that refused this one."""
         return await self.publishing.publish(content, tangles)
+
+    async def publish_whole(
+        self, requests: Sequence[tuple[Any, Mapping[str, bytes | None] | None]]
+    ) -> list[Message]:
+        """Sign and store our next messages in one transaction of their own, all or none
+        (`FeedStore.publish_batch(whole=True)`); raises the first refusal."""
+        began = time.perf_counter()
+        messages = await trio.to_thread.run_sync(
+            functools.partial(self.store.publish_batch, requests, whole=True),
+            limiter=self._writer,
+            abandon_on_cancel=False,
+        )
+        self._stored(messages)
+        for _message in messages:  # each is a publish to /metrics, as through the group commit
+            self.counters.publish_latency.observe(time.perf_counter() - began)
+        return messages
 
     # -- typed reads, in worker threads: each `FeedStore` read is one transaction ---------
 

@@ -57,18 +57,22 @@ def _unb64(text: str, sigil: str, what: str) -> bytes:
 
 
 def feed_text(author: bytes) -> str:
+    """A feed id (32 bytes) as text: `@` and unpadded URL-safe base64."""
     return FEED_SIGIL + _b64(author)
 
 
 def message_text(msg_id: bytes) -> str:
+    """A message id (32 bytes) as text: `%` and unpadded URL-safe base64."""
     return MESSAGE_SIGIL + _b64(msg_id)
 
 
 def parse_feed(text: str) -> bytes:
+    """The 32 bytes of a feed id written `@…`; `BadIdentifier` if `text` is not one."""
     return _unb64(text, FEED_SIGIL, "feed id")
 
 
 def parse_message_id(text: str) -> bytes:
+    """The 32 bytes of a message id written `%…`; `BadIdentifier` if `text` is not one."""
     return _unb64(text, MESSAGE_SIGIL, "message id")
 
 

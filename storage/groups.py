@@ -17,7 +17,7 @@ reads in worker threads and publishes through its store service.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from tanglenode.protocol.errors import TanglenodeError
@@ -59,6 +59,7 @@ class GroupView:
     keys: dict[bytes, bytes]  # epoch id -> key
     opened: dict[bytes, Private]
     state: GroupState
+    events: list[GroupEvent] = field(default_factory=list)  # what `state` was derived from
 
     def key_of(self, epoch: bytes) -> bytes:
         key = self.keys.get(epoch)
@@ -105,7 +106,7 @@ def read_group(store: FeedStore, keypair: Keypair, root: bytes) -> GroupView:
                 private,
             )
         )
-    return GroupView(root, messages, keys, opened, derive(events, root))
+    return GroupView(root, messages, keys, opened, derive(events, root), events)
 
 
 # -- what to publish (content and tangles), given a view --------------------------------
@@ -145,6 +146,39 @@ def new_epoch(view: GroupView, keypair: Keypair) -> tuple[dict, dict]:
     members = tuple(sorted(view.state.members))
     content = seal_message(Private(Kind.INIT, members), new_epoch_key(), None, key_for=members)
     return content, {GROUP: view.root, EPOCH: view.root, MEMBERS: None}
+
+
+def exclusion(view: GroupView, keypair: Keypair, members: list[bytes]) -> list[tuple[dict, dict]]:
+    """Excluding `members`: the `exclude-member` and the new epoch's `group/init`, to be
+    published together, all or nothing (`FeedStore.publish_batch(..., whole=True)`).
+
+    The new epoch keeps the members the group has once the exclusion joins it,
+    as reading the group back after publishing the exclusion alone would find
+    them; it follows the exclusion in the group tangle, as the batch gives the
+    second message the tips the first left. If there is no such epoch (we
+    exclude ourselves), `GroupError` before anything is signed.
+    """
+    excluding = exclude(view, keypair, members)
+    return [excluding, new_epoch(_after_excluding(view, keypair, members), keypair)]
+
+
+_UNSIGNED = bytes(32)  # stands for the exclusion in the state derived before it is signed
+
+
+def _after_excluding(view: GroupView, keypair: Keypair, members: list[bytes]) -> GroupView:
+    """`view` with our exclusion of `members` joined, derived before it is signed: an event
+    after every joined message (the tangle's tips), as `exclude` publishes it."""
+    joined = set(view.state.order)
+    followed = {p for event in view.events if event.id in joined for p in event.group_previous}
+    excluding = GroupEvent(
+        _UNSIGNED,
+        keypair.public,
+        tuple(sorted(joined - followed)),
+        _current(view, keypair),
+        private=Private(Kind.EXCLUDE, tuple(members)),
+    )
+    events = [*view.events, excluding]
+    return replace(view, state=derive(events, view.root), events=events)
 
 
 def post(view: GroupView, keypair: Keypair, content: Any) -> tuple[dict, dict]:

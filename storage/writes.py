@@ -194,6 +194,7 @@ class Writes:
         requests: Sequence[tuple[Any, Mapping[str, bytes | None] | None]],
         *,
         timestamps: Sequence[int | None] | None = None,
+        whole: bool = False,
     ) -> list[Message | Exception]:
         """Sign and store several of our messages, in order, in one durable transaction.
 
@@ -206,6 +207,10 @@ class Writes:
         whole batch. The own-head file is written once, for the last message,
         after the commit. An error of the transaction itself (the commit, a
         full store) raises: then none of the batch is stored.
+
+        `whole`: all of the batch or none of it (messages that only mean something
+        together, a group's exclusion and its new epoch): the first refusal
+        raises instead, and nothing is stored.
 
         One `BatchWriter`, one processor pass and one document pass serve the
         batch. That gives each message the timeframe it would get alone: a
@@ -224,12 +229,17 @@ class Writes:
             try:
                 me = self._own_feed(writer)
             except StorageError as error:
+                if whole:
+                    raise
                 return [error] * len(requests)
             one_at_a_time = any(DOC_TANGLE in (tangles or {}) for _content, tangles in requests)
             if one_at_a_time or self._processing_moves_others(txn, me, writer.head(me)[0]):
                 results = self._publish_each(txn, requests, stamps)
             else:
                 results = self._publish_together(txn, writer, me, requests, stamps)
+            refused = [result for result in results if isinstance(result, Exception)]
+            if whole and refused:
+                raise refused[0]  # leaving the transaction by an exception aborts it
         published = [result for result in results if isinstance(result, Message)]
         if published:
             self._wrote_own(published[-1])

@@ -63,6 +63,20 @@ def run(obj: Context, listen: str | None, web: str | None) -> None:
     trio.run(run_node, settings, keypair)
 
 
+def _waiting(seconds: float, ask: Callable[[], Any]) -> Any:
+    """`ask()`, again every 0.1 s while the node is not running, for up to `seconds`."""
+    import time
+
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            return ask()
+        except NodeNotRunning:
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(0.1)
+
+
 def _labeller(obj: Context) -> Callable[[bytes], str]:
     """How a feed is shown to people: its name (petname, else ~self-chosen), else short id.
 
@@ -81,13 +95,20 @@ def _labeller(obj: Context) -> Callable[[bytes], str]:
 
 
 @click.command()
+@click.option(
+    "--wait",
+    type=click.FloatRange(0, 3600),
+    default=0,
+    metavar="SECONDS",
+    help="Wait up to SECONDS for a node that is starting to answer (`run &`, then this).",
+)
 @json_option
 @click.pass_obj
-def status(obj: Context, as_json: bool) -> None:
+def status(obj: Context, wait: float, as_json: bool) -> None:
     """The running node's feed, counts, finality, peers and each timeline's digest.
 
     Peers show caught up, behind, or why not connected; compare digests across nodes."""
-    raw = ask_node(obj, "status", {"digests": True})
+    raw = _waiting(wait, lambda: ask_node(obj, "status", {"digests": True}))
     digests = raw.pop("digests", [])
     suspected = raw.get("suspected_forks", [])
     report = render_body(raw)

@@ -27,7 +27,7 @@ from typing import Any
 import click
 
 from tanglenode.node.cli.names import lazy_label
-from tanglenode.node.cli.render import format_timestamp
+from tanglenode.node.cli.render import TIME_WIDTH, format_timestamp
 from tanglenode.node.cli.support import (
     COUNT,
     BadInput,
@@ -290,14 +290,14 @@ def show_tangles(
     width = max(len(spec) for spec in specs)
     click.echo(
         f"{'TANGLE':<{width}}  {'MESSAGES':>8}  {'JOINED':>8}  {'PENDING':>8}  "
-        f"{'LAST ACTIVITY':<24}  STARTED BY"
+        f"{'LAST ACTIVITY':<{TIME_WIDTH}}  STARTED BY"
     )
     for spec, row in zip(specs, rows, strict=True):
         author = "(root not held)" if row["author"] is None else label(parse_feed(row["author"]))
         author = safe(author)
         click.echo(
             f"{spec:<{width}}  {row['messages']:>8}  {row['joined']:>8}  {row['pending']:>8}  "
-            f"{when(row['last']):<24}  {author}"
+            f"{when(row['last']):<{TIME_WIDTH}}  {author}"
         )
 
 
@@ -332,12 +332,12 @@ def show_group_list(obj: Context, limit: int, as_json: bool, label: Label = feed
     wide = max(len("CREATED BY"), *(len(creator) for creator in creators))
     click.echo(
         f"{'GROUP':<{width}}  {'MEMBERS':>7}  {'EPOCHS':>6}  {'US':<7}  "
-        f"{'LAST ACTIVITY':<24}  {'CREATED BY':<{wide}}  NAME"
+        f"{'LAST ACTIVITY':<{TIME_WIDTH}}  {'CREATED BY':<{wide}}  NAME"
     )
     for row, creator in zip(rows, creators, strict=True):
         us = "member" if row["member"] else "former"
         name = "(cannot open)" if row["name"] is None else safe(row["name"], NAME_SHOWN)
         click.echo(
             f"{row['group']:<{width}}  {row['members']:>7}  {row['epochs']:>6}  {us:<7}  "
-            f"{when(row['last']):<24}  {creator:<{wide}}  {name}"
+            f"{when(row['last']):<{TIME_WIDTH}}  {creator:<{wide}}  {name}"
         )

@@ -253,6 +253,8 @@ def forks(obj: Context, as_json: bool) -> None:
     with obj.open_store() as store:
         evidence = store.evidence()
         suspected = store.suspected_forks()
+    if not evidence and not suspected and not as_json:  # JSON lines: none is no line
+        click.echo("no forks and no suspected forks")
     for item in evidence:
         invalid = {feed_text(author): seq for author, seq in item.invalid.items()}
         if as_json:

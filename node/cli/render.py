@@ -97,9 +97,15 @@ def message_dict(message: Message) -> dict[str, Any]:
     }
 
 
+TIME_WIDTH = 20  # columns of a `format_timestamp` date, and of any uint64 number of ms
+
+
 def format_timestamp(milliseconds: int) -> str:
+    """A time (milliseconds since the epoch) as every command shows it to a person:
+    `YYYY-MM-DD HH:MM:SSZ`, UTC to the second (the form `--from-time` and `--to-time`
+    take back); the number itself if it is no date. `--json` keeps the milliseconds."""
     try:
         moment = datetime.fromtimestamp(milliseconds / 1000, tz=UTC)
     except (OverflowError, OSError, ValueError):
         return str(milliseconds)
-    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return moment.isoformat(sep=" ", timespec="seconds").replace("+00:00", "Z")

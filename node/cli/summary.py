@@ -27,25 +27,15 @@ import shutil
 import sys
 import unicodedata
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import Any
 
-from tanglenode.node.cli.render import jsonable
+from tanglenode.node.cli.render import TIME_WIDTH, format_timestamp, jsonable
 from tanglenode.node.cli.terminal import safe
 from tanglenode.storage.abouts import clean_name
 
 MAX_SUMMARY = 1000  # characters, before the terminal's width cuts it
 MAX_OPS = 256  # doc/edit ops read for a summary
 GROUP = "group"
-
-
-def short_time(milliseconds: int) -> str:
-    """A claimed time as `YYYY-MM-DD HH:MM` UTC; the raw number if it is no date."""
-    try:
-        moment = datetime.fromtimestamp(milliseconds / 1000, tz=UTC)
-    except (OverflowError, OSError, ValueError):
-        return str(milliseconds)[:16]
-    return moment.strftime("%Y-%m-%d %H:%M")
 
 
 def one_line(text: str, limit: int = MAX_SUMMARY) -> str:
@@ -247,7 +237,6 @@ class Summaries:
 # -- a view's rows -------------------------------------------------------------------
 
 AUTHOR_WIDTH = 14
-TIME_WIDTH = 16
 ID_WIDTH = 44  # a message id, `%` and 43 characters of base64
 SHORT_ID_WIDTH = 10  # `%AbCdEfGh…`, as feeds are shortened (names.short_feed)
 CONTENT_ROOM = 40  # columns a row leaves for content before its ids are shortened
@@ -276,7 +265,7 @@ class Viewer:
             return f"{'?':<{AUTHOR_WIDTH}}  {'?':<{TIME_WIDTH}}  (not in the store)"
         author = fit(safe(self.names.label(message.author)), AUTHOR_WIDTH)
         return (
-            f"{author:<{AUTHOR_WIDTH}}  {short_time(message.timestamp):<{TIME_WIDTH}}  "
+            f"{author:<{AUTHOR_WIDTH}}  {format_timestamp(message.timestamp):<{TIME_WIDTH}}  "
             f"{safe(self.human.line(message))}"
         )
 

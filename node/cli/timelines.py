@@ -14,6 +14,7 @@ import click
 import trio
 
 from tanglenode.node.cli.digest import show_digest
+from tanglenode.node.cli.render import TIME_WIDTH, format_timestamp
 from tanglenode.node.cli.summary import Viewer, fit, open_viewer
 from tanglenode.node.cli.support import (
     COUNT,
@@ -172,23 +173,22 @@ def timeline(
             offset = start if first is None else first  # strict: index inside the window
             where = "position" if first is not None else "index"
             if not as_json:
-                ids = viewer.id_width(len(f"{0:>8}  {0:>13}  "))
-                columns = f"{where.upper():>8}  {'TIME MS':>13}  {'ID':<{ids}}"
+                ids = viewer.id_width(len(f"{0:>8}  {0:>{TIME_WIDTH}}  "))
+                columns = f"{where.upper():>8}  {'TIME':>{TIME_WIDTH}}  {'ID':<{ids}}"
                 click.echo(fit(viewer.header(columns), viewer.width))
             for index, (time, msg_id) in enumerate(entries, offset):
                 if as_json:
                     record = {where: index, "time": time, "id": message_text(msg_id)}
                     emit_json(record | viewer.fields(viewer.message(msg_id)))
                 else:
-                    click.echo(
-                        viewer.row(f"{index:>8}  {time:>13}  {viewer.id_text(msg_id, ids)}", msg_id)
-                    )
+                    shown = f"{format_timestamp(time):>{TIME_WIDTH}}  {viewer.id_text(msg_id, ids)}"
+                    click.echo(viewer.row(f"{index:>8}  {shown}", msg_id))
             return
         if since is not None:
             for number, command in enumerate(source.commands(since), since + 1):
                 _echo_command(viewer, number, command, as_json)
             return
-        header, wide = False, 13 if value == "time" else 6
+        header, wide = False, _key_width(value)
         ids = 0  # the ids' columns, once the first row says whether a state column follows
         for position, (rank, msg_id, *state) in enumerate(source.entries(start, limit), start):
             if as_json:
@@ -203,8 +203,19 @@ def timeline(
                 columns = f"{'POS':>6}  {value.upper():>{wide}}  {'ID':<{ids}}{states}"
                 click.echo(fit(viewer.header(columns), viewer.width))
             shown = f"  {state[0]:<8}" if state else ""
-            text = f"{position:>6}  {rank:>{wide}}  {viewer.id_text(msg_id, ids)}{shown}"
+            key = _key_text(value, rank)
+            text = f"{position:>6}  {key:>{wide}}  {viewer.id_text(msg_id, ids)}{shown}"
             click.echo(viewer.row(text, msg_id))
+
+
+def _key_width(value: str) -> int:
+    """Columns of what a timeline's entries sort by: a time, or a rank."""
+    return TIME_WIDTH if value == "time" else 6
+
+
+def _key_text(value: str, key: int) -> str:
+    """An entry's sort key for a person: a causal time as every time is shown, or a rank."""
+    return format_timestamp(key) if value == "time" else str(key)
 
 
 def _store_or_none(obj: Context) -> FeedStore | None:
@@ -218,7 +229,9 @@ def _store_or_none(obj: Context) -> FeedStore | None:
 def _placement_text(found: dict[str, Any]) -> str:
     """`position P  rank R`, then the state in a tangle's timeline (what it waits on, or why
     it is invalid)."""
-    where = f"time {found['time']}" if "time" in found else f"rank {found['rank']}"
+    where = (
+        f"time {format_timestamp(found['time'])}" if "time" in found else f"rank {found['rank']}"
+    )
     text = f"position {found['position']}  {where}"
     if "state" in found:
         text += f"  {found['state']}"
@@ -448,7 +461,7 @@ class _Follower:
         self.obj, self.which, self.viewer = obj, which, viewer
         self.as_json, self.count = as_json, count
         self.value = "time" if which.get("order") == "causal-time" else "rank"
-        self.wide = 13 if self.value == "time" else 6  # ms since the epoch, or a rank
+        self.wide = _key_width(self.value)  # a time (render.format_timestamp), or a rank
         self.ids = viewer.id_width(len(f"{0:>6}  {0:>{self.wide}}  "))  # short on a narrow tty
         self.last: int | None = None  # the last version printed (a snapshot's, or a command's)
         self.changes = 0
@@ -539,7 +552,7 @@ class _Follower:
             emit_json(record | self.viewer.fields(self.viewer.message(msg_id)))
         else:
             shown = self.viewer.id_text(msg_id, self.ids)
-            text = f"{position:>6}  {rank:>{self.wide}}  {shown}"
+            text = f"{position:>6}  {_key_text(self.value, rank):>{self.wide}}  {shown}"
             click.echo(self.viewer.row(text, msg_id))
 
     def _command(self, wire: dict[str, Any]) -> None:

@@ -14,6 +14,7 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Sequence
 from contextlib import aclosing
 from pathlib import Path
 
@@ -49,13 +50,16 @@ async def _kill_all(nodes: list[Node]) -> None:
 
 
 class Node:
-    def __init__(self, root: Path, name: str) -> None:
+    def __init__(self, root: Path, name: str, init_args: Sequence[str] = ()) -> None:
+        """`tangled init` a data directory `root/name`, with `init_args` (`--listen`,
+        `--peer`: what its config file says; `start` listens on a free port all the same,
+        and dials the config's peers only when given `peers=None`)."""
         self.name = name
         self.data_dir = root / name
         self.notify_path = root / f"{name}.notify"
         self.log_path = root / f"{name}.log"
         done = subprocess.run(
-            [str(TANGLED), "--data-dir", str(self.data_dir), "init"],
+            [str(TANGLED), "--data-dir", str(self.data_dir), "init", *init_args],
             capture_output=True,
             text=True,
             check=True,

@@ -19,7 +19,9 @@ Commands shown with `$` are the real CLI; the rest is the IPC client. The
 data directories are removed at the end unless `--keep` (`make demo KEEP=1`)
 is given; then the nodes are stopped and three commands to try on them end
 the demo, with the one that starts alice again and her web view's URL (the
-token is kept in her data directory, so the URL stays good).
+token is kept in her data directory, so the URL stays good). The kept config
+files give each node a port of its own and the peers it dialed (`KEPT_PORT`,
+`KEPT_PEERS`), so the four run again side by side and reconnect.
 """
 
 from __future__ import annotations
@@ -33,10 +35,12 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
 import trio
 
+from tanglenode.config.settings import load_settings
 from tanglenode.node.localnet import REQUEST_SECONDS, TANGLED, Node
 from tanglenode.node.web.token import read_token
 from tanglenode.protocol.identity import message_text, parse_message_id
@@ -48,6 +52,9 @@ LINES = {
     "dave": ["Either day is fine.", "See you all there."],
 }
 WEB_PORT = 8080  # of alice's web view after `--keep`, when free (else any free port)
+KEPT_PORT = 8008  # where alice accepts peers when started again after `--keep`, the others
+# on the next ports (each when free, else any free one), so the four can run side by side
+KEPT_PEERS = {"bob": ["alice"], "carol": ["alice"], "dave": ["bob"]}  # whom each dials then
 _STARTED = time.monotonic()
 
 
@@ -98,9 +105,24 @@ async def post(node: Node, root: bytes, line: str) -> None:
     say(f"{node.name} wrote {line!r}")
 
 
+def create_nodes(root_dir: Path) -> list[Node]:
+    """The four nodes' data directories (`tangled init`). Their config files give each a
+    port of its own (from `KEPT_PORT`) and the peers of `KEPT_PEERS`: what a node kept by
+    `--keep` uses when started again (the demo itself runs them on free ports)."""
+    nodes: dict[str, Node] = {}
+    listen: dict[str, str] = {}
+    for offset, name in enumerate(LINES):
+        listen[name] = f"127.0.0.1:{free_port(KEPT_PORT + offset, taken=listen.values())}"
+        args = ["--listen", listen[name]]
+        for peer in KEPT_PEERS.get(name, ()):
+            args += ["--peer", f"{listen[peer]}@{nodes[peer].feed_id}"]
+        nodes[name] = Node(root_dir, name, args)
+    return list(nodes.values())
+
+
 async def converse(root_dir: Path) -> tuple[list[Node], str]:
     say(f"creating four nodes (tangled init) under {root_dir}")
-    alice, bob, carol, dave = nodes = [Node(root_dir, name) for name in LINES]
+    alice, bob, carol, dave = nodes = create_nodes(root_dir)
 
     heading("four nodes start, name themselves; alice opens a thread")
     await start(alice, web=True)
@@ -222,27 +244,49 @@ def next_steps(nodes: list[Node], spec: str) -> list[str]:
     ]
 
 
-def free_web_port() -> int:
-    """`WEB_PORT` if nothing listens there on 127.0.0.1, else a port the system says is free."""
-    for port in (WEB_PORT, 0):
+def free_port(preferred: int, taken: Iterable[str] = ()) -> int:
+    """`preferred` if nothing listens there on 127.0.0.1, else a port the system says is
+    free; never one of the `taken` addresses (HOST:PORT)."""
+    busy = {int(address.rpartition(":")[2]) for address in taken}
+    for port in (preferred, 0, 0, 0):
+        if port in busy:
+            continue
         with socket.socket() as probe:
             try:
                 probe.bind(("127.0.0.1", port))
             except OSError:
                 continue
-            return probe.getsockname()[1]
+            if probe.getsockname()[1] not in busy:
+                return probe.getsockname()[1]
     raise OSError("no free port on 127.0.0.1")
+
+
+def kept_listen(node: Node) -> str:
+    """Where `node` accepts peers when started from its config file (`create_nodes`'s)."""
+    return load_settings(node.data_dir / "tangled.toml", environ={}).listen
 
 
 def web_steps(alice: Node) -> list[str]:
     """How to see alice's web view again: the command that starts her, with `--web`, and the
     URL to open then."""
-    address = f"127.0.0.1:{free_web_port()}"
+    address = f"127.0.0.1:{free_port(WEB_PORT)}"
     return [
         f"(`{runnable_tangled()} --data-dir {alice.data_dir} run` starts alice again.)",
         f"Her web view: add `--web {address}` to that `run`, then open",
         f"  {web_url(alice, f'http://{address}/')}",
     ]
+
+
+def network_steps(nodes: list[Node]) -> list[str]:
+    """How the kept nodes run again side by side: each on its own port, dialing its peers."""
+    lines = ["The others start again the same way, side by side: each has a port of its own"]
+    lines.append("and dials whom it dialed at the demo's start (their config files say so):")
+    for node in nodes:
+        dials = " and ".join(KEPT_PEERS.get(node.name, ()))
+        lines.append(f"  {node.name:6} {kept_listen(node):16} {'dials ' + dials if dials else ''}")
+    lines.append("A node started in the background (`run &`) answers after about a second;")
+    lines.append("`status --wait 10` waits for it.")
+    return [line.rstrip() for line in lines]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -260,15 +304,27 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\nThe four data directories are kept under {root_dir}. Try next:")
         for line in next_steps(nodes, spec):
             print(f"  {line}")
-        for line in web_steps(nodes[0]):
+        for line in web_steps(nodes[0]) + network_steps(nodes):
             print(line)
     else:
-        tangled = runnable_tangled()
         print("\nThe nodes' data directories are gone. Try next:")
-        print("  make demo KEEP=1                 # keep them, and explore (alice's web view too)")
-        print(f"  {tangled} --data-dir ~/tn init --listen 127.0.0.1:8008   # a node of your own")
-        print(f"  {tangled} --data-dir ~/tn run & {tangled} --data-dir ~/tn about me")
+        for line in own_node_steps():
+            print(f"  {line}")
     return 0
+
+
+def own_node_steps() -> list[str]:
+    """`make demo KEEP=1`, then a node of one's own: made, started in the background, waited
+    for (the node takes about a second to answer), named."""
+    tangled = f"{runnable_tangled()} --data-dir ~/tn"
+    width = len(tangled) + 19
+    return [
+        f"{'make demo KEEP=1':{width}}# keep them, and explore (alice's web view too)",
+        f"{tangled + ' init':{width}}# a node of your own (peers on 127.0.0.1:8008)",
+        f"{tangled + ' run &':{width}}# start it, in the background",
+        f"{tangled + ' status --wait 10':{width}}# wait until it answers (about a second)",
+        f"{tangled + ' about me':{width}}# then name yourself through it",
+    ]
 
 
 if __name__ == "__main__":

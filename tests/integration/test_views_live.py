@@ -186,7 +186,7 @@ async def test_watch_takes_a_new_snapshot_when_it_cannot_tell_the_last_one_was_w
 async def test_on_an_80_column_terminal_ids_are_short_and_a_short_post_is_shown_whole(tmp_path):
     node = Node(tmp_path, "narrow")
     await node.start()
-    text = "noon ok?"  # 80 columns leave a tangle's timeline 8 for content (with ids whole, 0)
+    text = "noon"  # 80 columns leave a tangle's timeline 4 for content (with ids whole, 0)
     root = (await node.publish({"type": "post", "text": text}, {"chat": None}))["id"]
     whole, short = message_text(root), message_text(root)[:9] + "…"
     spec = f"chat/{whole}"

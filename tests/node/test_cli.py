@@ -245,6 +245,8 @@ def test_status_shows_a_suspected_fork_in_one_line():
 
 
 def test_forks_are_listed_and_check_flags_damage(ready):
+    assert ready.ok("forks") == "no forks and no suspected forks\n"  # said, not left blank
+    assert ready.ok("forks", "--json") == ""  # JSON lines: no evidence, no line
     honest, twin = Feed("alice"), Feed("alice")
     with FeedStore(ready.data_dir / "store") as store:
         store.ingest([honest.append("one").raw, twin.append("other").raw])
@@ -438,10 +440,11 @@ def test_timeline_causal_time_order_and_its_time_window(ready):
         store.ingest([a2.raw, a3.raw])
     ids = [message_text(m.id) for m in (a1, a2, a3)]
     lines = ready.ok("timeline", "--spacetime", "--order", "causal-time").splitlines()[1:]
-    assert [line.split()[:3] for line in lines] == [
-        ["0", "100", ids[0]],
-        ["1", "5000", ids[1]],
-        ["2", "200", ids[2]],
+    epoch, five_s = "1970-01-01 00:00:00Z", "1970-01-01 00:00:05Z"  # as every time is shown
+    assert [line.split()[:4] for line in lines] == [
+        ["0", *epoch.split(), ids[0]],
+        ["1", *five_s.split(), ids[1]],
+        ["2", *epoch.split(), ids[2]],
     ]
     window = ("--spacetime", "--order", "causal-time", "--from-time", "0")
     implied = ready.ok("timeline", *window, "--to-time", "1970-01-01T00:00:00.300Z", "--json")
@@ -457,3 +460,41 @@ def test_timeline_causal_time_order_and_its_time_window(ready):
         done = ready.run("timeline", *window, "--to-time", bad)
         assert done.returncode == 2 and "Traceback" not in done.stderr
     assert ready.run("timeline", "--spacetime", "--from-time", "5").returncode == 3
+
+
+def test_every_command_shows_a_time_the_same_way(ready):
+    """One rendering (render.format_timestamp) in `log`, `show`, `timeline` in both orders,
+    `tangles`, `group list`, `doc list` and `doc log`; `--json` keeps the milliseconds."""
+    from tanglenode.config.secret import read_secret
+    from tanglenode.node.cli.render import format_timestamp
+    from tanglenode.protocol.document import TANGLE, init_content
+    from tanglenode.storage import groups
+
+    at = 1_795_000_123_456
+    shown = "2026-11-18 11:08:43Z"
+    me = read_secret(ready.data_dir / "secret")
+    with FeedStore(ready.data_dir / "store", keypair=me) as store:
+        root = store.publish("a thread", {"chat": None}, timestamp=at)
+        store.publish(*groups.create(me, "club"), timestamp=at)
+        doc = store.publish(init_content("notes"), {TANGLE: None}, timestamp=at)
+    chat, doc_id = f"chat/{message_text(root.id)}", message_text(doc.id)
+    ready.ok("doc", "insert", doc_id, "0", "hi")  # signed now: its time is read back below
+    edited = json.loads(ready.ok("doc", "log", doc_id, "--json"))["versions"][-1]["timestamp"]
+    outputs = {
+        "log": ready.ok("log"),
+        "show": ready.ok("show", message_text(root.id)),
+        "timeline": ready.ok("timeline", chat),
+        "timeline causal-time": ready.ok("timeline", chat, "--order", "causal-time"),
+        "tangles": ready.ok("tangles", "--name", "chat"),
+        "group list": ready.ok("group", "list"),
+        "doc list": ready.ok("doc", "list"),
+    }
+    for command, output in outputs.items():
+        assert shown in output, (command, output)
+        assert "11:08:43." not in output and "18T11" not in output
+        if command != "show":  # which prints the message's fields as JSON after its lines
+            assert str(at) not in output
+    assert f"time     {shown}\n" in outputs["show"]
+    assert format_timestamp(edited) in ready.ok("doc", "log", doc_id)
+    timeline = [json.loads(line) for line in ready.ok("timeline", chat, "--json").splitlines()]
+    assert timeline[0]["timestamp"] == at  # JSON: milliseconds, as before

@@ -40,7 +40,7 @@ def test_a_petname_beats_a_self_chosen_name_which_shows_with_a_tilde(ready):
     assert ready.ok("name", bob_id, "Bob").split() == [bob_id, "Bob", "~bobby"]
     rows = ready.ok("log", bob_id).splitlines()
     assert rows[0].split()[:3] == ["SEQ", "ID", "TANGLES"] and "* its root" in rows[0]
-    assert rows[2].split()[2:] == ["Bob", "2023-11-14", "22:13", "hi"]
+    assert rows[2].split()[2:] == ["Bob", "2023-11-14", "22:13:20Z", "hi"]  # render.py's time
     assert json.loads(ready.ok("name", "--json")) == {
         "feed": bob_id,
         "petname": "Bob",

@@ -7,8 +7,8 @@ import json
 import pytest
 
 from tanglenode.node.cli.names import Names, short_feed
-from tanglenode.node.cli.render import message_dict, tag_text
-from tanglenode.node.cli.summary import MAX_SUMMARY, Summaries, fit, short_time
+from tanglenode.node.cli.render import TIME_WIDTH, format_timestamp, message_dict, tag_text
+from tanglenode.node.cli.summary import MAX_SUMMARY, Summaries, fit
 from tanglenode.node.cli.support import render_body
 from tanglenode.protocol.identity import feed_text, message_text, tag_of
 from tests.factories import Feed
@@ -74,8 +74,13 @@ def test_labels_prefer_petnames_then_self_chosen_names_then_short_ids():
 
 
 def test_times_and_widths():
-    assert short_time(0) == "1970-01-01 00:00"
-    assert short_time(2**64 - 1) == str(2**64 - 1)[:16]  # no date: the number, bounded
+    assert format_timestamp(0) == "1970-01-01 00:00:00Z"
+    assert format_timestamp(1_795_000_123_456) == "2026-11-18 11:08:43Z"  # to the second
+    from tanglenode.node.cli.timelines import ClaimedTime  # --from-time takes it back
+
+    assert ClaimedTime().convert("2026-11-18 11:08:43Z", None, None) == 1_795_000_123_000
+    assert format_timestamp(2**64 - 1) == str(2**64 - 1)  # no date: the number...
+    assert len(str(2**64 - 1)) <= TIME_WIDTH  # ...which fits the column all the same
     assert fit("abcdef", 4) == "abc…" and fit("abc", 4) == "abc" and fit("abc", None) == "abc"
     assert fit("名前名前名前", 6) == "名前…" and fit("a名前", 5) == "a名前"  # wide: two columns
 

@@ -1,5 +1,7 @@
 """`FeedStore.publish_batch`: many of our messages in one transaction, each refusal its own."""
 
+import pytest
+
 from tanglenode.protocol.document import TANGLE, AtomRef, Insert, edit_content, init_content
 from tanglenode.protocol.errors import Reason
 from tanglenode.protocol.message import Message, TangleLink, UnpublishableMessage, decode_message
@@ -209,3 +211,19 @@ def test_when_our_own_feed_waits_the_batch_still_matches(open_store):
     assert batch == one
     assert batch_state == one_state
     assert len(one_state["stalls"]) == 1
+
+
+def test_a_whole_batch_is_all_stored_or_none_of_it(store):
+    root = store.publish("root", {"chat": None})
+    for requests in (
+        [("first", {"chat": root.id}), ("lost", {"chat": b"\x07" * 32})],  # one writer
+        [(init_content("doc"), {TANGLE: None}), ("lost", {"chat": b"\x07" * 32})],  # each
+    ):
+        with pytest.raises(UnknownTangle):
+            store.publish_batch(requests, whole=True)
+        assert store.read_feed(ME.public) == [root]  # the first request left nothing either
+        assert store.tangle_tips(root.id, "chat") == [root.id]
+        assert read_own_head(store.own_head_path) == OwnHead(ME.public, 1, root.id)
+    both = store.publish_batch([("a", {"chat": root.id}), ("b", {"chat": root.id})], whole=True)
+    assert [m.seq for m in both] == [2, 3] and both[1].tangles["chat"].previous == (both[0].id,)
+    assert store.check().ok

@@ -1,5 +1,6 @@
 """The unit file passes systemd's own checks, and `tangled run` speaks the notify protocol."""
 
+import os
 import re
 import shutil
 import signal
@@ -27,9 +28,18 @@ def unit(tmp_path) -> Path:
 
 
 @analyze
-def test_unit_verifies(unit):
+def test_unit_verifies(unit, tmp_path):
+    """`verify` also runs `man` on the unit's Documentation=man:…: the page `make install`
+    installs (docs/tangled.1, under PREFIX/share/man) must be the one it names."""
+    man1 = tmp_path / "share" / "man" / "man1"
+    man1.mkdir(parents=True)
+    shutil.copy(UNIT.parents[1] / "docs" / "tangled.1", man1)
     done = subprocess.run(
-        ["systemd-analyze", "verify", str(unit)], capture_output=True, text=True, timeout=60
+        ["systemd-analyze", "verify", str(unit)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "MANPATH": str(tmp_path / "share" / "man")},
     )
     assert done.returncode == 0, done.stderr
     assert "tangled.service" not in done.stderr  # no warnings about our unit
@@ -53,6 +63,9 @@ def test_unit_names_the_service_type_watchdog_and_directories():
     text = UNIT.read_text()
     for setting in ("Type=notify", "WatchdogSec=", "StateDirectory=", "RuntimeDirectory="):
         assert setting in text
+    assert "Documentation=man:tangled(1)\n" in text and ".invalid" not in text
+    for path in re.findall(r"file:///opt/tanglenode/(\S+)", text):  # where ExecStart has it
+        assert (UNIT.parents[1] / path).is_file(), path
 
 
 async def test_run_sends_ready_status_watchdog_and_stopping(tmp_path):
