@@ -19,8 +19,8 @@ NATIVE_STAMP   := $(VENV)/.native
 native: $(NATIVE_STAMP)
 
 $(NATIVE_STAMP): $(STAMP) $(NATIVE_SOURCES) storage/native.py storage/native_build.py
-	$(PY) -m tanglenode.storage.native_build
-	@touch $@
+	@$(PY) -m tanglenode.storage.native_build && touch $@ || \
+	  echo "note: no compiled engine (no Cython or no C compiler); the timeline engine runs plain"
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "tanglenode needs Python >= 3.11"'
