@@ -136,3 +136,28 @@ def test_every_cited_section_exists():
             if not any(wanted in head for head in sections[document]):
                 missing.append(f'{path}: {document}, "{section}"')
     assert missing == []
+
+
+def test_the_test_data_readme_names_every_file_its_size_and_licence():
+    """tests/data/README.md's table lists each file (or folder) of tests/data with its bytes;
+    the text names each licence file."""
+    data = ROOT / "tests" / "data"
+    readme = (data / "README.md").read_text(encoding="utf-8")
+    listed = {
+        cells[1].strip().strip("`"): int(cells[2].replace(",", ""))
+        for cells in (line.split("|") for line in readme.splitlines() if line.startswith("| `"))
+    }
+    files = {
+        path.relative_to(data).as_posix(): path.stat().st_size
+        for path in data.rglob("*")
+        if path.is_file() and "node_modules" not in path.parts
+    }
+    licences = {name for name in files if Path(name).name.startswith("LICENSE")}
+    assert licences and all(f"`{name}`" in readme for name in licences)
+    sizes = {}
+    for name, size in files.items():
+        if name in licences or name == "README.md":
+            continue
+        row = name if name in listed else name.split("/")[0] + "/"
+        sizes[row] = sizes.get(row, 0) + size
+    assert sizes == listed
