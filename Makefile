@@ -42,8 +42,8 @@ BUILT ?= $(STAMP)
 native: $(NATIVE_STAMP)
 
 $(NATIVE_STAMP): $(BUILT) $(NATIVE_SOURCES) storage/native.py storage/native_build.py
-	$(PY) -m tanglenode.storage.native_build
-	@touch $@
+	@$(PY) -m tanglenode.storage.native_build && touch $@ || \
+	  echo "note: no compiled engine (no Cython or no C compiler); the timeline engine runs plain"
 
 define new-venv
 	@$(PYTHON) -c 'import sys; assert sys.version_info >= (3, 11), "tanglenode needs Python >= 3.11"'

@@ -39,7 +39,7 @@ from tanglenode.storage.store import FeedStore
 from tanglenode.storage.trace_replay import Trace, load_trace, replay
 
 ROOT = Path(__file__).resolve().parents[1]
-TRACES = ROOT.parent / "shared" / "data" / "editing-traces"
+TRACES = ROOT / "tests" / "data" / "editing-traces"  # sources and licences: its README
 REFERENCE = "automerge-paper"
 READS = 5  # calls per read figure (median)
 MEMORY = {"after": "VmRSS", "peak": "VmHWM"}  # /proc/self/status, kB

@@ -304,7 +304,7 @@ class IpcServer:
             found = await self.service.digest(name)
             return digest_body(found.version, found.count, found.digest)
         window = request.window
-        if window is not None:  # seed 001's time window, from the time index
+        if window is not None:  # the causal-time window, from the time index
             version, first, entries = await self.service.timeline_window(
                 name, window.from_time, window.to_time, window.mode, request.start, request.limit
             )

@@ -189,7 +189,7 @@ class StoreService:
     async def timeline_window(
         self, name: bytes, from_time: int, to_time: int, mode: str, start: int, limit: int
     ) -> tuple[int, int | None, list[tuple[int, bytes]]]:
-        """Seed 001's time window over a causal-time timeline (storage.causal_window)."""
+        """The time window over a causal-time timeline (storage.causal_window)."""
         return await self._reading(
             self.store.timeline_window, name, from_time, to_time, mode, start, limit
         )

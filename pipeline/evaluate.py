@@ -29,7 +29,7 @@ PAPER_TABLE = """
 128000 1.7   2.7   3.7   5.3   6.6   9.2  13.9  18.1  24.8
 256000 2.6   2.4   3.5   5.8   6.9  10.6  14.6  19.7  24.5
 512000 1.6   3.3   2.9   6.2   7.3  10.7  15.0  19.3  26.0
-"""  # the paper's table (seed 000 §4): commands per event; heights down, widths across
+"""  # the paper's table (docs/PIPELINE.md, "evaluate"): commands per event, heights down
 
 
 def _paper() -> dict[int, dict[int, float]]:

@@ -4,7 +4,7 @@ Theory of operation
 -------------------
 A document (docs/DOCUMENTS.md) is the tangle named `doc` rooted at a
 `doc/init` message; its edits are `doc/edit` messages of that tangle. Its
-text is a causal tree of atoms (seed 004): an atom is one code point or a
+text is a causal tree of atoms (docs/DOCUMENTS.md, "The model"): an atom is one code point or a
 special (the root, a backspace), named by (message id, index), where index
 counts the atoms a message introduces from 0 in the order its ops list them.
 The init introduces one atom, the root, at index 0. The contents:

@@ -104,7 +104,7 @@ class TimelineRequest:
     timeline: TimelineRef
     start: int
     limit: int
-    window: TimeWindow | None = None  # causal-time order only: seed 001's time window
+    window: TimeWindow | None = None  # causal-time order only: a window of claimed times
     digest: bool = False  # the order's digest and count instead of its entries
 
 

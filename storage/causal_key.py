@@ -1,8 +1,8 @@
-"""The causal-time order's keys (seed 001) as bytes that sort in that order.
+"""The causal-time order's keys (docs/TIMELINES.md) as bytes that sort in that order.
 
 Theory of operation
 -------------------
-Let T(m) = (claimed time, sort id), compared as a pair. Seed 001's order
+Let T(m) = (claimed time, sort id), compared as a pair. The causal-time order
 (Kahn's algorithm, always placing the smallest ready T; `storage.causal_time`)
 is the order of a key that depends only on m's present ancestors:
 
@@ -30,7 +30,7 @@ links (its rank), then T(m): messages that share the first `MAX_CHAIN`
 elements sort by (height, T). That order is still deterministic (it depends
 only on the present messages and links) and topological (an ancestor has
 the lower height, and cutting a key keeps its place against any key that
-differs within the first `MAX_CHAIN` elements); it equals seed 001's order
+differs within the first `MAX_CHAIN` elements); it equals the causal-time order
 whenever no key is longer than `MAX_CHAIN`.
 
 Bytes. An element is `01 + time (u64 BE) + escaped sort id`, the sort id

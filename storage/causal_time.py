@@ -1,4 +1,4 @@
-"""Seed 001's order: causality first, then the smallest (claimed time, id).
+"""The causal-time order: causality first, then the smallest (claimed time, id).
 
 Kahn's algorithm with a priority queue: an event becomes ready once every
 one of its links that is present has been placed; among the ready events the

@@ -1,9 +1,9 @@
-"""The causal-time timelines (seed 001), kept incrementally on disk.
+"""The causal-time timelines (docs/TIMELINES.md), kept incrementally on disk.
 
 Theory of operation
 -------------------
 Every timeline N (the spacetime, each tangle) has a twin `\\x03 + N` that
-holds the same members in seed 001's order: causality first, then the
+holds the same members in the causal-time order: causality first, then the
 smallest (claimed time, sort id). Each member has a key that depends only
 on its present ancestors (storage.causal_key), so the order is the members
 sorted by key, kept in an order tree (storage.ordertree) under the twin's

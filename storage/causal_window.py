@@ -1,23 +1,23 @@
-"""Seed 001's time window over a stored causal-time timeline, from the time index.
+"""The time window over a stored causal-time timeline, from the time index.
 
 Theory of operation
 -------------------
 The window [from, to] (claimed times, ms, both ends included) is answered
 from `ct-time` (number + time + sort id -> ref, empty when it is the sort
 id), never by reading the timeline: the index gives the members whose
-claimed time is inside, in time order. Two modes, the two approaches seed 001 ends with:
+claimed time is inside, in time order. Two modes (docs/TIMELINES.md, "The time window"):
 
 - *implied* (the default): the slice of the stored causal-time order from
   the first to the last position held by a member whose time is inside.
   A message whose claimed time lies outside but that causality places
   between two inside messages (an ancestor of one and a descendant of
-  another, or sorted between them) appears: the seed's "resolve dangling
-  references, then trim the ends". The slice is a stretch of the stored
+  another, or sorted between them) appears: causality resolves what lies
+  between, then the ends are trimmed. The slice is a stretch of the stored
   order, so its positions are the timeline's own and the commands of the
   log apply to it. Cost: the inside members' positions (one tree path
   each) and the slice.
-- *strict*: only the members whose time is inside, sorted by seed 001's
-  algorithm over that set alone: links leaving the set dangle (ignored).
+- *strict*: only the members whose time is inside, in the causal-time
+  order of that set alone: links leaving the set dangle (ignored).
   The edges inside come from the base timeline's successor rows. Cost: the
   inside members and their successor lists, and a heap.
 
@@ -102,7 +102,7 @@ def _inside(txn, tables, prefix: bytes, from_time: int, to_time: int) -> list:
 
 
 def _strict(txn, tables, base_prefix: bytes, inside: list) -> list[tuple[int, bytes]]:
-    """Seed 001's algorithm over `inside` alone (Kahn, smallest (time, sort id) first)."""
+    """The causal-time order of `inside` alone (Kahn, smallest (time, sort id) first)."""
     by_ref = {ref: (time, sort_id) for time, sort_id, ref in inside}
     waiting = dict.fromkeys(by_ref, 0)
     followers: dict[bytes, list[bytes]] = {}

@@ -154,7 +154,7 @@ def join_wefts(wefts: Iterable[Weft]) -> Weft:
 
 
 def weft_greater(a: Weft, b: Weft) -> bool:
-    """Seed 004's weft1 order: seqs over feed keys ascending (absent = 0), lexicographic."""
+    """weft1 (docs/DOCUMENTS.md): seqs over feed keys ascending (absent = 0), lexicographic."""
     for feed in sorted(a.keys() | b.keys()):
         x, y = a.get(feed, 0), b.get(feed, 0)
         if x != y:

@@ -29,10 +29,11 @@ names text atoms, an undelete names backspaces). Then its ops are applied
 in order:
 
 - *insert*: the run is placed after its cause, past every sibling block
-  that sorts before it (DESIGN.md decision 8: siblings by descending weft,
-  compared as weft1; of one message, the higher index first). A sibling's
-  causal block is skipped by walking its pieces while each next piece's
-  cause lies inside the block (the seed's Lemma 1). The common case, a
+  that sorts before it (the sibling rule, docs/DOCUMENTS.md "The weave and
+  the sibling rule": siblings by descending weft, compared as weft1; of one
+  message, the higher index first). A sibling's causal block is skipped by
+  walking its pieces while each next piece's cause lies inside the block
+  (the lemma of docs/DOCUMENTS.md, "Causal blocks"). The common case, a
   cause with no later sibling, costs one seek.
 - *delete*: the named atoms' pieces are cut to the range and hidden.
 - *undelete*: each backspace's target is shown again once none of its

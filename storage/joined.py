@@ -1,4 +1,4 @@
-"""The joined view of tangles (seed 002's recipe), kept inside the write transaction.
+"""The joined view of tangles (the joining recipe), kept inside the write transaction.
 
 Theory of operation
 -------------------

@@ -1,6 +1,6 @@
 """`tangled check`'s tangle part: the joined views recomputed from the messages alone.
 
-From the stored messages, `recompute` runs seed 002's recipe on every tangle
+From the stored messages, `recompute` runs the joining recipe on every tangle
 (the root, then each member whose `previous` are all in the graph, until
 nothing more joins) and derives what storage.joined and storage.tangles
 should hold: each member's state row, the waiting rows, the tips, and the
@@ -34,7 +34,7 @@ class Expected:
 
 
 def recompute(messages: list[Message]) -> Expected:
-    """The rows seed 002's recipe gives for this set of stored messages."""
+    """The rows the joining recipe gives for this set of stored messages."""
     stored = {message.id for message in messages}
     members: dict[bytes, dict[bytes, tuple[bytes, ...] | None]] = defaultdict(dict)
     for message in messages:

@@ -34,7 +34,7 @@ forks` and /metrics report, and gossip asks peers for the missing branch.
 **Heads.** Processing a message makes it its feed's head and takes the head
 of every feed whose head it names (an entry naming an older message of a
 feed names nothing that is still a head). The heads are what a new message
-of ours names (seed 001's "links = heads", docs/PROCESSING.md); they are
+of ours names (docs/PROCESSING.md, "What a timeframe names: the heads"); they are
 kept in processed order, so the newest are found without a scan.
 
 Ready candidates live in a heap for the length of one transaction: `advance`

@@ -1,5 +1,5 @@
 """Synthetic tangles like those of the ScuttleSort paper's evaluation
-(seed 000 §4; docs/PIPELINE.md, "evaluate"), for tests and benchmarks.
+(docs/PIPELINE.md, "evaluate"), for tests and benchmarks.
 
 The paper's generator: at each step two distinct feeds, picked at random,
 each append one event with two links, "one for the hash chain, and one to

@@ -5,7 +5,7 @@ Theory of operation
 A timeframe names messages the author processed, each by (feed, seq, tag).
 Naming a message claims everything it had processed too, so only the
 *heads* need naming: the processed messages no processed message names
-(seed 001's "links = heads"), which the processor keeps (`proc-heads`,
+(docs/PROCESSING.md, "What a timeframe names: the heads"), which the processor keeps (`proc-heads`,
 storage.processor). Their closure is everything processed, and every
 final rank is what the whole frontier would give: a head outranks all it
 implies.

@@ -142,7 +142,7 @@ class TimelineReads:
         start: int = 0,
         limit: int | None = None,
     ) -> tuple[int, int | None, list[tuple[int, bytes]]]:
-        """Seed 001's time window over causal-time timeline `timeline`: the version, the
+        """The time window over causal-time timeline `timeline`: the version, the
         position of the first entry (None in strict mode) and (time, id) entries
         (storage.causal_window); raises `UnknownTimeline`, `WindowTooLarge`."""
         with self._ctx.read() as txn:

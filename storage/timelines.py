@@ -15,7 +15,7 @@ tags), so no link can close a cycle: a loop would need a message to hold a
 digest of itself (docs/PROCESSING.md). The engine's own guard (`CycleError`)
 stays as an invariant, never a rule of the protocol.
 
-Each timeline N also has its causal-time twin `\x03 + N` (seed 001's order,
+Each timeline N also has its causal-time twin `\x03 + N` (the causal-time order,
 storage.causal_timeline), a view of its own (`CausalTimeView`), added to and
 removed from after N itself.
 
@@ -48,8 +48,8 @@ LinksOf = Callable[[bytes], Sequence[bytes]]
 
 SPACETIME = b"\x00spacetime"
 
-VIEWS = ("all", "joined")  # every member, or only those joined to the root (seed 002)
-ORDERS = ("rank", "causal-time")  # ScuttleSort's (rank, id), or seed 001's (causality, time, id)
+VIEWS = ("all", "joined")  # every member, or only those joined to the root (docs/TIMELINES.md)
+ORDERS = ("rank", "causal-time")  # ScuttleSort's (rank, id), or (causality, time, id)
 
 
 class UnknownView(ValueError):

@@ -2,7 +2,7 @@
 
 Theory of operation
 -------------------
-The format is josephg/editing-traces' (../shared/data/editing-traces/README.md):
+The format is josephg/editing-traces' (tests/data/README.md, "The editing traces"):
 
     {"startContent": str, "endContent": str,
      "txns": [{"time": ISO 8601, "patches": [[pos, delCount, insStr], ...]}, ...]}

@@ -2,7 +2,7 @@
 
 Theory of operation
 -------------------
-A trace (josephg/editing-traces; ../shared/data/editing-traces/README.md) is a
+A trace (josephg/editing-traces; tests/data/README.md, "The editing traces") is a
 list of transactions ("txns"), each a list of patches `[pos, delCount, insStr]`
 in code points, applied in order. A sequential trace has one author, each txn
 typed on the one before it; a concurrent one names each txn's `agent` and its

@@ -38,7 +38,7 @@ def causal_keys(events: Iterable[Event], limit: int = MAX_CHAIN) -> tuple[dict, 
 
 
 def causal_oracle(events: Iterable[Event], limit: int = MAX_CHAIN) -> list[bytes]:
-    """The order the engine must hold: seed 001's whenever no key is cut (asserted)."""
+    """The order the engine must hold: the causal-time order whenever no key is cut (asserted)."""
     events = list(events)
     keys, cut = causal_keys(events, limit)
     order = sorted(keys, key=keys.__getitem__)

@@ -1,7 +1,9 @@
-"""The docs' tables of codes, ops, tables and commands name exactly what the code defines."""
+"""The docs' tables of codes, ops, tables and commands name exactly what the code defines;
+the repository cites only itself, and every section it cites exists."""
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -68,3 +70,94 @@ def test_storage_names_every_database_a_store_opens(tmp_path):
 def test_readme_lists_every_command():
     listed = {code.split()[0] for code in codes("README.md", "## Using the CLI") if code[0] != "["}
     assert listed == set(cli.list_commands(None))
+
+
+SOURCES = {".py", ".pxd", ".md", ".js", ".html", ".css", ".toml", ".1", ".service", ".sh"}
+NOT_OURS = {".git", ".venv", ".cache", "node_modules", "__pycache__", ".hypothesis", "build"}
+
+
+def repository_texts() -> dict[Path, str]:
+    """Every source and document of the repository (not its data, nor what tools put there)."""
+    found = {}
+    for folder, subfolders, names in os.walk(ROOT):
+        subfolders[:] = [
+            name
+            for name in subfolders
+            if name not in NOT_OURS and not name.endswith((".egg-info", "dist"))
+        ]
+        here = Path(folder).relative_to(ROOT)
+        for name in names:
+            path = here / name
+            if path.parts[:2] == ("tests", "data") and path.suffix != ".md":
+                continue
+            if path.suffix in SOURCES or name == "Makefile":
+                found[path] = (ROOT / path).read_text(encoding="utf-8")
+    return found
+
+
+def test_nothing_cites_or_reads_outside_the_repository():
+    """Docs, comments, tests and benches cite the repository's own docs (docs/DECISIONS.md
+    says where the ideas came from) and read its own data (tests/data)."""
+    outside = re.compile(
+        r"\bseeds? 00\d\b|DESIGN\.md|DESIGN §|\bdecision \d\b|Lemma 1|"
+        r"\.\./shared|shared/(?:data|interop|seeds)|/work/",
+        re.IGNORECASE,
+    )
+    texts = repository_texts()
+    assert Path("docs/DECISIONS.md") in texts and Path("tests/data/README.md") in texts
+    found = [
+        f"{path}:{text.count(chr(10), 0, hit.start()) + 1}: {hit.group()}"
+        for path, text in texts.items()
+        if path not in {Path("docs/DECISIONS.md"), Path("tests/test_docs.py")}
+        for hit in outside.finditer(text)
+    ]
+    assert found == []
+    sources = outside.findall(texts[Path("docs/DECISIONS.md")])  # it names the seeds, only
+    assert sources and all(hit.lower().startswith("seed") for hit in sources)
+
+
+def test_every_cited_section_exists():
+    """A section cited as docs/NAME.md then "Section" in quotes (tests/data/README.md's too)
+    is a heading, or the bold lead of a paragraph, of that document."""
+    cite = re.compile(r'((?:docs|tests/data)/[A-Za-z_]+\.md),?\s+"([^"]+)"')
+    sections: dict[str, list[str]] = {}
+    missing = []
+    for path, text in repository_texts().items():
+        flat = re.sub(r"\s*\n\s*(?:#+ |// |\* )?", " ", text)  # a citation may span lines
+        for document, section in cite.findall(flat):
+            if document not in sections:
+                cited = ROOT / document
+                body = cited.read_text(encoding="utf-8") if cited.exists() else ""
+                heads = re.findall(r"^#+ (.+)$", body, re.MULTILINE)
+                sections[document] = [h.replace("`", "").lower() for h in heads] + [
+                    lead.replace("`", "").lower() for lead in re.findall(r"\*\*(.+?)\*\*", body)
+                ]
+            wanted = section.replace("`", "").lower()
+            if not any(wanted in head for head in sections[document]):
+                missing.append(f'{path}: {document}, "{section}"')
+    assert missing == []
+
+
+def test_the_test_data_readme_names_every_file_its_size_and_licence():
+    """tests/data/README.md's table lists each file (or folder) of tests/data with its bytes;
+    the text names each licence file."""
+    data = ROOT / "tests" / "data"
+    readme = (data / "README.md").read_text(encoding="utf-8")
+    listed = {
+        cells[1].strip().strip("`"): int(cells[2].replace(",", ""))
+        for cells in (line.split("|") for line in readme.splitlines() if line.startswith("| `"))
+    }
+    files = {
+        path.relative_to(data).as_posix(): path.stat().st_size
+        for path in data.rglob("*")
+        if path.is_file() and "node_modules" not in path.parts
+    }
+    licences = {name for name in files if Path(name).name.startswith("LICENSE")}
+    assert licences and all(f"`{name}`" in readme for name in licences)
+    sizes = {}
+    for name, size in files.items():
+        if name in licences or name == "README.md":
+            continue
+        row = name if name in listed else name.split("/")[0] + "/"
+        sizes[row] = sizes.get(row, 0) + size
+    assert sizes == listed

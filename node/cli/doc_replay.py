@@ -1,8 +1,8 @@
 """`tangled doc replay TRACE --out FILE`: an editing trace replayed through the real path.
 
-The trace (the format of josephg/editing-traces: sequential, or concurrent
-with `agent` and `parents`) goes into a fresh store through
-`storage.trace_replay.replay`: one feed per agent, edits grouped into
+The trace, sequential or concurrent (with `agent` and `parents`), in the format of
+josephg/editing-traces (tests/data/README.md, "The editing traces"), goes into a fresh
+store through `storage.trace_replay.replay`: one feed per agent, edits grouped into
 messages as an editor flushes its buffer, timeframes from the trace's
 parents, every message signed and ingested (verify, store, process,
 weave). The final text is written to FILE exactly, with no newline added.

@@ -2,8 +2,8 @@
 
 Theory of operation
 -------------------
-Seed 000 §1.2 and §3: a view whose list is a replica of the shared array,
-updated by each command. `/t/NAME/ROOT` (ROOT: the root's id without its
+A view whose list is a replica of the timeline, updated by each command
+(docs/TIMELINES.md, "Replicas"). `/t/NAME/ROOT` (ROOT: the root's id without its
 `%`) renders the tangle's timeline at one version, server-side, with each
 row's author (by name), claimed time, one-line content and state in the
 joined view (a `pending` row waits for a message it names; an `invalid`

@@ -22,8 +22,8 @@
 
   const RECONNECT_MS = 2000;
 
-  // A replica of the tangle's timeline (seed 000 §1.2): the table's rows from
-  // data-start on, in order; each command of the stream applied as it comes.
+  // A replica of the tangle's timeline (docs/TIMELINES.md, "Replicas"): the table's
+  // rows from data-start on, in order; each command of the stream applied as it comes.
 
   function tangleRow(row, state) {
     const tr = el("tr", null, state);

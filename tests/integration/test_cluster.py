@@ -3,10 +3,12 @@
 import json
 import subprocess
 
+import pytest
 import trio
 
 from tanglenode.node.localnet import CONVERGE_SECONDS, REQUEST_SECONDS, TANGLED, Node
 from tanglenode.node.transport import client_handshake
+from tanglenode.pipeline.session import java_missing
 from tanglenode.protocol.gossip import GossipConnection, PeerHello
 from tanglenode.protocol.identity import Keypair, parse_feed
 from tanglenode.protocol.message import sign_message
@@ -82,6 +84,8 @@ async def test_four_nodes_partitioned_then_healed_converge_on_one_order(tmp_path
         assert await node.stop() == 0
 
     # The batch pipeline agrees with a's incremental timelines, position for position.
+    if (no_java := java_missing()) is not None:  # converged; the audit needs Spark's JVM
+        pytest.skip(f"the batch audit at the end: {no_java}")
     archive = tmp_path / "archive-a"
     tangled = [str(TANGLED), "--data-dir", str(a.data_dir)]
     subprocess.run([*tangled, "export", "--out", str(archive)], check=True, timeout=120)

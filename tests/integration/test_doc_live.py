@@ -112,7 +112,7 @@ async def converged(node: Node, doc: bytes, version: int) -> Replica:
 
 
 async def weft1(node: Node, doc: bytes, *messages: bytes) -> list[tuple[int, ...]]:
-    """Each message's weft as seed 004's weft1 vector (docs/DOCUMENTS.md), over the feeds of
+    """Each message's weft as a weft1 vector (docs/DOCUMENTS.md), over the feeds of
     all of them in ascending key order. A weft is read from its definition: the message's
     own feed at its seq, joined with the weft of its author's last document message before
     it and, for each timeframe entry (F, s), of F's last document message at or below s."""

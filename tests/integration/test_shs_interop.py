@@ -1,7 +1,8 @@
 """SHS + box-stream against the JavaScript reference peer, both ways, over real TCP.
 
-Runs where node and npm are present: the peer is copied to .cache/ and its
-pinned dependencies installed there once.
+Runs where node and npm are present: the peer (tests/data/shs-js-peer) is copied to
+.cache/ and its pinned dependencies installed there once. Without node or npm, or when
+`npm ci` fails (no network, say), every test here is skipped and says why.
 """
 
 import json
@@ -16,7 +17,7 @@ from tanglenode.node.transport import HandshakeFailed, client_handshake, server_
 from tanglenode.protocol.identity import Keypair
 
 REPO = Path(__file__).resolve().parents[2]
-SOURCE = REPO.parent / "shared" / "interop" / "shs-js-peer"
+SOURCE = REPO / "tests" / "data" / "shs-js-peer"
 PEER = REPO / ".cache" / "shs-js-peer"
 NETWORK = bytes.fromhex("d4a1cb88a66f02f8db635ce26441cc5dac1b08420ceaac230839b755845a9ffb")
 OTHER_NETWORK = bytes(range(32))
@@ -25,23 +26,30 @@ WAIT = 60  # seconds any one step against the JS peer may take
 
 @pytest.fixture(scope="module")
 def js_peer() -> Path:
-    if not (shutil.which("node") and shutil.which("npm")):
-        pytest.skip("node and npm are needed for the interop test")
-    if not (PEER / "node_modules").is_dir():
-        if not SOURCE.is_dir():
-            pytest.skip(f"the reference peer is not at {SOURCE}")
-        shutil.copytree(
-            SOURCE, PEER, dirs_exist_ok=True, ignore=shutil.ignore_patterns("node_modules")
+    """The peer's copy in .cache/, its pinned packages installed (again when the lock changes)."""
+    missing = [tool for tool in ("node", "npm") if shutil.which(tool) is None]
+    if missing:
+        pytest.skip(
+            f"no {' and no '.join(missing)} on PATH: the interop tests run the JavaScript "
+            "reference peer (Debian: apt-get install nodejs npm)"
         )
-        done = subprocess.run(
-            ["npm", "ci", "--no-audit", "--no-fund"],
-            cwd=PEER,
-            capture_output=True,
-            text=True,
-            timeout=240,
-        )
+    shutil.copytree(SOURCE, PEER, dirs_exist_ok=True, ignore=shutil.ignore_patterns("node_modules"))
+    lock = (SOURCE / "package-lock.json").read_bytes()
+    installed = PEER / "node_modules" / ".installed-from-lock"  # written after a good `npm ci`
+    if not (installed.exists() and installed.read_bytes() == lock):
+        try:
+            done = subprocess.run(
+                ["npm", "ci", "--no-audit", "--no-fund"],
+                cwd=PEER,
+                capture_output=True,
+                text=True,
+                timeout=240,
+            )
+        except subprocess.TimeoutExpired:
+            pytest.skip("npm ci ran over 240 s (no network?): the peer's packages are missing")
         if done.returncode != 0:
-            pytest.skip(f"npm ci failed: {done.stderr[-500:]}")
+            pytest.skip(f"npm ci failed, so the peer's packages are missing: {done.stderr[-500:]}")
+        installed.write_bytes(lock)
     return PEER
 
 

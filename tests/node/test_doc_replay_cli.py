@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.storage.test_trace_replay import TRACES  # beside the repository, or /work/shared
+from tests.storage.test_trace_replay import TRACES  # tests/data/editing-traces
 
 TANGLED = Path(sys.executable).with_name("tangled")
 
@@ -20,7 +20,7 @@ def replay(tmp_path, trace: Path, *extra: str) -> subprocess.CompletedProcess:
     )
 
 
-def test_a_shared_trace_replays_to_its_end_content_exactly(tmp_path):
+def test_a_shipped_trace_replays_to_its_end_content_exactly(tmp_path):
     trace = TRACES / "friendsforever_flat.json.gz"  # the others: tests/storage/test_trace_replay.py
     done = replay(tmp_path, trace, "--json")
     assert done.returncode == 0, done.stderr

@@ -1,8 +1,8 @@
 """The causal-time order over a real Unix socket: reads, the time window, a live subscription.
 
 Messages come from feeds with skewed clocks (timestamps that fall along a chain), ingested
-through the node's own service while clients read; every answer is checked against seed
-001's one-shot function (storage.causal_time) on the messages present.
+through the node's own service while clients read; every answer is checked against the
+one-shot causal-time order (storage.causal_time) on the messages present.
 """
 
 from contextlib import aclosing

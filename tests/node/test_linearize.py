@@ -14,7 +14,7 @@ from tests.timeline_oracle import rank_order
 
 TANGLED = Path(sys.executable).with_name("tangled")
 
-SEED_001 = [
+EXAMPLE = [  # docs/TIMELINES.md, "The causal-time order": a worked example
     {"id": "a1", "links": ["a0"], "time": "2023-02-22 12:15"},
     {"id": "b0", "links": ["a1"], "time": "2023-02-22 12:55"},
     {"id": "a2", "links": ["a1"], "time": "2023-02-22 13:10"},
@@ -43,18 +43,18 @@ def linearize(*args: str, stdin: str = "") -> subprocess.CompletedProcess:
     )
 
 
-def test_seed_001_in_causal_time_order():
-    done = linearize("--order", "causal-time", stdin=lines(SEED_001))
+def test_the_worked_example_in_causal_time_order():
+    done = linearize("--order", "causal-time", stdin=lines(EXAMPLE))
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["a0", "a1", "b0", "a2", "c0", "a3", "d1", "d2", "d3", "a4", "b1"]
 
 
-def test_seed_001_in_rank_order_from_a_file(tmp_path):
+def test_the_worked_example_in_rank_order_from_a_file(tmp_path):
     source = tmp_path / "events.jsonl"
-    source.write_text(lines(SEED_001))
+    source.write_text(lines(EXAMPLE))
     done = linearize(str(source))
     assert done.returncode == 0, done.stderr
-    expected = rank_order((e["id"].encode(), [x.encode() for x in e["links"]]) for e in SEED_001)
+    expected = rank_order((e["id"].encode(), [x.encode() for x in e["links"]]) for e in EXAMPLE)
     assert done.stdout.split() == [event_id.decode() for event_id in expected]
 
 
@@ -96,13 +96,13 @@ def test_commands_file_rebuilds_the_order_and_stats_count_them(tmp_path):
 
 
 def test_db_keeps_the_timeline_between_runs(tmp_path):
-    first = linearize("--db", str(tmp_path / "db"), stdin=lines(SEED_001[:5]))
+    first = linearize("--db", str(tmp_path / "db"), stdin=lines(EXAMPLE[:5]))
     assert first.returncode == 0, first.stderr
-    second = linearize("--db", str(tmp_path / "db"), stdin=lines(SEED_001[5:]))
+    second = linearize("--db", str(tmp_path / "db"), stdin=lines(EXAMPLE[5:]))
     assert second.returncode == 0, second.stderr
-    whole = linearize(stdin=lines(SEED_001))
+    whole = linearize(stdin=lines(EXAMPLE))
     assert second.stdout == whole.stdout
-    again = linearize("--db", str(tmp_path / "db"), stdin=lines(SEED_001[:1]))
+    again = linearize("--db", str(tmp_path / "db"), stdin=lines(EXAMPLE[:1]))
     assert again.returncode == 3
     assert "line 1: duplicate id 'a1'" in again.stderr
 
@@ -127,7 +127,7 @@ def test_db_keeps_the_timeline_between_runs(tmp_path):
     ],
 )
 def test_bad_lines_are_named_and_fail(bad_line, message):
-    stdin = lines(SEED_001[:3]) + "\n" + bad_line + "\n" + lines(SEED_001[3:])
+    stdin = lines(EXAMPLE[:3]) + "\n" + bad_line + "\n" + lines(EXAMPLE[3:])
     done = linearize(stdin=stdin)
     assert done.returncode == 3
     assert "line 5: " in done.stderr and message in done.stderr, done.stderr
@@ -136,7 +136,7 @@ def test_bad_lines_are_named_and_fail(bad_line, message):
 
 def test_invalid_utf8_and_empty_input(tmp_path):
     source = tmp_path / "bad.jsonl"
-    source.write_bytes(lines(SEED_001[:2]).encode() + b'{"id": "\xff"}\n')
+    source.write_bytes(lines(EXAMPLE[:2]).encode() + b'{"id": "\xff"}\n')
     done = linearize(str(source))
     assert done.returncode == 3
     assert "not UTF-8" in done.stderr

@@ -136,6 +136,7 @@ def test_spark_submits_entry_point_returns_the_commands_exit_code(tmp_path):
     assert done.returncode == 4 and "no such archive" in done.stderr
 
 
+@pytest.mark.usefixtures("java")  # a `tangled pipeline` child starts Spark
 def test_on_a_terminal_progress_comes_at_once_the_jvm_is_quiet_and_stats_is_a_table(
     archive, tmp_path
 ):
@@ -166,6 +167,7 @@ def test_on_a_terminal_progress_comes_at_once_the_jvm_is_quiet_and_stats_is_a_ta
     assert chat.split()[1] == message_text(root) and chat.split()[2] == "40"
 
 
+@pytest.mark.usefixtures("java")  # a `tangled pipeline` child starts Spark
 def test_verify_prints_json_off_a_terminal_names_the_forks_feed_and_exits_5(archive, tmp_path):
     out, feeds = archive
     done = pipeline("verify", "--in", str(out), "--out", str(tmp_path), "--master", "local[1]")
@@ -177,6 +179,7 @@ def test_verify_prints_json_off_a_terminal_names_the_forks_feed_and_exits_5(arch
     assert not any(word in done.stderr for word in JVM_CHATTER)
 
 
+@pytest.mark.usefixtures("java")  # a `tangled pipeline` child starts Spark
 def test_audit_exits_5_and_names_each_difference(archive, tmp_path):
     out, _feeds = archive
     node = tmp_path / "node"
@@ -202,6 +205,7 @@ def test_audit_exits_5_and_names_each_difference(archive, tmp_path):
     ]
 
 
+@pytest.mark.usefixtures("java")  # a `tangled pipeline` child starts Spark
 def test_when_spark_fails_the_jvm_log_is_shown_then_one_line(archive, tmp_path):
     out, _feeds = archive
     done = pipeline("stats", "--in", str(out), "--out", str(tmp_path), "--master", "nowhere")

@@ -151,6 +151,7 @@ def test_a_reference_over_its_time_limit_is_marked_not_run(spark, tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("java")  # a `tangled pipeline` child starts Spark
 def test_the_cli_writes_the_table_and_the_figure(tmp_path):
     done = subprocess.run(
         [

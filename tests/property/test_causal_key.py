@@ -1,4 +1,4 @@
-"""The causal-time key (storage.causal_key) sorts like seed 001's greedy order.
+"""The causal-time key (storage.causal_key) sorts like the causal-time order's greedy one.
 
 Keys are computed from scratch here, in topological order, with the same
 `extend` the engine uses; sorting by them must give `causal_time_order`
@@ -71,9 +71,9 @@ def test_cut_keys_stay_topological_and_equal_the_greedy_order_when_short(events,
         assert order == causal_time_order(events)
 
 
-def test_the_seed_example():
+def test_the_worked_example():  # docs/TIMELINES.md, "The causal-time order"
     minute = 60_000
-    seed = [
+    example = [
         ("a0", [], 11 * 60 + 30),
         ("a1", ["a0"], 12 * 60 + 15),
         ("b0", ["a1"], 12 * 60 + 55),
@@ -86,7 +86,7 @@ def test_the_seed_example():
         ("a4", ["a3", "d2", "d3"], 14 * 60 + 10),
         ("b1", ["a4", "c0"], 14 * 60 + 5),
     ]
-    events = [(i.encode(), [x.encode() for x in links], t * minute) for i, links, t in seed]
+    events = [(i.encode(), [x.encode() for x in links], t * minute) for i, links, t in example]
     keys = keys_of(events)
     order = [e.decode() for e in sorted(keys, key=keys.__getitem__)]
     assert order == ["a0", "a1", "b0", "a2", "c0", "a3", "d1", "d2", "d3", "a4", "b1"]

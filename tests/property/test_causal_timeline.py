@@ -118,9 +118,9 @@ def test_every_step_equals_the_oracle_and_the_log_replays(script):
             env.close()
 
 
-def test_the_seed_example_in_every_arrival_order_of_a_few():
+def test_the_worked_example_in_every_arrival_order_of_a_few():  # docs/TIMELINES.md
     minute = 60_000
-    seed = [
+    example = [
         ("a0", [], "11:30"), ("a1", ["a0"], "12:15"), ("b0", ["a1"], "12:55"),
         ("a2", ["a1"], "13:10"), ("a3", ["a2"], "13:00"), ("c0", ["a0", "a2"], "12:25"),
         ("d1", ["d0"], "13:37"), ("d2", ["d1"], "13:38"), ("d3", ["d0"], "13:39"),
@@ -128,16 +128,16 @@ def test_the_seed_example_in_every_arrival_order_of_a_few():
     ]  # fmt: skip
     events = [
         (i.encode(), [x.encode() for x in links], minute * (60 * int(t[:2]) + int(t[3:])))
-        for i, links, t in seed
+        for i, links, t in example
     ]
     expected = [
         e.encode() for e in ["a0", "a1", "b0", "a2", "c0", "a3", "d1", "d2", "d3", "a4", "b1"]
     ]
     assert causal_time_order(events) == expected
-    # the seed's own arrival order (a0 late), the listed one, and the reverse
-    seed_order = ["a1", "b0", "a2", "a0", "a3", "c0", "a4", "b1", "d1", "d2", "d3"]
+    # an arrival order with a0 late, the listed one, and the reverse
+    late_a0 = ["a1", "b0", "a2", "a0", "a3", "c0", "a4", "b1", "d1", "d2", "d3"]
     by_id = {event[0]: event for event in events}
-    for arrival in ([by_id[i.encode()] for i in seed_order], events, list(reversed(events))):
+    for arrival in ([by_id[i.encode()] for i in late_a0], events, list(reversed(events))):
         with tempfile.TemporaryDirectory() as directory:
             env, tables = _open(Path(directory) / "tl")
             try:

@@ -1,4 +1,4 @@
-"""Seed 001's time window (storage.causal_window) against oracles, both modes."""
+"""The causal-time window (storage.causal_window) against oracles, both modes."""
 
 import tempfile
 from pathlib import Path

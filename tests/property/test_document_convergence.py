@@ -12,7 +12,7 @@ into random batches (each batch one `ingest` call), and to every author's
 store. Then, on every store:
 
 - nothing is set aside, everything is processed, and the document agrees
-  with an oracle written from DESIGN.md decision 8 alone (a causal tree of
+  with an oracle written from docs/DOCUMENTS.md's model alone (a causal tree of
   atoms, siblings by descending weft1, a depth-first preorder; a revision
   keeps the atoms inside its weft without a live backspace there): the
   frontier's `document_atoms` and `document_text`, and `document_atoms` and
@@ -77,7 +77,7 @@ class _Clock:
         return self.now
 
 
-# -- the oracle: decision 8, naively ---------------------------------------------------
+# -- the oracle: docs/DOCUMENTS.md's model, naively ------------------------------------
 
 
 def doc_wefts(messages: list[Message]) -> dict[bytes, dict[bytes, int]]:

@@ -1,12 +1,12 @@
 """Hypothesis: naming only the heads leaves every final rank and order unchanged
-(docs/PROCESSING.md, "Heads").
+(docs/PROCESSING.md, "What a timeframe names: the heads").
 
 One history of who processed what, written twice: once with each message's
 timeframe the author's whole processed frontier (format 1's rule, the
 oracle), once with only the heads of what the author processed (the
 processed messages no processed message names, own feed left out). With
 every message present, the spacetime's ranks, its (rank, id) order and
-seed 001's causal-time order are the same for both, message for message.
+causal-time order are the same for both, message for message.
 """
 
 from __future__ import annotations

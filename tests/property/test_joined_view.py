@@ -1,4 +1,4 @@
-"""Hypothesis: the joined view is seed 002's recipe run on the messages held, whatever the order.
+"""Hypothesis: the joined view is the joining recipe run on the messages held, whatever the order.
 
 A few feeds write into tangle `chat` (rooted, or not, at the first message),
 into tangle `other`, and plain posts; members of `chat` name any earlier
@@ -10,9 +10,9 @@ feed in seq order), in random batches, one reopened between batches.
 After every batch, each store's tangle states (joined / pending with what it
 waits on / invalid with its reason), joined timelines, tips and joined logs
 are what a from-scratch oracle gives for the messages that store holds at
-that moment: the recipe of seed 002, "start from the root, add a candidate
-only when the graph holds each message in its `previous`, otherwise set it
-aside until it does", and the joined timeline is the graph sorted by
+that moment: the joining recipe (docs/FORMAT.md, "Tangles"), "start from the
+root, add a member only when the graph holds each message in its `previous`,
+otherwise set it aside until it does", and the joined timeline is the graph sorted by
 (rank, id). At the end both stores agree, and pass `check()`.
 """
 

@@ -1,6 +1,6 @@
 """Hypothesis: tangle tips are right after every message, whatever the arrival order.
 
-A tip is a joined member (seed 002: reachable from the root through members whose
+A tip is a joined member (docs/FORMAT.md, "Tangles": reachable from the root through members whose
 `previous` are all joined) that no joined member names; pending members never are.
 """
 

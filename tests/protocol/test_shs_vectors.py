@@ -1,4 +1,4 @@
-"""The secret handshake and box-stream against every vector in shared/data/shs."""
+"""The secret handshake and box-stream against every vector in tests/data/shs (its README)."""
 
 import json
 from pathlib import Path
@@ -16,9 +16,7 @@ from tanglenode.protocol.shs import (
     State,
 )
 
-DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "shs"
-if not DATA.is_dir():  # the repository may sit elsewhere than beside shared/
-    DATA = Path("/work/shared/data/shs")
+DATA = Path(__file__).resolve().parents[1] / "data" / "shs"
 
 h = bytes.fromhex
 

@@ -1,5 +1,5 @@
-"""The node's causal-time timelines, kept by ingest and invalidation, against seed 001's
-one-shot function (storage.causal_time) on the present messages."""
+"""The node's causal-time timelines, kept by ingest and invalidation, against the
+one-shot causal-time order (storage.causal_time) on the present messages."""
 
 import random
 
@@ -14,7 +14,7 @@ from tests.storage.test_invalidation import deliver
 
 
 def spacetime_expected(messages):
-    """Seed 001's order of the spacetime: links are prev and every timeframe entry."""
+    """The causal-time order of the spacetime: links are prev and every timeframe entry."""
     by_position = {feed_key(m.author, m.seq): m for m in messages}
     events = []
     for m in messages:

@@ -1,5 +1,5 @@
 """Document edits set aside: the same reason on every store, whatever the delivery order,
-and the document untouched (DESIGN.md decision 8)."""
+and the document untouched (docs/DOCUMENTS.md, "What is set aside, and why")."""
 
 from __future__ import annotations
 

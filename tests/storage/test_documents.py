@@ -1,6 +1,6 @@
 """The document engine through FeedStore: edits at the frontier, concurrent inserts, long
-pastes, the splice log, and the errors of `edit_document` and the reads (DESIGN.md
-decision 8). Edits set aside are in test_document_set_aside.py."""
+pastes, the splice log, and the errors of `edit_document` and the reads (docs/DOCUMENTS.md).
+Edits set aside are in test_document_set_aside.py."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The joined view of tangles (seed 002's recipe): states, the joined timeline, tips."""
+"""The joined view of tangles (the joining recipe): states, the joined timeline, tips."""
 
 import pytest
 

@@ -56,7 +56,7 @@ def test_publish_uses_the_processed_frontier_as_timeframe(open_store):
 
 
 def model_order(feeds, batches):
-    """Seed 003 from scratch: after each batch, process the ready (seq, feed) smallest first."""
+    """The rule from scratch: after each batch, process the ready (seq, feed) smallest first."""
     stored, done, order = set(), {}, []
     for batch in batches:
         stored.update((m.author, m.seq) for m in batch)

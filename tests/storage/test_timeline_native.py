@@ -1,12 +1,14 @@
 """The engine's two builds (storage/native.py): the compiled hot modules and the plain ones
 give the same commands, orders, rows and errors, event for event, and both match the
-reference ScuttleSort. When Cython is installed, `make install` must have built the
-compiled modules from the current sources."""
+reference ScuttleSort. When Cython and a C compiler are installed, `make install` must
+have built the compiled modules from the current sources."""
 
 import bisect
 import importlib.util
 import random
+import shutil
 import struct
+import sysconfig
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -41,6 +43,9 @@ def engine_build(kind: str) -> Iterator[None]:
 def test_make_install_built_the_current_sources():
     if importlib.util.find_spec("Cython") is None:
         pytest.skip("Cython is not installed: the engine runs plain")
+    compiler = (sysconfig.get_config_var("CC") or "gcc").split()[0]  # native_build's
+    if shutil.which(compiler) is None:
+        pytest.skip(f"no C compiler ({compiler}) on PATH: the engine runs plain")
     stale = [name for name in native.HOT_MODULES if native.compiled(name) is None]
     assert stale == [], f"{stale}: not built or built from older sources; run `make install`"
     assert timeline.engine_build() == "native"

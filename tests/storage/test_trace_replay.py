@@ -20,9 +20,7 @@ from tanglenode.storage.trace_replay import (
     replay,
 )
 
-TRACES = Path(__file__).resolve().parents[3] / "shared" / "data" / "editing-traces"
-if not TRACES.is_dir():  # the repository may sit elsewhere than beside shared/
-    TRACES = Path("/work/shared/data/editing-traces")
+TRACES = Path(__file__).resolve().parents[1] / "data" / "editing-traces"  # its README: tests/data
 T0 = "2021-04-19T06:06:58.000Z"
 
 
@@ -70,7 +68,7 @@ def edits_of(store, agent: int = 0, session: int = 0) -> list:
     return [m for m in store.read_feed(author) if m.content["type"] == "doc/edit"]
 
 
-# -- the shared traces ---------------------------------------------------------------------
+# -- the traces in tests/data --------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -82,7 +80,7 @@ def edits_of(store, agent: int = 0, session: int = 0) -> list:
         "seph-blog1",
     ],
 )
-def test_every_shared_trace_replays_to_its_end_content(open_store, name):
+def test_every_shipped_trace_replays_to_its_end_content(open_store, name):
     trace = load_trace(TRACES / f"{name}.json.gz")
     store = open_store(map_size=2**30)
     report = replay(trace, store, title=name)
