@@ -11,7 +11,7 @@ The interface is storage/derived.py's `DerivedView`.
 
 from __future__ import annotations
 
-from tanglenode.storage.abouts import AboutsView
+from tanglenode.storage.abouts_view import AboutsView
 from tanglenode.storage.causal_view import CausalTimeView
 from tanglenode.storage.context import StoreContext
 from tanglenode.storage.derived import DerivedView

@@ -52,7 +52,7 @@ from tanglenode.protocol.document import (
     parse_document,
 )
 from tanglenode.protocol.message import Message, decode_message
-from tanglenode.storage import store as store_module
+from tanglenode.storage import writes as writes_module
 from tanglenode.storage.document_rows import DyeSpan
 from tanglenode.storage.ingest import Outcome
 from tanglenode.storage.store import FeedStore
@@ -464,7 +464,7 @@ def check_edits(stores: list[FeedStore], doc: bytes, edits: list[Edit]) -> None:
 def converge(data) -> None:
     with (
         tempfile.TemporaryDirectory(dir=SCRATCH) as tmp,
-        mock.patch.object(store_module, "time", _Clock()),
+        mock.patch.object(writes_module, "time", _Clock()),
     ):
         stores: list[FeedStore] = []
         try:
