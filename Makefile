@@ -33,16 +33,16 @@ install-man:
 	install -m 644 docs/tangled.1 $(MAN1DIR)/tangled.1
 
 # The timeline engine's hot modules, compiled from their pure-Python sources with
-# Cython and gcc (storage/native.py); the engine runs the plain modules if this fails.
-NATIVE_SOURCES := $(wildcard storage/ordertree.py storage/ordertree.pxd storage/engine_core.py storage/engine_core.pxd)
+# Cython and gcc (storage/engine/native.py); the engine runs the plain modules if this fails.
+NATIVE_SOURCES := $(wildcard storage/engine/ordertree.py storage/engine/ordertree.pxd storage/engine/engine_core.py storage/engine/engine_core.pxd)
 NATIVE_STAMP   := $(VENV)/.native
 # The install the engine is compiled in (install-daemon passes its own).
 BUILT ?= $(STAMP)
 
 native: $(NATIVE_STAMP)
 
-$(NATIVE_STAMP): $(BUILT) $(NATIVE_SOURCES) storage/native.py storage/native_build.py
-	@$(PY) -m tanglenode.storage.native_build && touch $@ || \
+$(NATIVE_STAMP): $(BUILT) $(NATIVE_SOURCES) storage/engine/native.py storage/tools/native_build.py
+	@$(PY) -m tanglenode.storage.tools.native_build && touch $@ || \
 	  echo "note: no compiled engine (no Cython or no C compiler); the timeline engine runs plain"
 
 define new-venv
@@ -117,4 +117,4 @@ man: install
 	$(PY) -m tanglenode.node.cli.manpage > docs/tangled.1
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache *.egg-info storage/__pycache__/*_native.*.so
+	rm -rf $(VENV) .pytest_cache .ruff_cache *.egg-info storage/engine/__pycache__/*_native.*.so

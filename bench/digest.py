@@ -7,7 +7,7 @@ once (the cache and its checkpoints filled), then, alternating per round:
   resumed  ingest the workload's next message, then time
            `FeedStore.timeline_digest(SPACETIME)` with the cache as the
            last digest left it: the log since, the last chunk re-hashed
-           (storage/digest.py)
+           (storage/views/digest.py)
   full     ingest the next message, empty the digest cache, then time the
            same call: the full pass over the order tree, what every digest
            after a change cost before checkpoints
@@ -38,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from ingest import build_messages
 
 from tanglenode.storage.store import FeedStore
-from tanglenode.storage.timelines import SPACETIME
+from tanglenode.storage.views.timelines import SPACETIME
 
 
 def timed(call) -> tuple[float, object]:

@@ -4,7 +4,7 @@ In each round, back to back:
 
   pycrdt, loro  apply the automerge-paper trace one op per edit to an
                 in-memory text (the references of the issue; same round)
-  doc replay    `storage.trace_replay.replay` of every trace in the folder into
+  doc replay    `storage.clients.trace_replay.replay` of every trace in the folder into
                 a fresh on-disk store: messages built and signed per agent,
                 then `FeedStore.ingest` (verify, store, process, weave)
 
@@ -35,8 +35,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from tanglenode.storage.clients.trace_replay import Trace, load_trace, replay
 from tanglenode.storage.store import FeedStore
-from tanglenode.storage.trace_replay import Trace, load_trace, replay
 
 ROOT = Path(__file__).resolve().parents[1]
 TRACES = ROOT / "tests" / "data" / "editing-traces"  # sources and licences: its README
@@ -90,9 +90,9 @@ def engine_alone(trace: Trace) -> float | None:
     """
     import lmdb
 
-    from tanglenode.storage.document_rows import DocumentTables
-    from tanglenode.storage.documents import DocumentEngine
-    from tanglenode.storage.layout import feed_key
+    from tanglenode.storage.documents.engine import DocumentEngine
+    from tanglenode.storage.documents.rows import DocumentTables
+    from tanglenode.storage.feeds.layout import feed_key
 
     with tempfile.TemporaryDirectory() as source_dir, tempfile.TemporaryDirectory() as target:
         source = FeedStore(source_dir, map_size=2**31)

@@ -11,12 +11,12 @@ tips), then, in the same run and alternating, times:
           (decode, canonical check, signature, chain, indexes, commit)
 
   ingest, two cores
-          the same through `storage.ingest_pipeline.ingest_batches`: a worker
+          the same through `storage.feeds.ingest_pipeline.ingest_batches`: a worker
           process verifies batch N+1 while this process stores batch N
   ingest, verify in a thread
           the same with a worker thread (it shares the GIL with the writer)
   import  `tangled import`'s path: a bundle file read and ingested by
-          `storage.bundle.import_messages` (two cores, its own batch size)
+          `storage.clients.bundle.import_messages` (two cores, its own batch size)
 
 and prints one row per measure with its goal from issue 14: msgs/s (median
 over the rounds) and the ratio to bare verify (median of the per-round
@@ -49,8 +49,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tanglenode.protocol.identity import Keypair, tag_of
 from tanglenode.protocol.limits import TIMEFRAME_CAP
 from tanglenode.protocol.message import ROOT_LINK, TangleLink, decode_message, sign_message
-from tanglenode.storage.bundle import MAGIC, ImportSummary, import_messages, read_bundle
-from tanglenode.storage.ingest_pipeline import Worker, ingest_batches
+from tanglenode.storage.clients.bundle import MAGIC, ImportSummary, import_messages, read_bundle
+from tanglenode.storage.feeds.ingest_pipeline import Worker, ingest_batches
 from tanglenode.storage.store import FeedStore
 
 # issue 14's table: (goal, at least) of ingest / bare verify, and of store size / raw bytes
@@ -67,7 +67,7 @@ def build_messages(
 ) -> list[bytes]:
     """`timeframe_feeds` caps each timeframe at that many other feeds (None: all of them);
     `heads_only` names what a node that processed every earlier message names (format 2's
-    rule, storage/timeframe.py): the heads, newest first, at most TIMEFRAME_CAP."""
+    rule, storage/feeds/timeframe.py): the heads, newest first, at most TIMEFRAME_CAP."""
     unnamed: dict[bytes, tuple[int, bytes]] = {}  # heads: latest messages nobody named yet
     rng = random.Random(seed)
     keys = [Keypair(rng.randbytes(32)) for _ in range(feeds)]

@@ -41,7 +41,7 @@ from tanglenode.pipeline.verify import verify
 from tanglenode.protocol.identity import Keypair, tag_of
 from tanglenode.protocol.limits import UNLIMITED
 from tanglenode.protocol.message import ROOT_LINK, Named, TangleLink, decode_message, sign_message
-from tanglenode.storage.timelines import spacetime_ref
+from tanglenode.storage.views.timelines import spacetime_ref
 
 
 def build_archive(out: Path, count: int, feeds: int, tangles: int, seed: int) -> list[bytes]:

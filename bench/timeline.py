@@ -1,7 +1,7 @@
 """The timeline engine against the reference ScuttleSort (scuttlesort==0.0.9).
 
-Workload (the ScuttleSort paper's evaluation, as `storage.simulate` builds it): two random feeds
-extend at each step, each event linking its own previous event and the tip
+Workload (the ScuttleSort paper's evaluation, as `storage.tools.simulate` builds it):
+two random feeds extend at each step, each event linking its own previous event and the tip
 of the longest other feed; delivery is random-feed. compare, rss and minimum
 read "longest" as the most events (`longest-by-count`, the workload their
 goals were set and measured on); table uses the reading that reproduces the
@@ -10,8 +10,8 @@ evaluate` runs the full sweep). The same delivered
 sequence goes to both, in the same process, alternating per round:
 
   reference  scuttlesort.Timeline in memory, counting its notify() calls
-  engine     storage.timeline.TimelineWriter in a fresh LMDB environment
-             on disk (storage.scratch), committing every --batch events
+  engine     storage.engine.timeline.TimelineWriter in a fresh LMDB environment
+             on disk (storage.engine.scratch), committing every --batch events
              (sync off, as a node's batch would be durable only at its commit)
 
 Every row prints its goal (issue 14): engine / reference >= 10x (at least
@@ -19,7 +19,7 @@ Every row prints its goal (issue 14): engine / reference >= 10x (at least
 reference's on every row; engine memory <= 32 MB at 512K events. Both sides
 run on one core (single-threaded, in turn); each timed run starts after a
 full garbage collection, so neither pays for the other's garbage. The
-engine's build (compiled hot modules or plain, storage/native.py) is printed
+engine's build (compiled hot modules or plain, storage/engine/native.py) is printed
 first; `--build plain` runs the plain modules.
 
 Sections (pick with --only):
@@ -54,10 +54,10 @@ import time
 
 from scuttlesort import Timeline as ReferenceTimeline
 
-from tanglenode.storage import timeline as engine
-from tanglenode.storage.scratch import run_engine
-from tanglenode.storage.simulate import paper_tangle, random_feed
-from tanglenode.storage.timeline import apply_commands
+from tanglenode.storage.engine import timeline as engine
+from tanglenode.storage.engine.scratch import run_engine
+from tanglenode.storage.engine.timeline import apply_commands
+from tanglenode.storage.tools.simulate import paper_tangle, random_feed
 
 RATIO_GOAL, RATIO_FLOOR = 10.0, 5.0  # engine / reference at 64K events, 64 feeds
 MEMORY_GOAL_MB = 32.0  # engine's own peak at 512K events

@@ -39,7 +39,7 @@ from typing import Any
 from tanglenode.node.peers import PeerState
 from tanglenode.protocol.errors import Reason
 from tanglenode.protocol.identity import feed_text
-from tanglenode.storage.ingest import Outcome
+from tanglenode.storage.feeds.ingest import Outcome
 
 MAX_PEERS_LABELLED = 256
 OTHER = "other"  # the label of every peer past the first MAX_PEERS_LABELLED (a feed id has `@`)
@@ -122,7 +122,7 @@ class NodeCounters:
     # -- ingest -------------------------------------------------------------------
 
     def count_ingest(self, results: Iterable[Any]) -> None:
-        """Count a stored batch's `storage.ingest.IngestResult`s by outcome and reason."""
+        """Count a stored batch's `storage.feeds.ingest.IngestResult`s by outcome and reason."""
         rejected, proofs = self.rejected, self.proofs
         for result in results:
             outcome = result.outcome

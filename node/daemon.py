@@ -10,7 +10,7 @@ even for a peer that does not read, all of it under `SHUTDOWN_SECONDS`),
 then the nursery is cancelled, the socket file removed and the store
 closed. Only a store write already under way can make it longer: worker
 threads are never abandoned mid-transaction, so it finishes first. The data
-directory's lock (storage/datalock.py) is taken before anything else and
+directory's lock (storage/feeds/datalock.py) is taken before anything else and
 held until the end, so a second node on the same data refuses to start
 rather than take over its socket.
 """
@@ -36,8 +36,8 @@ from tanglenode.protocol.address import parse_address
 from tanglenode.protocol.errors import TanglenodeError
 from tanglenode.protocol.identity import Keypair, feed_text, parse_feed
 from tanglenode.protocol.ipc import StatusRequest
-from tanglenode.storage.datalock import DataDirLock
-from tanglenode.storage.ownhead import behind
+from tanglenode.storage.feeds.datalock import DataDirLock
+from tanglenode.storage.feeds.ownhead import behind
 from tanglenode.storage.store import FeedStore
 
 log = structlog.get_logger("node")

@@ -21,7 +21,7 @@ the sender of grants):
   connecting: all we keep), CLOCK for feeds whose head changed since it last told the peer,
   then what the subscriptions lack in our processed order (causal, so the
   peer's spacetime sees few references to messages still to come; see
-  `storage.replication`), in batches, as far as the credit allows. After
+  `storage.feeds.replication`), in batches, as far as the credit allows. After
   catching up, a subscription stays open, so new messages are pushed live.
 
 Forks are looked for, not just stumbled on: where the peer's head has our
@@ -33,7 +33,7 @@ the seq where the fork began.
 
 Suspected forks are fetched the same way. Where the store holds one (a
 message names (feed, seq) by a tag other than that of the message held
-there: storage.processor), each session asks its peer, if the peer's clock
+there: storage.feeds.processor), each session asks its peer, if the peer's clock
 reaches that seq, for the feed's messages from that seq on: a peer holding
 the other branch sends the message named, and with ours it makes the
 proof that settles the suspicion. The store's suspects are read once per
@@ -87,7 +87,7 @@ from tanglenode.protocol.gossip import (
     PeerWants,
 )
 from tanglenode.protocol.identity import feed_text, message_id
-from tanglenode.storage.ingest import IngestResult, Outcome
+from tanglenode.storage.feeds.ingest import IngestResult, Outcome
 
 log = structlog.get_logger("gossip")
 

@@ -87,8 +87,8 @@ from tanglenode.protocol.ipc import (
 )
 from tanglenode.protocol.ipc import error_reply as encode_error
 from tanglenode.protocol.message import Message, UnpublishableMessage
-from tanglenode.storage import groups
-from tanglenode.storage.causal_window import WindowTooLarge
+from tanglenode.storage.engine.causal_window import WindowTooLarge
+from tanglenode.storage.engine.timeline import Command, Delete, Insert
 from tanglenode.storage.errors import (
     BadSplice,
     NoIdentity,
@@ -100,8 +100,8 @@ from tanglenode.storage.errors import (
     UnknownTimeline,
     VersionConflict,
 )
-from tanglenode.storage.timeline import Command, Delete, Insert
-from tanglenode.storage.timelines import timeline_name
+from tanglenode.storage.groups import state as groups
+from tanglenode.storage.views.timelines import timeline_name
 
 __all__ = ["ERROR_KINDS", "MAX_FRAME", "IpcServer", "error_kind", "error_reply"]
 
@@ -300,7 +300,7 @@ class IpcServer:
 
     async def _timeline(self, request: TimelineRequest) -> dict[str, Any]:
         name = _timeline_name(request.timeline)
-        if request.digest:  # storage/digest.py: on demand, cached by version
+        if request.digest:  # storage/views/digest.py: on demand, cached by version
             found = await self.service.digest(name)
             return digest_body(found.version, found.count, found.digest)
         window = request.window
@@ -336,7 +336,7 @@ class IpcServer:
         version, commands = await self.service.timeline_log(name, request.since, request.limit)
         return {"version": version, "commands": [_command_wire(command) for command in commands]}
 
-    # -- private groups (storage/groups.py) ------------------------------------------
+    # -- private groups (storage/groups/state.py) ------------------------------------------
 
     async def _group(self, root: bytes) -> groups.GroupView:
         return await self.service.group(self.keypair, root)

@@ -6,7 +6,7 @@ worker thread of its `StoreService` (`discovery_replies`, in its table of
 handlers), and `tangled tangles` and `tangled group list` run the same one
 on a store of their own while the node is stopped (node/cli/discover.py),
 so both paths answer alike. The reads are `FeedStore.tangle_page` and
-`storage.group_list.group_page`: bounded pages whatever the store holds
+`storage.groups.listing.group_page`: bounded pages whatever the store holds
 (protocol/ipc_discovery.py says how).
 """
 
@@ -20,7 +20,7 @@ from tanglenode.node.service import StoreService
 from tanglenode.protocol.identity import Keypair
 from tanglenode.protocol.ipc import MAX_GROUP_NAME, short
 from tanglenode.protocol.ipc_discovery import GroupListRequest, TanglesRequest, cursor_body
-from tanglenode.storage.group_list import GroupInfo, group_page
+from tanglenode.storage.groups.listing import GroupInfo, group_page
 from tanglenode.storage.store import FeedStore
 from tanglenode.storage.tangle_reads import TangleInfo
 

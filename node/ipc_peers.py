@@ -8,7 +8,7 @@ whatever peers advertise: at most `STATUS_LIST` forks, suspected forks,
 stalls and peers in a status (the rest counted), pages of peers and
 clocks, `BEHIND_SHOWN` feeds of each peer's behind-map.
 
-A suspected fork (storage.processor) is a (feed, seq) that a message names
+A suspected fork (storage.feeds.processor) is a (feed, seq) that a message names
 with a tag other than the one of the message held there: `status` shows
 each as `{feed, seq, named_tag, held_tag, named_by}` (the tags are the
 first bytes of the two ids, `named_by` the feed whose next message waits
@@ -23,7 +23,7 @@ for a peer that only dialed us: its source port is temporary and tells a
 reader nothing). `last_error` is why its last connection or dial failed,
 with `last_error_age` in seconds; a peer that connected since has none.
 
-`status` with `digests: true` adds each timeline's digest (storage/digest.py:
+`status` with `digests: true` adds each timeline's digest (storage/views/digest.py:
 computed on demand, cached by version): the spacetime's, then at most
 `STATUS_DIGESTS` tangles'. They are not free on a large, changing store,
 so a client that polls status for counts does not ask for them.

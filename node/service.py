@@ -13,7 +13,7 @@ commits share the next one. Tasks that push to peers or subscribers call
 last saw, so nothing polls.
 
 A fork found in a batch, or a proof from a peer, can cut feeds
-back (storage.invalidation): the clock is then read again from the store,
+back (storage.feeds.invalidation): the clock is then read again from the store,
 and `evidence_version` goes up so every connection sends the new proof on.
 
 The service also holds the node's `counters` (node/counters.py): what was
@@ -37,9 +37,7 @@ from tanglenode.protocol.document import TANGLE, init_content
 from tanglenode.protocol.identity import Keypair, tag_of
 from tanglenode.protocol.limits import MAX_SEQ
 from tanglenode.protocol.message import Message
-from tanglenode.storage import groups
-from tanglenode.storage.digest import TimelineDigest
-from tanglenode.storage.document_rows import (
+from tanglenode.storage.documents.rows import (
     BlameSpan,
     DocumentInfo,
     DyeSpan,
@@ -47,14 +45,16 @@ from tanglenode.storage.document_rows import (
     SpliceEntry,
     Version,
 )
-from tanglenode.storage.ingest import IngestResult, Outcome, PreparedBatch
-from tanglenode.storage.joined import MemberState
-from tanglenode.storage.processor import Stall, SuspectedFork
-from tanglenode.storage.replication import Batch
+from tanglenode.storage.engine.timeline import Command, Placement
+from tanglenode.storage.feed_reads import Evidence
+from tanglenode.storage.feeds.ingest import IngestResult, Outcome, PreparedBatch
+from tanglenode.storage.feeds.processor import Stall, SuspectedFork
+from tanglenode.storage.feeds.replication import Batch
+from tanglenode.storage.groups import state as groups
 from tanglenode.storage.store import FeedStore
-from tanglenode.storage.store_reads import Evidence
 from tanglenode.storage.tangle_reads import TangleInfo
-from tanglenode.storage.timeline import Command, Placement
+from tanglenode.storage.views.digest import TimelineDigest
+from tanglenode.storage.views.joined import MemberState
 
 
 class StoreService:
@@ -189,7 +189,7 @@ class StoreService:
     async def timeline_window(
         self, name: bytes, from_time: int, to_time: int, mode: str, start: int, limit: int
     ) -> tuple[int, int | None, list[tuple[int, bytes]]]:
-        """The time window over a causal-time timeline (storage.causal_window)."""
+        """The time window over a causal-time timeline (storage.engine.causal_window)."""
         return await self._reading(
             self.store.timeline_window, name, from_time, to_time, mode, start, limit
         )
@@ -217,7 +217,7 @@ class StoreService:
         return await self._reading(self.store.processed_page, start, limit, max_bytes)
 
     async def digest(self, name: bytes) -> TimelineDigest:
-        """A timeline's digest and count (storage/digest.py: on demand, cached by version)."""
+        """A timeline's digest and count (storage/views/digest.py: on demand, cached by version)."""
         return await self._reading(self.store.timeline_digest, name)
 
     async def messages(self, msg_ids: list[bytes]) -> list[Message | None]:
@@ -242,7 +242,7 @@ class StoreService:
         return await self._reading(self.store.tangle_page, after, limit)
 
     async def about_names(self) -> dict[bytes, str]:
-        """Each feed's self-chosen name (storage/abouts.py)."""
+        """Each feed's self-chosen name (storage/views/abouts.py)."""
         return await self._reading(self.store.about_names)
 
     async def digests(self, limit: int) -> tuple[list[tuple[bytes, TimelineDigest]], bool]:
@@ -277,7 +277,7 @@ class StoreService:
     ) -> list[dict[str, Any]]:
         return await self._reading(groups.timeline, self.store, view, tangle, order)
 
-    # -- documents (storage/documents.py): `at` is a weft, a message id, a version or None --
+    # -- documents (storage/documents/engine.py): `at` is a weft, a message id, a version or None --
 
     async def create_document(self, title: str) -> Message:
         """Publish a new document's doc/init (`FeedStore.create_document`), group-committed

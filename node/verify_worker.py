@@ -14,7 +14,7 @@ import pickle
 import struct
 import sys
 
-from tanglenode.storage.ingest import prepare
+from tanglenode.storage.feeds.ingest import prepare
 
 LENGTH = struct.Struct(">I")
 READY = b"R"

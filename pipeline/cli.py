@@ -295,7 +295,7 @@ def _job(job: str, spark, messages, first_archive: Path):
 
 
 def _sweep_options(widths, heights, deliveries, seeds, generator, todo, todo_events) -> dict:
-    from tanglenode.storage.simulate import DELIVERY, GENERATORS
+    from tanglenode.storage.tools.simulate import DELIVERY, GENERATORS
 
     if generator not in GENERATORS:
         raise click.BadParameter(f"{generator!r}: one of {', '.join(GENERATORS)}")

@@ -2,7 +2,7 @@
 
 Each configuration (tangle width = feeds, height = events, generator,
 delivery model, seed) is one row and one Spark partition, run by
-`mapInPandas` in a worker: it builds the paper's tangle (`storage.simulate`,
+`mapInPandas` in a worker: it builds the paper's tangle (`storage.tools.simulate`,
 by default the `longest-by-rank` reading that gives Figure 8's two events
 per rank), delivers it, and feeds the same delivered sequence to the
 project's disk-backed timeline engine in a scratch LMDB and to the
@@ -43,7 +43,7 @@ def _paper() -> dict[int, dict[int, float]]:
 
 
 PAPER = _paper()
-TODO_GENERATOR = "active-lurkers"  # the paper's to-do scenario (storage.simulate)
+TODO_GENERATOR = "active-lurkers"  # the paper's to-do scenario (storage.tools.simulate)
 TODO_EVENTS = 256_000
 DEFAULT_REFERENCE_SECONDS = 600.0
 CONFIG_SCHEMA = (
@@ -62,8 +62,8 @@ def run_configuration(
 ) -> dict:
     """One run of the experiment: the engine's and the reference's counts on the same events."""
     from tanglenode.pipeline.reference import run_reference
-    from tanglenode.storage.scratch import run_engine
-    from tanglenode.storage.simulate import DELIVERY, paper_tangle
+    from tanglenode.storage.engine.scratch import run_engine
+    from tanglenode.storage.tools.simulate import DELIVERY, paper_tangle
 
     rng = random.Random(seed * 1_000_003 + width * 7 + height)
     events = DELIVERY[delivery](paper_tangle(height, width, rng, generator), rng)
@@ -122,7 +122,7 @@ def configurations(
     `todo_events` > 0 adds the to-do scenario at that height for every
     delivery and seed (its width is fixed by the scenario).
     """
-    from tanglenode.storage.simulate import ACTIVE_FEEDS, LURKERS
+    from tanglenode.storage.tools.simulate import ACTIVE_FEEDS, LURKERS
 
     runs = [
         (w, h, generator, d, s) for h in heights for w in widths for d in deliveries for s in seeds

@@ -26,8 +26,8 @@ import pyarrow.parquet as pq
 from tanglenode.pipeline.schema import ARCHIVE_FORMAT, MESSAGE_SCHEMA, TIMELINE_SCHEMA
 from tanglenode.protocol.identity import feed_text
 from tanglenode.protocol.message import Message
+from tanglenode.storage.feeds.stored_form import parse_stored
 from tanglenode.storage.store import FeedStore
-from tanglenode.storage.stored_form import parse_stored
 
 CHUNK = 20_000
 

@@ -44,7 +44,7 @@ def _tag(msg_id):
 
 
 def spacetime_ref(feed, seq, tag):
-    """`storage.timelines.spacetime_ref` as a column: feed + seq (u64 BE) + tag."""
+    """`storage.views.timelines.spacetime_ref` as a column: feed + seq (u64 BE) + tag."""
     from pyspark.sql import functions as F
 
     return F.concat(feed, _seq_bytes(seq), tag)
@@ -64,7 +64,7 @@ def timeline_events(messages):
         "timestamp",
     )
     # A spacetime ref binds a position to one message by its tag, so an entry naming one
-    # branch of a forked feed never links to the other branch (storage/timelines.py).
+    # branch of a forked feed never links to the other branch (storage/views/timelines.py).
     position = spacetime_ref(F.col("author"), F.col("seq"), _tag(F.col("id")))
     previous = F.when(
         F.col("prev").isNotNull(),
@@ -110,7 +110,7 @@ def _ranks_in_memory(refs: list[bytes], links: list[list[bytes]]) -> list[int]:
 
 def _ranks_on_disk(refs: list[bytes], ids: list[bytes], links: Iterable[list[bytes]]):
     """The node's engine in a scratch LMDB; (rank, id) in order."""
-    from tanglenode.storage.scratch import run_engine
+    from tanglenode.storage.engine.scratch import run_engine
 
     events = zip(refs, links, ids, strict=True)
     return run_engine(

@@ -15,7 +15,7 @@
   (`suspected-fork`, one row per such entry): the feed signed another
   message there that the archive lacks (a fork it holds one branch of), or
   the naming author made the entry up. The node treats such an entry the
-  same way (storage/processor.py, "Suspected forks"). An entry naming a
+  same way (storage/feeds/processor.py, "Suspected forks"). An entry naming a
   place the archive holds nothing at is not reported: archives may be
   partial, and the link is pending, as in the node. Nor is an entry naming
   one branch of a fork the archive holds whole: that is the `fork` rows'.

@@ -16,7 +16,7 @@ the wire and nothing else:
   a `doc-edit`'s `base` is the version its splices were made against (the
   node refuses them with `conflict` once the document has moved on);
 - the `..._body` functions, `splice_entry` and `snapshot_events` encode
-  what goes out: they read storage/documents.py's records by attribute
+  what goes out: they read storage/documents/engine.py's records by attribute
   (protocol imports no storage);
 - `apply_splices` is what a `doc-watch` client does with the splices it gets.
 
@@ -243,7 +243,7 @@ DOC_PARSERS: dict[str, Callable[[dict[str, Any], Limits], DocRequest]] = {
 
 
 # -- documents: bodies of replies and doc-watch events ----------------------------------------
-# The arguments are storage/documents.py's records, read by attribute (protocol imports no
+# The arguments are storage/documents/engine.py's records, read by attribute (protocol imports no
 # storage): DocumentInfo, Version, DyeSpan, BlameSpan, SpliceEntry.
 
 

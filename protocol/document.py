@@ -28,7 +28,7 @@ without recursion: types (a bool is not an int), arities, names, bounds,
 refs, self-references. Each failure is a `DocumentError` with a `DocReason`.
 What needs the document - the cited message is in it and inside the edit's
 weft, the atom exists, it is of the kind the op needs - is checked by the
-engine (storage/documents.py), which names its failures with the last four
+engine (storage/documents/engine.py), which names its failures with the last four
 reasons.
 """
 

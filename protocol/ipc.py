@@ -69,7 +69,7 @@ MAX_GROUP_MEMBERS = 1000
 MAX_GROUP_NAME = 1000
 GROUP_TANGLES = ("group", "epoch", "members")
 GROUP_ORDERS = ("rank", "causal-time")
-TIMELINE_VIEWS = ("all", "joined")  # as storage.timelines.VIEWS (protocol imports no storage)
+TIMELINE_VIEWS = ("all", "joined")  # as storage.views.timelines.VIEWS (protocol imports no storage)
 TIMELINE_ORDERS = ("rank", "causal-time")
 STREAMING = frozenset({"subscribe", "watch-processed"}) | DOC_STREAMING  # ops that stream
 
@@ -114,7 +114,7 @@ MAX_WINDOW_TIME = (1 << 64) - 1
 
 @dataclass(frozen=True, slots=True)
 class TimeWindow:
-    """Claimed times from..to (ms, both included) and the mode (storage.causal_window)."""
+    """Claimed times from..to (ms, both included) and the mode (storage.engine.causal_window)."""
 
     from_time: int
     to_time: int

@@ -20,11 +20,11 @@ import lmdb
 
 from tanglenode.protocol.identity import Keypair
 from tanglenode.protocol.limits import Limits
-from tanglenode.storage.document_rows import DocumentTables
+from tanglenode.storage.documents.rows import DocumentTables
+from tanglenode.storage.engine.timeline import TimelineTables
 from tanglenode.storage.errors import StoreFull
-from tanglenode.storage.layout import Tables
-from tanglenode.storage.processor import ProcessorTables
-from tanglenode.storage.timeline import TimelineTables
+from tanglenode.storage.feeds.layout import Tables
+from tanglenode.storage.feeds.processor import ProcessorTables
 
 
 @dataclass(frozen=True, slots=True)

@@ -2,7 +2,7 @@
 
 Theory of operation
 -------------------
-Every derived view (storage/derived.py) is a function of the messages a
+Every derived view (storage/feeds/derived.py) is a function of the messages a
 store holds (documents: and of the order they were processed, which the
 processor keeps). So any view can be thrown away and built again:
 
@@ -40,10 +40,10 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from tanglenode.storage.context import StoreContext
-from tanglenode.storage.derived import DerivedView, ProcessedStep, WriteScope
-from tanglenode.storage.document_rows import DocumentTables
-from tanglenode.storage.layout import feed_key, parse_stored
-from tanglenode.storage.processor import read_processed
+from tanglenode.storage.documents.rows import DocumentTables
+from tanglenode.storage.feeds.derived import DerivedView, ProcessedStep, WriteScope
+from tanglenode.storage.feeds.layout import feed_key, parse_stored
+from tanglenode.storage.feeds.processor import read_processed
 
 CHUNK = 2048  # messages per flush of the timeline writer's cache
 

@@ -6,13 +6,13 @@ handles, the limits, our keypair) that every part shares. The parts:
 
     store.writes     ingest, publish, proofs: the one writer (storage/writes.py)
     store.feeds      feeds, messages, evidence, the processed order, replication,
-                     statistics, `check` (storage/store_reads.py)
+                     statistics, `check` (storage/feed_reads.py)
     store.timelines  orders, versions, placements, command logs, finality
                      (storage/timeline_reads.py)
     store.tangles    the tangles held a page at a time, tips, a tangle's messages
                      (storage/tangle_reads.py)
-    store.digests    timelines' digests (storage/digest.py)
-    store.documents  create, edit and read documents (storage/document_ops.py)
+    store.digests    timelines' digests (storage/views/digest.py)
+    store.documents  create, edit and read documents (storage/documents/ops.py)
     store.views      the derived views every write feeds (storage/registry.py)
 
 Every public method of an area is one LMDB transaction (`ingest`: one read
@@ -29,31 +29,31 @@ import lmdb
 
 from tanglenode.protocol.identity import Keypair
 from tanglenode.protocol.limits import DEFAULT_LIMITS, Limits
-from tanglenode.storage.abouts import ABOUTS_INDEXED, backfill_abouts, drop_first_layout
 from tanglenode.storage.context import StoreContext
-from tanglenode.storage.digest import DigestReads
-from tanglenode.storage.document_ops import DocumentOps
-from tanglenode.storage.document_rows import DocumentTables
+from tanglenode.storage.documents.ops import DocumentOps
+from tanglenode.storage.documents.rows import DocumentTables
+from tanglenode.storage.engine.timeline import TimelineTables
 from tanglenode.storage.errors import (
     IncompatibleStore,
     StorageError,
     StoreDamaged,
     StoreNotFound,
 )
-from tanglenode.storage.layout import (
+from tanglenode.storage.feed_reads import FeedReads
+from tanglenode.storage.feeds.layout import (
     MAX_NAMED_DATABASES,
     PREVIOUS_FORMAT_SCHEMAS,
     SCHEMA_VERSION,
     Tables,
 )
-from tanglenode.storage.metapage import check_data_file
-from tanglenode.storage.ownhead import OwnHeadFile, head_path
-from tanglenode.storage.processor import ProcessorTables
+from tanglenode.storage.feeds.metapage import check_data_file
+from tanglenode.storage.feeds.ownhead import OwnHeadFile, head_path
+from tanglenode.storage.feeds.processor import ProcessorTables
 from tanglenode.storage.registry import open_views
-from tanglenode.storage.store_reads import FeedReads
 from tanglenode.storage.tangle_reads import TangleReads
-from tanglenode.storage.timeline import TimelineTables
 from tanglenode.storage.timeline_reads import TimelineReads
+from tanglenode.storage.views.abouts import ABOUTS_INDEXED, backfill_abouts, drop_first_layout
+from tanglenode.storage.views.digest import DigestReads
 from tanglenode.storage.writes import TimeframeSource, Writes
 
 DEFAULT_MAP_SIZE = 64 * 2**30  # address space, not disk: the file grows as data does
@@ -147,7 +147,7 @@ class FeedStore:
             return txn.get(ABOUTS_INDEXED, db=tables.meta) is None
 
     def _backfill_abouts(self) -> None:
-        """Index the `about` messages of a store older than `about-names` (storage.abouts),
+        """Index the `about` messages of a store older than `about-names` (storage.views.abouts),
         once; the last batch drops the table's unreleased first layout."""
         start: bytes | None = b""
         while start is not None:  # a bounded batch per transaction; the last one marks it done

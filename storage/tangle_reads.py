@@ -11,7 +11,7 @@ timelines keep already, a few reads each:
 
 - `messages`: the size of its timeline (the `tl-meta` row): every member,
   whatever its state in the joined view;
-- `joined`: the size of its joined view (`\\x02` + key, storage.joined);
+- `joined`: the size of its joined view (`\\x02` + key, storage.views.joined);
   `pending`: the members not joined to the root, waiting for a message
   they name or never joining (invalid for the tangle), `messages - joined`;
 - `version`: the timeline's version, which moves whenever the tangle does;
@@ -33,13 +33,13 @@ from dataclasses import dataclass
 
 from tanglenode.protocol.message import Message
 from tanglenode.storage.context import StoreContext
-from tanglenode.storage.layout import U32, U64, tangle_key
-from tanglenode.storage.store_reads import message_by_id
-from tanglenode.storage.tangles import tips_of
-from tanglenode.storage.timeline import TimelineReader, lookup_meta
-from tanglenode.storage.timelines import tangle_timeline, view_timeline
+from tanglenode.storage.engine.timeline import TimelineReader, lookup_meta
+from tanglenode.storage.feed_reads import message_by_id
+from tanglenode.storage.feeds.layout import U32, U64, tangle_key
+from tanglenode.storage.views.tangles import tips_of
+from tanglenode.storage.views.timelines import tangle_timeline, view_timeline
 
-TANGLE_PREFIX = b"\x01"  # rank-order tangle timelines in `tl-names` (storage.timelines)
+TANGLE_PREFIX = b"\x01"  # rank-order tangle timelines in `tl-names` (storage.views.timelines)
 SCAN = 20_000  # names of `tl-names` one page looks at, at most
 _ID = 32
 _TIME = slice(4, 12)  # ct-time keys: timeline number (u32) + time (u64 BE) + sort id

@@ -11,14 +11,14 @@ from dataclasses import dataclass
 
 from tanglenode.protocol.identity import tag_of
 from tanglenode.protocol.message import Message
-from tanglenode.storage.causal_window import window
 from tanglenode.storage.context import StoreContext
-from tanglenode.storage.invalidation import invalid_from
-from tanglenode.storage.joined import MemberState, member_state, state_names, tangle_key_of
-from tanglenode.storage.layout import split_feed_key, split_head_value
-from tanglenode.storage.store_reads import message_by_id
-from tanglenode.storage.timeline import Command, Insert, Placement, TimelineReader
-from tanglenode.storage.timelines import (
+from tanglenode.storage.engine.causal_window import window
+from tanglenode.storage.engine.timeline import Command, Insert, Placement, TimelineReader
+from tanglenode.storage.feed_reads import message_by_id
+from tanglenode.storage.feeds.invalidation import invalid_from
+from tanglenode.storage.feeds.layout import split_feed_key, split_head_value
+from tanglenode.storage.views.joined import MemberState, member_state, state_names, tangle_key_of
+from tanglenode.storage.views.timelines import (
     SPACETIME,
     spacetime_links,
     spacetime_ref,
@@ -26,7 +26,7 @@ from tanglenode.storage.timelines import (
     view_timeline,
 )
 
-# Their refs are positions and tags (storage.timelines.spacetime_ref), not ids.
+# Their refs are positions and tags (storage.views.timelines.spacetime_ref), not ids.
 SPACETIMES = (SPACETIME, view_timeline(SPACETIME, order="causal-time"))
 
 
@@ -93,7 +93,7 @@ class TimelineReads:
         """The version and the entries start..stop-1 of one consistent moment.
 
         With `states`, an entry of a tangle's timeline gets a third item, its
-        state in the joined view: "joined", "pending" or "invalid" (storage.joined).
+        state in the joined view: "joined", "pending" or "invalid" (storage.views.joined).
         """
         with self._ctx.read() as txn:
             reader = TimelineReader(txn, self._ctx.timeline_tables)
@@ -144,7 +144,7 @@ class TimelineReads:
     ) -> tuple[int, int | None, list[tuple[int, bytes]]]:
         """The time window over causal-time timeline `timeline`: the version, the
         position of the first entry (None in strict mode) and (time, id) entries
-        (storage.causal_window); raises `UnknownTimeline`, `WindowTooLarge`."""
+        (storage.engine.causal_window); raises `UnknownTimeline`, `WindowTooLarge`."""
         with self._ctx.read() as txn:
             reader = TimelineReader(txn, self._ctx.timeline_tables)
             if not self._known(reader, timeline):

@@ -13,9 +13,9 @@ write transaction that stores them (`publish`, `publish_batch`, and
 transaction, such as a document edit). A checked proof from a peer goes
 through `add_evidence`.
 
-Each write applies its messages with one `BatchWriter` (storage/ingest.py),
+Each write applies its messages with one `BatchWriter` (storage/feeds/ingest.py),
 which hands them to every derived view (storage/registry.py); then the
-causal processor advances (storage/processor.py) and what it processed goes
+causal processor advances (storage/feeds/processor.py) and what it processed goes
 to every view's `processed` (documents weave there). All of it commits in
 the write's one transaction.
 """
@@ -41,17 +41,23 @@ from tanglenode.protocol.message import (
     sign_message,
 )
 from tanglenode.storage.context import StoreContext
-from tanglenode.storage.derived import DerivedView, ProcessedStep, WriteScope
-from tanglenode.storage.document_rows import woven_tips
+from tanglenode.storage.documents.rows import woven_tips
+from tanglenode.storage.engine.timeline import membership
 from tanglenode.storage.errors import NoIdentity, OwnFeedForked, StorageError, UnknownTangle
-from tanglenode.storage.ingest import BatchWriter, IngestResult, Outcome, PreparedBatch, prepare
-from tanglenode.storage.layout import Tables, feed_key
-from tanglenode.storage.ownhead import OwnHead, OwnHeadFile
-from tanglenode.storage.processor import Processor, processed_seq
-from tanglenode.storage.tangles import tips_of
-from tanglenode.storage.timeframe import new_timeframe
-from tanglenode.storage.timeline import membership
-from tanglenode.storage.timelines import SPACETIME
+from tanglenode.storage.feeds.derived import DerivedView, ProcessedStep, WriteScope
+from tanglenode.storage.feeds.ingest import (
+    BatchWriter,
+    IngestResult,
+    Outcome,
+    PreparedBatch,
+    prepare,
+)
+from tanglenode.storage.feeds.layout import Tables, feed_key
+from tanglenode.storage.feeds.ownhead import OwnHead, OwnHeadFile
+from tanglenode.storage.feeds.processor import Processor, processed_seq
+from tanglenode.storage.feeds.timeframe import new_timeframe
+from tanglenode.storage.views.tangles import tips_of
+from tanglenode.storage.views.timelines import SPACETIME
 
 TimeframeSource = Callable[[Any, Tables, bytes], dict[bytes, Named]]
 
@@ -128,7 +134,7 @@ class Writes:
         return self.ingest_prepared(self.prepare(raws))
 
     def prepare(self, raws: Iterable[bytes]) -> PreparedBatch:
-        """`storage.ingest.prepare` after one read transaction that finds the ids held already
+        """`storage.feeds.ingest.prepare` after one read transaction that finds the ids held already
         (those cost no signature check). Safe in any thread, beside a writer."""
         raws = [bytes(raw) for raw in raws]
         with self._ctx.read() as txn:
@@ -136,7 +142,7 @@ class Writes:
         return prepare(raws, self._ctx.limits, known)
 
     def ingest_prepared(self, batch: PreparedBatch) -> list[IngestResult]:
-        """Store a batch `storage.ingest.prepare` checked (in any thread), atomically.
+        """Store a batch `storage.feeds.ingest.prepare` checked (in any thread), atomically.
 
         One write transaction; the feed-chain rule, duplicates, forks and cycles
         are decided here against the store.
@@ -310,7 +316,7 @@ class Writes:
         cites: Collection[bytes] = (),
     ) -> Message:
         """Sign, store and process our next message inside the open write transaction `txn`;
-        its timeframe covers the messages `cites` names (storage.timeframe)."""
+        its timeframe covers the messages `cites` names (storage.feeds.timeframe)."""
         writer = BatchWriter(txn, self._ctx, self._views)
         me = self._own_feed(writer)
         head_seq, head_id = writer.head(me)
@@ -340,7 +346,7 @@ class Writes:
         """Sign our next message after `head` (seq, id, timestamp): the one signing path.
 
         The timestamp defaults to now, never earlier than the head's; the timeframe
-        is the heads we processed (storage.timeframe), leaving out those `named`
+        is the heads we processed (storage.feeds.timeframe), leaving out those `named`
         by our earlier messages of the batch and covering the messages `cites` names.
         """
         head_seq, head_id, latest = head
@@ -360,7 +366,7 @@ class Writes:
 
     def _links(self, txn, tangles: Mapping[str, bytes | None] | None) -> dict[str, TangleLink]:
         """A new message's tangle links: each tangle's current tips (`UnknownTangle` if none);
-        a document's are its woven tips, which our timeframe covers (storage.documents)."""
+        a document's are its woven tips, which our timeframe covers (storage.documents.engine)."""
         links: dict[str, TangleLink] = {}
         for name, root in (tangles or {}).items():
             if root is None:
@@ -396,7 +402,7 @@ class Writes:
         named_before: set[bytes] | None = None,
         cites: Collection[bytes] = (),
     ) -> dict[bytes, Named]:
-        """A new message's timeframe: the heads we processed, capped (storage.timeframe)."""
+        """A new message's timeframe: the heads we processed, capped (storage.feeds.timeframe)."""
         if self._timeframe_source is not None:
             return self._timeframe_source(txn, self._ctx.tables, me)
         return new_timeframe(

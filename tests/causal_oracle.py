@@ -1,10 +1,11 @@
-"""From-scratch oracles for the causal-time order (storage.causal_key, storage.causal_time)."""
+"""From-scratch oracles for the causal-time order (storage.engine.causal_key,
+storage.engine.causal_time)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from tanglenode.storage.causal_key import (
+from tanglenode.storage.engine.causal_key import (
     MAX_CHAIN,
     element,
     extend,
@@ -12,7 +13,7 @@ from tanglenode.storage.causal_key import (
     root_chain,
     tree_key,
 )
-from tanglenode.storage.causal_time import causal_time_order
+from tanglenode.storage.engine.causal_time import causal_time_order
 
 Event = tuple[bytes, Sequence[bytes], int]  # id, links, time
 

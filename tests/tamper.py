@@ -14,7 +14,7 @@ from typing import Any
 
 import lmdb
 
-from tanglenode.storage.layout import MAX_NAMED_DATABASES, Tables
+from tanglenode.storage.feeds.layout import MAX_NAMED_DATABASES, Tables
 
 
 @contextlib.contextmanager

@@ -96,3 +96,78 @@ def test_our_code_is_imported_through_tanglenode_only():
         if any(under(name, folder) for folder in FOLDERS)
     ]
     assert bare == []
+
+
+# -- storage/'s own layers (docs/ARCHITECTURE.md, "The store's layers") ---------------------
+
+# Each layer may import the layers listed for it (and itself); storage.errors is everyone's.
+# The composition (storage's own modules: store, context, writes, registry, reindex and the
+# read areas) may import every layer below it; the clients and tooling, anything; nothing
+# below them imports them. Imports only for type annotations (under TYPE_CHECKING) are not
+# dependencies and are not counted.
+STORAGE_LAYERS = {
+    "engine": (),
+    "feeds": ("engine",),
+    "views": ("engine", "feeds"),
+    "documents": ("engine", "feeds"),
+    "(composition)": ("engine", "feeds", "views", "documents", "(composition)"),
+    "groups": ("*",),
+    "clients": ("*",),
+    "tools": ("*",),
+}
+
+
+def storage_layer(module: str) -> str | None:
+    """The layer of a `tanglenode.storage` module; None for storage.errors, the base."""
+    parts = module.split(".")
+    if len(parts) < 3 or parts[2] == "errors":
+        return None
+    return parts[2] if parts[2] in STORAGE_LAYERS else "(composition)"
+
+
+def runtime_imports(path: Path) -> list[tuple[int, str]]:
+    """Like `imported_names`, leaving out the imports under `if TYPE_CHECKING:`."""
+    found = []
+
+    def walk(node: ast.AST) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and getattr(child.test, "id", None) == "TYPE_CHECKING":
+                continue
+            if isinstance(child, ast.Import):
+                found.extend((child.lineno, alias.name) for alias in child.names)
+            elif isinstance(child, ast.ImportFrom) and child.module:
+                found.append((child.lineno, child.module))
+                found.extend((child.lineno, f"{child.module}.{a.name}") for a in child.names)
+            walk(child)
+
+    walk(ast.parse(path.read_text(), str(path)))
+    return found
+
+
+def test_storage_layers_import_only_what_lies_below_them():
+    crossing = []
+    for path in sorted((ROOT / "storage").rglob("*.py")):
+        module = "tanglenode." + ".".join(path.relative_to(ROOT).with_suffix("").parts)
+        mine = storage_layer(module.removesuffix(".__init__"))
+        allowed = STORAGE_LAYERS.get(mine or "", ())
+        for line, name in runtime_imports(path):
+            if not under(name, "tanglenode.storage") or name == "tanglenode.storage":
+                continue
+            theirs = storage_layer(name)
+            if theirs is None or theirs == mine or "*" in allowed or theirs in allowed:
+                continue
+            crossing.append(f"{path.relative_to(ROOT)}:{line}: {mine} imports {name}")
+    assert crossing == []
+
+
+def test_the_layers_exist_and_the_check_sees_a_crossing(tmp_path):
+    """Every layer is a folder of storage/, and a planted upward import is found."""
+    for layer in STORAGE_LAYERS:
+        assert layer == "(composition)" or (ROOT / "storage" / layer / "__init__.py").is_file()
+    planted = tmp_path / "planted.py"
+    planted.write_text("from tanglenode.storage.writes import Writes\n")
+    assert [storage_layer(name) for _line, name in runtime_imports(planted)] == [
+        "(composition)",
+        "(composition)",
+    ]
+    assert "(composition)" not in STORAGE_LAYERS["engine"]

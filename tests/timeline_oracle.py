@@ -7,7 +7,12 @@ from collections.abc import Iterable, Sequence
 
 import lmdb
 
-from tanglenode.storage.timeline import Command, TimelineReader, TimelineTables, TimelineWriter
+from tanglenode.storage.engine.timeline import (
+    Command,
+    TimelineReader,
+    TimelineTables,
+    TimelineWriter,
+)
 
 
 def rank_order(events: Iterable[tuple[bytes, Sequence[bytes]]]) -> list[bytes]:

@@ -143,11 +143,11 @@ _BAD_INPUT = (
     "tanglenode.config.settings:ConfigError",
     "tanglenode.node.cli.support:BadInput",
     "tanglenode.protocol.errors:BadIdentifier",
-    "tanglenode.storage.linearize:BadEventLine",
+    "tanglenode.storage.engine.linearize:BadEventLine",
     "tanglenode.protocol.errors:LocalProtocolError",
     "tanglenode.storage.errors:UnknownTangle",
     "tanglenode.storage.errors:OwnFeedBehind",
-    "tanglenode.storage.bundle:BadRecord",
+    "tanglenode.storage.clients.bundle:BadRecord",
 )
 
 

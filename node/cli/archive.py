@@ -1,7 +1,7 @@
 """`tangled export` and `tangled import`: backups of the store, and restoring them.
 
 `export --out DIR` writes a Parquet archive (pipeline/export.py), `export
---bundle FILE` a bundle (storage/bundle.py); both read the store in short read
+--bundle FILE` a bundle (storage/clients/bundle.py); both read the store in short read
 transactions, so they run beside a running node. `import PATH` is offline:
 it takes the data directory's lock (so it refuses while the node runs) and
 ingests through `FeedStore.ingest`, the path every peer's message takes.
@@ -22,7 +22,7 @@ import click
 
 from tanglenode.config.secret import read_secret
 from tanglenode.node.cli.support import BadInput, Context, ExitCode, emit_json, json_option
-from tanglenode.storage.bundle import (
+from tanglenode.storage.clients.bundle import (
     BadRecord,
     ImportSummary,
     archive_parts,

@@ -1,6 +1,6 @@
 """Timeline digests on the command line: `tangled timeline … --digest` and `status`'s lines.
 
-A digest (storage/digest.py) is the hash of a timeline's order, with its
+A digest (storage/views/digest.py) is the hash of a timeline's order, with its
 count: two nodes that print the same line hold the same timeline in the
 same order. People compare the first 16 hex digits (`short`); `--json`
 carries all 64. While the node runs it is asked over IPC (its cache serves

@@ -2,7 +2,7 @@
 
 The trace, sequential or concurrent (with `agent` and `parents`), in the format of
 josephg/editing-traces (tests/data/README.md, "The editing traces"), goes into a fresh
-store through `storage.trace_replay.replay`: one feed per agent, edits grouped into
+store through `storage.clients.trace_replay.replay`: one feed per agent, edits grouped into
 messages as an editor flushes its buffer, timeframes from the trace's
 parents, every message signed and ingested (verify, store, process,
 weave). The final text is written to FILE exactly, with no newline added.
@@ -19,8 +19,8 @@ import click
 
 from tanglenode.node.cli.support import BadInput, ExitCode, emit_json, json_option
 from tanglenode.protocol.identity import message_text
+from tanglenode.storage.clients.trace_replay import BadTrace, load_trace, replay
 from tanglenode.storage.store import FeedStore
-from tanglenode.storage.trace_replay import BadTrace, load_trace, replay
 
 
 @click.command("replay")

@@ -296,7 +296,7 @@ def forks(obj: Context, as_json: bool) -> None:
 @click.pass_obj
 def check(obj: Context, as_json: bool) -> int:
     """Re-verify every stored message and every index."""
-    from tanglenode.storage.check import CheckReport
+    from tanglenode.storage.feeds.check import CheckReport
 
     try:
         with obj.open_store() as store:

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from tanglenode.storage.linearize import linearize
+from tanglenode.storage.engine.linearize import linearize
 
 
 @click.command("linearize")

@@ -13,7 +13,7 @@ A feed is shown by the first of:
    runs never lose each other's change. At most `MAX_PETNAMES` names, the
    file at most `MAX_FILE_BYTES`;
 2. its **self-chosen name**, from its latest own `about` message below the
-   feed's invalid boundary, if it has one (`storage/abouts.py`), shown with a
+   feed's invalid boundary, if it has one (`storage/views/abouts.py`), shown with a
    `~` (`~alice`) so it can never pass for a petname: a petname may not start
    with `~`, `@` or `%`;
 3. its id, shortened: `@AbCdEfGh…`.
@@ -53,7 +53,7 @@ from tanglenode.node.cli.support import (
 from tanglenode.node.cli.terminal import safe
 from tanglenode.protocol.errors import BadIdentifier, TanglenodeError
 from tanglenode.protocol.identity import feed_text, parse_feed
-from tanglenode.storage.abouts import MAX_NAME_CHARS, clean_name
+from tanglenode.storage.views.abouts import MAX_NAME_CHARS, clean_name
 
 PETNAMES_FILE = "petnames.json"
 MAX_PETNAMES = 10_000

@@ -1,6 +1,6 @@
 """`tangled reindex [VIEW]...`: throw derived views away and build them again from the messages.
 
-Offline: it takes the data directory's lock (storage/datalock.py), so it
+Offline: it takes the data directory's lock (storage/feeds/datalock.py), so it
 refuses while the node runs, and rebuilds in one write transaction
 (storage/reindex.py), printing its progress on stderr. `--verify` rebuilds
 inside a transaction it then aborts and reports the views that differ from

@@ -9,12 +9,12 @@ Theory of operation
 - a document's `doc/init` and `doc/edit`: the title, the text typed and how
   many characters were deleted;
 - a private group message: opened when our keys open it (the group's epoch
-  key sealed to our feed, `storage/groups.py`), then summarised as above with
+  key sealed to our feed, `storage/groups/state.py`), then summarised as above with
   the group's name in front; else `[group] sealed`;
 - anything else: compact JSON.
 
 Content is hostile: every summary is one line of printable text (control and
-format characters dropped, `storage.abouts.clean_name`), cut to a bound. The
+format characters dropped, `storage.views.abouts.clean_name`), cut to a bound. The
 terminal width is applied by the caller (`fit`). Group views are read once per
 group and read again when a message of that group is not in them yet (a live
 `watch`), so each group costs one read per new message at most.
@@ -31,7 +31,7 @@ from typing import Any
 
 from tanglenode.node.cli.render import TIME_WIDTH, format_timestamp, jsonable
 from tanglenode.node.cli.terminal import safe
-from tanglenode.storage.abouts import clean_name
+from tanglenode.storage.views.abouts import clean_name
 
 MAX_SUMMARY = 1000  # characters, before the terminal's width cuts it
 MAX_OPS = 256  # doc/edit ops read for a summary
@@ -218,7 +218,7 @@ class Summaries:
         return (one_line(name, 60) if name else None), view.opened.get(message.id)
 
     def _read_group(self, root: bytes) -> Any:
-        from tanglenode.storage.groups import GroupError, read_group
+        from tanglenode.storage.groups.state import GroupError, read_group
 
         if self._keypair is None:
             from tanglenode.config.settings import ConfigError

@@ -32,7 +32,7 @@ from tanglenode.protocol.ipc_fields import ErrorKind
 from tanglenode.protocol.limits import MAX_SEQ, MAX_TANGLE_NAME_BYTES
 
 if TYPE_CHECKING:
-    from tanglenode.storage.datalock import DataDirLock
+    from tanglenode.storage.feeds.datalock import DataDirLock
     from tanglenode.storage.store import FeedStore
 
 log = command_log
@@ -82,8 +82,8 @@ class Context:
             raise NotFound(f"no store at {settings.store_path}; run `tangled init` first") from None
 
     def lock_data_dir(self, purpose: str) -> DataDirLock:
-        """Hold the data directory for a write without the daemon (storage/datalock.py)."""
-        from tanglenode.storage.datalock import DataDirLock
+        """Hold the data directory for a write without the daemon (storage/feeds/datalock.py)."""
+        from tanglenode.storage.feeds.datalock import DataDirLock
 
         data_dir = self.settings.data_dir
         if not data_dir.is_dir():

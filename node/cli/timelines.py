@@ -34,12 +34,12 @@ from tanglenode.node.client import NodeError, NodeNotRunning, connect
 from tanglenode.protocol.errors import TanglenodeError
 from tanglenode.protocol.identity import message_text, parse_message_id
 from tanglenode.protocol.ipc import PAGE, ErrorKind
-from tanglenode.storage.causal_key import MAX_TIME
-from tanglenode.storage.causal_window import WINDOW_MODES
+from tanglenode.storage.engine.causal_key import MAX_TIME
+from tanglenode.storage.engine.causal_window import WINDOW_MODES
+from tanglenode.storage.engine.timeline import Command, Delete, Insert, Move
 from tanglenode.storage.errors import UnknownTimeline
 from tanglenode.storage.store import FeedStore
-from tanglenode.storage.timeline import Command, Delete, Insert, Move
-from tanglenode.storage.timelines import timeline_name
+from tanglenode.storage.views.timelines import timeline_name
 
 
 class ClaimedTime(click.ParamType):

@@ -51,7 +51,7 @@ from tanglenode.node.web.http import (
 from tanglenode.node.web.page import e, listing, shell, when
 from tanglenode.protocol.identity import feed_text, message_text
 from tanglenode.protocol.limits import MAX_SEQ
-from tanglenode.storage.document_rows import Version
+from tanglenode.storage.documents.rows import Version
 from tanglenode.storage.errors import UnknownDocument
 
 PAGE = 200  # documents per `/docs` page

@@ -6,7 +6,7 @@ with the IPC `group-list` op's own handler (node/ipc_discovery.py, which
 (`?after=ROOT` continues). `/groups/ROOT` (ROOT: the group's root message
 id without its `%`) reads the group as `tangled group members`, `epochs`
 and `timeline` do (`StoreService.group`,
-`storage.groups.describe`, `StoreService.group_timeline`): its members by
+`storage.groups.state.describe`, `StoreService.group_timeline`): its members by
 name, its epochs, and its messages in timeline order, opened where we hold
 the key, posts summarised as the CLI summarises them (node/cli/summary.py).
 A group we hold no key of says so and lists its messages as sealed. Names,
@@ -36,7 +36,7 @@ from tanglenode.node.web.http import (
 from tanglenode.node.web.page import e, listing, shell, when
 from tanglenode.protocol.identity import feed_text, message_text
 from tanglenode.protocol.ipc_discovery import GroupListRequest
-from tanglenode.storage.groups import GROUP, GroupError, UnknownGroup, describe
+from tanglenode.storage.groups.state import GROUP, GroupError, UnknownGroup, describe
 
 PAGE = 50  # `group` tangles looked at per `/groups` page
 MAX_ROWS = 1000  # timeline rows shown: the latest

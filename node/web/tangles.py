@@ -49,9 +49,9 @@ from tanglenode.node.web.page import e, listing, shell, when
 from tanglenode.protocol.identity import feed_text, message_text
 from tanglenode.protocol.ipc import PAGE, PAGE_BYTES
 from tanglenode.protocol.limits import MAX_TANGLE_NAME_BYTES
-from tanglenode.storage.groups import GROUP, GroupError
-from tanglenode.storage.timeline import Delete, Insert
-from tanglenode.storage.timelines import timeline_name
+from tanglenode.storage.engine.timeline import Delete, Insert
+from tanglenode.storage.groups.state import GROUP, GroupError
+from tanglenode.storage.views.timelines import timeline_name
 
 MAX_ROWS = 5000  # rows rendered on a tangle's page
 MAX_WATCHED = 2000  # pending rows a stream re-reads the state of

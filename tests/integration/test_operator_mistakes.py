@@ -16,8 +16,8 @@ import trio
 
 from tanglenode.node.client import NodeError
 from tanglenode.node.localnet import TANGLED, Node
-from tanglenode.storage.bundle import MAGIC
-from tanglenode.storage.metapage import check_data_file
+from tanglenode.storage.clients.bundle import MAGIC
+from tanglenode.storage.feeds.metapage import check_data_file
 from tanglenode.storage.store import FeedStore
 from tests.node.test_bundle import snapshot
 
@@ -119,7 +119,7 @@ async def test_flipped_bytes_are_a_check_finding(tmp_path, where):
         raw = store.get_by_seq(node.key, 4).raw
     stored = raw[
         -400:
-    ]  # the padded content and signature: stored verbatim (storage/stored_form.py)
+    ]  # the padded content and signature: stored verbatim (storage/feeds/stored_form.py)
     page_size = check_data_file(data.parent).page_size
     content = data.read_bytes()
     offsets = [i for i in range(len(content)) if content.startswith(stored, i)]

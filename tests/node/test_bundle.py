@@ -8,7 +8,7 @@ import pytest
 
 from tanglenode.pipeline.export import export
 from tanglenode.protocol.message import TangleLink
-from tanglenode.storage.bundle import (
+from tanglenode.storage.clients.bundle import (
     MAGIC,
     BadRecord,
     ImportSummary,

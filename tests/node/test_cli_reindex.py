@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from tanglenode.storage.datalock import DataDirLock
+from tanglenode.storage.feeds.datalock import DataDirLock
 from tanglenode.storage.store import FeedStore
 from tests.node.test_cli import Node
 

@@ -18,7 +18,7 @@ from tanglenode.protocol.document import AtomRef, Insert, edit_content, init_con
 from tanglenode.protocol.ipc import ErrorKind
 from tanglenode.protocol.limits import Limits
 from tanglenode.protocol.message import TangleLink
-from tanglenode.storage.document_rows import SpliceEntry
+from tanglenode.storage.documents.rows import SpliceEntry
 from tanglenode.storage.errors import UnknownDocument
 from tanglenode.storage.store import FeedStore
 from tests.factories import Feed, keypair

@@ -35,7 +35,7 @@ from tanglenode.protocol.framing import FrameDecoder, encode_frame
 from tanglenode.protocol.gossip import VERSION, FrameKind, GossipConnection, PeerWants, tag_of
 from tanglenode.protocol.identity import Keypair
 from tanglenode.protocol.message import message_id
-from tanglenode.storage.processor import SuspectedFork
+from tanglenode.storage.feeds.processor import SuspectedFork
 from tanglenode.storage.store import FeedStore
 from tests.factories import Feed, keypair, sign_raw, unsigned_fields
 from tests.node.test_hostile_peers import fork

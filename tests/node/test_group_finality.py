@@ -5,9 +5,9 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tanglenode.storage import groups
+from tanglenode.storage.groups import state as groups
 from tanglenode.storage.store import FeedStore
-from tanglenode.storage.timelines import timeline_name
+from tanglenode.storage.views.timelines import timeline_name
 from tests.factories import keypair
 
 

@@ -14,7 +14,7 @@ import trio
 
 from tanglenode.node.inbox import FIRST_BATCH, Inbox, Kind
 from tanglenode.node.service import StoreService
-from tanglenode.storage.ingest import Outcome
+from tanglenode.storage.feeds.ingest import Outcome
 from tanglenode.storage.store import FeedStore
 from tests.factories import Feed
 

@@ -15,8 +15,8 @@ from tanglenode.node.service import StoreService
 from tanglenode.protocol import ipc
 from tanglenode.protocol.identity import tag_of
 from tanglenode.protocol.ipc import ErrorKind
+from tanglenode.storage.engine.timeline import Insert, Move, apply_commands
 from tanglenode.storage.store import FeedStore
-from tanglenode.storage.timeline import Insert, Move, apply_commands
 from tests.factories import Feed, keypair
 
 ME = keypair("ipc")

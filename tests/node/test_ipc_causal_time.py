@@ -2,7 +2,7 @@
 
 Messages come from feeds with skewed clocks (timestamps that fall along a chain), ingested
 through the node's own service while clients read; every answer is checked against the
-one-shot causal-time order (storage.causal_time) on the messages present.
+one-shot causal-time order (storage.engine.causal_time) on the messages present.
 """
 
 from contextlib import aclosing
@@ -17,9 +17,9 @@ from tanglenode.node.peers import PeerRegistry
 from tanglenode.node.service import StoreService
 from tanglenode.protocol.ipc import ErrorKind
 from tanglenode.protocol.message import TangleLink
-from tanglenode.storage.causal_time import causal_time_order
+from tanglenode.storage.engine.causal_time import causal_time_order
+from tanglenode.storage.engine.timeline import Delete, Insert, Move, apply_commands
 from tanglenode.storage.store import FeedStore
-from tanglenode.storage.timeline import Delete, Insert, Move, apply_commands
 from tests.factories import Feed, keypair
 
 ME = keypair("ipc-causal")

@@ -14,8 +14,8 @@ from tanglenode.node.network import Network
 from tanglenode.node.peers import PeerRegistry
 from tanglenode.node.service import StoreService
 from tanglenode.protocol.message import TangleLink
+from tanglenode.storage.engine.timeline import Insert, apply_commands
 from tanglenode.storage.store import FeedStore
-from tanglenode.storage.timeline import Insert, apply_commands
 from tests.factories import Feed, keypair
 
 ME = keypair("ipc-joined")

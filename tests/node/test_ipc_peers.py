@@ -11,8 +11,8 @@ from tanglenode.node.network import Network
 from tanglenode.node.peers import PeerRegistry
 from tanglenode.node.service import StoreService
 from tanglenode.protocol.identity import tag_of
-from tanglenode.storage.digest import EMPTY, order_digest
 from tanglenode.storage.store import FeedStore
+from tanglenode.storage.views.digest import EMPTY, order_digest
 from tests.factories import Feed, keypair
 
 ME = keypair("ipc-peers")

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tanglenode.storage.simulate import paper_tangle, random_feed
-from tanglenode.storage.timeline import Insert, Move, apply_commands
+from tanglenode.storage.engine.timeline import Insert, Move, apply_commands
+from tanglenode.storage.tools.simulate import paper_tangle, random_feed
 from tests.timeline_oracle import rank_order
 
 TANGLED = Path(sys.executable).with_name("tangled")

@@ -38,7 +38,7 @@ from tanglenode.node.web.http import WebContext
 from tanglenode.node.web.metrics import Metrics
 from tanglenode.protocol.errors import Reason
 from tanglenode.protocol.identity import feed_text
-from tanglenode.storage.ingest import Outcome
+from tanglenode.storage.feeds.ingest import Outcome
 from tanglenode.storage.store import FeedStore
 from tests.factories import Feed, keypair
 from tests.node.test_web import a_status

@@ -13,8 +13,8 @@ from tanglenode.pipeline.cli import _evaluate
 from tanglenode.pipeline.evaluate import PAPER, configurations, sweep
 from tanglenode.pipeline.evaluate_report import NOT_RUN, markdown, summary
 from tanglenode.pipeline.reference import run_reference
-from tanglenode.storage.scratch import run_engine
-from tanglenode.storage.simulate import DELIVERY, paper_tangle
+from tanglenode.storage.engine.scratch import run_engine
+from tanglenode.storage.tools.simulate import DELIVERY, paper_tangle
 
 TABLE_COLUMNS = {
     "generator", "delivery", "height", "width", "runs",

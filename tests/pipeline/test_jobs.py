@@ -181,7 +181,12 @@ def test_export_wipe_import_round_trips_and_the_audit_finds_no_difference(spark,
     timelines; its archive audits clean against the batch linearization."""
     import io
 
-    from tanglenode.storage.bundle import ImportSummary, import_messages, read_bundle, write_bundle
+    from tanglenode.storage.clients.bundle import (
+        ImportSummary,
+        import_messages,
+        read_bundle,
+        write_bundle,
+    )
     from tests.storage.test_invalidation import state
 
     original, _feeds = build_store(tmp_path / "original", random.Random(9))

@@ -1,4 +1,4 @@
-"""The causal-time key (storage.causal_key) sorts like the causal-time order's greedy one.
+"""The causal-time key (storage.engine.causal_key) sorts like the causal-time order's greedy one.
 
 Keys are computed from scratch here, in topological order, with the same
 `extend` the engine uses; sorting by them must give `causal_time_order`
@@ -8,8 +8,15 @@ arrival otherwise."""
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tanglenode.storage.causal_key import MAX_CHAIN, element, extend, is_cut, root_chain, tree_key
-from tanglenode.storage.causal_time import causal_time_order
+from tanglenode.storage.engine.causal_key import (
+    MAX_CHAIN,
+    element,
+    extend,
+    is_cut,
+    root_chain,
+    tree_key,
+)
+from tanglenode.storage.engine.causal_time import causal_time_order
 
 
 @st.composite

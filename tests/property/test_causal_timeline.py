@@ -1,4 +1,4 @@
-"""The incremental causal-time engine (storage.causal_timeline) against from-scratch oracles:
+"""The incremental causal-time engine (storage.engine.causal_timeline) against from-scratch oracles:
 random histories, random timestamps (equal and falling ones), random arrival orders,
 batches, reopening, dangling links and removals."""
 
@@ -9,9 +9,9 @@ import lmdb
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tanglenode.storage.causal_time import causal_time_order
-from tanglenode.storage.causal_timeline import CausalWriter, causal_name
-from tanglenode.storage.timeline import (
+from tanglenode.storage.engine.causal_time import causal_time_order
+from tanglenode.storage.engine.causal_timeline import CausalWriter, causal_name
+from tanglenode.storage.engine.timeline import (
     Delete,
     Insert,
     Move,

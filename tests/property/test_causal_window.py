@@ -1,4 +1,4 @@
-"""The causal-time window (storage.causal_window) against oracles, both modes."""
+"""The causal-time window (storage.engine.causal_window) against oracles, both modes."""
 
 import tempfile
 from pathlib import Path
@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tanglenode.storage.causal_time import causal_time_order
-from tanglenode.storage.causal_timeline import CausalWriter, causal_name
-from tanglenode.storage.causal_window import window
-from tanglenode.storage.timeline import TimelineTables, TimelineWriter
+from tanglenode.storage.engine.causal_time import causal_time_order
+from tanglenode.storage.engine.causal_timeline import CausalWriter, causal_name
+from tanglenode.storage.engine.causal_window import window
+from tanglenode.storage.engine.timeline import TimelineTables, TimelineWriter
 from tests.causal_oracle import causal_oracle
 
 BASE = b"t"

@@ -53,8 +53,8 @@ from tanglenode.protocol.document import (
 )
 from tanglenode.protocol.message import Message, decode_message
 from tanglenode.storage import writes as writes_module
-from tanglenode.storage.document_rows import DyeSpan
-from tanglenode.storage.ingest import Outcome
+from tanglenode.storage.documents.rows import DyeSpan
+from tanglenode.storage.feeds.ingest import Outcome
 from tanglenode.storage.store import FeedStore
 from tests.factories import keypair
 

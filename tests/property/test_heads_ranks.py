@@ -14,7 +14,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tanglenode.storage.causal_time import causal_time_order
+from tanglenode.storage.engine.causal_time import causal_time_order
 from tests.timeline_oracle import rank_order, ranks
 
 Event = tuple[int, int]  # (author, seq): a message of the history, its label in both worlds

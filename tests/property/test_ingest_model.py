@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from tanglenode.protocol.errors import InvalidMessage, Reason
 from tanglenode.protocol.identity import message_id
 from tanglenode.protocol.message import Message, decode_message
-from tanglenode.storage.ingest import Outcome
+from tanglenode.storage.feeds.ingest import Outcome
 from tanglenode.storage.store import FeedStore
 from tests.factories import Feed, sign_raw, unsigned_fields
 

@@ -32,7 +32,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from tanglenode.protocol.message import ROOT_LINK, Message, TangleLink
-from tanglenode.storage.ingest import Outcome
+from tanglenode.storage.feeds.ingest import Outcome
 from tanglenode.storage.store import FeedStore
 from tests.factories import Feed
 from tests.storage.test_invalidation import state

@@ -4,7 +4,7 @@ A few feeds write into tangle `chat` (rooted, or not, at the first message),
 into tangle `other`, and plain posts; members of `chat` name any earlier
 message (of `chat`, of `other`, a post), an id that never exists, and now and
 then claim a post as their root. A fork twin may cut a feed back (a proof,
-storage.invalidation). Two stores get the pool in two random orders (each
+storage.feeds.invalidation). Two stores get the pool in two random orders (each
 feed in seq order), in random batches, one reopened between batches.
 
 After every batch, each store's tangle states (joined / pending with what it
@@ -26,8 +26,8 @@ from hypothesis import strategies as st
 
 from tanglenode.protocol.limits import UNLIMITED
 from tanglenode.protocol.message import ROOT_LINK, TangleLink, decode_message
+from tanglenode.storage.engine.timeline import Insert
 from tanglenode.storage.store import FeedStore
-from tanglenode.storage.timeline import Insert
 from tests.factories import Feed
 
 MAP_SIZE = 2**24

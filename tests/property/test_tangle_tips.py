@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tanglenode.protocol.message import TangleLink
-from tanglenode.storage.ingest import Outcome
+from tanglenode.storage.feeds.ingest import Outcome
 from tanglenode.storage.store import FeedStore
 from tests.factories import Feed
 

@@ -6,7 +6,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tanglenode.storage.timeline import apply_commands
+from tanglenode.storage.engine.timeline import apply_commands
 from tests.timeline_oracle import EngineHarness, rank_order
 
 

@@ -10,7 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tanglenode.protocol.identity import feed_text
-from tanglenode.storage.abouts import (
+from tanglenode.storage.feeds.ingest import Outcome
+from tanglenode.storage.feeds.layout import MAX_NAMED_DATABASES
+from tanglenode.storage.store import FeedStore
+from tanglenode.storage.views.abouts import (
     ABOUTS_INDEXED,
     FIRST_LAYOUT_DB,
     FIRST_LAYOUT_INDEXED,
@@ -19,9 +22,6 @@ from tanglenode.storage.abouts import (
     backfill_abouts,
     clean_name,
 )
-from tanglenode.storage.ingest import Outcome
-from tanglenode.storage.layout import MAX_NAMED_DATABASES
-from tanglenode.storage.store import FeedStore
 from tests.factories import Feed
 from tests.tamper import tamper
 

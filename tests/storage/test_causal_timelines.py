@@ -1,14 +1,14 @@
 """The node's causal-time timelines, kept by ingest and invalidation, against the
-one-shot causal-time order (storage.causal_time) on the present messages."""
+one-shot causal-time order (storage.engine.causal_time) on the present messages."""
 
 import random
 
 import lmdb
 
 from tanglenode.protocol.message import TangleLink
-from tanglenode.storage.causal_time import causal_time_order
-from tanglenode.storage.layout import MAX_NAMED_DATABASES, feed_key
-from tanglenode.storage.timeline import TimelineTables, apply_commands
+from tanglenode.storage.engine.causal_time import causal_time_order
+from tanglenode.storage.engine.timeline import TimelineTables, apply_commands
+from tanglenode.storage.feeds.layout import MAX_NAMED_DATABASES, feed_key
 from tests.factories import ROOT_LINK, Feed
 from tests.storage.test_invalidation import deliver
 

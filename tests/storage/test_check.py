@@ -4,9 +4,9 @@ import pytest
 
 from tanglenode.protocol.identity import feed_text
 from tanglenode.protocol.message import TangleLink
-from tanglenode.storage.abouts import about_key
-from tanglenode.storage.layout import feed_key, head_value, tangle_key
-from tanglenode.storage.stored_form import verbatim
+from tanglenode.storage.feeds.layout import feed_key, head_value, tangle_key
+from tanglenode.storage.feeds.stored_form import verbatim
+from tanglenode.storage.views.abouts import about_key
 from tests.factories import Feed
 from tests.tamper import tamper
 

@@ -5,10 +5,10 @@ import random
 import pytest
 
 from tanglenode.protocol.message import TangleLink
-from tanglenode.storage import digest as digest_module
-from tanglenode.storage.digest import EMPTY, order_digest
 from tanglenode.storage.errors import UnknownTimeline
-from tanglenode.storage.timelines import SPACETIME
+from tanglenode.storage.views import digest as digest_module
+from tanglenode.storage.views.digest import EMPTY, order_digest
+from tanglenode.storage.views.timelines import SPACETIME
 from tests.factories import Feed
 
 

@@ -8,10 +8,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tanglenode.protocol.message import TangleLink
-from tanglenode.storage import digest as digest_module
-from tanglenode.storage.digest import _Cache, _Cached, order_digest
-from tanglenode.storage.timeline import TimelineReader
-from tanglenode.storage.timelines import SPACETIME
+from tanglenode.storage.engine.timeline import TimelineReader
+from tanglenode.storage.views import digest as digest_module
+from tanglenode.storage.views.digest import _Cache, _Cached, order_digest
+from tanglenode.storage.views.timelines import SPACETIME
 from tests.factories import Feed
 
 _EXAMPLES = itertools.count()  # hypothesis may draw one (seed, chunk) twice: a store each

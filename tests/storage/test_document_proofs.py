@@ -2,7 +2,7 @@
 
 from tanglenode.protocol.document import AtomRef, Insert, edit_content, init_content
 from tanglenode.protocol.message import TangleLink
-from tanglenode.storage.ingest import Outcome
+from tanglenode.storage.feeds.ingest import Outcome
 from tests.factories import Feed
 
 

@@ -21,7 +21,7 @@ from tanglenode.protocol.document import (
 )
 from tanglenode.protocol.message import ROOT_LINK, Message, TangleLink
 from tanglenode.storage.errors import UnknownDocument
-from tanglenode.storage.ingest import Outcome
+from tanglenode.storage.feeds.ingest import Outcome
 from tanglenode.storage.store import FeedStore
 from tests.factories import Feed
 from tests.storage.test_documents import ME, everything, ingest_all, own_head

@@ -19,9 +19,9 @@ from tanglenode.protocol.document import (
     edit_content,
 )
 from tanglenode.protocol.message import TangleLink
-from tanglenode.storage.document_rows import BlameSpan, DyeSpan, Version
+from tanglenode.storage.documents.rows import BlameSpan, DyeSpan, Version
 from tanglenode.storage.errors import BadSplice, UnknownDocument
-from tanglenode.storage.ingest import Outcome
+from tanglenode.storage.feeds.ingest import Outcome
 from tanglenode.storage.store import FeedStore
 from tests.factories import Feed, keypair
 

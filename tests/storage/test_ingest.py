@@ -4,7 +4,7 @@ from tanglenode.protocol.errors import Reason
 from tanglenode.protocol.limits import Limits
 from tanglenode.protocol.message import TangleLink
 from tanglenode.storage.errors import IncompatibleStore, StoreFull, StoreNotFound
-from tanglenode.storage.ingest import Outcome
+from tanglenode.storage.feeds.ingest import Outcome
 from tanglenode.storage.store import FeedStore
 from tests.factories import Feed, sign_raw, unsigned_fields
 from tests.tamper import tamper

@@ -5,8 +5,8 @@ import sys
 import pytest
 
 from tanglenode.protocol.limits import DEFAULT_LIMITS
-from tanglenode.storage.ingest import Outcome, prepare
-from tanglenode.storage.ingest_pipeline import Worker, ingest_batches
+from tanglenode.storage.feeds.ingest import Outcome, prepare
+from tanglenode.storage.feeds.ingest_pipeline import Worker, ingest_batches
 from tanglenode.storage.store import FeedStore
 from tests.storage.test_stored_form import chat, feeds
 
@@ -52,7 +52,7 @@ def test_a_dead_worker_leaves_the_outcome_unchanged(tmp_path, monkeypatch):
     import os
     import signal
 
-    from tanglenode.storage import ingest_pipeline
+    from tanglenode.storage.feeds import ingest_pipeline
 
     real_pool = ingest_pipeline._process_pool
     killed = []

@@ -8,8 +8,8 @@ import pytest
 from tanglenode.protocol.errors import InvalidMessage, Reason
 from tanglenode.protocol.evidence import InvalidProof, ProofKind, check_proof
 from tanglenode.protocol.message import TangleLink
-from tanglenode.storage.ingest import Outcome
-from tanglenode.storage.timelines import SPACETIME
+from tanglenode.storage.feeds.ingest import Outcome
+from tanglenode.storage.views.timelines import SPACETIME
 from tests.factories import Feed, keypair
 
 

@@ -3,9 +3,9 @@
 import pytest
 
 from tanglenode.protocol.message import TangleLink
+from tanglenode.storage.engine.timeline import Insert
 from tanglenode.storage.errors import UnknownTangle
-from tanglenode.storage.ingest import Outcome
-from tanglenode.storage.timeline import Insert
+from tanglenode.storage.feeds.ingest import Outcome
 from tests.factories import Feed, keypair
 from tests.tamper import tamper
 

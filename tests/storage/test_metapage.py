@@ -7,7 +7,7 @@ import lmdb
 import pytest
 
 from tanglenode.storage.errors import StoreDamaged
-from tanglenode.storage.metapage import (
+from tanglenode.storage.feeds.metapage import (
     MAGIC,
     META_SIZE,
     PAGE_HEADER,

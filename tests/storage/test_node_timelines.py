@@ -6,8 +6,8 @@ import pytest
 
 from tanglenode.protocol.errors import Reason
 from tanglenode.protocol.message import TangleLink
-from tanglenode.storage.ingest import Outcome
-from tanglenode.storage.timeline import apply_commands
+from tanglenode.storage.engine.timeline import apply_commands
+from tanglenode.storage.feeds.ingest import Outcome
 from tests.factories import Feed
 from tests.timeline_oracle import rank_order
 

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tanglenode.storage.ordertree import MAX_FANOUT, OrderTree, TreeState
+from tanglenode.storage.engine.ordertree import MAX_FANOUT, OrderTree, TreeState
 
 keys = st.binary(min_size=1, max_size=3)
 operations = st.lists(st.tuples(st.booleans(), keys), min_size=1, max_size=600)

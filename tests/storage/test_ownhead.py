@@ -5,7 +5,7 @@ import json
 import pytest
 
 from tanglenode.storage.errors import OwnFeedBehind, StorageError
-from tanglenode.storage.ownhead import (
+from tanglenode.storage.feeds.ownhead import (
     RECORD_BYTES,
     OwnHead,
     OwnHeadFile,

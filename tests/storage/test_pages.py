@@ -2,9 +2,9 @@
 
 import pytest
 
+from tanglenode.storage.engine.timeline import Insert
 from tanglenode.storage.errors import UnknownTimeline
-from tanglenode.storage.timeline import Insert
-from tanglenode.storage.timelines import timeline_name
+from tanglenode.storage.views.timelines import timeline_name
 
 SPACETIME = timeline_name(None)
 

@@ -3,7 +3,7 @@ import pytest
 from tanglenode.protocol.limits import TIMEFRAME_CAP, Limits
 from tanglenode.protocol.message import TangleLink, decode_message
 from tanglenode.storage.errors import NoIdentity, OwnFeedForked, UnknownTangle
-from tanglenode.storage.ingest import Outcome
+from tanglenode.storage.feeds.ingest import Outcome
 from tests.factories import Feed, keypair
 
 ME = keypair("me")

@@ -6,7 +6,7 @@ from tanglenode.protocol.document import TANGLE, AtomRef, Insert, edit_content, 
 from tanglenode.protocol.errors import Reason
 from tanglenode.protocol.message import Message, TangleLink, UnpublishableMessage, decode_message
 from tanglenode.storage.errors import OwnFeedBehind, UnknownTangle
-from tanglenode.storage.ownhead import OwnHead, read_own_head, write_own_head
+from tanglenode.storage.feeds.ownhead import OwnHead, read_own_head, write_own_head
 from tests.factories import Feed, keypair
 
 ME = keypair("me")

@@ -12,7 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from tanglenode.storage.ownhead import read_own_head
+from tanglenode.storage.feeds.ownhead import read_own_head
 from tanglenode.storage.store import FeedStore
 from tests.factories import keypair
 

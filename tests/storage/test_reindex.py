@@ -4,7 +4,7 @@ A small world with every kind of derived state (timelines of the spacetime
 and of tangles, their causal-time twins, joined views with a member that
 waits, names feeds give themselves, a document edited concurrently by two
 authors, and a feed cut back by a proof of a fork) goes to a fresh store in
-random orders and batches. Each view's `content` (storage/derived.py) must
+random orders and batches. Each view's `content` (storage/feeds/derived.py) must
 then be the same rows, byte for byte: in every store, and before and after
 `reindex` throws every view away and builds it again.
 """
@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from tanglenode.protocol.identity import feed_text
 from tanglenode.protocol.message import TangleLink
-from tanglenode.storage.ingest import Outcome
+from tanglenode.storage.feeds.ingest import Outcome
 from tanglenode.storage.registry import view_names
 from tanglenode.storage.reindex import UnknownViewName, affected, compare, contents, reindex
 from tanglenode.storage.store import FeedStore

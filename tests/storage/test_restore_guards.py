@@ -8,9 +8,9 @@ import sys
 
 import pytest
 
-from tanglenode.storage.datalock import DataDirLock, lock_holder
 from tanglenode.storage.errors import DataDirInUse, OwnFeedBehind, StorageError
-from tanglenode.storage.ownhead import head_path, read_own_head
+from tanglenode.storage.feeds.datalock import DataDirLock, lock_holder
+from tanglenode.storage.feeds.ownhead import head_path, read_own_head
 from tanglenode.storage.store import FeedStore
 from tests.factories import keypair
 
@@ -89,7 +89,7 @@ def test_a_second_lock_is_refused_naming_the_holder(tmp_path):
 
 LOCKER = """
 import sys
-from tanglenode.storage.datalock import DataDirLock
+from tanglenode.storage.feeds.datalock import DataDirLock
 DataDirLock(sys.argv[1], "run").acquire()
 print("locked", flush=True)
 sys.stdin.read()

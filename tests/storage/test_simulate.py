@@ -1,11 +1,11 @@
-"""The paper's tangle generators (storage/simulate.py): Figure 8's two events per rank."""
+"""The paper's tangle generators (storage/tools/simulate.py): Figure 8's two events per rank."""
 
 import random
 from collections import Counter
 
 import pytest
 
-from tanglenode.storage.simulate import (
+from tanglenode.storage.tools.simulate import (
     ACTIVE_FEEDS,
     DEFAULT_GENERATOR,
     GENERATORS,

@@ -1,13 +1,13 @@
-"""The stored form rebuilds every message's signed bytes exactly (storage.stored_form)."""
+"""The stored form rebuilds every message's signed bytes exactly (storage.feeds.stored_form)."""
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 
 from tanglenode.protocol.identity import Keypair, message_id, tag_of
 from tanglenode.protocol.message import sign_message
-from tanglenode.storage import stored_form
 from tanglenode.storage.errors import IncompatibleStore
-from tanglenode.storage.layout import SCHEMA_VERSION
+from tanglenode.storage.feeds import stored_form
+from tanglenode.storage.feeds.layout import SCHEMA_VERSION
 from tanglenode.storage.store import FeedStore
 from tests.property.test_message_properties import signed
 from tests.tamper import tamper

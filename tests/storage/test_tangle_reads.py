@@ -1,7 +1,7 @@
 """Listing the tangles a store holds: figures from the timelines' rows, pages bounded."""
 
 from tanglenode.protocol.message import TangleLink
-from tanglenode.storage.ingest import Outcome
+from tanglenode.storage.feeds.ingest import Outcome
 from tanglenode.storage.tangle_reads import TangleInfo
 from tests.factories import Feed
 

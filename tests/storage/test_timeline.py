@@ -3,8 +3,7 @@ import random
 import pytest
 from scuttlesort import Timeline as ReferenceTimeline
 
-from tanglenode.storage.simulate import paper_tangle, random_feed
-from tanglenode.storage.timeline import (
+from tanglenode.storage.engine.timeline import (
     CycleError,
     Delete,
     DuplicateEvent,
@@ -15,6 +14,7 @@ from tanglenode.storage.timeline import (
     UnknownEvent,
     apply_commands,
 )
+from tanglenode.storage.tools.simulate import paper_tangle, random_feed
 from tests.timeline_oracle import EngineHarness, expected_rows
 
 

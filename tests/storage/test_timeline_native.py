@@ -1,4 +1,4 @@
-"""The engine's two builds (storage/native.py): the compiled hot modules and the plain ones
+"""The engine's two builds (storage/engine/native.py): the compiled hot modules and the plain ones
 give the same commands, orders, rows and errors, event for event, and both match the
 reference ScuttleSort. When Cython and a C compiler are installed, `make install` must
 have built the compiled modules from the current sources."""
@@ -19,11 +19,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scuttlesort import Timeline as ReferenceTimeline
 
-from tanglenode.storage import native, timeline
+from tanglenode.storage.engine import native, timeline
+from tanglenode.storage.engine.ordertree import MAX_FANOUT, TreeState
+from tanglenode.storage.engine.timeline import TimelineWriter, apply_commands
 from tanglenode.storage.errors import TimelineError
-from tanglenode.storage.ordertree import MAX_FANOUT, TreeState
-from tanglenode.storage.simulate import in_order, paper_tangle, random_feed
-from tanglenode.storage.timeline import TimelineWriter, apply_commands
+from tanglenode.storage.tools.simulate import in_order, paper_tangle, random_feed
 from tests.timeline_oracle import EngineHarness, rank_order
 
 BUILT = all(native.compiled(name) for name in native.HOT_MODULES)
@@ -240,7 +240,7 @@ def test_big_batches_crowding_and_emptying_regions_keep_the_tree_well_formed(kin
 def test_log_rows_are_the_msgpack_of_the_commands(kind):
     import msgpack
 
-    from tanglenode.storage.engine_commands import Delete, Insert, Move, decode_commands
+    from tanglenode.storage.engine.engine_commands import Delete, Insert, Move, decode_commands
 
     core = native.plain("engine_core") if kind == "plain" else native.compiled("engine_core")
     rng = random.Random(11)

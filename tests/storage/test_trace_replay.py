@@ -1,4 +1,5 @@
-"""Replaying editing traces (storage.trace_file, storage.trace_replay) through the real path."""
+"""Replaying editing traces (storage.clients.trace_file, storage.clients.trace_replay)
+through the real path."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tanglenode.protocol.limits import DEFAULT_LIMITS
-from tanglenode.storage.trace_replay import (
+from tanglenode.storage.clients.trace_replay import (
     AtomView,
     BadTrace,
     ReplayError,
@@ -290,7 +291,7 @@ def test_boundaries_are_the_txns_cited_other_than_by_their_agents_next():
 
 
 def load_trace_from(trace: dict):
-    from tanglenode.storage.trace_file import parse_trace
+    from tanglenode.storage.clients.trace_file import parse_trace
 
     return parse_trace(json.dumps(trace).encode())
 

@@ -1,0 +1,274 @@
+"""Backups as bundles, and restoring from bundles or Parquet archives (docs/BACKUP.md).
+
+A bundle is `MAGIC` (4 bytes: "TNB" and the format, 2), then the store's
+messages as signed bytes, each preceded by its length as 4 bytes
+big-endian, nothing else: every accepted message, feed by
+feed in seq order (`FeedStore.iter_raw`), then every message held as fork
+evidence (`FeedStore.evidence_messages`). Replaying a bundle in that order
+reproduces the feeds and the evidence: each feed's chain arrives in order,
+and an evidence message arrives after the message it conflicts with.
+
+Reading trusts nothing: a bundle that does not start with `MAGIC` is
+refused at once (one written before format 2 starts with a length: its
+messages carry timeframes of bare seqs, which this build refuses), and a
+length of 0 or over the message size limit, a
+record cut short, a length prefix cut short each raise `BadRecord` naming
+the record (1-based) — the reader never allocates more than one message's
+limit. What the records hold is validated by `FeedStore.ingest` like any
+message from a peer: garbage there is a rejected message with its reason.
+`import_messages` ingests in batches, counting each outcome; a `BadRecord`
+stops it after every record before the bad one was ingested (ingest is
+idempotent, so importing again after a fix is safe).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import BinaryIO
+
+import msgpack
+
+from tanglenode.protocol.errors import RemoteProtocolError
+from tanglenode.protocol.framing import LENGTH_PREFIX
+from tanglenode.storage.feeds.ingest import Outcome
+from tanglenode.storage.feeds.ingest_pipeline import Worker, ingest_batches
+from tanglenode.storage.store import FeedStore
+
+BATCH = 1000
+MAGIC = b"TNB\x02"  # a bundle of format 2 messages; format 1 bundles had no header
+
+
+class BadRecord(RemoteProtocolError):
+    """A bundle or archive record cannot be read; `record` is its 1-based number."""
+
+    def __init__(self, record: int, detail: str) -> None:
+        super().__init__(f"record {record}: {detail}")
+        self.record = record
+        self.detail = detail
+
+
+# -- writing ------------------------------------------------------------------
+
+
+def write_bundle(
+    store: FeedStore, out: BinaryIO, progress: Callable[[int], None] = lambda n: None
+) -> dict[str, int]:
+    """Write every accepted message, then all fork evidence; returns the counts."""
+    counts = {"messages": 0, "evidence": 0, "bytes": len(MAGIC)}
+    out.write(MAGIC)
+    for raw in store.iter_raw():
+        counts["bytes"] += _write_record(out, raw)
+        counts["messages"] += 1
+        progress(1)
+    for message in store.evidence_messages():
+        counts["bytes"] += _write_record(out, message.raw)
+        counts["evidence"] += 1
+        progress(1)
+    return counts
+
+
+def _write_record(out: BinaryIO, raw: bytes) -> int:
+    out.write(LENGTH_PREFIX.pack(len(raw)))
+    out.write(raw)
+    return LENGTH_PREFIX.size + len(raw)
+
+
+# -- reading ------------------------------------------------------------------
+
+
+def _read_up_to(source: BinaryIO, size: int) -> bytes:
+    """Up to `size` bytes; fewer only at the end of the stream (pipes return short reads)."""
+    chunks, missing = [], size
+    while missing:
+        chunk = source.read(missing)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        missing -= len(chunk)
+    return b"".join(chunks)
+
+
+def read_bundle(source: BinaryIO, max_bytes: int) -> Iterator[bytes]:
+    """The records of a bundle, each at most `max_bytes`; `BadRecord` at the first bad one."""
+    head = _read_up_to(source, len(MAGIC))
+    if not head:
+        return
+    if head != MAGIC:
+        older = len(head) == LENGTH_PREFIX.size and 0 < LENGTH_PREFIX.unpack(head)[0] <= max_bytes
+        raise BadRecord(
+            1,
+            "a bundle of format 1 (written before timeframes named messages by tag): this "
+            "build refuses its messages"
+            if older
+            else "not a bundle: it does not start with a bundle's header",
+        )
+    record = 0
+    while True:
+        record += 1
+        prefix = _read_up_to(source, LENGTH_PREFIX.size)
+        if not prefix:
+            return
+        if len(prefix) < LENGTH_PREFIX.size:
+            raise BadRecord(record, f"the length prefix is cut short ({len(prefix)} of 4 bytes)")
+        (length,) = LENGTH_PREFIX.unpack(prefix)
+        if length == 0:
+            raise BadRecord(record, "length 0: not a message")
+        if length > max_bytes:
+            raise BadRecord(
+                record,
+                f"length {length} is over the message size limit ({max_bytes} bytes): "
+                "not a bundle, or a damaged one",
+            )
+        body = _read_up_to(source, length)
+        if len(body) < length:
+            raise BadRecord(record, f"cut short: {len(body)} of {length} bytes")
+        yield body
+
+
+def archive_parts(archive: Path) -> list[Path]:
+    """The Parquet files of an archive's messages, in order; ValueError if it is none."""
+    if not (archive / "messages").is_dir():
+        raise ValueError(f"{archive} is not a `tangled export` archive (no messages/ folder)")
+    return sorted((archive / "messages").glob("part-*.parquet"))
+
+
+def read_archive(parts: list[Path]) -> Iterator[bytes]:
+    """The `raw` column of an archive's messages (accepted ones first, then evidence)."""
+    import pyarrow as pa  # only for archives
+    import pyarrow.parquet as pq
+
+    record = 0
+    for part in parts:
+        try:
+            file = pq.ParquetFile(part)
+            column = file.schema_arrow.field("raw") if "raw" in file.schema_arrow.names else None
+            if column is None or not pa.types.is_binary(column.type):
+                raise BadRecord(record + 1, f"{part} has no binary `raw` column")
+            batches = file.iter_batches(columns=["raw"], batch_size=BATCH)
+            for batch in batches:
+                for raw in batch.column(0).to_pylist():
+                    record += 1
+                    if raw is None:
+                        raise BadRecord(record, f"{part}: the row has no `raw` bytes")
+                    yield raw
+        except (pa.ArrowException, OSError) as error:
+            raise BadRecord(record + 1, f"{part} is not a readable Parquet file: {error}") from None
+
+
+def archive_rows(parts: list[Path]) -> int | None:
+    """How many rows the parts hold, from their footers; None if one cannot be read."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        return sum(pq.ParquetFile(part).metadata.num_rows for part in parts)
+    except (pa.ArrowException, OSError):
+        return None
+
+
+# -- importing ----------------------------------------------------------------
+
+
+def _position(raw: bytes) -> tuple[bytes, int] | None:
+    """(author, seq) read from the signed fields without validating; None if not there."""
+    try:
+        fields = msgpack.unpackb(raw, raw=True, strict_map_key=False)
+        author, seq = fields[1], fields[2]
+    except Exception:  # anything at all: garbage is for `ingest` to reject, with its reason
+        return None
+    if isinstance(author, bytes) and isinstance(seq, int):
+        return author, seq
+    return None
+
+
+@dataclass
+class ImportSummary:
+    records: int = 0
+    outcomes: Counter = field(default_factory=Counter)
+    rejected: Counter = field(default_factory=Counter)
+
+    def as_dict(self) -> dict:
+        return {
+            "records": self.records,
+            "accepted": self.outcomes[Outcome.ACCEPTED],
+            "duplicate": self.outcomes[Outcome.DUPLICATE],
+            "fork": self.outcomes[Outcome.FORK],
+            "rejected": dict(sorted(self.rejected.items())),
+        }
+
+    def line(self) -> str:
+        counts = self.as_dict()
+        rejected = sum(self.rejected.values())
+        text = (
+            f"imported {self.records} records: {counts['accepted']} accepted, "
+            f"{counts['duplicate']} duplicate, {counts['fork']} fork evidence, {rejected} rejected"
+        )
+        if rejected:
+            text += " (" + ", ".join(f"{r}: {n}" for r, n in sorted(self.rejected.items())) + ")"
+        return text
+
+
+def import_messages(
+    store: FeedStore,
+    records: Iterable[bytes],
+    summary: ImportSummary,
+    progress: Callable[[bytes], None] = lambda raw: None,
+    batch: int = BATCH,
+    *,
+    worker: Worker = Worker.PROCESS,
+) -> ImportSummary:
+    """Ingest `records` in batches into `summary`; a BadRecord propagates once the records
+    before it are ingested.
+
+    A batch ends before a message whose author already has one at the same or a higher seq
+    in it: `ingest` applies a batch in seq order per feed, so fork evidence sharing a batch
+    with the later messages of its feed would mark the feed forked before they are stored
+    and get them refused, which they were not when the store first took them.
+
+    Batch N+1 is verified by `worker` (a second process by default) while batch N is
+    stored (`storage.feeds.ingest_pipeline`); the outcome is the same whatever the worker.
+    """
+    stopped: list[BadRecord] = []
+    batches = _batches(records, batch, progress, stopped)
+    for results in ingest_batches(store, batches, worker=worker):
+        for result in results:
+            summary.outcomes[result.outcome] += 1
+            if result.outcome is Outcome.REJECTED:
+                summary.rejected[str(result.reason)] += 1
+        summary.records += len(results)
+    if stopped:
+        raise stopped[0]
+    return summary
+
+
+def _batches(
+    records: Iterable[bytes],
+    batch: int,
+    progress: Callable[[bytes], None],
+    stopped: list[BadRecord],
+) -> Iterator[list[bytes]]:
+    """`records` cut into batches (see `import_messages`); a BadRecord ends them, kept in
+    `stopped` after the records before it were yielded."""
+    pending: list[bytes] = []
+    highest: dict[bytes, int] = {}
+    try:
+        for raw in records:
+            position = _position(raw)
+            if position is not None:
+                author, seq = position
+                if seq <= highest.get(author, 0) and pending:
+                    yield pending
+                    pending, highest = [], {}
+                highest[author] = max(seq, highest.get(author, 0))
+            pending.append(raw)
+            progress(raw)
+            if len(pending) >= batch:
+                yield pending
+                pending, highest = [], {}
+    except BadRecord as error:
+        stopped.append(error)
+    if pending:
+        yield pending

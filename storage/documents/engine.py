@@ -1,0 +1,560 @@
+"""The document engine's write path: edits woven in as they are processed (docs/DOCUMENTS.md).
+
+Theory of operation
+-------------------
+A document message is applied when the causal processor processes it,
+inside the transaction that stored it, so the weave commits with the
+messages.
+
+An edit's *weft* is read through its timeframe, whose entries are bound to
+messages by their tags: its own feed at its own seq, joined with the weft
+of its author's last message woven into the document before it and, for
+each timeframe entry (feed F, seq s), the weft of F's last message woven
+into the document at or below s (`doc-yarn` finds it). Everything inside
+a weft was processed, and woven, before the edit on every node, whatever
+the delivery: whether an edit is valid therefore depends only on its own
+content and on messages every node processed before it, and every node
+sets aside exactly the same edits. Naming a message a proof later removes
+costs only what was known through it alone. The weft is stored with the
+edit's record; the document's *woven tips* (woven messages no woven
+message names in `previous`) are kept in its meta for our own edits to
+name, whose timeframes name the feeds of the root, of every message they
+cite and of those tips (storage.feeds.timeframe), so their wefts hold all they
+build on.
+
+An edit is checked whole before anything is written: every atom it cites
+must belong to the same document, lie inside the edit's weft, exist, and
+be of the right kind (an insert follows a text atom or the root, a delete
+names text atoms, an undelete names backspaces). Then its ops are applied
+in order:
+
+- *insert*: the run is placed after its cause, past every sibling block
+  that sorts before it (the sibling rule, docs/DOCUMENTS.md "The weave and
+  the sibling rule": siblings by descending weft, compared as weft1; of one
+  message, the higher index first). A sibling's causal block is skipped by
+  walking its pieces while each next piece's cause lies inside the block
+  (the lemma of docs/DOCUMENTS.md, "Causal blocks"). The common case, a
+  cause with no later sibling, costs one seek.
+- *delete*: the named atoms' pieces are cut to the range and hidden.
+- *undelete*: each backspace's target is shown again once none of its
+  backspaces is live.
+
+Backspaces are not pieces: they are rows of `doc-dels` (target message and
+index -> backspace message and index, count) and `doc-undels`, which is all
+a revision at an older weft needs. Each applied edit appends its frontier
+splices (`ins pos text`, `del pos len`) to `doc-log` under its version, the
+message's number in the document.
+
+The tables are `storage.documents.rows`'s.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from tanglenode.protocol.document import (
+    EDIT,
+    INIT,
+    TANGLE,
+    AtomRef,
+    Delete,
+    DocEdit,
+    DocInit,
+    DocReason,
+    DocumentError,
+    Insert,
+    Undelete,
+    is_document,
+    parse_document,
+)
+from tanglenode.protocol.message import Message
+from tanglenode.storage.documents.rows import (
+    BACKSPACE,
+    M_ID,
+    M_NEXT_MNO,
+    M_NEXT_NODE,
+    M_ROOT_NODE,
+    M_TIPS,
+    M_YARNS,
+    R_AUTHOR,
+    R_ID,
+    R_SEGMENTS,
+    R_SEQ,
+    ROOT,
+    ROOT_SYMBOL,
+    TEXT_ATOM,
+    UNBACKSPACE,
+    DocumentTables,
+    Weft,
+    backspaces_of,
+    docno_of,
+    open_weave,
+    pack,
+    read_meta,
+    read_record,
+    segment_at,
+    segment_kinds,
+    undeletes_of,
+    unpack,
+    weft_greater,
+)
+from tanglenode.storage.documents.weave import (
+    CAUSE_INDEX,
+    CAUSE_MNO,
+    FLAGS,
+    MNO,
+    START,
+    TEXT,
+    VISIBLE,
+    Weave,
+)
+from tanglenode.storage.documents.wefts import DocWefts, covers, inside
+from tanglenode.storage.feeds.layout import U32, U64, feed_key
+
+_KIND_OF_OP = {Insert: TEXT_ATOM, Delete: BACKSPACE, Undelete: UNBACKSPACE}
+
+
+class _Doc:
+    """One document's state inside an engine's transaction."""
+
+    __slots__ = ("docno", "meta", "weave", "wefts")
+
+    def __init__(self, docno: int, meta: list, weave: Weave, wefts: DocWefts) -> None:
+        self.docno = docno
+        self.meta = meta
+        self.weave = weave
+        self.wefts = wefts
+
+
+class DocumentEngine:
+    """Applies processed document messages inside one write transaction; `finish` writes back."""
+
+    def __init__(self, txn, tables: DocumentTables, bodies, message_ids_db) -> None:
+        self._txn = txn
+        self._tables = tables
+        self._messages = bodies  # storage.feeds.stored_form.Bodies: messages by position
+        self._message_ids = message_ids_db
+        self._docs: dict[int, _Doc] = {}
+
+    # -- entry points ----------------------------------------------------------
+
+    def apply(self, message: Message, mno: int | None = None) -> None:
+        """Weave in `message` if it is a document message (else do nothing).
+
+        `mno` re-applies a message under the number it had (see `rebuild`).
+        """
+        content = message.content
+        if not is_document(content):
+            return
+        link = message.tangles.get(TANGLE)
+        root = message.id if link is None or link.root is None else link.root
+        try:
+            parsed = parse_document(content)
+            if isinstance(parsed, DocInit):
+                if link is None or link.root is not None:
+                    raise DocumentError(
+                        DocReason.MALFORMED, f"a {INIT} roots its own {TANGLE!r} tangle"
+                    )
+                self._create(message, parsed)
+            else:
+                if link is None or link.root is None:
+                    raise DocumentError(
+                        DocReason.MALFORMED, f"a {EDIT} belongs to a {TANGLE!r} tangle"
+                    )
+                self._edit(message, root, parsed, mno)
+        except DocumentError as error:
+            self._txn.put(
+                root + message.id, pack([str(error.reason), error.detail]), db=self._tables.aside
+            )
+
+    def rebuild_after_proofs(
+        self, invalidated: dict[bytes, int], cut: Sequence[Message] = ()
+    ) -> None:
+        """Weave again every document that lost messages to a proof (feed -> invalid from).
+
+        Removing a message can only set aside edits that cite its atoms, so
+        the document is rebuilt from the messages still held, in the order
+        they were processed, under their old version numbers; a `reset`
+        entry in the splice log tells subscribers to take a new snapshot.
+        """
+        touched: set[int] = set()
+        cursor = self._txn.cursor(db=self._tables.feeds)
+        for feed, boundary in sorted(invalidated.items()):
+            if not cursor.set_range(feed_key(feed, boundary)):
+                continue
+            for key, value in cursor:
+                if key[:32] != feed:
+                    break
+                touched.add(U32.unpack(value[:4])[0])
+        for docno in sorted(touched):
+            self._rebuild(docno)
+        self._decide_again(cut)
+
+    def _decide_again(self, cut: Sequence[Message]) -> None:
+        """Forget the `doc-aside` rows of the messages a proof removed, and decide again the
+        edits set aside under a removed root: a node that never held those messages has no
+        such rows, and decides those edits without them."""
+        txn, aside = self._txn, self._tables.aside
+        again: dict[bytes, None] = {}
+        for message in cut:
+            link = message.tangles.get(TANGLE)
+            root = message.id if link is None or link.root is None else link.root
+            txn.delete(root + message.id, db=aside)
+            cursor = txn.cursor(db=aside)
+            if cursor.set_range(message.id):
+                while cursor.key()[:32] == message.id:
+                    again[bytes(cursor.key()[32:])] = None
+                    if not cursor.delete():
+                        break
+        for msg_id in again:
+            position = txn.get(msg_id, db=self._message_ids)
+            if position is not None:
+                self.apply(self._messages.message(txn, bytes(position)))
+
+    def _rebuild(self, docno: int) -> None:
+        txn, tables = self._txn, self._tables
+        self._docs.pop(docno, None)
+        meta = read_meta(txn, tables, docno)
+        prefix = U32.pack(docno)
+        held: list[tuple[int, Message]] = []
+        for key, raw in list(txn.cursor(db=tables.msgs)):
+            if key[:4] != prefix:
+                continue
+            record = unpack(raw)
+            txn.delete(record[R_ID], db=tables.ids)
+            txn.delete(feed_key(record[R_AUTHOR], record[R_SEQ]), db=tables.feeds)
+            stored = self._messages.message(txn, feed_key(record[R_AUTHOR], record[R_SEQ]))
+            if stored is not None:
+                held.append((U32.unpack(key[4:8])[0], stored))
+        for db in (
+            tables.msgs,
+            tables.dels,
+            tables.undels,
+            tables.log,
+            tables.nodes,
+            tables.pieces,
+            tables.yarn,
+        ):
+            cursor = txn.cursor(db=db)
+            if cursor.set_range(prefix):
+                while cursor.key()[:4] == prefix:
+                    if not cursor.delete():
+                        break
+        version = meta[M_NEXT_MNO]
+        if not held or held[0][0] != 0:  # the doc/init itself is gone: so is the document
+            txn.delete(meta[M_ID], db=tables.index)
+            txn.delete(prefix, db=tables.meta)
+            for _mno, message in held:
+                self.apply(message)  # each is set aside now: its root is held no more
+            return
+        init = held[0][1]
+        self._create(init, parse_document(init.content), docno)
+        doc = self._docs[docno]
+        for mno, message in held[1:]:
+            self.apply(message, mno)
+        doc.meta[M_NEXT_MNO] = version + 1
+        self._log(docno, version, None, None)
+
+    def finish(self) -> None:
+        for doc in self._docs.values():
+            doc.weave.flush()
+            doc.meta[M_ROOT_NODE] = doc.weave.root
+            doc.meta[M_NEXT_NODE] = doc.weave.next_node
+            self._txn.put(U32.pack(doc.docno), pack(doc.meta), db=self._tables.meta)
+
+    # -- documents -------------------------------------------------------------
+
+    def _create(self, message: Message, init: DocInit, docno: int | None = None) -> None:
+        txn, tables = self._txn, self._tables
+        if docno is None:
+            cursor = txn.cursor(db=tables.meta)
+            docno = U32.unpack(cursor.key())[0] + 1 if cursor.last() else 0
+        txn.put(message.id, U32.pack(docno), db=tables.index)
+        meta = [message.id, init.title, message.author, message.seq, message.timestamp, 0, 1, 1]
+        meta.append({message.author: message.seq})
+        meta.append([message.id])
+        txn.put(U32.pack(docno), pack(meta), db=tables.meta)  # claims docno in this transaction
+        weave = Weave.create(txn, tables.nodes, tables.pieces, docno, [0, 0, ROOT_SYMBOL, 0, 0, 0])
+        self._docs[docno] = _Doc(docno, meta, weave, DocWefts(txn, tables, docno))
+        self._record(docno, 0, message, [[0, 1, ROOT, 0, 0]], 0, 0, {message.author: message.seq})
+        self._log(docno, 0, message.id, [])
+
+    def _doc(self, root: bytes) -> _Doc:
+        docno = docno_of(self._txn, self._tables, root)
+        if docno is None:
+            raise DocumentError(DocReason.UNKNOWN_DOC, "the document's doc/init is not processed")
+        doc = self._docs.get(docno)
+        if doc is None:
+            meta = read_meta(self._txn, self._tables, docno)
+            weave = open_weave(self._txn, self._tables, docno, meta)
+            wefts = DocWefts(self._txn, self._tables, docno)
+            doc = self._docs[docno] = _Doc(docno, meta, weave, wefts)
+        return doc
+
+    def _record(
+        self,
+        docno: int,
+        mno: int,
+        message: Message,
+        segments: list,
+        ins: int,
+        dels: int,
+        weft: Weft,
+    ) -> None:
+        record = [message.id, message.author, message.seq, message.timestamp, segments, ins, dels]
+        record.append(weft)
+        key = U32.pack(docno) + U32.pack(mno)
+        self._txn.put(key, pack(record), db=self._tables.msgs)
+        self._txn.put(message.id, key, db=self._tables.ids)
+        self._txn.put(feed_key(message.author, message.seq), key, db=self._tables.feeds)
+        yarn_key = U32.pack(docno) + feed_key(message.author, message.seq)
+        self._txn.put(yarn_key, U32.pack(mno), db=self._tables.yarn)
+
+    def _log(self, docno: int, version: int, msg_id: bytes, splices: list | None) -> None:
+        self._txn.put(
+            U32.pack(docno) + U64.pack(version), pack([msg_id, splices]), db=self._tables.log
+        )
+
+    # -- checking an edit ------------------------------------------------------
+
+    def _edit(self, message: Message, root: bytes, edit: DocEdit, mno: int | None = None) -> None:
+        # Whether the init is woven yet depends on delivery unless the timeframe covers it.
+        if not covers(self._txn, self._message_ids, message, root):
+            raise DocumentError(DocReason.OUTSIDE_WEFT, "the doc/init is outside the edit's weft")
+        doc = self._doc(root)
+        meta = doc.meta
+        previous = message.tangles[TANGLE].previous or ()
+        weft = doc.wefts.of_edit(message)
+        renumber = mno is None
+        mno = meta[M_NEXT_MNO] if mno is None else mno
+        segments, first = [], 0
+        for op in edit.ops:
+            count = len(op.text) if type(op) is Insert else op.count
+            segments.append([first, count, _KIND_OF_OP[type(op)], 0, 0])
+            first += count
+        cited: dict[bytes, tuple[int, list]] = {}
+        for segment, op in zip(segments, edit.ops, strict=True):
+            ref = op.cause if type(op) is Insert else op.target
+            ref_mno, ref_segments = self._cited(doc, ref, weft, mno, segments, cited)
+            segment[3], segment[4] = ref_mno, ref.index
+            count = 1 if type(op) is Insert else op.count
+            kinds = segment_kinds(ref_segments, ref.index, count)
+            if kinds is None:
+                raise DocumentError(DocReason.UNKNOWN_ATOM, f"atom {ref.index} (+{count}) absent")
+            allowed = {Insert: {ROOT, TEXT_ATOM}, Delete: {TEXT_ATOM}, Undelete: {BACKSPACE}}
+            if not kinds <= allowed[type(op)]:
+                raise DocumentError(
+                    DocReason.WRONG_KIND, f"{type(op).__name__.lower()} cites atoms of kind {kinds}"
+                )
+        inserted = sum(s[1] for s in segments if s[2] == TEXT_ATOM)
+        deleted = sum(s[1] for s in segments if s[2] == BACKSPACE)
+        if renumber:
+            meta[M_NEXT_MNO] = mno + 1
+        yarns = meta[M_YARNS]
+        yarns[message.author] = max(yarns.get(message.author, 0), message.seq)
+        named = set(previous)
+        meta[M_TIPS] = sorted([tip for tip in meta[M_TIPS] if tip not in named] + [message.id])
+        self._record(doc.docno, mno, message, segments, inserted, deleted, weft)
+        doc.wefts.remember(mno, weft)
+        splices: list = []
+        for segment, op in zip(segments, edit.ops, strict=True):
+            if type(op) is Insert:
+                self._insert(doc, mno, segment, op.text, splices)
+            elif type(op) is Delete:
+                self._delete(doc, mno, segment, splices)
+            else:
+                self._undelete(doc, mno, segment, splices)
+        if renumber:
+            self._log(doc.docno, mno, message.id, splices)
+
+    def _cited(
+        self, doc: _Doc, ref: AtomRef, weft: Weft, mno: int, own: list, cited: dict
+    ) -> tuple[int, list]:
+        """(mno, segments) of the message `ref` names, checked against the citing weft."""
+        if ref.msg is None:
+            return mno, own
+        found = cited.get(ref.msg)
+        if found is not None:
+            return found
+        if not inside(self._txn, self._message_ids, ref.msg, weft):
+            raise DocumentError(DocReason.OUTSIDE_WEFT, "cites an atom outside the edit's weft")
+        key = self._txn.get(ref.msg, db=self._tables.ids)
+        if key is None or U32.unpack(key[:4])[0] != doc.docno:
+            raise DocumentError(DocReason.UNKNOWN_ATOM, "cites a message that is not in this doc")
+        ref_mno = U32.unpack(key[4:8])[0]
+        record = read_record(self._txn, self._tables, doc.docno, ref_mno)
+        found = cited[ref.msg] = (ref_mno, record[R_SEGMENTS])
+        return found
+
+    # -- applying ops ----------------------------------------------------------
+
+    def _goes_first(self, doc: _Doc, mno: int, first: int, sibling_mno: int, sibling: int) -> bool:
+        """Whether new atom (mno, first) precedes its sibling (sibling_mno, sibling)."""
+        if sibling_mno == mno:
+            return first > sibling
+        return weft_greater(doc.wefts.of(mno), doc.wefts.of(sibling_mno))
+
+    def _insert(self, doc: _Doc, mno: int, segment: list, text: str, splices: list) -> None:
+        weave = doc.weave
+        first, cause_mno, cause = segment[0], segment[3], segment[4]
+        leaf, slot = weave.locate(cause_mno, cause)
+        piece = weave.piece(leaf, slot)
+        offset = cause - piece[START]
+        # The gap: after atom `offset` of piece (leaf, slot). Look at what follows it.
+        if offset + 1 < len(piece[TEXT]):
+            sibling = (cause_mno, cause + 1)
+        else:
+            following = weave.next_slot(leaf, slot)
+            sibling = None
+            if following is not None:
+                nxt = weave.piece(*following)
+                if nxt[CAUSE_MNO] == cause_mno and nxt[CAUSE_INDEX] == cause:
+                    sibling = (nxt[MNO], nxt[START])
+        while sibling is not None and not self._goes_first(doc, mno, first, *sibling):
+            leaf, slot, offset, sibling = self._skip_block(
+                weave, leaf, slot, offset, cause_mno, cause
+            )
+        piece = weave.piece(leaf, slot)
+        if offset + 1 < len(piece[TEXT]):
+            weave.split(leaf, slot, offset + 1)
+            leaf, slot = weave.locate(piece[MNO], piece[START])
+        elif (
+            piece[MNO] == mno == cause_mno
+            and piece[START] + len(piece[TEXT]) == first == cause + 1
+            and piece[FLAGS] == VISIBLE
+        ):
+            position = weave.visible_before(leaf, slot) + len(piece[TEXT])
+            weave.extend(leaf, slot, text)
+            _splice(splices, "ins", position, text)
+            return
+        leaf, slot = weave.insert_after(leaf, slot, [mno, first, text, VISIBLE, cause_mno, cause])
+        _splice(splices, "ins", weave.visible_before(leaf, slot), text)
+
+    def _skip_block(
+        self, weave: Weave, leaf: int, slot: int, offset: int, cause_mno: int, cause: int
+    ) -> tuple[int, int, int, tuple[int, int] | None]:
+        """Walk past the causal block that starts after atom `offset` of (leaf, slot).
+
+        Returns the gap after the block (its last piece's last atom) and the
+        next sibling of the cause there, if any.
+        """
+        piece = weave.piece(leaf, slot)
+        block: dict[int, list[tuple[int, int]]] = {}
+        if offset + 1 < len(piece[TEXT]):
+            block[piece[MNO]] = [(piece[START] + offset + 1, piece[START] + len(piece[TEXT]))]
+            place = (leaf, slot)
+        else:
+            place = weave.next_slot(leaf, slot)
+            piece = weave.piece(*place)
+            block[piece[MNO]] = [(piece[START], piece[START] + len(piece[TEXT]))]
+        while True:
+            following = weave.next_slot(*place)
+            if following is None:
+                piece = weave.piece(*place)
+                return place[0], place[1], len(piece[TEXT]) - 1, None
+            nxt = weave.piece(*following)
+            ranges = block.get(nxt[CAUSE_MNO], ())
+            if not any(start <= nxt[CAUSE_INDEX] < end for start, end in ranges):
+                piece = weave.piece(*place)
+                sibling = None
+                if nxt[CAUSE_MNO] == cause_mno and nxt[CAUSE_INDEX] == cause:
+                    sibling = (nxt[MNO], nxt[START])
+                return place[0], place[1], len(piece[TEXT]) - 1, sibling
+            block.setdefault(nxt[MNO], []).append((nxt[START], nxt[START] + len(nxt[TEXT])))
+            place = following
+
+    def _isolate(self, weave: Weave, mno: int, start: int, end: int) -> tuple[int, int]:
+        """Cut pieces so atoms start .. end-1 of `mno` (inside one piece) form a piece alone."""
+        leaf, slot = weave.locate(mno, start)
+        piece = weave.piece(leaf, slot)
+        if start > piece[START]:
+            leaf, slot = weave.split(leaf, slot, start - piece[START])
+            piece = weave.piece(leaf, slot)
+        if end < piece[START] + len(piece[TEXT]):
+            weave.split(leaf, slot, end - piece[START])
+            leaf, slot = weave.locate(mno, start)
+        return leaf, slot
+
+    def _delete(self, doc: _Doc, mno: int, segment: list, splices: list) -> None:
+        weave = doc.weave
+        first, count, target_mno, target = segment[0], segment[1], segment[3], segment[4]
+        self._txn.put(
+            U32.pack(doc.docno)
+            + U32.pack(target_mno)
+            + U32.pack(target)
+            + U32.pack(mno)
+            + U32.pack(first),
+            U32.pack(count),
+            db=self._tables.dels,
+        )
+        index, end = target, target + count
+        while index < end:
+            leaf, slot = weave.locate(target_mno, index)
+            piece = weave.piece(leaf, slot)
+            stop = min(end, piece[START] + len(piece[TEXT]))
+            if piece[FLAGS] & VISIBLE:
+                leaf, slot = self._isolate(weave, target_mno, index, stop)
+                position = weave.visible_before(leaf, slot)
+                weave.set_visible(leaf, slot, False)
+                _splice(splices, "del", position, stop - index)
+            index = stop
+
+    def _undelete(self, doc: _Doc, mno: int, segment: list, splices: list) -> None:
+        first, count, bs_mno, bs_index = segment[0], segment[1], segment[3], segment[4]
+        prefix = U32.pack(doc.docno)
+        self._txn.put(
+            prefix + U32.pack(bs_mno) + U32.pack(bs_index) + U32.pack(mno) + U32.pack(first),
+            U32.pack(count),
+            db=self._tables.undels,
+        )
+        segments = read_record(self._txn, self._tables, doc.docno, bs_mno)[R_SEGMENTS]
+        shown: list[tuple[int, int]] = []  # (target mno, index) that become visible
+        for backspace in range(bs_index, bs_index + count):
+            start, _count, _kind, target_mno, target = segment_at(segments, backspace)
+            atom = (target_mno, target + backspace - start)
+            if not self._live_backspaces(doc.docno, *atom):
+                shown.append(atom)
+        weave = doc.weave
+        for target_mno, index, end in _runs(shown):
+            while index < end:
+                leaf, slot = weave.locate(target_mno, index)
+                piece = weave.piece(leaf, slot)
+                stop = min(end, piece[START] + len(piece[TEXT]))
+                if not piece[FLAGS] & VISIBLE:
+                    leaf, slot = self._isolate(weave, target_mno, index, stop)
+                    weave.set_visible(leaf, slot, True)
+                    text = weave.piece(leaf, slot)[TEXT]
+                    _splice(splices, "ins", weave.visible_before(leaf, slot), text)
+                index = stop
+
+    def _live_backspaces(self, docno: int, target_mno: int, index: int) -> bool:
+        """Whether atom (target_mno, index) has a backspace that no undelete cancels."""
+        for bs_mno, bs_index in backspaces_of(self._txn, self._tables, docno, target_mno, index):
+            if not undeletes_of(self._txn, self._tables, docno, bs_mno, bs_index):
+                return True
+        return False
+
+
+def _runs(atoms: list[tuple[int, int]]):
+    """Group (mno, index) atoms into (mno, start, end) runs of consecutive indices."""
+    runs: list[list[int]] = []
+    for mno, index in sorted(atoms):
+        if runs and runs[-1][0] == mno and runs[-1][2] == index:
+            runs[-1][2] += 1
+        else:
+            runs.append([mno, index, index + 1])
+    return runs
+
+
+def _splice(splices: list, kind: str, position: int, value: Any) -> None:
+    """Append a frontier splice, merging it into the last one when they touch."""
+    if splices:
+        last = splices[-1]
+        if kind == "ins" and last[0] == "ins" and last[1] + len(last[2]) == position:
+            last[2] += value
+            return
+        if kind == "del" and last[0] == "del" and last[1] == position:
+            last[2] += value
+            return
+    splices.append([kind, position, value])

@@ -1,0 +1,282 @@
+"""`store.documents`: create, edit, and read documents, one transaction each.
+
+Edits are published through the store's one writer (`Writes.publishing`:
+several of our messages signed and stored in one write transaction). The
+engine itself is `storage.documents.engine`; the reads are `storage.documents.revisions`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from tanglenode.protocol.document import TANGLE, Insert, edit_content, init_content
+from tanglenode.protocol.limits import TIMEFRAME_CAP
+from tanglenode.protocol.message import Message
+from tanglenode.storage.documents import edits as doc_edits
+from tanglenode.storage.documents import revisions
+from tanglenode.storage.documents.rows import (
+    M_AUTHOR,
+    M_CREATED,
+    M_ID,
+    M_NEXT_MNO,
+    M_TITLE,
+    M_YARNS,
+    R_AUTHOR,
+    R_DELETED,
+    R_ID,
+    R_INSERTED,
+    R_TIMESTAMP,
+    R_WEFT,
+    BlameSpan,
+    DocumentInfo,
+    DyeSpan,
+    SpliceEntry,
+    Version,
+    Weft,
+    docno_of,
+    open_weave,
+    read_meta,
+    read_record,
+    unpack,
+)
+from tanglenode.storage.errors import UnknownDocument, VersionConflict
+from tanglenode.storage.feeds.layout import U32, U64
+
+if TYPE_CHECKING:
+    from tanglenode.storage.context import StoreContext
+    from tanglenode.storage.writes import Writes
+
+At = Weft | bytes | int | None  # a weft, a message id, a version number, or the frontier
+
+# Bytes of a message that are not its content, beyond the timeframe and tangle links.
+_ENVELOPE_BYTES = 400
+_TIMEFRAME_ENTRY_BYTES = 62  # bin 32 key, [seq (up to 9 bytes), bin 16 tag]
+
+
+class DocumentOps:
+    """`store.documents` (see the module docstring)."""
+
+    def __init__(self, ctx: StoreContext, writes: Writes) -> None:
+        self._ctx = ctx
+        self._writes = writes
+
+    # -- writing -----------------------------------------------------------------
+
+    def create_document(self, title: str) -> Message:
+        """Publish a new document's doc/init; the document's id is the message's id."""
+        return self._writes.publish(init_content(title), {TANGLE: None})
+
+    def edit_document(
+        self, doc: bytes, splices: Sequence[Any], base: int | None = None
+    ) -> list[Message]:
+        """Publish the edits that apply `splices` to the current text; [] if they change nothing.
+
+        Splices are ("ins", pos, text) or ("del", pos, length), each against the
+        text the previous ones left. With `base`, the version the splices were
+        made against, raises `VersionConflict` if the document has moved on
+        since (the caller reads it again). Raises `BadSplice` or `UnknownDocument`.
+        """
+        with self._writes.publishing() as session:
+            txn = session.txn
+            tables = self._ctx.document_tables
+            docno = self._docno(txn, doc)
+            meta = read_meta(txn, tables, docno)
+            if base is not None and base != meta[M_NEXT_MNO] - 1:
+                raise VersionConflict(
+                    f"the document is at version {meta[M_NEXT_MNO] - 1}, the edit was made "
+                    f"against version {base}"
+                )
+            planned = doc_edits.plan(open_weave(txn, tables, docno, meta), splices)
+            if not planned:
+                return []
+            ids: dict[int, bytes] = {}
+
+            def id_of(mno: int) -> bytes:
+                if mno not in ids:
+                    ids[mno] = read_record(txn, tables, docno, mno)[R_ID]
+                return ids[mno]
+
+            def publish(ops: list) -> bytes:
+                cites = [op.cause.msg if type(op) is Insert else op.target.msg for op in ops]
+                cites = [msg for msg in cites if msg is not None]
+                return session.publish(edit_content(ops), {TANGLE: doc}, cites=cites).id
+
+            budget = self._ctx.limits.max_message_bytes - _ENVELOPE_BYTES
+            budget -= _TIMEFRAME_ENTRY_BYTES * TIMEFRAME_CAP + 33 * self._ctx.limits.max_previous
+            doc_edits.chunk(planned, id_of, max(budget, 512), publish)
+        return session.published
+
+    # -- reading -----------------------------------------------------------------
+
+    def _docno(self, txn, doc: bytes) -> int:
+        docno = docno_of(txn, self._ctx.document_tables, doc)
+        if docno is None:
+            raise UnknownDocument(f"no document {doc.hex()[:16]}")
+        return docno
+
+    def _weft(self, txn, docno: int, at: At) -> Weft | None:
+        """The weft `at` names (see `At`); None for the frontier, or for a weft that holds
+        every message woven into the document (the same revision, read without history)."""
+        if at is None:
+            return None
+        if isinstance(at, dict):
+            weft = at
+        elif isinstance(at, int):
+            record = read_record(txn, self._ctx.document_tables, docno, at)
+            if record is None:
+                raise UnknownDocument(f"the document has no version {at}")
+            weft = self._message_weft(txn, record[R_ID])
+        else:
+            weft = self._message_weft(txn, at)
+        yarns = read_meta(txn, self._ctx.document_tables, docno)[M_YARNS]
+        if all(weft.get(author, 0) >= seq for author, seq in yarns.items()):
+            return None
+        return weft
+
+    def _message_weft(self, txn, msg_id: bytes) -> Weft:
+        key = txn.get(msg_id, db=self._ctx.document_tables.ids)
+        if key is None:
+            raise UnknownDocument(f"no document message {msg_id.hex()[:16]} to take a weft from")
+        docno, mno = U32.unpack(key[:4])[0], U32.unpack(key[4:8])[0]
+        return read_record(txn, self._ctx.document_tables, docno, mno)[R_WEFT]
+
+    def document_weft(self, msg_id: bytes) -> Weft:
+        """A document message's weft: what of its document its author had woven
+        (storage.documents.engine)."""
+        with self._ctx.read() as txn:
+            return self._message_weft(txn, msg_id)
+
+    def held(self) -> list[DocumentInfo]:
+        """Every document held, in the order they were processed."""
+        tables = self._ctx.document_tables
+        found = []
+        with self._ctx.read() as txn:
+            for key, raw in txn.cursor(db=tables.meta):
+                docno, meta = U32.unpack(key)[0], unpack(raw)
+                weave = open_weave(txn, tables, docno, meta)
+                found.append(
+                    DocumentInfo(
+                        meta[M_ID],
+                        meta[M_TITLE],
+                        meta[M_AUTHOR],
+                        meta[M_CREATED],
+                        weave.visible_total(),
+                        meta[M_NEXT_MNO] - 1,
+                        self._count_set_aside(txn, meta[M_ID]),
+                    )
+                )
+        return found
+
+    def _count_set_aside(self, txn, doc: bytes) -> int:
+        return len(self._set_aside(txn, doc))
+
+    def _set_aside(self, txn, doc: bytes) -> list[tuple[bytes, str, str]]:
+        cursor = txn.cursor(db=self._ctx.document_tables.aside)
+        found: list[tuple[bytes, str, str]] = []
+        if not cursor.set_range(doc):
+            return found
+        for key, raw in cursor:
+            if key[:32] != doc:
+                break
+            reason, detail = unpack(raw)
+            found.append((bytes(key[32:]), reason, detail))
+        return found
+
+    def document_set_aside(self, doc: bytes) -> list[tuple[bytes, str, str]]:
+        """(message id, reason, detail) of every edit of `doc` that was set aside."""
+        with self._ctx.read() as txn:
+            return self._set_aside(txn, doc)
+
+    def document_text(self, doc: bytes) -> str:
+        """The text at the processed frontier."""
+        return self.document_revision(doc, None)
+
+    def document_snapshot(self, doc: bytes) -> tuple[int, str]:
+        """(version, text) at the processed frontier, read together."""
+        with self._ctx.read() as txn:
+            docno = self._docno(txn, doc)
+            meta = read_meta(txn, self._ctx.document_tables, docno)
+            return meta[M_NEXT_MNO] - 1, revisions.revision(
+                txn, self._ctx.document_tables, docno, None
+            )
+
+    def document_revision(self, doc: bytes, at: At = None) -> str:
+        """The text at `at`: a weft, a message id, a version number, or None (the frontier)."""
+        with self._ctx.read() as txn:
+            docno = self._docno(txn, doc)
+            weft = self._weft(txn, docno, at)
+            return revisions.revision(txn, self._ctx.document_tables, docno, weft)
+
+    def document_atoms(self, doc: bytes, at: At = None) -> list[tuple[bytes, int]]:
+        """The (message id, index) of every atom of the revision at `at`, in text order."""
+        with self._ctx.read() as txn:
+            docno = self._docno(txn, doc)
+            weft = self._weft(txn, docno, at)
+            return revisions.visible_atoms(txn, self._ctx.document_tables, docno, weft)
+
+    def document_dye(self, doc: bytes, old: At, new: At) -> list[DyeSpan]:
+        """What changed between two revisions, atom by atom, with who changed it."""
+        with self._ctx.read() as txn:
+            docno = self._docno(txn, doc)
+            old_weft, new_weft = self._weft(txn, docno, old), self._weft(txn, docno, new)
+            return revisions.dye(txn, self._ctx.document_tables, docno, old_weft, new_weft)
+
+    def document_blame(self, doc: bytes, at: At = None) -> list[BlameSpan]:
+        """The revision at `at` in spans, each with the author and message that typed it."""
+        with self._ctx.read() as txn:
+            docno = self._docno(txn, doc)
+            weft = self._weft(txn, docno, at)
+            return revisions.blame(txn, self._ctx.document_tables, docno, weft)
+
+    def document_versions(self, doc: bytes, since: int = 0, limit: int = 1000) -> list[Version]:
+        """Versions `since` .. `since + limit - 1` (0 is the doc/init), in the order woven."""
+        tables = self._ctx.document_tables
+        versions = []
+        with self._ctx.read() as txn:
+            docno = self._docno(txn, doc)
+            prefix = U32.pack(docno)
+            cursor = txn.cursor(db=tables.msgs)
+            if not cursor.set_range(prefix + U32.pack(max(since, 0))):
+                return versions
+            for key, raw in cursor:
+                if key[:4] != prefix or len(versions) >= limit:
+                    break
+                record = unpack(raw)
+                versions.append(
+                    Version(
+                        U32.unpack(key[4:8])[0],
+                        record[R_ID],
+                        record[R_AUTHOR],
+                        record[R_TIMESTAMP],
+                        record[R_INSERTED],
+                        record[R_DELETED],
+                    )
+                )
+        return versions
+
+    def document_splices(
+        self, doc: bytes, since: int, limit: int = 1000
+    ) -> tuple[int, list[SpliceEntry]]:
+        """(head version, the splice entries of versions after `since`, at most `limit`)."""
+        tables = self._ctx.document_tables
+        entries: list[SpliceEntry] = []
+        with self._ctx.read() as txn:
+            docno = self._docno(txn, doc)
+            head = read_meta(txn, tables, docno)[M_NEXT_MNO] - 1
+            prefix = U32.pack(docno)
+            cursor = txn.cursor(db=tables.log)
+            if not cursor.set_range(prefix + U64.pack(max(since + 1, 0))):
+                return head, entries
+            for key, raw in cursor:
+                if key[:4] != prefix or len(entries) >= limit:
+                    break
+                msg_id, splices = unpack(raw)
+                entries.append(
+                    SpliceEntry(
+                        U64.unpack(key[4:12])[0],
+                        msg_id,
+                        None if splices is None else tuple(tuple(s) for s in splices),
+                    )
+                )
+        return head, entries

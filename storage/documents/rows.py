@@ -1,0 +1,246 @@
+"""A document's rows in LMDB: the tables, their records, and the types reads return.
+
+Shared by the engine (storage.documents.engine), the reads (storage.documents.revisions) and
+FeedStore's document methods (storage.documents.ops). Backspaces are rows,
+not pieces: `doc-dels` names, for a run of a message's text atoms, the
+backspaces on them; `doc-undels` the same for backspaces.
+
+    doc-index   doc id -> docno (u32)
+    doc-meta    docno -> msgpack [doc id, title, author, seq, created, root node,
+                                  next node, next mno, {author: highest seq woven},
+                                  [ids of the woven tips]]
+    doc-msgs    docno + mno -> msgpack [id, author, seq, timestamp, segments,
+                                        inserted, deleted, weft]
+                segments: [[first atom, count, kind, cited mno, cited index], ...]
+                weft: {author: seq}, the message's document weft (storage.documents.engine)
+    doc-ids     message id -> docno + mno
+    doc-dels    docno + target mno + index + backspace mno + index -> count (u32)
+    doc-undels  docno + backspace mno + index + undelete mno + index -> count (u32)
+    doc-log     docno + version (u64) -> msgpack [id, [[kind, pos, text|len], ...]]
+    doc-aside   doc id + message id -> msgpack [reason, detail]
+    doc-feeds   author + seq (u64) -> docno + mno   (to find what a proof cuts out)
+    doc-yarn    docno + author + seq (u64) -> mno   (an author's messages woven in a document)
+    doc-nodes, doc-pieces: the weave (storage.documents.weave)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import lmdb
+import msgpack
+
+from tanglenode.storage.documents.weave import Weave
+from tanglenode.storage.feeds.layout import U32
+
+Weft = dict[bytes, int]
+Splice = tuple[str, int, Any]  # ("ins", pos, text) | ("del", pos, length)
+
+
+class DocumentInfo(NamedTuple):
+    id: bytes
+    title: str
+    author: bytes
+    created: int  # ms, the doc/init's timestamp
+    length: int  # code points at the processed frontier
+    versions: int  # edits woven in (the init is version 0)
+    set_aside: int
+
+
+class Version(NamedTuple):
+    number: int
+    msg_id: bytes
+    author: bytes
+    timestamp: int
+    inserted: int
+    deleted: int
+
+
+class SpliceEntry(NamedTuple):
+    """One version's frontier splices, in order; `splices` None means: read a new snapshot."""
+
+    version: int
+    msg_id: bytes | None
+    splices: tuple[tuple[str, int, Any], ...] | None
+
+
+class DyeSpan(NamedTuple):
+    text: str
+    inserted_by: bytes | None
+    removed_by: bytes | None
+
+
+class BlameSpan(NamedTuple):
+    text: str
+    author: bytes
+    msg_id: bytes
+
+
+# Atom kinds in a message's segments.
+ROOT, TEXT_ATOM, BACKSPACE, UNBACKSPACE = 0, 1, 2, 3
+# doc-meta fields.
+(
+    M_ID,
+    M_TITLE,
+    M_AUTHOR,
+    M_SEQ,
+    M_CREATED,
+    M_ROOT_NODE,
+    M_NEXT_NODE,
+    M_NEXT_MNO,
+    M_YARNS,
+    M_TIPS,
+) = range(10)
+# doc-msgs fields.
+R_ID, R_AUTHOR, R_SEQ, R_TIMESTAMP, R_SEGMENTS, R_INSERTED, R_DELETED, R_WEFT = range(8)
+
+ROOT_SYMBOL = "\u0950"  # ॐ: the root's piece, never visible (reads skip mno 0)
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentTables:
+    index: Any
+    meta: Any
+    msgs: Any
+    ids: Any
+    dels: Any
+    undels: Any
+    log: Any
+    aside: Any
+    nodes: Any
+    pieces: Any
+    feeds: Any
+    yarn: Any
+
+    NAMES = (
+        b"doc-index",
+        b"doc-meta",
+        b"doc-msgs",
+        b"doc-ids",
+        b"doc-dels",
+        b"doc-undels",
+        b"doc-log",
+        b"doc-aside",
+        b"doc-nodes",
+        b"doc-pieces",
+        b"doc-feeds",
+        b"doc-yarn",
+    )  # the named databases, in field order
+
+    @classmethod
+    def open(cls, env: lmdb.Environment) -> DocumentTables:
+        with env.begin(write=True) as txn:
+            return cls(*(env.open_db(name, txn=txn) for name in cls.NAMES))
+
+
+def pack(value: Any) -> bytes:
+    return msgpack.packb(value, use_bin_type=True)
+
+
+def unpack(raw: bytes) -> Any:
+    return msgpack.unpackb(raw, use_list=True, raw=False)
+
+
+def join_wefts(wefts: Iterable[Weft]) -> Weft:
+    """The least weft that holds each of `wefts` (the highest seq of each author)."""
+    joined: Weft = {}
+    for weft in wefts:
+        for author, seq in weft.items():
+            if joined.get(author, 0) < seq:
+                joined[author] = seq
+    return joined
+
+
+def weft_greater(a: Weft, b: Weft) -> bool:
+    """weft1 (docs/DOCUMENTS.md): seqs over feed keys ascending (absent = 0), lexicographic."""
+    for feed in sorted(a.keys() | b.keys()):
+        x, y = a.get(feed, 0), b.get(feed, 0)
+        if x != y:
+            return x > y
+    return False
+
+
+def woven_tips(txn, tables: DocumentTables, doc: bytes) -> list[bytes]:
+    """The ids of the document's woven messages no woven message names in `previous`
+    (ascending; none if the document is not held)."""
+    docno = docno_of(txn, tables, doc)
+    return [] if docno is None else list(read_meta(txn, tables, docno)[M_TIPS])
+
+
+def docno_of(txn, tables: DocumentTables, doc: bytes) -> int | None:
+    raw = txn.get(doc, db=tables.index)
+    return None if raw is None else U32.unpack(raw)[0]
+
+
+def read_meta(txn, tables: DocumentTables, docno: int) -> list:
+    return unpack(txn.get(U32.pack(docno), db=tables.meta))
+
+
+def read_record(txn, tables: DocumentTables, docno: int, mno: int) -> list | None:
+    raw = txn.get(U32.pack(docno) + U32.pack(mno), db=tables.msgs)
+    return None if raw is None else unpack(raw)
+
+
+def open_weave(txn, tables: DocumentTables, docno: int, meta: list) -> Weave:
+    return Weave(txn, tables.nodes, tables.pieces, docno, meta[M_ROOT_NODE], meta[M_NEXT_NODE])
+
+
+def segment_kinds(segments: list, first: int, count: int) -> set[int] | None:
+    """The kinds of atoms first .. first+count-1 per `segments`; None if some do not exist."""
+    kinds: set[int] = set()
+    end = first + count
+    covered = first
+    for start, length, kind, _m, _i in segments:
+        if start + length <= covered:
+            continue
+        if start > covered:
+            return None
+        kinds.add(kind)
+        covered = start + length
+        if covered >= end:
+            return kinds
+    return None
+
+
+def segment_at(segments: list, index: int) -> list:
+    for segment in segments:
+        if segment[0] <= index < segment[0] + segment[1]:
+            return segment
+    raise LookupError(f"no atom {index}")
+
+
+def rows_of(txn, db, docno: int, mno: int) -> list[tuple[int, int, int, int]]:
+    """The `doc-dels` or `doc-undels` (`db`) rows on message `mno`'s atoms, each as
+    (first, count, by mno, by index): atoms first.. named by atoms (by mno, by index)..."""
+    prefix = U32.pack(docno) + U32.pack(mno)
+    cursor = txn.cursor(db=db)
+    rows: list[tuple[int, int, int, int]] = []
+    if not cursor.set_range(prefix):
+        return rows
+    for key, value in cursor:
+        if key[:8] != prefix:
+            break
+        first, by_mno, by_index = (U32.unpack(key[at : at + 4])[0] for at in (8, 12, 16))
+        rows.append((first, U32.unpack(value)[0], by_mno, by_index))
+    return rows
+
+
+def naming(rows: list[tuple[int, int, int, int]], index: int) -> list[tuple[int, int]]:
+    """(mno, index) of the atoms in `rows` that name atom `index`."""
+    return [
+        (by_mno, by_index + index - first)
+        for first, count, by_mno, by_index in rows
+        if 0 <= index - first < count
+    ]
+
+
+def backspaces_of(txn, tables: DocumentTables, docno: int, mno: int, index: int):
+    """(mno, index) of every backspace on atom (mno, index)."""
+    return naming(rows_of(txn, tables.dels, docno, mno), index)
+
+
+def undeletes_of(txn, tables: DocumentTables, docno: int, mno: int, index: int):
+    """(mno, index) of every undelete of backspace (mno, index)."""
+    return naming(rows_of(txn, tables.undels, docno, mno), index)

@@ -1,0 +1,75 @@
+"""Documents as a derived view (storage/feeds/derived.py).
+
+Documents follow the causal processor, not arrival: an edit is woven once
+every message its timeframe names is processed (docs/DOCUMENTS.md), so this
+view acts in `processed`. A proof that cut a feed back first weaves again
+every document that lost messages (`DocumentEngine.rebuild_after_proofs`),
+then the messages just processed are woven in processed order. Its
+`content` is each document's text at the processed frontier and the edits
+set aside, by the document's root id: what every node holding the same
+messages reads alike (the weave's row numbers are local).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+from tanglenode.protocol.message import Message
+from tanglenode.storage.documents import revisions
+from tanglenode.storage.documents.engine import DocumentEngine
+from tanglenode.storage.documents.rows import M_ID, DocumentTables, pack, unpack
+from tanglenode.storage.feeds.layout import U32
+
+if TYPE_CHECKING:
+    from tanglenode.storage.context import StoreContext
+    from tanglenode.storage.feeds.derived import Position, ProcessedStep, WriteScope
+
+
+class DocumentsView:
+    """The documents' weaves, set-aside edits and splice logs (storage.documents.engine)."""
+
+    name = "documents"
+    tables = DocumentTables.NAMES
+
+    def __init__(self, ctx: StoreContext) -> None:
+        self._ctx = ctx
+
+    def accepted(self, scope: WriteScope, message: Message) -> None:
+        pass  # woven once processed
+
+    def cut(self, scope: WriteScope, message: Message) -> None:
+        pass  # the proof's step rebuilds the documents that lost messages
+
+    def processed(self, scope: WriteScope, step: ProcessedStep) -> None:
+        """Weave the document messages just processed, in processed order (after rebuilding
+        the documents a proof took messages from)."""
+        if not step.order and not step.invalidated:
+            return
+        tables = self._ctx.tables
+        engine = DocumentEngine(
+            scope.txn, self._ctx.document_tables, tables.bodies, tables.message_ids
+        )
+        if step.invalidated:
+            engine.rebuild_after_proofs(dict(step.invalidated), step.cut)
+        for position in step.order:
+            engine.apply(step.message(scope, position))
+        engine.finish()
+
+    def check(self, txn: Any, messages: Mapping[Position, Message]) -> list[str]:
+        return []  # `tangled reindex --verify documents` compares with a rebuild
+
+    def content(self, txn: Any) -> Iterator[tuple[bytes, bytes]]:
+        tables = self._ctx.document_tables
+        for key, raw in txn.cursor(db=tables.meta):
+            docno, meta = U32.unpack(key)[0], unpack(raw)
+            root = meta[M_ID]
+            aside = []
+            cursor = txn.cursor(db=tables.aside)
+            if cursor.set_range(root):
+                for row, value in cursor:
+                    if row[:32] != root:
+                        break
+                    aside.append([bytes(row[32:]), unpack(value)[0]])
+            text = revisions.revision(txn, tables, docno, None)
+            yield root, pack([text, aside])

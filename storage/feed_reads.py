@@ -1,0 +1,249 @@
+"""`store.feeds`: the reads of feeds, messages, evidence and the processed order.
+
+Each public method is one read transaction (or, for `iter_raw`, one per
+chunk), as every store call is, and none writes. Stored bytes are parsed
+without verifying signatures again; `check()` verifies everything, and asks
+every derived view to check itself (storage/feeds/check.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+
+from tanglenode.protocol.evidence import ProofKind
+from tanglenode.protocol.message import Message
+from tanglenode.storage.context import StoreContext
+from tanglenode.storage.feeds import replication
+from tanglenode.storage.feeds.check import CheckReport, check_store
+from tanglenode.storage.feeds.derived import DerivedView
+from tanglenode.storage.feeds.invalidation import (
+    invalid_by_proof,
+    invalid_feeds,
+    invalid_from,
+    kept_proofs,
+)
+from tanglenode.storage.feeds.layout import Tables, feed_key, parse_stored, split_head_value
+from tanglenode.storage.feeds.processor import (
+    Stall,
+    SuspectedFork,
+    processed_frontier,
+    read_processed,
+    stalls,
+    suspected_forks,
+)
+from tanglenode.storage.views.abouts import read_name, read_names
+
+
+@dataclass(frozen=True, slots=True)
+class FeedInfo:
+    author: bytes
+    head_seq: int
+    head_id: bytes | None
+    invalid_from: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class Evidence:
+    """A kept proof: its kind, the feeds it made invalid (author -> seq), its messages."""
+
+    id: bytes
+    kind: ProofKind
+    invalid: dict[bytes, int]
+    messages: list[Message]
+
+
+def message_by_id(txn, tables: Tables, msg_id: bytes) -> Message | None:
+    """A message by id within `txn`: an accepted one, or one held as fork evidence."""
+    position = txn.get(msg_id, db=tables.message_ids)
+    if position is not None:
+        return tables.bodies.message(txn, position)
+    raw = txn.get(msg_id, db=tables.evidence)
+    return None if raw is None else parse_stored(raw)
+
+
+class FeedReads:
+    """`store.feeds`: feeds, messages, evidence, the processed order (see the module docstring)."""
+
+    def __init__(self, ctx: StoreContext, views: Sequence[DerivedView]) -> None:
+        self._ctx = ctx
+        self._views = views
+
+    def frontier(self) -> dict[bytes, int]:
+        """Feed -> highest stored seq: this store's vector clock."""
+        with self._ctx.read() as txn:
+            return {
+                bytes(key): split_head_value(value)[0]
+                for key, value in txn.cursor(db=self._ctx.tables.heads)
+            }
+
+    def get(self, msg_id: bytes) -> Message | None:
+        """A message by id: an accepted one, or one held as fork evidence."""
+        with self._ctx.read() as txn:
+            return message_by_id(txn, self._ctx.tables, msg_id)
+
+    def get_by_seq(self, author: bytes, seq: int) -> Message | None:
+        with self._ctx.read() as txn:
+            return self._ctx.tables.bodies.message(txn, feed_key(author, seq))
+
+    def read_feed(self, author: bytes, from_seq: int = 1, limit: int = 1000) -> list[Message]:
+        """Up to `limit` messages of a feed, from `from_seq` on, in seq order."""
+        return [parse_stored(raw) for raw in self.read_feed_raw(author, from_seq, limit)]
+
+    def read_feed_raw(self, author: bytes, from_seq: int = 1, limit: int = 1000) -> list[bytes]:
+        """The signed bytes of up to `limit` messages of a feed from `from_seq` on (for gossip)."""
+        raws: list[bytes] = []
+        with self._ctx.read() as txn:
+            cursor = txn.cursor(db=self._ctx.tables.messages)
+            if not cursor.set_range(feed_key(author, max(from_seq, 1))):
+                return raws
+            for key, value in cursor:
+                if key[:32] != author or len(raws) >= limit:
+                    break
+                raws.append(self._ctx.tables.bodies.rebuild(txn, key, value))
+        return raws
+
+    def held(self) -> list[FeedInfo]:
+        """Every feed held or proven invalid: its head (0 if none left) and boundary."""
+        with self._ctx.read() as txn:
+            invalid = invalid_feeds(txn, self._ctx.tables)
+            found = {
+                bytes(author): FeedInfo(
+                    bytes(author), *split_head_value(value), invalid.get(bytes(author))
+                )
+                for author, value in txn.cursor(db=self._ctx.tables.heads)
+            }
+        for author, boundary in invalid.items():
+            found.setdefault(author, FeedInfo(author, 0, None, boundary))
+        return [found[author] for author in sorted(found)]
+
+    def about_names(self) -> dict[bytes, str]:
+        """Feed -> the name it gave itself: its latest own `about` below its invalid
+        boundary (storage.views.abouts)."""
+        with self._ctx.read() as txn:
+            boundaries = invalid_feeds(txn, self._ctx.tables)
+            return read_names(txn, self._ctx.tables.about_names, boundaries)
+
+    def about_name(self, feed: bytes) -> str | None:
+        """The name `feed` gave itself, as in `about_names()`, or None."""
+        with self._ctx.read() as txn:
+            boundary = invalid_from(txn, self._ctx.tables, feed)
+            return read_name(txn, self._ctx.tables.about_names, feed, boundary)
+
+    def invalid_feeds(self) -> dict[bytes, int]:
+        """Feed -> the seq it is invalid from, for every feed a kept proof cut back."""
+        with self._ctx.read() as txn:
+            return invalid_feeds(txn, self._ctx.tables)
+
+    def evidence(self) -> list[Evidence]:
+        """Every kept proof (at most one per invalid feed)."""
+        with self._ctx.read() as txn:
+            proofs = kept_proofs(txn, self._ctx.tables)
+            cut = invalid_by_proof(txn, self._ctx.tables)
+        return [
+            Evidence(proof_id, kind, dict(sorted(cut.get(proof_id, {}).items())), messages)
+            for proof_id, kind, messages in proofs
+        ]
+
+    def evidence_messages(self) -> list[Message]:
+        """The messages of every kept proof (held apart from the feeds)."""
+        return [message for proof in self.evidence() for message in proof.messages]
+
+    def iter_raw(self, chunk: int = 10_000) -> Iterator[bytes]:
+        """Every accepted message's signed bytes, feed by feed in seq order.
+
+        Reads `chunk` rows per read transaction, so a long export never pins
+        old pages while a node keeps writing.
+        """
+        after: bytes | None = None
+        while True:
+            with self._ctx.read() as txn:
+                cursor = txn.cursor(db=self._ctx.tables.messages)
+                found = cursor.set_range(after) if after else cursor.first()
+                if found and after is not None and cursor.key() == after:
+                    found = cursor.next()
+                rows = []
+                bodies = self._ctx.tables.bodies
+                while found and len(rows) < chunk:
+                    key = bytes(cursor.key())
+                    rows.append((key, bodies.rebuild(txn, key, cursor.value())))
+                    found = cursor.next()
+            if not rows:
+                return
+            yield from (raw for _key, raw in rows)
+            after = rows[-1][0]
+
+    def processed(self, start: int = 0, limit: int = 1000) -> list[tuple[int, bytes, int]]:
+        """(index, feed, seq) of the processed order from `start` on."""
+        with self._ctx.read() as txn:
+            return read_processed(txn, self._ctx.processor_tables, start, limit)
+
+    def processed_frontier(self) -> dict[bytes, int]:
+        with self._ctx.read() as txn:
+            return processed_frontier(txn, self._ctx.processor_tables)
+
+    def stalls(self) -> list[Stall]:
+        """Feeds whose next message waits on a message the store does not have."""
+        with self._ctx.read() as txn:
+            return stalls(txn, self._ctx.processor_tables, self._ctx.tables.bodies)
+
+    def suspected_forks(self) -> list[SuspectedFork]:
+        """Every (feed, seq) some message names with a tag other than the one processed there:
+        a fork until its proof arrives (storage.feeds.processor)."""
+        with self._ctx.read() as txn:
+            return suspected_forks(txn, self._ctx.processor_tables, self._ctx.tables.bodies)
+
+    def check(self) -> CheckReport:
+        """Re-verify every stored message and every index (slow: reads everything)."""
+        return check_store(self._ctx, self._views)
+
+    def replication_start(self, wants: Mapping[bytes, int]) -> int:
+        """Where a peer's walk of the processed order starts (see `storage.feeds.replication`)."""
+        with self._ctx.read() as txn:
+            return replication.start_of(txn, self._ctx.processor_tables, dict(wants))
+
+    def next_batch(
+        self, wants: Mapping[bytes, int], resume: int, limit: int, max_bytes: int
+    ) -> replication.Batch:
+        """The next messages a peer's subscriptions (feed -> seq sent) lack, in processed order."""
+        with self._ctx.read() as txn:
+            return replication.next_batch(
+                txn,
+                self._ctx.processor_tables,
+                self._ctx.tables.bodies,
+                dict(wants),
+                resume,
+                limit,
+                max_bytes,
+            )
+
+    def processed_page(
+        self, start: int = 0, limit: int = 1000, max_bytes: int | None = None
+    ) -> list[tuple[int, Message | None]]:
+        """(index, message) of the processed order from `start` on (None: no longer held).
+
+        The page stops early once the messages' signed bytes reach `max_bytes`.
+        """
+        page: list[tuple[int, Message | None]] = []
+        size = 0
+        with self._ctx.read() as txn:
+            for index, feed, seq in read_processed(txn, self._ctx.processor_tables, start, limit):
+                message = self._ctx.tables.bodies.message(txn, feed_key(feed, seq))
+                page.append((index, message))
+                size += len(message.raw) if message else 0
+                if max_bytes is not None and size >= max_bytes:
+                    break
+        return page
+
+    def statistics(self) -> dict[str, int]:
+        """Counts, the bytes of data.mdb in use (up to its last page) and the map's size."""
+        with self._ctx.read() as txn:
+            info = self._ctx.env.info()
+            return {
+                "messages": txn.stat(self._ctx.tables.messages)["entries"],
+                "feeds": txn.stat(self._ctx.tables.heads)["entries"],
+                "evidence": txn.stat(self._ctx.tables.evidence)["entries"],
+                "invalid_feeds": txn.stat(self._ctx.tables.invalid)["entries"],
+                "bytes_on_disk": info["last_pgno"] * self._ctx.env.stat()["psize"],
+                "map_size": info["map_size"],
+            }

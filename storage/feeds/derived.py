@@ -1,0 +1,121 @@
+"""Derived views: the one interface every index computed from stored messages implements.
+
+Theory of operation
+-------------------
+A derived view is state every node computes the same way from the messages
+it holds: the timelines, the causal-time twins, the tangles' joined views,
+the names feeds give themselves, the documents. Each is an object built
+once per open store over the shared `StoreContext`, listed once in
+`storage.registry.open_views`. The store calls every view at the same four
+moments, inside the write transaction that makes the change, so a view
+commits with the message that changed it:
+
+    accepted(scope, message)   a message was stored (it is in `messages` and
+                               `message-ids` already), in batch order
+    cut(scope, message)        a proof cut the feed back: the message has left
+                               `messages` and `message-ids` (newest first)
+    processed(scope, step)     the causal processor moved: `step.order` holds
+                               the messages processed, in processed order,
+                               after `step.invalidated` feeds were cut back
+
+`WriteScope` is what one write transaction looks like to the views: the
+transaction and the one `TimelineWriter` every timeline-backed view writes
+through (so the rank engine, the twins and the joined views share caches),
+written out by `scope.finish()` before the processor runs.
+
+Two more calls serve `tangled check` and `tangled reindex`, which walk the
+same list (storage/reindex.py):
+
+    check(txn, messages)       problems found comparing the view with the
+                               messages alone (one line each)
+    content(txn)               the view as (key, value) rows that depend only
+                               on which messages are held, never on the
+                               order they came in: a view rebuilt from
+                               scratch yields exactly the rows of the view
+                               kept incrementally
+
+and `tables`, the named databases the view writes: `reindex` empties them
+(with those of every view sharing one) and feeds the view every stored
+message again. The processor's own bookkeeping is not a view: its order is
+the order messages became ready on this node, which no rebuild can recover.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from tanglenode.protocol.message import Message
+from tanglenode.storage.engine.timeline import TimelineReader, TimelineWriter
+
+if TYPE_CHECKING:
+    from tanglenode.storage.context import StoreContext
+
+Position = tuple[bytes, int]
+
+
+@dataclass(frozen=True, slots=True)
+class ProcessedStep:
+    """What one pass of the causal processor did, for the views that follow it."""
+
+    order: Sequence[Position]  # processed now, in processed order
+    batch: Mapping[Position, Message] = field(default_factory=dict)  # bodies at hand
+    invalidated: Mapping[bytes, int] = field(default_factory=dict)  # feed -> cut from seq
+    cut: Sequence[Message] = ()  # the messages the proofs removed
+
+    def message(self, scope: WriteScope, position: Position) -> Message:
+        found = self.batch.get(position)
+        if found is None:
+            found = scope.ctx.tables.bodies.message(scope.txn, position[0] + _u64(position[1]))
+        return found
+
+
+def _u64(seq: int) -> bytes:
+    return seq.to_bytes(8, "big")
+
+
+class WriteScope:
+    """One write transaction as the views see it."""
+
+    def __init__(self, txn: Any, ctx: StoreContext) -> None:
+        self.txn = txn
+        self.ctx = ctx
+        self._timelines: TimelineWriter | None = None
+        self._reader: TimelineReader | None = None
+
+    @property
+    def timelines(self) -> TimelineWriter:
+        """The one timeline writer of this transaction."""
+        if self._timelines is None:
+            self._timelines = TimelineWriter(self.txn, self.ctx.timeline_tables)
+        return self._timelines
+
+    def finish(self) -> None:
+        """Write what the timeline writer cached (its rows, its command logs)."""
+        if self._timelines is not None:
+            self._timelines.finish()
+
+    @property
+    def reader(self) -> TimelineReader:
+        """The timelines as this transaction sees them (for the joined views)."""
+        if self._reader is None:
+            self._reader = TimelineReader(self.txn, self.ctx.timeline_tables)
+        return self._reader
+
+
+class DerivedView(Protocol):
+    """An index computed from stored messages (see the module's theory of operation)."""
+
+    name: str
+    tables: tuple[bytes, ...]
+
+    def accepted(self, scope: WriteScope, message: Message) -> None: ...
+
+    def cut(self, scope: WriteScope, message: Message) -> None: ...
+
+    def processed(self, scope: WriteScope, step: ProcessedStep) -> None: ...
+
+    def check(self, txn: Any, messages: Mapping[Position, Message]) -> list[str]: ...
+
+    def content(self, txn: Any) -> Iterator[tuple[bytes, bytes]]: ...

@@ -1,0 +1,83 @@
+"""The names feeds give themselves as a derived view (storage/feeds/derived.py).
+
+The index and its rules are storage.views.abouts' (kept light: the CLI reads names
+with it and never loads LMDB); this module holds what the store calls.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+from tanglenode.protocol.identity import feed_text
+from tanglenode.protocol.message import Message
+from tanglenode.storage.feeds.layout import ABOUTS_DB
+from tanglenode.storage.views.abouts import ROW_KEY_LEN, about_name, index_about, split_about_key
+
+if TYPE_CHECKING:
+    from tanglenode.storage.context import StoreContext
+    from tanglenode.storage.feeds.derived import Position, ProcessedStep, WriteScope
+
+_U64 = struct.Struct(">Q")
+
+
+class AboutsView:
+    """`about-names`: the names feeds give themselves (see the module's theory of operation)."""
+
+    name = "abouts"
+    tables = (ABOUTS_DB,)
+
+    def __init__(self, ctx: StoreContext) -> None:
+        self._ctx = ctx
+
+    def accepted(self, scope: WriteScope, message: Message) -> None:
+        index_about(
+            scope.txn, self._ctx.tables.about_names, message.author, message.seq, message.content
+        )
+
+    def cut(self, scope: WriteScope, message: Message) -> None:
+        pass  # its row stays, unread: readers stop at the feed's invalid boundary
+
+    def processed(self, scope: WriteScope, step: ProcessedStep) -> None:
+        pass
+
+    def check(self, txn: Any, messages: Mapping[Position, Message]) -> list[str]:
+        """`about-names` holds one row per own `about` held, as ingest indexes it.
+
+        A row at or past its feed's invalid boundary names it by a message cut
+        since (readers skip it): it cannot be checked and is not reported,
+        whatever the messages still held say.
+        """
+        expected: dict[tuple[bytes, int], bytes] = {}
+        for (author, seq), message in messages.items():
+            name = about_name(message.content, author)
+            if name is not None:
+                expected[(author, seq)] = name.encode()
+        boundaries = self._boundaries(txn)
+        problems = []
+        for key, value in txn.cursor(db=self._ctx.tables.about_names):
+            if len(key) != ROW_KEY_LEN:
+                problems.append(f"about-names holds a malformed key {bytes(key).hex()}")
+                continue
+            author, seq = split_about_key(key)
+            if expected.pop((author, seq), None) == bytes(value):
+                continue
+            if seq < boundaries.get(author, seq + 1):
+                problems.append(
+                    f"about-names row {feed_text(author)}:{seq} is not the own about held there"
+                )
+        for author, seq in expected:
+            problems.append(f"the about at {feed_text(author)}:{seq} is missing from about-names")
+        return problems
+
+    def content(self, txn: Any) -> Iterator[tuple[bytes, bytes]]:
+        boundaries = self._boundaries(txn)
+        for key, value in txn.cursor(db=self._ctx.tables.about_names):
+            author, seq = split_about_key(key)
+            if seq < boundaries.get(author, seq + 1):
+                yield bytes(key), bytes(value)
+
+    def _boundaries(self, txn: Any) -> dict[bytes, int]:
+        invalid = self._ctx.tables.invalid
+        return {bytes(a): _U64.unpack(v[:8])[0] for a, v in txn.cursor(db=invalid)}

@@ -1,0 +1,58 @@
+"""The tangles' joined views as a derived view (storage/feeds/derived.py).
+
+The recipe and its rows are storage.views.joined's; `tangled check` runs the recipe
+on the messages alone and compares (storage.views.joined_check). The joined views
+are timelines (`\x02` + tangle key) in the tables the rank engine writes, so
+`tangled reindex joined` rebuilds the timelines with them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+from tanglenode.protocol.message import Message
+from tanglenode.storage.views.joined import join_message, leave_message
+from tanglenode.storage.views.joined_check import check_tangles
+from tanglenode.storage.views.timelines import TIMELINE_TABLES, StoredLinks, timeline_contents
+
+if TYPE_CHECKING:
+    from tanglenode.storage.context import StoreContext
+    from tanglenode.storage.feeds.derived import Position, ProcessedStep, WriteScope
+
+
+class JoinedView:
+    """The tangles' joined views, states, waiting rows and tips (this module's recipe)."""
+
+    name = "joined"
+    tables = (*TIMELINE_TABLES, b"tangle-state", b"tangle-pending", b"tangle-tips")
+
+    def __init__(self, ctx: StoreContext) -> None:
+        self._ctx = ctx
+
+    def accepted(self, scope: WriteScope, message: Message) -> None:
+        join_message(scope.txn, self._ctx.tables, scope.timelines, message)
+
+    def cut(self, scope: WriteScope, message: Message) -> None:
+        links = StoredLinks(scope.txn, self._ctx.tables)
+        leave_message(
+            scope.txn, self._ctx.tables, scope.timelines, scope.reader, message, links.tangle_member
+        )
+
+    def processed(self, scope: WriteScope, step: ProcessedStep) -> None:
+        pass  # joining follows arrival, not processing
+
+    def check(self, txn: Any, messages: Mapping[Position, Message]) -> list[str]:
+        problems: list[str] = []
+        tables = self._ctx.tables
+        check_tangles(txn, tables, self._ctx.timeline_tables, list(messages.values()), problems)
+        return problems
+
+    def content(self, txn: Any) -> Iterator[tuple[bytes, bytes]]:
+        tables = self._ctx.tables
+        for prefix, db in ((b"s", tables.tangle_state), (b"p", tables.tangle_pending)):
+            for key, value in txn.cursor(db=db):
+                yield prefix + bytes(key), bytes(value)
+        for key, value in txn.cursor(db=tables.tangle_tips):
+            yield b"t" + bytes(key) + bytes(value), b""
+        yield from timeline_contents(txn, self._ctx.timeline_tables, b"\x02")

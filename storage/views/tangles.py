@@ -1,0 +1,63 @@
+"""Tangle tips: the joined members no joined member names in `previous`.
+
+Theory of operation
+-------------------
+`publish` cites a tangle's tips as its new message's `previous`
+(docs/FORMAT.md, "Tangles"), so only joined members are tips: a pending or
+invalid member is never cited, and a member that names one does not stop
+it being a tip. storage.views.joined decides when a member joins, and calls
+`tip_joined`: a member joins only after every member it names, and before
+any joined member can name it, so at that moment it becomes a tip and each
+of its previous stops being one. That is two row writes per link, on the
+tangle's few `tangle-tips` rows; nothing here grows with the tangle.
+
+When joined members leave the view (their feed was cut back,
+storage.feeds.invalidation), `untip_left` drops them as tips and makes tips
+again of the joined members they named that no remaining joined member
+names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+
+from tanglenode.storage.feeds.layout import Tables, tangle_key
+
+
+def tip_joined(txn, tables: Tables, key: bytes, member: bytes, previous: Sequence[bytes]) -> None:
+    """`member` of the tangle with this key just joined, naming `previous` (all joined)."""
+    for named in previous:
+        txn.delete(key, named, db=tables.tangle_tips)
+    txn.put(key, member, db=tables.tangle_tips, dupdata=True)
+
+
+def untip_left(
+    txn,
+    tables: Tables,
+    key: bytes,
+    left: Iterable[bytes],
+    previous: Mapping[bytes, Sequence[bytes]],
+    tip_again: Callable[[bytes], bool],
+) -> None:
+    """Members `left` are no longer joined (their rows already say so); repair the tips.
+
+    `previous[m]` is what each of them named; `tip_again(p)` whether p is a
+    joined member that no joined member names any more.
+    """
+    left = list(left)
+    gone = set(left)
+    for member in left:
+        txn.delete(key, member, db=tables.tangle_tips)
+    for member in left:
+        for named in previous[member]:
+            if named not in gone and tip_again(named):
+                txn.put(key, named, db=tables.tangle_tips, dupdata=True)
+
+
+def tips_of(txn, tables: Tables, root: bytes, name: str) -> list[bytes]:
+    """The current tips of tangle (name, root), ascending by id."""
+    key = tangle_key(root, name)
+    cursor = txn.cursor(db=tables.tangle_tips)
+    if not cursor.set_key(key):
+        return []
+    return [bytes(value) for value in cursor.iternext_dup(keys=False)]
