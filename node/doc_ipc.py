@@ -61,7 +61,7 @@ async def _doc_edit(service: StoreService, request: DocEditRequest) -> dict[str,
 
 async def _doc_list(service: StoreService, request: DocListRequest) -> dict[str, Any]:
     """A page of the documents the store holds."""
-    documents = await service.documents()
+    documents = await service.read(lambda store: store.documents())
     page = documents[request.start : request.start + request.limit]
     following = request.start + len(page)
     return {
@@ -73,17 +73,22 @@ async def _doc_list(service: StoreService, request: DocListRequest) -> dict[str,
 
 async def _doc_show(service: StoreService, request: DocShowRequest) -> dict[str, Any]:
     """The text at the frontier with its version, or at `at` (version nil)."""
-    if request.at is None:
-        version, text = await service.document_snapshot(request.doc)
+    doc, at = request.doc, request.at
+    if at is None:
+        version, text = await service.read(lambda store: store.document_snapshot(doc))
         return {"version": version, "text": text}
-    return {"version": None, "text": await service.document_revision(request.doc, request.at)}
+    text = await service.read(lambda store: store.document_revision(doc, at))
+    return {"version": None, "text": text}
 
 
 async def _doc_log(service: StoreService, request: DocLogRequest) -> dict[str, Any]:
     """Versions from `since`, and the messages the document set aside (at most
     `SET_ASIDE_SHOWN`; `set_aside_total` counts them all)."""
-    versions = await service.document_versions(request.doc, request.since, request.limit)
-    aside = await service.document_set_aside(request.doc)
+    doc = request.doc
+    versions = await service.read(
+        lambda store: store.document_versions(doc, request.since, request.limit)
+    )
+    aside = await service.read(lambda store: store.document_set_aside(doc))
     return {
         "versions": [version_body(version) for version in versions],
         "set_aside": [set_aside_body(*entry) for entry in aside[:SET_ASIDE_SHOWN]],
@@ -92,12 +97,14 @@ async def _doc_log(service: StoreService, request: DocLogRequest) -> dict[str, A
 
 
 async def _doc_diff(service: StoreService, request: DocDiffRequest) -> dict[str, Any]:
-    spans = await service.document_dye(request.doc, request.old, request.new)
+    doc, old, new = request.doc, request.old, request.new
+    spans = await service.read(lambda store: store.document_dye(doc, old, new))
     return {"spans": [dye_body(span) for span in spans]}
 
 
 async def _doc_blame(service: StoreService, request: DocBlameRequest) -> dict[str, Any]:
-    spans = await service.document_blame(request.doc, request.at)
+    doc, at = request.doc, request.at
+    spans = await service.read(lambda store: store.document_blame(doc, at))
     return {"spans": [blame_body(span) for span in spans]}
 
 
@@ -159,7 +166,7 @@ class DocWatch:
             self._proofs_seen = self.service.evidence_version
             if await self._log_rewritten(version):
                 return await self._snapshot()
-        _head, entries = await self.service.document_splices(self.doc, version, WATCH_ENTRIES)
+        _head, entries = await self._splices(version)
         if not entries:
             return None
         if not _continues(version, entries):
@@ -173,13 +180,20 @@ class DocWatch:
         return [{"entries": page}], page[-1]["version"]
 
     async def _snapshot(self) -> Page:
-        version, text = await self.service.document_snapshot(self.doc)
+        version, text = await self.service.read(lambda store: store.document_snapshot(self.doc))
         return snapshot_events(version, text), version
+
+    async def _splices(self, version: int) -> tuple[int, list[Any]]:
+        """The head version and up to `WATCH_ENTRIES` splice entries after `version`."""
+        doc = self.doc
+        return await self.service.read(
+            lambda store: store.document_splices(doc, version, WATCH_ENTRIES)
+        )
 
     async def _log_rewritten(self, version: int) -> bool:
         """Whether the splice log after `version` fails to continue it."""
         while True:
-            head, entries = await self.service.document_splices(self.doc, version, WATCH_ENTRIES)
+            head, entries = await self._splices(version)
             if not _continues(version, entries) or (not entries and version != head):
                 return True
             if not entries:

@@ -12,7 +12,7 @@ follow until the client hangs up.
 The protocol half is `protocol/ipc.py` (sans-IO: request shapes and their
 checks, reply and event bodies, `ErrorKind`). This module moves frames,
 dispatches each checked request through one table (op name -> handler),
-reads the store through `StoreService`'s typed reads, and maps the errors
+reads the store through `StoreService.read`, and maps the errors
 an operation raises to an `ErrorKind` in one place (`ERROR_KINDS`). The
 document ops' handlers and `doc-watch`'s pages are `node/doc_ipc.py`'s;
 the node's and its peers' (`status`, `peers`, `clock`, `connect`,
@@ -293,7 +293,7 @@ class IpcServer:
         return message_body(message)
 
     async def _get(self, request: GetRequest) -> dict[str, Any]:
-        message = await self.service.message(request.message)
+        message = await self.service.read(lambda store: store.get(request.message))
         if message is None:
             raise RequestError(ErrorKind.NOT_FOUND, "no such message")
         return message_body(message)
@@ -301,27 +301,29 @@ class IpcServer:
     async def _timeline(self, request: TimelineRequest) -> dict[str, Any]:
         name = _timeline_name(request.timeline)
         if request.digest:  # storage/digest.py: on demand, cached by version
-            found = await self.service.digest(name)
+            found = await self.service.read(lambda store: store.timeline_digest(name))
             return digest_body(found.version, found.count, found.digest)
         window = request.window
         if window is not None:  # seed 001's time window, from the time index
-            version, first, entries = await self.service.timeline_window(
-                name, window.from_time, window.to_time, window.mode, request.start, request.limit
+            low, high, start, limit = window.from_time, window.to_time, request.start, request.limit
+            version, first, entries = await self.service.read(
+                lambda store: store.timeline_window(name, low, high, window.mode, start, limit)
             )
             return {
                 "version": version,
                 "start": first,
                 "entries": [[time, msg_id] for time, msg_id in entries],
             }
-        version, entries = await self.service.timeline_page(
-            name, request.start, request.limit, states=True
+        stop = request.start + request.limit
+        version, entries = await self.service.read(
+            lambda store: store.timeline_at(name, request.start, stop, states=True)
         )
         return {"version": version, "entries": [list(entry) for entry in entries]}
 
     async def _placement(self, request: PlacementRequest) -> dict[str, Any]:
         """A message's position and rank in a timeline; in a tangle's, its state too."""
         name = _timeline_name(request.timeline)
-        found = await self.service.member(name, request.message)
+        found = await self.service.read(lambda store: store.timeline_member(name, request.message))
         if found is None:
             raise RequestError(ErrorKind.NOT_FOUND, "the message is not in that timeline")
         placement, state = found
@@ -333,13 +335,15 @@ class IpcServer:
     async def _commands(self, request: CommandsRequest) -> dict[str, Any]:
         """Up to `limit` commands after version `since` (no message bodies)."""
         name = _timeline_name(request.timeline)
-        version, commands = await self.service.timeline_log(name, request.since, request.limit)
+        version, commands = await self.service.read(
+            lambda store: store.timeline_log(name, request.since, request.limit)
+        )
         return {"version": version, "commands": [_command_wire(command) for command in commands]}
 
     # -- private groups (storage/groups.py) ------------------------------------------
 
     async def _group(self, root: bytes) -> groups.GroupView:
-        return await self.service.group(self.keypair, root)
+        return await self.service.read(groups.read_group, self.keypair, root)
 
     async def _group_create(self, request: GroupCreateRequest) -> dict[str, Any]:
         content, tangles = groups.create(self.keypair, request.name)
@@ -366,12 +370,12 @@ class IpcServer:
 
     async def _group_show(self, request: GroupShowRequest) -> dict[str, Any]:
         view = await self._group(request.group)
-        final = await self.service.group_final(view)
+        final = await self.service.read(groups.final, view)
         return {**groups.describe(view), "final": final}
 
     async def _group_timeline(self, request: GroupTimelineRequest) -> dict[str, Any]:
         view = await self._group(request.group)
-        rows = await self.service.group_timeline(view, request.tangle, request.order)
+        rows = await self.service.read(groups.timeline, view, request.tangle, request.order)
         for row in rows:
             if "content" in row:
                 row["content"] = bounded_content(row["content"])
@@ -384,7 +388,7 @@ class IpcServer:
         name = _timeline_name(request.timeline)
         since = request.since
         try:
-            version, entries = await self.service.timeline_page(name)
+            version, entries = await self.service.read(lambda store: store.timeline_at(name))
         except UnknownTimeline:  # a tangle not seen yet is empty at version 0
             version, entries = 0, []
         if since is not None and since <= version:
@@ -403,7 +407,9 @@ class IpcServer:
         spacetime = request.timeline.root is None and request.timeline.order == "rank"
 
         async def next_page(version: int) -> tuple[list[dict[str, Any]], int, bool] | None:
-            head, updates = await self.service.timeline_updates(name, version, PAGE, PAGE_BYTES)
+            head, updates = await self.service.read(
+                lambda store: store.timeline_updates(name, version, PAGE, PAGE_BYTES)
+            )
             if not updates:
                 return None
             commands = [
@@ -412,7 +418,7 @@ class IpcServer:
             ]
             event: dict[str, Any] = {"commands": commands}
             if spacetime:
-                event["final"] = await self.service.final()
+                event["final"] = await self.service.read(lambda store: store.spacetime_final())
             return [event], commands[-1]["v"], commands[-1]["v"] >= head
 
         await self._follow(stream, number, since, next_page)
@@ -422,7 +428,9 @@ class IpcServer:
         await self._send(stream, {"id": number, "ok": {"start": request.start}})
 
         async def next_page(index: int) -> tuple[list[dict[str, Any]], int] | None:
-            page = await self.service.processed_page(index, PAGE, PAGE_BYTES)
+            page = await self.service.read(
+                lambda store: store.processed_page(index, PAGE, PAGE_BYTES)
+            )
             if not page:
                 return None
             entries = [processed_entry(position, message) for position, message in page]

@@ -2,7 +2,7 @@
 
 Each op is one synchronous read of a `FeedStore` with our keypair
 (`DISCOVERY_READS`), not a method of the server: the node runs it in a
-worker thread of its `StoreService` (`discovery_replies`, in its table of
+worker thread (`StoreService.read`, by `discovery_replies`, in its table of
 handlers), and `tangled tangles` and `tangled group list` run the same one
 on a store of their own while the node is stopped (node/cli/discover.py),
 so both paths answer alike. The reads are `FeedStore.tangle_page` and
@@ -83,6 +83,6 @@ def discovery_replies(
     """The discovery ops' handlers for the IPC server's table, bound to its service and key."""
 
     async def serve(read, request: Any) -> dict[str, Any]:
-        return await service._reading(read, service.store, keypair, request)
+        return await service.read(read, keypair, request)
 
     return {op: functools.partial(serve, read) for op, read in DISCOVERY_READS.items()}

@@ -108,8 +108,8 @@ class PeerOps:
         """A summary: counts, and at most `STATUS_LIST` forks, suspected forks, stalls and
         peers each."""
         invalid = dict(self.service.invalid)
-        stalled = await self.service.stalls()
-        suspected = await self.service.suspected_forks()
+        stalled = await self.service.read(lambda store: store.stalls())
+        suspected = await self.service.read(lambda store: store.suspected_forks())
         forked = set(invalid)
         ours = self.service.clock
         peers = list(self.registry.peers.values())
@@ -131,7 +131,7 @@ class PeerOps:
                 for x in suspected[:STATUS_LIST]
             ],
             "suspected_forks_total": len(suspected),
-            "final": await self.service.final(),
+            "final": await self.service.read(lambda store: store.spacetime_final()),
             "stalls": [
                 {
                     "feed": x.feed,
@@ -150,7 +150,9 @@ class PeerOps:
             **self.status_extra,
         }
         if request.digests:
-            found, more = await self.service.digests(STATUS_DIGESTS)
+            found, more = await self.service.read(
+                lambda store: store.timeline_digests(STATUS_DIGESTS)
+            )
             reply["digests"] = [
                 ({"spacetime": True} if root is None else {"tangle": name, "root": root})
                 | digest_body(digest.version, digest.count, digest.digest)

@@ -164,8 +164,11 @@ def test_the_dispatch_table_serves_every_op_of_the_protocol_and_nothing_else():
     assert not server._replies.keys() & server._streams.keys()
 
 
-async def test_every_op_reads_through_typed_service_methods_only(node):
-    assert not hasattr(StoreService, "read")  # no untyped escape hatch to fall back on
+async def test_every_op_reads_through_the_services_one_read(node):
+    # the typed methods are those where the node adds state; any read is `read`
+    typed = {name for name in vars(StoreService) if not name.startswith("_")}
+    assert not typed & {"message", "timeline_page", "document_splices", "group", "tangles"}
+    assert "read" in typed
     path = await node()
     async with await connect(path) as client:
         root = (await client.publish("root", {"chat": None}))["id"]

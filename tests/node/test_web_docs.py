@@ -286,9 +286,9 @@ async def a_group(site):
     """Our group with a hostile name: the peer added, a hostile post, the peer's post."""
     content, tangles = group_store.create(ME, HOSTILE)
     group = (await site.service.publish(content, tangles)).id
-    view = await site.service.group(ME, group)
+    view = await site.service.read(group_store.read_group, ME, group)
     await site.service.publish(*group_store.add(view, ME, [PEER.public]))
-    view = await site.service.group(ME, group)
+    view = await site.service.read(group_store.read_group, ME, group)
     await site.service.publish(*group_store.post(view, ME, {"type": "post", "text": HOSTILE}))
     about = {"type": "about", "about": feed_text(PEER.public), "name": "peer & co"}
     await site.peer(PEER, lambda store: store.publish(about))
