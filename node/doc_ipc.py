@@ -2,9 +2,10 @@
 
 Theory of operation
 -------------------
-Each op with one reply is a function of the `StoreService` (`DOC_REPLIES`),
-not of the server, so `tangled doc` runs the same ones on a store of its
-own while the node is stopped (node/cli/docs.py): both paths answer alike.
+Each op with one reply is a handler `(area, request)`, a row of
+`node.ipc.OPS`, not a method of the server, so `tangled doc` runs the same
+ones on a store of its own while the node is stopped (node/cli/backend.py):
+both paths answer alike.
 
 A `doc-watch` stream is a `DocWatch`: where the stream starts (`start`),
 then its pages (`next_page`). `node/ipc.py` moves them: it sends the
@@ -19,8 +20,7 @@ instead. The request shapes and the bodies are `protocol/doc_ipc.py`'s.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tanglenode.node.service import StoreService
 from tanglenode.protocol.doc_ipc import (
@@ -42,26 +42,30 @@ from tanglenode.protocol.doc_ipc import (
 )
 from tanglenode.protocol.ipc import PAGE_BYTES
 
+if TYPE_CHECKING:
+    from tanglenode.node.ipc import Area
+
 WATCH_ENTRIES = 64  # splice entries read per doc-watch page (cut further at `PAGE_BYTES`)
 
 # -- the ops with one reply --------------------------------------------------------------------
 
 
-async def _doc_create(service: StoreService, request: DocCreateRequest) -> dict[str, Any]:
-    message = await service.create_document(request.title)
+async def doc_create(area: Area, request: DocCreateRequest) -> dict[str, Any]:
+    message = await area.service.create_document(request.title)
     return {"doc": message.id}
 
 
-async def _doc_edit(service: StoreService, request: DocEditRequest) -> dict[str, Any]:
+async def doc_edit(area: Area, request: DocEditRequest) -> dict[str, Any]:
     """Publish the splices; the messages (none when nothing changed), each with its version.
     With `base`, nothing is published once the document has moved past it (`conflict`)."""
+    service = area.service
     messages, numbers = await service.edit_document(request.doc, request.splices, request.base)
     return {"messages": [{"msg": m.id, "version": numbers.get(m.id)} for m in messages]}
 
 
-async def _doc_list(service: StoreService, request: DocListRequest) -> dict[str, Any]:
+async def doc_list(area: Area, request: DocListRequest) -> dict[str, Any]:
     """A page of the documents the store holds."""
-    documents = await service.read(lambda store: store.documents())
+    documents = await area.service.read(lambda store: store.documents())
     page = documents[request.start : request.start + request.limit]
     following = request.start + len(page)
     return {
@@ -71,24 +75,24 @@ async def _doc_list(service: StoreService, request: DocListRequest) -> dict[str,
     }
 
 
-async def _doc_show(service: StoreService, request: DocShowRequest) -> dict[str, Any]:
+async def doc_show(area: Area, request: DocShowRequest) -> dict[str, Any]:
     """The text at the frontier with its version, or at `at` (version nil)."""
     doc, at = request.doc, request.at
     if at is None:
-        version, text = await service.read(lambda store: store.document_snapshot(doc))
+        version, text = await area.service.read(lambda store: store.document_snapshot(doc))
         return {"version": version, "text": text}
-    text = await service.read(lambda store: store.document_revision(doc, at))
+    text = await area.service.read(lambda store: store.document_revision(doc, at))
     return {"version": None, "text": text}
 
 
-async def _doc_log(service: StoreService, request: DocLogRequest) -> dict[str, Any]:
+async def doc_log(area: Area, request: DocLogRequest) -> dict[str, Any]:
     """Versions from `since`, and the messages the document set aside (at most
     `SET_ASIDE_SHOWN`; `set_aside_total` counts them all)."""
     doc = request.doc
-    versions = await service.read(
+    versions = await area.service.read(
         lambda store: store.document_versions(doc, request.since, request.limit)
     )
-    aside = await service.read(lambda store: store.document_set_aside(doc))
+    aside = await area.service.read(lambda store: store.document_set_aside(doc))
     return {
         "versions": [version_body(version) for version in versions],
         "set_aside": [set_aside_body(*entry) for entry in aside[:SET_ASIDE_SHOWN]],
@@ -96,28 +100,16 @@ async def _doc_log(service: StoreService, request: DocLogRequest) -> dict[str, A
     }
 
 
-async def _doc_diff(service: StoreService, request: DocDiffRequest) -> dict[str, Any]:
+async def doc_diff(area: Area, request: DocDiffRequest) -> dict[str, Any]:
     doc, old, new = request.doc, request.old, request.new
-    spans = await service.read(lambda store: store.document_dye(doc, old, new))
+    spans = await area.service.read(lambda store: store.document_dye(doc, old, new))
     return {"spans": [dye_body(span) for span in spans]}
 
 
-async def _doc_blame(service: StoreService, request: DocBlameRequest) -> dict[str, Any]:
+async def doc_blame(area: Area, request: DocBlameRequest) -> dict[str, Any]:
     doc, at = request.doc, request.at
-    spans = await service.read(lambda store: store.document_blame(doc, at))
+    spans = await area.service.read(lambda store: store.document_blame(doc, at))
     return {"spans": [blame_body(span) for span in spans]}
-
-
-# The document ops with one reply, by name: `IpcServer` serves them, and so does the CLI.
-DOC_REPLIES: dict[str, Callable[[StoreService, Any], Awaitable[dict[str, Any]]]] = {
-    "doc-create": _doc_create,
-    "doc-edit": _doc_edit,
-    "doc-list": _doc_list,
-    "doc-show": _doc_show,
-    "doc-log": _doc_log,
-    "doc-diff": _doc_diff,
-    "doc-blame": _doc_blame,
-}
 
 
 # -- the doc-watch stream ------------------------------------------------------------------

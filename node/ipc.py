@@ -10,13 +10,21 @@ into a stream: after the first reply, frames `{"id": N, "event": ...}`
 follow until the client hangs up.
 
 The protocol half is `protocol/ipc.py` (sans-IO: request shapes and their
-checks, reply and event bodies, `ErrorKind`). This module moves frames,
-dispatches each checked request through one table (op name -> handler),
-reads the store through `StoreService.read`, and maps the errors
-an operation raises to an `ErrorKind` in one place (`ERROR_KINDS`). The
-document ops' handlers and `doc-watch`'s pages are `node/doc_ipc.py`'s;
-the node's and its peers' (`status`, `peers`, `clock`, `connect`,
-`disconnect`) are `node/ipc_peers.py`'s.
+checks, reply and event bodies, `ErrorKind`). This module holds `OPS`, the
+one table of ops (name -> `Op`: its handler, and where it can run), moves
+frames, dispatches each checked request through that table, and maps the
+errors an operation raises to an `ErrorKind` in one place (`ERROR_KINDS`).
+
+A handler is `handler(area, request)`: the `Area` it works on (the store
+through `StoreService`, our keypair, and in the daemon the running node's
+peers) and the checked request; it returns the reply's value. The
+messages', timelines' and groups' handlers are `Area`'s methods; the
+document ops' are `node/doc_ipc.py`'s (with `doc-watch`'s pages), the
+listings' `node/ipc_discovery.py`'s, the node's and its peers' (`status`,
+`peers`, `clock`, `connect`, `disconnect`) `node/ipc_peers.py`'s. `answer`
+turns one request into its reply frame: the socket sends it, and the CLI
+reads the same frame from a store it opened itself while the node is
+stopped (node/cli/backend.py), so both answer alike, errors included.
 
 A timeline subscription reads the timeline's command log from the version
 the client names, then waits for the store to change and reads on. The log
@@ -31,22 +39,19 @@ unwritable for `send_seconds` is closed outright.
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 import trio
 
-from tanglenode.node.doc_ipc import DOC_REPLIES, DocWatch
+from tanglenode.node import doc_ipc, ipc_discovery, ipc_peers
+from tanglenode.node.doc_ipc import DocWatch
 from tanglenode.node.failures import only
-from tanglenode.node.ipc_discovery import discovery_replies
-from tanglenode.node.ipc_peers import PeerOps
-from tanglenode.node.network import Network
-from tanglenode.node.peers import PeerRegistry
+from tanglenode.node.ipc_peers import RunningNode
 from tanglenode.node.service import StoreService
 from tanglenode.protocol.address import BadAddress
 from tanglenode.protocol.doc_ipc import DocWatchRequest
@@ -103,7 +108,21 @@ from tanglenode.storage.errors import (
 from tanglenode.storage.store import FeedStore
 from tanglenode.storage.timeline import Command, Delete, Insert
 
-__all__ = ["ERROR_KINDS", "MAX_FRAME", "IpcServer", "error_kind", "error_reply"]
+if TYPE_CHECKING:
+    from tanglenode.node.network import Network
+    from tanglenode.node.peers import PeerRegistry
+
+__all__ = [
+    "ERROR_KINDS",
+    "MAX_FRAME",
+    "OPS",
+    "Area",
+    "IpcServer",
+    "Op",
+    "answer",
+    "error_kind",
+    "error_reply",
+]
 
 log = structlog.get_logger("ipc")
 
@@ -158,133 +177,16 @@ def _command_wire(
     return move_command(command.src, command.dst, version)
 
 
-Reply = Callable[[Any], Awaitable[dict[str, Any]]]
-Stream = Callable[[Any, Any, Any], Awaitable[None]]
-
-
 @dataclass
-class IpcServer:
+class Area:
+    """What an op's handler works on: the store through `service`, our `keypair`, and
+    `node`, what only the running node has (its peers and network; None where the CLI
+    opened the store itself). The handlers of the messages, timelines and groups are
+    methods here; `OPS` lists every op's."""
+
     service: StoreService
-    registry: PeerRegistry
-    network: Network
-    keypair: Keypair
-    status_extra: dict[str, Any] = field(default_factory=dict)
-    queue_frames: int = 64
-    send_seconds: float = 10.0
-    streams_open: int = field(init=False, default=0)  # subscribers of any stream op, now
-    _peer_ops: PeerOps = field(init=False, repr=False)
-    _replies: dict[str, Reply] = field(init=False, repr=False)
-    _streams: dict[str, Stream] = field(init=False, repr=False)
-
-    def __post_init__(self) -> None:
-        # Every op of `protocol.ipc.PARSERS`, by name: those with one reply, then streams.
-        self._replies = {
-            "publish": self._publish,
-            "get": self._get,
-            "timeline": self._timeline,
-            "commands": self._commands,
-            "placement": self._placement,
-            "group-create": self._group_create,
-            "group-add": self._group_add,
-            "group-exclude": self._group_exclude,
-            "group-post": self._group_post,
-            "group-show": self._group_show,
-            "group-timeline": self._group_timeline,
-            **{op: functools.partial(reply, self.service) for op, reply in DOC_REPLIES.items()},
-            **discovery_replies(self.service, self.keypair),
-        }
-        self._peer_ops = PeerOps(
-            self.service, self.registry, self.network, self.keypair, self.status_extra
-        )
-        self._replies |= self._peer_ops.replies()
-        self._streams = {
-            "subscribe": self._subscribe,
-            "watch-processed": self._watch_processed,
-            "doc-watch": self._doc_watch,
-        }
-
-    async def serve(self, path: Path, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        if path.is_socket():
-            path.unlink()  # left by a node that died; we hold the data directory's lock now
-        sock = trio.socket.socket(trio.socket.AF_UNIX, trio.socket.SOCK_STREAM)
-        old_umask = os.umask(0o177)
-        try:
-            await sock.bind(str(path))
-        finally:
-            os.umask(old_umask)
-        os.chmod(path, 0o600)
-        sock.listen(64)
-        listener = trio.SocketListener(sock)
-        try:
-            async with trio.open_nursery() as nursery:
-                self._peer_ops.dialers = nursery
-                task_status.started(path)
-                await trio.serve_listeners(self._client, [listener])
-        finally:
-            path.unlink(missing_ok=True)
-
-    async def _client(self, stream: trio.SocketStream) -> None:
-        decoder = FrameDecoder(MAX_FRAME)
-        try:
-            while True:
-                data = await stream.receive_some(65536)
-                if not data:
-                    return
-                decoder.receive_data(data)
-                while (request := decoder.next_frame()) is not None:
-                    await self._serve_one(stream, request)
-        except FrameError as error:
-            bad_frame = RequestError(ErrorKind.BAD_FRAME, str(error))
-            with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError, _Lagged):
-                await self._send(stream, error_reply(None, bad_frame))
-        except Exception as error:
-            if not only(error, (trio.BrokenResourceError, trio.ClosedResourceError, _Lagged)):
-                # A bug of ours: this client is dropped, the node serves the others.
-                log.exception("ipc client failed")
-        finally:
-            await stream.aclose()
-
-    async def _send(self, stream, reply: dict[str, Any]) -> None:
-        await self._send_frame(stream, encode_frame(reply, MAX_FRAME))
-
-    async def _send_frame(self, stream, frame: bytes) -> None:
-        with trio.move_on_after(self.send_seconds) as scope:
-            await stream.send_all(frame)
-        if scope.cancelled_caught:
-            raise _Lagged
-
-    async def _serve_one(self, stream, frame: Any) -> None:
-        try:
-            number, op = request_header(frame)
-        except RequestError as error:
-            await self._send(stream, error_reply(None, error))
-            return
-        try:
-            request = parse_request(op, frame, self.service.store.limits)
-            if op in self._streams:
-                self.streams_open += 1
-                try:
-                    await self._streams[op](stream, number, request)
-                finally:
-                    self.streams_open -= 1
-                return
-            reply = {"id": number, "ok": await self._replies[op](request)}
-        except (_Lagged, trio.BrokenResourceError, trio.ClosedResourceError):
-            raise
-        except TanglenodeError as error:
-            reply = error_reply(number, error)
-        except Exception as error:  # a bug of ours: the client gets a reply, the node serves on
-            log.exception("ipc request failed", op=short(op, 64))
-            reply = error_reply(number, error)
-        try:
-            frame = encode_frame(reply, MAX_FRAME)
-        except (TanglenodeError, ValueError, TypeError, OverflowError) as error:
-            # Every reply is bounded by design; this is the net under that.
-            log.warning("ipc reply not sent", op=op, error=short(str(error)))
-            too_large = RequestError(ErrorKind.REPLY_TOO_LARGE, short(str(error)) or "")
-            frame = encode_frame(error_reply(number, too_large))
-        await self._send_frame(stream, frame)
+    keypair: Keypair | None
+    node: RunningNode | None = None
 
     # -- messages and timelines ------------------------------------------------------
 
@@ -380,6 +282,126 @@ class IpcServer:
             if "content" in row:
                 row["content"] = bounded_content(row["content"])
         return {"entries": rows}
+
+
+async def answer(area: Area, number: Any, op: str, frame: Any) -> bytes:
+    """The reply frame to request `frame` (`number`, `op`) of an op with one reply.
+
+    The IPC server sends it; the CLI decodes it from a store it opened itself
+    (node/cli/backend.py): one path for the checks, the handler, the errors'
+    kinds and the reply's encoding, wherever the request is served.
+    """
+    try:
+        request = parse_request(op, frame, area.service.store.limits)
+        reply = {"id": number, "ok": await OPS[op].handler(area, request)}
+    except TanglenodeError as error:
+        reply = error_reply(number, error)
+    except Exception as error:  # a bug of ours: the client gets a reply, the node serves on
+        log.exception("ipc request failed", op=short(op, 64))
+        reply = error_reply(number, error)
+    try:
+        return encode_frame(reply, MAX_FRAME)
+    except (TanglenodeError, ValueError, TypeError, OverflowError) as error:
+        # Every reply is bounded by design; this is the net under that.
+        log.warning("ipc reply not sent", op=op, error=short(str(error)))
+        too_large = RequestError(ErrorKind.REPLY_TOO_LARGE, short(str(error)) or "")
+        return encode_frame(error_reply(number, too_large))
+
+
+@dataclass
+class IpcServer:
+    service: StoreService
+    registry: PeerRegistry
+    network: Network
+    keypair: Keypair
+    status_extra: dict[str, Any] = field(default_factory=dict)
+    queue_frames: int = 64
+    send_seconds: float = 10.0
+    streams_open: int = field(init=False, default=0)  # subscribers of any stream op, now
+    area: Area = field(init=False, repr=False)  # what the handlers work on
+
+    def __post_init__(self) -> None:
+        running = RunningNode(self.registry, self.network, self.status_extra)
+        self.area = Area(self.service, self.keypair, running)
+
+    async def serve(self, path: Path, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.is_socket():
+            path.unlink()  # left by a node that died; we hold the data directory's lock now
+        sock = trio.socket.socket(trio.socket.AF_UNIX, trio.socket.SOCK_STREAM)
+        old_umask = os.umask(0o177)
+        try:
+            await sock.bind(str(path))
+        finally:
+            os.umask(old_umask)
+        os.chmod(path, 0o600)
+        sock.listen(64)
+        listener = trio.SocketListener(sock)
+        try:
+            async with trio.open_nursery() as nursery:
+                assert self.area.node is not None
+                self.area.node.dialers = nursery  # where `connect`'s dialers run
+                task_status.started(path)
+                await trio.serve_listeners(self._client, [listener])
+        finally:
+            path.unlink(missing_ok=True)
+
+    async def _client(self, stream: trio.SocketStream) -> None:
+        decoder = FrameDecoder(MAX_FRAME)
+        try:
+            while True:
+                data = await stream.receive_some(65536)
+                if not data:
+                    return
+                decoder.receive_data(data)
+                while (request := decoder.next_frame()) is not None:
+                    await self._serve_one(stream, request)
+        except FrameError as error:
+            bad_frame = RequestError(ErrorKind.BAD_FRAME, str(error))
+            with contextlib.suppress(trio.BrokenResourceError, trio.ClosedResourceError, _Lagged):
+                await self._send(stream, error_reply(None, bad_frame))
+        except Exception as error:
+            if not only(error, (trio.BrokenResourceError, trio.ClosedResourceError, _Lagged)):
+                # A bug of ours: this client is dropped, the node serves the others.
+                log.exception("ipc client failed")
+        finally:
+            await stream.aclose()
+
+    async def _send(self, stream, reply: dict[str, Any]) -> None:
+        await self._send_frame(stream, encode_frame(reply, MAX_FRAME))
+
+    async def _send_frame(self, stream, frame: bytes) -> None:
+        with trio.move_on_after(self.send_seconds) as scope:
+            await stream.send_all(frame)
+        if scope.cancelled_caught:
+            raise _Lagged
+
+    async def _serve_one(self, stream, frame: Any) -> None:
+        try:
+            number, op = request_header(frame)
+        except RequestError as error:
+            await self._send(stream, error_reply(None, error))
+            return
+        row = OPS.get(op)
+        if row is None or not row.stream:
+            await self._send_frame(stream, await answer(self.area, number, op, frame))
+            return
+        try:
+            request = parse_request(op, frame, self.service.store.limits)
+            self.streams_open += 1
+            try:
+                await row.handler(self, stream, number, request)
+            finally:
+                self.streams_open -= 1
+            return
+        except (_Lagged, trio.BrokenResourceError, trio.ClosedResourceError):
+            raise
+        except TanglenodeError as error:
+            reply = error_reply(number, error)
+        except Exception as error:  # a bug of ours: the client gets a reply, the node serves on
+            log.exception("ipc request failed", op=short(op, 64))
+            reply = error_reply(number, error)
+        await self._send(stream, reply)
 
     # -- streams ------------------------------------------------------------------------
 
@@ -509,6 +531,62 @@ class IpcServer:
         async with receiver:
             async for frame in receiver:
                 await self._send(stream, frame)
+
+
+@dataclass(frozen=True)
+class Op:
+    """A row of `OPS`: the handler, and where the op can be served."""
+
+    handler: Callable[..., Any]  # handler(area, request); a stream's (server, stream, id, request)
+    writes: bool = False  # signs and stores: the CLI's own process needs the data dir's lock
+    keyed: bool = False  # reads with our keypair (groups)
+    node: bool = False  # only the running node answers (its peers, its clock, streams)
+    stream: bool = False  # events follow the reply, until the client hangs up
+
+    @property
+    def key(self) -> bool:
+        """Whether serving it needs our keypair."""
+        return self.writes or self.keyed
+
+
+# Every op of `protocol.ipc.PARSERS`, by name: the one table the server dispatches through,
+# and the CLI too, on a store of its own (node/cli/backend.py). A new op is a row here.
+OPS: dict[str, Op] = {
+    # messages and timelines
+    "publish": Op(Area._publish, writes=True),
+    "get": Op(Area._get),
+    "timeline": Op(Area._timeline),
+    "commands": Op(Area._commands),
+    "placement": Op(Area._placement),
+    # private groups (storage/groups.py), read and written with our key
+    "group-create": Op(Area._group_create, writes=True),
+    "group-add": Op(Area._group_add, writes=True),
+    "group-exclude": Op(Area._group_exclude, writes=True),
+    "group-post": Op(Area._group_post, writes=True),
+    "group-show": Op(Area._group_show, keyed=True),
+    "group-timeline": Op(Area._group_timeline, keyed=True),
+    # the listings (node/ipc_discovery.py)
+    "tangles": Op(ipc_discovery.tangles),
+    "group-list": Op(ipc_discovery.group_list, keyed=True),
+    # documents (node/doc_ipc.py)
+    "doc-create": Op(doc_ipc.doc_create, writes=True),
+    "doc-edit": Op(doc_ipc.doc_edit, writes=True),
+    "doc-list": Op(doc_ipc.doc_list),
+    "doc-show": Op(doc_ipc.doc_show),
+    "doc-log": Op(doc_ipc.doc_log),
+    "doc-diff": Op(doc_ipc.doc_diff),
+    "doc-blame": Op(doc_ipc.doc_blame),
+    # the node and its peers (node/ipc_peers.py)
+    "status": Op(ipc_peers.status, node=True),
+    "peers": Op(ipc_peers.peers, node=True),
+    "clock": Op(ipc_peers.clock, node=True),
+    "connect": Op(ipc_peers.connect, node=True),
+    "disconnect": Op(ipc_peers.disconnect, node=True),
+    # streams
+    "subscribe": Op(IpcServer._subscribe, node=True, stream=True),
+    "watch-processed": Op(IpcServer._watch_processed, node=True, stream=True),
+    "doc-watch": Op(IpcServer._doc_watch, node=True, stream=True),
+}
 
 
 class _Lagged(Exception):

@@ -4,9 +4,9 @@ Exit codes: `EXIT_CODES` (listed by `tangled --help`).
 
 Start-up matters here: every command imports this module, so it imports
 only what a one-shot command needs (click, settings, the light parts of
-protocol/). The store, the Trio client and the message renderer load inside
-the functions that use them; `ask_node` sends one request with the blocking
-client (node/oneshot.py), and `log` writes its lines without structlog
+protocol/). The store and the message renderer load inside the functions
+that use them; commands ask the node, or the store opened here, through
+node/cli/backend.py, and `log` writes its lines without structlog
 (node/cli/logs.py).
 """
 
@@ -32,6 +32,7 @@ from tanglenode.protocol.ipc_fields import ErrorKind
 from tanglenode.protocol.limits import MAX_SEQ, MAX_TANGLE_NAME_BYTES
 
 if TYPE_CHECKING:
+    from tanglenode.protocol.identity import Keypair
     from tanglenode.storage.datalock import DataDirLock
     from tanglenode.storage.store import FeedStore
 
@@ -63,13 +64,26 @@ class Context:
             )
         return self._settings
 
-    def open_store(self, *, with_keypair: bool = False, create: bool = False) -> FeedStore:
+    def require_data_dir(self) -> Path:
+        """The data directory; `NotFound` (exit 4) if there is none, as after a typo."""
+        data_dir = self.settings.data_dir
+        if not data_dir.is_dir():
+            raise NotFound(f"{data_dir}: no data directory here; `tangled init` makes one")
+        return data_dir
+
+    def open_store(
+        self, *, with_keypair: bool = False, keypair: Keypair | None = None, create: bool = False
+    ) -> FeedStore:
+        """The store, to read (or to write with `keypair`, or our key read from the secret
+        file `with_keypair`); `NotFound` without a data directory or a store in it."""
         from tanglenode.config.secret import read_secret
         from tanglenode.storage.errors import StoreNotFound
         from tanglenode.storage.store import FeedStore
 
+        self.require_data_dir()
         settings = self.settings
-        keypair = read_secret(settings.secret_path) if with_keypair else None
+        if with_keypair and keypair is None:
+            keypair = read_secret(settings.secret_path)
         try:
             return FeedStore(
                 settings.store_path,
@@ -85,10 +99,7 @@ class Context:
         """Hold the data directory for a write without the daemon (storage/datalock.py)."""
         from tanglenode.storage.datalock import DataDirLock
 
-        data_dir = self.settings.data_dir
-        if not data_dir.is_dir():
-            raise NotFound(f"no data directory {data_dir}; run `tangled init` first")
-        return DataDirLock(data_dir, purpose).acquire()
+        return DataDirLock(self.require_data_dir(), purpose).acquire()
 
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON output.")

@@ -21,7 +21,8 @@ from typing import Any
 from tanglenode.node.cli.names import Names
 from tanglenode.node.cli.summary import Summaries
 from tanglenode.node.cli.terminal import safe
-from tanglenode.node.ipc_discovery import discovery_replies
+from tanglenode.node.ipc import Area
+from tanglenode.node.ipc_discovery import group_list
 from tanglenode.node.web.http import (
     Request,
     Response,
@@ -71,8 +72,7 @@ async def index(web: WebContext, request: Request) -> Response:
         after = (root, GROUP)
     if web.keypair is None:
         return html_response(shell(web, "groups", "<h1>Groups</h1><p>This node has no key.</p>"))
-    group_list = discovery_replies(web.service, web.keypair)["group-list"]
-    found = await group_list(GroupListRequest(after, PAGE))
+    found = await group_list(Area(web.service, web.keypair), GroupListRequest(after, PAGE))
     names = await web.names()
     rows = [
         f"<tr data-id='{e(message_text(info['group']))}'>"
