@@ -24,7 +24,7 @@ from tanglenode.node.cli.exits import EXIT_CODES as EXIT_CODES  # re-exported fo
 from tanglenode.node.cli.exits import ExitCode as ExitCode
 from tanglenode.node.cli.logs import command_log
 from tanglenode.node.cli.render import tag_text
-from tanglenode.node.oneshot import NodeError, request
+from tanglenode.node.oneshot import NodeError
 from tanglenode.protocol.canonical import NonFiniteFloat, TooDeep, canonical_value
 from tanglenode.protocol.errors import LocalProtocolError, Reason, TanglenodeError
 from tanglenode.protocol.identity import feed_text, message_text, parse_message_id
@@ -109,17 +109,6 @@ def emit_json(value: Any) -> None:
     click.echo(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
 
 
-async def node_running(obj: Context) -> bool:
-    from tanglenode.node.client import NodeNotRunning, connect
-
-    try:
-        client = await connect(obj.settings.ipc_socket_path)
-    except NodeNotRunning:
-        return False
-    await client.aclose()
-    return True
-
-
 # IPC error kinds (docs/IPC.md) that mean the user's input was refused: exit 3.
 BAD_INPUT_KINDS = frozenset(
     {
@@ -139,39 +128,6 @@ def translated(error: NodeError) -> TanglenodeError:
     if error.kind in BAD_INPUT_KINDS:
         return BadInput(str(error))
     return error
-
-
-def ask_node(obj: Context, op: str, arguments: dict[str, Any]) -> Any:
-    """One request to the running node, blocking (no Trio); its reply, errors translated."""
-    try:
-        return request(obj.settings.ipc_socket_path, op, **arguments)
-    except NodeError as error:
-        raise translated(error) from None
-
-
-async def call_node(obj: Context, op: str, arguments: dict[str, Any]) -> Any:
-    """`ask_node` inside a Trio run."""
-    from tanglenode.node.client import connect
-
-    async with await connect(obj.settings.ipc_socket_path) as client:
-        try:
-            return await client.request(op, **arguments)
-        except NodeError as error:
-            raise translated(error) from None
-
-
-async def all_peers(obj: Context) -> list[dict[str, Any]]:
-    """Every peer of the running node, page by page."""
-    from tanglenode.node.client import connect
-
-    peers: list[dict[str, Any]] = []
-    async with await connect(obj.settings.ipc_socket_path) as client:
-        start: int | None = 0
-        while start is not None:
-            page = await client.request("peers", start=start)
-            peers.extend(render_body(page["peers"]))
-            start = page.get("next")
-    return peers
 
 
 # -- bounded command-line input ----------------------------------------------------------
