@@ -482,3 +482,22 @@ def test_a_mistyped_data_dir_says_there_is_none_whatever_the_command(node, args)
     assert done.stderr == (
         f"tangled: {node.data_dir}: no data directory here; `tangled init` makes one\n"
     )
+
+
+def test_an_error_of_several_lines_keeps_them_each_made_safe(ready):
+    env = {"TANGLED_LIMITS__MAX_TANGLES": "0"}
+    done = ready.run("log", env=env)
+    assert done.returncode == 3
+    assert done.stderr.splitlines() == [
+        "tangled: invalid configuration:",
+        "  limits.max_tangles (from TANGLED_LIMITS__MAX_TANGLES): "
+        "Input should be greater than or equal to 1 (got '0')",
+    ]
+    config = ready.data_dir / "tangled.toml"
+    config.write_text('"evil\\u001b[2J" = 1\nlistn = "x"\n' + config.read_text())
+    lines = ready.run("log").stderr.splitlines()
+    assert lines == [
+        "tangled: invalid configuration:",
+        f"  evil?[2J (from {config}): unknown setting",  # the key's ESC made safe
+        f"  listn (from {config}): unknown setting",
+    ]
