@@ -25,8 +25,9 @@ import trio
 
 from tanglenode.config.settings import Settings
 from tanglenode.node.failures import leaves
-from tanglenode.node.ipc import IpcServer
-from tanglenode.node.ipc_peers import PeerOps
+from tanglenode.node.ipc import Area, IpcServer
+from tanglenode.node.ipc_peers import RunningNode
+from tanglenode.node.ipc_peers import status as node_status
 from tanglenode.node.network import Network
 from tanglenode.node.peers import PeerRegistry
 from tanglenode.node.sdnotify import Notifier
@@ -93,7 +94,7 @@ async def _start_web(
     nursery: trio.Nursery,
     settings: Settings,
     token: str,
-    ops: PeerOps,
+    area: Area,
     ipc: IpcServer,
 ) -> str:
     """The web view (node/web/, loaded only now) in `nursery`; its base URL, no token."""
@@ -105,7 +106,8 @@ async def _start_web(
     assert listen is not None
 
     async def status(digests: bool) -> dict:
-        return await ops.status(StatusRequest(digests=digests)) | {"subscribers": ipc.streams_open}
+        found = await node_status(area, StatusRequest(digests=digests))
+        return found | {"subscribers": ipc.streams_open}
 
     web = WebContext(
         status,
@@ -181,8 +183,9 @@ async def _run_node(
                 status_extra = {"listen": listen}  # shared: `web` joins it once bound
                 ipc = IpcServer(service, registry, network, keypair, status_extra=status_extra)
                 if web_token is not None:
-                    ops = PeerOps(service, registry, network, keypair, dict(status_extra))
-                    status_extra["web"] = await _start_web(nursery, settings, web_token, ops, ipc)
+                    running = RunningNode(registry, network, dict(status_extra))
+                    area = Area(service, keypair, running)  # `status` without the web's URL
+                    status_extra["web"] = await _start_web(nursery, settings, web_token, area, ipc)
                 try:
                     socket_path = await nursery.start(ipc.serve, settings.ipc_socket_path)
                 except (OSError, BaseExceptionGroup) as error:

@@ -2,9 +2,10 @@
 
 Theory of operation
 -------------------
-Each op with one reply is a function of the `StoreService` (`DOC_REPLIES`),
-not of the server, so `tangled doc` runs the same ones on a store of its
-own while the node is stopped (node/cli/docs.py): both paths answer alike.
+Each op with one reply is a handler `(area, request)`, a row of
+`node.ipc.OPS`, not a method of the server, so `tangled doc` runs the same
+ones on a store of its own while the node is stopped (node/cli/backend.py):
+both paths answer alike.
 
 A `doc-watch` stream is a `DocWatch`: where the stream starts (`start`),
 then its pages (`next_page`). `node/ipc.py` moves them: it sends the
@@ -19,8 +20,7 @@ instead. The request shapes and the bodies are `protocol/doc_ipc.py`'s.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tanglenode.node.service import StoreService
 from tanglenode.protocol.doc_ipc import (
@@ -42,26 +42,30 @@ from tanglenode.protocol.doc_ipc import (
 )
 from tanglenode.protocol.ipc import PAGE_BYTES
 
+if TYPE_CHECKING:
+    from tanglenode.node.ipc import Area
+
 WATCH_ENTRIES = 64  # splice entries read per doc-watch page (cut further at `PAGE_BYTES`)
 
 # -- the ops with one reply --------------------------------------------------------------------
 
 
-async def _doc_create(service: StoreService, request: DocCreateRequest) -> dict[str, Any]:
-    message = await service.create_document(request.title)
+async def doc_create(area: Area, request: DocCreateRequest) -> dict[str, Any]:
+    message = await area.service.create_document(request.title)
     return {"doc": message.id}
 
 
-async def _doc_edit(service: StoreService, request: DocEditRequest) -> dict[str, Any]:
+async def doc_edit(area: Area, request: DocEditRequest) -> dict[str, Any]:
     """Publish the splices; the messages (none when nothing changed), each with its version.
     With `base`, nothing is published once the document has moved past it (`conflict`)."""
+    service = area.service
     messages, numbers = await service.edit_document(request.doc, request.splices, request.base)
     return {"messages": [{"msg": m.id, "version": numbers.get(m.id)} for m in messages]}
 
 
-async def _doc_list(service: StoreService, request: DocListRequest) -> dict[str, Any]:
+async def doc_list(area: Area, request: DocListRequest) -> dict[str, Any]:
     """A page of the documents the store holds."""
-    documents = await service.documents()
+    documents = await area.service.read(lambda store: store.documents.held())
     page = documents[request.start : request.start + request.limit]
     following = request.start + len(page)
     return {
@@ -71,19 +75,24 @@ async def _doc_list(service: StoreService, request: DocListRequest) -> dict[str,
     }
 
 
-async def _doc_show(service: StoreService, request: DocShowRequest) -> dict[str, Any]:
+async def doc_show(area: Area, request: DocShowRequest) -> dict[str, Any]:
     """The text at the frontier with its version, or at `at` (version nil)."""
-    if request.at is None:
-        version, text = await service.document_snapshot(request.doc)
+    doc, at = request.doc, request.at
+    if at is None:
+        version, text = await area.service.read(lambda store: store.document_snapshot(doc))
         return {"version": version, "text": text}
-    return {"version": None, "text": await service.document_revision(request.doc, request.at)}
+    text = await area.service.read(lambda store: store.document_revision(doc, at))
+    return {"version": None, "text": text}
 
 
-async def _doc_log(service: StoreService, request: DocLogRequest) -> dict[str, Any]:
+async def doc_log(area: Area, request: DocLogRequest) -> dict[str, Any]:
     """Versions from `since`, and the messages the document set aside (at most
     `SET_ASIDE_SHOWN`; `set_aside_total` counts them all)."""
-    versions = await service.document_versions(request.doc, request.since, request.limit)
-    aside = await service.document_set_aside(request.doc)
+    doc = request.doc
+    versions = await area.service.read(
+        lambda store: store.document_versions(doc, request.since, request.limit)
+    )
+    aside = await area.service.read(lambda store: store.document_set_aside(doc))
     return {
         "versions": [version_body(version) for version in versions],
         "set_aside": [set_aside_body(*entry) for entry in aside[:SET_ASIDE_SHOWN]],
@@ -91,26 +100,16 @@ async def _doc_log(service: StoreService, request: DocLogRequest) -> dict[str, A
     }
 
 
-async def _doc_diff(service: StoreService, request: DocDiffRequest) -> dict[str, Any]:
-    spans = await service.document_dye(request.doc, request.old, request.new)
+async def doc_diff(area: Area, request: DocDiffRequest) -> dict[str, Any]:
+    doc, old, new = request.doc, request.old, request.new
+    spans = await area.service.read(lambda store: store.document_dye(doc, old, new))
     return {"spans": [dye_body(span) for span in spans]}
 
 
-async def _doc_blame(service: StoreService, request: DocBlameRequest) -> dict[str, Any]:
-    spans = await service.document_blame(request.doc, request.at)
+async def doc_blame(area: Area, request: DocBlameRequest) -> dict[str, Any]:
+    doc, at = request.doc, request.at
+    spans = await area.service.read(lambda store: store.document_blame(doc, at))
     return {"spans": [blame_body(span) for span in spans]}
-
-
-# The document ops with one reply, by name: `IpcServer` serves them, and so does the CLI.
-DOC_REPLIES: dict[str, Callable[[StoreService, Any], Awaitable[dict[str, Any]]]] = {
-    "doc-create": _doc_create,
-    "doc-edit": _doc_edit,
-    "doc-list": _doc_list,
-    "doc-show": _doc_show,
-    "doc-log": _doc_log,
-    "doc-diff": _doc_diff,
-    "doc-blame": _doc_blame,
-}
 
 
 # -- the doc-watch stream ------------------------------------------------------------------
@@ -159,7 +158,7 @@ class DocWatch:
             self._proofs_seen = self.service.evidence_version
             if await self._log_rewritten(version):
                 return await self._snapshot()
-        _head, entries = await self.service.document_splices(self.doc, version, WATCH_ENTRIES)
+        _head, entries = await self._splices(version)
         if not entries:
             return None
         if not _continues(version, entries):
@@ -173,13 +172,20 @@ class DocWatch:
         return [{"entries": page}], page[-1]["version"]
 
     async def _snapshot(self) -> Page:
-        version, text = await self.service.document_snapshot(self.doc)
+        version, text = await self.service.read(lambda store: store.document_snapshot(self.doc))
         return snapshot_events(version, text), version
+
+    async def _splices(self, version: int) -> tuple[int, list[Any]]:
+        """The head version and up to `WATCH_ENTRIES` splice entries after `version`."""
+        doc = self.doc
+        return await self.service.read(
+            lambda store: store.document_splices(doc, version, WATCH_ENTRIES)
+        )
 
     async def _log_rewritten(self, version: int) -> bool:
         """Whether the splice log after `version` fails to continue it."""
         while True:
-            head, entries = await self.service.document_splices(self.doc, version, WATCH_ENTRIES)
+            head, entries = await self._splices(version)
             if not _continues(version, entries) or (not entries and version != head):
                 return True
             if not entries:

@@ -117,7 +117,7 @@ class SuspectWatch:
             version = service.version
             if version != self.version:
                 lowest: dict[bytes, int] = {}
-                for each in await service.suspected_forks():
+                for each in await service.read(lambda store: store.suspected_forks()):
                     lowest[each.feed] = min(each.seq, lowest.get(each.feed, each.seq))
                 self.lowest, self.version = lowest, version
         return self.lowest
@@ -374,7 +374,7 @@ class GossipSession:
         version = self.service.evidence_version
         if version == self.evidence_seen:
             return
-        proofs = await self.service.evidence()
+        proofs = await self.service.read(lambda store: store.evidence())
         for proof in proofs:
             key = frozenset(message.id for message in proof.messages)
             if key in self.proofs_sent:
@@ -420,9 +420,13 @@ class GossipSession:
             self.service.clock.get(feed, 0) > sent for feed, sent in self.subscriptions.items()
         ):
             if self.resume is None:
-                self.resume = await self.service.replication_start(self.subscriptions)
-            batch = await self.service.next_batch(
-                self.subscriptions,
+                self.resume = await self.service.read(
+                    lambda store, wants: store.replication_start(wants),
+                    dict(self.subscriptions),  # a copy: the event loop may change it meanwhile
+                )
+            batch = await self.service.read(
+                lambda store, *page: store.next_batch(*page),
+                dict(self.subscriptions),
                 self.resume,
                 min(self.connection.send_credit, self.batch),
                 self.connection.max_frame - 1024,

@@ -10,13 +10,21 @@ into a stream: after the first reply, frames `{"id": N, "event": ...}`
 follow until the client hangs up.
 
 The protocol half is `protocol/ipc.py` (sans-IO: request shapes and their
-checks, reply and event bodies, `ErrorKind`). This module moves frames,
-dispatches each checked request through one table (op name -> handler),
-reads the store through `StoreService`'s typed reads, and maps the errors
-an operation raises to an `ErrorKind` in one place (`ERROR_KINDS`). The
-document ops' handlers and `doc-watch`'s pages are `node/doc_ipc.py`'s;
-the node's and its peers' (`status`, `peers`, `clock`, `connect`,
-`disconnect`) are `node/ipc_peers.py`'s.
+checks, reply and event bodies, `ErrorKind`). This module holds `OPS`, the
+one table of ops (name -> `Op`: its handler, and where it can run), moves
+frames, dispatches each checked request through that table, and maps the
+errors an operation raises to an `ErrorKind` in one place (`ERROR_KINDS`).
+
+A handler is `handler(area, request)`: the `Area` it works on (the store
+through `StoreService`, our keypair, and in the daemon the running node's
+peers) and the checked request; it returns the reply's value. The
+messages', timelines' and groups' handlers are `Area`'s methods; the
+document ops' are `node/doc_ipc.py`'s (with `doc-watch`'s pages), the
+listings' `node/ipc_discovery.py`'s, the node's and its peers' (`status`,
+`peers`, `clock`, `connect`, `disconnect`) `node/ipc_peers.py`'s. `answer`
+turns one request into its reply frame: the socket sends it, and the CLI
+reads the same frame from a store it opened itself while the node is
+stopped (node/cli/backend.py), so both answer alike, errors included.
 
 A timeline subscription reads the timeline's command log from the version
 the client names, then waits for the store to change and reads on. The log
@@ -31,22 +39,19 @@ unwritable for `send_seconds` is closed outright.
 from __future__ import annotations
 
 import contextlib
-import functools
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 import trio
 
-from tanglenode.node.doc_ipc import DOC_REPLIES, DocWatch
+from tanglenode.node import doc_ipc, ipc_discovery, ipc_peers
+from tanglenode.node.doc_ipc import DocWatch
 from tanglenode.node.failures import only
-from tanglenode.node.ipc_discovery import discovery_replies
-from tanglenode.node.ipc_peers import PeerOps
-from tanglenode.node.network import Network
-from tanglenode.node.peers import PeerRegistry
+from tanglenode.node.ipc_peers import RunningNode
 from tanglenode.node.service import StoreService
 from tanglenode.protocol.address import BadAddress
 from tanglenode.protocol.doc_ipc import DocWatchRequest
@@ -100,10 +105,24 @@ from tanglenode.storage.errors import (
     UnknownTimeline,
     VersionConflict,
 )
-from tanglenode.storage.groups import state as groups
+from tanglenode.storage.groups.state import state as groups
 from tanglenode.storage.views.timelines import timeline_name
 
-__all__ = ["ERROR_KINDS", "MAX_FRAME", "IpcServer", "error_kind", "error_reply"]
+if TYPE_CHECKING:
+    from tanglenode.node.network import Network
+    from tanglenode.node.peers import PeerRegistry
+
+__all__ = [
+    "ERROR_KINDS",
+    "MAX_FRAME",
+    "OPS",
+    "Area",
+    "IpcServer",
+    "Op",
+    "answer",
+    "error_kind",
+    "error_reply",
+]
 
 log = structlog.get_logger("ipc")
 
@@ -158,8 +177,135 @@ def _command_wire(
     return move_command(command.src, command.dst, version)
 
 
-Reply = Callable[[Any], Awaitable[dict[str, Any]]]
-Stream = Callable[[Any, Any, Any], Awaitable[None]]
+@dataclass
+class Area:
+    """What an op's handler works on: the store through `service`, our `keypair`, and
+    `node`, what only the running node has (its peers and network; None where the CLI
+    opened the store itself). The handlers of the messages, timelines and groups are
+    methods here; `OPS` lists every op's."""
+
+    service: StoreService
+    keypair: Keypair | None
+    node: RunningNode | None = None
+
+    # -- messages and timelines ------------------------------------------------------
+
+    async def _publish(self, request: PublishRequest) -> dict[str, Any]:
+        message = await self.service.publish(request.content, request.tangles)
+        return message_body(message)
+
+    async def _get(self, request: GetRequest) -> dict[str, Any]:
+        message = await self.service.read(lambda store: store.get(request.message))
+        if message is None:
+            raise RequestError(ErrorKind.NOT_FOUND, "no such message")
+        return message_body(message)
+
+    async def _timeline(self, request: TimelineRequest) -> dict[str, Any]:
+        name = _timeline_name(request.timeline)
+        if request.digest:  # storage/views/digest.py: on demand, cached by version
+            found = await self.service.read(lambda store: store.timeline_digest(name))
+            return digest_body(found.version, found.count, found.digest)
+        window = request.window
+        if window is not None:  # seed 001's time window, from the time index
+            low, high, start, limit = window.from_time, window.to_time, request.start, request.limit
+            version, first, entries = await self.service.read(
+                lambda store: store.timeline_window(name, low, high, window.mode, start, limit)
+            )
+            return {
+                "version": version,
+                "start": first,
+                "entries": [[time, msg_id] for time, msg_id in entries],
+            }
+        stop = request.start + request.limit
+        version, entries = await self.service.read(
+            lambda store: store.timeline_at(name, request.start, stop, states=True)
+        )
+        return {"version": version, "entries": [list(entry) for entry in entries]}
+
+    async def _placement(self, request: PlacementRequest) -> dict[str, Any]:
+        """A message's position and rank in a timeline; in a tangle's, its state too."""
+        name = _timeline_name(request.timeline)
+        found = await self.service.read(lambda store: store.timeline_member(name, request.message))
+        if found is None:
+            raise RequestError(ErrorKind.NOT_FOUND, "the message is not in that timeline")
+        placement, state = found
+        reply = {"position": placement.position, "rank": placement.rank}
+        if placement.time is not None:  # causal-time order: the claimed time it sorts by
+            reply["time"] = placement.time
+        return reply | (state.fields() if state is not None else {})
+
+    async def _commands(self, request: CommandsRequest) -> dict[str, Any]:
+        """Up to `limit` commands after version `since` (no message bodies)."""
+        name = _timeline_name(request.timeline)
+        version, commands = await self.service.read(
+            lambda store: store.timeline_log(name, request.since, request.limit)
+        )
+        return {"version": version, "commands": [_command_wire(command) for command in commands]}
+
+    # -- private groups (storage/groups/state.py) ------------------------------------------
+
+    async def _group(self, root: bytes) -> groups.GroupView:
+        return await self.service.read(groups.read_group, self.keypair, root)
+
+    async def _group_create(self, request: GroupCreateRequest) -> dict[str, Any]:
+        content, tangles = groups.create(self.keypair, request.name)
+        message = await self.service.publish(content, tangles)
+        return {"group": message.id}
+
+    async def _group_add(self, request: GroupAddRequest) -> dict[str, Any]:
+        view = await self._group(request.group)
+        message = await self.service.publish(*groups.add(view, self.keypair, request.members))
+        return {"id": message.id}
+
+    async def _group_exclude(self, request: GroupExcludeRequest) -> dict[str, Any]:
+        """Exclude members and open a new epoch (a new key) for the others, in one
+        transaction: both are stored or neither."""
+        view = await self._group(request.group)
+        requests = groups.exclusion(view, self.keypair, request.members)
+        excluded, epoch = await self.service.publish_whole(requests)
+        return {"id": excluded.id, "epoch": epoch.id}
+
+    async def _group_post(self, request: GroupPostRequest) -> dict[str, Any]:
+        view = await self._group(request.group)
+        message = await self.service.publish(*groups.post(view, self.keypair, request.content))
+        return {"id": message.id}
+
+    async def _group_show(self, request: GroupShowRequest) -> dict[str, Any]:
+        view = await self._group(request.group)
+        final = await self.service.read(groups.final, view)
+        return {**groups.describe(view), "final": final}
+
+    async def _group_timeline(self, request: GroupTimelineRequest) -> dict[str, Any]:
+        view = await self._group(request.group)
+        rows = await self.service.read(groups.timeline, view, request.tangle, request.order)
+        for row in rows:
+            if "content" in row:
+                row["content"] = bounded_content(row["content"])
+        return {"entries": rows}
+
+
+async def answer(area: Area, number: Any, op: str, frame: Any) -> bytes:
+    """The reply frame to request `frame` (`number`, `op`) of an op with one reply.
+
+    The IPC server sends it; the CLI decodes it from a store it opened itself
+    (node/cli/backend.py): one path for the checks, the handler, the errors'
+    kinds and the reply's encoding, wherever the request is served.
+    """
+    try:
+        request = parse_request(op, frame, area.service.store.limits)
+        reply = {"id": number, "ok": await OPS[op].handler(area, request)}
+    except TanglenodeError as error:
+        reply = error_reply(number, error)
+    except Exception as error:  # a bug of ours: the client gets a reply, the node serves on
+        log.exception("ipc request failed", op=short(op, 64))
+        reply = error_reply(number, error)
+    try:
+        return encode_frame(reply, MAX_FRAME)
+    except (TanglenodeError, ValueError, TypeError, OverflowError) as error:
+        # Every reply is bounded by design; this is the net under that.
+        log.warning("ipc reply not sent", op=op, error=short(str(error)))
+        too_large = RequestError(ErrorKind.REPLY_TOO_LARGE, short(str(error)) or "")
+        return encode_frame(error_reply(number, too_large))
 
 
 @dataclass
@@ -172,36 +318,11 @@ class IpcServer:
     queue_frames: int = 64
     send_seconds: float = 10.0
     streams_open: int = field(init=False, default=0)  # subscribers of any stream op, now
-    _peer_ops: PeerOps = field(init=False, repr=False)
-    _replies: dict[str, Reply] = field(init=False, repr=False)
-    _streams: dict[str, Stream] = field(init=False, repr=False)
+    area: Area = field(init=False, repr=False)  # what the handlers work on
 
     def __post_init__(self) -> None:
-        # Every op of `protocol.ipc.PARSERS`, by name: those with one reply, then streams.
-        self._replies = {
-            "publish": self._publish,
-            "get": self._get,
-            "timeline": self._timeline,
-            "commands": self._commands,
-            "placement": self._placement,
-            "group-create": self._group_create,
-            "group-add": self._group_add,
-            "group-exclude": self._group_exclude,
-            "group-post": self._group_post,
-            "group-show": self._group_show,
-            "group-timeline": self._group_timeline,
-            **{op: functools.partial(reply, self.service) for op, reply in DOC_REPLIES.items()},
-            **discovery_replies(self.service, self.keypair),
-        }
-        self._peer_ops = PeerOps(
-            self.service, self.registry, self.network, self.keypair, self.status_extra
-        )
-        self._replies |= self._peer_ops.replies()
-        self._streams = {
-            "subscribe": self._subscribe,
-            "watch-processed": self._watch_processed,
-            "doc-watch": self._doc_watch,
-        }
+        running = RunningNode(self.registry, self.network, self.status_extra)
+        self.area = Area(self.service, self.keypair, running)
 
     async def serve(self, path: Path, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -218,7 +339,8 @@ class IpcServer:
         listener = trio.SocketListener(sock)
         try:
             async with trio.open_nursery() as nursery:
-                self._peer_ops.dialers = nursery
+                assert self.area.node is not None
+                self.area.node.dialers = nursery  # where `connect`'s dialers run
                 task_status.started(path)
                 await trio.serve_listeners(self._client, [listener])
         finally:
@@ -260,16 +382,18 @@ class IpcServer:
         except RequestError as error:
             await self._send(stream, error_reply(None, error))
             return
+        row = OPS.get(op)
+        if row is None or not row.stream:
+            await self._send_frame(stream, await answer(self.area, number, op, frame))
+            return
         try:
             request = parse_request(op, frame, self.service.store.limits)
-            if op in self._streams:
-                self.streams_open += 1
-                try:
-                    await self._streams[op](stream, number, request)
-                finally:
-                    self.streams_open -= 1
-                return
-            reply = {"id": number, "ok": await self._replies[op](request)}
+            self.streams_open += 1
+            try:
+                await row.handler(self, stream, number, request)
+            finally:
+                self.streams_open -= 1
+            return
         except (_Lagged, trio.BrokenResourceError, trio.ClosedResourceError):
             raise
         except TanglenodeError as error:
@@ -277,105 +401,7 @@ class IpcServer:
         except Exception as error:  # a bug of ours: the client gets a reply, the node serves on
             log.exception("ipc request failed", op=short(op, 64))
             reply = error_reply(number, error)
-        try:
-            frame = encode_frame(reply, MAX_FRAME)
-        except (TanglenodeError, ValueError, TypeError, OverflowError) as error:
-            # Every reply is bounded by design; this is the net under that.
-            log.warning("ipc reply not sent", op=op, error=short(str(error)))
-            too_large = RequestError(ErrorKind.REPLY_TOO_LARGE, short(str(error)) or "")
-            frame = encode_frame(error_reply(number, too_large))
-        await self._send_frame(stream, frame)
-
-    # -- messages and timelines ------------------------------------------------------
-
-    async def _publish(self, request: PublishRequest) -> dict[str, Any]:
-        message = await self.service.publish(request.content, request.tangles)
-        return message_body(message)
-
-    async def _get(self, request: GetRequest) -> dict[str, Any]:
-        message = await self.service.message(request.message)
-        if message is None:
-            raise RequestError(ErrorKind.NOT_FOUND, "no such message")
-        return message_body(message)
-
-    async def _timeline(self, request: TimelineRequest) -> dict[str, Any]:
-        name = _timeline_name(request.timeline)
-        if request.digest:  # storage/views/digest.py: on demand, cached by version
-            found = await self.service.digest(name)
-            return digest_body(found.version, found.count, found.digest)
-        window = request.window
-        if window is not None:  # the causal-time window, from the time index
-            version, first, entries = await self.service.timeline_window(
-                name, window.from_time, window.to_time, window.mode, request.start, request.limit
-            )
-            return {
-                "version": version,
-                "start": first,
-                "entries": [[time, msg_id] for time, msg_id in entries],
-            }
-        version, entries = await self.service.timeline_page(
-            name, request.start, request.limit, states=True
-        )
-        return {"version": version, "entries": [list(entry) for entry in entries]}
-
-    async def _placement(self, request: PlacementRequest) -> dict[str, Any]:
-        """A message's position and rank in a timeline; in a tangle's, its state too."""
-        name = _timeline_name(request.timeline)
-        found = await self.service.member(name, request.message)
-        if found is None:
-            raise RequestError(ErrorKind.NOT_FOUND, "the message is not in that timeline")
-        placement, state = found
-        reply = {"position": placement.position, "rank": placement.rank}
-        if placement.time is not None:  # causal-time order: the claimed time it sorts by
-            reply["time"] = placement.time
-        return reply | (state.fields() if state is not None else {})
-
-    async def _commands(self, request: CommandsRequest) -> dict[str, Any]:
-        """Up to `limit` commands after version `since` (no message bodies)."""
-        name = _timeline_name(request.timeline)
-        version, commands = await self.service.timeline_log(name, request.since, request.limit)
-        return {"version": version, "commands": [_command_wire(command) for command in commands]}
-
-    # -- private groups (storage/groups/state.py) ------------------------------------------
-
-    async def _group(self, root: bytes) -> groups.GroupView:
-        return await self.service.group(self.keypair, root)
-
-    async def _group_create(self, request: GroupCreateRequest) -> dict[str, Any]:
-        content, tangles = groups.create(self.keypair, request.name)
-        message = await self.service.publish(content, tangles)
-        return {"group": message.id}
-
-    async def _group_add(self, request: GroupAddRequest) -> dict[str, Any]:
-        view = await self._group(request.group)
-        message = await self.service.publish(*groups.add(view, self.keypair, request.members))
-        return {"id": message.id}
-
-    async def _group_exclude(self, request: GroupExcludeRequest) -> dict[str, Any]:
-        """Exclude members and open a new epoch (a new key) for the others, in one
-        transaction: both are stored or neither."""
-        view = await self._group(request.group)
-        requests = groups.exclusion(view, self.keypair, request.members)
-        excluded, epoch = await self.service.publish_whole(requests)
-        return {"id": excluded.id, "epoch": epoch.id}
-
-    async def _group_post(self, request: GroupPostRequest) -> dict[str, Any]:
-        view = await self._group(request.group)
-        message = await self.service.publish(*groups.post(view, self.keypair, request.content))
-        return {"id": message.id}
-
-    async def _group_show(self, request: GroupShowRequest) -> dict[str, Any]:
-        view = await self._group(request.group)
-        final = await self.service.group_final(view)
-        return {**groups.describe(view), "final": final}
-
-    async def _group_timeline(self, request: GroupTimelineRequest) -> dict[str, Any]:
-        view = await self._group(request.group)
-        rows = await self.service.group_timeline(view, request.tangle, request.order)
-        for row in rows:
-            if "content" in row:
-                row["content"] = bounded_content(row["content"])
-        return {"entries": rows}
+        await self._send(stream, reply)
 
     # -- streams ------------------------------------------------------------------------
 
@@ -384,7 +410,7 @@ class IpcServer:
         name = _timeline_name(request.timeline)
         since = request.since
         try:
-            version, entries = await self.service.timeline_page(name)
+            version, entries = await self.service.read(lambda store: store.timeline_at(name))
         except UnknownTimeline:  # a tangle not seen yet is empty at version 0
             version, entries = 0, []
         if since is not None and since <= version:
@@ -403,7 +429,9 @@ class IpcServer:
         spacetime = request.timeline.root is None and request.timeline.order == "rank"
 
         async def next_page(version: int) -> tuple[list[dict[str, Any]], int, bool] | None:
-            head, updates = await self.service.timeline_updates(name, version, PAGE, PAGE_BYTES)
+            head, updates = await self.service.read(
+                lambda store: store.timeline_updates(name, version, PAGE, PAGE_BYTES)
+            )
             if not updates:
                 return None
             commands = [
@@ -412,7 +440,7 @@ class IpcServer:
             ]
             event: dict[str, Any] = {"commands": commands}
             if spacetime:
-                event["final"] = await self.service.final()
+                event["final"] = await self.service.read(lambda store: store.spacetime_final())
             return [event], commands[-1]["v"], commands[-1]["v"] >= head
 
         await self._follow(stream, number, since, next_page)
@@ -422,7 +450,9 @@ class IpcServer:
         await self._send(stream, {"id": number, "ok": {"start": request.start}})
 
         async def next_page(index: int) -> tuple[list[dict[str, Any]], int] | None:
-            page = await self.service.processed_page(index, PAGE, PAGE_BYTES)
+            page = await self.service.read(
+                lambda store: store.processed_page(index, PAGE, PAGE_BYTES)
+            )
             if not page:
                 return None
             entries = [processed_entry(position, message) for position, message in page]
@@ -501,6 +531,62 @@ class IpcServer:
         async with receiver:
             async for frame in receiver:
                 await self._send(stream, frame)
+
+
+@dataclass(frozen=True)
+class Op:
+    """A row of `OPS`: the handler, and where the op can be served."""
+
+    handler: Callable[..., Any]  # handler(area, request); a stream's (server, stream, id, request)
+    writes: bool = False  # signs and stores: the CLI's own process needs the data dir's lock
+    keyed: bool = False  # reads with our keypair (groups)
+    node: bool = False  # only the running node answers (its peers, its clock, streams)
+    stream: bool = False  # events follow the reply, until the client hangs up
+
+    @property
+    def key(self) -> bool:
+        """Whether serving it needs our keypair."""
+        return self.writes or self.keyed
+
+
+# Every op of `protocol.ipc.PARSERS`, by name: the one table the server dispatches through,
+# and the CLI too, on a store of its own (node/cli/backend.py). A new op is a row here.
+OPS: dict[str, Op] = {
+    # messages and timelines
+    "publish": Op(Area._publish, writes=True),
+    "get": Op(Area._get),
+    "timeline": Op(Area._timeline),
+    "commands": Op(Area._commands),
+    "placement": Op(Area._placement),
+    # private groups (storage/groups/state.py), read and written with our key
+    "group-create": Op(Area._group_create, writes=True),
+    "group-add": Op(Area._group_add, writes=True),
+    "group-exclude": Op(Area._group_exclude, writes=True),
+    "group-post": Op(Area._group_post, writes=True),
+    "group-show": Op(Area._group_show, keyed=True),
+    "group-timeline": Op(Area._group_timeline, keyed=True),
+    # the listings (node/ipc_discovery.py)
+    "tangles": Op(ipc_discovery.tangles),
+    "group-list": Op(ipc_discovery.group_list, keyed=True),
+    # documents (node/doc_ipc.py)
+    "doc-create": Op(doc_ipc.doc_create, writes=True),
+    "doc-edit": Op(doc_ipc.doc_edit, writes=True),
+    "doc-list": Op(doc_ipc.doc_list),
+    "doc-show": Op(doc_ipc.doc_show),
+    "doc-log": Op(doc_ipc.doc_log),
+    "doc-diff": Op(doc_ipc.doc_diff),
+    "doc-blame": Op(doc_ipc.doc_blame),
+    # the node and its peers (node/ipc_peers.py)
+    "status": Op(ipc_peers.status, node=True),
+    "peers": Op(ipc_peers.peers, node=True),
+    "clock": Op(ipc_peers.clock, node=True),
+    "connect": Op(ipc_peers.connect, node=True),
+    "disconnect": Op(ipc_peers.disconnect, node=True),
+    # streams
+    "subscribe": Op(IpcServer._subscribe, node=True, stream=True),
+    "watch-processed": Op(IpcServer._watch_processed, node=True, stream=True),
+    "doc-watch": Op(IpcServer._doc_watch, node=True, stream=True),
+}
 
 
 class _Lagged(Exception):

@@ -2,8 +2,11 @@
 
 Theory of operation
 -------------------
-`node/ipc.py` serves the socket and dispatches every op through one table;
-these handlers join it (`PeerOps.replies()`). Every reply is bounded
+`node/ipc.py` serves the socket and dispatches every op through one table
+(`OPS`); these handlers are its rows for the ops only a running node
+answers. Each is `handler(area, request)`: `area.node` is the
+`RunningNode`, what the daemon has beyond its store (the peers, the
+network, what `status` adds). Every reply is bounded
 whatever peers advertise: at most `STATUS_LIST` forks, suspected forks,
 stalls and peers in a status (the rest counted), pages of peers and
 clocks, `BEHIND_SHOWN` feeds of each peer's behind-map.
@@ -31,15 +34,12 @@ so a client that polls status for counts does not ask for them.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from typing import Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 import trio
 
-from tanglenode.node.network import Network, TooManyDialers
 from tanglenode.node.peers import PeerRegistry, PeerState
-from tanglenode.node.service import StoreService
-from tanglenode.protocol.identity import Keypair
 from tanglenode.protocol.ipc import (
     BEHIND_SHOWN,
     STATUS_DIGESTS,
@@ -55,7 +55,11 @@ from tanglenode.protocol.ipc import (
     short,
 )
 
-__all__ = ["PeerOps", "peer_summary"]
+if TYPE_CHECKING:
+    from tanglenode.node.ipc import Area
+    from tanglenode.node.network import Network
+
+__all__ = ["RunningNode", "clock", "connect", "disconnect", "peer_summary", "peers", "status"]
 
 
 def peer_summary(peer: PeerState, ours: dict[bytes, int], forked: set[bytes]) -> dict[str, Any]:
@@ -80,129 +84,131 @@ def peer_summary(peer: PeerState, ours: dict[bytes, int], forked: set[bytes]) ->
     }
 
 
-class PeerOps:
-    """The handlers; `dialers` is the nursery `connect`'s dialers run in (the IPC server's)."""
+@dataclass
+class RunningNode:
+    """What only the running node has: its peers, its network, what `status` adds (the
+    address it listens on, the web view's), and the nursery `connect`'s dialers run in
+    (the IPC server's, once it serves)."""
 
-    def __init__(
-        self,
-        service: StoreService,
-        registry: PeerRegistry,
-        network: Network,
-        keypair: Keypair,
-        status_extra: dict[str, Any],
-    ) -> None:
-        self.service, self.registry, self.network = service, registry, network
-        self.keypair, self.status_extra = keypair, status_extra
-        self.dialers: trio.Nursery | None = None
+    registry: PeerRegistry
+    network: Network
+    status_extra: dict[str, Any] = field(default_factory=dict)
+    dialers: trio.Nursery | None = None
 
-    def replies(self) -> dict[str, Callable[[Any], Awaitable[dict[str, Any]]]]:
-        return {
-            "status": self.status,
-            "peers": self.peers,
-            "clock": self.clock,
-            "connect": self.connect,
-            "disconnect": self.disconnect,
-        }
 
-    async def status(self, request: StatusRequest) -> dict[str, Any]:
-        """A summary: counts, and at most `STATUS_LIST` forks, suspected forks, stalls and
-        peers each."""
-        invalid = dict(self.service.invalid)
-        stalled = await self.service.stalls()
-        suspected = await self.service.suspected_forks()
-        forked = set(invalid)
-        ours = self.service.clock
-        peers = list(self.registry.peers.values())
-        shown = [peer_summary(peer, ours, forked) for peer in peers[:STATUS_LIST]]
-        reply = {
-            "feed": self.keypair.public,
-            "feeds": len(ours),
-            "messages": sum(ours.values()),
-            "forks": [[author, seq] for author, seq in list(invalid.items())[:STATUS_LIST]],
-            "forks_total": len(invalid),
-            "suspected_forks": [
-                {
-                    "feed": x.feed,
-                    "seq": x.seq,
-                    "named_tag": x.named_tag,
-                    "held_tag": x.held_tag,
-                    "named_by": x.by_feed,
-                }
-                for x in suspected[:STATUS_LIST]
-            ],
-            "suspected_forks_total": len(suspected),
-            "final": await self.service.final(),
-            "stalls": [
-                {
-                    "feed": x.feed,
-                    "seq": x.seq,
-                    "waits_for": [x.needs_feed, x.needs_seq],
-                    "waits_for_tag": x.needs_tag,  # the tag named (None: past an invalid end)
-                    "suspected": x.suspected,  # held with another tag: waits for a proof
-                }
-                for x in stalled[:STATUS_LIST]
-            ],
-            "stalls_total": len(stalled),
-            "peers": shown,
-            "peers_total": len(peers),
-            "peers_connected": sum(peer.connected for peer in peers),
-            "truncated": max(len(invalid), len(suspected), len(stalled), len(peers)) > STATUS_LIST,
-            **self.status_extra,
-        }
-        if request.digests:
-            found, more = await self.service.digests(STATUS_DIGESTS)
-            reply["digests"] = [
-                ({"spacetime": True} if root is None else {"tangle": name, "root": root})
-                | digest_body(digest.version, digest.count, digest.digest)
-                for root, name, digest in found
-            ]
-            reply["digests_truncated"] = more
-        return reply
+def _running(area: Area) -> RunningNode:
+    assert area.node is not None, "served only by the running node (node.ipc.OPS)"
+    return area.node
 
-    async def peers(self, request: PeersRequest) -> dict[str, Any]:
-        """A page of peers (`start`, `limit` up to `MAX_PEERS_PAGE`), each summarised."""
-        start, limit = request.start, request.limit
-        forked = set(self.service.invalid)
-        peers = list(self.registry.peers.values())
-        page = peers[start : start + limit]
-        following = start + len(page)
-        return {
-            "peers": [peer_summary(peer, self.service.clock, forked) for peer in page],
-            "total": len(peers),
-            "next": following if following < len(peers) else None,
-        }
 
-    async def clock(self, request: ClockRequest) -> dict[str, Any]:
-        """A page of a vector clock, in feed order: ours, or the one `peer` advertised."""
-        start, limit = request.start, request.limit
-        if request.peer is None:
-            clock = self.service.clock
-        else:
-            if request.peer not in self.registry.peers:
-                raise RequestError(ErrorKind.NOT_FOUND, "no such peer")
-            clock = self.registry.peers[request.peer].clock
-        feeds = sorted(clock)
-        page = feeds[start : start + limit]
-        following = start + len(page)
-        return {
-            "entries": [[feed, clock[feed]] for feed in page],
-            "total": len(feeds),
-            "next": following if following < len(feeds) else None,
-        }
+async def status(area: Area, request: StatusRequest) -> dict[str, Any]:
+    """A summary: counts, and at most `STATUS_LIST` forks, suspected forks, stalls and
+    peers each."""
+    node, service = _running(area), area.service
+    invalid = dict(service.invalid)
+    stalled = await service.read(lambda store: store.stalls())
+    suspected = await service.read(lambda store: store.suspected_forks())
+    forked = set(invalid)
+    ours = service.clock
+    peers = list(node.registry.peers.values())
+    shown = [peer_summary(peer, ours, forked) for peer in peers[:STATUS_LIST]]
+    reply = {
+        "feed": area.keypair.public,
+        "feeds": len(ours),
+        "messages": sum(ours.values()),
+        "forks": [[author, seq] for author, seq in list(invalid.items())[:STATUS_LIST]],
+        "forks_total": len(invalid),
+        "suspected_forks": [
+            {
+                "feed": x.feed,
+                "seq": x.seq,
+                "named_tag": x.named_tag,
+                "held_tag": x.held_tag,
+                "named_by": x.by_feed,
+            }
+            for x in suspected[:STATUS_LIST]
+        ],
+        "suspected_forks_total": len(suspected),
+        "final": await service.read(lambda store: store.spacetime_final()),
+        "stalls": [
+            {
+                "feed": x.feed,
+                "seq": x.seq,
+                "waits_for": [x.needs_feed, x.needs_seq],
+                "waits_for_tag": x.needs_tag,  # the tag named (None: past an invalid end)
+                "suspected": x.suspected,  # held with another tag: waits for a proof
+            }
+            for x in stalled[:STATUS_LIST]
+        ],
+        "stalls_total": len(stalled),
+        "peers": shown,
+        "peers_total": len(peers),
+        "peers_connected": sum(peer.connected for peer in peers),
+        "truncated": max(len(invalid), len(suspected), len(stalled), len(peers)) > STATUS_LIST,
+        **node.status_extra,
+    }
+    if request.digests:
+        found, more = await service.read(lambda store: store.timeline_digests(STATUS_DIGESTS))
+        reply["digests"] = [
+            ({"spacetime": True} if root is None else {"tangle": name, "root": root})
+            | digest_body(digest.version, digest.count, digest.digest)
+            for root, name, digest in found
+        ]
+        reply["digests_truncated"] = more
+    return reply
 
-    async def connect(self, request: ConnectRequest) -> dict[str, Any]:
-        """Dial a peer (and keep redialing it); a second connect to one key replaces the first."""
-        assert self.dialers is not None
-        try:
-            self.network.dial(self.dialers, request.address, request.key)
-        except TooManyDialers as error:
-            raise RequestError(ErrorKind.BAD_REQUEST, str(error)) from None
-        return {"dialing": request.address}
 
-    async def disconnect(self, request: DisconnectRequest) -> dict[str, Any]:
-        """Stop dialing a peer and end its connections (replying once they ended);
-        `not-found` if it had neither."""
-        dialed, closed = await self.network.disconnect(request.key)
-        if not dialed and not closed:
-            raise RequestError(ErrorKind.NOT_FOUND, "not dialing or connected to that peer")
-        return {"dialed": dialed, "connections": closed}
+async def peers(area: Area, request: PeersRequest) -> dict[str, Any]:
+    """A page of peers (`start`, `limit` up to `MAX_PEERS_PAGE`), each summarised."""
+    start, limit = request.start, request.limit
+    forked = set(area.service.invalid)
+    every = list(_running(area).registry.peers.values())
+    page = every[start : start + limit]
+    following = start + len(page)
+    return {
+        "peers": [peer_summary(peer, area.service.clock, forked) for peer in page],
+        "total": len(every),
+        "next": following if following < len(every) else None,
+    }
+
+
+async def clock(area: Area, request: ClockRequest) -> dict[str, Any]:
+    """A page of a vector clock, in feed order: ours, or the one `peer` advertised."""
+    start, limit = request.start, request.limit
+    registry = _running(area).registry
+    if request.peer is None:
+        vector = area.service.clock
+    else:
+        if request.peer not in registry.peers:
+            raise RequestError(ErrorKind.NOT_FOUND, "no such peer")
+        vector = registry.peers[request.peer].clock
+    feeds = sorted(vector)
+    page = feeds[start : start + limit]
+    following = start + len(page)
+    return {
+        "entries": [[feed, vector[feed]] for feed in page],
+        "total": len(feeds),
+        "next": following if following < len(feeds) else None,
+    }
+
+
+async def connect(area: Area, request: ConnectRequest) -> dict[str, Any]:
+    """Dial a peer (and keep redialing it); a second connect to one key replaces the first."""
+    from tanglenode.node.network import TooManyDialers  # loaded with the daemon
+
+    node = _running(area)
+    assert node.dialers is not None
+    try:
+        node.network.dial(node.dialers, request.address, request.key)
+    except TooManyDialers as error:
+        raise RequestError(ErrorKind.BAD_REQUEST, str(error)) from None
+    return {"dialing": request.address}
+
+
+async def disconnect(area: Area, request: DisconnectRequest) -> dict[str, Any]:
+    """Stop dialing a peer and end its connections (replying once they ended);
+    `not-found` if it had neither."""
+    dialed, closed = await _running(area).network.disconnect(request.key)
+    if not dialed and not closed:
+        raise RequestError(ErrorKind.NOT_FOUND, "not dialing or connected to that peer")
+    return {"dialed": dialed, "connections": closed}

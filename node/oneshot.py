@@ -50,6 +50,21 @@ def not_running(path: Path | str) -> NodeNotRunning:
     return NodeNotRunning(f"the node is not running (nothing listens on {path})")
 
 
+def listening(path: Path | str, timeout: float = 1.0) -> bool:
+    """Whether a node answers on the IPC socket at `path`: a blocking connect, no request.
+
+    The one liveness probe; a command that asks something learns it from the
+    request itself (node/cli/backend.py).
+    """
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        probe.settimeout(timeout)
+        try:
+            probe.connect(str(path))
+        except OSError:  # absent, refused (a socket left by a node that died), or unreachable
+            return False
+    return True
+
+
 def _kind(text: str) -> ErrorKind | str:
     try:
         return ErrorKind(text)

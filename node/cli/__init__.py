@@ -186,19 +186,18 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _report(error: Exception) -> int:
-    """The one line (or, for a bug, the logged traceback) and exit code for `error`."""
+    """The message (or, for a bug, the logged traceback) and exit code for `error`."""
     from tanglenode.node.cli.support import NotFound, log
-    from tanglenode.node.cli.terminal import safe  # messages may quote names others chose
     from tanglenode.protocol.errors import TanglenodeError
 
     if isinstance(error, _loaded(_BAD_INPUT)):
-        click.echo(f"tangled: {safe(str(error))}", err=True)
+        _say(error)
         return ExitCode.BAD_INPUT
     if isinstance(error, NotFound):
-        click.echo(f"tangled: {safe(str(error))}", err=True)
+        _say(error)
         return ExitCode.NOT_FOUND
     if isinstance(error, TanglenodeError):
-        click.echo(f"tangled: {safe(str(error))}", err=True)
+        _say(error)
         return ExitCode.INTERNAL
     lmdb: Any = sys.modules.get("lmdb")
     if lmdb is not None and isinstance(error, lmdb.Error):  # a damaged page met while reading
@@ -206,6 +205,16 @@ def _report(error: Exception) -> int:
         return ExitCode.INTERNAL
     log.exception("internal error")  # called while main() handles `error`
     return ExitCode.INTERNAL
+
+
+def _say(error: Exception) -> None:
+    """`tangled: MESSAGE` on stderr. A message of several lines (an invalid configuration
+    names each bad key on a line of its own) keeps them, each made safe for a terminal:
+    a message may quote names others chose."""
+    from tanglenode.node.cli.terminal import safe
+
+    first, *more = str(error).split("\n")
+    click.echo("\n".join(safe(line) for line in (f"tangled: {first}", *more)), err=True)
 
 
 if __name__ == "__main__":

@@ -13,12 +13,11 @@ import click
 
 from tanglenode.config.secret import read_secret
 from tanglenode.config.settings import load_settings
+from tanglenode.node.cli.backend import Backend, ask
 from tanglenode.node.cli.digest import digest_rows, digests_json
 from tanglenode.node.cli.support import (
     Context,
     NotFound,
-    all_peers,
-    ask_node,
     emit_json,
     json_option,
     log,
@@ -53,6 +52,7 @@ def run(obj: Context, listen: str | None, web: str | None) -> None:
                 "web": {"listen": web} if web else None,
             },
         )
+    obj.require_data_dir()
     keypair = read_secret(settings.secret_path)
     if not settings.store_path.exists():
         raise NotFound(f"no store at {settings.store_path}; run `tangled init` first")
@@ -108,7 +108,7 @@ def status(obj: Context, wait: float, as_json: bool) -> None:
     """The running node's feed, counts, finality, peers and each timeline's digest.
 
     Peers show caught up, behind, or why not connected; compare digests across nodes."""
-    raw = _waiting(wait, lambda: ask_node(obj, "status", {"digests": True}))
+    raw = _waiting(wait, lambda: ask(obj, "status", digests=True))
     digests = raw.pop("digests", [])
     suspected = raw.get("suspected_forks", [])
     report = render_body(raw)
@@ -229,9 +229,13 @@ def _peer_line(peer: dict[str, Any], label: Callable[[bytes], str]) -> str:
 @click.pass_obj
 def peers(obj: Context, as_json: bool) -> None:
     """The running node's peers: where we reach each, its state, its last error and when."""
-    import trio
-
-    every = trio.run(all_peers, obj)
+    every: list[dict[str, Any]] = []
+    with Backend(obj) as node:
+        start: int | None = 0
+        while start is not None:
+            page = node.call("peers", start=start)
+            every.extend(render_body(page["peers"]))
+            start = page.get("next")
     if as_json:
         emit_json(every)
         return
@@ -270,7 +274,7 @@ def connect_command(obj: Context, address: str, key: str, save: bool, as_json: b
         if os.environ.get("TANGLED_PEERS"):
             log.warning("TANGLED_PEERS is set: it overrides the config's peers")
     try:
-        ask_node(obj, "connect", {"address": address, "key": peer})
+        ask(obj, "connect", address=address, key=peer)
         dialing = True
     except NodeNotRunning:
         if not save:
@@ -293,7 +297,7 @@ def disconnect_command(obj: Context, key: str, as_json: bool) -> None:
 
     A configured peer is dialed again after a restart; a peer that dials us may come back."""
     peer = parse_feed(key)
-    done = ask_node(obj, "disconnect", {"key": peer})
+    done = ask(obj, "disconnect", key=peer)
     if as_json:
         emit_json({"key": feed_text(peer), **done})
         return

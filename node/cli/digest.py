@@ -3,8 +3,9 @@
 A digest (storage/views/digest.py) is the hash of a timeline's order, with its
 count: two nodes that print the same line hold the same timeline in the
 same order. People compare the first 16 hex digits (`short`); `--json`
-carries all 64. While the node runs it is asked over IPC (its cache serves
-repeated asks); when it is stopped the store is read directly.
+carries all 64. It is the IPC `timeline` op's (node/cli/backend.py): the
+running node answers (its cache serves repeated asks), or the store here
+while it is stopped.
 """
 
 from __future__ import annotations
@@ -13,9 +14,9 @@ from typing import Any
 
 import click
 
-from tanglenode.node.cli.support import Context, NotFound, ask_node, emit_json
+from tanglenode.node.cli.backend import Backend
+from tanglenode.node.cli.support import Context, NotFound, emit_json
 from tanglenode.node.cli.terminal import safe
-from tanglenode.node.oneshot import NodeNotRunning
 from tanglenode.protocol.identity import message_text
 
 SHORT = 16  # hex digits shown to people
@@ -25,25 +26,14 @@ def short(digest: bytes) -> str:
     return bytes(digest).hex()[:SHORT]
 
 
-def show_digest(obj: Context, which: dict[str, Any], name: bytes, label: str, as_json: bool):
-    """Print one timeline's digest: `which` as IPC names it, `name` as the store does."""
-    try:
-        found = ask_node(obj, "timeline", {**which, "digest": True})
-    except NotFound:
-        raise NotFound(f"no timeline {label} in the store") from None
-    except NodeNotRunning:
-        found = None
-    if found is not None:
-        version, count, digest = found["version"], found["count"], bytes(found["digest"])
-    else:  # the node is stopped: the store itself
-        from tanglenode.storage.errors import UnknownTimeline  # not loaded for `status`
-
-        with obj.open_store() as store:
-            try:
-                found = store.timeline_digest(name)
-            except UnknownTimeline:
-                raise NotFound(f"no timeline {label} in the store") from None
-        version, count, digest = found.version, found.count, found.digest
+def show_digest(obj: Context, which: dict[str, Any], label: str, as_json: bool) -> None:
+    """Print one timeline's digest, `which` as IPC names it."""
+    with Backend(obj) as node:
+        try:
+            found = node.call("timeline", **which, digest=True)
+        except NotFound:
+            raise NotFound(f"no timeline {label} in the store") from None
+    version, count, digest = found["version"], found["count"], bytes(found["digest"])
     if as_json:
         where = {key: value for key, value in which.items() if key != "root"}
         if "root" in which:

@@ -2,10 +2,10 @@
 
 `whoami` reads the secret file's public half and looks at the IPC socket,
 nothing else: it answers at once, with the node stopped or running. The
-other two list a page at a time: while the node runs they ask it (the IPC
-ops `tangles` and `group-list`, docs/IPC.md); while it is stopped they run
-the node's own reads (`node.ipc_discovery.DISCOVERY_READS`) on the store
-opened here, so both paths answer alike. A listing walks pages until it
+other two list a page at a time, through node/cli/backend.py (the IPC ops
+`tangles` and `group-list`, docs/IPC.md): the running node answers, or its
+own handlers on the store opened here while it is stopped, so both paths
+answer alike. A listing walks pages until it
 has `--limit` rows or the store has no more, then says on stderr how to
 go on (`--after`). Feeds are shown through a `label` (a feed's id by
 default); names in listings are text others chose, shown through
@@ -17,7 +17,6 @@ from __future__ import annotations
 import json
 import os
 import shlex
-import socket
 import stat
 import sys
 from collections.abc import Callable, Iterator
@@ -26,6 +25,7 @@ from typing import Any
 
 import click
 
+from tanglenode.node.cli.backend import Backend
 from tanglenode.node.cli.names import lazy_label
 from tanglenode.node.cli.render import TIME_WIDTH, format_timestamp
 from tanglenode.node.cli.support import (
@@ -33,7 +33,6 @@ from tanglenode.node.cli.support import (
     BadInput,
     Context,
     NotFound,
-    call_node,
     emit_json,
     json_option,
     parse_timeline,
@@ -41,26 +40,13 @@ from tanglenode.node.cli.support import (
     tangle_name,
 )
 from tanglenode.node.cli.terminal import safe
+from tanglenode.node.oneshot import listening
 from tanglenode.protocol.errors import BadIdentifier
 from tanglenode.protocol.identity import feed_text, parse_feed
 
 Label = Callable[[bytes], str]  # how a feed is shown: its id, or a name (node/cli/names.py)
 MAX_SECRET_BYTES = 64 << 10  # a secret file is ~150 bytes
-SOCKET_SECONDS = 1.0
 NAME_SHOWN = 60  # characters of a group name on a terminal row
-
-
-def node_runs(path: Path) -> bool:
-    """Whether a node answers on the IPC socket at `path` (a blocking connect, no request)."""
-    if not path.is_socket():
-        return False
-    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
-        probe.settimeout(SOCKET_SECONDS)
-        try:
-            probe.connect(str(path))
-        except OSError:  # refused (a socket left by a node that died), or unreachable
-            return False
-    return True
 
 
 def public_feed(path: Path) -> bytes:
@@ -128,12 +114,13 @@ def _our_name(obj: Context) -> Label:
 def show_whoami(obj: Context, as_json: bool, label: Label | None = None) -> None:
     label = label or feed_text
     settings = obj.settings
+    obj.require_data_dir()
     feed = public_feed(settings.secret_path)
     try:
         exposed = bool(settings.secret_path.stat().st_mode & (stat.S_IRWXG | stat.S_IRWXO))
     except OSError:
         exposed = False
-    running = node_runs(settings.ipc_socket_path)
+    running = listening(settings.ipc_socket_path)
     config = obj.config_file if obj.config_file.is_file() else None
     if as_json:
         emit_json(
@@ -168,54 +155,20 @@ def show_whoami(obj: Context, as_json: bool, label: Label | None = None) -> None
 # -- the listings: the node's reads, over IPC or on the store ------------------------------------
 
 
-class _Reads:
-    """Where a listing's pages come from: the running node, or the store opened here."""
-
-    def __init__(self, obj: Context, *, with_keypair: bool = False) -> None:
-        self.obj, self.with_keypair = obj, with_keypair
-        self.store: Any = None
-        self.keypair: Any = None
-
-    def __enter__(self) -> _Reads:
-        if node_runs(self.obj.settings.ipc_socket_path):
-            return self
-        if self.with_keypair:
-            from tanglenode.config.secret import read_secret  # lazily: nacl, for `whoami`'s sake
-
-            self.keypair = read_secret(self.obj.settings.secret_path)
-        self.store = self.obj.open_store()
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        if self.store is not None:
-            self.store.close()
-
-    def pages(self, op: str, key: str, arguments: dict[str, Any], limit: int) -> Iterator[Any]:
-        """Up to `limit` rows of `op`'s pages (ids as text); then `next` if more remain."""
-        wanted, after = limit, arguments.pop("after", None)
-        while wanted > 0:
-            page = self._call(op, {**arguments, "after": after, "limit": wanted})
-            rows = page[key][:wanted]
-            yield from render_body(rows)
-            wanted -= len(rows)
-            after = page["next"]  # as the wire has it: the next request's `after`
-            if after is None:
-                return
-        yield {"next": render_body(after)}
-
-    def _call(self, op: str, arguments: dict[str, Any]) -> dict[str, Any]:
-        if self.store is None:
-            import trio  # lazily: the running node's path only
-
-            return trio.run(call_node, self.obj, op, arguments)
-        from tanglenode.node.ipc_discovery import DISCOVERY_READS
-        from tanglenode.protocol.ipc import RequestError, parse_request
-
-        try:
-            request = parse_request(op, {"op": op, **arguments}, self.store.limits)
-        except RequestError as error:
-            raise BadInput(str(error)) from None
-        return DISCOVERY_READS[op](self.store, self.keypair, request)
+def pages(
+    backend: Backend, op: str, key: str, arguments: dict[str, Any], limit: int
+) -> Iterator[Any]:
+    """Up to `limit` rows of `op`'s pages (ids as text); then `next` if more remain."""
+    wanted, after = limit, arguments.pop("after", None)
+    while wanted > 0:
+        page = backend.call(op, **arguments, after=after, limit=wanted)
+        rows = page[key][:wanted]
+        yield from render_body(rows)
+        wanted -= len(rows)
+        after = page["next"]  # as the wire has it: the next request's `after`
+        if after is None:
+            return
+    yield {"next": render_body(after)}
 
 
 def _name(text: str) -> str:
@@ -277,8 +230,8 @@ def show_tangles(
     arguments = {"after": _wire_after(after)}
     if only is not None:
         arguments["name"] = _name(only)
-    with _Reads(obj) as reads:
-        rows = _more(list(reads.pages("tangles", "tangles", arguments, limit)), "tangles")
+    with Backend(obj) as node:
+        rows = _more(list(pages(node, "tangles", "tangles", arguments, limit)), "tangles")
     if as_json:
         for row in rows:
             emit_json(row)
@@ -318,8 +271,8 @@ def group_list(obj: Context, limit: int, as_json: bool) -> None:
 
 
 def show_group_list(obj: Context, limit: int, as_json: bool, label: Label = feed_text) -> None:
-    with _Reads(obj, with_keypair=True) as reads:
-        rows = _more(list(reads.pages("group-list", "groups", {}, limit)), "group list")
+    with Backend(obj) as node:
+        rows = _more(list(pages(node, "group-list", "groups", {}, limit)), "group list")
     if as_json:
         for row in rows:
             emit_json(row)

@@ -1,10 +1,10 @@
 """`tangled doc ...`: collaborative text documents (docs/DOCUMENTS.md), edited as people do.
 
-While the node runs every command asks it over IPC (docs/IPC.md, the `doc-`
-ops). While it is stopped the same handlers (`node.doc_ipc.DOC_REPLIES`) run on
-the store opened here, writes under the data directory's lock and signed
-with the node's key, so both paths answer alike. `doc watch` follows the
-running node.
+Every command asks through node/cli/backend.py (the IPC `doc-` ops,
+docs/IPC.md): the running node, or, while it is stopped, the node's own
+handlers on the store opened here, writes under the data directory's lock
+and signed with the node's key, so both paths answer alike. `doc watch`
+follows the running node.
 
 Positions and lengths are code points. `doc edit` diffs the current text
 against the new one (fast_diff_match_patch, no cleanup: the smallest edit)
@@ -29,30 +29,24 @@ import click
 import fast_diff_match_patch
 import trio
 
+from tanglenode.node.cli.backend import Backend
 from tanglenode.node.cli.doc_render import blame_lines, diff_page, dyed, short_feed
 from tanglenode.node.cli.render import format_timestamp
 from tanglenode.node.cli.support import (
-    BAD_INPUT_KINDS,
     COUNT,
     INDEX,
     BadInput,
     Context,
     NotFound,
-    call_node,
     emit_json,
     json_option,
-    node_running,
 )
 from tanglenode.node.cli.terminal import for_stdout, safe, safe_json
-from tanglenode.node.client import NodeError, connect
-from tanglenode.node.doc_ipc import DOC_REPLIES
-from tanglenode.node.ipc import error_kind
-from tanglenode.node.service import StoreService
+from tanglenode.node.client import NodeError, NodeNotRunning, connect
 from tanglenode.protocol.doc_ipc import MAX_SPLICE_CHARS, MAX_SPLICES, MAX_VERSIONS_PAGE
 from tanglenode.protocol.errors import TanglenodeError
 from tanglenode.protocol.identity import feed_text, message_text, parse_feed, parse_message_id
-from tanglenode.protocol.ipc import ErrorKind, parse_request
-from tanglenode.storage.store import FeedStore
+from tanglenode.protocol.ipc import ErrorKind
 
 MAX_EDIT_BYTES = 4 << 20  # a file `doc edit` reads: the diff and its splices stay quick
 EDIT_TRIES = 5  # reads and diffs of one `doc edit` while others edit the document
@@ -62,63 +56,6 @@ VERSION = re.compile(r"v?(\d{1,19})")
 @click.group("doc")
 def doc_command() -> None:
     """Text documents: create, edit, insert, delete, show, log, diff, blame, watch, list."""
-
-
-# -- the node, or the store ------------------------------------------------------------------
-
-
-class _Documents:
-    """Where `doc` commands go: the running node over IPC, or the store opened here."""
-
-    def __init__(self, obj: Context, *, writes: bool = False) -> None:
-        self.obj, self.writes = obj, writes
-        self.store: Any = None
-        self.lock: Any = None
-
-    def __enter__(self) -> _Documents:
-        obj = self.obj
-        if obj.settings.ipc_socket_path.is_socket() and trio.run(node_running, obj):
-            return self
-        if self.writes:
-            self.lock = obj.lock_data_dir("doc")
-        try:
-            self.store = obj.open_store(with_keypair=self.writes)
-        except BaseException:
-            self.__exit__()
-            raise
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        if self.store is not None:
-            self.store.close()
-        if self.lock is not None:
-            self.lock.release()
-
-    def call(self, op: str, **arguments: Any) -> Any:
-        if self.store is None:
-            return trio.run(call_node, self.obj, op, arguments)
-        return offline_call(self.store, op, **arguments)
-
-
-def offline_call(store: FeedStore, op: str, **arguments: Any) -> Any:
-    """The node's own handler for `op`, on `store`: the same checks, the same reply, and
-    its errors as `call_node` raises them."""
-    try:
-        request = parse_request(op, {"op": op, **arguments}, store.limits)
-        return trio.run(_serve, store, op, request)
-    except TanglenodeError as error:
-        kind = error_kind(error)
-        if kind == ErrorKind.NOT_FOUND:
-            raise NotFound(f"{kind}: {error}") from None
-        if kind in BAD_INPUT_KINDS:
-            raise BadInput(f"{kind}: {error}") from None
-        if kind == ErrorKind.CONFLICT:  # as the node's reply would be
-            raise NodeError(kind, str(error)) from None
-        raise
-
-
-async def _serve(store: FeedStore, op: str, request: Any) -> Any:
-    return await DOC_REPLIES[op](StoreService(store), request)
 
 
 def _obj() -> Context:
@@ -229,7 +166,7 @@ def edit_to(
     refuses splices whose base the document has moved past (`conflict`),
     publishing nothing; the next try reads again and diffs from there (what
     earlier requests published stays: the diff starts from it). `call(op,
-    **arguments)` asks the node, or the store (`_Documents.call`).
+    **arguments)` asks the node, or the store (`Backend.call`).
     """
     published: list[dict[str, Any]] = []
     for _try in range(tries):
@@ -253,7 +190,7 @@ def edit_to(
     )
 
 
-def _publish(docs: _Documents, doc: bytes, splices: list[list[Any]], as_json: bool) -> None:
+def _publish(docs: Backend, doc: bytes, splices: list[list[Any]], as_json: bool) -> None:
     """Publish `splices` to `doc` in as many requests as they need; print the versions made."""
     published: list[dict[str, Any]] = []
     for group in requests(splices):
@@ -280,7 +217,7 @@ def _print_published(doc: bytes, published: list[dict[str, Any]], as_json: bool)
 def doc_create(title: str, as_json: bool) -> None:
     """Start a document called TITLE; prints its id."""
     title = argument_text(title, "TITLE")
-    with _Documents(_obj(), writes=True) as docs:
+    with Backend(_obj(), writes=True) as docs:
         doc = message_text(docs.call("doc-create", title=title)["doc"])
     if as_json:
         emit_json({"doc": doc, "title": title})
@@ -295,7 +232,7 @@ def doc_create(title: str, as_json: bool) -> None:
 def doc_edit(doc: str, file: str, as_json: bool) -> None:
     """Make DOC's text FILE's ('-': stdin): publish the smallest edit between the two."""
     doc_id, new = parse_message_id(doc), read_text_file(file)
-    with _Documents(_obj(), writes=True) as docs:
+    with Backend(_obj(), writes=True) as docs:
         published = edit_to(docs.call, doc_id, new)
     _print_published(doc_id, published, as_json)
 
@@ -309,7 +246,7 @@ def doc_insert(doc: str, pos: int, text: str, as_json: bool) -> None:
     """Insert TEXT at code point POS of DOC."""
     if not argument_text(text, "TEXT"):
         raise BadInput("nothing to insert: TEXT is empty")
-    with _Documents(_obj(), writes=True) as docs:
+    with Backend(_obj(), writes=True) as docs:
         _publish(docs, parse_message_id(doc), [["ins", pos, text]], as_json)
 
 
@@ -320,7 +257,7 @@ def doc_insert(doc: str, pos: int, text: str, as_json: bool) -> None:
 @json_option
 def doc_delete(doc: str, pos: int, length: int, as_json: bool) -> None:
     """Delete LENGTH code points of DOC from POS."""
-    with _Documents(_obj(), writes=True) as docs:
+    with Backend(_obj(), writes=True) as docs:
         _publish(docs, parse_message_id(doc), [["del", pos, length]], as_json)
 
 
@@ -336,7 +273,7 @@ def doc_show(doc: str, at: str | None, as_json: bool) -> None:
     arguments: dict[str, Any] = {"doc": parse_message_id(doc)}
     if at is not None:
         arguments["at"] = parse_at(at)
-    with _Documents(_obj()) as docs:
+    with Backend(_obj()) as docs:
         shown = docs.call("doc-show", **arguments)
     if as_json:
         emit_json({"doc": doc, "at": at, "version": shown["version"], "text": shown["text"]})
@@ -350,7 +287,7 @@ def doc_show(doc: str, at: str | None, as_json: bool) -> None:
 def doc_list(as_json: bool) -> None:
     """The documents the store holds: id, title, author, created, length, versions."""
     documents: list[dict[str, Any]] = []
-    with _Documents(_obj()) as docs:
+    with Backend(_obj()) as docs:
         start: int | None = 0
         while start is not None:
             page = docs.call("doc-list", start=start)
@@ -386,7 +323,7 @@ def doc_log(doc: str, as_json: bool) -> None:
     """DOC's versions (number, author, time, +inserted -deleted), and the edits set aside."""
     doc_id = parse_message_id(doc)
     versions: list[dict[str, Any]] = []
-    with _Documents(_obj()) as docs:
+    with Backend(_obj()) as docs:
         page = docs.call("doc-log", doc=doc_id, since=0, limit=MAX_VERSIONS_PAGE)
         aside, aside_total = page["set_aside"], page["set_aside_total"]
         versions.extend(page["versions"])
@@ -423,7 +360,7 @@ def doc_log(doc: str, as_json: bool) -> None:
 def doc_diff(doc: str, old: str, new: str, as_html: bool, as_json: bool) -> None:
     """What changed in DOC from FROM to TO, dyed: inserted text green, removed red, by author."""
     arguments = {"doc": parse_message_id(doc), "from": parse_at(old), "to": parse_at(new)}
-    with _Documents(_obj()) as docs:
+    with Backend(_obj()) as docs:
         spans = docs.call("doc-diff", **arguments)["spans"]
     if as_json:
         rows = [
@@ -454,7 +391,7 @@ def doc_blame(doc: str, at: str | None, as_json: bool) -> None:
     arguments: dict[str, Any] = {"doc": parse_message_id(doc)}
     if at is not None:
         arguments["at"] = parse_at(at)
-    with _Documents(_obj()) as docs:
+    with Backend(_obj()) as docs:
         spans = docs.call("doc-blame", **arguments)["spans"]
     lines = blame_lines(spans)
     if as_json:
@@ -487,6 +424,9 @@ def doc_watch(doc: str, since: int | None, count: int | None, as_json: bool) -> 
     except KeyboardInterrupt:
         printer.end()
         return
+    except NodeNotRunning:
+        obj.require_data_dir()  # a mistyped --data-dir says so
+        raise
     except NodeError as error:
         if error.kind == ErrorKind.NOT_FOUND:
             raise NotFound(str(error)) from None

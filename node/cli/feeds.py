@@ -15,7 +15,6 @@ from tanglenode.node.cli.support import (
     Context,
     ExitCode,
     NotFound,
-    ask_node,
     emit_json,
     json_option,
     log,
@@ -30,7 +29,7 @@ from tanglenode.protocol.identity import (
     parse_feed,
     parse_message_id,
 )
-from tanglenode.storage.errors import DataDirInUse, StoreDamaged
+from tanglenode.storage.errors import StoreDamaged
 
 if TYPE_CHECKING:
     from tanglenode.node.cli.summary import Viewer
@@ -47,24 +46,12 @@ def _parse_tangle_option(option: str) -> tuple[str, bytes | None]:
     return tangle_name(name), parse_message_id(root) if sep else None
 
 
-def publish_content(
-    obj: Context, value: Any, tangles: dict[str, bytes | None], offline: bool
-) -> dict[str, Any]:
-    """Publish `value` through the node (or, `offline`, into the stopped node's store)."""
-    if offline:
-        try:
-            lock = obj.lock_data_dir("publish --offline")
-        except DataDirInUse as error:
-            if error.purpose != "run":
-                raise
-            raise DataDirInUse(
-                f"the node is running (process {error.pid}); publish through it (drop --offline)",
-                error.pid,
-            ) from None
-        with lock, obj.open_store(with_keypair=True) as store:
-            message = store.publish(value, tangles)
-        return message_dict(message)
-    return render_body(ask_node(obj, "publish", {"content": value, "tangles": tangles}))
+def publish_content(obj: Context, value: Any, tangles: dict[str, bytes | None]) -> dict[str, Any]:
+    """Publish `value` through the node, or into the store here while it is stopped."""
+    from tanglenode.node.cli.backend import Backend
+
+    with Backend(obj, writes=True) as node:
+        return render_body(node.call("publish", content=value, tangles=tangles))
 
 
 @click.command()
@@ -76,18 +63,16 @@ def publish_content(
     metavar="NAME[=ROOT]",
     help="Put the message in tangle NAME rooted at ROOT; without ROOT it roots a new tangle.",
 )
-@click.option(
-    "--offline", is_flag=True, help="Write to the store directly; only while the node is stopped."
-)
 @json_option
 @click.pass_obj
-def publish(
-    obj: Context, content: str, tangle_options: tuple[str, ...], offline: bool, as_json: bool
-) -> None:
-    """Sign and publish a message whose CONTENT is JSON ('-' reads stdin), through the node."""
+def publish(obj: Context, content: str, tangle_options: tuple[str, ...], as_json: bool) -> None:
+    """Sign and publish a message whose CONTENT is JSON ('-' reads stdin), through the node.
+
+    While the node is stopped the message goes into the store directly (the node
+    sends it to peers once it runs)."""
     value = read_content(content, obj.settings)
     tangles = dict(_parse_tangle_option(option) for option in tangle_options)
-    body = publish_content(obj, value, tangles, offline)
+    body = publish_content(obj, value, tangles)
     log.info("published", seq=body["seq"], id=body["id"])
     if as_json:
         emit_json(body)
@@ -123,6 +108,7 @@ def log_command(
     """
     from tanglenode.node.cli.summary import fit, open_viewer
 
+    obj.require_data_dir()  # before the secret: a mistyped --data-dir says so
     author = parse_feed(feed) if feed else read_secret(obj.settings.secret_path).public
     with obj.open_store() as store:
         if store.get_by_seq(author, 1) is None:

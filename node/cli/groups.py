@@ -1,4 +1,5 @@
-"""`tangled group ...`: private groups through the running node (docs/GROUPS.md)."""
+"""`tangled group ...`: private groups, through the running node or on the store here
+(node/cli/backend.py; docs/GROUPS.md)."""
 
 from __future__ import annotations
 
@@ -6,9 +7,9 @@ from typing import Any
 
 import click
 
+from tanglenode.node.cli.backend import ask
 from tanglenode.node.cli.support import (
     Context,
-    ask_node,
     emit_json,
     json_option,
     read_content,
@@ -23,13 +24,14 @@ def group_command() -> None:
     """Private groups: create, add, exclude, post, members, epochs, timeline.
 
     GROUP is a group's id: the id of its root message, which `group create` prints.
-    Every subcommand asks the running node (docs/GROUPS.md).
+    Every subcommand asks the running node, or reads and writes the store directly
+    while it is stopped (docs/GROUPS.md).
     """
 
 
 def _group_call(op: str, **arguments: Any) -> Any:
     obj = click.get_current_context().find_object(Context)
-    return render_body(ask_node(obj, op, arguments))
+    return render_body(ask(obj, op, **arguments))
 
 
 def _names() -> Any:

@@ -256,9 +256,8 @@ def checked_petname(text: str) -> str:
 
 def change_petname(obj: Context, feed: bytes, name: str | None) -> None:
     """Set (or with None, clear) our petname for `feed`."""
+    obj.require_data_dir()
     path = petnames_path(obj)
-    if not path.parent.is_dir():
-        raise NotFound(f"no data directory {path.parent}; run `tangled init` first")
     try:
         with _locked(path):
             names = read_petnames(path)
@@ -291,6 +290,7 @@ def name_command(
     is shown as is, a name a feed chose itself as ~name. Works whether the node
     runs or not.
     """
+    obj.require_data_dir()
     if feed is None:
         if clear or name is not None:
             raise click.UsageError("--clear and NAME need a @FEED")
@@ -320,12 +320,9 @@ def _echo_names(names: Names, feed: bytes, as_json: bool) -> None:
 
 @click.command("about")
 @click.argument("name")
-@click.option(
-    "--offline", is_flag=True, help="Write to the store directly; only while the node is stopped."
-)
 @json_option
 @click.pass_obj
-def about_command(obj: Context, name: str, offline: bool, as_json: bool) -> None:
+def about_command(obj: Context, name: str, as_json: bool) -> None:
     """Publish an `about` message naming our own feed NAME, through the node.
 
     Peers show the name as ~NAME (a name a feed chose itself) unless they gave
@@ -333,11 +330,12 @@ def about_command(obj: Context, name: str, offline: bool, as_json: bool) -> None
     """
     from tanglenode.node.cli.feeds import publish_content
 
+    obj.require_data_dir()
     me = our_feed(obj)
     if me is None:
         raise NotFound(f"no secret key at {obj.settings.secret_path}; run `tangled init` first")
     content = {"type": "about", "about": feed_text(me), "name": checked_name(name)}
-    body = publish_content(obj, content, {}, offline)
+    body = publish_content(obj, content, {})
     if as_json:
         emit_json(body)
     else:

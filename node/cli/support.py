@@ -4,9 +4,9 @@ Exit codes: `EXIT_CODES` (listed by `tangled --help`).
 
 Start-up matters here: every command imports this module, so it imports
 only what a one-shot command needs (click, settings, the light parts of
-protocol/). The store, the Trio client and the message renderer load inside
-the functions that use them; `ask_node` sends one request with the blocking
-client (node/oneshot.py), and `log` writes its lines without structlog
+protocol/). The store and the message renderer load inside the functions
+that use them; commands ask the node, or the store opened here, through
+node/cli/backend.py, and `log` writes its lines without structlog
 (node/cli/logs.py).
 """
 
@@ -24,7 +24,7 @@ from tanglenode.node.cli.exits import EXIT_CODES as EXIT_CODES  # re-exported fo
 from tanglenode.node.cli.exits import ExitCode as ExitCode
 from tanglenode.node.cli.logs import command_log
 from tanglenode.node.cli.render import tag_text
-from tanglenode.node.oneshot import NodeError, request
+from tanglenode.node.oneshot import NodeError
 from tanglenode.protocol.canonical import NonFiniteFloat, TooDeep, canonical_value
 from tanglenode.protocol.errors import LocalProtocolError, Reason, TanglenodeError
 from tanglenode.protocol.identity import feed_text, message_text, parse_message_id
@@ -32,6 +32,7 @@ from tanglenode.protocol.ipc_fields import ErrorKind
 from tanglenode.protocol.limits import MAX_SEQ, MAX_TANGLE_NAME_BYTES
 
 if TYPE_CHECKING:
+    from tanglenode.protocol.identity import Keypair
     from tanglenode.storage.feeds.datalock import DataDirLock
     from tanglenode.storage.store import FeedStore
 
@@ -63,13 +64,26 @@ class Context:
             )
         return self._settings
 
-    def open_store(self, *, with_keypair: bool = False, create: bool = False) -> FeedStore:
+    def require_data_dir(self) -> Path:
+        """The data directory; `NotFound` (exit 4) if there is none, as after a typo."""
+        data_dir = self.settings.data_dir
+        if not data_dir.is_dir():
+            raise NotFound(f"{data_dir}: no data directory here; `tangled init` makes one")
+        return data_dir
+
+    def open_store(
+        self, *, with_keypair: bool = False, keypair: Keypair | None = None, create: bool = False
+    ) -> FeedStore:
+        """The store, to read (or to write with `keypair`, or our key read from the secret
+        file `with_keypair`); `NotFound` without a data directory or a store in it."""
         from tanglenode.config.secret import read_secret
         from tanglenode.storage.errors import StoreNotFound
         from tanglenode.storage.store import FeedStore
 
+        self.require_data_dir()
         settings = self.settings
-        keypair = read_secret(settings.secret_path) if with_keypair else None
+        if with_keypair and keypair is None:
+            keypair = read_secret(settings.secret_path)
         try:
             return FeedStore(
                 settings.store_path,
@@ -85,10 +99,7 @@ class Context:
         """Hold the data directory for a write without the daemon (storage/feeds/datalock.py)."""
         from tanglenode.storage.feeds.datalock import DataDirLock
 
-        data_dir = self.settings.data_dir
-        if not data_dir.is_dir():
-            raise NotFound(f"no data directory {data_dir}; run `tangled init` first")
-        return DataDirLock(data_dir, purpose).acquire()
+        return DataDirLock(self.require_data_dir(), purpose).acquire()
 
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON output.")
@@ -96,17 +107,6 @@ json_option = click.option("--json", "as_json", is_flag=True, help="Machine-read
 
 def emit_json(value: Any) -> None:
     click.echo(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
-
-
-async def node_running(obj: Context) -> bool:
-    from tanglenode.node.client import NodeNotRunning, connect
-
-    try:
-        client = await connect(obj.settings.ipc_socket_path)
-    except NodeNotRunning:
-        return False
-    await client.aclose()
-    return True
 
 
 # IPC error kinds (docs/IPC.md) that mean the user's input was refused: exit 3.
@@ -128,39 +128,6 @@ def translated(error: NodeError) -> TanglenodeError:
     if error.kind in BAD_INPUT_KINDS:
         return BadInput(str(error))
     return error
-
-
-def ask_node(obj: Context, op: str, arguments: dict[str, Any]) -> Any:
-    """One request to the running node, blocking (no Trio); its reply, errors translated."""
-    try:
-        return request(obj.settings.ipc_socket_path, op, **arguments)
-    except NodeError as error:
-        raise translated(error) from None
-
-
-async def call_node(obj: Context, op: str, arguments: dict[str, Any]) -> Any:
-    """`ask_node` inside a Trio run."""
-    from tanglenode.node.client import connect
-
-    async with await connect(obj.settings.ipc_socket_path) as client:
-        try:
-            return await client.request(op, **arguments)
-        except NodeError as error:
-            raise translated(error) from None
-
-
-async def all_peers(obj: Context) -> list[dict[str, Any]]:
-    """Every peer of the running node, page by page."""
-    from tanglenode.node.client import connect
-
-    peers: list[dict[str, Any]] = []
-    async with await connect(obj.settings.ipc_socket_path) as client:
-        start: int | None = 0
-        while start is not None:
-            page = await client.request("peers", start=start)
-            peers.extend(render_body(page["peers"]))
-            start = page.get("next")
-    return peers
 
 
 # -- bounded command-line input ----------------------------------------------------------

@@ -1,18 +1,20 @@
 """`tangled timeline` and `tangled watch`: a timeline read once, or followed live.
 
-While the node runs both ask it over IPC; `timeline` reads the store
-directly when it is stopped.
+`timeline` asks through node/cli/backend.py (the IPC ops `timeline`,
+`commands` and `placement`): the running node, or its own handlers on the
+store opened here while it is stopped. `watch` follows the running node.
 """
 
 from __future__ import annotations
 
 from contextlib import aclosing
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 import trio
 
+from tanglenode.node.cli.backend import Backend
 from tanglenode.node.cli.digest import show_digest
 from tanglenode.node.cli.render import TIME_WIDTH, format_timestamp
 from tanglenode.node.cli.summary import Viewer, fit, open_viewer
@@ -24,10 +26,8 @@ from tanglenode.node.cli.support import (
     BadInput,
     Context,
     NotFound,
-    call_node,
     emit_json,
     json_option,
-    node_running,
     timeline_spec,
 )
 from tanglenode.node.client import NodeError, NodeNotRunning, connect
@@ -37,9 +37,9 @@ from tanglenode.protocol.ipc import PAGE, ErrorKind
 from tanglenode.storage.engine.causal_key import MAX_TIME
 from tanglenode.storage.engine.causal_window import WINDOW_MODES
 from tanglenode.storage.engine.timeline import Command, Delete, Insert, Move
-from tanglenode.storage.errors import UnknownTimeline
-from tanglenode.storage.store import FeedStore
-from tanglenode.storage.views.timelines import timeline_name
+
+if TYPE_CHECKING:
+    from tanglenode.storage.store import FeedStore
 
 
 class ClaimedTime(click.ParamType):
@@ -66,13 +66,12 @@ class ClaimedTime(click.ParamType):
         return millis
 
 
-def _store_timeline(which: dict[str, Any], spec: str | None) -> tuple[bytes, str]:
-    """The store's name of the timeline `timeline_spec` named, and its label."""
+def _label(which: dict[str, Any], spec: str | None) -> str:
+    """How the timeline `timeline_spec` named is called in messages."""
     view, order = which.get("view", "all"), which["order"]
-    name = timeline_name(which.get("root"), which.get("tangle"), view, order)
     label = "spacetime" if spec is None else str(spec)
     extras = [word for word in (view, order) if word not in ("all", "rank")]
-    return name, label + "".join(f" ({word})" for word in extras)
+    return label + "".join(f" ({word})" for word in extras)
 
 
 @click.command()
@@ -134,22 +133,19 @@ def timeline(
 ) -> None:
     """Print a tangle's timeline (NAME/ROOT) or the spacetime: order, position or commands."""
     which = timeline_spec(spec, spacetime, joined, order)
-    name, label = _store_timeline(which, spec)
+    label = _label(which, spec)
     if digest:
         given = {"--at": at_id, "--since": since, "--limit": limit, "--from-time": from_time}
         given |= {"--to-time": to_time, "--start": start or None}
         clash = [option for option, value in given.items() if value is not None]
         if clash:
             raise click.UsageError(f"--digest covers the whole timeline: drop {', '.join(clash)}")
-        return show_digest(obj, which, name, label, as_json)
-    if obj.settings.ipc_socket_path.is_socket() and trio.run(node_running, obj):
-        source: Any = _NodeTimelines(obj, which, _store_or_none(obj))
-    else:  # the node is stopped: read the store directly
-        source = _StoreTimelines(obj.open_store(), name)
-    with source:
+        return show_digest(obj, which, label, as_json)
+    with Backend(obj) as backend:
+        source = _Timelines(backend, which)
         try:
             source.version()
-        except UnknownTimeline:
+        except NotFound:
             raise NotFound(f"no timeline {label} in the store") from None
         value = "time" if order == "causal-time" else "rank"  # what entries sort by
         if at_id is not None:
@@ -159,7 +155,7 @@ def timeline(
             else:
                 click.echo(_placement_text(found))
             return
-        viewer = open_viewer(obj, source.store, as_json=as_json)
+        viewer = open_viewer(obj, backend.store(), as_json=as_json)
         if from_time is not None or to_time is not None:
             if order != "causal-time":
                 raise BadInput("--from-time/--to-time need --order causal-time")
@@ -242,76 +238,24 @@ def _placement_text(found: dict[str, Any]) -> str:
     return text
 
 
-class _StoreTimelines:
-    """`tangled timeline` reading the store itself (the node is not running)."""
+class _Timelines:
+    """`tangled timeline`'s reads of one timeline, `which` as the IPC requests name it, a
+    page at a time (node/cli/backend.py)."""
 
-    def __init__(self, store: FeedStore, name: bytes) -> None:
-        self.store, self.name = store, name
+    PAGE = 10_000  # entries per request (the node caps a reply at 50,000)
 
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.store.close()
-
-    def version(self) -> int:
-        return self.store.timeline_version(self.name)
-
-    def placement(self, msg_id: bytes, shown: str, label: str) -> dict[str, Any]:
-        found = self.store.timeline_member(self.name, msg_id)
-        if found is None:
-            raise NotFound(f"{shown} is not in timeline {label}")
-        placement, state = found
-        reply: dict[str, Any] = {"position": placement.position}
-        if placement.time is None:
-            reply["rank"] = placement.rank
-        else:
-            reply["time"] = placement.time
-        reply |= state.fields() if state is not None else {}
-        if "waiting" in reply:
-            reply["waiting"] = [message_text(p) for p in reply["waiting"]]
-        return reply
-
-    def commands(self, since: int) -> list[Command]:
-        return self.store.timeline_commands(self.name, since)
-
-    def window(self, low: int, high: int, mode: str, start: int, limit: int | None):
-        _version, first, entries = self.store.timeline_window(
-            self.name, low, high, mode, start, limit
-        )
-        return first, entries
-
-    def entries(self, start: int, limit: int | None) -> list[tuple]:
-        stop = None if limit is None else start + limit
-        return self.store.timeline_at(self.name, start, stop, states=True)[1]
-
-
-class _NodeTimelines:
-    """`tangled timeline` asking the running node over IPC; `store` (read beside the node)
-    gives the messages' content."""
-
-    def __init__(self, obj: Context, which: dict[str, Any], store: FeedStore | None) -> None:
-        self.obj, self.which, self.store = obj, which, store
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        if self.store is not None:
-            self.store.close()
+    def __init__(self, backend: Backend, which: dict[str, Any]) -> None:
+        self.backend, self.which = backend, which
 
     def _call(self, op: str, **arguments: Any) -> Any:
-        try:
-            return trio.run(call_node, self.obj, op, {**self.which, **arguments})
-        except NotFound as error:
-            raise UnknownTimeline(str(error)) from None
+        return self.backend.call(op, **self.which, **arguments)
 
     def version(self) -> int:
         return self._call("timeline", limit=0)["version"]
 
     def placement(self, msg_id: bytes, shown: str, label: str) -> dict[str, Any]:
         try:
-            found = trio.run(call_node, self.obj, "placement", {**self.which, "message": msg_id})
+            found = self._call("placement", message=msg_id)
         except NotFound:
             raise NotFound(f"{shown} is not in timeline {label}") from None
         if "waiting" in found:
@@ -319,9 +263,18 @@ class _NodeTimelines:
         return found
 
     def window(self, low: int, high: int, mode: str, start: int, limit: int | None):
-        window = {"from_time": low, "to_time": high, "window": mode, "start": start}
-        reply = self._call("timeline", **window, limit=10_000 if limit is None else limit)
-        return reply["start"], [(time, msg_id) for time, msg_id, *_state in reply["entries"]]
+        """Where the window's entries start (None: strict), and its entries from `start`."""
+        window = {"from_time": low, "to_time": high, "window": mode}
+        first, entries = None, []
+        while limit is None or len(entries) < limit:
+            size = self.PAGE if limit is None else min(self.PAGE, limit - len(entries))
+            reply = self._call("timeline", **window, start=start + len(entries), limit=size)
+            if not entries:
+                first = reply["start"]
+            entries.extend((time, msg_id) for time, msg_id, *_state in reply["entries"])
+            if len(reply["entries"]) < size:
+                break
+        return first, entries
 
     def commands(self, since: int) -> list[Command]:
         commands: list[Command] = []
@@ -341,10 +294,10 @@ class _NodeTimelines:
     def entries(self, start: int, limit: int | None) -> list[tuple]:
         entries: list[tuple] = []
         while limit is None or len(entries) < limit:
-            page_size = 10_000 if limit is None else min(10_000, limit - len(entries))
-            page = self._call("timeline", start=start + len(entries), limit=page_size)["entries"]
+            size = self.PAGE if limit is None else min(self.PAGE, limit - len(entries))
+            page = self._call("timeline", start=start + len(entries), limit=size)["entries"]
             entries.extend(tuple(entry) for entry in page)
-            if len(page) < page_size:
+            if len(page) < size:
                 break
         return entries
 
@@ -441,6 +394,9 @@ def watch(
     try:
         follower = _Follower(obj, which, open_viewer(obj, store, as_json=as_json), as_json, count)
         trio.run(follower.run, since, reconnect_wait)
+    except NodeNotRunning:
+        obj.require_data_dir()  # a mistyped --data-dir says so
+        raise
     finally:
         if store is not None:
             store.close()

@@ -106,7 +106,8 @@ class DocStream:
         if "entries" not in events[0]:  # the log no longer continues `version`: a new text
             return await self.snapshot()
         entries = events[0]["entries"]
-        found = await self.service.document_versions(self.doc, entries[0]["version"], len(entries))
+        doc, since, count = self.doc, entries[0]["version"], len(entries)
+        found = await self.service.read(lambda store: store.document_versions(doc, since, count))
         authors = {version.msg_id: version.author for version in found}
         frames = [
             frame(

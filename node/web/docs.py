@@ -97,7 +97,7 @@ async def index(web: WebContext, request: Request) -> Response:
     except ValueError as error:
         return bad_request(error)
     assert start is not None
-    documents = await web.service.documents()
+    documents = await web.service.read(lambda store: store.documents.held())
     names = await web.names()
     shown = documents[start : start + PAGE]
     rows = [
@@ -129,7 +129,7 @@ async def page(web: WebContext, request: Request) -> Response:
         revision = await revision_body(service, doc, version, "previous", names)
     except UnknownDocument:
         return not_found("no such document")
-    init = await service.message(doc)
+    init = await service.read(lambda store: store.get(doc))
     title = init.content.get("title", "") if init and isinstance(init.content, dict) else ""
     title = safe(title) if isinstance(title, str) else ""
     author = init.author if init is not None else None
@@ -217,10 +217,11 @@ async def versions_at(
     service: StoreService, doc: bytes, wanted: int
 ) -> tuple[Version | None, Version | None]:
     """The last version at or before `wanted` (the head if past it) and the one before it."""
-    head, _entries = await service.document_splices(doc, MAX_SEQ, 0)
+    head, _entries = await service.read(lambda store: store.document_splices(doc, MAX_SEQ, 0))
     wanted = min(wanted, head)
     start = max(0, wanted - WINDOW + 1)
-    found = [v for v in await service.document_versions(doc, start, WINDOW) if v.number <= wanted]
+    versions = await service.read(lambda store: store.document_versions(doc, start, WINDOW))
+    found = [v for v in versions if v.number <= wanted]
     if not found:
         return None, None
     return found[-1], found[-2] if len(found) > 1 else None
@@ -243,8 +244,8 @@ async def revision_body(
         before = previous.msg_id if previous is not None else 0  # a gap: from the doc/init
         old = shown.msg_id if shown.number == 0 else before
         new, compared = shown.msg_id, previous.number if previous is not None else 0
-    text = await service.document_revision(doc, shown.msg_id)
-    spans = await service.document_dye(doc, old, new)
+    text = await service.read(lambda store: store.document_revision(doc, shown.msg_id))
+    spans = await service.read(lambda store: store.document_dye(doc, old, new))
     return {
         "version": shown.number,
         "msg": message_text(shown.msg_id),

@@ -5,8 +5,8 @@ with the IPC `group-list` op's own handler (node/ipc_discovery.py, which
 `tangled group list` asks), a page of the `group` tangles at a time
 (`?after=ROOT` continues). `/groups/ROOT` (ROOT: the group's root message
 id without its `%`) reads the group as `tangled group members`, `epochs`
-and `timeline` do (`StoreService.group`,
-`storage.groups.state.describe`, `StoreService.group_timeline`): its members by
+and `timeline` do (`storage.groups.state.read_group`, `describe`, `timeline`,
+read through `StoreService.read`): its members by
 name, its epochs, and its messages in timeline order, opened where we hold
 the key, posts summarised as the CLI summarises them (node/cli/summary.py).
 A group we hold no key of says so and lists its messages as sealed. Names,
@@ -21,7 +21,8 @@ from typing import Any
 from tanglenode.node.cli.names import Names
 from tanglenode.node.cli.summary import Summaries
 from tanglenode.node.cli.terminal import safe
-from tanglenode.node.ipc_discovery import discovery_replies
+from tanglenode.node.ipc import Area
+from tanglenode.node.ipc_discovery import group_list
 from tanglenode.node.web.http import (
     Request,
     Response,
@@ -36,7 +37,8 @@ from tanglenode.node.web.http import (
 from tanglenode.node.web.page import e, listing, shell, when
 from tanglenode.protocol.identity import feed_text, message_text
 from tanglenode.protocol.ipc_discovery import GroupListRequest
-from tanglenode.storage.groups.state import GROUP, GroupError, UnknownGroup, describe
+from tanglenode.storage.groups.state import GROUP, GroupError, UnknownGroup, describe, read_group
+from tanglenode.storage.groups.state import state as groups
 
 PAGE = 50  # `group` tangles looked at per `/groups` page
 MAX_ROWS = 1000  # timeline rows shown: the latest
@@ -70,8 +72,7 @@ async def index(web: WebContext, request: Request) -> Response:
         after = (root, GROUP)
     if web.keypair is None:
         return html_response(shell(web, "groups", "<h1>Groups</h1><p>This node has no key.</p>"))
-    group_list = discovery_replies(web.service, web.keypair)["group-list"]
-    found = await group_list(GroupListRequest(after, PAGE))
+    found = await group_list(Area(web.service, web.keypair), GroupListRequest(after, PAGE))
     names = await web.names()
     rows = [
         f"<tr data-id='{e(message_text(info['group']))}'>"
@@ -101,14 +102,14 @@ async def page(web: WebContext, request: Request) -> Response:
         return not_found("this node has no key to read groups with")
     service = web.service
     try:
-        view = await service.group(web.keypair, root)
+        view = await service.read(read_group, web.keypair, root)
     except UnknownGroup:
         return not_found("no such group")
     except GroupError as error:
         return text_response(f"cannot read this group: {error}\n", 404)
     shown = describe(view)
-    final = await service.group_final(view)
-    rows = await service.group_timeline(view, GROUP, "rank")
+    final = await service.read(groups.final, view)
+    rows = await service.read(groups.timeline, view, GROUP, "rank")
     names = await web.names()
     title = safe(shown["name"], NAME_SHOWN) if shown["name"] is not None else "group"
     live = web.link(f"/t/{GROUP}/{segment(root_text(root))}")

@@ -218,7 +218,7 @@ class Metrics:
         status = await web.status(False)
         figures = None
         if self.collector is not None:
-            figures = await self.service.statistics()
+            figures = await self.service.read(lambda store: store.statistics())
         # From here to the end, no await: one consistent moment.
         for key, gauge in self._gauges.items():
             gauge.set(status[key])

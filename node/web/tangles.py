@@ -50,7 +50,7 @@ from tanglenode.protocol.identity import feed_text, message_text
 from tanglenode.protocol.ipc import PAGE, PAGE_BYTES
 from tanglenode.protocol.limits import MAX_TANGLE_NAME_BYTES
 from tanglenode.storage.engine.timeline import Delete, Insert
-from tanglenode.storage.groups.state import GROUP, GroupError
+from tanglenode.storage.groups.state import GROUP, GroupError, read_group
 from tanglenode.storage.views.timelines import timeline_name
 
 MAX_ROWS = 5000  # rows rendered on a tangle's page
@@ -108,7 +108,7 @@ async def _summaries(web: WebContext, names: Names, messages: list[Any]) -> Summ
             roots.add(message.id if link.root is None else link.root)
     for root in sorted(roots)[:MAX_GROUPS]:
         try:
-            summaries.know_group(root, await web.service.group(web.keypair, root))
+            summaries.know_group(root, await web.service.read(read_group, web.keypair, root))
         except GroupError:  # not a group of ours, or not one at all: sealed
             continue
     return summaries
@@ -131,7 +131,7 @@ async def index(web: WebContext, request: Request) -> Response:
         if root is None:
             return text_response("after_root: not a message id\n", 400)
         after = (root, request.query.get("after_name", "")[:MAX_TANGLE_NAME_BYTES])
-    infos, cursor = await web.service.tangles(after, INDEX_PAGE)
+    infos, cursor = await web.service.read(lambda store: store.tangle_page(after, INDEX_PAGE))
     names = await web.names()
     rows = [
         f"<tr><td><a href='{e(web.link(tangle_path(info.name, info.root)))}'>"
@@ -156,9 +156,12 @@ async def page(web: WebContext, request: Request) -> Response:
         return not_found("no such tangle: the root is not a message id, or the name too long")
     name, root = found
     timeline = timeline_name(root, name)
-    version, start, entries = await web.service.timeline_tail(timeline, MAX_ROWS)
+    version, start, entries = await web.service.read(
+        lambda store: store.timeline_tail(timeline, MAX_ROWS)
+    )
     names = await web.names()
-    held = await web.service.messages([msg_id for _, msg_id, _ in entries])
+    ids = [msg_id for _, msg_id, _ in entries]
+    held = await web.service.read(lambda store: [store.get(msg_id) for msg_id in ids])
     fields = await _rows(web, names, [message for message in held if message is not None])
     missing = {"id": "", "author": "?", "feed": "", "time": "?", "text": "(not in the store)"}
     rows = [  # a message removed since the order was read keeps its place: the stream deletes it
@@ -166,7 +169,7 @@ async def page(web: WebContext, request: Request) -> Response:
         for _, msg_id, state in entries
     ]
     pending = sum(1 for entry in entries if entry[2] == PENDING)
-    root_message = await web.service.message(root)
+    root_message = await web.service.read(lambda store: store.get(root))
     by = f" started by {e(safe(names.label(root_message.author)))}" if root_message else ""
     events = web.link(tangle_path(name, root) + "/events")
     shown = f", the last {len(rows)} shown" if start else ""
@@ -200,7 +203,10 @@ class _TangleStream:
 
         Sent first (the page may show as pending a row that joined since it was drawn),
         and again after a deletion (a feed cut back makes joined rows pending again)."""
-        _, start, entries = await self.web.service.timeline_tail(self.timeline, MAX_ROWS)
+        timeline = self.timeline
+        _, start, entries = await self.web.service.read(
+            lambda store: store.timeline_tail(timeline, MAX_ROWS)
+        )
         unjoined = [(msg_id, state) for _, msg_id, state in entries if state != "joined"]
         kept = unjoined[-MAX_WATCHED:]  # the newest, as the page shows the newest
         self.pending = {msg_id for msg_id, state in kept if state == PENDING}
@@ -221,7 +227,10 @@ class _TangleStream:
 
     async def next_page(self, version: int) -> tuple[list[bytes], int] | None:
         service = self.web.service
-        _, updates = await service.timeline_updates(self.timeline, version, PAGE, PAGE_BYTES)
+        timeline = self.timeline
+        _, updates = await service.read(
+            lambda store: store.timeline_updates(timeline, version, PAGE, PAGE_BYTES)
+        )
         changed = await self._state_changes()
         if not updates:
             if not changed:
@@ -230,7 +239,7 @@ class _TangleStream:
         names = await self._names([message for _, message in updates if message])
         inserted = [command.id for command, _ in updates if isinstance(command, Insert)]
         fields = await _rows(self.web, names, [message for _, message in updates if message])
-        found = await service.member_states(self.timeline, inserted)
+        found = await service.read(lambda store: store.member_states(timeline, inserted))
         states = dict(zip(inserted, found, strict=True))
         commands: list[dict[str, Any]] = []
         for command, _message in updates:
@@ -259,7 +268,8 @@ class _TangleStream:
             return {}
         watched = sorted(self.pending)
         service = self.web.service
-        states = await service.member_states(self.timeline, watched)
+        timeline = self.timeline
+        states = await service.read(lambda store: store.member_states(timeline, watched))
         changed = {}
         for msg_id, state in zip(watched, states, strict=True):
             if state != PENDING:
@@ -277,7 +287,7 @@ async def events(web: WebContext, request: Request) -> Response:
     if since is None:
         return text_response("since: a version is needed\n", 400)
     timeline = timeline_name(found[1], found[0])
-    version, _, _ = await web.service.timeline_tail(timeline, 0)
+    version, _, _ = await web.service.read(lambda store: store.timeline_tail(timeline, 0))
     if since > version:  # a version this timeline never had: the page must start again
         return event_stream(web, [frame("reset", {"version": version})], version, _nothing)
     stream = _TangleStream(web, timeline)

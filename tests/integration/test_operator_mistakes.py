@@ -24,7 +24,7 @@ from tests.node.test_bundle import snapshot
 COMMAND_SECONDS = 60  # one `tangled` command, start to exit
 
 
-async def tangled(data_dir, *args, stdin: bytes = b""):
+async def tangled(data_dir, *args, stdin: bytes = b"", env: dict | None = None):
     with trio.fail_after(COMMAND_SECONDS):
         return await trio.run_process(
             [str(TANGLED), "--data-dir", str(data_dir), *args],
@@ -32,7 +32,12 @@ async def tangled(data_dir, *args, stdin: bytes = b""):
             capture_stderr=True,
             check=False,
             stdin=stdin,
-            env={**os.environ, "TANGLED_LOG_FORMAT": "json", "TANGLED_LISTEN": "127.0.0.1:0"},
+            env={
+                **os.environ,
+                "TANGLED_LOG_FORMAT": "json",
+                "TANGLED_LISTEN": "127.0.0.1:0",
+                **(env or {}),
+            },
         )
 
 
@@ -49,7 +54,7 @@ async def publish_offline(node: Node, count: int, pad: int = 0) -> list[str]:
     ids = []
     for number in range(count):
         content = json.dumps({"n": number, "pad": "p" * pad})
-        done = await tangled(node.data_dir, "publish", content, "--offline")
+        done = await tangled(node.data_dir, "publish", content)  # stopped: into the store
         assert done.returncode == 0, done.stderr
         ids.append(done.stdout.decode().strip())
     return ids
@@ -62,7 +67,9 @@ async def test_a_second_node_or_offline_write_is_refused_and_the_first_keeps_run
     second = await tangled(node.data_dir, "run")
     line = one_error_line(second)
     assert f"in use by process {pid} (tangled run)" in line and second.returncode == 1
-    offline = await tangled(node.data_dir, "publish", '"x"', "--offline")
+    # a write from this process (the socket looked for elsewhere) never goes behind its back
+    elsewhere = {"TANGLED_IPC_SOCKET": str(tmp_path / "elsewhere.sock")}
+    offline = await tangled(node.data_dir, "publish", '"x"', env=elsewhere)
     assert f"the node is running (process {pid})" in one_error_line(offline)
     bundle = tmp_path / "b.bundle"
     bundle.write_bytes(b"")
@@ -92,7 +99,7 @@ async def test_a_damaged_store_is_named_by_every_command(tmp_path, damage):
     with data.open("r+b") as file:
         file.truncate(data.stat().st_size // 2 if damage == "truncated" else 0)
     words = "is truncated" if damage == "truncated" else "is empty (0 bytes)"
-    commands = (["run"], ["log"], ["feeds"], ["publish", '"x"', "--offline"], ["show", "%x"])
+    commands = (["run"], ["log"], ["feeds"], ["publish", '"x"'], ["show", "%x"])
     for command in commands:
         line = one_error_line(await tangled(node.data_dir, *command))
         assert words in line and "tangled import" in line, (command, line)

@@ -78,13 +78,10 @@ def test_init_refuses_to_overwrite(ready):
 
 
 def test_publish_into_a_tangle_then_log_show_and_feeds(ready):
-    root = ready.ok(
-        "publish", "--offline", '{"type": "post", "text": "first"}', "--tangle", "chat"
-    ).strip()
+    root = ready.ok("publish", '{"type": "post", "text": "first"}', "--tangle", "chat").strip()
     reply = json.loads(
         ready.ok(
             "publish",
-            "--offline",
             "-",
             "--tangle",
             f"chat={root}",
@@ -103,7 +100,8 @@ def test_publish_into_a_tangle_then_log_show_and_feeds(ready):
 
     shown = json.loads(ready.ok("show", root, "--json"))
     assert shown["id"] == root and shown["tangles"]["chat"]["root"] is None
-    assert json.loads(ready.ok("show", reply["id"], "--json")) == reply
+    shown = json.loads(ready.ok("show", reply["id"], "--json"))
+    assert shown.pop("signature") and shown == reply  # publish prints the node's reply
     shown_text = ready.ok("show", reply["id"])
     assert f"author   {ready.feed_id}  (our feed)" in shown_text and "says     second" in shown_text
 
@@ -126,7 +124,7 @@ def test_publish_into_a_tangle_then_log_show_and_feeds(ready):
         (("log", "--limit", "0"), 2, "--limit"),
         (("publish", "{not json"), 3, "not JSON"),
         (("publish", "{}", "--tangle", "chat=%zzz"), 3, "message id"),
-        (("publish", "--offline", "{}", "--tangle", "chat=%" + "A" * 43), 3, "no tangle 'chat'"),
+        (("publish", "{}", "--tangle", "chat=%" + "A" * 43), 3, "no tangle 'chat'"),
         (("show", "nope"), 3, "must start with '%'"),
         (("log", "@short"), 3, "feed id"),
         (("show", "%" + "A" * 43), 4, "no message"),
@@ -155,29 +153,29 @@ def test_a_bad_config_names_the_key(ready):
 
 def test_environment_overrides_reach_the_store(ready):
     big = json.dumps({"text": "x" * 2000})
-    done = ready.run("publish", "--offline", big, env={"TANGLED_LIMITS__MAX_MESSAGE_BYTES": "1024"})
+    done = ready.run("publish", big, env={"TANGLED_LIMITS__MAX_MESSAGE_BYTES": "1024"})
     assert done.returncode == 3
     assert "too-large" in done.stderr
-    ready.ok("publish", "--offline", big)
+    ready.ok("publish", big)
 
 
-def test_publish_without_a_running_node_says_so(ready):
-    done = ready.run("publish", '"hi"')
-    assert done.returncode == 1
-    assert "the node is not running" in done.stderr
+def test_without_a_running_node_publish_writes_the_store_and_status_says_it_is_not_running(ready):
+    published = ready.ok("publish", '"hi"').strip()  # no --offline: the store, under its lock
+    assert json.loads(ready.ok("show", published, "--json"))["content"] == "hi"
     for command in ("status", "peers"):
-        assert "the node is not running" in ready.run(command).stderr
+        done = ready.run(command)
+        assert done.returncode == 1 and "the node is not running" in done.stderr
 
 
 def test_logs_are_json_lines_on_stderr_when_not_a_terminal(ready):
-    done = ready.run("publish", "--offline", '"hi"')
+    done = ready.run("publish", '"hi"')
     events = [json.loads(line) for line in done.stderr.splitlines()]
     assert [e["event"] for e in events] == ["published"]
     assert events[0]["id"] == done.stdout.strip()
 
 
 def test_an_archive_names_the_nodes_feed(ready):
-    ready.ok("publish", "--offline", '"hi"')
+    ready.ok("publish", '"hi"')
     archive, keyless = ready.data_dir.parent / "archive", ready.data_dir.parent / "keyless"
     counts = json.loads(ready.ok("export", "--out", str(archive)))
     about = json.loads((archive / "archive.json").read_text())
@@ -266,9 +264,9 @@ def test_forks_are_listed_and_check_flags_damage(ready):
 
 
 def test_timeline_order_position_and_commands(ready):
-    root = ready.ok("publish", "--offline", '"root"', "--tangle", "chat/room").strip()
-    second = ready.ok("publish", "--offline", '"two"', "--tangle", f"chat/room={root}").strip()
-    third = ready.ok("publish", "--offline", '"three"', "--tangle", f"chat/room={root}").strip()
+    root = ready.ok("publish", '"root"', "--tangle", "chat/room").strip()
+    second = ready.ok("publish", '"two"', "--tangle", f"chat/room={root}").strip()
+    third = ready.ok("publish", '"three"', "--tangle", f"chat/room={root}").strip()
     spec = f"chat/room/{root}"  # the name may hold "/", the root never does
     lines = ready.ok("timeline", spec).splitlines()
     assert lines[0].split()[:4] == ["POS", "RANK", "ID", "STATE"]
@@ -338,7 +336,7 @@ def test_timeline_states_and_the_joined_view(ready):
 
 
 def test_timeline_errors(ready):
-    root = ready.ok("publish", "--offline", '"root"', "--tangle", "chat").strip()
+    root = ready.ok("publish", '"root"', "--tangle", "chat").strip()
     assert ready.run("timeline").returncode == 2
     assert ready.run("timeline", f"chat/{root}", "--spacetime").returncode == 2
     assert ready.run("timeline", "no-slash").returncode == 3
@@ -361,18 +359,17 @@ DEEP_JSON = "[" * 100_000 + "]" * 100_000
     "args, stdin, code, says",
     [
         (("publish", str(2**70)), None, 3, "int64/uint64"),
-        (("publish", "--offline", str(2**70)), None, 3, "int64/uint64"),
         (("publish", "NaN"), None, 3, "non-finite-float"),
-        (("publish", "--offline", '{"x": -Infinity}'), None, 3, "non-finite-float"),
+        (("publish", '{"x": -Infinity}'), None, 3, "non-finite-float"),
         (("publish", "1" * 5000), None, 3, "content"),
         (("publish", "-"), DEEP_JSON, 3, "content"),
         (
-            ("publish", "--offline", json.dumps(reduce(lambda v, _: [v], range(33), 0))),
+            ("publish", json.dumps(reduce(lambda v, _: [v], range(33), 0))),
             None,
             3,
             "too-deep",
         ),
-        (("publish", "--offline", "{}", "--tangle", "n" * 65), None, 3, "tangle name"),
+        (("publish", "{}", "--tangle", "n" * 65), None, 3, "tangle name"),
         (("log", "--from", str(10**30)), None, 2, "--from"),
         (("log", "--limit", str(2**63)), None, 2, "--limit"),
         (("timeline", "--spacetime", "--start", str(10**30)), None, 2, "--start"),
@@ -468,7 +465,7 @@ def test_every_command_shows_a_time_the_same_way(ready):
     from tanglenode.config.secret import read_secret
     from tanglenode.node.cli.render import format_timestamp
     from tanglenode.protocol.document import TANGLE, init_content
-    from tanglenode.storage.groups import state as groups
+    from tanglenode.storage.groups.state import state as groups
 
     at = 1_795_000_123_456
     shown = "2026-11-18 11:08:43Z"
@@ -498,3 +495,50 @@ def test_every_command_shows_a_time_the_same_way(ready):
     assert format_timestamp(edited) in ready.ok("doc", "log", doc_id)
     timeline = [json.loads(line) for line in ready.ok("timeline", chat, "--json").splitlines()]
     assert timeline[0]["timestamp"] == at  # JSON: milliseconds, as before
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("status",),
+        ("publish", '"hi"'),
+        ("log",),
+        ("show", "%" + "A" * 43),
+        ("feeds",),
+        ("timeline", "--spacetime"),
+        ("tangles",),
+        ("whoami",),
+        ("group", "list"),
+        ("doc", "list"),
+        ("peers",),
+        ("name",),
+        ("about", "me"),
+        ("watch", "--spacetime"),
+        ("run",),
+    ],
+)
+def test_a_mistyped_data_dir_says_there_is_none_whatever_the_command(node, args):
+    done = node.run(*args)  # `node` was never initialised: no data directory at all
+    assert done.returncode == 4, done.stderr
+    assert done.stderr == (
+        f"tangled: {node.data_dir}: no data directory here; `tangled init` makes one\n"
+    )
+
+
+def test_an_error_of_several_lines_keeps_them_each_made_safe(ready):
+    env = {"TANGLED_LIMITS__MAX_TANGLES": "0"}
+    done = ready.run("log", env=env)
+    assert done.returncode == 3
+    assert done.stderr.splitlines() == [
+        "tangled: invalid configuration:",
+        "  limits.max_tangles (from TANGLED_LIMITS__MAX_TANGLES): "
+        "Input should be greater than or equal to 1 (got '0')",
+    ]
+    config = ready.data_dir / "tangled.toml"
+    config.write_text('"evil\\u001b[2J" = 1\nlistn = "x"\n' + config.read_text())
+    lines = ready.run("log").stderr.splitlines()
+    assert lines == [
+        "tangled: invalid configuration:",
+        f"  evil?[2J (from {config}): unknown setting",  # the key's ESC made safe
+        f"  listn (from {config}): unknown setting",
+    ]

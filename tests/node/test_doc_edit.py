@@ -1,13 +1,15 @@
 """`tangled doc edit` while others edit the document: each try reads a snapshot, diffs, and
 sends the splices with their base; a conflict makes it read and diff again (`docs.edit_to`).
 
-The node's own handlers run on a real store (`docs.offline_call`, as `doc edit` does while
+The node's own handlers run on a real store (`backend.call_store`, as `doc edit` does while
 the node is stopped); a peer's edit is ingested between the read and the send."""
 
 import pytest
 
 from tanglenode.node.cli import docs
+from tanglenode.node.cli.backend import call_store
 from tanglenode.node.client import NodeError
+from tanglenode.node.service import StoreService
 from tanglenode.protocol.doc_ipc import MAX_SPLICES
 from tanglenode.protocol.ipc import ErrorKind
 from tanglenode.storage.store import FeedStore
@@ -22,6 +24,7 @@ class Store:
     def __init__(self, tmp_path):
         self.tmp_path = tmp_path
         self.store = FeedStore(tmp_path / "store", keypair=ME, map_size=2**27)
+        self.service = StoreService(self.store)
         self.requests: list[tuple[str, dict]] = []
         self.replies: list = []  # each request's reply, or the error it raised
         self.before_edit = lambda number: None  # called before each doc-edit, numbered from 0
@@ -31,7 +34,7 @@ class Store:
             self.before_edit(sum(1 for seen, _ in self.requests if seen == "doc-edit"))
         self.requests.append((op, arguments))
         try:
-            reply = docs.offline_call(self.store, op, **arguments)
+            reply = call_store(self.service, ME, op, **arguments)
         except NodeError as error:
             self.replies.append(error)
             raise
@@ -128,14 +131,14 @@ def test_an_edit_that_keeps_losing_gives_up_after_five_tries(store):
 def test_a_conflict_from_the_store_is_the_nodes_and_another_refusal_is_not_retried(store):
     doc = document(store, "abc")
     with pytest.raises(NodeError) as refused:
-        docs.offline_call(store.store, "doc-edit", doc=doc, splices=[["ins", 0, "x"]], base=0)
+        call_store(store.service, ME, "doc-edit", doc=doc, splices=[["ins", 0, "x"]], base=0)
     assert refused.value.kind is ErrorKind.CONFLICT
 
     def refusing(op, **arguments):
         store.requests.append((op, arguments))
         if op == "doc-edit":
             raise NodeError(ErrorKind.OWN_FEED_FORKED, "our key is in use elsewhere")
-        return docs.offline_call(store.store, op, **arguments)
+        return call_store(store.service, ME, op, **arguments)
 
     with pytest.raises(NodeError, match="own-feed-forked"):
         docs.edit_to(refusing, doc, "abcd")

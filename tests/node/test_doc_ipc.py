@@ -8,6 +8,7 @@ import structlog
 import trio
 
 from tanglenode.node.client import NodeError, connect
+from tanglenode.node.doc_ipc import DocWatch
 from tanglenode.node.ipc import IpcServer
 from tanglenode.node.network import Network
 from tanglenode.node.peers import PeerRegistry
@@ -430,15 +431,15 @@ async def test_a_reset_in_the_splice_log_sends_a_fresh_snapshot(node):
                 replica.version = 1
                 replica.apply(await events.__anext__())
                 assert (replica.text, replica.version) == ("abcdef", 2)
-                read = service.document_splices
+                read = service.store.document_splices
 
-                async def with_a_reset(doc_id, since, limit):  # the store says: v3 is a reset
-                    head, entries = await read(doc_id, since, limit)
+                def with_a_reset(doc_id, since, limit):  # the store says: v3 is a reset
+                    head, entries = read(doc_id, since, limit)
                     return head, [
                         SpliceEntry(3, None, None) if e.version == 3 else e for e in entries
                     ]
 
-                service.document_splices = with_a_reset
+                service.store.document_splices = with_a_reset
                 await edit(client, doc, ("ins", 6, "g"))  # v3
                 with trio.fail_after(10):
                     replica.apply(await events.__anext__())
@@ -545,13 +546,13 @@ async def test_a_since_whose_splices_the_store_dropped_gets_a_snapshot(node):
         doc = (await client.request("doc-create", title="pruned"))["doc"]
         for n in range(3):
             await edit(client, doc, ("ins", 0, str(n)))
-        read = service.document_splices
+        read = service.store.document_splices
 
-        async def pruned(doc_id, since, limit):  # a log that kept versions 3 and up only
-            head, entries = await read(doc_id, since, limit + 3)
+        def pruned(doc_id, since, limit):  # a log that kept versions 3 and up only
+            head, entries = read(doc_id, since, limit + 3)
             return head, [entry for entry in entries if entry.version >= 3][:limit]
 
-        service.document_splices = pruned
+        service.store.document_splices = pruned
         replica = Replica()
         async with await served.client() as watcher:
             started = await follow(watcher, doc, 1, 3, replica)
@@ -559,13 +560,12 @@ async def test_a_since_whose_splices_the_store_dropped_gets_a_snapshot(node):
         assert (replica.text, replica.snapshots) == ("210", 1)
 
 
-async def test_a_refusal_while_following_ends_the_stream_with_a_typed_error(node):
+async def test_a_refusal_while_following_ends_the_stream_with_a_typed_error(node, monkeypatch):
     served = await node()
-    service = served.service
     async with await served.client() as client:
         doc = (await client.request("doc-create", title="gone"))["doc"]
 
-    async def gone(doc_id, since, limit):
+    async def gone(watch, version):  # the stream's read of the splice log
         raise UnknownDocument("no such document any more")
 
     async with await served.client() as watcher:
@@ -573,7 +573,7 @@ async def test_a_refusal_while_following_ends_the_stream_with_a_typed_error(node
         async with aclosing(events):
             assert (await events.__anext__())["started"]["snapshot"] is True
             assert (await events.__anext__())["text"] == ""
-            service.document_splices = gone
+            monkeypatch.setattr(DocWatch, "_splices", gone)
             await edit_elsewhere(served, doc)
             with trio.fail_after(10), pytest.raises(NodeError) as ended:
                 await events.__anext__()

@@ -41,7 +41,7 @@ def test_terminal_gets_console_lines_and_pipes_get_json(tmp_path):
     assert not on_terminal.lstrip().startswith("{")
 
     piped = subprocess.run(
-        [str(TANGLED), *data_dir, "publish", "--offline", '"hello"'],
+        [str(TANGLED), *data_dir, "publish", '"hello"'],
         capture_output=True,
         text=True,
         env=env,

@@ -54,7 +54,7 @@ def test_a_petname_beats_a_self_chosen_name_which_shows_with_a_tilde(ready):
 
 
 def test_our_about_is_published_and_names_our_feed(ready):
-    published = ready.ok("about", "Alice W", "--offline").strip()
+    published = ready.ok("about", "Alice W").strip()
     (message,) = [json.loads(line) for line in ready.ok("log", "--json").splitlines()]
     assert message["id"] == published
     assert message["content"] == {"type": "about", "about": ready.feed_id, "name": "Alice W"}

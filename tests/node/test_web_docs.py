@@ -17,7 +17,7 @@ from tanglenode.node.web.events import Streams
 from tanglenode.node.web.http import Request, WebContext
 from tanglenode.protocol.doc_ipc import SNAPSHOT_CHARS, apply_splices
 from tanglenode.protocol.identity import feed_text, message_text
-from tanglenode.storage.groups import state as group_store
+from tanglenode.storage.groups.state import state as group_store
 from tanglenode.storage.store import FeedStore
 from tests.factories import keypair
 
@@ -286,9 +286,9 @@ async def a_group(site):
     """Our group with a hostile name: the peer added, a hostile post, the peer's post."""
     content, tangles = group_store.create(ME, HOSTILE)
     group = (await site.service.publish(content, tangles)).id
-    view = await site.service.group(ME, group)
+    view = await site.service.read(group_store.read_group, ME, group)
     await site.service.publish(*group_store.add(view, ME, [PEER.public]))
-    view = await site.service.group(ME, group)
+    view = await site.service.read(group_store.read_group, ME, group)
     await site.service.publish(*group_store.post(view, ME, {"type": "post", "text": HOSTILE}))
     about = {"type": "about", "about": feed_text(PEER.public), "name": "peer & co"}
     await site.peer(PEER, lambda store: store.publish(about))
