@@ -105,7 +105,7 @@ from tanglenode.storage.errors import (
     UnknownTimeline,
     VersionConflict,
 )
-from tanglenode.storage.groups.state import state as groups
+from tanglenode.storage.groups import state as groups
 from tanglenode.storage.views.timelines import timeline_name
 
 if TYPE_CHECKING:

@@ -37,8 +37,8 @@ from tanglenode.node.web.http import (
 from tanglenode.node.web.page import e, listing, shell, when
 from tanglenode.protocol.identity import feed_text, message_text
 from tanglenode.protocol.ipc_discovery import GroupListRequest
+from tanglenode.storage.groups import state as groups
 from tanglenode.storage.groups.state import GROUP, GroupError, UnknownGroup, describe, read_group
-from tanglenode.storage.groups.state import state as groups
 
 PAGE = 50  # `group` tangles looked at per `/groups` page
 MAX_ROWS = 1000  # timeline rows shown: the latest

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 from tanglenode.protocol.document import TANGLE, Insert, edit_content, init_content
 from tanglenode.protocol.limits import TIMEFRAME_CAP
 from tanglenode.protocol.message import Message
-from tanglenode.storage.documents.engine import edits as doc_edits
-from tanglenode.storage.documents.engine import revisions
+from tanglenode.storage.documents import edits as doc_edits
+from tanglenode.storage.documents import revisions
 from tanglenode.storage.documents.rows import (
     M_AUTHOR,
     M_CREATED,

@@ -16,7 +16,8 @@ from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from tanglenode.protocol.message import Message
-from tanglenode.storage.documents.engine import DocumentEngine, revisions
+from tanglenode.storage.documents import revisions
+from tanglenode.storage.documents.engine import DocumentEngine
 from tanglenode.storage.documents.rows import M_ID, DocumentTables, pack, unpack
 from tanglenode.storage.feeds.layout import U32
 

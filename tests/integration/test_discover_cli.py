@@ -10,7 +10,7 @@ from tanglenode.config.secret import read_secret
 from tanglenode.node.cli.discover import shell_word
 from tanglenode.node.localnet import TANGLED, Node
 from tanglenode.protocol.identity import message_text, parse_message_id
-from tanglenode.storage.groups.state import state as groups
+from tanglenode.storage.groups import state as groups
 from tanglenode.storage.store import FeedStore
 from tests.factories import Feed
 from tests.integration.test_cli_live import cli

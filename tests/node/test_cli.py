@@ -465,7 +465,7 @@ def test_every_command_shows_a_time_the_same_way(ready):
     from tanglenode.config.secret import read_secret
     from tanglenode.node.cli.render import format_timestamp
     from tanglenode.protocol.document import TANGLE, init_content
-    from tanglenode.storage.groups.state import state as groups
+    from tanglenode.storage.groups import state as groups
 
     at = 1_795_000_123_456
     shown = "2026-11-18 11:08:43Z"

@@ -5,7 +5,7 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tanglenode.storage.groups.state import state as groups
+from tanglenode.storage.groups import state as groups
 from tanglenode.storage.store import FeedStore
 from tanglenode.storage.views.timelines import timeline_name
 from tests.factories import keypair

@@ -5,7 +5,7 @@ import pytest
 from tanglenode.node.client import NodeError, connect
 from tanglenode.protocol.ipc import ErrorKind
 from tanglenode.protocol.message import TangleLink
-from tanglenode.storage.groups.state import state as groups
+from tanglenode.storage.groups import state as groups
 from tests.factories import Feed
 from tests.node.test_ipc_hostile import ID, ME, serve
 

@@ -17,7 +17,7 @@ from tanglenode.node.web.events import Streams
 from tanglenode.node.web.http import Request, WebContext
 from tanglenode.protocol.doc_ipc import SNAPSHOT_CHARS, apply_splices
 from tanglenode.protocol.identity import feed_text, message_text
-from tanglenode.storage.groups.state import state as group_store
+from tanglenode.storage.groups import state as group_store
 from tanglenode.storage.store import FeedStore
 from tests.factories import keypair
 

@@ -8,7 +8,7 @@ in one transaction: both stored or neither.
 import pytest
 
 from tanglenode.protocol.groups import GroupContent, Kind, open_message
-from tanglenode.storage.groups.state import state as groups
+from tanglenode.storage.groups import state as groups
 from tanglenode.storage.store import FeedStore
 from tests.factories import keypair
 

@@ -1,7 +1,7 @@
 """Finding the groups we are (or were) in among the `group` tangles a store holds."""
 
+from tanglenode.storage.groups import state as groups
 from tanglenode.storage.groups.listing import group_page, holds_a_key
-from tanglenode.storage.groups.state import state as groups
 from tanglenode.storage.store import FeedStore
 from tests.factories import Feed, keypair
 
