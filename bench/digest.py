@@ -5,14 +5,14 @@ Builds a store of N sparse messages (bench/ingest.py's workload: 64 feeds,
 once (the cache and its checkpoints filled), then, alternating per round:
 
   resumed  ingest the workload's next message, then time
-           `FeedStore.timeline_digest(SPACETIME)` with the cache as the
+           `store.digests.timeline_digest(SPACETIME)` with the cache as the
            last digest left it: the log since, the last chunk re-hashed
            (storage/views/digest.py)
   full     ingest the next message, empty the digest cache, then time the
            same call: the full pass over the order tree, what every digest
            after a change cost before checkpoints
 
-and the same two for `FeedStore.timeline_digests(32)`, what `tangled
+and the same two for `store.digests.timeline_digests(32)`, what `tangled
 status` asks (the spacetime and 32 tangles; a message changes its tangle
 too, of a few hundred entries: a full pass either way). Every resumed
 digest is checked against a full pass of the same version. Prints the
@@ -67,25 +67,25 @@ def main() -> None:
         FeedStore(Path(tmp) / "store") as store,
     ):
         for start in range(0, args.messages, 2000):
-            store.ingest(raws[start : min(start + 2000, args.messages)])
+            store.writes.ingest(raws[start : min(start + 2000, args.messages)])
         print(f"{args.messages} messages stored; spacetime digest, first pass: ", end="")
-        print(f"{timed(lambda: store.timeline_digest(SPACETIME))[0]:.1f} ms")
-        store.timeline_digests(32)
+        print(f"{timed(lambda: store.digests.timeline_digest(SPACETIME))[0]:.1f} ms")
+        store.digests.timeline_digests(32)
         for _round in range(args.rounds):
             for what, call in (
-                ("spacetime", lambda: store.timeline_digest(SPACETIME)),
-                ("status", lambda: store.timeline_digests(32)),
+                ("spacetime", lambda: store.digests.timeline_digest(SPACETIME)),
+                ("status", lambda: store.digests.timeline_digests(32)),
             ):
-                store.ingest([next(later)])
+                store.writes.ingest([next(later)])
                 elapsed, found = timed(call)
                 times[f"{what} resumed"].append(elapsed)
                 store._digest_cache = None
-                if what == "spacetime" and store.timeline_digest(SPACETIME) != found:
+                if what == "spacetime" and store.digests.timeline_digest(SPACETIME) != found:
                     raise SystemExit("the resumed digest differs from the full pass")
-                store.ingest([next(later)])
+                store.writes.ingest([next(later)])
                 store._digest_cache = None
                 times[f"{what} full"].append(timed(call)[0])
-                store.timeline_digests(32)  # fill the cache again: the next one resumes
+                store.digests.timeline_digests(32)  # fill the cache again: the next one resumes
     for what in ("spacetime", "status"):
         resumed, full = times[f"{what} resumed"], times[f"{what} full"]
         for label, values in (("full", full), ("resumed", resumed)):

@@ -6,7 +6,7 @@ In each round, back to back:
                 in-memory text (the references of the issue; same round)
   doc replay    `storage.clients.trace_replay.replay` of every trace in the folder into
                 a fresh on-disk store: messages built and signed per agent,
-                then `FeedStore.ingest` (verify, store, process, weave)
+                then `store.writes.ingest` (verify, store, process, weave)
 
 and prints each time with its ratio to pycrdt's time of the same round (the
 machine's speed drifts; the ratio is the figure). After each round's replay,
@@ -149,10 +149,10 @@ def time_replay(trace: Trace, name: str) -> Replayed:
         FeedStore(Path(tmp) / "store") as store,
     ):
         report = replay(trace, store, title=name)
-        head, _text = store.document_snapshot(report.doc)
-        revision = median_call(store.document_revision, report.doc, head // 2)
-        dye = median_call(store.document_dye, report.doc, head // 10, head * 9 // 10)
-        size = store.statistics()["bytes_on_disk"]
+        head, _text = store.documents.document_snapshot(report.doc)
+        revision = median_call(store.documents.document_revision, report.doc, head // 2)
+        dye = median_call(store.documents.document_dye, report.doc, head // 10, head * 9 // 10)
+        size = store.feeds.statistics()["bytes_on_disk"]
     return Replayed(report.seconds, report.messages, report.matches, size, revision, dye)
 
 

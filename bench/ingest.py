@@ -7,7 +7,7 @@ tips), then, in the same run and alternating, times:
 
   verify  nacl.bindings.crypto_sign_open over the same messages
           (signature + payload extracted beforehand, outside the timer)
-  ingest  FeedStore.ingest in batches into a fresh LMDB store on disk
+  ingest  store.writes.ingest in batches into a fresh LMDB store on disk
           (decode, canonical check, signature, chain, indexes, commit)
 
   ingest, two cores
@@ -145,7 +145,7 @@ def time_ingest(raws: list[bytes], batch: int, worker: Worker) -> tuple[float, i
         for results in ingest_batches(store, batches, worker=worker):
             accepted += sum(r.outcome == "accepted" for r in results)
         elapsed = time.perf_counter() - started
-        size = store.statistics()["bytes_on_disk"]
+        size = store.feeds.statistics()["bytes_on_disk"]
     if accepted != len(raws):
         raise SystemExit(f"only {accepted} of {len(raws)} messages were accepted")
     return elapsed, size

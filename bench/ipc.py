@@ -24,7 +24,7 @@ one (shared) machine: the figures of ours, the baseline's, and ours over it.
                                   [--baseline /tmp/base] [--dir /dev/shm]
 
 `--store-cpu` measures instead the store's own share, in process, with no
-node, socket or thread: the CPU time per message of `FeedStore.publish_batch`
+node, socket or thread: the CPU time per message of `store.writes.publish_batch`
 in batches of 1 and of 32 (a store under `--dir`, four other feeds held),
 ours and, with `--baseline`, the baseline's (in a child process), rounds
 alternating. CPU time, not wall time, so it depends less on the machine's
@@ -192,11 +192,11 @@ def store_cpu(messages: int, where: str | None) -> dict[int, float]:
             store = FeedStore(Path(tmp) / "store", keypair=Keypair(b"\x05" * 32))
             for index in range(4):
                 first = others(index, 1, None)
-                store.ingest([first.raw, others(index, 2, first.id).raw])
-            root = store.publish({"type": "bench"}, {"bench": None})
+                store.writes.ingest([first.raw, others(index, 2, first.id).raw])
+            root = store.writes.publish({"type": "bench"}, {"bench": None})
             began = time.process_time()
             for _start in range(0, messages, size):
-                store.publish_batch(
+                store.writes.publish_batch(
                     [({"n": n, "text": "hello"}, {"bench": root.id}) for n in range(size)]
                 )
             figures[size] = (time.process_time() - began) / messages * 1e6

@@ -21,7 +21,7 @@ workload, alternating:
             default, `gossip.verify_in_process`), once in a thread
   verify    nacl.bindings.crypto_sign_open over the same N messages in
             this process: the receiver's bare verify rate on one core
-  local     FeedStore.ingest of the same N messages in batches of 2,048
+  local     store.writes.ingest of the same N messages in batches of 2,048
             into a fresh store in this process (one core): what the
             store alone takes, so catch-up / local is what the network
             path and the second core change
@@ -78,21 +78,21 @@ class Workload:
     verify: dict[str, list[float]] = field(default_factory=dict)
     ratio: dict[str, list[float]] = field(default_factory=dict)
     of_local: dict[str, list[float]] = field(default_factory=dict)  # catch-up / local ingest
-    local: list[float] = field(default_factory=list)  # msgs/s of FeedStore.ingest here
+    local: list[float] = field(default_factory=list)  # msgs/s of store.writes.ingest here
 
 
 def time_local_ingest(root: Path, raws: list[bytes], name: str) -> float:
     with FeedStore(root / name) as store:
         started = time.perf_counter()
         for start in range(0, len(raws), 2048):
-            store.ingest(raws[start : start + 2048])
+            store.writes.ingest(raws[start : start + 2048])
         return time.perf_counter() - started
 
 
 def fill(node: Node, raws: list[bytes]) -> None:
     with FeedStore(node.data_dir / "store") as store:
         for start in range(0, len(raws), 2000):
-            store.ingest(raws[start : start + 2000])
+            store.writes.ingest(raws[start : start + 2000])
 
 
 async def catch_up(root: Path, source: Node, count: int, name: str, mode: str) -> float:

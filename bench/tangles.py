@@ -3,7 +3,7 @@
 Fills a fresh store with N tangles (each rooted by one message, from 10
 feeds; every 100th is a `group` tangle), then times, best of 5:
 
-  page 100, page 1000   the first page of `FeedStore.tangle_page`
+  page 100, page 1000   the first page of `store.tangles.tangle_page`
   name filter           a `name="group"` page: 20,000 names looked at, 1% kept
   walk                  every page of 1000, start to end (one figure)
 
@@ -51,9 +51,9 @@ def fill(store: FeedStore, tangles: int) -> None:
         heads[which] = (seq + 1, message.id)
         batch.append(message.raw)
         if len(batch) == BATCH:
-            store.ingest(batch)
+            store.writes.ingest(batch)
             batch = []
-    store.ingest(batch)
+    store.writes.ingest(batch)
 
 
 def best_ms(read, rounds: int = 5) -> float:
@@ -78,14 +78,14 @@ def main() -> None:
         def walk() -> None:
             after = None
             while True:
-                _page, after = store.tangle_page(after, 1000)
+                _page, after = store.tangles.tangle_page(after, 1000)
                 if after is None:
                     return
 
         rows = [
-            ("page 100", best_ms(lambda: store.tangle_page(None, 100))),
-            ("page 1000", best_ms(lambda: store.tangle_page(None, 1000))),
-            ("name filter", best_ms(lambda: store.tangle_page(None, 1000, name="group"))),
+            ("page 100", best_ms(lambda: store.tangles.tangle_page(None, 100))),
+            ("page 1000", best_ms(lambda: store.tangles.tangle_page(None, 1000))),
+            ("name filter", best_ms(lambda: store.tangles.tangle_page(None, 1000, name="group"))),
             ("walk", best_ms(walk, 1)),
         ]
     print(f"{tangles} tangles")

@@ -133,11 +133,11 @@ async def run_node(settings: Settings, keypair: Keypair, notifier: Notifier | No
 
 
 def _warn_if_own_feed_behind(store: FeedStore, me: bytes) -> None:
-    recorded = behind(store.own_head_path, me, store.frontier().get(me, 0))
+    recorded = behind(store.own_head_path, me, store.feeds.frontier().get(me, 0))
     if recorded is not None:
         log.warning(
             "own feed behind: publishing refused until peers (or `tangled import`) restore it",
-            stored_seq=store.frontier().get(me, 0),
+            stored_seq=store.feeds.frontier().get(me, 0),
             published_seq=recorded.seq,
             head_file=str(store.own_head_path),
         )

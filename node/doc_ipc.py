@@ -79,9 +79,11 @@ async def doc_show(area: Area, request: DocShowRequest) -> dict[str, Any]:
     """The text at the frontier with its version, or at `at` (version nil)."""
     doc, at = request.doc, request.at
     if at is None:
-        version, text = await area.service.read(lambda store: store.document_snapshot(doc))
+        version, text = await area.service.read(
+            lambda store: store.documents.document_snapshot(doc)
+        )
         return {"version": version, "text": text}
-    text = await area.service.read(lambda store: store.document_revision(doc, at))
+    text = await area.service.read(lambda store: store.documents.document_revision(doc, at))
     return {"version": None, "text": text}
 
 
@@ -90,9 +92,9 @@ async def doc_log(area: Area, request: DocLogRequest) -> dict[str, Any]:
     `SET_ASIDE_SHOWN`; `set_aside_total` counts them all)."""
     doc = request.doc
     versions = await area.service.read(
-        lambda store: store.document_versions(doc, request.since, request.limit)
+        lambda store: store.documents.document_versions(doc, request.since, request.limit)
     )
-    aside = await area.service.read(lambda store: store.document_set_aside(doc))
+    aside = await area.service.read(lambda store: store.documents.document_set_aside(doc))
     return {
         "versions": [version_body(version) for version in versions],
         "set_aside": [set_aside_body(*entry) for entry in aside[:SET_ASIDE_SHOWN]],
@@ -102,13 +104,13 @@ async def doc_log(area: Area, request: DocLogRequest) -> dict[str, Any]:
 
 async def doc_diff(area: Area, request: DocDiffRequest) -> dict[str, Any]:
     doc, old, new = request.doc, request.old, request.new
-    spans = await area.service.read(lambda store: store.document_dye(doc, old, new))
+    spans = await area.service.read(lambda store: store.documents.document_dye(doc, old, new))
     return {"spans": [dye_body(span) for span in spans]}
 
 
 async def doc_blame(area: Area, request: DocBlameRequest) -> dict[str, Any]:
     doc, at = request.doc, request.at
-    spans = await area.service.read(lambda store: store.document_blame(doc, at))
+    spans = await area.service.read(lambda store: store.documents.document_blame(doc, at))
     return {"spans": [blame_body(span) for span in spans]}
 
 
@@ -172,14 +174,16 @@ class DocWatch:
         return [{"entries": page}], page[-1]["version"]
 
     async def _snapshot(self) -> Page:
-        version, text = await self.service.read(lambda store: store.document_snapshot(self.doc))
+        version, text = await self.service.read(
+            lambda store: store.documents.document_snapshot(self.doc)
+        )
         return snapshot_events(version, text), version
 
     async def _splices(self, version: int) -> tuple[int, list[Any]]:
         """The head version and up to `WATCH_ENTRIES` splice entries after `version`."""
         doc = self.doc
         return await self.service.read(
-            lambda store: store.document_splices(doc, version, WATCH_ENTRIES)
+            lambda store: store.documents.document_splices(doc, version, WATCH_ENTRIES)
         )
 
     async def _log_rewritten(self, version: int) -> bool:

@@ -117,7 +117,7 @@ class SuspectWatch:
             version = service.version
             if version != self.version:
                 lowest: dict[bytes, int] = {}
-                for each in await service.read(lambda store: store.suspected_forks()):
+                for each in await service.read(lambda store: store.feeds.suspected_forks()):
                     lowest[each.feed] = min(each.seq, lowest.get(each.feed, each.seq))
                 self.lowest, self.version = lowest, version
         return self.lowest
@@ -374,7 +374,7 @@ class GossipSession:
         version = self.service.evidence_version
         if version == self.evidence_seen:
             return
-        proofs = await self.service.read(lambda store: store.evidence())
+        proofs = await self.service.read(lambda store: store.feeds.evidence())
         for proof in proofs:
             key = frozenset(message.id for message in proof.messages)
             if key in self.proofs_sent:
@@ -421,11 +421,11 @@ class GossipSession:
         ):
             if self.resume is None:
                 self.resume = await self.service.read(
-                    lambda store, wants: store.replication_start(wants),
+                    lambda store, wants: store.feeds.replication_start(wants),
                     dict(self.subscriptions),  # a copy: the event loop may change it meanwhile
                 )
             batch = await self.service.read(
-                lambda store, *page: store.next_batch(*page),
+                lambda store, *page: store.feeds.next_batch(*page),
                 dict(self.subscriptions),
                 self.resume,
                 min(self.connection.send_credit, self.batch),

@@ -5,7 +5,7 @@ Theory of operation
 A durable commit costs an fsync or two, whatever it holds, so publishes
 that arrive together should share one. Each `publish` appends its request
 to `pending` and waits. One caller at a time is the *committer*: it takes
-everything pending as one batch, runs `FeedStore.publish_batch` in a worker
+everything pending as one batch, runs `store.writes.publish_batch` in a worker
 thread (under the store's write limiter, so it also queues behind an ingest),
 records what was stored, and wakes every request of the batch with its own
 result: a message, or the error that refused that request alone. While that
@@ -51,7 +51,7 @@ class _Waiting:
 class GroupCommit:
     """Batches concurrent `publish` calls into `commit` calls (see the module docstring).
 
-    `commit` is `FeedStore.publish_batch` (run in a worker thread under
+    `commit` is `store.writes.publish_batch` (run in a worker thread under
     `limiter`); `stored` is told the messages of each batch that committed,
     before any of their callers wakes; `latency` gets each publish's service
     time in seconds (queued, committed, answered), refused ones included.

@@ -195,7 +195,7 @@ class Area:
         return message_body(message)
 
     async def _get(self, request: GetRequest) -> dict[str, Any]:
-        message = await self.service.read(lambda store: store.get(request.message))
+        message = await self.service.read(lambda store: store.feeds.get(request.message))
         if message is None:
             raise RequestError(ErrorKind.NOT_FOUND, "no such message")
         return message_body(message)
@@ -203,13 +203,15 @@ class Area:
     async def _timeline(self, request: TimelineRequest) -> dict[str, Any]:
         name = _timeline_name(request.timeline)
         if request.digest:  # storage/views/digest.py: on demand, cached by version
-            found = await self.service.read(lambda store: store.timeline_digest(name))
+            found = await self.service.read(lambda store: store.digests.timeline_digest(name))
             return digest_body(found.version, found.count, found.digest)
         window = request.window
-        if window is not None:  # seed 001's time window, from the time index
+        if window is not None:  # the causal-time window, from the time index
             low, high, start, limit = window.from_time, window.to_time, request.start, request.limit
             version, first, entries = await self.service.read(
-                lambda store: store.timeline_window(name, low, high, window.mode, start, limit)
+                lambda store: store.timelines.timeline_window(
+                    name, low, high, window.mode, start, limit
+                )
             )
             return {
                 "version": version,
@@ -218,14 +220,16 @@ class Area:
             }
         stop = request.start + request.limit
         version, entries = await self.service.read(
-            lambda store: store.timeline_at(name, request.start, stop, states=True)
+            lambda store: store.timelines.timeline_at(name, request.start, stop, states=True)
         )
         return {"version": version, "entries": [list(entry) for entry in entries]}
 
     async def _placement(self, request: PlacementRequest) -> dict[str, Any]:
         """A message's position and rank in a timeline; in a tangle's, its state too."""
         name = _timeline_name(request.timeline)
-        found = await self.service.read(lambda store: store.timeline_member(name, request.message))
+        found = await self.service.read(
+            lambda store: store.timelines.timeline_member(name, request.message)
+        )
         if found is None:
             raise RequestError(ErrorKind.NOT_FOUND, "the message is not in that timeline")
         placement, state = found
@@ -238,7 +242,7 @@ class Area:
         """Up to `limit` commands after version `since` (no message bodies)."""
         name = _timeline_name(request.timeline)
         version, commands = await self.service.read(
-            lambda store: store.timeline_log(name, request.since, request.limit)
+            lambda store: store.timelines.timeline_log(name, request.since, request.limit)
         )
         return {"version": version, "commands": [_command_wire(command) for command in commands]}
 
@@ -410,7 +414,9 @@ class IpcServer:
         name = _timeline_name(request.timeline)
         since = request.since
         try:
-            version, entries = await self.service.read(lambda store: store.timeline_at(name))
+            version, entries = await self.service.read(
+                lambda store: store.timelines.timeline_at(name)
+            )
         except UnknownTimeline:  # a tangle not seen yet is empty at version 0
             version, entries = 0, []
         if since is not None and since <= version:
@@ -430,7 +436,7 @@ class IpcServer:
 
         async def next_page(version: int) -> tuple[list[dict[str, Any]], int, bool] | None:
             head, updates = await self.service.read(
-                lambda store: store.timeline_updates(name, version, PAGE, PAGE_BYTES)
+                lambda store: store.timelines.timeline_updates(name, version, PAGE, PAGE_BYTES)
             )
             if not updates:
                 return None
@@ -440,7 +446,9 @@ class IpcServer:
             ]
             event: dict[str, Any] = {"commands": commands}
             if spacetime:
-                event["final"] = await self.service.read(lambda store: store.spacetime_final())
+                event["final"] = await self.service.read(
+                    lambda store: store.timelines.spacetime_final()
+                )
             return [event], commands[-1]["v"], commands[-1]["v"] >= head
 
         await self._follow(stream, number, since, next_page)
@@ -451,7 +459,7 @@ class IpcServer:
 
         async def next_page(index: int) -> tuple[list[dict[str, Any]], int] | None:
             page = await self.service.read(
-                lambda store: store.processed_page(index, PAGE, PAGE_BYTES)
+                lambda store: store.feeds.processed_page(index, PAGE, PAGE_BYTES)
             )
             if not page:
                 return None

@@ -4,7 +4,7 @@ Each op is a handler `(area, request)`, a row of `node.ipc.OPS`, not a
 method of the server: the node runs it, and `tangled tangles` and `tangled
 group list` run the same one on a store of their own while the node is
 stopped (node/cli/backend.py), so both paths answer alike. The reads are
-`FeedStore.tangle_page` and `storage.groups.listing.group_page`, in a worker
+`store.tangles.tangle_page` and `storage.groups.listing.group_page`, in a worker
 thread: bounded pages whatever the store holds (protocol/ipc_discovery.py
 says how).
 """
@@ -53,7 +53,7 @@ async def tangles(area: Area, request: TanglesRequest) -> dict[str, Any]:
     """A page of the tangles held, each with its counts and newest time."""
     after, limit, name = request.after, request.limit, request.name
     found, following = await area.service.read(
-        lambda store: store.tangle_page(after, limit, name=name)
+        lambda store: store.tangles.tangle_page(after, limit, name=name)
     )
     return {"tangles": [tangle_body(info) for info in found], "next": cursor_body(following)}
 

@@ -106,8 +106,8 @@ async def status(area: Area, request: StatusRequest) -> dict[str, Any]:
     peers each."""
     node, service = _running(area), area.service
     invalid = dict(service.invalid)
-    stalled = await service.read(lambda store: store.stalls())
-    suspected = await service.read(lambda store: store.suspected_forks())
+    stalled = await service.read(lambda store: store.feeds.stalls())
+    suspected = await service.read(lambda store: store.feeds.suspected_forks())
     forked = set(invalid)
     ours = service.clock
     peers = list(node.registry.peers.values())
@@ -129,7 +129,7 @@ async def status(area: Area, request: StatusRequest) -> dict[str, Any]:
             for x in suspected[:STATUS_LIST]
         ],
         "suspected_forks_total": len(suspected),
-        "final": await service.read(lambda store: store.spacetime_final()),
+        "final": await service.read(lambda store: store.timelines.spacetime_final()),
         "stalls": [
             {
                 "feed": x.feed,
@@ -148,7 +148,9 @@ async def status(area: Area, request: StatusRequest) -> dict[str, Any]:
         **node.status_extra,
     }
     if request.digests:
-        found, more = await service.read(lambda store: store.timeline_digests(STATUS_DIGESTS))
+        found, more = await service.read(
+            lambda store: store.digests.timeline_digests(STATUS_DIGESTS)
+        )
         reply["digests"] = [
             ({"spacetime": True} if root is None else {"tangle": name, "root": root})
             | digest_body(digest.version, digest.count, digest.digest)

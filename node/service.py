@@ -58,11 +58,13 @@ class StoreService:
         self.evidence_version = 0
         self._changed = trio.Event()
         self._writer = trio.CapacityLimiter(1)
-        self.verifier = Verifier(store.limits, store.prepare)  # a second core, beside the writer
+        self.verifier = Verifier(
+            store.limits, store.writes.prepare
+        )  # a second core, beside the writer
         self._readers = trio.CapacityLimiter(4)
         self.counters = NodeCounters()  # for /metrics (node/counters.py)
         self.publishing = GroupCommit(
-            store.publish_batch, self._writer, self._stored, self.counters.publish_latency
+            store.writes.publish_batch, self._writer, self._stored, self.counters.publish_latency
         )
 
     def _read_clock(self) -> None:
@@ -95,7 +97,7 @@ class StoreService:
 
     async def ingest(self, raws: list[bytes]) -> list[IngestResult]:
         results = await trio.to_thread.run_sync(
-            self.store.ingest, raws, limiter=self._writer, abandon_on_cancel=False
+            self.store.writes.ingest, raws, limiter=self._writer, abandon_on_cancel=False
         )
         return await self._ingested(results)
 
@@ -107,7 +109,7 @@ class StoreService:
     async def ingest_prepared(self, batch: PreparedBatch) -> list[IngestResult]:
         """Store a `prepare`d batch: what `ingest` does after the signatures."""
         results = await trio.to_thread.run_sync(
-            self.store.ingest_prepared, batch, limiter=self._writer, abandon_on_cancel=False
+            self.store.writes.ingest_prepared, batch, limiter=self._writer, abandon_on_cancel=False
         )
         return await self._ingested(results)
 
@@ -120,9 +122,9 @@ class StoreService:
         return results
 
     async def add_evidence(self, raws: list[bytes]) -> tuple[str, dict[bytes, int]]:
-        """Check and apply a peer's proof (see `FeedStore.add_evidence`)."""
+        """Check and apply a peer's proof (see `store.writes.add_evidence`)."""
         outcome = await trio.to_thread.run_sync(
-            self.store.add_evidence, raws, limiter=self._writer, abandon_on_cancel=False
+            self.store.writes.add_evidence, raws, limiter=self._writer, abandon_on_cancel=False
         )
         if outcome[0] == "new":
             await self._proofs_changed()
@@ -146,10 +148,10 @@ class StoreService:
         self, requests: Sequence[tuple[Any, Mapping[str, bytes | None] | None]]
     ) -> list[Message]:
         """Sign and store our next messages in one transaction of their own, all or none
-        (`FeedStore.publish_batch(whole=True)`); raises the first refusal."""
+        (`store.writes.publish_batch(whole=True)`); raises the first refusal."""
         began = time.perf_counter()
         messages = await trio.to_thread.run_sync(
-            functools.partial(self.store.publish_batch, requests, whole=True),
+            functools.partial(self.store.writes.publish_batch, requests, whole=True),
             limiter=self._writer,
             abandon_on_cancel=False,
         )
@@ -162,7 +164,7 @@ class StoreService:
         """`read(store, *args)`, in a worker thread beside the writer (at most 4 at once).
 
         Every read of the store goes through here, e.g. `await service.read(lambda
-        store: store.get(msg_id))`; each `FeedStore` read is one transaction, so
+        store: store.feeds.get(msg_id))`; each `FeedStore` read is one transaction, so
         `read` sees one moment when it calls one. Arguments the event loop may
         change meanwhile (a dict of wants) are copied before the call.
         """
@@ -171,7 +173,7 @@ class StoreService:
     # -- documents (storage/documents/engine.py): `at` is a weft, a message id, a version or None --
 
     async def create_document(self, title: str) -> Message:
-        """Publish a new document's doc/init (`FeedStore.create_document`), group-committed
+        """Publish a new document's doc/init (`store.documents.create_document`), group-committed
         with the other publishes."""
         return await self.publish(init_content(title), {TANGLE: None})
 
@@ -196,16 +198,16 @@ class StoreService:
 def edit_and_number(
     store: FeedStore, doc: bytes, splices: Sequence[Splice], base: int | None = None
 ) -> tuple[list[Message], dict[bytes, int]]:
-    """`store.edit_document`, and the version number each published message made.
+    """`store.documents.edit_document`, and the version number each published message made.
 
     Called with the write limiter held, so no other write comes between the
     edit and the read of its versions: they are the document's last ones.
     """
-    messages = store.edit_document(doc, splices, base)
+    messages = store.documents.edit_document(doc, splices, base)
     if not messages:
         return messages, {}
-    head, _entries = store.document_splices(doc, MAX_SEQ, 0)
+    head, _entries = store.documents.document_splices(doc, MAX_SEQ, 0)
     since = max(0, head - len(messages) - 1)
     ours = {message.id for message in messages}
-    found = store.document_versions(doc, since, len(messages) + 2)
+    found = store.documents.document_versions(doc, since, len(messages) + 2)
     return messages, {v.msg_id: v.number for v in found if v.msg_id in ours}

@@ -79,8 +79,8 @@ def export(
     (out / "messages").mkdir(parents=True, exist_ok=True)
     (out / "timelines").mkdir(parents=True, exist_ok=True)
     counts = {"messages": 0, "evidence": 0, "timeline_rows": 0}
-    rows = (message_row(parse_stored(raw)) for raw in store.iter_raw(CHUNK))
-    evidence = (message_row(message, evidence=True) for message in store.evidence_messages())
+    rows = (message_row(parse_stored(raw)) for raw in store.feeds.iter_raw(CHUNK))
+    evidence = (message_row(message, evidence=True) for message in store.feeds.evidence_messages())
     for number, chunk in enumerate(_chunks(_chain(rows, evidence), CHUNK)):
         table = pa.Table.from_pylist(chunk, schema=MESSAGE_SCHEMA)
         pq.write_table(table, out / "messages" / f"part-{number:05d}.parquet")
@@ -109,7 +109,7 @@ def _chain(*iterators):
 def _timeline_rows(store: FeedStore) -> Iterator[dict]:
     for name, root, tangle in store.timelines.held():
         label = "spacetime" if tangle is None else f"tangle:{tangle}"
-        for position, (rank, msg_id) in enumerate(store.timeline(name)):
+        for position, (rank, msg_id) in enumerate(store.timelines.timeline(name)):
             yield {
                 "timeline": label,
                 "root": root,

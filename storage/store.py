@@ -159,36 +159,3 @@ class FeedStore:
     @property
     def keypair(self) -> Keypair | None:
         return self.ctx.keypair
-
-    def __getattr__(self, name: str):  # TRANSITION: old flat names, removed before commit
-        area = _AREA_OF.get(name)
-        if area is None:
-            raise AttributeError(name)
-        import os
-        import sys
-
-        if os.environ.get("TANGLED_TRACE_OLD"):
-            frame = sys._getframe(1)
-            with open(os.environ["TANGLED_TRACE_OLD"], "a") as out:
-                out.write(f"{frame.f_code.co_filename}:{frame.f_lineno}:{name}:{area}\n")
-        return getattr(getattr(self, area), name)
-
-
-_AREA_OF = {
-    name: area
-    for area, names in {
-        "writes": "ingest prepare ingest_prepared publish publish_batch add_evidence",
-        "feeds": "frontier get get_by_seq read_feed read_feed_raw feeds about_names about_name "
-        "invalid_feeds evidence evidence_messages iter_raw processed processed_frontier "
-        "processed_page stalls suspected_forks statistics check replication_start next_batch",
-        "timelines": "timeline_name timeline timeline_at timeline_tail member_states "
-        "timeline_window timeline_version timeline_placement timeline_member timeline_commands "
-        "spacetime_final timeline_log timeline_updates timelines writers_final",
-        "tangles": "tangle_page pending tangle_tips group_messages",
-        "digests": "timeline_digest timeline_digests",
-        "documents": "create_document edit_document document_weft documents document_set_aside "
-        "document_text document_snapshot document_revision document_atoms document_dye "
-        "document_blame document_versions document_splices",
-    }.items()
-    for name in names.split()
-}

@@ -4,7 +4,7 @@
 --bundle FILE` a bundle (storage/clients/bundle.py); both read the store in short read
 transactions, so they run beside a running node. `import PATH` is offline:
 it takes the data directory's lock (so it refuses while the node runs) and
-ingests through `FeedStore.ingest`, the path every peer's message takes.
+ingests through `store.writes.ingest`, the path every peer's message takes.
 docs/BACKUP.md has the formats and the restore recipe.
 """
 
@@ -85,7 +85,7 @@ def export_command(obj: Context, out: Path | None, bundle: str | None) -> None:
         _export_archive(obj, out)
         return
     with obj.open_store() as store:
-        figures = store.statistics()
+        figures = store.feeds.statistics()
         total = figures["messages"] + figures["evidence"]
         with _progress(total, "exporting") as progress:
             if bundle == "-":
@@ -108,7 +108,7 @@ def _export_archive(obj: Context, out: Path) -> None:
     secret = obj.settings.secret_path
     feed = read_secret(secret).public if secret.exists() else None  # archive.json names it
     with obj.open_store() as store:
-        figures = store.statistics()
+        figures = store.feeds.statistics()
         total = figures["messages"] + figures["evidence"]
         with _progress(total, "exporting") as progress:
             counts = export(store, out, progress, feed)

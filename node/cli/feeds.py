@@ -111,7 +111,7 @@ def log_command(
     obj.require_data_dir()  # before the secret: a mistyped --data-dir says so
     author = parse_feed(feed) if feed else read_secret(obj.settings.secret_path).public
     with obj.open_store() as store:
-        if store.get_by_seq(author, 1) is None:
+        if store.feeds.get_by_seq(author, 1) is None:
             if feed:
                 raise NotFound(f"no feed {feed} in the store")
             return  # our own feed, still empty
@@ -120,7 +120,7 @@ def log_command(
             click.echo(fit(log_header(log_id_width(viewer)), viewer.width))
         remaining = limit
         while remaining is None or remaining > 0:
-            page = store.read_feed(author, from_seq, min(remaining or 1000, 1000))
+            page = store.feeds.read_feed(author, from_seq, min(remaining or 1000, 1000))
             for message in page:
                 if as_json:
                     emit_json(_with_private(viewer, message))
@@ -172,7 +172,7 @@ def show(obj: Context, message_id: str, as_json: bool) -> None:
     from tanglenode.node.cli.summary import fit, open_viewer
 
     with obj.open_store() as store:
-        message = store.get(parse_message_id(message_id))
+        message = store.feeds.get(parse_message_id(message_id))
         if message is None:
             raise NotFound(f"no message {message_id} in the store")
         viewer = open_viewer(obj, store, as_json=as_json)
@@ -237,8 +237,8 @@ def forks(obj: Context, as_json: bool) -> None:
     proof, which gossip asks peers for. --json gives one object per line, the suspected
     ones with kind `suspected`, their tags as unpadded URL-safe base64."""
     with obj.open_store() as store:
-        evidence = store.evidence()
-        suspected = store.suspected_forks()
+        evidence = store.feeds.evidence()
+        suspected = store.feeds.suspected_forks()
     if not evidence and not suspected and not as_json:  # JSON lines: none is no line
         click.echo("no forks and no suspected forks")
     for item in evidence:
@@ -286,7 +286,7 @@ def check(obj: Context, as_json: bool) -> int:
 
     try:
         with obj.open_store() as store:
-            report = store.check()
+            report = store.feeds.check()
     except StoreDamaged as error:  # a finding, like any other
         report = CheckReport(problems=[str(error)])
     if as_json:

@@ -119,7 +119,7 @@ def load_names(obj: Context, store: Any = None, *, strict: bool = False) -> Name
     """
     abouts: dict[bytes, str] = {}
     if store is not None:
-        abouts = store.about_names()
+        abouts = store.feeds.about_names()
     elif (obj.settings.store_path / "data.mdb").exists():
         with obj.open_store() as opened:
             abouts = opened.about_names()

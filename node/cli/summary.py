@@ -257,7 +257,7 @@ class Viewer:
 
     def message(self, msg_id: bytes) -> Any:
         """The stored message `msg_id`, or None."""
-        return None if self.store is None else self.store.get(msg_id)
+        return None if self.store is None else self.store.feeds.get(msg_id)
 
     def columns(self, message: Any) -> str:
         """`author  time  summary` for a person ('?' columns for a message not held)."""

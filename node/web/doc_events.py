@@ -107,7 +107,9 @@ class DocStream:
             return await self.snapshot()
         entries = events[0]["entries"]
         doc, since, count = self.doc, entries[0]["version"], len(entries)
-        found = await self.service.read(lambda store: store.document_versions(doc, since, count))
+        found = await self.service.read(
+            lambda store: store.documents.document_versions(doc, since, count)
+        )
         authors = {version.msg_id: version.author for version in found}
         frames = [
             frame(

@@ -59,8 +59,8 @@ async def blamed_snapshot(service: StoreService, doc: bytes) -> tuple[int, list[
     """The frontier's version and its text in runs by author (see the module docstring);
     `UnknownDocument` if the store holds no such document."""
     for _try in range(SNAPSHOT_TRIES):
-        version, text = await service.read(lambda store: store.document_snapshot(doc))
-        spans = await service.read(lambda store: store.document_blame(doc, None))
+        version, text = await service.read(lambda store: store.documents.document_snapshot(doc))
+        spans = await service.read(lambda store: store.documents.document_blame(doc, None))
         if "".join(span.text for span in spans) == text:
             return version, merge_runs((span.text, span.author) for span in spans)
     return version, [(text, None)] if text else []

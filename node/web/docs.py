@@ -129,7 +129,7 @@ async def page(web: WebContext, request: Request) -> Response:
         revision = await revision_body(service, doc, version, "previous", names)
     except UnknownDocument:
         return not_found("no such document")
-    init = await service.read(lambda store: store.get(doc))
+    init = await service.read(lambda store: store.feeds.get(doc))
     title = init.content.get("title", "") if init and isinstance(init.content, dict) else ""
     title = safe(title) if isinstance(title, str) else ""
     author = init.author if init is not None else None
@@ -217,10 +217,14 @@ async def versions_at(
     service: StoreService, doc: bytes, wanted: int
 ) -> tuple[Version | None, Version | None]:
     """The last version at or before `wanted` (the head if past it) and the one before it."""
-    head, _entries = await service.read(lambda store: store.document_splices(doc, MAX_SEQ, 0))
+    head, _entries = await service.read(
+        lambda store: store.documents.document_splices(doc, MAX_SEQ, 0)
+    )
     wanted = min(wanted, head)
     start = max(0, wanted - WINDOW + 1)
-    versions = await service.read(lambda store: store.document_versions(doc, start, WINDOW))
+    versions = await service.read(
+        lambda store: store.documents.document_versions(doc, start, WINDOW)
+    )
     found = [v for v in versions if v.number <= wanted]
     if not found:
         return None, None
@@ -244,8 +248,8 @@ async def revision_body(
         before = previous.msg_id if previous is not None else 0  # a gap: from the doc/init
         old = shown.msg_id if shown.number == 0 else before
         new, compared = shown.msg_id, previous.number if previous is not None else 0
-    text = await service.read(lambda store: store.document_revision(doc, shown.msg_id))
-    spans = await service.read(lambda store: store.document_dye(doc, old, new))
+    text = await service.read(lambda store: store.documents.document_revision(doc, shown.msg_id))
+    spans = await service.read(lambda store: store.documents.document_dye(doc, old, new))
     return {
         "version": shown.number,
         "msg": message_text(shown.msg_id),

@@ -98,7 +98,7 @@ class WebContext:
 
     async def names(self) -> Names:
         """Petnames of `<data_dir>/petnames.json`, then the feeds' self-chosen names."""
-        abouts = await self.service.read(lambda store: store.about_names())
+        abouts = await self.service.read(lambda store: store.feeds.about_names())
         petnames: dict[bytes, str] = {}
         if self.data_dir is not None:
             try:

@@ -57,7 +57,7 @@ class NodeCollector:
 
     def __init__(self, service: Any) -> None:
         self.service = service  # node.service.StoreService
-        self.store_figures: dict[str, int] = {}  # FeedStore.statistics(), read by `render`
+        self.store_figures: dict[str, int] = {}  # store.feeds.statistics(), read by `render`
 
     def describe(self) -> Iterator[Metric]:
         return self._families(NodeCounters(), {})
@@ -218,7 +218,7 @@ class Metrics:
         status = await web.status(False)
         figures = None
         if self.collector is not None:
-            figures = await self.service.read(lambda store: store.statistics())
+            figures = await self.service.read(lambda store: store.feeds.statistics())
         # From here to the end, no await: one consistent moment.
         for key, gauge in self._gauges.items():
             gauge.set(status[key])

@@ -131,7 +131,9 @@ async def index(web: WebContext, request: Request) -> Response:
         if root is None:
             return text_response("after_root: not a message id\n", 400)
         after = (root, request.query.get("after_name", "")[:MAX_TANGLE_NAME_BYTES])
-    infos, cursor = await web.service.read(lambda store: store.tangle_page(after, INDEX_PAGE))
+    infos, cursor = await web.service.read(
+        lambda store: store.tangles.tangle_page(after, INDEX_PAGE)
+    )
     names = await web.names()
     rows = [
         f"<tr><td><a href='{e(web.link(tangle_path(info.name, info.root)))}'>"
@@ -157,11 +159,11 @@ async def page(web: WebContext, request: Request) -> Response:
     name, root = found
     timeline = timeline_name(root, name)
     version, start, entries = await web.service.read(
-        lambda store: store.timeline_tail(timeline, MAX_ROWS)
+        lambda store: store.timelines.timeline_tail(timeline, MAX_ROWS)
     )
     names = await web.names()
     ids = [msg_id for _, msg_id, _ in entries]
-    held = await web.service.read(lambda store: [store.get(msg_id) for msg_id in ids])
+    held = await web.service.read(lambda store: [store.feeds.get(msg_id) for msg_id in ids])
     fields = await _rows(web, names, [message for message in held if message is not None])
     missing = {"id": "", "author": "?", "feed": "", "time": "?", "text": "(not in the store)"}
     rows = [  # a message removed since the order was read keeps its place: the stream deletes it
@@ -169,7 +171,7 @@ async def page(web: WebContext, request: Request) -> Response:
         for _, msg_id, state in entries
     ]
     pending = sum(1 for entry in entries if entry[2] == PENDING)
-    root_message = await web.service.read(lambda store: store.get(root))
+    root_message = await web.service.read(lambda store: store.feeds.get(root))
     by = f" started by {e(safe(names.label(root_message.author)))}" if root_message else ""
     events = web.link(tangle_path(name, root) + "/events")
     shown = f", the last {len(rows)} shown" if start else ""
@@ -205,7 +207,7 @@ class _TangleStream:
         and again after a deletion (a feed cut back makes joined rows pending again)."""
         timeline = self.timeline
         _, start, entries = await self.web.service.read(
-            lambda store: store.timeline_tail(timeline, MAX_ROWS)
+            lambda store: store.timelines.timeline_tail(timeline, MAX_ROWS)
         )
         unjoined = [(msg_id, state) for _, msg_id, state in entries if state != "joined"]
         kept = unjoined[-MAX_WATCHED:]  # the newest, as the page shows the newest
@@ -229,7 +231,7 @@ class _TangleStream:
         service = self.web.service
         timeline = self.timeline
         _, updates = await service.read(
-            lambda store: store.timeline_updates(timeline, version, PAGE, PAGE_BYTES)
+            lambda store: store.timelines.timeline_updates(timeline, version, PAGE, PAGE_BYTES)
         )
         changed = await self._state_changes()
         if not updates:
@@ -239,7 +241,7 @@ class _TangleStream:
         names = await self._names([message for _, message in updates if message])
         inserted = [command.id for command, _ in updates if isinstance(command, Insert)]
         fields = await _rows(self.web, names, [message for _, message in updates if message])
-        found = await service.read(lambda store: store.member_states(timeline, inserted))
+        found = await service.read(lambda store: store.timelines.member_states(timeline, inserted))
         states = dict(zip(inserted, found, strict=True))
         commands: list[dict[str, Any]] = []
         for command, _message in updates:
@@ -269,7 +271,7 @@ class _TangleStream:
         watched = sorted(self.pending)
         service = self.web.service
         timeline = self.timeline
-        states = await service.read(lambda store: store.member_states(timeline, watched))
+        states = await service.read(lambda store: store.timelines.member_states(timeline, watched))
         changed = {}
         for msg_id, state in zip(watched, states, strict=True):
             if state != PENDING:
@@ -287,7 +289,7 @@ async def events(web: WebContext, request: Request) -> Response:
     if since is None:
         return text_response("since: a version is needed\n", 400)
     timeline = timeline_name(found[1], found[0])
-    version, _, _ = await web.service.read(lambda store: store.timeline_tail(timeline, 0))
+    version, _, _ = await web.service.read(lambda store: store.timelines.timeline_tail(timeline, 0))
     if since > version:  # a version this timeline never had: the page must start again
         return event_stream(web, [frame("reset", {"version": version})], version, _nothing)
     stream = _TangleStream(web, timeline)

@@ -3,8 +3,8 @@
 A bundle is `MAGIC` (4 bytes: "TNB" and the format, 2), then the store's
 messages as signed bytes, each preceded by its length as 4 bytes
 big-endian, nothing else: every accepted message, feed by
-feed in seq order (`FeedStore.iter_raw`), then every message held as fork
-evidence (`FeedStore.evidence_messages`). Replaying a bundle in that order
+feed in seq order (`store.feeds.iter_raw`), then every message held as fork
+evidence (`store.feeds.evidence_messages`). Replaying a bundle in that order
 reproduces the feeds and the evidence: each feed's chain arrives in order,
 and an evidence message arrives after the message it conflicts with.
 
@@ -14,7 +14,7 @@ messages carry timeframes of bare seqs, which this build refuses), and a
 length of 0 or over the message size limit, a
 record cut short, a length prefix cut short each raise `BadRecord` naming
 the record (1-based) — the reader never allocates more than one message's
-limit. What the records hold is validated by `FeedStore.ingest` like any
+limit. What the records hold is validated by `store.writes.ingest` like any
 message from a peer: garbage there is a rejected message with its reason.
 `import_messages` ingests in batches, counting each outcome; a `BadRecord`
 stops it after every record before the bad one was ingested (ingest is
@@ -59,11 +59,11 @@ def write_bundle(
     """Write every accepted message, then all fork evidence; returns the counts."""
     counts = {"messages": 0, "evidence": 0, "bytes": len(MAGIC)}
     out.write(MAGIC)
-    for raw in store.iter_raw():
+    for raw in store.feeds.iter_raw():
         counts["bytes"] += _write_record(out, raw)
         counts["messages"] += 1
         progress(1)
-    for message in store.evidence_messages():
+    for message in store.feeds.evidence_messages():
         counts["bytes"] += _write_record(out, message.raw)
         counts["evidence"] += 1
         progress(1)

@@ -40,7 +40,7 @@ replay makes them hold:
   version) continues on a new feed, as a second device would: a feed is one
   line of versions.
 
-Signed messages go to `FeedStore.ingest` in batches, where they are verified,
+Signed messages go to `store.writes.ingest` in batches, where they are verified,
 stored, processed and woven like any message from a peer.
 """
 
@@ -306,7 +306,7 @@ class _Replay:
     def run(self) -> ReplayReport:
         started = time.perf_counter()
         trace = self.trace
-        held = self.store.frontier()
+        held = self.store.feeds.frontier()
         if any(feed.author in held for feed in self.feed):
             raise ReplayError("the store already holds this replay's feeds: replay into a new one")
         self._create(trace.txn_time[0] if len(trace) else 0)
@@ -339,8 +339,8 @@ class _Replay:
         for agent in range(trace.agents):
             self._close(agent)
         self._flush()
-        text = self.store.document_text(self.doc)
-        aside = self.store.document_set_aside(self.doc)
+        text = self.store.documents.document_text(self.doc)
+        aside = self.store.documents.document_set_aside(self.doc)
         if aside:
             _msg_id, reason, detail = aside[0]
             raise ReplayError(f"{len(aside)} edits set aside, the first for {reason}: {detail}")
@@ -574,7 +574,7 @@ class _Replay:
     def _flush(self) -> None:
         if not self.queue:
             return
-        results = self.store.ingest(self.queue)
+        results = self.store.writes.ingest(self.queue)
         self.queue = []
         self.batches += 1
         for result in results:
@@ -588,7 +588,7 @@ class _Replay:
         """Read an agent's view from the store: the revision at what it has seen."""
         self._flush()
         first = self.first_atom
-        atoms = self.store.document_atoms(self.doc, dict(self.wefts[self.base[agent]]))
+        atoms = self.store.documents.document_atoms(self.doc, dict(self.wefts[self.base[agent]]))
         view = AtomView(array("q", [first[msg_id] | index for msg_id, index in atoms]))
         self.view[agent] = view
         self.refreshes += 1

@@ -36,7 +36,7 @@ Preparing a batch
 canonical checks, signatures. It touches no LMDB and no shared state, so it
 runs in any thread or in a worker process. Each message is decoded exactly
 once, there; the store applies the decoded `Message`s
-(`FeedStore.ingest_prepared`). `storage.feeds.ingest_pipeline` overlaps the two
+(`store.writes.ingest_prepared`). `storage.feeds.ingest_pipeline` overlaps the two
 over a stream of batches (`tangled import`, the bench); the daemon's
 catch-up does the same in `node.inbox`.
 """

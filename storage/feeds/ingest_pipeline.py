@@ -3,10 +3,10 @@
 Theory of operation
 -------------------
 `storage.feeds.ingest.prepare` (ids, decoding, canonical checks, signatures) needs
-no store; `FeedStore.ingest_prepared` applies its result in one write
+no store; `store.writes.ingest_prepared` applies its result in one write
 transaction. `ingest_batches` overlaps the two over a stream of batches
 (`tangled import`, the bench): while this thread stores batch N, a worker
-prepares batch N+1. The outcome is the same as `store.ingest` on each batch
+prepares batch N+1. The outcome is the same as `store.writes.ingest` on each batch
 in turn: a message that batch N stores and N+1 repeats is found a duplicate
 when N+1 is applied (the store decides duplicates, not the worker).
 
@@ -83,7 +83,7 @@ def ingest_batches(
     """Ingest each batch into `store` (a `FeedStore`) in order, yielding its results."""
     if worker is Worker.INLINE:
         for raws in batches:
-            yield store.ingest(raws)
+            yield store.writes.ingest(raws)
         return
     stream = iter(batches)
     first = next(stream, None)
@@ -91,7 +91,7 @@ def ingest_batches(
         return
     second = next(stream, None)
     if second is None:
-        yield store.ingest(first)
+        yield store.writes.ingest(first)
         return
     if worker is Worker.THREAD:
         with (
@@ -127,12 +127,12 @@ def _pipelined(
                 return future.result()
             except BrokenProcessPool:
                 broken = True  # the worker died: prepare here from now on
-        return store.prepare(raws)
+        return store.writes.prepare(raws)
 
     pending = submit(second)
-    yield store.ingest(first)
+    yield store.writes.ingest(first)
     for raws in stream:
         upcoming = submit(raws)
-        yield store.ingest_prepared(prepared(*pending))
+        yield store.writes.ingest_prepared(prepared(*pending))
         pending = upcoming
-    yield store.ingest_prepared(prepared(*pending))
+    yield store.writes.ingest_prepared(prepared(*pending))

@@ -14,7 +14,7 @@ Messages stored but not processed (a stalled feed) come last, feed by feed,
 once the walk has reached the end of the log.
 
 These functions read inside a transaction their caller holds; the public
-calls are `FeedStore.replication_start` and `FeedStore.next_batch`, one
+calls are `store.feeds.replication_start` and `store.feeds.next_batch`, one
 read transaction each.
 """
 

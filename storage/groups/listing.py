@@ -5,7 +5,7 @@ Theory of operation
 Nothing about a group is stored apart from its messages (storage/groups/state.py),
 so the groups we belong to are found where their keys are. A group is a
 `group` tangle whose root is a group's first `group/init`; the tangle
-listing (`FeedStore.tangle_page` with `name="group"`) gives them in root
+listing (`store.tangles.tangle_page` with `name="group"`) gives them in root
 order, a bounded page at a time.
 
 We are, or were, in a group when one of its seals opens with our key. An
@@ -57,7 +57,7 @@ def group_page(
     scan: int = SCAN,
 ) -> tuple[list[GroupInfo], Cursor | None]:
     """Our groups among the next `limit` `group` tangles after `after`, and the next cursor."""
-    tangles, following = store.tangle_page(after, limit, name=GROUP, scan=scan)
+    tangles, following = store.tangles.tangle_page(after, limit, name=GROUP, scan=scan)
     return [info for info in map(_ours(store, keypair), tangles) if info], following
 
 
@@ -94,7 +94,7 @@ def holds_a_key(store: FeedStore, keypair: Keypair, group: bytes) -> bool:
             tried += 1
             if tried > MAX_TRIED:
                 return False
-            message = store.get(msg_id)
+            message = store.feeds.get(msg_id)
             if message is None or GROUP not in message.tangles:
                 continue
             try:
@@ -109,8 +109,8 @@ def holds_a_key(store: FeedStore, keypair: Keypair, group: bytes) -> bool:
 def _members(store: FeedStore, root: bytes, tangle: str) -> list[bytes]:
     """The first `MAX_TRIED` ids of the timeline of tangle (`tangle`, `root`); none if it
     is not held."""
-    name = store.timeline_name(root, tangle)
+    name = store.timelines.timeline_name(root, tangle)
     try:
-        return [msg_id for _rank, msg_id in store.timeline(name, 0, MAX_TRIED)]
+        return [msg_id for _rank, msg_id in store.timelines.timeline(name, 0, MAX_TRIED)]
     except UnknownTimeline:
         return []

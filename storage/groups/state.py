@@ -70,7 +70,7 @@ class GroupView:
 
 def read_group(store: FeedStore, keypair: Keypair, root: bytes) -> GroupView:
     try:
-        messages = store.group_messages(root, GROUP)
+        messages = store.tangles.group_messages(root, GROUP)
     except UnknownTimeline:
         raise UnknownGroup("no such group in the store") from None
     envelopes: dict[bytes, GroupContent] = {}
@@ -150,7 +150,7 @@ def new_epoch(view: GroupView, keypair: Keypair) -> tuple[dict, dict]:
 
 def exclusion(view: GroupView, keypair: Keypair, members: list[bytes]) -> list[tuple[dict, dict]]:
     """Excluding `members`: the `exclude-member` and the new epoch's `group/init`, to be
-    published together, all or nothing (`FeedStore.publish_batch(..., whole=True)`).
+    published together, all or nothing (`store.writes.publish_batch(..., whole=True)`).
 
     The new epoch keeps the members the group has once the exclusion joins it,
     as reading the group back after publishing the exclusion alone would find
@@ -194,7 +194,7 @@ def final(store: FeedStore, view: GroupView) -> int:
     message (X's node holds its own feed) and one of the messages that made
     X a member, so it ranks above both; the least such bound over the
     current members, and any member waiting for a missing message, bound
-    what can still move (see `FeedStore.writers_final`).
+    what can still move (see `store.timelines.writers_final`).
     """
     state = view.state
     if not state.members:
@@ -212,7 +212,7 @@ def final(store: FeedStore, view: GroupView) -> int:
         WriterPast(all_of=tuple(own.get(member, ())), one_of=tuple(intros.get(member, ())))
         for member in state.members
     ]
-    return store.writers_final(timeline_name(view.root, GROUP), writers)
+    return store.timelines.writers_final(timeline_name(view.root, GROUP), writers)
 
 
 # -- what to show ------------------------------------------------------------------------
@@ -256,10 +256,10 @@ def timeline(
         name = timeline_name(epoch, MEMBERS)
     if order == "causal-time":  # the stored causal-time timeline (storage.engine.causal_timeline)
         name = view_timeline(name, "all", "causal-time")
-    ids = [msg_id for _key, msg_id in store.timeline(name)]
+    ids = [msg_id for _key, msg_id in store.timelines.timeline(name)]
     rows = []
     for msg_id in ids:
-        message = view.messages.get(msg_id) or store.get(msg_id)
+        message = view.messages.get(msg_id) or store.feeds.get(msg_id)
         private = view.opened.get(msg_id)
         rows.append(
             {

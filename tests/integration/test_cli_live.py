@@ -114,9 +114,9 @@ async def test_watch_joined_follows_set_aside_messages_as_they_join(tmp_path):
     third = carol.append(tangles={"chat": TangleLink(root.id, (second.id,))})
     here, there = Node(tmp_path, "here"), Node(tmp_path, "there")
     with FeedStore(here.data_dir / "store") as store:
-        store.ingest([root.raw, second.raw, third.raw])
+        store.writes.ingest([root.raw, second.raw, third.raw])
     with FeedStore(there.data_dir / "store") as store:
-        store.ingest([root.raw, first.raw])
+        store.writes.ingest([root.raw, first.raw])
     await here.start()
     spec = f"chat/{message_text(root.id)}"
     listed = (await cli(here, "timeline", spec)).stdout.decode().splitlines()

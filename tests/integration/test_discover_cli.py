@@ -136,7 +136,7 @@ async def test_tangles_walks_as_many_pages_as_the_limit_needs(tmp_path):
     author = Feed("many-tangles")
     roots = [author.root("chat" if index % 2 else "notes") for index in range(1003)]
     with FeedStore(node.data_dir / "store") as store:
-        store.ingest([root.raw for root in roots])
+        store.writes.ingest([root.raw for root in roots])
     stopped = rows(await cli(node, "tangles", "--limit", "1002", "--json"))
     assert len(stopped) == 1002 and len({row["root"] for row in stopped}) == 1002
     notes = rows(await cli(node, "tangles", "--name", "notes", "--limit", "5000", "--json"))

@@ -123,7 +123,7 @@ async def test_flipped_bytes_are_a_check_finding(tmp_path, where):
     await publish_offline(node, 6, pad=600)
     data = node.data_dir / "store" / "data.mdb"
     with FeedStore(data.parent, create=False) as store:
-        raw = store.get_by_seq(node.key, 4).raw
+        raw = store.feeds.get_by_seq(node.key, 4).raw
     stored = raw[
         -400:
     ]  # the padded content and signature: stored verbatim (storage/feeds/stored_form.py)
@@ -257,4 +257,4 @@ async def test_hostile_bundles_are_refused_cleanly(tmp_path):
     assert "exists" in one_error_line(exists)
     assert (await tangled(node.data_dir, "export")).returncode == 2
     with FeedStore(node.data_dir / "store", create=False) as store:
-        assert store.check().ok and store.frontier() == {node.key: 2}
+        assert store.feeds.check().ok and store.feeds.frontier() == {node.key: 2}

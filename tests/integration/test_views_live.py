@@ -145,9 +145,9 @@ async def test_group_posts_are_opened_for_their_author_and_sealed_for_others(tmp
     assert await host.stop() == 0
 
     with FeedStore(host.data_dir / "store") as store:
-        raws = list(store.iter_raw())
+        raws = list(store.feeds.iter_raw())
     with FeedStore(outsider.data_dir / "store") as store:
-        store.ingest(raws)
+        store.writes.ingest(raws)
     seen = (await ok(outsider, "log", host.feed_id)).splitlines()
     assert seen[2].endswith("[group] sealed") and "meet" not in "".join(seen)
     assert seen[1].split()[3] == "~Host"  # the outsider's store indexed the about on ingest

@@ -36,17 +36,19 @@ def populated_store(path) -> FeedStore:
     carol.append("c1", tangles={"chat": TangleLink(root.id, (unseen.id,))}, timeframe={})
     for number in range(30):
         bob.append({"n": number}, timeframe={alice.public: 3})
-    store.ingest([m.raw for m in alice.messages + bob.messages + carol.messages])
-    store.ingest([twin.append("fork of b1").raw])
-    store.publish({"mine": 1}, {"chat": root.id})
-    store.publish({"mine": 2}, {"other": None})
+    store.writes.ingest([m.raw for m in alice.messages + bob.messages + carol.messages])
+    store.writes.ingest([twin.append("fork of b1").raw])
+    store.writes.publish({"mine": 1}, {"chat": root.id})
+    store.writes.publish({"mine": 2}, {"other": None})
     return store
 
 
 def snapshot(store: FeedStore):
     feeds = [(f.author, f.head_seq, f.head_id, f.invalid_from) for f in store.feeds.held()]
-    forks = sorted((e.id, tuple(sorted(e.invalid.items()))) for e in store.evidence())
-    timelines = {name: store.timeline(name) for name, _root, _tangle in store.timelines.held()}
+    forks = sorted((e.id, tuple(sorted(e.invalid.items()))) for e in store.feeds.evidence())
+    timelines = {
+        name: store.timelines.timeline(name) for name, _root, _tangle in store.timelines.held()
+    }
     return feeds, forks, timelines
 
 
@@ -75,7 +77,7 @@ def test_a_bundle_replayed_into_an_empty_store_reproduces_feeds_forks_and_timeli
             "rejected": {},
         }
         assert snapshot(restored) == expected
-        assert restored.check().ok
+        assert restored.feeds.check().ok
         again = import_messages(restored, read_bundle(io.BytesIO(data), LIMIT), ImportSummary())
         assert again.as_dict()["duplicate"] == held + 2
         assert bundle_of(restored) == data
@@ -139,7 +141,7 @@ def test_hostile_framing_is_refused_with_the_record_number(tmp_path, data, numbe
             import_messages(store, read_bundle(io.BytesIO(data), LIMIT), summary)
         assert refused.value.record == number
         assert summary.records == number - 1  # those before it were ingested
-        assert store.get_by_seq(Feed("g").public, 1) is not None or number == 1
+        assert store.feeds.get_by_seq(Feed("g").public, 1) is not None or number == 1
 
 
 def test_garbage_inside_records_is_rejected_by_reason(tmp_path):
@@ -155,4 +157,4 @@ def test_garbage_inside_records_is_rejected_by_reason(tmp_path):
         assert sum(counts["rejected"].values()) == 42
         assert counts["rejected"]["bad-signature"] >= 1
         assert counts["rejected"]["missing-previous"] == 1  # GOOD[2] without GOOD[1]
-        assert store.check().ok
+        assert store.feeds.check().ok

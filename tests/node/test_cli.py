@@ -196,7 +196,9 @@ def test_suspected_forks_are_listed_after_the_proven_ones(ready):
     naming = honest.append("saw the other", timeframe={forker.public: other})
     twin, twin_other = Feed("twin"), Feed("twin")
     with FeedStore(ready.data_dir / "store") as store:
-        store.ingest([held.raw, naming.raw, twin.append("a").raw, twin_other.append("b").raw])
+        store.writes.ingest(
+            [held.raw, naming.raw, twin.append("a").raw, twin_other.append("b").raw]
+        )
     proven, suspected = [json.loads(line) for line in ready.ok("forks", "--json").splitlines()]
     assert proven["kind"] == "fork" and proven["invalid"] == {twin.keypair.feed_id: 1}
     assert suspected == {
@@ -215,7 +217,7 @@ def test_suspected_forks_are_listed_after_the_proven_ones(ready):
         f"{suspected['named_tag']}, held {suspected['held_tag']}"
     )
     with FeedStore(ready.data_dir / "store") as store:
-        store.ingest([other.raw])  # the other branch: a proof, and nothing suspected
+        store.writes.ingest([other.raw])  # the other branch: a proof, and nothing suspected
     kinds = [json.loads(line)["kind"] for line in ready.ok("forks", "--json").splitlines()]
     assert kinds == ["fork", "fork"]
 
@@ -247,7 +249,7 @@ def test_forks_are_listed_and_check_flags_damage(ready):
     assert ready.ok("forks", "--json") == ""  # JSON lines: no evidence, no line
     honest, twin = Feed("alice"), Feed("alice")
     with FeedStore(ready.data_dir / "store") as store:
-        store.ingest([honest.append("one").raw, twin.append("other").raw])
+        store.writes.ingest([honest.append("one").raw, twin.append("other").raw])
     (fork,) = [json.loads(line) for line in ready.ok("forks", "--json").splitlines()]
     assert fork["kind"] == "fork" and fork["invalid"] == {honest.keypair.feed_id: 1}
     assert {message["content"] for message in fork["messages"]} == {"one", "other"}
@@ -318,7 +320,7 @@ def test_timeline_states_and_the_joined_view(ready):
     b = bob.append(tangles={"chat": TangleLink(root.id, (a.id,))})
     waiting = alice.append(tangles={"chat": TangleLink(root.id, (bytes(32),))})
     with FeedStore(ready.data_dir / "store") as store:  # the node is stopped
-        store.ingest([root.raw, a.raw, b.raw, waiting.raw])
+        store.writes.ingest([root.raw, a.raw, b.raw, waiting.raw])
     spec = f"chat/{message_text(root.id)}"
     listed = ready.ok("timeline", spec).splitlines()[1:]
     rows = {line.split()[2]: line.split()[3] for line in listed}
@@ -417,7 +419,7 @@ def test_messages_stored_before_the_content_rules_render(ready):
     author = keypair("legacy")
     raw = sign_raw(author, unsigned_fields(author, content=deep), canonical=False)
     with FeedStore(ready.data_dir / "store", limits=Limits(max_content_depth=600)) as store:
-        (result,) = store.ingest([raw])
+        (result,) = store.writes.ingest([raw])
         assert result.stored
     shown = ready.ok("show", message_text(result.message.id), "--json")
     assert "$too-deep" in json.loads(shown)["content"].__repr__()
@@ -433,8 +435,8 @@ def test_timeline_causal_time_order_and_its_time_window(ready):
     a2 = alice.append(timestamp=5000)
     a3 = alice.append(timestamp=200)  # a clock that went back: still after a2
     with FeedStore(ready.data_dir / "store") as store:
-        store.ingest([a3.raw, a2.raw, a1.raw])
-        store.ingest([a2.raw, a3.raw])
+        store.writes.ingest([a3.raw, a2.raw, a1.raw])
+        store.writes.ingest([a2.raw, a3.raw])
     ids = [message_text(m.id) for m in (a1, a2, a3)]
     lines = ready.ok("timeline", "--spacetime", "--order", "causal-time").splitlines()[1:]
     epoch, five_s = "1970-01-01 00:00:00Z", "1970-01-01 00:00:05Z"  # as every time is shown
@@ -471,9 +473,9 @@ def test_every_command_shows_a_time_the_same_way(ready):
     shown = "2026-11-18 11:08:43Z"
     me = read_secret(ready.data_dir / "secret")
     with FeedStore(ready.data_dir / "store", keypair=me) as store:
-        root = store.publish("a thread", {"chat": None}, timestamp=at)
-        store.publish(*groups.create(me, "club"), timestamp=at)
-        doc = store.publish(init_content("notes"), {TANGLE: None}, timestamp=at)
+        root = store.writes.publish("a thread", {"chat": None}, timestamp=at)
+        store.writes.publish(*groups.create(me, "club"), timestamp=at)
+        doc = store.writes.publish(init_content("notes"), {TANGLE: None}, timestamp=at)
     chat, doc_id = f"chat/{message_text(root.id)}", message_text(doc.id)
     ready.ok("doc", "insert", doc_id, "0", "hi")  # signed now: its time is read back below
     edited = json.loads(ready.ok("doc", "log", doc_id, "--json"))["versions"][-1]["timestamp"]

@@ -16,8 +16,8 @@ def held(tmp_path):
     """A data directory whose store holds a tangle, a name and a document of ours."""
     node = Node(tmp_path)
     feed = node.ok("init").strip()
-    node.ok("publish", "--offline", json.dumps({"type": "about", "about": feed, "name": "me"}))
-    node.ok("publish", "--offline", json.dumps({"type": "post", "text": "one"}))
+    node.ok("publish", json.dumps({"type": "about", "about": feed, "name": "me"}))
+    node.ok("publish", json.dumps({"type": "post", "text": "one"}))
     return node
 
 

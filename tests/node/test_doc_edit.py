@@ -47,13 +47,13 @@ class Store:
     def peer_edit(self, doc, splices):
         """A second author edits the document, and we ingest the edit."""
         with FeedStore(self.tmp_path / "peer", keypair=PEER, map_size=2**27) as peer:
-            peer.ingest(list(self.store.iter_raw()))
-            messages = peer.edit_document(doc, splices)
-            raws = peer.read_feed_raw(PEER.public, messages[0].seq, len(messages))
-        assert all(result.stored for result in self.store.ingest(raws))
+            peer.writes.ingest(list(self.store.feeds.iter_raw()))
+            messages = peer.documents.edit_document(doc, splices)
+            raws = peer.feeds.read_feed_raw(PEER.public, messages[0].seq, len(messages))
+        assert all(result.stored for result in self.store.writes.ingest(raws))
 
     def text(self, doc):
-        return self.store.document_text(doc)
+        return self.store.documents.document_text(doc)
 
 
 @pytest.fixture
@@ -64,8 +64,8 @@ def store(tmp_path):
 
 
 def document(store, text):
-    doc = store.store.create_document("shared").id
-    store.store.edit_document(doc, [("ins", 0, text)])
+    doc = store.store.documents.create_document("shared").id
+    store.store.documents.edit_document(doc, [("ins", 0, text)])
     return doc
 
 
@@ -93,7 +93,7 @@ def test_an_edit_that_lost_a_race_is_read_and_diffed_again_and_ends_with_the_fil
     assert store.ops() == ["doc-show", "doc-edit", "doc-show", "doc-edit"]
     assert [arguments.get("base") for _, arguments in store.requests] == [None, 1, None, 2]
     assert [m["version"] for m in published] == [3]  # the refused try published nothing
-    versions = store.store.document_versions(doc)
+    versions = store.store.documents.document_versions(doc)
     assert [v.author for v in versions[1:]] == [ME.public, PEER.public, ME.public]
 
 
@@ -114,7 +114,7 @@ def test_a_long_edit_bases_each_request_on_the_last_and_a_race_between_them_rere
     assert second["base"] == store.replies[1]["messages"][-1]["version"]  # what the first made
     assert store.replies[2].kind is ErrorKind.CONFLICT  # the peer came between: read again
     assert store.ops().count("doc-show") == 2
-    authors = {v.number: v.author for v in store.store.document_versions(doc)}
+    authors = {v.number: v.author for v in store.store.documents.document_versions(doc)}
     assert {authors[m["version"]] for m in published} == {ME.public}  # each one we made
     assert len(authors) == 3 + len(published)  # and the init, the first text, the peer's edit
 

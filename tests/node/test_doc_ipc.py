@@ -39,9 +39,9 @@ class Node:
     async def peer_edit(self, doc, splices):
         """A second author: a store of its own gets ours, edits, and we ingest its edit."""
         with FeedStore(self.tmp_path / "peer", keypair=PEER, map_size=2**26) as peer:
-            peer.ingest(list(self.store.iter_raw()))
-            messages = peer.edit_document(doc, splices)
-            raws = peer.read_feed_raw(PEER.public, messages[0].seq, len(messages))
+            peer.writes.ingest(list(self.store.feeds.iter_raw()))
+            messages = peer.documents.edit_document(doc, splices)
+            raws = peer.feeds.read_feed_raw(PEER.public, messages[0].seq, len(messages))
         results = await self.service.ingest(raws)
         assert all(result.stored for result in results)
         return messages
@@ -431,7 +431,7 @@ async def test_a_reset_in_the_splice_log_sends_a_fresh_snapshot(node):
                 replica.version = 1
                 replica.apply(await events.__anext__())
                 assert (replica.text, replica.version) == ("abcdef", 2)
-                read = service.store.document_splices
+                read = service.store.documents.document_splices
 
                 def with_a_reset(doc_id, since, limit):  # the store says: v3 is a reset
                     head, entries = read(doc_id, since, limit)
@@ -546,7 +546,7 @@ async def test_a_since_whose_splices_the_store_dropped_gets_a_snapshot(node):
         doc = (await client.request("doc-create", title="pruned"))["doc"]
         for n in range(3):
             await edit(client, doc, ("ins", 0, str(n)))
-        read = service.store.document_splices
+        read = service.store.documents.document_splices
 
         def pruned(doc_id, since, limit):  # a log that kept versions 3 and up only
             head, entries = read(doc_id, since, limit + 3)

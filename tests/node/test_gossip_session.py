@@ -145,9 +145,9 @@ def open_side(tmp_path):
         store = FeedStore(tmp_path / name, keypair=me, map_size=2**26)
         stores.append(store)
         for messages in feeds:
-            store.ingest([message.raw for message in messages])
+            store.writes.ingest([message.raw for message in messages])
         for n in range(own):
-            store.publish({"own": n, "of": name})
+            store.writes.publish({"own": n, "of": name})
         return Side(name, me, store, StoreService(store))
 
     yield opener
@@ -206,7 +206,7 @@ async def test_two_stores_catch_up_both_ways_and_nothing_is_sent_twice(open_side
         await b.until(lambda: b.service.clock == expected)
         assert not sa.ended.is_set() and not sb.ended.is_set()  # a subscription stays open
         nursery.cancel_scope.cancel()
-    assert a.store.frontier() == b.store.frontier() == expected
+    assert a.store.feeds.frontier() == b.store.feeds.frontier() == expected
     assert state(a.store) == state(b.store)  # the same timelines, built from the same messages
     # Each side sent exactly what the other lacked: b already held carol's first ten.
     sent_by_a = Counter(message_id(raw) for raw in wire.raws_from("a"))
@@ -234,16 +234,16 @@ async def test_after_catching_up_new_messages_are_pushed_without_asking_again(
         for n in range(3):  # a's own feed, which b subscribed to when it caught up
             published = await a.service.publish({"live": n}, None)
             await b.until(lambda m=published: b.service.clock.get(m.author) == m.seq)
-            assert b.store.get(published.id).raw == published.raw
+            assert b.store.feeds.get(published.id).raw == published.raw
         assert wants() == asked  # pushed along the open subscription
         answer = await b.service.publish({"reply": True}, None)  # a feed a has not seen
         await a.until(lambda: a.service.clock.get(answer.author) == 1)
-        assert a.store.get(answer.id).raw == answer.raw
+        assert a.store.feeds.get(answer.id).raw == answer.raw
         assert wants() == asked + 1  # told by CLOCK, asked for once
         assert not sa.ended.is_set() and not sb.ended.is_set()
         nursery.cancel_scope.cancel()
-    assert a.store.frontier() == b.store.frontier()
-    assert a.store.frontier()[a.keypair.public] == 5
+    assert a.store.feeds.frontier() == b.store.feeds.frontier()
+    assert a.store.feeds.frontier()[a.keypair.public] == 5
 
 
 # -- flow control ----------------------------------------------------------------
@@ -268,7 +268,7 @@ async def test_a_sender_never_exceeds_the_window_of_a_slow_receiver(open_side, a
     assert sum(frame[1] for frame in wire.of("b", FrameKind.CREDIT)) >= 100 - 8
     # Paced by the receiver: one window per read of b's, each read a second apart.
     assert took >= 100 // 8
-    assert b.store.frontier() == a.store.frontier()
+    assert b.store.feeds.frontier() == a.store.feeds.frontier()
 
 
 # -- forks and proofs ------------------------------------------------------------
@@ -292,10 +292,10 @@ async def test_a_fork_between_the_two_stores_is_found_and_both_end_before_it(
         ),
     )
     assert state(a.store) == state(b.store)
-    (proof,) = a.store.evidence()
+    (proof,) = a.store.feeds.evidence()
     assert {m.seq for m in proof.messages} == {shared + 1}
     assert {m.id for m in proof.messages} == {one.messages[shared].id, two.messages[shared].id}
-    assert a.store.get_by_seq(author, shared).id == one.messages[shared - 1].id
+    assert a.store.feeds.get_by_seq(author, shared).id == one.messages[shared - 1].id
 
 
 async def test_proofs_cross_the_connection_both_ways(open_side, autojump_clock):
@@ -304,7 +304,7 @@ async def test_proofs_cross_the_connection_both_ways(open_side, autojump_clock):
     # Each side holds one proof, and all of the first branch the other's proof cuts.
     a = open_side("a", one.messages, [two.messages[3]], other_one.messages)
     b = open_side("b", one.messages, other_one.messages, [other_two.messages[1]])
-    ((a_proof,), (b_proof,)) = a.store.evidence(), b.store.evidence()
+    ((a_proof,), (b_proof,)) = a.store.feeds.evidence(), b.store.feeds.evidence()
     assert (a_proof.kind, b_proof.kind) == ("fork", "fork")
     wire = Wire()
     expected_invalid = {one.public: 4, other_one.public: 2}
@@ -355,7 +355,9 @@ async def test_a_peer_further_along_another_branch_is_not_dropped_for_its_branch
 
 
 def processed_ids(store: FeedStore) -> set[bytes]:
-    return {message.id for _index, message in store.processed_page(0, 1000, 1 << 20) if message}
+    return {
+        message.id for _index, message in store.feeds.processed_page(0, 1000, 1 << 20) if message
+    }
 
 
 def suspect_of(label: str, one: Feed, two: Feed, seq: int):
@@ -383,7 +385,7 @@ async def test_a_suspected_fork_is_fetched_from_a_peer_holding_the_other_branch(
     honest, suspected = suspect_of("at-start", one, two, 2)
     a = open_side("a", one.messages[:2], [honest])
     b = open_side("b", two.messages)
-    assert a.store.suspected_forks() == [suspected]
+    assert a.store.feeds.suspected_forks() == [suspected]
     assert honest.id not in processed_ids(a.store)
     wire = Wire()
     await converse_until(
@@ -395,13 +397,13 @@ async def test_a_suspected_fork_is_fetched_from_a_peer_holding_the_other_branch(
     # One WANT of the forked feed, from the suspect's seq; b, ahead on it, asked nothing.
     assert [frame[1][author] for frame in wire.of("a", FrameKind.WANT) if author in frame[1]] == [1]
     assert not [frame for frame in wire.of("b", FrameKind.WANT) if author in frame[1]]
-    (proof,) = a.store.evidence()
+    (proof,) = a.store.feeds.evidence()
     assert {m.id for m in proof.messages} == {one.messages[1].id, two.messages[1].id}
     assert [sorted(frame[1]) for frame in wire.of("a", FrameKind.EVIDENCE)] == [
         sorted(m.raw for m in proof.messages)
     ]
     for side in (a, b):
-        assert side.store.suspected_forks() == [] and side.store.stalls() == []
+        assert side.store.feeds.suspected_forks() == [] and side.store.feeds.stalls() == []
         assert honest.id in processed_ids(side.store)
         assert side.service.clock[author] == 1
     assert state(a.store) == state(b.store)
@@ -436,13 +438,13 @@ async def test_a_suspicion_that_arises_while_connected_is_asked_for_at_once(
         await trio.testing.wait_all_tasks_blocked(0.05)
         assert wants == []  # its head, at 3, is below a's: nothing to ask for
         await a.service.ingest([honest.raw])
-        assert a.store.suspected_forks() == [suspected]
+        assert a.store.feeds.suspected_forks() == [suspected]
         await asked.wait()
         assert wants == [{author: 1}]
         await their_end.send_all(theirs.messages([two.messages[1].raw]))
         await a.until(lambda: a.service.invalid.get(author) == 2)
         await a.until(lambda: honest.id in processed_ids(a.store))
-        assert a.store.suspected_forks() == [] and not session.ended.is_set()
+        assert a.store.feeds.suspected_forks() == [] and not session.ended.is_set()
         nursery.cancel_scope.cancel()
 
 
@@ -522,4 +524,4 @@ async def test_a_peer_breaking_the_protocol_is_dropped_with_its_reason(
         published = await a.service.publish({"still": "serving"}, None)
         await c.until(lambda: c.service.clock.get(published.author) == 1)
         nursery.cancel_scope.cancel()
-    assert set(a.store.frontier()) == {chain("grace", 1)[0].author, a.keypair.public}
+    assert set(a.store.feeds.frontier()) == {chain("grace", 1)[0].author, a.keypair.public}

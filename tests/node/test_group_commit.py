@@ -155,7 +155,9 @@ async def test_a_refused_request_in_a_batch_gets_its_own_error_and_the_others_co
         assert after["prev"] == before["id"]
         assert after["tangles"]["chat"]["previous"] == [before["id"]]
     assert service.clock[ME.public] == 4
-    assert [m.id for m in service.store.read_feed(ME.public)[1:]] == [r["id"] for r in committed]
+    assert [m.id for m in service.store.feeds.read_feed(ME.public)[1:]] == [
+        r["id"] for r in committed
+    ]
 
 
 async def test_a_publish_cancelled_while_it_waits_is_never_published(served):
@@ -182,6 +184,6 @@ async def test_a_publish_cancelled_while_it_waits_is_never_published(served):
             assert len(service.publishing._pending) == 1
             service._writer.release_on_behalf_of(committing)
     assert set(outcomes) == {"leader", "kept"}
-    assert [m.content for m in store.read_feed(ME.public)] == ["leader", "kept"]
+    assert [m.content for m in store.feeds.read_feed(ME.public)] == ["leader", "kept"]
     assert not service.publishing._leading  # the next publish leads again
     assert (await service.publish("after", None)).seq == 3

@@ -13,10 +13,10 @@ from tests.factories import keypair
 
 def sync(source: FeedStore, target: FeedStore) -> None:
     """Hand `target` everything `source` has that it lacks, each feed in order."""
-    have = target.frontier()
-    for feed, seq in source.frontier().items():
+    have = target.feeds.frontier()
+    for feed, seq in source.feeds.frontier().items():
         if seq > have.get(feed, 0):
-            target.ingest(source.read_feed_raw(feed, have.get(feed, 0) + 1, 10_000))
+            target.writes.ingest(source.feeds.read_feed_raw(feed, have.get(feed, 0) + 1, 10_000))
 
 
 @settings(max_examples=25, deadline=None)
@@ -30,9 +30,11 @@ def test_a_final_group_position_never_changes(tmp_path_factory, seed):
     }
     try:
         alice = stores["alice"]
-        root = alice.publish(*groups.create(keys["alice"], "club")).id
+        root = alice.writes.publish(*groups.create(keys["alice"], "club")).id
         view = groups.read_group(alice, keys["alice"], root)
-        alice.publish(*groups.add(view, keys["alice"], [keys["bob"].public, keys["carol"].public]))
+        alice.writes.publish(
+            *groups.add(view, keys["alice"], [keys["bob"].public, keys["carol"].public])
+        )
         for name in ("bob", "carol"):
             sync(alice, stores[name])
         reported: list[list[bytes]] = []
@@ -42,11 +44,11 @@ def test_a_final_group_position_never_changes(tmp_path_factory, seed):
                 name = rng.choice(list(stores))
                 store = stores[name]
                 view = groups.read_group(store, keys[name], root)
-                store.publish(*groups.post(view, keys[name], {"from": name}))
+                store.writes.publish(*groups.post(view, keys[name], {"from": name}))
             else:
                 source, target = rng.sample(list(stores.values()), 2)
                 sync(source, target)
-            order = [msg_id for _rank, msg_id in alice.timeline(timeline)]
+            order = [msg_id for _rank, msg_id in alice.timelines.timeline(timeline)]
             for prefix in reported:
                 assert order[: len(prefix)] == prefix
             final = groups.final(alice, groups.read_group(alice, keys["alice"], root))

@@ -176,7 +176,7 @@ async def test_evidence_that_is_not_a_fork_proof_drops_the_sender(honest, count)
     await x.until(
         lambda: f"bad-evidence: EVIDENCE carries {count} messages" in last_error(x, sender)
     )
-    assert x.service.invalid == {} and x.store.evidence() == []
+    assert x.service.invalid == {} and x.store.feeds.evidence() == []
 
 
 def fork(label: str, shared: int, length: int) -> tuple[Feed, Feed]:
@@ -210,7 +210,7 @@ async def test_two_branches_at_the_same_moment_are_found_and_the_evidence_travel
     await x.until(lambda: x.service.clock.get(author) == shared)
     await y.until(lambda: y.service.clock.get(author) == shared)
     assert state(x.store) == state(y.store)
-    (proof,) = x.store.evidence()
+    (proof,) = x.store.feeds.evidence()
     assert {m.seq for m in proof.messages} == {shared + 1}
     assert x.registry.is_connected(y.keypair.public)
     assert x.registry.peers[y.keypair.public].last_error is None
@@ -236,7 +236,7 @@ async def test_a_peer_sending_variants_of_one_seq_is_dropped_and_one_pair_is_kep
         except trio.BrokenResourceError:
             pass  # it hung up on us mid-push
     await x.until(lambda: "two messages" in last_error(x, sender))
-    assert x.store.statistics()["evidence"] == 2
+    assert x.store.feeds.statistics()["evidence"] == 2
     assert x.service.invalid == {original.public: 2}
     assert not x.registry.is_connected(sender.public)
 
@@ -305,7 +305,7 @@ async def test_content_nested_too_deep_from_a_peer_is_refused_and_the_node_serve
         await secure.send_all(gossip.messages([raw]))
         await until_hung_up(secure, gossip)
     await x.until(lambda: "too-deep" in last_error(x, sender))
-    assert x.store.frontier() == {}
+    assert x.store.feeds.frontier() == {}
     bystander = Feed("after-deep")
     async with attacker(x) as (secure, gossip):
         await push(secure, gossip, [bystander.append({"still": "up"})])

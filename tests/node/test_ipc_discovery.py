@@ -34,7 +34,7 @@ async def test_tangles_are_listed_a_page_at_a_time_with_their_counts(node):
     alice = Feed("disc-alice")
     roots = [alice.root("chat") for _ in range(5)]
     reply = alice.append("re", tangles={"chat": TangleLink(roots[0].id, (roots[0].id,))})
-    store.ingest([m.raw for m in (*roots, reply)])
+    store.writes.ingest([m.raw for m in (*roots, reply)])
     async with await connect(path) as client:
         rows, pages = await every_page(client, "tangles", "tangles", limit=2)
         assert pages == 3 and sorted(row["root"] for row in rows) == sorted(r.id for r in roots)
@@ -82,7 +82,7 @@ async def test_group_list_names_our_groups_and_not_the_others(node):
     stranger = Feed("disc-stranger")
     other = groups.create(stranger.keypair, "theirs")  # a group we only replicate
     theirs = stranger.append(other[0], tangles={k: TangleLink(None, None) for k in other[1]})
-    store.ingest([theirs.raw])
+    store.writes.ingest([theirs.raw])
     async with await connect(path) as client:
         ours = (await client.request("group-create", name="book club"))["group"]
         view = groups.read_group(store, ME, ours)

@@ -49,7 +49,9 @@ async def test_timeline_digest_and_status_digests(node):
         status = await client.request("status", digests=True)
         spacetime, tangle = status["digests"]
         assert spacetime == {"spacetime": True, "version": 2, "count": 2} | {
-            "digest": order_digest(i for _r, i in store.timeline(store.timeline_name(None)))
+            "digest": order_digest(
+                i for _r, i in store.timelines.timeline(store.timelines.timeline_name(None))
+            )
         }
         assert tangle == {**chat, **found} and status["digests_truncated"] is False
         causal = await client.request("timeline", **chat, order="causal-time", digest=True)
@@ -83,7 +85,7 @@ async def test_status_shows_suspected_forks_until_the_proof_comes(node):
     other = Feed(forker.keypair).append({"branch": 2})
     honest = Feed("ipc-honest")
     naming = honest.append("saw branch two", timeframe={forker.public: other})
-    store.ingest([held.raw, naming.raw])  # the honest message names the branch not held
+    store.writes.ingest([held.raw, naming.raw])  # the honest message names the branch not held
     async with await connect(path) as client:
         status = await client.status()
         assert status["suspected_forks"] == [
@@ -105,7 +107,7 @@ async def test_status_shows_suspected_forks_until_the_proof_comes(node):
                 "suspected": True,
             }
         ]
-        store.ingest([other.raw])  # the other branch: a proof, which settles it
+        store.writes.ingest([other.raw])  # the other branch: a proof, which settles it
         status = await client.status()
         assert status["suspected_forks"] == [] and status["suspected_forks_total"] == 0
         assert status["stalls_total"] == 0

@@ -22,7 +22,7 @@ def ready(tmp_path):
 
 def ingest(node: Node, *messages) -> None:
     with FeedStore(node.data_dir / "store") as store:
-        results = store.ingest([m.raw for m in messages])
+        results = store.writes.ingest([m.raw for m in messages])
     assert all(result.stored for result in results)
 
 

@@ -55,7 +55,7 @@ async def test_stop_ends_a_connection_to_a_peer_that_never_reads_within_the_dead
 ):
     me = keypair("shutdown-node")
     with FeedStore(tmp_path / "node", keypair=me, map_size=2**24) as store:
-        store.publish({"something": "to send"})
+        store.writes.publish({"something": "to send"})
         network = Network(bytes(32), me, StoreService(store), PeerRegistry())
         secure, _theirs = secure_to_a_peer_that_never_reads()
         ended = trio.Event()

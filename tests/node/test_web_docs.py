@@ -52,10 +52,10 @@ class Site:
     async def peer(self, who, act):
         """`act(store)` on a store of `who`'s holding all of ours; we ingest what it wrote."""
         with FeedStore(self.tmp_path / feed_text(who.public)[1:9], keypair=who) as theirs:
-            theirs.ingest(list(self.store.iter_raw()))
+            theirs.writes.ingest(list(self.store.feeds.iter_raw()))
             before = {f.author: f.head_seq for f in theirs.feeds.held()}.get(who.public, 0)
             result = act(theirs)
-            raws = theirs.read_feed_raw(who.public, before + 1, 1000)
+            raws = theirs.feeds.read_feed_raw(who.public, before + 1, 1000)
         assert all(r.stored for r in await self.service.ingest(raws))
         return result
 
@@ -80,8 +80,8 @@ async def a_document(site):
     doc = (await site.service.create_document(HOSTILE)).id
     await site.service.edit_document(doc, [("ins", 0, "hello world")])
     about = {"type": "about", "about": feed_text(PEER.public), "name": HOSTILE}
-    await site.peer(PEER, lambda store: store.publish(about))
-    await site.peer(PEER, lambda store: store.edit_document(doc, [("ins", 5, " <b>&")]))
+    await site.peer(PEER, lambda store: store.writes.publish(about))
+    await site.peer(PEER, lambda store: store.documents.edit_document(doc, [("ins", 5, " <b>&")]))
     await site.service.edit_document(doc, [("del", 0, 1), ("ins", 0, "H")])
     return doc
 
@@ -238,7 +238,7 @@ async def test_the_stream_sends_each_edit_as_splices_from_the_version_shown(site
     async with aclosing(response.stream) as chunks:
         first = await read_until(chunks, "retry")
         assert frames(first) == []  # the page's version is continued: no snapshot
-        await site.peer(PEER, lambda store: store.edit_document(doc, [("ins", 16, "!")]))
+        await site.peer(PEER, lambda store: store.documents.edit_document(doc, [("ins", 16, "!")]))
         seen = await read_until(chunks, "event: splice")
         [(version, event, data)] = frames(seen)
         assert (version, event) == ("4", "splice")
@@ -291,11 +291,13 @@ async def a_group(site):
     view = await site.service.read(group_store.read_group, ME, group)
     await site.service.publish(*group_store.post(view, ME, {"type": "post", "text": HOSTILE}))
     about = {"type": "about", "about": feed_text(PEER.public), "name": "peer & co"}
-    await site.peer(PEER, lambda store: store.publish(about))
+    await site.peer(PEER, lambda store: store.writes.publish(about))
 
     def post(store):
         view = group_store.read_group(store, PEER, group)
-        return store.publish(*group_store.post(view, PEER, {"type": "post", "text": "hi all"}))
+        return store.writes.publish(
+            *group_store.post(view, PEER, {"type": "post", "text": "hi all"})
+        )
 
     await site.peer(PEER, post)
     return group
@@ -325,7 +327,7 @@ async def test_the_groups_list_and_a_group_we_cannot_open(site):
     group = await a_group(site)
 
     def theirs(store):
-        return store.publish(*group_store.create(OUTSIDER, "secret"))
+        return store.writes.publish(*group_store.create(OUTSIDER, "secret"))
 
     sealed = await site.peer(OUTSIDER, theirs)
     code, page = await site.get(groups.index)

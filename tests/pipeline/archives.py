@@ -33,11 +33,11 @@ def build_store(path, rng: random.Random) -> tuple[FeedStore, list]:
     delivered = 0
     while any(queues):  # per feed in order, feeds interleaved at random: pending references
         queue = rng.choice([q for q in queues if q])
-        store.ingest([queue.pop(0).raw])
+        store.writes.ingest([queue.pop(0).raw])
         delivered += 1
     twin = Feed(feeds[1].keypair)  # same key, another last message: a fork there
     twin.messages = feeds[1].messages[:-1]
-    store.ingest([twin.append("the other branch").raw])
+    store.writes.ingest([twin.append("the other branch").raw])
     return store, feeds
 
 

@@ -228,7 +228,7 @@ def test_an_entry_names_one_branch_of_a_fork_by_its_tag(spark, tmp_path):
     assert tag_of(xa.id) != tag_of(xb.id) != bytes(16)
     with FeedStore(tmp_path / "a", map_size=2**24) as store:
         for message in (w1, w2, w3, x1, xa, y1, z1):
-            assert store.ingest([message.raw])[0].outcome == "accepted"
+            assert store.writes.ingest([message.raw])[0].outcome == "accepted"
         export(store, tmp_path / "archive-a")
     node_b = write_messages(tmp_path / "archive-b", [message_row(m) for m in (x1, xb, y1)])
 

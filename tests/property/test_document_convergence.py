@@ -256,11 +256,11 @@ def sync(data, source: FeedStore, target: FeedStore) -> None:
     raws: list[bytes] = []
     whole = data.draw(st.booleans(), label="whole feeds?")
     for feed in source.feeds.held():
-        chain = source.read_feed_raw(feed.author)
+        chain = source.feeds.read_feed_raw(feed.author)
         upto = len(chain) if whole else data.draw(st.integers(0, len(chain)), label="prefix")
         raws.extend(chain[:upto])
     order = data.draw(st.permutations(raws), label="sync order")
-    for result in target.ingest(order):
+    for result in target.writes.ingest(order):
         assert result.outcome in (Outcome.ACCEPTED, Outcome.DUPLICATE), (
             result.reason,
             result.detail,
@@ -270,11 +270,11 @@ def sync(data, source: FeedStore, target: FeedStore) -> None:
 def undelete(data, store: FeedStore, doc: bytes) -> Message | None:
     """Publish an undel of some backspaces of one delete op this store has woven in."""
     deletes: list[tuple[bytes, int, int]] = []  # (message id, first backspace, count)
-    for version in store.document_versions(doc):
+    for version in store.documents.document_versions(doc):
         if not version.deleted:
             continue
         index = 0
-        for op in parse_document(store.get(version.msg_id).content).ops:
+        for op in parse_document(store.feeds.get(version.msg_id).content).ops:
             count = len(op.text) if type(op) is Insert else op.count
             if type(op) is Delete:
                 deletes.append((version.msg_id, index, count))
@@ -285,14 +285,14 @@ def undelete(data, store: FeedStore, doc: bytes) -> Message | None:
     start = data.draw(st.integers(first, first + count - 1), label="undelete from")
     length = data.draw(st.integers(1, first + count - start), label="undelete count")
     content = edit_content([Undelete(AtomRef(msg_id, start), length)])
-    return store.publish(content, {TANGLE: doc})
+    return store.writes.publish(content, {TANGLE: doc})
 
 
 def hand_made(data, store: FeedStore, doc: bytes) -> Message | None:
     """Publish 1-4 ops built by hand, which `edit_document` never makes: inserts after any
     visible atom, the root, or an atom this message typed (several after one atom, too);
     deletes of visible runs, of atoms this message typed, of atoms an earlier op deleted."""
-    visible = store.document_atoms(doc)
+    visible = store.documents.document_atoms(doc)
     ops: list = []
     typed: list[int] = []  # this message's text atoms so far
     atoms = 0
@@ -320,7 +320,7 @@ def hand_made(data, store: FeedStore, doc: bytes) -> Message | None:
             atoms += 1
     if not ops:
         return None
-    return store.publish(edit_content(ops), {TANGLE: doc})
+    return store.writes.publish(edit_content(ops), {TANGLE: doc})
 
 
 def holds(store: FeedStore, doc: bytes) -> bool:
@@ -334,7 +334,7 @@ def write(data, tmp: Path) -> tuple[bytes, list[FeedStore], list[Edit]]:
         FeedStore(tmp / f"author{index}", keypair=keypair(f"doc-{index}"), map_size=MAP_SIZE)
         for index in range(count)
     ]
-    init = stores[0].create_document("shared")
+    init = stores[0].documents.create_document("shared")
     doc = init.id
     last: dict[bytes, Message] = {init.author: init}
     edits: list[Edit] = []
@@ -352,22 +352,22 @@ def write(data, tmp: Path) -> tuple[bytes, list[FeedStore], list[Edit]]:
                 others = [i for i in others if holds(stores[i], doc)]
             sync(data, stores[data.draw(st.sampled_from(others), label="from")], store)
             continue
-        before = store.document_text(doc)
+        before = store.documents.document_text(doc)
         if action in ("undel", "ops"):
             message = (undelete if action == "undel" else hand_made)(data, store, doc)
             if message is None:
                 continue
-            assert store.document_set_aside(doc) == []
+            assert store.documents.document_set_aside(doc) == []
             published, splices = [message], None
         else:
             splices = draw_splices(data, before)
-            published = store.edit_document(doc, splices)
-            assert store.document_text(doc) == apply_splices(before, splices)
+            published = store.documents.edit_document(doc, splices)
+            assert store.documents.document_text(doc) == apply_splices(before, splices)
             if not published:
                 assert apply_splices(before, splices) == before
                 continue
         assert [m.author for m in published] == [me] * len(published)
-        after = store.document_text(doc)
+        after = store.documents.document_text(doc)
         if me in last:
             edits.append(Edit(me, published, before, after, last[me], splices))
         last[me] = published[-1]
@@ -386,7 +386,7 @@ def deliver(data, messages: list[Message], store: FeedStore) -> None:
     cuts = data.draw(st.sets(st.integers(1, len(arrival)), max_size=4), label="cuts")
     bounds = sorted(cuts | {len(arrival)})
     for start, end in zip([0, *bounds], bounds, strict=False):
-        for result in store.ingest(arrival[start:end]):
+        for result in store.writes.ingest(arrival[start:end]):
             assert result.outcome is Outcome.ACCEPTED, (result.reason, result.detail)
 
 
@@ -395,28 +395,28 @@ def deliver(data, messages: list[Message], store: FeedStore) -> None:
 
 def check_store(store: FeedStore, doc: bytes, oracle: Oracle, messages, heads) -> None:
     """Everything processed and woven in, and every read as the oracle has it."""
-    assert store.processed_frontier() == heads
-    assert store.document_set_aside(doc) == []
-    versions = store.document_versions(doc)
+    assert store.feeds.processed_frontier() == heads
+    assert store.documents.document_set_aside(doc) == []
+    versions = store.documents.document_versions(doc)
     assert sorted(v.msg_id for v in versions) == sorted(m.id for m in messages)
-    assert store.document_atoms(doc) == oracle.atoms()
-    assert store.document_text(doc) == oracle.text()
-    assert store.document_snapshot(doc) == (len(versions) - 1, oracle.text())
+    assert store.documents.document_atoms(doc) == oracle.atoms()
+    assert store.documents.document_text(doc) == oracle.text()
+    assert store.documents.document_snapshot(doc) == (len(versions) - 1, oracle.text())
     all_wefts = doc_wefts(messages)
     for version in versions[1:]:
         weft = all_wefts[version.msg_id]
-        assert store.document_weft(version.msg_id) == weft
-        assert store.document_atoms(doc, version.msg_id) == oracle.atoms(weft)
+        assert store.documents.document_weft(version.msg_id) == weft
+        assert store.documents.document_atoms(doc, version.msg_id) == oracle.atoms(weft)
         text = oracle.text(weft)
-        assert store.document_revision(doc, version.msg_id) == text
-        assert store.document_revision(doc, version.number) == text
-        assert store.document_revision(doc, weft) == text
+        assert store.documents.document_revision(doc, version.msg_id) == text
+        assert store.documents.document_revision(doc, version.number) == text
+        assert store.documents.document_revision(doc, weft) == text
 
 
 def check_blame(store: FeedStore, doc: bytes, at: bytes | None, authors: dict) -> None:
-    spans = store.document_blame(doc, at)
-    atoms = store.document_atoms(doc, at)
-    assert "".join(span.text for span in spans) == store.document_revision(doc, at)
+    spans = store.documents.document_blame(doc, at)
+    atoms = store.documents.document_atoms(doc, at)
+    assert "".join(span.text for span in spans) == store.documents.document_revision(doc, at)
     position = 0
     for span in spans:
         assert span.text
@@ -428,20 +428,20 @@ def check_blame(store: FeedStore, doc: bytes, at: bytes | None, authors: dict) -
 
 def check_splice_log(store: FeedStore, doc: bytes) -> None:
     """Replaying the log from the frontier after version k (any k) gives the text."""
-    head, entries = store.document_splices(doc, 0)
-    versions = store.document_versions(doc)
+    head, entries = store.documents.document_splices(doc, 0)
+    versions = store.documents.document_versions(doc)
     assert head == len(versions) - 1
     assert [entry.version for entry in entries] == [v.number for v in versions[1:]]
     assert [entry.msg_id for entry in entries] == [v.msg_id for v in versions[1:]]
     frontier: dict[bytes, int] = {}  # the weft of versions 0..k: processed in order, so closed
     for version in versions:
-        message = store.get(version.msg_id)
+        message = store.feeds.get(version.msg_id)
         frontier[message.author] = max(frontier.get(message.author, 0), message.seq)
-        text = store.document_revision(doc, dict(frontier))
+        text = store.documents.document_revision(doc, dict(frontier))
         for entry in entries[version.number :]:
             assert entry.splices is not None
             text = apply_splices(text, entry.splices)
-        assert text == store.document_text(doc)
+        assert text == store.documents.document_text(doc)
 
 
 def check_edits(stores: list[FeedStore], doc: bytes, edits: list[Edit]) -> None:
@@ -449,14 +449,14 @@ def check_edits(stores: list[FeedStore], doc: bytes, edits: list[Edit]) -> None:
     for edit in edits:
         last = edit.messages[-1]
         for store in stores:
-            assert store.document_revision(doc, last.id) == edit.after
+            assert store.documents.document_revision(doc, last.id) == edit.after
         # Dyeing from the author's previous message: only when nothing else arrived.
         if edit.splices is None or edit.messages[0].timeframe != edit.prev.timeframe:
             continue
-        assert stores[0].document_revision(doc, edit.prev.id) == edit.before
+        assert stores[0].documents.document_revision(doc, edit.prev.id) == edit.before
         expected = expected_dye(edit.before, edit.splices, edit.author)
         for store in stores:
-            assert store.document_dye(doc, edit.prev.id, last.id) == expected
+            assert store.documents.document_dye(doc, edit.prev.id, last.id) == expected
         dyed += 1
     event(f"edits dyed: {min(dyed, 5)}{'+' if dyed >= 5 else ''}")
 
@@ -470,7 +470,7 @@ def converge(data) -> None:
         try:
             doc, authors, edits = write(data, Path(tmp))
             stores.extend(authors)
-            raws = [raw for s in authors for raw in s.read_feed_raw(s.keypair.public)]
+            raws = [raw for s in authors for raw in s.feeds.read_feed_raw(s.keypair.public)]
             messages = [decode_message(raw) for raw in raws]
             heads = {}
             for message in messages:
@@ -492,7 +492,7 @@ def converge(data) -> None:
             for store in fresh:
                 deliver(data, messages, store)
             for store in authors:
-                store.ingest(raws)
+                store.writes.ingest(raws)
             everyone = [*fresh, *authors]
             for store in everyone:
                 check_store(store, doc, oracle, messages, heads)

@@ -46,13 +46,13 @@ def test_a_final_position_never_changes(tmp_path_factory, seed, width, length):
     feeds = build(rng, width, length)
     reported: list[list[bytes]] = []  # each final prefix as it was reported
     with FeedStore(tmp_path_factory.mktemp("final"), map_size=2**26) as store:
-        spacetime = store.timeline_name(None)
+        spacetime = store.timelines.timeline_name(None)
         for batch in deliveries(rng, feeds):
-            store.ingest(batch)
-            order = [msg_id for _rank, msg_id in store.timeline(spacetime)]
+            store.writes.ingest(batch)
+            order = [msg_id for _rank, msg_id in store.timelines.timeline(spacetime)]
             for prefix in reported:
                 assert order[: len(prefix)] == prefix
-            final = store.spacetime_final()
+            final = store.timelines.spacetime_final()
             assert 0 <= final <= len(order)
             reported.append(order[:final])
         assert len(reported[-1]) >= width  # everyone's first message is final by the end

@@ -99,7 +99,7 @@ def test_store_outcomes_match_the_model(batches):
     model = FeedModel()
     with tempfile.TemporaryDirectory() as tmp, FeedStore(Path(tmp), map_size=2**24) as store:
         for batch in batches:
-            results = store.ingest(batch)
+            results = store.writes.ingest(batch)
             expected: dict[int, tuple[Outcome, Reason | None]] = {}
             seen: set[bytes] = set()
             decodable = []
@@ -121,7 +121,7 @@ def test_store_outcomes_match_the_model(batches):
             assert [(r.outcome, r.reason) for r in results] == [
                 expected[i] for i in range(len(batch))
             ]
-            report = store.check()
+            report = store.feeds.check()
             assert report.ok, report.problems
-        assert store.frontier() == {a: len(c) for a, c in model.chain.items() if c}
-        assert store.invalid_feeds() == model.invalid
+        assert store.feeds.frontier() == {a: len(c) for a, c in model.chain.items() if c}
+        assert store.feeds.invalid_feeds() == model.invalid

@@ -126,7 +126,7 @@ def arrivals(draw, pool_size: int):
 def gossip(store: FeedStore, raws: list[bytes]) -> bool:
     """Re-deliver `raws` until a round changes nothing; True if any round did."""
     changed = False
-    while any(result.stored for result in store.ingest(raws)):
+    while any(result.stored for result in store.writes.ingest(raws)):
         changed = True
     return changed
 
@@ -137,10 +137,10 @@ def swap_proofs(stores: list[FeedStore]) -> bool:
     while True:
         new = False
         for giver in stores:
-            for proof in giver.evidence():
+            for proof in giver.feeds.evidence():
                 raws = [message.raw for message in proof.messages]
                 for taker in stores:
-                    if taker is not giver and taker.add_evidence(raws)[0] == "new":
+                    if taker is not giver and taker.writes.add_evidence(raws)[0] == "new":
                         new = True
         if not new:
             return changed
@@ -165,7 +165,7 @@ def ground_truth(path: Path, pool: list[Message], boundaries: dict[bytes, int]) 
             chains.append(following[0])
             prev = following[0].id
     store = FeedStore(path, map_size=MAP_SIZE)
-    results = store.ingest([message.raw for message in chains])
+    results = store.writes.ingest([message.raw for message in chains])
     assert [r.outcome for r in results] == [Outcome.ACCEPTED] * len(results), [
         (r.outcome, r.reason, r.detail) for r in results if r.outcome is not Outcome.ACCEPTED
     ]
@@ -177,7 +177,7 @@ def expected_frontier(store: FeedStore) -> dict[bytes, int]:
     processed once its previous one is and every message its timeframe names is, with the
     tag named; an entry naming an invalid feed at or past its boundary counts as its last
     valid seq, whatever its tag."""
-    invalid = store.invalid_feeds()
+    invalid = store.feeds.invalid_feeds()
     heads = {feed.author: feed.head_seq for feed in store.feeds.held()}
     done = dict.fromkeys(heads, 0)
     progress = True
@@ -186,13 +186,13 @@ def expected_frontier(store: FeedStore) -> dict[bytes, int]:
         for author, head in heads.items():
             if done[author] >= head:
                 continue
-            message = store.get_by_seq(author, done[author] + 1)
+            message = store.feeds.get_by_seq(author, done[author] + 1)
 
             def met(feed: bytes, seq: int, tag: bytes) -> bool:
                 end = invalid.get(feed, seq + 1) - 1
                 if end < seq:
                     return done.get(feed, 0) >= end
-                return done.get(feed, 0) >= seq and store.get_by_seq(feed, seq).id[:16] == tag
+                return done.get(feed, 0) >= seq and store.feeds.get_by_seq(feed, seq).id[:16] == tag
 
             if all(met(f, s, t) for f, (s, t) in message.named().items()):
                 done[author] += 1
@@ -222,9 +222,11 @@ def converge(pool: list[Message], deliveries: list[list[list[int]]], proofs_at: 
                 for at, batch in enumerate(batches):
                     if number == len(stores) - 1 and at == proofs_at:
                         for giver in stores[:-1]:
-                            for proof in giver.evidence():
-                                store.add_evidence([message.raw for message in proof.messages])
-                    store.ingest([raws[index] for index in batch])
+                            for proof in giver.feeds.evidence():
+                                store.writes.add_evidence(
+                                    [message.raw for message in proof.messages]
+                                )
+                    store.writes.ingest([raws[index] for index in batch])
                 gossip(store, orders[number])
             while True:  # proofs, then gossip again, until neither changes anything
                 swapped = swap_proofs(stores)
@@ -232,23 +234,23 @@ def converge(pool: list[Message], deliveries: list[list[list[int]]], proofs_at: 
                 if not swapped and not any(fed):
                     break
             first = state(stores[0])
-            kinds = sorted(proof.kind.value for proof in stores[0].evidence())
+            kinds = sorted(proof.kind.value for proof in stores[0].feeds.evidence())
             event(f"proofs kept: {'+'.join(kinds) or 'none'}")
-            event(f"feeds cut: {len(stores[0].invalid_feeds())}")
+            event(f"feeds cut: {len(stores[0].feeds.invalid_feeds())}")
             for store in stores:
-                report = store.check()
+                report = store.feeds.check()
                 assert report.ok, report.problems
                 assert state(store) == first
                 # The processor neither stalls on a liar nor runs ahead of the rule.
                 heads = {feed.author: feed.head_seq for feed in store.feeds.held()}
                 processed = {
                     feed: min(seq, heads.get(feed, 0))
-                    for feed, seq in store.processed_frontier().items()
+                    for feed, seq in store.feeds.processed_frontier().items()
                 }
                 assert {f: s for f, s in processed.items() if s} == expected_frontier(store)
-            truth = ground_truth(Path(tmp) / "truth", pool, stores[0].invalid_feeds())
+            truth = ground_truth(Path(tmp) / "truth", pool, stores[0].feeds.invalid_feeds())
             try:
-                assert truth.evidence() == [] and truth.check().ok
+                assert truth.feeds.evidence() == [] and truth.feeds.check().ok
                 assert valid_state(truth) == valid_state(stores[0])
             finally:
                 truth.close()

@@ -125,27 +125,27 @@ def observed(store, keys):
     """The same, read from the store through its public reads."""
     result = {}
     for name, root in keys:
-        full = store.timeline_name(root, name)
-        joined = store.timeline_name(root, name, "joined")
+        full = store.timelines.timeline_name(root, name)
+        joined = store.timelines.timeline_name(root, name, "joined")
         states = {}
-        for _rank, msg_id, state in store.timeline_at(full, states=True)[1]:
-            _placement, member = store.timeline_member(full, msg_id)
+        for _rank, msg_id, state in store.timelines.timeline_at(full, states=True)[1]:
+            _placement, member = store.timelines.timeline_member(full, msg_id)
             assert member.state == state
             states[msg_id] = (state, member.reason, member.waiting)
-        entries = store.timeline(joined)
-        commands = store.timeline_commands(joined, 0)
+        entries = store.timelines.timeline(joined)
+        commands = store.timelines.timeline_commands(joined, 0)
         if all(isinstance(command, Insert) for command in commands):  # no removal happened
             assert len(commands) == len(entries)  # one `ins` per joined member, never a `mov`
         result[(name, root)] = {
             "states": states,
             "joined": entries,
-            "tips": store.tangle_tips(root, name),
+            "tips": store.tangles.tangle_tips(root, name),
         }
     return result
 
 
 def held_messages(store):
-    return [decode_message(raw, UNLIMITED) for raw in store.iter_raw()]
+    return [decode_message(raw, UNLIMITED) for raw in store.feeds.iter_raw()]
 
 
 def keys_of(pool):
@@ -170,13 +170,13 @@ def test_the_joined_view_is_the_recipe_on_what_is_held(data):
                         store.close()
                         store = FeedStore(path, map_size=MAP_SIZE)
                     for _round in range(2):  # a twin's proof can come before its feed's tail
-                        store.ingest([message.raw for message in batch])
+                        store.writes.ingest([message.raw for message in batch])
                     held = held_messages(store)
                     expected = oracle(held)
                     present_keys = {key for key in keys if key in expected}
                     seen = observed(store, present_keys)
                     assert seen == {key: expected[key] for key in present_keys}
-                    report = store.check()
+                    report = store.feeds.check()
                     assert report.ok, report.problems
                 finals.append((sorted(m.id for m in held_messages(store)), seen))
             finally:

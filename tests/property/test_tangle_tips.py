@@ -56,9 +56,9 @@ def test_tips_match_the_oracle_after_every_batch(case):
     with tempfile.TemporaryDirectory() as tmp, FeedStore(Path(tmp), map_size=2**24) as store:
         present = []
         for batch in batches:
-            results = store.ingest([message.raw for message in batch])
+            results = store.writes.ingest([message.raw for message in batch])
             assert {result.outcome for result in results} == {Outcome.ACCEPTED}
             present.extend(batch)
-            assert store.tangle_tips(root.id, "chat") == oracle_tips(present)
-        report = store.check()
+            assert store.tangles.tangle_tips(root.id, "chat") == oracle_tips(present)
+        report = store.feeds.check()
         assert report.ok, report.problems

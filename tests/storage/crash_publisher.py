@@ -17,12 +17,12 @@ ME = keypair("crash-publisher")
 def main() -> None:
     path, batches, per_batch = sys.argv[1], *map(int, sys.argv[2:4])
     with FeedStore(path, keypair=ME, map_size=2**30) as store:
-        done = store.frontier().get(ME.public, 0) // per_batch
+        done = store.feeds.frontier().get(ME.public, 0) // per_batch
         print("ready", flush=True)
         for batch in range(done, batches):
             requests = [([batch, i], None) for i in range(per_batch)]
             requests.insert(per_batch // 2, ("refused", {"chat": bytes(32)}))
-            results = store.publish_batch(requests)
+            results = store.writes.publish_batch(requests)
             print(f"acked {batch} {results[-1].seq}", flush=True)
 
 

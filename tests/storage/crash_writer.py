@@ -16,7 +16,7 @@ def main() -> None:
     print("ready", flush=True)
     with FeedStore(path, map_size=2**30) as store:
         for index, batch in enumerate(all_batches):
-            store.ingest(batch)
+            store.writes.ingest(batch)
             print(f"committed {index}", flush=True)
 
 

@@ -34,10 +34,10 @@ def test_a_feeds_latest_own_about_names_it(store):
     alice = Feed("about-alice")
     first = alice.append(about(alice, "alice"))
     post = alice.append({"type": "post", "text": "hi"})
-    store.ingest([first.raw, post.raw])
-    assert store.about_names() == {alice.public: "alice"}
-    store.ingest([alice.append(about(alice, "Alice W.")).raw])
-    assert store.about_names() == {alice.public: "Alice W."}
+    store.writes.ingest([first.raw, post.raw])
+    assert store.feeds.about_names() == {alice.public: "alice"}
+    store.writes.ingest([alice.append(about(alice, "Alice W.")).raw])
+    assert store.feeds.about_names() == {alice.public: "Alice W."}
 
 
 def test_only_a_feeds_own_about_names_it(store):
@@ -49,40 +49,45 @@ def test_only_a_feeds_own_about_names_it(store):
         alice.append({"type": "about", "name": "no about"}).raw,
         alice.append(["about", "list"]).raw,
     ]
-    store.ingest(raws)
-    assert store.about_names() == {}
+    store.writes.ingest(raws)
+    assert store.feeds.about_names() == {}
 
 
 def test_hostile_names_are_cleaned_and_bounded(store):
     alice, bob, carol = Feed("about-alice"), Feed("about-bob"), Feed("about-carol")
-    store.ingest(
+    store.writes.ingest(
         [
             alice.append(about(alice, "ali\nce\x1b[31m\u202e \t x")).raw,
             bob.append(about(bob, "b" * 10_000)).raw,
             carol.append(about(carol, "\x00\u200b\n ")).raw,  # nothing printable left
         ]
     )
-    assert store.about_names() == {alice.public: "ali ce[31m x", bob.public: "b" * MAX_NAME_CHARS}
+    assert store.feeds.about_names() == {
+        alice.public: "ali ce[31m x",
+        bob.public: "b" * MAX_NAME_CHARS,
+    }
 
 
 def test_a_name_from_a_message_cut_by_a_fork_is_ignored(store):
     alice = Feed("about-alice")
     twin = Feed(alice.keypair)
-    store.ingest([alice.append({"text": "one"}).raw, alice.append(about(alice, "alice")).raw])
-    assert store.about_names() == {alice.public: "alice"}
+    store.writes.ingest(
+        [alice.append({"text": "one"}).raw, alice.append(about(alice, "alice")).raw]
+    )
+    assert store.feeds.about_names() == {alice.public: "alice"}
     twin.append({"text": "one"})
     forked = twin.append({"text": "another second"})
-    store.ingest([forked.raw])  # the same seq, another message: invalid from seq 2
-    assert store.invalid_feeds() == {alice.public: 2}
-    assert store.about_names() == {}
+    store.writes.ingest([forked.raw])  # the same seq, another message: invalid from seq 2
+    assert store.feeds.invalid_feeds() == {alice.public: 2}
+    assert store.feeds.about_names() == {}
 
 
 def test_the_index_survives_reopening(tmp_path):
     alice = Feed("about-alice")
     with FeedStore(tmp_path / "store") as store:
-        store.ingest([alice.append(about(alice, "alice")).raw])
+        store.writes.ingest([alice.append(about(alice, "alice")).raw])
     with FeedStore(tmp_path / "store") as store:
-        assert store.about_names() == {alice.public: "alice"}
+        assert store.feeds.about_names() == {alice.public: "alice"}
 
 
 def older_store(path) -> dict[bytes, str]:
@@ -97,8 +102,8 @@ def older_store(path) -> dict[bytes, str]:
     carol.append({"type": "post", "text": "about nothing"})
     carol.append(about(carol, "carol", whom=alice))  # an opinion of alice, no name of carol's
     with FeedStore(path) as store:
-        store.ingest([m.raw for m in alice.messages + bob.messages + carol.messages])
-        names = store.about_names()
+        store.writes.ingest([m.raw for m in alice.messages + bob.messages + carol.messages])
+        names = store.feeds.about_names()
         assert names == {alice.public: "alice", bob.public: "bob"}
     with tamper(path) as (txn, tables):
         assert txn.get(ABOUTS_INDEXED, db=tables.meta) == b"1"  # a new store is marked
@@ -110,8 +115,8 @@ def older_store(path) -> dict[bytes, str]:
 def test_a_store_from_before_about_names_is_indexed_when_opened(tmp_path):
     names = older_store(tmp_path / "store")
     with FeedStore(tmp_path / "store") as store:
-        assert store.about_names() == names
-        assert store.check().ok
+        assert store.feeds.about_names() == names
+        assert store.feeds.check().ok
     with tamper(tmp_path / "store") as (txn, tables):
         assert txn.get(ABOUTS_INDEXED, db=tables.meta) == b"1"
 
@@ -123,8 +128,8 @@ def test_the_backfill_runs_once(tmp_path):
     with tamper(tmp_path / "store") as (txn, tables):
         txn.delete(about_key(alice, 7), db=tables.about_names)  # marked done: not indexed again
     with FeedStore(tmp_path / "store") as store:
-        assert store.about_names()[alice] == "al"  # her seq 1, the only row left
-        assert not store.check().ok
+        assert store.feeds.about_names()[alice] == "al"  # her seq 1, the only row left
+        assert not store.feeds.check().ok
 
 
 def test_a_backfill_cut_short_is_done_at_the_next_open(tmp_path):
@@ -133,7 +138,7 @@ def test_a_backfill_cut_short_is_done_at_the_next_open(tmp_path):
         assert backfill_abouts(txn, tables, b"", limit=2) is not None
         assert txn.get(ABOUTS_INDEXED, db=tables.meta) is None
     with FeedStore(tmp_path / "store") as store:
-        assert store.about_names() == names
+        assert store.feeds.about_names() == names
 
 
 def test_the_backfill_goes_batch_by_batch_and_marks_the_last(tmp_path):
@@ -147,7 +152,7 @@ def test_the_backfill_goes_batch_by_batch_and_marks_the_last(tmp_path):
             assert marked == (start is None)
     assert batches == 4  # 10 messages, 3 a batch
     with FeedStore(tmp_path / "store") as store:
-        assert store.about_names() == names
+        assert store.feeds.about_names() == names
 
 
 def test_the_backfill_never_takes_a_name_back(tmp_path):
@@ -157,7 +162,7 @@ def test_the_backfill_never_takes_a_name_back(tmp_path):
     with tamper(tmp_path / "store") as (txn, tables):
         txn.put(about_key(alice, 99), b"newer", db=tables.about_names)
     with FeedStore(tmp_path / "store") as store:
-        assert store.about_names()[alice] == "newer"
+        assert store.feeds.about_names()[alice] == "newer"
 
 
 def test_a_cut_feed_is_named_by_the_about_it_still_holds(tmp_path):
@@ -166,18 +171,18 @@ def test_a_cut_feed_is_named_by_the_about_it_still_holds(tmp_path):
     alice = Feed("about-alice")
     twin = Feed(alice.keypair)
     with FeedStore(tmp_path / "store") as store:
-        store.ingest(
+        store.writes.ingest(
             [alice.append(about(alice, "al")).raw, alice.append(about(alice, "alice")).raw]
         )
         twin.append(about(twin, "al"))
-        store.ingest([twin.append({"text": "another second"}).raw])  # invalid from seq 2
-        assert store.about_names() == {alice.public: "al"}  # seq 2's row is cut
+        store.writes.ingest([twin.append({"text": "another second"}).raw])  # invalid from seq 2
+        assert store.feeds.about_names() == {alice.public: "al"}  # seq 2's row is cut
     with tamper(tmp_path / "store") as (txn, tables):
         txn.drop(tables.about_names, delete=False)
         txn.delete(ABOUTS_INDEXED, db=tables.meta)
     with FeedStore(tmp_path / "store") as store:
-        assert store.about_names() == {alice.public: "al"}
-        assert store.check().ok
+        assert store.feeds.about_names() == {alice.public: "al"}
+        assert store.feeds.check().ok
 
 
 def forked_world() -> tuple[Feed, Feed, list[bytes], bytes]:
@@ -199,34 +204,38 @@ def forked_world() -> tuple[Feed, Feed, list[bytes], bytes]:
 def test_a_fork_found_after_a_later_about_names_the_feed_as_one_found_before(open_store):
     alice, bob, raws, twin = forked_world()
     late, early = open_store("late"), open_store("early")
-    late.ingest(raws)  # alice 1-4, then the twin: the fork is found, 3 and 4 cut
-    late.ingest([twin])
-    early.ingest([*raws[:2], twin])  # alice 1-2, her twin 3, then her 3 (the fork) and 4
-    early.ingest(raws[2:])
-    assert late.invalid_feeds() == early.invalid_feeds() == {alice.public: 3}
-    assert late.about_names() == early.about_names() == {alice.public: "alice", bob.public: "bob"}
-    assert late.check().ok and early.check().ok
+    late.writes.ingest(raws)  # alice 1-4, then the twin: the fork is found, 3 and 4 cut
+    late.writes.ingest([twin])
+    early.writes.ingest([*raws[:2], twin])  # alice 1-2, her twin 3, then her 3 (the fork) and 4
+    early.writes.ingest(raws[2:])
+    assert late.feeds.invalid_feeds() == early.feeds.invalid_feeds() == {alice.public: 3}
+    assert (
+        late.feeds.about_names()
+        == early.feeds.about_names()
+        == {alice.public: "alice", bob.public: "bob"}
+    )
+    assert late.feeds.check().ok and early.feeds.check().ok
 
 
 def test_one_feeds_name_is_read_by_one_seek(open_store):
     alice, bob, raws, twin = forked_world()
     store = open_store()
-    store.ingest(raws)
-    assert store.about_name(alice.public) == "bob"  # valid: its last row
-    store.ingest([twin])
+    store.writes.ingest(raws)
+    assert store.feeds.about_name(alice.public) == "bob"  # valid: its last row
+    store.writes.ingest([twin])
     carol = Feed("about-carol")
-    store.ingest([carol.append({"type": "post", "text": "no name"}).raw])
-    names = store.about_names()
+    store.writes.ingest([carol.append({"type": "post", "text": "no name"}).raw])
+    names = store.feeds.about_names()
     for feed in (alice, bob, carol, Feed("about-nobody")):
-        assert store.about_name(feed.public) == names.get(feed.public)
-    assert store.about_name(alice.public) == "alice"  # cut at 3: seq 2's row
+        assert store.feeds.about_name(feed.public) == names.get(feed.public)
+    assert store.feeds.about_name(alice.public) == "alice"  # cut at 3: seq 2's row
 
 
 def deliver(store: FeedStore, raws: list[bytes]) -> None:
     """Each message as it comes, then again until nothing is accepted (gossip rounds)."""
     for raw in raws:
-        store.ingest([raw])
-    while any(r.outcome is Outcome.ACCEPTED for r in store.ingest(raws)):
+        store.writes.ingest([raw])
+    while any(r.outcome is Outcome.ACCEPTED for r in store.writes.ingest(raws)):
         pass
 
 
@@ -237,10 +246,10 @@ def test_any_arrival_order_gives_the_same_names(order):
     pool = [*raws, twin]
     with tempfile.TemporaryDirectory() as path, FeedStore(Path(path), map_size=2**24) as store:
         deliver(store, [pool[index] for index in order])
-        assert store.invalid_feeds() == {alice.public: 3}
-        assert store.about_names() == {alice.public: "alice", bob.public: "bob"}
-        assert store.about_name(alice.public) == "alice"
-        assert store.check().ok
+        assert store.feeds.invalid_feeds() == {alice.public: 3}
+        assert store.feeds.about_names() == {alice.public: "alice", bob.public: "bob"}
+        assert store.feeds.about_name(alice.public) == "alice"
+        assert store.feeds.check().ok
 
 
 def test_a_fork_cuts_the_name_back_alike_in_every_order_and_spares_who_named_it(open_store):
@@ -257,9 +266,9 @@ def test_a_fork_cuts_the_name_back_alike_in_every_order_and_spares_who_named_it(
     for index, order in enumerate(itertools.permutations(raws)):
         store = open_store(f"order-{index}")
         deliver(store, list(order))
-        assert store.invalid_feeds() == {alice.public: 2}
-        assert store.about_names() == {alice.public: "alice", bob.public: "bob"}, index
-        assert store.check().ok
+        assert store.feeds.invalid_feeds() == {alice.public: 2}
+        assert store.feeds.about_names() == {alice.public: "alice", bob.public: "bob"}, index
+        assert store.feeds.check().ok
 
 
 def test_a_store_with_the_first_layout_is_indexed_anew_and_the_old_table_dropped(tmp_path):
@@ -274,8 +283,8 @@ def test_a_store_with_the_first_layout_is_indexed_anew_and_the_old_table_dropped
         txn.put(FIRST_LAYOUT_INDEXED, b"1", db=env.open_db(b"meta", txn=txn))
     env.close()
     with FeedStore(tmp_path / "store") as store:
-        assert store.about_names() == names
-        assert store.check().ok
+        assert store.feeds.about_names() == names
+        assert store.feeds.check().ok
     with tamper(tmp_path / "store") as (txn, tables):
         assert txn.get(FIRST_LAYOUT_DB) is None
         assert txn.get(FIRST_LAYOUT_INDEXED, db=tables.meta) is None

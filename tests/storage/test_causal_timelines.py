@@ -33,17 +33,17 @@ def tangle_expected(messages, name):
 
 def check_against_one_shot(store, messages, root):
     for name, expected in (
-        (store.timeline_name(None, order="causal-time"), spacetime_expected(messages)),
+        (store.timelines.timeline_name(None, order="causal-time"), spacetime_expected(messages)),
         (
-            store.timeline_name(root.id, "chat", order="causal-time"),
+            store.timelines.timeline_name(root.id, "chat", order="causal-time"),
             tangle_expected(messages, "chat"),
         ),
     ):
-        entries = store.timeline(name)
+        entries = store.timelines.timeline(name)
         assert [msg_id for _time, msg_id in entries] == expected
         times = {m.id: m.timestamp for m in messages}
         assert [time for time, _id in entries] == [times[i] for i in expected]
-        assert apply_commands([], store.timeline_commands(name, 0)) == expected
+        assert apply_commands([], store.timelines.timeline_commands(name, 0)) == expected
 
 
 def test_ingest_keeps_both_causal_time_timelines_equal_to_the_one_shot(open_store):
@@ -70,14 +70,14 @@ def test_ingest_keeps_both_causal_time_timelines_equal_to_the_one_shot(open_stor
         raws = [m.raw for m in messages]
         random.Random(seed).shuffle(raws)
         for start in range(0, len(raws), 7):  # batches, referenced messages often later
-            store.ingest(raws[start : start + 7])
+            store.writes.ingest(raws[start : start + 7])
         deliver(store, raws)
         check_against_one_shot(store, messages, root)
-        placement = store.timeline_placement(
-            store.timeline_name(root.id, "chat", order="causal-time"), root.id
+        placement = store.timelines.timeline_placement(
+            store.timelines.timeline_name(root.id, "chat", order="causal-time"), root.id
         )
         assert placement.time == root.timestamp
-        assert store.check().ok
+        assert store.feeds.check().ok
 
 
 def test_a_fork_found_late_takes_the_branch_out_of_the_causal_time_timelines(open_store):
@@ -95,8 +95,8 @@ def test_a_fork_found_late_takes_the_branch_out_of_the_causal_time_timelines(ope
     store = open_store()
     deliver(store, [root.raw, second.raw, reply.raw])
     check_against_one_shot(store, [root, second, reply], root)
-    store.ingest([other.raw])
-    assert store.invalid_feeds() == {alice.public: 2}
+    store.writes.ingest([other.raw])
+    assert store.feeds.invalid_feeds() == {alice.public: 2}
     check_against_one_shot(store, [root, reply], root)
 
 
@@ -104,8 +104,8 @@ def test_check_finds_a_damaged_causal_time_row(open_store, tmp_path):
     alice = Feed("alice")
     first, second = alice.append(timestamp=300), alice.append(timestamp=100)
     store = open_store()
-    store.ingest([first.raw, second.raw])
-    assert store.check().ok
+    store.writes.ingest([first.raw, second.raw])
+    assert store.feeds.check().ok
     store.close()
     env = lmdb.open(str(tmp_path / "store"), max_dbs=MAX_NAMED_DATABASES)
     try:
@@ -115,5 +115,5 @@ def test_check_finds_a_damaged_causal_time_row(open_store, tmp_path):
             txn.put(key, b"\x00\x00\x00\x07" + row[4:], db=tables.causal_nodes)  # height
     finally:
         env.close()
-    report = open_store().check()
+    report = open_store().feeds.check()
     assert any("causal-time" in problem for problem in report.problems)

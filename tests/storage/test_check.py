@@ -19,8 +19,8 @@ def populated(store):
     a2 = alice.append(tangles={"chat": TangleLink(root.id, (root.id,))})
     b1 = bob.append(tangles={"chat": TangleLink(root.id, (root.id,))})
     alice.append(tangles={"chat": TangleLink(root.id, (a2.id, b1.id))})
-    store.ingest([m.raw for m in alice.messages + bob.messages])
-    store.ingest([twin.append("fork").raw])
+    store.writes.ingest([m.raw for m in alice.messages + bob.messages])
+    store.writes.ingest([twin.append("fork").raw])
     return store, alice, bob, root
 
 
@@ -39,7 +39,7 @@ def corrupt(open_store):
 
 def test_a_healthy_store_checks_clean(populated):
     store, *_ = populated
-    report = store.check()
+    report = store.feeds.check()
     assert report.ok, report.problems
     # bob forked at seq 1: his feed is cut to nothing, the pair kept as evidence.
     assert (report.messages, report.feeds, report.evidence) == (3, 1, 2)
@@ -53,7 +53,7 @@ def test_a_tampered_message_fails_its_signature(populated, corrupt):
     position = feed_key(alice.public, 2)
     stored = verbatim(bytes(tampered))
     store = corrupt(store, lambda txn, t: txn.put(position, stored, db=t.messages))
-    assert any("bad-signature" in p for p in store.check().problems)
+    assert any("bad-signature" in p for p in store.feeds.check().problems)
 
 
 def test_a_message_stored_out_of_place_is_found(populated, corrupt):
@@ -62,19 +62,19 @@ def test_a_message_stored_out_of_place_is_found(populated, corrupt):
     store = corrupt(
         store, lambda txn, t: txn.put(feed_key(alice.public, 9), verbatim(misplaced), db=t.messages)
     )
-    assert any("out of place" in p for p in store.check().problems)
+    assert any("out of place" in p for p in store.feeds.check().problems)
 
 
 def test_a_missing_id_index_row_is_found(populated, corrupt):
     store, alice, _, _ = populated
     store = corrupt(store, lambda txn, t: txn.delete(alice.messages[1].id, db=t.message_ids))
-    assert any("missing from message-ids" in p for p in store.check().problems)
+    assert any("missing from message-ids" in p for p in store.feeds.check().problems)
 
 
 def test_a_missing_message_leaves_a_gap(populated, corrupt):
     store, alice, _, _ = populated
     store = corrupt(store, lambda txn, t: txn.delete(feed_key(alice.public, 2), db=t.messages))
-    problems = store.check().problems
+    problems = store.feeds.check().problems
     assert any("gaps" in p for p in problems)
     assert any("message-ids row" in p for p in problems)
 
@@ -85,7 +85,7 @@ def test_a_wrong_head_is_found(populated, corrupt):
     store = corrupt(
         store, lambda txn, t: txn.put(alice.public, head_value(1, first.id), db=t.heads)
     )
-    assert any("heads row" in p for p in store.check().problems)
+    assert any("heads row" in p for p in store.feeds.check().problems)
 
 
 def test_wrong_tangle_tips_are_found(populated, corrupt):
@@ -93,19 +93,19 @@ def test_wrong_tangle_tips_are_found(populated, corrupt):
     store = corrupt(
         store, lambda txn, t: txn.put(tangle_key(root.id, "chat"), root.id, db=t.tangle_tips)
     )
-    assert any("tangle-tips" in p for p in store.check().problems)
+    assert any("tangle-tips" in p for p in store.feeds.check().problems)
 
 
 def test_a_proof_no_invalid_feed_names_is_found(populated, corrupt):
     store, *_ = populated
     store = corrupt(store, lambda txn, t: txn.drop(t.invalid, delete=False))
-    assert any("names no invalid feed" in p for p in store.check().problems)
+    assert any("names no invalid feed" in p for p in store.feeds.check().problems)
 
 
 def test_an_invalid_feed_without_its_proof_is_found(populated, corrupt):
     store, *_ = populated
     store = corrupt(store, lambda txn, t: txn.drop(t.proofs, delete=False))
-    problems = store.check().problems
+    problems = store.feeds.check().problems
     assert any("without its proof" in p for p in problems)
     assert any("is in no proof" in p for p in problems)
 
@@ -125,18 +125,22 @@ def named(store):
     carol.append(about(carol, "carol"))
     bob.append(about(bob, "b"))
     bob.append(about(bob, "bob"))
-    store.ingest([m.raw for m in alice.messages + bob.messages + carol.messages])
+    store.writes.ingest([m.raw for m in alice.messages + bob.messages + carol.messages])
     twin.append(about(twin, "b"))
-    store.ingest([twin.append({"type": "post", "text": "the fork"}).raw])
-    assert store.invalid_feeds() == {bob.public: 2}
+    store.writes.ingest([twin.append({"type": "post", "text": "the fork"}).raw])
+    assert store.feeds.invalid_feeds() == {bob.public: 2}
     return store, alice, bob, carol
 
 
 def test_a_store_with_names_checks_clean(named):
     store, alice, bob, carol = named
-    report = store.check()
+    report = store.feeds.check()
     assert report.ok, report.problems
-    assert store.about_names() == {alice.public: "alice", bob.public: "b", carol.public: "carol"}
+    assert store.feeds.about_names() == {
+        alice.public: "alice",
+        bob.public: "b",
+        carol.public: "carol",
+    }
 
 
 def put_row(author: bytes, seq: int, name: bytes):
@@ -146,7 +150,7 @@ def put_row(author: bytes, seq: int, name: bytes):
 def test_a_tampered_about_row_is_found(named, corrupt):
     store, alice, *_ = named
     store = corrupt(store, put_row(alice.public, 3, b"mallory"))
-    problems = store.check().problems
+    problems = store.feeds.check().problems
     assert problems == [
         f"about-names row {feed_text(alice.public)}:3 is not the own about held there"
     ]
@@ -155,7 +159,7 @@ def test_a_tampered_about_row_is_found(named, corrupt):
 def test_a_row_where_no_own_about_is_held_is_found(named, corrupt):
     store, alice, *_ = named
     store = corrupt(store, put_row(alice.public, 2, b"al"))  # seq 2 is a post
-    problems = store.check().problems
+    problems = store.feeds.check().problems
     assert problems == [
         f"about-names row {feed_text(alice.public)}:2 is not the own about held there"
     ]
@@ -165,11 +169,11 @@ def test_a_missing_about_row_is_found(named, corrupt):
     store, alice, _bob, carol = named
     key = about_key(carol.public, 1)
     store = corrupt(store, lambda txn, t: txn.delete(key, db=t.about_names))
-    problems = store.check().problems
+    problems = store.feeds.check().problems
     assert problems == [f"the about at {feed_text(carol.public)}:1 is missing from about-names"]
     key = about_key(alice.public, 3)  # an earlier row left: still found
     store = corrupt(store, lambda txn, t: txn.delete(key, db=t.about_names))
-    problems = store.check().problems
+    problems = store.feeds.check().problems
     assert f"the about at {feed_text(alice.public)}:3 is missing from about-names" in problems
 
 
@@ -177,24 +181,30 @@ def test_a_name_no_about_gave_is_found(named, corrupt):
     store, *_ = named
     dave = Feed("dave")
     store = corrupt(store, put_row(dave.public, 1, b"dave"))
-    assert any(f"about-names row {feed_text(dave.public)}:1" in p for p in store.check().problems)
+    assert any(
+        f"about-names row {feed_text(dave.public)}:1" in p for p in store.feeds.check().problems
+    )
 
 
 def test_a_row_past_a_boundary_is_not_checked(named, corrupt):
     store, _alice, bob, _carol = named
     store = corrupt(store, put_row(bob.public, 7, b"whatever"))  # bob is cut from seq 2
-    assert store.check().ok
-    assert store.about_names()[bob.public] == "b"
+    assert store.feeds.check().ok
+    assert store.feeds.about_names()[bob.public] == "b"
 
 
 def test_a_wrong_about_row_of_a_cut_feed_below_its_boundary_is_found(named, corrupt):
     store, _alice, bob, _carol = named
     store = corrupt(store, put_row(bob.public, 1, b"robert"))  # seq 1 is held: it says "b"
-    assert any(f"about-names row {feed_text(bob.public)}:1" in p for p in store.check().problems)
+    assert any(
+        f"about-names row {feed_text(bob.public)}:1" in p for p in store.feeds.check().problems
+    )
 
 
 def test_a_row_of_the_first_layout_is_found_malformed(named, corrupt):
     store, alice, *_ = named
     old = (3).to_bytes(8, "big") + b"alice"  # author -> seq + name
     store = corrupt(store, lambda txn, t: txn.put(alice.public, old, db=t.about_names))
-    assert store.check().problems == [f"about-names holds a malformed key {alice.public.hex()}"]
+    assert store.feeds.check().problems == [
+        f"about-names holds a malformed key {alice.public.hex()}"
+    ]

@@ -61,11 +61,12 @@ def test_killed_writer_leaves_every_batch_whole(tmp_path, seed, kill_points):
         announced = max(announced, run_until_killed(store_path, after_commit, rng))
         with FeedStore(store_path, create=False) as store:
             present = [
-                sum(store.get(message_id(raw)) is not None for raw in batch) for batch in batches
+                sum(store.feeds.get(message_id(raw)) is not None for raw in batch)
+                for batch in batches
             ]
             assert all(count in (0, FEEDS * PER_FEED) for count in present), present
             complete = sum(1 for count in present if count)
             assert present[:complete] == [FEEDS * PER_FEED] * complete  # a prefix of batches
             assert complete >= announced + 1  # nothing acknowledged was lost
-            report = store.check()
+            report = store.feeds.check()
             assert report.ok, report.problems

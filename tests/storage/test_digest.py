@@ -33,14 +33,18 @@ def test_the_digest_is_the_hash_of_the_ids_in_order_whatever_the_arrival(open_st
         raws = [m.raw for m in messages]
         random.Random(seed).shuffle(raws)
         for raw in raws:  # one at a time: different command logs, different versions
-            store.ingest([raw])
-        for name in (store.timeline_name(root.id, "chat", order=order), SPACETIME):
-            ids = [msg_id for _key, msg_id in store.timeline(name)]
-            digest = store.timeline_digest(name)
+            store.writes.ingest([raw])
+        for name in (store.timelines.timeline_name(root.id, "chat", order=order), SPACETIME):
+            ids = [msg_id for _key, msg_id in store.timelines.timeline(name)]
+            digest = store.digests.timeline_digest(name)
             assert digest.count == len(ids) == len(messages)
             assert digest.digest == order_digest(ids)
-            assert digest.version == store.timeline_version(name)
-        found.append(store.timeline_digest(store.timeline_name(root.id, "chat", order=order)))
+            assert digest.version == store.timelines.timeline_version(name)
+        found.append(
+            store.digests.timeline_digest(
+                store.timelines.timeline_name(root.id, "chat", order=order)
+            )
+        )
     assert len({(d.count, d.digest) for d in found}) == 1
     assert len(found[0].short) == 16 and found[0].digest.hex().startswith(found[0].short)
 
@@ -49,13 +53,13 @@ def test_any_change_of_order_changes_the_digest_and_a_read_pass_is_cached(open_s
     monkeypatch.setattr(digest_module, "CHUNK", 2)  # several chunks per pass
     root, messages = _chat(6)
     store = open_store()
-    store.ingest([m.raw for m in messages[:-1]])
-    name = store.timeline_name(root.id, "chat")
-    before = store.timeline_digest(name)
-    assert store.timeline_digest(name) is before  # same version: the cached one
-    assert before.digest == order_digest(msg_id for _r, msg_id in store.timeline(name))
-    store.ingest([messages[-1].raw])
-    after = store.timeline_digest(name)
+    store.writes.ingest([m.raw for m in messages[:-1]])
+    name = store.timelines.timeline_name(root.id, "chat")
+    before = store.digests.timeline_digest(name)
+    assert store.digests.timeline_digest(name) is before  # same version: the cached one
+    assert before.digest == order_digest(msg_id for _r, msg_id in store.timelines.timeline(name))
+    store.writes.ingest([messages[-1].raw])
+    after = store.digests.timeline_digest(name)
     assert after.version > before.version and after.count == before.count + 1
     assert after.digest != before.digest
     swapped = [m.id for m in messages]
@@ -65,28 +69,31 @@ def test_any_change_of_order_changes_the_digest_and_a_read_pass_is_cached(open_s
 
 def test_an_empty_store_and_unknown_tangles(open_store):
     store = open_store()
-    assert store.timeline_digest(SPACETIME) == EMPTY
-    assert store.timeline_digest(store.timeline_name(None, order="causal-time")) == EMPTY
+    assert store.digests.timeline_digest(SPACETIME) == EMPTY
+    assert (
+        store.digests.timeline_digest(store.timelines.timeline_name(None, order="causal-time"))
+        == EMPTY
+    )
     assert EMPTY.digest == order_digest([])
     with pytest.raises(UnknownTimeline):
-        store.timeline_digest(store.timeline_name(b"\x01" * 32, "chat"))
+        store.digests.timeline_digest(store.timelines.timeline_name(b"\x01" * 32, "chat"))
     root, messages = _chat(0)
-    store.ingest([messages[0].raw])
-    joined = store.timeline_name(root.id, "chat", view="joined")
-    assert store.timeline_digest(joined).count in (0, 1)
+    store.writes.ingest([messages[0].raw])
+    joined = store.timelines.timeline_name(root.id, "chat", view="joined")
+    assert store.digests.timeline_digest(joined).count in (0, 1)
 
 
 def test_status_digests_are_the_spacetime_then_a_bounded_list_of_tangles(open_store):
     store = open_store()
     roots = [Feed(f"t{n}").root(f"topic{n}") for n in range(4)]
-    store.ingest([root.raw for root in roots])
-    found, more = store.timeline_digests(2)
+    store.writes.ingest([root.raw for root in roots])
+    found, more = store.digests.timeline_digests(2)
     assert found[0][:2] == (None, None) and more
     assert len(found) == 3 and all(d.count == 1 for _r, _n, d in found[1:])
-    assert found[0][2] == store.timeline_digest(SPACETIME) and found[0][2].count == 4
-    everything, more = store.timeline_digests(10)
+    assert found[0][2] == store.digests.timeline_digest(SPACETIME) and found[0][2].count == 4
+    everything, more = store.digests.timeline_digests(10)
     assert not more and len(everything) == 5
     tangles = {(root.id, f"topic{n}") for n, root in enumerate(roots)}
     assert {(root, name) for root, name, _d in everything[1:]} == tangles
     for root, name, digest in everything[1:]:
-        assert digest == store.timeline_digest(store.timeline_name(root, name))
+        assert digest == store.digests.timeline_digest(store.timelines.timeline_name(root, name))

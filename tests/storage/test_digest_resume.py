@@ -52,27 +52,27 @@ def _plan(rng: random.Random, feeds: int, per_feed: int, fork: bool = False):
 def _timelines(store, root):
     return [
         SPACETIME,
-        store.timeline_name(None, order="causal-time"),
-        store.timeline_name(root.id, "chat"),
-        store.timeline_name(root.id, "chat", order="causal-time"),
+        store.timelines.timeline_name(None, order="causal-time"),
+        store.timelines.timeline_name(root.id, "chat"),
+        store.timelines.timeline_name(root.id, "chat", order="causal-time"),
     ]
 
 
 def _check(store, names) -> None:
     for name in names:
-        ids = [msg_id for _key, msg_id in store.timeline(name)]
-        found = store.timeline_digest(name)
+        ids = [msg_id for _key, msg_id in store.timelines.timeline(name)]
+        found = store.digests.timeline_digest(name)
         assert (found.count, found.digest) == (len(ids), order_digest(ids)), name
-        assert found.version == store.timeline_version(name)
+        assert found.version == store.timelines.timeline_version(name)
 
 
 def _ingest_and_check(store, root, arrival, rng: random.Random) -> None:
     names = _timelines(store, root)
-    store.ingest([arrival[0].raw])
+    store.writes.ingest([arrival[0].raw])
     at = 1
     while at < len(arrival):
         batch = arrival[at : at + rng.choice((1, 1, 1, 2, 5))]
-        store.ingest([m.raw for m in batch])
+        store.writes.ingest([m.raw for m in batch])
         at += len(batch)
         if rng.random() < 0.8:  # sometimes skip: a digest several ingests old
             _check(store, names)
@@ -104,7 +104,7 @@ def test_both_paths_run_over_many_versions(open_store, monkeypatch, log_share):
         rng = random.Random(seed)
         root, arrival = _plan(rng, feeds=4, per_feed=8, fork=True)
         _ingest_and_check(store, root, arrival, rng)
-        kinds |= {type(c).__name__ for c in store.timeline_commands(SPACETIME, 0)}
+        kinds |= {type(c).__name__ for c in store.timelines.timeline_commands(SPACETIME, 0)}
         for path, count in store.digests.cache.passes.items():
             passes[path] += count
     assert passes["resumed"] > 20 and passes["full"] > 20
@@ -133,19 +133,19 @@ def test_the_pass_resumes_at_the_last_checkpoint_at_or_below_the_lowest_change(
         for n in range(1000)
     ]
     store = open_store()
-    store.ingest([root.raw] + [m.raw for m in replies[:11]])
+    store.writes.ingest([root.raw] + [m.raw for m in replies[:11]])
     held = sorted(m.id for m in replies[:11])
     pool = replies[11:]
-    name = store.timeline_name(root.id, "chat")
-    store.timeline_digest(name)  # 12 entries: checkpoints after 4, 8 and 12
+    name = store.timelines.timeline_name(root.id, "chat")
+    store.digests.timeline_digest(name)  # 12 entries: checkpoints after 4, 8 and 12
     for position in (3, 4, 7, 8, 12, 5):
         late = next(m for m in pool if 1 + sum(i < m.id for i in held) == position)
         pool.remove(late)
         held = sorted([*held, late.id])
-        store.ingest([late.raw])
+        store.writes.ingest([late.raw])
         starts.clear()
-        found = store.timeline_digest(name)
-        ids = [msg_id for _rank, msg_id in store.timeline(name)]
+        found = store.digests.timeline_digest(name)
+        ids = [msg_id for _rank, msg_id in store.timelines.timeline(name)]
         assert ids.index(late.id) == position
         assert found.digest == order_digest(ids)
         assert next(start for n, start in starts if n == name) == position // 4 * 4
@@ -155,21 +155,21 @@ def test_a_log_too_long_or_incomplete_means_a_full_pass(open_store, monkeypatch)
     monkeypatch.setattr(digest_module, "CHUNK", 2)
     root, arrival = _plan(random.Random(7), feeds=3, per_feed=6)
     store = open_store()
-    store.ingest([m.raw for m in arrival[:12]])
-    name = store.timeline_name(root.id, "chat")
-    store.timeline_digest(name)
+    store.writes.ingest([m.raw for m in arrival[:12]])
+    name = store.timelines.timeline_name(root.id, "chat")
+    store.digests.timeline_digest(name)
     passes = store.digests.cache.passes
-    store.ingest([m.raw for m in arrival[12:14]])  # 2 commands or more > 12 // 8
+    store.writes.ingest([m.raw for m in arrival[12:14]])  # 2 commands or more > 12 // 8
     full = passes["full"]
-    assert store.timeline_digest(name).digest == order_digest(
-        msg_id for _rank, msg_id in store.timeline(name)
+    assert store.digests.timeline_digest(name).digest == order_digest(
+        msg_id for _rank, msg_id in store.timelines.timeline(name)
     )
     assert passes["full"] == full + 1
     monkeypatch.setattr(digest_module, "LOG_SHARE", 1)
     monkeypatch.setattr(TimelineReader, "commands_since", lambda *_args: [])  # a lost log
-    store.ingest([arrival[14].raw])
-    assert store.timeline_digest(name).digest == order_digest(
-        msg_id for _rank, msg_id in store.timeline(name)
+    store.writes.ingest([arrival[14].raw])
+    assert store.digests.timeline_digest(name).digest == order_digest(
+        msg_id for _rank, msg_id in store.timelines.timeline(name)
     )
     assert passes["full"] == full + 2 and passes["resumed"] == 0
 
@@ -204,14 +204,14 @@ def test_a_removal_that_lowers_a_member_below_it_resumes_below_both(open_store, 
     carols = (Feed(f"l-carol{n}").append("c", timeframe={alice.public: 2}) for n in range(200))
     carol = next(m for m in carols if sum(i < m.id for i in rank_zero) < 2)
     store = open_store()
-    store.ingest([first.raw, second.raw, carol.raw] + [m.raw for m in fillers])
-    before = store.timeline_digest(SPACETIME)
+    store.writes.ingest([first.raw, second.raw, carol.raw] + [m.raw for m in fillers])
+    before = store.digests.timeline_digest(SPACETIME)
     twin = Feed(alice.keypair)
     twin.messages = [first]
-    store.ingest([twin.append("other").raw])  # a fork at 2
-    commands = store.timeline_commands(SPACETIME, before.version)
+    store.writes.ingest([twin.append("other").raw])  # a fork at 2
+    commands = store.timelines.timeline_commands(SPACETIME, before.version)
     assert [type(c).__name__ for c in commands] == ["Delete", "Move"]
     assert commands[1].dst < 2 <= commands[0].pos
-    found = store.timeline_digest(SPACETIME)
-    ids = [msg_id for _rank, msg_id in store.timeline(SPACETIME)]
+    found = store.digests.timeline_digest(SPACETIME)
+    ids = [msg_id for _rank, msg_id in store.timelines.timeline(SPACETIME)]
     assert (found.count, found.digest) == (len(ids), order_digest(ids))

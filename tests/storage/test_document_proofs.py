@@ -27,9 +27,12 @@ def scenario():
 
 def view(store, doc):
     return (
-        store.document_text(doc.id),
-        store.document_atoms(doc.id),
-        sorted((msg_id, reason) for msg_id, reason, _detail in store.document_set_aside(doc.id)),
+        store.documents.document_text(doc.id),
+        store.documents.document_atoms(doc.id),
+        sorted(
+            (msg_id, reason)
+            for msg_id, reason, _detail in store.documents.document_set_aside(doc.id)
+        ),
     )
 
 
@@ -37,14 +40,14 @@ def test_a_fork_found_after_weaving_leaves_what_a_node_that_knew_first_has(open_
     doc, evil, twin, cites_evil, honest = scenario()
     late, early = open_store("late"), open_store("early")
 
-    outcomes = late.ingest([doc.raw, evil.raw, cites_evil.raw, honest.raw])
+    outcomes = late.writes.ingest([doc.raw, evil.raw, cites_evil.raw, honest.raw])
     assert [r.outcome for r in outcomes] == [Outcome.ACCEPTED] * 4
-    assert late.document_text(doc.id) == "fine evil!"
-    head_before, _entries = late.document_splices(doc.id, 0)
-    late.ingest([twin.raw])  # the fork: mallory is invalid from seq 1
+    assert late.documents.document_text(doc.id) == "fine evil!"
+    head_before, _entries = late.documents.document_splices(doc.id, 0)
+    late.writes.ingest([twin.raw])  # the fork: mallory is invalid from seq 1
 
-    early.ingest([doc.raw, evil.raw, twin.raw])
-    early.ingest([cites_evil.raw, honest.raw])
+    early.writes.ingest([doc.raw, evil.raw, twin.raw])
+    early.writes.ingest([cites_evil.raw, honest.raw])
 
     assert view(late, doc) == view(early, doc)
     text, _atoms, set_aside = view(late, doc)
@@ -52,7 +55,7 @@ def test_a_fork_found_after_weaving_leaves_what_a_node_that_knew_first_has(open_
     assert [msg_id for msg_id, _reason in set_aside] == [cites_evil.id]
     assert set_aside[0][1] == "outside-weft"  # a message a proof removed is held nowhere
     # Subscribers of the late node are told to take a new snapshot.
-    head, entries = late.document_splices(doc.id, head_before)
+    head, entries = late.documents.document_splices(doc.id, head_before)
     assert head > head_before and entries[-1].splices is None
 
 
@@ -63,11 +66,11 @@ def test_a_fork_of_the_documents_creator_removes_the_document(open_store):
     alice.messages.clear()
     twin = alice.root("doc", init_content("twin"))
     store = open_store()
-    store.ingest([doc.raw, typed.raw])
+    store.writes.ingest([doc.raw, typed.raw])
     assert [info.id for info in store.documents.held()] == [doc.id]
-    store.ingest([twin.raw])
+    store.writes.ingest([twin.raw])
     assert store.documents.held() == []
-    assert [m for m, _r, _d in store.document_set_aside(doc.id)] == [typed.id]
+    assert [m for m, _r, _d in store.documents.document_set_aside(doc.id)] == [typed.id]
 
 
 def test_what_a_proof_removes_leaves_no_set_aside_record_and_the_rest_is_decided_again(
@@ -96,13 +99,13 @@ def test_what_a_proof_removes_leaves_no_set_aside_record_and_the_rest_is_decided
     ]:
         store = open_store(label)
         for batch in batches:
-            store.ingest([m.raw for m in batch])
-        assert store.invalid_feeds() == {mallory.public: 1}
+            store.writes.ingest([m.raw for m in batch])
+        assert store.feeds.invalid_feeds() == {mallory.public: 1}
         views.append(
             (
-                [(m, r) for m, r, _d in store.document_set_aside(doc.id)],
-                [(m, r) for m, r, _d in store.document_set_aside(m1.id)],
-                store.document_text(doc.id),
+                [(m, r) for m, r, _d in store.documents.document_set_aside(doc.id)],
+                [(m, r) for m, r, _d in store.documents.document_set_aside(m1.id)],
+                store.documents.document_text(doc.id),
             )
         )
     assert views[0] == views[1] == ([], [(rooted.id, "outside-weft")], "abc")

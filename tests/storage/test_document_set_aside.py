@@ -43,14 +43,14 @@ class World:
 
 @pytest.fixture
 def world(store) -> World:
-    doc = store.create_document("notes").id
-    [hello] = store.edit_document(doc, [("ins", 0, "hello")])
-    [dropped] = store.edit_document(doc, [("del", 4, 1)])
-    post = store.publish({"text": "not a doc message", "type": "post"})
-    other = store.create_document("other").id
-    [elsewhere] = store.edit_document(other, [("ins", 0, "zzz")])
-    fake_root = store.publish({"type": "post"}, {TANGLE: None})
-    assert store.document_text(doc) == "hell"
+    doc = store.documents.create_document("notes").id
+    [hello] = store.documents.edit_document(doc, [("ins", 0, "hello")])
+    [dropped] = store.documents.edit_document(doc, [("del", 4, 1)])
+    post = store.writes.publish({"text": "not a doc message", "type": "post"})
+    other = store.documents.create_document("other").id
+    [elsewhere] = store.documents.edit_document(other, [("ins", 0, "zzz")])
+    fake_root = store.writes.publish({"type": "post"}, {TANGLE: None})
+    assert store.documents.document_text(doc) == "hell"
     assert own_head(store) == 7
     return World(store, doc, hello, dropped, post, elsewhere, fake_root)
 
@@ -68,9 +68,9 @@ def everywhere(open_store, world: World, bad: list[Message]) -> list[FeedStore]:
     for number, batches in enumerate([[good, raws], [raws + good], [raws, good]]):
         store = open_store(f"peer{number}")
         for batch in batches:
-            results = store.ingest(batch)
+            results = store.writes.ingest(batch)
             assert all(r.outcome is Outcome.ACCEPTED for r in results)
-        assert all(store.get(m.id) == m for m in bad)  # stored, not refused
+        assert all(store.feeds.get(m.id) == m for m in bad)  # stored, not refused
         stores.append(store)
     ingest_all(world.store, raws)
     return [world.store, *stores]
@@ -79,12 +79,12 @@ def everywhere(open_store, world: World, bad: list[Message]) -> list[FeedStore]:
 def assert_set_aside(stores, under: bytes, bad: Message, reason: DocReason, doc: bytes):
     """`bad` is set aside under `under` with `reason`, identically on every store, and the
     document is untouched."""
-    asides = [store.document_set_aside(under) for store in stores]
+    asides = [store.documents.document_set_aside(under) for store in stores]
     assert [(msg_id, found) for msg_id, found, _detail in asides[0]] == [(bad.id, reason)]
     assert all(aside == asides[0] for aside in asides), asides
     for store in stores:
-        assert store.document_text(doc) == "hell"
-        assert bad.id not in {v.msg_id for v in store.document_versions(doc)}
+        assert store.documents.document_text(doc) == "hell"
+        assert bad.id not in {v.msg_id for v in store.documents.document_versions(doc)}
 
 
 # Each case: (ops or a raw content, the expected reason). Ops cite the world's atoms.
@@ -182,13 +182,14 @@ def test_an_edit_building_on_a_set_aside_edit_is_set_aside_too(open_store, world
     )
     stores = everywhere(open_store, world, [first, second])
     asides = [
-        sorted((m, r) for m, r, _d in store.document_set_aside(world.doc)) for store in stores
+        sorted((m, r) for m, r, _d in store.documents.document_set_aside(world.doc))
+        for store in stores
     ]
     assert asides[0] == sorted(
         [(first.id, DocReason.WRONG_KIND), (second.id, DocReason.UNKNOWN_ATOM)]
     )
     assert all(aside == asides[0] for aside in asides)
-    assert all(store.document_text(world.doc) == "hell" for store in stores)
+    assert all(store.documents.document_text(world.doc) == "hell" for store in stores)
 
 
 def test_an_edit_in_a_doc_tangle_whose_root_is_no_doc_init_is_set_aside(open_store, world):
@@ -199,12 +200,12 @@ def test_an_edit_in_a_doc_tangle_whose_root_is_no_doc_init_is_set_aside(open_sto
         timeframe={ME.public: 7},
     )
     stores = everywhere(open_store, world, [bad])
-    asides = [store.document_set_aside(root) for store in stores]
+    asides = [store.documents.document_set_aside(root) for store in stores]
     assert [(m, r) for m, r, _d in asides[0]] == [(bad.id, DocReason.UNKNOWN_DOC)]
     assert all(aside == asides[0] for aside in asides)
     for store in stores:
         with pytest.raises(UnknownDocument):
-            store.document_text(root)
+            store.documents.document_text(root)
         assert [info.id for info in store.documents.held()] == [
             world.doc,
             world.elsewhere.tangles[TANGLE].root,
@@ -232,7 +233,7 @@ def test_document_messages_in_the_wrong_place_are_set_aside(open_store, world):
     stores = everywhere(open_store, world, [loose, joined, untitled, numbered])
     for store in stores:
         reasons = {
-            bad.id: [(m, r) for m, r, _d in store.document_set_aside(under)]
+            bad.id: [(m, r) for m, r, _d in store.documents.document_set_aside(under)]
             for bad, under in [
                 (loose, loose.id),
                 (joined, world.doc),
@@ -246,11 +247,11 @@ def test_document_messages_in_the_wrong_place_are_set_aside(open_store, world):
             untitled.id: [(untitled.id, DocReason.BAD_TITLE)],
             numbered.id: [(numbered.id, DocReason.BAD_TITLE)],
         }
-        assert store.document_text(world.doc) == "hell"
+        assert store.documents.document_text(world.doc) == "hell"
         assert len(store.documents.held()) == 2
         for not_a_doc in (loose.id, untitled.id, numbered.id):
             with pytest.raises(UnknownDocument):
-                store.document_text(not_a_doc)
+                store.documents.document_text(not_a_doc)
 
 
 def test_an_edit_citing_an_atom_outside_its_weft_is_set_aside(open_store, world):
@@ -263,9 +264,9 @@ def test_an_edit_citing_an_atom_outside_its_weft_is_set_aside(open_store, world)
     peer = open_store("peer")
     ingest_all(peer, everything(world.store))
     ingest_all(peer, [bad.raw])
-    [(msg_id, reason, _detail)] = peer.document_set_aside(world.doc)
+    [(msg_id, reason, _detail)] = peer.documents.document_set_aside(world.doc)
     assert (msg_id, reason) == (bad.id, DocReason.OUTSIDE_WEFT)
-    assert peer.document_text(world.doc) == "hell"
+    assert peer.documents.document_text(world.doc) == "hell"
 
 
 def test_an_edit_whose_doc_init_is_outside_its_weft_is_set_aside(open_store, world):
@@ -276,9 +277,9 @@ def test_an_edit_whose_doc_init_is_outside_its_weft_is_set_aside(open_store, wor
     peer = open_store("peer")
     ingest_all(peer, everything(world.store))
     ingest_all(peer, [bad.raw])
-    [(msg_id, reason, _detail)] = peer.document_set_aside(world.doc)
+    [(msg_id, reason, _detail)] = peer.documents.document_set_aside(world.doc)
     assert (msg_id, reason) == (bad.id, DocReason.OUTSIDE_WEFT)
-    assert peer.document_text(world.doc) == "hell"
+    assert peer.documents.document_text(world.doc) == "hell"
 
 
 def test_the_reason_for_a_citation_outside_the_weft_does_not_depend_on_delivery(open_store, world):
@@ -297,6 +298,8 @@ def test_the_reason_for_a_doc_init_outside_the_weft_does_not_depend_on_delivery(
         tangles={TANGLE: TangleLink(world.doc, (world.doc,))},
     )
     stores = everywhere(open_store, world, [bad])
-    asides = [[(m, r) for m, r, _d in store.document_set_aside(world.doc)] for store in stores]
+    asides = [
+        [(m, r) for m, r, _d in store.documents.document_set_aside(world.doc)] for store in stores
+    ]
     assert asides[0] == [(bad.id, DocReason.OUTSIDE_WEFT)]
     assert all(aside == asides[0] for aside in asides), asides

@@ -16,15 +16,17 @@ ALICE, BOB, CAROL, DAVE = (keypair(f"gx-{name}") for name in ("alice", "bob", "c
 
 
 def a_club(store: FeedStore, members) -> bytes:
-    club = store.publish(*groups.create(ALICE, "club")).id
-    store.publish(*groups.add(groups.read_group(store, ALICE, club), ALICE, members))
+    club = store.writes.publish(*groups.create(ALICE, "club")).id
+    store.writes.publish(*groups.add(groups.read_group(store, ALICE, club), ALICE, members))
     return club
 
 
 def kept(store: FeedStore, epoch: bytes) -> set[bytes]:
     """The members a new epoch's init lists, opened with the key sealed to ALICE."""
-    view = groups.read_group(store, ALICE, store.get(epoch).tangles["group"].root)
-    private = open_message(GroupContent.from_content(store.get(epoch).content), view.keys[epoch])
+    view = groups.read_group(store, ALICE, store.feeds.get(epoch).tangles["group"].root)
+    private = open_message(
+        GroupContent.from_content(store.feeds.get(epoch).content), view.keys[epoch]
+    )
     assert private.kind is Kind.INIT
     return set(private.members)
 
@@ -45,11 +47,11 @@ def test_the_pair_keeps_whom_the_two_step_way_kept(tmp_path, excluded):
             club = a_club(store, [BOB.public, CAROL.public])
             view = groups.read_group(store, ALICE, club)
             if way == "two steps":
-                exclusion = store.publish(*groups.exclude(view, ALICE, excluded))
+                exclusion = store.writes.publish(*groups.exclude(view, ALICE, excluded))
                 after = groups.read_group(store, ALICE, club)
-                epoch = store.publish(*groups.new_epoch(after, ALICE))
+                epoch = store.writes.publish(*groups.new_epoch(after, ALICE))
             else:
-                exclusion, epoch = store.publish_batch(
+                exclusion, epoch = store.writes.publish_batch(
                     groups.exclusion(view, ALICE, excluded), whole=True
                 )
             assert epoch.tangles["group"].previous == (exclusion.id,)  # it follows the exclusion
@@ -57,7 +59,7 @@ def test_the_pair_keeps_whom_the_two_step_way_kept(tmp_path, excluded):
             state = groups.read_group(store, ALICE, club).state
             assert state.current_epoch == epoch.id and epoch.id in state.valid
             found.append((kept(store, epoch.id), state.members, exclusion.id in state.valid))
-            assert store.check().ok
+            assert store.feeds.check().ok
     assert found[0] == found[1]
 
 
@@ -69,4 +71,4 @@ def test_excluding_ourselves_signs_nothing(tmp_path):
         view = groups.read_group(store, ALICE, club)
         with pytest.raises(groups.GroupError):
             groups.exclusion(view, ALICE, [ALICE.public])
-        assert store.frontier()[ALICE.public] == 2
+        assert store.feeds.frontier()[ALICE.public] == 2

@@ -18,14 +18,16 @@ def every_group(store, key, limit=100, **options):
 def test_groups_we_were_added_to_are_listed_with_their_names_and_others_are_not(tmp_path):
     alice, bob, carol = keypair("gl-alice"), keypair("gl-bob"), keypair("gl-carol")
     with FeedStore(tmp_path / "s", keypair=alice, map_size=2**26) as store:
-        club = store.publish(*groups.create(alice, "club")).id
+        club = store.writes.publish(*groups.create(alice, "club")).id
         view = groups.read_group(store, alice, club)
-        store.publish(*groups.add(view, alice, [bob.public]))
-        store.publish(*groups.post(groups.read_group(store, alice, club), alice, {"t": "hi"}))
-        secret = store.publish(*groups.create(alice, "alice alone")).id
-        store.publish("not a group", {"group": None})  # a `group` tangle of no group
+        store.writes.publish(*groups.add(view, alice, [bob.public]))
+        store.writes.publish(
+            *groups.post(groups.read_group(store, alice, club), alice, {"t": "hi"})
+        )
+        secret = store.writes.publish(*groups.create(alice, "alice alone")).id
+        store.writes.publish("not a group", {"group": None})  # a `group` tangle of no group
         for _ in range(3):  # other tangles the scan passes over
-            store.publish("chat", {"chat": None})
+            store.writes.publish("chat", {"chat": None})
 
         assert {g.group for g in every_group(store, alice)} == {club, secret}
         (listed,) = every_group(store, bob, limit=1, scan=1)
@@ -36,8 +38,8 @@ def test_groups_we_were_added_to_are_listed_with_their_names_and_others_are_not(
         assert not holds_a_key(store, bob, secret)
 
         view = groups.read_group(store, alice, club)
-        store.publish(*groups.exclude(view, alice, [bob.public]))
-        store.publish(*groups.new_epoch(groups.read_group(store, alice, club), alice))
+        store.writes.publish(*groups.exclude(view, alice, [bob.public]))
+        store.writes.publish(*groups.new_epoch(groups.read_group(store, alice, club), alice))
         (was,) = every_group(store, bob)  # bob still holds the first epoch's key, no other
         assert (was.name, was.member, was.members, was.epochs, was.epoch) == (
             "club",
@@ -53,12 +55,12 @@ def test_groups_we_were_added_to_are_listed_with_their_names_and_others_are_not(
 def test_a_group_whose_root_is_missing_is_not_listed(tmp_path):
     alice = keypair("gl-alice")
     with FeedStore(tmp_path / "a", keypair=alice, map_size=2**26) as source:
-        club = source.publish(*groups.create(alice, "club")).id
-        source.publish(*groups.post(groups.read_group(source, alice, club), alice, "x"))
-        raws = source.read_feed_raw(alice.public)
+        club = source.writes.publish(*groups.create(alice, "club")).id
+        source.writes.publish(*groups.post(groups.read_group(source, alice, club), alice, "x"))
+        raws = source.feeds.read_feed_raw(alice.public)
     other = Feed("gl-other")  # a second feed so the store is not empty
     with FeedStore(tmp_path / "b", map_size=2**26) as store:
-        store.ingest([other.root("chat").raw])
+        store.writes.ingest([other.root("chat").raw])
         assert group_page(store, alice) == ([], None)
-        store.ingest(raws[:1])
+        store.writes.ingest(raws[:1])
         assert [g.group for g in every_group(store, alice)] == [club]

@@ -21,13 +21,13 @@ DUPLICATE = (Outcome.DUPLICATE, None)
 def test_accepted_messages_are_stored_and_queryable(store):
     alice = Feed("alice")
     first, second = alice.append({"n": 1}), alice.append({"n": 2})
-    assert outcomes(store.ingest([first.raw, second.raw])) == [ACCEPTED, ACCEPTED]
-    assert store.get(second.id) == second
-    assert store.get_by_seq(alice.public, 1) == first
-    assert store.read_feed(alice.public) == [first, second]
-    assert store.read_feed(alice.public, from_seq=2) == [second]
-    assert store.read_feed(alice.public, limit=1) == [first]
-    assert store.frontier() == {alice.public: 2}
+    assert outcomes(store.writes.ingest([first.raw, second.raw])) == [ACCEPTED, ACCEPTED]
+    assert store.feeds.get(second.id) == second
+    assert store.feeds.get_by_seq(alice.public, 1) == first
+    assert store.feeds.read_feed(alice.public) == [first, second]
+    assert store.feeds.read_feed(alice.public, from_seq=2) == [second]
+    assert store.feeds.read_feed(alice.public, limit=1) == [first]
+    assert store.feeds.frontier() == {alice.public: 2}
     assert [(f.author, f.head_seq, f.head_id, f.invalid_from) for f in store.feeds.held()] == [
         (alice.public, 2, second.id, None)
     ]
@@ -36,38 +36,38 @@ def test_accepted_messages_are_stored_and_queryable(store):
 def test_ingest_is_idempotent(store):
     alice = Feed("alice")
     raws = [alice.append().raw for _ in range(3)]
-    store.ingest(raws)
-    before = store.statistics()
-    assert outcomes(store.ingest(raws)) == [DUPLICATE] * 3
-    assert outcomes(store.ingest([raws[0], raws[0]])) == [DUPLICATE] * 2
-    assert store.statistics() == before
+    store.writes.ingest(raws)
+    before = store.feeds.statistics()
+    assert outcomes(store.writes.ingest(raws)) == [DUPLICATE] * 3
+    assert outcomes(store.writes.ingest([raws[0], raws[0]])) == [DUPLICATE] * 2
+    assert store.feeds.statistics() == before
 
 
 def test_a_batch_may_hold_the_same_message_twice_and_a_feed_out_of_order(store):
     alice = Feed("alice")
     one, two, three = (alice.append() for _ in range(3))
-    results = store.ingest([three.raw, one.raw, two.raw, one.raw])
+    results = store.writes.ingest([three.raw, one.raw, two.raw, one.raw])
     assert outcomes(results) == [ACCEPTED, ACCEPTED, ACCEPTED, DUPLICATE]
     assert [r.id for r in results] == [three.id, one.id, two.id, one.id]
-    assert store.frontier() == {alice.public: 3}
+    assert store.feeds.frontier() == {alice.public: 3}
 
 
 def test_a_gap_is_rejected_as_missing_previous_and_not_stored(store):
     alice = Feed("alice")
     one, _, three = (alice.append() for _ in range(3))
-    results = store.ingest([one.raw, three.raw])
+    results = store.writes.ingest([one.raw, three.raw])
     assert outcomes(results) == [ACCEPTED, (Outcome.REJECTED, Reason.MISSING_PREVIOUS)]
-    assert store.get(three.id) is None
-    assert store.frontier() == {alice.public: 1}
+    assert store.feeds.get(three.id) is None
+    assert store.feeds.frontier() == {alice.public: 1}
 
 
 def test_a_prev_that_is_not_the_stored_head_is_a_chain_mismatch(store):
     alice = Feed("alice")
     one = alice.append()
     stray = sign_raw(alice.keypair, unsigned_fields(alice.keypair, seq=2, prev=b"\x07" * 32))
-    results = store.ingest([one.raw, stray])
+    results = store.writes.ingest([one.raw, stray])
     assert outcomes(results) == [ACCEPTED, (Outcome.REJECTED, Reason.CHAIN_MISMATCH)]
-    assert store.get(results[1].id) is None
+    assert store.feeds.get(results[1].id) is None
 
 
 def test_an_invalid_message_is_rejected_with_its_reason_and_the_rest_commits(store):
@@ -75,16 +75,16 @@ def test_an_invalid_message_is_rejected_with_its_reason_and_the_rest_commits(sto
     forged = bytearray(alice.append({"text": "hello"}).raw)
     forged[-1] ^= 1
     good = bob.append()
-    results = store.ingest([bytes(forged), good.raw])
+    results = store.writes.ingest([bytes(forged), good.raw])
     assert outcomes(results) == [(Outcome.REJECTED, Reason.BAD_SIGNATURE), ACCEPTED]
     assert results[0].detail
-    assert store.frontier() == {bob.public: 1}
+    assert store.feeds.frontier() == {bob.public: 1}
 
 
 def test_store_limits_apply_at_ingest(open_store):
     store = open_store(limits=Limits(max_message_bytes=1024))
     big = Feed("alice").append({"text": "x" * 2000})
-    assert outcomes(store.ingest([big.raw])) == [(Outcome.REJECTED, Reason.TOO_LARGE)]
+    assert outcomes(store.writes.ingest([big.raw])) == [(Outcome.REJECTED, Reason.TOO_LARGE)]
 
 
 def test_a_second_message_at_a_stored_seq_is_fork_evidence(store):
@@ -93,45 +93,45 @@ def test_a_second_message_at_a_stored_seq_is_fork_evidence(store):
     twin.messages.append(one)
     conflicting = twin.append({"n": "other 2"})
     three = honest.append({"n": 3})
-    assert outcomes(store.ingest([one.raw, two.raw])) == [ACCEPTED, ACCEPTED]
-    results = store.ingest([conflicting.raw, three.raw])
+    assert outcomes(store.writes.ingest([one.raw, two.raw])) == [ACCEPTED, ACCEPTED]
+    results = store.writes.ingest([conflicting.raw, three.raw])
     assert outcomes(results) == [
         (Outcome.FORK, Reason.FORKED_FEED),
         (Outcome.REJECTED, Reason.FORKED_FEED),
     ]
     assert results[0].stored
     assert not results[1].stored
-    (evidence,) = store.evidence()
+    (evidence,) = store.feeds.evidence()
     assert evidence.kind == "fork" and evidence.invalid == {honest.public: 2}
     assert evidence.messages == sorted([two, conflicting], key=lambda m: m.id)
     # The feed ends before the fork on every node, whichever branch came first.
-    assert store.get(conflicting.id) == conflicting and store.get(two.id) == two
-    assert store.get_by_seq(honest.public, 2) is None
-    assert store.get(three.id) is None
+    assert store.feeds.get(conflicting.id) == conflicting and store.feeds.get(two.id) == two
+    assert store.feeds.get_by_seq(honest.public, 2) is None
+    assert store.feeds.get(three.id) is None
     assert [(f.head_seq, f.head_id, f.invalid_from) for f in store.feeds.held()] == [(1, one.id, 2)]
-    assert outcomes(store.ingest([conflicting.raw])) == [DUPLICATE]
+    assert outcomes(store.writes.ingest([conflicting.raw])) == [DUPLICATE]
 
 
 def test_a_fork_inside_one_batch_invalidates_the_feed_from_that_seq(store):
     honest, twin = Feed("alice"), Feed("alice")
     first = honest.append({"v": "a"})
     second = twin.append({"v": "b"})
-    results = store.ingest([first.raw, second.raw])
+    results = store.writes.ingest([first.raw, second.raw])
     assert outcomes(results) == [ACCEPTED, (Outcome.FORK, Reason.FORKED_FEED)]
-    assert store.get_by_seq(honest.public, 1) is None
-    assert store.invalid_feeds() == {honest.public: 1}
-    assert store.frontier() == {}
+    assert store.feeds.get_by_seq(honest.public, 1) is None
+    assert store.feeds.invalid_feeds() == {honest.public: 1}
+    assert store.feeds.frontier() == {}
 
 
 def test_everything_survives_closing_and_reopening(tmp_path):
     alice = Feed("alice")
     raws = [alice.append({"n": n}).raw for n in range(5)]
     with FeedStore(tmp_path / "db") as store:
-        store.ingest(raws)
+        store.writes.ingest(raws)
     with FeedStore(tmp_path / "db", create=False) as reopened:
-        assert reopened.frontier() == {alice.public: 5}
-        assert [m.raw for m in reopened.read_feed(alice.public)] == raws
-        assert reopened.check().ok
+        assert reopened.feeds.frontier() == {alice.public: 5}
+        assert [m.raw for m in reopened.feeds.read_feed(alice.public)] == raws
+        assert reopened.feeds.check().ok
 
 
 def test_opening_a_missing_store_without_create_fails(tmp_path):
@@ -147,15 +147,15 @@ def test_tangle_tips_follow_out_of_order_arrival(store):
     merge = bob.append(
         tangles={"chat": TangleLink(root.id, tuple(sorted((reply_a.id, reply_b.id))))}
     )
-    store.ingest([reply_b.raw])
-    assert store.tangle_tips(root.id, "chat") == []  # pending (no root yet): never a tip
-    store.ingest([root.raw])
-    assert store.tangle_tips(root.id, "chat") == [reply_b.id]
-    store.ingest([merge.raw])  # pending on reply_a: reply_b stays the tip
-    assert store.tangle_tips(root.id, "chat") == [reply_b.id]
-    store.ingest([reply_a.raw])
-    assert store.tangle_tips(root.id, "chat") == [merge.id]
-    assert store.check().ok
+    store.writes.ingest([reply_b.raw])
+    assert store.tangles.tangle_tips(root.id, "chat") == []  # pending (no root yet): never a tip
+    store.writes.ingest([root.raw])
+    assert store.tangles.tangle_tips(root.id, "chat") == [reply_b.id]
+    store.writes.ingest([merge.raw])  # pending on reply_a: reply_b stays the tip
+    assert store.tangles.tangle_tips(root.id, "chat") == [reply_b.id]
+    store.writes.ingest([reply_a.raw])
+    assert store.tangles.tangle_tips(root.id, "chat") == [merge.id]
+    assert store.feeds.check().ok
 
 
 def test_a_full_map_raises_store_full_and_keeps_what_was_committed(tmp_path):
@@ -165,11 +165,11 @@ def test_a_full_map_raises_store_full_and_keeps_what_was_committed(tmp_path):
         committed = 0
         with pytest.raises(StoreFull):
             for start in range(0, len(raws), 20):
-                store.ingest(raws[start : start + 20])
+                store.writes.ingest(raws[start : start + 20])
                 committed = start + 20
         assert 0 < committed < len(raws)
-        assert store.frontier() == {alice.public: committed}
-        assert store.check().ok
+        assert store.feeds.frontier() == {alice.public: committed}
+        assert store.feeds.check().ok
 
 
 def test_a_store_of_another_schema_is_refused(tmp_path):

@@ -38,12 +38,12 @@ def test_two_cores_store_what_one_core_stores(tmp_path, worker):
     batches = [b for pair in zip(batches, batches, strict=True) for b in pair]
     interval = sys.getswitchinterval()
     with FeedStore(tmp_path / "one") as one, FeedStore(tmp_path / "two") as two:
-        sequential = [outcomes(one.ingest(b)) for b in batches]
+        sequential = [outcomes(one.writes.ingest(b)) for b in batches]
         pipelined = [outcomes(r) for r in ingest_batches(two, batches, worker=worker)]
         assert pipelined == sequential
-        assert list(two.iter_raw()) == list(one.iter_raw())
-        assert two.processed(0, 10_000) == one.processed(0, 10_000)
-        assert two.check().ok
+        assert list(two.feeds.iter_raw()) == list(one.feeds.iter_raw())
+        assert two.feeds.processed(0, 10_000) == one.feeds.processed(0, 10_000)
+        assert two.feeds.check().ok
     assert sys.getswitchinterval() == interval  # restored
 
 
@@ -77,8 +77,8 @@ def test_a_dead_worker_leaves_the_outcome_unchanged(tmp_path, monkeypatch):
     raws = [m.raw for m in chat(feeds(4), 6)]
     batches = [raws[i : i + 5] for i in range(0, len(raws), 5)]
     with FeedStore(tmp_path / "one") as one, FeedStore(tmp_path / "two") as two:
-        sequential = [outcomes(one.ingest(b)) for b in batches]
+        sequential = [outcomes(one.writes.ingest(b)) for b in batches]
         pipelined = [outcomes(r) for r in ingest_batches(two, batches, worker=Worker.PROCESS)]
         assert killed  # the worker really died
         assert pipelined == sequential
-        assert list(two.iter_raw()) == list(one.iter_raw())
+        assert list(two.feeds.iter_raw()) == list(one.feeds.iter_raw())

@@ -15,31 +15,34 @@ from tests.factories import Feed, keypair
 
 def state(store):
     """Everything that must agree between honest nodes."""
-    timelines = {name: store.timeline(name) for name, _root, _tangle in store.timelines.held()}
+    timelines = {
+        name: store.timelines.timeline(name) for name, _root, _tangle in store.timelines.held()
+    }
     joined = {
-        name: store.timeline(store.timeline_name(root, tangle, "joined"))
+        name: store.timelines.timeline(store.timelines.timeline_name(root, tangle, "joined"))
         for name, root, tangle in store.timelines.held()
-        if root is not None and store.timeline_version(store.timeline_name(root, tangle, "joined"))
+        if root is not None
+        and store.timelines.timeline_version(store.timelines.timeline_name(root, tangle, "joined"))
     }
     tips = {
-        (root, tangle): store.tangle_tips(root, tangle)
+        (root, tangle): store.tangles.tangle_tips(root, tangle)
         for _name, root, tangle in store.timelines.held()
         if root is not None
     }
     return {
         "feeds": [(f.author, f.head_seq, f.head_id, f.invalid_from) for f in store.feeds.held()],
-        "messages": list(store.iter_raw()),
+        "messages": list(store.feeds.iter_raw()),
         "timelines": {name: entries for name, entries in timelines.items() if entries},
         "joined": {name: entries for name, entries in joined.items() if entries},
         "tips": {key: value for key, value in tips.items() if value},
-        "evidence": sorted(proof.id for proof in store.evidence()),
+        "evidence": sorted(proof.id for proof in store.feeds.evidence()),
     }
 
 
 def deliver(store, raws):
     """Ingest until nothing more is accepted (as repeated gossip rounds would)."""
     while True:
-        results = store.ingest(raws)
+        results = store.writes.ingest(raws)
         if not any(result.outcome is Outcome.ACCEPTED for result in results):
             return
 
@@ -48,9 +51,9 @@ def exchange(stores):
     """Every store learns every other store's proofs."""
     for _round in range(len(stores)):
         for giver in stores:
-            for proof in giver.evidence():
+            for proof in giver.feeds.evidence():
                 for taker in stores:
-                    taker.add_evidence([message.raw for message in proof.messages])
+                    taker.writes.add_evidence([message.raw for message in proof.messages])
 
 
 def framing(label: str = ""):
@@ -81,15 +84,17 @@ def test_a_message_naming_another_branch_cuts_only_the_forker_in_any_order(open_
     exchange(stores)
     first = state(stores[0])
     assert all(state(store) == first for store in stores[1:])
-    assert stores[0].invalid_feeds() == {mallory.public: 1}  # carol is whole
+    assert stores[0].feeds.invalid_feeds() == {mallory.public: 1}  # carol is whole
     assert {f.author: f.head_seq for f in stores[0].feeds.held()} == {
         mallory.public: 0,
         carol.public: 2,
     }
-    processed = {(feed, seq) for _index, feed, seq in stores[0].processed()}
+    processed = {(feed, seq) for _index, feed, seq in stores[0].feeds.processed()}
     assert {(carol.public, 1), (carol.public, 2)} <= processed
-    assert all(store.stalls() == [] and store.suspected_forks() == [] for store in stores)
-    assert all(store.check().ok for store in stores)
+    assert all(
+        store.feeds.stalls() == [] and store.feeds.suspected_forks() == [] for store in stores
+    )
+    assert all(store.feeds.check().ok for store in stores)
 
 
 def test_a_message_and_one_it_names_prove_nothing(open_store):
@@ -97,8 +102,8 @@ def test_a_message_and_one_it_names_prove_nothing(open_store):
     store = open_store()
     deliver(store, [m1.raw, post.raw])
     with pytest.raises(InvalidProof):
-        store.add_evidence([m1_twin.raw, post.raw])  # what cut carol under format 1
-    assert store.invalid_feeds() == {}
+        store.writes.add_evidence([m1_twin.raw, post.raw])  # what cut carol under format 1
+    assert store.feeds.invalid_feeds() == {}
 
 
 def test_a_branch_named_before_the_proof_is_a_suspected_fork_until_the_proof(open_store):
@@ -112,17 +117,18 @@ def test_a_branch_named_before_the_proof_is_a_suspected_fork_until_the_proof(ope
         deliver(store, first)
         deliver(store, [b1.raw])
         suspects = {
-            (s.feed, s.seq, s.by_feed, s.named_tag, s.held_tag) for s in store.suspected_forks()
+            (s.feed, s.seq, s.by_feed, s.named_tag, s.held_tag)
+            for s in store.feeds.suspected_forks()
         }
         assert (mallory.public, 1, bob.public, m1.id[:16], m1_twin.id[:16]) in suspects
-        stalls = {(s.feed, s.needs_feed, s.needs_seq, s.needs_tag) for s in store.stalls()}
+        stalls = {(s.feed, s.needs_feed, s.needs_seq, s.needs_tag) for s in store.feeds.stalls()}
         assert (bob.public, mallory.public, 1, m1.id[:16]) in stalls
         deliver(store, [m1.raw])  # the other branch arrives: the proof, and bob goes on
-        assert store.invalid_feeds() == {mallory.public: 1}
-        assert store.suspected_forks() == [] and store.stalls() == []
-        processed = {(feed, seq) for _index, feed, seq in store.processed()}
+        assert store.feeds.invalid_feeds() == {mallory.public: 1}
+        assert store.feeds.suspected_forks() == [] and store.feeds.stalls() == []
+        processed = {(feed, seq) for _index, feed, seq in store.feeds.processed()}
         assert (bob.public, 1) in processed
-        assert store.check().ok
+        assert store.feeds.check().ok
 
 
 def test_a_fork_found_late_removes_the_branch_from_every_timeline(open_store):
@@ -140,19 +146,21 @@ def test_a_fork_found_late_removes_the_branch_from_every_timeline(open_store):
     other = twin.append({"n": "other 2"})
     late, early = open_store("late"), open_store("early")
     deliver(late, [m.raw for m in alice.messages] + [reply.raw])
-    assert late.tangle_tips(root.id, "chat") == [reply.id]
-    (result,) = late.ingest([other.raw])
+    assert late.tangles.tangle_tips(root.id, "chat") == [reply.id]
+    (result,) = late.writes.ingest([other.raw])
     assert result.outcome is Outcome.FORK
     deliver(early, [root.raw, other.raw, alice.messages[1].raw, third.raw, reply.raw])
     assert state(late) == state(early)
-    assert late.invalid_feeds() == {alice.public: 2}
+    assert late.feeds.invalid_feeds() == {alice.public: 2}
     # The reply stays, pending on the removed message: the root is the only tip again.
-    assert late.tangle_tips(root.id, "chat") == [root.id]
-    assert late.timeline(late.timeline_name(root.id, "chat", "joined")) == [(0, root.id)]
-    assert [entry[1] for entry in late.timeline(late.timeline_name(root.id, "chat"))] == sorted(
-        [root.id, reply.id], key=lambda i: (i != root.id, i)
-    )
-    assert late.check().ok and early.check().ok
+    assert late.tangles.tangle_tips(root.id, "chat") == [root.id]
+    assert late.timelines.timeline(late.timelines.timeline_name(root.id, "chat", "joined")) == [
+        (0, root.id)
+    ]
+    assert [
+        entry[1] for entry in late.timelines.timeline(late.timelines.timeline_name(root.id, "chat"))
+    ] == sorted([root.id, reply.id], key=lambda i: (i != root.id, i))
+    assert late.feeds.check().ok and early.feeds.check().ok
 
 
 def test_one_proof_per_feed_the_lowest_wins_and_the_rest_is_dropped(open_store):
@@ -165,22 +173,27 @@ def test_one_proof_per_feed_the_lowest_wins_and_the_rest_is_dropped(open_store):
         branch.append({"branch": n})
     store = open_store()
     deliver(store, [m.raw for m in alice.messages])
-    store.add_evidence([alice.messages[4].raw, branch.messages[4].raw])  # a fork at seq 5
-    assert store.invalid_feeds() == {alice.public: 5}
-    store.add_evidence([alice.messages[1].raw, branch.messages[1].raw])  # the same fork, at 2
-    assert store.invalid_feeds() == {alice.public: 2}
-    (proof,) = store.evidence()
+    store.writes.add_evidence([alice.messages[4].raw, branch.messages[4].raw])  # a fork at seq 5
+    assert store.feeds.invalid_feeds() == {alice.public: 5}
+    store.writes.add_evidence(
+        [alice.messages[1].raw, branch.messages[1].raw]
+    )  # the same fork, at 2
+    assert store.feeds.invalid_feeds() == {alice.public: 2}
+    (proof,) = store.feeds.evidence()
     assert {m.seq for m in proof.messages} == {2}
-    assert store.statistics()["evidence"] == 2
+    assert store.feeds.statistics()["evidence"] == 2
     variants = [Feed(alice.keypair) for _ in range(3)]
     for variant in variants:
         variant.messages = alice.messages[:1]
         variant.append({"variant": id(variant)})
-    results = store.ingest([variant.messages[1].raw for variant in variants])
+    results = store.writes.ingest([variant.messages[1].raw for variant in variants])
     assert {(r.outcome, r.reason) for r in results} == {(Outcome.REJECTED, Reason.FORKED_FEED)}
-    assert store.statistics()["evidence"] == 2
-    assert store.add_evidence([alice.messages[1].raw, branch.messages[1].raw]) == ("known", {})
-    assert store.check().ok
+    assert store.feeds.statistics()["evidence"] == 2
+    assert store.writes.add_evidence([alice.messages[1].raw, branch.messages[1].raw]) == (
+        "known",
+        {},
+    )
+    assert store.feeds.check().ok
 
 
 def test_evidence_that_proves_nothing_is_refused(open_store):
@@ -189,19 +202,19 @@ def test_evidence_that_proves_nothing_is_refused(open_store):
     b1 = bob.append(timeframe={alice.public: 1})
     store = open_store()
     with pytest.raises(InvalidProof):
-        store.add_evidence([a1.raw, a2.raw])  # one author, two seqs
+        store.writes.add_evidence([a1.raw, a2.raw])  # one author, two seqs
     with pytest.raises(InvalidProof):
-        store.add_evidence([a1.raw, b1.raw])  # two authors
+        store.writes.add_evidence([a1.raw, b1.raw])  # two authors
     with pytest.raises(InvalidProof):
-        store.add_evidence([a1.raw])
+        store.writes.add_evidence([a1.raw])
     twin = Feed(alice.keypair).append({"other": 1})
     with pytest.raises(InvalidProof):
-        store.add_evidence([a1.raw, twin.raw, b1.raw])  # a fork and one more
+        store.writes.add_evidence([a1.raw, twin.raw, b1.raw])  # a fork and one more
     forged = bytearray(twin.raw)
     forged[-1] ^= 1
     with pytest.raises(InvalidMessage):
-        store.add_evidence([bytes(forged), a1.raw])
-    assert store.invalid_feeds() == {} and store.evidence() == []
+        store.writes.add_evidence([bytes(forged), a1.raw])
+    assert store.feeds.invalid_feeds() == {} and store.feeds.evidence() == []
 
 
 def forks_of_one_seq(count: int):
@@ -219,24 +232,24 @@ def test_two_proofs_that_cut_a_feed_at_one_seq_every_node_keeps_the_lower_id(ope
     high_first, low_first = open_store("high-first"), open_store("low-first")
     deliver(high_first, [m.raw for m in high.messages])
     deliver(low_first, [m.raw for m in low.messages])
-    assert [p.id for p in high_first.evidence()] == [high.id]
+    assert [p.id for p in high_first.feeds.evidence()] == [high.id]
     exchange([high_first, low_first])
     assert state(high_first) == state(low_first)
-    assert high_first.invalid_feeds() == {alice.public: 1}
-    assert [p.id for p in high_first.evidence()] == [low.id]
-    assert high_first.check().ok and low_first.check().ok
+    assert high_first.feeds.invalid_feeds() == {alice.public: 1}
+    assert [p.id for p in high_first.feeds.evidence()] == [low.id]
+    assert high_first.feeds.check().ok and low_first.feeds.check().ok
 
 
 def test_a_proof_that_only_ties_is_new_once_and_then_known(open_store):
     alice, _first, (low, high) = forks_of_one_seq(3)
     store = open_store()
-    assert store.add_evidence([m.raw for m in high.messages]) == ("new", {alice.public: 1})
+    assert store.writes.add_evidence([m.raw for m in high.messages]) == ("new", {alice.public: 1})
     # It cuts nothing more, but replaces the kept proof: new, to be passed on.
-    assert store.add_evidence([m.raw for m in low.messages]) == ("new", {})
-    assert store.add_evidence([m.raw for m in low.messages]) == ("known", {})
-    assert store.add_evidence([m.raw for m in high.messages]) == ("known", {})
-    assert [proof.kind for proof in store.evidence()] == [ProofKind.FORK]
-    assert store.check().ok
+    assert store.writes.add_evidence([m.raw for m in low.messages]) == ("new", {})
+    assert store.writes.add_evidence([m.raw for m in low.messages]) == ("known", {})
+    assert store.writes.add_evidence([m.raw for m in high.messages]) == ("known", {})
+    assert [proof.kind for proof in store.feeds.evidence()] == [ProofKind.FORK]
+    assert store.feeds.check().ok
 
 
 def test_a_reference_to_a_cut_message_does_not_hold_finality_back_for_ever(open_store):
@@ -254,15 +267,15 @@ def test_a_reference_to_a_cut_message_does_not_hold_finality_back_for_ever(open_
     store = open_store()
     deliver(store, [m.raw for m in alice.messages + carol.messages])
     deliver(store, [twin.messages[1].raw])
-    assert store.invalid_feeds() == {alice.public: 2}
+    assert store.feeds.invalid_feeds() == {alice.public: 2}
     # Everything is final: only carol can still write, above her head.
-    assert store.spacetime_final() == len(store.timeline(SPACETIME)) == 5
+    assert store.timelines.spacetime_final() == len(store.timelines.timeline(SPACETIME)) == 5
     # A reference to a message that may still come bounds as before.
     dave = Feed("dave")
     dave.append({"d": 1}, timeframe={carol.public: 6})
     deliver(store, [dave.messages[0].raw])
-    assert store.spacetime_final() == 0  # dave:1 ranks 0 and waits for carol:6
-    assert store.check().ok
+    assert store.timelines.spacetime_final() == 0  # dave:1 ranks 0 and waits for carol:6
+    assert store.feeds.check().ok
 
 
 def test_a_suspicion_does_not_depend_on_which_branch_came_first(open_store):
@@ -278,18 +291,18 @@ def test_a_suspicion_does_not_depend_on_which_branch_came_first(open_store):
     for label, order in [("h1-first", [x1, h1, x2b]), ("x2b-first", [x1, x2b, h1])]:
         store = open_store(label)
         for message in order:
-            store.ingest([message.raw])
+            store.writes.ingest([message.raw])
         reports.append(
             (
                 [
                     (s.feed, s.needs_feed, s.needs_seq, s.needs_tag, s.suspected)
-                    for s in store.stalls()
+                    for s in store.feeds.stalls()
                 ],
-                [(s.feed, s.seq, s.by_feed) for s in store.suspected_forks()],
+                [(s.feed, s.seq, s.by_feed) for s in store.feeds.suspected_forks()],
             )
         )
-        store.ingest([x2a.raw])  # the other branch: the proof
-        assert store.invalid_feeds() == {x.public: 2} and store.stalls() == []
+        store.writes.ingest([x2a.raw])  # the other branch: the proof
+        assert store.feeds.invalid_feeds() == {x.public: 2} and store.feeds.stalls() == []
     assert (
         reports[0]
         == reports[1]
@@ -311,7 +324,7 @@ def test_a_head_only_a_cut_message_named_is_named_again(open_store):
     for label, batches in [("late", [[g1, x1], [x1b]]), ("early", [[g1, x1b], [x1]])]:
         store = open_store(label, keypair=keypair(f"cut-head-{label}"))
         for batch in batches:
-            store.ingest([m.raw for m in batch])
-        assert store.invalid_feeds() == {x.public: 1}
-        named.append(store.publish({"p": 1}).named())
+            store.writes.ingest([m.raw for m in batch])
+        assert store.feeds.invalid_feeds() == {x.public: 1}
+        named.append(store.writes.publish({"p": 1}).named())
     assert named[0] == named[1] == {g.public: (1, g1.id[:16])}

@@ -16,8 +16,10 @@ def link(root, *previous):
 
 def views(store, root):
     """(full order with states, joined order) of tangle chat/root."""
-    full = store.timeline_at(store.timeline_name(root.id, "chat"), states=True)[1]
-    joined = store.timeline(store.timeline_name(root.id, "chat", "joined"))
+    full = store.timelines.timeline_at(store.timelines.timeline_name(root.id, "chat"), states=True)[
+        1
+    ]
+    joined = store.timelines.timeline(store.timelines.timeline_name(root.id, "chat", "joined"))
     return full, joined
 
 
@@ -26,15 +28,15 @@ def states(store, root):
 
 
 def joined_log_is_inserts_only(store, root):
-    name = store.timeline_name(root.id, "chat", "joined")
-    commands = store.timeline_commands(name, 0)
+    name = store.timelines.timeline_name(root.id, "chat", "joined")
+    commands = store.timelines.timeline_commands(name, 0)
     return all(isinstance(command, Insert) for command in commands) and len(commands) == len(
-        store.timeline(name)
+        store.timelines.timeline(name)
     )
 
 
 def ingest(store, *messages):
-    results = store.ingest([m.raw for m in messages])
+    results = store.writes.ingest([m.raw for m in messages])
     assert {r.outcome for r in results} == {Outcome.ACCEPTED}, results
 
 
@@ -48,9 +50,9 @@ def test_members_arriving_in_order_join_at_once(store):
     full, joined = views(store, root)
     assert [entry[2] for entry in full] == ["joined"] * 4
     assert joined == [entry[:2] for entry in full]
-    assert store.tangle_tips(root.id, "chat") == [m.id]
+    assert store.tangles.tangle_tips(root.id, "chat") == [m.id]
     assert joined_log_is_inserts_only(store, root)
-    assert store.check().ok
+    assert store.feeds.check().ok
 
 
 def test_set_aside_members_join_when_what_they_name_arrives(store):
@@ -61,20 +63,22 @@ def test_set_aside_members_join_when_what_they_name_arrives(store):
     c = carol.append(tangles=link(root, b))
     ingest(store, b, c)
     assert states(store, root) == {b.id: "pending", c.id: "pending"}
-    assert store.timeline(store.timeline_name(root.id, "chat", "joined")) == []
-    assert store.tangle_tips(root.id, "chat") == []
-    _placement, state = store.timeline_member(store.timeline_name(root.id, "chat"), c.id)
+    assert store.timelines.timeline(store.timelines.timeline_name(root.id, "chat", "joined")) == []
+    assert store.tangles.tangle_tips(root.id, "chat") == []
+    _placement, state = store.timelines.timeline_member(
+        store.timelines.timeline_name(root.id, "chat"), c.id
+    )
     assert (state.state, state.waiting) == ("pending", (b.id,))
     ingest(store, root)
     assert states(store, root) == {root.id: "joined", b.id: "pending", c.id: "pending"}
-    assert store.tangle_tips(root.id, "chat") == [root.id]
+    assert store.tangles.tangle_tips(root.id, "chat") == [root.id]
     ingest(store, a)  # joins, and b and c after it
     full, joined = views(store, root)
     assert set(states(store, root).values()) == {"joined"}
     assert joined == [entry[:2] for entry in full]
-    assert store.tangle_tips(root.id, "chat") == [c.id]
+    assert store.tangles.tangle_tips(root.id, "chat") == [c.id]
     assert joined_log_is_inserts_only(store, root)
-    assert store.check().ok
+    assert store.feeds.check().ok
 
 
 def test_a_previous_outside_the_tangle_makes_a_member_invalid_in_either_order(open_store):
@@ -97,11 +101,11 @@ def test_a_previous_outside_the_tangle_makes_a_member_invalid_in_either_order(op
             bad.id: "invalid",
             late.id: "pending",
         }
-        name = store.timeline_name(root.id, "chat")
-        assert store.timeline_member(name, bad.id)[1].reason == "previous-outside-tangle"
-        assert store.timeline_member(name, late.id)[1].waiting == (bad.id,)
-        assert store.tangle_tips(root.id, "chat") == [good.id]
-        assert store.check().ok
+        name = store.timelines.timeline_name(root.id, "chat")
+        assert store.timelines.timeline_member(name, bad.id)[1].reason == "previous-outside-tangle"
+        assert store.timelines.timeline_member(name, late.id)[1].waiting == (bad.id,)
+        assert store.tangles.tangle_tips(root.id, "chat") == [good.id]
+        assert store.feeds.check().ok
     assert views(first, root) == views(second, root)
 
 
@@ -118,12 +122,12 @@ def test_a_root_that_does_not_root_the_tangle_makes_its_members_invalid(open_sto
     ingest(second, post)
     for store in (first, second):
         assert states(store, post) == {member.id: "invalid", follower.id: "invalid"}
-        name = store.timeline_name(post.id, "chat")
-        assert store.timeline_member(name, follower.id)[1].reason == "root-not-a-root"
-        assert store.tangle_tips(post.id, "chat") == []
+        name = store.timelines.timeline_name(post.id, "chat")
+        assert store.timelines.timeline_member(name, follower.id)[1].reason == "root-not-a-root"
+        assert store.tangles.tangle_tips(post.id, "chat") == []
         with pytest.raises(UnknownTangle):
-            store.publish({"x": 1}, {"chat": post.id})
-        assert store.check().ok
+            store.writes.publish({"x": 1}, {"chat": post.id})
+        assert store.feeds.check().ok
 
 
 def test_publish_cites_only_joined_tips(store):
@@ -134,12 +138,12 @@ def test_publish_cites_only_joined_tips(store):
     waiting = bob.append(tangles=link(root, a, b))  # pending on a
     ingest(store, b, waiting)
     with pytest.raises(UnknownTangle):  # nothing joined yet: no root
-        store.publish({"x": 1}, {"chat": root.id})
+        store.writes.publish({"x": 1}, {"chat": root.id})
     ingest(store, root)
-    mine = store.publish({"x": 2}, {"chat": root.id})
+    mine = store.writes.publish({"x": 2}, {"chat": root.id})
     assert mine.tangles["chat"].previous == (b.id,)  # not `waiting`
     assert states(store, root)[mine.id] == "joined"
-    assert store.check().ok
+    assert store.feeds.check().ok
 
 
 def test_check_finds_a_wrong_state_row(open_store, tmp_path):
@@ -151,7 +155,7 @@ def test_check_finds_a_wrong_state_row(open_store, tmp_path):
     with tamper(tmp_path / "tampered") as (txn, tables):
         key = next(iter(txn.cursor(db=tables.tangle_state).iternext(values=False)))
         txn.put(key, b"p\x00\x00", db=tables.tangle_state)
-    report = open_store("tampered").check()
+    report = open_store("tampered").feeds.check()
     assert any("tangle-state differs" in problem for problem in report.problems)
 
 
@@ -166,15 +170,17 @@ def test_a_removed_member_takes_its_joined_descendants_out_of_the_view(open_stor
     late, never = open_store("late"), open_store("never")
     ingest(late, root, a, b, c)
     assert set(states(late, root).values()) == {"joined"}
-    (result,) = late.ingest([other.raw])
+    (result,) = late.writes.ingest([other.raw])
     assert result.outcome is Outcome.FORK
     ingest(never, root, b, c)
-    never.add_evidence([a.raw, other.raw])
+    never.writes.add_evidence([a.raw, other.raw])
     for store in (late, never):
         assert states(store, root) == {root.id: "joined", b.id: "pending", c.id: "pending"}
-        assert store.timeline(store.timeline_name(root.id, "chat", "joined")) == [(0, root.id)]
-        assert store.tangle_tips(root.id, "chat") == [root.id]
-        assert store.check().ok
+        assert store.timelines.timeline(
+            store.timelines.timeline_name(root.id, "chat", "joined")
+        ) == [(0, root.id)]
+        assert store.tangles.tangle_tips(root.id, "chat") == [root.id]
+        assert store.feeds.check().ok
 
 
 def test_a_crafted_previous_list_never_crashes_nor_splits_stores(open_store):
@@ -195,10 +201,14 @@ def test_a_crafted_previous_list_never_crashes_nor_splits_stores(open_store):
     ingest(first, root, other, member, hostile)
     ingest(second, hostile, member, other, root)
     for store in (first, second):
-        name = store.timeline_name(root.id, "chat")
-        assert store.timeline_member(name, hostile.id)[1].reason == "previous-outside-tangle"
-        other_name = store.timeline_name(root.id, "other")
-        assert store.timeline_member(other_name, hostile.id)[1].reason == "root-not-a-root"
-        assert store.tangle_tips(root.id, "chat") == [member.id]
-        assert store.check().ok
+        name = store.timelines.timeline_name(root.id, "chat")
+        assert (
+            store.timelines.timeline_member(name, hostile.id)[1].reason == "previous-outside-tangle"
+        )
+        other_name = store.timelines.timeline_name(root.id, "other")
+        assert (
+            store.timelines.timeline_member(other_name, hostile.id)[1].reason == "root-not-a-root"
+        )
+        assert store.tangles.tangle_tips(root.id, "chat") == [member.id]
+        assert store.feeds.check().ok
     assert views(first, root) == views(second, root)

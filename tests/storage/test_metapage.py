@@ -26,7 +26,7 @@ def store_dir(tmp_path):
     path = tmp_path / "store"
     with FeedStore(path, keypair=keypair("me"), map_size=64 * 2**20) as store:
         for number in range(5):
-            store.publish({"n": number})
+            store.writes.publish({"n": number})
     return path
 
 

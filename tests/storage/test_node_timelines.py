@@ -11,7 +11,7 @@ from tanglenode.storage.feeds.ingest import Outcome
 from tests.factories import Feed
 from tests.timeline_oracle import rank_order
 
-SPACETIME = None  # FeedStore.timeline_name(None)
+SPACETIME = None  # store.timelines.timeline_name(None)
 
 
 def spacetime_oracle(messages):
@@ -40,13 +40,13 @@ def test_tangle_timeline_follows_previous_links_in_any_arrival_order(open_store)
         raws = [m.raw for m in members]
         random.Random(seed).shuffle(raws)
         for raw in raws:  # one at a time, so referenced messages often come later
-            store.ingest([raw])
-        timeline = store.timeline_name(root.id, "chat")
-        assert [msg_id for _rank, msg_id in store.timeline(timeline)] == expected
-        commands = store.timeline_commands(timeline, 0)
+            store.writes.ingest([raw])
+        timeline = store.timelines.timeline_name(root.id, "chat")
+        assert [msg_id for _rank, msg_id in store.timelines.timeline(timeline)] == expected
+        commands = store.timelines.timeline_commands(timeline, 0)
         assert apply_commands([], commands) == expected
-        assert store.timeline_version(timeline) == len(commands)
-        placement = store.timeline_placement(timeline, a2.id)
+        assert store.timelines.timeline_version(timeline) == len(commands)
+        placement = store.timelines.timeline_placement(timeline, a2.id)
         assert (placement.position, placement.rank) == (3, 2)
 
 
@@ -57,13 +57,15 @@ def test_spacetime_edges_are_prev_and_timeframe(store):
     c1 = carol.append(timeframe={bob.public: 1})  # bob:1 arrives after carol's message
     a2 = alice.append(timeframe={carol.public: 1})
     for raw in (c1.raw, a1.raw, a2.raw, b1.raw):
-        store.ingest([raw])
-    mine = store.publish("after all")
+        store.writes.ingest([raw])
+    mine = store.writes.publish("after all")
     everything = [a1, b1, c1, a2, mine]
-    spacetime = store.timeline_name(None)
-    assert [msg_id for _r, msg_id in store.timeline(spacetime)] == spacetime_oracle(everything)
-    assert [rank for rank, _id in store.timeline(spacetime)] == [0, 1, 2, 3, 4]
-    assert store.timeline_placement(spacetime, c1.id).rank == 2
+    spacetime = store.timelines.timeline_name(None)
+    assert [msg_id for _r, msg_id in store.timelines.timeline(spacetime)] == spacetime_oracle(
+        everything
+    )
+    assert [rank for rank, _id in store.timelines.timeline(spacetime)] == [0, 1, 2, 3, 4]
+    assert store.timelines.timeline_placement(spacetime, c1.id).rank == 2
 
 
 def test_an_entry_naming_one_branch_never_links_the_other(store):
@@ -74,14 +76,16 @@ def test_an_entry_naming_one_branch_never_links_the_other(store):
     b2 = Feed(bob.keypair)  # bob's next names the branch bob did see, through b1 only
     b2.messages = [b1]
     later = b2.append({"n": 2})
-    spacetime = store.timeline_name(None)
-    assert [r.outcome for r in store.ingest([other.raw, b1.raw, later.raw])] == ["accepted"] * 3
+    spacetime = store.timelines.timeline_name(None)
+    assert [r.outcome for r in store.writes.ingest([other.raw, b1.raw, later.raw])] == [
+        "accepted"
+    ] * 3
     # b1 names a1, not `other` at the same seq: its link waits, so it ranks 0
-    assert store.timeline(spacetime) == sorted([(0, other.id), (0, b1.id), (1, later.id)])
-    (result,) = store.ingest([a1.raw])  # the fork: alice is cut, bob keeps what it named
+    assert store.timelines.timeline(spacetime) == sorted([(0, other.id), (0, b1.id), (1, later.id)])
+    (result,) = store.writes.ingest([a1.raw])  # the fork: alice is cut, bob keeps what it named
     assert (result.outcome, result.reason) == (Outcome.FORK, Reason.FORKED_FEED)
-    assert store.timeline(spacetime) == [(0, b1.id), (1, later.id)]
-    assert store.check().ok
+    assert store.timelines.timeline(spacetime) == [(0, b1.id), (1, later.id)]
+    assert store.feeds.check().ok
 
 
 @pytest.mark.parametrize("style", ["random entries", "whole frontier"])
@@ -115,9 +119,11 @@ def test_large_random_batches_match_the_oracle(store, style):
             batch.append(rng.choice(live).pop(0))
         batches.append(batch)
     for batch in batches:
-        assert {r.outcome for r in store.ingest(batch)} == {Outcome.ACCEPTED}
-    spacetime = store.timeline_name(None)
-    ordered = [msg_id for _rank, msg_id in store.timeline(spacetime)]
+        assert {r.outcome for r in store.writes.ingest(batch)} == {Outcome.ACCEPTED}
+    spacetime = store.timelines.timeline_name(None)
+    ordered = [msg_id for _rank, msg_id in store.timelines.timeline(spacetime)]
     assert ordered == spacetime_oracle(messages)
-    assert apply_commands([], store.timeline_commands(spacetime, 0, limit=10**6)) == ordered
-    assert store.timeline(spacetime, 10, 13) == store.timeline(spacetime)[10:13]
+    assert (
+        apply_commands([], store.timelines.timeline_commands(spacetime, 0, limit=10**6)) == ordered
+    )
+    assert store.timelines.timeline(spacetime, 10, 13) == store.timelines.timeline(spacetime)[10:13]

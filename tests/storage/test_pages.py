@@ -26,9 +26,9 @@ class CountingEnv:
 
 @pytest.fixture
 def chat(store):
-    root = store.publish("root", {"chat": None})
+    root = store.writes.publish("root", {"chat": None})
     for n in range(30):
-        store.publish({"n": n, "pad": "x" * 1000}, {"chat": root.id})
+        store.writes.publish({"n": n, "pad": "x" * 1000}, {"chat": root.id})
     return timeline_name(root.id, "chat")
 
 
@@ -39,46 +39,49 @@ def counted(store) -> CountingEnv:
 
 
 def test_a_processed_page_is_one_transaction_and_equals_reading_each_message(store, chat):
-    expected = [(index, store.get_by_seq(feed, seq)) for index, feed, seq in store.processed(3, 20)]
+    expected = [
+        (index, store.feeds.get_by_seq(feed, seq))
+        for index, feed, seq in store.feeds.processed(3, 20)
+    ]
     env = counted(store)
-    assert store.processed_page(3, 20) == expected
+    assert store.feeds.processed_page(3, 20) == expected
     assert env.begun == 1
     assert len(expected) == 20 and [index for index, _m in expected] == list(range(3, 23))
 
 
 def test_a_processed_page_stops_at_the_byte_cap_with_the_message_that_reaches_it(store, chat):
-    page = store.processed_page(0, 1000, max_bytes=5000)
+    page = store.feeds.processed_page(0, 1000, max_bytes=5000)
     sizes = [len(message.raw) for _index, message in page]
     assert sum(sizes[:-1]) < 5000 <= sum(sizes)
-    assert store.processed_page(10_000) == []
+    assert store.feeds.processed_page(10_000) == []
 
 
 def test_timeline_updates_are_one_transaction_with_each_inserted_message(store, chat):
-    head = store.timeline_version(chat)
-    commands = store.timeline_commands(chat, 4, 1000)
+    head = store.timelines.timeline_version(chat)
+    commands = store.timelines.timeline_commands(chat, 4, 1000)
     expected = [
-        (command, store.get(command.id) if isinstance(command, Insert) else None)
+        (command, store.feeds.get(command.id) if isinstance(command, Insert) else None)
         for command in commands
     ]
     env = counted(store)
-    assert store.timeline_updates(chat, 4) == (head, expected)
+    assert store.timelines.timeline_updates(chat, 4) == (head, expected)
     assert env.begun == 1
-    assert store.timeline_log(chat, 4, 1000) == (head, commands)
+    assert store.timelines.timeline_log(chat, 4, 1000) == (head, commands)
     assert env.begun == 2
 
 
 def test_timeline_updates_stop_at_the_byte_cap(store, chat):
-    head, updates = store.timeline_updates(chat, 0, 1000, max_bytes=4000)
+    head, updates = store.timelines.timeline_updates(chat, 0, 1000, max_bytes=4000)
     sizes = [len(message.raw) for _command, message in updates if message]
     assert sum(sizes[:-1]) < 4000 <= sum(sizes) and len(updates) < head
-    _head, limited = store.timeline_updates(chat, 0, 3)
+    _head, limited = store.timelines.timeline_updates(chat, 0, 3)
     assert len(limited) == 3
 
 
 def test_a_timeline_not_created_yet_has_no_updates(store, open_store):
     unknown = timeline_name(b"\x01" * 32, "chat")
-    assert store.timeline_updates(unknown, 0) == (0, [])
-    assert store.timeline_updates(SPACETIME, 0) == (0, [])  # an empty store
-    assert store.timeline_log(SPACETIME, 0) == (0, [])
+    assert store.timelines.timeline_updates(unknown, 0) == (0, [])
+    assert store.timelines.timeline_updates(SPACETIME, 0) == (0, [])  # an empty store
+    assert store.timelines.timeline_log(SPACETIME, 0) == (0, [])
     with pytest.raises(UnknownTimeline):
-        store.timeline_log(unknown, 0)  # as timeline_version: `not-found` over IPC
+        store.timelines.timeline_log(unknown, 0)  # as timeline_version: `not-found` over IPC

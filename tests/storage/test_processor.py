@@ -9,7 +9,7 @@ from tests.factories import Feed
 
 
 def processed(store):
-    return [(feed, seq) for _index, feed, seq in store.processed(0, 10**6)]
+    return [(feed, seq) for _index, feed, seq in store.feeds.processed(0, 10**6)]
 
 
 def test_seed_003_example_processes_b_before_a(open_store):
@@ -22,11 +22,11 @@ def test_seed_003_example_processes_b_before_a(open_store):
     b.append(timeframe={a.public: 2})
     a3 = a.append(timeframe={b.public: 3})
     store = open_store()
-    store.ingest([a3.raw, *[m.raw for m in a.messages[:2]], *[m.raw for m in b.messages]])
+    store.writes.ingest([a3.raw, *[m.raw for m in a.messages[:2]], *[m.raw for m in b.messages]])
     order = processed(store)
     assert order.index((b.public, 3)) < order.index((a.public, 3))
     assert len(order) == 6
-    assert store.processed_frontier() == {a.public: 3, b.public: 3}
+    assert store.feeds.processed_frontier() == {a.public: 3, b.public: 3}
 
 
 def test_a_missing_dependency_is_a_stall_until_it_arrives(open_store):
@@ -34,13 +34,13 @@ def test_a_missing_dependency_is_a_stall_until_it_arrives(open_store):
     b1 = b.append()
     a1 = a.append(timeframe={b.public: 1})
     store = open_store()
-    store.ingest([a1.raw])
+    store.writes.ingest([a1.raw])
     assert processed(store) == []
-    [stall] = store.stalls()
+    [stall] = store.feeds.stalls()
     assert (stall.feed, stall.seq, stall.needs_feed, stall.needs_seq) == (a.public, 1, b.public, 1)
-    store.ingest([b1.raw])
+    store.writes.ingest([b1.raw])
     assert processed(store) == [(b.public, 1), (a.public, 1)]
-    assert store.stalls() == []
+    assert store.feeds.stalls() == []
 
 
 def test_publish_uses_the_processed_frontier_as_timeframe(open_store):
@@ -50,8 +50,8 @@ def test_publish_uses_the_processed_frontier_as_timeframe(open_store):
     o1 = other.append()
     o2 = other.append(timeframe={keypair("me").public: 5})  # waits on a message of ours
     store = open_store(keypair=keypair("me"))
-    store.ingest([o1.raw, o2.raw])
-    mine = store.publish("hello")
+    store.writes.ingest([o1.raw, o2.raw])
+    mine = store.writes.publish("hello")
     assert mine.timeframe == {other.public: 1}  # o2 is stored but not processed
 
 
@@ -104,6 +104,6 @@ def test_store_matches_the_model_under_random_delivery(tmp_path_factory, seed, w
     batches = [messages[i:j] for i, j in zip([0, *cuts], [*cuts, len(messages)], strict=True)]
     with FeedStore(tmp_path_factory.mktemp("proc"), map_size=2**26) as store:
         for batch in batches:
-            store.ingest([m.raw for m in batch])
+            store.writes.ingest([m.raw for m in batch])
         assert processed(store) == model_order(feeds, batches)
         assert len(processed(store)) == len(messages)  # nothing can deadlock

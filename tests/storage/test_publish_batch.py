@@ -1,4 +1,4 @@
-"""`FeedStore.publish_batch`: many of our messages in one transaction, each refusal its own."""
+"""`store.writes.publish_batch`: many of our messages in one transaction, each refusal its own."""
 
 import pytest
 
@@ -13,8 +13,8 @@ ME = keypair("me")
 
 
 def test_a_batch_chains_our_feed_and_the_tangle_in_request_order(store):
-    root = store.publish({"type": "thread"}, {"chat": None})
-    results = store.publish_batch([({"n": n}, {"chat": root.id}) for n in range(5)])
+    root = store.writes.publish({"type": "thread"}, {"chat": None})
+    results = store.writes.publish_batch([({"n": n}, {"chat": root.id}) for n in range(5)])
     assert all(isinstance(result, Message) for result in results)
     assert [m.seq for m in results] == [2, 3, 4, 5, 6]
     assert [m.content for m in results] == [{"n": n} for n in range(5)]
@@ -24,14 +24,14 @@ def test_a_batch_chains_our_feed_and_the_tangle_in_request_order(store):
         assert message.tangles["chat"].previous == (previous.id,)  # the tip the one before left
         assert decode_message(message.raw) == message  # a receiver accepts each
         previous = message
-    assert store.read_feed(ME.public) == [root, *results]
-    assert store.tangle_tips(root.id, "chat") == [results[-1].id]
+    assert store.feeds.read_feed(ME.public) == [root, *results]
+    assert store.tangles.tangle_tips(root.id, "chat") == [results[-1].id]
     assert read_own_head(store.own_head_path) == OwnHead(ME.public, 6, results[-1].id)
 
 
 def test_each_refused_request_gets_its_own_error_and_the_others_commit(store):
-    root = store.publish("root", {"chat": None})
-    results = store.publish_batch(
+    root = store.writes.publish("root", {"chat": None})
+    results = store.writes.publish_batch(
         [
             ("first", {"chat": root.id}),
             ("lost", {"chat": b"\x07" * 32}),  # no such tangle
@@ -48,42 +48,46 @@ def test_each_refused_request_gets_its_own_error_and_the_others_commit(store):
     # the refused ones left nothing: no seq skipped, no tip, no timeline entry
     assert (first.seq, last.seq, last.prev) == (2, 3, first.id)
     assert last.tangles["chat"].previous == (first.id,)
-    assert store.read_feed(ME.public) == [root, first, last]
-    assert store.tangle_tips(root.id, "chat") == [last.id]
-    name = store.timeline_name(root.id, "chat")
-    assert [msg_id for _rank, msg_id in store.timeline_at(name)[1]] == [root.id, first.id, last.id]
-    assert store.processed_frontier()[ME.public] == 3
+    assert store.feeds.read_feed(ME.public) == [root, first, last]
+    assert store.tangles.tangle_tips(root.id, "chat") == [last.id]
+    name = store.timelines.timeline_name(root.id, "chat")
+    assert [msg_id for _rank, msg_id in store.timelines.timeline_at(name)[1]] == [
+        root.id,
+        first.id,
+        last.id,
+    ]
+    assert store.feeds.processed_frontier()[ME.public] == 3
     assert read_own_head(store.own_head_path) == OwnHead(ME.public, 3, last.id)
-    assert store.check().ok
+    assert store.feeds.check().ok
 
 
 def test_a_batch_where_every_request_is_refused_stores_nothing(store):
-    first = store.publish("one")
-    results = store.publish_batch([("a", {"t": b"\x01" * 32}), ("b", {"t": b"\x02" * 32})])
+    first = store.writes.publish("one")
+    results = store.writes.publish_batch([("a", {"t": b"\x01" * 32}), ("b", {"t": b"\x02" * 32})])
     assert all(isinstance(result, UnknownTangle) for result in results)
-    assert store.read_feed(ME.public) == [first]
+    assert store.feeds.read_feed(ME.public) == [first]
     assert read_own_head(store.own_head_path) == OwnHead(ME.public, 1, first.id)
-    assert store.publish_batch([]) == []
+    assert store.writes.publish_batch([]) == []
 
 
 def test_a_store_behind_our_head_file_refuses_the_whole_batch(open_store):
     store = open_store(keypair=ME)
-    first = store.publish("one")
+    first = store.writes.publish("one")
     store.close()
     write_own_head(store.own_head_path, OwnHead(ME.public, 5, first.id))  # as after a restore
     store = open_store(keypair=ME)
-    results = store.publish_batch([("a", None), ("b", None)])
+    results = store.writes.publish_batch([("a", None), ("b", None)])
     assert all(isinstance(result, OwnFeedBehind) for result in results)
-    assert store.read_feed(ME.public) == [first]
+    assert store.feeds.read_feed(ME.public) == [first]
 
 
 def test_a_batch_is_durable_across_reopening(open_store):
     store = open_store(keypair=ME)
-    results = store.publish_batch([(n, None) for n in range(3)])
+    results = store.writes.publish_batch([(n, None) for n in range(3)])
     store.close()
     again = open_store(keypair=ME)
-    assert again.read_feed(ME.public) == results
-    assert again.publish("next").seq == 4
+    assert again.feeds.read_feed(ME.public) == results
+    assert again.writes.publish("next").seq == 4
 
 
 # -- a batch gives what publishing one by one gives, byte for byte -------------------------
@@ -93,10 +97,10 @@ T0 = 1_800_000_000_000  # timestamps are passed in, so both ways sign the same b
 
 def scenario(store, bob: Feed, carol: Feed) -> tuple[bytes, bytes]:
     """Other feeds held and processed, a thread and a document of ours: (thread, doc)."""
-    store.ingest([bob.root("chat", "bob's thread").raw, carol.append("carol 1").raw])
-    thread = store.publish("ours", {"chat": None}, timestamp=T0)
-    doc = store.publish(init_content("notes"), {TANGLE: None}, timestamp=T0 + 1)
-    store.ingest(
+    store.writes.ingest([bob.root("chat", "bob's thread").raw, carol.append("carol 1").raw])
+    thread = store.writes.publish("ours", {"chat": None}, timestamp=T0)
+    doc = store.writes.publish(init_content("notes"), {TANGLE: None}, timestamp=T0 + 1)
+    store.writes.ingest(
         [
             bob.append("bob 2", timeframe={ME.public: 2, carol.public: 1}).raw,
             carol.append("carol 2", tangles={"chat": TangleLink(thread.id, (thread.id,))}).raw,
@@ -122,15 +126,20 @@ def batch_requests(thread: bytes, doc: bytes, bob_root: bytes) -> list:
 def state(store) -> dict:
     """Everything a publish can change, as plain values."""
     return {
-        "feeds": {info.author: store.read_feed_raw(info.author) for info in store.feeds.held()},
-        "processed": store.processed(0, 10_000),
-        "frontier": store.processed_frontier(),
-        "timelines": {name: store.timeline_at(name) for name, _r, _n in store.timelines.held()},
-        "logs": {
-            name: store.timeline_log(name, 0, 10_000) for name, _r, _n in store.timelines.held()
+        "feeds": {
+            info.author: store.feeds.read_feed_raw(info.author) for info in store.feeds.held()
         },
-        "documents": [(d, store.document_snapshot(d.id)) for d in store.documents.held()],
-        "stalls": store.stalls(),
+        "processed": store.feeds.processed(0, 10_000),
+        "frontier": store.feeds.processed_frontier(),
+        "timelines": {
+            name: store.timelines.timeline_at(name) for name, _r, _n in store.timelines.held()
+        },
+        "logs": {
+            name: store.timelines.timeline_log(name, 0, 10_000)
+            for name, _r, _n in store.timelines.held()
+        },
+        "documents": [(d, store.documents.document_snapshot(d.id)) for d in store.documents.held()],
+        "stalls": store.feeds.stalls(),
     }
 
 
@@ -149,12 +158,12 @@ def publish_both_ways(open_store, prepare) -> tuple[list, list, dict, dict]:
             found = []
             for (content, tangles), stamp in zip(requests, stamps, strict=True):
                 try:
-                    found.append(store.publish(content, tangles, timestamp=stamp))
+                    found.append(store.writes.publish(content, tangles, timestamp=stamp))
                 except Exception as error:
                     found.append(error)
         else:
-            found = store.publish_batch(requests, timestamps=stamps)
-        assert store.check().ok
+            found = store.writes.publish_batch(requests, timestamps=stamps)
+        assert store.feeds.check().ok
         results[way] = ([outcome(r) for r in found], state(store), found)
     return results["one"][0], results["batch"][0], results["one"][1], results["batch"][1]
 
@@ -185,8 +194,8 @@ def test_when_a_peer_names_a_message_of_ours_we_never_signed_it_stays_a_suspecte
 
     def prepare(store):
         bob = Feed("bob")
-        store.publish("one", timestamp=T0)
-        store.ingest([bob.append("waits", timeframe={ME.public: (4, b"\x01" * 16)}).raw])
+        store.writes.publish("one", timestamp=T0)
+        store.writes.ingest([bob.append("waits", timeframe={ME.public: (4, b"\x01" * 16)}).raw])
         return [(f"n{n}", None) for n in range(2, 7)]
 
     one, batch, one_state, batch_state = publish_both_ways(open_store, prepare)
@@ -204,7 +213,7 @@ def test_when_our_own_feed_waits_the_batch_still_matches(open_store):
 
     def prepare(store):
         ours = Feed(ME)
-        store.ingest([ours.append("from the backup", timeframe={Feed("bob").public: 3}).raw])
+        store.writes.ingest([ours.append("from the backup", timeframe={Feed("bob").public: 3}).raw])
         return [(f"n{n}", None) for n in range(3)]
 
     one, batch, one_state, batch_state = publish_both_ways(open_store, prepare)
@@ -214,16 +223,18 @@ def test_when_our_own_feed_waits_the_batch_still_matches(open_store):
 
 
 def test_a_whole_batch_is_all_stored_or_none_of_it(store):
-    root = store.publish("root", {"chat": None})
+    root = store.writes.publish("root", {"chat": None})
     for requests in (
         [("first", {"chat": root.id}), ("lost", {"chat": b"\x07" * 32})],  # one writer
         [(init_content("doc"), {TANGLE: None}), ("lost", {"chat": b"\x07" * 32})],  # each
     ):
         with pytest.raises(UnknownTangle):
-            store.publish_batch(requests, whole=True)
-        assert store.read_feed(ME.public) == [root]  # the first request left nothing either
-        assert store.tangle_tips(root.id, "chat") == [root.id]
+            store.writes.publish_batch(requests, whole=True)
+        assert store.feeds.read_feed(ME.public) == [root]  # the first request left nothing either
+        assert store.tangles.tangle_tips(root.id, "chat") == [root.id]
         assert read_own_head(store.own_head_path) == OwnHead(ME.public, 1, root.id)
-    both = store.publish_batch([("a", {"chat": root.id}), ("b", {"chat": root.id})], whole=True)
+    both = store.writes.publish_batch(
+        [("a", {"chat": root.id}), ("b", {"chat": root.id})], whole=True
+    )
     assert [m.seq for m in both] == [2, 3] and both[1].tangles["chat"].previous == (both[0].id,)
-    assert store.check().ok
+    assert store.feeds.check().ok

@@ -50,7 +50,7 @@ def test_a_killed_publisher_loses_nothing_it_acknowledged(tmp_path):
     for acks in (3, 5, 4):
         acknowledged = publish_until_killed(store_path, acks, rng)
         with FeedStore(store_path, keypair=ME, create=False) as store:
-            feed = store.read_feed(ME.public, limit=BATCHES * PER_BATCH)
+            feed = store.feeds.read_feed(ME.public, limit=BATCHES * PER_BATCH)
             assert len(feed) >= acknowledged  # nothing acknowledged was lost
             assert len(feed) % PER_BATCH == 0  # whole batches only, the refusals left nothing
             assert [m.content for m in feed] == [
@@ -59,6 +59,6 @@ def test_a_killed_publisher_loses_nothing_it_acknowledged(tmp_path):
             head = read_own_head(store.own_head_path)
             assert head.seq <= len(feed)  # never ahead of the store...
             assert head.seq >= len(feed) - PER_BATCH  # ...and behind by one batch at most
-            assert store.check().ok
+            assert store.feeds.check().ok
     with FeedStore(store_path, keypair=ME, create=False) as store:
-        assert store.publish("after the crashes").seq == len(feed) + 1  # not refused
+        assert store.writes.publish("after the crashes").seq == len(feed) + 1  # not refused

@@ -25,7 +25,7 @@ def test_each_publish_records_our_head_beside_the_store(tmp_path):
     with open_store(tmp_path / "store") as store:
         assert read_own_head(store.own_head_path) is None
         for number in range(3):
-            message = store.publish({"n": number})
+            message = store.writes.publish({"n": number})
             head = read_own_head(store.own_head_path)
             assert (head.feed, head.seq, head.id) == (ME.public, message.seq, message.id)
     assert head_path(tmp_path / "store") == tmp_path / "store.own-head"  # outside the store dir
@@ -35,45 +35,45 @@ def test_each_publish_records_our_head_beside_the_store(tmp_path):
 def test_a_store_restored_from_an_old_copy_refuses_to_publish_until_caught_up(tmp_path):
     live, old = tmp_path / "store", tmp_path / "old"
     with open_store(live) as store:
-        store.publish("one")
+        store.writes.publish("one")
         shutil.copytree(live, old)
-        later = [store.publish("two").raw, store.publish("three").raw]
+        later = [store.writes.publish("two").raw, store.writes.publish("three").raw]
     shutil.rmtree(live)
     shutil.copytree(old, live)
     with open_store(live) as store:
         with pytest.raises(OwnFeedBehind, match="up to seq 1, but we published up to seq 3"):
-            store.publish("a fork of seq 2")
-        assert store.frontier()[ME.public] == 1  # nothing was written
-        store.ingest(later[:1])  # fetched back in part: still behind
+            store.writes.publish("a fork of seq 2")
+        assert store.feeds.frontier()[ME.public] == 1  # nothing was written
+        store.writes.ingest(later[:1])  # fetched back in part: still behind
         with pytest.raises(OwnFeedBehind):
-            store.publish("a fork of seq 3")
-        store.ingest(later[1:])
-        assert store.publish("four").seq == 4
-        assert store.check().ok
+            store.writes.publish("a fork of seq 3")
+        store.writes.ingest(later[1:])
+        assert store.writes.publish("four").seq == 4
+        assert store.feeds.check().ok
 
 
 def test_a_wiped_store_refuses_too(tmp_path):
     with open_store(tmp_path / "store") as store:
-        store.publish("one")
+        store.writes.publish("one")
     shutil.rmtree(tmp_path / "store")
     with open_store(tmp_path / "store") as store, pytest.raises(OwnFeedBehind):
-        store.publish("would be seq 1 again")
+        store.writes.publish("would be seq 1 again")
 
 
 def test_another_feeds_head_file_does_not_block(tmp_path):
     with open_store(tmp_path / "store") as store:
-        store.publish("one")
+        store.writes.publish("one")
     with FeedStore(tmp_path / "store", keypair=keypair("other")) as store:
-        assert store.publish("mine").seq == 1
+        assert store.writes.publish("mine").seq == 1
 
 
 @pytest.mark.parametrize("text", ["{not json", '{"feed": "@x", "seq": 1, "id": "%y"}', "[]"])
 def test_a_damaged_head_file_stops_publishing_with_a_clear_error(tmp_path, text):
     with open_store(tmp_path / "store") as store:
-        store.publish("one")
+        store.writes.publish("one")
         store.own_head_path.write_text(text)
         with pytest.raises(StorageError, match=r"own-feed head file .* is unreadable"):
-            store.publish("two")
+            store.writes.publish("two")
 
 
 def test_a_second_lock_is_refused_naming_the_holder(tmp_path):
@@ -120,7 +120,7 @@ def test_a_lock_dies_with_its_process(tmp_path, how):
 
 def test_head_file_json_names_feed_seq_and_id(tmp_path):
     with open_store(tmp_path / "store") as store:
-        message = store.publish("one")
+        message = store.writes.publish("one")
     record = json.loads((tmp_path / "store.own-head").read_text())
     assert record["seq"] == 1 and record["id"].startswith("%") and record["feed"] == ME.feed_id
     assert message.seq == 1

@@ -86,22 +86,22 @@ def chat(keys: list[Keypair], rounds: int) -> list:
 def test_a_store_hands_back_the_signed_bytes_it_took(tmp_path):
     messages = chat(feeds(5), 4)
     with FeedStore(tmp_path / "db") as store:
-        assert all(r.outcome == "accepted" for r in store.ingest(m.raw for m in messages))
+        assert all(r.outcome == "accepted" for r in store.writes.ingest(m.raw for m in messages))
     with FeedStore(tmp_path / "db") as store:  # numbers survive a reopen
         for message in messages:
-            got = store.get(message.id)
+            got = store.feeds.get(message.id)
             assert (got.raw, got.id, got.named()) == (message.raw, message.id, message.named())
         by_feed = sorted(messages, key=lambda m: (m.author, m.seq))
-        assert list(store.iter_raw()) == [m.raw for m in by_feed]
+        assert list(store.feeds.iter_raw()) == [m.raw for m in by_feed]
         first = messages[0].author
-        assert store.read_feed_raw(first) == [m.raw for m in by_feed if m.author == first]
-        assert store.check().ok
+        assert store.feeds.read_feed_raw(first) == [m.raw for m in by_feed if m.author == first]
+        assert store.feeds.check().ok
 
 
 def test_feed_numbers_are_assigned_once_and_kept(tmp_path):
     messages = chat(feeds(4), 3)
     with FeedStore(tmp_path / "db") as store:
-        store.ingest(m.raw for m in messages)
+        store.writes.ingest(m.raw for m in messages)
     with tamper(tmp_path / "db") as (txn, tables):
         rows = {bytes(k): bytes(v) for k, v in txn.cursor(db=tables.feeds)}
     by_key = {k: v for k, v in rows.items() if len(k) == 32}

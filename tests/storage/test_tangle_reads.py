@@ -7,7 +7,7 @@ from tests.factories import Feed
 
 
 def ingest(store, *messages):
-    results = store.ingest([m.raw for m in messages])
+    results = store.writes.ingest([m.raw for m in messages])
     assert {r.outcome for r in results} == {Outcome.ACCEPTED}, results
 
 
@@ -15,7 +15,7 @@ def every_page(store, limit, **options) -> tuple[list[TangleInfo], int]:
     """Every tangle, page by page; and how many pages it took."""
     found, after, pages = [], None, 0
     while True:
-        page, after = store.tangle_page(after, limit, **options)
+        page, after = store.tangles.tangle_page(after, limit, **options)
         found.extend(page)
         pages += 1
         if after is None:
@@ -32,16 +32,16 @@ def test_a_tangle_counts_its_members_joined_and_pending_and_its_newest_time(stor
     )
     ingest(store, root)
     ingest(store, first)
-    held = store.ingest([waits.raw])  # alice's seq 2: accepted, `missing` is bob's seq 2
+    held = store.writes.ingest([waits.raw])  # alice's seq 2: accepted, `missing` is bob's seq 2
     assert held[0].outcome is Outcome.ACCEPTED
-    (info,), after = store.tangle_page()
+    (info,), after = store.tangles.tangle_page()
     assert after is None
     assert (info.root, info.name, info.author) == (root.id, "chat", alice.public)
     assert (info.messages, info.joined, info.pending) == (3, 2, 1)
     assert info.last == 9_000  # the newest claimed time, whatever the order
     version = info.version
     ingest(store, missing)
-    (info,), _ = store.tangle_page()
+    (info,), _ = store.tangles.tangle_page()
     assert (info.messages, info.joined, info.pending) == (4, 4, 0)
     assert info.version > version
 
@@ -51,7 +51,7 @@ def test_a_tangle_whose_root_is_not_held_has_no_author(store):
     root = alice.root("chat")
     reply = bob.append("hi", tangles={"chat": TangleLink(root.id, (root.id,))})
     ingest(store, reply)
-    (info,), _ = store.tangle_page()
+    (info,), _ = store.tangles.tangle_page()
     assert (info.root, info.author, info.messages, info.joined) == (root.id, None, 1, 0)
 
 
@@ -66,7 +66,7 @@ def test_pages_list_every_tangle_once_in_root_order(store):
     assert [info.name for info in found if info.root == both.id] == ["x", "y"]
     # a page starts after the cursor it is given, whether or not that tangle is held
     after = found[2]
-    rest, _ = store.tangle_page((after.root, after.name), 100)
+    rest, _ = store.tangles.tangle_page((after.root, after.name), 100)
     assert rest == found[3:]
 
 
@@ -78,9 +78,9 @@ def test_a_name_filter_and_the_scan_bound_keep_each_page_bounded(store):
     found, pages = every_page(store, 100, name="group", scan=2)
     assert {info.root for info in found} == wanted and {i.name for i in found} == {"group"}
     assert pages == 6  # twelve names looked at, two a page
-    page, after = store.tangle_page(None, 100, name="group", scan=2)
+    page, after = store.tangles.tangle_page(None, 100, name="group", scan=2)
     assert len(page) <= 2 and after is not None
 
 
 def test_an_empty_store_lists_nothing(store):
-    assert store.tangle_page() == ([], None)
+    assert store.tangles.tangle_page() == ([], None)

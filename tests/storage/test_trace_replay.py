@@ -66,7 +66,7 @@ def replayed(open_store, tmp_path, trace: dict, **options):
 def edits_of(store, agent: int = 0, session: int = 0) -> list:
     """The contents of an agent's doc/edit messages, in feed order."""
     author = agent_keypair(agent, session).public
-    return [m for m in store.read_feed(author) if m.content["type"] == "doc/edit"]
+    return [m for m in store.feeds.read_feed(author) if m.content["type"] == "doc/edit"]
 
 
 # -- the traces in tests/data --------------------------------------------------------------
@@ -87,8 +87,8 @@ def test_every_shipped_trace_replays_to_its_end_content(open_store, name):
     report = replay(trace, store, title=name)
     assert report.matches is True
     assert report.text == trace.end
-    assert store.document_text(report.doc) == trace.end
-    assert store.document_set_aside(report.doc) == []
+    assert store.documents.document_text(report.doc) == trace.end
+    assert store.documents.document_set_aside(report.doc) == []
     assert report.edits == trace.edits and report.txns == len(trace)
     assert report.feeds == trace.agents  # these traces never edit an old version of their own
 
@@ -120,8 +120,8 @@ def test_concurrent_inserts_at_two_places_and_a_concurrent_delete_merge(open_sto
     assert [m.timeframe for m in edits_of(store, 0)] == [{}, {}]
     # each message's timeframe is what its txn's parents saw: agent 0 up to txn 0, then 3
     assert [m.timeframe for m in edits_of(store, 1)] == [{zero: 2}, {zero: 3}]
-    assert store.document_revision(report.doc, {zero: 2, one: 1}) == "Hey! hello world"
-    assert store.document_revision(report.doc, {zero: 3}) == "hello World again"
+    assert store.documents.document_revision(report.doc, {zero: 2, one: 1}) == "Hey! hello world"
+    assert store.documents.document_revision(report.doc, {zero: 3}) == "hello World again"
 
 
 def test_concurrent_inserts_at_one_place_keep_both(open_store, tmp_path):
@@ -266,7 +266,7 @@ def test_replays_are_reproducible(open_store, tmp_path):
     first, one = replayed(open_store, tmp_path, short)
     second, two = replayed(open_store, tmp_path, short)
     assert first.doc == second.doc
-    assert list(one.iter_raw()) == list(two.iter_raw())
+    assert list(one.feeds.iter_raw()) == list(two.feeds.iter_raw())
 
 
 def test_a_second_replay_into_the_same_store_is_refused(open_store, tmp_path):
