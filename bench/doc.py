@@ -99,8 +99,8 @@ def engine_alone(trace: Trace) -> float | None:
         replay(trace, source)
         messages = []
         start = 0
-        while page := source.processed(start, 10_000):
-            messages += [source.get_by_seq(feed, seq) for _index, feed, seq in page]
+        while page := source.feeds.processed(start, 10_000):
+            messages += [source.feeds.get_by_seq(feed, seq) for _index, feed, seq in page]
             start = page[-1][0] + 1
         source.close()
         env = lmdb.open(target, map_size=2**31, max_dbs=48)

@@ -122,7 +122,7 @@ def load_names(obj: Context, store: Any = None, *, strict: bool = False) -> Name
         abouts = store.feeds.about_names()
     elif (obj.settings.store_path / "data.mdb").exists():
         with obj.open_store() as opened:
-            abouts = opened.about_names()
+            abouts = opened.feeds.about_names()
     try:
         petnames = read_petnames(petnames_path(obj))
     except BadInput as error:

@@ -439,7 +439,7 @@ async def test_a_reset_in_the_splice_log_sends_a_fresh_snapshot(node):
                         SpliceEntry(3, None, None) if e.version == 3 else e for e in entries
                     ]
 
-                service.store.document_splices = with_a_reset
+                service.store.documents.document_splices = with_a_reset
                 await edit(client, doc, ("ins", 6, "g"))  # v3
                 with trio.fail_after(10):
                     replica.apply(await events.__anext__())
@@ -552,7 +552,7 @@ async def test_a_since_whose_splices_the_store_dropped_gets_a_snapshot(node):
             head, entries = read(doc_id, since, limit + 3)
             return head, [entry for entry in entries if entry.version >= 3][:limit]
 
-        service.store.document_splices = pruned
+        service.store.documents.document_splices = pruned
         replica = Replica()
         async with await served.client() as watcher:
             started = await follow(watcher, doc, 1, 3, replica)
