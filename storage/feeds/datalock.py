@@ -5,15 +5,15 @@ Theory of operation
 LMDB itself lets many processes open a store and serialises their write
 transactions, so nothing in LMDB stops a second `tangled run` (which would
 take over the IPC socket, and delete it on exit) or an offline write racing
-a running node's idea of its own feed. Every process that writes without
-the daemon (`run`, `publish --offline`, `import`, `init`) first takes an
-exclusive `fcntl.flock` on the lock file, without blocking, and writes its
-pid and what it is doing into it. The kernel drops a flock when the last
-descriptor of its open file goes, so a process killed with SIGKILL leaves
-no stale lock: the file stays, with a dead pid in it, and the next
-`acquire` simply takes the lock again. A refused process reads the holder's
-pid from the file to name it. Readers (`log`, `check`, `export`) take no
-lock: LMDB readers never disturb the writer.
+a running node's idea of its own feed. Every process that writes without the
+daemon (`run`, `import`, `init`, `reindex`, a CLI write while the node is
+stopped) first takes an exclusive `fcntl.flock` on the lock file, without
+blocking, and writes its pid and what it is doing into it. The kernel drops
+a flock when the last descriptor of its open file goes, so a process killed
+with SIGKILL leaves no stale lock: the file stays, with a dead pid in it,
+and the next `acquire` simply takes the lock again. A refused process reads
+the holder's pid from the file to name it. Readers (`log`, `check`,
+`export`) take no lock: LMDB readers never disturb the writer.
 
 The descriptor is not inherited by child processes (Python's default), so
 a lock is held exactly as long as the process that took it keeps it.
