@@ -51,7 +51,8 @@ from tanglenode.protocol.limits import TIMEFRAME_CAP
 from tanglenode.protocol.message import ROOT_LINK, TangleLink, decode_message, sign_message
 from tanglenode.storage.clients.bundle import MAGIC, ImportSummary, import_messages, read_bundle
 from tanglenode.storage.feeds.ingest_pipeline import Worker, ingest_batches
-from tanglenode.storage.store import FeedStore
+from tanglenode.storage.store import DEFAULT_MAP_SIZE, FeedStore
+from tanglenode.storage.tools.compact import compact
 
 # issue 14's table: (goal, at least) of ingest / bare verify, and of store size / raw bytes
 SPARSE_GOAL, FULL_GOAL, SIZE_GOAL = (0.80, 0.40), (0.50, 0.25), (1.5, 2.0)
@@ -133,22 +134,22 @@ def time_decode(raws: list[bytes]) -> float:
     return time.perf_counter() - started
 
 
-def time_ingest(raws: list[bytes], batch: int, worker: Worker) -> tuple[float, int]:
-    """Seconds to ingest `raws` in batches into a fresh store, and the store's bytes on disk."""
-    with (
-        tempfile.TemporaryDirectory(prefix="bench-ingest-") as tmp,
-        FeedStore(Path(tmp) / "store") as store,
-    ):
-        batches = (raws[start : start + batch] for start in range(0, len(raws), batch))
-        started = time.perf_counter()
-        accepted = 0
-        for results in ingest_batches(store, batches, worker=worker):
-            accepted += sum(r.outcome == "accepted" for r in results)
-        elapsed = time.perf_counter() - started
-        size = store.feeds.statistics()["bytes_on_disk"]
+def time_ingest(raws: list[bytes], batch: int, worker: Worker) -> tuple[float, int, int]:
+    """Seconds to ingest `raws` in batches into a fresh store, the store's bytes on disk, and
+    its bytes after `tangled compact` (storage/tools/compact.py, outside the timer)."""
+    with tempfile.TemporaryDirectory(prefix="bench-ingest-") as tmp:
+        with FeedStore(Path(tmp) / "store", map_size=DEFAULT_MAP_SIZE) as store:
+            batches = (raws[start : start + batch] for start in range(0, len(raws), batch))
+            started = time.perf_counter()
+            accepted = 0
+            for results in ingest_batches(store, batches, worker=worker):
+                accepted += sum(r.outcome == "accepted" for r in results)
+            elapsed = time.perf_counter() - started
+            size = store.feeds.statistics()["bytes_on_disk"]
+        compacted = compact(Path(tmp) / "store", DEFAULT_MAP_SIZE).after
     if accepted != len(raws):
         raise SystemExit(f"only {accepted} of {len(raws)} messages were accepted")
-    return elapsed, size
+    return elapsed, size, compacted
 
 
 def time_import(bundle: Path, count: int) -> float:
@@ -226,19 +227,20 @@ def main() -> None:
     rates: dict[str, list[float]] = {
         name: [] for name in ("verify", "decode", "one core", "two cores", "thread", "import")
     }
-    sizes = []
+    sizes, compacted_sizes = [], []
     with tempfile.TemporaryDirectory(prefix="bench-bundle-") as tmp:
         bundle = Path(tmp) / "bundle"
         write_bundle_file(raws, bundle)
         for round_number in range(1, args.rounds + 1):
             rates["verify"].append(len(raws) / time_bare_verify(raws))
             rates["decode"].append(len(raws) / time_decode(raws))
-            elapsed, size = time_ingest(raws, args.batch, Worker.INLINE)
+            elapsed, size, compacted = time_ingest(raws, args.batch, Worker.INLINE)
             rates["one core"].append(len(raws) / elapsed)
             sizes.append(size)
-            elapsed, _size = time_ingest(raws, args.batch, Worker.PROCESS)
+            compacted_sizes.append(compacted)
+            elapsed, _size, _compacted = time_ingest(raws, args.batch, Worker.PROCESS)
             rates["two cores"].append(len(raws) / elapsed)
-            elapsed, _size = time_ingest(raws, args.batch, Worker.THREAD)
+            elapsed, _size, _compacted = time_ingest(raws, args.batch, Worker.THREAD)
             rates["thread"].append(len(raws) / elapsed)
             rates["import"].append(len(raws) / time_import(bundle, len(raws)))
             print(
@@ -277,6 +279,12 @@ def main() -> None:
         f"   {size_ratio:5.2f}x  "
         + goal_text(size_ratio, SIZE_GOAL, at_most=True)
         + f"  (raw {raw_bytes / 2**20:.1f} MiB)"
+    )
+    compact_ratio = statistics.median(compacted_sizes) / raw_bytes
+    print(
+        f"  {'... after `tangled compact`':<32}"
+        f"{statistics.median(compacted_sizes) / 2**20:>9,.1f} MiB   {compact_ratio:5.2f}x  "
+        + goal_text(compact_ratio, SIZE_GOAL, at_most=True)
     )
 
 

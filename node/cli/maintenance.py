@@ -1,10 +1,12 @@
-"""`tangled reindex [VIEW]...`: throw derived views away and build them again from the messages.
+"""The store's offline maintenance: `tangled reindex [VIEW]...` and `tangled compact`.
 
-Offline: it takes the data directory's lock (storage/feeds/datalock.py), so it
-refuses while the node runs, and rebuilds in one write transaction
-(storage/reindex.py), printing its progress on stderr. `--verify` rebuilds
-inside a transaction it then aborts and reports the views that differ from
-their messages (exit 5), writing nothing.
+Both take the data directory's lock (storage/feeds/datalock.py), so they
+refuse while the node runs. `reindex` throws derived views away and builds
+them again from the messages in one write transaction (storage/reindex.py),
+printing its progress on stderr; `--verify` rebuilds inside a transaction it
+then aborts and reports the views that differ from their messages (exit 5),
+writing nothing. `compact` rewrites `data.mdb` without its free pages
+(storage/tools/compact.py).
 """
 
 from __future__ import annotations
@@ -49,4 +51,29 @@ def reindex_command(obj: Context, views: tuple[str, ...], verify: bool, as_json:
         emit_json({"rebuilt": rebuilt})
     else:
         click.echo(f"rebuilt: {', '.join(rebuilt)}")
+    return ExitCode.OK
+
+
+@click.command()
+@json_option
+@click.pass_obj
+def compact_command(obj: Context, as_json: bool) -> int:
+    """Give the store's free pages back to the disk (LMDB's compacting copy, checked, then
+    renamed over the old file); the node must be stopped."""
+    from tanglenode.node.cli.support import NotFound
+    from tanglenode.storage.errors import StoreNotFound
+    from tanglenode.storage.tools.compact import compact
+
+    with obj.lock_data_dir("compact"):
+        try:
+            done = compact(obj.settings.store_path, obj.settings.storage.map_size)
+        except StoreNotFound:
+            raise NotFound(f"no store at {obj.settings.store_path}") from None
+    if as_json:
+        emit_json({"before": done.before, "after": done.after, "freed": done.freed})
+    else:
+        click.echo(
+            f"compacted: {done.before / 2**20:.1f} MiB -> {done.after / 2**20:.1f} MiB "
+            f"({done.freed / 2**20:.1f} MiB freed)"
+        )
     return ExitCode.OK

@@ -1,4 +1,4 @@
-"""`tangled reindex`: derived views rebuilt from the messages by a real process, offline."""
+"""`tangled reindex` and `tangled compact`: the store maintained offline by a real process."""
 
 from __future__ import annotations
 
@@ -71,3 +71,33 @@ def test_names_read_the_same_after_a_reindex(held):
     held.ok("reindex")
     assert held.ok("feeds") == before
     assert "~me" in before  # the name the about gave, read from the rebuilt index
+
+
+def test_compact_reports_the_sizes_and_keeps_what_the_store_holds(held):
+    held.ok("reindex")  # leaves the old views' pages free
+    log_before, feeds_before = held.ok("log"), held.ok("feeds")
+    report = json.loads(held.ok("compact", "--json"))
+    assert report["after"] <= report["before"] and report["freed"] == (
+        report["before"] - report["after"]
+    )
+    assert (held.data_dir / "store" / "data.mdb").stat().st_size == report["after"]
+    assert held.ok("compact").startswith("compacted: ")
+    assert (held.ok("log"), held.ok("feeds")) == (log_before, feeds_before)
+    assert "checked 2 messages" in held.ok("check")
+
+
+def test_compact_refuses_while_another_process_holds_the_data_directory(held):
+    size = (held.data_dir / "store" / "data.mdb").stat().st_size
+    lock = DataDirLock(held.data_dir, "run").acquire()
+    try:
+        done = held.run("compact")
+    finally:
+        lock.release()
+    assert done.returncode != 0 and "Traceback" not in done.stderr
+    assert (held.data_dir / "store" / "data.mdb").stat().st_size == size
+
+
+def test_compact_without_a_data_directory_says_so(tmp_path):
+    done = Node(tmp_path).run("compact")
+    assert done.returncode == 4
+    assert "no data directory here" in done.stderr
