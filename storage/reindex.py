@@ -39,6 +39,9 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, fields
 from typing import Any
 
+import lmdb
+
+from tanglenode.protocol.identity import tag_of
 from tanglenode.storage.context import StoreContext
 from tanglenode.storage.documents.rows import DocumentTables
 from tanglenode.storage.feeds.derived import DerivedView, ProcessedStep, WriteScope
@@ -120,6 +123,8 @@ def compare(
             if extra or missing:
                 differences.append(ViewDifference(view.name, len(extra), len(missing)))
         return differences
+    except lmdb.MapFullError as error:  # the rebuild needs room beside the views it replaces
+        raise ctx.full() from error
     finally:
         txn.abort()
 
@@ -162,35 +167,57 @@ def _rebuild(txn: Any, ctx: StoreContext, views: Sequence[DerivedView], progress
 
 
 def _stored(txn: Any, ctx: StoreContext) -> Iterator[Any]:
-    """Every stored message, each after the stored messages it links to (Kahn's order:
-    links are bound to hashes, so there is no cycle); the links are read in a first pass
-    and only positions are kept, so memory is a few dozen bytes per message."""
+    """Every stored message, each after the stored messages it links to (Kahn's order).
+
+    A link is to the message itself, bound by its hash: a timeframe entry counts only
+    where the message stored at that (feed, seq) has the tag named (a forker's other
+    branch is not what was named), tangle links are ids. So the links form no cycle and
+    every message comes out; should one not (a bug), it still comes out, after the rest,
+    so no message is ever left out of a view. The first pass keeps each message's id and
+    links, a few dozen bytes a message; the second reads the bodies again in order.
+    """
     tables, bodies = ctx.tables, ctx.tables.bodies
-    waiting: dict[bytes, int] = {}  # position -> how many of its links are not out yet
-    followers: dict[bytes, list[bytes]] = {}
+    ids: dict[bytes, bytes] = {}
+    named: dict[bytes, list[tuple[bytes, bytes | None]]] = {}  # position -> (link, tag)
     for key, value in txn.cursor(db=tables.messages):
         position = bytes(key)
         message = parse_stored(bodies.rebuild(txn, position, value))
-        links = {feed_key(feed, seq) for feed, seq in message.timeframe.items()}
+        ids[position] = message.id
+        links: list[tuple[bytes, bytes | None]] = [
+            (feed_key(feed, seq), message.timeframe_tags[feed])
+            for feed, seq in message.timeframe.items()
+        ]
         if message.seq > 1:
-            links.add(feed_key(message.author, message.seq - 1))
+            links.append((feed_key(message.author, message.seq - 1), None))
         for name, link in message.tangles.items():
             for msg_id in (message.tangle_root(name), *(link.previous or ())):
                 found = txn.get(msg_id, db=tables.message_ids)
                 if found is not None:
-                    links.add(bytes(found))
-        links = {link for link in links if link != position and txn.get(link, db=tables.messages)}
-        waiting[position] = len(links)
-        for link in links:
+                    links.append((bytes(found), None))
+        named[position] = links
+    waiting: dict[bytes, int] = {}
+    followers: dict[bytes, list[bytes]] = {}
+    for position, links in named.items():
+        present = {
+            link
+            for link, tag in links
+            if link != position and link in ids and (tag is None or tag_of(ids[link]) == tag)
+        }
+        waiting[position] = len(present)
+        for link in present:
             followers.setdefault(link, []).append(position)
+    del named
     ready = deque(position for position, count in waiting.items() if count == 0)
     while ready:
         position = ready.popleft()
+        del waiting[position]
         yield bodies.message(txn, position)
         for follower in followers.pop(position, ()):
             waiting[follower] -= 1
             if waiting[follower] == 0:
                 ready.append(follower)
+    for position in sorted(waiting):  # never, links being bound to hashes: see the docstring
+        yield bodies.message(txn, position)
 
 
 def _processed_order(txn: Any, ctx: StoreContext) -> Iterator[tuple[bytes, int]]:

@@ -9,18 +9,31 @@ store filled by a long import can hold a third of its file as free pages.
 
 `compact` writes LMDB's compacting copy (`mdb_env_copy2` with
 `MDB_CP_COMPACT`: the live pages only, renumbered) into a fresh directory
-beside `data.mdb`, checks the copy (every named database holds as many
-entries as in the original, read in one read transaction of each), and
-then moves the copy's `data.mdb` over the original with one `rename`,
-which the directory's fsync makes durable. A crash before the rename
-leaves the old store and a scratch directory that the next run removes;
-after it, the new one. Nothing else may write meanwhile: the caller holds
-the data directory's lock (storage/feeds/datalock.py), so the node is not
-running; a reader that had the old file open keeps reading the old inode.
+beside `data.mdb`, fsyncs it, checks it (every named database holds as many
+entries as in the original, read in one read transaction of each), and then
+moves the copy's `data.mdb` over the original with one `rename`, which the
+directory's fsync makes durable. A crash before the rename leaves the old
+store and a scratch directory that the next run removes; after it, the new
+one.
+
+No other process may have the store open at the rename: LMDB keeps the last
+transaction's number in `lock.mdb`, shared by every process that has the
+environment open, and a process opening the new file beside a stale lock
+file would read the wrong meta page (the copy's empty first one). Every
+process that opens the environment holds a shared `fcntl` lock on the first
+byte of `lock.mdb` for as long as it has it open (that is how LMDB finds the
+first opener, who resets the file). So, with our own environment closed,
+`compact` takes that byte exclusively without waiting: if it cannot, another
+process (a `tangled log`, an export, a script) has the store open and
+`StoreInUse` says so, leaving the store as it was. Holding it, `compact`
+renames the copy into place and removes `lock.mdb`, so the next opener
+makes a fresh one. The writers are kept out by the data directory's lock,
+which the caller holds (storage/feeds/datalock.py).
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 from dataclasses import dataclass
@@ -28,11 +41,15 @@ from pathlib import Path
 
 import lmdb
 
-from tanglenode.storage.errors import StoreDamaged
+from tanglenode.storage.errors import StorageError, StoreDamaged
 from tanglenode.storage.feeds.layout import MAX_NAMED_DATABASES
 from tanglenode.storage.store import FeedStore
 
 SCRATCH = "compacting"  # beside data.mdb, inside the store's directory
+
+
+class StoreInUse(StorageError):
+    """Another process has the store open: compacting now would hand it a stale lock file."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,35 +78,89 @@ def compact(store_path: Path, map_size: int) -> Compacted:
     """Rewrite the store at `store_path` without its free pages (see the module docstring).
 
     The caller holds the data directory's lock. Raises `StoreNotFound` without a store,
-    `StoreDamaged` when the copy does not hold what the original does.
+    `StoreInUse` while another process has it open, `StoreDamaged` when the copy does not
+    hold what the original does, `StorageError` when the copy cannot be written (a full
+    disk); in every case the store is left as it was.
     """
     data = store_path / "data.mdb"
     scratch = store_path / SCRATCH
-    shutil.rmtree(scratch, ignore_errors=True)  # a run cut short left it
-    with FeedStore(store_path, create=False, map_size=map_size) as store:
-        before = data.stat().st_size
-        wanted = entry_counts(store.ctx.env)
-        scratch.mkdir()
-        store.ctx.env.copy(str(scratch), compact=True)
-    copy = lmdb.open(
-        str(scratch), readonly=True, lock=False, max_dbs=MAX_NAMED_DATABASES, map_size=map_size
-    )
+    _remove(scratch)  # a run cut short left it
     try:
-        found = entry_counts(copy)
-    finally:
-        copy.close()
+        with FeedStore(store_path, create=False, map_size=map_size) as store:
+            before = data.stat().st_size
+            wanted = entry_counts(store.ctx.env)
+            scratch.mkdir()
+            store.ctx.env.copy(str(scratch), compact=True)
+        _sync_file(scratch / "data.mdb")
+        found = _copied_counts(scratch, map_size)
+    except (OSError, lmdb.Error) as error:
+        _remove(scratch)
+        raise StorageError(
+            f"cannot write the compacted copy beside the store ({error}); the store is unchanged"
+        ) from None
     if found != wanted:
-        shutil.rmtree(scratch, ignore_errors=True)
+        _remove(scratch)
         differ = sorted(
             name.decode(errors="replace") for name in wanted if found.get(name) != wanted[name]
         )
         raise StoreDamaged(
             f"the compacted copy differs in {', '.join(differ)}; the store is unchanged"
         )
-    os.replace(scratch / "data.mdb", data)
-    _sync_directory(store_path)
-    shutil.rmtree(scratch, ignore_errors=True)
+    with _alone(store_path / "lock.mdb", scratch):
+        os.replace(scratch / "data.mdb", data)
+        (store_path / "lock.mdb").unlink(missing_ok=True)
+        _sync_directory(store_path)
+    _remove(scratch)
     return Compacted(before, data.stat().st_size)
+
+
+def _copied_counts(scratch: Path, map_size: int) -> dict[bytes, int]:
+    copy = lmdb.open(
+        str(scratch), readonly=True, lock=False, max_dbs=MAX_NAMED_DATABASES, map_size=map_size
+    )
+    try:
+        return entry_counts(copy)
+    finally:
+        copy.close()
+
+
+class _alone:
+    """Hold the byte of `lock.mdb` every process with the environment open holds shared."""
+
+    def __init__(self, lock_file: Path, scratch: Path) -> None:
+        self._lock_file, self._scratch = lock_file, scratch
+        self._fd = -1
+
+    def __enter__(self) -> None:
+        self._fd = os.open(self._lock_file, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.lockf(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, 0)
+        except OSError:
+            os.close(self._fd)
+            _remove(self._scratch)
+            raise StoreInUse(
+                "another process has the store open (a `tangled log`, an export, a script?); "
+                "close it and compact again; the store is unchanged"
+            ) from None
+
+    def __exit__(self, *exc_info: object) -> None:
+        os.close(self._fd)  # closing it drops the lock
+
+
+def _remove(path: Path) -> None:
+    """Remove a scratch directory, or whatever stands at its name (a file, a link)."""
+    if path.is_symlink() or path.is_file():
+        path.unlink()
+    elif path.exists():
+        shutil.rmtree(path)
+
+
+def _sync_file(path: Path) -> None:
+    descriptor = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
 
 
 def _sync_directory(path: Path) -> None:

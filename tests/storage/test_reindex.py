@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tanglenode.protocol.identity import feed_text
-from tanglenode.protocol.message import TangleLink
+from tanglenode.protocol.message import ROOT_LINK, TangleLink
 from tanglenode.storage.feeds.ingest import Outcome
 from tanglenode.storage.registry import view_names
 from tanglenode.storage.reindex import UnknownViewName, affected, compare, contents, reindex
@@ -180,5 +180,32 @@ def test_the_pool_holds_what_the_world_promises(tmp_path, pool):
         assert text.startswith("> [bob] ") and "and a half" in text
         outcomes = {r.outcome for r in store.writes.ingest(pool)}
         assert Outcome.ACCEPTED not in outcomes
+    finally:
+        store.close()
+
+
+def test_a_forkers_other_branch_never_hides_a_message_from_the_rebuild(tmp_path):
+    """x1 names the forker's y1a by tag; the store holds y1b, which names x1. By position
+    alone they name each other (a cycle that would keep both, and all after x1, out of the
+    rebuilt views); bound to the tag named, y1b is not what x1 named."""
+    honest, forker = Feed("x-honest"), Feed("y-forker")
+    y1a = forker.append({"type": "post", "text": "branch a"})
+    x1 = honest.append({"type": "post", "text": "x1 names y1a"}, timeframe={forker.public: y1a})
+    x2 = honest.append({"type": "post", "text": "x2"})
+    x3 = honest.append({"type": "post", "text": "x3"}, tangles={"chat": ROOT_LINK})
+    other = Feed(forker.keypair)
+    y1b = other.append({"type": "post", "text": "branch b names x1"}, timeframe={honest.public: x1})
+    store = FeedStore(tmp_path / "store", map_size=MAP_SIZE)
+    try:
+        store.writes.ingest([y1b.raw])
+        store.writes.ingest([x1.raw, x2.raw, x3.raw])
+        assert store.feeds.check().ok
+        kept = contents(store.ctx, store.views)
+        assert compare(store.ctx, store.views, view_names()) == []
+        reindex(store.ctx, store.views, view_names())
+        assert contents(store.ctx, store.views) == kept
+        assert store.feeds.check().ok, store.feeds.check().problems
+        spacetime = store.timelines.timeline(store.timelines.timeline_name(None))
+        assert len(spacetime) == 4
     finally:
         store.close()
