@@ -241,6 +241,13 @@ class Area:
     async def _commands(self, request: CommandsRequest) -> dict[str, Any]:
         """Up to `limit` commands after version `since` (no message bodies)."""
         name = _timeline_name(request.timeline)
+        floor = await self.service.read(lambda store: store.timelines.timeline_floor(name))
+        if request.since < floor:
+            raise RequestError(
+                ErrorKind.NOT_FOUND,
+                f"the log starts after version {floor} (the timeline was rebuilt): "
+                "read the timeline again",
+            )
         version, commands = await self.service.read(
             lambda store: store.timelines.timeline_log(name, request.since, request.limit)
         )
@@ -419,9 +426,10 @@ class IpcServer:
             )
         except UnknownTimeline:  # a tangle not seen yet is empty at version 0
             version, entries = 0, []
-        if since is not None and since <= version:
+        floor = await self.service.read(lambda store: store.timelines.timeline_floor(name))
+        if since is not None and floor <= since <= version:
             await self._send(stream, {"id": number, "ok": {"version": since, "snapshot": False}})
-        else:  # no version, or one this timeline never had: start from a snapshot
+        else:  # no version, one it never had, or one below its log (a rebuild): a snapshot
             since = version
             await self._send(stream, {"id": number, "ok": {"version": since, "snapshot": True}})
             for start in range(0, len(entries), PAGE):

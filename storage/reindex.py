@@ -23,9 +23,11 @@ processor keeps). So any view can be thrown away and built again:
 3. The transaction commits: a crash at any point leaves the views as they
    were before (LMDB), never half built.
 
-A timeline's command log starts again at version 1 after a rebuild: an IPC
-or web subscriber that resumes from an older version gets a snapshot, as
-after any gap (docs/IPC.md).
+A rebuilt timeline's command log told how an empty timeline grew, which no
+subscriber that saw the old one can apply: so each rebuilt log is dropped
+and numbering goes on above the old version, which becomes the log's floor
+(`restart_log`): an IPC or web subscriber resuming from any version below
+it starts from a snapshot (docs/IPC.md).
 
 `compare` does the same rebuild inside a transaction it then aborts, after
 reading each view's `content` before and after: the rows that differ are
@@ -44,6 +46,7 @@ import lmdb
 from tanglenode.protocol.identity import tag_of
 from tanglenode.storage.context import StoreContext
 from tanglenode.storage.documents.rows import DocumentTables
+from tanglenode.storage.engine.timeline import TimelineReader, restart_log
 from tanglenode.storage.feeds.derived import DerivedView, ProcessedStep, WriteScope
 from tanglenode.storage.feeds.layout import feed_key, parse_stored
 from tanglenode.storage.feeds.processor import read_processed
@@ -144,7 +147,9 @@ def _quiet(_phase: str, _done: int) -> None:
 
 def _rebuild(txn: Any, ctx: StoreContext, views: Sequence[DerivedView], progress: Progress) -> None:
     handles = _table_handles(ctx)
-    for name in sorted({table for view in views for table in view.tables}):
+    tables = {table for view in views for table in view.tables}
+    versions = _versions(txn, ctx) if b"tl-log" in tables else {}
+    for name in sorted(tables):
         txn.drop(handles[name], delete=False)
     done = 0
     for chunk in _chunks(_stored(txn, ctx), CHUNK):
@@ -164,6 +169,17 @@ def _rebuild(txn: Any, ctx: StoreContext, views: Sequence[DerivedView], progress
         scope.finish()
         done += len(chunk)
         progress("processed messages", done)
+    reader = TimelineReader(txn, ctx.timeline_tables)
+    for name, old in versions.items():  # every log restarts above what subscribers saw
+        if reader.exists(name):
+            restart_log(txn, ctx.timeline_tables, name, old + reader.version(name))
+
+
+def _versions(txn: Any, ctx: StoreContext) -> dict[bytes, int]:
+    """Every timeline's version before the rebuild."""
+    reader = TimelineReader(txn, ctx.timeline_tables)
+    names = txn.cursor(db=ctx.timeline_tables.names).iternext(values=False)
+    return {bytes(name): reader.version(bytes(name)) for name in names}
 
 
 def _stored(txn: Any, ctx: StoreContext) -> Iterator[Any]:

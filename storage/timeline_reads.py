@@ -161,6 +161,13 @@ class TimelineReads:
             reader = TimelineReader(txn, self._ctx.timeline_tables)
             return reader.version(timeline) if self._known(reader, timeline) else 0
 
+    def timeline_floor(self, timeline: bytes) -> int:
+        """The version the timeline's command log starts after: a subscriber at a lower one
+        starts from a snapshot (0 unless `tangled reindex` restarted the log)."""
+        with self._ctx.read() as txn:
+            reader = TimelineReader(txn, self._ctx.timeline_tables)
+            return reader.floor(timeline) if reader.exists(timeline) else 0
+
     def timeline_placement(self, timeline: bytes, msg_id: bytes) -> Placement | None:
         """Position and rank of a message in a timeline, None if it is not a member."""
         with self._ctx.read() as txn:

@@ -290,7 +290,8 @@ async def events(web: WebContext, request: Request) -> Response:
         return text_response("since: a version is needed\n", 400)
     timeline = timeline_name(found[1], found[0])
     version, _, _ = await web.service.read(lambda store: store.timelines.timeline_tail(timeline, 0))
-    if since > version:  # a version this timeline never had: the page must start again
+    floor = await web.service.read(lambda store: store.timelines.timeline_floor(timeline))
+    if not floor <= since <= version:  # a version it never had, or below its log: start again
         return event_stream(web, [frame("reset", {"version": version})], version, _nothing)
     stream = _TangleStream(web, timeline)
     return event_stream(web, [await stream.unjoined()], since, stream.next_page)

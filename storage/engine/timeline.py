@@ -218,23 +218,25 @@ class _Meta:
     name: bytes
     version: int
     tree: TreeState
+    floor: int = 0  # the log holds the commands after this version only (`restart_log`)
 
     def encode(self) -> bytes:
-        return msgpack.packb(
-            {
-                "name": self.name,
-                "version": self.version,
-                "size": self.tree.size,
-                "root": self.tree.root,
-                "next_node": self.tree.next_node,
-            }
-        )
+        fields = {
+            "name": self.name,
+            "version": self.version,
+            "size": self.tree.size,
+            "root": self.tree.root,
+            "next_node": self.tree.next_node,
+        }
+        if self.floor:
+            fields["floor"] = self.floor
+        return msgpack.packb(fields)
 
     @classmethod
     def decode(cls, number: int, raw: bytes) -> _Meta:
         fields = msgpack.unpackb(raw)
         state = TreeState(fields["root"], fields["next_node"], fields["size"])
-        return cls(number, fields["name"], fields["version"], state)
+        return cls(number, fields["name"], fields["version"], state, fields.get("floor", 0))
 
 
 def lookup_meta(txn, tables: TimelineTables, name: bytes) -> _Meta | None:
@@ -243,6 +245,24 @@ def lookup_meta(txn, tables: TimelineTables, name: bytes) -> _Meta | None:
     if number is None:
         return None
     return _Meta.decode(U32.unpack(number)[0], txn.get(number, db=tables.meta))
+
+
+def restart_log(txn, tables: TimelineTables, name: bytes, version: int) -> None:
+    """Drop timeline `name`'s command log and number what follows from `version`, the log's
+    floor: a subscriber at any version below it starts again from a snapshot. After a
+    rebuild (storage/reindex.py) the log told how an empty timeline grew, which no
+    subscriber that saw the old one can apply."""
+    meta = lookup_meta(txn, tables, name)
+    if meta is None:
+        return
+    prefix = U32.pack(meta.number)
+    cursor = txn.cursor(db=tables.log)
+    if cursor.set_range(prefix):
+        while cursor.key()[:4] == prefix:
+            if not cursor.delete():
+                break
+    meta.version = meta.floor = version
+    txn.put(prefix, meta.encode(), db=tables.meta)
 
 
 def create_meta(txn, tables: TimelineTables, name: bytes) -> _Meta:
@@ -518,6 +538,10 @@ class TimelineReader:
 
     def version(self, name: bytes) -> int:
         return self._open(name).meta.version
+
+    def floor(self, name: bytes) -> int:
+        """The version the command log starts after (0 unless a rebuild restarted it)."""
+        return self._open(name).meta.floor
 
     def size(self, name: bytes) -> int:
         """How many entries the timeline holds."""

@@ -205,3 +205,37 @@ async def test_the_client_raises_error_kinds_and_keeps_a_kind_it_does_not_know_a
     newer = error_from({"id": 1, "error": {"kind": "from-the-future", "message": "m"}})
     assert newer.kind == "from-the-future" and not isinstance(newer.kind, ErrorKind)
     assert error_from({"id": 1, "error": "?"}).kind is ErrorKind.PROTOCOL
+
+
+async def test_after_a_reindex_a_subscriber_at_an_old_version_starts_from_a_snapshot(node):
+    """A rebuilt log tells how an empty timeline grew: resuming through it from a version of
+    the old log would apply it twice. The log restarts above the old version (its floor)."""
+    from tanglenode.storage.registry import view_names
+    from tanglenode.storage.reindex import reindex
+
+    path = await node()
+    which = {"tangle": "chat"}
+    async with await connect(path) as client:
+        which["root"] = (await client.publish("root", {"chat": None}))["id"]
+        for n in range(5):
+            await client.publish(n, {"chat": which["root"]})
+        old = (await client.timeline(**which))["version"]
+    store = node.service.store
+    reindex(store.ctx, store.views, view_names())
+    name = store.timelines.timeline_name(which["root"], "chat")
+    floor = store.timelines.timeline_floor(name)
+    assert floor > old and store.timelines.timeline_version(name) == floor
+    async with await connect(path) as client:
+        order = [e[1] for e in (await client.timeline(**which))["entries"]]
+        events = client.subscribe(since=old, **which)
+        async with aclosing(events):
+            assert (await events.__anext__())["started"] == {"version": floor, "snapshot": True}
+            snapshot = await events.__anext__()
+            assert [entry[1] for entry in snapshot["snapshot"]] == order
+    async with await connect(path) as client:  # a subscription keeps its connection
+        with pytest.raises(NodeError) as refused:
+            await client.request("commands", since=old, **which)
+        assert refused.value.kind == ErrorKind.NOT_FOUND
+        assert "rebuilt" in str(refused.value)
+        await client.publish("after", {"chat": which["root"]})
+        assert (await client.request("commands", since=floor, **which))["version"] == floor + 1
