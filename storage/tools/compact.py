@@ -91,7 +91,7 @@ def compact(store_path: Path, map_size: int) -> Compacted:
             wanted = entry_counts(store.ctx.env)
             scratch.mkdir()
             store.ctx.env.copy(str(scratch), compact=True)
-        _sync_file(scratch / "data.mdb")
+        _fsync(scratch / "data.mdb")
         found = _copied_counts(scratch, map_size)
     except (OSError, lmdb.Error) as error:
         _remove(scratch)
@@ -109,7 +109,7 @@ def compact(store_path: Path, map_size: int) -> Compacted:
     with _alone(store_path / "lock.mdb", scratch):
         os.replace(scratch / "data.mdb", data)
         (store_path / "lock.mdb").unlink(missing_ok=True)
-        _sync_directory(store_path)
+        _fsync(store_path)
     _remove(scratch)
     return Compacted(before, data.stat().st_size)
 
@@ -155,15 +155,8 @@ def _remove(path: Path) -> None:
         shutil.rmtree(path)
 
 
-def _sync_file(path: Path) -> None:
-    descriptor = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)
-
-
-def _sync_directory(path: Path) -> None:
+def _fsync(path: Path) -> None:
+    """Make a file's bytes, or a directory's entries, durable."""
     descriptor = os.open(path, os.O_RDONLY)
     try:
         os.fsync(descriptor)

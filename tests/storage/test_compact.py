@@ -129,7 +129,7 @@ def test_whatever_stands_at_the_scratch_name_is_cleared_and_a_failed_copy_is_one
     def no_space(path):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(compact_module, "_sync_file", no_space)  # the copy's last step
+    monkeypatch.setattr(compact_module, "_fsync", no_space)  # the copy's last step
     with pytest.raises(StorageError, match=r"cannot write the compacted copy.*unchanged"):
         compact(path, MAP_SIZE)
     assert not (path / SCRATCH).exists()
