@@ -18,8 +18,8 @@ errors an operation raises to an `ErrorKind` in one place (`ERROR_KINDS`).
 A handler is `handler(area, request)`: the `Area` it works on (the store
 through `StoreService`, our keypair, and in the daemon the running node's
 peers) and the checked request; it returns the reply's value. The
-messages', timelines' and groups' handlers are `Area`'s methods; the
-document ops' are `node/doc_ipc.py`'s (with `doc-watch`'s pages), the
+messages' and timelines' handlers are `Area`'s methods; the groups' are
+`node/ipc_groups.py`'s, the document ops' are `node/doc_ipc.py`'s (with `doc-watch`'s pages), the
 listings' `node/ipc_discovery.py`'s, the node's and its peers' (`status`,
 `peers`, `clock`, `connect`, `disconnect`) `node/ipc_peers.py`'s. `answer`
 turns one request into its reply frame: the socket sends it, and the CLI
@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 import trio
 
-from tanglenode.node import doc_ipc, ipc_discovery, ipc_peers
+from tanglenode.node import doc_ipc, ipc_discovery, ipc_groups, ipc_peers
 from tanglenode.node.doc_ipc import DocWatch
 from tanglenode.node.failures import only
 from tanglenode.node.ipc_peers import RunningNode
@@ -66,12 +66,6 @@ from tanglenode.protocol.ipc import (
     CommandsRequest,
     ErrorKind,
     GetRequest,
-    GroupAddRequest,
-    GroupCreateRequest,
-    GroupExcludeRequest,
-    GroupPostRequest,
-    GroupShowRequest,
-    GroupTimelineRequest,
     PlacementRequest,
     PublishRequest,
     RequestError,
@@ -79,7 +73,6 @@ from tanglenode.protocol.ipc import (
     TimelineRef,
     TimelineRequest,
     WatchProcessedRequest,
-    bounded_content,
     delete_command,
     digest_body,
     insert_command,
@@ -181,8 +174,8 @@ def _command_wire(
 class Area:
     """What an op's handler works on: the store through `service`, our `keypair`, and
     `node`, what only the running node has (its peers and network; None where the CLI
-    opened the store itself). The handlers of the messages, timelines and groups are
-    methods here; `OPS` lists every op's."""
+    opened the store itself). The handlers of the messages and timelines are methods
+    here; `OPS` lists every op's."""
 
     service: StoreService
     keypair: Keypair | None
@@ -252,47 +245,6 @@ class Area:
             lambda store: store.timelines.timeline_log(name, request.since, request.limit)
         )
         return {"version": version, "commands": [_command_wire(command) for command in commands]}
-
-    # -- private groups (storage/groups/state.py) ------------------------------------------
-
-    async def _group(self, root: bytes) -> groups.GroupView:
-        return await self.service.read(groups.read_group, self.keypair, root)
-
-    async def _group_create(self, request: GroupCreateRequest) -> dict[str, Any]:
-        content, tangles = groups.create(self.keypair, request.name)
-        message = await self.service.publish(content, tangles)
-        return {"group": message.id}
-
-    async def _group_add(self, request: GroupAddRequest) -> dict[str, Any]:
-        view = await self._group(request.group)
-        message = await self.service.publish(*groups.add(view, self.keypair, request.members))
-        return {"id": message.id}
-
-    async def _group_exclude(self, request: GroupExcludeRequest) -> dict[str, Any]:
-        """Exclude members and open a new epoch (a new key) for the others, in one
-        transaction: both are stored or neither."""
-        view = await self._group(request.group)
-        requests = groups.exclusion(view, self.keypair, request.members)
-        excluded, epoch = await self.service.publish_whole(requests)
-        return {"id": excluded.id, "epoch": epoch.id}
-
-    async def _group_post(self, request: GroupPostRequest) -> dict[str, Any]:
-        view = await self._group(request.group)
-        message = await self.service.publish(*groups.post(view, self.keypair, request.content))
-        return {"id": message.id}
-
-    async def _group_show(self, request: GroupShowRequest) -> dict[str, Any]:
-        view = await self._group(request.group)
-        final = await self.service.read(groups.final, view)
-        return {**groups.describe(view), "final": final}
-
-    async def _group_timeline(self, request: GroupTimelineRequest) -> dict[str, Any]:
-        view = await self._group(request.group)
-        rows = await self.service.read(groups.timeline, view, request.tangle, request.order)
-        for row in rows:
-            if "content" in row:
-                row["content"] = bounded_content(row["content"])
-        return {"entries": rows}
 
 
 async def answer(area: Area, number: Any, op: str, frame: Any) -> bytes:
@@ -574,13 +526,13 @@ OPS: dict[str, Op] = {
     "timeline": Op(Area._timeline),
     "commands": Op(Area._commands),
     "placement": Op(Area._placement),
-    # private groups (storage/groups/state.py), read and written with our key
-    "group-create": Op(Area._group_create, writes=True),
-    "group-add": Op(Area._group_add, writes=True),
-    "group-exclude": Op(Area._group_exclude, writes=True),
-    "group-post": Op(Area._group_post, writes=True),
-    "group-show": Op(Area._group_show, keyed=True),
-    "group-timeline": Op(Area._group_timeline, keyed=True),
+    # private groups (node/ipc_groups.py), read and written with our key
+    "group-create": Op(ipc_groups.group_create, writes=True),
+    "group-add": Op(ipc_groups.group_add, writes=True),
+    "group-exclude": Op(ipc_groups.group_exclude, writes=True),
+    "group-post": Op(ipc_groups.group_post, writes=True),
+    "group-show": Op(ipc_groups.group_show, keyed=True),
+    "group-timeline": Op(ipc_groups.group_timeline, keyed=True),
     # the listings (node/ipc_discovery.py)
     "tangles": Op(ipc_discovery.tangles),
     "group-list": Op(ipc_discovery.group_list, keyed=True),

@@ -64,7 +64,8 @@ reported final: finality holds unless a feed is later invalidated.
 State per timeline (tables in `TimelineTables`):
 
     tl-names  timeline name -> timeline number (u32)
-    tl-meta   number -> msgpack {name, version, size, root, next_node}
+    tl-meta   number -> msgpack {name, version, size, root, next_node[, floor]}
+              (floor: the log holds only the commands after it; set by a rebuild)
     tl-nodes  number + ref -> rank (u32) + sort id (empty when equal to ref)
     tl-succ   number + ref -> successor ref (dupsort); the rows of a ref not
               in tl-nodes are the pending references to a missing message
