@@ -134,11 +134,13 @@ def time_decode(raws: list[bytes]) -> float:
     return time.perf_counter() - started
 
 
-def time_ingest(raws: list[bytes], batch: int, worker: Worker) -> tuple[float, int, int]:
+def time_ingest(
+    raws: list[bytes], batch: int, worker: Worker, views: list[str]
+) -> tuple[float, int, int]:
     """Seconds to ingest `raws` in batches into a fresh store, the store's bytes on disk, and
     its bytes after `tangled compact` (storage/tools/compact.py, outside the timer)."""
     with tempfile.TemporaryDirectory(prefix="bench-ingest-") as tmp:
-        with FeedStore(Path(tmp) / "store", map_size=DEFAULT_MAP_SIZE) as store:
+        with FeedStore(Path(tmp) / "store", map_size=DEFAULT_MAP_SIZE, views=views) as store:
             batches = (raws[start : start + batch] for start in range(0, len(raws), batch))
             started = time.perf_counter()
             accepted = 0
@@ -152,11 +154,11 @@ def time_ingest(raws: list[bytes], batch: int, worker: Worker) -> tuple[float, i
     return elapsed, size, compacted
 
 
-def time_import(bundle: Path, count: int) -> float:
+def time_import(bundle: Path, count: int, views: list[str]) -> float:
     """Seconds for `tangled import`'s path: read the bundle file, ingest it (two cores)."""
     with (
         tempfile.TemporaryDirectory(prefix="bench-import-") as tmp,
-        FeedStore(Path(tmp) / "store") as store,
+        FeedStore(Path(tmp) / "store", views=views) as store,
         bundle.open("rb") as source,
     ):
         started = time.perf_counter()
@@ -203,7 +205,13 @@ def main() -> None:
         action="store_true",
         help="name the heads, as a node writes since format 2 (instead of a crafted timeframe)",
     )
+    parser.add_argument(
+        "--views",
+        default="",
+        help="the optional views to keep, comma-separated (default: none, as a node by default)",
+    )
     args = parser.parse_args()
+    views = [name for name in args.views.split(",") if name]
 
     started = time.perf_counter()
     raws = build_messages(
@@ -222,7 +230,8 @@ def main() -> None:
         f"built {len(raws)} messages from {args.feeds} feeds in "
         f"{time.perf_counter() - started:.1f}s"
         f" ({workload}: at most {args.timeframe_feeds or args.feeds - 1} feeds; mean "
-        f"{raw_bytes / len(raws):.0f} bytes); batches of {args.batch}; {args.rounds} rounds"
+        f"{raw_bytes / len(raws):.0f} bytes); batches of {args.batch}; {args.rounds} rounds; "
+        f"optional views kept: {', '.join(views) or 'none'}"
     )
     rates: dict[str, list[float]] = {
         name: [] for name in ("verify", "decode", "one core", "two cores", "thread", "import")
@@ -234,15 +243,15 @@ def main() -> None:
         for round_number in range(1, args.rounds + 1):
             rates["verify"].append(len(raws) / time_bare_verify(raws))
             rates["decode"].append(len(raws) / time_decode(raws))
-            elapsed, size, compacted = time_ingest(raws, args.batch, Worker.INLINE)
+            elapsed, size, compacted = time_ingest(raws, args.batch, Worker.INLINE, views)
             rates["one core"].append(len(raws) / elapsed)
             sizes.append(size)
             compacted_sizes.append(compacted)
-            elapsed, _size, _compacted = time_ingest(raws, args.batch, Worker.PROCESS)
+            elapsed, _size, _compacted = time_ingest(raws, args.batch, Worker.PROCESS, views)
             rates["two cores"].append(len(raws) / elapsed)
-            elapsed, _size, _compacted = time_ingest(raws, args.batch, Worker.THREAD)
+            elapsed, _size, _compacted = time_ingest(raws, args.batch, Worker.THREAD, views)
             rates["thread"].append(len(raws) / elapsed)
-            rates["import"].append(len(raws) / time_import(bundle, len(raws)))
+            rates["import"].append(len(raws) / time_import(bundle, len(raws), views))
             print(
                 f"round {round_number}: "
                 + ", ".join(f"{name} {values[-1]:,.0f}/s" for name, values in rates.items())

@@ -119,6 +119,20 @@ class StorageSettings:
 
 
 @dataclass(frozen=True)
+class ViewsSettings:
+    """The optional derived views (storage/registry.py, `OPTIONAL`): each field is one, by
+    its name with `_` for `-`. A view turned on later is built by `tangled reindex VIEW`."""
+
+    causal_time: bool = _setting(
+        False, doc="keep every timeline's causal-time order (--order causal-time)"
+    )
+
+    def wanted(self) -> list[str]:
+        """The names of the optional views turned on."""
+        return [name.replace("_", "-") for name, on in vars(self).items() if on]
+
+
+@dataclass(frozen=True)
 class GossipSettings:
     max_peer_feeds: int = _setting(
         20_000, ge=16, le=1 << 22, doc="feeds a peer's clock may name before it is dropped"
@@ -155,6 +169,7 @@ class Settings:
     log_level: Literal["debug", "info", "warning", "error"] = "info"
     limits: LimitsSettings = field(default_factory=LimitsSettings)
     storage: StorageSettings = field(default_factory=StorageSettings)
+    views: ViewsSettings = field(default_factory=ViewsSettings)
     gossip: GossipSettings = field(default_factory=GossipSettings)
     web: WebSettings = field(default_factory=WebSettings)
 

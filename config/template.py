@@ -50,6 +50,13 @@ max_content_depth = {limits.max_content_depth}
 # LMDB map size in bytes: the most the store may grow to (disk is used as needed).
 map_size = {storage.map_size}
 
+[views]
+# Optional derived views. The causal-time order (`--order causal-time`: causality, then
+# claimed time) doubles the timelines' rows; off, its reads answer `view-off`. A view
+# turned on later is built by `tangled reindex causal-time` with the node stopped; one
+# turned off is dropped when the store next opens.
+causal_time = {causal_time}
+
 [gossip]
 # A peer whose vector clock names more feeds than this is dropped (memory stays bounded).
 max_peer_feeds = {gossip.max_peer_feeds}
@@ -82,5 +89,6 @@ def render_config(
         storage=defaults.storage,
         gossip=defaults.gossip,
         verify_in_process=str(defaults.gossip.verify_in_process).lower(),
+        causal_time=str(defaults.views.causal_time).lower(),
         peers="".join("\n" + peer_table(address, key) for address, key in peers),
     )

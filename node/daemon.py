@@ -143,6 +143,13 @@ def _warn_if_own_feed_behind(store: FeedStore, me: bytes) -> None:
         )
 
 
+def _warn_if_views_unbuilt(store: FeedStore) -> None:
+    """An optional view turned on and not built is not kept until `tangled reindex` builds it."""
+    state = store.ctx.views
+    for name in sorted(state.wanted - state.kept):
+        log.warning("view not built", view=name, why=state.why_off(state.optional(name)))
+
+
 async def _run_node(
     settings: Settings, keypair: Keypair, notifier: Notifier, web_token: str | None
 ) -> None:
@@ -151,9 +158,11 @@ async def _run_node(
         keypair=keypair,
         limits=settings.limits.to_protocol(),
         map_size=settings.storage.map_size,
+        views=settings.views.wanted(),
     )
     try:
         _warn_if_own_feed_behind(store, keypair.public)
+        _warn_if_views_unbuilt(store)
         service = StoreService(store)
         service.verifier.processes &= settings.gossip.verify_in_process
         registry = PeerRegistry()

@@ -97,6 +97,7 @@ from tanglenode.storage.errors import (
     UnknownTangle,
     UnknownTimeline,
     VersionConflict,
+    ViewOff,
 )
 from tanglenode.storage.groups import state as groups
 from tanglenode.storage.views.timelines import timeline_name
@@ -126,6 +127,7 @@ ERROR_KINDS: tuple[tuple[type[BaseException], ErrorKind], ...] = (
     (UnpublishableMessage, ErrorKind.INVALID_MESSAGE),
     (UnknownTangle, ErrorKind.UNKNOWN_TANGLE),
     (UnknownTimeline, ErrorKind.NOT_FOUND),
+    (ViewOff, ErrorKind.VIEW_OFF),
     (WindowTooLarge, ErrorKind.BAD_REQUEST),
     (UnknownDocument, ErrorKind.NOT_FOUND),
     (BadSplice, ErrorKind.BAD_REQUEST),

@@ -33,6 +33,7 @@ class ErrorKind(enum.StrEnum):
     OWN_FEED_BEHIND = "own-feed-behind"
     STORE_FULL = "store-full"
     NO_IDENTITY = "no-identity"
+    VIEW_OFF = "view-off"
     REFUSED = "refused"
     REPLY_TOO_LARGE = "reply-too-large"
     INTERNAL = "internal"

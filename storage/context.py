@@ -25,6 +25,7 @@ from tanglenode.storage.engine.timeline import TimelineTables
 from tanglenode.storage.errors import StoreFull
 from tanglenode.storage.feeds.layout import Tables
 from tanglenode.storage.feeds.processor import ProcessorTables
+from tanglenode.storage.view_choice import ViewState
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +40,7 @@ class StoreContext:
     document_tables: DocumentTables
     limits: Limits
     keypair: Keypair | None
+    views: ViewState  # the optional views this store keeps (storage/view_choice.py)
 
     def read(self) -> Any:
         """A read transaction (a context manager)."""

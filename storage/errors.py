@@ -61,6 +61,10 @@ class UnknownTimeline(StorageError):
     """No timeline of that name exists."""
 
 
+class ViewOff(StorageError):
+    """A read of an optional view this store does not keep (turned off, or on and not built)."""
+
+
 class StoreDamaged(StorageError):
     """The store's files are damaged (cut short, emptied, corrupted); it must be restored."""
 

@@ -20,8 +20,10 @@ processor keeps). So any view can be thrown away and built again:
    the processed order is handed to their `processed`, a chunk at a time
    (the timeline writer's cache is written out after each chunk, so memory
    stays bounded by a chunk, not by the store).
-3. The transaction commits: a crash at any point leaves the views as they
-   were before (LMDB), never half built.
+3. The transaction commits, with the optional views rebuilt recorded as
+   built (storage/view_choice.py: a view turned on later is built this
+   way): a crash at any point leaves the views as they were before (LMDB),
+   never half built.
 
 A rebuilt timeline's command log told how an empty timeline grew, which no
 subscriber that saw the old one can apply: so each rebuilt log is dropped
@@ -50,6 +52,7 @@ from tanglenode.storage.engine.timeline import TimelineReader, restart_log
 from tanglenode.storage.feeds.derived import DerivedView, ProcessedStep, WriteScope
 from tanglenode.storage.feeds.layout import feed_key, parse_stored
 from tanglenode.storage.feeds.processor import read_processed
+from tanglenode.storage.view_choice import record_built
 
 CHUNK = 2048  # messages per flush of the timeline writer's cache
 
@@ -106,6 +109,7 @@ def reindex(
     chosen = affected(views, names)
     with ctx.write() as txn:
         _rebuild(txn, ctx, chosen, progress or _quiet)
+        record_built(txn, ctx.tables.meta, ctx.views.known, [view.name for view in chosen])
     return [view.name for view in chosen]
 
 

@@ -23,6 +23,8 @@ views to the writer and to `check`.
 
 from __future__ import annotations
 
+from collections.abc import Collection
+from dataclasses import replace
 from pathlib import Path
 
 import lmdb
@@ -40,6 +42,7 @@ from tanglenode.storage.errors import (
     StoreNotFound,
 )
 from tanglenode.storage.feed_reads import FeedReads
+from tanglenode.storage.feeds.derived import DerivedView
 from tanglenode.storage.feeds.layout import (
     MAX_NAMED_DATABASES,
     PREVIOUS_FORMAT_SCHEMAS,
@@ -49,9 +52,10 @@ from tanglenode.storage.feeds.layout import (
 from tanglenode.storage.feeds.metapage import check_data_file
 from tanglenode.storage.feeds.ownhead import OwnHeadFile, head_path
 from tanglenode.storage.feeds.processor import ProcessorTables
-from tanglenode.storage.registry import open_views
+from tanglenode.storage.registry import OPTIONAL, open_views
 from tanglenode.storage.tangle_reads import TangleReads
 from tanglenode.storage.timeline_reads import TimelineReads
+from tanglenode.storage.view_choice import choose_views
 from tanglenode.storage.views.abouts import ABOUTS_INDEXED, backfill_abouts, drop_first_layout
 from tanglenode.storage.views.digest import DigestReads
 from tanglenode.storage.writes import TimeframeSource, Writes
@@ -71,6 +75,7 @@ class FeedStore:
         map_size: int = DEFAULT_MAP_SIZE,
         create: bool = True,
         timeframe_source: TimeframeSource | None = None,
+        views: Collection[str] | None = None,
     ) -> None:
         self.path = Path(path)
         if not create and not (self.path / "data.mdb").exists():
@@ -85,22 +90,27 @@ class FeedStore:
         try:
             tables = Tables.open(self._env)
             backfill = self._check_schema(tables)  # before any table of this schema is made
+            timeline_tables = TimelineTables.open(self._env)
+            with self._env.begin() as txn:
+                empty = txn.stat(tables.messages)["entries"] == 0
+            state = choose_views(self._env, tables.meta, timeline_tables, OPTIONAL, views, empty)
             self.ctx = StoreContext(
                 self.path,
                 self._env,
                 tables,
-                TimelineTables.open(self._env),
+                timeline_tables,
                 ProcessorTables.open(self._env),
                 DocumentTables.open(self._env),
                 limits,
                 keypair,
+                state,
             )
         except lmdb.Error as error:
             self._env.close()
             raise StoreDamaged(f"the store at {self.path} is damaged: {error}") from None
         if backfill:
             self._backfill_abouts()
-        self.views = open_views(self.ctx)
+        self.views = open_views(self.ctx, state)
         own_head = OwnHeadFile(self.own_head_path)
         self.writes = Writes(self.ctx, self.views, own_head, timeframe_source)
         self.feeds = FeedReads(self.ctx, self.views)
@@ -123,6 +133,12 @@ class FeedStore:
     @property
     def limits(self) -> Limits:
         return self.ctx.limits
+
+    def wanted_views(self) -> tuple[DerivedView, ...]:
+        """The views this store keeps and those its node turned on but it has not built yet:
+        what `tangled reindex` builds (storage/reindex.py)."""
+        state = self.ctx.views
+        return open_views(self.ctx, replace(state, kept=state.kept | state.wanted))
 
     def _check_schema(self, tables: Tables) -> bool:
         """Refuse another schema, or mark a new store; True if `about-names` needs its backfill."""

@@ -16,7 +16,11 @@ timelines keep already, a few reads each:
   they name or never joining (invalid for the tangle), `messages - joined`;
 - `version`: the timeline's version, which moves whenever the tangle does;
 - `last`: the newest claimed time of a member, the last row of its
-  causal-time twin's time index (`ct-time`, one cursor seek);
+  causal-time twin's time index (`ct-time`, one cursor seek) where the
+  store keeps the causal-time view; else the newest claimed time among
+  its last `RECENT` members in rank order (a tree slice and as many body
+  reads): every later message of an honest writer ranks above what it
+  saw, so the newest members are near the end;
 - `author`: the root's author when the root is held (`message-ids`).
 
 A page reads at most `limit` tangles and looks at at most `scan` names
@@ -42,6 +46,7 @@ from tanglenode.storage.views.timelines import tangle_timeline, view_timeline
 TANGLE_PREFIX = b"\x01"  # rank-order tangle timelines in `tl-names` (storage.views.timelines)
 SCAN = 20_000  # names of `tl-names` one page looks at, at most
 _ID = 32
+RECENT = 16  # members looked at for `last` without the causal-time view
 _TIME = slice(4, 12)  # ct-time keys: timeline number (u32) + time (u64 BE) + sort id
 
 
@@ -135,9 +140,22 @@ class TangleReads:
             messages=meta.tree.size,
             joined=0 if joined is None else joined.tree.size,
             version=meta.version,
-            last=_newest_time(txn, tables, view_timeline(timeline, "all", "causal-time")),
+            last=self._last_time(txn, timeline, meta.tree.size),
             author=None if held is None else bytes(held[:_ID]),
         )
+
+    def _last_time(self, txn, timeline: bytes, size: int) -> int | None:
+        """The newest claimed time of the tangle's members (see the module's theory)."""
+        tables = self._ctx.timeline_tables
+        if self._ctx.views.keeps("causal-time"):
+            return _newest_time(txn, tables, view_timeline(timeline, "all", "causal-time"))
+        recent = TimelineReader(txn, tables).order(timeline, max(0, size - RECENT), size)
+        times = [
+            message.timestamp
+            for msg_id in recent
+            if (message := message_by_id(txn, self._ctx.tables, msg_id)) is not None
+        ]
+        return max(times, default=None)
 
 
 def _newest_time(txn, tables, twin: bytes) -> int | None:

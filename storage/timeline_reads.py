@@ -45,6 +45,11 @@ class TimelineReads:
     def __init__(self, ctx: StoreContext) -> None:
         self._ctx = ctx
 
+    def _reader(self, txn, timeline: bytes) -> TimelineReader:
+        """A reader of `timeline`; `ViewOff` if it belongs to a view this store does not keep."""
+        self._ctx.views.require_timeline(timeline)
+        return TimelineReader(txn, self._ctx.timeline_tables)
+
     def held(self) -> list[tuple[bytes, bytes | None, str | None]]:
         """(timeline name, tangle root, tangle name) of every timeline; the spacetime's root and
         name are None."""
@@ -96,7 +101,7 @@ class TimelineReads:
         state in the joined view: "joined", "pending" or "invalid" (storage.views.joined).
         """
         with self._ctx.read() as txn:
-            reader = TimelineReader(txn, self._ctx.timeline_tables)
+            reader = self._reader(txn, timeline)
             if not self._known(reader, timeline):
                 return 0, []
             entries = reader.entries(timeline, start, stop)
@@ -113,7 +118,7 @@ class TimelineReads:
         tangle timeline `timeline` with their joined-view states, of one moment; a tangle not
         seen yet is (0, 0, [])."""
         with self._ctx.read() as txn:
-            reader = TimelineReader(txn, self._ctx.timeline_tables)
+            reader = self._reader(txn, timeline)
             key = tangle_key_of(timeline)
             if key is None or not reader.exists(timeline):
                 return 0, 0, []
@@ -146,7 +151,7 @@ class TimelineReads:
         position of the first entry (None in strict mode) and (time, id) entries
         (storage.engine.causal_window); raises `UnknownTimeline`, `WindowTooLarge`."""
         with self._ctx.read() as txn:
-            reader = TimelineReader(txn, self._ctx.timeline_tables)
+            reader = self._reader(txn, timeline)
             if not self._known(reader, timeline):
                 return 0, None, []
             version = reader.version(timeline)
@@ -158,21 +163,21 @@ class TimelineReads:
     def timeline_version(self, timeline: bytes) -> int:
         """How many commands the timeline's log holds."""
         with self._ctx.read() as txn:
-            reader = TimelineReader(txn, self._ctx.timeline_tables)
+            reader = self._reader(txn, timeline)
             return reader.version(timeline) if self._known(reader, timeline) else 0
 
     def timeline_floor(self, timeline: bytes) -> int:
         """The version the timeline's command log starts after: a subscriber at a lower one
         starts from a snapshot (0 unless `tangled reindex` restarted the log)."""
         with self._ctx.read() as txn:
-            reader = TimelineReader(txn, self._ctx.timeline_tables)
+            reader = self._reader(txn, timeline)
             return reader.floor(timeline) if reader.exists(timeline) else 0
 
     def timeline_placement(self, timeline: bytes, msg_id: bytes) -> Placement | None:
         """Position and rank of a message in a timeline, None if it is not a member."""
         with self._ctx.read() as txn:
             ref = self._ref(txn, timeline, msg_id)
-            reader = TimelineReader(txn, self._ctx.timeline_tables)
+            reader = self._reader(txn, timeline)
             if ref is None or not reader.exists(timeline):
                 return None
             return reader.placement(timeline, bytes(ref))
@@ -182,7 +187,7 @@ class TimelineReads:
     ) -> tuple[Placement, MemberState | None] | None:
         """A member's placement and, in a tangle's timeline, its state; None if not a member."""
         with self._ctx.read() as txn:
-            reader = TimelineReader(txn, self._ctx.timeline_tables)
+            reader = self._reader(txn, timeline)
             ref = self._ref(txn, timeline, msg_id)
             if ref is None or not reader.exists(timeline):
                 return None
@@ -202,7 +207,7 @@ class TimelineReads:
     def timeline_commands(self, timeline: bytes, since: int, limit: int = 10_000) -> list[Command]:
         """The commands after version `since`, oldest first."""
         with self._ctx.read() as txn:
-            reader = TimelineReader(txn, self._ctx.timeline_tables)
+            reader = self._reader(txn, timeline)
             if not self._known(reader, timeline):
                 return []
             return reader.commands_since(timeline, since, limit)
@@ -267,7 +272,7 @@ class TimelineReads:
         members whose missing messages can never come.
         """
         with self._ctx.read() as txn:
-            reader = TimelineReader(txn, self._ctx.timeline_tables)
+            reader = self._reader(txn, timeline)
             if not reader.exists(timeline):
                 return 0
             bounds = [
@@ -289,7 +294,7 @@ class TimelineReads:
     ) -> tuple[int, list[Command]]:
         """The head version and up to `limit` commands after version `since`, oldest first."""
         with self._ctx.read() as txn:
-            reader = TimelineReader(txn, self._ctx.timeline_tables)
+            reader = self._reader(txn, timeline)
             if not self._known(reader, timeline):
                 return 0, []
             return reader.version(timeline), reader.commands_since(timeline, since, limit)
@@ -303,7 +308,7 @@ class TimelineReads:
         The page stops early once the inserted messages' signed bytes reach `max_bytes`.
         """
         with self._ctx.read() as txn:
-            reader = TimelineReader(txn, self._ctx.timeline_tables)
+            reader = self._reader(txn, timeline)
             if not reader.exists(timeline):
                 return 0, []
             head = reader.version(timeline)

@@ -10,6 +10,9 @@ import msgpack
 from tanglenode.protocol.canonical import canonical_value
 from tanglenode.protocol.identity import Keypair, tag_of
 from tanglenode.protocol.message import ROOT_LINK, Message, Named, TangleLink, sign_message
+from tanglenode.storage.registry import OPTIONAL
+
+ALL_VIEWS = tuple(view.name for view in OPTIONAL)  # a store keeping every optional view
 
 # The message each `Feed` built last at (feed, seq): what a timeframe entry given as a bare
 # seq names (a test that forks a feed names the branch it means by passing the message).

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import click
 
-from tanglenode.node.cli.support import Context, ExitCode, emit_json, json_option
+from tanglenode.node.cli.support import BadInput, Context, ExitCode, emit_json, json_option
 from tanglenode.storage.registry import view_names
 
 
@@ -22,17 +22,32 @@ from tanglenode.storage.registry import view_names
 @click.option(
     "--verify", is_flag=True, help="Only compare each view with a rebuild of it; write nothing."
 )
+@click.option(
+    "--list",
+    "listing",
+    is_flag=True,
+    help="Only list the views: kept, off or not built yet, and what each costs; write nothing.",
+)
 @json_option
 @click.pass_obj
-def reindex_command(obj: Context, views: tuple[str, ...], verify: bool, as_json: bool) -> int:
-    """Rebuild the derived VIEWS (default: all) from the stored messages; the node must be
-    stopped. Views that share tables are rebuilt together."""
+def reindex_command(
+    obj: Context, views: tuple[str, ...], verify: bool, listing: bool, as_json: bool
+) -> int:
+    """Rebuild the derived VIEWS (default: every view the node keeps) from the stored
+    messages; the node must be stopped. Views that share tables are rebuilt together. An
+    optional view turned on under [views] in tangled.toml is built this way."""
     from tanglenode.storage.reindex import compare, reindex
 
-    names = views or view_names()
+    if listing:
+        return _list_views(obj, as_json)
     with obj.lock_data_dir("reindex"), obj.open_store() as store:
+        wanted = store.wanted_views()  # those kept, and those turned on but not built yet
+        names = views or tuple(view.name for view in wanted)
+        off = [name for name in names if name not in {view.name for view in wanted}]
+        if off:
+            raise BadInput(store.ctx.views.why_off(store.ctx.views.optional(off[0])))
         if verify:
-            differences = compare(store.ctx, store.views, names)
+            differences = compare(store.ctx, wanted, names)
             if as_json:
                 emit_json({"ok": not differences, "differences": [str(d) for d in differences]})
             else:
@@ -46,11 +61,45 @@ def reindex_command(obj: Context, views: tuple[str, ...], verify: bool, as_json:
             if not as_json:
                 click.echo(f"reindex: {done} {phase}", err=True)
 
-        rebuilt = reindex(store.ctx, store.views, names, progress)
+        rebuilt = reindex(store.ctx, wanted, names, progress)
     if as_json:
         emit_json({"rebuilt": rebuilt})
     else:
         click.echo(f"rebuilt: {', '.join(rebuilt)}")
+    return ExitCode.OK
+
+
+def _list_views(obj: Context, as_json: bool) -> int:
+    from tanglenode.storage.registry import VIEWS
+
+    with obj.open_store() as store:
+        state = store.ctx.views
+        optional = {view.name for view in state.known}
+        rows = []
+        for kind in VIEWS:
+            if kind.name not in optional or state.keeps(kind.name):
+                status = "kept"
+            else:
+                status = "not built" if kind.name in state.wanted else "off"
+            rows.append((kind.name, status, kind.optional, kind.cost))
+    if as_json:
+        emit_json(
+            [
+                {
+                    "view": name,
+                    "status": status,
+                    "optional": optional_view,
+                    "bytes_per_message": cost.bytes_per_message,
+                    "ingest_share": cost.ingest_share,
+                    "serves": cost.serves,
+                }
+                for name, status, optional_view, cost in rows
+            ]
+        )
+    else:
+        for name, status, optional_view, cost in rows:
+            kind = "optional" if optional_view else "always"
+            click.echo(f"{name:<12} {status:<10} {kind:<9} {cost.describe()}")
     return ExitCode.OK
 
 

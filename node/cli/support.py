@@ -91,6 +91,7 @@ class Context:
                 limits=settings.limits.to_protocol(),
                 map_size=settings.storage.map_size,
                 create=create,
+                views=settings.views.wanted(),
             )
         except StoreNotFound:
             raise NotFound(f"no store at {settings.store_path}; run `tangled init` first") from None

@@ -19,6 +19,7 @@ from tanglenode.protocol.message import Message
 from tanglenode.storage.documents import revisions
 from tanglenode.storage.documents.engine import DocumentEngine
 from tanglenode.storage.documents.rows import M_ID, DocumentTables, pack, unpack
+from tanglenode.storage.feeds.derived import ViewCost
 from tanglenode.storage.feeds.layout import U32
 
 if TYPE_CHECKING:
@@ -31,6 +32,8 @@ class DocumentsView:
 
     name = "documents"
     tables = DocumentTables.NAMES
+    optional = False
+    cost = ViewCost(0, 0.004, "documents: their text, history and blame")
 
     def __init__(self, ctx: StoreContext) -> None:
         self._ctx = ctx

@@ -36,8 +36,11 @@ same list (storage/reindex.py):
 
 and `tables`, the named databases the view writes: `reindex` empties them
 (with those of every view sharing one) and feeds the view every stored
-message again. The processor's own bookkeeping is not a view: its order is
-the order messages became ready on this node, which no rebuild can recover.
+message again. `cost` says what the view costs a store, measured (bytes
+and ingest time per message); `optional` views are kept only where a node
+turns them on (`[views]` in tangled.toml, storage/view_choice.py). The
+processor's own bookkeeping is not a view: its order is the order messages
+became ready on this node, which no rebuild can recover.
 """
 
 from __future__ import annotations
@@ -104,11 +107,30 @@ class WriteScope:
         return self._reader
 
 
+@dataclass(frozen=True, slots=True)
+class ViewCost:
+    """What keeping a view costs, measured on `bench/ingest.py`'s sparse 30K workload
+    (docs/BENCHMARKS.md): bytes of its own rows per message in a compacted store, and the
+    share of one-core ingest time it takes."""
+
+    bytes_per_message: int
+    ingest_share: float  # of one-core ingest time, 0..1
+    serves: str  # what a node loses without it
+
+    def describe(self) -> str:
+        return (
+            f"~{self.bytes_per_message} B a message, ~{round(self.ingest_share * 100)} % of "
+            f"ingest; serves {self.serves}"
+        )
+
+
 class DerivedView(Protocol):
     """An index computed from stored messages (see the module's theory of operation)."""
 
     name: str
     tables: tuple[bytes, ...]
+    optional: bool  # a node may turn it off (`[views]`); the others every node keeps
+    cost: ViewCost
 
     def accepted(self, scope: WriteScope, message: Message) -> None: ...
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from tanglenode.protocol.identity import feed_text
 from tanglenode.protocol.message import Message
+from tanglenode.storage.feeds.derived import ViewCost
 from tanglenode.storage.feeds.layout import ABOUTS_DB
 from tanglenode.storage.views.abouts import ROW_KEY_LEN, about_name, index_about, split_about_key
 
@@ -27,6 +28,8 @@ class AboutsView:
 
     name = "abouts"
     tables = (ABOUTS_DB,)
+    optional = False
+    cost = ViewCost(0, 0.005, "the names feeds give themselves, shown everywhere")
 
     def __init__(self, ctx: StoreContext) -> None:
         self._ctx = ctx

@@ -155,7 +155,9 @@ class DigestReads:
 
     def timeline_digest(self, timeline: bytes) -> TimelineDigest:
         """The digest of `timeline` (a `timeline_name`) now; `UnknownTimeline` for a tangle
-        with no timeline; an empty spacetime or joined view has the empty digest."""
+        with no timeline; an empty spacetime or joined view has the empty digest; `ViewOff`
+        for a view this store does not keep."""
+        self._ctx.views.require_timeline(timeline)
         with self._ctx.read() as txn:
             reader = TimelineReader(txn, self._ctx.timeline_tables)
             return self._digest_in(reader, timeline)

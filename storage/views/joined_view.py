@@ -12,6 +12,7 @@ from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from tanglenode.protocol.message import Message
+from tanglenode.storage.feeds.derived import ViewCost
 from tanglenode.storage.views.joined import join_message, leave_message
 from tanglenode.storage.views.joined_check import check_tangles
 from tanglenode.storage.views.timelines import TIMELINE_TABLES, StoredLinks, timeline_contents
@@ -26,6 +27,8 @@ class JoinedView:
 
     name = "joined"
     tables = (*TIMELINE_TABLES, b"tangle-state", b"tangle-pending", b"tangle-tips")
+    optional = False
+    cost = ViewCost(300, 0.12, "tangle tips (what a reply names), member states, the tangle list")
 
     def __init__(self, ctx: StoreContext) -> None:
         self._ctx = ctx

@@ -38,6 +38,7 @@ from tanglenode.protocol.identity import tag_of
 from tanglenode.protocol.message import Message
 from tanglenode.storage.engine.causal_timeline import add_twins, remove_twins
 from tanglenode.storage.engine.timeline import TimelineReader, TimelineTables, TimelineWriter
+from tanglenode.storage.feeds.derived import ViewCost
 from tanglenode.storage.feeds.layout import Tables, feed_key, tangle_key
 
 if TYPE_CHECKING:
@@ -201,6 +202,8 @@ class TimelinesView:
 
     name = "timelines"
     tables = TIMELINE_TABLES
+    optional = False
+    cost = ViewCost(1046, 0.16, "every rank order: convergence, finality, digests, the web view")
 
     def __init__(self, ctx: StoreContext) -> None:
         self._ctx = ctx

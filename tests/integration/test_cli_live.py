@@ -64,7 +64,7 @@ async def test_cli_commands_talk_to_the_running_node(tmp_path):
 
 async def test_group_commands_through_the_cli(tmp_path):
     node = Node(tmp_path, "host")
-    await node.start()
+    await node.start(extra_env={"TANGLED_VIEWS__CAUSAL_TIME": "true"})  # built: nothing held yet
     friend = Node(tmp_path, "friend")  # never started: only its feed id is needed
 
     async def ok(*args: str) -> str:

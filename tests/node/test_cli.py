@@ -16,7 +16,7 @@ from tanglenode.protocol.identity import feed_text, message_text
 from tanglenode.protocol.limits import Limits
 from tanglenode.protocol.message import TangleLink
 from tanglenode.storage.store import FeedStore
-from tests.factories import Feed, keypair, sign_raw, unsigned_fields
+from tests.factories import ALL_VIEWS, Feed, keypair, sign_raw, unsigned_fields
 from tests.tamper import tamper
 
 TANGLED = Path(sys.executable).with_name("tangled")
@@ -44,6 +44,12 @@ class Node:
         done = self.run(*args, **kwargs)
         assert done.returncode == 0, done.stderr
         return done.stdout
+
+
+def keep_causal_time(node: Node) -> None:
+    """Every later command of `node` keeps the optional causal-time view (its store must be
+    empty until then: an empty store builds what is wanted)."""
+    node.env["TANGLED_VIEWS__CAUSAL_TIME"] = "true"
 
 
 @pytest.fixture
@@ -434,7 +440,8 @@ def test_timeline_causal_time_order_and_its_time_window(ready):
     a1 = alice.append(timestamp=100)
     a2 = alice.append(timestamp=5000)
     a3 = alice.append(timestamp=200)  # a clock that went back: still after a2
-    with FeedStore(ready.data_dir / "store") as store:
+    keep_causal_time(ready)
+    with FeedStore(ready.data_dir / "store", views=ALL_VIEWS) as store:
         store.writes.ingest([a3.raw, a2.raw, a1.raw])
         store.writes.ingest([a2.raw, a3.raw])
     ids = [message_text(m.id) for m in (a1, a2, a3)]
@@ -472,7 +479,8 @@ def test_every_command_shows_a_time_the_same_way(ready):
     at = 1_795_000_123_456
     shown = "2026-11-18 11:08:43Z"
     me = read_secret(ready.data_dir / "secret")
-    with FeedStore(ready.data_dir / "store", keypair=me) as store:
+    keep_causal_time(ready)
+    with FeedStore(ready.data_dir / "store", keypair=me, views=ALL_VIEWS) as store:
         root = store.writes.publish("a thread", {"chat": None}, timestamp=at)
         store.writes.publish(*groups.create(me, "club"), timestamp=at)
         doc = store.writes.publish(init_content("notes"), {TANGLE: None}, timestamp=at)

@@ -29,7 +29,7 @@ def about_rows(node: Node) -> int:
 def test_reindex_rebuilds_every_view_with_progress_and_the_check_passes(held):
     done = held.run("reindex")
     assert done.returncode == 0, done.stderr
-    assert done.stdout == "rebuilt: timelines, causal-time, joined, abouts, documents\n"
+    assert done.stdout == "rebuilt: timelines, joined, abouts, documents\n"  # the views kept
     assert "reindex: 2 stored messages" in done.stderr
     assert "checked 2 messages" in held.ok("check")
     assert about_rows(held) == 1
@@ -48,6 +48,31 @@ def test_verify_finds_a_view_that_lost_a_row_and_reindex_mends_it(held):
     assert held.ok("reindex", "abouts") == "rebuilt: abouts\n"
     assert about_rows(held) == 1
     assert held.ok("reindex", "--verify") == "every view agrees with its messages\n"
+
+
+def test_a_view_turned_on_in_the_config_is_built_by_reindex_and_read_after(held):
+    spacetime = ("timeline", "--spacetime", "--order", "causal-time", "--json")
+    off = held.run(*spacetime)
+    assert off.returncode == 1 and "causal_time = true" in off.stderr
+    assert "causal-time  off" in held.ok("reindex", "--list")
+    refused = held.run("reindex", "causal-time")
+    assert refused.returncode == 3 and "does not keep the causal-time view" in refused.stderr
+    config = held.data_dir / "tangled.toml"
+    config.write_text(config.read_text().replace("causal_time = false", "causal_time = true"))
+    unbuilt = held.run(*spacetime)
+    assert unbuilt.returncode == 1 and "turned on but not built" in unbuilt.stderr
+    listed = {row["view"]: row for row in json.loads(held.ok("reindex", "--list", "--json"))}
+    assert listed["causal-time"]["status"] == "not built" and listed["causal-time"]["optional"]
+    assert listed["timelines"]["status"] == "kept" and not listed["timelines"]["optional"]
+    assert held.ok("reindex", "causal-time") == "rebuilt: timelines, causal-time, joined\n"
+    assert "causal-time  kept" in held.ok("reindex", "--list")
+    entries = [json.loads(line) for line in held.ok(*spacetime).splitlines()]
+    assert len(entries) == 2 and all("time" in entry for entry in entries)
+    assert held.ok("reindex", "--verify") == "every view agrees with its messages\n"
+    config.write_text(config.read_text().replace("causal_time = true", "causal_time = false"))
+    assert held.run(*spacetime).returncode == 1  # dropped when the store opened
+    with FeedStore(held.data_dir / "store", create=False) as store, store.ctx.read() as txn:
+        assert txn.stat(store.ctx.timeline_tables.causal_nodes)["entries"] == 0
 
 
 def test_an_unknown_view_is_a_usage_error_naming_the_views(held):

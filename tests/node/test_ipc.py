@@ -210,7 +210,6 @@ async def test_the_client_raises_error_kinds_and_keeps_a_kind_it_does_not_know_a
 async def test_after_a_reindex_a_subscriber_at_an_old_version_starts_from_a_snapshot(node):
     """A rebuilt log tells how an empty timeline grew: resuming through it from a version of
     the old log would apply it twice. The log restarts above the old version (its floor)."""
-    from tanglenode.storage.registry import view_names
     from tanglenode.storage.reindex import reindex
 
     path = await node()
@@ -221,7 +220,7 @@ async def test_after_a_reindex_a_subscriber_at_an_old_version_starts_from_a_snap
             await client.publish(n, {"chat": which["root"]})
         old = (await client.timeline(**which))["version"]
     store = node.service.store
-    reindex(store.ctx, store.views, view_names())
+    reindex(store.ctx, store.views, [view.name for view in store.views])
     name = store.timelines.timeline_name(which["root"], "chat")
     floor = store.timelines.timeline_floor(name)
     assert floor > old and store.timelines.timeline_version(name) == floor

@@ -20,14 +20,14 @@ from tanglenode.protocol.message import TangleLink
 from tanglenode.storage.engine.causal_time import causal_time_order
 from tanglenode.storage.engine.timeline import Delete, Insert, Move, apply_commands
 from tanglenode.storage.store import FeedStore
-from tests.factories import Feed, keypair
+from tests.factories import ALL_VIEWS, Feed, keypair
 
 ME = keypair("ipc-causal")
 
 
 @pytest.fixture
 async def running(tmp_path, nursery):
-    store = FeedStore(tmp_path / "store", keypair=ME, map_size=2**28)
+    store = FeedStore(tmp_path / "store", keypair=ME, map_size=2**28, views=ALL_VIEWS)
     service = StoreService(store)
     registry = PeerRegistry()
     server = IpcServer(

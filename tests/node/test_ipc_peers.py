@@ -13,7 +13,7 @@ from tanglenode.node.service import StoreService
 from tanglenode.protocol.identity import tag_of
 from tanglenode.storage.store import FeedStore
 from tanglenode.storage.views.digest import EMPTY, order_digest
-from tests.factories import Feed, keypair
+from tests.factories import ALL_VIEWS, Feed, keypair
 
 ME = keypair("ipc-peers")
 PEER = keypair("ipc-peers-other")
@@ -21,7 +21,7 @@ PEER = keypair("ipc-peers-other")
 
 @pytest.fixture
 async def node(tmp_path, nursery):
-    store = FeedStore(tmp_path / "store", keypair=ME, map_size=2**28)
+    store = FeedStore(tmp_path / "store", keypair=ME, map_size=2**28, views=ALL_VIEWS)
     service = StoreService(store)
     registry = PeerRegistry()
     network = Network(bytes(32), ME, service, registry)

@@ -13,7 +13,7 @@ from tanglenode.storage.reindex import contents, reindex
 from tanglenode.storage.store import FeedStore
 from tanglenode.storage.tools import compact as compact_module
 from tanglenode.storage.tools.compact import SCRATCH, StoreInUse, compact, entry_counts
-from tests.factories import Feed
+from tests.factories import ALL_VIEWS, Feed
 
 MAP_SIZE = 2**28
 
@@ -22,7 +22,7 @@ def churned(path) -> None:
     """A store whose file holds many free pages: messages in many small batches, then every
     derived view thrown away and rebuilt (their old pages freed)."""
     feeds = [Feed(f"compact-{n}") for n in range(4)]
-    with FeedStore(path, map_size=MAP_SIZE) as store:
+    with FeedStore(path, map_size=MAP_SIZE, views=ALL_VIEWS) as store:
         for round_no in range(150):
             batch = [
                 feed.append({"type": "post", "text": f"{round_no} " + "x" * 200}).raw
@@ -33,7 +33,7 @@ def churned(path) -> None:
 
 
 def held(path) -> tuple[dict, dict, list]:
-    with FeedStore(path, create=False, map_size=MAP_SIZE) as store:
+    with FeedStore(path, create=False, map_size=MAP_SIZE, views=ALL_VIEWS) as store:
         raws = list(store.feeds.iter_raw())
         return contents(store.ctx, store.views), entry_counts(store.ctx.env), raws
 
@@ -46,7 +46,7 @@ def test_compacting_shrinks_the_file_and_keeps_every_row(tmp_path):
     assert done.after < done.before and done.freed == done.before - done.after
     assert (path / "data.mdb").stat().st_size == done.after
     assert held(path) == before
-    with FeedStore(path, create=False, map_size=MAP_SIZE) as store:
+    with FeedStore(path, create=False, map_size=MAP_SIZE, views=ALL_VIEWS) as store:
         assert store.feeds.check().ok
         store.writes.ingest([Feed("after").append({"type": "post", "text": "still writes"}).raw])
         assert len(list(store.feeds.iter_raw())) == len(before[2]) + 1

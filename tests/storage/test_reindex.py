@@ -23,7 +23,7 @@ from tanglenode.storage.feeds.ingest import Outcome
 from tanglenode.storage.registry import view_names
 from tanglenode.storage.reindex import UnknownViewName, affected, compare, contents, reindex
 from tanglenode.storage.store import FeedStore
-from tests.factories import Feed, keypair
+from tests.factories import ALL_VIEWS, Feed, keypair
 
 MAP_SIZE = 2**26
 
@@ -41,8 +41,10 @@ def exchange(*stores: FeedStore) -> None:
 def world(tmp_path) -> list[bytes]:
     """Every message of the world, each author's in seq order: two stores that edit one
     document concurrently and chat, an outsider whose reply waits, and a forked feed."""
-    alice = FeedStore(tmp_path / "alice", keypair=keypair("alice"), map_size=MAP_SIZE)
-    bob = FeedStore(tmp_path / "bob", keypair=keypair("bob"), map_size=MAP_SIZE)
+    alice = FeedStore(
+        tmp_path / "alice", keypair=keypair("alice"), map_size=MAP_SIZE, views=ALL_VIEWS
+    )
+    bob = FeedStore(tmp_path / "bob", keypair=keypair("bob"), map_size=MAP_SIZE, views=ALL_VIEWS)
     alice.writes.publish({"type": "about", "about": feed_text(bob.keypair.public), "name": "b"})
     alice.writes.publish({"type": "about", "about": feed_text(alice.keypair.public), "name": "al"})
     chat = alice.writes.publish({"type": "post", "text": "hello"}, {"chat": None})
@@ -86,7 +88,7 @@ def fed(path, pool: list[bytes], seed: int) -> FeedStore:
     """A fresh store given the pool in a random order and random batches, again and again
     until nothing changes (a message whose chain was not there yet comes again), as gossip
     would."""
-    store = FeedStore(path, map_size=MAP_SIZE)
+    store = FeedStore(path, map_size=MAP_SIZE, views=ALL_VIEWS)
     rng = random.Random(seed)
     changed = True
     while changed:
@@ -157,7 +159,7 @@ def test_a_damaged_timeline_is_found_and_rebuilt_with_the_views_sharing_its_tabl
 
 
 def test_views_sharing_tables_go_together_and_an_unknown_name_is_refused(tmp_path):
-    store = FeedStore(tmp_path / "store", map_size=MAP_SIZE)
+    store = FeedStore(tmp_path / "store", map_size=MAP_SIZE, views=ALL_VIEWS)
     try:
         assert [v.name for v in affected(store.views, ["abouts"])] == ["abouts"]
         assert [v.name for v in affected(store.views, ["joined"])] == [
@@ -195,7 +197,7 @@ def test_a_forkers_other_branch_never_hides_a_message_from_the_rebuild(tmp_path)
     x3 = honest.append({"type": "post", "text": "x3"}, tangles={"chat": ROOT_LINK})
     other = Feed(forker.keypair)
     y1b = other.append({"type": "post", "text": "branch b names x1"}, timeframe={honest.public: x1})
-    store = FeedStore(tmp_path / "store", map_size=MAP_SIZE)
+    store = FeedStore(tmp_path / "store", map_size=MAP_SIZE, views=ALL_VIEWS)
     try:
         store.writes.ingest([y1b.raw])
         store.writes.ingest([x1.raw, x2.raw, x3.raw])
