@@ -126,6 +126,9 @@ class ViewsSettings:
     causal_time: bool = _setting(
         False, doc="keep every timeline's causal-time order (--order causal-time)"
     )
+    joined_order: bool = _setting(
+        False, doc="keep each tangle's joined members as a timeline of their own (--view joined)"
+    )
 
     def wanted(self) -> list[str]:
         """The names of the optional views turned on."""

@@ -51,11 +51,15 @@ max_content_depth = {limits.max_content_depth}
 map_size = {storage.map_size}
 
 [views]
-# Optional derived views. The causal-time order (`--order causal-time`: causality, then
-# claimed time) doubles the timelines' rows; off, its reads answer `view-off`. A view
-# turned on later is built by `tangled reindex causal-time` with the node stopped; one
-# turned off is dropped when the store next opens.
+# Optional derived views, each a second copy of members the rank orders hold; off, their
+# reads answer `view-off`. A view turned on later is built by `tangled reindex VIEW` with
+# the node stopped (unless the store holds nothing yet); one turned off is dropped when
+# the store next opens. `tangled reindex --list` shows what each costs.
+# The causal-time order (`--order causal-time`: causality, then claimed time):
 causal_time = {causal_time}
+# Each tangle's joined members as a timeline of their own (`--view joined`; built by
+# `tangled reindex joined`). Member states and counts are kept either way.
+joined_order = {joined_order}
 
 [gossip]
 # A peer whose vector clock names more feeds than this is dropped (memory stays bounded).
@@ -90,5 +94,6 @@ def render_config(
         gossip=defaults.gossip,
         verify_in_process=str(defaults.gossip.verify_in_process).lower(),
         causal_time=str(defaults.views.causal_time).lower(),
+        joined_order=str(defaults.views.joined_order).lower(),
         peers="".join("\n" + peer_table(address, key) for address, key in peers),
     )

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 from tanglenode.storage.context import StoreContext
 from tanglenode.storage.documents.view import DocumentsView
-from tanglenode.storage.feeds.derived import DerivedView
-from tanglenode.storage.view_choice import OptionalView, ViewState
+from tanglenode.storage.feeds.derived import DerivedView, ViewCost
+from tanglenode.storage.view_choice import OptionalView
 from tanglenode.storage.views.abouts_view import AboutsView
 from tanglenode.storage.views.causal_view import CausalTimeView
-from tanglenode.storage.views.joined_view import JoinedView
+from tanglenode.storage.views.joined_view import JOINED_ORDER, JoinedView
 from tanglenode.storage.views.timelines import TimelinesView
 
 VIEWS = (TimelinesView, CausalTimeView, JoinedView, AboutsView, DocumentsView)
@@ -28,30 +28,38 @@ VIEWS = (TimelinesView, CausalTimeView, JoinedView, AboutsView, DocumentsView)
 
 
 OPTIONAL = (
-    # Off by default: it doubles the timelines' rows and a fifth of ingest time (its
-    # cost), for one reader (`--order causal-time`); the web view and every default
-    # command read the rank order.
+    # Both off by default (docs/STORAGE.md, "Optional views"): each holds a second copy
+    # of members the rank orders hold, for one reader; the web view and every default
+    # command read the rank orders and the joined states.
     OptionalView(
         CausalTimeView.name,
         timeline_kind=b"\x03",
         own_tables=(b"ct-nodes", b"ct-time"),
         default=False,
         setting="causal_time",
+        built_by=CausalTimeView.name,
+        cost=CausalTimeView.cost,
+    ),
+    OptionalView(
+        JOINED_ORDER,
+        timeline_kind=b"\x02",
+        own_tables=(),
+        default=False,
+        setting="joined_order",
+        built_by=JoinedView.name,
+        cost=ViewCost(222, 0.07, "`--view joined`: the joined members as timelines, streamed"),
     ),
 )
-"""The views a node may turn off (`[views]` in tangled.toml), each a view of `VIEWS`."""
+"""The views a node may turn off (`[views]` in tangled.toml): a view of `VIEWS` whose
+name they bear, or a part another view writes (`built_by`) when the store keeps it."""
 
-DEFAULT_OPTIONAL = frozenset(view.name for view in OPTIONAL if view.default)
 
-
-def open_views(ctx: StoreContext, state: ViewState | None = None) -> tuple[DerivedView, ...]:
+def open_views(ctx: StoreContext) -> tuple[DerivedView, ...]:
     """The derived views over the store `ctx` opened: every required view, and the optional
-    ones `state` keeps (all of them without a state)."""
+    ones `ctx.views` keeps."""
     optional = {view.name for view in OPTIONAL}
     return tuple(
-        kind(ctx)
-        for kind in VIEWS
-        if kind.name not in optional or state is None or state.keeps(kind.name)
+        kind(ctx) for kind in VIEWS if kind.name not in optional or ctx.views.keeps(kind.name)
     )
 
 

@@ -109,7 +109,7 @@ def reindex(
     chosen = affected(views, names)
     with ctx.write() as txn:
         _rebuild(txn, ctx, chosen, progress or _quiet)
-        record_built(txn, ctx.tables.meta, ctx.views.known, [view.name for view in chosen])
+        record_built(txn, ctx.tables.meta, ctx.views, [view.name for view in chosen])
     return [view.name for view in chosen]
 
 
@@ -276,6 +276,7 @@ def _table_handles(ctx: StoreContext) -> dict[bytes, Any]:
         b"tangle-state": tables.tangle_state,
         b"tangle-pending": tables.tangle_pending,
         b"tangle-tips": tables.tangle_tips,
+        b"tangle-joined": tables.tangle_joined,
         b"about-names": tables.about_names,
     }
     field_names = [field.name for field in fields(DocumentTables)]

@@ -110,7 +110,7 @@ class FeedStore:
             raise StoreDamaged(f"the store at {self.path} is damaged: {error}") from None
         if backfill:
             self._backfill_abouts()
-        self.views = open_views(self.ctx, state)
+        self.views = open_views(self.ctx)
         own_head = OwnHeadFile(self.own_head_path)
         self.writes = Writes(self.ctx, self.views, own_head, timeframe_source)
         self.feeds = FeedReads(self.ctx, self.views)
@@ -137,8 +137,7 @@ class FeedStore:
     def wanted_views(self) -> tuple[DerivedView, ...]:
         """The views this store keeps and those its node turned on but it has not built yet:
         what `tangled reindex` builds (storage/reindex.py)."""
-        state = self.ctx.views
-        return open_views(self.ctx, replace(state, kept=state.kept | state.wanted))
+        return open_views(replace(self.ctx, views=self.ctx.views.expanded()))
 
     def _check_schema(self, tables: Tables) -> bool:
         """Refuse another schema, or mark a new store; True if `about-names` needs its backfill."""

@@ -11,7 +11,7 @@ timelines keep already, a few reads each:
 
 - `messages`: the size of its timeline (the `tl-meta` row): every member,
   whatever its state in the joined view;
-- `joined`: the size of its joined view (`\\x02` + key, storage.views.joined);
+- `joined`: its count of joined members (`tangle-joined`, storage.views.joined);
   `pending`: the members not joined to the root, waiting for a message
   they name or never joining (invalid for the tangle), `messages - joined`;
 - `version`: the timeline's version, which moves whenever the tangle does;
@@ -131,14 +131,14 @@ class TangleReads:
         tables = self._ctx.timeline_tables
         meta = lookup_meta(txn, tables, timeline)
         assert meta is not None  # the name came from `tl-names`
-        joined = lookup_meta(txn, tables, view_timeline(timeline, "joined"))
+        joined = txn.get(timeline[1:], db=self._ctx.tables.tangle_joined)
         where = self._ctx.tables.message_ids
         held = txn.get(root, db=where)
         return TangleInfo(
             root=root,
             name=name,
             messages=meta.tree.size,
-            joined=0 if joined is None else joined.tree.size,
+            joined=0 if joined is None else U32.unpack(joined)[0],
             version=meta.version,
             last=self._last_time(txn, timeline, meta.tree.size),
             author=None if held is None else bytes(held[:_ID]),

@@ -38,6 +38,7 @@ import msgpack
 from tanglenode.storage.engine.keys import U32
 from tanglenode.storage.engine.timeline import TimelineTables
 from tanglenode.storage.errors import ViewOff
+from tanglenode.storage.feeds.derived import ViewCost
 
 BUILT_KEY = b"views-built"
 
@@ -52,6 +53,8 @@ class OptionalView:
     own_tables: tuple[bytes, ...]
     default: bool
     setting: str  # its key in `[views]`
+    built_by: str  # the view of the registry that writes it (`tangled reindex` of that view)
+    cost: ViewCost
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,15 +77,20 @@ class ViewState:
     def optional(self, name: str) -> OptionalView:
         return next(view for view in self.known if view.name == name)
 
+    def expanded(self) -> ViewState:
+        """The same choice, keeping what is wanted but not built yet: what a rebuild writes."""
+        return ViewState(self.kept | self.wanted, self.wanted, self.known)
+
     def why_off(self, view: OptionalView) -> str:
         if view.name in self.wanted:
             return (
                 f"the {view.name} view is turned on but not built yet: stop the node and run "
-                f"`tangled reindex {view.name}`"
+                f"`tangled reindex {view.built_by}`"
             )
         return (
             f"this node does not keep the {view.name} view: set `{view.setting} = true` under "
-            f"[views] in tangled.toml, then run `tangled reindex {view.name}` with the node stopped"
+            f"[views] in tangled.toml, then run `tangled reindex {view.built_by}` with the node "
+            "stopped"
         )
 
 
@@ -164,8 +172,12 @@ def choose_views(
     return ViewState(kept=frozenset(built & chosen), wanted=frozenset(chosen), known=known)
 
 
-def record_built(txn: Any, meta_db: Any, known: tuple[OptionalView, ...], names: Iterable[str]):
-    """Record the optional views among `names` as built (in the transaction that built them)."""
-    built = set(read_built(txn, meta_db, known) or ())
-    built.update(name for name in names if name in {view.name for view in known})
+def record_built(txn: Any, meta_db: Any, state: ViewState, rebuilt: Iterable[str]) -> None:
+    """Record as built the optional views wanted that the views `rebuilt` write (in the
+    transaction that rebuilt them)."""
+    rebuilt = set(rebuilt)
+    built = set(read_built(txn, meta_db, state.known) or ())
+    built.update(
+        view.name for view in state.known if view.built_by in rebuilt and view.name in state.wanted
+    )
     write_built(txn, meta_db, built)

@@ -74,14 +74,17 @@ def _list_views(obj: Context, as_json: bool) -> int:
 
     with obj.open_store() as store:
         state = store.ctx.views
-        optional = {view.name for view in state.known}
-        rows = []
-        for kind in VIEWS:
-            if kind.name not in optional or state.keeps(kind.name):
-                status = "kept"
-            else:
-                status = "not built" if kind.name in state.wanted else "off"
-            rows.append((kind.name, status, kind.optional, kind.cost))
+    optional = {view.name: view for view in state.known}
+    parts = [view for view in state.known if view.name not in {kind.name for kind in VIEWS}]
+    rows = []
+    for name, cost in [(kind.name, kind.cost) for kind in VIEWS] + [
+        (v.name, v.cost) for v in parts
+    ]:
+        if name not in optional or state.keeps(name):
+            status = "kept"
+        else:
+            status = "not built" if name in state.wanted else "off"
+        rows.append((name, status, name in optional, cost))
     if as_json:
         emit_json(
             [

@@ -90,6 +90,7 @@ class Tables:
     tangle_tips: Any
     tangle_pending: Any
     tangle_state: Any
+    tangle_joined: Any  # tangle key -> u32: how many of its members are joined
     meta: Any
     feeds: Any
     about_names: Any
@@ -110,6 +111,7 @@ class Tables:
                 tangle_tips=env.open_db(b"tangle-tips", txn=txn, dupsort=True),
                 tangle_pending=env.open_db(b"tangle-pending", txn=txn),
                 tangle_state=env.open_db(b"tangle-state", txn=txn),
+                tangle_joined=env.open_db(b"tangle-joined", txn=txn),
                 meta=env.open_db(b"meta", txn=txn),
                 feeds=feeds,
                 about_names=env.open_db(ABOUTS_DB, txn=txn),

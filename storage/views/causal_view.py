@@ -34,7 +34,7 @@ class CausalTimeView:
     name = "causal-time"
     tables = (*TIMELINE_TABLES, b"ct-nodes", b"ct-time")
     optional = True
-    cost = ViewCost(547, 0.18, "`--order causal-time` and its time windows")
+    cost = ViewCost(547, 0.17, "`--order causal-time` and its time windows")
 
     def __init__(self, ctx: StoreContext) -> None:
         self._ctx = ctx

@@ -28,6 +28,7 @@ Rows (storage.feeds.layout):
     tangle-pending  previous id + tangle key + member id -> ""
                     one row per id in a not-joined member's `previous` that
                     is not a joined member of its tangle: "who waits on whom"
+    tangle-joined   tangle key -> u32: how many members are joined (no row at 0)
 
 A message that arrives
 1. as an id others named: its rows in `tangle-pending` (one seek on its id)
@@ -35,9 +36,11 @@ A message that arrives
 2. as the root id of tangles it does not root: their members (one seek on
    its id in `tangle-state`) become invalid;
 3. as a member: its state is decided from its root's and its previous'
-   rows, one read each. Joining adds it to the joined view's timeline
-   (`\\x02` + tangle key, storage.views.timelines.view_timeline) with its
-   `previous` as links, makes it a tip and its previous no longer tips
+   rows, one read each. Joining counts it, adds it to the joined order's
+   timeline (`\\x02` + tangle key, storage.views.timelines.view_timeline)
+   with its `previous` as links where the store keeps that optional view
+   (`joined-order`, storage/view_choice.py), makes it a tip and its
+   previous no longer tips
    (storage.views.tangles), and takes its waiters' rows: a waiter whose count
    falls to zero joins in turn (a loop over a stack, not recursion).
 
@@ -63,7 +66,7 @@ from typing import Any
 
 from tanglenode.protocol.message import Message, TangleLink
 from tanglenode.storage.engine.timeline import TimelineReader, TimelineWriter
-from tanglenode.storage.feeds.layout import EMPTY, Tables, tangle_key
+from tanglenode.storage.feeds.layout import EMPTY, U32, Tables, tangle_key
 from tanglenode.storage.views.tangles import tip_joined, untip_left
 from tanglenode.storage.views.timelines import tangle_timeline, view_timeline
 
@@ -171,8 +174,17 @@ def state_names(txn, tables: Tables, key: bytes, members: Iterable[bytes]) -> li
 class _Joiner:
     """The row work of one arrival or departure, inside the caller's transaction."""
 
-    def __init__(self, txn, tables: Tables, timelines: TimelineWriter) -> None:
-        self.txn, self.tables, self.timelines = txn, tables, timelines
+    def __init__(self, txn, tables: Tables, order: TimelineWriter | None) -> None:
+        self.txn, self.tables, self.order = txn, tables, order
+
+    def count_joined(self, key: bytes, change: int) -> None:
+        """Add `change` to tangle `key`'s count of joined members (its row goes at zero)."""
+        raw = self.txn.get(key, db=self.tables.tangle_joined)
+        count = (0 if raw is None else U32.unpack(raw)[0]) + change
+        if count:
+            self.txn.put(key, U32.pack(count), db=self.tables.tangle_joined)
+        else:
+            self.txn.delete(key, db=self.tables.tangle_joined)
 
     def waiters(self, prefix: bytes) -> list[tuple[bytes, bytes]]:
         """(tangle key, member) of the `tangle-pending` rows under `prefix` (an id, or id + key)."""
@@ -248,10 +260,13 @@ class _Joiner:
         txn, tables = self.txn, self.tables
         timeline = joined_timeline(key)
         stack = [(member, previous)]
+        joined = 0
         while stack:
             joining, links = stack.pop()
             txn.put(key + joining, _JOINED_ROW, db=tables.tangle_state)
-            self.timelines.add(timeline, joining, links)
+            joined += 1
+            if self.order is not None:
+                self.order.add(timeline, joining, links)
             tip_joined(txn, tables, key, joining, links)
             if joining == member and waiters is not None:
                 found = waiters
@@ -265,6 +280,7 @@ class _Joiner:
                 else:
                     row = _row(kind, count - 1, waiter_previous)
                     txn.put(key + waiter, row, db=tables.tangle_state)
+        self.count_joined(key, joined)
 
     def redecide(self, key: bytes, member: bytes) -> None:
         """A not-joined member whose root or previous changed presence: its kind again."""
@@ -279,9 +295,10 @@ class _Joiner:
             self.txn.put(key + member, _row(kind, count, previous), db=self.tables.tangle_state)
 
 
-def join_message(txn, tables: Tables, timelines: TimelineWriter, message: Message) -> None:
-    """Decide what `message`'s arrival changes (call after it is stored and indexed)."""
-    joiner = _Joiner(txn, tables, timelines)
+def join_message(txn, tables: Tables, order: TimelineWriter | None, message: Message) -> None:
+    """Decide what `message`'s arrival changes (call after it is stored and indexed); `order`
+    writes the joined order's timelines, where the store keeps them."""
+    joiner = _Joiner(txn, tables, order)
     links = {tangle_key(message.tangle_root(n), n): link for n, link in message.tangles.items()}
     named_by: dict[bytes, list[bytes]] = {key: [] for key in links}
     for key, waiter in joiner.waiters(message.id):
@@ -304,7 +321,7 @@ def join_message(txn, tables: Tables, timelines: TimelineWriter, message: Messag
 def leave_message(
     txn,
     tables: Tables,
-    timelines: TimelineWriter,
+    order: TimelineWriter | None,
     reader: TimelineReader,
     message: Message,
     previous_of,
@@ -313,7 +330,7 @@ def leave_message(
 
     `previous_of(name, id)` gives a stored member's `previous` in tangle `name`.
     """
-    joiner = _Joiner(txn, tables, timelines)
+    joiner = _Joiner(txn, tables, order)
     links = {
         tangle_key(message.tangle_root(n), n): (n, link) for n, link in message.tangles.items()
     }
@@ -355,8 +372,10 @@ def _unjoin(joiner: _Joiner, reader: TimelineReader, key: bytes, name: str, mess
         stack.pop()
         order.append(node)
     timeline = joined_timeline(key)
-    for member in order:  # no joined successor is left when a member goes: one `del` each
-        joiner.timelines.remove(timeline, member, previous[member], lambda ref: previous[ref])
+    if joiner.order is not None:
+        for member in order:  # no joined successor is left when a member goes: one `del` each
+            joiner.order.remove(timeline, member, previous[member], lambda ref: previous[ref])
+    joiner.count_joined(key, -len(order))
     for member in order:  # not joined any more; still members, but the one that left
         if member == gone:
             txn.delete(key + member, db=tables.tangle_state)

@@ -3,8 +3,9 @@
 From the stored messages, `recompute` runs the joining recipe on every tangle
 (the root, then each member whose `previous` are all in the graph, until
 nothing more joins) and derives what storage.views.joined and storage.views.tangles
-should hold: each member's state row, the waiting rows, the tips, and the
-joined timeline's order, sorted by (rank, id) as every timeline is.
+should hold: each member's state row, the waiting rows, the tips, each
+tangle's count of joined members, and the joined timeline's order (where the
+store keeps it), sorted by (rank, id) as every timeline is.
 `check_tangles` compares them with the store and reports each kind of
 disagreement as one line. In memory, proportional to the store: an offline
 check.
@@ -12,15 +13,16 @@ check.
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
 from tanglenode.protocol.message import Message
 from tanglenode.storage.engine.timeline import TimelineReader, TimelineTables
-from tanglenode.storage.feeds.layout import Tables, tangle_key
+from tanglenode.storage.feeds.layout import U32, Tables, tangle_key
 from tanglenode.storage.views.joined import joined_timeline, state_row
 
 _JOINED_ROW = b"j"
+_ID = 32
 
 
 @dataclass
@@ -79,24 +81,36 @@ def _recompute_tangle(key: bytes, tangle, stored: set[bytes], expected: Expected
 
 
 def check_tangles(
-    txn, tables: Tables, timeline_tables: TimelineTables, messages, problems: list
+    txn,
+    tables: Tables,
+    timeline_tables: TimelineTables,
+    messages,
+    problems: list,
+    *,
+    orders: bool = True,
 ) -> None:
-    """Append one line per kind of disagreement between the store and `recompute`."""
+    """Append one line per kind of disagreement between the store and `recompute`; the
+    joined orders' timelines too where the store keeps them (`orders`)."""
     reader = TimelineReader(txn, timeline_tables)
     expected = recompute(messages)
     states = {bytes(k): bytes(v) for k, v in txn.cursor(db=tables.tangle_state)}
     pending = {bytes(k) for k in txn.cursor(db=tables.tangle_pending).iternext(values=False)}
     tips = {(bytes(k), bytes(v)) for k, v in txn.cursor(db=tables.tangle_tips)}
+    counts = {(bytes(k), U32.unpack(v)[0]) for k, v in txn.cursor(db=tables.tangle_joined)}
+    joined = Counter(row[:-_ID] for row, state in expected.states.items() if state == _JOINED_ROW)
     for what, found, wanted in (
         ("tangle-state", set(states.items()), set(expected.states.items())),
         ("tangle-pending", pending, expected.pending),
         ("tangle-tips", tips, expected.tips),
+        ("tangle-joined", counts, set(joined.items())),
     ):
         if found != wanted:
             problems.append(
                 f"{what} differs from the messages: {len(found - wanted)} extra, "
                 f"{len(wanted - found)} missing"
             )
+    if not orders:
+        return
     wrong = 0
     for key, order in expected.orders.items():
         name = joined_timeline(key)

@@ -16,14 +16,14 @@ from tanglenode.node.service import StoreService
 from tanglenode.protocol.message import TangleLink
 from tanglenode.storage.engine.timeline import Insert, apply_commands
 from tanglenode.storage.store import FeedStore
-from tests.factories import Feed, keypair
+from tests.factories import ALL_VIEWS, Feed, keypair
 
 ME = keypair("ipc-joined")
 
 
 @pytest.fixture
 async def node(tmp_path, nursery):
-    store = FeedStore(tmp_path / "store", keypair=ME, map_size=2**28)
+    store = FeedStore(tmp_path / "store", keypair=ME, map_size=2**28, views=ALL_VIEWS)
     service = StoreService(store)
     registry = PeerRegistry()
     server = IpcServer(service, registry, Network(bytes(32), ME, service, registry), ME)

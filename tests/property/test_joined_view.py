@@ -28,7 +28,7 @@ from tanglenode.protocol.limits import UNLIMITED
 from tanglenode.protocol.message import ROOT_LINK, TangleLink, decode_message
 from tanglenode.storage.engine.timeline import Insert
 from tanglenode.storage.store import FeedStore
-from tests.factories import Feed
+from tests.factories import ALL_VIEWS, Feed
 
 MAP_SIZE = 2**24
 NAMES = ("chat", "other")
@@ -163,12 +163,12 @@ def test_the_joined_view_is_the_recipe_on_what_is_held(data):
             batches = data.draw(deliveries(pool))
             reopen_at = data.draw(st.integers(0, len(batches)))
             path = Path(tmp) / f"store-{number}"
-            store = FeedStore(path, map_size=MAP_SIZE)
+            store = FeedStore(path, map_size=MAP_SIZE, views=ALL_VIEWS)
             try:
                 for index, batch in enumerate(batches):
                     if index == reopen_at:
                         store.close()
-                        store = FeedStore(path, map_size=MAP_SIZE)
+                        store = FeedStore(path, map_size=MAP_SIZE, views=ALL_VIEWS)
                     for _round in range(2):  # a twin's proof can come before its feed's tail
                         store.writes.ingest([message.raw for message in batch])
                     held = held_messages(store)

@@ -121,7 +121,10 @@ def test_a_view_turned_off_is_dropped_whole_and_nothing_else_changes(open_store)
     store = open_store(views=[])
     assert twin_rows(store) == (0, 0, [])
     after = contents(store.ctx, store.views)
-    assert after == {name: rows for name, rows in before.items() if name != "causal-time"}
+    assert after.keys() == before.keys() - {"causal-time"}
+    for name, rows in after.items():  # the joined view loses its order's timelines only
+        assert rows == [row for row in before[name] if not row[0].startswith(b"\x02")], name
+    assert any(row[0].startswith(b"\x02") for row in before["joined"])
     store.close()
     store = open_store(views=None)  # no choice: keeps what it has built, still nothing
     assert not store.ctx.views.keeps("causal-time") and twin_rows(store) == (0, 0, [])
@@ -154,6 +157,36 @@ def test_every_optional_view_is_a_view_and_a_setting():
     names = {kind.name for kind in VIEWS}
     fields = set(vars(ViewsSettings()))
     for view in OPTIONAL:
-        assert view.name in names and view.setting in fields
+        assert view.built_by in names and view.setting in fields
+        assert view.name.replace("-", "_") == view.setting
     assert ViewsSettings(causal_time=True).wanted() == ["causal-time"]
+    assert ViewsSettings(joined_order=True).wanted() == ["joined-order"]
     assert ViewsSettings().wanted() == []
+
+
+def test_the_joined_order_is_optional_and_the_joined_counts_are_kept_without_it(open_store):
+    root, messages = chat()
+    late = messages[-3]  # held back (its author's last): the two replies after it wait on it
+    early = [m for m in messages if m is not late]
+    joined_view = timeline_name(root.id, "chat", view="joined")
+    kept = open_store("kept", views=["joined-order"])
+    kept.writes.ingest([m.raw for m in early])
+    bare = open_store("bare", views=[])
+    bare.writes.ingest([m.raw for m in early])
+    for store in (kept, bare):
+        (info,), _next = store.tangles.tangle_page(limit=10)
+        assert (info.messages, info.joined) == (len(early), len(early) - 2)
+    with pytest.raises(ViewOff, match=r"joined_order = true.*tangled reindex joined"):
+        bare.timelines.timeline(joined_view)
+    assert len(kept.timelines.timeline(joined_view)) == len(early) - 2
+    for store in (kept, bare):
+        store.writes.ingest([late.raw])
+        (info,), _next = store.tangles.tangle_page(limit=10)
+        assert info.joined == len(messages)
+    bare.close()
+    bare = open_store("bare", views=["joined-order"])
+    reindex(bare.ctx, bare.wanted_views(), ["joined"])
+    bare.close()
+    bare = open_store("bare", views=["joined-order"])
+    assert bare.timelines.timeline(joined_view) == kept.timelines.timeline(joined_view)
+    assert contents(bare.ctx, bare.views)["joined"] == contents(kept.ctx, kept.views)["joined"]
