@@ -3,8 +3,11 @@
 `export --out DIR` writes a Parquet archive (pipeline/export.py), `export
 --bundle FILE` a bundle (storage/clients/bundle.py); both read the store in short read
 transactions, so they run beside a running node. `import PATH` is offline:
-it takes the data directory's lock (so it refuses while the node runs) and
-ingests through `store.writes.ingest`, the path every peer's message takes.
+it takes the data directory's lock (so it refuses while the node runs),
+ingests through `store.writes.ingest`, the path every peer's message takes,
+and then, when the import left more than a quarter of the file as free
+pages (copy-on-write leaves them behind a long run of write transactions),
+gives them back as `tangled compact` does (storage/tools/compact.py).
 docs/BACKUP.md has the formats and the restore recipe.
 """
 
@@ -33,6 +36,7 @@ from tanglenode.storage.clients.bundle import (
     write_bundle,
 )
 from tanglenode.storage.errors import DataDirInUse
+from tanglenode.storage.tools.compact import Compacted, StoreInUse, compact, free_share
 
 
 @contextlib.contextmanager
@@ -115,6 +119,16 @@ def _export_archive(obj: Context, out: Path) -> None:
     click.echo(json.dumps(counts))
 
 
+def _compact_after_import(obj: Context) -> Compacted | None:
+    """The store without the free pages the import left (`tangled compact`), or None, said
+    on stderr, when another process has it open (the import stands either way)."""
+    try:
+        return compact(obj.settings.store_path, obj.settings.storage.map_size)
+    except StoreInUse as error:
+        click.echo(f"tangled: not compacted: {error}", err=True)
+        return None
+
+
 def _records(source: str, max_bytes: int) -> tuple[Iterator[bytes], int | None, str]:
     """The records of PATH (an archive directory, a bundle file, or '-'), their total for the
     progress bar, and what it counts."""
@@ -141,11 +155,20 @@ def _records(source: str, max_bytes: int) -> tuple[Iterator[bytes], int | None, 
     return records(), os.fstat(file.fileno()).st_size, "bytes"
 
 
+COMPACT_ABOVE = 0.25  # the share of free pages past which an import compacts the store
+
+
 @click.command("import")
 @click.argument("source", metavar="PATH")
+@click.option(
+    "--no-compact",
+    is_flag=True,
+    help="Leave the free pages the import made (by default, over a quarter of the file is "
+    "given back, as `tangled compact` does).",
+)
 @json_option
 @click.pass_obj
-def import_command(obj: Context, source: str, as_json: bool) -> int:
+def import_command(obj: Context, source: str, no_compact: bool, as_json: bool) -> int:
     """Ingest PATH, a bundle ('-': stdin) or an archive; the node must be stopped."""
     try:
         lock = obj.lock_data_dir("import")
@@ -164,10 +187,22 @@ def import_command(obj: Context, source: str, as_json: bool) -> int:
                 import_messages(store, records, summary, step)
             except BadRecord as error:
                 failure = error
+            free = free_share(store.ctx.env)
+        compacted = None
+        if not no_compact and summary.as_dict()["accepted"] and free > COMPACT_ABOVE:
+            compacted = _compact_after_import(obj)
     if as_json:
-        emit_json({**summary.as_dict(), "error": str(failure) if failure else None})
+        sizes = compacted and {"before": compacted.before, "after": compacted.after}
+        emit_json(
+            {**summary.as_dict(), "error": str(failure) if failure else None} | {"compacted": sizes}
+        )
     else:
         click.echo(summary.line())
+        if compacted is not None:
+            click.echo(
+                f"compacted: {compacted.before / 2**20:.1f} MiB -> "
+                f"{compacted.after / 2**20:.1f} MiB"
+            )
     if failure is not None:
         raise BadInput(
             f"{source}: {failure}; the {summary.records} records before it were imported"

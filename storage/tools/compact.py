@@ -74,6 +74,23 @@ def entry_counts(env: lmdb.Environment) -> dict[bytes, int]:
     return counts
 
 
+def free_share(env: lmdb.Environment) -> float:
+    """The share of `data.mdb`'s pages (up to the last one used) that no database holds:
+    LMDB's free list, which `compact` gives back."""
+    info = env.info()
+    with env.begin() as txn:
+        main = txn.stat(env.open_db(None, txn=txn))
+        used = 2 + _pages(main)  # the two meta pages and the main database
+        for name in [bytes(name) for name in txn.cursor().iternext(values=False)]:
+            used += _pages(txn.stat(env.open_db(name, txn=txn, create=False)))
+    total = info["last_pgno"] + 1
+    return max(0, total - used) / total
+
+
+def _pages(stat: dict) -> int:
+    return stat["branch_pages"] + stat["leaf_pages"] + stat["overflow_pages"]
+
+
 def compact(store_path: Path, map_size: int) -> Compacted:
     """Rewrite the store at `store_path` without its free pages (see the module docstring).
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import random
+import struct
 
 import pytest
 
@@ -126,3 +128,54 @@ def test_compact_without_a_data_directory_says_so(tmp_path):
     done = Node(tmp_path).run("compact")
     assert done.returncode == 4
     assert "no data directory here" in done.stderr
+
+
+def busy_bundle(path, count: int = 4000) -> None:
+    """A bundle of `count` replies in 16 tangles of 8 feeds whose timeframes name 3 others:
+    enough write transactions for the import to leave free pages behind."""
+    from tanglenode.protocol.message import TangleLink
+    from tanglenode.storage.clients.bundle import MAGIC
+    from tests.factories import Feed
+
+    rng = random.Random(7)
+    feeds = [Feed(f"bulk{i}") for i in range(8)]
+    roots = [feeds[i % 8].root(f"t{i}") for i in range(16)]
+    tips = {root.id: root.id for root in roots}
+    messages = list(roots)
+    for number in range(count):
+        feed, root = rng.choice(feeds), rng.choice(roots)
+        others = [g for g in rng.sample(feeds, 3) if g is not feed and g.messages]
+        message = feed.append(
+            {"type": "post", "text": "x" * 200, "n": number},
+            tangles={"t": TangleLink(root.id, [tips[root.id]])},
+            timeframe={g.public: g.messages[-1].seq for g in others},
+        )
+        tips[root.id] = message.id
+        messages.append(message)
+    with open(path, "wb") as out:
+        out.write(MAGIC)
+        for message in messages:
+            out.write(struct.pack(">I", len(message.raw)) + message.raw)
+
+
+def test_import_gives_back_the_free_pages_it_left_unless_told_not_to(tmp_path):
+    from tanglenode.node.cli.archive import COMPACT_ABOVE
+    from tanglenode.storage.tools.compact import free_share
+
+    bundle = tmp_path / "bulk.bundle"
+    busy_bundle(bundle)
+    results = {}
+    for name, flags in (("kept", ("--no-compact",)), ("compacted", ())):
+        node = Node(tmp_path / name)
+        node.ok("init")
+        done = node.run("import", str(bundle), *flags, "--json")
+        assert done.returncode == 0, done.stderr
+        summary = json.loads(done.stdout)
+        with FeedStore(node.data_dir / "store", create=False) as store:
+            free = free_share(store.ctx.env)
+        results[name] = summary, free, (node.data_dir / "store" / "data.mdb").stat().st_size
+        assert "checked 4016 messages" in node.ok("check")
+    (kept, kept_free, kept_size), (compacted, free, size) = results["kept"], results["compacted"]
+    assert kept["compacted"] is None and kept["accepted"] == compacted["accepted"] == 4016
+    assert kept_free > COMPACT_ABOVE  # the import left over a quarter of the file free
+    assert compacted["compacted"]["after"] == size < kept_size and free < 0.01
