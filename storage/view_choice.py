@@ -88,9 +88,9 @@ class ViewState:
                 f"`tangled reindex {view.built_by}`"
             )
         return (
-            f"this node does not keep the {view.name} view: set `{view.setting} = true` under "
-            f"[views] in tangled.toml, then run `tangled reindex {view.built_by}` with the node "
-            "stopped"
+            f"this store does not keep the {view.name} view: set `{view.setting} = true` under "
+            f"[views] in tangled.toml (if it is not), then run `tangled reindex {view.built_by}` "
+            "with the node stopped"
         )
 
 

@@ -40,7 +40,7 @@ def reindex_command(
 
     if listing:
         return _list_views(obj, as_json)
-    with obj.lock_data_dir("reindex"), obj.open_store() as store:
+    with obj.lock_data_dir("reindex"), obj.open_store(choose_views=True) as store:
         wanted = store.wanted_views()  # those kept, and those turned on but not built yet
         names = views or tuple(view.name for view in wanted)
         off = [name for name in names if name not in {view.name for view in wanted}]
@@ -72,8 +72,9 @@ def reindex_command(
 def _list_views(obj: Context, as_json: bool) -> int:
     from tanglenode.storage.registry import VIEWS
 
-    with obj.open_store() as store:
+    with obj.open_store() as store:  # read: the views as they are, whatever the config says
         state = store.ctx.views
+    wanted = set(obj.settings.views.wanted())
     optional = {view.name: view for view in state.known}
     parts = [view for view in state.known if view.name not in {kind.name for kind in VIEWS}]
     rows = []
@@ -81,9 +82,9 @@ def _list_views(obj: Context, as_json: bool) -> int:
         (v.name, v.cost) for v in parts
     ]:
         if name not in optional or state.keeps(name):
-            status = "kept"
+            status = "kept" if name not in optional or name in wanted else "kept, to drop"
         else:
-            status = "not built" if name in state.wanted else "off"
+            status = "not built" if name in wanted else "off"
         rows.append((name, status, name in optional, cost))
     if as_json:
         emit_json(

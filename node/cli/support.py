@@ -72,10 +72,19 @@ class Context:
         return data_dir
 
     def open_store(
-        self, *, with_keypair: bool = False, keypair: Keypair | None = None, create: bool = False
+        self,
+        *,
+        with_keypair: bool = False,
+        keypair: Keypair | None = None,
+        create: bool = False,
+        choose_views: bool = False,
     ) -> FeedStore:
         """The store, to read (or to write with `keypair`, or our key read from the secret
-        file `with_keypair`); `NotFound` without a data directory or a store in it."""
+        file `with_keypair`); `NotFound` without a data directory or a store in it.
+
+        A store opened to write (or `choose_views`) takes the config's optional views
+        (`[views]`: one turned off is dropped, storage/view_choice.py); one opened to read
+        keeps what it has, so a reader beside a running node never changes its views."""
         from tanglenode.config.secret import read_secret
         from tanglenode.storage.errors import StoreNotFound
         from tanglenode.storage.store import FeedStore
@@ -84,6 +93,7 @@ class Context:
         settings = self.settings
         if with_keypair and keypair is None:
             keypair = read_secret(settings.secret_path)
+        writes = keypair is not None or create
         try:
             return FeedStore(
                 settings.store_path,
@@ -91,7 +101,7 @@ class Context:
                 limits=settings.limits.to_protocol(),
                 map_size=settings.storage.map_size,
                 create=create,
-                views=settings.views.wanted(),
+                views=settings.views.wanted() if writes or choose_views else None,
             )
         except StoreNotFound:
             raise NotFound(f"no store at {settings.store_path}; run `tangled init` first") from None

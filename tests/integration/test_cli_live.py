@@ -9,7 +9,7 @@ from tanglenode.node.localnet import REQUEST_SECONDS, TANGLED, Node
 from tanglenode.protocol.identity import message_text, parse_message_id
 from tanglenode.protocol.message import TangleLink
 from tanglenode.storage.store import FeedStore
-from tests.factories import Feed
+from tests.factories import ALL_VIEWS, Feed
 
 
 async def cli(node: Node, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
@@ -113,11 +113,11 @@ async def test_watch_joined_follows_set_aside_messages_as_they_join(tmp_path):
     second = carol.append(tangles={"chat": TangleLink(root.id, (first.id,))})
     third = carol.append(tangles={"chat": TangleLink(root.id, (second.id,))})
     here, there = Node(tmp_path, "here"), Node(tmp_path, "there")
-    with FeedStore(here.data_dir / "store") as store:
+    with FeedStore(here.data_dir / "store", views=ALL_VIEWS) as store:
         store.writes.ingest([root.raw, second.raw, third.raw])
     with FeedStore(there.data_dir / "store") as store:
         store.writes.ingest([root.raw, first.raw])
-    await here.start()
+    await here.start(extra_env={"TANGLED_VIEWS__JOINED_ORDER": "true"})
     spec = f"chat/{message_text(root.id)}"
     listed = (await cli(here, "timeline", spec)).stdout.decode().splitlines()
     assert sorted(line.split()[3] for line in listed[1:]) == ["joined", "pending", "pending"]

@@ -46,10 +46,10 @@ class Node:
         return done.stdout
 
 
-def keep_causal_time(node: Node) -> None:
-    """Every later command of `node` keeps the optional causal-time view (its store must be
-    empty until then: an empty store builds what is wanted)."""
-    node.env["TANGLED_VIEWS__CAUSAL_TIME"] = "true"
+def keep_optional_views(node: Node) -> None:
+    """Every later command of `node` keeps every optional view (its store must be empty until
+    then: an empty store builds what is wanted)."""
+    node.env |= {"TANGLED_VIEWS__CAUSAL_TIME": "true", "TANGLED_VIEWS__JOINED_ORDER": "true"}
 
 
 @pytest.fixture
@@ -325,7 +325,8 @@ def test_timeline_states_and_the_joined_view(ready):
     a = bob.append(tangles={"chat": TangleLink(root.id, (root.id,))})
     b = bob.append(tangles={"chat": TangleLink(root.id, (a.id,))})
     waiting = alice.append(tangles={"chat": TangleLink(root.id, (bytes(32),))})
-    with FeedStore(ready.data_dir / "store") as store:  # the node is stopped
+    keep_optional_views(ready)
+    with FeedStore(ready.data_dir / "store", views=ALL_VIEWS) as store:  # the node is stopped
         store.writes.ingest([root.raw, a.raw, b.raw, waiting.raw])
     spec = f"chat/{message_text(root.id)}"
     listed = ready.ok("timeline", spec).splitlines()[1:]
@@ -440,7 +441,7 @@ def test_timeline_causal_time_order_and_its_time_window(ready):
     a1 = alice.append(timestamp=100)
     a2 = alice.append(timestamp=5000)
     a3 = alice.append(timestamp=200)  # a clock that went back: still after a2
-    keep_causal_time(ready)
+    keep_optional_views(ready)
     with FeedStore(ready.data_dir / "store", views=ALL_VIEWS) as store:
         store.writes.ingest([a3.raw, a2.raw, a1.raw])
         store.writes.ingest([a2.raw, a3.raw])
@@ -479,7 +480,7 @@ def test_every_command_shows_a_time_the_same_way(ready):
     at = 1_795_000_123_456
     shown = "2026-11-18 11:08:43Z"
     me = read_secret(ready.data_dir / "secret")
-    keep_causal_time(ready)
+    keep_optional_views(ready)
     with FeedStore(ready.data_dir / "store", keypair=me, views=ALL_VIEWS) as store:
         root = store.writes.publish("a thread", {"chat": None}, timestamp=at)
         store.writes.publish(*groups.create(me, "club"), timestamp=at)

@@ -61,8 +61,8 @@ def test_a_view_turned_on_in_the_config_is_built_by_reindex_and_read_after(held)
     assert refused.returncode == 3 and "does not keep the causal-time view" in refused.stderr
     config = held.data_dir / "tangled.toml"
     config.write_text(config.read_text().replace("causal_time = false", "causal_time = true"))
-    unbuilt = held.run(*spacetime)
-    assert unbuilt.returncode == 1 and "turned on but not built" in unbuilt.stderr
+    unbuilt = held.run(*spacetime)  # a reader keeps the store as it is: not built yet
+    assert unbuilt.returncode == 1 and "tangled reindex causal-time" in unbuilt.stderr
     listed = {row["view"]: row for row in json.loads(held.ok("reindex", "--list", "--json"))}
     assert listed["causal-time"]["status"] == "not built" and listed["causal-time"]["optional"]
     assert listed["timelines"]["status"] == "kept" and not listed["timelines"]["optional"]
@@ -72,7 +72,10 @@ def test_a_view_turned_on_in_the_config_is_built_by_reindex_and_read_after(held)
     assert len(entries) == 2 and all("time" in entry for entry in entries)
     assert held.ok("reindex", "--verify") == "every view agrees with its messages\n"
     config.write_text(config.read_text().replace("causal_time = true", "causal_time = false"))
-    assert held.run(*spacetime).returncode == 1  # dropped when the store opened
+    assert "causal-time  kept, to drop" in held.ok("reindex", "--list")  # a reader keeps it
+    assert held.ok(*spacetime)
+    held.ok("reindex", "abouts")  # a writer takes the config's views: dropped
+    assert held.run(*spacetime).returncode == 1
     with FeedStore(held.data_dir / "store", create=False) as store, store.ctx.read() as txn:
         assert txn.stat(store.ctx.timeline_tables.causal_nodes)["entries"] == 0
 

@@ -34,7 +34,7 @@ from hypothesis import strategies as st
 from tanglenode.protocol.message import ROOT_LINK, Message, TangleLink
 from tanglenode.storage.feeds.ingest import Outcome
 from tanglenode.storage.store import FeedStore
-from tests.factories import Feed
+from tests.factories import ALL_VIEWS, Feed
 from tests.storage.test_invalidation import state
 
 MAP_SIZE = 2**24
@@ -164,7 +164,7 @@ def ground_truth(path: Path, pool: list[Message], boundaries: dict[bytes, int]) 
                 break
             chains.append(following[0])
             prev = following[0].id
-    store = FeedStore(path, map_size=MAP_SIZE)
+    store = FeedStore(path, map_size=MAP_SIZE, views=ALL_VIEWS)
     results = store.writes.ingest([message.raw for message in chains])
     assert [r.outcome for r in results] == [Outcome.ACCEPTED] * len(results), [
         (r.outcome, r.reason, r.detail) for r in results if r.outcome is not Outcome.ACCEPTED
@@ -213,7 +213,7 @@ def converge(pool: list[Message], deliveries: list[list[list[int]]], proofs_at: 
     raws = [message.raw for message in pool]
     with tempfile.TemporaryDirectory() as tmp:
         stores = [
-            FeedStore(Path(tmp) / f"node{index}", map_size=MAP_SIZE)
+            FeedStore(Path(tmp) / f"node{index}", map_size=MAP_SIZE, views=ALL_VIEWS)
             for index in range(len(deliveries))
         ]
         orders = [[raws[i] for batch in batches for i in batch] for batches in deliveries]

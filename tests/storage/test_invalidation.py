@@ -18,12 +18,16 @@ def state(store):
     timelines = {
         name: store.timelines.timeline(name) for name, _root, _tangle in store.timelines.held()
     }
-    joined = {
+    joined = {  # the joined order, where the store keeps that optional view
         name: store.timelines.timeline(store.timelines.timeline_name(root, tangle, "joined"))
         for name, root, tangle in store.timelines.held()
         if root is not None
+        and store.ctx.views.keeps("joined-order")
         and store.timelines.timeline_version(store.timelines.timeline_name(root, tangle, "joined"))
     }
+    counts = [
+        (t.root, t.name, t.messages, t.joined) for t in store.tangles.tangle_page(limit=1000)[0]
+    ]
     tips = {
         (root, tangle): store.tangles.tangle_tips(root, tangle)
         for _name, root, tangle in store.timelines.held()
@@ -35,6 +39,7 @@ def state(store):
         "timelines": {name: entries for name, entries in timelines.items() if entries},
         "joined": {name: entries for name, entries in joined.items() if entries},
         "tips": {key: value for key, value in tips.items() if value},
+        "tangles": counts,
         "evidence": sorted(proof.id for proof in store.feeds.evidence()),
     }
 
