@@ -21,6 +21,7 @@ import lmdb
 from tanglenode.protocol.identity import Keypair
 from tanglenode.protocol.limits import Limits
 from tanglenode.storage.documents.rows import DocumentTables
+from tanglenode.storage.engine.command_log import DEFAULT_RETENTION, LogRetention
 from tanglenode.storage.engine.timeline import TimelineTables
 from tanglenode.storage.errors import StoreFull
 from tanglenode.storage.feeds.layout import Tables
@@ -29,7 +30,8 @@ from tanglenode.storage.feeds.processor import ProcessorTables
 
 @dataclass(frozen=True, slots=True)
 class StoreContext:
-    """One open store: its environment and table handles, limits and (maybe) our keypair."""
+    """One open store: its environment and table handles, limits, (maybe) our keypair, and
+    how much of each timeline's command log the writes keep (`log_retention`)."""
 
     path: Path
     env: lmdb.Environment
@@ -39,6 +41,7 @@ class StoreContext:
     document_tables: DocumentTables
     limits: Limits
     keypair: Keypair | None
+    log_retention: LogRetention = DEFAULT_RETENTION
 
     def read(self) -> Any:
         """A read transaction (a context manager)."""
