@@ -50,6 +50,12 @@ max_content_depth = {limits.max_content_depth}
 # LMDB map size in bytes: the most the store may grow to (disk is used as needed).
 map_size = {storage.map_size}
 
+[timelines]
+# How many of its most recent commands each timeline's log keeps (0: every one). A
+# subscriber (`tangled watch`, the web view, IPC `subscribe`) that comes back from an
+# older version starts again from a snapshot instead of replaying what it missed.
+keep_commands = {timelines.keep_commands}
+
 [gossip]
 # A peer whose vector clock names more feeds than this is dropped (memory stays bounded).
 max_peer_feeds = {gossip.max_peer_feeds}
@@ -80,6 +86,7 @@ def render_config(
         network_key=network_key,
         limits=defaults.limits,
         storage=defaults.storage,
+        timelines=defaults.timelines,
         gossip=defaults.gossip,
         verify_in_process=str(defaults.gossip.verify_in_process).lower(),
         peers="".join("\n" + peer_table(address, key) for address, key in peers),

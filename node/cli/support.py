@@ -77,6 +77,7 @@ class Context:
         """The store, to read (or to write with `keypair`, or our key read from the secret
         file `with_keypair`); `NotFound` without a data directory or a store in it."""
         from tanglenode.config.secret import read_secret
+        from tanglenode.storage.engine.command_log import LogRetention
         from tanglenode.storage.errors import StoreNotFound
         from tanglenode.storage.store import FeedStore
 
@@ -91,6 +92,7 @@ class Context:
                 limits=settings.limits.to_protocol(),
                 map_size=settings.storage.map_size,
                 create=create,
+                retention=LogRetention.keeping(settings.timelines.keep_commands),
             )
         except StoreNotFound:
             raise NotFound(f"no store at {settings.store_path}; run `tangled init` first") from None
