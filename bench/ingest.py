@@ -23,7 +23,10 @@ over the rounds) and the ratio to bare verify (median of the per-round
 ratios: the machine's speed drifts, and within a round all are timed back to
 back), and the store's size over the raw message bytes. Sparse timeframes
 (`--timeframe-feeds 4`) and the full frontier (the default) have their own
-goals.
+goals. The stores keep the node's default command logs (`--keep-commands`:
+another retention, 0 keeps every command); `--tables` also prints each
+table's rows and size (LMDB's page counts) in the first round's one-core
+store.
 
     .venv/bin/python bench/ingest.py --messages 50000 --timeframe-feeds 4
     .venv/bin/python bench/ingest.py --messages 50000
@@ -50,9 +53,10 @@ from tanglenode.protocol.identity import Keypair, tag_of
 from tanglenode.protocol.limits import TIMEFRAME_CAP
 from tanglenode.protocol.message import ROOT_LINK, TangleLink, decode_message, sign_message
 from tanglenode.storage.clients.bundle import MAGIC, ImportSummary, import_messages, read_bundle
+from tanglenode.storage.engine.command_log import DEFAULT_KEEP_COMMANDS, LogRetention
 from tanglenode.storage.feeds.ingest_pipeline import Worker, ingest_batches
 from tanglenode.storage.store import DEFAULT_MAP_SIZE, FeedStore
-from tanglenode.storage.tools.compact import compact
+from tanglenode.storage.tools.compact import compact, entry_counts
 
 # issue 14's table: (goal, at least) of ingest / bare verify, and of store size / raw bytes
 SPARSE_GOAL, FULL_GOAL, SIZE_GOAL = (0.80, 0.40), (0.50, 0.25), (1.5, 2.0)
@@ -135,12 +139,19 @@ def time_decode(raws: list[bytes]) -> float:
 
 
 def time_ingest(
-    raws: list[bytes], batch: int, worker: Worker, views: list[str]
+    raws: list[bytes],
+    batch: int,
+    worker: Worker,
+    retention: LogRetention,
+    views: list[str],
+    tables: dict[str, tuple[int, int]] | None = None,
 ) -> tuple[float, int, int]:
     """Seconds to ingest `raws` in batches into a fresh store, the store's bytes on disk, and
-    its bytes after `tangled compact` (storage/tools/compact.py, outside the timer)."""
+    its bytes after `tangled compact` (storage/tools/compact.py, outside the timer); fills
+    `tables`, if given, with each table's (rows, bytes) before compacting."""
     with tempfile.TemporaryDirectory(prefix="bench-ingest-") as tmp:
-        with FeedStore(Path(tmp) / "store", map_size=DEFAULT_MAP_SIZE, views=views) as store:
+        path = Path(tmp) / "store"
+        with FeedStore(path, map_size=DEFAULT_MAP_SIZE, retention=retention, views=views) as store:
             batches = (raws[start : start + batch] for start in range(0, len(raws), batch))
             started = time.perf_counter()
             accepted = 0
@@ -148,17 +159,32 @@ def time_ingest(
                 accepted += sum(r.outcome == "accepted" for r in results)
             elapsed = time.perf_counter() - started
             size = store.feeds.statistics()["bytes_on_disk"]
-        compacted = compact(Path(tmp) / "store", DEFAULT_MAP_SIZE).after
+            if tables is not None:
+                tables.update(table_sizes(store.ctx.env))
+        compacted = compact(path, DEFAULT_MAP_SIZE).after
     if accepted != len(raws):
         raise SystemExit(f"only {accepted} of {len(raws)} messages were accepted")
     return elapsed, size, compacted
 
 
-def time_import(bundle: Path, count: int, views: list[str]) -> float:
+def table_sizes(env) -> dict[str, tuple[int, int]]:
+    """Each named database's rows and bytes (its branch, leaf and overflow pages)."""
+    page = env.stat()["psize"]
+    found = {}
+    with env.begin() as txn:
+        for name in entry_counts(env):
+            if name:
+                stat = txn.stat(env.open_db(name, txn=txn, create=False))
+                pages = stat["branch_pages"] + stat["leaf_pages"] + stat["overflow_pages"]
+                found[name.decode()] = (stat["entries"], pages * page)
+    return found
+
+
+def time_import(bundle: Path, count: int, retention: LogRetention, views: list[str]) -> float:
     """Seconds for `tangled import`'s path: read the bundle file, ingest it (two cores)."""
     with (
         tempfile.TemporaryDirectory(prefix="bench-import-") as tmp,
-        FeedStore(Path(tmp) / "store", views=views) as store,
+        FeedStore(Path(tmp) / "store", retention=retention, views=views) as store,
         bundle.open("rb") as source,
     ):
         started = time.perf_counter()
@@ -210,8 +236,21 @@ def main() -> None:
         default="",
         help="the optional views to keep, comma-separated (default: none, as a node by default)",
     )
+    parser.add_argument(
+        "--keep-commands",
+        type=int,
+        default=DEFAULT_KEEP_COMMANDS,
+        help="commands each timeline's log keeps, as `[timelines] keep_commands` (0: all)",
+    )
+    parser.add_argument(
+        "--tables", action="store_true", help="print each table's rows and size (round 1)"
+    )
     args = parser.parse_args()
     views = [name for name in args.views.split(",") if name]
+    try:
+        retention = LogRetention.keeping(args.keep_commands)
+    except ValueError as error:
+        parser.error(str(error))
 
     started = time.perf_counter()
     raws = build_messages(
@@ -231,27 +270,37 @@ def main() -> None:
         f"{time.perf_counter() - started:.1f}s"
         f" ({workload}: at most {args.timeframe_feeds or args.feeds - 1} feeds; mean "
         f"{raw_bytes / len(raws):.0f} bytes); batches of {args.batch}; {args.rounds} rounds; "
-        f"optional views kept: {', '.join(views) or 'none'}"
+        f"optional views kept: {', '.join(views) or 'none'}" + "; "
+        f"command logs keep {args.keep_commands or 'every'} command"
+        + ("s" if args.keep_commands else "")
     )
     rates: dict[str, list[float]] = {
         name: [] for name in ("verify", "decode", "one core", "two cores", "thread", "import")
     }
     sizes, compacted_sizes = [], []
+    tables: dict[str, tuple[int, int]] = {}
     with tempfile.TemporaryDirectory(prefix="bench-bundle-") as tmp:
         bundle = Path(tmp) / "bundle"
         write_bundle_file(raws, bundle)
         for round_number in range(1, args.rounds + 1):
             rates["verify"].append(len(raws) / time_bare_verify(raws))
             rates["decode"].append(len(raws) / time_decode(raws))
-            elapsed, size, compacted = time_ingest(raws, args.batch, Worker.INLINE, views)
+            wanted = tables if args.tables and round_number == 1 else None
+            elapsed, size, compacted = time_ingest(
+                raws, args.batch, Worker.INLINE, retention, views, wanted
+            )
             rates["one core"].append(len(raws) / elapsed)
             sizes.append(size)
             compacted_sizes.append(compacted)
-            elapsed, _size, _compacted = time_ingest(raws, args.batch, Worker.PROCESS, views)
+            elapsed, _size, _compacted = time_ingest(
+                raws, args.batch, Worker.PROCESS, retention, views
+            )
             rates["two cores"].append(len(raws) / elapsed)
-            elapsed, _size, _compacted = time_ingest(raws, args.batch, Worker.THREAD, views)
+            elapsed, _size, _compacted = time_ingest(
+                raws, args.batch, Worker.THREAD, retention, views
+            )
             rates["thread"].append(len(raws) / elapsed)
-            rates["import"].append(len(raws) / time_import(bundle, len(raws), views))
+            rates["import"].append(len(raws) / time_import(bundle, len(raws), retention, views))
             print(
                 f"round {round_number}: "
                 + ", ".join(f"{name} {values[-1]:,.0f}/s" for name, values in rates.items())
@@ -295,6 +344,11 @@ def main() -> None:
         f"{statistics.median(compacted_sizes) / 2**20:>9,.1f} MiB   {compact_ratio:5.2f}x  "
         + goal_text(compact_ratio, SIZE_GOAL, at_most=True)
     )
+    if tables:
+        print("\ntables of the first round's one-core store (before compacting), largest first")
+        for name, (rows, size) in sorted(tables.items(), key=lambda item: -item[1][1]):
+            if rows:
+                print(f"  {name:<24}{rows:>10,} rows {size / 2**20:>8.2f} MiB")
 
 
 if __name__ == "__main__":

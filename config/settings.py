@@ -136,6 +136,18 @@ class ViewsSettings:
 
 
 @dataclass(frozen=True)
+class TimelinesSettings:
+    # The default is storage.engine.command_log.DEFAULT_KEEP_COMMANDS (config imports no
+    # storage; tests/config/test_settings.py checks that the two agree).
+    keep_commands: int = _setting(
+        4096,
+        ge=0,
+        le=1 << 32,
+        doc="most recent commands each timeline's log keeps for resuming subscribers; 0: all",
+    )
+
+
+@dataclass(frozen=True)
 class GossipSettings:
     max_peer_feeds: int = _setting(
         20_000, ge=16, le=1 << 22, doc="feeds a peer's clock may name before it is dropped"
@@ -173,6 +185,7 @@ class Settings:
     limits: LimitsSettings = field(default_factory=LimitsSettings)
     storage: StorageSettings = field(default_factory=StorageSettings)
     views: ViewsSettings = field(default_factory=ViewsSettings)
+    timelines: TimelinesSettings = field(default_factory=TimelinesSettings)
     gossip: GossipSettings = field(default_factory=GossipSettings)
     web: WebSettings = field(default_factory=WebSettings)
 

@@ -61,6 +61,12 @@ causal_time = {causal_time}
 # `tangled reindex joined`). Member states and counts are kept either way.
 joined_order = {joined_order}
 
+[timelines]
+# How many of its most recent commands each timeline's log keeps (0: every one). A
+# subscriber (`tangled watch`, the web view, IPC `subscribe`) that comes back from an
+# older version starts again from a snapshot instead of replaying what it missed.
+keep_commands = {timelines.keep_commands}
+
 [gossip]
 # A peer whose vector clock names more feeds than this is dropped (memory stays bounded).
 max_peer_feeds = {gossip.max_peer_feeds}
@@ -91,6 +97,7 @@ def render_config(
         network_key=network_key,
         limits=defaults.limits,
         storage=defaults.storage,
+        timelines=defaults.timelines,
         gossip=defaults.gossip,
         verify_in_process=str(defaults.gossip.verify_in_process).lower(),
         causal_time=str(defaults.views.causal_time).lower(),

@@ -117,7 +117,8 @@ class NodeClient:
 
         `since`: None to start from a snapshot of the whole order, or the last version
         the caller applied (a command's `v`, a `lagged` version) to resume right after
-        it; a version the timeline never had gets a snapshot too.
+        it; a version the timeline never had, or one whose following commands its log
+        no longer holds (it keeps its newest: docs/IPC.md), gets a snapshot too.
 
         The first item is `{"started": {"version": V, "snapshot": bool}}`; then, if
         `snapshot`, `{"snapshot": [[rank, id], ...], "start": position}` pages of the
@@ -125,7 +126,8 @@ class NodeClient:
         "ins": position, "message": body}` (the message as `get` gives it, or its id alone
         if the node no longer holds it), `{"v", "mov": [from, to]}` or `{"v", "del":
         position}` (a spacetime's events also carry `final`), and `{"lagged": version}`
-        just before the node drops a subscriber that stopped reading. Ids are bytes
+        just before the node drops a subscriber that stopped reading, or whose next
+        command the log dropped before it was sent. Ids are bytes
         (`message_text` shows one as `%…`). It runs until the caller stops iterating:
         close it with `contextlib.aclosing`. An error reply raises `NodeError`.
         """

@@ -37,6 +37,7 @@ from tanglenode.protocol.address import parse_address
 from tanglenode.protocol.errors import TanglenodeError
 from tanglenode.protocol.identity import Keypair, feed_text, parse_feed
 from tanglenode.protocol.ipc import StatusRequest
+from tanglenode.storage.engine.command_log import LogRetention
 from tanglenode.storage.feeds.datalock import DataDirLock
 from tanglenode.storage.feeds.ownhead import behind
 from tanglenode.storage.store import FeedStore
@@ -159,6 +160,7 @@ async def _run_node(
         limits=settings.limits.to_protocol(),
         map_size=settings.storage.map_size,
         views=settings.views.wanted(),
+        retention=LogRetention.keeping(settings.timelines.keep_commands),
     )
     try:
         _warn_if_own_feed_behind(store, keypair.public)

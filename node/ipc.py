@@ -33,7 +33,11 @@ and a client that reconnects with its last version misses nothing. When
 that queue is full the client has stopped keeping up: after the queued
 pages it gets `{"lagged": version}` (the version it reached) and the
 connection closes; it resumes with `since=version`. A socket that stays
-unwritable for `send_seconds` is closed outright.
+unwritable for `send_seconds` is closed outright. The log holds only the
+commands after its floor (its retention drops the oldest as it grows,
+storage/engine/command_log.py): a subscriber whose next command is below it
+has fallen behind too, and gets the same `lagged`; resuming from there, it
+starts from a snapshot, as any `since` below the floor does.
 """
 
 from __future__ import annotations
@@ -89,6 +93,7 @@ from tanglenode.storage.engine.causal_window import WindowTooLarge
 from tanglenode.storage.engine.timeline import Command, Delete, Insert
 from tanglenode.storage.errors import (
     BadSplice,
+    BelowLogFloor,
     NoIdentity,
     OwnFeedBehind,
     OwnFeedForked,
@@ -128,6 +133,7 @@ ERROR_KINDS: tuple[tuple[type[BaseException], ErrorKind], ...] = (
     (UnknownTangle, ErrorKind.UNKNOWN_TANGLE),
     (UnknownTimeline, ErrorKind.NOT_FOUND),
     (ViewOff, ErrorKind.VIEW_OFF),
+    (BelowLogFloor, ErrorKind.NOT_FOUND),  # the commands asked for are no longer logged
     (WindowTooLarge, ErrorKind.BAD_REQUEST),
     (UnknownDocument, ErrorKind.NOT_FOUND),
     (BadSplice, ErrorKind.BAD_REQUEST),
@@ -234,15 +240,9 @@ class Area:
         return reply | (state.fields() if state is not None else {})
 
     async def _commands(self, request: CommandsRequest) -> dict[str, Any]:
-        """Up to `limit` commands after version `since` (no message bodies)."""
+        """Up to `limit` commands after version `since` (no message bodies); `not-found`
+        (`BelowLogFloor`) when the log no longer holds the command after `since`."""
         name = _timeline_name(request.timeline)
-        floor = await self.service.read(lambda store: store.timelines.timeline_floor(name))
-        if request.since < floor:
-            raise RequestError(
-                ErrorKind.NOT_FOUND,
-                f"the log starts after version {floor} (the timeline was rebuilt): "
-                "read the timeline again",
-            )
         version, commands = await self.service.read(
             lambda store: store.timelines.timeline_log(name, request.since, request.limit)
         )
@@ -383,7 +383,7 @@ class IpcServer:
         floor = await self.service.read(lambda store: store.timelines.timeline_floor(name))
         if since is not None and floor <= since <= version:
             await self._send(stream, {"id": number, "ok": {"version": since, "snapshot": False}})
-        else:  # no version, one it never had, or one below its log (a rebuild): a snapshot
+        else:  # no version, one it never had, or one below its log's floor: a snapshot
             since = version
             await self._send(stream, {"id": number, "ok": {"version": since, "snapshot": True}})
             for start in range(0, len(entries), PAGE):
@@ -451,8 +451,10 @@ class IpcServer:
         while there is nothing new. A page
         that finds the queue full means the client stopped keeping up: it
         gets, after what is queued, `{"lagged": position}` with the position
-        it has reached, and the connection closes. A refusal met on the way
-        (the document is gone) ends the stream with an error frame.
+        it has reached, and the connection closes; so does one whose position
+        a command log no longer holds (`BelowLogFloor`: its retention dropped
+        it). A refusal met on the way (the document is gone) ends the stream
+        with an error frame.
         """
         sender, receiver = trio.open_memory_channel(self.queue_frames)
         try:
@@ -474,6 +476,10 @@ class IpcServer:
                 seen = self.service.version
                 try:
                     produced = await next_page(position)
+                except BelowLogFloor:  # the log dropped what it had still to send: behind
+                    self.service.counters.ipc_lagged += 1
+                    await sender.send({"id": number, "event": {"lagged": position}})
+                    return
                 except TanglenodeError as error:
                     await sender.send(error_reply(number, error))
                     return

@@ -21,6 +21,7 @@ import lmdb
 from tanglenode.protocol.identity import Keypair
 from tanglenode.protocol.limits import Limits
 from tanglenode.storage.documents.rows import DocumentTables
+from tanglenode.storage.engine.command_log import DEFAULT_RETENTION, LogRetention
 from tanglenode.storage.engine.timeline import TimelineTables
 from tanglenode.storage.errors import StoreFull
 from tanglenode.storage.feeds.layout import Tables
@@ -30,7 +31,8 @@ from tanglenode.storage.view_choice import ViewState
 
 @dataclass(frozen=True, slots=True)
 class StoreContext:
-    """One open store: its environment and table handles, limits and (maybe) our keypair."""
+    """One open store: its environment and table handles, limits, (maybe) our keypair, and
+    how much of each timeline's command log the writes keep (`log_retention`)."""
 
     path: Path
     env: lmdb.Environment
@@ -41,6 +43,7 @@ class StoreContext:
     limits: Limits
     keypair: Keypair | None
     views: ViewState  # the optional views this store keeps (storage/view_choice.py)
+    log_retention: LogRetention = DEFAULT_RETENTION
 
     def read(self) -> Any:
         """A read transaction (a context manager)."""

@@ -65,6 +65,20 @@ class ViewOff(StorageError):
     """A read of an optional view this store does not keep (turned off, or on and not built)."""
 
 
+class BelowLogFloor(StorageError):
+    """A read of a timeline's command log from a version below its floor: the commands after
+    it are gone (the log's retention dropped them, or a rebuild restarted the log), so the
+    reader must start again from the order itself (storage/engine/command_log.py)."""
+
+    def __init__(self, since: int, floor: int) -> None:
+        super().__init__(
+            f"the log holds only the commands after version {floor}, not those after {since} "
+            "(its retention dropped older ones, or a rebuild restarted it): read the timeline again"
+        )
+        self.since = since
+        self.floor = floor
+
+
 class StoreDamaged(StorageError):
     """The store's files are damaged (cut short, emptied, corrupted); it must be restored."""
 

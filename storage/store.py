@@ -2,7 +2,8 @@
 
 `FeedStore` opens the environment, refuses a store of another schema, and
 builds one `StoreContext` (storage/context.py: the environment, the table
-handles, the limits, our keypair) that every part shares. The parts:
+handles, the limits, our keypair, the command logs' retention) that every
+part shares. The parts:
 
     store.writes     ingest, publish, proofs: the one writer (storage/writes.py)
     store.feeds      feeds, messages, evidence, the processed order, replication,
@@ -34,6 +35,7 @@ from tanglenode.protocol.limits import DEFAULT_LIMITS, Limits
 from tanglenode.storage.context import StoreContext
 from tanglenode.storage.documents.ops import DocumentOps
 from tanglenode.storage.documents.rows import DocumentTables
+from tanglenode.storage.engine.command_log import DEFAULT_RETENTION, LogRetention
 from tanglenode.storage.engine.timeline import TimelineTables
 from tanglenode.storage.errors import (
     IncompatibleStore,
@@ -64,7 +66,14 @@ DEFAULT_MAP_SIZE = 64 * 2**30  # address space, not disk: the file grows as data
 
 
 class FeedStore:
-    """Signed, append-only feeds in one LMDB environment (a directory), by area."""
+    """Signed, append-only feeds in one LMDB environment (a directory), by area.
+
+    `retention`: how much of each timeline's command log the writes keep
+    (storage.engine.command_log); the node passes its setting
+    `timelines.keep_commands`, and a store opened without one keeps what that
+    setting's default keeps (`DEFAULT_RETENTION`), so every writer of a store
+    bounds its logs alike. `KEEP_ALL` keeps every command.
+    """
 
     def __init__(
         self,
@@ -76,7 +85,10 @@ class FeedStore:
         create: bool = True,
         timeframe_source: TimeframeSource | None = None,
         views: Collection[str] | None = None,
+        retention: LogRetention = DEFAULT_RETENTION,
     ) -> None:
+        if not isinstance(retention, LogRetention):
+            raise TypeError(f"retention must be a LogRetention, not {type(retention).__name__}")
         self.path = Path(path)
         if not create and not (self.path / "data.mdb").exists():
             raise StoreNotFound(f"no store at {self.path}")
@@ -104,6 +116,7 @@ class FeedStore:
                 limits,
                 keypair,
                 state,
+                retention,
             )
         except lmdb.Error as error:
             self._env.close()

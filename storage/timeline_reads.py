@@ -1,7 +1,10 @@
 """`store.timelines`: orders, versions, placements, command logs, finality.
 
 Each public method is one read transaction, as every store call is.
-Finality is explained in docs/TIMELINES.md ("Finality").
+Finality is explained in docs/TIMELINES.md ("Finality"). A command log holds
+only the commands after its floor (storage/engine/command_log.py): a read
+of it from below the floor raises `BelowLogFloor`, found in the same
+transaction as the rest of the read.
 """
 
 from __future__ import annotations
@@ -168,7 +171,8 @@ class TimelineReads:
 
     def timeline_floor(self, timeline: bytes) -> int:
         """The version the timeline's command log starts after: a subscriber at a lower one
-        starts from a snapshot (0 unless `tangled reindex` restarted the log)."""
+        starts from a snapshot (0 until the log's retention trimmed it or `tangled reindex`
+        restarted it)."""
         with self._ctx.read() as txn:
             reader = self._reader(txn, timeline)
             return reader.floor(timeline) if reader.exists(timeline) else 0
@@ -205,7 +209,7 @@ class TimelineReads:
         return None if position is None else bytes(position) + tag_of(msg_id)
 
     def timeline_commands(self, timeline: bytes, since: int, limit: int = 10_000) -> list[Command]:
-        """The commands after version `since`, oldest first."""
+        """The commands after version `since`, oldest first; `BelowLogFloor` below the floor."""
         with self._ctx.read() as txn:
             reader = self._reader(txn, timeline)
             if not self._known(reader, timeline):
@@ -292,7 +296,8 @@ class TimelineReads:
     def timeline_log(
         self, timeline: bytes, since: int, limit: int = 10_000
     ) -> tuple[int, list[Command]]:
-        """The head version and up to `limit` commands after version `since`, oldest first."""
+        """The head version and up to `limit` commands after version `since`, oldest first;
+        `BelowLogFloor` when `since` is below the log's floor."""
         with self._ctx.read() as txn:
             reader = self._reader(txn, timeline)
             if not self._known(reader, timeline):
@@ -303,7 +308,8 @@ class TimelineReads:
         self, timeline: bytes, since: int, limit: int = 1000, max_bytes: int | None = None
     ) -> tuple[int, list[tuple[Command, Message | None]]]:
         """The head version and up to `limit` commands after `since`, each insert with its
-        message (None if no longer held); a timeline not created yet has none: (0, []).
+        message (None if no longer held); a timeline not created yet has none: (0, []);
+        `BelowLogFloor` when `since` is below the log's floor.
 
         The page stops early once the inserted messages' signed bytes reach `max_bytes`.
         """

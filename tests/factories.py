@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import random
 from typing import Any
 
 import msgpack
@@ -145,3 +146,35 @@ def late_reply(name: str = "chat") -> tuple[Message, Message, Message, Message]:
     b1 = bob.append({"text": "b1"}, tangles={name: link})
     c1 = carol.append({"text": "c1 names b1"}, tangles={name: TangleLink(root.id, (b1.id,))})
     return root, a2, b1, c1
+
+
+def late_arrivals(rng: random.Random, feeds: int, per_feed: int, fork: bool = False):
+    """A tangle `chat` (its root first) and messages of `feeds` feeds, each naming, in its
+    timeframe and as its tangle `previous`, messages made before it (of any feed), in an
+    arrival order that keeps each feed's own order but lets the others come late: a late
+    message ranks low, so it arrives as an `ins` in the middle and raises what named it
+    (`mov`); most arrive at the end. With `fork`, one feed also forks: its messages from
+    the fork on leave every timeline (`del`, and `mov` of what they had raised)."""
+    root = Feed("r-root").root("chat")
+    chains = [Feed(f"r-{n}") for n in range(feeds)]
+    made = [root]
+    for _ in range(feeds * per_feed):
+        chain = rng.choice(chains)
+        named = rng.sample(made, min(len(made), rng.randint(1, 2)))
+        timeframe = {m.author: m.seq for m in named if m.author != chain.public}
+        link = TangleLink(root.id, tuple(m.id for m in named))
+        made.append(chain.append(len(made), tangles={"chat": link}, timeframe=timeframe))
+    queues = {c.public: [m for m in made[1:] if m.author == c.public] for c in chains}
+    arrival = [root]
+    while any(queues.values()):
+        arrival.append(queues[rng.choice([a for a, q in queues.items() if q])].pop(0))
+    forked = [c for c in chains if len(c.messages) >= 2]
+    if fork and forked:
+        chain = rng.choice(forked)
+        seq = rng.randint(1, len(chain.messages) - 1)
+        twin = Feed(chain.keypair)
+        twin.messages = chain.messages[:seq]
+        other = twin.append("other", tangles={"chat": TangleLink(root.id, (root.id,))})
+        after = arrival.index(chain.messages[seq - 1]) + 1
+        arrival.insert(rng.randint(after, len(arrival)), other)
+    return root, arrival

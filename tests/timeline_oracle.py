@@ -7,6 +7,7 @@ from collections.abc import Iterable, Sequence
 
 import lmdb
 
+from tanglenode.storage.engine.command_log import KEEP_ALL, LogRetention
 from tanglenode.storage.engine.timeline import (
     Command,
     TimelineReader,
@@ -63,11 +64,13 @@ def expected_rows(events: Iterable[tuple[bytes, Sequence[bytes]]]) -> dict[str, 
 
 
 class EngineHarness:
-    """A timeline engine in a real LMDB environment that can be closed and reopened."""
+    """A timeline engine in a real LMDB environment that can be closed and reopened; its
+    command log trimmed to `retention`."""
 
-    def __init__(self, path, name: bytes = b"t") -> None:
+    def __init__(self, path, name: bytes = b"t", retention: LogRetention = KEEP_ALL) -> None:
         self.path = path
         self.name = name
+        self.retention = retention
         self.env: lmdb.Environment | None = None
         self.links: dict[bytes, list[bytes]] = {}  # present members -> links they came with
         self.reopen()
@@ -94,7 +97,7 @@ class EngineHarness:
             return links[ref]
 
         with self.env.begin(write=True) as txn:
-            writer = TimelineWriter(txn, self.tables)
+            writer = TimelineWriter(txn, self.tables, self.retention)
             done = []
             for kind, ref, *after in steps:
                 if kind == "add":

@@ -86,6 +86,7 @@ class Context:
         (`[views]`: one turned off is dropped, storage/view_choice.py); one opened to read
         keeps what it has, so a reader beside a running node never changes its views."""
         from tanglenode.config.secret import read_secret
+        from tanglenode.storage.engine.command_log import LogRetention
         from tanglenode.storage.errors import StoreNotFound
         from tanglenode.storage.store import FeedStore
 
@@ -102,6 +103,7 @@ class Context:
                 map_size=settings.storage.map_size,
                 create=create,
                 views=settings.views.wanted() if writes or choose_views else None,
+                retention=LogRetention.keeping(settings.timelines.keep_commands),
             )
         except StoreNotFound:
             raise NotFound(f"no store at {settings.store_path}; run `tangled init` first") from None

@@ -106,7 +106,8 @@ def _label(which: dict[str, Any], spec: str | None) -> str:
     type=INDEX,
     default=None,
     metavar="VERSION",
-    help="Print the ins/mov/del commands after this version instead of the order.",
+    help="Print the ins/mov/del commands after this version instead of the order "
+    "(not found, exit 4, once the log dropped them: [timelines] keep_commands).",
 )
 @click.option(
     "--digest",
@@ -346,7 +347,8 @@ class NodeGone(TanglenodeError):
     type=INDEX,
     default=None,
     metavar="VERSION",
-    help="Skip the snapshot: print the commands after VERSION, then each change.",
+    help="Skip the snapshot: print the commands after VERSION, then each change (a "
+    "snapshot after all if the log no longer holds them: [timelines] keep_commands).",
 )
 @click.option(
     "--count",
@@ -385,9 +387,11 @@ def watch(
     time and what the message says; changes are `VERSION ins POS ID ...`,
     `VERSION mov FROM TO` and `VERSION del POS`. If the node restarts, watch says so
     on stderr, waits for it (--reconnect-wait) and resumes after the last version it
-    printed. --json: one object per line: `{"version", "snapshot"}` when a
-    subscription starts, then snapshot rows and commands as `timeline --json` and
-    `timeline --since --json` print them, with author, timestamp and summary added.
+    printed; if the timeline's log no longer holds what followed it (the log keeps its
+    newest commands), it says so and prints a new snapshot. --json: one object per
+    line: `{"version", "snapshot"}` when a subscription starts, then snapshot rows and
+    commands as `timeline --json` and `timeline --since --json` print them, with author,
+    timestamp and summary added.
     """
     which = timeline_spec(spec, spacetime, joined, order)
     store = _store_or_none(obj)

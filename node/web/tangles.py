@@ -13,7 +13,11 @@ one never joins). The table carries that version. `view.js` then opens
 one position to another: a late message placed ahead of it), `del` (a row a
 fork proof removed). Every frame's id is the version it reaches, so a
 browser that loses the connection reconnects with `Last-Event-ID` and
-resumes after the last command it applied.
+resumes after the last command it applied. The log holds only the commands
+after its floor (its retention drops the oldest, storage/engine/command_log.py;
+a rebuild restarts it): a stream asked to start below it, or that falls
+below it while following, sends `reset` and nothing more, and the script
+reloads the page, which is drawn at the version the timeline has now.
 
 A row's state can change with no command on the timeline (a pending row
 joins when what it waits for arrives). Each stream remembers the rows it
@@ -50,6 +54,7 @@ from tanglenode.protocol.identity import feed_text, message_text
 from tanglenode.protocol.ipc import PAGE, PAGE_BYTES
 from tanglenode.protocol.limits import MAX_TANGLE_NAME_BYTES
 from tanglenode.storage.engine.timeline import Delete, Insert
+from tanglenode.storage.errors import BelowLogFloor
 from tanglenode.storage.groups.state import GROUP, GroupError, read_group
 from tanglenode.storage.views.timelines import timeline_name
 
@@ -199,6 +204,7 @@ class _TangleStream:
         self.timeline = timeline
         self.pending: set[bytes] = set()  # rows sent as pending, watched until they change
         self.names: Names | None = None
+        self.reset = False  # `reset` sent: the page reloads, this stream has nothing more
 
     async def unjoined(self) -> bytes:
         """The frame of the shown rows not joined now, and they are watched from now on.
@@ -230,9 +236,16 @@ class _TangleStream:
     async def next_page(self, version: int) -> tuple[list[bytes], int] | None:
         service = self.web.service
         timeline = self.timeline
-        _, updates = await service.read(
-            lambda store: store.timelines.timeline_updates(timeline, version, PAGE, PAGE_BYTES)
-        )
+        if self.reset:
+            return None
+        try:
+            _, updates = await service.read(
+                lambda store: store.timelines.timeline_updates(timeline, version, PAGE, PAGE_BYTES)
+            )
+        except BelowLogFloor:  # the log dropped commands the page still needs: draw it anew
+            self.reset = True
+            head = await service.read(lambda store: store.timelines.timeline_version(timeline))
+            return [frame("reset", {"version": head})], version
         changed = await self._state_changes()
         if not updates:
             if not changed:

@@ -40,7 +40,8 @@ sort id and chain only where they are not the ref and the own element
 (storage.engine.causal_key.encode_row); `ct-time` number + time (u64 BE) + sort id
 -> ref (empty when it is the sort id), the time index the window queries
 read (storage.engine.causal_window). Rows are cached per transaction and written
-once, in `finish()`.
+once, in `finish()`, which also trims each twin's command log to the rank
+engine's retention (storage.engine.command_log).
 
 Cost: an add costs its links, its wave (each risen member and its successor
 list) and two tree paths per move; with honest clocks and links present on
@@ -64,8 +65,9 @@ from tanglenode.storage.engine.causal_key import (
     root_chain,
     tree_key,
 )
+from tanglenode.storage.engine.command_log import KEEP_ALL, LogRetention, append_event, trim_log
 from tanglenode.storage.engine.engine_core import encode_log
-from tanglenode.storage.engine.keys import U32, U64
+from tanglenode.storage.engine.keys import U32
 from tanglenode.storage.engine.timeline import (
     Command,
     Delete,
@@ -139,17 +141,20 @@ class _Twin:
 
     def append_log(self, commands: list[Command]) -> None:
         meta = self.meta
-        key = self.prefix + U64.pack(meta.version + 1)
-        self.txn.put(key, encode_log(commands), db=self.tables.log)
+        append_event(self.txn, self.tables.log, self.prefix, meta.version, encode_log(commands))
         meta.version += len(commands)
 
-    def flush(self) -> None:
-        put, prefix, db = self.txn.put, self.prefix, self.tables.causal_nodes
+    def flush(self, retention: LogRetention) -> None:
+        """Write the cached rows, the log trimmed to `retention`, and the meta row."""
+        put, prefix, db, meta = self.txn.put, self.prefix, self.tables.causal_nodes, self.meta
         for ref, member in self.changed.items():
             put(prefix + ref, encode_row(member.height, member.elem, member.chain, ref), db=db)
         self.changed.clear()
         self.tree.flush()
-        self.txn.put(self.prefix, self.meta.encode(), db=self.tables.meta)
+        meta.floor = trim_log(
+            self.txn, self.tables.log, prefix, meta.version, meta.floor, retention
+        )
+        put(prefix, meta.encode(), db=self.tables.meta)
 
 
 class CausalWriter:
@@ -159,10 +164,18 @@ class CausalWriter:
     the rank engine. If an `add` or `remove` raises, it left no trace.
     """
 
-    def __init__(self, txn, tables: TimelineTables, limit: int = MAX_CHAIN) -> None:
+    def __init__(
+        self,
+        txn,
+        tables: TimelineTables,
+        limit: int = MAX_CHAIN,
+        *,
+        retention: LogRetention = KEEP_ALL,
+    ) -> None:
         self._txn = txn
         self._tables = tables
         self._limit = limit  # elements a key keeps; a store always uses MAX_CHAIN
+        self._retention = retention  # the command logs' (storage.engine.command_log)
         self._open: dict[bytes, _Twin] = {}
         # One cursor for every twin: LMDB adjusts each open cursor of a table at every
         # write to it, and the rank engine writes tl-succ rows for every link.
@@ -271,7 +284,7 @@ class CausalWriter:
 
     def finish(self) -> None:
         for twin in self._open.values():
-            twin.flush()
+            twin.flush(self._retention)
         self._open.clear()
 
 

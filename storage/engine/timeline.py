@@ -29,7 +29,9 @@ Adding message n with predecessors P, in one write transaction:
    inserted at its new one: `mov from to`, left out when the position does
    not change. Only raised messages move, so each moves at most once.
 4. The commands are appended to the timeline's command log, numbered from 1
-   (the version after a command is its number), in the same transaction.
+   (the version after a command is its number), in the same transaction
+   (storage.engine.command_log, which also trims each log to its retention
+   when the writer finishes).
 
 Removing member r (added with links L), in one write transaction, leaves
 exactly the state a fresh engine would hold had r never been added. It is
@@ -65,7 +67,8 @@ State per timeline (tables in `TimelineTables`):
 
     tl-names  timeline name -> timeline number (u32)
     tl-meta   number -> msgpack {name, version, size, root, next_node[, floor]}
-              (floor: the log holds only the commands after it; set by a rebuild)
+              (floor: the log holds only the commands after it; raised by a
+              rebuild and by the log's retention, storage.engine.command_log)
     tl-nodes  number + ref -> rank (u32) + sort id (empty when equal to ref)
     tl-succ   number + ref -> successor ref (dupsort); the rows of a ref not
               in tl-nodes are the pending references to a missing message
@@ -101,15 +104,22 @@ import msgpack
 
 from tanglenode.storage.engine import native
 from tanglenode.storage.engine.causal_key import decode_row, decode_tree_key, element_time, tree_key
+from tanglenode.storage.engine.command_log import (
+    KEEP_ALL,
+    LogRetention,
+    append_event,
+    drop_log,
+    read_log,
+    trim_log,
+)
 from tanglenode.storage.engine.engine_commands import (
     Command,
     Delete,
     Insert,
     Move,
     apply_commands,
-    decode_commands,
 )
-from tanglenode.storage.engine.keys import U32, U64, timeline_label
+from tanglenode.storage.engine.keys import U32, timeline_label
 from tanglenode.storage.engine.ordertree import TreeState
 from tanglenode.storage.errors import (
     CycleError,
@@ -219,7 +229,7 @@ class _Meta:
     name: bytes
     version: int
     tree: TreeState
-    floor: int = 0  # the log holds the commands after this version only (`restart_log`)
+    floor: int = 0  # the log holds the commands after this version only (command_log)
 
     def encode(self) -> bytes:
         fields = {
@@ -257,11 +267,7 @@ def restart_log(txn, tables: TimelineTables, name: bytes, version: int) -> None:
     if meta is None:
         return
     prefix = U32.pack(meta.number)
-    cursor = txn.cursor(db=tables.log)
-    if cursor.set_range(prefix):
-        while cursor.key()[:4] == prefix:
-            if not cursor.delete():
-                break
+    drop_log(txn, tables.log, prefix)
     meta.version = meta.floor = version
     txn.put(prefix, meta.encode(), db=tables.meta)
 
@@ -322,15 +328,18 @@ class _Timeline:
     def append_log(self, commands: list[Command]) -> None:
         """One event's commands to the command log, numbered on from the version."""
         meta = self.meta
-        key = self.prefix + U64.pack(meta.version + 1)
-        self.txn.put(key, _core.encode_log(commands), db=self.tables.log)
+        append_event(
+            self.txn, self.tables.log, self.prefix, meta.version, _core.encode_log(commands)
+        )
         meta.version += len(commands)
 
-    def flush(self) -> None:
-        txn, tables, prefix = self.txn, self.tables, self.prefix
+    def flush(self, retention: LogRetention = KEEP_ALL) -> None:
+        """Write the cached rows, the log trimmed to `retention`, and the meta row."""
+        txn, tables, prefix, meta = self.txn, self.tables, self.prefix, self.meta
         self.rows.flush()
         self.tree.flush()
-        txn.put(prefix, self.meta.encode(), db=tables.meta)
+        meta.floor = trim_log(txn, tables.log, prefix, meta.version, meta.floor, retention)
+        txn.put(prefix, meta.encode(), db=tables.meta)
 
 
 class TimelineWriter:
@@ -338,11 +347,14 @@ class TimelineWriter:
 
     If an `add` raises, that event left no trace; earlier events of the
     transaction stand. If the transaction is aborted, drop the writer.
+    `finish()` trims each command log it appended to to `retention`
+    (storage.engine.command_log; by default every command is kept).
     """
 
-    def __init__(self, txn, tables: TimelineTables) -> None:
+    def __init__(self, txn, tables: TimelineTables, retention: LogRetention = KEEP_ALL) -> None:
         self._txn = txn
         self._tables = tables
+        self.retention = retention
         self._open: dict[bytes, _Timeline] = {}
         self._companions: dict[Any, Any] = {}
         # One tl-succ cursor for every timeline: LMDB adjusts each open cursor of a
@@ -365,12 +377,13 @@ class TimelineWriter:
         timeline.rows.cursor = self._succ
         return timeline
 
-    def companion(self, kind: Callable[[Any, TimelineTables], Any]) -> Any:
+    def companion(self, kind: Callable[..., Any]) -> Any:
         """The writer of kind `kind` (e.g. storage.engine.causal_timeline's) for this transaction,
-        made on first use; `finish()` finishes it too."""
+        made on first use as `kind(txn, tables, retention=...)` with this writer's retention;
+        `finish()` finishes it too."""
         found = self._companions.get(kind)
         if found is None:
-            found = self._companions[kind] = kind(self._txn, self._tables)
+            found = self._companions[kind] = kind(self._txn, self._tables, retention=self.retention)
         return found
 
     def add(
@@ -460,7 +473,7 @@ class TimelineWriter:
 
     def finish(self) -> None:
         for timeline in self._open.values():
-            timeline.flush()
+            timeline.flush(self.retention)
         self._open.clear()
         for companion in self._companions.values():
             companion.finish()
@@ -541,7 +554,8 @@ class TimelineReader:
         return self._open(name).meta.version
 
     def floor(self, name: bytes) -> int:
-        """The version the command log starts after (0 unless a rebuild restarted it)."""
+        """The version the command log starts after (0 until its retention trimmed it or a
+        rebuild restarted it)."""
         return self._open(name).meta.floor
 
     def size(self, name: bytes) -> int:
@@ -607,21 +621,8 @@ class TimelineReader:
         return self._open(name).tree.position(order_key(rank, b""))
 
     def commands_since(self, name: bytes, version: int, limit: int = 10_000) -> list[Command]:
-        """Up to `limit` commands numbered above `version`, in order."""
+        """Up to `limit` commands numbered above `version`, in order; `BelowLogFloor` when
+        `version` is below the log's floor (the commands after it are gone)."""
         timeline = self._open(name)
-        cursor = self._txn.cursor(db=self._tables.log)
-        wanted = timeline.prefix + U64.pack(version + 1)
-        # The row holding command version + 1 is the last one keyed at or below it.
-        found = cursor.set_range(wanted)
-        if (not found or cursor.key() != wanted) and not (
-            cursor.prev() if found else cursor.last()
-        ):
-            return []
-        commands: list[Command] = []
-        for key, raw in cursor:
-            if key[:4] != timeline.prefix or len(commands) >= limit:
-                break
-            first = U64.unpack(key[4:])[0]
-            skip = max(0, version + 1 - first)
-            commands.extend(decode_commands(raw)[skip:])
-        return commands[:limit]
+        meta = timeline.meta
+        return read_log(self._txn, self._tables.log, timeline.prefix, version, meta.floor, limit)

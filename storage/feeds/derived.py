@@ -89,13 +89,15 @@ class WriteScope:
 
     @property
     def timelines(self) -> TimelineWriter:
-        """The one timeline writer of this transaction."""
+        """The one timeline writer of this transaction (its command logs trimmed to the
+        store's retention)."""
         if self._timelines is None:
-            self._timelines = TimelineWriter(self.txn, self.ctx.timeline_tables)
+            ctx = self.ctx
+            self._timelines = TimelineWriter(self.txn, ctx.timeline_tables, ctx.log_retention)
         return self._timelines
 
     def finish(self) -> None:
-        """Write what the timeline writer cached (its rows, its command logs)."""
+        """Write what the timeline writer cached (its rows, its command logs trimmed)."""
         if self._timelines is not None:
             self._timelines.finish()
 

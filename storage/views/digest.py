@@ -14,8 +14,8 @@ converge (docs/TIMELINES.md).
 The digest is not kept up to date at ingest: that would cost every write
 a pass over the timeline, as `mov` and early `ins` shift what follows.
 It is computed when asked, in one read transaction, and cached in memory
-by the timeline's version, which every change to the order moves (its
-command log is append-only): asking again before the timeline changes
+by the timeline's version, which every change to the order moves (versions
+only grow, a rebuild included): asking again before the timeline changes
 costs one lookup. The cache is per store and bounded (`CACHE_SLOTS`
 timelines, least recently used first out).
 
@@ -29,8 +29,11 @@ command changes only positions at or above its own, so the entries below
 that lowest position are the ones the checkpoints hashed: the pass resumes
 from the last checkpoint at or below it, re-hashing the rest. An append at
 the end, the spacetime's common change, costs the last chunk. If the log
-since then is longer than an eighth of the timeline (`LOG_SHARE`), or does
-not hold every command since (it always should), the pass is full.
+since then is longer than an eighth of the timeline (`LOG_SHARE`), or no
+longer holds every command since (its floor passed the cached version: the
+log's retention dropped them, or a rebuild restarted it,
+storage/engine/command_log.py), the pass is full: a digest is never
+advanced through part of a log.
 Checkpoints are bounded for the whole cache: at most `CHECKPOINT_BUDGET`
 states (~460 bytes each, so ~3.7 MiB, enough for 33 million entries of
 cached timelines); past it the least recently used timelines lose theirs
@@ -50,6 +53,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from tanglenode.storage.engine.timeline import Move, TimelineReader
+from tanglenode.storage.errors import BelowLogFloor
 from tanglenode.storage.views.timelines import SPACETIME
 
 if TYPE_CHECKING:
@@ -217,12 +221,15 @@ def _checkpoints_kept(
 ) -> int:
     """How many of `cached`'s checkpoints still hold at `version`: those at or below the
     lowest position the commands since touched; 0 (a full pass) when the log since is
-    too long or incomplete."""
+    too long, or no longer holds them all (below its floor)."""
     since = cached.digest.version
     new = version - since
     if not cached.checkpoints or new <= 0 or new > cached.digest.count // LOG_SHARE:
         return 0
-    commands = reader.commands_since(timeline, since, new)
+    try:
+        commands = reader.commands_since(timeline, since, new)
+    except BelowLogFloor:
+        return 0
     if len(commands) != new:
         return 0
     lowest = min(min(c) if type(c) is Move else c.pos for c in commands)

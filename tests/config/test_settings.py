@@ -90,6 +90,9 @@ def test_errors_name_the_key_its_source_and_why(tmp_path):
         ('log_format = "xml"\n', "log_format"),
         ('[[peers]]\naddress = "h:1"\nkey = "@nope"\n', "peers.0.key"),
         ("[storage]\nmap_size = 10\n", "storage.map_size"),
+        ("[timelines]\nkeep_commands = -1\n", "timelines.keep_commands"),
+        ('[timelines]\nkeep_commands = "all"\n', "timelines.keep_commands"),
+        ("[timelines]\nkeep_commands = 4294967297\n", "timelines.keep_commands"),
     ],
 )
 def test_each_bad_value_is_named(tmp_path, text, key):
@@ -161,3 +164,17 @@ def test_the_web_view_is_off_unless_listen_is_set_and_then_checked(tmp_path):
     with pytest.raises(ConfigError) as raised:
         load_settings(path, environ={"TANGLED_WEB__LISTEN": "8080"})
     assert "web.listen (from TANGLED_WEB__LISTEN)" in str(raised.value)
+
+
+def test_the_command_logs_keep_what_the_store_keeps_unless_told(tmp_path):
+    """The setting's default is the store's own (config imports no storage: kept equal here);
+    0 keeps every command; the rendered template carries the default."""
+    from tanglenode.storage.engine.command_log import DEFAULT_KEEP_COMMANDS, KEEP_ALL, LogRetention
+
+    defaults = load_settings(tmp_path / "absent.toml", environ={})
+    assert defaults.timelines.keep_commands == DEFAULT_KEEP_COMMANDS
+    path = write(tmp_path / "tangled.toml", render_config(tmp_path / "data"))
+    assert f"keep_commands = {DEFAULT_KEEP_COMMANDS}\n" in path.read_text()
+    assert load_settings(path, environ={}).timelines.keep_commands == DEFAULT_KEEP_COMMANDS
+    everything = load_settings(path, environ={"TANGLED_TIMELINES__KEEP_COMMANDS": "0"})
+    assert LogRetention.keeping(everything.timelines.keep_commands) == KEEP_ALL

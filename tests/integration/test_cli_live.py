@@ -154,3 +154,50 @@ async def test_watch_joined_follows_set_aside_messages_as_they_join(tmp_path):
         message_text(m.id) for m in (root, first, second, third)
     ]
     assert await there.stop() == 0 and await here.stop() == 0
+
+
+async def test_watch_starts_from_a_snapshot_once_the_log_dropped_its_version(tmp_path):
+    """`[timelines] keep_commands` reaches the running node's store: after 70 messages the
+    tangle's log keeps its last few commands, so `timeline --since 1` is not-found (exit 4)
+    and `watch --since 1` says so, prints the order, then follows it."""
+    node = Node(tmp_path, "windowed")
+    await node.start(extra_env={"TANGLED_TIMELINES__KEEP_COMMANDS": "4"})  # trims past 4 + 64
+    with trio.fail_after(REQUEST_SECONDS):
+        async with await node.client() as client:
+            root = (await client.publish("root", {"chat": None}))["id"]
+            for n in range(69):
+                await client.publish(n, {"chat": root})
+    spec = f"chat/{message_text(root)}"
+    below = await cli(node, "timeline", spec, "--since", "1")
+    assert below.returncode == 4 and b"read the timeline again" in below.stderr, below.stderr
+
+    args = ["watch", spec, "--since", "1", "--count", "1"]
+    watch = await trio.lowlevel.open_process(
+        [str(TANGLED), "--data-dir", str(node.data_dir), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        with trio.fail_after(REQUEST_SECONDS):
+            buffer = b""
+            while buffer.count(b"\n") < 72:  # "# version 70", a header, 70 rows
+                buffer += await watch.stdout.receive_some(4096)
+            last = await node.publish("after", {"chat": root})
+            while chunk := await watch.stdout.receive_some(4096):
+                buffer += chunk
+            errors = b""
+            while chunk := await watch.stderr.receive_some(4096):
+                errors += chunk
+            assert await watch.wait() == 0
+    finally:
+        if watch.returncode is None:
+            watch.kill()
+    lines = buffer.decode().splitlines()
+    assert "the node no longer has version 1; a new snapshot" in errors.decode()
+    assert lines[0] == "# version 70" and len(lines) == 73
+    order = [
+        message_text(msg_id) for _rank, msg_id in await node.timeline(tangle="chat", root=root)
+    ]
+    assert [line.split()[2] for line in lines[2:72]] == order[:70]
+    assert lines[72].split()[:4] == ["71", "ins", "70", message_text(last["id"])]
+    assert await node.stop() == 0

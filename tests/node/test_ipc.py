@@ -15,16 +15,31 @@ from tanglenode.node.service import StoreService
 from tanglenode.protocol import ipc
 from tanglenode.protocol.identity import tag_of
 from tanglenode.protocol.ipc import ErrorKind
+from tanglenode.protocol.message import TangleLink
+from tanglenode.storage.engine.command_log import LogRetention
 from tanglenode.storage.engine.timeline import Insert, Move, apply_commands
 from tanglenode.storage.store import FeedStore
 from tests.factories import Feed, keypair
 
 ME = keypair("ipc")
+WINDOW = LogRetention(keep=8, slack=2)  # a log keeps 8 to 10 commands
 
 
 @pytest.fixture
 async def node(tmp_path, nursery):
-    store = FeedStore(tmp_path / "store", keypair=ME, map_size=2**28)
+    async for start in _node(tmp_path, nursery):
+        yield start
+
+
+@pytest.fixture
+async def windowed_node(tmp_path, nursery):
+    """A node whose timelines' logs keep only their last few commands (`WINDOW`)."""
+    async for start in _node(tmp_path, nursery, retention=WINDOW):
+        yield start
+
+
+async def _node(tmp_path, nursery, **store_options):
+    store = FeedStore(tmp_path / "store", keypair=ME, map_size=2**28, **store_options)
     service = StoreService(store)
     registry = PeerRegistry()
     network = Network(bytes(32), ME, service, registry)
@@ -235,6 +250,110 @@ async def test_after_a_reindex_a_subscriber_at_an_old_version_starts_from_a_snap
         with pytest.raises(NodeError) as refused:
             await client.request("commands", since=old, **which)
         assert refused.value.kind == ErrorKind.NOT_FOUND
-        assert "rebuilt" in str(refused.value)
+        assert "a rebuild restarted it" in str(refused.value)
         await client.publish("after", {"chat": which["root"]})
         assert (await client.request("commands", since=floor, **which))["version"] == floor + 1
+
+
+def _apply(replica: list[bytes], commands: list[dict]) -> int:
+    """Apply subscription commands to `replica`; the version they reach."""
+    for command in commands:
+        if "ins" in command:
+            body = command["message"]
+            replica.insert(command["ins"], body["id"] if isinstance(body, dict) else body)
+        elif "mov" in command:
+            replica.insert(command["mov"][1], replica.pop(command["mov"][0]))
+        else:
+            del replica[command["del"]]
+    return commands[-1]["v"]
+
+
+async def _until(events, version: int, replica: list[bytes], *, spacetime: bool = False) -> dict:
+    """Apply the stream's commands to `replica` until it reaches `version`; the last event."""
+    reached = -1
+    while reached < version:
+        event = await events.__anext__()
+        assert "lagged" not in event, event
+        reached = _apply(replica, event["commands"])
+        assert ("final" in event) == spacetime
+    return event
+
+
+async def test_a_subscriber_resuming_below_the_retention_floor_gets_a_snapshot_then_the_stream(
+    windowed_node,
+):
+    """The log keeps only its last commands: a client back from a version it dropped gets
+    the order then (a snapshot), then the commands that follow, and ends with the order
+    `timeline` reads; `commands` from below the floor is not-found, from it whole."""
+    path = await windowed_node()
+    which = {"tangle": "chat"}
+    async with await connect(path) as client:
+        which["root"] = (await client.publish("root", {"chat": None}))["id"]
+        for n in range(30):
+            await client.publish(n, {"chat": which["root"]})
+        old = 1  # the root's
+        version = (await client.timeline(**which))["version"]
+    store = windowed_node.service.store
+    name = store.timelines.timeline_name(which["root"], "chat")
+    floor = store.timelines.timeline_floor(name)
+    assert old < floor < version and version - floor <= WINDOW.keep + WINDOW.slack
+    async with await connect(path) as other:
+        for timeline in (which, {"spacetime": True}):
+            client = await connect(path)  # a subscription keeps its connection
+            events = client.subscribe(since=old, **timeline)
+            async with client, aclosing(events):
+                started = (await events.__anext__())["started"]
+                assert started["snapshot"] and started["version"] >= floor
+                replica = [entry[1] for entry in (await events.__anext__())["snapshot"]]
+                for n in range(5):  # fewer than the window: followed live, nothing dropped
+                    await other.publish(f"live {n}", {"chat": which["root"]})
+                head = (await other.timeline(**timeline))["version"]
+                last = await _until(events, head, replica, spacetime="spacetime" in timeline)
+                order = [entry[1] for entry in (await other.timeline(**timeline))["entries"]]
+                assert replica == order
+            if "spacetime" in timeline:
+                assert last["final"] == store.timelines.spacetime_final() == len(order)
+        floor = store.timelines.timeline_floor(name)
+        with pytest.raises(NodeError) as refused:
+            await other.request("commands", since=floor - 1, **which)
+        assert refused.value.kind == ErrorKind.NOT_FOUND
+        assert f"only the commands after version {floor}" in str(refused.value)
+        page = await other.request("commands", since=floor, **which)
+        assert len(page["commands"]) == page["version"] - floor
+
+
+async def test_a_live_subscriber_whose_next_command_the_log_dropped_is_told_it_lagged(
+    windowed_node,
+):
+    """One ingest of more commands than the log keeps moves the floor past a subscriber's
+    version before it reads on: it gets `lagged` at that version, as one that stopped
+    reading, and resuming from there starts it again from a snapshot."""
+    path = await windowed_node()
+    which = {"tangle": "chat"}
+    async with await connect(path) as client:
+        which["root"] = (await client.publish("root", {"chat": None}))["id"]
+        at = (await client.timeline(**which))["version"]
+    bob = Feed("ipc-retain-bob")
+    burst = [
+        bob.append(n, tangles={"chat": TangleLink(which["root"], (which["root"],))}).raw
+        for n in range(3 * WINDOW.keep)
+    ]
+    async with await connect(path) as client, await connect(path) as other:
+        events = client.subscribe(since=at, **which)
+        async with aclosing(events):
+            assert (await events.__anext__())["started"] == {"version": at, "snapshot": False}
+            await windowed_node.service.ingest(burst)  # one transaction
+            assert await events.__anext__() == {"lagged": at}
+        name = windowed_node.service.store.timelines.timeline_name(which["root"], "chat")
+        assert windowed_node.service.store.timelines.timeline_floor(name) > at
+
+    async with await connect(path) as client, await connect(path) as other:
+        events = client.subscribe(since=at, **which)
+        async with aclosing(events):
+            started = (await events.__anext__())["started"]
+            assert started["snapshot"] and started["version"] == at + len(burst)
+            replica = [entry[1] for entry in (await events.__anext__())["snapshot"]]
+            await other.publish("after", {"chat": which["root"]})
+            await _until(events, started["version"] + 1, replica)
+            order = [entry[1] for entry in (await other.timeline(**which))["entries"]]
+            assert replica == order and len(order) == 2 + len(burst)

@@ -8,45 +8,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tanglenode.protocol.message import TangleLink
+from tanglenode.storage.engine.command_log import KEEP_ALL, LogRetention
 from tanglenode.storage.engine.timeline import TimelineReader
 from tanglenode.storage.views import digest as digest_module
 from tanglenode.storage.views.digest import _Cache, _Cached, order_digest
 from tanglenode.storage.views.timelines import SPACETIME
-from tests.factories import Feed
+from tests.factories import Feed, late_arrivals
 
 _EXAMPLES = itertools.count()  # hypothesis may draw one (seed, chunk) twice: a store each
-
-
-def _plan(rng: random.Random, feeds: int, per_feed: int, fork: bool = False):
-    """A tangle `chat` (its root first) and messages of `feeds` feeds, each naming, in its
-    timeframe and as its tangle `previous`, messages made before it (of any feed), in an
-    arrival order that keeps each feed's own order but lets the others come late: a late
-    message ranks low, so it arrives as an `ins` in the middle and raises what named it
-    (`mov`); most arrive at the end. With `fork`, one feed also forks: its messages from
-    the fork on leave every timeline (`del`, and `mov` of what they had raised)."""
-    root = Feed("r-root").root("chat")
-    chains = [Feed(f"r-{n}") for n in range(feeds)]
-    made = [root]
-    for _ in range(feeds * per_feed):
-        chain = rng.choice(chains)
-        named = rng.sample(made, min(len(made), rng.randint(1, 2)))
-        timeframe = {m.author: m.seq for m in named if m.author != chain.public}
-        link = TangleLink(root.id, tuple(m.id for m in named))
-        made.append(chain.append(len(made), tangles={"chat": link}, timeframe=timeframe))
-    queues = {c.public: [m for m in made[1:] if m.author == c.public] for c in chains}
-    arrival = [root]
-    while any(queues.values()):
-        arrival.append(queues[rng.choice([a for a, q in queues.items() if q])].pop(0))
-    forked = [c for c in chains if len(c.messages) >= 2]
-    if fork and forked:
-        chain = rng.choice(forked)
-        seq = rng.randint(1, len(chain.messages) - 1)
-        twin = Feed(chain.keypair)
-        twin.messages = chain.messages[:seq]
-        other = twin.append("other", tangles={"chat": TangleLink(root.id, (root.id,))})
-        after = arrival.index(chain.messages[seq - 1]) + 1
-        arrival.insert(rng.randint(after, len(arrival)), other)
-    return root, arrival
 
 
 def _timelines(store, root):
@@ -87,7 +56,7 @@ def test_resumed_digests_equal_the_full_pass_property(open_store, monkeypatch, s
     monkeypatch.setattr(digest_module, "CHUNK", chunk)
     monkeypatch.setattr(digest_module, "LOG_SHARE", 1)  # resume whenever the log allows
     rng = random.Random(seed)
-    root, arrival = _plan(rng, feeds=3, per_feed=rng.randint(2, 6), fork=rng.random() < 0.5)
+    root, arrival = late_arrivals(rng, feeds=3, per_feed=rng.randint(2, 6), fork=rng.random() < 0.5)
     _ingest_and_check(open_store(f"p{seed}-{chunk}-{next(_EXAMPLES)}"), root, arrival, rng)
 
 
@@ -102,7 +71,7 @@ def test_both_paths_run_over_many_versions(open_store, monkeypatch, log_share):
     for seed in range(4):
         store = open_store(f"s{seed}")
         rng = random.Random(seed)
-        root, arrival = _plan(rng, feeds=4, per_feed=8, fork=True)
+        root, arrival = late_arrivals(rng, feeds=4, per_feed=8, fork=True)
         _ingest_and_check(store, root, arrival, rng)
         kinds |= {type(c).__name__ for c in store.timelines.timeline_commands(SPACETIME, 0)}
         for path, count in store.digests.cache.passes.items():
@@ -153,7 +122,7 @@ def test_the_pass_resumes_at_the_last_checkpoint_at_or_below_the_lowest_change(
 
 def test_a_log_too_long_or_incomplete_means_a_full_pass(open_store, monkeypatch):
     monkeypatch.setattr(digest_module, "CHUNK", 2)
-    root, arrival = _plan(random.Random(7), feeds=3, per_feed=6)
+    root, arrival = late_arrivals(random.Random(7), feeds=3, per_feed=6)
     store = open_store()
     store.writes.ingest([m.raw for m in arrival[:12]])
     name = store.timelines.timeline_name(root.id, "chat")
@@ -172,6 +141,33 @@ def test_a_log_too_long_or_incomplete_means_a_full_pass(open_store, monkeypatch)
         msg_id for _rank, msg_id in store.timelines.timeline(name)
     )
     assert passes["full"] == full + 2 and passes["resumed"] == 0
+
+
+def test_a_digest_cached_below_the_log_floor_is_hashed_again_not_advanced(open_store, monkeypatch):
+    """The log's retention dropped the commands since the cached version: the digest is
+    never advanced through what is left of the log; it is computed again, and equals the
+    digest of a store that keeps every command, batch after batch."""
+    monkeypatch.setattr(digest_module, "CHUNK", 2)
+    monkeypatch.setattr(digest_module, "LOG_SHARE", 1)  # resume whenever the log allows
+    rng = random.Random(7)
+    root, arrival = late_arrivals(rng, feeds=3, per_feed=8, fork=True)
+    kept = open_store("kept", retention=LogRetention(keep=2, slack=0))
+    full = open_store("full", retention=KEEP_ALL)
+    names = _timelines(kept, root)
+    at = 0
+    while at < len(arrival):
+        batch = [m.raw for m in arrival[at : at + rng.choice((1, 3))]]
+        cached = {n: kept.digests.timeline_digest(n).version for n in names} if at else {}
+        for store in (kept, full):
+            store.writes.ingest(batch)
+        at += len(batch)
+        for name in names:
+            assert kept.digests.timeline_digest(name) == full.digests.timeline_digest(name)
+        below = [n for n, v in cached.items() if kept.timelines.timeline_floor(n) > v]
+        if len(batch) == 3 and at > 12:
+            assert below  # three messages passed a window of two commands
+    _check(kept, names)
+    assert kept.digests.cache.passes["resumed"] > 0  # the log still served when it could
 
 
 def test_checkpoints_are_bounded_least_recently_used_first_out():
