@@ -23,7 +23,9 @@ over the rounds) and the ratio to bare verify (median of the per-round
 ratios: the machine's speed drifts, and within a round all are timed back to
 back), and the store's size over the raw message bytes. Sparse timeframes
 (`--timeframe-feeds 4`) and the full frontier (the default) have their own
-goals.
+goals. Then where the compacted store of the last round's one-core ingest
+goes: each named database's rows and pages (LMDB's own counts, 4 KiB a
+page; overflow pages hold values too big for a leaf), over the raw bytes.
 
     .venv/bin/python bench/ingest.py --messages 50000 --timeframe-feeds 4
     .venv/bin/python bench/ingest.py --messages 50000
@@ -39,8 +41,10 @@ import struct
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
+import lmdb
 import msgpack
 from nacl.bindings import crypto_sign_open
 
@@ -51,6 +55,7 @@ from tanglenode.protocol.limits import TIMEFRAME_CAP
 from tanglenode.protocol.message import ROOT_LINK, TangleLink, decode_message, sign_message
 from tanglenode.storage.clients.bundle import MAGIC, ImportSummary, import_messages, read_bundle
 from tanglenode.storage.feeds.ingest_pipeline import Worker, ingest_batches
+from tanglenode.storage.feeds.layout import MAX_NAMED_DATABASES
 from tanglenode.storage.store import DEFAULT_MAP_SIZE, FeedStore
 from tanglenode.storage.tools.compact import compact
 
@@ -134,9 +139,40 @@ def time_decode(raws: list[bytes]) -> float:
     return time.perf_counter() - started
 
 
-def time_ingest(raws: list[bytes], batch: int, worker: Worker) -> tuple[float, int, int]:
-    """Seconds to ingest `raws` in batches into a fresh store, the store's bytes on disk, and
-    its bytes after `tangled compact` (storage/tools/compact.py, outside the timer)."""
+@dataclass(frozen=True, slots=True)
+class TableSize:
+    """One named database as LMDB counts it."""
+
+    name: str
+    rows: int
+    pages: int  # branch and leaf pages
+    overflow: int  # overflow pages: values too big for a leaf, a whole page or more each
+
+
+def table_sizes(store: Path) -> list[TableSize]:
+    """Every named database of the store at `store`, largest first."""
+    env = lmdb.open(str(store), readonly=True, lock=False, max_dbs=MAX_NAMED_DATABASES)
+    try:
+        with env.begin() as txn:
+            names = [bytes(name) for name in txn.cursor().iternext(values=False)]
+            found = []
+            for name in names:
+                stat = txn.stat(env.open_db(name, txn=txn, create=False))
+                pages = stat["branch_pages"] + stat["leaf_pages"]
+                found.append(
+                    TableSize(name.decode(), stat["entries"], pages, stat["overflow_pages"])
+                )
+    finally:
+        env.close()
+    return sorted(found, key=lambda table: (-(table.pages + table.overflow), table.name))
+
+
+def time_ingest(
+    raws: list[bytes], batch: int, worker: Worker
+) -> tuple[float, int, int, list[TableSize]]:
+    """Seconds to ingest `raws` in batches into a fresh store, the store's bytes on disk, its
+    bytes after `tangled compact` (storage/tools/compact.py, outside the timer) and the
+    compacted store's tables."""
     with tempfile.TemporaryDirectory(prefix="bench-ingest-") as tmp:
         with FeedStore(Path(tmp) / "store", map_size=DEFAULT_MAP_SIZE) as store:
             batches = (raws[start : start + batch] for start in range(0, len(raws), batch))
@@ -147,9 +183,32 @@ def time_ingest(raws: list[bytes], batch: int, worker: Worker) -> tuple[float, i
             elapsed = time.perf_counter() - started
             size = store.feeds.statistics()["bytes_on_disk"]
         compacted = compact(Path(tmp) / "store", DEFAULT_MAP_SIZE).after
+        tables = table_sizes(Path(tmp) / "store")
     if accepted != len(raws):
         raise SystemExit(f"only {accepted} of {len(raws)} messages were accepted")
-    return elapsed, size, compacted
+    return elapsed, size, compacted, tables
+
+
+def print_tables(tables: list[TableSize], raw_bytes: int, page: int = 4096) -> None:
+    """Each table's rows and bytes (its pages), bytes per row and share of the raw bytes."""
+    print(f"\nthe compacted store by table (pages of {page} bytes; overflow pages included)")
+    print(f"  {'table':<18}{'rows':>10}{'MiB':>9}{'overflow':>10}{'B/row':>8}{'x raw':>7}")
+    total = 0
+    for table in tables:
+        if not table.rows:
+            continue
+        size = (table.pages + table.overflow) * page
+        total += size
+        per_row = f"{size / table.rows:.0f}" if table.rows else "-"
+        print(
+            f"  {table.name:<18}{table.rows:>10,}{size / 2**20:>9.1f}"
+            f"{table.overflow * page / 2**20:>10.1f}{per_row:>8}{size / raw_bytes:>7.2f}"
+        )
+    share = total / raw_bytes
+    print(f"  {'all tables':<28}{total / 2**20:>9.1f}{share:>25.2f}")
+    empty = [table.name for table in tables if not table.rows]
+    if empty:
+        print(f"  empty: {', '.join(empty)}")
 
 
 def time_import(bundle: Path, count: int) -> float:
@@ -228,19 +287,20 @@ def main() -> None:
         name: [] for name in ("verify", "decode", "one core", "two cores", "thread", "import")
     }
     sizes, compacted_sizes = [], []
+    tables: list[TableSize] = []
     with tempfile.TemporaryDirectory(prefix="bench-bundle-") as tmp:
         bundle = Path(tmp) / "bundle"
         write_bundle_file(raws, bundle)
         for round_number in range(1, args.rounds + 1):
             rates["verify"].append(len(raws) / time_bare_verify(raws))
             rates["decode"].append(len(raws) / time_decode(raws))
-            elapsed, size, compacted = time_ingest(raws, args.batch, Worker.INLINE)
+            elapsed, size, compacted, tables = time_ingest(raws, args.batch, Worker.INLINE)
             rates["one core"].append(len(raws) / elapsed)
             sizes.append(size)
             compacted_sizes.append(compacted)
-            elapsed, _size, _compacted = time_ingest(raws, args.batch, Worker.PROCESS)
+            elapsed, *_sizes = time_ingest(raws, args.batch, Worker.PROCESS)
             rates["two cores"].append(len(raws) / elapsed)
-            elapsed, _size, _compacted = time_ingest(raws, args.batch, Worker.THREAD)
+            elapsed, *_sizes = time_ingest(raws, args.batch, Worker.THREAD)
             rates["thread"].append(len(raws) / elapsed)
             rates["import"].append(len(raws) / time_import(bundle, len(raws)))
             print(
@@ -286,6 +346,7 @@ def main() -> None:
         f"{statistics.median(compacted_sizes) / 2**20:>9,.1f} MiB   {compact_ratio:5.2f}x  "
         + goal_text(compact_ratio, SIZE_GOAL, at_most=True)
     )
+    print_tables(tables, raw_bytes)
 
 
 if __name__ == "__main__":
