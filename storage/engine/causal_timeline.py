@@ -35,12 +35,14 @@ height, going on only through members that fell; then `del pos` and the
 moves, lowest new key first. Afterwards the twin is what it would be had r
 never come; the successors' pending references to r stay in N's `tl-succ`.
 
-Tables (`TimelineTables`): `ct-nodes` number + ref -> height, time, and the
-sort id and chain only where they are not the ref and the own element
-(storage.engine.causal_key.encode_row); `ct-time` number + time (u64 BE) + sort id
--> ref (empty when it is the sort id), the time index the window queries
-read (storage.engine.causal_window). Rows are cached per transaction and written
-once, in `finish()`.
+Tables (`TimelineTables`): `ct-nodes` number + ref number -> height, time,
+and the sort id and chain only where they are not the ref's and the own
+element (storage.engine.causal_key.encode_row); `ct-time` number + time (u64
+BE) + sort id -> ref number, the time index the window queries read
+(storage.engine.causal_window). Ref numbers are the rank engine's
+(storage.engine.ref_numbers), given when it added the member: the twin
+only looks them up, and takes and gives refs. Rows are cached per
+transaction and written once, in `finish()`.
 
 Cost: an add costs its links, its wave (each risen member and its successor
 list) and two tree paths per move; with honest clocks and links present on
@@ -66,6 +68,7 @@ from tanglenode.storage.engine.causal_key import (
 )
 from tanglenode.storage.engine.engine_core import encode_log
 from tanglenode.storage.engine.keys import U32, U64
+from tanglenode.storage.engine.ref_numbers import RefNumbers
 from tanglenode.storage.engine.timeline import (
     Command,
     Delete,
@@ -91,10 +94,11 @@ def causal_name(base: bytes) -> bytes:
 
 
 class _Member:
-    __slots__ = ("chain", "elem", "height", "ref")
+    __slots__ = ("chain", "elem", "height", "number", "ref")
 
-    def __init__(self, ref: bytes, height: int, elem: bytes, chain: bytes) -> None:
+    def __init__(self, ref: bytes, number: bytes, height: int, elem: bytes, chain: bytes) -> None:
         self.ref = ref
+        self.number = number  # its ref number: the key of its rows
         self.height = height
         self.elem = elem
         self.chain = chain
@@ -106,9 +110,12 @@ class _Member:
 class _Twin:
     """One causal-time timeline inside one transaction."""
 
-    def __init__(self, txn, tables: TimelineTables, meta, base_prefix: bytes, cursor) -> None:
+    def __init__(
+        self, txn, tables: TimelineTables, meta, base_prefix: bytes, cursor, numbers: RefNumbers
+    ) -> None:
         self.txn = txn
         self.tables = tables
+        self.numbers = numbers
         self.meta = meta
         self.prefix = U32.pack(meta.number)
         self.base_prefix = base_prefix
@@ -122,17 +129,23 @@ class _Twin:
         found = self.members.get(ref, False)
         if found is not False:
             return found  # type: ignore[return-value]
-        raw = self.txn.get(self.prefix + ref, db=self.tables.causal_nodes)
-        found = None if raw is None else _Member(ref, *decode_row(raw, ref))
+        number = self.numbers.find(ref)
+        raw = (
+            None
+            if number is None
+            else self.txn.get(self.prefix + number, db=self.tables.causal_nodes)
+        )
+        found = None if raw is None else _Member(ref, number, *decode_row(raw, ref))
         self.members[ref] = found
         return found
 
     def successors(self, ref: bytes) -> list[bytes]:
         """The refs that link to `ref`, from the base timeline's `tl-succ` rows."""
+        number = self.numbers.find(ref)
         cursor = self.cursor
-        if not cursor.set_key(self.base_prefix + ref):
+        if number is None or not cursor.set_key(self.base_prefix + number):
             return []
-        return list(cursor.iternext_dup())
+        return [self.numbers.ref(each) for each in cursor.iternext_dup()]
 
     def store(self, member: _Member) -> None:
         self.changed[member.ref] = member
@@ -146,7 +159,8 @@ class _Twin:
     def flush(self) -> None:
         put, prefix, db = self.txn.put, self.prefix, self.tables.causal_nodes
         for ref, member in self.changed.items():
-            put(prefix + ref, encode_row(member.height, member.elem, member.chain, ref), db=db)
+            row = encode_row(member.height, member.elem, member.chain, ref)
+            put(prefix + member.number, row, db=db)
         self.changed.clear()
         self.tree.flush()
         self.txn.put(self.prefix, self.meta.encode(), db=self.tables.meta)
@@ -159,10 +173,19 @@ class CausalWriter:
     the rank engine. If an `add` or `remove` raises, it left no trace.
     """
 
-    def __init__(self, txn, tables: TimelineTables, limit: int = MAX_CHAIN) -> None:
+    def __init__(
+        self,
+        txn,
+        tables: TimelineTables,
+        limit: int = MAX_CHAIN,
+        *,
+        numbers: RefNumbers | None = None,
+    ) -> None:
         self._txn = txn
         self._tables = tables
         self._limit = limit  # elements a key keeps; a store always uses MAX_CHAIN
+        # the rank engine's (`TimelineWriter.companion` hands them over), else our own
+        self._numbers = tables.ref_numbers(txn) if numbers is None else numbers
         self._open: dict[bytes, _Twin] = {}
         # One cursor for every twin: LMDB adjusts each open cursor of a table at every
         # write to it, and the rank engine writes tl-succ rows for every link.
@@ -181,7 +204,7 @@ class CausalWriter:
             if not create:
                 return None
             meta = create_meta(self._txn, self._tables, name)
-        twin = _Twin(self._txn, self._tables, meta, bytes(base_number), self._succ)
+        twin = _Twin(self._txn, self._tables, meta, bytes(base_number), self._succ, self._numbers)
         self._open[base] = twin
         twin.limit = self._limit
         return twin
@@ -200,6 +223,9 @@ class CausalWriter:
         assert twin is not None
         if twin.member(ref) is not None:
             raise DuplicateEvent("already in the timeline")
+        number = self._numbers.find(ref)
+        if number is None:
+            raise TimelineError(f"{ref!r} is not in {base!r}: the rank engine adds first")
         if not 0 <= time <= MAX_TIME:
             raise TimelineError("a time must fit in 64 bits")
         sort_id = ref if sort_id is None else sort_id
@@ -220,15 +246,14 @@ class CausalWriter:
                 offered = extend(found.chain, elem, limit)
                 if offered > chain:
                     chain = offered
-        new = _Member(ref, height + 1, elem, chain)
+        new = _Member(ref, number, height + 1, elem, chain)
         successors = twin.successors(ref)
         # reads only: may raise, changing nothing
         risen = _rise(twin, new, set(links), successors) if successors else []
 
         members[ref] = new
         twin.store(new)
-        time_row = b"" if ref == sort_id else ref  # the ref, when the sort id is not it
-        twin.txn.put(twin.prefix + elem[1:9] + sort_id, time_row, db=self._tables.causal_times)
+        twin.txn.put(twin.prefix + elem[1:9] + sort_id, number, db=self._tables.causal_times)
         tree = twin.tree
         commands: list[Command] = [Insert(tree.insert(new.key()), sort_id)]
         for member, old_key in sorted(risen, key=lambda item: item[0].key(), reverse=True):
@@ -255,7 +280,7 @@ class CausalWriter:
         fallen = _fall(twin, ref, links_of)  # reads only: may raise, changing nothing
 
         txn, tables, tree = self._txn, self._tables, twin.tree
-        txn.delete(twin.prefix + ref, db=tables.causal_nodes)
+        txn.delete(twin.prefix + found.number, db=tables.causal_nodes)
         twin.changed.pop(ref, None)
         txn.delete(twin.prefix + found.elem[1:9] + _sort_id(found.elem), db=tables.causal_times)
         twin.members[ref] = None

@@ -185,6 +185,9 @@ def timeline_contents(
             yield bytes(name), msgpack.packb(entries)
 
 
+# What `tangled reindex` empties to rebuild the timelines. Not `tl-refs` and `tl-ref-names`
+# (storage.engine.ref_numbers): numbers are never taken back, so a rebuild gives each ref the
+# number it had, and writes the rows it replaces byte for byte.
 TIMELINE_TABLES = (
     b"tl-names",
     b"tl-meta",
