@@ -104,3 +104,12 @@ class RefNumbers:
             self._numbers[ref] = number
         return ref
 
+
+def numbering_problems(txn, refs_db, names_db) -> list[str]:
+    """`tangled check`'s look at the numbering: each table must be the other turned round."""
+    numbers = {bytes(ref): bytes(number) for ref, number in txn.cursor(db=refs_db)}
+    wrong = 0
+    for number, ref in txn.cursor(db=names_db):
+        wrong += numbers.pop(bytes(ref), None) != bytes(number)
+    wrong += len(numbers)  # refs that no number names
+    return [f"tl-refs and tl-ref-names disagree on {wrong} refs"] if wrong else []
