@@ -86,10 +86,19 @@ def test_causal_time_rows_are_keyed_by_the_same_numbers(engine):
 
 
 def test_a_cycle_names_refs_not_numbers(engine):
-    engine.add_batch([(b"a", [b"c"]), (b"b", [b"a"])])
-    with pytest.raises(CycleError) as refused:
-        engine.add(b"c", [b"b"])
-    assert refused.value.loop == [b"c", b"b", b"a"]  # each follows the next, a follows c
+    with engine.env.begin(write=True) as txn:
+        writer = TimelineWriter(txn, engine.tables)
+        twins = writer.companion(CausalWriter)
+        for ref, links in [(b"a", [b"c"]), (b"b", [b"a"])]:
+            writer.add(b"t", ref, links)
+            twins.add(b"t", ref, links, 1)
+        with pytest.raises(CycleError) as refused:
+            writer.add(b"t", b"c", [b"b"])
+        assert refused.value.loop == [b"c", b"b", b"a"]  # each follows the next, a follows c
+        with pytest.raises(CycleError) as refused:  # the twin refuses it too, by refs
+            twins.add(b"t", b"c", [b"b"], 1)
+        assert refused.value.loop == [b"c", b"b"]
+        writer.finish()
 
 
 def test_an_aborted_transaction_takes_its_numbers_with_it(engine):
