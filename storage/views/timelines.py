@@ -188,7 +188,7 @@ def timeline_contents(
 
 # What `tangled reindex` empties to rebuild the timelines. Not `tl-refs` and `tl-ref-names`
 # (storage.engine.ref_numbers): numbers are never taken back, so a rebuild gives each ref the
-# number it had, and writes the rows it replaces byte for byte.
+# number it had, and writes the same rows for each member (the timelines numbered afresh).
 TIMELINE_TABLES = (
     b"tl-names",
     b"tl-meta",
