@@ -12,8 +12,9 @@ ref's length in its key, and again in the value of a successor row.
 
 So the engine stores a ref's *number* instead: a u32, big-endian, given in
 order of first use. Rows keyed by timeline number + ref number then take
-new members at the right edge of their timeline's range, where LMDB fills
-pages to the brim, and a successor row is 8 bytes of key and 4 of value.
+new members at the right edge of their timeline's range, so a batch writes
+to a few leaves at the end of each range, and a successor row is 8 bytes of
+key and 4 of value.
 Callers never see numbers: they pass refs in and get refs back, and the
 engine translates at its edge (`storage.engine.timeline`,
 `storage.engine.causal_timeline`, `storage.engine.causal_window`). Two
