@@ -10,7 +10,10 @@ processor keeps). So any view can be thrown away and built again:
    a table with one of them (the timelines, their causal-time twins and the
    joined views share the timeline tables), so a table is never half
    rebuilt.
-2. In one write transaction, their tables are emptied, every stored
+2. In one write transaction, their tables are emptied (not the timelines'
+   ref numbers, `tl-refs` and `tl-ref-names`, which no view lists: a
+   rebuild gives each ref the number it had, storage.engine.ref_numbers,
+   and writes the same rows for each member), every stored
    message is handed to their `accepted` in an order where each comes after
    every stored message it links to (its prev, its tangles' roots and
    previous, its timeframe's entries), as if each had arrived once all it

@@ -118,25 +118,40 @@ class EngineHarness:
 
     def rows(self) -> dict[str, set]:
         """The timeline's tl-nodes (ref, rank), tl-succ (ref, successor) and
-        tl-pending (ref, count) rows, read raw from LMDB."""
+        tl-pending (ref, count) rows, read from LMDB, each ref number named by
+        `tl-ref-names`."""
+        with self.env.begin() as txn:
+
+            def ref(number: bytes) -> bytes:
+                assert len(number) == 4, "rows hold ref numbers"
+                return txn.get(number, db=self.tables.ref_names)
+
+            decoders = {
+                "nodes": lambda raw: struct.unpack(">I", raw[:4])[0],
+                "succ": ref,
+                "pending": lambda raw: struct.unpack(">I", raw)[0],
+            }
+            return {
+                table: {(ref(key), decoders[table](value)) for key, value in rows}
+                for table, rows in self.raw_rows().items()
+            }
+
+    def raw_rows(self) -> dict[str, set]:
+        """The timeline's tl-nodes, tl-succ and tl-pending rows as LMDB holds them: (key
+        without the timeline number, value), bytes for bytes."""
         with self.env.begin() as txn:
             number = txn.get(self.name, db=self.tables.names)
             found: dict[str, set] = {"nodes": set(), "succ": set(), "pending": set()}
             if number is None:
                 return found
-            decoders = {
-                "nodes": lambda raw: struct.unpack(">I", raw[:4])[0],
-                "succ": bytes,
-                "pending": lambda raw: struct.unpack(">I", raw)[0],
-            }
-            for table, decode in decoders.items():
+            for table in found:
                 cursor = txn.cursor(db=getattr(self.tables, table))
                 if not cursor.set_range(number):
                     continue
                 for key, value in cursor.iternext():
                     if key[:4] != number:
                         break
-                    found[table].add((bytes(key[4:]), decode(value)))
+                    found[table].add((bytes(key[4:]), bytes(value)))
             return found
 
     def reader(self, txn) -> TimelineReader:

@@ -131,9 +131,10 @@ def decode_tree_key(key: bytes) -> tuple[int, bytes]:
     return element_time(own), element_id(own)
 
 
-def encode_row(height: int, elem: bytes, chain: bytes, ref: bytes) -> bytes:
+def encode_row(height: int, elem: bytes, chain: bytes, ref: bytes | None) -> bytes:
     """Member `ref`'s row: height (u32), time (u64), flags (u8), then the sort id (u16
-    length first) if it is not `ref`, then the chain if it is not the own element's."""
+    length first) if it is not `ref` (None: a ref known not to be it), then the chain if it
+    is not the own element's."""
     sort_id = bytes(elem[9:-2]).replace(b"\x00\xff", b"\x00")
     flags = 0
     tail = b""
@@ -146,8 +147,14 @@ def encode_row(height: int, elem: bytes, chain: bytes, ref: bytes) -> bytes:
     return _ROW.pack(height, element_time(elem), flags) + tail
 
 
-def decode_row(raw: bytes, ref: bytes) -> tuple[int, bytes, bytes]:
-    """(height, element, chain) of member `ref`'s row."""
+def holds_sort_id(raw: bytes) -> bool:
+    """Whether a member's row keeps its sort id (it is not the member's ref)."""
+    return bool(raw[_ROW.size - 1] & _OWN_ID)
+
+
+def decode_row(raw: bytes, ref: bytes | None) -> tuple[int, bytes, bytes]:
+    """(height, element, chain) of member `ref`'s row (`ref` may be None when the row holds
+    the sort id: `holds_sort_id`)."""
     height, time, flags = _ROW.unpack_from(raw)
     at = _ROW.size
     if flags & _OWN_ID:
@@ -155,6 +162,7 @@ def decode_row(raw: bytes, ref: bytes) -> tuple[int, bytes, bytes]:
         sort_id = bytes(raw[at + 2 : at + 2 + size])
         at += 2 + size
     else:
+        assert ref is not None, "a row without its sort id is read with its ref"
         sort_id = ref
     elem = element(time, sort_id)
     return height, elem, bytes(raw[at:]) if flags & _CHAIN else elem + b"\x00"

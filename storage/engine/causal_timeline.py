@@ -35,13 +35,17 @@ height, going on only through members that fell; then `del pos` and the
 moves, lowest new key first. Afterwards the twin is what it would be had r
 never come; the successors' pending references to r stay in N's `tl-succ`.
 
-Tables (`TimelineTables`): `ct-nodes` number + ref -> height, time, and the
-sort id and chain only where they are not the ref and the own element
-(storage.engine.causal_key.encode_row); `ct-time` number + time (u64 BE) + sort id
--> ref (empty when it is the sort id), the time index the window queries
-read (storage.engine.causal_window). Rows are cached per transaction and written
-once, in `finish()`, which also trims each twin's command log to the rank
-engine's retention (storage.engine.command_log).
+Tables (`TimelineTables`): `ct-nodes` number + ref number -> height, time,
+and the sort id and chain only where they are not the ref's and the own
+element (storage.engine.causal_key.encode_row); `ct-time` number + time (u64
+BE) + sort id -> ref number, the time index the window queries read
+(storage.engine.causal_window). Ref numbers are the rank engine's
+(storage.engine.ref_numbers), given when it added the member: the twin
+only looks them up. It takes refs and works on numbers, as `tl-succ` gives
+them, so a wave never turns a number back into a ref but to read a row
+that leaves the sort id out (it is the ref). Rows are cached per
+transaction and written once, in `finish()`, which also trims each twin's
+command log to the rank engine's retention (storage.engine.command_log).
 
 Cost: an add costs its links, its wave (each risen member and its successor
 list) and two tree paths per move; with honest clocks and links present on
@@ -62,12 +66,14 @@ from tanglenode.storage.engine.causal_key import (
     element,
     encode_row,
     extend,
+    holds_sort_id,
     root_chain,
     tree_key,
 )
 from tanglenode.storage.engine.command_log import KEEP_ALL, LogRetention, append_event, trim_log
 from tanglenode.storage.engine.engine_core import encode_log
 from tanglenode.storage.engine.keys import U32
+from tanglenode.storage.engine.ref_numbers import RefNumbers
 from tanglenode.storage.engine.timeline import (
     Command,
     Delete,
@@ -93,10 +99,13 @@ def causal_name(base: bytes) -> bytes:
 
 
 class _Member:
-    __slots__ = ("chain", "elem", "height", "ref")
+    __slots__ = ("chain", "elem", "height", "number", "ref")
 
-    def __init__(self, ref: bytes, height: int, elem: bytes, chain: bytes) -> None:
-        self.ref = ref
+    def __init__(
+        self, number: bytes, ref: bytes | None, height: int, elem: bytes, chain: bytes
+    ) -> None:
+        self.number = number  # its ref number: the key of its rows
+        self.ref = ref  # None when not looked up: its row keeps a sort id that is not the ref
         self.height = height
         self.elem = elem
         self.chain = chain
@@ -108,36 +117,45 @@ class _Member:
 class _Twin:
     """One causal-time timeline inside one transaction."""
 
-    def __init__(self, txn, tables: TimelineTables, meta, base_prefix: bytes, cursor) -> None:
+    def __init__(
+        self, txn, tables: TimelineTables, meta, base_prefix: bytes, cursor, numbers: RefNumbers
+    ) -> None:
         self.txn = txn
         self.tables = tables
+        self.numbers = numbers
         self.meta = meta
         self.prefix = U32.pack(meta.number)
         self.base_prefix = base_prefix
         self.tree = order_tree(txn, tables, meta)
-        self.members: dict[bytes, _Member | None] = {}
-        self.changed: dict[bytes, _Member] = {}  # rows to write in flush()
+        self.members: dict[bytes, _Member | None] = {}  # by ref number
+        self.changed: dict[bytes, _Member] = {}  # rows to write in flush(), by ref number
         self.limit = MAX_CHAIN
         self.cursor = cursor  # on tl-succ, shared by the writer's twins
 
-    def member(self, ref: bytes) -> _Member | None:
-        found = self.members.get(ref, False)
+    def member(self, number: bytes) -> _Member | None:
+        """The member with ref number `number`, None if it is not present."""
+        found = self.members.get(number, False)
         if found is not False:
             return found  # type: ignore[return-value]
-        raw = self.txn.get(self.prefix + ref, db=self.tables.causal_nodes)
-        found = None if raw is None else _Member(ref, *decode_row(raw, ref))
-        self.members[ref] = found
+        raw = self.txn.get(self.prefix + number, db=self.tables.causal_nodes)
+        if raw is None:
+            found = None
+        else:
+            ref = None if holds_sort_id(raw) else self.numbers.ref(number)
+            found = _Member(number, ref, *decode_row(raw, ref))  # type: ignore[arg-type]
+        self.members[number] = found
         return found
 
-    def successors(self, ref: bytes) -> list[bytes]:
-        """The refs that link to `ref`, from the base timeline's `tl-succ` rows."""
+    def successors(self, number: bytes) -> list[bytes]:
+        """The ref numbers of the members that link to `number`, from the base timeline's
+        `tl-succ` rows."""
         cursor = self.cursor
-        if not cursor.set_key(self.base_prefix + ref):
+        if not cursor.set_key(self.base_prefix + number):
             return []
         return list(cursor.iternext_dup())
 
     def store(self, member: _Member) -> None:
-        self.changed[member.ref] = member
+        self.changed[member.number] = member
 
     def append_log(self, commands: list[Command]) -> None:
         meta = self.meta
@@ -147,8 +165,9 @@ class _Twin:
     def flush(self, retention: LogRetention) -> None:
         """Write the cached rows, the log trimmed to `retention`, and the meta row."""
         put, prefix, db, meta = self.txn.put, self.prefix, self.tables.causal_nodes, self.meta
-        for ref, member in self.changed.items():
-            put(prefix + ref, encode_row(member.height, member.elem, member.chain, ref), db=db)
+        for number, member in self.changed.items():
+            row = encode_row(member.height, member.elem, member.chain, member.ref)
+            put(prefix + number, row, db=db)
         self.changed.clear()
         self.tree.flush()
         meta.floor = trim_log(
@@ -171,11 +190,14 @@ class CausalWriter:
         limit: int = MAX_CHAIN,
         *,
         retention: LogRetention = KEEP_ALL,
+        numbers: RefNumbers | None = None,
     ) -> None:
         self._txn = txn
         self._tables = tables
         self._limit = limit  # elements a key keeps; a store always uses MAX_CHAIN
         self._retention = retention  # the command logs' (storage.engine.command_log)
+        # the rank engine's (`TimelineWriter.companion` hands them over), else our own
+        self._numbers = tables.ref_numbers(txn) if numbers is None else numbers
         self._open: dict[bytes, _Twin] = {}
         # One cursor for every twin: LMDB adjusts each open cursor of a table at every
         # write to it, and the rank engine writes tl-succ rows for every link.
@@ -194,7 +216,7 @@ class CausalWriter:
             if not create:
                 return None
             meta = create_meta(self._txn, self._tables, name)
-        twin = _Twin(self._txn, self._tables, meta, bytes(base_number), self._succ)
+        twin = _Twin(self._txn, self._tables, meta, bytes(base_number), self._succ, self._numbers)
         self._open[base] = twin
         twin.limit = self._limit
         return twin
@@ -211,7 +233,11 @@ class CausalWriter:
         of `base`, after the rank engine added it to `base` with the same links."""
         twin = self._twin(base, create=True)
         assert twin is not None
-        if twin.member(ref) is not None:
+        find = self._numbers.find
+        number = find(ref)
+        if number is None:
+            raise TimelineError(f"{ref!r} is not in {base!r}: the rank engine adds first")
+        if twin.member(number) is not None:
             raise DuplicateEvent("already in the timeline")
         if not 0 <= time <= MAX_TIME:
             raise TimelineError("a time must fit in 64 bits")
@@ -221,7 +247,8 @@ class CausalWriter:
         # the root chain: a link whose key is below T(n) (honest clocks) offers only that.
         members, lookup, limit = twin.members, twin.member, twin.limit
         height, chain = -1, root_chain(elem)
-        for link in links:
+        link_numbers = [number for number in map(find, links) if number is not None]
+        for link in link_numbers:  # a link without a number is absent
             found = members.get(link, _UNKNOWN)
             if found is _UNKNOWN:
                 found = lookup(link)
@@ -233,15 +260,17 @@ class CausalWriter:
                 offered = extend(found.chain, elem, limit)
                 if offered > chain:
                     chain = offered
-        new = _Member(ref, height + 1, elem, chain)
-        successors = twin.successors(ref)
-        # reads only: may raise, changing nothing
-        risen = _rise(twin, new, set(links), successors) if successors else []
+        new = _Member(number, ref, height + 1, elem, chain)
+        successors = twin.successors(number)
+        try:  # reads only: may raise, changing nothing
+            risen = _rise(twin, new, set(link_numbers), successors) if successors else []
+        except CycleError as error:
+            error.loop = [self._numbers.ref(each) for each in error.loop]
+            raise
 
-        members[ref] = new
+        members[number] = new
         twin.store(new)
-        time_row = b"" if ref == sort_id else ref  # the ref, when the sort id is not it
-        twin.txn.put(twin.prefix + elem[1:9] + sort_id, time_row, db=self._tables.causal_times)
+        twin.txn.put(twin.prefix + elem[1:9] + sort_id, number, db=self._tables.causal_times)
         tree = twin.tree
         commands: list[Command] = [Insert(tree.insert(new.key()), sort_id)]
         for member, old_key in sorted(risen, key=lambda item: item[0].key(), reverse=True):
@@ -262,16 +291,17 @@ class CausalWriter:
         other member was added with. Afterwards the twin is what it would be had `ref`
         never been added. Raises `UnknownEvent` if it is not a member."""
         twin = self._twin(base, create=False)
-        found = None if twin is None else twin.member(ref)
+        number = self._numbers.find(ref)
+        found = None if twin is None or number is None else twin.member(number)
         if twin is None or found is None:
             raise UnknownEvent(f"{ref!r} is not in the causal-time timeline of {base!r}")
-        fallen = _fall(twin, ref, links_of)  # reads only: may raise, changing nothing
+        fallen = _fall(twin, number, links_of)  # type: ignore[arg-type]  # reads only
 
         txn, tables, tree = self._txn, self._tables, twin.tree
-        txn.delete(twin.prefix + ref, db=tables.causal_nodes)
-        twin.changed.pop(ref, None)
+        txn.delete(twin.prefix + number, db=tables.causal_nodes)  # type: ignore[operator]
+        twin.changed.pop(number, None)  # type: ignore[arg-type]
         txn.delete(twin.prefix + found.elem[1:9] + _sort_id(found.elem), db=tables.causal_times)
-        twin.members[ref] = None
+        twin.members[number] = None  # type: ignore[index]
         commands: list[Command] = [Delete(tree.delete(found.key()))]
         for member, old_key in sorted(fallen, key=lambda item: item[0].key()):
             twin.store(member)
@@ -296,12 +326,12 @@ def _rise(
     twin: _Twin, new: _Member, links: set[bytes], successors: list[bytes]
 ) -> list[tuple[_Member, bytes]]:
     """The forward wave from `new` (whose successors are `successors`): each risen member,
-    updated, with its old tree key.
+    updated, with its old tree key. Refs here are ref numbers, `links` too.
 
     Members are updated in place only once every one is known (the caller
     writes them); a wave reaching a link of `new` raises `CycleError` first.
     """
-    offers: dict[bytes, list] = {}  # ref -> [height, chain] offered so far
+    offers: dict[bytes, list] = {}  # ref number -> [height, chain] offered so far
     heap: list[tuple[int, bytes]] = []
 
     def offer(height: int, chain: bytes, ref: bytes) -> None:
@@ -327,7 +357,7 @@ def _rise(
         if height == member.height and chain == member.chain:  # type: ignore[union-attr]
             continue
         if ref in links:
-            raise CycleError("it would come before itself", loop=[new.ref, ref])
+            raise CycleError("it would come before itself", loop=[new.number, ref])
         updates.append((member, height, chain))  # type: ignore[arg-type]
         for successor in twin.successors(ref):
             offer(height, chain, successor)
@@ -339,9 +369,11 @@ def _rise(
 
 
 def _fall(
-    twin: _Twin, ref: bytes, links_of: Callable[[bytes], Sequence[bytes]]
+    twin: _Twin, gone: bytes, links_of: Callable[[bytes], Sequence[bytes]]
 ) -> list[tuple[_Member, bytes]]:
-    """The lowering wave once `ref` is gone: each fallen member, updated, with its old key."""
+    """The lowering wave once ref number `gone` is gone: each fallen member, updated, with its
+    old key. `links_of` takes and gives refs, the rest is numbers."""
+    find, ref_of = twin.numbers.find, twin.numbers.ref
     new_values: dict[bytes, tuple[int, bytes]] = {}
     queued: set[bytes] = set()
     heap: list[tuple[int, bytes]] = []
@@ -353,13 +385,13 @@ def _fall(
                 queued.add(successor)
                 heapq.heappush(heap, (member.height, successor))
 
-    enqueue_successors(ref)
+    enqueue_successors(gone)
     while heap:
         _old, successor = heapq.heappop(heap)
         member = twin.member(successor)
         height, chain = -1, None
-        for link in dict.fromkeys(links_of(successor)):
-            if link == ref:
+        for link in dict.fromkeys(map(find, links_of(ref_of(successor)))):
+            if link is None or link == gone:  # no number: absent
                 continue
             known = new_values.get(link)
             if known is None:
@@ -376,7 +408,7 @@ def _fall(
         if values == old:
             continue
         if values[0] > old[0] or values[1] > old[1]:
-            raise TimelineError(f"links_of({successor!r}) does not match its stored key")
+            raise TimelineError(f"links_of({ref_of(successor)!r}) does not match its stored key")
         new_values[successor] = values
         enqueue_successors(successor)
     fallen = []

@@ -3,9 +3,10 @@
 Theory of operation
 -------------------
 The window [from, to] (claimed times, ms, both ends included) is answered
-from `ct-time` (number + time + sort id -> ref, empty when it is the sort
-id), never by reading the timeline: the index gives the members whose
-claimed time is inside, in time order. Two modes (docs/TIMELINES.md, "The time window"):
+from `ct-time` (number + time + sort id -> ref number), never by reading the
+timeline: the index gives the members whose claimed time is inside, in
+time order, with the ref numbers (storage.engine.ref_numbers) their rows
+are keyed by, so no ref is looked up. Two modes (docs/TIMELINES.md, "The time window"):
 
 - *implied* (the default): the slice of the stored causal-time order from
   the first to the last position held by a member whose time is inside.
@@ -70,9 +71,10 @@ def window(
     if not inside:
         return None, []
     tree = order_tree(txn, tables, meta)
+    # a row leaves the sort id out only when it is the ref itself: the sort id stands in
     positions = [
-        tree.position(row_tree_key(txn.get(prefix + ref, db=tables.causal_nodes), ref))
-        for _time, _sort_id, ref in inside
+        tree.position(row_tree_key(txn.get(prefix + number, db=tables.causal_nodes), sort_id))
+        for _time, sort_id, number in inside
     ]
     first, last = min(positions), max(positions)
     begin = first + start
@@ -83,12 +85,12 @@ def window(
 
 
 def _inside(txn, tables, prefix: bytes, from_time: int, to_time: int) -> list:
-    """(time, sort id, ref) of the members whose time is in [from, to], in time order."""
+    """(time, sort id, ref number) of the members whose time is in [from, to], in time order."""
     cursor = txn.cursor(db=tables.causal_times)
     found: list[tuple[int, bytes, bytes]] = []
     if not cursor.set_range(prefix + U64.pack(from_time)):
         return found
-    for key, ref in cursor:
+    for key, number in cursor:
         if key[:4] != prefix:
             break
         time = U64.unpack(key[4:12])[0]
@@ -96,13 +98,13 @@ def _inside(txn, tables, prefix: bytes, from_time: int, to_time: int) -> list:
             break
         if len(found) >= MAX_WINDOW:
             raise WindowTooLarge(f"more than {MAX_WINDOW} messages in the window: narrow it")
-        sort_id = bytes(key[12:])
-        found.append((time, sort_id, bytes(ref) or sort_id))  # empty: the ref is the sort id
+        found.append((time, bytes(key[12:]), bytes(number)))
     return found
 
 
 def _strict(txn, tables, base_prefix: bytes, inside: list) -> list[tuple[int, bytes]]:
-    """The causal-time order of `inside` alone (Kahn, smallest (time, sort id) first)."""
+    """The causal-time order of `inside` alone (Kahn, smallest (time, sort id) first); refs
+    are ref numbers, as `tl-succ` holds them."""
     by_ref = {ref: (time, sort_id) for time, sort_id, ref in inside}
     waiting = dict.fromkeys(by_ref, 0)
     followers: dict[bytes, list[bytes]] = {}

@@ -11,6 +11,7 @@ cdef class Member:
     cdef public Py_ssize_t rank
     cdef public bytes ref
     cdef public bytes sort_id
+    cdef public bytes stored
     cdef public bytes via
 
 @cython.final
@@ -19,6 +20,7 @@ cdef class Rows:
     cdef public object nodes_db
     cdef public object succ_db
     cdef public object pending_db
+    cdef public object names_db
     cdef public bytes prefix
     cdef public dict members
     cdef public dict succ
@@ -27,6 +29,7 @@ cdef class Rows:
     cdef public Py_ssize_t waves
 
     cpdef Member member(self, object ref)
+    cpdef bytes keyed(self, Member member)
     cpdef list successor_refs(self, object ref)
     @cython.locals(succ=tuple)
     cpdef tuple successors(self, object ref)
@@ -37,7 +40,9 @@ cdef class Rows:
     present=list, rank=Py_ssize_t, found=Member, new=Member, holders=list, raised=list,
     missing=Py_ssize_t,
 )
-cpdef list add_event(Rows rows, object tree, object ref, list links, object sort_id)
+cpdef list add_event(
+    Rows rows, object tree, object ref, list links, object sort_id, object stored
+)
 
 @cython.locals(
     number=Py_ssize_t, member=Member, raised=list, visited=list, heap="long long[::1]",

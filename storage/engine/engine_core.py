@@ -12,6 +12,12 @@ the work an event costs in proportion to the messages it raises
   transaction; ranks changed by waves are written back once, in `flush`.
   tl-succ rows are written at once (readers in the same transaction see
   them), and any successor list already loaded follows, in LMDB's order.
+- Refs here are ref numbers (storage.engine.ref_numbers: 4 bytes, which
+  sort as the numbers do); `storage.engine.timeline` translates. A member's
+  row leaves its sort id out when the sort id is the ref itself (a tangle's
+  message id), so such a member's sort id is read from `tl-ref-names` only
+  when its order key is needed (`Rows.keyed`): when a wave raises it, not
+  when it is merely a link or a successor the wave passes over.
 - `wave` raises the successors of a new member transitively, visiting them
   in ascending order of old rank (so each is visited once, with its final
   rank); the marks it needs live on the `Member`s, numbered by wave, so
@@ -50,15 +56,18 @@ class Member:
 
     Only bytes and numbers, so that the compiled build's `Member`s are not
     tracked by the cyclic garbage collector; successor lists live in `Rows`.
+    `sort_id` and `key` are None until `Rows.keyed` reads the sort id (a
+    row leaves it out when it is the ref's own: `stored` is then empty).
     """
 
-    __slots__ = ("dirty", "key", "mark", "new_rank", "rank", "ref", "sort_id", "via")
+    __slots__ = ("dirty", "key", "mark", "new_rank", "rank", "ref", "sort_id", "stored", "via")
 
-    def __init__(self, ref: bytes, rank: int, sort_id: bytes) -> None:
-        self.ref = ref
+    def __init__(self, ref: bytes, rank: int, sort_id: bytes | None, stored: bytes) -> None:
+        self.ref = ref  # its ref number
         self.rank = rank
         self.sort_id = sort_id
-        self.key = _pack(rank) + sort_id
+        self.stored = stored  # what its row holds after the rank: the sort id, or b""
+        self.key = None if sort_id is None else _pack(rank) + sort_id
         self.dirty = False
         self.mark = 0  # wave number: raised in it (+), a predecessor of its new member (-)
         self.new_rank = 0
@@ -68,11 +77,12 @@ class Member:
 class Rows:
     """One timeline's member, successor and pending rows inside one transaction."""
 
-    def __init__(self, txn, nodes_db, succ_db, pending_db, prefix: bytes) -> None:
+    def __init__(self, txn, nodes_db, succ_db, pending_db, names_db, prefix: bytes) -> None:
         self.txn = txn
         self.nodes_db = nodes_db
         self.succ_db = succ_db
         self.pending_db = pending_db
+        self.names_db = names_db  # tl-ref-names: number -> ref (a sort id left out of a row)
         self.prefix = prefix
         self.members: dict = {}  # ref -> Member, or None when not a member
         self.succ: dict = {}  # ref -> its successors (a tuple of Members), once loaded
@@ -89,10 +99,20 @@ class Rows:
         if raw is None:
             self.members[ref] = None
             return None
-        sort_id = raw[4:]
-        member = Member(ref, _unpack_from(raw)[0], sort_id if sort_id else ref)
+        stored = raw[4:]
+        member = Member(ref, _unpack_from(raw)[0], stored if stored else None, stored)
         self.members[ref] = member
         return member
+
+    def keyed(self, member: Member) -> bytes:
+        """`member`'s order key, reading its sort id (its ref's) if its row left it out."""
+        if member.sort_id is None:
+            sort_id = self.txn.get(member.ref, None, self.names_db)
+            if sort_id is None:
+                raise LookupError("a member's ref number names no ref (tl-ref-names)")
+            member.sort_id = sort_id
+            member.key = _pack(member.rank) + sort_id
+        return member.key
 
     def successor_refs(self, ref: bytes) -> list:
         """The refs tl-succ holds under `ref` (members that link to it), in LMDB's order."""
@@ -144,7 +164,8 @@ class Rows:
 
     def set_rank(self, member: Member, rank: int) -> None:
         member.rank = rank
-        member.key = _pack(rank) + member.sort_id
+        if member.sort_id is not None:
+            member.key = _pack(rank) + member.sort_id
         if not member.dirty:
             member.dirty = True
             self.dirty.append(member)
@@ -173,23 +194,18 @@ class Rows:
         """Write the tl-nodes rows of the members whose rank or presence changed."""
         txn, db, prefix = self.txn, self.nodes_db, self.prefix
         for member in self.dirty:
-            key = member.key  # rank + sort id; the sort id is left out when it is the ref
-            txn.put(
-                prefix + member.ref,
-                key if member.sort_id != member.ref else key[:4],
-                True,
-                True,
-                False,
-                db,
-            )
+            # rank + sort id; the sort id is left out when it is the ref's
+            txn.put(prefix + member.ref, _pack(member.rank) + member.stored, True, True, False, db)
             member.dirty = False
         self.dirty = []
 
 
-def add_event(rows: Rows, tree, ref: bytes, links: list, sort_id: bytes) -> list:
+def add_event(rows: Rows, tree, ref: bytes, links: list, sort_id: bytes, stored: bytes) -> list:
     """Add `ref` (links deduplicated and checked by the caller); its commands.
 
-    Raises `CycleError` before anything is written.
+    `stored` is what its row keeps after the rank: `sort_id`, or b"" when the
+    sort id is what the ref number stands for. Raises `CycleError` before
+    anything is written.
     """
     present = []
     rank = 0
@@ -199,7 +215,7 @@ def add_event(rows: Rows, tree, ref: bytes, links: list, sort_id: bytes) -> list
             present.append(found)
             if found.rank >= rank:
                 rank = found.rank + 1
-    new = Member(ref, rank, sort_id)
+    new = Member(ref, rank, sort_id, stored)
     holders = rows.successor_refs(ref)  # members that waited for ref
     rows.succ[ref] = tuple([rows.member(holder) for holder in holders])
     raised = wave(rows, new, present)
@@ -331,7 +347,7 @@ def place(rows: Rows, tree, new: Member, raised: list) -> list:
     keys = [new.key]
     for index in range(count):
         member = raised[index]
-        keys.append(member.key)
+        keys.append(rows.keyed(member))
     for index in range(count):
         member = raised[index]
         keys.append(_pack(member.new_rank) + member.sort_id)

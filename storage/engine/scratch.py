@@ -15,7 +15,10 @@ A run stops at the first exception from the events themselves (an iterator
 that raises) or at an event the engine refuses (`DuplicateEvent`,
 `CycleError`): the events before it stay committed, which matters with a
 directory, and the refused one changes nothing; the exception propagates.
-Anything else aborts the open batch.
+Anything else aborts the open batch. A directory whose timelines were
+written before the engine numbered its refs (storage.engine.ref_numbers)
+is refused (`IncompatibleStore`) before anything is written: its rows
+would read as nonsense.
 """
 
 from __future__ import annotations
@@ -35,7 +38,7 @@ from tanglenode.storage.engine.timeline import (
     TimelineTables,
     TimelineWriter,
 )
-from tanglenode.storage.errors import CycleError, DuplicateEvent
+from tanglenode.storage.errors import CycleError, DuplicateEvent, IncompatibleStore
 
 DEFAULT_BATCH = 2000
 DEFAULT_MAP_SIZE = 64 * 2**30  # address space, not disk
@@ -63,7 +66,18 @@ def _environment(path: Path | None, map_size: int, prefix: str) -> Iterator[lmdb
             path.mkdir(parents=True, exist_ok=True)
             env = lmdb.open(str(path), map_size=map_size, max_dbs=max_dbs)
         stack.callback(env.close)
+        _refuse_unnumbered(env, path)
         yield env
+
+
+def _refuse_unnumbered(env: lmdb.Environment, path: Path | None) -> None:
+    """Refuse timelines kept by an engine that stored refs, not their numbers."""
+    with env.begin() as txn:  # the main database lists the named ones
+        if txn.get(b"tl-names") is not None and txn.get(b"tl-refs") is None:
+            raise IncompatibleStore(
+                f"{path} holds timelines of an older layout (refs not numbered), which this "
+                "build does not read: use a new directory"
+            )
 
 
 def run_engine(

@@ -63,19 +63,24 @@ successors) and two tree paths per lowered member. It is the one change
 that can retract positions a finality watermark (docs/TIMELINES.md) has
 reported final: finality holds unless a feed is later invalidated.
 
-State per timeline (tables in `TimelineTables`):
+State per timeline (tables in `TimelineTables`; "ref" in a key or value is
+the ref's number, storage.engine.ref_numbers, u32):
 
     tl-names  timeline name -> timeline number (u32)
     tl-meta   number -> msgpack {name, version, size, root, next_node[, floor]}
               (floor: the log holds only the commands after it; raised by a
               rebuild and by the log's retention, storage.engine.command_log)
-    tl-nodes  number + ref -> rank (u32) + sort id (empty when equal to ref)
-    tl-succ   number + ref -> successor ref (dupsort); the rows of a ref not
-              in tl-nodes are the pending references to a missing message
-              (or to a removed one: removal keeps them)
+    tl-nodes  number + ref -> rank (u32) + sort id (empty when it is the ref's)
+    tl-succ   number + ref -> successor ref (dupsort, fixed size); the rows of
+              a ref not in tl-nodes are the pending references to a missing
+              message (or to a removed one: removal keeps them)
     tl-tree   number + node number -> order-tree node (storage.engine.ordertree)
     tl-log    number + first version (u64) -> msgpack list of one event's commands
     tl-pending number + ref -> u32 count of its links to refs not present yet
+
+and, store-wide, `tl-refs` (ref -> number) and `tl-ref-names` (number ->
+ref). Callers pass refs and get refs back; a read of a ref that has no
+number finds no member and writes nothing.
 
 No step reads or writes anything in proportion to the length of the
 timeline: an event costs its predecessors, its wave (the messages it
@@ -121,6 +126,7 @@ from tanglenode.storage.engine.engine_commands import (
 )
 from tanglenode.storage.engine.keys import U32, timeline_label
 from tanglenode.storage.engine.ordertree import TreeState
+from tanglenode.storage.engine.ref_numbers import RefNumbers
 from tanglenode.storage.errors import (
     CycleError,
     DuplicateEvent,
@@ -204,8 +210,10 @@ class TimelineTables:
     pending: Any
     causal_nodes: Any  # storage.engine.causal_timeline: members of causal-time timelines
     causal_times: Any  # storage.engine.causal_timeline: the time index of those timelines
+    refs: Any  # storage.engine.ref_numbers: ref -> number
+    ref_names: Any  # storage.engine.ref_numbers: number -> ref
 
-    COUNT = 9  # named databases these take
+    COUNT = 11  # named databases these take
 
     @classmethod
     def open(cls, env: lmdb.Environment) -> TimelineTables:
@@ -214,13 +222,20 @@ class TimelineTables:
                 names=env.open_db(b"tl-names", txn=txn),
                 meta=env.open_db(b"tl-meta", txn=txn),
                 nodes=env.open_db(b"tl-nodes", txn=txn),
-                succ=env.open_db(b"tl-succ", txn=txn, dupsort=True),
+                # every successor is a ref number of 4 bytes: packed, 4 bytes a row
+                succ=env.open_db(b"tl-succ", txn=txn, dupsort=True, dupfixed=True),
                 tree=env.open_db(b"tl-tree", txn=txn),
                 log=env.open_db(b"tl-log", txn=txn),
                 pending=env.open_db(b"tl-pending", txn=txn),
                 causal_nodes=env.open_db(b"ct-nodes", txn=txn),
                 causal_times=env.open_db(b"ct-time", txn=txn),
+                refs=env.open_db(b"tl-refs", txn=txn),
+                ref_names=env.open_db(b"tl-ref-names", txn=txn),
             )
+
+    def ref_numbers(self, txn) -> RefNumbers:
+        """The ref numbers as transaction `txn` sees them (storage.engine.ref_numbers)."""
+        return RefNumbers(txn, self.refs, self.ref_names)
 
 
 @dataclass(slots=True)
@@ -302,28 +317,52 @@ class Placement:
 
 
 class _Timeline:
-    """One timeline inside one transaction: its rows (storage.engine.engine_core) and order tree."""
+    """One timeline inside one transaction: its rows (storage.engine.engine_core) and order tree.
 
-    def __init__(self, txn, tables: TimelineTables, meta: _Meta) -> None:
+    The rows and the tree work on ref numbers; the methods below take and
+    give refs, translated by `numbers` (never assigning: reads write nothing).
+    """
+
+    def __init__(self, txn, tables: TimelineTables, meta: _Meta, numbers: RefNumbers) -> None:
         self.txn = txn
         self.tables = tables
         self.meta = meta
+        self.numbers = numbers
         self.prefix = U32.pack(meta.number)
         self.tree = _trees.OrderTree(txn, tables.tree, meta.number, meta.tree)
-        self.rows = _core.Rows(txn, tables.nodes, tables.succ, tables.pending, self.prefix)
+        self.rows = _core.Rows(
+            txn, tables.nodes, tables.succ, tables.pending, tables.ref_names, self.prefix
+        )
+
+    def member_row(self, ref: bytes):
+        """The engine's `Member` for a present member `ref`, else None."""
+        number = self.numbers.find(ref)
+        return None if number is None else self.rows.member(number)
 
     def member(self, ref: bytes) -> tuple[int, bytes] | None:
         """(rank, sort id) of a present member, else None."""
-        found = self.rows.member(ref)
-        return None if found is None else (found.rank, found.sort_id)
+        found = self.member_row(ref)
+        if found is None:
+            return None
+        return found.rank, self.rows.keyed(found)[4:]
+
+    def rank(self, ref: bytes) -> int | None:
+        found = self.member_row(ref)
+        return None if found is None else found.rank
 
     def successors(self, ref: bytes) -> list[bytes]:
         """The refs of the members that link to `ref` (present or not)."""
-        return self.rows.successor_refs(ref)
+        number = self.numbers.find(ref)
+        if number is None:
+            return []
+        return [self.numbers.ref(each) for each in self.rows.successor_refs(number)]
 
     def links_to(self, link: bytes, ref: bytes) -> bool:
         """Whether tl-succ holds the row link -> ref (ref was added with `link`)."""
-        return self.txn.cursor(db=self.tables.succ).set_key_dup(self.prefix + link, ref)
+        link_number, number = self.numbers.find(link), self.numbers.find(ref)
+        if link_number is None or number is None:
+            return False
+        return self.txn.cursor(db=self.tables.succ).set_key_dup(self.prefix + link_number, number)
 
     def append_log(self, commands: list[Command]) -> None:
         """One event's commands to the command log, numbered on from the version."""
@@ -355,6 +394,7 @@ class TimelineWriter:
         self._txn = txn
         self._tables = tables
         self.retention = retention
+        self._numbers = tables.ref_numbers(txn)  # shared with the companions
         self._open: dict[bytes, _Timeline] = {}
         self._companions: dict[Any, Any] = {}
         # One tl-succ cursor for every timeline: LMDB adjusts each open cursor of a
@@ -373,17 +413,19 @@ class TimelineWriter:
         return timeline
 
     def _opened(self, name: bytes, meta: _Meta) -> _Timeline:
-        timeline = self._open[name] = _Timeline(self._txn, self._tables, meta)
+        timeline = self._open[name] = _Timeline(self._txn, self._tables, meta, self._numbers)
         timeline.rows.cursor = self._succ
         return timeline
 
     def companion(self, kind: Callable[..., Any]) -> Any:
         """The writer of kind `kind` (e.g. storage.engine.causal_timeline's) for this transaction,
-        made on first use as `kind(txn, tables, retention=...)` with this writer's retention;
-        `finish()` finishes it too."""
+        made on first use as `kind(txn, tables, retention=..., numbers=...)`, with this
+        writer's retention and sharing its ref numbers; `finish()` finishes it too."""
         found = self._companions.get(kind)
         if found is None:
-            found = self._companions[kind] = kind(self._txn, self._tables, retention=self.retention)
+            found = self._companions[kind] = kind(
+                self._txn, self._tables, retention=self.retention, numbers=self._numbers
+            )
         return found
 
     def add(
@@ -397,13 +439,15 @@ class TimelineWriter:
         """Add event `ref` (sorting by `sort_id`, default `ref`) that follows `after`.
 
         Returns the commands that turn the previous order into the new one.
+        The ref and its links get their numbers here (storage.engine.ref_numbers);
+        an event refused as a cycle leaves its links numbered, and nothing else.
         """
         ref = _as_bytes(ref)
         sort_id = ref if sort_id is None else _as_bytes(sort_id)
         if not ref or len(ref) > MAX_REF_BYTES or len(sort_id) > MAX_REF_BYTES:
             raise TimelineError(f"a ref or sort id must be 1 to {MAX_REF_BYTES} bytes")
         timeline = self._timeline(name)
-        if timeline.rows.member(ref) is not None:
+        if timeline.member_row(ref) is not None:
             raise DuplicateEvent("already in the timeline")
         links = list(dict.fromkeys(map(_as_bytes, after)))
         if ref in links:
@@ -411,7 +455,15 @@ class TimelineWriter:
         for link in links:
             if not link or len(link) > MAX_REF_BYTES:
                 raise TimelineError(f"a link must be 1 to {MAX_REF_BYTES} bytes")
-        commands = _core.add_event(timeline.rows, timeline.tree, ref, links, sort_id)
+        assign = self._numbers.assign
+        stored = b"" if sort_id == ref else sort_id  # a tangle's row leaves its id out
+        try:
+            commands = _core.add_event(
+                timeline.rows, timeline.tree, assign(ref), list(map(assign, links)), sort_id, stored
+            )
+        except CycleError as error:
+            error.loop = [self._numbers.ref(number) for number in error.loop]
+            raise
         timeline.append_log(commands)
         return commands
 
@@ -440,22 +492,25 @@ class TimelineWriter:
             raise UnknownEvent(f"{ref!r} is not in timeline {name!r}")
         rank, sort_id = found
         links = list(dict.fromkeys(links))
-        present = [link_rank for link in links if (link_rank := _rank(timeline, link)) is not None]
+        present = [link_rank for link in links if (link_rank := timeline.rank(link)) is not None]
+        number = self._numbers.find(ref)
+        assert number is not None  # a member has one
         if (
             any(not timeline.links_to(link, ref) for link in links)
             or rank != (1 + max(present) if present else 0)
-            or len(links) - len(present) != timeline.rows.pending(ref)
+            or len(links) - len(present) != timeline.rows.pending(number)
         ):
             raise TimelineError(f"{ref!r} was not added with these links")
         lowered = _lower(timeline, ref, links_of)  # reads only: may raise, changing nothing
 
         txn, tables, prefix, rows = self._txn, self._tables, timeline.prefix, timeline.rows
+        find = self._numbers.find
         for link in links:
-            txn.delete(prefix + link, ref, db=tables.succ)
-        rows.set_pending(ref, 0)
-        for holder in timeline.successors(ref):  # each now waits for ref again
+            txn.delete(prefix + find(link), number, db=tables.succ)  # type: ignore[operator]
+        rows.set_pending(number, 0)
+        for holder in rows.successor_refs(number):  # each now waits for ref again
             rows.set_pending(holder, rows.pending(holder) + 1)
-        rows.forget(ref)
+        rows.forget(number)
         tree = timeline.tree
         commands: list[Command] = [Delete(tree.delete(order_key(rank, sort_id)))]
         # One member at a time, lowest new key first, each numbered against
@@ -463,7 +518,7 @@ class TimelineWriter:
         for moved_ref, (old_rank, new_rank, moved_id) in sorted(
             lowered.items(), key=lambda item: (item[1][1], item[1][2])
         ):
-            rows.set_rank(rows.member(moved_ref), new_rank)
+            rows.set_rank(timeline.member_row(moved_ref), new_rank)
             src = tree.delete(order_key(old_rank, moved_id))
             dst = tree.insert(order_key(new_rank, moved_id))
             if src != dst:
@@ -477,11 +532,6 @@ class TimelineWriter:
         self._open.clear()
         for companion in self._companions.values():
             companion.finish()
-
-
-def _rank(timeline: _Timeline, ref: bytes) -> int | None:
-    found = timeline.member(ref)
-    return None if found is None else found[0]
 
 
 def _lower(
@@ -502,7 +552,7 @@ def _lower(
         for successor in timeline.successors(of):
             if successor not in queued:
                 queued.add(successor)
-                heapq.heappush(heap, (_rank(timeline, successor), successor))  # type: ignore[arg-type]
+                heapq.heappush(heap, (timeline.rank(successor), successor))  # type: ignore[arg-type]
 
     enqueue_successors(ref)
     while heap:
@@ -512,7 +562,7 @@ def _lower(
             if link == ref:
                 continue
             entry = lowered.get(link)
-            link_rank = entry[1] if entry is not None else _rank(timeline, link)
+            link_rank = entry[1] if entry is not None else timeline.rank(link)
             if link_rank is not None:
                 link_ranks.append(link_rank)
         new_rank = 1 + max(link_ranks) if link_ranks else 0
@@ -530,8 +580,13 @@ def membership(txn, tables: TimelineTables, name: bytes) -> Callable[[bytes], bo
     meta = lookup_meta(txn, tables, name)
     if meta is None:
         return lambda ref: False
-    prefix, nodes = U32.pack(meta.number), tables.nodes
-    return lambda ref: txn.get(prefix + ref, None, nodes) is not None
+    prefix, nodes, find = U32.pack(meta.number), tables.nodes, tables.ref_numbers(txn).find
+
+    def holds(ref: bytes) -> bool:
+        number = find(ref)
+        return number is not None and txn.get(prefix + number, None, nodes) is not None
+
+    return holds
 
 
 class TimelineReader:
@@ -540,6 +595,7 @@ class TimelineReader:
     def __init__(self, txn, tables: TimelineTables) -> None:
         self._txn = txn
         self._tables = tables
+        self._numbers = tables.ref_numbers(txn)  # finds only: a read never numbers a ref
 
     def exists(self, name: bytes) -> bool:
         return self._txn.get(name, db=self._tables.names) is not None
@@ -548,7 +604,7 @@ class TimelineReader:
         meta = lookup_meta(self._txn, self._tables, name)
         if meta is None:
             raise UnknownTimeline(f"no timeline {timeline_label(name)}")
-        return _Timeline(self._txn, self._tables, meta)
+        return _Timeline(self._txn, self._tables, meta, self._numbers)
 
     def version(self, name: bytes) -> int:
         return self._open(name).meta.version
@@ -578,7 +634,10 @@ class TimelineReader:
     def placement(self, name: bytes, ref: bytes) -> Placement | None:
         timeline = self._open(name)
         if is_causal_time(name):
-            raw = self._txn.get(timeline.prefix + ref, db=self._tables.causal_nodes)
+            number = self._numbers.find(ref)
+            raw = None
+            if number is not None:
+                raw = self._txn.get(timeline.prefix + number, db=self._tables.causal_nodes)
             if raw is None:
                 return None
             height, elem, chain = decode_row(raw, ref)
@@ -604,8 +663,8 @@ class TimelineReader:
         for key in cursor.iternext(values=False):
             if key[:4] != timeline.prefix:
                 break
-            ref = bytes(key[4:])
-            found.append((ref, timeline.member(ref)[0]))  # type: ignore[index]
+            number = bytes(key[4:])
+            found.append((self._numbers.ref(number), timeline.rows.member(number).rank))
         return found
 
     def successors(self, name: bytes, ref: bytes) -> list[bytes]:
@@ -613,8 +672,7 @@ class TimelineReader:
         return self._open(name).successors(ref)
 
     def member_rank(self, name: bytes, ref: bytes) -> int | None:
-        found = self._open(name).member(ref)
-        return None if found is None else found[0]
+        return self._open(name).rank(ref)
 
     def rank_boundary(self, name: bytes, rank: int) -> int:
         """How many members rank below `rank`."""

@@ -25,7 +25,8 @@
     about-names    author + seq(u64 BE) -> name        each own `about` a feed wrote; its name
                                                        is its last row below its invalid
                                                        boundary (storage.views.abouts)
-    tl-*           the timelines (storage.engine.timeline, storage.views.timelines)
+    tl-*           the timelines (storage.engine.timeline, storage.views.timelines) and the
+                   ref numbers their rows are keyed by (storage.engine.ref_numbers)
     proc-*         the causal processor's order and frontier (storage.feeds.processor)
     doc-*          documents: weaves, backspaces, splice logs (storage.documents.rows)
 
@@ -49,7 +50,9 @@ import lmdb
 from tanglenode.storage.engine.keys import U32, U64, timeline_label  # noqa: F401 (re-exported)
 from tanglenode.storage.feeds.stored_form import Bodies, parse_stored  # noqa: F401 (re-exported)
 
-SCHEMA_VERSION = b"11"  # 11: messages of format 2 (tagged timeframes), heads, suspects
+# 11: messages of format 2 (tagged timeframes), heads, suspects; 12: timeline rows keyed by
+# ref numbers (storage.engine.ref_numbers)
+SCHEMA_VERSION = b"12"
 # Schemas whose messages are of format 1, which no build of this one's accepts again.
 PREVIOUS_FORMAT_SCHEMAS = tuple(str(n).encode() for n in range(1, 11))
 ABOUTS_DB = b"about-names"  # the names feeds give themselves (storage.views.abouts)

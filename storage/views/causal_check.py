@@ -58,6 +58,7 @@ def _check_one(txn, tables: TimelineTables, base: bytes, members: list) -> list[
     links_of = {ref: links for ref, links, _m in members}
     problems = []
     number = txn.get(name, db=tables.names)
+    find = tables.ref_numbers(txn).find
     for ref in causal_time_order(events):  # a topological order
         message = message_of[ref]
         elem = element(message.timestamp, message.id)
@@ -66,7 +67,12 @@ def _check_one(txn, tables: TimelineTables, base: bytes, members: list) -> list[
         chains[ref] = max(offered) if offered else root_chain(elem)
         heights[ref] = 1 + max((heights[link] for link in present), default=-1)
         keys[ref] = tree_key(chains[ref], heights[ref], elem)
-        row = txn.get(bytes(number) + ref, db=tables.causal_nodes)
+        ref_number = find(ref)
+        row = (
+            None
+            if ref_number is None
+            else txn.get(bytes(number) + ref_number, db=tables.causal_nodes)
+        )
         if row is None or bytes(row) != encode_row(heights[ref], elem, chains[ref], ref):
             problems.append(f"the causal-time row of a member of {label} is wrong")
             break

@@ -37,6 +37,7 @@ import msgpack
 from tanglenode.protocol.identity import tag_of
 from tanglenode.protocol.message import Message
 from tanglenode.storage.engine.causal_timeline import add_twins, remove_twins
+from tanglenode.storage.engine.ref_numbers import numbering_problems
 from tanglenode.storage.engine.timeline import TimelineReader, TimelineTables, TimelineWriter
 from tanglenode.storage.feeds.derived import ViewCost
 from tanglenode.storage.feeds.layout import Tables, feed_key, tangle_key
@@ -186,6 +187,9 @@ def timeline_contents(
             yield bytes(name), msgpack.packb(entries)
 
 
+# What `tangled reindex` empties to rebuild the timelines. Not `tl-refs` and `tl-ref-names`
+# (storage.engine.ref_numbers): numbers are never taken back, so a rebuild gives each ref the
+# number it had, and writes the same rows for each member (the timelines numbered afresh).
 TIMELINE_TABLES = (
     b"tl-names",
     b"tl-meta",
@@ -219,7 +223,9 @@ class TimelinesView:
         pass  # the rank order follows arrival, not processing
 
     def check(self, txn: Any, messages: Mapping[Position, Message]) -> list[str]:
-        return check_rank_orders(txn, self._ctx.timeline_tables, messages)
+        tables = self._ctx.timeline_tables
+        problems = check_rank_orders(txn, tables, messages)
+        return problems + numbering_problems(txn, tables.refs, tables.ref_names)
 
     def content(self, txn: Any) -> Iterator[tuple[bytes, bytes]]:
         return timeline_contents(txn, self._ctx.timeline_tables, b"\x00\x01")

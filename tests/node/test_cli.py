@@ -553,3 +553,17 @@ def test_an_error_of_several_lines_keeps_them_each_made_safe(ready):
         f"  evil?[2J (from {config}): unknown setting",  # the key's ESC made safe
         f"  listn (from {config}): unknown setting",
     ]
+
+
+@pytest.mark.parametrize("command", [("log",), ("check",), ("export", "--bundle", "-")])
+def test_a_store_of_schema_11_is_refused_with_the_way_out_in_one_line(ready, command):
+    """Schema 12 keys the timelines' rows by ref numbers: a schema-11 store moves by bundle."""
+    with tamper(ready.data_dir / "store") as (txn, tables):
+        txn.put(b"schema", b"11", db=tables.meta)
+    done = ready.run(*command)
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr == (
+        "tangled: store schema 11, this build reads 12: with the build that wrote it, "
+        "`tangled export --bundle FILE`, then `tangled import FILE` into a new data directory "
+        "with this one\n"
+    )

@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import lmdb
 import pytest
 
 from tanglenode.storage.engine.timeline import Insert, Move, apply_commands
@@ -148,3 +149,16 @@ def test_invalid_utf8_and_empty_input(tmp_path):
 def test_usage_errors_exit_2():
     assert linearize("--order", "alphabetical").returncode == 2
     assert linearize("/no/such/file.jsonl").returncode == 2
+
+
+def test_a_db_of_the_layout_before_ref_numbers_is_refused_in_one_line(tmp_path):
+    env = lmdb.open(str(tmp_path / "db"), max_dbs=4)  # what an older engine left: no tl-refs
+    with env.begin(write=True) as txn:
+        txn.put(b"linearize", b"\x00\x00\x00\x01", db=env.open_db(b"tl-names", txn=txn))
+    env.close()
+    done = linearize("--db", str(tmp_path / "db"), stdin=lines(EXAMPLE[:1]))
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr == (
+        f"tangled: {tmp_path / 'db'} holds timelines of an older layout (refs not numbered), "
+        "which this build does not read: use a new directory\n"
+    )

@@ -208,3 +208,16 @@ def test_a_row_of_the_first_layout_is_found_malformed(named, corrupt):
     assert store.feeds.check().problems == [
         f"about-names holds a malformed key {alice.public.hex()}"
     ]
+
+
+def test_ref_numbers_whose_two_tables_disagree_are_found(populated):
+    store, *_ = populated
+    tables = store.ctx.timeline_tables
+    with store.ctx.write() as txn:  # a ref whose number names another ref
+        (_ref, first), (second_ref, second) = list(txn.cursor(db=tables.refs))[:2]
+        txn.put(second_ref, first, db=tables.refs)
+    assert "tl-refs and tl-ref-names disagree on 1 refs" in store.feeds.check().problems
+    with store.ctx.write() as txn:  # and one no number names
+        txn.put(second_ref, second, db=tables.refs)
+        txn.delete(second, db=tables.ref_names)
+    assert "tl-refs and tl-ref-names disagree on 1 refs" in store.feeds.check().problems

@@ -25,8 +25,10 @@ def state(store):
         and store.ctx.views.keeps("joined-order")
         and store.timelines.timeline_version(store.timelines.timeline_name(root, tangle, "joined"))
     }
-    counts = [
-        (t.root, t.name, t.messages, t.joined) for t in store.tangles.tangle_page(limit=1000)[0]
+    counts = [  # a tangle whose members all left keeps an empty timeline: left out, as above
+        (t.root, t.name, t.messages, t.joined)
+        for t in store.tangles.tangle_page(limit=1000)[0]
+        if t.messages
     ]
     tips = {
         (root, tangle): store.tangles.tangle_tips(root, tangle)

@@ -1,0 +1,116 @@
+"""Ref numbers: every ref the timeline engine stores, as a store-wide number of 4 bytes.
+
+Theory of operation
+-------------------
+A ref names a member in its timeline's rows: a message id (32 bytes) in a
+tangle's timelines, author + seq + tag (56 bytes) in the spacetime, any
+string of up to 256 bytes in `tangled linearize`. Ids are hashes and
+spacetime refs begin with the author, so rows keyed by refs land on random
+B-tree leaves: every batch dirtied leaves all over each table (each one
+copied on write, its old copy left as a free page), and every row paid the
+ref's length in its key, and again in the value of a successor row.
+
+So the engine stores a ref's *number* instead: a u32, big-endian, given in
+order of first use. Rows keyed by timeline number + ref number then take
+new members at the right edge of their timeline's range, so a batch writes
+to a few leaves at the end of each range, and a successor row is 8 bytes of
+key and 4 of value.
+Callers never see numbers: they pass refs in and get refs back, and the
+engine translates at its edge (`storage.engine.timeline`,
+`storage.engine.causal_timeline`, `storage.engine.causal_window`). Two
+tables hold the numbering:
+
+    tl-refs       ref -> number (u32 BE)
+    tl-ref-names  number (u32 BE) -> ref
+
+Numbers are store-wide: a message id has one number in its tangle's
+timeline, the joined view and both their causal-time twins. A ref gets one
+the first time a writer stores it, as a member or as the target of a link
+(a pending reference names a ref no timeline holds yet), and keeps it:
+numbers are never reused or deleted. A removed member's ref stays the
+target of its successors' pending references, and `tangled reindex`, which
+empties the views' tables, leaves these two alone, so a rebuild gives
+every ref the number it had.
+
+`RefNumbers` serves one transaction. `find` looks a number up and never
+assigns one: a read of a ref without a number writes nothing, the ref
+being in no timeline. `assign` (writers only) numbers a ref that has none,
+writing both rows at once so that readers in the same transaction see
+them; the next number is read from the last row of `tl-ref-names` at each
+assignment, so two `RefNumbers` of one transaction never give out the same
+one. What it looked up or assigned is cached for its transaction only: a
+transaction that aborts takes its numbers with it, and a cache outliving
+it would hand them out again with no rows behind them.
+"""
+
+from __future__ import annotations
+
+from tanglenode.storage.engine.keys import U32
+from tanglenode.storage.errors import StoreDamaged, TimelineError
+
+LAST_NUMBER = 0xFFFF_FFFF
+
+
+class RefNumbers:
+    """The numbers of refs inside one transaction (see the module docstring)."""
+
+    def __init__(self, txn, refs_db, names_db) -> None:
+        self._txn = txn
+        self._refs_db = refs_db  # tl-refs: ref -> number
+        self._names_db = names_db  # tl-ref-names: number -> ref
+        self._numbers: dict[bytes, bytes] = {}  # ref -> number, found or assigned here
+        self._refs: dict[bytes, bytes] = {}  # number -> ref, the same pairs
+        self._last = None  # a cursor on tl-ref-names, opened at the first assignment
+
+    def find(self, ref: bytes) -> bytes | None:
+        """The number of `ref`, None if it has none (it is in no timeline)."""
+        number = self._numbers.get(ref)
+        if number is None:
+            number = self._txn.get(ref, None, self._refs_db)
+            if number is None:
+                return None
+            self._numbers[ref] = number
+            self._refs[number] = ref
+        return number
+
+    def assign(self, ref: bytes) -> bytes:
+        """The number of `ref`, the next one if it has none yet (written at once)."""
+        number = self._numbers.get(ref)
+        if number is not None:
+            return number
+        number = self.find(ref)
+        if number is not None:
+            return number
+        cursor = self._last
+        if cursor is None:
+            cursor = self._last = self._txn.cursor(self._names_db)
+        following = U32.unpack(cursor.key())[0] + 1 if cursor.last() else 0
+        if following > LAST_NUMBER:
+            raise TimelineError("every ref number is taken: the store holds 2**32 refs")
+        number = U32.pack(following)
+        cursor.put(number, ref, append=True)
+        self._txn.put(ref, number, db=self._refs_db)
+        self._numbers[ref] = number
+        self._refs[number] = ref
+        return number
+
+    def ref(self, number: bytes) -> bytes:
+        """The ref numbered `number` (which a row of the engine holds)."""
+        ref = self._refs.get(number)
+        if ref is None:
+            ref = self._txn.get(number, None, self._names_db)
+            if ref is None:
+                raise StoreDamaged(f"no ref has number {U32.unpack(number)[0]} (tl-ref-names)")
+            self._refs[number] = ref
+            self._numbers[ref] = number
+        return ref
+
+
+def numbering_problems(txn, refs_db, names_db) -> list[str]:
+    """`tangled check`'s look at the numbering: each table must be the other turned round."""
+    numbers = {bytes(ref): bytes(number) for ref, number in txn.cursor(db=refs_db)}
+    wrong = 0
+    for number, ref in txn.cursor(db=names_db):
+        wrong += numbers.pop(bytes(ref), None) != bytes(number)
+    wrong += len(numbers)  # refs that no number names
+    return [f"tl-refs and tl-ref-names disagree on {wrong} refs"] if wrong else []
