@@ -36,11 +36,15 @@ every ref the number it had.
 assigns one: a read of a ref without a number writes nothing, the ref
 being in no timeline. `assign` (writers only) numbers a ref that has none,
 writing both rows at once so that readers in the same transaction see
-them; the next number is read from the last row of `tl-ref-names` at each
-assignment, so two `RefNumbers` of one transaction never give out the same
-one. What it looked up or assigned is cached for its transaction only: a
-transaction that aborts takes its numbers with it, and a cache outliving
-it would hand them out again with no rows behind them.
+them. The next number is the one after this `RefNumbers`' last, written with
+LMDB's append, which refuses a key not above the table's last row: then
+another one of the same transaction numbered since, and the last row says
+where to go on. So two `RefNumbers` of one transaction never give out the
+same one, and a run of assignments reads the table's end once. A ref
+`find` saw without a number is remembered as such until assigned. What it
+looked up or assigned is cached for its transaction only: a transaction
+that aborts takes its numbers with it, and a cache outliving it would hand
+them out again with no rows behind them.
 """
 
 from __future__ import annotations
@@ -60,14 +64,19 @@ class RefNumbers:
         self._names_db = names_db  # tl-ref-names: number -> ref
         self._numbers: dict[bytes, bytes] = {}  # ref -> number, found or assigned here
         self._refs: dict[bytes, bytes] = {}  # number -> ref, the same pairs
+        self._absent: set[bytes] = set()  # refs `find` saw without a number, until assigned
         self._last = None  # a cursor on tl-ref-names, opened at the first assignment
+        self._next = -1  # the number after our last assignment (-1: read the table's last)
 
     def find(self, ref: bytes) -> bytes | None:
         """The number of `ref`, None if it has none (it is in no timeline)."""
         number = self._numbers.get(ref)
         if number is None:
+            if ref in self._absent:
+                return None
             number = self._txn.get(ref, None, self._refs_db)
             if number is None:
+                self._absent.add(ref)
                 return None
             self._numbers[ref] = number
             self._refs[number] = ref
@@ -84,15 +93,26 @@ class RefNumbers:
         cursor = self._last
         if cursor is None:
             cursor = self._last = self._txn.cursor(self._names_db)
-        following = U32.unpack(cursor.key())[0] + 1 if cursor.last() else 0
-        if following > LAST_NUMBER:
-            raise TimelineError("every ref number is taken: the store holds 2**32 refs")
+        following = self._next
+        # The number after our own last one, unless another writer of this transaction
+        # numbered since: LMDB's append refuses a key not above the last, and then the
+        # table's last row says where to go on.
+        if following < 0 or not cursor.put(_number(following), ref, append=True):
+            following = U32.unpack(cursor.key())[0] + 1 if cursor.last() else 0
+            if not cursor.put(_number(following), ref, append=True):
+                raise StoreDamaged("tl-ref-names refused the next number")
         number = U32.pack(following)
-        cursor.put(number, ref, append=True)
+        self._next = following + 1
         self._txn.put(ref, number, db=self._refs_db)
+        self._absent.discard(ref)
         self._numbers[ref] = number
         self._refs[number] = ref
         return number
+
+    def assign_all(self, refs: list[bytes]) -> list[bytes]:
+        """The numbers of `refs`, in order, numbering those without one (`assign`)."""
+        known = self._numbers.get
+        return [known(ref) or self.assign(ref) for ref in refs]
 
     def ref(self, number: bytes) -> bytes:
         """The ref numbered `number` (which a row of the engine holds)."""
@@ -104,6 +124,12 @@ class RefNumbers:
             self._refs[number] = ref
             self._numbers[ref] = number
         return ref
+
+
+def _number(value: int) -> bytes:
+    if value > LAST_NUMBER:
+        raise TimelineError("every ref number is taken: the store holds 2**32 refs")
+    return U32.pack(value)
 
 
 def numbering_problems(txn, refs_db, names_db) -> list[str]:

@@ -455,11 +455,11 @@ class TimelineWriter:
         for link in links:
             if not link or len(link) > MAX_REF_BYTES:
                 raise TimelineError(f"a link must be 1 to {MAX_REF_BYTES} bytes")
-        assign = self._numbers.assign
+        numbers = self._numbers.assign_all([ref, *links])
         stored = b"" if sort_id == ref else sort_id  # a tangle's row leaves its id out
         try:
             commands = _core.add_event(
-                timeline.rows, timeline.tree, assign(ref), list(map(assign, links)), sort_id, stored
+                timeline.rows, timeline.tree, numbers[0], numbers[1:], sort_id, stored
             )
         except CycleError as error:
             error.loop = [self._numbers.ref(number) for number in error.loop]

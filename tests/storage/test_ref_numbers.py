@@ -166,3 +166,15 @@ def test_removal_and_adding_again_restore_the_raw_rows(engine):
     engine.remove(b"a")
     engine.add_batch([(b"a", []), (b"d", [b"c", b"q"])])
     assert (engine.raw_rows(), numbering(engine), engine.order()) == before
+
+
+def test_two_numberings_of_one_transaction_never_give_the_same_number(engine):
+    """Each `RefNumbers` goes on from its own last number; one of them numbering in between
+    makes LMDB's append refuse the other's guess, which then reads the table's end."""
+    with engine.env.begin(write=True) as txn:
+        first, second = engine.tables.ref_numbers(txn), engine.tables.ref_numbers(txn)
+        given = [first.assign(b"a"), first.assign(b"b"), second.assign(b"c")]
+        given += [first.assign(b"d"), second.assign(b"e"), first.assign(b"f")]
+        assert first.find(b"zz") is None and first.assign(b"zz") not in given  # once absent
+    assert sorted(numbering(engine).values()) == list(range(7))
+    assert len(set(given)) == len(given)
