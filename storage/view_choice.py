@@ -154,7 +154,9 @@ def choose_views(
         unknown = ", ".join(sorted(set(wanted) - names))
         raise ValueError(f"no optional view {unknown}; the optional views: {', '.join(names)}")
     defaults = {view.name for view in known if view.default}
-    with env.begin(write=True) as txn:
+
+    def reconcile(txn: Any, write: bool) -> tuple[set[str], set[str], bool]:
+        """(built, chosen, whether anything must be written), written when `write`."""
         recorded = read_built(txn, meta_db, known)
         if recorded is None:  # a new store builds what is wanted; an old one holds all
             built = set(defaults if wanted is None else wanted) if empty else set(names)
@@ -163,12 +165,20 @@ def choose_views(
         chosen = set(built) if wanted is None else set(wanted)
         if empty:
             built |= chosen
-        for view in known:
-            if view.name in built and view.name not in chosen:
+        doomed = [view for view in known if view.name in built and view.name not in chosen]
+        built.difference_update(view.name for view in doomed)
+        changes = bool(doomed) or recorded is None or built != recorded
+        if write and changes:
+            for view in doomed:
                 drop_view(txn, env, tables, view)
-                built.discard(view.name)
-        if recorded is None or built != recorded:
             write_built(txn, meta_db, built)
+        return built, chosen, changes
+
+    with env.begin() as txn:  # most opens change nothing: no write lock taken for them
+        built, chosen, changes = reconcile(txn, write=False)
+    if changes:
+        with env.begin(write=True) as txn:
+            built, chosen, _changes = reconcile(txn, write=True)
     return ViewState(kept=frozenset(built & chosen), wanted=frozenset(chosen), known=known)
 
 
