@@ -4,6 +4,7 @@ import pytest
 
 from tanglenode.protocol.identity import feed_text
 from tanglenode.protocol.message import TangleLink
+from tanglenode.storage.feeds.bodies import ARRIVAL
 from tanglenode.storage.feeds.layout import feed_key, head_value, tangle_key
 from tanglenode.storage.feeds.stored_form import verbatim
 from tanglenode.storage.views.abouts import about_key
@@ -52,15 +53,18 @@ def test_a_tampered_message_fails_its_signature(populated, corrupt):
     tampered[-10] ^= 0xFF
     position = feed_key(alice.public, 2)
     stored = verbatim(bytes(tampered))
-    store = corrupt(store, lambda txn, t: txn.put(position, stored, db=t.messages))
+    store = corrupt(
+        store, lambda txn, t: txn.put(t.bodies.arrival(txn, position), stored, db=t.messages)
+    )
     assert any("bad-signature" in p for p in store.feeds.check().problems)
 
 
 def test_a_message_stored_out_of_place_is_found(populated, corrupt):
     store, alice, _, _ = populated
-    misplaced = alice.messages[0].raw
+    misplaced = verbatim(alice.messages[0].raw)
+    position = feed_key(alice.public, 3)
     store = corrupt(
-        store, lambda txn, t: txn.put(feed_key(alice.public, 9), verbatim(misplaced), db=t.messages)
+        store, lambda txn, t: txn.put(t.bodies.arrival(txn, position), misplaced, db=t.messages)
     )
     assert any("out of place" in p for p in store.feeds.check().problems)
 
@@ -73,10 +77,40 @@ def test_a_missing_id_index_row_is_found(populated, corrupt):
 
 def test_a_missing_message_leaves_a_gap(populated, corrupt):
     store, alice, _, _ = populated
-    store = corrupt(store, lambda txn, t: txn.delete(feed_key(alice.public, 2), db=t.messages))
+    store = corrupt(store, lambda txn, t: t.bodies.remove(txn, feed_key(alice.public, 2)))
     problems = store.feeds.check().problems
     assert any("gaps" in p for p in problems)
     assert any("message-ids row" in p for p in problems)
+
+
+def test_an_index_row_without_its_body_is_found(populated, corrupt):
+    store, alice, _, _ = populated
+    position = feed_key(alice.public, 2)
+    store = corrupt(
+        store, lambda txn, t: txn.delete(t.bodies.arrival(txn, position), db=t.messages)
+    )
+    problems = store.feeds.check().problems
+    assert any(f"{feed_text(alice.public)}:2 has no body" in p for p in problems), problems
+
+
+def test_a_body_without_its_index_row_is_found(populated, corrupt):
+    store, alice, _, _ = populated
+    stray = verbatim(alice.messages[0].raw)
+    store = corrupt(store, lambda txn, t: txn.put(ARRIVAL.pack(99), stray, db=t.messages))
+    problems = store.feeds.check().problems
+    assert problems == ["body 99 is in no message-at row"], problems
+
+
+def test_two_index_rows_naming_one_body_are_found(populated, corrupt):
+    store, alice, _, _ = populated
+
+    def share(txn, t):
+        arrival = txn.get(feed_key(alice.public, 2), db=t.message_at)
+        txn.put(feed_key(alice.public, 3), arrival, db=t.message_at)
+
+    store = corrupt(store, share)
+    problems = store.feeds.check().problems
+    assert any(f"{feed_text(alice.public)}:3 shares body" in p for p in problems), problems
 
 
 def test_a_wrong_head_is_found(populated, corrupt):
