@@ -4,8 +4,9 @@ Theory of operation
 -------------------
 Two tables hold the accepted messages:
 
-    messages     arrival (u64 BE) -> stored form        the bodies, in arrival order
-    message-at   author + seq (u64 BE) -> arrival (u64 BE)  where each feed's messages are
+    messages     arrival (u64 BE) -> stored form      the bodies, in arrival order
+    message-at   position -> arrival (u64 BE)         where each body is, by position
+                                                      (storage.feeds.message_at: in runs)
 
 Callers ask by position, author + seq, as they always did: a read looks the
 position up in `message-at`, then the body in `messages`; a range of

@@ -5,8 +5,9 @@
                                                        value is the signed bytes without
                                                        the author and with timeframe keys
                                                        as feed numbers (storage.feeds.stored_form)
-    message-at     author + seq(u64 BE) -> arrival     where each message is: a feed is one
-                                                       contiguous key range (storage.feeds.bodies)
+    message-at     author + seq(u64 BE) -> arrivals    where each message is, in runs of 64
+                                                       seqs: a feed is one contiguous key
+                                                       range (storage.feeds.message_at)
     feeds          feed key -> number (u32 BE)         feed numbers, assigned once, never
                    number (u32 BE) -> feed key         reused (told apart by key length)
     message-ids    id -> author + seq(u64 BE)          the index by message id
@@ -89,7 +90,7 @@ class Tables:
     """Handles of the named databases of one environment."""
 
     messages: Any  # arrival -> stored form: read it through `bodies`
-    message_at: Any  # author + seq -> arrival
+    message_at: Any  # author + first seq of a run -> arrivals (storage.feeds.message_at)
     message_ids: Any
     heads: Any
     invalid: Any

@@ -1,6 +1,8 @@
 """Bodies are appended in arrival order behind the `message-at` index (storage.feeds.bodies):
 real LMDB stores, read back through every kind of read."""
 
+import pytest
+
 from tanglenode.storage.feeds.bodies import ARRIVAL
 from tanglenode.storage.feeds.layout import feed_key
 from tanglenode.storage.writes import feed_ordered
@@ -102,3 +104,37 @@ def test_a_truncation_removes_the_index_rows_and_the_bodies(open_store):
     assert store.feeds.get(alice.messages[2].id) is None
     assert store.feeds.statistics()["messages"] == 3
     assert store.feeds.check().ok
+
+
+@pytest.mark.parametrize("boundary", [2, 64, 65, 66, 130])
+def test_a_feed_across_index_runs_reads_and_cuts_back_whole(open_store, boundary):
+    """`message-at` keeps a feed's arrival numbers in rows of 64 seqs (storage.feeds.message_at):
+    reads across rows, and a cut back from anywhere, leave exactly the messages below it."""
+    alice, bob = Feed("runs-alice"), Feed("runs-bob")
+    for n in range(130):
+        alice.append({"n": n})
+        if n % 10 == 0:
+            bob.append({"n": n})
+    raws = [m.raw for m in alice.messages]
+    twin = Feed(alice.keypair)
+    twin.messages = alice.messages[: boundary - 1]
+    fork = twin.append({"n": "other"})
+    store = open_store()
+    store.writes.ingest([m.raw for m in alice.messages + bob.messages])
+    assert store.feeds.read_feed_raw(alice.public, from_seq=60, limit=10) == raws[59:69]
+    assert store.feeds.read_feed_raw(alice.public, from_seq=129) == raws[128:]
+    assert [store.feeds.get_by_seq(alice.public, s).raw for s in (64, 65, 128)] == [
+        raws[63],
+        raws[64],
+        raws[127],
+    ]
+    store.writes.ingest([fork.raw])
+    assert store.feeds.read_feed_raw(alice.public) == raws[: boundary - 1]
+    assert store.feeds.get_by_seq(alice.public, boundary) is None
+    assert store.feeds.read_feed_raw(bob.public) == [m.raw for m in bob.messages]
+    assert store.feeds.statistics()["messages"] == boundary - 1 + len(bob.messages)
+    assert store.feeds.check().ok
+    store.close()
+    at, keys = stored_rows(store.path)
+    assert sorted(at.values()) == keys
+    assert len(at) == boundary - 1 + len(bob.messages)
