@@ -159,7 +159,7 @@ class BodyWriter:
     def __init__(self, txn, bodies: Bodies) -> None:
         self._txn = txn
         self._bodies = bodies
-        self._ends = txn.cursor(db=bodies.messages)  # finds the last body
+        self._ends: Any = None  # a cursor that finds the last body, once one is stored
         self._fresh: dict[bytes, int] = {}
         self._count = txn.stat(bodies.feeds)["entries"] // 2  # committed when it starts
         bodies.committed(self._count)
@@ -193,6 +193,8 @@ class BodyWriter:
         """Store `message` at `position` (author + seq): its body after the last one,
         its index row naming it."""
         value = encode(message, self.number_of)
+        if self._ends is None:
+            self._ends = self._txn.cursor(db=self._bodies.messages)
         ends = self._ends
         last = ARRIVAL.unpack(ends.key())[0] if ends.last() else -1
         arrival = ARRIVAL.pack(last + 1)
