@@ -82,8 +82,8 @@ def engine_alone(trace: Trace) -> float | None:
     """Seconds for the document engine alone to weave `trace`'s messages.
 
     The trace is replayed once (not timed) to get its signed messages in
-    processed order; their bytes are put in a fresh LMDB environment's
-    `messages` table (the engine reads older wefts from there). Timed: a
+    processed order; they are stored in a fresh LMDB environment's feed
+    tables (the engine reads older wefts from there). Timed: a
     `DocumentEngine` applying every message in that order, 256 messages per
     write transaction as a replay's ingest batches them, commits included;
     no signing, verifying, chain checks, timelines or causal processor.
@@ -92,7 +92,7 @@ def engine_alone(trace: Trace) -> float | None:
 
     from tanglenode.storage.documents.engine import DocumentEngine
     from tanglenode.storage.documents.rows import DocumentTables
-    from tanglenode.storage.feeds.layout import feed_key
+    from tanglenode.storage.feeds.layout import MAX_NAMED_DATABASES, Tables, feed_key
 
     with tempfile.TemporaryDirectory() as source_dir, tempfile.TemporaryDirectory() as target:
         source = FeedStore(source_dir, map_size=2**31)
@@ -103,19 +103,20 @@ def engine_alone(trace: Trace) -> float | None:
             messages += [source.feeds.get_by_seq(feed, seq) for _index, feed, seq in page]
             start = page[-1][0] + 1
         source.close()
-        env = lmdb.open(target, map_size=2**31, max_dbs=48)
+        env = lmdb.open(target, map_size=2**31, max_dbs=MAX_NAMED_DATABASES)
         tables = DocumentTables.open(env)
+        feed_tables = Tables.open(env)
         with env.begin(write=True) as txn:
-            stored = env.open_db(b"messages", txn=txn)
-            ids = env.open_db(b"message-ids", txn=txn)
+            bodies = feed_tables.bodies.writer(txn)
             for message in messages:
-                txn.put(feed_key(message.author, message.seq), message.raw, db=stored)
-                txn.put(message.id, feed_key(message.author, message.seq), db=ids)
+                position = feed_key(message.author, message.seq)
+                bodies.put(position, message)
+                txn.put(message.id, position, db=feed_tables.message_ids)
         gc.collect()
         started = time.perf_counter()
         for first in range(0, len(messages), 256):
             with env.begin(write=True) as txn:
-                engine = DocumentEngine(txn, tables, stored, ids)
+                engine = DocumentEngine(txn, tables, feed_tables.bodies, feed_tables.message_ids)
                 for message in messages[first : first + 256]:
                     engine.apply(message)
                 engine.finish()

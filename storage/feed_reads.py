@@ -93,14 +93,15 @@ class FeedReads:
     def read_feed_raw(self, author: bytes, from_seq: int = 1, limit: int = 1000) -> list[bytes]:
         """The signed bytes of up to `limit` messages of a feed from `from_seq` on (for gossip)."""
         raws: list[bytes] = []
+        if limit <= 0:
+            return raws
+        bodies = self._ctx.tables.bodies
         with self._ctx.read() as txn:
-            cursor = txn.cursor(db=self._ctx.tables.messages)
-            if not cursor.set_range(feed_key(author, max(from_seq, 1))):
-                return raws
-            for key, value in cursor:
-                if key[:32] != author or len(raws) >= limit:
+            start = feed_key(author, max(from_seq, 1))
+            for position, body in bodies.rows(txn, start, within=author):
+                raws.append(bodies.rebuild(txn, position, body))
+                if len(raws) >= limit:
                     break
-                raws.append(self._ctx.tables.bodies.rebuild(txn, key, value))
         return raws
 
     def held(self) -> list[FeedInfo]:
@@ -158,16 +159,14 @@ class FeedReads:
         after: bytes | None = None
         while True:
             with self._ctx.read() as txn:
-                cursor = txn.cursor(db=self._ctx.tables.messages)
-                found = cursor.set_range(after) if after else cursor.first()
-                if found and after is not None and cursor.key() == after:
-                    found = cursor.next()
                 rows = []
                 bodies = self._ctx.tables.bodies
-                while found and len(rows) < chunk:
-                    key = bytes(cursor.key())
-                    rows.append((key, bodies.rebuild(txn, key, cursor.value())))
-                    found = cursor.next()
+                for position, body in bodies.rows(txn, after or b""):
+                    if position == after:
+                        continue
+                    rows.append((position, bodies.rebuild(txn, position, body)))
+                    if len(rows) >= chunk:
+                        break
             if not rows:
                 return
             yield from (raw for _key, raw in rows)
@@ -240,7 +239,7 @@ class FeedReads:
         with self._ctx.read() as txn:
             info = self._ctx.env.info()
             return {
-                "messages": txn.stat(self._ctx.tables.messages)["entries"],
+                "messages": self._ctx.tables.bodies.count(txn),
                 "feeds": txn.stat(self._ctx.tables.heads)["entries"],
                 "evidence": txn.stat(self._ctx.tables.evidence)["entries"],
                 "invalid_feeds": txn.stat(self._ctx.tables.invalid)["entries"],

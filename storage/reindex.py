@@ -202,9 +202,8 @@ def _stored(txn: Any, ctx: StoreContext) -> Iterator[Any]:
     tables, bodies = ctx.tables, ctx.tables.bodies
     ids: dict[bytes, bytes] = {}
     named: dict[bytes, list[tuple[bytes, bytes | None]]] = {}  # position -> (link, tag)
-    for key, value in txn.cursor(db=tables.messages):
-        position = bytes(key)
-        message = parse_stored(bodies.rebuild(txn, position, value))
+    for position, body in bodies.rows(txn):
+        message = parse_stored(bodies.rebuild(txn, position, body))
         ids[position] = message.id
         links: list[tuple[bytes, bytes | None]] = [
             (feed_key(feed, seq), message.timeframe_tags[feed])
@@ -247,7 +246,7 @@ def _processed_order(txn: Any, ctx: StoreContext) -> Iterator[tuple[bytes, int]]
     start = 0
     while page := read_processed(txn, ctx.processor_tables, start, CHUNK):
         for _index, feed, seq in page:
-            if txn.get(feed_key(feed, seq), db=ctx.tables.messages) is not None:
+            if ctx.tables.bodies.holds(txn, feed_key(feed, seq)):
                 yield feed, seq
         start = page[-1][0] + 1
 

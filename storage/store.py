@@ -104,7 +104,7 @@ class FeedStore:
             backfill = self._check_schema(tables)  # before any table of this schema is made
             timeline_tables = TimelineTables.open(self._env)
             with self._env.begin() as txn:
-                empty = txn.stat(tables.messages)["entries"] == 0
+                empty = tables.bodies.count(txn) == 0
             state = choose_views(self._env, tables.meta, timeline_tables, OPTIONAL, views, empty)
             self.ctx = StoreContext(
                 self.path,

@@ -133,7 +133,7 @@ class DocumentEngine:
     def __init__(self, txn, tables: DocumentTables, bodies, message_ids_db) -> None:
         self._txn = txn
         self._tables = tables
-        self._messages = bodies  # storage.feeds.stored_form.Bodies: messages by position
+        self._messages = bodies  # storage.feeds.bodies.Bodies: messages by position
         self._message_ids = message_ids_db
         self._docs: dict[int, _Doc] = {}
 

@@ -1,11 +1,13 @@
 """`tangled check`: re-verify every stored message and rebuild every index to compare.
 
-One read transaction over the whole store. Each stored message is decoded
-and its signature verified again; from the messages alone we rebuild what
-the feed store's own tables should hold (ids, feed chains, heads, proofs),
-then each derived view checks itself against the same messages
-(`DerivedView.check`, in the registry's order: storage/registry.py), and
-each disagreement is reported as one line. The parsed messages and rebuilt sets live in
+One read transaction over the whole store. Each stored message (each
+`message-at` row and the body it names, storage.feeds.bodies) is decoded
+and its signature verified again, and every body must be named by exactly
+one row; from the messages alone we rebuild what the feed store's own
+tables should hold (ids, feed chains, heads, proofs), then each derived
+view checks itself against the same messages (`DerivedView.check`, in the
+registry's order: storage/registry.py), and each disagreement is reported
+as one line. The parsed messages and rebuilt sets live in
 memory: fine for an offline check of a node's store, proportional to its size.
 """
 
@@ -25,6 +27,7 @@ from tanglenode.protocol.evidence import InvalidProof, check_proof
 from tanglenode.protocol.identity import feed_text, message_text
 from tanglenode.protocol.limits import UNLIMITED
 from tanglenode.protocol.message import Message, decode_message
+from tanglenode.storage.feeds.bodies import ARRIVAL
 from tanglenode.storage.feeds.derived import DerivedView
 from tanglenode.storage.feeds.layout import U64, Tables, split_feed_key, split_head_value
 
@@ -68,9 +71,23 @@ def _check_all(ctx: StoreContext, views: Sequence[DerivedView], report: CheckRep
     tables = ctx.tables
     with ctx.read() as txn:
         by_position: dict[tuple[bytes, int], Message] = {}
-        for key, value in txn.cursor(db=tables.messages):
+        named_bodies: set[bytes] = set()
+        for key, arrival in tables.bodies.positions(txn):
             report.messages += 1
             author, seq = split_feed_key(key)
+            if arrival in named_bodies:
+                report.problems.append(
+                    f"message {feed_text(author)}:{seq} shares {_arrival(arrival)} with another"
+                )
+                continue
+            named_bodies.add(arrival)
+            value = txn.get(arrival, db=tables.messages)
+            if value is None:
+                missing = _arrival(arrival)
+                report.problems.append(
+                    f"message {feed_text(author)}:{seq} has no body ({missing} is missing)"
+                )
+                continue
             try:
                 raw = tables.bodies.rebuild(txn, key, value)
             except (ValueError, KeyError, IndexError, struct.error) as error:
@@ -83,11 +100,23 @@ def _check_all(ctx: StoreContext, views: Sequence[DerivedView], report: CheckRep
                 report.problems.append(f"message {feed_text(author)}:{seq} is stored out of place")
                 continue
             by_position[(author, seq)] = message
+        _check_bodies(txn, tables, named_bodies, report)
         _check_ids(txn, tables, by_position, report)
         _check_feeds(txn, tables, by_position, report)
         _check_evidence(txn, tables, by_position, report)
         for view in views:
             report.problems.extend(view.check(txn, by_position))
+
+
+def _arrival(key: bytes) -> str:
+    return f"body {ARRIVAL.unpack(key)[0]}" if len(key) == ARRIVAL.size else f"body {key.hex()}"
+
+
+def _check_bodies(txn, tables: Tables, named: set[bytes], report: CheckReport) -> None:
+    """Every body in `messages` is named by a `message-at` row (storage.feeds.bodies)."""
+    for arrival in txn.cursor(db=tables.messages).iternext(values=False):
+        if bytes(arrival) not in named:
+            report.problems.append(f"{_arrival(bytes(arrival))} is in no message-at row")
 
 
 def _check_ids(txn, tables: Tables, by_position, report: CheckReport) -> None:

@@ -131,15 +131,13 @@ def truncate_feed(
     cut: Callable[[Message], None],
 ) -> set[bytes]:
     """Remove the feed's stored messages `head` down to `boundary`, newest first, each
-    handed to `cut` once it left `messages` and `message-ids` (the derived views);
-    returns the feeds their timeframes named (whose heads, named by nothing else, come
-    back)."""
+    handed to `cut` once it left `message-at`, `messages` and `message-ids` (the derived
+    views); returns the feeds their timeframes named (whose heads, named by nothing
+    else, come back)."""
     named: set[bytes] = set()
     for seq in range(head, boundary - 1, -1):
-        position = feed_key(author, seq)
-        message = tables.bodies.message(txn, position)
+        message = tables.bodies.remove(txn, feed_key(author, seq))
         named.update(message.timeframe)
-        txn.delete(position, db=tables.messages)
         txn.delete(message.id, db=tables.message_ids)
         cut(message)
     return named

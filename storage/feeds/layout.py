@@ -1,10 +1,13 @@
 """The LMDB layout: named databases and how their keys are built.
 
-    messages       author + seq(u64 BE) -> stored form    every accepted message, a feed
-                                                       being one contiguous key range; the
+    messages       arrival(u64 BE) -> stored form      every accepted message, in the order
+                                                       it arrived (appended: pages fill); the
                                                        value is the signed bytes without
                                                        the author and with timeframe keys
                                                        as feed numbers (storage.feeds.stored_form)
+    message-at     author + seq(u64 BE) -> arrivals    where each message is, in runs of 64
+                                                       seqs: a feed is one contiguous key
+                                                       range (storage.feeds.message_at)
     feeds          feed key -> number (u32 BE)         feed numbers, assigned once, never
                    number (u32 BE) -> feed key         reused (told apart by key length)
     message-ids    id -> author + seq(u64 BE)          the index by message id
@@ -30,10 +33,11 @@
     proc-*         the causal processor's order and frontier (storage.feeds.processor)
     doc-*          documents: weaves, backspaces, splice logs (storage.documents.rows)
 
-Bodies are keyed by position, not by id: ids are hashes, so a batch keyed by
+Messages are found by position, not by id: ids are hashes, so a batch keyed by
 id would dirty one B-tree leaf per message, while each feed's new messages
 land together at the end of its range (measured: commit cost per message
-about 3x lower for small messages).
+about 3x lower for small messages). The bodies themselves are appended in
+arrival order, behind the small `message-at` index (storage.feeds.bodies).
 
 A feed is invalid (proven forked) iff it has a row
 in `invalid`; it then holds no message at or above that seq. A tangle key
@@ -48,10 +52,11 @@ from typing import Any
 import lmdb
 
 from tanglenode.storage.engine.keys import U32, U64, timeline_label  # noqa: F401 (re-exported)
-from tanglenode.storage.feeds.stored_form import Bodies, parse_stored  # noqa: F401 (re-exported)
+from tanglenode.storage.feeds.bodies import Bodies
+from tanglenode.storage.feeds.stored_form import parse_stored  # noqa: F401 (re-exported)
 
 # 11: messages of format 2 (tagged timeframes), heads, suspects; 12: timeline rows keyed by
-# ref numbers (storage.engine.ref_numbers)
+# ref numbers (storage.engine.ref_numbers), bodies in arrival order behind `message-at`
 SCHEMA_VERSION = b"12"
 # Schemas whose messages are of format 1, which no build of this one's accepts again.
 PREVIOUS_FORMAT_SCHEMAS = tuple(str(n).encode() for n in range(1, 11))
@@ -84,7 +89,8 @@ def tangle_key(root: bytes, name: str) -> bytes:
 class Tables:
     """Handles of the named databases of one environment."""
 
-    messages: Any
+    messages: Any  # arrival -> stored form: read it through `bodies`
+    message_at: Any  # author + first seq of a run -> arrivals (storage.feeds.message_at)
     message_ids: Any
     heads: Any
     invalid: Any
@@ -97,15 +103,17 @@ class Tables:
     meta: Any
     feeds: Any
     about_names: Any
-    bodies: Bodies  # `messages` through the stored form
+    bodies: Bodies  # `message-at` and `messages` through the stored form
 
     @classmethod
     def open(cls, env: lmdb.Environment) -> Tables:
         with env.begin(write=True) as txn:
             messages = env.open_db(b"messages", txn=txn)
+            message_at = env.open_db(b"message-at", txn=txn)
             feeds = env.open_db(b"feeds", txn=txn)
             return cls(
                 messages=messages,
+                message_at=message_at,
                 message_ids=env.open_db(b"message-ids", txn=txn),
                 heads=env.open_db(b"heads", txn=txn),
                 invalid=env.open_db(b"invalid", txn=txn),
@@ -118,7 +126,7 @@ class Tables:
                 meta=env.open_db(b"meta", txn=txn),
                 feeds=feeds,
                 about_names=env.open_db(ABOUTS_DB, txn=txn),
-                bodies=Bodies(messages, feeds),
+                bodies=Bodies(messages, message_at, feeds),
             )
 
 

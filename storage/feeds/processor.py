@@ -179,7 +179,7 @@ def stalls(txn, tables: ProcessorTables, bodies: Bodies) -> list[Stall]:
     for feed, needed in txn.cursor(db=tables.waiting):
         needs_feed, needs_seq = split_feed_key(needed[:40])
         suspect = len(needed) == _SUSPECT
-        if suspect or txn.get(feed_key(needs_feed, needs_seq), db=bodies.db) is None:
+        if suspect or not bodies.holds(txn, feed_key(needs_feed, needs_seq)):
             feed, seq = bytes(feed), processed_seq(txn, tables, bytes(feed)) + 1
             if suspect:
                 tag: bytes | None = bytes(needed[40:])
@@ -359,7 +359,7 @@ class Processor:
         waiting for (feed, seq) to be processed would not meet the need (it may even wait
         on us), and the candidate waits for a proof instead."""
         position = feed_key(feed, seq)
-        if (feed, seq) not in self._batch and self._txn.get(position, db=self._bodies.db) is None:
+        if (feed, seq) not in self._batch and not self._bodies.holds(self._txn, position):
             return False
         return not self._holds(feed, seq, tag)
 

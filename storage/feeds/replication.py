@@ -62,7 +62,7 @@ def next_batch(
             feed, seq = split_feed_key(value)
             if sent.get(feed, -1) + 1 != seq:
                 continue  # not subscribed, or already sent
-            raw = messages_db.raw(txn, bytes(value))  # a storage.feeds.stored_form.Bodies
+            raw = messages_db.raw(txn, bytes(value))  # a storage.feeds.bodies.Bodies
             if raw is None:
                 continue  # processed, then cut away with its invalid feed
             if len(raws) >= limit or len(raw) + 8 > budget:

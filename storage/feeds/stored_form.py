@@ -3,8 +3,9 @@
 Theory of operation
 -------------------
 A message's signed bytes (docs/FORMAT.md) repeat what the store knows
-already. The `messages` row is keyed by author + seq, so the author need not
-be in the value; and a timeframe names up to thousands of feeds by their
+already. A message is found by its position, author + seq (the
+`message-at` index, storage.feeds.bodies), so the author need not be in the
+value; and a timeframe names up to thousands of feeds by their
 32-byte keys, the same few keys in every message. So the value is
 
     form 1:  0x01, len(M) (u8), M, len(T) (u32 BE), T, R
@@ -30,16 +31,15 @@ Feed numbers (`feeds`: key -> u32 number, and u32 number -> key, one table,
 told apart by key length) are assigned in order, 0 up, when a timeframe
 first names a feed, and never change or go away (a feed cut back for a fork
 keeps its number). So a number another transaction has committed maps to
-the same key forever, and `Bodies` caches those in memory; a number from
-the current write transaction is not cached (it would be wrong if the
-transaction aborted). Numbers below the count a write transaction started
+the same key forever, and `storage.feeds.bodies.Bodies` caches those in
+memory; a number from the current write transaction is not cached (it would
+be wrong if the transaction aborted). Numbers below the count a write transaction started
 with are committed: that count is what the cache may hold.
 """
 
 from __future__ import annotations
 
 import struct
-from typing import Any
 
 import msgpack
 
@@ -106,92 +106,6 @@ def decode(author: bytes, value: bytes, key_of) -> bytes:
 def verbatim(raw: bytes) -> bytes:
     """The stored value holding `raw` as it is (form 0)."""
     return bytes((VERBATIM,)) + raw
-
-
-class Bodies:
-    """The `messages` table read and written through the stored form, with the feed numbers.
-
-    One per store, shared by every transaction: it caches committed numbers only.
-    """
-
-    def __init__(self, messages_db: Any, feeds_db: Any) -> None:
-        self.db = messages_db
-        self.feeds = feeds_db
-        self._keys: dict[int, bytes] = {}  # committed number -> feed key
-        self._numbers: dict[bytes, int] = {}  # feed key -> committed number
-        self._committed = 0  # numbers below this are committed
-
-    def committed(self, count: int) -> None:
-        """Numbers below `count` are committed (a write transaction started with `count`)."""
-        if count > self._committed:
-            self._committed = count
-
-    def key_of(self, txn, number: int) -> bytes:
-        key = self._keys.get(number)
-        if key is None:
-            found = txn.get(_U32.pack(number), db=self.feeds)
-            if found is None:
-                raise KeyError(f"feed number {number} is not in the store")
-            key = bytes(found)
-            if number < self._committed:
-                self._keys[number] = key
-        return key
-
-    def raw(self, txn, position: bytes) -> bytes | None:
-        """The signed bytes of the message at `position` (author + seq), None if not held."""
-        value = txn.get(position, db=self.db)
-        return None if value is None else self.rebuild(txn, position, value)
-
-    def rebuild(self, txn, position: bytes, value: bytes) -> bytes:
-        """The signed bytes of a `messages` row (key `position`, `value`)."""
-        return decode(bytes(position[:32]), value, lambda number: self.key_of(txn, number))
-
-    def message(self, txn, position: bytes) -> Message | None:
-        """The message at `position`, parsed (no signature check), None if not held."""
-        raw = self.raw(txn, position)
-        return None if raw is None else parse_stored(raw)
-
-    def writer(self, txn) -> BodyWriter:
-        return BodyWriter(txn, self)
-
-
-class BodyWriter:
-    """Stores messages in one write transaction, numbering feeds as they first appear."""
-
-    def __init__(self, txn, bodies: Bodies) -> None:
-        self._txn = txn
-        self._bodies = bodies
-        self._fresh: dict[bytes, int] = {}
-        self._count = txn.stat(bodies.feeds)["entries"] // 2  # committed when it starts
-        bodies.committed(self._count)
-
-    def number_of(self, feed: bytes) -> int:
-        bodies = self._bodies
-        number = bodies._numbers.get(feed)
-        if number is None:
-            number = self._fresh.get(feed)
-        if number is None:
-            found = self._txn.get(feed, db=bodies.feeds)
-            if found is not None:
-                number = _U32.unpack(found)[0]
-            else:
-                number = self._next()
-                packed = _U32.pack(number)
-                self._txn.put(feed, packed, db=bodies.feeds)
-                self._txn.put(packed, feed, db=bodies.feeds)
-            if number < bodies._committed:
-                bodies._numbers[feed] = number
-            else:
-                self._fresh[feed] = number
-        return number
-
-    def _next(self) -> int:
-        number = self._count
-        self._count += 1
-        return number
-
-    def put(self, position: bytes, message: Message) -> None:
-        self._txn.put(position, encode(message, self.number_of), db=self._bodies.db)
 
 
 def parse_stored(raw: bytes) -> Message:

@@ -156,17 +156,13 @@ def backfill_abouts(
     """
     if txn.get(ABOUTS_INDEXED, db=tables.meta) is not None:
         return None
-    cursor = txn.cursor(db=tables.messages)
-    found, count = cursor.set_range(start), 0
-    while found and count < limit:
-        key, value = cursor.item()
-        if b"about" in value:  # the word is in every `about`'s content, verbatim
-            author, seq = bytes(key[:32]), _U64.unpack(key[32:40])[0]
-            message = parse_stored(tables.bodies.rebuild(txn, key, value))
+    for count, (position, body) in enumerate(tables.bodies.rows(txn, start)):
+        if count == limit:
+            return position
+        if b"about" in body:  # the word is in every `about`'s content, verbatim
+            author, seq = position[:32], _U64.unpack(position[32:40])[0]
+            message = parse_stored(tables.bodies.rebuild(txn, position, body))
             index_about(txn, tables.about_names, author, seq, message.content)
-        found, count = cursor.next(), count + 1
-    if found:
-        return bytes(cursor.key())
     txn.put(ABOUTS_INDEXED, b"1", db=tables.meta)
     return None
 

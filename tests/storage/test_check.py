@@ -4,6 +4,7 @@ import pytest
 
 from tanglenode.protocol.identity import feed_text
 from tanglenode.protocol.message import TangleLink
+from tanglenode.storage.feeds.bodies import ARRIVAL
 from tanglenode.storage.feeds.layout import feed_key, head_value, tangle_key
 from tanglenode.storage.feeds.stored_form import verbatim
 from tanglenode.storage.views.abouts import about_key
@@ -52,15 +53,18 @@ def test_a_tampered_message_fails_its_signature(populated, corrupt):
     tampered[-10] ^= 0xFF
     position = feed_key(alice.public, 2)
     stored = verbatim(bytes(tampered))
-    store = corrupt(store, lambda txn, t: txn.put(position, stored, db=t.messages))
+    store = corrupt(
+        store, lambda txn, t: txn.put(t.bodies.arrival(txn, position), stored, db=t.messages)
+    )
     assert any("bad-signature" in p for p in store.feeds.check().problems)
 
 
 def test_a_message_stored_out_of_place_is_found(populated, corrupt):
     store, alice, _, _ = populated
-    misplaced = alice.messages[0].raw
+    misplaced = verbatim(alice.messages[0].raw)
+    position = feed_key(alice.public, 3)
     store = corrupt(
-        store, lambda txn, t: txn.put(feed_key(alice.public, 9), verbatim(misplaced), db=t.messages)
+        store, lambda txn, t: txn.put(t.bodies.arrival(txn, position), misplaced, db=t.messages)
     )
     assert any("out of place" in p for p in store.feeds.check().problems)
 
@@ -71,12 +75,59 @@ def test_a_missing_id_index_row_is_found(populated, corrupt):
     assert any("missing from message-ids" in p for p in store.feeds.check().problems)
 
 
-def test_a_missing_message_leaves_a_gap(populated, corrupt):
+def test_a_missing_message_is_found(populated, corrupt):
     store, alice, _, _ = populated
-    store = corrupt(store, lambda txn, t: txn.delete(feed_key(alice.public, 2), db=t.messages))
+    store = corrupt(store, lambda txn, t: t.bodies.remove(txn, feed_key(alice.public, 3)))
     problems = store.feeds.check().problems
-    assert any("gaps" in p for p in problems)
+    assert any("heads row" in p for p in problems)
     assert any("message-ids row" in p for p in problems)
+
+
+def test_a_missing_run_of_a_feed_leaves_a_gap(store, corrupt):
+    alice = Feed("alice")
+    for n in range(70):  # seqs 1-64 in one message-at row, 65-70 in the next
+        alice.append({"n": n})
+    store.writes.ingest([m.raw for m in alice.messages])
+
+    def lose_the_first_run(txn, t):
+        for seq in range(1, 65):
+            txn.delete(t.bodies.arrival(txn, feed_key(alice.public, seq)), db=t.messages)
+        txn.delete(feed_key(alice.public, 1), db=t.message_at)
+
+    store = corrupt(store, lose_the_first_run)
+    problems = store.feeds.check().problems
+    assert any("gaps" in p for p in problems), problems
+
+
+def test_an_index_row_without_its_body_is_found(populated, corrupt):
+    store, alice, _, _ = populated
+    position = feed_key(alice.public, 2)
+    store = corrupt(
+        store, lambda txn, t: txn.delete(t.bodies.arrival(txn, position), db=t.messages)
+    )
+    problems = store.feeds.check().problems
+    assert any(f"{feed_text(alice.public)}:2 has no body" in p for p in problems), problems
+
+
+def test_a_body_without_its_index_row_is_found(populated, corrupt):
+    store, alice, _, _ = populated
+    stray = verbatim(alice.messages[0].raw)
+    store = corrupt(store, lambda txn, t: txn.put(ARRIVAL.pack(99), stray, db=t.messages))
+    problems = store.feeds.check().problems
+    assert problems == ["body 99 is in no message-at row"], problems
+
+
+def test_two_index_rows_naming_one_body_are_found(populated, corrupt):
+    store, alice, _, _ = populated
+
+    def share(txn, t):  # alice's run of seqs 1-3: seq 3 names the body of seq 2
+        run = feed_key(alice.public, 1)
+        numbers = txn.get(run, db=t.message_at)
+        txn.put(run, numbers[:16] + numbers[8:16], db=t.message_at)
+
+    store = corrupt(store, share)
+    problems = store.feeds.check().problems
+    assert any(f"{feed_text(alice.public)}:3 shares body" in p for p in problems), problems
 
 
 def test_a_wrong_head_is_found(populated, corrupt):
