@@ -51,7 +51,8 @@ import lmdb
 from tanglenode.protocol.identity import tag_of
 from tanglenode.storage.context import StoreContext
 from tanglenode.storage.documents.rows import DocumentTables
-from tanglenode.storage.engine.timeline import TimelineReader, restart_log
+from tanglenode.storage.engine.timeline import restart_log
+from tanglenode.storage.engine.timeline_reader import TimelineReader
 from tanglenode.storage.feeds.derived import DerivedView, ProcessedStep, WriteScope
 from tanglenode.storage.feeds.layout import feed_key, parse_stored
 from tanglenode.storage.feeds.processor import read_processed

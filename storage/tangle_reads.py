@@ -37,7 +37,8 @@ from dataclasses import dataclass
 
 from tanglenode.protocol.message import Message
 from tanglenode.storage.context import StoreContext
-from tanglenode.storage.engine.timeline import TimelineReader, lookup_meta
+from tanglenode.storage.engine.timeline import lookup_meta
+from tanglenode.storage.engine.timeline_reader import TimelineReader
 from tanglenode.storage.feed_reads import message_by_id
 from tanglenode.storage.feeds.layout import U32, U64, tangle_key
 from tanglenode.storage.views.tangles import tips_of

@@ -16,7 +16,8 @@ from tanglenode.protocol.identity import tag_of
 from tanglenode.protocol.message import Message
 from tanglenode.storage.context import StoreContext
 from tanglenode.storage.engine.causal_window import window
-from tanglenode.storage.engine.timeline import Command, Insert, Placement, TimelineReader
+from tanglenode.storage.engine.timeline import Command, Insert
+from tanglenode.storage.engine.timeline_reader import Placement, TimelineReader
 from tanglenode.storage.feed_reads import message_by_id
 from tanglenode.storage.feeds.invalidation import invalid_from
 from tanglenode.storage.feeds.layout import split_feed_key, split_head_value

@@ -42,7 +42,7 @@ from tanglenode.protocol.message import (
 )
 from tanglenode.storage.context import StoreContext
 from tanglenode.storage.documents.rows import woven_tips
-from tanglenode.storage.engine.timeline import membership
+from tanglenode.storage.engine.timeline_reader import membership
 from tanglenode.storage.errors import NoIdentity, OwnFeedForked, StorageError, UnknownTangle
 from tanglenode.storage.feeds.derived import DerivedView, ProcessedStep, WriteScope
 from tanglenode.storage.feeds.ingest import (

@@ -8,12 +8,8 @@ from collections.abc import Iterable, Sequence
 import lmdb
 
 from tanglenode.storage.engine.command_log import KEEP_ALL, LogRetention
-from tanglenode.storage.engine.timeline import (
-    Command,
-    TimelineReader,
-    TimelineTables,
-    TimelineWriter,
-)
+from tanglenode.storage.engine.timeline import Command, TimelineTables, TimelineWriter
+from tanglenode.storage.engine.timeline_reader import TimelineReader
 
 
 def rank_order(events: Iterable[tuple[bytes, Sequence[bytes]]]) -> list[bytes]:

@@ -32,12 +32,8 @@ from pathlib import Path
 
 import lmdb
 
-from tanglenode.storage.engine.timeline import (
-    Command,
-    TimelineReader,
-    TimelineTables,
-    TimelineWriter,
-)
+from tanglenode.storage.engine.timeline import Command, TimelineTables, TimelineWriter
+from tanglenode.storage.engine.timeline_reader import TimelineReader
 from tanglenode.storage.errors import CycleError, DuplicateEvent, IncompatibleStore
 
 DEFAULT_BATCH = 2000

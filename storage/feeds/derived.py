@@ -50,7 +50,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from tanglenode.protocol.message import Message
-from tanglenode.storage.engine.timeline import TimelineReader, TimelineWriter
+from tanglenode.storage.engine.timeline import TimelineWriter
+from tanglenode.storage.engine.timeline_reader import TimelineReader
 
 if TYPE_CHECKING:
     from tanglenode.storage.context import StoreContext

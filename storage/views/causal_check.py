@@ -17,7 +17,8 @@ from tanglenode.storage.engine.causal_key import (
     tree_key,
 )
 from tanglenode.storage.engine.causal_time import causal_time_order
-from tanglenode.storage.engine.timeline import TimelineReader, TimelineTables
+from tanglenode.storage.engine.timeline import TimelineTables
+from tanglenode.storage.engine.timeline_reader import TimelineReader
 from tanglenode.storage.views.timelines import (
     SPACETIME,
     spacetime_links,

@@ -52,7 +52,8 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from tanglenode.storage.engine.timeline import Move, TimelineReader
+from tanglenode.storage.engine.timeline import Move
+from tanglenode.storage.engine.timeline_reader import TimelineReader
 from tanglenode.storage.errors import BelowLogFloor
 from tanglenode.storage.views.timelines import SPACETIME
 

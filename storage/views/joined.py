@@ -65,7 +65,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from tanglenode.protocol.message import Message, TangleLink
-from tanglenode.storage.engine.timeline import TimelineReader, TimelineWriter
+from tanglenode.storage.engine.timeline import TimelineWriter
+from tanglenode.storage.engine.timeline_reader import TimelineReader
 from tanglenode.storage.feeds.layout import EMPTY, U32, Tables, tangle_key
 from tanglenode.storage.views.tangles import tip_joined, untip_left
 from tanglenode.storage.views.timelines import tangle_timeline, view_timeline

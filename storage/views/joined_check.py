@@ -17,7 +17,8 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
 from tanglenode.protocol.message import Message
-from tanglenode.storage.engine.timeline import TimelineReader, TimelineTables
+from tanglenode.storage.engine.timeline import TimelineTables
+from tanglenode.storage.engine.timeline_reader import TimelineReader
 from tanglenode.storage.feeds.layout import U32, Tables, tangle_key
 from tanglenode.storage.views.joined import joined_timeline, state_row
 

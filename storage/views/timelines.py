@@ -38,7 +38,8 @@ from tanglenode.protocol.identity import tag_of
 from tanglenode.protocol.message import Message
 from tanglenode.storage.engine.causal_timeline import add_twins, remove_twins
 from tanglenode.storage.engine.ref_numbers import numbering_problems
-from tanglenode.storage.engine.timeline import TimelineReader, TimelineTables, TimelineWriter
+from tanglenode.storage.engine.timeline import TimelineTables, TimelineWriter
+from tanglenode.storage.engine.timeline_reader import TimelineReader
 from tanglenode.storage.feeds.derived import ViewCost
 from tanglenode.storage.feeds.layout import Tables, feed_key, tangle_key
 

@@ -15,11 +15,11 @@ from tanglenode.storage.engine.timeline import (
     Delete,
     Insert,
     Move,
-    TimelineReader,
     TimelineTables,
     TimelineWriter,
     apply_commands,
 )
+from tanglenode.storage.engine.timeline_reader import TimelineReader
 from tests.causal_oracle import causal_oracle
 
 BASE = b"t"

@@ -7,13 +7,8 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tanglenode.storage.engine.timeline import (
-    Delete,
-    Move,
-    TimelineReader,
-    TimelineWriter,
-    apply_commands,
-)
+from tanglenode.storage.engine.timeline import Delete, Move, TimelineWriter, apply_commands
+from tanglenode.storage.engine.timeline_reader import TimelineReader
 from tests.timeline_oracle import EngineHarness, expected_rows, pending_counts, rank_order
 
 

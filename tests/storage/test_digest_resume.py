@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 
 from tanglenode.protocol.message import TangleLink
 from tanglenode.storage.engine.command_log import KEEP_ALL, LogRetention
-from tanglenode.storage.engine.timeline import TimelineReader
+from tanglenode.storage.engine.timeline_reader import TimelineReader
 from tanglenode.storage.views import digest as digest_module
 from tanglenode.storage.views.digest import _Cache, _Cached, order_digest
 from tanglenode.storage.views.timelines import SPACETIME

@@ -7,13 +7,8 @@ import struct
 import pytest
 
 from tanglenode.storage.engine.causal_timeline import CausalWriter, causal_name
-from tanglenode.storage.engine.timeline import (
-    CycleError,
-    TimelineReader,
-    TimelineWriter,
-    UnknownEvent,
-    membership,
-)
+from tanglenode.storage.engine.timeline import CycleError, TimelineWriter, UnknownEvent
+from tanglenode.storage.engine.timeline_reader import TimelineReader, membership
 from tests.timeline_oracle import EngineHarness, expected_rows
 
 
