@@ -14,8 +14,8 @@ sequence goes to both, in the same process, alternating per round:
              on disk (storage.engine.scratch), committing every --batch events
              (sync off, as a node's batch would be durable only at its commit)
 
-Every row prints its goal (issue 14): engine / reference >= 10x (at least
-5x) at 64K events / 64 feeds, random-feed delivery; commands per event <= the
+Every row prints its goal (the storage diet's; issue 14 asked at least 5x): engine /
+reference >= 10x (at least 6x) at 64K events / 64 feeds, random-feed delivery; commands per event <= the
 reference's on every row; engine memory <= 32 MB at 512K events. Both sides
 run on one core (single-threaded, in turn); each timed run starts after a
 full garbage collection, so neither pays for the other's garbage. The
@@ -59,7 +59,7 @@ from tanglenode.storage.engine.scratch import run_engine
 from tanglenode.storage.engine.timeline import apply_commands
 from tanglenode.storage.tools.simulate import paper_tangle, random_feed
 
-RATIO_GOAL, RATIO_FLOOR = 10.0, 5.0  # engine / reference at 64K events, 64 feeds
+RATIO_GOAL, RATIO_FLOOR = 10.0, 6.0  # engine / reference at 64K events, 64 feeds
 MEMORY_GOAL_MB = 32.0  # engine's own peak at 512K events
 PAPER_32K = {4: 2.5, 8: 3.0, 16: 3.6, 32: 4.7, 64: 7.1, 128: 10.4, 256: 13.1, 512: 16.8, 1024: 21.5}
 
