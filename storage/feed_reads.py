@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
+from tanglenode.protocol.contacts import Stance
 from tanglenode.protocol.evidence import ProofKind
 from tanglenode.protocol.message import Message
 from tanglenode.storage.context import StoreContext
@@ -32,7 +33,9 @@ from tanglenode.storage.feeds.processor import (
     stalls,
     suspected_forks,
 )
+from tanglenode.storage.scope import Scope, compute_scope, read_scope
 from tanglenode.storage.views.abouts import read_name, read_names
+from tanglenode.storage.views.contacts import stances_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +133,25 @@ class FeedReads:
         with self._ctx.read() as txn:
             boundary = invalid_from(txn, self._ctx.tables, feed)
             return read_name(txn, self._ctx.tables.about_names, feed, boundary)
+
+    def scope(self) -> Scope:
+        """The feeds this node carries, as it last chose (storage.scope)."""
+        with self._ctx.read() as txn:
+            return read_scope(txn, self._ctx.tables)
+
+    def computed_scope(
+        self, me: bytes, hops: int | None, groups: Mapping[bytes, bytes] | None = None
+    ) -> Scope:
+        """The scope of node `me` with `hops` and `groups`, from the contact messages held
+        (storage.scope.compute_scope); nothing is kept (`store.writes.set_scope` keeps it)."""
+        with self._ctx.read() as txn:
+            return compute_scope(txn, self._ctx.tables, me, hops, groups)
+
+    def stances(self, feed: bytes) -> dict[bytes, Stance]:
+        """Contact -> `feed`'s stance towards it (storage.views.contacts)."""
+        with self._ctx.read() as txn:
+            boundary = invalid_from(txn, self._ctx.tables, feed)
+            return stances_of(txn, self._ctx.tables.contacts, feed, boundary)
 
     def invalid_feeds(self) -> dict[bytes, int]:
         """Feed -> the seq it is invalid from, for every feed a kept proof cut back."""

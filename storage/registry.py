@@ -20,10 +20,11 @@ from tanglenode.storage.feeds.derived import DerivedView, ViewCost
 from tanglenode.storage.view_choice import OptionalView
 from tanglenode.storage.views.abouts_view import AboutsView
 from tanglenode.storage.views.causal_view import CausalTimeView
+from tanglenode.storage.views.contacts_view import ContactsView
 from tanglenode.storage.views.joined_view import JOINED_ORDER, JoinedView
 from tanglenode.storage.views.timelines import TimelinesView
 
-VIEWS = (TimelinesView, CausalTimeView, JoinedView, AboutsView, DocumentsView)
+VIEWS = (TimelinesView, CausalTimeView, JoinedView, AboutsView, ContactsView, DocumentsView)
 """Every derived view, in the order they are called (a new view: one line here)."""
 
 

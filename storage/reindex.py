@@ -281,6 +281,7 @@ def _table_handles(ctx: StoreContext) -> dict[bytes, Any]:
         b"tangle-tips": tables.tangle_tips,
         b"tangle-joined": tables.tangle_joined,
         b"about-names": tables.about_names,
+        b"contacts": tables.contacts,
     }
     field_names = [field.name for field in fields(DocumentTables)]
     handles.update(

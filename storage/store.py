@@ -58,11 +58,15 @@ from tanglenode.storage.registry import OPTIONAL, open_views
 from tanglenode.storage.tangle_reads import TangleReads
 from tanglenode.storage.timeline_reads import TimelineReads
 from tanglenode.storage.view_choice import choose_views
-from tanglenode.storage.views.abouts import ABOUTS_INDEXED, backfill_abouts, drop_first_layout
+from tanglenode.storage.views.abouts import ABOUTS_BACKFILL, drop_first_layout
+from tanglenode.storage.views.backfill import Backfill
+from tanglenode.storage.views.contacts import CONTACTS_BACKFILL
 from tanglenode.storage.views.digest import DigestReads
 from tanglenode.storage.writes import TimeframeSource, Writes
 
 DEFAULT_MAP_SIZE = 64 * 2**30  # address space, not disk: the file grows as data does
+# The indexes a store older than their tables is indexed into when opened.
+BACKFILLS = (ABOUTS_BACKFILL, CONTACTS_BACKFILL)
 
 
 class FeedStore:
@@ -121,8 +125,8 @@ class FeedStore:
         except lmdb.Error as error:
             self._env.close()
             raise StoreDamaged(f"the store at {self.path} is damaged: {error}") from None
-        if backfill:
-            self._backfill_abouts()
+        for index in backfill:
+            self._backfill(index)
         self.views = open_views(self.ctx)
         own_head = OwnHeadFile(self.own_head_path)
         self.writes = Writes(self.ctx, self.views, own_head, timeframe_source)
@@ -152,13 +156,15 @@ class FeedStore:
         what `tangled reindex` builds (storage/reindex.py)."""
         return open_views(replace(self.ctx, views=self.ctx.views.expanded()))
 
-    def _check_schema(self, tables: Tables) -> bool:
-        """Refuse another schema, or mark a new store; True if `about-names` needs its backfill."""
+    def _check_schema(self, tables: Tables) -> list[Backfill]:
+        """Refuse another schema, or mark a new store; the indexes that need their backfill
+        (storage/views/backfill.py: they are newer than some messages held)."""
         with self._env.begin(write=True) as txn:
             found = txn.get(b"schema", db=tables.meta)
             if found is None:  # a new store: nothing to index from before `about-names`
                 txn.put(b"schema", SCHEMA_VERSION, db=tables.meta)
-                txn.put(ABOUTS_INDEXED, b"1", db=tables.meta)
+                for index in BACKFILLS:
+                    txn.put(index.marker, b"1", db=tables.meta)
             elif found in PREVIOUS_FORMAT_SCHEMAS:
                 raise IncompatibleStore(
                     f"store schema {found.decode()} holds messages of format 1 (timeframes "
@@ -172,16 +178,16 @@ class FeedStore:
                     "`tangled export --bundle FILE`, then `tangled import FILE` into a new "
                     "data directory with this one"
                 )
-            return txn.get(ABOUTS_INDEXED, db=tables.meta) is None
+            return [index for index in BACKFILLS if index.needed(txn, tables.meta)]
 
-    def _backfill_abouts(self) -> None:
-        """Index the `about` messages of a store older than `about-names` (storage.views.abouts),
-        once; the last batch drops the table's unreleased first layout."""
+    def _backfill(self, index: Backfill) -> None:
+        """Index the messages of a store older than `index`'s table, once; the last batch
+        of the names' drops their table's unreleased first layout (storage.views.abouts)."""
         start: bytes | None = b""
         while start is not None:  # a bounded batch per transaction; the last one marks it done
             with self.ctx.write() as txn:
-                start = backfill_abouts(txn, self.ctx.tables, start)
-                if start is None:
+                start = index.run(txn, self.ctx.tables, start)
+                if start is None and index is ABOUTS_BACKFILL:
                     drop_first_layout(self._env, txn, self.ctx.tables.meta)
 
     @property

@@ -56,6 +56,7 @@ from tanglenode.storage.feeds.layout import Tables, feed_key
 from tanglenode.storage.feeds.ownhead import OwnHead, OwnHeadFile
 from tanglenode.storage.feeds.processor import Processor, processed_seq
 from tanglenode.storage.feeds.timeframe import new_timeframe
+from tanglenode.storage.scope import Scope, carried_in, write_scope
 from tanglenode.storage.views.tangles import tips_of
 from tanglenode.storage.views.timelines import SPACETIME
 
@@ -423,6 +424,7 @@ class Writes:
         batch: Mapping[tuple[bytes, int], Message] | None = None,
         named_by_cut: Collection[bytes] = frozenset(),
         cut: Sequence[Message] = (),
+        rescoped: bool = False,
     ) -> None:
         """Advance the causal processor, then hand what it processed to every view."""
         processor = Processor(
@@ -432,17 +434,30 @@ class Writes:
             self._ctx.tables.invalid,
             membership(txn, self._ctx.timeline_tables, SPACETIME),
             batch,
+            carried_in(txn, self._ctx.tables),
         )
         invalidated = invalidated or {}
         for feed, boundary in sorted(invalidated.items()):
             processor.forget(feed, boundary)
         processor.restore_heads(named_by_cut - invalidated.keys())
+        if rescoped:
+            processor.release_uncarried()
         processor.advance(sorted(feeds - invalidated.keys()))
         step = ProcessedStep(processor.order, batch or {}, invalidated, cut)
         scope = WriteScope(txn, self._ctx)
         for view in self._views:
             view.processed(scope, step)
         scope.finish()
+
+    def set_scope(self, scope: Scope) -> bool:
+        """Keep `scope` as the feeds this node carries (storage.scope), and process what
+        waited on a feed it no longer carries, in one transaction; False if it was kept
+        already (nothing written)."""
+        with self._ctx.write() as txn:
+            if not write_scope(txn, self._ctx.tables, scope):
+                return False
+            self._process(txn, set(), rescoped=True)
+        return True
 
     def add_evidence(self, raws: Iterable[bytes]) -> tuple[str, dict[bytes, int]]:
         """Check a proof sent by a peer and apply it: ("new", feeds cut back) or ("known", {}).

@@ -103,6 +103,8 @@ class Tables:
     meta: Any
     feeds: Any
     about_names: Any
+    contacts: Any  # who follows and blocks whom (storage.views.contacts)
+    scope: Any  # the feeds this node carries, and why (storage.scope)
     bodies: Bodies  # `message-at` and `messages` through the stored form
 
     @classmethod
@@ -126,6 +128,8 @@ class Tables:
                 meta=env.open_db(b"meta", txn=txn),
                 feeds=feeds,
                 about_names=env.open_db(ABOUTS_DB, txn=txn),
+                contacts=env.open_db(b"contacts", txn=txn),
+                scope=env.open_db(b"scope", txn=txn),
                 bodies=Bodies(messages, message_at, feeds),
             )
 

@@ -231,8 +231,12 @@ class Processor:
         invalid_db,
         spacetime_holds: Callable[[bytes], bool],
         batch: Mapping[tuple[bytes, int], Message] | None = None,
+        carried: Callable[[bytes], bool] | None = None,
     ) -> None:
         self._txn = txn
+        # Whether the node carries a feed (storage.scope); None: every feed. An entry naming
+        # a feed not carried is met: we never wait for what we chose not to hold.
+        self._carried = carried
         self._tables = tables
         self._bodies = bodies
         self._invalid = invalid_db
@@ -316,6 +320,8 @@ class Processor:
             needs_feed, needs_seq, needs_tag = timeframe[offset]
             valid_seq = self._valid_need(needs_feed, needs_seq)
             processed = self._seq(needs_feed) >= valid_seq
+            if not processed and self._carried is not None and not self._carried(needs_feed):
+                continue
             if not processed and (
                 valid_seq < needs_seq or not self._other_held(needs_feed, needs_seq, needs_tag)
             ):
@@ -455,6 +461,30 @@ class Processor:
             self._checked.pop((waiting, self._seq(waiting) + 1), None)
             self._consider(waiting)
         self._consider(feed)
+
+    def release_uncarried(self) -> None:
+        """The node's scope changed (storage.scope): whoever waits on a feed it no longer
+        carries, for its processing or for a proof, looks again, and finds the entry met.
+
+        Call `advance` afterwards (with no feeds) to process what became ready.
+        """
+        if self._carried is None:
+            return
+        needed = {
+            bytes(value[:32])
+            for value in self._txn.cursor(db=self._tables.waiting).iternext(keys=False)
+        }
+        for feed in sorted(needed):
+            if self._carried(feed):
+                continue
+            heap = self._waiters_of(feed)
+            woken = [waiting for _seq, waiting in heap]
+            heap.clear()
+            woken += self._suspects_cleared(feed, 0)
+            for waiting in woken:
+                self._needs[waiting] = None
+                self._checked.pop((waiting, self._seq(waiting) + 1), None)
+                self._consider(waiting)
 
     def _suspects_cleared(self, feed: bytes, invalid_from: int) -> list[bytes]:
         """Delete the suspicions a proof cutting `feed` at `invalid_from` settles; their

@@ -32,13 +32,8 @@ falls back to the same earlier row as a node that never stored them.
 `read_name` one feed's by one seek (to author + boundary) and one step back.
 
 A store written before this table existed holds `about` messages and no
-rows. Opening it indexes them once (`backfill_abouts`, called by
-`FeedStore` until the `meta` row `about-names-indexed` says it is done): the
-stored messages in key order, a bounded batch per write transaction (the
-write lock is never held long, in case a node runs beside), the marker
-written in the transaction of the last batch. Indexing is idempotent (a
-message's row is the same whoever writes it), so a backfill cut short simply
-runs again at the next open. A new store writes the marker with its schema.
+rows. Opening it indexes them once (`ABOUTS_BACKFILL`, storage/views/backfill.py,
+run by `FeedStore` until the `meta` row `about-names-indexed` says it is done).
 A feed cut back before the backfill is indexed from the messages it still
 holds, as `tangled import` of its bundle would, and so is named as it
 would have been at ingest.
@@ -64,12 +59,11 @@ import unicodedata
 from typing import Any
 
 from tanglenode.protocol.identity import feed_text
-from tanglenode.storage.feeds.stored_form import parse_stored
+from tanglenode.storage.views.backfill import Backfill
 
 ABOUTS_INDEXED = b"about-names-indexed"  # the `meta` row: every stored message is indexed
 FIRST_LAYOUT_DB = b"abouts"  # author -> seq + name: development stores only
 FIRST_LAYOUT_INDEXED = b"abouts-indexed"
-BACKFILL_BATCH = 4096  # messages read per write transaction of the backfill
 MAX_NAME_CHARS = 40  # a name is a label, not a text
 ROW_KEY_LEN = 40  # author (32) + seq (u64 BE)
 _U64 = struct.Struct(">Q")
@@ -145,26 +139,15 @@ def read_name(txn: Any, db: Any, author: bytes, boundary: int | None) -> str | N
     return _read(cursor.value()) or None
 
 
-def backfill_abouts(
-    txn: Any, tables: Any, start: bytes, limit: int = BACKFILL_BATCH
-) -> bytes | None:
-    """Index up to `limit` stored messages from key `start` on (b"": the first) in
-    write transaction `txn`; the key to go on from, None once the store is indexed.
-
-    At the end it writes the `meta` marker in `txn`, and a store marked already
-    is left alone (a backfill may run in two processes at once).
-    """
-    if txn.get(ABOUTS_INDEXED, db=tables.meta) is not None:
-        return None
-    for count, (position, body) in enumerate(tables.bodies.rows(txn, start)):
-        if count == limit:
-            return position
-        if b"about" in body:  # the word is in every `about`'s content, verbatim
-            author, seq = position[:32], _U64.unpack(position[32:40])[0]
-            message = parse_stored(tables.bodies.rebuild(txn, position, body))
-            index_about(txn, tables.about_names, author, seq, message.content)
-    txn.put(ABOUTS_INDEXED, b"1", db=tables.meta)
-    return None
+ABOUTS_BACKFILL = Backfill(
+    ABOUTS_INDEXED,
+    b"about",  # the word is in every `about`'s content, verbatim
+    lambda txn, tables, author, seq, content: index_about(
+        txn, tables.about_names, author, seq, content
+    ),
+)
+"""Indexes the `about` messages of a store written before `about-names`
+(storage.views.backfill)."""
 
 
 def drop_first_layout(env: Any, txn: Any, meta: Any) -> None:

@@ -6,21 +6,19 @@ with it and never loads LMDB); this module holds what the store calls.
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from tanglenode.protocol.identity import feed_text
 from tanglenode.protocol.message import Message
 from tanglenode.storage.feeds.derived import ViewCost
+from tanglenode.storage.feeds.invalidation import invalid_feeds
 from tanglenode.storage.feeds.layout import ABOUTS_DB
 from tanglenode.storage.views.abouts import ROW_KEY_LEN, about_name, index_about, split_about_key
 
 if TYPE_CHECKING:
     from tanglenode.storage.context import StoreContext
     from tanglenode.storage.feeds.derived import Position, ProcessedStep, WriteScope
-
-_U64 = struct.Struct(">Q")
 
 
 class AboutsView:
@@ -57,7 +55,7 @@ class AboutsView:
             name = about_name(message.content, author)
             if name is not None:
                 expected[(author, seq)] = name.encode()
-        boundaries = self._boundaries(txn)
+        boundaries = invalid_feeds(txn, self._ctx.tables)
         problems = []
         for key, value in txn.cursor(db=self._ctx.tables.about_names):
             if len(key) != ROW_KEY_LEN:
@@ -75,12 +73,8 @@ class AboutsView:
         return problems
 
     def content(self, txn: Any) -> Iterator[tuple[bytes, bytes]]:
-        boundaries = self._boundaries(txn)
+        boundaries = invalid_feeds(txn, self._ctx.tables)
         for key, value in txn.cursor(db=self._ctx.tables.about_names):
             author, seq = split_about_key(key)
             if seq < boundaries.get(author, seq + 1):
                 yield bytes(key), bytes(value)
-
-    def _boundaries(self, txn: Any) -> dict[bytes, int]:
-        invalid = self._ctx.tables.invalid
-        return {bytes(a): _U64.unpack(v[:8])[0] for a, v in txn.cursor(db=invalid)}

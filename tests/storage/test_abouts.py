@@ -14,12 +14,12 @@ from tanglenode.storage.feeds.ingest import Outcome
 from tanglenode.storage.feeds.layout import MAX_NAMED_DATABASES
 from tanglenode.storage.store import FeedStore
 from tanglenode.storage.views.abouts import (
+    ABOUTS_BACKFILL,
     ABOUTS_INDEXED,
     FIRST_LAYOUT_DB,
     FIRST_LAYOUT_INDEXED,
     MAX_NAME_CHARS,
     about_key,
-    backfill_abouts,
     clean_name,
 )
 from tests.factories import Feed
@@ -135,7 +135,7 @@ def test_the_backfill_runs_once(tmp_path):
 def test_a_backfill_cut_short_is_done_at_the_next_open(tmp_path):
     names = older_store(tmp_path / "store")
     with tamper(tmp_path / "store") as (txn, tables):  # one batch of two commits, then a crash
-        assert backfill_abouts(txn, tables, b"", limit=2) is not None
+        assert ABOUTS_BACKFILL.run(txn, tables, b"", limit=2) is not None
         assert txn.get(ABOUTS_INDEXED, db=tables.meta) is None
     with FeedStore(tmp_path / "store") as store:
         assert store.feeds.about_names() == names
@@ -146,7 +146,7 @@ def test_the_backfill_goes_batch_by_batch_and_marks_the_last(tmp_path):
     start, batches = b"", 0
     while start is not None:
         with tamper(tmp_path / "store") as (txn, tables):
-            start = backfill_abouts(txn, tables, start, limit=3)
+            start = ABOUTS_BACKFILL.run(txn, tables, start, limit=3)
             batches += 1
             marked = txn.get(ABOUTS_INDEXED, db=tables.meta) is not None
             assert marked == (start is None)

@@ -17,6 +17,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tanglenode.protocol.contacts import contact_content
 from tanglenode.protocol.identity import feed_text
 from tanglenode.protocol.message import ROOT_LINK, TangleLink
 from tanglenode.storage.feeds.ingest import Outcome
@@ -47,6 +48,7 @@ def world(tmp_path) -> list[bytes]:
     bob = FeedStore(tmp_path / "bob", keypair=keypair("bob"), map_size=MAP_SIZE, views=ALL_VIEWS)
     alice.writes.publish({"type": "about", "about": feed_text(bob.keypair.public), "name": "b"})
     alice.writes.publish({"type": "about", "about": feed_text(alice.keypair.public), "name": "al"})
+    alice.writes.publish(contact_content(bob.keypair.public, following=True, blocking=False))
     chat = alice.writes.publish({"type": "post", "text": "hello"}, {"chat": None})
     doc = alice.documents.create_document("notes")
     alice.documents.edit_document(doc.id, [("ins", 0, "one two three")])
@@ -73,6 +75,7 @@ def world(tmp_path) -> list[bytes]:
     own = feed_text(forker.public)
     first = forker.append({"type": "about", "about": own, "name": "forker"})
     pool += [first.raw, forker.append({"type": "about", "about": own, "name": "later"}).raw]
+    pool.append(forker.append(contact_content(missing.author, following=True, blocking=None)).raw)
     twin = Feed(forker.keypair)
     twin.messages = [first]
     pool.append(twin.append({"type": "post", "text": "the other branch"}).raw)

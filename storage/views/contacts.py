@@ -1,0 +1,92 @@
+"""Who follows and blocks whom: an index of contact messages, kept at ingest.
+
+Theory of operation
+-------------------
+Each well-formed contact message (protocol/contacts.py) is one row of
+
+    contacts    author + contact + seq (u64 BE) -> following + blocking
+
+each flag one byte: 0 false, 1 true, 2 left out. An author's rows about one
+contact are one contiguous key range in seq order, and all its rows one
+range in contact order, so an author's stances (`stances_of`) are one pass
+over its range, folding each contact's rows in seq order. Nothing else is
+written: a message that is not a well-formed contact costs nothing.
+
+Invalid feeds: a feed cut back by a proof of a fork from seq b keeps its
+rows from b on, unread (boundaries only fall, storage.feeds.invalidation),
+exactly as the names (storage/views/abouts.py): a stance depends only on
+the messages held below the boundary, whatever the order they and the
+proof came in. A store written before this table existed is indexed once
+when opened (`CONTACTS_BACKFILL`, storage/views/backfill.py).
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import Any
+
+from tanglenode.protocol.contacts import ContactSaid, Stance, contact_said, fold
+from tanglenode.storage.views.backfill import Backfill
+
+CONTACTS_DB = b"contacts"
+CONTACTS_INDEXED = b"contacts-indexed"  # the `meta` row: every stored message is indexed
+ROW_KEY_LEN = 72  # author (32) + contact (32) + seq (u64 BE)
+_U64 = struct.Struct(">Q")
+_FLAG = {False: 0, True: 1, None: 2}
+_UNFLAG = {0: False, 1: True, 2: None}
+
+
+def contact_key(author: bytes, contact: bytes, seq: int) -> bytes:
+    return author + contact + _U64.pack(seq)
+
+
+def split_contact_key(key: bytes) -> tuple[bytes, bytes, int]:
+    """A row key's (author, contact, seq)."""
+    return bytes(key[:32]), bytes(key[32:64]), _U64.unpack(key[64:ROW_KEY_LEN])[0]
+
+
+def row_value(said: ContactSaid) -> bytes:
+    return bytes((_FLAG[said.following], _FLAG[said.blocking]))
+
+
+def read_row(contact: bytes, value: bytes) -> ContactSaid | None:
+    """A row's value as what its message said; None for a malformed value."""
+    if len(value) != 2 or value[0] not in _UNFLAG or value[1] not in _UNFLAG:
+        return None
+    return ContactSaid(contact, _UNFLAG[value[0]], _UNFLAG[value[1]])
+
+
+def index_contact(txn: Any, db: Any, author: bytes, seq: int, content: Any) -> None:
+    """Record what a just-stored message says of a contact, if it is a contact message."""
+    said = contact_said(content, author)
+    if said is not None:
+        txn.put(contact_key(author, said.contact, seq), row_value(said), db=db)
+
+
+def stances_of(txn: Any, db: Any, author: bytes, boundary: int | None) -> dict[bytes, Stance]:
+    """Contact -> `author`'s stance towards it, from its rows below `boundary` (None: the
+    feed is valid, every row counts)."""
+    stances: dict[bytes, Stance] = {}
+    cursor = txn.cursor(db=db)
+    if not cursor.set_range(author):
+        return stances
+    for key, value in cursor:
+        if key[:32] != author:
+            break
+        _author, contact, seq = split_contact_key(key)
+        if boundary is not None and seq >= boundary:
+            continue
+        said = read_row(contact, bytes(value))
+        if said is not None:
+            stances[contact] = fold([said], stances.get(contact, Stance()))
+    return stances
+
+
+CONTACTS_BACKFILL = Backfill(
+    CONTACTS_INDEXED,
+    b"contact",  # the word is in every contact message's content, verbatim
+    lambda txn, tables, author, seq, content: index_contact(
+        txn, tables.contacts, author, seq, content
+    ),
+)
+"""Indexes the contact messages of a store written before `contacts`."""

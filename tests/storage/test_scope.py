@@ -1,0 +1,172 @@
+"""The replication scope: contact messages, the feeds a node carries, and processing that
+never waits for a feed it does not carry (storage/scope.py, storage/views/contacts.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from tanglenode.protocol.contacts import (
+    BLOCK,
+    FOLLOW,
+    UNBLOCK,
+    UNFOLLOW,
+    ContactSaid,
+    Stance,
+    contact_content,
+    contact_said,
+    fold,
+)
+from tanglenode.protocol.identity import feed_text
+from tanglenode.storage.scope import (
+    BLOCKED,
+    EVERY_FEED,
+    FOLLOWED,
+    GROUP,
+    HOP,
+    OURS,
+    Scope,
+    Why,
+)
+from tanglenode.storage.store import FeedStore
+from tests.factories import Feed, keypair
+
+
+def contact(feed: Feed, whom: Feed, flags: tuple[bool | None, bool | None]):
+    return feed.append(contact_content(whom.public, following=flags[0], blocking=flags[1]))
+
+
+def store_of(path, owner: str = "me") -> FeedStore:
+    return FeedStore(path / owner, keypair=keypair(owner))
+
+
+def test_a_contact_message_says_what_it_says_and_nothing_when_malformed():
+    me, you = keypair("me").public, keypair("you").public
+    good = contact_content(you, following=True, blocking=None)
+    assert contact_said(good, me) == ContactSaid(you, True, None)
+    for bad in (
+        {**good, "following": "yes"},
+        {**good, "contact": "@nobody"},
+        {**good, "contact": feed_text(me)},  # itself
+        {"type": "contact", "contact": feed_text(you)},  # no flag
+        {**good, "type": "post"},
+        ["contact"],
+    ):
+        assert contact_said(bad, me) is None, bad
+
+
+def test_stances_fold_each_flag_in_seq_order():
+    you = keypair("you").public
+    said = [ContactSaid(you, *FOLLOW), ContactSaid(you, *BLOCK), ContactSaid(you, *UNBLOCK)]
+    assert fold(said[:1]).follows
+    assert fold(said[:2]) == Stance(following=False, blocking=True)
+    assert fold(said) == Stance(following=False, blocking=False)  # unblock does not refollow
+    assert not fold([ContactSaid(you, *FOLLOW), ContactSaid(you, *UNFOLLOW)]).follows
+
+
+def test_the_scope_reaches_as_many_hops_as_asked_and_never_a_blocked_feed(tmp_path):
+    me, bob, carol, dave, eve = (Feed(name) for name in ("me", "bob", "carol", "dave", "eve"))
+    with store_of(tmp_path) as store:
+        contact(bob, carol, FOLLOW)
+        contact(carol, dave, FOLLOW)
+        contact(bob, eve, FOLLOW)
+        for feed in (bob, carol):
+            for message in feed.messages:
+                store.writes.ingest([message.raw])
+        store.writes.publish(contact_content(bob.public, following=True, blocking=False))
+
+        def carried(hops):
+            return set(store.feeds.computed_scope(me.public, hops).feeds)
+
+        assert carried(0) == {me.public}
+        assert carried(1) == {me.public, bob.public}
+        assert carried(2) == {me.public, bob.public, carol.public, eve.public}
+        assert carried(3) == carried(2) | {dave.public}
+        scope = store.feeds.computed_scope(me.public, 2)
+        assert scope.feeds[me.public] == Why(OURS)
+        assert scope.feeds[bob.public] == Why(FOLLOWED, 1)
+        assert scope.feeds[carol.public] == Why(HOP, 2, bob.public)
+
+        store.writes.publish(contact_content(carol.public, following=False, blocking=True))
+        scope = store.feeds.computed_scope(me.public, 3)
+        assert carol.public in scope.blocked and not scope.carries(carol.public)
+        assert dave.public not in scope.feeds  # reached only through the blocked feed
+        every = store.feeds.computed_scope(me.public, None)
+        assert every.carries(dave.public) and not every.carries(carol.public)
+
+        store.writes.publish(contact_content(bob.public, following=False, blocking=None))
+        assert carried(3) == {me.public}
+
+
+def test_group_members_are_carried_unless_blocked(tmp_path):
+    me, ann, ben = Feed("me"), Feed("ann"), Feed("ben")
+    group = b"g" * 32
+    with store_of(tmp_path) as store:
+        store.writes.publish(contact_content(ben.public, following=False, blocking=True))
+        scope = store.feeds.computed_scope(me.public, 1, {ann.public: group, ben.public: group})
+        assert scope.feeds[ann.public] == Why(GROUP, 0, group)
+        assert not scope.carries(ben.public)
+
+
+def test_the_chosen_scope_is_kept_and_read_back(tmp_path):
+    me, bob = Feed("me"), Feed("bob")
+    with store_of(tmp_path) as store:
+        assert store.feeds.scope() == EVERY_FEED
+        store.writes.publish(contact_content(bob.public, following=True, blocking=False))
+        scope = store.feeds.computed_scope(me.public, 2)
+        assert store.writes.set_scope(scope) is True
+        assert store.writes.set_scope(scope) is False  # kept already: nothing written
+    with store_of(tmp_path) as store:
+        assert store.feeds.scope() == scope
+        assert store.feeds.scope().carries(bob.public)
+        assert not store.feeds.scope().carries(Feed("stranger").public)
+
+
+def after_a_stranger():
+    """Bob, a stranger, and bob's message naming a message of the stranger's."""
+    bob, stranger = Feed("bob"), Feed("stranger")
+    unseen = stranger.append({"type": "post", "text": "never replicated here"})
+    text = {"type": "post", "text": "after the stranger"}
+    return bob, stranger, bob.append(text, timeframe={stranger.public: unseen})
+
+
+def test_a_message_naming_a_feed_not_carried_is_processed_without_it(tmp_path):
+    bob, stranger, reply = after_a_stranger()
+    with store_of(tmp_path) as store:
+        store.writes.publish(contact_content(bob.public, following=True, blocking=False))
+        store.writes.set_scope(store.feeds.computed_scope(keypair("me").public, 1))
+        store.writes.ingest([reply.raw])
+        assert (bob.public, 1) in {(feed, seq) for _i, feed, seq in store.feeds.processed()}
+        assert store.feeds.stalls() == []
+
+
+def test_narrowing_the_scope_releases_what_waited_on_a_feed_no_longer_carried(tmp_path):
+    bob, stranger, reply = after_a_stranger()
+    with store_of(tmp_path) as store:
+        store.writes.ingest([reply.raw])  # every feed carried: it waits for the stranger
+        assert [stall.needs_feed for stall in store.feeds.stalls()] == [stranger.public]
+        store.writes.publish(contact_content(bob.public, following=True, blocking=False))
+        assert store.writes.set_scope(store.feeds.computed_scope(keypair("me").public, 2))
+        assert store.feeds.stalls() == []
+        assert (bob.public, 1) in {(feed, seq) for _i, feed, seq in store.feeds.processed()}
+
+
+def test_contacts_past_a_feeds_invalid_boundary_are_not_read(tmp_path):
+    bob, carol = Feed("bob"), Feed("carol")
+    first = bob.append({"type": "post", "text": "one"})
+    follow = contact(bob, carol, FOLLOW)
+    twin = Feed(bob.keypair)
+    twin.messages = [first]
+    other = twin.append({"type": "post", "text": "the other branch"})
+    with store_of(tmp_path) as store:
+        store.writes.ingest([first.raw, follow.raw])
+        assert store.feeds.stances(bob.public)[carol.public].follows
+        assert store.writes.add_evidence([follow.raw, other.raw])[0] == "new"
+        assert store.feeds.stances(bob.public) == {}
+        assert store.feeds.check().ok
+
+
+@pytest.mark.parametrize("hops", [None, 0, 3])
+def test_a_scope_row_says_why(hops):
+    scope = Scope(hops, {b"a" * 32: Why(OURS)}, frozenset({b"b" * 32}))
+    assert scope.rows()[b"b" * 32] == Why(BLOCKED).encode()
+    assert Why.decode(scope.rows()[b"a" * 32]) == Why(OURS)
