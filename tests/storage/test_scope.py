@@ -130,7 +130,7 @@ def after_a_stranger():
 
 
 def test_a_message_naming_a_feed_not_carried_is_processed_without_it(tmp_path):
-    bob, stranger, reply = after_a_stranger()
+    bob, _stranger, reply = after_a_stranger()
     with store_of(tmp_path) as store:
         store.writes.publish(contact_content(bob.public, following=True, blocking=False))
         store.writes.set_scope(store.feeds.computed_scope(keypair("me").public, 1))
