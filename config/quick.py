@@ -69,8 +69,12 @@ def _value(kind: Any, rules: Any, value: Any) -> Any:
     if origin in (typing.Union, _UnionType):
         if value is None and type(None) in typing.get_args(kind):
             return None
-        (other,) = [arm for arm in typing.get_args(kind) if arm is not type(None)]
-        return _value(other, rules, value)
+        for arm in [arm for arm in typing.get_args(kind) if arm is not type(None)]:
+            try:
+                return _value(arm, rules, value)
+            except _Doubt:
+                continue
+        raise _Doubt
     if kind is Path:
         if not (type(value) is str and value) and not isinstance(value, PurePath):
             raise _Doubt

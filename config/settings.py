@@ -157,6 +157,29 @@ class GossipSettings:
     )
 
 
+MAX_HOPS = 6  # follows away a node may reach (SSB's default is 2; more is rarely wise)
+
+
+def _hops(value: Any) -> Any:
+    if value != "all" and not (type(value) is int and 0 <= value <= MAX_HOPS):
+        raise ValueError(f"hops is 0 to {MAX_HOPS} or \"all\"")
+    return value
+
+
+@dataclass(frozen=True)
+class ReplicationSettings:
+    """Which feeds the node carries (docs/PEERS.md, "Scope"): its own, those it follows
+    within `hops` follows, its groups' members; "all" carries every feed but the blocked."""
+
+    hops: int | Literal["all"] = _setting(
+        2, check=_hops, doc='follows away a feed may be and still be carried, or "all"'
+    )
+
+    def scope_hops(self) -> int | None:
+        """`hops` as storage.scope takes it (None: every feed)."""
+        return None if self.hops == "all" else int(self.hops)
+
+
 @dataclass(frozen=True)
 class WebSettings:
     listen: str | None = _setting(
@@ -187,6 +210,7 @@ class Settings:
     views: ViewsSettings = field(default_factory=ViewsSettings)
     timelines: TimelinesSettings = field(default_factory=TimelinesSettings)
     gossip: GossipSettings = field(default_factory=GossipSettings)
+    replication: ReplicationSettings = field(default_factory=ReplicationSettings)
     web: WebSettings = field(default_factory=WebSettings)
 
     @property

@@ -165,7 +165,7 @@ async def _run_node(
     try:
         _warn_if_own_feed_behind(store, keypair.public)
         _warn_if_views_unbuilt(store)
-        service = StoreService(store)
+        service = StoreService(store, hops=settings.replication.scope_hops())
         service.verifier.processes &= settings.gossip.verify_in_process
         registry = PeerRegistry()
         network = Network(
@@ -180,6 +180,7 @@ async def _run_node(
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(_stop_on_signal, running, notifier, network)
                 nursery.start_soon(service.verifier.run)  # verifying on a second core
+                await nursery.start(service.keep_scope)  # what we carry, before any peer asks
                 try:
                     bound_host, bound_port = await nursery.start(network.serve, host, port)
                 except (OSError, BaseExceptionGroup) as error:

@@ -87,6 +87,7 @@ from tanglenode.protocol.gossip import (
     PeerWants,
 )
 from tanglenode.protocol.identity import feed_text, message_id
+from tanglenode.protocol.message import author_of
 from tanglenode.storage.feeds.ingest import IngestResult, Outcome
 
 log = structlog.get_logger("gossip")
@@ -170,10 +171,14 @@ class GossipSession:
         self._outgoing_added = trio.Event()
         self.traffic = PeerTraffic()  # the node's counters for this peer, once `run` starts
         self.suspects = suspect_watch(service)
+        self.scope_seen = service.scope  # the scope our clock and wants were made for
 
     def _our_clock(self) -> Clock:
-        tags = self.service.tags
-        return {feed: (seq, tags[feed]) for feed, seq in self.service.clock.items()}
+        """Our heads of the feeds we carry: a peer learns of no other feed through us."""
+        tags, carries = self.service.tags, self.service.scope.carries
+        return {
+            feed: (seq, tags[feed]) for feed, seq in self.service.clock.items() if carries(feed)
+        }
 
     async def run(self) -> None:
         self.service.verifier.want()  # its messages are checked in a worker process
@@ -222,9 +227,9 @@ class GossipSession:
                 self.poke()  # its credit: proofs held back for want of it can go now
             await self._want(changes)
         elif isinstance(event, PeerWants):
-            ours = self.service.clock
+            ours, carries = self.service.clock, self.service.scope.carries
             for feed, after in event.wants.items():
-                if feed in ours:  # an honest peer wants only what we advertised
+                if feed in ours and carries(feed):  # an honest peer wants what we advertised
                     self.subscriptions[feed] = after
             self.resume = None  # the new subscriptions may start earlier in the walk
             self.poke()
@@ -232,15 +237,42 @@ class GossipSession:
             self.poke()
         elif isinstance(event, PeerMessages):
             self.traffic.received += len(event.raws)
-            await self.inbox.put(Kind.MESSAGES, event.raws)
+            raws = self._in_scope(event.raws)
+            if len(raws) < len(event.raws):  # their credit comes back: we store none of them
+                self._send_soon(self.connection.grant(len(event.raws) - len(raws)))
+            if raws:
+                await self.inbox.put(Kind.MESSAGES, raws)
         elif isinstance(event, PeerEvidence):
             await self.inbox.put(Kind.EVIDENCE, event.raws)
 
+    def _in_scope(self, raws: list[bytes]) -> list[bytes]:
+        """The messages of feeds we carry. One of a feed we never asked for is a push of what
+        we did not want: the peer is dropped. One of a feed we asked for before our scope
+        left it out is not stored."""
+        carries, kept = self.service.scope.carries, []
+        for raw in raws:
+            author = author_of(raw)
+            if author is None or carries(author):
+                kept.append(raw)  # a malformed one: the store refuses it with its reason
+            elif author not in self.asked:
+                raise PeerMisbehaved(
+                    f"pushed messages of {feed_text(author)}, a feed we never asked for "
+                    "and do not carry"
+                )
+        return kept
+
     async def _want(self, heads: Clock) -> None:
-        """Ask for what the peer has beyond us, and for its side of any fork it shows."""
+        await self._send_wants(self._wants_of(heads))
+
+    def _wants_of(self, heads: Clock) -> dict[bytes, int]:
+        """What to ask for, given the peer's `heads`: what it has beyond us, and its side of
+        any fork it shows, of the feeds we carry."""
         ours, tags, invalid = self.service.clock, self.service.tags, self.service.invalid
+        carries = self.service.scope.carries
         wants: dict[bytes, int] = {}
         for feed, (seq, tag) in heads.items():
+            if not carries(feed):
+                continue
             have = ours.get(feed, 0)
             complete = feed in invalid and have >= invalid[feed] - 1  # all that is valid
             if seq > have and not complete:
@@ -249,7 +281,7 @@ class GossipSession:
                 wants[feed] = have - 1  # its message at our head's seq is another
         for feed, after in self._suspect_wants(heads).items():
             wants[feed] = min(after, wants.get(feed, after))
-        await self._send_wants(wants)
+        return wants
 
     def _suspect_wants(self, heads: Clock) -> dict[bytes, int]:
         """For each feed of `heads` (the peer's) with a suspected fork the peer's head
@@ -364,10 +396,23 @@ class GossipSession:
         while True:
             self._poke = trio.Event()
             seen = self.service.version
+            if self.service.scope is not self.scope_seen:
+                self._rescoped()
             await self._send_evidence()
             await self._send_clock_changes()
             await self._pump()
             await self._wait_for_work(seen, self._poke)
+
+    def _rescoped(self) -> None:
+        """Our scope changed: ask the peer for what we carry now (from its clock), and stop
+        sending it what we no longer carry."""
+        self.scope_seen = scope = self.service.scope
+        clock, tags = self.peer.clock, self.peer_tags
+        heads = {f: (clock[f], tags[f]) for f in clock if f in tags and scope.carries(f)}
+        self._send_soon(self._want_frame(self._wants_of(heads)))
+        for feed in [feed for feed in self.subscriptions if not scope.carries(feed)]:
+            del self.subscriptions[feed]
+        self.resume = None
 
     async def _send_evidence(self) -> None:
         """Every proof we keep that the peer has not had from us, while credit lasts."""

@@ -52,7 +52,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 import trio
 
-from tanglenode.node import doc_ipc, ipc_discovery, ipc_groups, ipc_peers
+from tanglenode.node import doc_ipc, ipc_discovery, ipc_groups, ipc_peers, ipc_scope
 from tanglenode.node.doc_ipc import DocWatch
 from tanglenode.node.failures import only
 from tanglenode.node.ipc_peers import RunningNode
@@ -552,6 +552,12 @@ OPS: dict[str, Op] = {
     "doc-log": Op(doc_ipc.doc_log),
     "doc-diff": Op(doc_ipc.doc_diff),
     "doc-blame": Op(doc_ipc.doc_blame),
+    # the replication scope (node/ipc_scope.py)
+    "follow": Op(ipc_scope.contact, writes=True),
+    "unfollow": Op(ipc_scope.contact, writes=True),
+    "block": Op(ipc_scope.contact, writes=True),
+    "unblock": Op(ipc_scope.contact, writes=True),
+    "scope": Op(ipc_scope.scope, keyed=True),
     # the node and its peers (node/ipc_peers.py)
     "status": Op(ipc_peers.status, node=True),
     "peers": Op(ipc_peers.peers, node=True),

@@ -36,20 +36,36 @@ import trio
 from tanglenode.node.counters import NodeCounters
 from tanglenode.node.group_commit import GroupCommit
 from tanglenode.node.verifier import Verifier
+from tanglenode.protocol.contacts import CONTACT
 from tanglenode.protocol.document import TANGLE, init_content
 from tanglenode.protocol.identity import tag_of
 from tanglenode.protocol.limits import MAX_SEQ
 from tanglenode.protocol.message import Message
 from tanglenode.storage.documents.rows import Splice
 from tanglenode.storage.feeds.ingest import IngestResult, Outcome, PreparedBatch
+from tanglenode.storage.groups.listing import group_members
+from tanglenode.storage.groups.state import GROUP
+from tanglenode.storage.scope import Scope
 from tanglenode.storage.store import FeedStore
 
 T = TypeVar("T")
 
 
+def _may_change_scope(message: Message) -> bool:
+    """Whether storing `message` may change what the node carries: a contact message, or
+    one of a private group's (its members are carried)."""
+    content = message.content
+    return (isinstance(content, dict) and content.get("type") == CONTACT) or (
+        GROUP in message.tangles
+    )
+
+
 class StoreService:
-    def __init__(self, store: FeedStore) -> None:
+    def __init__(self, store: FeedStore, hops: int | None = None) -> None:
         self.store = store
+        self.hops = hops  # the scope's reach (storage/scope.py); None: every feed
+        self.scope: Scope = store.feeds.scope()  # what the node carries, as last kept
+        self._scope_stale = trio.Event()  # a contact or group message was stored
         self.clock: dict[bytes, int] = {}  # feed -> highest valid seq held
         self.tags: dict[bytes, bytes] = {}  # feed -> tag of that message's id
         self.invalid: dict[bytes, int] = {}  # feed -> seq it is invalid from
@@ -78,14 +94,19 @@ class StoreService:
     def _stored(self, messages: Iterable[Message]) -> None:
         grew = False
         for message in messages:
+            if _may_change_scope(message):
+                self._scope_stale.set()
             if message.seq > self.clock.get(message.author, 0):
                 self.clock[message.author] = message.seq
                 self.tags[message.author] = tag_of(message.id)
             grew = True
         if grew:
-            self.version += 1
-            self._changed.set()
-            self._changed = trio.Event()
+            self._bump()
+
+    def _bump(self) -> None:
+        self.version += 1
+        self._changed.set()
+        self._changed = trio.Event()
 
     async def wait_changed(self, seen: int) -> int:
         """Sleep until the store's version passes `seen`; returns the new version."""
@@ -133,9 +154,41 @@ class StoreService:
     async def _proofs_changed(self) -> None:
         await trio.to_thread.run_sync(self._read_clock, limiter=self._writer)
         self.evidence_version += 1
-        self.version += 1
-        self._changed.set()
-        self._changed = trio.Event()
+        self._bump()
+
+    # -- the replication scope (storage/scope.py) ------------------------------------
+
+    async def refresh_scope(self) -> bool:
+        """Compute what the node carries from the contact messages held and our groups, and
+        keep it if it changed (processing what waited on a feed no longer carried); the
+        store's version moves then, so every session re-reads it. True if it changed."""
+        keypair = self.store.keypair
+        if keypair is None:
+            return False
+        hops = self.hops
+
+        def compute(store: FeedStore) -> Scope:
+            groups = None if hops is None else group_members(store, keypair)
+            return store.feeds.computed_scope(keypair.public, hops, groups)
+
+        scope = await self.read(compute)
+        if scope == self.scope:
+            return False
+        await trio.to_thread.run_sync(
+            self.store.writes.set_scope, scope, limiter=self._writer, abandon_on_cancel=False
+        )
+        self.scope = scope
+        self._bump()
+        return True
+
+    async def keep_scope(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+        """Refresh the scope now, then whenever a contact or group message is stored."""
+        await self.refresh_scope()
+        task_status.started()
+        while True:
+            await self._scope_stale.wait()
+            self._scope_stale = trio.Event()
+            await self.refresh_scope()
 
     async def publish(self, content: Any, tangles: Mapping[str, bytes | None] | None) -> Message:
         """Sign and store our next message; concurrent publishes share one transaction

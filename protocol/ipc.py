@@ -52,6 +52,7 @@ from tanglenode.protocol.ipc_fields import (
     message_id,
     short,
 )
+from tanglenode.protocol.ipc_scope import SCOPE_PARSERS, ScopeRequests
 from tanglenode.protocol.limits import MAX_TANGLE_NAME_BYTES, Limits
 from tanglenode.protocol.message import Message
 
@@ -230,6 +231,7 @@ Request = (
     | GroupTimelineRequest
     | DocRequest
     | DiscoveryRequest
+    | ScopeRequests
 )
 
 
@@ -476,6 +478,7 @@ PARSERS: dict[str, Callable[[dict[str, Any], Limits], Request]] = {
     "group-timeline": _group_timeline,
     **DOC_PARSERS,
     **DISCOVERY_PARSERS,
+    **SCOPE_PARSERS,
 }
 OPS = frozenset(PARSERS)
 

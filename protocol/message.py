@@ -72,6 +72,18 @@ from tanglenode.protocol.limits import DEFAULT_LIMITS, Limits
 VERSION = 2  # 1: timeframes named seqs only (refused since tags bind them to ids)
 
 
+# A message's canonical bytes begin: a 9-element array, the version, a 32-byte bin (its author).
+_AUTHOR_PREFIX = bytes((0x99, VERSION, 0xC4, 32))
+
+
+def author_of(raw: bytes) -> bytes | None:
+    """The author a message's bytes claim, read without decoding them; None when they do
+    not start as a canonical message of this version does (decoding will refuse them)."""
+    if raw[:4] != _AUTHOR_PREFIX or len(raw) < 36:
+        return None
+    return bytes(raw[4:36])
+
+
 def _version_detail(found: int) -> str:
     detail = f"version {found}, expected {VERSION}"
     if found == 1:  # what every node wrote before format 2

@@ -45,6 +45,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "name": (".names:name_command", "Give @FEED a petname NAME (kept only here), show its names, or list every name."),  # noqa: E501
     "about": (".names:about_command", "Publish an `about` message naming our own feed NAME, through the node."),  # noqa: E501
     "group list": (".discover:group_list", ""),
+    "follow": (".scope:follow_command", "Follow FEED (@id or a petname): the node carries it, and those it follows within [replication] hops."),  # noqa: E501
+    "unfollow": (".scope:unfollow_command", "Stop following FEED: the node no longer carries it unless another path reaches it."),  # noqa: E501
+    "block": (".scope:block_command", "Block FEED: the node neither asks for, stores nor serves it, whoever follows it."),  # noqa: E501
+    "unblock": (".scope:unblock_command", "Take back a block of FEED (it is not followed again by this)."),  # noqa: E501
+    "scope": (".scope:scope_command", "The feeds the node carries and why (ours, followed, a hop further, a group's), then the blocked ones."),  # noqa: E501
     "connect": (".daemon:connect_command", "Make the running node dial the peer FEED_ID at HOST:PORT (and keep redialing it)."),  # noqa: E501
     "export": (".archive:export_command", "Write the store as a Parquet archive or a bundle, even while the node runs."),  # noqa: E501
     "import": (".archive:import_command", "Ingest PATH, a bundle ('-': stdin) or an archive; the node must be stopped."),  # noqa: E501

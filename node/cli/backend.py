@@ -166,7 +166,7 @@ class _Here:
             self.store = self.obj.open_store(keypair=self._key())
         else:
             self.store = self.obj.open_store()
-        self.service = StoreService(self.store)
+        self.service = StoreService(self.store, hops=self.obj.settings.replication.scope_hops())
 
     def _lock(self) -> Any:
         from tanglenode.storage.errors import DataDirInUse

@@ -90,6 +90,8 @@ class Node:
                 [{"address": peer.listen, "key": peer.feed_id} for peer in peers or ()]
             ),
             "TANGLED_LOG_FORMAT": "json",
+            # Every feed carried, as before replication scope: these networks follow no one.
+            "TANGLED_REPLICATION__HOPS": "all",
             "NOTIFY_SOCKET": str(self.notify_path),
             **(extra_env or {}),
         }

@@ -114,3 +114,27 @@ def _members(store: FeedStore, root: bytes, tangle: str) -> list[bytes]:
         return [msg_id for _rank, msg_id in store.timelines.timeline(name, 0, MAX_TRIED)]
     except UnknownTimeline:
         return []
+
+
+MAX_GROUPS_SCANNED = 1_000  # `group` tangles `group_members` looks at, at most
+
+
+def group_members(store: FeedStore, keypair: Keypair) -> dict[bytes, bytes]:
+    """Member feed -> a group it is in with us (the lowest group id), over every group we
+    are a current member of among the first `MAX_GROUPS_SCANNED` `group` tangles: the
+    feeds a node carries for its groups (storage/scope.py)."""
+    members: dict[bytes, bytes] = {}
+    after: Cursor | None = None
+    scanned = 0
+    while scanned < MAX_GROUPS_SCANNED:
+        page, after = group_page(store, keypair, after, 50)
+        scanned += 50
+        for info in page:
+            if not info.member:
+                continue
+            for member in read_group(store, keypair, info.group).state.members:
+                if member not in members or info.group < members[member]:
+                    members[member] = info.group
+        if after is None:
+            break
+    return members

@@ -1,0 +1,97 @@
+"""`tangled follow`, `unfollow`, `block`, `unblock` and `scope`: what the node carries.
+
+Each of the first four publishes a contact message of ours about one feed
+(protocol/contacts.py), through the running node or on the stopped node's
+store (node/cli/backend.py), and prints whether the node carries the feed
+now. `scope` lists the feeds the node carries and why: ours, followed, a
+hop further (and through whom), a group's member; then the blocked ones.
+"""
+
+from __future__ import annotations
+
+import click
+
+from tanglenode.node.cli import COMMANDS
+from tanglenode.node.cli.backend import ask
+from tanglenode.node.cli.names import lazy_label, petnames_path, read_petnames
+from tanglenode.node.cli.support import BadInput, Context, emit_json, json_option
+from tanglenode.protocol.errors import BadIdentifier
+from tanglenode.protocol.identity import feed_text, message_text, parse_feed
+
+
+def feed_named(obj: Context, text: str) -> bytes:
+    """`text` as a feed: an `@…` id, or a petname given here (`tangled name`)."""
+    if text.startswith("@"):
+        try:
+            return parse_feed(text)
+        except BadIdentifier as error:
+            raise BadInput(str(error)) from None
+    found = [feed for feed, name in read_petnames(petnames_path(obj)).items() if name == text]
+    if len(found) != 1:
+        raise BadInput(f"{text!r} is no feed id (@…) and no petname given here")
+    return found[0]
+
+
+def _contact_command(op: str) -> click.Command:
+    @click.command(op, help=COMMANDS[op][1])  # the one line the command table shows
+    @click.argument("feed", metavar="FEED")
+    @json_option
+    @click.pass_obj
+    def command(obj: Context, feed: str, as_json: bool) -> None:
+        whom = feed_named(obj, feed)
+        done = ask(obj, op, feed=whom)
+        if as_json:
+            message = message_text(done["message"]["id"])
+            emit_json({"feed": feed_text(whom), "message": message, "carried": done["carried"]})
+            return
+        carried = "carried" if done["carried"] else "not carried"
+        click.echo(f"{op}: {lazy_label(obj, whole_ids=True)(whom)} ({carried} now)")
+
+    return command
+
+
+follow_command = _contact_command("follow")
+unfollow_command = _contact_command("unfollow")
+block_command = _contact_command("block")
+unblock_command = _contact_command("unblock")
+
+
+@click.command("scope")
+@json_option
+@click.pass_obj
+def scope_command(obj: Context, as_json: bool) -> None:
+    """The feeds the node carries and why (ours, followed, a hop further, a group's), then
+    the blocked ones; with [replication] hops = "all", every feed but the blocked."""
+    found = ask(obj, "scope")
+    feeds = found["feeds"]
+    if as_json:
+        emit_json(
+            {
+                "hops": found["hops"],
+                "count": found["count"],
+                "feeds": [_entry_json(entry) for entry in feeds],
+                "blocked": [feed_text(feed) for feed in found["blocked"]],
+            }
+        )
+        return
+    label = lazy_label(obj, whole_ids=True)
+    every = found["hops"] == "all"
+    click.echo(f"hops: {found['hops']}" + ("  (every feed but the blocked)" if every else ""))
+    for entry in feeds:
+        why = entry["why"]
+        if why == "hop":
+            why = f"hop {entry['hop']}, followed by {label(entry['via'])}"
+        elif why == "group":
+            why = f"member of group {message_text(entry['via'])}"
+        click.echo(f"{label(entry['feed'])}  {why}")
+    if found["count"] > len(feeds):
+        click.echo(f"... and {found['count'] - len(feeds)} more")
+    for feed in found["blocked"]:
+        click.echo(f"{label(feed)}  blocked")
+
+
+def _entry_json(entry: dict) -> dict:
+    via = entry["via"]
+    if via is not None:
+        via = message_text(via) if entry["why"] == "group" else feed_text(via)
+    return {"feed": feed_text(entry["feed"]), "why": entry["why"], "hop": entry["hop"], "via": via}

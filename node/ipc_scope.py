@@ -1,0 +1,62 @@
+"""The replication scope's ops served: `follow`, `unfollow`, `block`, `unblock`, `scope`.
+
+Each op is a handler `(area, request)`, a row of `node.ipc.OPS`: the node
+runs it, and `tangled follow` and the others run the same one on a store of
+their own while the node is stopped (node/cli/backend.py). A contact op
+publishes our contact message (protocol/contacts.py), then has the service
+compute and keep the scope again (node/service.py, `refresh_scope`), so the
+reply says whether the feed is carried now; the running node's sessions
+then ask for what it newly carries and stop serving what it dropped.
+`scope` lists what the node carries and why, as it would compute it now
+from the messages it holds (the kept scope catches up at the next refresh).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from tanglenode.protocol.contacts import contact_content
+from tanglenode.protocol.ipc import message_body
+from tanglenode.protocol.ipc_fields import ErrorKind, RequestError
+from tanglenode.protocol.ipc_scope import CONTACT_OPS, ContactRequest, ScopeRequest
+from tanglenode.storage.groups.listing import group_members
+from tanglenode.storage.scope import Scope
+
+if TYPE_CHECKING:
+    from tanglenode.node.ipc import Area
+
+
+async def contact(area: Area, request: ContactRequest) -> dict[str, Any]:
+    service = area.service
+    keypair = service.store.keypair
+    if keypair is not None and request.feed == keypair.public:
+        raise RequestError(ErrorKind.BAD_REQUEST, f"cannot {request.op} our own feed")
+    following, blocking = CONTACT_OPS[request.op]
+    content = contact_content(request.feed, following=following, blocking=blocking)
+    message = await service.publish(content, None)
+    await service.refresh_scope()
+    return {"message": message_body(message), "carried": service.scope.carries(request.feed)}
+
+
+async def scope(area: Area, request: ScopeRequest) -> dict[str, Any]:
+    service = area.service
+    keypair = service.store.keypair or area.keypair
+    if keypair is None:
+        raise RequestError(ErrorKind.NO_IDENTITY, "the node has no feed of its own")
+    hops = service.hops
+
+    def compute(store) -> Scope:
+        groups = None if hops is None else group_members(store, keypair)
+        return store.feeds.computed_scope(keypair.public, hops, groups)
+
+    found = await service.read(compute)
+    feeds = list(found.feeds.items())
+    page = feeds[request.start : request.start + request.limit]
+    return {
+        "hops": "all" if found.hops is None else found.hops,
+        "count": len(feeds),
+        "feeds": [
+            {"feed": feed, "why": why.why, "hop": why.hop, "via": why.via} for feed, why in page
+        ],
+        "blocked": sorted(found.blocked),
+    }
