@@ -1,0 +1,119 @@
+"""Gossip within a replication scope: a node asks for, advertises and serves only the feeds it
+carries (storage/scope.py), follows what it newly carries while connected, and drops a peer
+that pushes a feed it never asked for. Real stores and services, real `gossip()`, over
+trio's memory streams (tests/node/test_gossip_session.py has the harness)."""
+
+from __future__ import annotations
+
+import pytest
+import trio
+import trio.testing
+
+from tanglenode.node.peers import PeerState
+from tanglenode.protocol.contacts import contact_content
+from tanglenode.protocol.gossip import FrameKind, GossipConnection
+from tanglenode.protocol.identity import Keypair
+from tests.node.test_gossip_session import Link, Session, Side, Wire, chain, open_side, start
+
+pytestmark = pytest.mark.timeout(20)
+__all__ = ["open_side"]  # the fixture, used by name
+
+
+async def follow(side: Side, feed: bytes, hops: int = 1) -> None:
+    """`side` follows `feed` and carries what `hops` reach from it."""
+    side.service.hops = hops
+    await side.service.publish(contact_content(feed, following=True, blocking=False), None)
+    await side.service.refresh_scope()
+
+
+def advertised(wire: Wire, sender: str) -> set[bytes]:
+    """Every feed `sender`'s HELLO and CLOCK frames named."""
+    named: set[bytes] = set()
+    for frame in wire.of(sender, FrameKind.HELLO):
+        named |= set(frame[2])
+    for frame in wire.of(sender, FrameKind.CLOCK):
+        named |= set(frame[1])
+    return named
+
+
+async def test_a_node_asks_for_advertises_and_serves_only_what_it_carries(
+    open_side, autojump_clock
+):
+    carol, dave, zed = chain("carol", 12), chain("dave", 7), chain("zed", 5)
+    a = open_side("a", zed)  # zed: held from before a chose a scope
+    b = open_side("b", carol, dave, own=3)
+    await follow(a, carol[0].author)
+    wire = Wire()
+    async with trio.open_nursery() as nursery:
+        sa, sb = start(nursery, a, b, wire)
+        await a.until(lambda: a.service.clock.get(carol[0].author) == 12)
+        await b.until(lambda: b.service.clock.get(a.keypair.public) == 1)  # a's follow
+        published = await b.service.publish({"not": "followed"}, None)
+        await a.service.publish({"after": "b published"}, None)
+        await b.until(lambda: b.service.clock.get(a.keypair.public) == 2)
+        assert not sa.ended.is_set() and not sb.ended.is_set()
+        nursery.cancel_scope.cancel()
+    assert dave[0].author not in a.service.clock and b.keypair.public not in a.service.clock
+    assert published.id not in {m.id for m in a.store.feeds.read_feed(b.keypair.public)}
+    wanted = {feed for frame in wire.of("a", FrameKind.WANT) for feed in frame[1]}
+    assert wanted == {carol[0].author}
+    assert a.keypair.public in advertised(wire, "a")
+    assert advertised(wire, "a") <= {a.keypair.public, carol[0].author}  # never zed
+    assert zed[0].author not in b.service.clock
+
+
+async def test_a_feed_followed_while_connected_is_asked_for_at_once(open_side, autojump_clock):
+    carol, dave = chain("carol", 4), chain("dave", 6)
+    a = open_side("a")
+    b = open_side("b", carol, dave)
+    await follow(a, carol[0].author)
+    wire = Wire()
+    async with trio.open_nursery() as nursery:
+        sa, _sb = start(nursery, a, b, wire)
+        await a.until(lambda: a.service.clock.get(carol[0].author) == 4)
+        assert dave[0].author not in a.service.clock
+        await follow(a, dave[0].author)
+        await a.until(lambda: a.service.clock.get(dave[0].author) == 6)
+        assert not sa.ended.is_set()
+        nursery.cancel_scope.cancel()
+
+
+async def test_a_feed_two_hops_away_is_carried_and_a_blocked_one_is_not(open_side, autojump_clock):
+    dave, erin = chain("dave", 3), chain("erin", 3)
+    bob = open_side("bob")  # follows dave and erin
+    for whom in (dave, erin):
+        content = contact_content(whom[0].author, following=True, blocking=False)
+        await bob.service.publish(content, None)
+    b = open_side("b", dave, erin, bob.store.feeds.read_feed(bob.keypair.public))
+    a = open_side("a")
+    await a.service.publish(contact_content(erin[0].author, following=False, blocking=True), None)
+    await follow(a, bob.keypair.public, hops=2)
+    assert not a.service.scope.carries(dave[0].author)  # whom bob follows: not known yet
+    async with trio.open_nursery() as nursery:
+        await nursery.start(a.service.keep_scope)  # as the node runs it
+        start(nursery, a, b, Wire())
+        await a.until(lambda: a.service.clock.get(bob.keypair.public) == 2)
+        await a.until(lambda: a.service.clock.get(dave[0].author) == 3)
+        nursery.cancel_scope.cancel()
+    assert a.service.scope.carries(dave[0].author)
+    assert not a.service.scope.carries(erin[0].author)
+    assert erin[0].author not in a.service.clock
+    assert a.store.feeds.scope() == a.service.scope  # kept in the store
+
+
+async def test_a_peer_pushing_a_feed_never_asked_for_is_dropped(open_side, autojump_clock):
+    a = open_side("a")
+    await follow(a, chain("carol", 1)[0].author)
+    pusher = Keypair.generate()
+    a_end, their_end = trio.testing.memory_stream_pair()
+    session = Session(a, Link(a_end, "a", pusher.public, Wire()), PeerState(pusher.public))
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(lambda: session.run(window=16))
+        theirs = GossipConnection(window=16)
+        await their_end.send_all(theirs.hello({}))
+        while not theirs.peer_said_hello:
+            theirs.receive_data(await their_end.receive_some())
+        await their_end.send_all(theirs.messages([m.raw for m in chain("spam", 3)]))
+        await session.ended.wait()
+    assert session.reason is not None and "a feed we never asked for" in session.reason
+    assert chain("spam", 1)[0].author not in a.service.clock
