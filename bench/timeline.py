@@ -15,9 +15,9 @@ sequence goes to both, in the same process, alternating per round:
              (sync off, as a node's batch would be durable only at its commit)
 
 Every row prints its goal (the storage diet's; issue 14 asked at least 5x): engine /
-reference >= 10x (at least 6x) at 64K events / 64 feeds, random-feed delivery; commands per event <= the
-reference's on every row; engine memory <= 32 MB at 512K events. Both sides
-run on one core (single-threaded, in turn); each timed run starts after a
+reference >= 10x (at least 6x) at 64K events / 64 feeds, random-feed delivery;
+commands per event <= the reference's on every row; engine memory <= 32 MB at
+512K events. Both sides run on one core (single-threaded, in turn); each timed run starts after a
 full garbage collection, so neither pays for the other's garbage. The
 engine's build (compiled hot modules or plain, storage/engine/native.py) is printed
 first; `--build plain` runs the plain modules.

@@ -162,7 +162,7 @@ MAX_HOPS = 6  # follows away a node may reach (SSB's default is 2; more is rarel
 
 def _hops(value: Any) -> Any:
     if value != "all" and not (type(value) is int and 0 <= value <= MAX_HOPS):
-        raise ValueError(f"hops is 0 to {MAX_HOPS} or \"all\"")
+        raise ValueError(f'hops is 0 to {MAX_HOPS} or "all"')
     return value
 
 

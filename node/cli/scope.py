@@ -60,8 +60,10 @@ unblock_command = _contact_command("unblock")
 @json_option
 @click.pass_obj
 def scope_command(obj: Context, as_json: bool) -> None:
-    """The feeds the node carries and why (ours, followed, a hop further, a group's), then
-    the blocked ones; with [replication] hops = "all", every feed but the blocked."""
+    """The feeds the node carries and why (ours, followed, hop N, a group's), then the blocked.
+
+    With [replication] hops = "all", the node carries every feed but the blocked.
+    """
     found = ask(obj, "scope")
     feeds = found["feeds"]
     if as_json:

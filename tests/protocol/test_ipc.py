@@ -7,7 +7,7 @@ from pathlib import Path
 import msgpack
 import pytest
 
-from tanglenode.protocol import doc_ipc, ipc, ipc_discovery
+from tanglenode.protocol import doc_ipc, ipc, ipc_discovery, ipc_scope
 from tanglenode.protocol.ipc import ErrorKind, RequestError, TimelineRef
 from tanglenode.protocol.limits import Limits
 from tanglenode.protocol.message import ROOT_LINK, Named, TangleLink, decode_message, sign_message
@@ -72,7 +72,8 @@ def test_an_unknown_op_is_named_back_cut_short():
 
 def test_every_op_has_a_parser_and_streams_are_ops():
     assert set(ipc.PARSERS) == ipc.OPS and ipc.STREAMING <= ipc.OPS
-    assert len(ipc.OPS) == 18 + len(doc_ipc.DOC_PARSERS) + len(ipc_discovery.DISCOVERY_PARSERS)
+    others = (doc_ipc.DOC_PARSERS, ipc_discovery.DISCOVERY_PARSERS, ipc_scope.SCOPE_PARSERS)
+    assert len(ipc.OPS) == 18 + sum(map(len, others))
 
 
 # -- each op's fields ------------------------------------------------------------------------
@@ -108,6 +109,12 @@ BAD_FIELDS = {
     ),
     "status digests is text": ("status", {"digests": "yes"}),
     "disconnect no key": ("disconnect", {}),
+    "follow no feed": ("follow", {}),
+    "unfollow feed is text": ("unfollow", {"feed": "@abc"}),
+    "block feed is short": ("block", {"feed": b"k"}),
+    "unblock feed is 33 bytes": ("unblock", {"feed": b"k" * 33}),
+    "scope start is negative": ("scope", {"start": -1}),
+    "scope limit is text": ("scope", {"limit": "all"}),
     "disconnect key is text": ("disconnect", {"key": "@abc"}),
     "disconnect key is short": ("disconnect", {"key": b"k"}),
     "commands since is a float": ("commands", {"spacetime": True, "since": 1.5}),

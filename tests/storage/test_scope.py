@@ -4,6 +4,8 @@ never waits for a feed it does not carry (storage/scope.py, storage/views/contac
 from __future__ import annotations
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tanglenode.protocol.contacts import (
     BLOCK,
@@ -17,6 +19,7 @@ from tanglenode.protocol.contacts import (
     fold,
 )
 from tanglenode.protocol.identity import feed_text
+from tanglenode.protocol.message import ROOT_LINK, Message, TangleLink, decode_message
 from tanglenode.storage.scope import (
     BLOCKED,
     EVERY_FEED,
@@ -29,6 +32,7 @@ from tanglenode.storage.scope import (
 )
 from tanglenode.storage.store import FeedStore
 from tests.factories import Feed, keypair
+from tests.storage.test_invalidation import state
 
 
 def contact(feed: Feed, whom: Feed, flags: tuple[bool | None, bool | None]):
@@ -170,3 +174,75 @@ def test_a_scope_row_says_why(hops):
     scope = Scope(hops, {b"a" * 32: Why(OURS)}, frozenset({b"b" * 32}))
     assert scope.rows()[b"b" * 32] == Why(BLOCKED).encode()
     assert Why.decode(scope.rows()[b"a" * 32]) == Why(OURS)
+
+
+# -- convergence within a scope (Hypothesis) -------------------------------------------
+
+PEOPLE = ("ann", "ben", "cat", "dan", "eve")
+
+
+@st.composite
+def worlds(draw):
+    """Feeds that post into a few tangles, each message naming the newest message it saw of
+    a few other feeds (a world where strangers' heads are named too), and whom `me`
+    follows among them."""
+    feeds = {name: Feed(f"scope-{name}") for name in PEOPLE}
+    seen: dict[str, Message] = {}
+    roots: dict[int, Message] = {}
+    for _ in range(draw(st.integers(4, 24))):
+        name = draw(st.sampled_from(PEOPLE))
+        others = [other for other in seen if other != name]
+        named = draw(st.lists(st.sampled_from(others), unique=True, max_size=3)) if others else []
+        tangle = draw(st.integers(0, 2))
+        link = (
+            {"chat": TangleLink(roots[tangle].id, (roots[tangle].id,))}
+            if tangle in roots
+            else {"chat": ROOT_LINK}
+        )
+        message = feeds[name].append(
+            {"type": "post", "n": len(seen)},
+            tangles=link,
+            timeframe={feeds[other].public: seen[other] for other in named},
+        )
+        roots.setdefault(tangle, message)
+        seen[name] = message
+    followed = draw(st.lists(st.sampled_from(PEOPLE), unique=True, min_size=1, max_size=3))
+    return feeds, followed
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(world=worlds(), orders=st.lists(st.randoms(use_true_random=False), min_size=2, max_size=2))
+def test_nodes_of_one_scope_converge_and_never_wait_for_what_they_do_not_carry(
+    tmp_path_factory, world, orders
+):
+    feeds, followed = world
+    me = Feed("scope-me")
+    follows = [contact(me, feeds[name], FOLLOW) for name in followed]
+    carried = {feeds[name].public for name in followed} | {me.public}
+    pool = [m.raw for feed in feeds.values() for m in feed.messages if m.author in carried]
+    states = []
+    for rng in orders:
+        path = tmp_path_factory.mktemp("scope")
+        with FeedStore(path / "node", keypair=me.keypair) as store:
+            store.writes.ingest([m.raw for m in follows])
+            store.writes.set_scope(store.feeds.computed_scope(me.public, 1))
+            assert set(store.feeds.scope().feeds) == carried
+            shuffled = rng.sample(pool, len(pool))
+            while shuffled:  # random batches; a message whose previous is missing comes again
+                batch, shuffled = shuffled[:3], shuffled[3:]
+                results = store.writes.ingest(batch)
+                shuffled += [
+                    raw for raw, r in zip(batch, results, strict=True) if r.outcome == "rejected"
+                ]
+            assert store.feeds.stalls() == []  # nothing waits for a feed not carried
+            order = {(feed, seq): index for index, feed, seq in store.feeds.processed(0, 10_000)}
+            assert len(order) == len(pool) + len(follows)
+            for raw in pool:  # every named message of a carried feed came first
+                message = decode_message(raw)
+                for feed, named in message.timeframe.items():
+                    if feed in carried:
+                        assert order[(feed, named)] < order[(message.author, message.seq)]
+            states.append(state(store))
+    assert states[0] == states[1]

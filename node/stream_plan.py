@@ -1,0 +1,98 @@
+"""Which connected peer streams each feed to us: every new message received once.
+
+Theory of operation
+-------------------
+Without a plan every session subscribes to every feed its peer is ahead on,
+and each peer then pushes each new message: a node with k peers receives
+each message k times. The plan (one per store service, shared by its
+sessions: `stream_plan`) gives each feed one *streamer*, the session that
+holds the feed's open subscription (WANT); the other sessions only read
+the feed's heads in their peers' CLOCK notes, as epidemic broadcast trees
+(EBT) and Plumtree do.
+
+- **Claiming.** A session whose peer is ahead on a feed subscribes only if
+  no live session streams the feed yet (`claim`); the first peer to show a
+  feed ahead streams it.
+- **Leaving.** When a session ends, each feed it streamed goes to another
+  session (`release` returns them): the caller asks the one whose peer
+  showed the highest head, from our own seq, so nothing is lost.
+- **Falling behind.** A streamer that leaves us behind a head another peer
+  advertised, with no progress on the feed for `switch_after` seconds
+  (`stalled`), loses the feed to that peer's session, which asks for it from
+  our seq; the old streamer is told to stop (a WANT after `STOP_AFTER`,
+  which an honest peer of any version reads as "nothing more": no message
+  of a feed has that seq).
+
+The plan holds no store state: progress is noted by the streaming session
+as it stores what it received (`progressed`), and times are trio's clock,
+so the simulator's virtual time drives it as a real one does.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Hashable
+from dataclasses import dataclass, field
+
+import trio
+
+SWITCH_AFTER = 2.0  # seconds a streamer may leave us behind another peer's head
+STOP_AFTER = (1 << 63) - 1  # a WANT after this seq asks for nothing: the subscription ends
+
+
+@dataclass
+class StreamPlan:
+    """Feed -> the session that streams it, and since when it last made progress."""
+
+    switch_after: float = SWITCH_AFTER
+    streamers: dict[bytes, Hashable] = field(default_factory=dict)
+    progress: dict[bytes, float] = field(default_factory=dict)  # feed -> trio time
+
+    def streamer(self, feed: bytes) -> Hashable | None:
+        return self.streamers.get(feed)
+
+    def claim(self, feed: bytes, session: Hashable) -> bool:
+        """`session` streams `feed` if nobody does; whether it does now."""
+        current = self.streamers.setdefault(feed, session)
+        if current is session:
+            self.progress.setdefault(feed, trio.current_time())
+            return True
+        return False
+
+    def take(self, feed: bytes, session: Hashable) -> Hashable | None:
+        """`session` streams `feed` from now on; the session that did, if another."""
+        before = self.streamers.get(feed)
+        self.streamers[feed] = session
+        self.progress[feed] = trio.current_time()
+        return None if before is session else before
+
+    def progressed(self, feed: bytes) -> None:
+        """Messages of `feed` were stored from its streamer."""
+        self.progress[feed] = trio.current_time()
+
+    def stalled(self, feed: bytes) -> bool:
+        """Whether `feed`'s streamer made no progress for `switch_after` seconds (a feed
+        nobody streams counts as stalled)."""
+        since = self.progress.get(feed)
+        if feed not in self.streamers or since is None:
+            return True
+        return trio.current_time() - since >= self.switch_after
+
+    def release(self, session: Hashable) -> list[bytes]:
+        """`session` ended: the feeds it streamed, now streamed by nobody."""
+        feeds = [feed for feed, streamer in self.streamers.items() if streamer is session]
+        for feed in feeds:
+            del self.streamers[feed]
+            self.progress.pop(feed, None)
+        return feeds
+
+
+_PLANS: weakref.WeakKeyDictionary[object, StreamPlan] = weakref.WeakKeyDictionary()
+
+
+def stream_plan(service: object) -> StreamPlan:
+    """The one `StreamPlan` of a store service, shared by its sessions."""
+    plan = _PLANS.get(service)
+    if plan is None:
+        plan = _PLANS[service] = StreamPlan()
+    return plan
