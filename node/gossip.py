@@ -72,6 +72,7 @@ from tanglenode.node.failures import leaves, only
 from tanglenode.node.inbox import MAX_BATCH, Inbox, Kind
 from tanglenode.node.peers import PeerState
 from tanglenode.node.service import StoreService
+from tanglenode.node.stream_plan import STOP_AFTER, stream_plan
 from tanglenode.node.transport import SecureStream
 from tanglenode.protocol.errors import InvalidMessage, Reason, RemoteProtocolError
 from tanglenode.protocol.evidence import InvalidProof
@@ -172,6 +173,7 @@ class GossipSession:
         self.traffic = PeerTraffic()  # the node's counters for this peer, once `run` starts
         self.suspects = suspect_watch(service)
         self.scope_seen = service.scope  # the scope our clock and wants were made for
+        self.plan = stream_plan(service)  # which session streams each feed (node.stream_plan)
 
     def _our_clock(self) -> Clock:
         """Our heads of the feeds we carry: a peer learns of no other feed through us."""
@@ -183,6 +185,14 @@ class GossipSession:
     async def run(self) -> None:
         self.service.verifier.want()  # its messages are checked in a worker process
         self.advertised = self._our_clock()
+        self.plan.sessions.add(self)
+        try:
+            await self._run()
+        finally:
+            self.plan.sessions.discard(self)
+            self._hand_over(self.plan.release(self))
+
+    async def _run(self) -> None:
         with self.service.counters.session(self.peer) as self.traffic:
             await self._send(self.connection.hello(self.advertised))
             seen = self.service.version
@@ -192,6 +202,7 @@ class GossipSession:
                 nursery.start_soon(self.inbox.run)
                 nursery.start_soon(self._send_outgoing)
                 nursery.start_soon(self._watch_suspects, seen)
+                nursery.start_soon(self._watch_streams)
                 await self._write()
 
     async def _send(self, data: bytes) -> None:
@@ -268,17 +279,19 @@ class GossipSession:
         """What to ask for, given the peer's `heads`: what it has beyond us, and its side of
         any fork it shows, of the feeds we carry."""
         ours, tags, invalid = self.service.clock, self.service.tags, self.service.invalid
-        carries = self.service.scope.carries
+        carries, me = self.service.scope.carries, self.service.own_feed
         wants: dict[bytes, int] = {}
         for feed, (seq, tag) in heads.items():
             if not carries(feed):
                 continue
             have = ours.get(feed, 0)
             complete = feed in invalid and have >= invalid[feed] - 1  # all that is valid
-            if seq > have and not complete:
-                wants[feed] = have
-            elif seq == have and have and tag != tags.get(feed):
+            if seq == have and have and tag != tags.get(feed):
                 wants[feed] = have - 1  # its message at our head's seq is another
+            elif (
+                seq >= have and seq and not complete and feed != me and self.plan.claim(feed, self)
+            ):
+                wants[feed] = have  # we stream it from this peer (node.stream_plan)
         for feed, after in self._suspect_wants(heads).items():
             wants[feed] = min(after, wants.get(feed, after))
         return wants
@@ -309,6 +322,51 @@ class GossipSession:
             clock, tags = self.peer.clock, self.peer_tags
             heads = {f: (clock[f], tags[f]) for f in lowest if f in tags and f in clock}
             self._send_soon(self._want_frame(self._suspect_wants(heads)))
+
+    async def _watch_streams(self) -> None:
+        """Take over each feed whose streamer left us behind this peer's head for longer
+        than the plan allows (node.stream_plan): ask here from our seq, stop it there."""
+        plan = self.plan
+        while True:
+            await trio.sleep(plan.switch_after / 2)
+            ours, carries = self.service.clock, self.service.scope.carries
+            behind = [
+                feed
+                for feed, seq in self.peer.clock.items()
+                if seq > ours.get(feed, 0) and plan.streamer(feed) is not self and carries(feed)
+            ]
+            wants = {}
+            for feed in behind:
+                if plan.stalled(feed):
+                    before = plan.take(feed, self)
+                    if isinstance(before, GossipSession):
+                        before.stop_streaming(feed)
+                    wants[feed] = ours.get(feed, 0)
+            self.stream(wants)
+
+    def stream(self, wants: dict[bytes, int]) -> None:
+        """Subscribe to these feeds here (the plan made us their streamer), from these seqs,
+        whatever we asked before."""
+        if wants:
+            self.asked.update(wants)
+            self._send_soon(self.connection.want(wants))
+
+    def stop_streaming(self, feed: bytes) -> None:
+        """Another session streams `feed` now: end its subscription on this peer."""
+        self.asked[feed] = STOP_AFTER
+        self._send_soon(self.connection.want({feed: STOP_AFTER}))
+
+    def _hand_over(self, feeds: list[bytes]) -> None:
+        """This session ended: each feed it streamed goes to the session whose peer showed
+        the highest head of it (the lowest peer key among equals), asked from our seq."""
+        ours = self.service.clock
+        for feed in feeds:
+            holders = [s for s in self.plan.sessions if s.peer.clock.get(feed, 0) > 0]
+            if not holders:
+                continue
+            best = max(holders, key=lambda s: (s.peer.clock.get(feed, 0), [-b for b in s.peer.key]))
+            self.plan.take(feed, best)
+            best.stream({feed: ours.get(feed, 0)})
 
     async def _send_wants(self, wants: dict[bytes, int]) -> None:
         await self._send(self._want_frame(wants))
@@ -351,7 +409,11 @@ class GossipSession:
                 self.parted[author] = min(seq, self.parted.get(author, seq))
                 if len(self.parted) > VARIANTS_REMEMBERED:
                     del self.parted[next(iter(self.parted))]
-        self.peer.received += sum(result.outcome is Outcome.ACCEPTED for result in results)
+        accepted = [r.message for r in results if r.outcome is Outcome.ACCEPTED and r.message]
+        for author in {message.author for message in accepted}:
+            if self.plan.streamer(author) is self:
+                self.plan.progressed(author)
+        self.peer.received += len(accepted)
         self._send_soon(self.connection.grant(len(raws)))
         self._send_soon(self._want_frame(descend))
 

@@ -65,6 +65,7 @@ class StoreService:
         self.store = store
         self.hops = hops  # the scope's reach (storage/scope.py); None: every feed
         self.scope: Scope = store.feeds.scope()  # what the node carries, as last kept
+        self.own_feed = store.keypair.public if store.keypair is not None else None
         self._scope_stale = trio.Event()  # a contact or group message was stored
         self.clock: dict[bytes, int] = {}  # feed -> highest valid seq held
         self.tags: dict[bytes, bytes] = {}  # feed -> tag of that message's id

@@ -45,6 +45,7 @@ class StreamPlan:
     """Feed -> the session that streams it, and since when it last made progress."""
 
     switch_after: float = SWITCH_AFTER
+    sessions: set = field(default_factory=set)  # the live sessions, which may stream
     streamers: dict[bytes, Hashable] = field(default_factory=dict)
     progress: dict[bytes, float] = field(default_factory=dict)  # feed -> trio time
 

@@ -1,0 +1,111 @@
+"""Each message received once: one connected peer streams each feed, the others only tell its
+heads (node/stream_plan.py). Real stores, services and `gossip()` over trio's memory streams
+(the harness of tests/node/test_gossip_session.py), on the real clock: the plan's timers must
+not fire while a store call runs in a worker thread, which trio's autojump clock would let
+them do."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+import trio
+import trio.testing
+
+from tanglenode.node.peers import PeerState
+from tanglenode.node.stream_plan import STOP_AFTER, stream_plan
+from tanglenode.protocol.gossip import FrameKind, GossipConnection, tag_of
+from tanglenode.protocol.identity import Keypair
+from tests.node.test_gossip_session import Link, Session, Wire, chain, open_side, start
+
+pytestmark = pytest.mark.timeout(60)
+__all__ = ["open_side"]  # the fixture, used by name
+
+
+def received_by(wires: dict[tuple[str, str], Wire], name: str) -> int:
+    """Messages the node `name` was sent over all its links."""
+    total = 0
+    for (a, b), wire in wires.items():
+        if name in (a, b):
+            other = b if name == a else a
+            total += len(wire.raws_from(other))
+    return total
+
+
+async def test_in_a_full_mesh_of_five_each_new_message_arrives_about_once(open_side):
+    names = ["n0", "n1", "n2", "n3", "n4"]
+    sides = {name: open_side(name) for name in names}
+    wires: dict[tuple[str, str], Wire] = {}
+    rounds = 4
+    async with trio.open_nursery() as nursery:
+        for a, b in itertools.combinations(names, 2):
+            wires[(a, b)] = Wire()
+            start(nursery, sides[a], sides[b], wires[(a, b)])
+        published = 0
+        for _round in range(rounds):
+            for name in names:
+                message = await sides[name].service.publish({"from": name}, None)
+                published += 1
+                for other in names:
+                    side = sides[other]
+                    await side.until(
+                        lambda s=side, m=message: s.service.clock.get(m.author) == m.seq
+                    )
+        nursery.cancel_scope.cancel()
+    copies = sum(received_by(wires, name) for name in names) / (published * (len(names) - 1))
+    print(f"copies per message: {copies:.2f}")
+    assert copies <= 1.1, copies  # every peer pushing every message would make it 4.0
+    for name in names:
+        assert sides[name].service.clock == sides[names[0]].service.clock
+
+
+async def test_a_peer_that_advertises_a_feed_and_never_streams_it_is_switched_from(open_side):
+    carol = chain("carol", 6)
+    a = open_side("a")
+    honest = open_side("honest", carol)
+    stream_plan(a.service).switch_after = 0.2
+    silent = Keypair.generate()
+    a_end, their_end = trio.testing.memory_stream_pair()
+    session = Session(a, Link(a_end, "a", silent.public, Wire()), PeerState(silent.public))
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(lambda: session.run(window=64))
+        theirs = GossipConnection(window=64)
+        # It claims carol's six messages, first: a asks it for them, and waits in vain.
+        await their_end.send_all(theirs.hello({carol[0].author: (6, tag_of(carol[-1].id))}))
+        wants = []
+        while not wants:
+            for event in theirs.receive_data(await their_end.receive_some()):
+                if type(event).__name__ == "PeerWants":
+                    wants.append(event.wants)
+        assert wants == [{carol[0].author: 0}]
+        wire = Wire()
+        start(nursery, a, honest, wire)
+        await a.until(lambda: a.service.clock.get(carol[0].author) == 6)
+        assert len(wire.raws_from("honest")) == 6  # from the honest peer, once
+        stopped = []
+        while not stopped:  # and the silent one is told to stop
+            for event in theirs.receive_data(await their_end.receive_some()):
+                if type(event).__name__ == "PeerWants":
+                    stopped.append(event.wants)
+        assert stopped == [{carol[0].author: STOP_AFTER}]
+        nursery.cancel_scope.cancel()
+
+
+async def test_when_the_streaming_peer_leaves_another_streams_from_where_we_are(open_side):
+    carol = chain("carol", 3)
+    a = open_side("a")
+    first, second = open_side("first", carol), open_side("second", carol)
+    wires = {"first": Wire(), "second": Wire()}
+    async with trio.open_nursery() as outer:
+        async with trio.open_nursery() as inner:
+            start(inner, a, first, wires["first"])
+            await a.until(lambda: a.service.clock.get(carol[0].author) == 3)
+            start(outer, a, second, wires["second"])
+            await second.until(lambda: second.service.clock.get(a.keypair.public) is None)
+            inner.cancel_scope.cancel()  # the streamer leaves
+        for message in chain("carol", 5)[3:]:  # the same feed, two messages further
+            await second.service.ingest([message.raw])
+        await a.until(lambda: a.service.clock.get(carol[0].author) == 5)
+        outer.cancel_scope.cancel()
+    wanted = [frame[1] for frame in wires["second"].of("a", FrameKind.WANT)]
+    assert {carol[0].author: 3} in wanted  # from where a was: nothing asked twice, nothing lost
