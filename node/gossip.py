@@ -173,6 +173,7 @@ class GossipSession:
         self.traffic = PeerTraffic()  # the node's counters for this peer, once `run` starts
         self.suspects = suspect_watch(service)
         self.scope_seen = service.scope  # the scope our clock and wants were made for
+        self.heads_seen: tuple[int, int] | None = None  # our place in service.heads
         self.plan = stream_plan(service)  # which session streams each feed (node.stream_plan)
 
     def _our_clock(self) -> Clock:
@@ -185,6 +186,7 @@ class GossipSession:
     async def run(self) -> None:
         self.service.verifier.want()  # its messages are checked in a worker process
         self.advertised = self._our_clock()
+        self.heads_seen = self.service.heads.cursor()  # HELLO tells every head up to here
         self.plan.sessions.add(self)
         try:
             await self._run()
@@ -455,20 +457,24 @@ class GossipSession:
     # -- writing -------------------------------------------------------------
 
     async def _write(self) -> None:
-        while True:
-            self._poke = trio.Event()
-            seen = self.service.version
-            if self.service.scope is not self.scope_seen:
-                self._rescoped()
-            await self._send_evidence()
-            await self._send_clock_changes()
-            await self._pump()
-            await self._wait_for_work(seen, self._poke)
+        self.service.watch(self.poke)  # every change of the store wakes us, as a poke does
+        try:
+            while True:
+                self._poke = trio.Event()
+                if self.service.scope is not self.scope_seen:
+                    self._rescoped()
+                await self._send_evidence()
+                await self._send_clock_changes()
+                await self._pump()
+                await self._poke.wait()
+        finally:
+            self.service.unwatch(self.poke)
 
     def _rescoped(self) -> None:
         """Our scope changed: ask the peer for what we carry now (from its clock), and stop
         sending it what we no longer carry."""
         self.scope_seen = scope = self.service.scope
+        self.heads_seen = None  # what we advertise changed: look at every feed once
         clock, tags = self.peer.clock, self.peer_tags
         heads = {f: (clock[f], tags[f]) for f in clock if f in tags and scope.carries(f)}
         self._send_soon(self._want_frame(self._wants_of(heads)))
@@ -493,30 +499,23 @@ class GossipSession:
             self.proofs_sent.add(key)
         self.evidence_seen = version
 
-    async def _wait_for_work(self, seen: int, poke: trio.Event) -> None:
-        """Until the store moves past version `seen` or the reader pokes us."""
-        async with trio.open_nursery() as waiter:
-
-            async def store_moved() -> None:
-                await self.service.wait_changed(seen)
-                waiter.cancel_scope.cancel()
-
-            async def poked() -> None:
-                await poke.wait()
-                waiter.cancel_scope.cancel()
-
-            waiter.start_soon(store_moved)
-            waiter.start_soon(poked)
-
     async def _send_clock_changes(self) -> None:
-        """Heads that changed since we last told the peer, unless it told us the same head."""
+        """Heads that changed since we last told the peer, unless it told us the same head:
+        those of the feeds whose head moved since we last looked (node/head_changes.py)."""
+        service = self.service
+        moved = service.heads.since(self.heads_seen)
+        self.heads_seen = service.heads.cursor()
+        clock, tags, carries = service.clock, service.tags, service.scope.carries
         peer_clock, peer_tags, advertised = self.peer.clock, self.peer_tags, self.advertised
-        changes = {
-            feed: head
-            for feed, head in self._our_clock().items()
-            if head != advertised.get(feed)
-            and (head[0] > peer_clock.get(feed, 0) or head[1] != peer_tags.get(feed))
-        }
+        changes = {}
+        for feed in clock if moved is None else moved:
+            head = (clock[feed], tags[feed])
+            if (
+                carries(feed)
+                and head != advertised.get(feed)
+                and (head[0] > peer_clock.get(feed, 0) or head[1] != peer_tags.get(feed))
+            ):
+                changes[feed] = head
         if changes:
             self.advertised.update(changes)
             await self._send(self.connection.clock(changes))

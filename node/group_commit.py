@@ -34,6 +34,7 @@ from typing import Any
 import trio
 
 from tanglenode.node.counters import Histogram
+from tanglenode.node.offload import Offload
 from tanglenode.protocol.message import Message
 
 Request = tuple[Any, Mapping[str, bytes | None] | None]
@@ -63,8 +64,10 @@ class GroupCommit:
         limiter: trio.CapacityLimiter,
         stored: Callable[[list[Message]], None],
         latency: Histogram | None = None,
+        offload: Offload | None = None,
     ) -> None:
         self._commit = commit
+        self._offload = offload or Offload()  # where the commit runs (node/offload.py)
         self._limiter = limiter
         self._stored = stored
         self.latency = Histogram() if latency is None else latency
@@ -100,11 +103,8 @@ class GroupCommit:
         results: list[Message | Exception] | None = None
         try:
             try:
-                results = await trio.to_thread.run_sync(
-                    self._commit,
-                    [waiting.request for waiting in batch],
-                    limiter=self._limiter,
-                    abandon_on_cancel=False,
+                results = await self._offload.run(
+                    self._commit, [waiting.request for waiting in batch], limiter=self._limiter
                 )
             except Exception as error:  # the transaction itself failed: none of it is stored
                 results = [error] * len(batch)

@@ -35,6 +35,8 @@ import trio
 
 from tanglenode.node.counters import NodeCounters
 from tanglenode.node.group_commit import GroupCommit
+from tanglenode.node.head_changes import HeadChanges
+from tanglenode.node.offload import Offload
 from tanglenode.node.verifier import Verifier
 from tanglenode.protocol.contacts import CONTACT
 from tanglenode.protocol.document import TANGLE, init_content
@@ -61,12 +63,16 @@ def _may_change_scope(message: Message) -> bool:
 
 
 class StoreService:
-    def __init__(self, store: FeedStore, hops: int | None = None) -> None:
+    def __init__(self, store: FeedStore, hops: int | None = None, *, inline: bool = False) -> None:
         self.store = store
+        self.offload = Offload(inline)  # worker threads, or the loop itself (the simulator)
+        self.on_stored: Callable[[list[Message]], None] | None = None  # the simulator's probe
         self.hops = hops  # the scope's reach (storage/scope.py); None: every feed
         self.scope: Scope = store.feeds.scope()  # what the node carries, as last kept
         self.own_feed = store.keypair.public if store.keypair is not None else None
         self._scope_stale = trio.Event()  # a contact or group message was stored
+        self.heads = HeadChanges()  # which feeds' heads moved, for the sessions' CLOCK notes
+        self._watchers: set[Callable[[], None]] = set()
         self.clock: dict[bytes, int] = {}  # feed -> highest valid seq held
         self.tags: dict[bytes, bytes] = {}  # feed -> tag of that message's id
         self.invalid: dict[bytes, int] = {}  # feed -> seq it is invalid from
@@ -75,13 +81,17 @@ class StoreService:
         self.evidence_version = 0
         self._changed = trio.Event()
         self._writer = trio.CapacityLimiter(1)
-        self.verifier = Verifier(
-            store.limits, store.writes.prepare
-        )  # a second core, beside the writer
+        self.verifier = Verifier(  # a second core, beside the writer
+            store.limits, store.writes.prepare, self.offload
+        )
         self._readers = trio.CapacityLimiter(4)
         self.counters = NodeCounters()  # for /metrics (node/counters.py)
         self.publishing = GroupCommit(
-            store.writes.publish_batch, self._writer, self._stored, self.counters.publish_latency
+            store.writes.publish_batch,
+            self._writer,
+            self._stored,
+            self.counters.publish_latency,
+            self.offload,
         )
 
     def _read_clock(self) -> None:
@@ -89,10 +99,14 @@ class StoreService:
         self.clock = {feed.author: feed.head_seq for feed in feeds if feed.head_id}
         self.tags = {feed.author: tag_of(feed.head_id) for feed in feeds if feed.head_id}
         self.invalid = {f.author: f.invalid_from for f in feeds if f.invalid_from is not None}
+        self.heads.reset()
 
     # -- change signals ------------------------------------------------------
 
     def _stored(self, messages: Iterable[Message]) -> None:
+        messages = list(messages)
+        if self.on_stored is not None:
+            self.on_stored(messages)
         grew = False
         for message in messages:
             if _may_change_scope(message):
@@ -100,6 +114,7 @@ class StoreService:
             if message.seq > self.clock.get(message.author, 0):
                 self.clock[message.author] = message.seq
                 self.tags[message.author] = tag_of(message.id)
+                self.heads.moved(message.author)
             grew = True
         if grew:
             self._bump()
@@ -108,6 +123,16 @@ class StoreService:
         self.version += 1
         self._changed.set()
         self._changed = trio.Event()
+        for wake in list(self._watchers):
+            wake()
+
+    def watch(self, wake: Callable[[], None]) -> None:
+        """Call `wake()` at every change of the store (until `unwatch`): a session's writer
+        waits on one event of its own, not on a task per change."""
+        self._watchers.add(wake)
+
+    def unwatch(self, wake: Callable[[], None]) -> None:
+        self._watchers.discard(wake)
 
     async def wait_changed(self, seen: int) -> int:
         """Sleep until the store's version passes `seen`; returns the new version."""
@@ -118,9 +143,7 @@ class StoreService:
     # -- writes --------------------------------------------------------------
 
     async def ingest(self, raws: list[bytes]) -> list[IngestResult]:
-        results = await trio.to_thread.run_sync(
-            self.store.writes.ingest, raws, limiter=self._writer, abandon_on_cancel=False
-        )
+        results = await self.offload.run(self.store.writes.ingest, raws, limiter=self._writer)
         return await self._ingested(results)
 
     async def prepare(self, raws: list[bytes]) -> PreparedBatch:
@@ -130,8 +153,8 @@ class StoreService:
 
     async def ingest_prepared(self, batch: PreparedBatch) -> list[IngestResult]:
         """Store a `prepare`d batch: what `ingest` does after the signatures."""
-        results = await trio.to_thread.run_sync(
-            self.store.writes.ingest_prepared, batch, limiter=self._writer, abandon_on_cancel=False
+        results = await self.offload.run(
+            self.store.writes.ingest_prepared, batch, limiter=self._writer
         )
         return await self._ingested(results)
 
@@ -145,15 +168,13 @@ class StoreService:
 
     async def add_evidence(self, raws: list[bytes]) -> tuple[str, dict[bytes, int]]:
         """Check and apply a peer's proof (see `store.writes.add_evidence`)."""
-        outcome = await trio.to_thread.run_sync(
-            self.store.writes.add_evidence, raws, limiter=self._writer, abandon_on_cancel=False
-        )
+        outcome = await self.offload.run(self.store.writes.add_evidence, raws, limiter=self._writer)
         if outcome[0] == "new":
             await self._proofs_changed()
         return outcome
 
     async def _proofs_changed(self) -> None:
-        await trio.to_thread.run_sync(self._read_clock, limiter=self._writer)
+        await self.offload.run(self._read_clock, limiter=self._writer)
         self.evidence_version += 1
         self._bump()
 
@@ -175,9 +196,7 @@ class StoreService:
         scope = await self.read(compute)
         if scope == self.scope:
             return False
-        await trio.to_thread.run_sync(
-            self.store.writes.set_scope, scope, limiter=self._writer, abandon_on_cancel=False
-        )
+        await self.offload.run(self.store.writes.set_scope, scope, limiter=self._writer)
         self.scope = scope
         self._bump()
         return True
@@ -204,10 +223,9 @@ class StoreService:
         """Sign and store our next messages in one transaction of their own, all or none
         (`store.writes.publish_batch(whole=True)`); raises the first refusal."""
         began = time.perf_counter()
-        messages = await trio.to_thread.run_sync(
+        messages = await self.offload.run(
             functools.partial(self.store.writes.publish_batch, requests, whole=True),
             limiter=self._writer,
-            abandon_on_cancel=False,
         )
         self._stored(messages)
         for _message in messages:  # each is a publish to /metrics, as through the group commit
@@ -222,7 +240,7 @@ class StoreService:
         `read` sees one moment when it calls one. Arguments the event loop may
         change meanwhile (a dict of wants) are copied before the call.
         """
-        return await trio.to_thread.run_sync(read, self.store, *args, limiter=self._readers)
+        return await self.offload.run(read, self.store, *args, limiter=self._readers)
 
     # -- documents (storage/documents/engine.py): `at` is a weft, a message id, a version or None --
 
@@ -236,14 +254,8 @@ class StoreService:
     ) -> tuple[list[Message], dict[bytes, int]]:
         """Publish `splices` (made against version `base`, if given: `VersionConflict` when
         the document has moved on); the messages, and the version each one made."""
-        messages, numbers = await trio.to_thread.run_sync(
-            edit_and_number,
-            self.store,
-            doc,
-            splices,
-            base,
-            limiter=self._writer,
-            abandon_on_cancel=False,
+        messages, numbers = await self.offload.run(
+            edit_and_number, self.store, doc, splices, base, limiter=self._writer
         )
         self._stored(messages)
         return messages, numbers

@@ -17,15 +17,18 @@ the feed's heads in their peers' CLOCK notes, as epidemic broadcast trees
   session (`release` returns them): the caller asks the one whose peer
   showed the highest head, from our own seq, so nothing is lost.
 - **Falling behind.** A streamer that leaves us behind a head another peer
-  advertised, with no progress on the feed for `switch_after` seconds
-  (`stalled`), loses the feed to that peer's session, which asks for it from
-  our seq; the old streamer is told to stop (a WANT after `STOP_AFTER`,
-  which an honest peer of any version reads as "nothing more": no message
-  of a feed has that seq).
+  advertised for `switch_after` seconds, storing nothing of the feed
+  meanwhile (`stalled`: the time runs from when a session first saw the
+  head we lack, and restarts at each progress), loses the feed to that
+  peer's session, which asks for it from our seq; the old streamer is told
+  to stop (a WANT after `STOP_AFTER`, which an honest peer of any version
+  reads as "nothing more": no message of a feed has that seq).
 
 The plan holds no store state: progress is noted by the streaming session
 as it stores what it received (`progressed`), and times are trio's clock,
-so the simulator's virtual time drives it as a real one does.
+so the simulator's virtual time drives it as a real one does. With `once`
+off every session streams every feed it is behind on, as before the plan:
+the flooding baseline `tangled sim --flood` compares against.
 """
 
 from __future__ import annotations
@@ -45,38 +48,40 @@ class StreamPlan:
     """Feed -> the session that streams it, and since when it last made progress."""
 
     switch_after: float = SWITCH_AFTER
+    once: bool = True  # False: every session streams every feed (flooding, for comparison)
     sessions: set = field(default_factory=set)  # the live sessions, which may stream
     streamers: dict[bytes, Hashable] = field(default_factory=dict)
-    progress: dict[bytes, float] = field(default_factory=dict)  # feed -> trio time
+    # feed -> since when (trio time) a peer showed a head we lack, with no progress since
+    behind_since: dict[bytes, float] = field(default_factory=dict)
 
     def streamer(self, feed: bytes) -> Hashable | None:
         return self.streamers.get(feed)
 
     def claim(self, feed: bytes, session: Hashable) -> bool:
         """`session` streams `feed` if nobody does; whether it does now."""
-        current = self.streamers.setdefault(feed, session)
-        if current is session:
-            self.progress.setdefault(feed, trio.current_time())
+        if not self.once:
             return True
-        return False
+        return self.streamers.setdefault(feed, session) is session
 
     def take(self, feed: bytes, session: Hashable) -> Hashable | None:
         """`session` streams `feed` from now on; the session that did, if another."""
         before = self.streamers.get(feed)
         self.streamers[feed] = session
-        self.progress[feed] = trio.current_time()
+        self.behind_since.pop(feed, None)  # the new streamer gets its own time
         return None if before is session else before
 
     def progressed(self, feed: bytes) -> None:
-        """Messages of `feed` were stored from its streamer."""
-        self.progress[feed] = trio.current_time()
+        """Messages of `feed` were stored from its streamer: it is not stalled."""
+        self.behind_since.pop(feed, None)
 
     def stalled(self, feed: bytes) -> bool:
-        """Whether `feed`'s streamer made no progress for `switch_after` seconds (a feed
-        nobody streams counts as stalled)."""
-        since = self.progress.get(feed)
-        if feed not in self.streamers or since is None:
+        """A peer shows a head of `feed` we lack: whether the streamer left us behind for
+        `switch_after` seconds with no progress (a feed nobody streams: at once)."""
+        if not self.once:
+            return False
+        if feed not in self.streamers:
             return True
+        since = self.behind_since.setdefault(feed, trio.current_time())
         return trio.current_time() - since >= self.switch_after
 
     def release(self, session: Hashable) -> list[bytes]:
@@ -84,7 +89,7 @@ class StreamPlan:
         feeds = [feed for feed, streamer in self.streamers.items() if streamer is session]
         for feed in feeds:
             del self.streamers[feed]
-            self.progress.pop(feed, None)
+            self.behind_since.pop(feed, None)
         return feeds
 
 

@@ -37,6 +37,7 @@ from typing import Any
 import structlog
 import trio
 
+from tanglenode.node.offload import Offload
 from tanglenode.node.verify_worker import LENGTH, READY
 from tanglenode.protocol.limits import Limits
 
@@ -67,11 +68,13 @@ class Verifier:
         self,
         limits: Limits,
         in_thread: Callable[[list[bytes]], Any],
+        offload: Offload | None = None,
         *,
         processes: bool | None = None,
     ) -> None:
         self.limits = limits
         self.in_thread = in_thread  # the thread's prepare (it may read the store for known ids)
+        self._offload = offload or Offload()  # where it runs (node/offload.py)
         self.processes = (os.cpu_count() or 1) > 1 if processes is None else processes
         self._worker: trio.Process | None = None  # while one runs and said it is ready
         self._wanted = trio.Event()
@@ -133,7 +136,7 @@ class Verifier:
                     return await self._exchange(worker, raws)
             except (WorkerFailed, trio.BrokenResourceError, trio.ClosedResourceError) as error:
                 log.warning("the verifying process failed; verifying in a thread", error=str(error))
-        return await trio.to_thread.run_sync(self.in_thread, raws, limiter=self._threads)
+        return await self._offload.run(self.in_thread, raws, limiter=self._threads)
 
     async def _exchange(self, worker: trio.Process, raws: list[bytes]) -> Any:
         if worker is not self._worker:

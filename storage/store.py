@@ -24,7 +24,8 @@ views to the writer and to `check`.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+import time
+from collections.abc import Callable, Collection
 from dataclasses import replace
 from pathlib import Path
 
@@ -90,6 +91,8 @@ class FeedStore:
         timeframe_source: TimeframeSource | None = None,
         views: Collection[str] | None = None,
         retention: LogRetention = DEFAULT_RETENTION,
+        clock: Callable[[], float] = time.time,
+        durable: bool = True,
     ) -> None:
         if not isinstance(retention, LogRetention):
             raise TypeError(f"retention must be a LogRetention, not {type(retention).__name__}")
@@ -99,7 +102,14 @@ class FeedStore:
         self.path.mkdir(parents=True, exist_ok=True)
         check_data_file(self.path)  # refuses an emptied or truncated data.mdb (SIGBUS otherwise)
         try:
-            self._env = lmdb.open(str(self.path), map_size=map_size, max_dbs=MAX_NAMED_DATABASES)
+            # `durable=False` (the simulator's stores only): commits are not flushed to disk
+            self._env = lmdb.open(
+                str(self.path),
+                map_size=map_size,
+                max_dbs=MAX_NAMED_DATABASES,
+                sync=durable,
+                metasync=durable,
+            )
         except lmdb.Error as error:
             raise StorageError(f"cannot open the store at {self.path}: {error}") from error
         self.own_head_path = head_path(self.path)
@@ -129,7 +139,7 @@ class FeedStore:
             self._backfill(index)
         self.views = open_views(self.ctx)
         own_head = OwnHeadFile(self.own_head_path)
-        self.writes = Writes(self.ctx, self.views, own_head, timeframe_source)
+        self.writes = Writes(self.ctx, self.views, own_head, timeframe_source, clock)
         self.feeds = FeedReads(self.ctx, self.views)
         self.timelines = TimelineReads(self.ctx)
         self.tangles = TangleReads(self.ctx)

@@ -111,8 +111,10 @@ class Writes:
         views: Sequence[DerivedView],
         own_head: OwnHeadFile,
         timeframe_source: TimeframeSource | None = None,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self._ctx = ctx
+        self._clock = clock  # seconds since the epoch: our messages' default timestamp
         self._views = views
         self._own_head = own_head
         self._timeframe_source = timeframe_source
@@ -352,7 +354,7 @@ class Writes:
         """
         head_seq, head_id, latest = head
         if timestamp is None:
-            timestamp = max(int(time.time() * 1000), latest)
+            timestamp = max(int(self._clock() * 1000), latest)
         links = self._links(txn, tangles)
         return sign_message(
             self._ctx.keypair,

@@ -1,0 +1,150 @@
+"""The simulated network (node/sim/): its links, its topologies, and runs of real nodes on
+virtual time against the goals of issue 29 (docs/BENCHMARKS.md has the larger runs)."""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import trio
+import trio.testing
+
+from tanglenode.node.sim.links import PathModel, link
+from tanglenode.node.sim.network import SimConfig, simulate
+from tanglenode.node.sim.topology import TopologyError, edges
+
+A, B = b"a" * 32, b"b" * 32
+TANGLED = Path(sys.executable).with_name("tangled")
+
+
+def arrivals(path: PathModel, sends: list[tuple[float, bytes]], seed: int = 1) -> list[float]:
+    """When each byte of `sends` (at time, bytes) arrives at the other end, on virtual time."""
+    got: list[float] = []
+    total = sum(len(data) for _at, data in sends)
+
+    async def main() -> None:
+        ours, theirs = link(A, B, path, random.Random(seed))
+
+        async def receive() -> None:
+            while len(got) < total:
+                data = await theirs.receive_some()
+                got.extend([trio.current_time()] * len(data))
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(receive)
+            for at, data in sends:
+                await trio.sleep_until(at)
+                await ours.send_all(data)
+
+    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    return got
+
+
+def test_a_link_delivers_after_its_latency_in_order_and_at_its_bandwidth():
+    assert arrivals(PathModel(latency=0.1), [(1.0, b"x")]) == [pytest.approx(1.1)]
+    # 1,000 bytes a second: the second send waits for the first to leave
+    slow = arrivals(PathModel(latency=0.1, bandwidth=1000), [(0.0, b"x" * 500), (0.0, b"y")])
+    assert slow[0] == pytest.approx(0.6) and slow[-1] == pytest.approx(0.601)
+
+
+def test_a_lost_send_costs_a_retransmission_and_delays_what_follows():
+    sends = [(float(n), b"m") for n in range(40)]
+    lossless = arrivals(PathModel(latency=0.1), sends)
+    lossy = arrivals(PathModel(latency=0.1, loss=0.3), sends, seed=7)
+    delays = {round(late - early, 6) for late, early in zip(lossy, lossless, strict=True)}
+    assert delays == {0.0, 0.3}  # the simulated retransmission timeout (3 latencies), or none
+    assert lossy == sorted(lossy)  # in order, as TCP delivers
+    assert lossy == arrivals(PathModel(latency=0.1, loss=0.3), sends, seed=7)  # by its seed
+
+
+def test_a_closed_link_reads_as_a_goodbye_at_the_other_end():
+    async def main() -> bytes:
+        ours, theirs = link(A, B, PathModel(), random.Random(1))
+        await ours.aclose()
+        with pytest.raises(trio.BrokenResourceError):
+            await ours.send_all(b"late")
+        return await theirs.receive_some()
+
+    assert trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0)) == b""
+
+
+@pytest.mark.parametrize("kind", ["regular", "small-world", "pubs"])
+def test_each_topology_is_connected_and_fixed_by_its_seed(kind):
+    import networkx as nx
+
+    found = edges(kind, 200, 4, seed=3)
+    graph = nx.Graph(found)
+    assert graph.number_of_nodes() == 200 and nx.is_connected(graph)
+    assert found == edges(kind, 200, 4, seed=3)
+    assert found != edges(kind, 200, 4, seed=4)
+    if kind == "regular":
+        assert {degree for _node, degree in graph.degree()} == {4}
+
+
+def test_an_impossible_topology_is_refused():
+    with pytest.raises(TopologyError, match="even"):
+        edges("regular", 25, 5, seed=1)
+    with pytest.raises(TopologyError, match="degree"):
+        edges("regular", 4, 4, seed=1)
+
+
+def test_25_nodes_on_100ms_links_meet_the_fly_io_figures_and_beat_flooding():
+    """fly.io's broadcast challenge: 25 nodes, 100 ms links, median latency under 400 ms
+    and the most under 600 ms; each message received about once, where flooding sends it
+    over every link."""
+    config = SimConfig(nodes=25, degree=4, latency=0.1, messages=60, seed=2)
+    once = simulate(config)
+    assert once.converged and once.delivered == 1.0 and once.sessions_dropped == 0
+    assert once.copies_per_message <= 1.2
+    assert once.latency_ms_p50 < 400 and once.latency_ms_max < 600
+    flood = simulate(SimConfig(**{**config.__dict__, "flood": True}))
+    assert flood.converged
+    assert flood.copies_per_message > 2 * once.copies_per_message
+    assert flood.wire_bytes_per_message > once.wire_bytes_per_message
+
+
+def test_a_run_is_the_same_for_the_same_seed():
+    config = SimConfig(nodes=10, degree=3, topology="small-world", messages=20, seed=5, loss=0.05)
+    first, second = simulate(config).as_dict(), simulate(config).as_dict()
+    for varies in ("seconds", "peak_rss_mb"):
+        del first[varies], second[varies]
+    assert first == second
+    assert first["converged"]
+
+
+def tangled(*arguments: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [TANGLED, *arguments],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+
+
+def test_the_command_prints_one_json_object_and_refuses_bad_numbers_in_one_line():
+    done = tangled("sim", "--nodes", "6", "--degree", "2", "--messages", "5", "--json")
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    keys = ["nodes", "converged", "copies_per_message", "wire_bytes_per_message"]
+    keys += ["latency_ms_p50", "latency_ms_p99", "latency_ms_max", "peak_rss_mb", "seconds"]
+    assert set(keys) <= result.keys()
+    assert result["nodes"] == 6 and result["converged"] is True
+    for arguments, said in (
+        (["--nodes", "5", "--degree", "3"], "even"),
+        (["--latency", "soon"], "duration"),
+    ):
+        bad = tangled("sim", *arguments)
+        assert bad.returncode == 3 and said in bad.stderr and "Traceback" not in bad.stderr
+
+
+@pytest.mark.slow
+def test_100_nodes_converge_with_each_message_received_about_once():
+    result = simulate(SimConfig(nodes=100, degree=5, latency=0.1, messages=100, seed=1))
+    assert result.converged and result.sessions_dropped == 0
+    assert result.copies_per_message <= 1.2
+    assert result.latency_ms_p50 <= 600 and result.latency_ms_max <= 1200
