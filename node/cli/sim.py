@@ -29,21 +29,38 @@ def seconds(text: str) -> float:
 
 
 @click.command("sim")
-@click.option("--nodes", type=click.IntRange(2, 5000), default=25, show_default=True)
-@click.option("--degree", type=click.IntRange(1, 64), default=5, show_default=True)
+@click.option(
+    "--nodes", type=click.IntRange(2, 5000), default=25, show_default=True, help="nodes simulated"
+)
+@click.option(
+    "--degree", type=click.IntRange(1, 64), default=5, show_default=True, help="peers a node has"
+)
 @click.option(
     "--topology",
     type=click.Choice(["regular", "small-world", "pubs"]),
     default="regular",
     show_default=True,
+    help="the network's shape (docs/SIMULATOR.md)",
 )
 @click.option("--latency", default="100ms", show_default=True, help="one way, per link")
 @click.option("--bandwidth", type=click.FloatRange(1, None), default=None, help="bytes/s per link")
-@click.option("--loss", type=click.FloatRange(0, 0.5), default=0.0, show_default=True)
-@click.option("--messages", type=click.IntRange(1, 1_000_000), default=100, show_default=True)
+@click.option(
+    "--loss",
+    type=click.FloatRange(0, 0.5),
+    default=0.0,
+    show_default=True,
+    help="chance a send is retransmitted",
+)
+@click.option(
+    "--messages",
+    type=click.IntRange(1, 1_000_000),
+    default=100,
+    show_default=True,
+    help="messages published and measured",
+)
 @click.option("--interval", default="50ms", show_default=True, help="between two publishes")
 @click.option("--settle", default="60s", show_default=True, help="wait after the last publish")
-@click.option("--seed", type=int, default=1, show_default=True)
+@click.option("--seed", type=int, default=1, show_default=True, help="the same seed, the same run")
 @click.option("--flood", is_flag=True, help="every peer streams every feed (the old gossip)")
 @click.option(
     "--warmup/--no-warmup",
