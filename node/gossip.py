@@ -62,8 +62,6 @@ and only this one.
 
 from __future__ import annotations
 
-import weakref
-
 import structlog
 import trio
 
@@ -72,7 +70,7 @@ from tanglenode.node.failures import leaves, only
 from tanglenode.node.inbox import MAX_BATCH, Inbox, Kind
 from tanglenode.node.peers import PeerState
 from tanglenode.node.service import StoreService
-from tanglenode.node.stream_plan import STOP_AFTER, stream_plan
+from tanglenode.node.stream_plan import STOP_AFTER, StreamPlan
 from tanglenode.node.transport import SecureStream
 from tanglenode.protocol.errors import InvalidMessage, Reason, RemoteProtocolError
 from tanglenode.protocol.evidence import InvalidProof
@@ -106,7 +104,7 @@ class PeerMisbehaved(RemoteProtocolError):
 class SuspectWatch:
     """The store's suspected forks, as feed -> the lowest seq suspected, read at most once
     per store version whatever the number of sessions asking (one per service:
-    `suspect_watch`). The lowest is all a WANT needs: it asks from there on."""
+    `service.shared(SuspectWatch)`). The lowest is all a WANT needs: it asks from there on."""
 
     def __init__(self) -> None:
         self.version = -1  # the store version `lowest` was read at (or after)
@@ -123,17 +121,6 @@ class SuspectWatch:
                     lowest[each.feed] = min(each.seq, lowest.get(each.feed, each.seq))
                 self.lowest, self.version = lowest, version
         return self.lowest
-
-
-_WATCHES: weakref.WeakKeyDictionary[StoreService, SuspectWatch] = weakref.WeakKeyDictionary()
-
-
-def suspect_watch(service: StoreService) -> SuspectWatch:
-    """The one `SuspectWatch` of `service`, shared by its sessions."""
-    watch = _WATCHES.get(service)
-    if watch is None:
-        watch = _WATCHES[service] = SuspectWatch()
-    return watch
 
 
 class GossipSession:
@@ -171,10 +158,10 @@ class GossipSession:
         self._outgoing: list[bytes] = []  # grants and wants the storer left for `_send_soon`
         self._outgoing_added = trio.Event()
         self.traffic = PeerTraffic()  # the node's counters for this peer, once `run` starts
-        self.suspects = suspect_watch(service)
+        self.suspects = service.shared(SuspectWatch)
         self.scope_seen = service.scope  # the scope our clock and wants were made for
         self.heads_seen: tuple[int, int] | None = None  # our place in service.heads
-        self.plan = stream_plan(service)  # which session streams each feed (node.stream_plan)
+        self.plan = service.shared(StreamPlan)  # which session streams each feed
 
     def _our_clock(self) -> Clock:
         """Our heads of the feeds we carry: a peer learns of no other feed through us."""

@@ -73,6 +73,7 @@ class StoreService:
         self._scope_stale = trio.Event()  # a contact or group message was stored
         self.heads = HeadChanges()  # which feeds' heads moved, for the sessions' CLOCK notes
         self._watchers: set[Callable[[], None]] = set()
+        self._shared: dict[Callable[[], Any], Any] = {}
         self.clock: dict[bytes, int] = {}  # feed -> highest valid seq held
         self.tags: dict[bytes, bytes] = {}  # feed -> tag of that message's id
         self.invalid: dict[bytes, int] = {}  # feed -> seq it is invalid from
@@ -125,6 +126,14 @@ class StoreService:
         self._changed = trio.Event()
         for wake in list(self._watchers):
             wake()
+
+    def shared(self, kind: Callable[[], T]) -> T:
+        """The one `kind()` of this service, made on first use: state the node's gossip
+        sessions share (node/gossip.py's `SuspectWatch`, node/stream_plan.py's plan)."""
+        found = self._shared.get(kind)
+        if found is None:
+            found = self._shared[kind] = kind()
+        return found
 
     def watch(self, wake: Callable[[], None]) -> None:
         """Call `wake()` at every change of the store (until `unwatch`): a session's writer

@@ -5,7 +5,7 @@ Theory of operation
 Without a plan every session subscribes to every feed its peer is ahead on,
 and each peer then pushes each new message: a node with k peers receives
 each message k times. The plan (one per store service, shared by its
-sessions: `stream_plan`) gives each feed one *streamer*, the session that
+sessions: `service.shared(StreamPlan)`) gives each feed one *streamer*, the session that
 holds the feed's open subscription (WANT); the other sessions only read
 the feed's heads in their peers' CLOCK notes, as epidemic broadcast trees
 (EBT) and Plumtree do.
@@ -33,7 +33,6 @@ the flooding baseline `tangled sim --flood` compares against.
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Hashable
 from dataclasses import dataclass, field
 
@@ -91,14 +90,3 @@ class StreamPlan:
             del self.streamers[feed]
             self.behind_since.pop(feed, None)
         return feeds
-
-
-_PLANS: weakref.WeakKeyDictionary[object, StreamPlan] = weakref.WeakKeyDictionary()
-
-
-def stream_plan(service: object) -> StreamPlan:
-    """The one `StreamPlan` of a store service, shared by its sessions."""
-    plan = _PLANS.get(service)
-    if plan is None:
-        plan = _PLANS[service] = StreamPlan()
-    return plan

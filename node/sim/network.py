@@ -55,7 +55,7 @@ from tanglenode.node.peers import PeerState
 from tanglenode.node.service import StoreService
 from tanglenode.node.sim.links import PathModel, link
 from tanglenode.node.sim.topology import edges
-from tanglenode.node.stream_plan import stream_plan
+from tanglenode.node.stream_plan import StreamPlan
 from tanglenode.protocol.identity import Keypair
 from tanglenode.protocol.message import Message
 from tanglenode.storage.store import FeedStore
@@ -193,7 +193,7 @@ def _open_node(root: Path, index: int, rng: random.Random, flood: bool) -> _Node
         durable=False,  # nothing of a simulated store has to survive a crash
     )
     service = StoreService(store, hops=None, inline=True)
-    stream_plan(service).once = not flood
+    service.shared(StreamPlan).once = not flood
     return _Node(index, keypair, store, service)
 
 

@@ -12,11 +12,9 @@ import pytest
 import trio
 import trio.testing
 
-from tanglenode.node.peers import PeerState
-from tanglenode.node.stream_plan import STOP_AFTER, stream_plan
+from tanglenode.node.stream_plan import STOP_AFTER, StreamPlan
 from tanglenode.protocol.gossip import FrameKind, GossipConnection, tag_of
-from tanglenode.protocol.identity import Keypair
-from tests.node.test_gossip_session import Link, Session, Wire, chain, open_side, start
+from tests.node.test_gossip_session import Wire, chain, open_side, raw_peer, start
 
 pytestmark = pytest.mark.timeout(60)
 __all__ = ["open_side"]  # the fixture, used by name
@@ -63,10 +61,8 @@ async def test_a_peer_that_advertises_a_feed_and_never_streams_it_is_switched_fr
     carol = chain("carol", 6)
     a = open_side("a")
     honest = open_side("honest", carol)
-    stream_plan(a.service).switch_after = 0.2
-    silent = Keypair.generate()
-    a_end, their_end = trio.testing.memory_stream_pair()
-    session = Session(a, Link(a_end, "a", silent.public, Wire()), PeerState(silent.public))
+    a.service.shared(StreamPlan).switch_after = 0.2
+    session, their_end = raw_peer(a)
     async with trio.open_nursery() as nursery:
         nursery.start_soon(lambda: session.run(window=64))
         theirs = GossipConnection(window=64)

@@ -9,11 +9,16 @@ import pytest
 import trio
 import trio.testing
 
-from tanglenode.node.peers import PeerState
 from tanglenode.protocol.contacts import contact_content
 from tanglenode.protocol.gossip import FrameKind, GossipConnection
-from tanglenode.protocol.identity import Keypair
-from tests.node.test_gossip_session import Link, Session, Side, Wire, chain, open_side, start
+from tests.node.test_gossip_session import (
+    Side,
+    Wire,
+    chain,
+    open_side,
+    raw_peer,
+    start,
+)
 
 pytestmark = pytest.mark.timeout(20)
 __all__ = ["open_side"]  # the fixture, used by name
@@ -104,9 +109,7 @@ async def test_a_feed_two_hops_away_is_carried_and_a_blocked_one_is_not(open_sid
 async def test_a_peer_pushing_a_feed_never_asked_for_is_dropped(open_side, autojump_clock):
     a = open_side("a")
     await follow(a, chain("carol", 1)[0].author)
-    pusher = Keypair.generate()
-    a_end, their_end = trio.testing.memory_stream_pair()
-    session = Session(a, Link(a_end, "a", pusher.public, Wire()), PeerState(pusher.public))
+    session, their_end = raw_peer(a)
     async with trio.open_nursery() as nursery:
         nursery.start_soon(lambda: session.run(window=16))
         theirs = GossipConnection(window=16)

@@ -155,6 +155,14 @@ def open_side(tmp_path):
         store.close()
 
 
+def raw_peer(side: Side) -> tuple[Session, trio.abc.Stream]:
+    """A session of `side` with a peer the test speaks for itself, frame by frame: the
+    session (not started) and the peer's end of the stream."""
+    key = Keypair.generate()
+    ours, theirs = trio.testing.memory_stream_pair()
+    return Session(side, Link(ours, side.name, key.public, Wire()), PeerState(key.public)), theirs
+
+
 def start(
     nursery, a: Side, b: Side, wire: Wire, a_options=None, b_options=None, **both
 ) -> tuple[Session, Session]:
