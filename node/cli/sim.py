@@ -61,6 +61,13 @@ def seconds(text: str) -> float:
 @click.option("--interval", default="50ms", show_default=True, help="between two publishes")
 @click.option("--settle", default="60s", show_default=True, help="wait after the last publish")
 @click.option("--seed", type=int, default=1, show_default=True, help="the same seed, the same run")
+@click.option(
+    "--scenario",
+    type=click.Choice(["publish", "partition", "churn"]),
+    default="publish",
+    show_default=True,
+    help="what happens while the messages go out (docs/SIMULATOR.md)",
+)
 @click.option("--flood", is_flag=True, help="every peer streams every feed (the old gossip)")
 @click.option(
     "--warmup/--no-warmup",
@@ -80,6 +87,7 @@ def sim_command(
     interval: str,
     settle: str,
     seed: int,
+    scenario: str,
     flood: bool,
     warmup: bool,
     as_json: bool,
@@ -108,6 +116,7 @@ def sim_command(
         settle=seconds(settle),
         seed=seed,
         flood=flood,
+        scenario=scenario,
         warmup=warmup,
     )
     try:

@@ -32,6 +32,13 @@ publish. Then:
     latency_ms_*            from publish to stored, over (message, node)
     delivered               the share of (message, node) pairs delivered
 
+Scenarios: `publish` (only that), `partition` (the first half of the nodes
+and the second lose every link between them for the middle third of the
+publishes; the links come back), `churn` (every tenth of the publishes a
+node leaves, its links cut, and comes back a tenth later). A node away
+publishes nothing; everything it missed reaches it when it is back, which
+the latencies show.
+
 `flood` turns the stream plan (node/stream_plan.py) off: every peer streams
 every feed, the behaviour the plan replaced, for comparison.
 """
@@ -44,6 +51,7 @@ import resource
 import statistics
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -79,6 +87,7 @@ class SimConfig:
     settle: float = 60.0  # seconds after the last publish before giving up
     seed: int = 1
     flood: bool = False
+    scenario: str = "publish"  # or "partition", "churn" (SCENARIOS)
     warmup: bool = True  # each node publishes one message first, not measured
 
 
@@ -197,45 +206,140 @@ def _open_node(root: Path, index: int, rng: random.Random, flood: bool) -> _Node
     return _Node(index, keypair, store, service)
 
 
+@dataclass
+class _Wiring:
+    """The links of a run, made and cut as the scenario says."""
+
+    nodes: list[_Node]
+    path: PathModel
+    rng: random.Random
+    nursery: trio.Nursery
+    ends: list = field(default_factory=list)  # every link end ever made (for the byte counts)
+    live: dict[tuple[int, int], tuple] = field(default_factory=dict)  # edge -> its two ends
+    dropped: list[str] = field(default_factory=list)  # why sessions ended on their own
+
+    def connect(self, i: int, j: int) -> None:
+        a, b = self.nodes[i], self.nodes[j]
+        ends = link(a.keypair.public, b.keypair.public, self.path, self.rng)
+        self.ends += ends
+        self.live[(i, j)] = ends
+        for node, end in zip((a, b), ends, strict=True):
+            session = GossipSession(end, node.service, PeerState(end.peer))
+            node.sessions.append(session)
+            self.nursery.start_soon(self._run_session, session, (i, j))
+
+    def cut(self, i: int, j: int) -> None:
+        """The link goes down (a partition, a node leaving): both sessions see a goodbye."""
+        ends = self.live.pop((i, j), None)
+        if ends is not None:
+            ends[0].close()
+
+    async def _run_session(self, session: GossipSession, edge: tuple[int, int]) -> None:
+        """A session to its end; one that ends while its link is up is counted with why
+        (`dropped`), as a real node logs a dropped peer, and the run goes on."""
+        try:
+            await session.run()
+        except Exception as error:
+            if edge in self.live:
+                self.dropped.append(f"{type(error).__name__}: {error}")
+
+
 async def _run(config: SimConfig, nodes: list[_Node], graph, rng: random.Random):
     deliveries = _Deliveries(expected=config.messages * (config.nodes - 1))
     for node in nodes:
         node.service.on_stored = deliveries.observer(node)
     path = PathModel(config.latency, config.bandwidth, config.loss)
-    ends = []
-    dropped: list[str] = []  # why sessions ended before the run did
     async with trio.open_nursery() as nursery:
+        wiring = _Wiring(nodes, path, rng, nursery)
         for i, j in graph:
-            a_end, b_end = link(nodes[i].keypair.public, nodes[j].keypair.public, path, rng)
-            ends += [a_end, b_end]
-            for node, end in ((nodes[i], a_end), (nodes[j], b_end)):
-                session = GossipSession(end, node.service, PeerState(end.peer))
-                node.sessions.append(session)
-                nursery.start_soon(_run_session, session, dropped)
+            wiring.connect(i, j)
         await trio.sleep(START)
         if config.warmup:  # every feed known everywhere, its subscriptions open
             await _warm_up(nodes, config)
             deliveries.latencies.clear()
-        before = _traffic(nodes, ends)  # the measure starts here
+        before = _traffic(nodes, wiring.ends)  # the measure starts here
+        events = SCENARIOS[config.scenario](config, graph, rng)
+        away: set[int] = set()
         for number in range(config.messages):
-            author = nodes[rng.randrange(config.nodes)]
+            for event in events.get(number, ()):
+                event(wiring, away)
+            present = [node for node in nodes if node.index not in away]
+            author = present[rng.randrange(len(present))]
             message = await author.service.publish({"type": "post", "n": number}, None)
             deliveries.published[(message.author, message.seq)] = trio.current_time()
             await trio.sleep(config.interval)
+        for event in events.get(config.messages, ()):  # what heals after the last publish
+            event(wiring, away)
         with trio.move_on_after(config.settle):
             await deliveries.done.wait()
         virtual = trio.current_time() - START
         nursery.cancel_scope.cancel()
     wire_bytes, received = (
-        now - then for now, then in zip(_traffic(nodes, ends), before, strict=True)
+        now - then for now, then in zip(_traffic(nodes, wiring.ends), before, strict=True)
     )
-    return deliveries, wire_bytes, received, virtual, dropped
+    return deliveries, wire_bytes, received, virtual, wiring.dropped
+
+
+Event = Callable[[_Wiring, set[int]], None]
+
+
+def _publish_only(config: SimConfig, graph, rng: random.Random) -> dict[int, list[Event]]:
+    return {}
+
+
+def _partition(config: SimConfig, graph, rng: random.Random) -> dict[int, list[Event]]:
+    """The first half of the nodes and the second lose every link between them for the
+    middle third of the publishes, then the links come back."""
+    half = config.nodes // 2
+    crossing = [(i, j) for i, j in graph if (i < half) != (j < half)]
+
+    def split(wiring: _Wiring, away: set[int]) -> None:
+        for edge in crossing:
+            wiring.cut(*edge)
+
+    def heal(wiring: _Wiring, away: set[int]) -> None:
+        for edge in crossing:
+            wiring.connect(*edge)
+
+    third = config.messages // 3
+    return {third: [split], 2 * third: [heal]}
+
+
+def _churn(config: SimConfig, graph, rng: random.Random) -> dict[int, list[Event]]:
+    """Every tenth of the publishes a node leaves (its links cut); it comes back (its links
+    made again) a tenth later, having missed what was published meanwhile."""
+    step = max(1, config.messages // 10)
+    events: dict[int, list[Event]] = {}
+    for start in range(step, config.messages, step):
+        leaver = rng.randrange(config.nodes)
+        edges_of = [(i, j) for i, j in graph if leaver in (i, j)]
+
+        def leave(wiring: _Wiring, away: set[int], n=leaver, mine=edges_of) -> None:
+            away.add(n)
+            for edge in mine:
+                wiring.cut(*edge)
+
+        def back(wiring: _Wiring, away: set[int], n=leaver, mine=edges_of) -> None:
+            away.discard(n)
+            for edge in mine:
+                if edge not in wiring.live and not ({*edge} & away):
+                    wiring.connect(*edge)
+
+        events.setdefault(start, []).append(leave)
+        events.setdefault(min(start + step, config.messages), []).append(back)
+    return events
+
+
+SCENARIOS = {"publish": _publish_only, "partition": _partition, "churn": _churn}
 
 
 def _traffic(nodes: list[_Node], ends) -> tuple[int, int]:
     """(bytes sent on every link, messages received over gossip by every node) so far."""
     wire_bytes = sum(end.bytes_sent for end in ends)
-    received = sum(session.traffic.received for node in nodes for session in node.sessions)
+    # A node counts its traffic per peer (node/counters.py): a session that reconnects to a
+    # peer adds to the same counter, which is counted once.
+    counters = {id(s.traffic): s.traffic for node in nodes for s in node.sessions}
+    received = sum(traffic.received for traffic in counters.values())
     return wire_bytes, received
 
 
@@ -253,17 +357,6 @@ async def _warm_up(nodes: list[_Node], config: SimConfig) -> None:
     with trio.move_on_after(config.settle):
         for node in nodes:
             await known(node)
-
-
-async def _run_session(session: GossipSession, dropped: list[str]) -> None:
-    """A session to its end; one that ends early is counted with why (`dropped`), as a
-    real node logs a dropped peer, and the run goes on."""
-    try:
-        await session.run()
-    except Exception as error:
-        dropped.append(f"{type(error).__name__}: {error}")
-    else:
-        dropped.append("ended")
 
 
 def _quantile(values: list[float], q: float) -> float:

@@ -107,6 +107,14 @@ def test_25_nodes_on_100ms_links_meet_the_fly_io_figures_and_beat_flooding():
     assert flood.wire_bytes_per_message > once.wire_bytes_per_message
 
 
+@pytest.mark.parametrize("scenario", ["partition", "churn"])
+def test_after_a_partition_heals_or_nodes_come_back_every_node_holds_everything(scenario):
+    result = simulate(SimConfig(nodes=16, degree=4, messages=40, scenario=scenario, seed=3))
+    assert result.converged and result.delivered == 1.0 and result.sessions_dropped == 0
+    assert result.copies_per_message <= 1.2  # catching up after it, each message once too
+    assert result.latency_ms_max > 1000  # what the cut-off nodes missed came late
+
+
 def test_a_run_is_the_same_for_the_same_seed():
     config = SimConfig(nodes=10, degree=3, topology="small-world", messages=20, seed=5, loss=0.05)
     first, second = simulate(config).as_dict(), simulate(config).as_dict()
