@@ -326,8 +326,8 @@ class GossipSession:
             ]
             wants = {}
             for feed in behind:
-                if plan.stalled(feed):
-                    before = plan.take(feed, self)
+                if plan.may_take(feed, self):
+                    before = plan.take(feed, self, stalled=True)
                     if isinstance(before, GossipSession):
                         before.stop_streaming(feed)
                     wants[feed] = ours.get(feed, 0)
@@ -350,7 +350,11 @@ class GossipSession:
         the highest head of it (the lowest peer key among equals), asked from our seq."""
         ours = self.service.clock
         for feed in feeds:
-            holders = [s for s in self.plan.sessions if s.peer.clock.get(feed, 0) > 0]
+            holders = [
+                s
+                for s in self.plan.sessions
+                if s.peer.clock.get(feed, 0) > 0 and (feed, s) not in self.plan.failed
+            ]
             if not holders:
                 continue
             best = max(holders, key=lambda s: (s.peer.clock.get(feed, 0), [-b for b in s.peer.key]))

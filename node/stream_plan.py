@@ -22,7 +22,9 @@ the feed's heads in their peers' CLOCK notes, as epidemic broadcast trees
   head we lack, and restarts at each progress), loses the feed to that
   peer's session, which asks for it from our seq; the old streamer is told
   to stop (a WANT after `STOP_AFTER`, which an honest peer of any version
-  reads as "nothing more": no message of a feed has that seq).
+  reads as "nothing more": no message of a feed has that seq), and never
+  streams that feed again while its session lasts: a peer that claims
+  heads it never sends costs each feed one wait of `switch_after`, once.
 
 The plan holds no store state: progress is noted by the streaming session
 as it stores what it received (`progressed`), and times are trio's clock,
@@ -50,6 +52,8 @@ class StreamPlan:
     once: bool = True  # False: every session streams every feed (flooding, for comparison)
     sessions: set = field(default_factory=set)  # the live sessions, which may stream
     streamers: dict[bytes, Hashable] = field(default_factory=dict)
+    # (feed, session) of each streamer that stalled on the feed: it never streams it again
+    failed: set[tuple[bytes, Hashable]] = field(default_factory=set)
     # feed -> since when (trio time) a peer showed a head we lack, with no progress since
     behind_since: dict[bytes, float] = field(default_factory=dict)
 
@@ -60,11 +64,21 @@ class StreamPlan:
         """`session` streams `feed` if nobody does; whether it does now."""
         if not self.once:
             return True
+        if (feed, session) in self.failed:
+            return False
         return self.streamers.setdefault(feed, session) is session
 
-    def take(self, feed: bytes, session: Hashable) -> Hashable | None:
-        """`session` streams `feed` from now on; the session that did, if another."""
+    def may_take(self, feed: bytes, session: Hashable) -> bool:
+        """Whether `session` may take `feed` over: not if it stalled on it before (a peer
+        that claims heads it never sends cannot win the feed back, again and again)."""
+        return (feed, session) not in self.failed and self.stalled(feed)
+
+    def take(self, feed: bytes, session: Hashable, *, stalled: bool = False) -> Hashable | None:
+        """`session` streams `feed` from now on; the session that did, if another (which,
+        `stalled`, never streams the feed again)."""
         before = self.streamers.get(feed)
+        if stalled and before is not None and before is not session:
+            self.failed.add((feed, before))
         self.streamers[feed] = session
         self.behind_since.pop(feed, None)  # the new streamer gets its own time
         return None if before is session else before
@@ -86,6 +100,7 @@ class StreamPlan:
     def release(self, session: Hashable) -> list[bytes]:
         """`session` ended: the feeds it streamed, now streamed by nobody."""
         feeds = [feed for feed, streamer in self.streamers.items() if streamer is session]
+        self.failed = {(feed, other) for feed, other in self.failed if other is not session}
         for feed in feeds:
             del self.streamers[feed]
             self.behind_since.pop(feed, None)

@@ -87,6 +87,52 @@ async def test_a_peer_that_advertises_a_feed_and_never_streams_it_is_switched_fr
         nursery.cancel_scope.cancel()
 
 
+async def test_a_peer_claiming_every_feed_far_ahead_costs_each_feed_one_wait_once(open_side):
+    feeds = [chain(f"far-{n}", 3) for n in range(20)]
+    a = open_side("a")
+    honest = open_side("honest", *feeds)
+    plan = a.service.shared(StreamPlan)
+    plan.switch_after = 0.2
+    session, their_end = raw_peer(a)
+    liar = {feed[0].author: (1_000_000, bytes(16)) for feed in feeds}  # heads it never sends
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(lambda: session.run(window=64))
+        theirs = GossipConnection(window=64)
+        await their_end.send_all(theirs.hello(liar))
+        asked: dict[bytes, int] = {}
+        while len(asked) < len(liar):  # a asks the liar for every feed: it claimed them first
+            for event in theirs.receive_data(await their_end.receive_some()):
+                asked.update(getattr(event, "wants", {}))
+        assert asked == {feed: 0 for feed in liar}
+        nursery.start_soon(_drain, their_end, theirs)  # it reads what a says, and sends nothing
+        wire = Wire()
+        start(nursery, a, honest, wire)
+        for feed in feeds:
+            await a.until(lambda f=feed: a.service.clock.get(f[0].author) == 3)
+        taken = {feed: plan.streamer(feed) for feed in liar}
+        # Time for the liar, still far "ahead", to win the feeds back if it could: what is
+        # awaited is that nothing happens, so only time can show it.
+        await trio.sleep(plan.switch_after * 3)
+        assert {feed: plan.streamer(feed) for feed in liar} == taken
+        # Later messages come from the honest peer at once: the liar never wins a feed back.
+        more = [chain(f"far-{n}", 4)[3] for n in range(20)]
+        await honest.service.ingest([message.raw for message in more])
+        for message in more:
+            await a.until(lambda m=message: a.service.clock.get(m.author) == 4)
+        assert {feed: plan.streamer(feed) for feed in liar} == taken
+        assert all(
+            streamer is not None and streamer is not plan.streamer(b"")
+            for streamer in taken.values()
+        )
+        assert len(wire.raws_from("honest")) == 20 * 4  # each message once
+        nursery.cancel_scope.cancel()
+
+
+async def _drain(stream, connection: GossipConnection) -> None:
+    while data := await stream.receive_some():
+        connection.receive_data(data)
+
+
 async def test_when_the_streaming_peer_leaves_another_streams_from_where_we_are(open_side):
     carol = chain("carol", 3)
     a = open_side("a")
