@@ -73,7 +73,7 @@ def seconds(text: str) -> float:
     "--warmup/--no-warmup",
     default=True,
     show_default=True,
-    help="each node publishes one unmeasured message first",
+    help="each publisher publishes one unmeasured message first",
 )
 @json_option
 def sim_command(

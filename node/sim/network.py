@@ -15,8 +15,8 @@ work, never the waiting. Everything random (keys, topology, who publishes,
 loss) comes from `--seed`, so a run is deterministic.
 
 The scenario `publish`: after every node's sessions start (and, with
-`warmup`, after each node published one message that every node then
-holds, so that every feed is known and subscribed before measuring: the
+`warmup`, after each node that will publish published one message that
+every node then holds, so that every feed is known and subscribed before measuring: the
 first message of a feed new to a node costs a CLOCK, a WANT and the
 message per hop, every later one the message alone), `messages`
 messages are published, one every `interval` seconds, each by a node drawn
@@ -254,8 +254,10 @@ async def _run(config: SimConfig, nodes: list[_Node], graph, rng: random.Random)
         for i, j in graph:
             wiring.connect(i, j)
         await trio.sleep(START)
-        if config.warmup:  # every feed known everywhere, its subscriptions open
-            await _warm_up(nodes, config)
+        # Who publishes each message, drawn first: the warm-up is theirs.
+        authors = [rng.randrange(config.nodes) for _ in range(config.messages)]
+        if config.warmup:  # the publishers' feeds known everywhere, their subscriptions open
+            await _warm_up([nodes[index] for index in sorted(set(authors))], nodes, config)
             deliveries.latencies.clear()
         before = _traffic(nodes, wiring.ends)  # the measure starts here
         events = SCENARIOS[config.scenario](config, graph, rng)
@@ -263,8 +265,10 @@ async def _run(config: SimConfig, nodes: list[_Node], graph, rng: random.Random)
         for number in range(config.messages):
             for event in events.get(number, ()):
                 event(wiring, away)
-            present = [node for node in nodes if node.index not in away]
-            author = present[rng.randrange(len(present))]
+            author = nodes[authors[number]]
+            if author.index in away:  # it left: another, present, publishes instead
+                present = [node for node in nodes if node.index not in away]
+                author = present[authors[number] % len(present)]
             message = await author.service.publish({"type": "post", "n": number}, None)
             deliveries.published[(message.author, message.seq)] = trio.current_time()
             await trio.sleep(config.interval)
@@ -343,12 +347,13 @@ def _traffic(nodes: list[_Node], ends) -> tuple[int, int]:
     return wire_bytes, received
 
 
-async def _warm_up(nodes: list[_Node], config: SimConfig) -> None:
-    """Each node publishes one message, and the run waits until every node holds them all
-    (or `settle` passes): the measured messages then travel feeds every node knows."""
-    for node in nodes:
+async def _warm_up(publishers: list[_Node], nodes: list[_Node], config: SimConfig) -> None:
+    """Each of `publishers` publishes one message, and the run waits until every node
+    holds them all (or `settle` passes): the measured messages then travel feeds every
+    node knows."""
+    for node in publishers:
         await node.service.publish({"type": "post", "hello": node.index}, None)
-    everyone = {node.keypair.public for node in nodes}
+    everyone = {node.keypair.public for node in publishers}
 
     async def known(node: _Node) -> None:
         while not everyone <= node.service.clock.keys():
