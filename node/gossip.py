@@ -93,7 +93,9 @@ log = structlog.get_logger("gossip")
 
 WINDOW = 8192  # messages a peer may send before we grant more (four store batches)
 BATCH = 1024  # messages per MESSAGES frame at most (and at most one frame's bytes)
-_FORGIVEN = {Reason.FORKED_FEED, Reason.CHAIN_MISMATCH}
+# An honest peer can cause these: it holds what a proof condemns, another branch, or a
+# feed we blocked after asking it for the feed.
+_FORGIVEN = {Reason.FORKED_FEED, Reason.CHAIN_MISMATCH, Reason.BLOCKED_FEED}
 VARIANTS_REMEMBERED = 4096  # (feed, seq) of refused messages kept per connection
 
 

@@ -38,6 +38,7 @@ class Reason(enum.StrEnum):
     MISSING_PREVIOUS = "missing-previous"
     CHAIN_MISMATCH = "chain-mismatch"
     FORKED_FEED = "forked-feed"
+    BLOCKED_FEED = "blocked-feed"  # our node blocks its author (docs/PEERS.md, "Scope")
 
 
 class TanglenodeError(Exception):

@@ -38,33 +38,22 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import msgpack
-
 from tanglenode.protocol.contacts import Stance
 from tanglenode.storage.feeds.invalidation import invalid_feeds
+from tanglenode.storage.feeds.scope_table import (
+    BLOCKED,
+    FOLLOWED,
+    GROUP,
+    HOP,
+    OURS,
+    SCOPE_HOPS,
+    Why,
+    carried_in,
+)
 from tanglenode.storage.views.contacts import stances_of
 
 MAX_SCOPE_FEEDS = 20_000  # feeds carried at most (as many as a peer's clock may name)
-SCOPE_HOPS = b"scope-hops"
-
-OURS, FOLLOWED, HOP, GROUP, BLOCKED = "ours", "followed", "hop", "group", "blocked"
-
-
-@dataclass(frozen=True, slots=True)
-class Why:
-    """Why a feed is in the scope (or, `blocked`, kept out of it)."""
-
-    why: str
-    hop: int = 0  # how many follows away (0: ours or a group member)
-    via: bytes | None = None  # the feed that follows it, or the group
-
-    def encode(self) -> bytes:
-        return msgpack.packb([self.why, self.hop, self.via])
-
-    @classmethod
-    def decode(cls, raw: bytes) -> Why:
-        why, hop, via = msgpack.unpackb(raw)
-        return cls(why, hop, via)
+__all__ = ["BLOCKED", "FOLLOWED", "GROUP", "HOP", "OURS", "Scope", "Why", "carried_in"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,23 +150,3 @@ def write_scope(txn: Any, tables: Any, scope: Scope) -> bool:
             txn.put(key, value, db=tables.scope)
     txn.put(SCOPE_HOPS, hops, db=tables.meta)
     return True
-
-
-def carried_in(txn: Any, tables: Any):
-    """Whether the store's node carries a feed, read lazily in `txn` (one `get` per feed
-    asked, cached); None when it carries every feed it has not blocked and blocks none."""
-    raw = txn.get(SCOPE_HOPS, db=tables.meta)
-    if raw is None:
-        return None
-    every = bytes(raw) == b"all"
-    known: dict[bytes, bool] = {}
-
-    def carried(feed: bytes) -> bool:
-        found = known.get(feed)
-        if found is None:
-            row = txn.get(feed, db=tables.scope)
-            found = every if row is None else Why.decode(bytes(row)).why != BLOCKED
-            known[feed] = found
-        return found
-
-    return carried

@@ -56,6 +56,7 @@ from tanglenode.protocol.message import Message, decode_message
 from tanglenode.storage.feeds.derived import DerivedView, WriteScope
 from tanglenode.storage.feeds.invalidation import invalid_from, record_proof, truncate_feed
 from tanglenode.storage.feeds.layout import Tables, feed_key, head_value, split_head_value
+from tanglenode.storage.feeds.scope_table import blocked_in
 
 if TYPE_CHECKING:
     from tanglenode.storage.context import StoreContext
@@ -153,6 +154,7 @@ class BatchWriter:
         self._heads: dict[bytes, tuple[int, bytes | None]] = {}
         self._dirty_heads: set[bytes] = set()
         self._invalid: dict[bytes, int | None] = {}
+        self._blocked = blocked_in(txn, self._tables)  # the feeds our node blocks
         self.invalidated: dict[bytes, int] = {}  # feeds cut back in this batch -> boundary
         self.named_by_cut: set[bytes] = set()  # feeds the messages cut back had named
         self.cut: list[Message] = []  # the messages cut back
@@ -172,6 +174,8 @@ class BatchWriter:
     def apply(self, message: Message) -> IngestResult:
         txn, tables = self._txn, self._tables
         author, seq = message.author, message.seq
+        if self._blocked(author):
+            return self._reject(message, Reason.BLOCKED_FEED, "this node blocks the feed")
         boundary = self.invalid_from(author)
         if boundary is not None and seq >= boundary:
             if txn.get(message.id, db=tables.evidence) is not None:

@@ -359,7 +359,12 @@ def test_every_rule_has_its_reason_code(raw, reason):
 
 
 def test_every_reason_of_the_protocol_layer_is_covered():
-    storage_reasons = {Reason.MISSING_PREVIOUS, Reason.CHAIN_MISMATCH, Reason.FORKED_FEED}
+    storage_reasons = {
+        Reason.MISSING_PREVIOUS,
+        Reason.CHAIN_MISMATCH,
+        Reason.FORKED_FEED,
+        Reason.BLOCKED_FEED,  # tests/storage/test_scope.py
+    }
     covered = {reason for _, reason in CASES.values()}
     assert covered == set(Reason) - storage_reasons
 

@@ -246,3 +246,18 @@ def test_nodes_of_one_scope_converge_and_never_wait_for_what_they_do_not_carry(
                         assert order[(feed, named)] < order[(message.author, message.seq)]
             states.append(state(store))
     assert states[0] == states[1]
+
+
+def test_a_blocked_feeds_messages_are_refused_with_their_reason(tmp_path):
+    spammer = Feed("spammer")
+    first, second = (spammer.append({"type": "post", "n": n}) for n in range(2))
+    with store_of(tmp_path) as store:
+        assert store.writes.ingest([first.raw])[0].outcome == "accepted"
+        store.writes.publish(contact_content(spammer.public, following=False, blocking=True))
+        store.writes.set_scope(store.feeds.computed_scope(keypair("me").public, 2))
+        (refused,) = store.writes.ingest([second.raw])
+        assert (refused.outcome, refused.reason) == ("rejected", "blocked-feed")
+        assert store.feeds.get(second.id) is None
+        store.writes.publish(contact_content(spammer.public, following=None, blocking=False))
+        store.writes.set_scope(store.feeds.computed_scope(keypair("me").public, None))
+        assert store.writes.ingest([second.raw])[0].outcome == "accepted"  # unblocked
