@@ -269,23 +269,29 @@ class GossipSession:
     def _wants_of(self, heads: Clock) -> dict[bytes, int]:
         """What to ask for, given the peer's `heads`: what it has beyond us, and its side of
         any fork it shows, of the feeds we carry."""
-        ours, tags, invalid = self.service.clock, self.service.tags, self.service.invalid
-        carries, me = self.service.scope.carries, self.service.own_feed
+        ours, tags = self.service.clock, self.service.tags
+        carries = self.service.scope.carries
         wants: dict[bytes, int] = {}
         for feed, (seq, tag) in heads.items():
             if not carries(feed):
                 continue
             have = ours.get(feed, 0)
-            complete = feed in invalid and have >= invalid[feed] - 1  # all that is valid
             if seq == have and have and tag != tags.get(feed):
                 wants[feed] = have - 1  # its message at our head's seq is another
-            elif (
-                seq >= have and seq and not complete and feed != me and self.plan.claim(feed, self)
-            ):
+            elif seq >= have and seq and self._streamable(feed) and self.plan.claim(feed, self):
                 wants[feed] = have  # we stream it from this peer (node.stream_plan)
         for feed, after in self._suspect_wants(heads).items():
             wants[feed] = min(after, wants.get(feed, after))
         return wants
+
+    def _streamable(self, feed: bytes) -> bool:
+        """Whether we may stream `feed` from a peer at all: one we carry, not our own, and
+        not an invalid feed we hold all the valid messages of."""
+        service = self.service
+        if feed == service.own_feed or not service.scope.carries(feed):
+            return False
+        end = service.invalid.get(feed)
+        return end is None or service.clock.get(feed, 0) < end - 1
 
     def _suspect_wants(self, heads: Clock) -> dict[bytes, int]:
         """For each feed of `heads` (the peer's) with a suspected fork the peer's head
@@ -320,20 +326,31 @@ class GossipSession:
         plan = self.plan
         while True:
             await trio.sleep(plan.switch_after / 2)
-            ours, carries = self.service.clock, self.service.scope.carries
+            ours = self.service.clock
             behind = [
                 feed
                 for feed, seq in self.peer.clock.items()
-                if seq > ours.get(feed, 0) and plan.streamer(feed) is not self and carries(feed)
+                if seq > ours.get(feed, 0) and plan.streamer(feed) is not self
             ]
             wants = {}
             for feed in behind:
-                if plan.may_take(feed, self):
-                    before = plan.take(feed, self, stalled=True)
+                have = ours.get(feed, 0)
+                if self._streamable(feed) and plan.may_take(feed, self, have):
+                    before = plan.streamer(feed)
+                    # Blamed only if its own peer showed more than we hold, and sent none.
+                    failed = isinstance(before, GossipSession) and before.peer_has_more(feed)
+                    plan.take(feed, self, failed=failed)
                     if isinstance(before, GossipSession):
                         before.stop_streaming(feed)
-                    wants[feed] = ours.get(feed, 0)
+                    wants[feed] = have
             self.stream(wants)
+
+    def hand_over_rank(self, feed: bytes) -> tuple[int, list[int]]:
+        return self.peer.clock.get(feed, 0), [-byte for byte in self.peer.key]
+
+    def peer_has_more(self, feed: bytes) -> bool:
+        """Whether this session's peer showed a head of `feed` past what we hold."""
+        return self.peer.clock.get(feed, 0) > self.service.clock.get(feed, 0)
 
     def stream(self, wants: dict[bytes, int]) -> None:
         """Subscribe to these feeds here (the plan made us their streamer), from these seqs,
@@ -350,17 +367,19 @@ class GossipSession:
     def _hand_over(self, feeds: list[bytes]) -> None:
         """This session ended: each feed it streamed goes to the session whose peer showed
         the highest head of it (the lowest peer key among equals), asked from our seq."""
-        ours = self.service.clock
+        ours, plan = self.service.clock, self.plan
         for feed in feeds:
-            holders = [
-                s
-                for s in self.plan.sessions
-                if s.peer.clock.get(feed, 0) > 0 and (feed, s) not in self.plan.failed
-            ]
+            if not self._streamable(feed):
+                continue
+            holders = [s for s in plan.sessions if s.peer.clock.get(feed, 0) > 0]
+            trusted = [s for s in holders if not plan.has_failed(feed, s)]
             if not holders:
                 continue
-            best = max(holders, key=lambda s: (s.peer.clock.get(feed, 0), [-b for b in s.peer.key]))
-            self.plan.take(feed, best)
+            best = max(
+                trusted or holders,
+                key=lambda s: (s.peer.clock.get(feed, 0), [-b for b in s.peer.key]),
+            )
+            plan.take(feed, best)
             best.stream({feed: ours.get(feed, 0)})
 
     async def _send_wants(self, wants: dict[bytes, int]) -> None:
@@ -404,11 +423,7 @@ class GossipSession:
                 self.parted[author] = min(seq, self.parted.get(author, seq))
                 if len(self.parted) > VARIANTS_REMEMBERED:
                     del self.parted[next(iter(self.parted))]
-        accepted = [r.message for r in results if r.outcome is Outcome.ACCEPTED and r.message]
-        for author in {message.author for message in accepted}:
-            if self.plan.streamer(author) is self:
-                self.plan.progressed(author)
-        self.peer.received += len(accepted)
+        self.peer.received += sum(result.outcome is Outcome.ACCEPTED for result in results)
         self._send_soon(self.connection.grant(len(raws)))
         self._send_soon(self._want_frame(descend))
 
@@ -468,9 +483,13 @@ class GossipSession:
         sending it what we no longer carry."""
         self.scope_seen = scope = self.service.scope
         self.heads_seen = None  # what we advertise changed: look at every feed once
+        for feed in [f for f, after in self.asked.items() if after != STOP_AFTER]:
+            if not scope.carries(feed):  # it left our scope: this peer stops pushing it
+                self.plan.drop(feed, self)
+                self.stop_streaming(feed)
         clock, tags = self.peer.clock, self.peer_tags
         heads = {f: (clock[f], tags[f]) for f in clock if f in tags and scope.carries(f)}
-        self._send_soon(self._want_frame(self._wants_of(heads)))
+        self.stream(self._wants_of(heads))  # whatever we asked of it before
         for feed in [feed for feed in self.subscriptions if not scope.carries(feed)]:
             del self.subscriptions[feed]
         self.resume = None
@@ -523,9 +542,10 @@ class GossipSession:
                     lambda store, wants: store.feeds.replication_start(wants),
                     dict(self.subscriptions),  # a copy: the event loop may change it meanwhile
                 )
+            asked = dict(self.subscriptions)  # what the batch is read for
             batch = await self.service.read(
                 lambda store, *page: store.feeds.next_batch(*page),
-                dict(self.subscriptions),
+                asked,
                 self.resume,
                 min(self.connection.send_credit, self.batch),
                 self.connection.max_frame - 1024,
@@ -534,7 +554,9 @@ class GossipSession:
             if not batch.raws:
                 return
             await self._send(self.connection.messages(batch.raws))
-            self.subscriptions.update(batch.sent)
+            for feed, sent in batch.sent.items():  # unless a WANT changed it meanwhile
+                if self.subscriptions.get(feed) == asked.get(feed):
+                    self.subscriptions[feed] = sent
             self.peer.sent += len(batch.raws)
             self.traffic.sent += len(batch.raws)
 

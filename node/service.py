@@ -71,6 +71,7 @@ class StoreService:
         self.scope: Scope = store.feeds.scope()  # what the node carries, as last kept
         self.own_feed = store.keypair.public if store.keypair is not None else None
         self._scope_stale = trio.Event()  # a contact or group message was stored
+        self._scoping = trio.Lock()
         self.heads = HeadChanges()  # which feeds' heads moved, for the sessions' CLOCK notes
         self._watchers: set[Callable[[], None]] = set()
         self._shared: dict[Callable[[], Any], Any] = {}
@@ -95,8 +96,10 @@ class StoreService:
             self.offload,
         )
 
-    def _read_clock(self) -> None:
-        feeds = self.store.feeds.held()
+    def _read_clock(self, feeds=None) -> None:
+        """The clock from the feeds held (`store.feeds.held()`, read here if not given): on
+        the event loop, so no session sees `clock` and `tags` of two different moments."""
+        feeds = self.store.feeds.held() if feeds is None else feeds
         self.clock = {feed.author: feed.head_seq for feed in feeds if feed.head_id}
         self.tags = {feed.author: tag_of(feed.head_id) for feed in feeds if feed.head_id}
         self.invalid = {f.author: f.invalid_from for f in feeds if f.invalid_from is not None}
@@ -183,7 +186,8 @@ class StoreService:
         return outcome
 
     async def _proofs_changed(self) -> None:
-        await self.offload.run(self._read_clock, limiter=self._writer)
+        feeds = await self.offload.run(self.store.feeds.held, limiter=self._writer)
+        self._read_clock(feeds)
         self.evidence_version += 1
         self._bump()
 
@@ -202,11 +206,12 @@ class StoreService:
             groups = None if hops is None else group_members(store, keypair)
             return store.feeds.computed_scope(keypair.public, hops, groups)
 
-        scope = await self.read(compute)
-        if scope == self.scope:
-            return False
-        await self.offload.run(self.store.writes.set_scope, scope, limiter=self._writer)
-        self.scope = scope
+        async with self._scoping:  # one refresh at a time: the last computed is the last kept
+            scope = await self.read(compute)
+            if scope == self.scope:
+                return False
+            await self.offload.run(self.store.writes.set_scope, scope, limiter=self._writer)
+            self.scope = scope
         self._bump()
         return True
 

@@ -120,3 +120,27 @@ async def test_a_peer_pushing_a_feed_never_asked_for_is_dropped(open_side, autoj
         await session.ended.wait()
     assert session.reason is not None and "a feed we never asked for" in session.reason
     assert chain("spam", 1)[0].author not in a.service.clock
+
+
+async def test_a_feed_unfollowed_and_followed_again_is_caught_up_and_nobody_is_dropped(
+    open_side, autojump_clock
+):
+    carol = chain("carol", 12)
+    a = open_side("a")
+    b = open_side("b", carol[:4])
+    await follow(a, carol[0].author)
+    wire = Wire()
+    async with trio.open_nursery() as nursery:
+        sa, sb = start(nursery, a, b, wire)
+        await a.until(lambda: a.service.clock.get(carol[0].author) == 4)
+        unfollow = contact_content(carol[0].author, following=False, blocking=None)
+        await a.service.publish(unfollow, None)
+        await a.service.refresh_scope()
+        await b.service.ingest([m.raw for m in carol[4:8]])  # pushed, or not, while out of scope
+        await b.until(lambda: b.service.clock.get(a.keypair.public) == 2)  # a's unfollow
+        assert a.service.clock.get(carol[0].author) == 4
+        await follow(a, carol[0].author)
+        await b.service.ingest([m.raw for m in carol[8:]])
+        await a.until(lambda: a.service.clock.get(carol[0].author) == 12)
+        assert not sa.ended.is_set() and not sb.ended.is_set()  # nobody dropped anybody
+        nursery.cancel_scope.cancel()
