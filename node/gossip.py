@@ -270,7 +270,7 @@ class GossipSession:
         """What to ask for, given the peer's `heads`: what it has beyond us, and its side of
         any fork it shows, of the feeds we carry."""
         ours, tags = self.service.clock, self.service.tags
-        carries = self.service.scope.carries
+        carries, me = self.service.scope.carries, self.service.own_feed
         wants: dict[bytes, int] = {}
         for feed, (seq, tag) in heads.items():
             if not carries(feed):
@@ -278,17 +278,21 @@ class GossipSession:
             have = ours.get(feed, 0)
             if seq == have and have and tag != tags.get(feed):
                 wants[feed] = have - 1  # its message at our head's seq is another
-            elif seq >= have and seq and self._streamable(feed) and self.plan.claim(feed, self):
+            elif (
+                (seq > have or (seq == have and seq and feed != me))  # ours: only if behind
+                and self._streamable(feed)
+                and self.plan.claim(feed, self)
+            ):
                 wants[feed] = have  # we stream it from this peer (node.stream_plan)
         for feed, after in self._suspect_wants(heads).items():
             wants[feed] = min(after, wants.get(feed, after))
         return wants
 
     def _streamable(self, feed: bytes) -> bool:
-        """Whether we may stream `feed` from a peer at all: one we carry, not our own, and
-        not an invalid feed we hold all the valid messages of."""
+        """Whether we may stream `feed` from a peer at all: one we carry, and not an invalid
+        feed we hold all the valid messages of."""
         service = self.service
-        if feed == service.own_feed or not service.scope.carries(feed):
+        if not service.scope.carries(feed):
             return False
         end = service.invalid.get(feed)
         return end is None or service.clock.get(feed, 0) < end - 1
