@@ -207,11 +207,15 @@ class StoreService:
             return store.feeds.computed_scope(keypair.public, hops, groups)
 
         async with self._scoping:  # one refresh at a time: the last computed is the last kept
-            scope = await self.read(compute)
-            if scope == self.scope:
-                return False
-            await self.offload.run(self.store.writes.set_scope, scope, limiter=self._writer)
-            self.scope = scope
+            return await self.set_scope(await self.read(compute))
+
+    async def set_scope(self, scope: Scope) -> bool:
+        """Keep `scope` as what the node carries (`store.writes.set_scope`); the store's
+        version moves if it changed, so every session re-reads it. True if it changed."""
+        if scope == self.scope:
+            return False
+        await self.offload.run(self.store.writes.set_scope, scope, limiter=self._writer)
+        self.scope = scope
         self._bump()
         return True
 

@@ -63,7 +63,7 @@ def seconds(text: str) -> float:
 @click.option("--seed", type=int, default=1, show_default=True, help="the same seed, the same run")
 @click.option(
     "--scenario",
-    type=click.Choice(["publish", "partition", "churn"]),
+    type=click.Choice(["publish", "partition", "churn", "spammer"]),
     default="publish",
     show_default=True,
     help="what happens while the messages go out (docs/SIMULATOR.md)",

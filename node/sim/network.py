@@ -32,7 +32,11 @@ publish. Then:
     latency_ms_*            from publish to stored, over (message, node)
     delivered               the share of (message, node) pairs delivered
 
-Scenarios: `publish` (only that), `partition` (the first half of the nodes
+Scenarios: `spammer` (the last node publishes five messages of its own
+for each honest one, and every other node carries only its own feed and
+the publishers', as if it followed them: `spam_stored_on` counts the
+honest nodes that nonetheless hold a spammer's message; `converged`
+compares the honest nodes), `publish` (only that), `partition` (the first half of the nodes
 and the second lose every link between them for the middle third of the
 publishes; the links come back), `churn` (every tenth of the publishes a
 node leaves, its links cut, and comes back a tenth later). A node away
@@ -66,6 +70,7 @@ from tanglenode.node.sim.topology import edges
 from tanglenode.node.stream_plan import StreamPlan
 from tanglenode.protocol.identity import Keypair
 from tanglenode.protocol.message import Message
+from tanglenode.storage.scope import FOLLOWED, OURS, Scope, Why
 from tanglenode.storage.store import FeedStore
 from tanglenode.storage.views.timelines import SPACETIME
 
@@ -109,6 +114,7 @@ class SimResult:
     flood: bool
     sessions_dropped: int  # sessions that ended before the run did (none in a healthy run)
     first_drop: str | None
+    spam_stored_on: int | None  # honest nodes holding a message of the spammer's (scenario)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -165,7 +171,14 @@ def _simulate(config: SimConfig, root: Path, began: float) -> SimResult:
         # it the same way); seeded, the same --seed schedules the same run.
         trio._core._run._r.seed(config.seed)
         outcome = trio.run(_run, config, nodes, graph, rng, clock=clock)
-        digests = {node.store.digests.timeline_digest(SPACETIME).digest for node in nodes}
+        honest = nodes[:-1] if config.scenario == "spammer" else nodes
+        digests = {node.store.digests.timeline_digest(SPACETIME).digest for node in honest}
+        spammer = nodes[-1].keypair.public
+        spam_stored_on = (
+            sum(spammer in node.service.clock for node in honest)
+            if config.scenario == "spammer"
+            else None
+        )
     finally:
         for node in nodes:
             node.store.close()
@@ -189,6 +202,7 @@ def _simulate(config: SimConfig, root: Path, began: float) -> SimResult:
         flood=config.flood,
         sessions_dropped=len(dropped),
         first_drop=dropped[0] if dropped else None,
+        spam_stored_on=spam_stored_on,
     )
 
 
@@ -254,8 +268,12 @@ async def _run(config: SimConfig, nodes: list[_Node], graph, rng: random.Random)
         for i, j in graph:
             wiring.connect(i, j)
         await trio.sleep(START)
-        # Who publishes each message, drawn first: the warm-up is theirs.
-        authors = [rng.randrange(config.nodes) for _ in range(config.messages)]
+        # Who publishes each message, drawn first: the warm-up is theirs. The spammer (the
+        # last node, in that scenario) is never one of them.
+        honest = config.nodes - (config.scenario == "spammer")
+        authors = [rng.randrange(honest) for _ in range(config.messages)]
+        if config.scenario == "spammer":
+            await _scope_to(nodes[:honest], [nodes[index] for index in sorted(set(authors))])
         if config.warmup:  # the publishers' feeds known everywhere, their subscriptions open
             await _warm_up([nodes[index] for index in sorted(set(authors))], nodes, config)
             deliveries.latencies.clear()
@@ -271,6 +289,9 @@ async def _run(config: SimConfig, nodes: list[_Node], graph, rng: random.Random)
                 author = present[authors[number] % len(present)]
             message = await author.service.publish({"type": "post", "n": number}, None)
             deliveries.published[(message.author, message.seq)] = trio.current_time()
+            if config.scenario == "spammer":  # five of its own for each honest message
+                for _ in range(SPAM_EACH):
+                    await nodes[-1].service.publish({"type": "post", "spam": number}, None)
             await trio.sleep(config.interval)
         for event in events.get(config.messages, ()):  # what heals after the last publish
             event(wiring, away)
@@ -334,7 +355,13 @@ def _churn(config: SimConfig, graph, rng: random.Random) -> dict[int, list[Event
     return events
 
 
-SCENARIOS = {"publish": _publish_only, "partition": _partition, "churn": _churn}
+SCENARIOS = {
+    "publish": _publish_only,
+    "partition": _partition,
+    "churn": _churn,
+    "spammer": _publish_only,  # its publishing is in `_run`
+}
+SPAM_EACH = 5  # messages the spammer publishes for each honest one
 
 
 def _traffic(nodes: list[_Node], ends) -> tuple[int, int]:
@@ -345,6 +372,15 @@ def _traffic(nodes: list[_Node], ends) -> tuple[int, int]:
     counters = {id(s.traffic): s.traffic for node in nodes for s in node.sessions}
     received = sum(traffic.received for traffic in counters.values())
     return wire_bytes, received
+
+
+async def _scope_to(honest: list[_Node], publishers: list[_Node]) -> None:
+    """Each honest node carries its own feed and the publishers' (as if it followed them,
+    one hop), and nothing else: the spammer is outside every scope."""
+    for node in honest:
+        feeds = {other.keypair.public: Why(FOLLOWED, 1) for other in publishers}
+        feeds[node.keypair.public] = Why(OURS)
+        await node.service.set_scope(Scope(1, feeds))
 
 
 async def _warm_up(publishers: list[_Node], nodes: list[_Node], config: SimConfig) -> None:

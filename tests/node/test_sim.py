@@ -115,6 +115,12 @@ def test_after_a_partition_heals_or_nodes_come_back_every_node_holds_everything(
     assert result.latency_ms_max > 1000  # what the cut-off nodes missed came late
 
 
+def test_a_spammer_outside_every_scope_is_stored_by_no_honest_node():
+    result = simulate(SimConfig(nodes=16, degree=4, messages=30, scenario="spammer", seed=4))
+    assert result.converged and result.delivered == 1.0 and result.sessions_dropped == 0
+    assert result.spam_stored_on == 0  # its 150 messages reached no honest store
+
+
 def test_a_run_is_the_same_for_the_same_seed():
     config = SimConfig(nodes=10, degree=3, topology="small-world", messages=20, seed=5, loss=0.05)
     first, second = simulate(config).as_dict(), simulate(config).as_dict()
