@@ -1,7 +1,8 @@
 """Finding the groups we are (or were) in among the `group` tangles a store holds."""
 
 from tanglenode.storage.groups import state as groups
-from tanglenode.storage.groups.listing import group_page, holds_a_key
+from tanglenode.storage.groups.listing import group_members, group_page, holds_a_key
+from tanglenode.storage.scope import GROUP, Why
 from tanglenode.storage.store import FeedStore
 from tests.factories import Feed, keypair
 
@@ -64,3 +65,24 @@ def test_a_group_whose_root_is_missing_is_not_listed(tmp_path):
         assert group_page(store, alice) == ([], None)
         store.writes.ingest(raws[:1])
         assert [g.group for g in every_group(store, alice)] == [club]
+
+
+def test_the_members_of_our_groups_are_what_the_scope_carries_for_them(tmp_path):
+    alice, bob, carol = keypair("gm-alice"), keypair("gm-bob"), keypair("gm-carol")
+    with FeedStore(tmp_path / "s", keypair=alice, map_size=2**26) as store:
+        club = store.writes.publish(*groups.create(alice, "club")).id
+        store.writes.publish(
+            *groups.add(groups.read_group(store, alice, club), alice, [bob.public])
+        )
+        other = store.writes.publish(*groups.create(alice, "others")).id
+        view = groups.read_group(store, alice, other)
+        store.writes.publish(*groups.add(view, alice, [carol.public]))
+        members = group_members(store, alice)
+        assert members == {alice.public: min(club, other), bob.public: club, carol.public: other}
+        assert group_members(store, keypair("gm-stranger")) == {}  # in no group: carries none
+        scope = store.feeds.computed_scope(alice.public, 1, members)
+        assert scope.feeds[bob.public] == Why(GROUP, 0, club)
+        view = groups.read_group(store, alice, club)
+        store.writes.publish(*groups.exclude(view, alice, [bob.public]))
+        store.writes.publish(*groups.new_epoch(groups.read_group(store, alice, club), alice))
+        assert bob.public not in group_members(store, alice)  # excluded: no longer carried
