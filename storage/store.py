@@ -78,6 +78,11 @@ class FeedStore:
     `timelines.keep_commands`, and a store opened without one keeps what that
     setting's default keeps (`DEFAULT_RETENTION`), so every writer of a store
     bounds its logs alike. `KEEP_ALL` keeps every command.
+
+    `clock`: seconds since the epoch, our new messages' default timestamp
+    (the simulator's stores read virtual time). `durable=False` skips
+    flushing each commit to disk: for the simulator's stores only, which
+    nothing must survive (node/sim/network.py).
     """
 
     def __init__(
