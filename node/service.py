@@ -46,7 +46,7 @@ from tanglenode.protocol.message import Message
 from tanglenode.storage.documents.rows import Splice
 from tanglenode.storage.feeds.ingest import IngestResult, Outcome, PreparedBatch
 from tanglenode.storage.groups.listing import group_members
-from tanglenode.storage.groups.state import GROUP
+from tanglenode.storage.groups.state import EPOCH, MEMBERS
 from tanglenode.storage.scope import Scope
 from tanglenode.storage.store import FeedStore
 
@@ -55,11 +55,13 @@ T = TypeVar("T")
 
 def _may_change_scope(message: Message) -> bool:
     """Whether storing `message` may change what the node carries: a contact message, or
-    one of a private group's (its members are carried)."""
+    one that changes a private group's members (it joins the group's `members` or `epoch`
+    tangle; a post, in the `group` tangle only, does not: a group's chat never makes the
+    node compute its scope again)."""
     content = message.content
-    return (isinstance(content, dict) and content.get("type") == CONTACT) or (
-        GROUP in message.tangles
-    )
+    if isinstance(content, dict) and content.get("type") == CONTACT:
+        return True
+    return MEMBERS in message.tangles or EPOCH in message.tangles
 
 
 class StoreService:

@@ -104,6 +104,8 @@ def sim_command(
     from tanglenode.node.sim.network import SimConfig, simulate
     from tanglenode.node.sim.topology import TopologyError
 
+    if bandwidth is not None and not math.isfinite(bandwidth):
+        raise BadInput("--bandwidth is a finite number of bytes a second (leave it out: none)")
     config = SimConfig(
         nodes=nodes,
         degree=degree,

@@ -151,6 +151,7 @@ def test_the_command_prints_one_json_object_and_refuses_bad_numbers_in_one_line(
     for arguments, said in (
         (["--nodes", "5", "--degree", "3"], "even"),
         (["--latency", "soon"], "duration"),
+        (["--bandwidth", "nan"], "finite"),
     ):
         bad = tangled("sim", *arguments)
         assert bad.returncode == 3 and said in bad.stderr and "Traceback" not in bad.stderr
