@@ -96,7 +96,8 @@ def compute_scope(
         return stances_of(txn, tables.contacts, feed, boundaries.get(feed))
 
     mine = stances(me)
-    blocked = frozenset(contact for contact, stance in mine.items() if stance.blocking)
+    # A node never blocks itself, whatever its feed says (it would purge its own feed).
+    blocked = frozenset(c for c, stance in mine.items() if stance.blocking and c != me)
     feeds: dict[bytes, Why] = {me: Why(OURS)}
     frontier = [me]
     depth = 1 if hops is None else hops

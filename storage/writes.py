@@ -427,6 +427,7 @@ class Writes:
         named_by_cut: Collection[bytes] = frozenset(),
         cut: Sequence[Message] = (),
         rescoped: bool = False,
+        purged: Collection[bytes] = frozenset(),
     ) -> None:
         """Advance the causal processor, then hand what it processed to every view."""
         processor = Processor(
@@ -441,24 +442,40 @@ class Writes:
         invalidated = invalidated or {}
         for feed, boundary in sorted(invalidated.items()):
             processor.forget(feed, boundary)
-        processor.restore_heads(named_by_cut - invalidated.keys())
+        for feed in sorted(purged):
+            processor.purge(feed)
+        processor.restore_heads(set(named_by_cut) - invalidated.keys() - set(purged))
         if rescoped:
             processor.release_uncarried()
         processor.advance(sorted(feeds - invalidated.keys()))
-        step = ProcessedStep(processor.order, batch or {}, invalidated, cut)
+        # The views take a purged feed out as if a proof had cut it from seq 1.
+        removed = {**invalidated, **dict.fromkeys(purged, 1)}
+        step = ProcessedStep(processor.order, batch or {}, removed, cut)
         scope = WriteScope(txn, self._ctx)
         for view in self._views:
             view.processed(scope, step)
         scope.finish()
 
     def set_scope(self, scope: Scope) -> bool:
-        """Keep `scope` as the feeds this node carries (storage.scope), and process what
-        waited on a feed it no longer carries, in one transaction; False if it was kept
-        already (nothing written)."""
+        """Keep `scope` as the feeds this node carries (storage.scope), take every message
+        of a feed it blocks out of the store and every view, and process what waited on a
+        feed it no longer carries, in one transaction; False if it was kept already
+        (nothing written). A feed merely no longer carried keeps what was held of it."""
         with self._ctx.write() as txn:
             if not write_scope(txn, self._ctx.tables, scope):
                 return False
-            self._process(txn, set(), rescoped=True)
+            writer = BatchWriter(txn, self._ctx, self._views)
+            for feed in sorted(scope.blocked):
+                writer.purge(feed)
+            writer.finish()
+            self._process(
+                txn,
+                set(),
+                named_by_cut=writer.named_by_cut,
+                cut=writer.cut,
+                rescoped=True,
+                purged=writer.purged,
+            )
         return True
 
     def add_evidence(self, raws: Iterable[bytes]) -> tuple[str, dict[bytes, int]]:

@@ -19,7 +19,8 @@ from 1) and its boundary (set once a proof shows the feed invalid):
                                                        view (storage.registry)
 
 A proof that lowers a boundary cuts the feed back (storage.feeds.invalidation);
-`add_proof` applies one that came from a peer the same way. No message can
+`add_proof` applies one that came from a peer the same way, and `purge`
+takes a blocked feed out whole by the same path. No message can
 close a causal loop (every reference is bound to a hash: docs/PROCESSING.md),
 so there is nothing else to prove.
 
@@ -158,6 +159,7 @@ class BatchWriter:
         self.invalidated: dict[bytes, int] = {}  # feeds cut back in this batch -> boundary
         self.named_by_cut: set[bytes] = set()  # feeds the messages cut back had named
         self.cut: list[Message] = []  # the messages cut back
+        self.purged: set[bytes] = set()  # blocked feeds whose messages were all taken out
         self.stored: dict[tuple[bytes, int], Message] = {}  # (author, seq) stored by this batch
 
     def head(self, author: bytes) -> tuple[int, bytes | None]:
@@ -228,6 +230,23 @@ class BatchWriter:
             self._invalid[author] = boundary
             self.invalidated[author] = boundary
         return lowered
+
+    def purge(self, author: bytes) -> bool:
+        """Take every stored message of `author` out (the node blocked the feed), each
+        through the views like a proof's cut; False if none was held. The feed is not
+        marked invalid: carried again, it is fetched again from seq 1."""
+        head_seq, _head_id = self.head(author)
+        if head_seq == 0:
+            return False
+        self.named_by_cut |= truncate_feed(
+            self._txn, self._tables, author, 1, head_seq, self._cut_one
+        )
+        self._heads[author] = (0, None)
+        self._dirty_heads.add(author)
+        for key in [key for key in self.stored if key[0] == author]:
+            del self.stored[key]
+        self.purged.add(author)
+        return True
 
     def _cut_one(self, message: Message) -> None:
         """Tell every view that `message` left the store (a proof cut its feed back)."""

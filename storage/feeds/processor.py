@@ -11,6 +11,7 @@ message of each feed can be a candidate, so the state is small:
 
     proc-frontier  feed -> processed seq (u64)             the processed frontier
     proc-log       index (u64) -> feed + seq               the processed order, from 0
+                                                           (empty: a blocked feed's, purged)
     proc-position  feed + seq -> index (u64)               the same, by message
     proc-wait      feed + seq + waiting feed -> ""         candidate of `waiting feed` needs
                                                            (feed, seq) processed first
@@ -167,6 +168,8 @@ def read_processed(
     for key, value in cursor:
         if len(found) >= limit:
             break
+        if not value:  # its feed was blocked and purged (`Processor.purge`)
+            continue
         feed, seq = split_feed_key(value)
         found.append((U64.unpack(key)[0], feed, seq))
     return found
@@ -461,6 +464,27 @@ class Processor:
             self._checked.pop((waiting, self._seq(waiting) + 1), None)
             self._consider(waiting)
         self._consider(feed)
+
+    def purge(self, feed: bytes) -> None:
+        """The node blocked `feed` and dropped every message of it: it was never processed.
+
+        Its rows leave the processed state: its frontier and positions go, its entries in
+        the order stay as empty rows (an index once given is never given again, so a reader
+        who paged past it misses nothing), its head goes (`restore_heads` brings back the
+        heads its messages had taken), and whoever waited on it wakes (an entry naming a
+        feed the node does not carry is met). Should the node carry it again later, its
+        messages come back and are processed anew. Call `advance` afterwards.
+        """
+        txn, tables = self._txn, self._tables
+        cursor = txn.cursor(db=tables.position)
+        if cursor.set_range(feed):
+            while cursor.key()[:32] == feed:
+                txn.put(bytes(cursor.value()), EMPTY, db=tables.log)
+                if not cursor.delete():
+                    break
+        txn.delete(feed, db=tables.frontier)
+        self._processed[feed] = 0
+        self.forget(feed, 1)
 
     def release_uncarried(self) -> None:
         """The node's scope changed (storage.scope): whoever waits on a feed it no longer

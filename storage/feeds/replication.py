@@ -59,6 +59,8 @@ def next_batch(
     if cursor.set_range(U64.pack(resume)):
         for key, value in cursor:
             position = U64.unpack(key)[0] + 1
+            if not value:
+                continue  # a blocked feed's message, purged (storage.feeds.processor)
             feed, seq = split_feed_key(value)
             if sent.get(feed, -1) + 1 != seq:
                 continue  # not subscribed, or already sent

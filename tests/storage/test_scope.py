@@ -258,6 +258,62 @@ def test_a_blocked_feeds_messages_are_refused_with_their_reason(tmp_path):
         (refused,) = store.writes.ingest([second.raw])
         assert (refused.outcome, refused.reason) == ("rejected", "blocked-feed")
         assert store.feeds.get(second.id) is None
+        assert store.feeds.get(first.id) is None  # what was held of it left too
         store.writes.publish(contact_content(spammer.public, following=None, blocking=False))
         store.writes.set_scope(store.feeds.computed_scope(keypair("me").public, None))
-        assert store.writes.ingest([second.raw])[0].outcome == "accepted"  # unblocked
+        outcomes = [result.outcome for result in store.writes.ingest([first.raw, second.raw])]
+        assert outcomes == ["accepted", "accepted"]  # unblocked: fetched again from seq 1
+
+
+# -- blocking takes a feed out of every view (Hypothesis) ------------------------------
+
+
+@settings(
+    max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(world=worlds(), blocked_name=st.sampled_from(PEOPLE))
+def test_blocking_a_feed_leaves_the_node_as_if_it_never_held_it_and_unblocking_brings_it_back(
+    tmp_path_factory, world, blocked_name
+):
+    feeds, _followed = world
+    blocked = feeds[blocked_name].public
+    everything = [m.raw for feed in feeds.values() for m in feed.messages]
+    theirs = [m.raw for m in feeds[blocked_name].messages]
+    me = keypair("scope-me")
+    block, open_scope = Scope(None, {}, frozenset({blocked})), Scope(None)
+
+    def node(name: str) -> FeedStore:
+        return FeedStore(tmp_path_factory.mktemp("block") / name, keypair=me)
+
+    with node("held-then-blocked") as held, node("blocked-first") as first:
+        held.writes.ingest(everything)
+        assert held.writes.set_scope(block)
+        first.writes.set_scope(block)
+        first.writes.ingest(everything)
+        assert state(held) == state(first)
+        assert blocked not in {feed for _i, feed, _seq in held.feeds.processed(0, 10_000)}
+        assert held.feeds.stalls() == [] and held.feeds.check().ok
+        held.writes.set_scope(open_scope)  # unblocked: its messages come again
+        held.writes.ingest(theirs)
+        with node("never-blocked") as never:
+            never.writes.ingest(everything)
+            assert state(held) == state(never)
+            processed = [(feed, seq) for _i, feed, seq in held.feeds.processed(0, 10_000)]
+            assert sorted(processed) == sorted(
+                (feed, seq) for _i, feed, seq in never.feeds.processed(0, 10_000)
+            )  # each once, though the blocked feed's first round left empty rows
+
+
+def test_blocking_a_feed_takes_its_edits_out_of_a_document(open_store):
+    alice = open_store("alice", keypair=keypair("doc-alice"))
+    mallory = open_store("mallory", keypair=keypair("doc-mallory"))
+    doc = alice.documents.create_document("notes").id
+    alice.documents.edit_document(doc, [("ins", 0, "kept")])
+    mallory.writes.ingest([raw for raw in alice.feeds.iter_raw()])
+    mallory.documents.edit_document(doc, [("ins", 4, " and vandalised")])
+    reader = open_store("reader", keypair=keypair("doc-reader"))
+    reader.writes.ingest([*alice.feeds.iter_raw(), *mallory.feeds.iter_raw()])
+    assert reader.documents.document_text(doc) == "kept and vandalised"
+    reader.writes.set_scope(Scope(None, {}, frozenset({keypair("doc-mallory").public})))
+    assert reader.documents.document_text(doc) == "kept"
+    assert reader.feeds.check().ok
