@@ -24,6 +24,10 @@ the sender of grants):
   `storage.feeds.replication`), in batches, as far as the credit allows. After
   catching up, a subscription stays open, so new messages are pushed live.
 
+Witnesses, messages of feeds we do not carry that the causal processor
+reads to learn what they imply (storage/feeds/witnesses.py), are asked for
+and answered by a task of the session's own (node/witness_fetch.py).
+
 Forks are looked for, not just stumbled on: where the peer's head has our
 seq but another tag, we ask for its message at that seq (the two make a
 proof); where its next message does not chain to our head (chain-mismatch),
@@ -72,18 +76,22 @@ from tanglenode.node.peers import PeerState
 from tanglenode.node.service import StoreService
 from tanglenode.node.stream_plan import STOP_AFTER, StreamPlan
 from tanglenode.node.transport import SecureStream
+from tanglenode.node.witness_fetch import WitnessExchange
 from tanglenode.protocol.errors import InvalidMessage, Reason, RemoteProtocolError
 from tanglenode.protocol.evidence import InvalidProof
 from tanglenode.protocol.gossip import (
     DEFAULT_MAX_FEEDS,
     Clock,
     GossipConnection,
+    PeerAsks,
     PeerClock,
     PeerCredit,
     PeerEvidence,
     PeerHello,
     PeerMessages,
+    PeerUnheld,
     PeerWants,
+    PeerWitnesses,
 )
 from tanglenode.protocol.identity import feed_text, message_id
 from tanglenode.protocol.message import author_of
@@ -164,6 +172,9 @@ class GossipSession:
         self.scope_seen = service.scope  # the scope our clock and wants were made for
         self.heads_seen: tuple[int, int] | None = None  # our place in service.heads
         self.plan = service.shared(StreamPlan)  # which session streams each feed
+        self.witnesses = WitnessExchange(
+            self, service, self.connection, self._send_soon, self.plan.sessions
+        )
 
     def _our_clock(self) -> Clock:
         """Our heads of the feeds we carry: a peer learns of no other feed through us."""
@@ -194,6 +205,7 @@ class GossipSession:
                 nursery.start_soon(self._send_outgoing)
                 nursery.start_soon(self._watch_suspects, seen)
                 nursery.start_soon(self._watch_streams)
+                nursery.start_soon(self.witnesses.run)
                 await self._write()
 
     async def _send(self, data: bytes) -> None:
@@ -246,6 +258,12 @@ class GossipSession:
                 await self.inbox.put(Kind.MESSAGES, raws)
         elif isinstance(event, PeerEvidence):
             await self.inbox.put(Kind.EVIDENCE, event.raws)
+        elif isinstance(event, PeerAsks):
+            await self.witnesses.answer(event.entries)
+        elif isinstance(event, PeerWitnesses):
+            await self.witnesses.take(event.answered)
+        elif isinstance(event, PeerUnheld):
+            self.witnesses.unheld(event.entries)
 
     def _in_scope(self, raws: list[bytes]) -> list[bytes]:
         """The messages of feeds we carry. One of a feed we never asked for is a push of what

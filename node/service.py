@@ -45,6 +45,7 @@ from tanglenode.protocol.limits import MAX_SEQ
 from tanglenode.protocol.message import Message
 from tanglenode.storage.documents.rows import Splice
 from tanglenode.storage.feeds.ingest import IngestResult, Outcome, PreparedBatch
+from tanglenode.storage.feeds.witnesses import Entry
 from tanglenode.storage.groups.listing import group_members
 from tanglenode.storage.groups.state import EPOCH, MEMBERS
 from tanglenode.storage.scope import Scope
@@ -186,6 +187,23 @@ class StoreService:
         if outcome[0] == "new":
             await self._proofs_changed()
         return outcome
+
+    async def add_witnesses(self, raws: list[bytes]) -> list[Entry]:
+        """Keep the witnesses a peer sent that the processor asked for, and process what
+        waited for them (`store.writes.add_witnesses`); the entries kept."""
+        kept = await self.offload.run(self.store.writes.add_witnesses, raws, limiter=self._writer)
+        if kept:
+            self._bump()
+        return kept
+
+    async def give_up_witnesses(self, entries: list[Entry]) -> list[Entry]:
+        """No peer gave these witnesses: their entries are met from now on."""
+        marked = await self.offload.run(
+            self.store.writes.give_up_witnesses, entries, limiter=self._writer
+        )
+        if marked:
+            self._bump()
+        return marked
 
     async def _proofs_changed(self) -> None:
         feeds = await self.offload.run(self.store.feeds.held, limiter=self._writer)

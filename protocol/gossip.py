@@ -17,6 +17,11 @@ each a msgpack array whose first element is its kind:
                                       exactly `PROOF_MESSAGES` (2) messages
                                       (protocol.evidence)
     [CREDIT, n]                       you may send n more messages
+    [ASK, [[feed, seq, tag], ...]]    send me these messages, each as a witness
+                                      (up to `MAX_ASK` per frame, `MAX_ASKING`
+                                      unanswered at once)
+    [WITNESS, [signed bytes, ...]]    messages asked for with ASK
+    [UNHELD, [[feed, seq, tag], ...]] asked for with ASK, and not held here
 
 A clock maps a feed to `[seq, tag]`: its highest valid seq and that
 message's tag, the first `TAG_BYTES` (16) bytes of its id, as timeframes name
@@ -25,10 +30,19 @@ tags hold two branches of a fork: each asks the other for that message, and
 the pair becomes a proof. A clock may name at most `max_feeds` feeds per
 frame (the caller caps the total it keeps per peer).
 
-Version 3 goes with the signed message format 2 (timeframes name messages
-by seq and tag, and the only proof is a fork's). A HELLO of any other
-version is refused before anything else about it is looked at, with a
-reason naming both versions; an older peer refuses ours the same way.
+Version 4 goes with the signed message format 2 (timeframes name messages
+by seq and tag, and the only proof is a fork's) and adds ASK, WITNESS and
+UNHELD to version 3: a node fetches a message of a feed it does not carry
+that a timeframe names, to learn what it implies (storage/feeds/witnesses.py).
+A HELLO of any other version is refused before anything else about it is
+looked at, with a reason naming both versions; an older peer refuses ours
+the same way.
+
+Every ASK is answered, each entry once, by a WITNESS carrying it or an
+UNHELD naming it; this machine keeps what we asked and has not had
+answered, and a WITNESS (matched by its tag, the first bytes of its hash)
+or UNHELD that answers nothing we asked drops the peer. Answers are not
+counted against the credit: what we asked bounds them.
 
 Flow control is a credit window counted in messages (those of EVIDENCE
 frames too): a side may only send as many messages as the other has
@@ -50,11 +64,13 @@ from typing import Any
 from tanglenode.protocol.errors import LocalProtocolError, RemoteProtocolError
 from tanglenode.protocol.evidence import PROOF_MESSAGES
 from tanglenode.protocol.framing import DEFAULT_MAX_FRAME, FrameDecoder, encode_frame
-from tanglenode.protocol.identity import FEED_BYTES, TAG_BYTES
+from tanglenode.protocol.identity import FEED_BYTES, TAG_BYTES, message_id
 from tanglenode.protocol.identity import tag_of as tag_of  # a clock head's tag
 
-VERSION = 3
+VERSION = 4
 DEFAULT_MAX_FEEDS = 20_000
+MAX_ASK = 64  # entries per ASK (and messages per WITNESS) frame
+MAX_ASKING = 256  # entries asked and not yet answered, at most, each way
 CLOCK_CHUNK = 8_192  # feeds per HELLO or CLOCK frame we send (well under the frame cap)
 
 
@@ -65,6 +81,9 @@ class FrameKind(enum.IntEnum):
     MESSAGES = 3
     CREDIT = 4
     EVIDENCE = 5
+    ASK = 6
+    WITNESS = 7
+    UNHELD = 8
 
 
 class Breach(enum.StrEnum):
@@ -80,6 +99,8 @@ class Breach(enum.StrEnum):
     TOO_MANY_FEEDS = "too-many-feeds"  # one frame names more feeds than allowed
     OVER_CREDIT = "over-credit"  # more messages than we granted
     BAD_EVIDENCE = "bad-evidence"  # EVIDENCE of another size than a fork proof's
+    TOO_MANY_ASKS = "too-many-asks"  # more entries asked than `MAX_ASK` / `MAX_ASKING`
+    UNASKED = "unasked"  # a WITNESS or UNHELD answering nothing we asked
 
 
 class GossipError(RemoteProtocolError):
@@ -92,6 +113,7 @@ class GossipError(RemoteProtocolError):
 
 
 Clock = dict[bytes, tuple[int, bytes]]  # feed -> (highest valid seq, tag of its id)
+Entry = tuple[bytes, int, bytes]  # a message as a timeframe names it: feed, seq, tag
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,7 +146,32 @@ class PeerCredit:
     granted: int
 
 
-Event = PeerHello | PeerClock | PeerWants | PeerMessages | PeerEvidence | PeerCredit
+@dataclass(frozen=True, slots=True)
+class PeerAsks:
+    entries: list[Entry]  # answer each with a WITNESS or an UNHELD
+
+
+@dataclass(frozen=True, slots=True)
+class PeerWitnesses:
+    answered: dict[Entry, bytes]  # what we asked -> the signed bytes sent for it
+
+
+@dataclass(frozen=True, slots=True)
+class PeerUnheld:
+    entries: list[Entry]  # what we asked and the peer does not hold
+
+
+Event = (
+    PeerHello
+    | PeerClock
+    | PeerWants
+    | PeerMessages
+    | PeerEvidence
+    | PeerCredit
+    | PeerAsks
+    | PeerWitnesses
+    | PeerUnheld
+)
 
 
 def _is_seq(value: Any) -> bool:
@@ -174,6 +221,30 @@ def _raws(value: Any, what: str) -> list[bytes]:
     return value
 
 
+def _entries(value: Any, what: str) -> list[Entry]:
+    if not isinstance(value, list) or not value:
+        raise GossipError(Breach.MALFORMED, f"{what} must carry a non-empty list of entries")
+    if len(value) > MAX_ASK:
+        raise GossipError(
+            Breach.TOO_MANY_ASKS, f"{what} names {len(value)} messages, the limit is {MAX_ASK}"
+        )
+    for entry in value:
+        if not (
+            isinstance(entry, list)
+            and len(entry) == 3
+            and isinstance(entry[0], bytes)
+            and len(entry[0]) == FEED_BYTES
+            and _is_seq(entry[1])
+            and entry[1] > 0
+            and isinstance(entry[2], bytes)
+            and len(entry[2]) == TAG_BYTES
+        ):
+            raise GossipError(
+                Breach.MALFORMED, f"{what}: an entry is not [feed, seq, {TAG_BYTES}-byte tag]"
+            )
+    return [(entry[0], entry[1], entry[2]) for entry in value]
+
+
 def _count(value: Any, what: str) -> int:
     if not (isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 1 << 32):
         raise GossipError(Breach.MALFORMED, f"{what}: not a count")
@@ -193,6 +264,8 @@ class GossipConnection:
         self.peer_said_hello = False
         self.send_credit = 0  # messages we may still send
         self.receive_allowance = 0  # messages the peer may still send us
+        self.asking: dict[bytes, Entry] = {}  # tag -> what we asked and was not answered
+        self.asked_of_us = 0  # entries the peer asked and we have not answered
 
     # -- what we send --------------------------------------------------------
 
@@ -237,6 +310,25 @@ class GossipConnection:
         self.send_credit -= len(raws)
         return encode_frame([FrameKind.EVIDENCE, raws], self.max_frame)
 
+    def ask(self, entries: list[Entry]) -> bytes:
+        """ASK for these messages (a WITNESS or an UNHELD answers each)."""
+        if not 0 < len(entries) <= MAX_ASK or len(self.asking) + len(entries) > MAX_ASKING:
+            raise LocalProtocolError(f"{len(entries)} asks, {len(self.asking)} unanswered")
+        for entry in entries:
+            self.asking[entry[2]] = entry
+        return encode_frame([FrameKind.ASK, [list(entry) for entry in entries]], self.max_frame)
+
+    def witnesses(self, raws: list[bytes]) -> bytes:
+        """Answer asks with the messages we hold (as many as one frame's bytes allow: the
+        caller sends the rest in further frames)."""
+        self.asked_of_us -= len(raws)
+        return encode_frame([FrameKind.WITNESS, raws], self.max_frame)
+
+    def unheld(self, entries: list[Entry]) -> bytes:
+        """Answer asks for messages we do not hold."""
+        self.asked_of_us -= len(entries)
+        return encode_frame([FrameKind.UNHELD, [list(entry) for entry in entries]], self.max_frame)
+
     def grant(self, count: int) -> bytes:
         """Let the peer send `count` more messages (after we stored what it sent)."""
         self.receive_allowance += count
@@ -252,7 +344,12 @@ class GossipConnection:
         return events
 
     def _event(self, frame: Any) -> Event:
-        if not isinstance(frame, list) or not frame or not isinstance(frame[0], int):
+        if (
+            not isinstance(frame, list)
+            or not frame
+            or not isinstance(frame[0], int)
+            or isinstance(frame[0], bool)  # msgpack's true is no frame kind
+        ):
             raise GossipError(Breach.NOT_A_FRAME, "a frame is not a [kind, ...] array")
         try:
             kind = FrameKind(frame[0])
@@ -272,6 +369,19 @@ class GossipConnection:
             granted = _count(frame[1], "CREDIT")
             self.send_credit += granted
             return PeerCredit(granted)
+        if kind is FrameKind.ASK:
+            return self._asks(_entries(frame[1], "ASK"))
+        if kind is FrameKind.UNHELD:
+            return PeerUnheld(
+                [self._answered(entry[2], "UNHELD") for entry in _entries(frame[1], "UNHELD")]
+            )
+        if kind is FrameKind.WITNESS:
+            raws = _raws(frame[1], "WITNESS")
+            if len(raws) > MAX_ASK:
+                raise GossipError(Breach.TOO_MANY_ASKS, f"WITNESS carries {len(raws)} messages")
+            return PeerWitnesses(
+                {self._answered(tag_of(message_id(raw)), "WITNESS"): raw for raw in raws}
+            )
         raws = _raws(frame[1], kind.name)
         if kind is FrameKind.EVIDENCE and len(raws) != PROOF_MESSAGES:
             raise GossipError(
@@ -285,6 +395,22 @@ class GossipConnection:
             )
         self.receive_allowance -= len(raws)
         return PeerMessages(raws) if kind is FrameKind.MESSAGES else PeerEvidence(raws)
+
+    def _asks(self, entries: list[Entry]) -> PeerAsks:
+        if self.asked_of_us + len(entries) > MAX_ASKING:
+            raise GossipError(
+                Breach.TOO_MANY_ASKS,
+                f"asked {len(entries)} more with {self.asked_of_us} unanswered; the limit "
+                f"is {MAX_ASKING}",
+            )
+        self.asked_of_us += len(entries)
+        return PeerAsks(entries)
+
+    def _answered(self, tag: bytes, what: str) -> Entry:
+        entry = self.asking.pop(tag, None)
+        if entry is None:
+            raise GossipError(Breach.UNASKED, f"{what} answers a message we did not ask for")
+        return entry
 
     def _hello(self, frame: list) -> PeerHello:
         """The peer's HELLO: its version first, whatever the rest of the frame looks like (another

@@ -26,6 +26,7 @@ from tanglenode.storage.engine.timeline import TimelineTables
 from tanglenode.storage.errors import StoreFull
 from tanglenode.storage.feeds.layout import Tables
 from tanglenode.storage.feeds.processor import ProcessorTables
+from tanglenode.storage.feeds.witnesses import WitnessTables
 from tanglenode.storage.view_choice import ViewState
 
 
@@ -40,6 +41,7 @@ class StoreContext:
     timeline_tables: TimelineTables
     processor_tables: ProcessorTables
     document_tables: DocumentTables
+    witness_tables: WitnessTables
     limits: Limits
     keypair: Keypair | None
     views: ViewState  # the optional views this store keeps (storage/view_choice.py)

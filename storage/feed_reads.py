@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from tanglenode.protocol.contacts import Stance
 from tanglenode.protocol.evidence import ProofKind
+from tanglenode.protocol.identity import message_id, tag_of
 from tanglenode.protocol.message import Message
 from tanglenode.storage.context import StoreContext
 from tanglenode.storage.feeds import replication
@@ -33,6 +34,7 @@ from tanglenode.storage.feeds.processor import (
     stalls,
     suspected_forks,
 )
+from tanglenode.storage.feeds.witnesses import Entry, wanted
 from tanglenode.storage.scope import Scope, compute_scope, read_scope
 from tanglenode.storage.views.abouts import read_name, read_names
 from tanglenode.storage.views.contacts import stances_of
@@ -202,6 +204,22 @@ class FeedReads:
     def processed_frontier(self) -> dict[bytes, int]:
         with self._ctx.read() as txn:
             return processed_frontier(txn, self._ctx.processor_tables)
+
+    def witnesses_wanted(self, limit: int = 256) -> list[Entry]:
+        """Witnesses the causal processor asked for and waits on (storage.feeds.witnesses)."""
+        with self._ctx.read() as txn:
+            return wanted(txn, self._ctx.witness_tables, limit)
+
+    def witness_answers(self, entries: Sequence[Entry]) -> dict[Entry, bytes]:
+        """The signed bytes of each entry's message that this store holds as a message of
+        its feed (never a witness of its own: those are not passed on), by entry."""
+        found: dict[Entry, bytes] = {}
+        with self._ctx.read() as txn:
+            for entry in entries:
+                raw = self._ctx.tables.bodies.raw(txn, feed_key(entry[0], entry[1]))
+                if raw is not None and tag_of(message_id(raw)) == entry[2]:
+                    found[entry] = raw
+        return found
 
     def stalls(self) -> list[Stall]:
         """Feeds whose next message waits on a message the store does not have."""

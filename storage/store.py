@@ -55,6 +55,7 @@ from tanglenode.storage.feeds.layout import (
 from tanglenode.storage.feeds.metapage import check_data_file
 from tanglenode.storage.feeds.ownhead import OwnHeadFile, head_path
 from tanglenode.storage.feeds.processor import ProcessorTables
+from tanglenode.storage.feeds.witnesses import WitnessTables
 from tanglenode.storage.registry import OPTIONAL, open_views
 from tanglenode.storage.tangle_reads import TangleReads
 from tanglenode.storage.timeline_reads import TimelineReads
@@ -132,6 +133,7 @@ class FeedStore:
                 timeline_tables,
                 ProcessorTables.open(self._env),
                 DocumentTables.open(self._env),
+                WitnessTables.open(self._env),
                 limits,
                 keypair,
                 state,

@@ -55,7 +55,15 @@ from tanglenode.storage.feeds.ingest import (
 from tanglenode.storage.feeds.layout import Tables, feed_key
 from tanglenode.storage.feeds.ownhead import OwnHead, OwnHeadFile
 from tanglenode.storage.feeds.processor import Processor, processed_seq
+from tanglenode.storage.feeds.scope_table import blocked_in
 from tanglenode.storage.feeds.timeframe import new_timeframe
+from tanglenode.storage.feeds.witnesses import (
+    Entry,
+    WitnessBook,
+    drop_feeds,
+    give_up,
+    keep_witness,
+)
 from tanglenode.storage.scope import Scope, carried_in, write_scope
 from tanglenode.storage.views.tangles import tips_of
 from tanglenode.storage.views.timelines import SPACETIME
@@ -428,16 +436,25 @@ class Writes:
         cut: Sequence[Message] = (),
         rescoped: bool = False,
         purged: Collection[bytes] = frozenset(),
+        witnessed: Collection[Entry] = (),
     ) -> None:
         """Advance the causal processor, then hand what it processed to every view."""
+        tables = self._ctx.tables
+        carried = carried_in(txn, tables)
+        book = None
+        if carried is not None:  # a scope was chosen: feeds it leaves out are witnessed
+            book = WitnessBook(
+                txn, self._ctx.witness_tables, tables.bodies, blocked_in(txn, tables)
+            )
         processor = Processor(
             txn,
             self._ctx.processor_tables,
-            self._ctx.tables.bodies,
-            self._ctx.tables.invalid,
+            tables.bodies,
+            tables.invalid,
             membership(txn, self._ctx.timeline_tables, SPACETIME),
             batch,
-            carried_in(txn, self._ctx.tables),
+            carried,
+            book,
         )
         invalidated = invalidated or {}
         for feed, boundary in sorted(invalidated.items()):
@@ -447,6 +464,7 @@ class Writes:
         processor.restore_heads(set(named_by_cut) - invalidated.keys() - set(purged))
         if rescoped:
             processor.release_uncarried()
+        processor.witnessed(witnessed)
         processor.advance(sorted(feeds - invalidated.keys()))
         # The views take a purged feed out as if a proof had cut it from seq 1.
         removed = {**invalidated, **dict.fromkeys(purged, 1)}
@@ -464,6 +482,9 @@ class Writes:
         with self._ctx.write() as txn:
             if not write_scope(txn, self._ctx.tables, scope):
                 return False
+            drop_feeds(
+                txn, self._ctx.witness_tables, lambda f: f in scope.blocked or scope.carries(f)
+            )
             writer = BatchWriter(txn, self._ctx, self._views)
             for feed in sorted(scope.blocked):
                 writer.purge(feed)
@@ -477,6 +498,30 @@ class Writes:
                 purged=writer.purged,
             )
         return True
+
+    def add_witnesses(self, raws: Iterable[bytes]) -> list[Entry]:
+        """Keep the messages that answer witnesses asked for (storage/feeds/witnesses.py)
+        and process what waited for them, in one transaction; the entries kept. Each is
+        checked in full first (`InvalidMessage`); one not asked for is ignored."""
+        messages = [decode_message(bytes(raw), self._ctx.limits) for raw in raws]
+        with self._ctx.write() as txn:
+            kept = [
+                entry
+                for message in messages
+                if (entry := keep_witness(txn, self._ctx.witness_tables, message)) is not None
+            ]
+            if kept:
+                self._process(txn, set(), witnessed=kept)
+        return kept
+
+    def give_up_witnesses(self, entries: Iterable[Entry]) -> list[Entry]:
+        """No peer can give these witnesses: their entries are met from now on, and what
+        waited for them is processed, in one transaction; the entries given up."""
+        with self._ctx.write() as txn:
+            marked = give_up(txn, self._ctx.witness_tables, entries)
+            if marked:
+                self._process(txn, set(), witnessed=marked)
+        return marked
 
     def add_evidence(self, raws: Iterable[bytes]) -> tuple[str, dict[bytes, int]]:
         """Check a proof sent by a peer and apply it: ("new", feeds cut back) or ("known", {}).

@@ -134,4 +134,4 @@ class Tables:
             )
 
 
-MAX_NAMED_DATABASES = 48
+MAX_NAMED_DATABASES = 64

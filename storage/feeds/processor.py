@@ -24,6 +24,16 @@ message of each feed can be a candidate, so the state is small:
     proc-heads     index (u64) -> feed + seq + tag          the heads: processed messages no
     proc-head-at   feed -> index (u64)                     processed message names (at most
                                                            one per feed), by when processed
+    proc-witness-wait  feed + seq + tag + waiting feed -> ""  the candidate of `waiting feed`
+                                                           waits for the witness of that
+                                                           entry (its `waiting` value is the
+                                                           entry and "w")
+
+**Feeds not carried.** An entry naming a feed the node does not carry is
+met once what its witness implies is (storage/feeds/witnesses.py): the
+walk through witnesses adds the messages of carried feeds they name to the
+candidate's checks, which wait for them like any entry; a witness not held
+makes the candidate wait for it.
 
 **Suspected forks.** When the message processed at (feed, seq) has another
 tag than an entry names, the feed signed two messages at that seq (or the
@@ -79,9 +89,11 @@ import lmdb
 from tanglenode.protocol.identity import TAG_BYTES, message_id, tag_of
 from tanglenode.protocol.message import Message
 from tanglenode.storage.feeds.layout import EMPTY, U64, Bodies, feed_key, split_feed_key
+from tanglenode.storage.feeds.witnesses import ENTRY_BYTES, WitnessBook, entry_key
 
 Entry = tuple[bytes, int, bytes]  # a timeframe entry: feed, seq, tag
 _SUSPECT = 40 + TAG_BYTES  # a `waiting` value this long is a suspect wait
+_WITNESS = b"w"  # a `waiting` value of an entry and this waits for a witness
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +106,7 @@ class ProcessorTables:
     suspects: Any
     heads: Any
     head_at: Any
+    witness_wait: Any
 
     @classmethod
     def open(cls, env: lmdb.Environment) -> ProcessorTables:
@@ -107,6 +120,7 @@ class ProcessorTables:
                 suspects=env.open_db(b"proc-suspects", txn=txn),
                 heads=env.open_db(b"proc-heads", txn=txn),
                 head_at=env.open_db(b"proc-head-at", txn=txn),
+                witness_wait=env.open_db(b"proc-witness-wait", txn=txn),
             )
 
 
@@ -123,6 +137,7 @@ class Stall:
     needs_seq: int
     needs_tag: bytes | None = None
     suspected: bool = False
+    witness: bool = False  # waits for a witness: the entry names a feed not carried
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,16 +196,16 @@ def stalls(txn, tables: ProcessorTables, bodies: Bodies) -> list[Stall]:
     found = []
     for feed, needed in txn.cursor(db=tables.waiting):
         needs_feed, needs_seq = split_feed_key(needed[:40])
-        suspect = len(needed) == _SUSPECT
-        if suspect or not bodies.holds(txn, feed_key(needs_feed, needs_seq)):
+        suspect, witness = len(needed) == _SUSPECT, len(needed) == _SUSPECT + 1
+        if suspect or witness or not bodies.holds(txn, feed_key(needs_feed, needs_seq)):
             feed, seq = bytes(feed), processed_seq(txn, tables, bytes(feed)) + 1
-            if suspect:
-                tag: bytes | None = bytes(needed[40:])
+            if suspect or witness:
+                tag: bytes | None = bytes(needed[40:_SUSPECT])
             else:
                 waiting = bodies.message(txn, feed_key(feed, seq))
                 named = waiting.named().get(needs_feed) if waiting is not None else None
                 tag = named.tag if named is not None and named.seq == needs_seq else None
-            found.append(Stall(feed, seq, needs_feed, needs_seq, tag, suspect))
+            found.append(Stall(feed, seq, needs_feed, needs_seq, tag, suspect, witness))
     return found
 
 
@@ -235,11 +250,14 @@ class Processor:
         spacetime_holds: Callable[[bytes], bool],
         batch: Mapping[tuple[bytes, int], Message] | None = None,
         carried: Callable[[bytes], bool] | None = None,
+        witnesses: WitnessBook | None = None,
     ) -> None:
         self._txn = txn
         # Whether the node carries a feed (storage.scope); None: every feed. An entry naming
-        # a feed not carried is met: we never wait for what we chose not to hold.
+        # a feed not carried is met once what its witnesses imply is (`witnesses`; None:
+        # at once): we never wait for what we chose not to hold.
         self._carried = carried
+        self._witnesses = witnesses
         self._tables = tables
         self._bodies = bodies
         self._invalid = invalid_db
@@ -249,8 +267,9 @@ class Processor:
         # Caches for this transaction: processed seqs, candidates' sorted timeframes,
         # and how many leading entries of each are known processed (that only grows).
         self._processed: dict[bytes, int] = {}
-        # candidate -> (its own tag, its timeframe as entries)
-        self._timeframes: dict[tuple[bytes, int], tuple[bytes, list[Entry]]] = {}
+        # candidate -> (its own tag, its timeframe as entries, its checks: the timeframe,
+        # and what witnesses add once one is read)
+        self._timeframes: dict[tuple[bytes, int], tuple[bytes, list[Entry], list[Entry]]] = {}
         self._checked: dict[tuple[bytes, int], int] = {}
         self._ready: list[tuple[int, bytes]] = []  # (seq, feed): the tie-break order
         # What processing a ready candidate needs: its own tag and its timeframe (for heads).
@@ -316,15 +335,29 @@ class Processor:
             # ascending keys, never the author's own (decode_message checked both)
             tags = message.timeframe_tags
             timeframe = [(f, s, tags[f]) for f, s in message.timeframe.items()]
-            known = self._timeframes[candidate] = (tag_of(message.id), timeframe)
-        own_tag, timeframe = known
-        start = self._checked.get(candidate, 0)
-        for offset in range(start, len(timeframe)):
-            needs_feed, needs_seq, needs_tag = timeframe[offset]
+            known = self._timeframes[candidate] = (tag_of(message.id), timeframe, timeframe)
+        own_tag, timeframe, checks = known
+        offset = self._checked.get(candidate, 0) - 1
+        while (offset := offset + 1) < len(checks):
+            needs_feed, needs_seq, needs_tag = checks[offset]
             valid_seq = self._valid_need(needs_feed, needs_seq)
             processed = self._seq(needs_feed) >= valid_seq
             if not processed and self._carried is not None and not self._carried(needs_feed):
-                continue
+                if self._witnesses is None:
+                    continue
+                implied = self._witnessed(checks[offset])
+                if isinstance(implied, list):
+                    if implied:
+                        if checks is timeframe:  # the first witness: checks of its own now
+                            checks = list(timeframe)
+                            self._timeframes[candidate] = (own_tag, timeframe, checks)
+                        checks.extend(implied)
+                    continue
+                self._checked[candidate] = offset
+                waits = entry_key(implied)
+                self._txn.put(waits + feed, EMPTY, db=self._tables.witness_wait)
+                self._needs[feed] = waits + _WITNESS
+                return
             if not processed and (
                 valid_seq < needs_seq or not self._other_held(needs_feed, needs_seq, needs_tag)
             ):
@@ -342,6 +375,60 @@ class Processor:
         self._checked.pop(candidate, None)
         self._readied[candidate] = (own_tag, timeframe)
         heapq.heappush(self._ready, (seq, feed))
+
+    def _witnessed(self, entry: Entry) -> list[Entry] | Entry:
+        """What an entry naming a feed not carried implies: the entries of carried feeds its
+        witnesses name, not yet processed, breadth first within the bounds (beyond them an
+        entry is met); or the first witness not held, to wait for (storage.feeds.witnesses)."""
+        book, carried = self._witnesses, self._carried
+        assert book is not None and carried is not None
+        if book.blocked(entry[0]):
+            return []
+        implied: list[Entry] = []
+        missing: Entry | None = None
+        seen, layer = {entry}, [entry]
+        for depth in range(1, book.depth + 1):
+            deeper: list[Entry] = []
+            for witness in layer:
+                names = book.names(witness)
+                if names is None:
+                    missing = missing or witness  # asked for; the rest are asked for too
+                    continue
+                for named in names:
+                    feed, seq, _tag = named
+                    if named in seen or self._seq(feed) >= self._valid_need(feed, seq):
+                        continue  # processed: so is what it implies
+                    seen.add(named)
+                    if carried(feed):
+                        implied.append(named)
+                    elif depth < book.depth and len(seen) <= book.count and not book.blocked(feed):
+                        deeper.append(named)
+            layer = deeper
+        return implied if missing is None else missing
+
+    def witnessed(self, entries: Iterable[Entry]) -> None:
+        """The witnesses of `entries` came, or were given up: whoever waited for one looks
+        again. Call `advance` afterwards."""
+        for entry in entries:
+            self._wake_witness_waits(entry_key(entry))
+
+    def _wake_witness_waits(self, prefix: bytes) -> None:
+        """Wake the candidates waiting for a witness whose key starts with `prefix`."""
+        txn, woken = self._txn, []
+        cursor = txn.cursor(db=self._tables.witness_wait)
+        if cursor.set_range(prefix):
+            while cursor.key()[: len(prefix)] == prefix:
+                key = bytes(cursor.key())
+                waiting, needed = key[ENTRY_BYTES:], key[:ENTRY_BYTES] + _WITNESS
+                if self._needed_by(waiting) == needed:
+                    woken.append(waiting)
+                if not cursor.delete():
+                    break
+        for waiting in woken:
+            self._needs[waiting] = None
+            self._checked.pop((waiting, self._seq(waiting) + 1), None)
+            self._timeframes.pop((waiting, self._seq(waiting) + 1), None)
+            self._consider(waiting)
 
     def _recheck_waits_on(self, stored: Iterable[tuple[bytes, int]]) -> None:
         """Candidates that waited for (feed, seq) before the store held a message there look
@@ -448,6 +535,9 @@ class Processor:
         if needed is not None and len(needed) == _SUSPECT:  # it waited for a proof
             self._txn.delete(needed + feed, db=self._tables.suspects)
             self._needs[feed] = None
+        elif needed is not None and len(needed) == _SUSPECT + 1:  # it waited for a witness
+            self._txn.delete(needed[:ENTRY_BYTES] + feed, db=self._tables.witness_wait)
+            self._needs[feed] = None
         elif needed is not None:  # its next message is gone; it waits for nothing now
             heap = self._waiters_of(needed[:32])
             heap[:] = [entry for entry in heap if entry[1] != feed]
@@ -494,6 +584,7 @@ class Processor:
         """
         if self._carried is None:
             return
+        self._wake_witness_waits(b"")  # a feed they wait on may be carried now, or blocked
         needed = {
             bytes(value[:32])
             for value in self._txn.cursor(db=self._tables.waiting).iternext(keys=False)

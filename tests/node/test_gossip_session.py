@@ -137,10 +137,12 @@ class Session:
 @pytest.fixture
 def open_side(tmp_path):
     """`open_side("a", feeds..., own=n)`: a node whose store holds those feeds' messages
-    (each list ingested as one batch) and `n` messages of its own."""
+    (each list ingested as one batch) and `n` messages of its own; `inline=True` runs its
+    store calls on the event loop, taking no virtual time (for a test whose node acts on
+    time passing: a worker thread's call would let the autojump clock race meanwhile)."""
     stores: list[FeedStore] = []
 
-    def opener(name: str, *feeds: list, own: int = 0) -> Side:
+    def opener(name: str, *feeds: list, own: int = 0, inline: bool = False) -> Side:
         me = keypair(f"session-{name}")
         store = FeedStore(tmp_path / name, keypair=me, map_size=2**26)
         stores.append(store)
@@ -148,7 +150,7 @@ def open_side(tmp_path):
             store.writes.ingest([message.raw for message in messages])
         for n in range(own):
             store.writes.publish({"own": n, "of": name})
-        return Side(name, me, store, StoreService(store))
+        return Side(name, me, store, StoreService(store, inline=inline))
 
     yield opener
     for store in stores:
@@ -486,9 +488,9 @@ BREACHES: dict[str, tuple[Any, str]] = {
         lambda _gossip: encode_frame([FrameKind.HELLO, VERSION + 1, {}, 8]),
         f"gossip version {VERSION + 1}; we speak {VERSION}",
     ),
-    "older-version": (  # a node of the message format 1, with its HELLO of version 2
-        lambda _gossip: encode_frame([FrameKind.HELLO, 2, {}, 8]),
-        "gossip-version: the peer speaks gossip version 2; we speak 3",
+    "older-version": (  # a node of the version before ours (no witnesses), same HELLO shape
+        lambda _gossip: encode_frame([FrameKind.HELLO, VERSION - 1, {}, 8]),
+        f"gossip-version: the peer speaks gossip version {VERSION - 1}; we speak {VERSION}",
     ),
     "second-hello": (lambda gossip: gossip.hello({}), "second-hello: a second HELLO"),
     "evidence-not-a-proof": (

@@ -146,9 +146,10 @@ async def test_a_peer_of_the_older_gossip_version_is_refused_with_both_versions_
         stream = await trio.open_tcp_stream(host, int(port))
         secure = await client_handshake(stream, NETWORK_KEY, old, x.keypair.public)
     try:
-        # Version 2's HELLO (a node of the message format 1): the same shape, another number.
-        await secure.send_all(encode_frame([FrameKind.HELLO, 2, {}, 64]))
-        decoder = FrameDecoder()  # the node's own HELLO came first: version 3, which the
+        # The previous version's HELLO (a node without witnesses): the same shape, another
+        # number.
+        await secure.send_all(encode_frame([FrameKind.HELLO, VERSION - 1, {}, 64]))
+        decoder = FrameDecoder()  # the node's own HELLO came first: our version, which the
         with trio.fail_after(WAIT):  # old node refuses in turn
             while (frame := decoder.next_frame()) is None:
                 data = await secure.receive_some()
@@ -159,8 +160,9 @@ async def test_a_peer_of_the_older_gossip_version_is_refused_with_both_versions_
     finally:
         with trio.CancelScope(shield=True):
             await secure.aclose()
-    await x.until(lambda: "gossip version 2; we speak 3" in last_error(x, old))
-    assert last_error(x, old) == "gossip-version: the peer speaks gossip version 2; we speak 3"
+    said = f"gossip version {VERSION - 1}; we speak {VERSION}"
+    await x.until(lambda: said in last_error(x, old))
+    assert last_error(x, old) == f"gossip-version: the peer speaks {said}"
     assert x.registry.peers[old.public].clock == {} and not x.service.invalid
 
 

@@ -9,18 +9,23 @@ from tanglenode.protocol.errors import LocalProtocolError
 from tanglenode.protocol.framing import FrameDecoder, FrameError, encode_frame
 from tanglenode.protocol.gossip import (
     CLOCK_CHUNK,
+    MAX_ASK,
     VERSION,
     Breach,
     FrameKind,
     GossipConnection,
     GossipError,
+    PeerAsks,
     PeerClock,
     PeerCredit,
     PeerEvidence,
     PeerHello,
     PeerMessages,
+    PeerUnheld,
     PeerWants,
+    PeerWitnesses,
 )
+from tanglenode.protocol.identity import message_id
 
 FEED = bytes(range(32))
 TAG = b"t" * 16
@@ -113,7 +118,11 @@ HELLO = raw_frame(FrameKind.HELLO, VERSION, {}, 1)
     "frames, why, reason",
     [
         ([raw_frame(FrameKind.CLOCK, {})], "first frame", Breach.NO_HELLO),
-        ([raw_frame(FrameKind.HELLO, 99, {}, 1)], "version 99; we speak 3", Breach.VERSION),
+        (
+            [raw_frame(FrameKind.HELLO, 99, {}, 1)],
+            f"version 99; we speak {VERSION}",
+            Breach.VERSION,
+        ),
         (
             [raw_frame(FrameKind.HELLO, VERSION, {b"short": [1, TAG]}, 1)],
             "32 bytes",
@@ -130,6 +139,22 @@ HELLO = raw_frame(FrameKind.HELLO, VERSION, {}, 1)
         ([HELLO, raw_frame(FrameKind.EVIDENCE, "x")], "byte strings", Breach.MALFORMED),
         ([HELLO, HELLO], "second", Breach.SECOND_HELLO),
         ([HELLO, raw_frame(9, 1)], "unknown", Breach.UNKNOWN_KIND),
+        ([HELLO, raw_frame(True, {})], "not a", Breach.NOT_A_FRAME),  # true is no kind
+        ([HELLO, raw_frame(FrameKind.ASK, [])], "non-empty", Breach.MALFORMED),
+        ([HELLO, raw_frame(FrameKind.ASK, [[FEED, 0, TAG]])], "an entry", Breach.MALFORMED),
+        ([HELLO, raw_frame(FrameKind.ASK, [[FEED, 1, b"x"]])], "an entry", Breach.MALFORMED),
+        (
+            [HELLO, raw_frame(FrameKind.ASK, [[FEED, 1, TAG]] * (MAX_ASK + 1))],
+            f"the limit is {MAX_ASK}",
+            Breach.TOO_MANY_ASKS,
+        ),
+        (
+            [HELLO, *[raw_frame(FrameKind.ASK, [[FEED, 1, TAG]] * MAX_ASK)] * 5],
+            "unanswered",
+            Breach.TOO_MANY_ASKS,
+        ),
+        ([HELLO, raw_frame(FrameKind.WITNESS, [b"any"])], "did not ask", Breach.UNASKED),
+        ([HELLO, raw_frame(FrameKind.UNHELD, [[FEED, 1, TAG]])], "did not ask", Breach.UNASKED),
         ([HELLO, raw_frame(FrameKind.MESSAGES, [b"a", 3])], "byte strings", Breach.MALFORMED),
         ([HELLO, raw_frame(FrameKind.MESSAGES, [b"a"] * 3)], "credit", Breach.OVER_CREDIT),
         ([HELLO, raw_frame(FrameKind.CREDIT, "lots")], "count", Breach.MALFORMED),
@@ -160,7 +185,8 @@ def test_protocol_breaches_are_named(frames, why, reason):
         # Version 2's HELLO had this shape; any other is named by its version all the same.
         (raw_frame(FrameKind.HELLO, 2, {FEED: [1, TAG]}, 8192), "gossip version 2"),
         (raw_frame(FrameKind.HELLO, 1, {FEED: 1}), "gossip version 1"),
-        (raw_frame(FrameKind.HELLO, 4, {}, 1, "later fields"), "gossip version 4"),
+        (raw_frame(FrameKind.HELLO, 3, {FEED: [1, TAG]}, 8192), "gossip version 3"),
+        (raw_frame(FrameKind.HELLO, 5, {}, 1, "later fields"), "gossip version 5"),
         (raw_frame(FrameKind.HELLO), "no gossip version we can read"),
         (raw_frame(FrameKind.HELLO, "x" * 10_000, {}, 1), "no gossip version we can read"),
         (raw_frame(FrameKind.HELLO, True, {}, 1), "no gossip version we can read"),
@@ -172,4 +198,20 @@ def test_a_peer_of_another_version_is_refused_with_both_versions_named(hello, sa
         receiver.receive_data(hello)
     assert refused.value.reason is Breach.VERSION
     assert str(refused.value) == f"gossip-version: the peer speaks {said}; we speak {VERSION}"
-    assert VERSION == 3 and not receiver.peer_said_hello
+    assert VERSION == 4 and not receiver.peer_said_hello
+
+
+def test_each_ask_is_answered_once_by_a_witness_or_an_unheld():
+    asker, holder = GossipConnection(window=2), GossipConnection(window=2)
+    holder.receive_data(asker.hello({}))
+    asker.receive_data(holder.hello({}))
+    held = b"signed bytes"
+    wanted = (FEED, 3, message_id(held)[:16])
+    missing = (FEED, 4, TAG)
+    [asks] = holder.receive_data(asker.ask([wanted, missing]))
+    assert asks == PeerAsks([wanted, missing]) and holder.asked_of_us == 2
+    events = asker.receive_data(holder.witnesses([held]) + holder.unheld([missing]))
+    assert events == [PeerWitnesses({wanted: held}), PeerUnheld([missing])]
+    assert asker.asking == {} and holder.asked_of_us == 0
+    with pytest.raises(GossipError, match="did not ask"):  # answered once: not again
+        asker.receive_data(holder.witnesses([held]))

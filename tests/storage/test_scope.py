@@ -20,6 +20,7 @@ from tanglenode.protocol.contacts import (
 )
 from tanglenode.protocol.identity import feed_text
 from tanglenode.protocol.message import ROOT_LINK, Message, TangleLink, decode_message
+from tanglenode.storage.feeds.witnesses import MAX_WITNESS_DEPTH, names_of
 from tanglenode.storage.scope import (
     BLOCKED,
     EVERY_FEED,
@@ -133,14 +134,34 @@ def after_a_stranger():
     return bob, stranger, bob.append(text, timeframe={stranger.public: unseen})
 
 
-def test_a_message_naming_a_feed_not_carried_is_processed_without_it(tmp_path):
-    bob, _stranger, reply = after_a_stranger()
+def processed_positions(store) -> list[tuple[bytes, int]]:
+    return [(feed, seq) for _i, feed, seq in store.feeds.processed(0, 10_000)]
+
+
+@pytest.mark.parametrize("answer", ["witness", "given up"])
+def test_a_message_naming_a_feed_not_carried_waits_for_its_witness_or_its_giving_up(
+    tmp_path, answer
+):
+    bob, stranger, reply = after_a_stranger()
+    unseen = stranger.messages[0]
+    entry = (stranger.public, 1, unseen.id[:16])
     with store_of(tmp_path) as store:
         store.writes.publish(contact_content(bob.public, following=True, blocking=False))
         store.writes.set_scope(store.feeds.computed_scope(keypair("me").public, 1))
         store.writes.ingest([reply.raw])
-        assert (bob.public, 1) in {(feed, seq) for _i, feed, seq in store.feeds.processed()}
-        assert store.feeds.stalls() == []
+        assert (bob.public, 1) not in processed_positions(store)
+        (stall,) = store.feeds.stalls()
+        assert (stall.needs_feed, stall.needs_seq, stall.witness) == (stranger.public, 1, True)
+        assert store.feeds.witnesses_wanted() == [entry]
+        if answer == "witness":
+            assert store.writes.add_witnesses([unseen.raw]) == [entry]
+            assert store.writes.add_witnesses([unseen.raw]) == []  # no longer wanted
+        else:
+            assert store.writes.give_up_witnesses([entry]) == [entry]
+        assert (bob.public, 1) in processed_positions(store)
+        assert (stranger.public, 1) not in processed_positions(store)  # kept apart
+        assert store.feeds.get(unseen.id) is None and store.feeds.witness_answers([entry]) == {}
+        assert store.feeds.stalls() == [] and store.feeds.witnesses_wanted() == []
 
 
 def test_narrowing_the_scope_releases_what_waited_on_a_feed_no_longer_carried(tmp_path):
@@ -150,8 +171,11 @@ def test_narrowing_the_scope_releases_what_waited_on_a_feed_no_longer_carried(tm
         assert [stall.needs_feed for stall in store.feeds.stalls()] == [stranger.public]
         store.writes.publish(contact_content(bob.public, following=True, blocking=False))
         assert store.writes.set_scope(store.feeds.computed_scope(keypair("me").public, 2))
+        (stall,) = store.feeds.stalls()  # it waits for the stranger's message as a witness now
+        assert (stall.needs_feed, stall.witness) == (stranger.public, True)
+        store.writes.give_up_witnesses(store.feeds.witnesses_wanted())
         assert store.feeds.stalls() == []
-        assert (bob.public, 1) in {(feed, seq) for _i, feed, seq in store.feeds.processed()}
+        assert (bob.public, 1) in processed_positions(store)
 
 
 def test_contacts_past_a_feeds_invalid_boundary_are_not_read(tmp_path):
@@ -214,14 +238,19 @@ def worlds(draw):
     max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
 )
 @given(world=worlds(), orders=st.lists(st.randoms(use_true_random=False), min_size=2, max_size=2))
-def test_nodes_of_one_scope_converge_and_never_wait_for_what_they_do_not_carry(
+def test_nodes_of_one_scope_converge_and_never_process_a_message_before_what_its_author_had(
     tmp_path_factory, world, orders
 ):
+    """The property of docs/PROCESSING.md, "Witnesses": with witnesses at hand, no message of
+    a carried feed is processed before a message of a carried feed its author had processed
+    (reached through at most MAX_WITNESS_DEPTH messages of feeds not carried)."""
     feeds, followed = world
     me = Feed("scope-me")
     follows = [contact(me, feeds[name], FOLLOW) for name in followed]
     carried = {feeds[name].public for name in followed} | {me.public}
-    pool = [m.raw for feed in feeds.values() for m in feed.messages if m.author in carried]
+    everything = {(m.author, m.seq): m for feed in feeds.values() for m in feed.messages}
+    by_entry = {(m.author, m.seq, m.id[:16]): m.raw for m in everything.values()}
+    pool = [m.raw for m in everything.values() if m.author in carried]
     states = []
     for rng in orders:
         path = tmp_path_factory.mktemp("scope")
@@ -236,16 +265,36 @@ def test_nodes_of_one_scope_converge_and_never_wait_for_what_they_do_not_carry(
                 shuffled += [
                     raw for raw, r in zip(batch, results, strict=True) if r.outcome == "rejected"
                 ]
+                while wanted := store.feeds.witnesses_wanted():  # a peer answers each ask
+                    store.writes.add_witnesses([by_entry[entry] for entry in wanted])
             assert store.feeds.stalls() == []  # nothing waits for a feed not carried
             order = {(feed, seq): index for index, feed, seq in store.feeds.processed(0, 10_000)}
             assert len(order) == len(pool) + len(follows)
-            for raw in pool:  # every named message of a carried feed came first
+            for raw in pool:
                 message = decode_message(raw)
-                for feed, named in message.timeframe.items():
-                    if feed in carried:
-                        assert order[(feed, named)] < order[(message.author, message.seq)]
+                for needed in had_processed(message, everything, carried):
+                    assert order[needed] < order[(message.author, message.seq)]
             states.append(state(store))
     assert states[0] == states[1]
+
+
+def had_processed(message, everything, carried) -> set[tuple[bytes, int]]:
+    """The carried messages `message`'s author had processed that the node must process first
+    (beyond its own feed's chain): those its timeframe names, and those named through at most
+    MAX_WITNESS_DEPTH messages of feeds not carried (each step a `prev` or timeframe entry)."""
+    named = [(feed, seq) for feed, seq, _tag in names_of(message) if feed != message.author]
+    found = {(feed, seq) for feed, seq in named if feed in carried}
+    layer = [everything[(feed, seq)] for feed, seq in named if feed not in carried]
+    for depth in range(1, MAX_WITNESS_DEPTH + 1):
+        deeper = []
+        for witness in layer:
+            for feed, seq, _tag in names_of(witness):
+                if feed in carried:
+                    found.add((feed, seq))
+                elif depth < MAX_WITNESS_DEPTH:
+                    deeper.append(everything[(feed, seq)])
+        layer = deeper
+    return found
 
 
 def test_a_blocked_feeds_messages_are_refused_with_their_reason(tmp_path):
