@@ -137,6 +137,7 @@ async def status(area: Area, request: StatusRequest) -> dict[str, Any]:
                 "waits_for": [x.needs_feed, x.needs_seq],
                 "waits_for_tag": x.needs_tag,  # the tag named (None: past an invalid end)
                 "suspected": x.suspected,  # held with another tag: waits for a proof
+                "witness": x.witness,  # a feed not carried: waits for its witness
             }
             for x in stalled[:STATUS_LIST]
         ],

@@ -67,7 +67,13 @@ def render_status(
     parts.append(_none(suspected) + "</ul><h2>Stalls</h2><ul>")
     for stall in status["stalls"]:
         needs_feed, needs_seq = stall["waits_for"]
-        why = " (held with another tag: a suspected fork)" if stall.get("suspected") else ""
+        why = (
+            " (held with another tag: a suspected fork)"
+            if stall.get("suspected")
+            else " (as a witness: a feed not carried)"
+            if stall.get("witness")
+            else ""
+        )
         parts.append(
             f"<li>{label(stall['feed'])} {int(stall['seq'])} waits for "
             f"{label(needs_feed)} {int(needs_seq)}{why}</li>"
