@@ -105,6 +105,7 @@ async def test_status_shows_suspected_forks_until_the_proof_comes(node):
                 "waits_for": [forker.public, 1],
                 "waits_for_tag": tag_of(other.id),
                 "suspected": True,
+                "witness": False,
             }
         ]
         store.writes.ingest([other.raw])  # the other branch: a proof, which settles it
