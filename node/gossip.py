@@ -478,6 +478,11 @@ class GossipSession:
         # Marked before the store takes it: its new evidence version wakes our writer, which
         # must not echo the proof back to the peer that sent it.
         self.proofs_sent.add(frozenset(message_id(raw) for raw in raws))
+        if not any(self.service.scope.carries(author_of(raw) or b"") for raw in raws):
+            # A proof about a feed we do not carry is not ours to keep or pass on (an honest
+            # peer that carries it sends it): its credit comes back.
+            self._send_soon(self.connection.grant(len(raws)))
+            return
         try:
             await self.service.add_evidence(raws)  # one we hold already changes nothing
         except (InvalidMessage, InvalidProof) as error:
@@ -505,6 +510,7 @@ class GossipSession:
         sending it what we no longer carry."""
         self.scope_seen = scope = self.service.scope
         self.heads_seen = None  # what we advertise changed: look at every feed once
+        self.evidence_seen = -1  # the proofs we pass on are those of the feeds we carry
         for feed in [f for f, after in self.asked.items() if after != STOP_AFTER]:
             if not scope.carries(feed):  # it left our scope: this peer stops pushing it
                 self.plan.drop(feed, self)
@@ -517,15 +523,17 @@ class GossipSession:
         self.resume = None
 
     async def _send_evidence(self) -> None:
-        """Every proof we keep that the peer has not had from us, while credit lasts."""
+        """Every proof we keep of a feed we carry that the peer has not had from us, while
+        credit lasts."""
         version = self.service.evidence_version
         if version == self.evidence_seen:
             return
         proofs = await self.service.read(lambda store: store.feeds.evidence())
+        carries = self.service.scope.carries
         for proof in proofs:
             key = frozenset(message.id for message in proof.messages)
-            if key in self.proofs_sent:
-                continue
+            if key in self.proofs_sent or not any(carries(m.author) for m in proof.messages):
+                continue  # sent, or about feeds we no longer carry
             raws = [message.raw for message in proof.messages]
             if len(raws) > self.connection.send_credit:
                 return  # the rest when credit comes back (it pokes us)

@@ -11,6 +11,7 @@ import trio.testing
 
 from tanglenode.protocol.contacts import contact_content
 from tanglenode.protocol.gossip import FrameKind, GossipConnection
+from tests.factories import Feed
 from tests.node.test_gossip_session import (
     Side,
     Wire,
@@ -144,3 +145,29 @@ async def test_a_feed_unfollowed_and_followed_again_is_caught_up_and_nobody_is_d
         await a.until(lambda: a.service.clock.get(carol[0].author) == 12)
         assert not sa.ended.is_set() and not sb.ended.is_set()  # nobody dropped anybody
         nursery.cancel_scope.cancel()
+
+
+async def test_proofs_travel_only_about_feeds_the_node_carries(open_side, autojump_clock):
+    carol, zed = Feed("proof-carol"), Feed("proof-zed")
+    branches = {}
+    for feed in (carol, zed):
+        first = feed.append({"n": 0})
+        twin = Feed(feed.keypair)
+        twin.messages = []
+        branches[feed.public] = (first, twin.append({"n": "the other branch"}))
+    b = open_side("b", inline=True)
+    for one, other in branches.values():  # b carries everything, and holds both proofs
+        b.store.writes.ingest([one.raw, other.raw])
+    assert len(b.store.feeds.evidence()) == 2
+    a = open_side("a", inline=True)
+    await follow(a, carol.public)
+    wire = Wire()
+    async with trio.open_nursery() as nursery:
+        sa, _sb = start(nursery, a, b, wire)
+        await a.until(lambda: carol.public in a.service.invalid)
+        assert not sa.ended.is_set()
+        nursery.cancel_scope.cancel()
+    assert [proof.messages[0].author for proof in a.store.feeds.evidence()] == [carol.public]
+    assert zed.public not in a.service.invalid
+    sent_by_a = [frame for frame in wire.of("a", FrameKind.EVIDENCE)]
+    assert sent_by_a == []  # what a keeps came from b; nothing about zed goes anywhere
