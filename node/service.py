@@ -52,6 +52,7 @@ from tanglenode.storage.scope import Scope
 from tanglenode.storage.store import FeedStore
 
 T = TypeVar("T")
+SCOPE_REFRESH_GAP = 1.0  # seconds between refreshes the stored contact messages call for
 
 
 def _may_change_scope(message: Message) -> bool:
@@ -240,11 +241,16 @@ class StoreService:
         return True
 
     async def keep_scope(self, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
-        """Refresh the scope now, then whenever a contact or group message is stored."""
+        """Refresh the scope now, then whenever a contact or group message is stored, at
+        most once per `SCOPE_REFRESH_GAP` seconds: a catch-up that stores thousands of
+        contact messages computes the scope a few times, not once per batch (each refresh
+        reads the contact rows of every feed followed). Our own follow, block and the
+        others refresh at once (node/ipc_scope.py)."""
         await self.refresh_scope()
         task_status.started()
         while True:
             await self._scope_stale.wait()
+            await trio.sleep(SCOPE_REFRESH_GAP)  # what else comes meanwhile joins this one
             self._scope_stale = trio.Event()
             await self.refresh_scope()
 

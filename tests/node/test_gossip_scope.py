@@ -9,7 +9,8 @@ import pytest
 import trio
 import trio.testing
 
-from tanglenode.protocol.contacts import contact_content
+from tanglenode.node.service import SCOPE_REFRESH_GAP
+from tanglenode.protocol.contacts import FOLLOW, contact_content
 from tanglenode.protocol.gossip import FrameKind, GossipConnection
 from tests.factories import Feed
 from tests.node.test_gossip_session import (
@@ -20,6 +21,7 @@ from tests.node.test_gossip_session import (
     raw_peer,
     start,
 )
+from tests.storage.test_scope import contact
 
 pytestmark = pytest.mark.timeout(20)
 __all__ = ["open_side"]  # the fixture, used by name
@@ -171,3 +173,27 @@ async def test_proofs_travel_only_about_feeds_the_node_carries(open_side, autoju
     assert zed.public not in a.service.invalid
     sent_by_a = [frame for frame in wire.of("a", FrameKind.EVIDENCE)]
     assert sent_by_a == []  # what a keeps came from b; nothing about zed goes anywhere
+
+
+async def test_contact_messages_arriving_together_refresh_the_scope_once(open_side, autojump_clock):
+    a = open_side("a", inline=True)
+    bob, people = Feed("gap-bob"), [Feed(f"gap-{n}") for n in range(10)]
+    await follow(a, bob.public, hops=2)
+    refreshes = []
+    refresh = a.service.refresh_scope
+
+    async def counted() -> bool:
+        refreshes.append(trio.current_time())
+        return await refresh()
+
+    a.service.refresh_scope = counted
+    async with trio.open_nursery() as nursery:
+        await nursery.start(a.service.keep_scope)
+        began = trio.current_time()
+        for person in people:  # bob follows ten people, one message every 0.1 s
+            await a.service.ingest([contact(bob, person, FOLLOW).raw])
+            await trio.sleep(0.1)
+        await a.until(lambda: all(a.service.scope.carries(p.public) for p in people))
+        nursery.cancel_scope.cancel()
+    assert len(refreshes) <= 3  # at start, then at most once a second: not once per message
+    assert refreshes[-1] - began <= 1 + SCOPE_REFRESH_GAP + 0.5
