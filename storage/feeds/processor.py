@@ -345,7 +345,7 @@ class Processor:
             if not processed and self._carried is not None and not self._carried(needs_feed):
                 if self._witnesses is None:
                     continue
-                implied = self._witnessed(checks[offset])
+                implied = self._witnessed(checks[offset], feed)
                 if isinstance(implied, list):
                     if implied:
                         if checks is timeframe:  # the first witness: checks of its own now
@@ -376,10 +376,12 @@ class Processor:
         self._readied[candidate] = (own_tag, timeframe)
         heapq.heappush(self._ready, (seq, feed))
 
-    def _witnessed(self, entry: Entry) -> list[Entry] | Entry:
+    def _witnessed(self, entry: Entry, own: bytes) -> list[Entry] | Entry:
         """What an entry naming a feed not carried implies: the entries of carried feeds its
         witnesses name, not yet processed, breadth first within the bounds (beyond them an
-        entry is met); or the first witness not held, to wait for (storage.feeds.witnesses)."""
+        entry is met); or the first witness not held, to wait for (storage.feeds.witnesses).
+        Never an entry of the candidate's `own` feed: its chain is its own order, and no
+        honest author had processed a message of its own yet to come."""
         book, carried = self._witnesses, self._carried
         assert book is not None and carried is not None
         if book.blocked(entry[0]):
@@ -396,8 +398,12 @@ class Processor:
                     continue
                 for named in names:
                     feed, seq, _tag = named
-                    if named in seen or self._seq(feed) >= self._valid_need(feed, seq):
-                        continue  # processed: so is what it implies
+                    if (
+                        named in seen
+                        or feed == own
+                        or self._seq(feed) >= self._valid_need(feed, seq)
+                    ):
+                        continue  # processed (so is what it implies), or our own chain
                     seen.add(named)
                     if carried(feed):
                         implied.append(named)

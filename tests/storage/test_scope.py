@@ -366,3 +366,19 @@ def test_blocking_a_feed_takes_its_edits_out_of_a_document(open_store):
     reader.writes.set_scope(Scope(None, {}, frozenset({keypair("doc-mallory").public})))
     assert reader.documents.document_text(doc) == "kept"
     assert reader.feeds.check().ok
+
+
+def test_a_witness_naming_the_candidates_own_future_does_not_hold_it(tmp_path):
+    carol, stranger = Feed("own-carol"), Feed("own-stranger")
+    twin = Feed(carol.keypair)  # another branch of carol's, signed ahead of her
+    twin.append({"n": 1})
+    ahead = twin.append({"n": 2})
+    x = stranger.append({"type": "post"}, timeframe={carol.public: ahead})
+    m = carol.append({"type": "post", "after": "x"}, timeframe={stranger.public: x})
+    with store_of(tmp_path) as store:
+        store.writes.publish(contact_content(carol.public, following=True, blocking=False))
+        store.writes.set_scope(store.feeds.computed_scope(keypair("me").public, 1))
+        store.writes.ingest([m.raw])
+        assert store.writes.add_witnesses([x.raw])
+        assert (carol.public, 1) in processed_positions(store)  # never waits on carol's seq 2
+        assert store.feeds.stalls() == []
