@@ -33,7 +33,10 @@ message of each feed can be a candidate, so the state is small:
 met once what its witness implies is (storage/feeds/witnesses.py): the
 walk through witnesses adds the messages of carried feeds they name to the
 candidate's checks, which wait for them like any entry; a witness not held
-makes the candidate wait for it.
+makes the candidate wait for it. An added entry whose (feed, seq) holds a
+message with another tag is met, never a suspected fork: the stranger
+named it, not the candidate's author, and whether the message came before
+or after the witness must not decide anything.
 
 **Suspected forks.** When the message processed at (feed, seq) has another
 tag than an entry names, the feed signed two messages at that seq (or the
@@ -358,6 +361,16 @@ class Processor:
                 self._txn.put(waits + feed, EMPTY, db=self._tables.witness_wait)
                 self._needs[feed] = waits + _WITNESS
                 return
+            if (
+                offset >= len(timeframe)
+                and valid_seq == needs_seq
+                and (
+                    self._other_held(needs_feed, needs_seq, needs_tag)
+                    if not processed
+                    else not self._holds(needs_feed, needs_seq, needs_tag)
+                )
+            ):
+                continue  # a witness named it with another tag: its own lie, met (below)
             if not processed and (
                 valid_seq < needs_seq or not self._other_held(needs_feed, needs_seq, needs_tag)
             ):
@@ -420,16 +433,20 @@ class Processor:
 
     def _wake_witness_waits(self, prefix: bytes) -> None:
         """Wake the candidates waiting for a witness whose key starts with `prefix`."""
-        txn, woken = self._txn, []
-        cursor = txn.cursor(db=self._tables.witness_wait)
+        txn, table = self._txn, self._tables.witness_wait
+        cursor = txn.cursor(db=table)
+        keys = []
         if cursor.set_range(prefix):
-            while cursor.key()[: len(prefix)] == prefix:
-                key = bytes(cursor.key())
-                waiting, needed = key[ENTRY_BYTES:], key[:ENTRY_BYTES] + _WITNESS
-                if self._needed_by(waiting) == needed:
-                    woken.append(waiting)
-                if not cursor.delete():
+            for key in cursor.iternext(values=False):
+                if key[: len(prefix)] != prefix:
                     break
+                keys.append(bytes(key))
+        woken = []
+        for key in keys:
+            txn.delete(key, db=table)
+            waiting, needed = key[ENTRY_BYTES:], key[:ENTRY_BYTES] + _WITNESS
+            if self._needed_by(waiting) == needed:
+                woken.append(waiting)
         for waiting in woken:
             self._needs[waiting] = None
             self._checked.pop((waiting, self._seq(waiting) + 1), None)
@@ -537,6 +554,7 @@ class Processor:
         Call `advance` afterwards (with no feeds) to process what became ready.
         """
         self._timeframes = {k: v for k, v in self._timeframes.items() if k[0] != feed}
+        self._checked = {k: v for k, v in self._checked.items() if k[0] != feed}
         needed = self._needed_by(feed)
         if needed is not None and len(needed) == _SUSPECT:  # it waited for a proof
             self._txn.delete(needed + feed, db=self._tables.suspects)
