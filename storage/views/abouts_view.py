@@ -14,7 +14,13 @@ from tanglenode.protocol.message import Message
 from tanglenode.storage.feeds.derived import ViewCost
 from tanglenode.storage.feeds.invalidation import invalid_feeds
 from tanglenode.storage.feeds.layout import ABOUTS_DB
-from tanglenode.storage.views.abouts import ROW_KEY_LEN, about_name, index_about, split_about_key
+from tanglenode.storage.views.abouts import (
+    ROW_KEY_LEN,
+    about_key,
+    about_name,
+    index_about,
+    split_about_key,
+)
 
 if TYPE_CHECKING:
     from tanglenode.storage.context import StoreContext
@@ -38,7 +44,10 @@ class AboutsView:
         )
 
     def cut(self, scope: WriteScope, message: Message) -> None:
-        pass  # its row stays, unread: readers stop at the feed's invalid boundary
+        """The message left the store (a proof cut its feed, or the node blocked it): its
+        row goes (a reader would stop at a proof's boundary anyway, but a blocked feed has
+        none)."""
+        scope.txn.delete(about_key(message.author, message.seq), db=self._ctx.tables.about_names)
 
     def processed(self, scope: WriteScope, step: ProcessedStep) -> None:
         pass

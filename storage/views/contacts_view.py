@@ -45,7 +45,13 @@ class ContactsView:
         )
 
     def cut(self, scope: WriteScope, message: Message) -> None:
-        pass  # its row stays, unread: readers stop at the feed's invalid boundary
+        """The message left the store (a proof cut its feed, or the node blocked it): its
+        row goes (a reader would stop at a proof's boundary anyway, but a blocked feed has
+        none)."""
+        said = contact_said(message.content, message.author)
+        if said is not None:
+            key = contact_key(message.author, said.contact, message.seq)
+            scope.txn.delete(key, db=self._ctx.tables.contacts)
 
     def processed(self, scope: WriteScope, step: ProcessedStep) -> None:
         pass

@@ -382,3 +382,21 @@ def test_a_witness_naming_the_candidates_own_future_does_not_hold_it(tmp_path):
         assert store.writes.add_witnesses([x.raw])
         assert (carol.public, 1) in processed_positions(store)  # never waits on carol's seq 2
         assert store.feeds.stalls() == []
+
+
+def test_blocking_a_feed_takes_its_name_and_its_follows_out(tmp_path):
+    mallory, carol = Feed("named-mallory"), Feed("named-carol")
+    mallory.append({"type": "about", "about": feed_text(mallory.public), "name": "mallory"})
+    contact(mallory, carol, FOLLOW)
+    with store_of(tmp_path) as store:
+        store.writes.ingest([m.raw for m in mallory.messages])
+        assert store.feeds.about_name(mallory.public) == "mallory"
+        assert store.feeds.stances(mallory.public)[carol.public].follows
+        store.writes.set_scope(Scope(None, {}, frozenset({mallory.public})))
+        assert store.feeds.about_name(mallory.public) is None
+        assert mallory.public not in store.feeds.about_names()
+        assert store.feeds.stances(mallory.public) == {}
+        assert store.feeds.check().ok
+        store.writes.set_scope(Scope(None))  # unblocked: fetched again, named again
+        store.writes.ingest([m.raw for m in mallory.messages])
+        assert store.feeds.about_name(mallory.public) == "mallory" and store.feeds.check().ok
