@@ -173,7 +173,7 @@ class GossipSession:
         self.heads_seen: tuple[int, int] | None = None  # our place in service.heads
         self.plan = service.shared(StreamPlan)  # which session streams each feed
         self.witnesses = WitnessExchange(
-            self, service, self.connection, self._send_soon, self.plan.sessions
+            self, service, self.connection, self._send, self.plan.sessions
         )
 
     def _our_clock(self) -> Clock:

@@ -236,6 +236,8 @@ class StoreService:
         if scope == self.scope:
             return False
         await self.offload.run(self.store.writes.set_scope, scope, limiter=self._writer)
+        if scope.blocked != self.scope.blocked:  # a blocked feed's messages left the store
+            self._read_clock(await self.offload.run(self.store.feeds.held, limiter=self._writer))
         self.scope = scope
         self._bump()
         return True

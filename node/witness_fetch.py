@@ -9,25 +9,30 @@ implies (storage/feeds/witnesses.py). One `WitnessFetch` per node
 number of sessions, and deals them out: each entry is asked of one session
 at a time (gossip ASK), and of each session at most once. A WITNESS
 answers it: the store checks the message and keeps it, and processing goes
-on. An UNHELD, or the end of the session asked, passes it to another
-session. The entry is *given up*, and met from then on, once every
-connected session has said it does not hold it, or `PATIENCE` seconds after
-it was first seen wanted: a node never stalls long on what it chose not to
-carry. A node with no session asks nobody and gives up nothing; its
-processing goes on once a peer connects.
+on. An UNHELD, no answer within `ASK_WAIT` seconds, or the end of the
+session asked, passes it to another session. The entry is *given up*, and
+met from then on, once every connected session has refused it so, or
+`PATIENCE` seconds after it was first seen wanted: a node never stalls long
+on what it chose not to carry. A node with no session asks nobody and gives
+up nothing; its processing goes on once a peer connects.
+
+Answers to a peer's ASK are sent before its next frame is read, so a peer
+that asks and never reads stops being read, and costs no memory beyond one
+frame of answers.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Hashable
+from collections.abc import Awaitable, Callable, Collection, Hashable
 
 import trio
 
 from tanglenode.protocol.errors import InvalidMessage, RemoteProtocolError
-from tanglenode.protocol.gossip import MAX_ASK, MAX_ASKING, GossipConnection
+from tanglenode.protocol.gossip import GossipConnection
 from tanglenode.storage.feeds.witnesses import Entry
 
 PATIENCE = 20.0  # seconds an entry may stay wanted with peers connected, at most
+ASK_WAIT = 5.0  # seconds a peer has to answer an ask before another peer is asked
 WANTED_READ = 1024  # witnesses read per store version, at most
 
 
@@ -38,7 +43,7 @@ class WitnessFetch:
         self.version = -1  # the store version `wanted` was read at
         self.wanted: list[Entry] = []
         self.first_seen: dict[Entry, float] = {}
-        self.asking: dict[Entry, Hashable] = {}  # entry -> the session asked now
+        self.asking: dict[Entry, tuple[Hashable, float]] = {}  # entry -> (asked of, when)
         self.refused: dict[Entry, set[Hashable]] = {}  # entry -> sessions that do not hold it
         # Answered and kept: wanted no more, though a read begun before the store kept it
         # may still list it.
@@ -65,21 +70,29 @@ class WitnessFetch:
                         del book[entry]
         return self.wanted
 
-    def to_ask(self, session: Hashable, room: int) -> list[Entry]:
-        """Up to `room` wanted entries nobody is asked for now and `session` never refused;
-        they are `session`'s to ask."""
-        found = []
-        for entry in self.wanted:
-            if len(found) >= room:
-                break
-            if (
-                entry not in self.asking
-                and entry not in self.answered_here
-                and session not in self.refused.get(entry, ())
-            ):
-                self.asking[entry] = session
-                found.append(entry)
-        return found
+    def candidates(self, session: Hashable) -> list[Entry]:
+        """The wanted entries nobody is asked for now that `session` never refused."""
+        return [
+            entry
+            for entry in self.wanted
+            if entry not in self.asking
+            and entry not in self.answered_here
+            and session not in self.refused.get(entry, ())
+        ]
+
+    def asked(self, session: Hashable, entries: Collection[Entry], now: float) -> None:
+        """`session` asked its peer for these."""
+        for entry in entries:
+            self.asking[entry] = (session, now)
+
+    def expire(self, now: float) -> None:
+        """An ask unanswered for `ASK_WAIT` counts as refused: another session may ask."""
+        late = [e for e, (_s, when) in self.asking.items() if now - when > ASK_WAIT]
+        for entry in late:
+            session, _when = self.asking.pop(entry)
+            self.refused.setdefault(entry, set()).add(session)
+        if late:
+            self.wake()
 
     def answered(self, session: Hashable, entries: Collection[Entry]) -> None:
         """`session`'s peer sent these (kept by the store: never asked again)."""
@@ -88,7 +101,7 @@ class WitnessFetch:
 
     def _release(self, session: Hashable, entries: Collection[Entry]) -> None:
         for entry in entries:
-            if self.asking.get(entry) is session:
+            if self.asking.get(entry, (None,))[0] is session:
                 del self.asking[entry]
 
     def unheld(self, session: Hashable, entries: Collection[Entry]) -> None:
@@ -108,7 +121,7 @@ class WitnessFetch:
     def leave(self, session: Hashable) -> None:
         """`session` ended: what it was asked goes to the others."""
         self._wakers.pop(session, None)
-        for entry in [entry for entry, asked in self.asking.items() if asked is session]:
+        for entry in [entry for entry, (asked, _) in self.asking.items() if asked is session]:
             del self.asking[entry]
         for refused in self.refused.values():
             refused.discard(session)
@@ -148,13 +161,13 @@ class WitnessExchange:
         session: Hashable,
         service,
         connection: GossipConnection,
-        send_soon: Callable[[bytes], None],
+        send: Callable[[bytes], Awaitable[None]],
         sessions: Collection[Hashable],
     ) -> None:
         self.session = session
         self.service = service
         self.connection = connection
-        self.send_soon = send_soon
+        self.send = send
         self.sessions = sessions  # every session of the node, this one included
         self.fetch = service.shared(WitnessFetch)
         self._due = trio.Event()
@@ -170,14 +183,17 @@ class WitnessExchange:
             while True:
                 self._due = fetch.due(self.session)
                 await fetch.read(service)
-                gone = fetch.hopeless(self.sessions, trio.current_time())
+                now = trio.current_time()
+                fetch.expire(now)
+                gone = fetch.hopeless(self.sessions, now)
                 if gone and await service.give_up_witnesses(gone):
                     continue
-                room = MAX_ASKING - len(self.connection.asking)
-                entries = fetch.to_ask(self.session, room)
-                for start in range(0, len(entries), MAX_ASK):
-                    self.send_soon(self.connection.ask(entries[start : start + MAX_ASK]))
-                with trio.move_on_after(PATIENCE / 4):
+                candidates = fetch.candidates(self.session)
+                while chosen := self.connection.may_ask(candidates):
+                    fetch.asked(self.session, chosen, now)
+                    await self.send(self.connection.ask(chosen))
+                    candidates = [entry for entry in candidates if entry not in chosen]
+                with trio.move_on_after(ASK_WAIT):
                     await self._due.wait()
         finally:
             service.unwatch(self._wake)
@@ -192,14 +208,14 @@ class WitnessExchange:
         chunk: list[bytes] = []
         for raw in (found[entry] for entry in entries if entry in found):
             if chunk and sum(map(len, chunk)) + len(raw) > budget:
-                self.send_soon(self.connection.witnesses(chunk))
+                await self.send(self.connection.witnesses(chunk))
                 chunk = []
             chunk.append(raw)
         if chunk:
-            self.send_soon(self.connection.witnesses(chunk))
+            await self.send(self.connection.witnesses(chunk))
         missing = [entry for entry in entries if entry not in found]
         if missing:
-            self.send_soon(self.connection.unheld(missing))
+            await self.send(self.connection.unheld(missing))
 
     async def take(self, answered: dict[Entry, bytes]) -> None:
         """The peer's WITNESS: the store checks and keeps each, and processes what waited."""

@@ -311,12 +311,28 @@ class GossipConnection:
         return encode_frame([FrameKind.EVIDENCE, raws], self.max_frame)
 
     def ask(self, entries: list[Entry]) -> bytes:
-        """ASK for these messages (a WITNESS or an UNHELD answers each)."""
+        """ASK for these messages (a WITNESS or an UNHELD answers each). Answers are matched
+        by tag, so no two entries asked and unanswered may share one (`may_ask`)."""
         if not 0 < len(entries) <= MAX_ASK or len(self.asking) + len(entries) > MAX_ASKING:
             raise LocalProtocolError(f"{len(entries)} asks, {len(self.asking)} unanswered")
+        if len({entry[2] for entry in entries} | self.asking.keys()) != len(self.asking) + len(
+            entries
+        ):
+            raise LocalProtocolError("two asks unanswered with one tag")
         for entry in entries:
             self.asking[entry[2]] = entry
         return encode_frame([FrameKind.ASK, [list(entry) for entry in entries]], self.max_frame)
+
+    def may_ask(self, entries: list[Entry]) -> list[Entry]:
+        """Those of `entries` that may be asked now: none whose tag an ask unanswered (or an
+        earlier one of them) has, as many as the bounds allow."""
+        tags, fit = set(self.asking), []
+        room = min(MAX_ASK, MAX_ASKING - len(self.asking))
+        for entry in entries:
+            if len(fit) < room and entry[2] not in tags:
+                tags.add(entry[2])
+                fit.append(entry)
+        return fit
 
     def witnesses(self, raws: list[bytes]) -> bytes:
         """Answer asks with the messages we hold (as many as one frame's bytes allow: the
@@ -397,6 +413,7 @@ class GossipConnection:
         return PeerMessages(raws) if kind is FrameKind.MESSAGES else PeerEvidence(raws)
 
     def _asks(self, entries: list[Entry]) -> PeerAsks:
+        entries = list(dict.fromkeys(entries))  # each answered once, however often asked
         if self.asked_of_us + len(entries) > MAX_ASKING:
             raise GossipError(
                 Breach.TOO_MANY_ASKS,

@@ -25,8 +25,9 @@ stays unanswered for the node's patience, is *given up*: the entry is then
 met, so the node never stalls on what it chose not to carry. A feed the
 node blocks is never witnessed: an entry naming it is met.
 
-    witnesses     feed + seq (u64) + tag -> signed bytes    verified, kept apart
-    witness-asks  feed + seq (u64) + tag -> b"?" | b"-"      wanted | given up
+    witnesses         feed + seq (u64) + tag -> signed bytes    verified, kept apart
+    witness-asks      feed + seq (u64) + tag -> ""              wanted
+    witness-given-up  feed + seq (u64) + tag -> ""              given up: the entry is met
 
 The walk reads only what the store holds, so two nodes holding the same
 messages and witnesses with the same scope decide the same; what witnesses
@@ -50,7 +51,6 @@ Entry = tuple[bytes, int, bytes]  # feed, seq, tag: as a timeframe names a messa
 
 MAX_WITNESS_DEPTH = 4  # names followed from the entry, at most
 MAX_WITNESSES = 32  # witnesses read per candidate, at most
-WANTED, GIVEN_UP = b"?", b"-"
 ENTRY_BYTES = 40 + TAG_BYTES
 
 
@@ -76,6 +76,7 @@ def names_of(message: Message) -> list[Entry]:
 class WitnessTables:
     witnesses: Any
     asks: Any
+    given_up: Any
 
     @classmethod
     def open(cls, env: lmdb.Environment) -> WitnessTables:
@@ -83,17 +84,17 @@ class WitnessTables:
             return cls(
                 witnesses=env.open_db(b"witnesses", txn=txn),
                 asks=env.open_db(b"witness-asks", txn=txn),
+                given_up=env.open_db(b"witness-given-up", txn=txn),
             )
 
 
 def wanted(txn, tables: WitnessTables, limit: int) -> list[Entry]:
     """Up to `limit` witnesses asked for and neither held nor given up, in key order."""
     found: list[Entry] = []
-    for key, state in txn.cursor(db=tables.asks):
+    for key in txn.cursor(db=tables.asks).iternext(values=False):
         if len(found) >= limit:
             break
-        if bytes(state) == WANTED:
-            found.append(split_entry_key(bytes(key)))
+        found.append(split_entry_key(bytes(key)))
     return found
 
 
@@ -102,10 +103,9 @@ def keep_witness(txn, tables: WitnessTables, message: Message) -> Entry | None:
     and is still wanted; returns the entry, or None (not asked: nothing kept)."""
     entry = (message.author, message.seq, tag_of(message.id))
     key = entry_key(entry)
-    if txn.get(key, db=tables.asks) != WANTED:
+    if not txn.delete(key, db=tables.asks):
         return None
     txn.put(key, message.raw, db=tables.witnesses)
-    txn.delete(key, db=tables.asks)
     return entry
 
 
@@ -114,8 +114,8 @@ def give_up(txn, tables: WitnessTables, entries: Iterable[Entry]) -> list[Entry]
     marked = []
     for entry in entries:
         key = entry_key(entry)
-        if txn.get(key, db=tables.asks) == WANTED:
-            txn.put(key, GIVEN_UP, db=tables.asks)
+        if txn.delete(key, db=tables.asks):
+            txn.put(key, b"", db=tables.given_up)
             marked.append(entry)
     return marked
 
@@ -123,7 +123,7 @@ def give_up(txn, tables: WitnessTables, entries: Iterable[Entry]) -> list[Entry]
 def drop_feeds(txn, tables: WitnessTables, dropped: Callable[[bytes], bool]) -> None:
     """Drop the witnesses and asks of every feed `dropped` says (the node carries it now,
     so its messages come as messages, or blocks it)."""
-    for db in (tables.witnesses, tables.asks):
+    for db in (tables.witnesses, tables.asks, tables.given_up):
         cursor = txn.cursor(db=db)
         more = cursor.first()
         while more:
@@ -163,10 +163,10 @@ class WitnessBook:
             raw = held if held is not None and tag_of(message_id(held)) == entry[2] else None
         if raw is not None:
             found: list[Entry] | None = names_of(decode_message(bytes(raw), verify_signature=False))
+        elif txn.get(key, db=self._tables.given_up) is not None:
+            found = []
         else:
-            state = txn.get(key, db=self._tables.asks)
-            if state is None:
-                txn.put(key, WANTED, db=self._tables.asks)
-            found = [] if state == GIVEN_UP else None
+            txn.put(key, b"", db=self._tables.asks)  # wanted (again: a no-op if it is)
+            found = None
         self._named[entry] = found
         return found

@@ -12,6 +12,7 @@ import trio.testing
 from tanglenode.node.service import SCOPE_REFRESH_GAP
 from tanglenode.protocol.contacts import FOLLOW, contact_content
 from tanglenode.protocol.gossip import FrameKind, GossipConnection
+from tanglenode.storage.scope import Scope
 from tests.factories import Feed
 from tests.node.test_gossip_session import (
     Side,
@@ -197,3 +198,23 @@ async def test_contact_messages_arriving_together_refresh_the_scope_once(open_si
         nursery.cancel_scope.cancel()
     assert len(refreshes) <= 3  # at start, then at most once a second: not once per message
     assert refreshes[-1] - began <= 1 + SCOPE_REFRESH_GAP + 0.5
+
+
+async def test_a_feed_blocked_and_unblocked_while_connected_comes_back_whole(
+    open_side, autojump_clock
+):
+    zed = chain("unblock-zed", 5)
+    a = open_side("a", inline=True)
+    b = open_side("b", zed, inline=True)
+    await a.service.set_scope(Scope(None))  # every feed
+    async with trio.open_nursery() as nursery:
+        sa, sb = start(nursery, a, b, Wire())
+        await a.until(lambda: a.service.clock.get(zed[0].author) == 5)
+        await a.service.set_scope(Scope(None, {}, frozenset({zed[0].author})))
+        assert zed[0].author not in a.service.clock  # its messages left
+        assert a.store.feeds.read_feed(zed[0].author) == []
+        await a.service.set_scope(Scope(None))
+        await a.until(lambda: a.service.clock.get(zed[0].author) == 5)  # asked again from 0
+        assert not sa.ended.is_set() and not sb.ended.is_set()
+        nursery.cancel_scope.cancel()
+    assert [m.seq for m in a.store.feeds.read_feed(zed[0].author)] == [1, 2, 3, 4, 5]

@@ -149,7 +149,13 @@ HELLO = raw_frame(FrameKind.HELLO, VERSION, {}, 1)
             Breach.TOO_MANY_ASKS,
         ),
         (
-            [HELLO, *[raw_frame(FrameKind.ASK, [[FEED, 1, TAG]] * MAX_ASK)] * 5],
+            [
+                HELLO,
+                *[  # never answered: distinct entries, 64 to a frame
+                    raw_frame(FrameKind.ASK, [[FEED, 64 * f + n, TAG] for n in range(1, 65)])
+                    for f in range(5)
+                ],
+            ],
             "unanswered",
             Breach.TOO_MANY_ASKS,
         ),
@@ -215,3 +221,14 @@ def test_each_ask_is_answered_once_by_a_witness_or_an_unheld():
     assert asker.asking == {} and holder.asked_of_us == 0
     with pytest.raises(GossipError, match="did not ask"):  # answered once: not again
         asker.receive_data(holder.witnesses([held]))
+
+
+def test_two_asks_of_one_tag_are_never_unanswered_at_once():
+    """A stranger may name two messages by one invented tag; answers are matched by tag."""
+    asker = GossipConnection(window=2)
+    one, two, other = (FEED, 1, TAG), (b"g" * 32, 1, TAG), (FEED, 2, b"u" * 16)
+    assert asker.may_ask([one, two, other]) == [one, other]
+    asker.ask([one])
+    assert asker.may_ask([two, other]) == [other]  # `one` is unanswered still
+    with pytest.raises(LocalProtocolError, match="one tag"):
+        asker.ask([two])
