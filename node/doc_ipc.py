@@ -56,11 +56,21 @@ async def doc_create(area: Area, request: DocCreateRequest) -> dict[str, Any]:
 
 
 async def doc_edit(area: Area, request: DocEditRequest) -> dict[str, Any]:
-    """Publish the splices; the messages (none when nothing changed), each with its version.
-    With `base`, nothing is published once the document has moved past it (`conflict`)."""
-    service = area.service
-    messages, numbers = await service.edit_document(request.doc, request.splices, request.base)
-    return {"messages": [{"msg": m.id, "version": numbers.get(m.id)} for m in messages]}
+    """Publish the splices, made against `base` and merged with what happened since; the
+    messages (none when nothing changed), each with its version, and `base`: the revision
+    the edited text is now (the base and our edit, without what others did since), to
+    make the next edit from. `exclusive`: nothing is published once the document has
+    moved past `base` (`conflict`)."""
+    service, doc = area.service, request.doc
+    base = request.base
+    if not isinstance(base, dict):  # named as a weft, so the reply's base can say it
+        base = await service.read(lambda store: store.documents.base_weft(doc, request.base))
+    messages, numbers = await service.edit_document(doc, request.splices, base, request.exclusive)
+    after = await service.read(lambda store: store.documents.weft_after(doc, base, messages))
+    return {
+        "messages": [{"msg": m.id, "version": numbers.get(m.id)} for m in messages],
+        "base": after,  # nil: no weft names it (we edited the document elsewhere meanwhile)
+    }
 
 
 async def doc_list(area: Area, request: DocListRequest) -> dict[str, Any]:
@@ -76,15 +86,13 @@ async def doc_list(area: Area, request: DocListRequest) -> dict[str, Any]:
 
 
 async def doc_show(area: Area, request: DocShowRequest) -> dict[str, Any]:
-    """The text at the frontier with its version, or at `at` (version nil)."""
+    """The text at the frontier with its version, or at `at` (version nil); with `weft`,
+    the revision's name anyone can use (an edit from this text says it as its base)."""
     doc, at = request.doc, request.at
-    if at is None:
-        version, text = await area.service.read(
-            lambda store: store.documents.document_snapshot(doc)
-        )
-        return {"version": version, "text": text}
-    text = await area.service.read(lambda store: store.documents.document_revision(doc, at))
-    return {"version": None, "text": text}
+    version, text, weft = await area.service.read(
+        lambda store: store.documents.document_checkout(doc, at)
+    )
+    return {"version": version, "text": text, "weft": weft}
 
 
 async def doc_log(area: Area, request: DocLogRequest) -> dict[str, Any]:

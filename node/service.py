@@ -296,26 +296,31 @@ class StoreService:
         return await self.publish(init_content(title), {TANGLE: None})
 
     async def edit_document(
-        self, doc: bytes, splices: Sequence[Splice], base: int | None = None
+        self, doc: bytes, splices: Sequence[Splice], base: Any = None, exclusive: bool = False
     ) -> tuple[list[Message], dict[bytes, int]]:
-        """Publish `splices` (made against version `base`, if given: `VersionConflict` when
-        the document has moved on); the messages, and the version each one made."""
+        """Publish `splices`, made against revision `base` (None: the current text), merged
+        with what happened since (with `exclusive`: `VersionConflict` when the document
+        has moved past it); the messages, and the version each one made."""
         messages, numbers = await self.offload.run(
-            edit_and_number, self.store, doc, splices, base, limiter=self._writer
+            edit_and_number, self.store, doc, splices, base, exclusive, limiter=self._writer
         )
         self._stored(messages)
         return messages, numbers
 
 
 def edit_and_number(
-    store: FeedStore, doc: bytes, splices: Sequence[Splice], base: int | None = None
+    store: FeedStore,
+    doc: bytes,
+    splices: Sequence[Splice],
+    base: Any = None,
+    exclusive: bool = False,
 ) -> tuple[list[Message], dict[bytes, int]]:
     """`store.documents.edit_document`, and the version number each published message made.
 
     Called with the write limiter held, so no other write comes between the
     edit and the read of its versions: they are the document's last ones.
     """
-    messages = store.documents.edit_document(doc, splices, base)
+    messages = store.documents.edit_document(doc, splices, base, exclusive=exclusive)
     if not messages:
         return messages, {}
     head, _entries = store.documents.document_splices(doc, MAX_SEQ, 0)

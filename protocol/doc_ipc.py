@@ -13,8 +13,9 @@ the wire and nothing else:
 - `revision` reads a revision (`at`, `from`, `to`): a message id, a
   version number or a weft; `splices` reads a `doc-edit`'s splices, whose
   bounds (`MAX_SPLICES`, `MAX_SPLICE_CHARS`) a client cuts a long edit by;
-  a `doc-edit`'s `base` is the version its splices were made against (the
-  node refuses them with `conflict` once the document has moved on);
+  a `doc-edit`'s `base` is the revision its splices were made against
+  (they merge with what happened since; with `exclusive`, the node refuses
+  them with `conflict` once the document has moved past it);
 - the `..._body` functions, `splice_entry` and `snapshot_events` encode
   what goes out: they read storage/documents/engine.py's records by attribute
   (protocol imports no storage);
@@ -61,7 +62,8 @@ class DocCreateRequest:
 class DocEditRequest:
     doc: bytes
     splices: tuple[Splice, ...]  # in order, each against the text the ones before it left
-    base: int | None = None  # the version the splices were made against; None: whatever is now
+    base: At = None  # the revision the splices were made against; None: the current text
+    exclusive: bool = False  # refuse (`conflict`) rather than merge once past `base`
 
 
 @dataclass(frozen=True, slots=True)
@@ -192,10 +194,10 @@ def _doc_create(fields: dict[str, Any], limits: Limits) -> DocCreateRequest:
 
 
 def _doc_edit(fields: dict[str, Any], limits: Limits) -> DocEditRequest:
-    doc, base = _doc(fields), fields.get("base")
-    if base is not None and (type(base) is not int or not 0 <= base <= MAX_SEQ):
-        raise bad(f"base is a version number, an integer from 0 to {MAX_SEQ}")
-    return DocEditRequest(doc, splices(fields), base)
+    exclusive = fields.get("exclusive", False)
+    if type(exclusive) is not bool:
+        raise bad("exclusive is true or false")
+    return DocEditRequest(_doc(fields), splices(fields), revision(fields, "base"), exclusive)
 
 
 def _doc_list(fields: dict[str, Any], limits: Limits) -> DocListRequest:

@@ -6,14 +6,20 @@ handlers on the store opened here, writes under the data directory's lock
 and signed with the node's key, so both paths answer alike. `doc watch`
 follows the running node.
 
-Positions and lengths are code points. `doc edit` diffs the current text
-against the new one (fast_diff_match_patch, no cleanup: the smallest edit)
-and publishes that as splices, each position counted in the text the
-splices before it left. The splices carry the version they were made
-against (`base`), so they never land on a text another edit changed
-meanwhile: the node refuses them (`conflict`) and `doc edit` reads and
-diffs again (`edit_to`). A revision (`--at`, FROM, TO) is a message id as
-printed (%...), a version (`v12` or `12`), or a weft `@FEED=SEQ,...`.
+Positions and lengths are code points. Every edit says the revision it
+was made against (its base) and the node merges it with what happened
+since. `doc show --out FILE` (or `doc checkout`) writes FILE and a sidecar
+naming its revision; `doc edit D FILE` diffs FILE against that revision
+(fast_diff_match_patch, no cleanup: the smallest edit) and publishes the
+splices with it as their base (node/cli/doc_checkout.py), so nothing others
+wrote since is lost. `--force` is the old way, named as what it is: make
+the document exactly FILE, deleting what FILE lacks, whoever wrote it; its
+splices carry the version they were read at with `exclusive`, so they never
+land on a text another edit changed meanwhile: the node refuses them
+(`conflict`) and it reads and diffs again (`edit_to`). A revision (`--at`,
+`--base`, FROM, TO) is a message id as printed (%...), a weft
+`@FEED=SEQ,...` (both name the same text on every node), or this node's
+own version number (`v12` or `12`).
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ import click
 import fast_diff_match_patch
 import trio
 
+from tanglenode.node.cli import doc_checkout
 from tanglenode.node.cli.backend import Backend
 from tanglenode.node.cli.doc_render import blame_lines, diff_page, dyed, short_feed
 from tanglenode.node.cli.render import format_timestamp
@@ -174,7 +181,9 @@ def edit_to(
         base: int | None = shown["version"]
         try:
             for group in requests(edit_splices(shown["text"], new)):
-                messages = call("doc-edit", doc=doc, splices=group, base=base)["messages"]
+                messages = call("doc-edit", doc=doc, splices=group, base=base, exclusive=True)[
+                    "messages"
+                ]
                 published.extend(messages)
                 base = messages[-1]["version"] if messages else base
                 if base is None:  # a reply without the version made: read again
@@ -228,13 +237,63 @@ def doc_create(title: str, as_json: bool) -> None:
 @doc_command.command("edit")
 @click.argument("doc")
 @click.argument("file", metavar="FILE|-")
+@click.option("--base", "base", metavar="REV", help="The revision FILE was made from.")
+@click.option(
+    "--force", is_flag=True, help="Make DOC exactly FILE, deleting what others wrote since."
+)
+@click.option(
+    "--exclusive", is_flag=True, help="Publish nothing if DOC moved past the base; exit 1."
+)
 @json_option
-def doc_edit(doc: str, file: str, as_json: bool) -> None:
-    """Make DOC's text FILE's ('-': stdin): publish the smallest edit between the two."""
+def doc_edit(
+    doc: str, file: str, base: str | None, force: bool, exclusive: bool, as_json: bool
+) -> None:
+    """Publish what FILE ('-': stdin) changes in the revision of DOC it was made from, merged
+    with what others did since. The revision is FILE's sidecar's (`doc show --out FILE`) or
+    --base's; with neither, nothing is published unless --force."""
     doc_id, new = parse_message_id(doc), read_text_file(file)
+    sidecar = None if file == "-" else doc_checkout.read_base(file, doc_id)
+    at: Any = parse_at(base) if base is not None else sidecar
+    if at is None and not force:
+        raise BadInput(
+            f"no base: which revision of {doc} was {file} made from? `tangled doc show {doc} "
+            "--out FILE` writes a file that says it; or give --base REV; or --force to make "
+            "the document exactly the file, deleting what others wrote since"
+        )
     with Backend(_obj(), writes=True) as docs:
-        published = edit_to(docs.call, doc_id, new)
+        if at is None:
+            published = edit_to(docs.call, doc_id, new)
+        elif exclusive:
+            published = _exclusive(docs.call, doc_id, at, new)
+        else:
+            published, made = doc_checkout.edit_from(docs.call, doc_id, at, new, _groups)
+            if made is None and file != "-":  # no weft names FILE's text: no stale sidecar
+                doc_checkout.sidecar(file).unlink(missing_ok=True)
+                click.echo(
+                    f"{file}: published; its revision has no name (you edited the document "
+                    "elsewhere meanwhile): `doc show --out` before editing it again",
+                    err=True,
+                )
+            elif sidecar is not None or (base is not None and file != "-"):
+                doc_checkout.write_checkout(file, doc_id, new, made)
     _print_published(doc_id, published, as_json)
+
+
+def _groups(old: str, new: str) -> list[list[list[Any]]]:
+    return list(requests(edit_splices(old, new)))
+
+
+def _exclusive(call: Callable[..., Any], doc: bytes, at: Any, new: str) -> list[dict[str, Any]]:
+    """`doc edit --exclusive`: the edit, only if the document is still at its base."""
+    shown = call("doc-show", doc=doc, at=at)
+    groups = _groups(shown["text"], new)
+    if len(groups) > 1:
+        raise BadInput("--exclusive edits fit one request; this one does not: leave it out")
+    if not groups:
+        return []
+    return call("doc-edit", doc=doc, splices=groups[0], base=shown["weft"], exclusive=True)[
+        "messages"
+    ]
 
 
 @doc_command.command("insert")
@@ -267,19 +326,44 @@ def doc_delete(doc: str, pos: int, length: int, as_json: bool) -> None:
 @doc_command.command("show")
 @click.argument("doc")
 @click.option("--at", "at", metavar="REV", help="A message id, a version (v12) or @FEED=SEQ,...")
+@click.option("--out", "out", metavar="FILE", help="Write FILE, and FILE.tangled: its revision.")
 @json_option
-def doc_show(doc: str, at: str | None, as_json: bool) -> None:
-    """Print DOC's text, now or --at an earlier revision, exactly as it is."""
+def doc_show(doc: str, at: str | None, out: str | None, as_json: bool) -> None:
+    """Print DOC's text, now or --at an earlier revision, exactly as it is; --out writes it
+    to FILE, with the revision beside it for `doc edit DOC FILE`."""
     arguments: dict[str, Any] = {"doc": parse_message_id(doc)}
     if at is not None:
         arguments["at"] = parse_at(at)
     with Backend(_obj()) as docs:
         shown = docs.call("doc-show", **arguments)
+    revision = doc_checkout.weft_text(shown["weft"])
+    if out is not None:
+        doc_checkout.write_checkout(out, arguments["doc"], shown["text"], shown["weft"])
     if as_json:
-        emit_json({"doc": doc, "at": at, "version": shown["version"], "text": shown["text"]})
+        emit_json(
+            {
+                "doc": doc,
+                "at": at,
+                "version": shown["version"],
+                "weft": doc_checkout.weft_json(shown["weft"]),
+                "text": shown["text"],
+            }
+        )
+    elif out is not None:
+        click.echo(f"{out}: revision {revision}", err=True)
     else:
         # exact into a file (color=True: click strips nothing), made safe on a terminal
         click.echo(for_stdout(shown["text"]), nl=False, color=True)
+
+
+@doc_command.command("checkout")
+@click.argument("doc")
+@click.argument("file")
+@click.option("--at", "at", metavar="REV", help="A message id, a version (v12) or @FEED=SEQ,...")
+@click.pass_context
+def doc_checkout_command(context: click.Context, doc: str, file: str, at: str | None) -> None:
+    """Write DOC's text to FILE, and FILE.tangled: the revision, for `doc edit DOC FILE`."""
+    context.invoke(doc_show, doc=doc, at=at, out=file, as_json=False)
 
 
 @doc_command.command("list")

@@ -12,6 +12,14 @@ run of new text is one insert caused by the original atom just before it
 (the root when it starts the text). Only then are positions turned into
 atom ids, by the weave's position index, so the plan reads a few leaves.
 
+`plan_at` does the same against an older revision (the edit's *base*): its
+positions are the base's atoms, in text order, so each new run is caused by
+the base atom just before it and each deleted position deletes its base
+atom. Applied to the current weave, the edit then lands where it was made:
+what others inserted since stays (their atoms are not the base's, so
+nothing deletes them), and their deletes stay too. This is the merge a
+causal tree gives for free (docs/DOCUMENTS.md, "Edits from a base").
+
 `chunk` packs the ops into messages under a byte budget: a long insert is
 cut into runs, each caused by the last atom of the one before (a
 self-reference in the same message, an id once the previous message is
@@ -112,6 +120,54 @@ def plan(weave: Weave, splices: Sequence[Splice]) -> list[Planned]:
             ops.extend(_deletes(weave, cursor, start))
         cursor = end
     return ops
+
+
+def plan_at(
+    base: Sequence[tuple[bytes, int]], root: bytes, splices: Sequence[Splice]
+) -> tuple[list[Planned], list[bytes]]:
+    """The ops that make of the revision whose atoms are `base` (message id, index per
+    visible atom, in text order) the text `splices` make of it, whatever happened since:
+    each new run is caused by the base atom just before it (`root`, the document's init,
+    at the start), each deleted position deletes its base atom. Returns the ops, whose
+    `mno` numbers the message ids in the list returned with them."""
+    table = _edit_table(len(base), splices)
+    numbers: dict[bytes, int] = {}
+
+    def number(msg_id: bytes) -> int:
+        if msg_id not in numbers:
+            numbers[msg_id] = len(numbers)
+        return numbers[msg_id]
+
+    ops: list[Planned] = []
+    before = None
+    run = ""
+    for part in [*table, None]:
+        if type(part) is str:
+            run += part
+            continue
+        if run:
+            msg_id, index = (root, 0) if before is None else base[before]
+            ops.append(Planned("ins", number(msg_id), index, run, 0))
+            run = ""
+        if part is not None:
+            before = part[1] - 1
+    kept = [part for part in table if type(part) is not str]
+    cursor = 0
+    for start, end in [*kept, (len(base), len(base))]:
+        for position in range(cursor, start):  # deleted: one op per run of one message's atoms
+            msg_id, index = base[position]
+            last = ops[-1] if ops else None
+            if (
+                last is not None
+                and last.kind == "del"
+                and last.mno == numbers.get(msg_id)
+                and last.index + last.count == index
+            ):
+                ops[-1] = last._replace(count=last.count + 1)
+            else:
+                ops.append(Planned("del", number(msg_id), index, "", 1))
+        cursor = max(cursor, end)
+    return ops, list(numbers)
 
 
 def _atom(weave: Weave, position: int) -> tuple[int, int]:

@@ -26,6 +26,7 @@ from tanglenode.storage.documents.rows import (
     R_DELETED,
     R_ID,
     R_INSERTED,
+    R_SEQ,
     R_TIMESTAMP,
     R_WEFT,
     BlameSpan,
@@ -68,34 +69,44 @@ class DocumentOps:
         return self._writes.publish(init_content(title), {TANGLE: None})
 
     def edit_document(
-        self, doc: bytes, splices: Sequence[Any], base: int | None = None
+        self, doc: bytes, splices: Sequence[Any], base: At = None, *, exclusive: bool = False
     ) -> list[Message]:
-        """Publish the edits that apply `splices` to the current text; [] if they change nothing.
+        """Publish the edits that apply `splices` to the revision `base`; [] if they change
+        nothing.
 
         Splices are ("ins", pos, text) or ("del", pos, length), each against the
-        text the previous ones left. With `base`, the version the splices were
-        made against, raises `VersionConflict` if the document has moved on
-        since (the caller reads it again). Raises `BadSplice` or `UnknownDocument`.
+        text the previous ones left. `base` is the revision they were made
+        against (a weft, a message id, a local version number; None: the
+        current text); what others did since stays (`doc_edits.plan_at`).
+        With `exclusive`, raises `VersionConflict` instead if the document has
+        moved past `base` (the caller reads it again). Raises `BadSplice` or
+        `UnknownDocument`.
         """
         with self._writes.publishing() as session:
             txn = session.txn
             tables = self._ctx.document_tables
             docno = self._docno(txn, doc)
             meta = read_meta(txn, tables, docno)
-            if base is not None and base != meta[M_NEXT_MNO] - 1:
+            weft = self._weft(txn, docno, base)
+            if exclusive and weft is not None:
                 raise VersionConflict(
-                    f"the document is at version {meta[M_NEXT_MNO] - 1}, the edit was made "
-                    f"against version {base}"
+                    f"the document is at version {meta[M_NEXT_MNO] - 1}, past the edit's base"
                 )
-            planned = doc_edits.plan(open_weave(txn, tables, docno, meta), splices)
+            ids: dict[int, bytes] = {}
+            if weft is None:
+                planned = doc_edits.plan(open_weave(txn, tables, docno, meta), splices)
+
+                def id_of(mno: int) -> bytes:
+                    if mno not in ids:
+                        ids[mno] = read_record(txn, tables, docno, mno)[R_ID]
+                    return ids[mno]
+
+            else:
+                atoms = revisions.visible_atoms(txn, tables, docno, weft)
+                planned, msg_ids = doc_edits.plan_at(atoms, doc, splices)
+                id_of = msg_ids.__getitem__
             if not planned:
                 return []
-            ids: dict[int, bytes] = {}
-
-            def id_of(mno: int) -> bytes:
-                if mno not in ids:
-                    ids[mno] = read_record(txn, tables, docno, mno)[R_ID]
-                return ids[mno]
 
             def publish(ops: list) -> bytes:
                 cites = [op.cause.msg if type(op) is Insert else op.target.msg for op in ops]
@@ -117,21 +128,47 @@ class DocumentOps:
 
     def _weft(self, txn, docno: int, at: At) -> Weft | None:
         """The weft `at` names (see `At`); None for the frontier, or for a weft that holds
-        every message woven into the document (the same revision, read without history)."""
+        every message woven into the document (the same revision, read without history).
+
+        A message id names the text just after that message, as its author had it: the
+        same on every node. A version number is this node's: the text it showed as that
+        version, every message it had woven up to it (another node numbers otherwise)."""
         if at is None:
             return None
         if isinstance(at, dict):
             weft = at
         elif isinstance(at, int):
-            record = read_record(txn, self._ctx.document_tables, docno, at)
-            if record is None:
-                raise UnknownDocument(f"the document has no version {at}")
-            weft = self._message_weft(txn, record[R_ID])
+            weft = self._version_weft(txn, docno, at)
         else:
             weft = self._message_weft(txn, at)
         yarns = read_meta(txn, self._ctx.document_tables, docno)[M_YARNS]
         if all(weft.get(author, 0) >= seq for author, seq in yarns.items()):
             return None
+        return weft
+
+    def base_weft(self, doc: bytes, base: At = None) -> Weft:
+        """The weft of revision `base` (None: the current text, every message woven), as
+        anyone holding its messages can name it (`doc show --at`, a `doc-edit`'s base)."""
+        with self._ctx.read() as txn:
+            docno = self._docno(txn, doc)
+            meta = read_meta(txn, self._ctx.document_tables, docno)
+            weft = self._weft(txn, docno, base)
+            return dict(meta[M_YARNS]) if weft is None else weft
+
+    def _version_weft(self, txn, docno: int, version: int) -> Weft:
+        """Every message this node wove into the document up to `version`, as a weft: a
+        feed's document messages are woven in seq order, so its highest seq among them."""
+        weft: Weft = {}
+        cursor = txn.cursor(db=self._ctx.document_tables.msgs)
+        prefix = U32.pack(docno)
+        if read_record(txn, self._ctx.document_tables, docno, version) is None:
+            raise UnknownDocument(f"the document has no version {version}")
+        for key, raw in cursor.iternext() if cursor.set_range(prefix) else ():
+            if key[:4] != prefix or U32.unpack(key[4:8])[0] > version:
+                break
+            record = unpack(raw)
+            author, seq = record[R_AUTHOR], record[R_SEQ]
+            weft[author] = max(weft.get(author, 0), seq)
         return weft
 
     def _message_weft(self, txn, msg_id: bytes) -> Weft:
@@ -200,6 +237,39 @@ class DocumentOps:
             return meta[M_NEXT_MNO] - 1, revisions.revision(
                 txn, self._ctx.document_tables, docno, None
             )
+
+    def weft_after(self, doc: bytes, base: Weft, made: Sequence[Message]) -> Weft | None:
+        """The revision `made` (our messages, one edit from `base`) left: `base` with our seq
+        moved to the last of them; its text is the edit's result exactly. None when that
+        weft would take in another message of ours woven into the document (one we made
+        elsewhere since `base`), whose changes the edit never saw."""
+        if not made:
+            return dict(base)
+        author, first, last = made[0].author, made[0].seq, made[-1].seq
+        tables = self._ctx.document_tables
+        with self._ctx.read() as txn:
+            prefix = U32.pack(self._docno(txn, doc)) + author
+            cursor = txn.cursor(db=tables.yarn)
+            low = base.get(author, 0)
+            if (
+                cursor.set_range(prefix + U64.pack(low + 1))
+                and cursor.key()[:36] == prefix
+                and U64.unpack(cursor.key()[36:44])[0] < first
+            ):
+                return None
+        return dict(base) | {author: last}
+
+    def document_checkout(self, doc: bytes, at: At = None) -> tuple[int | None, str, Weft]:
+        """(version, text, weft) of revision `at` (None: the current text), read together:
+        the weft names the text exactly, on any node holding its messages (an edit made
+        from the text says it as its base). The version is this node's, and None with `at`."""
+        with self._ctx.read() as txn:
+            docno = self._docno(txn, doc)
+            meta = read_meta(txn, self._ctx.document_tables, docno)
+            weft = self._weft(txn, docno, at)
+            text = revisions.revision(txn, self._ctx.document_tables, docno, weft)
+            version = meta[M_NEXT_MNO] - 1 if at is None else None
+            return version, text, dict(meta[M_YARNS]) if weft is None else weft
 
     def document_revision(self, doc: bytes, at: At = None) -> str:
         """The text at `at`: a weft, a message id, a version number, or None (the frontier)."""

@@ -88,7 +88,7 @@ def write_document(alice: WebNode, bob: WebNode) -> tuple[bytes, str]:
     for name, text in DOC_EDITS:
         author = people[name]
         other = bob if author is alice else alice
-        tangled(author, "doc", "edit", message_text(doc), "-", stdin=text)
+        tangled(author, "doc", "edit", message_text(doc), "-", "--force", stdin=text)
         sync(author, other, tangle="doc", root=doc)  # the next edit starts from all of it
     shown = json.loads(tangled(alice, "doc", "show", message_text(doc), "--json"))
     assert shown["text"] == DOC_EDITS[-1][1], shown

@@ -48,7 +48,7 @@ def test_edits_arrive_live_in_the_authors_colour(page, web_node):
 
 def test_the_slider_shows_each_revision_dyed(page, web_node):
     doc = open_document(page, web_node, "history")
-    tangled(web_node, "doc", "edit", doc, "-", stdin="hello there world")
+    tangled(web_node, "doc", "edit", doc, "-", "--force", stdin="hello there world")
     expect(page.locator(TEXT)).to_have_text("hello there world")
     revision = page.locator("#revision")
     expect(revision).to_have_attribute("data-version", "2")  # it follows the newest version

@@ -49,13 +49,22 @@ async def test_doc_commands_through_the_running_node_and_on_the_stopped_store(tm
     assert versions(await as_json(node, "insert", doc, "0", "H")) == [3]
     source = tmp_path / "new.txt"
     source.write_text(EDITED, encoding="utf-8")
+    no_base = await cli(node, "doc", "edit", doc, str(source))
+    assert no_base.returncode == 3 and b"no base" in no_base.stderr and b"--force" in no_base.stderr
+    await ok(node, "show", doc, "--out", str(source))  # the text, and the revision beside it
+    assert source.read_text(encoding="utf-8") == "Hello world"
+    source.write_text(EDITED, encoding="utf-8")
     edited = await as_json(node, "edit", doc, str(source))
     assert versions(edited) == [4] and edited["doc"] == doc
-    unchanged = await as_json(node, "edit", doc, "-", stdin=EDITED.encode())
+    unchanged = await as_json(node, "edit", doc, str(source))  # the sidecar moved with it
     assert unchanged["messages"] == []
+    forced = await as_json(node, "edit", doc, "-", "--force", stdin=EDITED.encode())
+    assert forced["messages"] == []
 
     shown = await as_json(node, "show", doc)
+    weft = shown.pop("weft")
     assert shown == {"doc": doc, "at": None, "version": 4, "text": EDITED}
+    assert weft == {node.feed_id: 5}  # the writer's five messages, by its id as printed
     assert (await ok(node, "show", doc)) == EDITED  # exactly the text, nothing added
     assert (await as_json(node, "show", doc, "--at", "v1"))["text"] == "hello world"
     assert (await as_json(node, "show", doc, "--at", "2"))["text"] == "ello world"
@@ -153,12 +162,9 @@ async def test_doc_commands_through_the_running_node_and_on_the_stopped_store(tm
     assert stopped_watch.returncode == 1 and b"not running" in stopped_watch.stderr
 
     await node.start()  # and the node sees the offline edit
-    assert (await as_json(node, "show", doc)) == {
-        "doc": doc,
-        "at": None,
-        "version": 5,
-        "text": ">> " + EDITED,
-    }
+    shown = await as_json(node, "show", doc)
+    assert shown.pop("weft") == {node.feed_id: 6}
+    assert shown == {"doc": doc, "at": None, "version": 5, "text": ">> " + EDITED}
     assert await node.stop() == 0
 
 

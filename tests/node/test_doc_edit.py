@@ -131,7 +131,15 @@ def test_an_edit_that_keeps_losing_gives_up_after_five_tries(store):
 def test_a_conflict_from_the_store_is_the_nodes_and_another_refusal_is_not_retried(store):
     doc = document(store, "abc")
     with pytest.raises(NodeError) as refused:
-        call_store(store.service, ME, "doc-edit", doc=doc, splices=[["ins", 0, "x"]], base=0)
+        call_store(
+            store.service,
+            ME,
+            "doc-edit",
+            doc=doc,
+            splices=[["ins", 0, "x"]],
+            base=0,
+            exclusive=True,
+        )
     assert refused.value.kind is ErrorKind.CONFLICT
 
     def refusing(op, **arguments):

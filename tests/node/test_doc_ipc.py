@@ -47,6 +47,11 @@ class Node:
         return messages
 
 
+def text_and_version(shown: dict) -> dict:
+    """A doc-show reply without its weft (tests/node/test_doc_versions.py checks that)."""
+    return {key: value for key, value in shown.items() if key != "weft"}
+
+
 @pytest.fixture
 async def node(tmp_path, nursery):
     store = FeedStore(tmp_path / "store", keypair=ME, map_size=2**28)
@@ -81,10 +86,13 @@ async def test_every_doc_request_answers(node):
         second = await edit(client, doc, ("del", 0, 1), ("ins", 0, "H"), ("ins", 11, "!"))
         assert [m["version"] for m in second] == [2]
         assert await edit(client, doc, ("ins", 0, "x"), ("del", 0, 1)) == []  # no change
-        assert await client.request("doc-show", doc=doc) == {"version": 2, "text": "Hello world!"}
+        assert text_and_version(await client.request("doc-show", doc=doc)) == {
+            "version": 2,
+            "text": "Hello world!",
+        }
         assert (await client.request("doc-show", doc=doc, at=1))["text"] == "hello world"
         at_msg = await client.request("doc-show", doc=doc, at=first[0]["msg"])
-        assert at_msg == {"version": None, "text": "hello world"}
+        assert text_and_version(at_msg) == {"version": None, "text": "hello world"}
         weft = {ME.public: (await client.get(first[0]["msg"]))["seq"]}
         assert (await client.request("doc-show", doc=doc, at=weft))["text"] == "hello world"
         assert (await client.request("doc-show", doc=doc, at={}))["text"] == ""
@@ -147,7 +155,7 @@ def own_head(store):
     return next(feed.head_seq for feed in store.feeds.held() if feed.author == ME.public)
 
 
-async def test_an_edit_against_a_stale_base_is_a_conflict_and_publishes_nothing(node):
+async def test_an_exclusive_edit_against_a_stale_base_is_a_conflict_and_publishes_nothing(node):
     served = await node()
     async with await served.client() as client:
         doc = (await client.request("doc-create", title="raced"))["doc"]
@@ -155,22 +163,34 @@ async def test_an_edit_against_a_stale_base_is_a_conflict_and_publishes_nothing(
         await served.peer_edit(doc, [("ins", 0, "x")])  # v2 came in since
         ours = own_head(served.store)
         with pytest.raises(NodeError) as refused:
-            await client.request("doc-edit", doc=doc, splices=[["del", 0, 3]], base=1)
+            await client.request(
+                "doc-edit", doc=doc, splices=[["del", 0, 3]], base=1, exclusive=True
+            )
         assert refused.value.kind is ErrorKind.CONFLICT
-        assert await client.request("doc-show", doc=doc) == {"version": 2, "text": "xabc"}
+        assert text_and_version(await client.request("doc-show", doc=doc)) == {
+            "version": 2,
+            "text": "xabc",
+        }
         assert own_head(served.store) == ours  # nothing signed
         versions = (await client.request("doc-log", doc=doc))["versions"]
         assert [v["version"] for v in versions] == [0, 1, 2]
         # Against the version it now is, the same request goes through; and so do later
         # requests of one edit, each based on the version the previous one made.
-        first = await client.request("doc-edit", doc=doc, splices=[["del", 1, 3]], base=2)
+        first = await client.request(
+            "doc-edit", doc=doc, splices=[["del", 1, 3]], base=2, exclusive=True
+        )
         assert [m["version"] for m in first["messages"]] == [3]
-        second = await client.request("doc-edit", doc=doc, splices=[["ins", 1, "y"]], base=3)
+        second = await client.request(
+            "doc-edit", doc=doc, splices=[["ins", 1, "y"]], base=3, exclusive=True
+        )
         assert [m["version"] for m in second["messages"]] == [4]
-        assert await client.request("doc-show", doc=doc) == {"version": 4, "text": "xy"}
-        with pytest.raises(NodeError) as refused:  # a base past the head is stale too
+        assert text_and_version(await client.request("doc-show", doc=doc)) == {
+            "version": 4,
+            "text": "xy",
+        }
+        with pytest.raises(NodeError) as refused:  # a base past the head names nothing
             await client.request("doc-edit", doc=doc, splices=[["ins", 0, "z"]], base=9)
-        assert refused.value.kind is ErrorKind.CONFLICT
+        assert refused.value.kind is ErrorKind.NOT_FOUND
 
 
 # Each: (op, arguments, kind). Every one is answered, and the connection serves on.
@@ -255,10 +275,20 @@ HOSTILE = {
         {"doc": "$doc", "splices": [["ins", 0, "a"]], "base": "1"},
         "bad-request",
     ),
-    "edit: base is stale": (
+    "edit: base is stale, exclusive": (
         "doc-edit",
-        {"doc": "$doc", "splices": [["ins", 0, "a"]], "base": 0},
+        {"doc": "$doc", "splices": [["ins", 0, "a"]], "base": 0, "exclusive": True},
         "conflict",
+    ),
+    "edit: exclusive is a number": (
+        "doc-edit",
+        {"doc": "$doc", "splices": [["ins", 0, "a"]], "base": 0, "exclusive": 1},
+        "bad-request",
+    ),
+    "edit: base of an unknown message": (
+        "doc-edit",
+        {"doc": "$doc", "splices": [["ins", 0, "a"]], "base": ID},
+        "not-found",
     ),
     "list: start is negative": ("doc-list", {"start": -1}, "bad-request"),
     "list: limit is a float": ("doc-list", {"limit": 1.5}, "bad-request"),
@@ -298,7 +328,10 @@ async def test_each_hostile_doc_request_gets_its_typed_error_and_the_node_serves
             with pytest.raises(NodeError) as refused:
                 await client.request(op, **arguments)
             assert refused.value.kind == kind
-            assert await client.request("doc-show", doc=doc) == {"version": 1, "text": "abc"}
+            assert text_and_version(await client.request("doc-show", doc=doc)) == {
+                "version": 1,
+                "text": "abc",
+            }
     assert not [entry for entry in logs if entry["log_level"] in ("error", "critical")]
 
 

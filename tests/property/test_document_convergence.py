@@ -403,13 +403,20 @@ def check_store(store: FeedStore, doc: bytes, oracle: Oracle, messages, heads) -
     assert store.documents.document_text(doc) == oracle.text()
     assert store.documents.document_snapshot(doc) == (len(versions) - 1, oracle.text())
     all_wefts = doc_wefts(messages)
-    for version in versions[1:]:
+    by_id = {m.id: m for m in messages}
+    woven: dict[bytes, int] = {}  # this store's messages up to each version: its number's text
+    for version in versions:
+        message = by_id.get(version.msg_id)
+        if message is not None:
+            woven[message.author] = max(woven.get(message.author, 0), message.seq)
+        if version.number == 0:
+            continue
         weft = all_wefts[version.msg_id]
         assert store.documents.document_weft(version.msg_id) == weft
         assert store.documents.document_atoms(doc, version.msg_id) == oracle.atoms(weft)
         text = oracle.text(weft)
         assert store.documents.document_revision(doc, version.msg_id) == text
-        assert store.documents.document_revision(doc, version.number) == text
+        assert store.documents.document_revision(doc, version.number) == oracle.text(woven)
         assert store.documents.document_revision(doc, weft) == text
 
 
