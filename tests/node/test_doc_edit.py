@@ -6,8 +6,9 @@ the node is stopped); a peer's edit is ingested between the read and the send.""
 
 import pytest
 
-from tanglenode.node.cli import docs
+from tanglenode.node.cli import doc_checkout, docs
 from tanglenode.node.cli.backend import call_store
+from tanglenode.node.cli.support import BadInput
 from tanglenode.node.client import NodeError
 from tanglenode.node.service import StoreService
 from tanglenode.protocol.doc_ipc import MAX_SPLICES
@@ -16,6 +17,10 @@ from tanglenode.storage.store import FeedStore
 from tests.factories import keypair
 
 ME, PEER = keypair("doc-edit"), keypair("doc-edit-peer")
+
+
+def docs_groups(old: str, new: str) -> list:
+    return list(docs.requests(docs.edit_splices(old, new)))
 
 
 class Store:
@@ -151,3 +156,41 @@ def test_a_conflict_from_the_store_is_the_nodes_and_another_refusal_is_not_retri
     with pytest.raises(NodeError, match="own-feed-forked"):
         docs.edit_to(refusing, doc, "abcd")
     assert store.ops() == ["doc-show", "doc-edit"]
+
+
+# -- editing a file taken out of the document (node/cli/doc_checkout.py) ----------------------
+
+
+def test_a_file_edited_while_another_edits_the_document_keeps_both(store, tmp_path):
+    """The case that once lost a sentence: bob takes the text out, alice adds to the start,
+    bob appends a line to his copy and publishes it. Both stay, and bob's file keeps
+    editing from the revision it now is."""
+    doc = document(store, "We meet at noon.\n")
+    path = str(tmp_path / "bob.txt")
+    shown = store.call("doc-show", doc=doc)
+    doc_checkout.write_checkout(path, doc, shown["text"], shown["weft"])
+    store.peer_edit(doc, [("ins", 0, "ALICE WAS HERE. ")])
+    mine = shown["text"] + "Bring tea.\n"
+    _published, made = doc_checkout.edit_from(
+        store.call, doc, doc_checkout.read_base(path, doc), mine, docs_groups
+    )
+    assert store.text(doc) == "ALICE WAS HERE. We meet at noon.\nBring tea.\n"
+    assert store.call("doc-show", doc=doc, at=made)["text"] == mine  # the file's revision
+    doc_checkout.write_checkout(path, doc, mine, made)
+    again = mine.replace("noon", "one")
+    doc_checkout.edit_from(store.call, doc, doc_checkout.read_base(path, doc), again, docs_groups)
+    assert store.text(doc) == "ALICE WAS HERE. We meet at one.\nBring tea.\n"
+
+
+def test_a_sidecar_of_another_document_or_malformed_is_refused(store, tmp_path):
+    doc, other = document(store, "a"), document(store, "b")
+    path = str(tmp_path / "file.txt")
+    doc_checkout.write_checkout(path, other, "b", {})
+    with pytest.raises(BadInput, match="not of"):
+        doc_checkout.read_base(path, doc)
+    for junk in (b"not json", b'{"doc": 1}', b'{"doc": "%x", "base": {}}', b"[]"):
+        doc_checkout.sidecar(path).write_bytes(junk)
+        with pytest.raises(BadInput, match="not a revision"):
+            doc_checkout.read_base(path, doc)
+    doc_checkout.sidecar(path).unlink()
+    assert doc_checkout.read_base(path, doc) is None
