@@ -72,9 +72,20 @@ def _obj() -> Context:
 # -- command-line values ----------------------------------------------------------------------
 
 
+NOW = ("now", "head")  # the current text, where a revision is asked for
+
+
 def parse_at(text: str) -> Any:
-    """A revision as the wire names it: a message id, a version number, or a weft."""
+    """A revision as the wire names it: a message id, a version number, or a weft; None for
+    `now` (or `head`): the current text. A short message id (`%` and at least 6 of its
+    characters) is looked up in the document by `resolve_at`."""
     text = text.strip()
+    if text.lower() in NOW:
+        return None
+    if text.startswith("%") and len(text) < MESSAGE_ID_CHARS:
+        if len(text) < 7:
+            raise BadInput(f"{text!r}: a short message id needs at least 6 characters after %")
+        return ShortId(text)
     if text.startswith("%"):
         return parse_message_id(text)
     if match := VERSION.fullmatch(text):
@@ -88,6 +99,30 @@ def parse_at(text: str) -> Any:
             weft[parse_feed(feed)] = int(seq)
         return weft
     raise BadInput(f"{text[:80]!r}: expected a message id (%...), a version (v12) or @FEED=SEQ,...")
+
+
+MESSAGE_ID_CHARS = 44  # `%` and 43 characters of base64
+
+
+class ShortId(str):
+    """A message id cut short, as `doc log` users copy them: found among the document's."""
+
+
+def resolve_at(call: Callable[..., Any], doc: bytes, at: Any) -> Any:
+    """`at`, with a short id made the one message id of `doc` it starts; `BadInput` when no
+    version's id, or more than one, starts so."""
+    if not isinstance(at, ShortId):
+        return at
+    found, since = [], 0
+    while True:
+        page = call("doc-log", doc=doc, since=since, limit=MAX_VERSIONS_PAGE)["versions"]
+        found += [v["msg"] for v in page if message_text(v["msg"]).startswith(at)]
+        if len(page) < MAX_VERSIONS_PAGE:
+            break
+        since = page[-1]["version"] + 1
+    if len(found) != 1:
+        raise BadInput(f"{at}: {'no' if not found else len(found)} versions' ids start so")
+    return found[0]
 
 
 def edit_splices(old: str, new: str) -> list[list[Any]]:
@@ -199,12 +234,24 @@ def edit_to(
     )
 
 
-def _publish(docs: Backend, doc: bytes, splices: list[list[Any]], as_json: bool) -> None:
-    """Publish `splices` to `doc` in as many requests as they need; print the versions made."""
+def _publish(
+    docs: Backend, doc: bytes, splices: list[list[Any]], as_json: bool, base: str | None
+) -> None:
+    """Publish `splices`, made against revision `base` (None: the current text), in as many
+    requests as they need, each next one based on the revision the last made; print the
+    versions made."""
     published: list[dict[str, Any]] = []
+    at: Any = None if base is None else resolve_at(docs.call, doc, parse_at(base))
     for group in requests(splices):
-        published.extend(docs.call("doc-edit", doc=doc, splices=group)["messages"])
+        if at is None and published:
+            raise doc_checkout.LostBase("the insert lost its base part way: run it again")
+        reply = docs.call("doc-edit", doc=doc, splices=group, base=at)
+        published.extend(reply["messages"])
+        at = reply["base"]
     _print_published(doc, published, as_json)
+
+
+BASE_HELP = "The revision POS counts in (a message id, a weft, v12); default: the text now."
 
 
 def _print_published(doc: bytes, published: list[dict[str, Any]], as_json: bool) -> None:
@@ -254,14 +301,15 @@ def doc_edit(
     doc_id, new = parse_message_id(doc), read_text_file(file)
     sidecar = None if file == "-" else doc_checkout.read_base(file, doc_id)
     at: Any = parse_at(base) if base is not None else sidecar
-    if at is None and not force:
+    if base is None and sidecar is None and not force:
         raise BadInput(
             f"no base: which revision of {doc} was {file} made from? `tangled doc show {doc} "
             "--out FILE` writes a file that says it; or give --base REV; or --force to make "
             "the document exactly the file, deleting what others wrote since"
         )
     with Backend(_obj(), writes=True) as docs:
-        if at is None:
+        at = resolve_at(docs.call, doc_id, at)
+        if base is None and sidecar is None:
             published = edit_to(docs.call, doc_id, new)
         elif exclusive:
             published = _exclusive(docs.call, doc_id, at, new)
@@ -300,24 +348,28 @@ def _exclusive(call: Callable[..., Any], doc: bytes, at: Any, new: str) -> list[
 @click.argument("doc")
 @click.argument("pos", type=INDEX)
 @click.argument("text")
+@click.option("--base", "base", metavar="REV", help=BASE_HELP)
 @json_option
-def doc_insert(doc: str, pos: int, text: str, as_json: bool) -> None:
-    """Insert TEXT at code point POS of DOC."""
+def doc_insert(doc: str, pos: int, text: str, base: str | None, as_json: bool) -> None:
+    """Insert TEXT at code point POS of DOC (of its revision --base, merged with what came
+    since)."""
     if not argument_text(text, "TEXT"):
         raise BadInput("nothing to insert: TEXT is empty")
     with Backend(_obj(), writes=True) as docs:
-        _publish(docs, parse_message_id(doc), [["ins", pos, text]], as_json)
+        _publish(docs, parse_message_id(doc), [["ins", pos, text]], as_json, base)
 
 
 @doc_command.command("delete")
 @click.argument("doc")
 @click.argument("pos", type=INDEX)
 @click.argument("length", type=COUNT)
+@click.option("--base", "base", metavar="REV", help=BASE_HELP)
 @json_option
-def doc_delete(doc: str, pos: int, length: int, as_json: bool) -> None:
-    """Delete LENGTH code points of DOC from POS."""
+def doc_delete(doc: str, pos: int, length: int, base: str | None, as_json: bool) -> None:
+    """Delete LENGTH code points of DOC from POS (of its revision --base: only what it
+    held, never what others wrote since)."""
     with Backend(_obj(), writes=True) as docs:
-        _publish(docs, parse_message_id(doc), [["del", pos, length]], as_json)
+        _publish(docs, parse_message_id(doc), [["del", pos, length]], as_json, base)
 
 
 # -- reading ------------------------------------------------------------------------------
@@ -335,6 +387,8 @@ def doc_show(doc: str, at: str | None, out: str | None, as_json: bool) -> None:
     if at is not None:
         arguments["at"] = parse_at(at)
     with Backend(_obj()) as docs:
+        if "at" in arguments:
+            arguments["at"] = resolve_at(docs.call, arguments["doc"], arguments["at"])
         shown = docs.call("doc-show", **arguments)
     revision = doc_checkout.weft_text(shown["weft"])
     if out is not None:
@@ -438,14 +492,18 @@ def doc_log(doc: str, as_json: bool) -> None:
 @doc_command.command("diff")
 @click.argument("doc")
 @click.argument("old", metavar="FROM")
-@click.argument("new", metavar="TO")
+@click.argument("new", metavar="[TO]", required=False, default="now")
 @click.option("--html", "as_html", is_flag=True, help="A self-contained HTML page.")
 @json_option
 def doc_diff(doc: str, old: str, new: str, as_html: bool, as_json: bool) -> None:
-    """What changed in DOC from FROM to TO, dyed: inserted text green, removed red, by author."""
-    arguments = {"doc": parse_message_id(doc), "from": parse_at(old), "to": parse_at(new)}
+    """What changed in DOC from FROM to TO (default: `now`, the current text), dyed: inserted
+    text green, removed red, by author."""
+    doc_id = parse_message_id(doc)
     with Backend(_obj()) as docs:
-        spans = docs.call("doc-diff", **arguments)["spans"]
+        start, end = (resolve_at(docs.call, doc_id, parse_at(at)) for at in (old, new))
+        if start is None:  # FROM is now: named by its weft, as the request needs one
+            start = docs.call("doc-show", doc=doc_id)["weft"]
+        spans = docs.call("doc-diff", doc=doc_id, **{"from": start, "to": end})["spans"]
     if as_json:
         rows = [
             {
@@ -473,9 +531,9 @@ def doc_diff(doc: str, old: str, new: str, as_html: bool, as_json: bool) -> None
 def doc_blame(doc: str, at: str | None, as_json: bool) -> None:
     """DOC line by line, each with the author who typed most of it."""
     arguments: dict[str, Any] = {"doc": parse_message_id(doc)}
-    if at is not None:
-        arguments["at"] = parse_at(at)
     with Backend(_obj()) as docs:
+        if at is not None:
+            arguments["at"] = resolve_at(docs.call, arguments["doc"], parse_at(at))
         spans = docs.call("doc-blame", **arguments)["spans"]
     lines = blame_lines(spans)
     if as_json:

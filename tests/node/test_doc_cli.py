@@ -67,6 +67,8 @@ def test_a_revision_is_a_message_id_a_version_or_a_weft():
     assert docs.parse_at("v12") == docs.parse_at("12") == 12
     weft = f"{feed_text(ALICE)}=3, {feed_text(BOB)}=0"
     assert docs.parse_at(weft) == {ALICE: 3, BOB: 0}
+    assert docs.parse_at("now") is None and docs.parse_at("HEAD") is None  # the current text
+    assert docs.parse_at("%AbCdEfG") == "%AbCdEfG" and isinstance(docs.parse_at("%AbCdEf"), str)
     for bad in ("yesterday", "v", "v-1", "@nope=1", f"{feed_text(ALICE)}=x", "%short"):
         with pytest.raises((BadInput, BadIdentifier)):  # both exit 3
             docs.parse_at(bad)

@@ -12,6 +12,7 @@ from tanglenode.node.cli.support import BadInput
 from tanglenode.node.client import NodeError
 from tanglenode.node.service import StoreService
 from tanglenode.protocol.doc_ipc import MAX_SPLICES
+from tanglenode.protocol.identity import message_text
 from tanglenode.protocol.ipc import ErrorKind
 from tanglenode.storage.store import FeedStore
 from tests.factories import keypair
@@ -194,3 +195,13 @@ def test_a_sidecar_of_another_document_or_malformed_is_refused(store, tmp_path):
             doc_checkout.read_base(path, doc)
     doc_checkout.sidecar(path).unlink()
     assert doc_checkout.read_base(path, doc) is None
+
+
+def test_a_short_message_id_names_the_one_version_it_starts(store):
+    doc = document(store, "abc")
+    [edit] = store.store.documents.edit_document(doc, [("ins", 3, "d")])
+    full = message_text(edit.id)
+    assert docs.resolve_at(store.call, doc, docs.parse_at(full[:9])) == edit.id
+    assert store.call("doc-show", doc=doc, at=edit.id)["text"] == "abcd"
+    with pytest.raises(BadInput, match="no versions"):
+        docs.resolve_at(store.call, doc, docs.ShortId("%" + "-" * 8))

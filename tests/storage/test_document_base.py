@@ -141,3 +141,23 @@ def test_edits_from_older_revisions_converge_and_lose_no_ones_text(tmp_path_fact
     finally:
         for store in stores.values():
             store.close()
+
+
+def test_two_nodes_given_one_version_print_one_text(open_store):
+    """Concurrent edits woven in two orders: the local numbers differ, an id or a weft
+    names the same text on both."""
+    alice = open_store("alice", keypair=keypair("base-alice"))
+    bob = open_store("bob", keypair=keypair("base-bob"))
+    doc = alice.documents.create_document("notes").id
+    alice.documents.edit_document(doc, [("ins", 0, "middle")])
+    sync(alice, bob)
+    [theirs] = alice.documents.edit_document(doc, [("ins", 0, "alice ")])
+    [ours] = bob.documents.edit_document(doc, [("ins", 6, " bob")])
+    sync(alice, bob)
+    sync(bob, alice)
+    assert alice.documents.document_revision(doc, 2) != bob.documents.document_revision(doc, 2)
+    for name in (theirs.id, ours.id, alice.documents.document_checkout(doc)[2]):
+        assert alice.documents.document_revision(doc, name) == bob.documents.document_revision(
+            doc, name
+        )
+    assert alice.documents.document_checkout(doc)[2] == bob.documents.document_checkout(doc)[2]
