@@ -32,7 +32,9 @@ async def edit(node: Node, doc: bytes, *splices: list) -> bytes:
 
 
 async def show(node: Node, doc: bytes, at: Any = None) -> dict:
-    return await request(node, "doc-show", doc=doc, at=at)
+    """`doc-show`'s version and text (its weft, the text's name, is checked elsewhere)."""
+    shown = await request(node, "doc-show", doc=doc, at=at)
+    return {key: value for key, value in shown.items() if key != "weft"}
 
 
 class Replica:
