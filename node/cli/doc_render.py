@@ -1,9 +1,13 @@
-"""How `tangled doc` shows documents: dyed diffs (terminal and HTML) and blame by line."""
+"""How `tangled doc` shows documents: dyed diffs (terminal and HTML) and blame by line.
+
+Authors are shown by a `label` the caller gives (node/cli/names.py: a petname, else
+~the name the feed chose, else a short id), as every other command shows feeds."""
 
 from __future__ import annotations
 
 import html
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 import click
@@ -16,12 +20,15 @@ def short_feed(author: bytes | None) -> str:
     return "" if author is None else feed_text(author)[:9]
 
 
-def dyed(span: dict[str, Any], tty: bool) -> str:
+Label = Callable[[bytes], str]
+
+
+def dyed(span: dict[str, Any], tty: bool, label: Label = short_feed) -> str:
     """A span as the terminal shows it: coloured on a TTY, wdiff's marks elsewhere."""
     text, inserted_by, removed_by = span["text"], span["inserted_by"], span["removed_by"]
     if inserted_by is None and removed_by is None:
         return text
-    who = short_feed(inserted_by or removed_by)
+    who = label(inserted_by or removed_by)
     if tty:
         style = (
             {"fg": "green", "underline": True}
@@ -33,15 +40,23 @@ def dyed(span: dict[str, Any], tty: bool) -> str:
     return f"{{+{text}+}}({who})" if inserted_by else f"[-{text}-]({who})"
 
 
-def diff_page(heading: str, spans: list[dict[str, Any]]) -> str:
-    """A self-contained HTML page of dyed spans: <ins>/<del> titled by author, all escaped."""
+def diff_page(heading: str, spans: list[dict[str, Any]], label: Label = feed_text) -> str:
+    """A self-contained HTML page of dyed spans: <ins>/<del> titled by author (its label and
+    its id), all escaped."""
+
+    def title(feed: bytes) -> str:
+        shown = label(feed)  # a name, or an id (whole here, where it can be copied)
+        return html.escape(
+            feed_text(feed) if shown.startswith("@") else f"{shown} {feed_text(feed)}"
+        )
+
     body = []
     for span in spans:
         text = html.escape(span["text"])
         if span["inserted_by"] is not None:
-            body.append(f'<ins title="{html.escape(feed_text(span["inserted_by"]))}">{text}</ins>')
+            body.append(f'<ins title="{title(span["inserted_by"])}">{text}</ins>')
         elif span["removed_by"] is not None:
-            body.append(f'<del title="{html.escape(feed_text(span["removed_by"]))}">{text}</del>')
+            body.append(f'<del title="{title(span["removed_by"])}">{text}</del>')
         else:
             body.append(text)
     heading = html.escape(heading)
@@ -57,21 +72,30 @@ def diff_page(heading: str, spans: list[dict[str, Any]]) -> str:
     )
 
 
-def blame_lines(spans: list[dict[str, Any]]) -> list[tuple[bytes, str]]:
-    """(author, line without its newline) per line: the author of most of its code points
-    (the newline counts; a tie goes to who typed first in the line)."""
-    lines: list[tuple[bytes, str]] = []
+def blame_lines(spans: list[dict[str, Any]]) -> list[tuple[bytes, bytes, str]]:
+    """(author, edit, line without its newline) per line: the author of most of its code
+    points (the newline counts; a tie goes to who typed first in the line), and of that
+    author's edits the one that typed most of it."""
+    lines: list[tuple[bytes, bytes, str]] = []
     parts: list[str] = []
     weights: Counter[bytes] = Counter()
+    edits: Counter[tuple[bytes, bytes]] = Counter()
+
+    def close() -> None:
+        author = weights.most_common(1)[0][0]
+        edit = max((n, -i, m) for i, ((a, m), n) in enumerate(edits.items()) if a == author)[2]
+        lines.append((author, edit, "".join(parts)))
+
     for span in spans:
         pieces = span["text"].split("\n")
         for number, piece in enumerate(pieces):
             ends_line = number < len(pieces) - 1
             parts.append(piece)
             weights[span["author"]] += len(piece) + ends_line
+            edits[(span["author"], span["msg"])] += len(piece) + ends_line
             if ends_line:
-                lines.append((weights.most_common(1)[0][0], "".join(parts)))
-                parts, weights = [], Counter()
+                close()
+                parts, weights, edits = [], Counter(), Counter()
     if parts and any(parts):
-        lines.append((weights.most_common(1)[0][0], "".join(parts)))
+        close()
     return lines

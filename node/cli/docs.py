@@ -37,7 +37,8 @@ import trio
 
 from tanglenode.node.cli import doc_checkout
 from tanglenode.node.cli.backend import Backend
-from tanglenode.node.cli.doc_render import blame_lines, diff_page, dyed, short_feed
+from tanglenode.node.cli.doc_render import blame_lines, diff_page, dyed
+from tanglenode.node.cli.names import lazy_label
 from tanglenode.node.cli.render import format_timestamp
 from tanglenode.node.cli.support import (
     COUNT,
@@ -446,19 +447,23 @@ def doc_list(as_json: bool) -> None:
     if as_json:
         emit_json(rows)
         return
-    for row in rows:
+    label = lazy_label(_obj())
+    for row, document in zip(rows, documents, strict=True):
         aside = f"  {row['set_aside']} set aside" if row["set_aside"] else ""
         click.echo(
-            f"{row['doc']}  {row['author'][:9]}  {format_timestamp(row['created'])}"
-            f"  v{row['versions']}  {row['length']} chars  {safe_json(row['title'])}{aside}"
+            f"{row['doc']}  {safe(label(document['author']))}  "
+            f"{format_timestamp(row['created'])}  v{row['versions']}  {row['length']} chars  "
+            f"{safe_json(row['title'])}{aside}"
         )
 
 
 @doc_command.command("log")
 @click.argument("doc")
+@click.option("-p", "--patch", is_flag=True, help="Show each edit's change, dyed.")
 @json_option
-def doc_log(doc: str, as_json: bool) -> None:
-    """DOC's versions (number, author, time, +inserted -deleted), and the edits set aside."""
+def doc_log(doc: str, patch: bool, as_json: bool) -> None:
+    """DOC's versions (number, author, time, +inserted -deleted, id), and the edits set aside;
+    -p shows what each edit changed, as its author saw it."""
     doc_id = parse_message_id(doc)
     versions: list[dict[str, Any]] = []
     with Backend(_obj()) as docs:
@@ -469,24 +474,70 @@ def doc_log(doc: str, as_json: bool) -> None:
             since = versions[-1]["version"] + 1
             page = docs.call("doc-log", doc=doc_id, since=since, limit=MAX_VERSIONS_PAGE)
             versions.extend(page["versions"])
+        changes = {v["msg"]: _change(docs.call, doc_id, v) for v in versions} if patch else {}
     rows = [
         {**v, "msg": message_text(v["msg"]), "author": feed_text(v["author"])} for v in versions
     ]
+    if patch:
+        for row, version in zip(rows, versions, strict=True):
+            row["change"] = [_span_json(span) for span in changes[version["msg"]]]
     aside_rows = [{**a, "msg": message_text(a["msg"])} for a in aside]
     if as_json:
         emit_json(
             {"doc": doc, "versions": rows, "set_aside": aside_rows, "set_aside_total": aside_total}
         )
         return
-    for row in rows:
+    label = lazy_label(_obj())
+    tty = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+    for row, version in zip(rows, versions, strict=True):
         click.echo(
-            f"v{row['version']:<5} {row['author'][:9]}  {format_timestamp(row['timestamp'])}"
-            f"  +{row['inserted']} -{row['deleted']}  {row['msg']}"
+            f"v{row['version']:<5} {safe(label(version['author'])):<14.14}  "
+            f"{format_timestamp(row['timestamp'])}  +{row['inserted']} -{row['deleted']}  "
+            f"{row['msg']}"
         )
+        for line in _changed_lines(changes.get(version["msg"], []), tty, label):
+            click.echo(f"    {line}", color=True)
     for row in aside_rows:
         click.echo(safe(f"set aside  {row['msg']}  {row['reason']}: {row['detail']}"))
     if aside_total > len(aside_rows):
         click.echo(f"set aside  ... and {aside_total - len(aside_rows)} more")
+
+
+def _change(call: Callable[..., Any], doc: bytes, version: dict[str, Any]) -> list[dict]:
+    """What one edit changed, dyed: from its author's text just before it to just after."""
+    if version["version"] == 0:
+        return []
+    after = call("doc-show", doc=doc, at=version["msg"])["weft"]
+    before = dict(after)
+    before[version["author"]] = after[version["author"]] - 1
+    return call("doc-diff", doc=doc, **{"from": before, "to": after})["spans"]
+
+
+def _span_json(span: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "text": span["text"],
+        "inserted_by": span["inserted_by"] and feed_text(span["inserted_by"]),
+        "removed_by": span["removed_by"] and feed_text(span["removed_by"]),
+    }
+
+
+def _changed_lines(spans: list[dict[str, Any]], tty: bool, label: Callable) -> list[str]:
+    """The lines of a dyed diff that hold a change (the others are context nobody asked
+    for), each made safe for the terminal."""
+    lines, current, changed = [], "", False
+    for span in spans:
+        pieces = for_stdout(span["text"]).split("\n")
+        for number, piece in enumerate(pieces):
+            marked = span["inserted_by"] is not None or span["removed_by"] is not None
+            current += dyed({**span, "text": piece}, tty, label) if piece else ""
+            changed = changed or (marked and (bool(piece) or number < len(pieces) - 1))
+            if number < len(pieces) - 1:
+                if changed:
+                    lines.append(current)
+                current, changed = "", False
+    if changed:
+        lines.append(current)
+    return lines
 
 
 @doc_command.command("diff")
@@ -515,11 +566,12 @@ def doc_diff(doc: str, old: str, new: str, as_html: bool, as_json: bool) -> None
         ]
         emit_json({"doc": doc, "from": old, "to": new, "spans": rows})
     elif as_html:
-        click.echo(diff_page(f"{doc} from {old} to {new}", spans))
+        click.echo(diff_page(f"{doc} from {old} to {new}", spans, lazy_label(_obj())))
     else:
         tty = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
         spans = [span | {"text": for_stdout(span["text"])} for span in spans]
-        click.echo("".join(dyed(span, tty) for span in spans), nl=False, color=True)
+        label = lazy_label(_obj())
+        click.echo("".join(dyed(span, tty, label) for span in spans), nl=False, color=True)
         if spans and not spans[-1]["text"].endswith("\n"):
             click.echo()
 
@@ -529,23 +581,48 @@ def doc_diff(doc: str, old: str, new: str, as_html: bool, as_json: bool) -> None
 @click.option("--at", "at", metavar="REV", help="A message id, a version (v12) or @FEED=SEQ,...")
 @json_option
 def doc_blame(doc: str, at: str | None, as_json: bool) -> None:
-    """DOC line by line, each with the author who typed most of it."""
+    """DOC line by line, each with the author who typed most of it, that author's edit which
+    typed most of it (its id, cut short), and when."""
     arguments: dict[str, Any] = {"doc": parse_message_id(doc)}
     with Backend(_obj()) as docs:
         if at is not None:
             arguments["at"] = resolve_at(docs.call, arguments["doc"], parse_at(at))
         spans = docs.call("doc-blame", **arguments)["spans"]
-    lines = blame_lines(spans)
+        lines = blame_lines(spans)
+        when = _edit_times(docs.call, arguments["doc"]) if lines else {}
     if as_json:
         rows = [
             {"text": s["text"], "author": feed_text(s["author"]), "msg": message_text(s["msg"])}
             for s in spans
         ]
-        lines = [{"author": feed_text(author), "text": text} for author, text in lines]
-        emit_json({"doc": doc, "at": at, "lines": lines, "spans": rows})
+        lines_json = [
+            {
+                "author": feed_text(author),
+                "msg": message_text(edit),
+                "timestamp": when.get(edit),
+                "text": text,
+            }
+            for author, edit, text in lines
+        ]
+        emit_json({"doc": doc, "at": at, "lines": lines_json, "spans": rows})
         return
-    for author, text in lines:
-        click.echo(f"{short_feed(author)}  {for_stdout(text)}", color=True)
+    label = lazy_label(_obj())
+    for author, edit, text in lines:
+        stamp = format_timestamp(when[edit]) if edit in when else "?"
+        who, short = safe(label(author)), message_text(edit)[:9]
+        click.echo(f"{who:<14.14}  {stamp}  {short}  {for_stdout(text)}", color=True)
+
+
+def _edit_times(call: Callable[..., Any], doc: bytes) -> dict[bytes, int]:
+    """Each version's message id -> its timestamp (ms), from `doc-log`."""
+    when: dict[bytes, int] = {}
+    since = 0
+    while True:
+        page = call("doc-log", doc=doc, since=since, limit=MAX_VERSIONS_PAGE)["versions"]
+        when.update({v["msg"]: v["timestamp"] for v in page})
+        if len(page) < MAX_VERSIONS_PAGE:
+            return when
+        since = page[-1]["version"] + 1
 
 
 # -- live ---------------------------------------------------------------------------------

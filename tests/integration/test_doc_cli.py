@@ -101,13 +101,23 @@ async def test_doc_commands_through_the_running_node_and_on_the_stopped_store(tm
     )
     assert "&lt;b&gt;brave&lt;/b&gt; &amp; &quot;new&quot;" in page and "<b>" not in page
     plain = await ok(node, "diff", doc, "v1", "v4")  # not a terminal: wdiff's marks
-    assert f"[-h-]({node.feed_id[:9]})" in plain and "\x1b[" not in plain
+    assert f"[-h-]({node.feed_id[:9]}…)" in plain and "\x1b[" not in plain  # no name: its id
 
     blame = await as_json(node, "blame", doc)
     assert [line["text"] for line in blame["lines"]] == EDITED.splitlines()
     assert {line["author"] for line in blame["lines"]} == {node.feed_id}
     assert "".join(s["text"] for s in blame["spans"]) == EDITED
-    assert (await ok(node, "blame", doc)).splitlines()[1] == f"{node.feed_id[:9]}  second line"
+    assert {line["msg"] for line in blame["lines"]} == {rows[4]["msg"]}  # the edit typed them
+    assert all(line["timestamp"] == rows[4]["timestamp"] for line in blame["lines"])
+    who, _date, _time, edit, text = (await ok(node, "blame", doc)).splitlines()[1].split(None, 4)
+    assert (who, edit, text) == (f"{node.feed_id[:9]}…", rows[4]["msg"][:9], "second line")
+    named = await cli(node, "name", node.feed_id, "writer")  # a petname: every doc command
+    assert named.returncode == 0, named.stderr  # says it
+    assert (await ok(node, "blame", doc)).splitlines()[1].startswith("writer ")
+    assert "(writer)" in await ok(node, "diff", doc, "v1", "v4")
+    assert " writer " in (await ok(node, "log", doc)).splitlines()[1]
+    patch = (await ok(node, "log", doc, "-p")).splitlines()
+    assert patch[1].startswith("v1") and patch[2].strip() == "{+hello world+}(writer)"
 
     listed = await as_json(node, "list")
     assert listed == [

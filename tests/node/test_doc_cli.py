@@ -6,6 +6,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tanglenode.node.cli import doc_render, docs
+from tanglenode.node.cli.names import Names
 from tanglenode.node.cli.support import BadInput
 from tanglenode.protocol import ipc
 from tanglenode.protocol.doc_ipc import MAX_SPLICE_CHARS, MAX_SPLICES, apply_splices
@@ -74,20 +75,30 @@ def test_a_revision_is_a_message_id_a_version_or_a_weft():
             docs.parse_at(bad)
 
 
-def test_blame_gives_each_line_the_author_of_most_of_it():
+def test_blame_gives_each_line_the_author_of_most_of_it_and_that_authors_main_edit():
     spans = [
-        {"text": "ab", "author": ALICE, "msg": b""},
-        {"text": "cde\nx", "author": BOB, "msg": b""},
-        {"text": "yz\n\nlast", "author": ALICE, "msg": b""},
+        {"text": "ab", "author": ALICE, "msg": b"a1"},
+        {"text": "c", "author": BOB, "msg": b"b1"},
+        {"text": "de\nx", "author": BOB, "msg": b"b2"},
+        {"text": "yz\n\nlast", "author": ALICE, "msg": b"a2"},
     ]
     assert doc_render.blame_lines(spans) == [
-        (BOB, "abcde"),
-        (ALICE, "xyz"),
-        (ALICE, ""),
-        (ALICE, "last"),
+        (BOB, b"b2", "abcde"),  # bob typed 4 of 6 (the newline counts), 3 of them in b2
+        (ALICE, b"a2", "xyz"),
+        (ALICE, b"a2", ""),
+        (ALICE, b"a2", "last"),
     ]
-    assert doc_render.blame_lines([{"text": "one\n", "author": BOB, "msg": b""}]) == [(BOB, "one")]
+    one = [{"text": "one\n", "author": BOB, "msg": b"b1"}]
+    assert doc_render.blame_lines(one) == [(BOB, b"b1", "one")]
     assert doc_render.blame_lines([]) == []
+
+
+def test_dyed_spans_name_their_authors_as_the_other_commands_do():
+    names = Names(petnames={ALICE: "alice"}, abouts={BOB: "bobby"})
+    marked = [doc_render.dyed(span, tty=False, label=names.label) for span in SPANS[1:]]
+    assert marked == ['{+new "one"+}(alice)', "[-old</pre>-](~bobby)"]
+    page = doc_render.diff_page("d", SPANS, names.label)
+    assert f'title="alice {feed_text(ALICE)}"' in page and "~bobby" in page
 
 
 SPANS = [
