@@ -272,10 +272,12 @@ async def revision_body(
 
 
 def revision_info(body: dict[str, Any]) -> str:
-    """`v3 by NAME at TIME, +4 -1`, as view.js writes it too."""
+    """`v3 by NAME at TIME, +4 -1 · %AbCdEfGh…`, as view.js writes it too: the edit's id is
+    the version's name on every node (`tangled doc show D --at %AbCdEfGh` takes it)."""
     return (
         f"v{body['version']} by <span style='background:{body['colour']}'>{e(body['name'])}</span>"
-        f" at {e(body['time'])}, +{body['inserted']} -{body['deleted']}"
+        f" at {e(body['time'])}, +{body['inserted']} -{body['deleted']} · "
+        f"<code title='{e(body['msg'])}'>{e(body['msg'][:9])}…</code>"
     )
 
 

@@ -380,10 +380,13 @@
       revision.dataset.version = String(body.version);
       const who = el("span", body.name);
       who.style.backgroundColor = body.colour;
+      const id = el("code", body.msg.slice(0, 9) + "\u2026"); // the version's shared name
+      id.title = body.msg;
       info.replaceChildren(
         "v" + body.version + " by ",
         who,
-        " at " + body.time + ", +" + body.inserted + " -" + body.deleted
+        " at " + body.time + ", +" + body.inserted + " -" + body.deleted + " \u00b7 ",
+        id
       );
     }
 

@@ -4,6 +4,8 @@ and the slider showing each revision dyed against the one before or the text now
 
 from __future__ import annotations
 
+import re
+
 from tests.browser import call, tangled
 
 TEXT = "#text"
@@ -59,6 +61,9 @@ def test_the_slider_shows_each_revision_dyed(page, web_node):
     expect(revision).to_have_text("hello world")
     expect(revision.locator("ins")).to_have_text(["hello world"])
     expect(page.locator("#revision-info")).to_contain_text("v1 by")
+    shared = page.locator("#revision-info code")  # the version's name on every node
+    expect(shared).to_have_attribute("title", re.compile(r"^%[A-Za-z0-9_-]{43}$"))
+    assert shared.get_attribute("title")[:9] + "…" == shared.text_content()
 
     page.locator("#against").select_option("current")
     expect(revision.locator("ins")).to_have_text(["there "])  # what came after v1
