@@ -34,8 +34,10 @@ import lmdb
 from tanglenode.protocol.identity import Keypair
 from tanglenode.protocol.limits import DEFAULT_LIMITS, Limits
 from tanglenode.storage.context import StoreContext
+from tanglenode.storage.documents.engine import DocumentEngine
 from tanglenode.storage.documents.ops import DocumentOps
 from tanglenode.storage.documents.rows import DocumentTables
+from tanglenode.storage.documents.siblings import MARKER as SIBLINGS_MARKER
 from tanglenode.storage.engine.command_log import DEFAULT_RETENTION, LogRetention
 from tanglenode.storage.engine.timeline import TimelineTables
 from tanglenode.storage.errors import (
@@ -144,6 +146,7 @@ class FeedStore:
             raise StoreDamaged(f"the store at {self.path} is damaged: {error}") from None
         for index in backfill:
             self._backfill(index)
+        self._index_document_children()
         self.views = open_views(self.ctx)
         own_head = OwnHeadFile(self.own_head_path)
         self.writes = Writes(self.ctx, self.views, own_head, timeframe_source, clock)
@@ -196,6 +199,19 @@ class FeedStore:
                     "data directory with this one"
                 )
             return [index for index in BACKFILLS if index.needed(txn, tables.meta)]
+
+    def _index_document_children(self) -> None:
+        """Weave once more the documents of a store older than the index of each atom's
+        children (storage/documents/siblings.py), in one transaction."""
+        with self.ctx.write() as txn:
+            if txn.get(SIBLINGS_MARKER, db=self.ctx.tables.meta) is not None:
+                return
+            engine = DocumentEngine(
+                txn, self.ctx.document_tables, self.ctx.tables.bodies, self.ctx.tables.message_ids
+            )
+            if engine.weave_again():
+                engine.finish()
+            txn.put(SIBLINGS_MARKER, b"1", db=self.ctx.tables.meta)
 
     def _backfill(self, index: Backfill) -> None:
         """Index the messages of a store older than `index`'s table, once; the last batch

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -54,17 +55,45 @@ def weft_text(weft: Weft) -> str:
 
 
 def write_checkout(path: str, doc: bytes, text: str, weft: Weft) -> None:
-    """FILE holds `text`, and its sidecar the revision it is (each written whole, then
-    moved into place)."""
+    """FILE holds `text`, and its sidecar the revision it is: the old sidecar goes first, so
+    a failure between the two leaves FILE with no revision, never with another's. Each is
+    written whole and moved into place; FILE keeps its mode, and a link to a file stays a
+    link (the file it names is written)."""
+    forget_base(path)
+    _replace(Path(os.path.realpath(path)), text.encode("utf-8"))
+    write_base(path, doc, weft)
+
+
+def write_base(path: str, doc: bytes, weft: Weft) -> None:
+    """FILE's sidecar names `weft` as the revision FILE holds."""
     record = {"doc": message_text(doc), "base": weft_json(weft)}
-    _replace(Path(path), text.encode("utf-8"))
     _replace(sidecar(path), (json.dumps(record, indent=1) + "\n").encode())
 
 
-def _replace(path: Path, data: bytes) -> None:
-    temporary = path.with_name(f".{path.name}.partial")
+def forget_base(path: str) -> None:
+    """FILE no longer holds a revision anyone can name: its sidecar goes."""
     try:
-        temporary.write_bytes(data)
+        sidecar(path).unlink(missing_ok=True)
+    except OSError as error:
+        raise BadInput(f"cannot remove {sidecar(path)}: {error.strerror or error}") from None
+
+
+def _replace(path: Path, data: bytes) -> None:
+    try:
+        mode = path.stat().st_mode & 0o7777
+    except OSError:
+        mode = None
+    try:
+        with tempfile.NamedTemporaryFile(
+            dir=path.parent, prefix=f".{path.name}.", suffix=".partial", delete=False
+        ) as file:
+            temporary = Path(file.name)
+            file.write(data)
+    except OSError as error:
+        raise BadInput(f"cannot write {path}: {error.strerror or error}") from None
+    try:
+        if mode is not None:
+            os.chmod(temporary, mode)
         os.replace(temporary, path)
     except OSError as error:
         temporary.unlink(missing_ok=True)
@@ -110,11 +139,14 @@ def edit_from(
     base: Any,
     new: str,
     split: Callable[[str, str], list],
+    progress: Callable[[Weft | None], None] = lambda weft: None,
 ) -> tuple[list[dict[str, Any]], Weft | None]:
     """Make of revision `base` the text `new`, merged with what happened since: the messages
     published, and the revision the edited text is now (`new`, exactly; None when no weft
     names it: we edited the document elsewhere since `base`). `split(old, new)` gives the
-    splices in request-sized groups; `call(op, **arguments)` asks the node."""
+    splices in request-sized groups; `call(op, **arguments)` asks the node; `progress` is
+    told the revision each request left, so a long edit cut short (an interrupt, a lost
+    connection) resumes from there, never sending a part twice."""
     shown = call("doc-show", doc=doc, at=base)
     weft: Weft | None = shown["weft"]
     published: list[dict[str, Any]] = []
@@ -122,10 +154,11 @@ def edit_from(
         if weft is None:
             raise LostBase(
                 f"published {len(published)} messages of the edit, then lost its base: you "
-                f"edited {message_text(doc)} elsewhere meanwhile; take it out again "
-                "(`doc show --out`) and edit that"
+                f"edited {message_text(doc)} elsewhere meanwhile; the rest of the file is "
+                "not published (`doc edit --force` makes the document exactly the file)"
             )
         reply = call("doc-edit", doc=doc, splices=group, base=weft)
         published.extend(reply["messages"])
         weft = reply["base"]
+        progress(weft)
     return published, weft

@@ -300,7 +300,9 @@ def doc_edit(
     with what others did since. The revision is FILE's sidecar's (`doc show --out FILE`) or
     --base's; with neither, nothing is published unless --force."""
     doc_id, new = parse_message_id(doc), read_text_file(file)
-    sidecar = None if file == "-" else doc_checkout.read_base(file, doc_id)
+    if force and (base is not None or exclusive):
+        raise BadInput("--force makes the document exactly FILE: it takes no --base or --exclusive")
+    sidecar = None if file == "-" or force else doc_checkout.read_base(file, doc_id)
     at: Any = parse_at(base) if base is not None else sidecar
     if base is None and sidecar is None and not force:
         raise BadInput(
@@ -308,23 +310,28 @@ def doc_edit(
             "--out FILE` writes a file that says it; or give --base REV; or --force to make "
             "the document exactly the file, deleting what others wrote since"
         )
+    keeps = file != "-"  # FILE's sidecar follows what is published, request by request
+
+    def progress(made: Any) -> None:
+        if keeps and made is None:
+            doc_checkout.forget_base(file)
+        elif keeps:
+            doc_checkout.write_base(file, doc_id, made)
+
     with Backend(_obj(), writes=True) as docs:
         at = resolve_at(docs.call, doc_id, at)
-        if base is None and sidecar is None:
+        if force:
             published = edit_to(docs.call, doc_id, new)
         elif exclusive:
-            published = _exclusive(docs.call, doc_id, at, new)
+            published = _exclusive(docs.call, doc_id, at, new, progress)
         else:
-            published, made = doc_checkout.edit_from(docs.call, doc_id, at, new, _groups)
-            if made is None and file != "-":  # no weft names FILE's text: no stale sidecar
-                doc_checkout.sidecar(file).unlink(missing_ok=True)
+            published, made = doc_checkout.edit_from(docs.call, doc_id, at, new, _groups, progress)
+            if made is None and keeps:
                 click.echo(
                     f"{file}: published; its revision has no name (you edited the document "
                     "elsewhere meanwhile): `doc show --out` before editing it again",
                     err=True,
                 )
-            elif sidecar is not None or (base is not None and file != "-"):
-                doc_checkout.write_checkout(file, doc_id, new, made)
     _print_published(doc_id, published, as_json)
 
 
@@ -332,7 +339,9 @@ def _groups(old: str, new: str) -> list[list[list[Any]]]:
     return list(requests(edit_splices(old, new)))
 
 
-def _exclusive(call: Callable[..., Any], doc: bytes, at: Any, new: str) -> list[dict[str, Any]]:
+def _exclusive(
+    call: Callable[..., Any], doc: bytes, at: Any, new: str, progress: Callable[[Any], None]
+) -> list[dict[str, Any]]:
     """`doc edit --exclusive`: the edit, only if the document is still at its base."""
     shown = call("doc-show", doc=doc, at=at)
     groups = _groups(shown["text"], new)
@@ -340,9 +349,9 @@ def _exclusive(call: Callable[..., Any], doc: bytes, at: Any, new: str) -> list[
         raise BadInput("--exclusive edits fit one request; this one does not: leave it out")
     if not groups:
         return []
-    return call("doc-edit", doc=doc, splices=groups[0], base=shown["weft"], exclusive=True)[
-        "messages"
-    ]
+    reply = call("doc-edit", doc=doc, splices=groups[0], base=shown["weft"], exclusive=True)
+    progress(reply["base"])
+    return reply["messages"]
 
 
 @doc_command.command("insert")
@@ -392,6 +401,8 @@ def doc_show(doc: str, at: str | None, out: str | None, as_json: bool) -> None:
             arguments["at"] = resolve_at(docs.call, arguments["doc"], arguments["at"])
         shown = docs.call("doc-show", **arguments)
     revision = doc_checkout.weft_text(shown["weft"])
+    if out == "-":
+        raise BadInput("--out takes a file name; without it the text goes to standard output")
     if out is not None:
         doc_checkout.write_checkout(out, arguments["doc"], shown["text"], shown["weft"])
     if as_json:

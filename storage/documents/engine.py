@@ -99,6 +99,7 @@ from tanglenode.storage.documents.rows import (
     unpack,
     weft_greater,
 )
+from tanglenode.storage.documents.siblings import SiblingIndex
 from tanglenode.storage.documents.weave import (
     CAUSE_INDEX,
     CAUSE_MNO,
@@ -118,13 +119,24 @@ _KIND_OF_OP = {Insert: TEXT_ATOM, Delete: BACKSPACE, Undelete: UNBACKSPACE}
 class _Doc:
     """One document's state inside an engine's transaction."""
 
-    __slots__ = ("docno", "meta", "weave", "wefts")
+    __slots__ = ("docno", "meta", "siblings", "tips", "weave", "wefts")
 
-    def __init__(self, docno: int, meta: list, weave: Weave, wefts: DocWefts) -> None:
+    def __init__(
+        self, docno: int, meta: list, weave: Weave, wefts: DocWefts, siblings: SiblingIndex
+    ) -> None:
         self.docno = docno
         self.meta = meta
         self.weave = weave
         self.wefts = wefts
+        self.siblings = siblings
+        # The woven tips as a set while the transaction lasts (meta holds them sorted): a
+        # crowd of concurrent edits has as many tips, and each edit changes one or two.
+        self.tips: set[bytes] | None = None
+
+    def tip_set(self) -> set[bytes]:
+        if self.tips is None:
+            self.tips = set(self.meta[M_TIPS])
+        return self.tips
 
 
 class DocumentEngine:
@@ -235,6 +247,7 @@ class DocumentEngine:
             tables.nodes,
             tables.pieces,
             tables.yarn,
+            tables.sibs,
         ):
             cursor = txn.cursor(db=db)
             if cursor.set_range(prefix):
@@ -256,8 +269,22 @@ class DocumentEngine:
         doc.meta[M_NEXT_MNO] = version + 1
         self._log(docno, version, None, None)
 
+    def weave_again(self) -> int:
+        """Weave every document again from its messages, as a proof's rebuild does (a store
+        whose documents predate the children index: storage.documents.siblings); returns
+        how many. Call `finish` afterwards."""
+        numbers = [
+            U32.unpack(key)[0]
+            for key in self._txn.cursor(db=self._tables.meta).iternext(values=False)
+        ]
+        for docno in numbers:
+            self._rebuild(docno)
+        return len(numbers)
+
     def finish(self) -> None:
         for doc in self._docs.values():
+            if doc.tips is not None:
+                doc.meta[M_TIPS] = sorted(doc.tips)
             doc.weave.flush()
             doc.meta[M_ROOT_NODE] = doc.weave.root
             doc.meta[M_NEXT_NODE] = doc.weave.next_node
@@ -276,7 +303,9 @@ class DocumentEngine:
         meta.append([message.id])
         txn.put(U32.pack(docno), pack(meta), db=tables.meta)  # claims docno in this transaction
         weave = Weave.create(txn, tables.nodes, tables.pieces, docno, [0, 0, ROOT_SYMBOL, 0, 0, 0])
-        self._docs[docno] = _Doc(docno, meta, weave, DocWefts(txn, tables, docno))
+        self._docs[docno] = _Doc(
+            docno, meta, weave, DocWefts(txn, tables, docno), SiblingIndex(txn, tables.sibs, docno)
+        )
         self._record(docno, 0, message, [[0, 1, ROOT, 0, 0]], 0, 0, {message.author: message.seq})
         self._log(docno, 0, message.id, [])
 
@@ -289,7 +318,8 @@ class DocumentEngine:
             meta = read_meta(self._txn, self._tables, docno)
             weave = open_weave(self._txn, self._tables, docno, meta)
             wefts = DocWefts(self._txn, self._tables, docno)
-            doc = self._docs[docno] = _Doc(docno, meta, weave, wefts)
+            siblings = SiblingIndex(self._txn, self._tables.sibs, docno)
+            doc = self._docs[docno] = _Doc(docno, meta, weave, wefts, siblings)
         return doc
 
     def _record(
@@ -353,8 +383,9 @@ class DocumentEngine:
             meta[M_NEXT_MNO] = mno + 1
         yarns = meta[M_YARNS]
         yarns[message.author] = max(yarns.get(message.author, 0), message.seq)
-        named = set(previous)
-        meta[M_TIPS] = sorted([tip for tip in meta[M_TIPS] if tip not in named] + [message.id])
+        tips = doc.tip_set()
+        tips.difference_update(previous)
+        tips.add(message.id)
         self._record(doc.docno, mno, message, segments, inserted, deleted, weft)
         doc.wefts.remember(mno, weft)
         splices: list = []
@@ -401,19 +432,36 @@ class DocumentEngine:
         leaf, slot = weave.locate(cause_mno, cause)
         piece = weave.piece(leaf, slot)
         offset = cause - piece[START]
-        # The gap: after atom `offset` of piece (leaf, slot). Look at what follows it.
-        if offset + 1 < len(piece[TEXT]):
-            sibling = (cause_mno, cause + 1)
-        else:
+
+        def continuation() -> list[tuple[int, int]]:
+            """The cause's one child no insert placed: the next atom of its run, if any."""
+            if offset + 1 < len(piece[TEXT]):
+                return [(cause_mno, cause + 1)]
             following = weave.next_slot(leaf, slot)
-            sibling = None
             if following is not None:
                 nxt = weave.piece(*following)
                 if nxt[CAUSE_MNO] == cause_mno and nxt[CAUSE_INDEX] == cause:
-                    sibling = (nxt[MNO], nxt[START])
-        while sibling is not None and not self._goes_first(doc, mno, first, *sibling):
-            leaf, slot, offset, sibling = self._skip_block(
-                weave, leaf, slot, offset, cause_mno, cause
+                    return [(nxt[MNO], nxt[START])]
+            return []
+
+        # Where the sibling rule puts it among the cause's children (storage.documents.siblings).
+        before, after = doc.siblings.place(
+            (cause_mno, cause),
+            (mno, first),
+            lambda child: self._goes_first(doc, mno, first, *child),
+            continuation,
+        )
+        new = [mno, first, text, VISIBLE, cause_mno, cause]
+        if before is not None and after is not None:  # right before the child it precedes
+            leaf, slot = weave.locate(*after)
+            leaf, slot = weave.insert_before(leaf, slot, new)
+            _splice(splices, "ins", weave.visible_before(leaf, slot), text)
+            return
+        if before is not None:  # last: after the causal block of the child before it
+            leaf, slot = weave.locate(*before)
+            start = before[1] - weave.piece(leaf, slot)[START]
+            leaf, slot, offset, _next = self._skip_block(
+                weave, leaf, slot, start - 1, cause_mno, cause
             )
         piece = weave.piece(leaf, slot)
         if offset + 1 < len(piece[TEXT]):

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from tanglenode.protocol.document import TANGLE, Insert, edit_content, init_content
+from tanglenode.protocol.identity import feed_text
 from tanglenode.protocol.limits import TIMEFRAME_CAP
 from tanglenode.protocol.message import Message
 from tanglenode.storage.documents import edits as doc_edits
@@ -135,13 +136,20 @@ class DocumentOps:
         version, every message it had woven up to it (another node numbers otherwise)."""
         if at is None:
             return None
+        yarns = read_meta(txn, self._ctx.document_tables, docno)[M_YARNS]
         if isinstance(at, dict):
             weft = at
+            ahead = [author for author, seq in weft.items() if seq > yarns.get(author, 0)]
+            if ahead:  # its text here would lack them: another text under the same name
+                raise UnknownDocument(
+                    f"the revision names messages of {len(ahead)} feeds this node has not "
+                    f"woven into the document (e.g. {feed_text(ahead[0])} up to "
+                    f"{weft[ahead[0]]}, here {yarns.get(ahead[0], 0)})"
+                )
         elif isinstance(at, int):
             weft = self._version_weft(txn, docno, at)
         else:
-            weft = self._message_weft(txn, at)
-        yarns = read_meta(txn, self._ctx.document_tables, docno)[M_YARNS]
+            weft = self._message_weft(txn, at, docno)
         if all(weft.get(author, 0) >= seq for author, seq in yarns.items()):
             return None
         return weft
@@ -161,7 +169,8 @@ class DocumentOps:
         weft: Weft = {}
         cursor = txn.cursor(db=self._ctx.document_tables.msgs)
         prefix = U32.pack(docno)
-        if read_record(txn, self._ctx.document_tables, docno, version) is None:
+        head = read_meta(txn, self._ctx.document_tables, docno)[M_NEXT_MNO] - 1
+        if version > head or read_record(txn, self._ctx.document_tables, docno, version) is None:
             raise UnknownDocument(f"the document has no version {version}")
         for key, raw in cursor.iternext() if cursor.set_range(prefix) else ():
             if key[:4] != prefix or U32.unpack(key[4:8])[0] > version:
@@ -171,11 +180,13 @@ class DocumentOps:
             weft[author] = max(weft.get(author, 0), seq)
         return weft
 
-    def _message_weft(self, txn, msg_id: bytes) -> Weft:
+    def _message_weft(self, txn, msg_id: bytes, of_document: int | None = None) -> Weft:
         key = txn.get(msg_id, db=self._ctx.document_tables.ids)
         if key is None:
             raise UnknownDocument(f"no document message {msg_id.hex()[:16]} to take a weft from")
         docno, mno = U32.unpack(key[:4])[0], U32.unpack(key[4:8])[0]
+        if of_document is not None and docno != of_document:
+            raise UnknownDocument(f"message {msg_id.hex()[:16]} is of another document")
         return read_record(txn, self._ctx.document_tables, docno, mno)[R_WEFT]
 
     def document_weft(self, msg_id: bytes) -> Weft:

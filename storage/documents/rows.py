@@ -113,6 +113,7 @@ class DocumentTables:
     pieces: Any
     feeds: Any
     yarn: Any
+    sibs: Any
 
     NAMES = (
         b"doc-index",
@@ -127,6 +128,7 @@ class DocumentTables:
         b"doc-pieces",
         b"doc-feeds",
         b"doc-yarn",
+        b"doc-sibs",
     )  # the named databases, in field order
 
     @classmethod

@@ -216,6 +216,10 @@ class Weave:
         piece[TEXT] = text[:offset]
         return self._insert(leaf_id, slot + 1, right, 0)
 
+    def insert_before(self, leaf_id: int, slot: int, piece: list) -> tuple[int, int]:
+        """Put a new piece right before (leaf, slot); returns its place."""
+        return self._insert(leaf_id, slot, piece, visible_length(piece))
+
     def insert_after(self, leaf_id: int, slot: int, piece: list) -> tuple[int, int]:
         """Put a new piece right after (leaf, slot); returns its place."""
         return self._insert(leaf_id, slot + 1, piece, visible_length(piece))

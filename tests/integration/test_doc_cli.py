@@ -207,3 +207,31 @@ async def test_doc_watch_prints_edits_as_they_arrive_and_stops_when_the_node_doe
         assert await watcher.wait() == 0
     errors = await watcher.stderr.receive_some(4096)
     assert b"closed the connection" in errors and b"Traceback" not in errors
+
+
+async def test_a_checked_out_file_keeps_its_revision_through_every_kind_of_edit(tmp_path):
+    """On the stopped node's store: --exclusive and a long edit move the sidecar with what
+    they publish, --force makes the document exactly the file whatever the sidecar says,
+    and --out writes through a link and keeps the file's mode."""
+    node = Node(tmp_path, "checkout")
+    doc = (await as_json(node, "create", "kept"))["doc"]
+    await ok(node, "insert", doc, "0", "hello\n")
+    path = tmp_path / "real.txt"
+    path.write_text("old")
+    path.chmod(0o600)
+    link = tmp_path / "link.txt"
+    link.symlink_to(path)
+    await ok(node, "show", doc, "--out", str(link))
+    assert link.is_symlink() and path.read_text() == "hello\n"
+    assert path.stat().st_mode & 0o777 == 0o600
+    link.write_text("hello\nworld\n")
+    await ok(node, "edit", doc, str(link), "--exclusive")
+    link.write_text("hello\nworld\n!\n")
+    await ok(node, "edit", doc, str(link))  # from the revision --exclusive left
+    assert await ok(node, "show", doc) == "hello\nworld\n!\n"
+    await ok(node, "insert", doc, "0", "XYZ ")  # another edit; the file knows nothing of it
+    link.write_text("abc\n")
+    await ok(node, "edit", doc, str(link), "--force")
+    assert await ok(node, "show", doc) == "abc\n"
+    to_stdout = await cli(node, "doc", "show", doc, "--out", "-")
+    assert to_stdout.returncode == 3 and b"standard output" in to_stdout.stderr

@@ -205,3 +205,28 @@ def test_a_short_message_id_names_the_one_version_it_starts(store):
     assert store.call("doc-show", doc=doc, at=edit.id)["text"] == "abcd"
     with pytest.raises(BadInput, match="no versions"):
         docs.resolve_at(store.call, doc, docs.ShortId("%" + "-" * 8))
+
+
+def test_a_long_edit_cut_short_resumes_from_the_revision_its_last_request_left(store, tmp_path):
+    doc = document(store, "a" * 1100 + "\n")
+    path = str(tmp_path / "long.txt")
+    shown = store.call("doc-show", doc=doc)
+    doc_checkout.write_checkout(path, doc, shown["text"], shown["weft"])
+    new = "ab" * 1100 + "\n"  # 1,100 inserts: more than one request holds
+    assert len(docs_groups(shown["text"], new)) > 1
+
+    def interrupted(op, **arguments):
+        if op == "doc-edit" and any(seen == "doc-edit" for seen, _ in store.requests):
+            raise KeyboardInterrupt  # the second request never goes
+        return store.call(op, **arguments)
+
+    def remember(made):
+        doc_checkout.write_base(path, doc, made)
+
+    base = doc_checkout.read_base(path, doc)
+    with pytest.raises(KeyboardInterrupt):
+        doc_checkout.edit_from(interrupted, doc, base, new, docs_groups, remember)
+    assert store.text(doc) not in (shown["text"], new)  # part of it went
+    base = doc_checkout.read_base(path, doc)  # the revision the first request left
+    doc_checkout.edit_from(store.call, doc, base, new, docs_groups, remember)
+    assert store.text(doc) == new  # nothing sent twice

@@ -161,3 +161,26 @@ def test_two_nodes_given_one_version_print_one_text(open_store):
             doc, name
         )
     assert alice.documents.document_checkout(doc)[2] == bob.documents.document_checkout(doc)[2]
+
+
+def test_a_base_this_node_cannot_read_as_named_is_refused(open_store):
+    import pytest
+
+    from tanglenode.storage.errors import UnknownDocument
+
+    alice = open_store("alice", keypair=keypair("base-alice"))
+    bob = open_store("bob", keypair=keypair("base-bob"))
+    doc = alice.documents.create_document("notes").id
+    other = alice.documents.create_document("other").id
+    [elsewhere] = alice.documents.edit_document(other, [("ins", 0, "zzz")])
+    alice.documents.edit_document(doc, [("ins", 0, "abc")])
+    sync(alice, bob)
+    alice.documents.edit_document(doc, [("ins", 3, "DEF")])
+    ahead = alice.documents.document_checkout(doc)[2]  # names alice's edit bob lacks
+    with pytest.raises(UnknownDocument, match="not woven"):
+        bob.documents.edit_document(doc, [("ins", 6, "!")], ahead)
+    with pytest.raises(UnknownDocument, match="another document"):
+        alice.documents.edit_document(doc, [("ins", 0, "!")], elsewhere.id)
+    for version in (99, 2**32, 2**40):
+        with pytest.raises(UnknownDocument, match="no version"):
+            alice.documents.document_checkout(doc, version)
