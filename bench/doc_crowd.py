@@ -5,7 +5,7 @@ Each round builds the messages (signed outside the timing), then times `store.wr
 of all of them into a fresh on-disk store, in batches of 500, for the crowd and for as many
 plain posts of as many feeds; prints both with their ratio (the same round: the machine's
 speed drifts) and the goal: the crowd within 3x the posts (placing a sibling among N costs
-O(log N), docs/DOCUMENTS.md "Siblings in logarithmic time").
+O(log N), docs/DOCUMENTS.md "Engine").
 
     .venv/bin/python bench/doc_crowd.py [--siblings 16000] [--rounds 3]
 """
