@@ -433,24 +433,16 @@ class DocumentEngine:
         piece = weave.piece(leaf, slot)
         offset = cause - piece[START]
 
-        def continuation() -> list[tuple[int, int]]:
-            """The cause's one child no insert placed: the next atom of its run, if any."""
-            if offset + 1 < len(piece[TEXT]):
-                return [(cause_mno, cause + 1)]
-            following = weave.next_slot(leaf, slot)
-            if following is not None:
-                nxt = weave.piece(*following)
-                if nxt[CAUSE_MNO] == cause_mno and nxt[CAUSE_INDEX] == cause:
-                    return [(nxt[MNO], nxt[START])]
-            return []
-
         # Where the sibling rule puts it among the cause's children (storage.documents.siblings).
-        before, after = doc.siblings.place(
-            (cause_mno, cause),
-            (mno, first),
-            lambda child: self._goes_first(doc, mno, first, *child),
-            continuation,
-        )
+        before = after = None
+        indexed = doc.siblings.indexed((cause_mno, cause))
+        if indexed or self._lone_child(weave, leaf, slot, offset, cause_mno, cause):
+            before, after = doc.siblings.place(
+                (cause_mno, cause),
+                (mno, first),
+                lambda child: self._goes_first(doc, mno, first, *child),
+                lambda: self._lone_child(weave, leaf, slot, offset, cause_mno, cause),
+            )
         new = [mno, first, text, VISIBLE, cause_mno, cause]
         if before is not None and after is not None:  # right before the child it precedes
             leaf, slot = weave.locate(*after)
@@ -478,6 +470,23 @@ class DocumentEngine:
             return
         leaf, slot = weave.insert_after(leaf, slot, [mno, first, text, VISIBLE, cause_mno, cause])
         _splice(splices, "ins", weave.visible_before(leaf, slot), text)
+
+    @staticmethod
+    def _lone_child(
+        weave: Weave, leaf: int, slot: int, offset: int, cause_mno: int, cause: int
+    ) -> list[tuple[int, int]]:
+        """The cause's one child, if any, while it has no index: the atom after it in the
+        weave whose cause it is (storage.documents.siblings). The cause is atom `offset` of
+        piece (leaf, slot)."""
+        piece = weave.piece(leaf, slot)
+        if offset + 1 < len(piece[TEXT]):
+            return [(cause_mno, cause + 1)]
+        following = weave.next_slot(leaf, slot)
+        if following is not None:
+            nxt = weave.piece(*following)
+            if nxt[CAUSE_MNO] == cause_mno and nxt[CAUSE_INDEX] == cause:
+                return [(nxt[MNO], nxt[START])]
+        return []
 
     def _skip_block(
         self, weave: Weave, leaf: int, slot: int, offset: int, cause_mno: int, cause: int

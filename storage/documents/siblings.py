@@ -20,11 +20,11 @@ The answer is the child the new one follows and the one it precedes; the
 engine puts the new piece right before the latter, or at the end of the
 former's causal block when it comes last.
 
-An atom's only child that no insert placed is its continuation, the next
-atom typed in the same run (an atom of a run is caused by the one before
-it): the caller hands it in (`existing`) when the index of that atom is
-made, at its first other child. Every other child is an insert's first
-atom, placed here. A document is rebuilt (a proof cut it) with its index
+An atom gets an index at its second child: until then its one child, if
+any, is the atom right after it in the weave whose cause it is (the next
+atom of its run, or the one child an insert gave it), which the caller
+hands in (`existing`) when the index is made. So typing, where each atom
+has one child, writes no index at all. A document is rebuilt (a proof cut it) with its index
 cleared first, and a store whose documents were woven before the index
 existed weaves them again once (`index_older_documents`).
 """
@@ -67,6 +67,10 @@ class SiblingIndex:
     def _chunk(self, cause: Atom, number: int) -> list[Atom]:
         return _unpack(self._txn.get(self._key(cause, number), db=self._db))
 
+    def indexed(self, cause: Atom) -> bool:
+        """Whether `cause` has an index (two children or more)."""
+        return self._txn.get(self._key(cause, DIRECTORY), db=self._db) is not None
+
     def place(
         self,
         cause: Atom,
@@ -80,8 +84,11 @@ class SiblingIndex:
         `existing()` gives the children the index does not know yet, when it has none."""
         raw = self._txn.get(self._key(cause, DIRECTORY), db=self._db)
         if raw is None:
+            children = existing()
+            if not children:  # its first child: nothing to order, nothing to index yet
+                return None, None
             chunks = [0]
-            self._txn.put(self._key(cause, 0), _pack(existing()), db=self._db)
+            self._txn.put(self._key(cause, 0), _pack(children), db=self._db)
         else:
             chunks = list(struct.unpack(f">{len(raw) // 4}I", raw))
         at = 0  # the chunk `new` goes in: before the first whose first child it precedes
