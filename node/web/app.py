@@ -79,7 +79,7 @@ ROUTES: dict[tuple[str, int], Handler] = {
     ("t", 4): tangles.events,  # /t/NAME/ROOT/events
     ("docs", 1): docs.index,
     ("doc", 2): docs.page,
-    ("doc", 3): docs.part,  # /doc/ROOT/events, /doc/ROOT/at
+    ("doc", 3): docs.part,  # /doc/ROOT/events, /doc/ROOT/at, /doc/ROOT/history
     ("groups", 1): groups.index,
     ("groups", 2): groups.page,
 }

@@ -7,6 +7,8 @@
   author who typed them (`data-author`; the colour is a hash of the author's
   key, node/web/doc_events.py `colour`), with a legend of names; view.js
   keeps it live from `/doc/ROOT/events` (node/web/doc_events.py);
+- `a#history`, a link to `/doc/ROOT/history`, every edit with its author,
+  time and id (node/web/doc_history.py);
 - `input#version`, a slider over the versions (0 is the doc/init, each edit
   woven in is one more), and `#revision`: the text at the weft of the
   version chosen, dyed against the version before it or against the
@@ -136,7 +138,8 @@ async def page(web: WebContext, request: Request) -> Response:
     heading = (
         f"<h1>{e(title) or '(untitled)'}</h1><p class='muted'>started by "
         f"{e(label(names, author)) if author else 'unknown'} on "
-        f"{e(when(init.timestamp if init else None))} · <code>{e(message_text(doc))}</code></p>"
+        f"{e(when(init.timestamp if init else None))} · <code>{e(message_text(doc))}</code>"
+        f" · <a id='history' href='{e(web.link(doc_path(doc, 'history')))}'>every edit</a></p>"
     )
     body = [
         STYLE,
@@ -191,10 +194,14 @@ def blame_html(runs: list[Run], names: Names) -> str:
 
 async def part(web: WebContext, request: Request) -> Response:
     doc = parse_root(request.args[0])
-    if doc is None or request.args[1] not in ("events", "at"):
+    if doc is None or request.args[1] not in ("events", "at", "history"):
         return not_found()
     if request.args[1] == "events":
         return await doc_events.events(web, request, doc)
+    if request.args[1] == "history":
+        from tanglenode.node.web.doc_history import history  # it reads this module's helpers
+
+        return await history(web, request, doc)
     try:
         wanted = number(request.query, "v")
         if wanted is None:

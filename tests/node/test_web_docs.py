@@ -364,3 +364,21 @@ def test_runs_of_one_author_are_merged():
 
     runs = [("a", ME.public), ("b", ME.public), ("", PEER.public), ("c", PEER.public), ("d", None)]
     assert merge_runs(runs) == [("ab", ME.public), ("c", PEER.public), ("d", None)]
+
+
+async def test_the_history_lists_every_edit_newest_first_with_names_times_and_ids(site):
+    doc = await a_document(site)
+    _code, page = await site.get(docs.page, root(doc))
+    assert f"<a id='history' href='/doc/{root(doc)}/history?token={TOKEN}'>" in page
+    code, history = await site.get(docs.part, root(doc), "history")
+    assert code == 200
+    versions = site.store.documents.document_versions(doc)
+    rows = history.split("<tr>")[2:]  # after the headers
+    assert [row.split("</td>")[0] for row in rows] == ["<td>v3", "<td>v2", "<td>v1", "<td>v0"]
+    assert "~" + ESCAPED in rows[1] and "<b>" not in history.split("<h1>")[1]
+    for row, version in zip(rows, reversed(versions), strict=True):
+        assert f"title='{message_text(version.msg_id)}'" in row
+    code, older = await site.get(docs.part, root(doc), "history", start=1)
+    assert [row.split("</td>")[0] for row in older.split("<tr>")[2:]] == ["<td>v1", "<td>v0"]
+    assert (await site.get(docs.part, root(doc), "history", start="x"))[0] == 400
+    assert (await site.get(docs.part, root(bytes(32)), "history"))[0] == 404
