@@ -96,29 +96,41 @@ def _cut(table: list, position: int) -> tuple[int, list]:
     return len(table), table
 
 
-def plan(weave: Weave, splices: Sequence[Splice]) -> list[Planned]:
-    """The ops that turn the weave's frontier text into the text `splices` make of it."""
-    length = weave.visible_total()
-    table = _edit_table(length, splices)
-    kept: list[tuple[int, int]] = [part for part in table if type(part) is not str]
-    ops: list[Planned] = []
-    before = None  # the original position just before the current new run
+def _new_runs(table: list) -> Iterator[tuple[int | None, str]]:
+    """Each maximal run of new text in the edit table, with the original position just
+    before it (None: it starts the text)."""
+    before = None
     run = ""
     for part in [*table, None]:
         if type(part) is str:
             run += part
             continue
         if run:
-            mno, index = (0, 0) if before is None else _atom(weave, before)
-            ops.append(Planned("ins", mno, index, run, 0))
+            yield before, run
             run = ""
         if part is not None:
             before = part[1] - 1
+
+
+def _deleted_ranges(table: list, length: int) -> Iterator[tuple[int, int]]:
+    """The original positions (start, end) the edit table no longer holds, in order."""
     cursor = 0
-    for start, end in [*kept, (length, length)]:
+    for start, end in [*(part for part in table if type(part) is not str), (length, length)]:
         if start > cursor:
-            ops.extend(_deletes(weave, cursor, start))
-        cursor = end
+            yield cursor, start
+        cursor = max(cursor, end)
+
+
+def plan(weave: Weave, splices: Sequence[Splice]) -> list[Planned]:
+    """The ops that turn the weave's frontier text into the text `splices` make of it."""
+    length = weave.visible_total()
+    table = _edit_table(length, splices)
+    ops: list[Planned] = []
+    for before, run in _new_runs(table):
+        mno, index = (0, 0) if before is None else _atom(weave, before)
+        ops.append(Planned("ins", mno, index, run, 0))
+    for start, end in _deleted_ranges(table, length):
+        ops.extend(_deletes(weave, start, end))
     return ops
 
 
@@ -139,22 +151,11 @@ def plan_at(
         return numbers[msg_id]
 
     ops: list[Planned] = []
-    before = None
-    run = ""
-    for part in [*table, None]:
-        if type(part) is str:
-            run += part
-            continue
-        if run:
-            msg_id, index = (root, 0) if before is None else base[before]
-            ops.append(Planned("ins", number(msg_id), index, run, 0))
-            run = ""
-        if part is not None:
-            before = part[1] - 1
-    kept = [part for part in table if type(part) is not str]
-    cursor = 0
-    for start, end in [*kept, (len(base), len(base))]:
-        for position in range(cursor, start):  # deleted: one op per run of one message's atoms
+    for before, run in _new_runs(table):
+        msg_id, index = (root, 0) if before is None else base[before]
+        ops.append(Planned("ins", number(msg_id), index, run, 0))
+    for start, end in _deleted_ranges(table, len(base)):
+        for position in range(start, end):  # one op per run of one message's atoms
             msg_id, index = base[position]
             last = ops[-1] if ops else None
             if (
@@ -166,7 +167,6 @@ def plan_at(
                 ops[-1] = last._replace(count=last.count + 1)
             else:
                 ops.append(Planned("del", number(msg_id), index, "", 1))
-        cursor = max(cursor, end)
     return ops, list(numbers)
 
 
