@@ -37,7 +37,7 @@ from tanglenode.storage.context import StoreContext
 from tanglenode.storage.documents.engine import DocumentEngine
 from tanglenode.storage.documents.ops import DocumentOps
 from tanglenode.storage.documents.rows import DocumentTables
-from tanglenode.storage.documents.siblings import MARKER as SIBLINGS_MARKER
+from tanglenode.storage.documents.siblings import index_current, mark_current
 from tanglenode.storage.engine.command_log import DEFAULT_RETENTION, LogRetention
 from tanglenode.storage.engine.timeline import TimelineTables
 from tanglenode.storage.errors import (
@@ -201,17 +201,20 @@ class FeedStore:
             return [index for index in BACKFILLS if index.needed(txn, tables.meta)]
 
     def _index_document_children(self) -> None:
-        """Weave once more the documents of a store older than the index of each atom's
-        children (storage/documents/siblings.py), in one transaction."""
-        with self.ctx.write() as txn:
-            if txn.get(SIBLINGS_MARKER, db=self.ctx.tables.meta) is not None:
+        """Weave the documents once more, in one transaction, when the index of each atom's
+        children (storage/documents/siblings.py) does not know every message woven: a store
+        older than the index, or written since by a build without it."""
+        tables = self.ctx.document_tables
+        with self.ctx.read() as txn:
+            if index_current(txn, tables.sibs, tables.msgs):
                 return
+        with self.ctx.write() as txn:
             engine = DocumentEngine(
-                txn, self.ctx.document_tables, self.ctx.tables.bodies, self.ctx.tables.message_ids
+                txn, tables, self.ctx.tables.bodies, self.ctx.tables.message_ids
             )
-            if engine.weave_again():
-                engine.finish()
-            txn.put(SIBLINGS_MARKER, b"1", db=self.ctx.tables.meta)
+            engine.weave_again()
+            engine.finish()
+            mark_current(txn, tables.sibs, tables.msgs)
 
     def _backfill(self, index: Backfill) -> None:
         """Index the messages of a store older than `index`'s table, once; the last batch

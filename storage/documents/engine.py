@@ -99,7 +99,7 @@ from tanglenode.storage.documents.rows import (
     unpack,
     weft_greater,
 )
-from tanglenode.storage.documents.siblings import SiblingIndex
+from tanglenode.storage.documents.siblings import SiblingIndex, mark_current
 from tanglenode.storage.documents.weave import (
     CAUSE_INDEX,
     CAUSE_MNO,
@@ -282,6 +282,8 @@ class DocumentEngine:
         return len(numbers)
 
     def finish(self) -> None:
+        if self._docs:  # the children index now knows every message woven
+            mark_current(self._txn, self._tables.sibs, self._tables.msgs)
         for doc in self._docs.values():
             if doc.tips is not None:
                 doc.meta[M_TIPS] = sorted(doc.tips)

@@ -24,9 +24,15 @@ An atom gets an index at its second child: until then its one child, if
 any, is the atom right after it in the weave whose cause it is (the next
 atom of its run, or the one child an insert gave it), which the caller
 hands in (`existing`) when the index is made. So typing, where each atom
-has one child, writes no index at all. A document is rebuilt (a proof cut it) with its index
-cleared first, and a store whose documents were woven before the index
-existed weaves them again once (`index_older_documents`).
+has one child, writes no index at all.
+
+A document is rebuilt (a proof cut it) with its index cleared first. The
+index keeps, beside it, how many document messages were woven when this
+build last wrote it (`mark_current`, at the end of every transaction that
+wove); a store opened with another count (one woven before the index
+existed, or by an older build since: it weaves without keeping the index)
+weaves every document again first (storage/store.py), so a stale index is
+never trusted.
 """
 
 from __future__ import annotations
@@ -36,12 +42,26 @@ import struct
 from collections.abc import Callable
 from typing import Any
 
-from tanglenode.storage.feeds.layout import U32
+from tanglenode.storage.feeds.layout import U32, U64
 
 Atom = tuple[int, int]  # (mno, index) of an atom of the document
 CHUNK = 128  # children per row, at most
 DIRECTORY = 0xFFFFFFFF
-MARKER = b"doc-sibs-indexed"  # in `meta`: every document's children are indexed
+# In `doc-sibs` (a docno no document has): how many document messages were woven when this
+# build last wrote the index. Another count means a build without the index wove since.
+WOVEN = b"\xff\xff\xff\xffwoven"
+
+
+def index_current(txn: Any, db: Any, msgs_db: Any) -> bool:
+    """Whether the index was written with every document message woven now: the count kept
+    at its last write is the count of `doc-msgs` rows (one read and one stat)."""
+    kept = txn.get(WOVEN, db=db)
+    return kept is not None and U64.unpack(kept)[0] == txn.stat(msgs_db)["entries"]
+
+
+def mark_current(txn: Any, db: Any, msgs_db: Any) -> None:
+    """Keep the count of document messages woven, as the index knows them."""
+    txn.put(WOVEN, U64.pack(txn.stat(msgs_db)["entries"]), db=db)
 
 
 def _pack(atoms: list[Atom]) -> bytes:

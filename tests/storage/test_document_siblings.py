@@ -11,7 +11,7 @@ import lmdb
 from tanglenode.protocol.document import TANGLE, AtomRef, Insert, edit_content, init_content
 from tanglenode.protocol.identity import Keypair
 from tanglenode.protocol.message import ROOT_LINK, TangleLink, sign_message
-from tanglenode.storage.documents.siblings import CHUNK, MARKER
+from tanglenode.storage.documents.siblings import CHUNK, WOVEN
 from tanglenode.storage.feeds.layout import MAX_NAMED_DATABASES
 from tanglenode.storage.store import FeedStore
 from tests.factories import keypair
@@ -63,16 +63,40 @@ def test_a_crowd_lands_in_the_rule_order_whatever_the_arrival_order(tmp_path):
     assert texts == {expected}
 
 
+def reopened_after(path, change) -> None:
+    """Change the store's `doc-sibs` as another build would have left it (`change(txn, db)`)."""
+    env = lmdb.open(str(path), max_dbs=MAX_NAMED_DATABASES)
+    with env.begin(write=True) as txn:
+        change(txn, env.open_db(b"doc-sibs", txn=txn))
+    env.close()
+
+
 def test_a_store_woven_before_the_index_weaves_its_documents_again(tmp_path):
     init, edits, expected = crowd(40)
     path = tmp_path / "old"
     with FeedStore(path, keypair=keypair("crowd-reader")) as store:
         store.writes.ingest([init.raw] + [m.raw for m in edits[:30]])
-    env = lmdb.open(str(path), max_dbs=MAX_NAMED_DATABASES)  # as the build before the index
-    with env.begin(write=True) as txn:
-        txn.drop(env.open_db(b"doc-sibs", txn=txn), delete=False)
-        txn.delete(MARKER, db=env.open_db(b"meta", txn=txn))
-    env.close()
+    reopened_after(path, lambda txn, db: txn.drop(db, delete=False))  # no index at all
+    with FeedStore(path, keypair=keypair("crowd-reader")) as store:
+        store.writes.ingest([m.raw for m in edits[30:]])
+        assert store.documents.document_text(init.id) == expected
+
+
+def test_a_store_an_older_build_wove_into_is_woven_again_not_trusted(tmp_path):
+    """An older build weaves without keeping the index: its rows go stale while the count
+    of messages woven moves past the one the index kept."""
+    init, edits, expected = crowd(40)
+    path = tmp_path / "rolled-back"
+    with FeedStore(path, keypair=keypair("crowd-reader")) as store:
+        store.writes.ingest([init.raw] + [m.raw for m in edits[:30]])
+
+    def older_build_wove_more(txn, db):
+        for key in [k for k in txn.cursor(db=db).iternext(values=False) if k != WOVEN]:
+            txn.delete(key, db=db)  # rows that miss what it wove (here: all of them)
+        kept = int.from_bytes(txn.get(WOVEN, db=db), "big")
+        txn.put(WOVEN, (kept - 1).to_bytes(8, "big"), db=db)  # and the count it never moved
+
+    reopened_after(path, older_build_wove_more)
     with FeedStore(path, keypair=keypair("crowd-reader")) as store:
         store.writes.ingest([m.raw for m in edits[30:]])
         assert store.documents.document_text(init.id) == expected
