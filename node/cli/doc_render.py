@@ -12,6 +12,7 @@ from typing import Any
 
 import click
 
+from tanglenode.node.cli.terminal import for_stdout
 from tanglenode.protocol.identity import feed_text
 
 
@@ -98,4 +99,31 @@ def blame_lines(spans: list[dict[str, Any]]) -> list[tuple[bytes, bytes, str]]:
                 parts, weights, edits = [], Counter(), Counter()
     if parts and any(parts):
         close()
+    return lines
+
+
+def span_json(span: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "text": span["text"],
+        "inserted_by": span["inserted_by"] and feed_text(span["inserted_by"]),
+        "removed_by": span["removed_by"] and feed_text(span["removed_by"]),
+    }
+
+
+def changed_lines(spans: list[dict[str, Any]], tty: bool, label: Callable) -> list[str]:
+    """The lines of a dyed diff that hold a change (the others are context nobody asked
+    for), each made safe for the terminal."""
+    lines, current, changed = [], "", False
+    for span in spans:
+        pieces = for_stdout(span["text"]).split("\n")
+        for number, piece in enumerate(pieces):
+            marked = span["inserted_by"] is not None or span["removed_by"] is not None
+            current += dyed({**span, "text": piece}, tty, label) if piece else ""
+            changed = changed or (marked and (bool(piece) or number < len(pieces) - 1))
+            if number < len(pieces) - 1:
+                if changed:
+                    lines.append(current)
+                current, changed = "", False
+    if changed:
+        lines.append(current)
     return lines

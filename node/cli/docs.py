@@ -25,7 +25,6 @@ own version number (`v12` or `12`).
 from __future__ import annotations
 
 import os
-import re
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import aclosing
@@ -37,7 +36,14 @@ import trio
 
 from tanglenode.node.cli import doc_checkout
 from tanglenode.node.cli.backend import Backend
-from tanglenode.node.cli.doc_render import blame_lines, diff_page, dyed
+from tanglenode.node.cli.doc_render import (
+    blame_lines,
+    changed_lines,
+    diff_page,
+    dyed,
+    span_json,
+)
+from tanglenode.node.cli.doc_revisions import parse_at, resolve_at
 from tanglenode.node.cli.names import lazy_label
 from tanglenode.node.cli.render import format_timestamp
 from tanglenode.node.cli.support import (
@@ -53,12 +59,11 @@ from tanglenode.node.cli.terminal import for_stdout, safe, safe_json
 from tanglenode.node.client import NodeError, NodeNotRunning, connect
 from tanglenode.protocol.doc_ipc import MAX_SPLICE_CHARS, MAX_SPLICES, MAX_VERSIONS_PAGE
 from tanglenode.protocol.errors import TanglenodeError
-from tanglenode.protocol.identity import feed_text, message_text, parse_feed, parse_message_id
+from tanglenode.protocol.identity import feed_text, message_text, parse_message_id
 from tanglenode.protocol.ipc import ErrorKind
 
 MAX_EDIT_BYTES = 4 << 20  # a file `doc edit` reads: the diff and its splices stay quick
 EDIT_TRIES = 5  # reads and diffs of one `doc edit` while others edit the document
-VERSION = re.compile(r"v?(\d{1,19})")
 
 
 @click.group("doc")
@@ -71,59 +76,6 @@ def _obj() -> Context:
 
 
 # -- command-line values ----------------------------------------------------------------------
-
-
-NOW = ("now", "head")  # the current text, where a revision is asked for
-
-
-def parse_at(text: str) -> Any:
-    """A revision as the wire names it: a message id, a version number, or a weft; None for
-    `now` (or `head`): the current text. A short message id (`%` and at least 6 of its
-    characters) is looked up in the document by `resolve_at`."""
-    text = text.strip()
-    if text.lower() in NOW:
-        return None
-    if text.startswith("%") and len(text) < MESSAGE_ID_CHARS:
-        if len(text) < 7:
-            raise BadInput(f"{text!r}: a short message id needs at least 6 characters after %")
-        return ShortId(text)
-    if text.startswith("%"):
-        return parse_message_id(text)
-    if match := VERSION.fullmatch(text):
-        return int(match.group(1))
-    if "=" in text:
-        weft: dict[bytes, int] = {}
-        for part in text.split(","):
-            feed, sep, seq = part.strip().rpartition("=")
-            if not sep or not seq.isdigit():
-                raise BadInput(f"{part[:80]!r}: a weft is @FEED=SEQ,... (feeds as printed)")
-            weft[parse_feed(feed)] = int(seq)
-        return weft
-    raise BadInput(f"{text[:80]!r}: expected a message id (%...), a version (v12) or @FEED=SEQ,...")
-
-
-MESSAGE_ID_CHARS = 44  # `%` and 43 characters of base64
-
-
-class ShortId(str):
-    """A message id cut short, as `doc log` users copy them: found among the document's."""
-
-
-def resolve_at(call: Callable[..., Any], doc: bytes, at: Any) -> Any:
-    """`at`, with a short id made the one message id of `doc` it starts; `BadInput` when no
-    version's id, or more than one, starts so."""
-    if not isinstance(at, ShortId):
-        return at
-    found, since = [], 0
-    while True:
-        page = call("doc-log", doc=doc, since=since, limit=MAX_VERSIONS_PAGE)["versions"]
-        found += [v["msg"] for v in page if message_text(v["msg"]).startswith(at)]
-        if len(page) < MAX_VERSIONS_PAGE:
-            break
-        since = page[-1]["version"] + 1
-    if len(found) != 1:
-        raise BadInput(f"{at}: {'no' if not found else len(found)} versions' ids start so")
-    return found[0]
 
 
 def edit_splices(old: str, new: str) -> list[list[Any]]:
@@ -491,7 +443,7 @@ def doc_log(doc: str, patch: bool, as_json: bool) -> None:
     ]
     if patch:
         for row, version in zip(rows, versions, strict=True):
-            row["change"] = [_span_json(span) for span in changes[version["msg"]]]
+            row["change"] = [span_json(span) for span in changes[version["msg"]]]
     aside_rows = [{**a, "msg": message_text(a["msg"])} for a in aside]
     if as_json:
         emit_json(
@@ -506,7 +458,7 @@ def doc_log(doc: str, patch: bool, as_json: bool) -> None:
             f"{format_timestamp(row['timestamp'])}  +{row['inserted']} -{row['deleted']}  "
             f"{row['msg']}"
         )
-        for line in _changed_lines(changes.get(version["msg"], []), tty, label):
+        for line in changed_lines(changes.get(version["msg"], []), tty, label):
             click.echo(f"    {line}", color=True)
     for row in aside_rows:
         click.echo(safe(f"set aside  {row['msg']}  {row['reason']}: {row['detail']}"))
@@ -522,33 +474,6 @@ def _change(call: Callable[..., Any], doc: bytes, version: dict[str, Any]) -> li
     before = dict(after)
     before[version["author"]] = after[version["author"]] - 1
     return call("doc-diff", doc=doc, **{"from": before, "to": after})["spans"]
-
-
-def _span_json(span: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "text": span["text"],
-        "inserted_by": span["inserted_by"] and feed_text(span["inserted_by"]),
-        "removed_by": span["removed_by"] and feed_text(span["removed_by"]),
-    }
-
-
-def _changed_lines(spans: list[dict[str, Any]], tty: bool, label: Callable) -> list[str]:
-    """The lines of a dyed diff that hold a change (the others are context nobody asked
-    for), each made safe for the terminal."""
-    lines, current, changed = [], "", False
-    for span in spans:
-        pieces = for_stdout(span["text"]).split("\n")
-        for number, piece in enumerate(pieces):
-            marked = span["inserted_by"] is not None or span["removed_by"] is not None
-            current += dyed({**span, "text": piece}, tty, label) if piece else ""
-            changed = changed or (marked and (bool(piece) or number < len(pieces) - 1))
-            if number < len(pieces) - 1:
-                if changed:
-                    lines.append(current)
-                current, changed = "", False
-    if changed:
-        lines.append(current)
-    return lines
 
 
 @doc_command.command("diff")

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tanglenode.node.cli import doc_render, docs
+from tanglenode.node.cli import doc_render, doc_revisions, docs
 from tanglenode.node.cli.names import Names
 from tanglenode.node.cli.support import BadInput
 from tanglenode.protocol import ipc
@@ -64,15 +64,19 @@ def test_requests_stay_within_the_ipc_bounds():
 
 def test_a_revision_is_a_message_id_a_version_or_a_weft():
     msg = bytes(range(32))
-    assert docs.parse_at(message_text(msg)) == msg
-    assert docs.parse_at("v12") == docs.parse_at("12") == 12
+    assert doc_revisions.parse_at(message_text(msg)) == msg
+    assert doc_revisions.parse_at("v12") == doc_revisions.parse_at("12") == 12
     weft = f"{feed_text(ALICE)}=3, {feed_text(BOB)}=0"
-    assert docs.parse_at(weft) == {ALICE: 3, BOB: 0}
-    assert docs.parse_at("now") is None and docs.parse_at("HEAD") is None  # the current text
-    assert docs.parse_at("%AbCdEfG") == "%AbCdEfG" and isinstance(docs.parse_at("%AbCdEf"), str)
+    assert doc_revisions.parse_at(weft) == {ALICE: 3, BOB: 0}
+    assert (
+        doc_revisions.parse_at("now") is None and doc_revisions.parse_at("HEAD") is None
+    )  # the current text
+    assert doc_revisions.parse_at("%AbCdEfG") == "%AbCdEfG" and isinstance(
+        doc_revisions.parse_at("%AbCdEf"), str
+    )
     for bad in ("yesterday", "v", "v-1", "@nope=1", f"{feed_text(ALICE)}=x", "%short"):
         with pytest.raises((BadInput, BadIdentifier)):  # both exit 3
-            docs.parse_at(bad)
+            doc_revisions.parse_at(bad)
 
 
 def test_blame_gives_each_line_the_author_of_most_of_it_and_that_authors_main_edit():

@@ -6,7 +6,7 @@ the node is stopped); a peer's edit is ingested between the read and the send.""
 
 import pytest
 
-from tanglenode.node.cli import doc_checkout, docs
+from tanglenode.node.cli import doc_checkout, doc_revisions, docs
 from tanglenode.node.cli.backend import call_store
 from tanglenode.node.cli.support import BadInput
 from tanglenode.node.client import NodeError
@@ -201,10 +201,10 @@ def test_a_short_message_id_names_the_one_version_it_starts(store):
     doc = document(store, "abc")
     [edit] = store.store.documents.edit_document(doc, [("ins", 3, "d")])
     full = message_text(edit.id)
-    assert docs.resolve_at(store.call, doc, docs.parse_at(full[:9])) == edit.id
+    assert doc_revisions.resolve_at(store.call, doc, doc_revisions.parse_at(full[:9])) == edit.id
     assert store.call("doc-show", doc=doc, at=edit.id)["text"] == "abcd"
     with pytest.raises(BadInput, match="no versions"):
-        docs.resolve_at(store.call, doc, docs.ShortId("%" + "-" * 8))
+        doc_revisions.resolve_at(store.call, doc, doc_revisions.ShortId("%" + "-" * 8))
 
 
 def test_a_long_edit_cut_short_resumes_from_the_revision_its_last_request_left(store, tmp_path):
