@@ -51,7 +51,7 @@ WATCH_ENTRIES = 64  # splice entries read per doc-watch page (cut further at `PA
 
 
 async def doc_create(area: Area, request: DocCreateRequest) -> dict[str, Any]:
-    message = await area.service.create_document(request.title)
+    message = await area.service.create_document(request.title, request.group)
     return {"doc": message.id}
 
 

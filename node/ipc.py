@@ -95,8 +95,10 @@ from tanglenode.storage.errors import (
     BadSplice,
     BelowLogFloor,
     NoIdentity,
+    NotInGroup,
     OwnFeedBehind,
     OwnFeedForked,
+    SealedDocument,
     StoreFull,
     UnknownDocument,
     UnknownTangle,
@@ -135,7 +137,9 @@ ERROR_KINDS: tuple[tuple[type[BaseException], ErrorKind], ...] = (
     (ViewOff, ErrorKind.VIEW_OFF),
     (BelowLogFloor, ErrorKind.NOT_FOUND),  # the commands asked for are no longer logged
     (WindowTooLarge, ErrorKind.BAD_REQUEST),
+    (SealedDocument, ErrorKind.SEALED),
     (UnknownDocument, ErrorKind.NOT_FOUND),
+    (NotInGroup, ErrorKind.GROUP),
     (BadSplice, ErrorKind.BAD_REQUEST),
     (VersionConflict, ErrorKind.CONFLICT),
     (DocumentError, ErrorKind.BAD_REQUEST),
@@ -258,6 +262,8 @@ async def answer(area: Area, number: Any, op: str, frame: Any) -> bytes:
     """
     try:
         request = parse_request(op, frame, area.service.store.limits)
+        if op.startswith("doc-"):  # a private document's key may have come a moment ago
+            await area.service.read_keys_if_stale()
         reply = {"id": number, "ok": await OPS[op].handler(area, request)}
     except TanglenodeError as error:
         reply = error_reply(number, error)

@@ -47,6 +47,7 @@ async def group_exclude(area: Area, request: GroupExcludeRequest) -> dict[str, A
     view = await _group(area, request.group)
     requests = groups.exclusion(view, area.keypair, request.members)
     excluded, epoch = await area.service.publish_whole(requests)
+    await area.service.refresh_document_keys(request.group)  # our documents: the new epoch
     return {"id": excluded.id, "epoch": epoch.id}
 
 

@@ -44,8 +44,10 @@ from tanglenode.protocol.identity import tag_of
 from tanglenode.protocol.limits import MAX_SEQ
 from tanglenode.protocol.message import Message
 from tanglenode.storage.documents.rows import Splice
+from tanglenode.storage.errors import NotInGroup
 from tanglenode.storage.feeds.ingest import IngestResult, Outcome, PreparedBatch
 from tanglenode.storage.feeds.witnesses import Entry
+from tanglenode.storage.groups.doc_keys import refresh_document_keys
 from tanglenode.storage.groups.listing import group_members
 from tanglenode.storage.groups.state import EPOCH, MEMBERS
 from tanglenode.storage.scope import Scope
@@ -75,6 +77,8 @@ class StoreService:
         self.scope: Scope = store.feeds.scope()  # what the node carries, as last kept
         self.own_feed = store.keypair.public if store.keypair is not None else None
         self._scope_stale = trio.Event()  # a contact or group message was stored
+        # Group messages stored, and how many of them the keys were last read after.
+        self._group_messages = self._keys_read_after = 0
         self._scoping = trio.Lock()
         self.heads = HeadChanges()  # which feeds' heads moved, for the sessions' CLOCK notes
         self._watchers: set[Callable[[], None]] = set()
@@ -119,6 +123,7 @@ class StoreService:
         for message in messages:
             if _may_change_scope(message):
                 self._scope_stale.set()
+                self._group_messages += 1
             if message.seq > self.clock.get(message.author, 0):
                 self.clock[message.author] = message.seq
                 self.tags[message.author] = tag_of(message.id)
@@ -249,12 +254,38 @@ class StoreService:
         reads the contact rows of every feed followed). Our own follow, block and the
         others refresh at once (node/ipc_scope.py)."""
         await self.refresh_scope()
+        await self.refresh_document_keys()
         task_status.started()
         while True:
             await self._scope_stale.wait()
             await trio.sleep(SCOPE_REFRESH_GAP)  # what else comes meanwhile joins this one
             self._scope_stale = trio.Event()
             await self.refresh_scope()
+            await self.refresh_document_keys()
+
+    async def refresh_document_keys(self, group: bytes | None = None) -> bool:
+        """Hand the document engine the keys of our groups' epochs (only `group`'s, if
+        given; storage/groups/doc_keys.py), weaving the private documents that waited for
+        a new one; the store's version moves then. True if a key was new."""
+        keypair = self.store.keypair
+        if keypair is None:
+            return False
+        seen = self._group_messages
+        new = await self.offload.run(
+            refresh_document_keys, self.store, keypair, group, limiter=self._writer
+        )
+        if group is None:
+            self._keys_read_after = max(self._keys_read_after, seen)
+        if new:
+            self._bump()
+        return bool(new)
+
+    async def read_keys_if_stale(self) -> bool:
+        """Read the groups' keys now if a group message came since they were last read (a
+        read of a private document should not wait for `keep_scope`'s next turn); True if
+        a key was new."""
+        stale = self._group_messages != self._keys_read_after
+        return stale and await self.refresh_document_keys()
 
     async def publish(self, content: Any, tangles: Mapping[str, bytes | None] | None) -> Message:
         """Sign and store our next message; concurrent publishes share one transaction
@@ -290,20 +321,35 @@ class StoreService:
 
     # -- documents (storage/documents/engine.py): `at` is a weft, a message id, a version or None --
 
-    async def create_document(self, title: str) -> Message:
+    async def create_document(self, title: str, group: bytes | None = None) -> Message:
         """Publish a new document's doc/init (`store.documents.create_document`), group-committed
-        with the other publishes."""
-        return await self.publish(init_content(title), {TANGLE: None})
+        with the other publishes; with `group`, private to it (sealed in the epoch we post
+        in, whose key is read first), in a transaction of its own."""
+        if group is None:
+            return await self.publish(init_content(title), {TANGLE: None})
+        await self.refresh_document_keys(group)
+        message = await self.offload.run(
+            self.store.documents.create_document, title, group, limiter=self._writer
+        )
+        self._stored([message])
+        return message
 
     async def edit_document(
         self, doc: bytes, splices: Sequence[Splice], base: Any = None, exclusive: bool = False
     ) -> tuple[list[Message], dict[bytes, int]]:
         """Publish `splices`, made against revision `base` (None: the current text), merged
         with what happened since (with `exclusive`: `VersionConflict` when the document
-        has moved past it); the messages, and the version each one made."""
-        messages, numbers = await self.offload.run(
-            edit_and_number, self.store, doc, splices, base, exclusive, limiter=self._writer
-        )
+        has moved past it); the messages, and the version each one made. A private
+        document's group keys are read again once if we seem to post in none of its
+        epochs (a message that made us a member arrived since they were last read)."""
+        await self.read_keys_if_stale()  # a re-key just stored: seal in the new epoch
+        edit = functools.partial(edit_and_number, self.store, doc, splices, base, exclusive)
+        try:
+            messages, numbers = await self.offload.run(edit, limiter=self._writer)
+        except NotInGroup:
+            if not await self.refresh_document_keys():
+                raise
+            messages, numbers = await self.offload.run(edit, limiter=self._writer)
         self._stored(messages)
         return messages, numbers
 

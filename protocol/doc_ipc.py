@@ -56,6 +56,7 @@ Splice = tuple[str, int, str] | tuple[str, int, int]  # ("ins", pos, text) | ("d
 @dataclass(frozen=True, slots=True)
 class DocCreateRequest:
     title: str
+    group: bytes | None = None  # the group the document is private to; None: public
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,7 +191,8 @@ def _doc_create(fields: dict[str, Any], limits: Limits) -> DocCreateRequest:
         or len(title.encode("utf-8", "surrogatepass")) > MAX_TITLE_BYTES
     ):
         raise bad(f"a document's title is text of 1 to {MAX_TITLE_BYTES} bytes")
-    return DocCreateRequest(title)  # its other rules (no control characters) are the engine's
+    group = None if fields.get("group") is None else message_id(fields, "group", "a group id")
+    return DocCreateRequest(title, group)  # its other rules (no control characters): the engine's
 
 
 def _doc_edit(fields: dict[str, Any], limits: Limits) -> DocEditRequest:
@@ -259,6 +261,7 @@ def document_body(info: Any) -> dict[str, Any]:
         "length": info.length,
         "versions": info.versions,
         "set_aside": info.set_aside,
+        "group": info.group,  # nil: a public document
     }
 
 

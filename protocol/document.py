@@ -72,6 +72,9 @@ class DocReason(enum.StrEnum):
     OUTSIDE_WEFT = "outside-weft"
     UNKNOWN_ATOM = "unknown-atom"
     WRONG_KIND = "wrong-kind"
+    # Private documents (sealed in a group: storage/documents/sealed.py).
+    WRONG_GROUP = "wrong-group"
+    UNREADABLE = "unreadable"
 
 
 class DocumentError(RemoteProtocolError):

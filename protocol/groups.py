@@ -44,6 +44,7 @@ from nacl.public import PrivateKey, PublicKey, SealedBox
 from nacl.secret import SecretBox
 from nacl.utils import random as random_bytes
 
+from tanglenode.protocol.canonical import decode_canonical, encode_canonical
 from tanglenode.protocol.errors import RemoteProtocolError
 from tanglenode.protocol.identity import FEED_BYTES, Keypair
 
@@ -97,6 +98,11 @@ class Private:
     members: tuple[bytes, ...] = ()
     name: str = ""
     content: Any = None
+    # An add-member's keys of the group's earlier epochs, (epoch, key) each: what the
+    # added can read of the group's past (its private documents). Optional: a node that
+    # does not know it reads the add as before; one that does checks each key opens its
+    # epoch's `group/init` before using it (storage/groups/state.py).
+    history: tuple[tuple[bytes, bytes], ...] = ()
 
     def encode(self) -> bytes:
         fields: dict[str, Any] = {"type": str(self.kind)}
@@ -106,6 +112,8 @@ class Private:
             fields["members"] = list(self.members)
         if self.kind is Kind.INIT:
             fields["name"] = self.name
+        if self.kind is Kind.ADD and self.history:
+            fields["keys"] = [list(pair) for pair in self.history]
         return msgpack.packb(fields, use_bin_type=True)
 
     @classmethod
@@ -125,7 +133,28 @@ class Private:
         name = fields.get("name", "")
         if not isinstance(name, str):
             raise GroupFormatError("a group name is text")
-        return cls(kind, tuple(members), name)
+        history = _history(fields.get("keys")) if kind is Kind.ADD else ()
+        return cls(kind, tuple(members), name, history=history)
+
+
+MAX_HISTORY = 64  # earlier epochs' keys one add-member carries, at most
+
+
+def _history(keys: Any) -> tuple[tuple[bytes, bytes], ...]:
+    """An add-member's earlier epochs' keys; none if not well formed (the add itself stays
+    valid, as it is on a node that does not read them)."""
+    if not isinstance(keys, list) or len(keys) > MAX_HISTORY:
+        return ()
+    pairs = []
+    for pair in keys:
+        if not (
+            isinstance(pair, list)
+            and len(pair) == 2
+            and all(isinstance(part, bytes) and len(part) == 32 for part in pair)
+        ):
+            return ()
+        pairs.append((pair[0], pair[1]))
+    return tuple(pairs)
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,6 +197,27 @@ def seal_message(
     box = bytes(SecretBox(epoch_key).encrypt(private.encode()))
     seals = tuple(seal_key(epoch_key, member) for member in key_for)
     return GroupContent(epoch, box, seals).to_content()
+
+
+def seal_value(value: Any, epoch_key: bytes, epoch: bytes) -> dict[str, Any]:
+    """The content of a message that is not a group message but lives in one (a private
+    document's `doc/init` or `doc/edit`): `value` in canonical msgpack, boxed under the
+    key of `epoch`, with no seals (docs/DOCUMENTS.md, "Private documents")."""
+    box = bytes(SecretBox(epoch_key).encrypt(encode_canonical(value)))
+    return GroupContent(epoch, box, ()).to_content()
+
+
+def open_value(content: GroupContent, epoch_key: bytes, max_depth: int) -> Any:
+    """What `seal_value` boxed, under the rules every content follows (canonical msgpack,
+    finite floats, at most `max_depth` nested containers); `GroupFormatError` otherwise."""
+    try:
+        plain = SecretBox(epoch_key).decrypt(content.box)
+    except CryptoError:
+        raise GroupFormatError("the box does not open with its epoch's key") from None
+    try:
+        return decode_canonical(plain, max_depth)
+    except ValueError as error:  # not canonical, too deep, a non-finite float, not msgpack
+        raise GroupFormatError(f"the boxed content breaks the content rules: {error}") from None
 
 
 def open_message(content: GroupContent, epoch_key: bytes) -> Private:

@@ -29,6 +29,7 @@ class ErrorKind(enum.StrEnum):
     UNKNOWN_TANGLE = "unknown-tangle"
     GROUP = "group"
     CONFLICT = "conflict"
+    SEALED = "sealed"
     OWN_FEED_FORKED = "own-feed-forked"
     OWN_FEED_BEHIND = "own-feed-behind"
     STORE_FULL = "store-full"

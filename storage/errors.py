@@ -100,6 +100,15 @@ class UnknownDocument(StorageError):
     """No document with that id is held (or its doc/init was set aside)."""
 
 
+class SealedDocument(UnknownDocument):
+    """A private document this node holds but cannot read: its group's key is not ours."""
+
+
+class NotInGroup(StorageError):
+    """Writing to a private document (or creating one) in a group whose current epoch this
+    node does not post in: not a member, or the group's keys not yet read."""
+
+
 class BadSplice(StorageError):
     """A text splice that does not fit the document's text: position or length out of range."""
 

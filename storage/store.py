@@ -209,9 +209,7 @@ class FeedStore:
             if index_current(txn, tables.sibs, tables.msgs):
                 return
         with self.ctx.write() as txn:
-            engine = DocumentEngine(
-                txn, tables, self.ctx.tables.bodies, self.ctx.tables.message_ids
-            )
+            engine = DocumentEngine.over(txn, self.ctx)
             engine.weave_again()
             engine.finish()
             mark_current(txn, tables.sibs, tables.msgs)

@@ -222,14 +222,23 @@ def _print_published(doc: bytes, published: list[dict[str, Any]], as_json: bool)
 
 @doc_command.command("create")
 @click.argument("title")
+@click.option(
+    "--group",
+    "group",
+    metavar="GROUP",
+    help="Make it private to GROUP: sealed with the group's key, readable by members only.",
+)
 @json_option
-def doc_create(title: str, as_json: bool) -> None:
+def doc_create(title: str, group: str | None, as_json: bool) -> None:
     """Start a document called TITLE; prints its id."""
     title = argument_text(title, "TITLE")
+    arguments: dict[str, Any] = {"title": title}
+    if group is not None:
+        arguments["group"] = parse_message_id(group)
     with Backend(_obj(), writes=True) as docs:
-        doc = message_text(docs.call("doc-create", title=title)["doc"])
+        doc = message_text(docs.call("doc-create", **arguments)["doc"])
     if as_json:
-        emit_json({"doc": doc, "title": title})
+        emit_json({"doc": doc, "title": title, "group": group})
     else:
         click.echo(doc)
 
@@ -404,6 +413,7 @@ def doc_list(as_json: bool) -> None:
             "length": d["length"],
             "versions": d["versions"],
             "set_aside": d["set_aside"],
+            "group": None if d.get("group") is None else message_text(d["group"]),
         }
         for d in documents
     ]
@@ -413,10 +423,11 @@ def doc_list(as_json: bool) -> None:
     label = lazy_label(_obj())
     for row, document in zip(rows, documents, strict=True):
         aside = f"  {row['set_aside']} set aside" if row["set_aside"] else ""
+        private = f"  private to {row['group'][:10]}" if row["group"] else ""
         click.echo(
             f"{row['doc']}  {safe(label(document['author']))}  "
             f"{format_timestamp(row['created'])}  v{row['versions']}  {row['length']} chars  "
-            f"{safe_json(row['title'])}{aside}"
+            f"{safe_json(row['title'])}{aside}{private}"
         )
 
 

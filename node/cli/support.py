@@ -136,7 +136,7 @@ BAD_INPUT_KINDS = frozenset(
 
 def translated(error: NodeError) -> TanglenodeError:
     """The CLI's error for an error reply: `NotFound` (exit 4), `BadInput` (3), else itself."""
-    if error.kind == ErrorKind.NOT_FOUND:  # said as the store's own not-found is
+    if error.kind in (ErrorKind.NOT_FOUND, ErrorKind.SEALED):  # as the store's own not-found is
         return NotFound(error.message)
     if error.kind in BAD_INPUT_KINDS:
         return BadInput(str(error))

@@ -45,13 +45,17 @@ a revision at an older weft needs. Each applied edit appends its frontier
 splices (`ins pos text`, `del pos len`) to `doc-log` under its version, the
 message's number in the document.
 
+A private document's messages are opened first (storage.documents.sealed);
+one this node cannot open yet waits, and its document is woven again from
+all it holds when the key arrives (`open_keys`).
+
 The tables are `storage.documents.rows`'s.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tanglenode.protocol.document import (
     EDIT,
@@ -68,6 +72,7 @@ from tanglenode.protocol.document import (
     is_document,
     parse_document,
 )
+from tanglenode.protocol.limits import DEFAULT_LIMITS
 from tanglenode.protocol.message import Message
 from tanglenode.storage.documents.rows import (
     BACKSPACE,
@@ -89,6 +94,7 @@ from tanglenode.storage.documents.rows import (
     Weft,
     backspaces_of,
     docno_of,
+    group_of,
     open_weave,
     pack,
     read_meta,
@@ -99,6 +105,7 @@ from tanglenode.storage.documents.rows import (
     unpack,
     weft_greater,
 )
+from tanglenode.storage.documents.sealed import SealedMessages, Waiting, is_sealed
 from tanglenode.storage.documents.siblings import SiblingIndex, mark_current
 from tanglenode.storage.documents.weave import (
     CAUSE_INDEX,
@@ -112,6 +119,10 @@ from tanglenode.storage.documents.weave import (
 )
 from tanglenode.storage.documents.wefts import DocWefts, covers, inside
 from tanglenode.storage.feeds.layout import U32, U64, feed_key
+from tanglenode.storage.feeds.processor import ProcessorTables, processed_index
+
+if TYPE_CHECKING:
+    from tanglenode.storage.context import StoreContext
 
 _KIND_OF_OP = {Insert: TEXT_ATOM, Delete: BACKSPACE, Undelete: UNBACKSPACE}
 
@@ -142,43 +153,124 @@ class _Doc:
 class DocumentEngine:
     """Applies processed document messages inside one write transaction; `finish` writes back."""
 
-    def __init__(self, txn, tables: DocumentTables, bodies, message_ids_db) -> None:
+    def __init__(
+        self,
+        txn,
+        tables: DocumentTables,
+        bodies,
+        message_ids_db,
+        processor: ProcessorTables | None = None,
+        max_depth: int = DEFAULT_LIMITS.max_content_depth,
+    ) -> None:
         self._txn = txn
         self._tables = tables
         self._messages = bodies  # storage.feeds.bodies.Bodies: messages by position
         self._message_ids = message_ids_db
+        self._processor = processor  # the processed order, to weave again (`open_keys`)
+        self._sealed = SealedMessages(txn, tables, max_depth)
         self._docs: dict[int, _Doc] = {}
+
+    @classmethod
+    def over(cls, txn, ctx: StoreContext) -> DocumentEngine:
+        """An engine over the open store `ctx`, inside write transaction `txn`."""
+        tables = ctx.tables
+        return cls(
+            txn,
+            ctx.document_tables,
+            tables.bodies,
+            tables.message_ids,
+            ctx.processor_tables,
+            ctx.limits.max_content_depth,
+        )
 
     # -- entry points ----------------------------------------------------------
 
-    def apply(self, message: Message, mno: int | None = None) -> None:
+    def apply(self, message: Message, mno: int | None = None, docno: int | None = None) -> None:
         """Weave in `message` if it is a document message (else do nothing).
 
-        `mno` re-applies a message under the number it had (see `rebuild`).
+        `mno` re-applies a message under the number it had, and `docno` an
+        init under its document's number (see `_rebuild`).
         """
         content = message.content
-        if not is_document(content):
-            return
         link = message.tangles.get(TANGLE)
+        sealed = link is not None and is_sealed(content)
+        if not sealed and not is_document(content):
+            return
         root = message.id if link is None or link.root is None else link.root
         try:
+            group = None
+            if sealed:
+                content, group = self._unseal(message, root)
             parsed = parse_document(content)
             if isinstance(parsed, DocInit):
                 if link is None or link.root is not None:
                     raise DocumentError(
                         DocReason.MALFORMED, f"a {INIT} roots its own {TANGLE!r} tangle"
                     )
-                self._create(message, parsed)
+                self._create(message, parsed, docno, group)
             else:
                 if link is None or link.root is None:
                     raise DocumentError(
                         DocReason.MALFORMED, f"a {EDIT} belongs to a {TANGLE!r} tangle"
                     )
-                self._edit(message, root, parsed, mno)
+                self._edit(message, root, parsed, mno, group)
+        except Waiting as waiting:
+            self._sealed.wait(waiting.epoch, root, message.id)
         except DocumentError as error:
             self._txn.put(
                 root + message.id, pack([str(error.reason), error.detail]), db=self._tables.aside
             )
+
+    def _unseal(self, message: Message, root: bytes) -> tuple[Any, bytes]:
+        """The content of a sealed document message and its group (storage.documents.sealed).
+
+        What needs no key is decided first, alike on every node: an edit whose
+        weft does not reach its document, or sealed into a public one, is set
+        aside whether or not this node could open it."""
+        if root != message.id:
+            if not covers(self._txn, self._message_ids, message, root):
+                raise DocumentError(
+                    DocReason.OUTSIDE_WEFT, "the doc/init is outside the edit's weft"
+                )
+            docno = docno_of(self._txn, self._tables, root)
+            group = None if docno is None else group_of(read_meta(self._txn, self._tables, docno))
+            if docno is not None and group is None:
+                raise DocumentError(DocReason.WRONG_GROUP, "a public document takes no sealed edit")
+            claimed = self._epoch_group(message.content.get("epoch"))
+            if group is not None and claimed not in (None, group):
+                raise DocumentError(DocReason.WRONG_GROUP, "sealed in another group's epoch")
+        content, group = self._sealed.open(message)
+        if not is_document(content):
+            raise DocumentError(DocReason.MALFORMED, "the box holds no doc/init or doc/edit")
+        return content, group
+
+    def _epoch_group(self, epoch: Any) -> bytes | None:
+        """The group whose tangle the epoch's `group/init` joins, if held: what any node
+        holding it reads alike, key or not."""
+        if type(epoch) is not bytes:
+            return None
+        position = self._txn.get(epoch, db=self._message_ids)
+        if position is None:
+            return None
+        link = self._messages.message(self._txn, bytes(position)).tangles.get("group")
+        if link is None:
+            return None
+        return epoch if link.root is None else link.root
+
+    def keep_keys(
+        self, keys: dict[bytes, tuple[bytes, bytes]], current: dict[bytes, bytes | None]
+    ) -> list[bytes]:
+        """Keep epoch keys (epoch -> (group, key)) and the epoch we post in per group, and
+        weave again every document with messages that waited for a new key; the new
+        epochs (storage.documents.sealed)."""
+        new = self._sealed.add_keys(keys, current)
+        waiting: dict[bytes, list[bytes]] = {}
+        for epoch in new:
+            for root, msg_id in self._sealed.take(epoch):
+                waiting.setdefault(root, []).append(msg_id)
+        for root in sorted(waiting):
+            self._reweave(root, waiting[root])
+        return new
 
     def rebuild_after_proofs(
         self, invalidated: dict[bytes, int], cut: Sequence[Message] = ()
@@ -208,6 +300,7 @@ class DocumentEngine:
         edits set aside under a removed root: a node that never held those messages has no
         such rows, and decides those edits without them."""
         txn, aside = self._txn, self._tables.aside
+        self._sealed.forget(message.id for message in cut)
         again: dict[bytes, None] = {}
         for message in cut:
             link = message.tangles.get(TANGLE)
@@ -225,14 +318,83 @@ class DocumentEngine:
                 self.apply(self._messages.message(txn, bytes(position)))
 
     def _rebuild(self, docno: int) -> None:
+        meta = read_meta(self._txn, self._tables, docno)
+        held = self._clear(docno)
+        version = meta[M_NEXT_MNO]
+        if not held or held[0][0] != 0:  # the doc/init itself is gone: so is the document
+            self._txn.delete(meta[M_ID], db=self._tables.index)
+            self._txn.delete(U32.pack(docno), db=self._tables.meta)
+            for _mno, message in held:
+                self.apply(message)  # each is set aside now: its root is held no more
+            return
+        self._weave_held(docno, [message for _mno, message in held], [m for m, _ in held])
+        self._finish_rebuild(docno, version)
+
+    def _weave_held(self, docno: int, messages: list[Message], numbers: list[int]) -> None:
+        """Weave a cleared document's `messages` (its init first) under `numbers`."""
+        self.apply(messages[0], docno=docno)
+        for mno, message in zip(numbers[1:], messages[1:], strict=True):
+            self.apply(message, mno)
+
+    def _finish_rebuild(self, docno: int, version: int) -> None:
+        """Number the document's next version past `version`, where a `reset` tells its
+        subscribers to take a new snapshot."""
+        doc = self._docs.get(docno)
+        if doc is None:  # its init no longer opens or weaves: nothing to number
+            return
+        doc.meta[M_NEXT_MNO] = version + 1
+        self._log(docno, version, None, None)
+
+    def _reweave(self, root: bytes, also: list[bytes]) -> None:
+        """Weave document `root` again from every message of it held: the woven ones, the
+        ones set aside, and `also` (which waited for a key), in processed order."""
+        txn, tables = self._txn, self._tables
+        docno = docno_of(txn, tables, root)
+        version = None
+        messages: dict[bytes, Message] = {}
+        if docno is not None:
+            version = read_meta(txn, tables, docno)[M_NEXT_MNO]
+            messages.update((m.id, m) for _mno, m in self._clear(docno))
+            txn.delete(root, db=tables.index)
+            txn.delete(U32.pack(docno), db=tables.meta)
+        cursor = txn.cursor(db=tables.aside)
+        if cursor.set_range(root):
+            while cursor.key()[:32] == root:
+                also.append(bytes(cursor.key()[32:]))
+                if not cursor.delete():
+                    break
+        for msg_id in also:
+            position = txn.get(msg_id, db=self._message_ids)
+            if position is not None and msg_id not in messages:
+                messages[msg_id] = self._messages.message(txn, bytes(position))
+        order = sorted(messages.values(), key=self._processed_at)
+        if version is None or not order or order[0].id != root:
+            for message in order:
+                self.apply(message)
+            return
+        self._weave_held(docno, order, [0, *range(version, version + len(order) - 1)])
+        self._finish_rebuild(docno, version + len(order) - 1)
+
+    def _processed_at(self, message: Message) -> int:
+        assert self._processor is not None, "weaving again needs the processed order"
+        index = processed_index(self._txn, self._processor, message.author, message.seq)
+        return -1 if index is None else index
+
+    def _clear(self, docno: int) -> list[tuple[int, Message]]:
+        """Empty document `docno`'s rows but its index and meta; (mno, message) of the
+        messages it had woven that are still held, in number order."""
         txn, tables = self._txn, self._tables
         self._docs.pop(docno, None)
-        meta = read_meta(txn, tables, docno)
         prefix = U32.pack(docno)
         held: list[tuple[int, Message]] = []
-        for key, raw in list(txn.cursor(db=tables.msgs)):
-            if key[:4] != prefix:
-                continue
+        rows = []
+        cursor = txn.cursor(db=tables.msgs)
+        if cursor.set_range(prefix):
+            for key, raw in cursor:
+                if key[:4] != prefix:
+                    break
+                rows.append((bytes(key), bytes(raw)))
+        for key, raw in rows:
             record = unpack(raw)
             txn.delete(record[R_ID], db=tables.ids)
             txn.delete(feed_key(record[R_AUTHOR], record[R_SEQ]), db=tables.feeds)
@@ -254,20 +416,7 @@ class DocumentEngine:
                 while cursor.key()[:4] == prefix:
                     if not cursor.delete():
                         break
-        version = meta[M_NEXT_MNO]
-        if not held or held[0][0] != 0:  # the doc/init itself is gone: so is the document
-            txn.delete(meta[M_ID], db=tables.index)
-            txn.delete(prefix, db=tables.meta)
-            for _mno, message in held:
-                self.apply(message)  # each is set aside now: its root is held no more
-            return
-        init = held[0][1]
-        self._create(init, parse_document(init.content), docno)
-        doc = self._docs[docno]
-        for mno, message in held[1:]:
-            self.apply(message, mno)
-        doc.meta[M_NEXT_MNO] = version + 1
-        self._log(docno, version, None, None)
+        return held
 
     def weave_again(self) -> int:
         """Weave every document again from its messages, as a proof's rebuild does (a store
@@ -294,7 +443,9 @@ class DocumentEngine:
 
     # -- documents -------------------------------------------------------------
 
-    def _create(self, message: Message, init: DocInit, docno: int | None = None) -> None:
+    def _create(
+        self, message: Message, init: DocInit, docno: int | None = None, group: bytes | None = None
+    ) -> None:
         txn, tables = self._txn, self._tables
         if docno is None:
             cursor = txn.cursor(db=tables.meta)
@@ -303,6 +454,7 @@ class DocumentEngine:
         meta = [message.id, init.title, message.author, message.seq, message.timestamp, 0, 1, 1]
         meta.append({message.author: message.seq})
         meta.append([message.id])
+        meta.append(group)
         txn.put(U32.pack(docno), pack(meta), db=tables.meta)  # claims docno in this transaction
         weave = Weave.create(txn, tables.nodes, tables.pieces, docno, [0, 0, ROOT_SYMBOL, 0, 0, 0])
         self._docs[docno] = _Doc(
@@ -314,6 +466,9 @@ class DocumentEngine:
     def _doc(self, root: bytes) -> _Doc:
         docno = docno_of(self._txn, self._tables, root)
         if docno is None:
+            epoch = self._sealed.waiting_on(root)
+            if epoch is not None:  # its init waits for a key: so does the edit
+                raise Waiting(epoch)
             raise DocumentError(DocReason.UNKNOWN_DOC, "the document's doc/init is not processed")
         doc = self._docs.get(docno)
         if doc is None:
@@ -350,12 +505,26 @@ class DocumentEngine:
 
     # -- checking an edit ------------------------------------------------------
 
-    def _edit(self, message: Message, root: bytes, edit: DocEdit, mno: int | None = None) -> None:
+    def _edit(
+        self,
+        message: Message,
+        root: bytes,
+        edit: DocEdit,
+        mno: int | None = None,
+        group: bytes | None = None,
+    ) -> None:
         # Whether the init is woven yet depends on delivery unless the timeframe covers it.
         if not covers(self._txn, self._message_ids, message, root):
             raise DocumentError(DocReason.OUTSIDE_WEFT, "the doc/init is outside the edit's weft")
         doc = self._doc(root)
         meta = doc.meta
+        if group_of(meta) != group:
+            raise DocumentError(
+                DocReason.WRONG_GROUP,
+                "a private document takes only edits sealed in its group"
+                if group is None
+                else "sealed in another group than the document's",
+            )
         previous = message.tangles[TANGLE].previous or ()
         weft = doc.wefts.of_edit(message)
         renumber = mno is None
@@ -413,6 +582,10 @@ class DocumentEngine:
         if not inside(self._txn, self._message_ids, ref.msg, weft):
             raise DocumentError(DocReason.OUTSIDE_WEFT, "cites an atom outside the edit's weft")
         key = self._txn.get(ref.msg, db=self._tables.ids)
+        if key is None:
+            epoch = self._sealed.waiting_on(ref.msg)
+            if epoch is not None:  # it cites what this node cannot open yet: it waits too
+                raise Waiting(epoch)
         if key is None or U32.unpack(key[:4])[0] != doc.docno:
             raise DocumentError(DocReason.UNKNOWN_ATOM, "cites a message that is not in this doc")
         ref_mno = U32.unpack(key[4:8])[0]

@@ -11,11 +11,13 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from tanglenode.protocol.document import TANGLE, Insert, edit_content, init_content
+from tanglenode.protocol.groups import seal_value
 from tanglenode.protocol.identity import feed_text
 from tanglenode.protocol.limits import TIMEFRAME_CAP
 from tanglenode.protocol.message import Message
 from tanglenode.storage.documents import edits as doc_edits
 from tanglenode.storage.documents import revisions
+from tanglenode.storage.documents.engine import DocumentEngine
 from tanglenode.storage.documents.rows import (
     M_AUTHOR,
     M_CREATED,
@@ -37,12 +39,14 @@ from tanglenode.storage.documents.rows import (
     Version,
     Weft,
     docno_of,
+    group_of,
     open_weave,
     read_meta,
     read_record,
     unpack,
 )
-from tanglenode.storage.errors import UnknownDocument, VersionConflict
+from tanglenode.storage.documents.sealed import current_key, waits
+from tanglenode.storage.errors import NotInGroup, SealedDocument, UnknownDocument, VersionConflict
 from tanglenode.storage.feeds.layout import U32, U64
 
 if TYPE_CHECKING:
@@ -54,6 +58,8 @@ At = Weft | bytes | int | None  # a weft, a message id, a version number, or the
 # Bytes of a message that are not its content, beyond the timeframe and tangle links.
 _ENVELOPE_BYTES = 400
 _TIMEFRAME_ENTRY_BYTES = 62  # bin 32 key, [seq (up to 9 bytes), bin 16 tag]
+# What sealing adds to an edit's content: the box's nonce and tag, the envelope's keys, epoch.
+_SEAL_BYTES = 128
 
 
 class DocumentOps:
@@ -65,9 +71,40 @@ class DocumentOps:
 
     # -- writing -----------------------------------------------------------------
 
-    def create_document(self, title: str) -> Message:
-        """Publish a new document's doc/init; the document's id is the message's id."""
-        return self._writes.publish(init_content(title), {TANGLE: None})
+    def create_document(self, title: str, group: bytes | None = None) -> Message:
+        """Publish a new document's doc/init; the document's id is the message's id. With
+        `group`, the document is private to it: sealed in the epoch we post in
+        (storage.documents.sealed); `NotInGroup` when we post in none."""
+        content = init_content(title)
+        with self._writes.publishing() as session:
+            if group is not None:
+                content = seal_value(content, *self._sealing(session.txn, group))
+            session.publish(content, {TANGLE: None})
+        return session.published[0]
+
+    def _sealing(self, txn, group: bytes) -> tuple[bytes, bytes]:
+        """(key, epoch) our messages to `group` are sealed with."""
+        found = current_key(txn, self._ctx.document_tables, group)
+        if found is None:
+            raise NotInGroup(
+                f"this node posts in no epoch of group {group.hex()[:16]}: not a current "
+                "member, or its keys not yet read (a running node reads them as its group "
+                "messages arrive)"
+            )
+        epoch, key = found
+        return key, epoch
+
+    def set_keys(
+        self, keys: dict[bytes, tuple[bytes, bytes]], current: dict[bytes, bytes | None]
+    ) -> list[bytes]:
+        """Keep the epoch keys of our groups (epoch -> (group, key)) and the epoch we post in
+        per group, and weave what waited for a new key, in one transaction; the epochs
+        whose keys were new (storage.documents.sealed)."""
+        with self._ctx.write() as txn:
+            engine = DocumentEngine.over(txn, self._ctx)
+            new = engine.keep_keys(keys, current)
+            engine.finish()
+        return new
 
     def edit_document(
         self, doc: bytes, splices: Sequence[Any], base: At = None, *, exclusive: bool = False
@@ -88,6 +125,8 @@ class DocumentOps:
             tables = self._ctx.document_tables
             docno = self._docno(txn, doc)
             meta = read_meta(txn, tables, docno)
+            group = group_of(meta)
+            sealing = None if group is None else self._sealing(txn, group)
             weft = self._weft(txn, docno, base)
             if exclusive and weft is not None:
                 raise VersionConflict(
@@ -112,9 +151,12 @@ class DocumentOps:
             def publish(ops: list) -> bytes:
                 cites = [op.cause.msg if type(op) is Insert else op.target.msg for op in ops]
                 cites = [msg for msg in cites if msg is not None]
-                return session.publish(edit_content(ops), {TANGLE: doc}, cites=cites).id
+                content = edit_content(ops)
+                if sealing is not None:
+                    content = seal_value(content, *sealing)
+                return session.publish(content, {TANGLE: doc}, cites=cites).id
 
-            budget = self._ctx.limits.max_message_bytes - _ENVELOPE_BYTES
+            budget = self._ctx.limits.max_message_bytes - _ENVELOPE_BYTES - _SEAL_BYTES
             budget -= _TIMEFRAME_ENTRY_BYTES * TIMEFRAME_CAP + 33 * self._ctx.limits.max_previous
             doc_edits.chunk(planned, id_of, max(budget, 512), publish)
         return session.published
@@ -124,6 +166,11 @@ class DocumentOps:
     def _docno(self, txn, doc: bytes) -> int:
         docno = docno_of(txn, self._ctx.document_tables, doc)
         if docno is None:
+            if waits(txn, self._ctx.document_tables, doc):
+                raise SealedDocument(
+                    f"document {doc.hex()[:16]} is private to a group whose key this node "
+                    "does not hold"
+                )
             raise UnknownDocument(f"no document {doc.hex()[:16]}")
         return docno
 
@@ -212,6 +259,7 @@ class DocumentOps:
                         weave.visible_total(),
                         meta[M_NEXT_MNO] - 1,
                         self._count_set_aside(txn, meta[M_ID]),
+                        group_of(meta),
                     )
                 )
         return found

@@ -8,7 +8,8 @@ backspaces on them; `doc-undels` the same for backspaces.
     doc-index   doc id -> docno (u32)
     doc-meta    docno -> msgpack [doc id, title, author, seq, created, root node,
                                   next node, next mno, {author: highest seq woven},
-                                  [ids of the woven tips]]
+                                  [ids of the woven tips], group id | nil]
+                (a meta written before private documents has no group: public)
     doc-msgs    docno + mno -> msgpack [id, author, seq, timestamp, segments,
                                         inserted, deleted, weft]
                 segments: [[first atom, count, kind, cited mno, cited index], ...]
@@ -20,6 +21,7 @@ backspaces on them; `doc-undels` the same for backspaces.
     doc-aside   doc id + message id -> msgpack [reason, detail]
     doc-feeds   author + seq (u64) -> docno + mno   (to find what a proof cuts out)
     doc-yarn    docno + author + seq (u64) -> mno   (an author's messages woven in a document)
+    doc-waiting, doc-waits, doc-keys: private documents (storage.documents.sealed)
     doc-nodes, doc-pieces: the weave (storage.documents.weave)
 """
 
@@ -47,6 +49,7 @@ class DocumentInfo(NamedTuple):
     length: int  # code points at the processed frontier
     versions: int  # edits woven in (the init is version 0)
     set_aside: int
+    group: bytes | None = None  # the group a private document is sealed in
 
 
 class Version(NamedTuple):
@@ -92,7 +95,8 @@ ROOT, TEXT_ATOM, BACKSPACE, UNBACKSPACE = 0, 1, 2, 3
     M_NEXT_MNO,
     M_YARNS,
     M_TIPS,
-) = range(10)
+    M_GROUP,
+) = range(11)
 # doc-msgs fields.
 R_ID, R_AUTHOR, R_SEQ, R_TIMESTAMP, R_SEGMENTS, R_INSERTED, R_DELETED, R_WEFT = range(8)
 
@@ -114,6 +118,9 @@ class DocumentTables:
     feeds: Any
     yarn: Any
     sibs: Any
+    waiting: Any
+    waits: Any
+    keys: Any
 
     NAMES = (
         b"doc-index",
@@ -129,7 +136,13 @@ class DocumentTables:
         b"doc-feeds",
         b"doc-yarn",
         b"doc-sibs",
+        b"doc-waiting",
+        b"doc-waits",
+        b"doc-keys",
     )  # the named databases, in field order
+    # Not the documents view's own: the keys this node was handed (storage.documents.sealed),
+    # which `tangled reindex` keeps, as the weave it rebuilds depends on them.
+    KEPT = (b"doc-keys",)
 
     @classmethod
     def open(cls, env: lmdb.Environment) -> DocumentTables:
@@ -169,6 +182,11 @@ def woven_tips(txn, tables: DocumentTables, doc: bytes) -> list[bytes]:
     (ascending; none if the document is not held)."""
     docno = docno_of(txn, tables, doc)
     return [] if docno is None else list(read_meta(txn, tables, docno)[M_TIPS])
+
+
+def group_of(meta: list) -> bytes | None:
+    """The group a document is private to; None for a public one."""
+    return meta[M_GROUP] if len(meta) > M_GROUP else None
 
 
 def docno_of(txn, tables: DocumentTables, doc: bytes) -> int | None:

@@ -31,7 +31,7 @@ class DocumentsView:
     """The documents' weaves, set-aside edits and splice logs (storage.documents.engine)."""
 
     name = "documents"
-    tables = DocumentTables.NAMES
+    tables = tuple(name for name in DocumentTables.NAMES if name not in DocumentTables.KEPT)
     optional = False
     cost = ViewCost(0, 0.004, "documents: their text, history and blame")
 
@@ -49,10 +49,7 @@ class DocumentsView:
         the documents a proof took messages from)."""
         if not step.order and not step.invalidated:
             return
-        tables = self._ctx.tables
-        engine = DocumentEngine(
-            scope.txn, self._ctx.document_tables, tables.bodies, tables.message_ids
-        )
+        engine = DocumentEngine.over(scope.txn, self._ctx)
         if step.invalidated:
             engine.rebuild_after_proofs(dict(step.invalidated), step.cut)
         for position in step.order:

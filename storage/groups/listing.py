@@ -21,12 +21,13 @@ page.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from tanglenode.protocol.groups import GroupContent, GroupFormatError, open_seals
 from tanglenode.protocol.identity import Keypair
 from tanglenode.storage.errors import UnknownTimeline
-from tanglenode.storage.groups.state import EPOCH, GROUP, MEMBERS, read_group
+from tanglenode.storage.groups.state import EPOCH, GROUP, MEMBERS, GroupView, read_group
 from tanglenode.storage.store import FeedStore
 from tanglenode.storage.tangle_reads import SCAN, Cursor, TangleInfo
 
@@ -119,22 +120,30 @@ def _members(store: FeedStore, root: bytes, tangle: str) -> list[bytes]:
 MAX_GROUPS_SCANNED = 1_000  # `group` tangles `group_members` looks at, at most
 
 
+def our_groups(store: FeedStore, keypair: Keypair) -> Iterator[GroupView]:
+    """Each group we are or were in (a seal opens with our key), read whole, among the
+    first `MAX_GROUPS_SCANNED` `group` tangles, in root order."""
+    after: Cursor | None = None
+    scanned = 0
+    while scanned < MAX_GROUPS_SCANNED:
+        tangles, after = store.tangles.tangle_page(after, 50, name=GROUP, scan=SCAN)
+        scanned += 50
+        for tangle in tangles:
+            if tangle.author is not None and holds_a_key(store, keypair, tangle.root):
+                yield read_group(store, keypair, tangle.root)
+        if after is None:
+            break
+
+
 def group_members(store: FeedStore, keypair: Keypair) -> dict[bytes, bytes]:
     """Member feed -> a group it is in with us (the lowest group id), over every group we
     are a current member of among the first `MAX_GROUPS_SCANNED` `group` tangles: the
     feeds a node carries for its groups (storage/scope.py)."""
     members: dict[bytes, bytes] = {}
-    after: Cursor | None = None
-    scanned = 0
-    while scanned < MAX_GROUPS_SCANNED:
-        page, after = group_page(store, keypair, after, 50)
-        scanned += 50
-        for info in page:
-            if not info.member:
-                continue
-            for member in read_group(store, keypair, info.group).state.members:
-                if member not in members or info.group < members[member]:
-                    members[member] = info.group
-        if after is None:
-            break
+    for view in our_groups(store, keypair):
+        if keypair.public not in view.state.members:
+            continue
+        for member in view.state.members:
+            if member not in members or view.root < members[member]:
+                members[member] = view.root
     return members

@@ -23,6 +23,7 @@ from typing import Any
 from tanglenode.protocol.errors import TanglenodeError
 from tanglenode.protocol.group_state import GroupEvent, GroupState, derive
 from tanglenode.protocol.groups import (
+    MAX_HISTORY,
     GroupContent,
     GroupFormatError,
     Kind,
@@ -85,16 +86,11 @@ def read_group(store: FeedStore, keypair: Keypair, root: bytes) -> GroupView:
             key = open_seals(list(envelope.seals), keypair)
             if key is not None:
                 keys.setdefault(envelope.epoch or msg_id, key)
-    opened: dict[bytes, Private] = {}
+    opened = _open_all(envelopes, keys)
     events = []
     for msg_id, envelope in envelopes.items():
         epoch = envelope.epoch or msg_id
-        private = None
-        if epoch in keys:
-            try:
-                private = opened[msg_id] = open_message(envelope, keys[epoch])
-            except GroupFormatError:
-                private = None
+        private = opened.get(msg_id)
         message = messages[msg_id]
         events.append(
             GroupEvent(
@@ -107,6 +103,38 @@ def read_group(store: FeedStore, keypair: Keypair, root: bytes) -> GroupView:
             )
         )
     return GroupView(root, messages, keys, opened, derive(events, root), events)
+
+
+def _open_all(envelopes: dict[bytes, GroupContent], keys: dict[bytes, bytes]) -> dict:
+    """Every message the keys open; an opened add-member's earlier epochs' keys join
+    `keys` (each only if it opens its epoch's own `group/init`, so a member cannot hand
+    out a wrong one), and what they open is opened in turn."""
+    opened: dict[bytes, Private] = {}
+    tried: set[bytes] = set()
+    while True:
+        for msg_id, envelope in envelopes.items():
+            epoch = envelope.epoch or msg_id
+            if msg_id in opened or msg_id in tried or epoch not in keys:
+                continue
+            tried.add(msg_id)
+            try:
+                opened[msg_id] = open_message(envelope, keys[epoch])
+            except GroupFormatError:
+                continue
+        learnt = False
+        for private in list(opened.values()):
+            for epoch, key in private.history:
+                init = envelopes.get(epoch)
+                if epoch in keys or init is None or init.epoch is not None:
+                    continue
+                try:
+                    open_message(init, key)
+                except GroupFormatError:
+                    continue
+                keys[epoch] = key
+                learnt = True
+        if not learnt:
+            return opened
 
 
 # -- what to publish (content and tangles), given a view --------------------------------
@@ -128,8 +156,14 @@ def _current(view: GroupView, keypair: Keypair) -> bytes:
 
 def add(view: GroupView, keypair: Keypair, members: list[bytes]) -> tuple[dict, dict]:
     epoch = _current(view, keypair)
+    earlier = tuple(
+        (e, key) for e, key in sorted(view.keys.items()) if e != epoch and e in view.state.epochs
+    )[-MAX_HISTORY:]
     content = seal_message(
-        Private(Kind.ADD, tuple(members)), view.key_of(epoch), epoch, key_for=tuple(members)
+        Private(Kind.ADD, tuple(members), history=earlier),
+        view.key_of(epoch),
+        epoch,
+        key_for=tuple(members),
     )
     return content, {GROUP: view.root, MEMBERS: epoch}
 

@@ -83,7 +83,7 @@ def test_good_doc_requests_parse_to_their_shapes_with_defaults_and_caps():
 
 def test_the_bodies_carry_the_records_fields():
     info = SimpleNamespace(
-        id=ID, title="t", author=FEED, created=5, length=3, versions=2, set_aside=1
+        id=ID, title="t", author=FEED, created=5, length=3, versions=2, set_aside=1, group=ID
     )
     assert doc_ipc.document_body(info) == {
         "doc": ID,
@@ -93,6 +93,7 @@ def test_the_bodies_carry_the_records_fields():
         "length": 3,
         "versions": 2,
         "set_aside": 1,
+        "group": ID,
     }
     entry = SimpleNamespace(version=4, msg_id=ID, splices=(("ins", 0, "a"), ("del", 1, 2)))
     assert doc_ipc.splice_entry(entry) == {

@@ -314,6 +314,8 @@ def test_the_reasons_are_the_specs():
         "OUTSIDE_WEFT": "outside-weft",
         "UNKNOWN_ATOM": "unknown-atom",
         "WRONG_KIND": "wrong-kind",
+        "WRONG_GROUP": "wrong-group",
+        "UNREADABLE": "unreadable",
     }
     assert issubclass(DocumentError, RemoteProtocolError)
 

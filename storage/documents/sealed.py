@@ -1,0 +1,176 @@
+"""Private documents: sealed in a group, woven from what this node can open.
+
+Theory of operation
+-------------------
+A private document (docs/DOCUMENTS.md, "Private documents") is a document
+whose messages keep their `doc` tangle in the envelope, as every document
+message does, but whose content is a group envelope (protocol.groups): the
+`doc/init` or `doc/edit` content, boxed under the key of an epoch of the
+document's group, with no seals. A replicating peer outside the group sees
+that a document exists, how its messages link, who wrote them and when,
+never its title or text.
+
+**Keys.** The engine weaves at processing time, so the keys must be at
+hand then. `doc-keys` holds them: epoch id -> [group id, key] for every
+valid epoch of a group we are or were in, and `current` + group id -> the
+epoch our next message to the group is sealed in (absent once we are no
+longer a member). They are not derived from the messages by this layer:
+the group's state (which epochs are valid) is read above it
+(storage/groups/doc_keys.py) and handed in through
+`store.writes.set_document_keys`. The keys only grow, as a group's valid
+epochs only grow (each message is judged by its own causal past).
+
+**Opening.** A sealed document message names its epoch; with that epoch's
+key at hand its box is opened and its content checked under the rules of
+any content (canonical msgpack, finite floats, bounded depth). A box that
+does not open, or holds something else, is set aside (`unreadable`) on
+every node holding the key. Without the key the message *waits*:
+`doc-waiting` (epoch + doc id + message id) and `doc-waits` (message id ->
+epoch + doc id) hold it, and so does an edit that needs a waiting message
+(its document's init, or an atom it cites), under the same epoch. When a
+key arrives, every document with messages waiting for it is woven again
+from all it holds, in processed order (`DocumentEngine.open_keys`), so the
+weave is the one a node that held the key from the start has: it depends
+on the messages and the keys only.
+
+A member's node therefore keeps the text in clear in its store, as for any
+document; a node that never held the key keeps only the sealed messages,
+and an excluded member keeps what the old epochs' keys open and never the
+new epoch's edits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from tanglenode.protocol.document import DocReason, DocumentError
+from tanglenode.protocol.groups import GROUP_VERSION, GroupContent, GroupFormatError, open_value
+from tanglenode.protocol.message import Message
+from tanglenode.storage.documents.rows import DocumentTables, pack, unpack
+
+_CURRENT = b"current"  # + group id -> the epoch we post in
+
+
+class Waiting(Exception):
+    """A document message that needs the key of `epoch`, which this node does not hold."""
+
+    def __init__(self, epoch: bytes) -> None:
+        super().__init__(epoch.hex())
+        self.epoch = epoch
+
+
+def is_sealed(content: Any) -> bool:
+    """Whether `content` claims to be a group envelope (valid or not)."""
+    return isinstance(content, dict) and content.get("group") == GROUP_VERSION
+
+
+class SealedMessages:
+    """The keys, the opening and the waiting rows, inside one write transaction."""
+
+    def __init__(self, txn: Any, tables: DocumentTables, max_depth: int) -> None:
+        self._txn = txn
+        self._tables = tables
+        self._max_depth = max_depth
+
+    # -- keys ------------------------------------------------------------------
+
+    def key(self, epoch: bytes) -> tuple[bytes, bytes] | None:
+        """(group, key) of `epoch`, if held."""
+        return read_key(self._txn, self._tables, epoch)
+
+    def add_keys(
+        self, keys: Mapping[bytes, tuple[bytes, bytes]], current: Mapping[bytes, bytes | None]
+    ) -> list[bytes]:
+        """Keep `keys` (epoch -> (group, key)) and the epoch we post in per group (None: we
+        post in none); the epochs whose keys are new, ascending."""
+        txn, db = self._txn, self._tables.keys
+        new = []
+        for epoch, (group, key) in sorted(keys.items()):
+            if txn.get(epoch, db=db) is None:
+                txn.put(epoch, pack([group, key]), db=db)
+                new.append(epoch)
+        for group, epoch in current.items():
+            if epoch is None:
+                txn.delete(_CURRENT + group, db=db)
+            else:
+                txn.put(_CURRENT + group, epoch, db=db)
+        return new
+
+    # -- opening ---------------------------------------------------------------
+
+    def open(self, message: Message) -> tuple[Any, bytes]:
+        """The content `message` boxes and the group of its epoch; `Waiting` without the
+        key, `DocumentError` when it is not a sealed document message."""
+        try:
+            envelope = GroupContent.from_content(message.content)
+        except GroupFormatError as error:
+            raise DocumentError(DocReason.MALFORMED, str(error)) from None
+        if envelope.epoch is None or envelope.seals:
+            raise DocumentError(
+                DocReason.MALFORMED, "a sealed document message names its epoch and holds no seals"
+            )
+        found = self.key(envelope.epoch)
+        if found is None:
+            raise Waiting(envelope.epoch)
+        group, key = found
+        try:
+            return open_value(envelope, key, self._max_depth), group
+        except GroupFormatError as error:
+            raise DocumentError(DocReason.UNREADABLE, str(error)) from None
+
+    # -- waiting ---------------------------------------------------------------
+
+    def wait(self, epoch: bytes, root: bytes, msg_id: bytes) -> None:
+        self._txn.put(epoch + root + msg_id, b"", db=self._tables.waiting)
+        self._txn.put(msg_id, epoch + root, db=self._tables.waits)
+
+    def waiting_on(self, msg_id: bytes) -> bytes | None:
+        """The epoch whose key message `msg_id` waits for, if it waits."""
+        raw = self._txn.get(msg_id, db=self._tables.waits)
+        return None if raw is None else bytes(raw[:32])
+
+    def take(self, epoch: bytes) -> list[tuple[bytes, bytes]]:
+        """(doc id, message id) of every message waiting for `epoch`'s key, no longer
+        waiting (the caller weaves them)."""
+        taken = []
+        cursor = self._txn.cursor(db=self._tables.waiting)
+        if cursor.set_range(epoch):
+            while cursor.key()[:32] == epoch:
+                key = bytes(cursor.key())
+                taken.append((key[32:64], key[64:]))
+                if not cursor.delete():
+                    break
+        for _root, msg_id in taken:
+            self._txn.delete(msg_id, db=self._tables.waits)
+        return taken
+
+    def forget(self, msg_ids: Iterable[bytes]) -> None:
+        """Drop the waiting rows of messages a proof removed."""
+        for msg_id in msg_ids:
+            raw = self._txn.get(msg_id, db=self._tables.waits)
+            if raw is not None:
+                self._txn.delete(bytes(raw) + msg_id, db=self._tables.waiting)
+                self._txn.delete(msg_id, db=self._tables.waits)
+
+
+def read_key(txn: Any, tables: DocumentTables, epoch: bytes) -> tuple[bytes, bytes] | None:
+    raw = txn.get(epoch, db=tables.keys)
+    if raw is None:
+        return None
+    group, key = unpack(raw)
+    return group, key
+
+
+def current_key(txn: Any, tables: DocumentTables, group: bytes) -> tuple[bytes, bytes] | None:
+    """(epoch, key) our next message to `group` is sealed in; None if we post in none."""
+    epoch = txn.get(_CURRENT + group, db=tables.keys)
+    if epoch is None:
+        return None
+    found = read_key(txn, tables, bytes(epoch))
+    return None if found is None else (bytes(epoch), found[1])
+
+
+def waits(txn: Any, tables: DocumentTables, msg_id: bytes) -> bool:
+    """Whether message `msg_id` is a document message waiting for a key."""
+    return txn.get(msg_id, db=tables.waits) is not None

@@ -1,0 +1,275 @@
+"""Private documents (docs/DOCUMENTS.md, "Private documents"): sealed in a group, woven from
+what each node can open, the same text on every member's node whatever it learnt first."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tanglenode.protocol.document import TANGLE, init_content
+from tanglenode.protocol.groups import seal_value
+from tanglenode.protocol.message import author_of
+from tanglenode.storage.errors import NotInGroup, SealedDocument
+from tanglenode.storage.groups import state as groups
+from tanglenode.storage.groups.doc_keys import refresh_document_keys
+from tanglenode.storage.store import FeedStore
+from tests.factories import keypair
+
+ALICE, BOB, CAROL, DAVE = (keypair(f"pd-{name}") for name in ("alice", "bob", "carol", "dave"))
+SECRET_TITLE, SECRET_TEXT = "Plans for the surprise", "The party is on Friday"
+
+
+def sync(source: FeedStore, target: FeedStore) -> None:
+    target.writes.ingest(list(source.feeds.iter_raw()))
+
+
+def club_with(store: FeedStore, members) -> bytes:
+    club = store.writes.publish(*groups.create(ALICE, "club")).id
+    if members:
+        store.writes.publish(*groups.add(groups.read_group(store, ALICE, club), ALICE, members))
+    refresh_document_keys(store, ALICE)
+    return club
+
+
+def a_private_document(store: FeedStore, club: bytes) -> bytes:
+    doc = store.documents.create_document(SECRET_TITLE, group=club).id
+    store.documents.edit_document(doc, [("ins", 0, SECRET_TEXT)])
+    return doc
+
+
+def test_a_non_member_holding_every_message_reads_neither_title_nor_text(open_store):
+    alice = open_store("alice", keypair=ALICE)
+    carol = open_store("carol", keypair=CAROL)
+    club = club_with(alice, [BOB.public])
+    doc = a_private_document(alice, club)
+    raws = list(alice.feeds.iter_raw())
+    for secret in (SECRET_TITLE, SECRET_TEXT, "surprise", "Friday"):
+        assert not any(secret.encode() in raw for raw in raws)
+    sync(alice, carol)
+    refresh_document_keys(carol, CAROL)
+    with pytest.raises(SealedDocument):
+        carol.documents.document_text(doc)
+    assert [info.id for info in carol.documents.held()] == []
+    with pytest.raises(NotInGroup):
+        carol.documents.create_document("mine", group=club)
+    # the owner reads it as any document, and knows which group it is private to
+    assert alice.documents.document_text(doc) == SECRET_TEXT
+    [info] = alice.documents.held()
+    assert (info.title, info.group) == (SECRET_TITLE, club)
+
+
+def test_a_member_reads_and_edits_it_as_a_public_one(open_store):
+    alice = open_store("alice", keypair=ALICE)
+    bob = open_store("bob", keypair=BOB)
+    club = club_with(alice, [BOB.public])
+    doc = a_private_document(alice, club)
+    sync(alice, bob)
+    refresh_document_keys(bob, BOB)
+    assert bob.documents.document_text(doc) == SECRET_TEXT
+    bob.documents.edit_document(doc, [("ins", len(SECRET_TEXT), " at noon")])
+    sync(bob, alice)
+    assert alice.documents.document_text(doc) == bob.documents.document_text(doc)
+    assert alice.documents.document_text(doc) == SECRET_TEXT + " at noon"
+    assert alice.documents.document_set_aside(doc) == []
+
+
+def test_messages_that_came_before_the_key_are_woven_when_it_comes(open_store):
+    """Bob's node stores the document before the group message that carries his key, and
+    weaves it when the key is read: versions go on past the old ones, and the text is
+    what a node that held the key from the start reads."""
+    alice = open_store("alice", keypair=ALICE)
+    bob = open_store("bob", keypair=BOB)
+    club = club_with(alice, [BOB.public])
+    doc = a_private_document(alice, club)
+    alice.documents.edit_document(doc, [("del", 0, 4)])
+    documents = [m for m in alice.feeds.iter_raw()][-3:]  # init and the two edits
+    bob.writes.ingest(documents)  # alice's earlier messages are missing: nothing processes
+    sync(alice, bob)
+    with pytest.raises(SealedDocument):
+        bob.documents.document_text(doc)
+    assert refresh_document_keys(bob, BOB)  # a key is new: the document is woven
+    assert bob.documents.document_text(doc) == alice.documents.document_text(doc)
+    assert bob.documents.document_text(doc) == SECRET_TEXT[4:]
+
+
+def test_an_edit_outside_the_group_is_set_aside_on_every_member(open_store):
+    """A plain edit of a private document, or one sealed in another group, would be read by
+    some nodes and not others: each member's node sets it aside, alike."""
+    alice = open_store("alice", keypair=ALICE)
+    bob = open_store("bob", keypair=BOB)
+    club = club_with(alice, [BOB.public])
+    doc = a_private_document(alice, club)
+    sync(alice, bob)
+    other = bob.writes.publish(*groups.create(BOB, "other")).id
+    refresh_document_keys(bob, BOB)
+    bob_doc = bob.documents.create_document("bob's", group=other).id
+    atom = alice.documents.document_atoms(doc)[0]
+    plain = {"ops": [["ins", 1, atom[1], "!"]], "refs": [atom[0]], "type": "doc/edit"}
+    bob.writes.publish(plain, {TANGLE: doc})
+    sealed_elsewhere = seal_value(plain, *_current(bob, other))
+    bob.writes.publish(sealed_elsewhere, {TANGLE: doc})
+    # and the other way: an edit sealed in a group, to a public document
+    public = alice.documents.create_document("public").id
+    alice.documents.edit_document(public, [("ins", 0, "open")])
+    sync(alice, bob)
+    atom = bob.documents.document_atoms(public)[0]
+    sealed = {"ops": [["ins", 1, atom[1], "?"]], "refs": [atom[0]], "type": "doc/edit"}
+    bob.writes.publish(seal_value(sealed, *_current(bob, other)), {TANGLE: public})
+    sync(bob, alice)
+    for store in (alice, bob):
+        assert store.documents.document_text(doc) == SECRET_TEXT
+        assert store.documents.document_text(public) == "open"
+        reasons = sorted(r for _id, r, _d in store.documents.document_set_aside(doc))
+        assert reasons == ["wrong-group", "wrong-group"]
+        assert [r for _id, r, _d in store.documents.document_set_aside(public)] == ["wrong-group"]
+    assert bob.documents.document_text(bob_doc) == ""
+
+
+def _current(store: FeedStore, group: bytes) -> tuple[bytes, bytes]:
+    from tanglenode.storage.documents.sealed import current_key
+
+    with store.ctx.read() as txn:
+        epoch, key = current_key(txn, store.ctx.document_tables, group)
+    return key, epoch
+
+
+def test_an_excluded_member_keeps_what_it_read_and_reads_nothing_after_the_rekey(open_store):
+    alice = open_store("alice", keypair=ALICE)
+    dave = open_store("dave", keypair=DAVE)
+    club = club_with(alice, [DAVE.public])
+    doc = a_private_document(alice, club)
+    sync(alice, dave)
+    refresh_document_keys(dave, DAVE)
+    assert dave.documents.document_text(doc) == SECRET_TEXT
+    view = groups.read_group(alice, ALICE, club)
+    alice.writes.publish_batch(groups.exclusion(view, ALICE, [DAVE.public]), whole=True)
+    refresh_document_keys(alice, ALICE)
+    alice.documents.edit_document(doc, [("ins", 0, "Dave must not know: ")])
+    raws = list(alice.feeds.iter_raw())
+    assert not any(b"Dave must not know" in raw for raw in raws)
+    sync(alice, dave)
+    assert refresh_document_keys(dave, DAVE) == []  # no key of the new epoch
+    assert dave.documents.document_text(doc) == SECRET_TEXT
+    with pytest.raises(NotInGroup):
+        dave.documents.edit_document(doc, [("ins", 0, "x")])
+    assert alice.documents.document_text(doc) == "Dave must not know: " + SECRET_TEXT
+
+
+def test_a_forged_content_in_a_box_is_set_aside_by_every_holder_of_the_key(open_store):
+    """The boxed content follows the content rules (canonical msgpack, bounded depth)."""
+    alice = open_store("alice", keypair=ALICE)
+    club = club_with(alice, [])
+    doc = a_private_document(alice, club)
+    key, epoch = _current(alice, club)
+    deep: object = "x"
+    for _ in range(40):
+        deep = [deep]
+    from nacl.secret import SecretBox
+
+    from tanglenode.protocol.groups import GroupContent
+
+    not_canonical = bytes(SecretBox(key).encrypt(b"\xd9\x01a"))  # str8 where fixstr belongs
+    alice.writes.publish(GroupContent(epoch, not_canonical, ()).to_content(), {TANGLE: doc})
+    alice.writes.publish(seal_value({"type": "doc/edit", "x": deep}, key, epoch), {TANGLE: doc})
+    alice.writes.publish(seal_value(init_content("t"), bytes(32), epoch), {TANGLE: doc})
+    reasons = sorted(r for _id, r, _d in alice.documents.document_set_aside(doc))
+    assert reasons == ["unreadable", "unreadable", "unreadable"]
+    assert alice.documents.document_text(doc) == SECRET_TEXT
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(st.randoms(use_true_random=False), st.integers(0, 3))
+def test_members_converge_whatever_they_learn_first(tmp_path_factory, rng: random.Random, when):
+    """Three members edit concurrently; a fourth node receives every message in a random
+    order in random batches and reads the keys at a random moment: it ends with the text,
+    and the set-aside edits of a node that had everything at once."""
+    base = tmp_path_factory.mktemp("pd")
+    stores = [
+        FeedStore(base / name, keypair=kp, map_size=2**26)
+        for name, kp in (("a", ALICE), ("b", BOB), ("c", CAROL))
+    ]
+    late = FeedStore(base / "late", keypair=DAVE, map_size=2**26)
+    try:
+        alice, bob, carol = stores
+        club = club_with(alice, [BOB.public, CAROL.public, DAVE.public])
+        doc = a_private_document(alice, club)
+        for other, kp in ((bob, BOB), (carol, CAROL)):
+            sync(alice, other)
+            refresh_document_keys(other, kp)
+        for _round in range(3):
+            for store in stores:
+                text = store.documents.document_text(doc)
+                at = rng.randrange(len(text) + 1)
+                if text and rng.random() < 0.3:
+                    store.documents.edit_document(doc, [("del", min(at, len(text) - 1), 1)])
+                else:
+                    store.documents.edit_document(doc, [("ins", at, rng.choice("xyz") * 2)])
+            a, b = rng.sample(stores, 2)
+            sync(a, b)
+        for a in stores:
+            for b in stores:
+                sync(a, b)
+        feeds = [
+            [r for r in s.feeds.iter_raw() if author_of(r) == s.keypair.public] for s in stores
+        ]
+        raws = []  # each feed in order (a gap is refused), the feeds interleaved at random
+        while any(feeds):
+            raws.append(rng.choice([feed for feed in feeds if feed]).pop(0))
+        batches = [raws[i : i + 7] for i in range(0, len(raws), 7)]
+        for number, batch in enumerate(batches):
+            if number == when:
+                refresh_document_keys(late, DAVE)
+            late.writes.ingest(batch)
+        refresh_document_keys(late, DAVE)
+        texts = {store.documents.document_text(doc) for store in (*stores, late)}
+        assert len(texts) == 1
+        aside = {tuple(sorted(s.documents.document_set_aside(doc))) for s in (*stores, late)}
+        assert len(aside) == 1
+        assert late.documents.document_text(doc) != SECRET_TEXT  # the edits are in
+    finally:
+        for store in (*stores, late):
+            store.close()
+
+
+def test_a_member_added_after_a_rekey_reads_the_documents_from_before_it(open_store):
+    """An add-member carries the keys of the group's earlier epochs (checked against each
+    epoch's init), so a document older than the current epoch is readable to a newcomer;
+    a key that does not open its epoch's init is not believed."""
+    alice = open_store("alice", keypair=ALICE)
+    carol = open_store("carol", keypair=CAROL)
+    club = club_with(alice, [BOB.public])
+    doc = a_private_document(alice, club)
+    view = groups.read_group(alice, ALICE, club)
+    alice.writes.publish_batch(groups.exclusion(view, ALICE, [BOB.public]), whole=True)
+    refresh_document_keys(alice, ALICE)
+    alice.documents.edit_document(doc, [("ins", 0, "New epoch. ")])
+    alice.writes.publish(*groups.add(groups.read_group(alice, ALICE, club), ALICE, [CAROL.public]))
+    sync(alice, carol)
+    refresh_document_keys(carol, CAROL)
+    assert carol.documents.document_text(doc) == "New epoch. " + SECRET_TEXT
+    carol_view = groups.read_group(carol, CAROL, club)
+    assert set(carol_view.keys) == set(carol_view.state.epochs)  # both epochs
+
+
+def test_a_wrong_key_handed_down_is_not_believed(open_store):
+    from tanglenode.protocol.groups import Kind, Private, seal_message
+
+    alice = open_store("alice", keypair=ALICE)
+    carol = open_store("carol", keypair=CAROL)
+    club = club_with(alice, [])
+    view = groups.read_group(alice, ALICE, club)
+    alice.writes.publish_batch(groups.exclusion(view, ALICE, [BOB.public]), whole=True)
+    view = groups.read_group(alice, ALICE, club)
+    epoch = view.state.current_epoch
+    lie = Private(Kind.ADD, (CAROL.public,), history=((club, bytes(32)),))
+    content = seal_message(lie, view.key_of(epoch), epoch, key_for=(CAROL.public,))
+    alice.writes.publish(content, {"group": club, "members": epoch})
+    sync(alice, carol)
+    carol_view = groups.read_group(carol, CAROL, club)
+    assert epoch in carol_view.keys  # her own seal opens
+    assert club not in carol_view.keys  # the zero key opens no init: not believed
