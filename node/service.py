@@ -49,7 +49,7 @@ from tanglenode.storage.feeds.ingest import IngestResult, Outcome, PreparedBatch
 from tanglenode.storage.feeds.witnesses import Entry
 from tanglenode.storage.groups.doc_keys import refresh_document_keys
 from tanglenode.storage.groups.listing import group_members
-from tanglenode.storage.groups.state import EPOCH, MEMBERS
+from tanglenode.storage.groups.state import EPOCH, GROUP, MEMBERS
 from tanglenode.storage.scope import Scope
 from tanglenode.storage.store import FeedStore
 
@@ -123,6 +123,7 @@ class StoreService:
         for message in messages:
             if _may_change_scope(message):
                 self._scope_stale.set()
+            if GROUP in message.tangles:  # even a post may complete a re-key it follows
                 self._group_messages += 1
             if message.seq > self.clock.get(message.author, 0):
                 self.clock[message.author] = message.seq

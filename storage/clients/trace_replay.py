@@ -61,6 +61,7 @@ from tanglenode.protocol.document import (
     edit_content,
     init_content,
 )
+from tanglenode.protocol.groups import Kind, Private, seal_message, seal_value
 from tanglenode.protocol.identity import Keypair, tag_of
 from tanglenode.protocol.message import (
     ROOT_LINK,
@@ -96,6 +97,7 @@ _ENVELOPE_BYTES = 224  # a doc/edit message but its content, timeframe and previ
 _TIMEFRAME_ENTRY_BYTES = 62  # bin 32 + [an int, bin 16]
 _LINK_BYTES = 34  # bin 32, in `previous` or in `refs`
 _CONTENT_BYTES = 32  # {"ops": [..], "refs": [..], "type": "doc/edit"} but ops and refs
+SEAL_BYTES = 128  # what sealing adds to a content: nonce, tag, the envelope's keys, epoch
 _OP_BYTES = 18  # ["ins"|"del", ref, index, count | str header]; an insert adds its UTF-8
 
 _INDEX_BITS = 16  # an atom in a view is handle << 16 | index (index < MAX_ATOMS)
@@ -157,6 +159,7 @@ def replay(
     title: str = "trace",
     batch: int = BATCH_MESSAGES,
     share_views: bool = True,
+    group_key: bytes | None = None,
 ) -> ReplayReport:
     """Replay `trace` into `store` as a new document and return what became of it.
 
@@ -167,8 +170,12 @@ def replay(
 
     `share_views=False` reads every view an agent needs from the store, even
     when another agent holds that very version (tests the engine's reads).
+    With `group_key`, the document is private (docs/DOCUMENTS.md, "Private
+    documents"): agent 0's first message is a group's `group/init` sealed with
+    that key, which the store is handed, and every document message is sealed
+    in that epoch (each keeps `SEAL_BYTES` of room for it).
     """
-    return _Replay(trace, store, title, batch, share_views).run()
+    return _Replay(trace, store, title, batch, share_views, group_key).run()
 
 
 class _Feed:
@@ -280,10 +287,19 @@ class _Draft:
 
 class _Replay:
     def __init__(
-        self, trace: Trace, store: FeedStore, title: str, batch: int, share_views: bool
+        self,
+        trace: Trace,
+        store: FeedStore,
+        title: str,
+        batch: int,
+        share_views: bool,
+        group_key: bytes | None,
     ) -> None:
         self.trace, self.store, self.title, self.batch = trace, store, title, batch
         self.share_views = share_views
+        self.group_key = group_key
+        self.epoch = b""  # the group's id and its one epoch's, when the document is private
+        self.seal_room = 0 if group_key is None else SEAL_BYTES
         self.limits = store.limits
         self.ids: list[bytes | None] = []  # handle -> message id (None while a draft)
         self.first_atom: dict[bytes, int] = {}  # message id -> its atom 0, as a view int
@@ -359,24 +375,52 @@ class _Replay:
             expected=trace.end,
         )
 
-    def _create(self, moment: int) -> None:
-        """Agent 0 roots the document and types the start content; every agent starts there."""
-        feed = self.feed[0]
-        init = sign_message(
+    def seal(self, content: dict) -> dict:
+        if self.group_key is None:
+            return content
+        return seal_value(content, self.group_key, self.epoch)
+
+    def _open_group(self, feed: _Feed, moment: int) -> None:
+        """Agent 0's group, its `group/init` sealed with `group_key`, handed to the store."""
+        assert self.group_key is not None
+        private = Private(Kind.INIT, (feed.keypair.public,), name=self.title)
+        group = sign_message(
             feed.keypair,
             seq=1,
             prev=None,
             timestamp=max(moment, 0),
             timeframe={},
+            tangles={"group": ROOT_LINK, "epoch": ROOT_LINK, "members": ROOT_LINK},
+            content=seal_message(private, self.group_key, None, (feed.keypair.public,)),
+            limits=self.limits,
+        )
+        self.store.writes.ingest([group.raw])
+        self.epoch = group.id
+        self.store.documents.set_keys({group.id: (group.id, self.group_key)}, {})
+        feed.seq, feed.head, feed.timestamp = 1, group.id, group.timestamp
+        feed.ids.append(group.id)
+        feed.wefts.append(self._weft_index({}))  # no document message: an empty weft
+
+    def _create(self, moment: int) -> None:
+        """Agent 0 roots the document and types the start content; every agent starts there."""
+        feed = self.feed[0]
+        if self.group_key is not None:
+            self._open_group(feed, moment)
+        init = sign_message(
+            feed.keypair,
+            seq=feed.seq + 1,
+            prev=feed.head,
+            timestamp=max(moment, 0),
+            timeframe={},
             tangles={TANGLE: ROOT_LINK},
-            content=init_content(self.title),
+            content=self.seal(init_content(self.title)),
             limits=self.limits,
         )
         self.doc = init.id
         handle = self._new_handle()
         self.root = handle << _INDEX_BITS
-        self._signed(feed, handle, init, self._weft_index({feed.author: 1}))
-        self.base[0] = feed.wefts[0]
+        self._signed(feed, handle, init, self._weft_index({feed.author: init.seq}))
+        self.base[0] = feed.wefts[-1]
         self.view[0] = AtomView()
         if self.trace.start:
             self._insert(0, 0, self.trace.start, moment)
@@ -497,6 +541,7 @@ class _Replay:
                 - _CONTENT_BYTES
                 - _TIMEFRAME_ENTRY_BYTES * len(timeframe)
                 - _LINK_BYTES * len(previous)
+                - self.seal_room
             )
             draft = _Draft(
                 feed,
@@ -552,7 +597,7 @@ class _Replay:
                 timestamp=moment,
                 timeframe=draft.timeframe,
                 tangles={TANGLE: TangleLink(self.doc, draft.previous)},
-                content=edit_content(ops),
+                content=self.seal(edit_content(ops)),
                 limits=self.limits,
             )
         except UnpublishableMessage as error:

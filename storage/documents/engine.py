@@ -224,34 +224,46 @@ class DocumentEngine:
     def _unseal(self, message: Message, root: bytes) -> tuple[Any, bytes]:
         """The content of a sealed document message and its group (storage.documents.sealed).
 
-        What needs no key is decided first, alike on every node: an edit whose
-        weft does not reach its document, or sealed into a public one, is set
-        aside whether or not this node could open it."""
+        What needs no key is decided first, alike on every node: a message whose
+        timeframe does not cover its epoch's `group/init` (so that every node
+        holds it, and reads which group it joins), an edit whose weft does not
+        reach its document, an edit sealed into a public document or in
+        another group's epoch are set aside whether or not this node could
+        open them. An edit of a document whose init waits for a key waits for
+        that key too, and is decided when it opens."""
+        envelope = self._sealed.envelope(message)
+        epoch = envelope.epoch
+        if not covers(self._txn, self._message_ids, message, epoch):
+            raise DocumentError(
+                DocReason.OUTSIDE_WEFT, "the epoch's group/init is outside the message's timeframe"
+            )
+        claimed = self._epoch_group(epoch)
         if root != message.id:
             if not covers(self._txn, self._message_ids, message, root):
                 raise DocumentError(
                     DocReason.OUTSIDE_WEFT, "the doc/init is outside the edit's weft"
                 )
             docno = docno_of(self._txn, self._tables, root)
+            if docno is None:
+                waiting = self._sealed.waiting_on(root)
+                if waiting is not None:
+                    raise Waiting(waiting)
             group = None if docno is None else group_of(read_meta(self._txn, self._tables, docno))
             if docno is not None and group is None:
                 raise DocumentError(DocReason.WRONG_GROUP, "a public document takes no sealed edit")
-            claimed = self._epoch_group(message.content.get("epoch"))
-            if group is not None and claimed not in (None, group):
+            if group is not None and claimed != group:
                 raise DocumentError(DocReason.WRONG_GROUP, "sealed in another group's epoch")
-        content, group = self._sealed.open(message)
+        content, group = self._sealed.open(envelope)
+        if group != claimed:  # a key handed in for another group than its init joins
+            raise DocumentError(DocReason.WRONG_GROUP, "its epoch is not of the group it names")
         if not is_document(content):
             raise DocumentError(DocReason.MALFORMED, "the box holds no doc/init or doc/edit")
         return content, group
 
-    def _epoch_group(self, epoch: Any) -> bytes | None:
-        """The group whose tangle the epoch's `group/init` joins, if held: what any node
-        holding it reads alike, key or not."""
-        if type(epoch) is not bytes:
-            return None
+    def _epoch_group(self, epoch: bytes) -> bytes | None:
+        """The group whose tangle the epoch's `group/init` joins (held: the caller checked
+        that the message's timeframe covers it); None if it joins none."""
         position = self._txn.get(epoch, db=self._message_ids)
-        if position is None:
-            return None
         link = self._messages.message(self._txn, bytes(position)).tangles.get("group")
         if link is None:
             return None

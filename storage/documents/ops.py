@@ -77,9 +77,11 @@ class DocumentOps:
         (storage.documents.sealed); `NotInGroup` when we post in none."""
         content = init_content(title)
         with self._writes.publishing() as session:
-            if group is not None:
-                content = seal_value(content, *self._sealing(session.txn, group))
-            session.publish(content, {TANGLE: None})
+            cites: list[bytes] = []
+            if group is not None:  # its timeframe must cover the epoch's init
+                key, epoch = self._sealing(session.txn, group)
+                content, cites = seal_value(content, key, epoch), [epoch]
+            session.publish(content, {TANGLE: None}, cites=cites)
         return session.published[0]
 
     def _sealing(self, txn, group: bytes) -> tuple[bytes, bytes]:
@@ -152,8 +154,9 @@ class DocumentOps:
                 cites = [op.cause.msg if type(op) is Insert else op.target.msg for op in ops]
                 cites = [msg for msg in cites if msg is not None]
                 content = edit_content(ops)
-                if sealing is not None:
+                if sealing is not None:  # its timeframe must cover the epoch's init
                     content = seal_value(content, *sealing)
+                    cites.append(sealing[1])
                 return session.publish(content, {TANGLE: doc}, cites=cites).id
 
             budget = self._ctx.limits.max_message_bytes - _ENVELOPE_BYTES - _SEAL_BYTES

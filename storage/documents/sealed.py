@@ -99,9 +99,10 @@ class SealedMessages:
 
     # -- opening ---------------------------------------------------------------
 
-    def open(self, message: Message) -> tuple[Any, bytes]:
-        """The content `message` boxes and the group of its epoch; `Waiting` without the
-        key, `DocumentError` when it is not a sealed document message."""
+    @staticmethod
+    def envelope(message: Message) -> GroupContent:
+        """The readable part of a sealed document message: an epoch id and no seals;
+        `DocumentError` otherwise."""
         try:
             envelope = GroupContent.from_content(message.content)
         except GroupFormatError as error:
@@ -110,6 +111,12 @@ class SealedMessages:
             raise DocumentError(
                 DocReason.MALFORMED, "a sealed document message names its epoch and holds no seals"
             )
+        return envelope
+
+    def open(self, envelope: GroupContent) -> tuple[Any, bytes]:
+        """The content `envelope` boxes and the group of its epoch; `Waiting` without the
+        key, `DocumentError` when it does not open to canonical content."""
+        assert envelope.epoch is not None
         found = self.key(envelope.epoch)
         if found is None:
             raise Waiting(envelope.epoch)

@@ -84,8 +84,9 @@ def read_group(store: FeedStore, keypair: Keypair, root: bytes) -> GroupView:
     for msg_id, envelope in envelopes.items():
         if envelope.seals:
             key = open_seals(list(envelope.seals), keypair)
-            if key is not None:
-                keys.setdefault(envelope.epoch or msg_id, key)
+            epoch = envelope.epoch or msg_id
+            if key is not None and epoch not in keys and _opens_init(envelopes, epoch, key):
+                keys[epoch] = key
     opened = _open_all(envelopes, keys)
     events = []
     for msg_id, envelope in envelopes.items():
@@ -103,6 +104,19 @@ def read_group(store: FeedStore, keypair: Keypair, root: bytes) -> GroupView:
             )
         )
     return GroupView(root, messages, keys, opened, derive(events, root), events)
+
+
+def _opens_init(envelopes: dict[bytes, GroupContent], epoch: bytes, key: bytes) -> bool:
+    """Whether `key` opens epoch `epoch`'s own `group/init`: a key sealed to us, or handed
+    down, is believed only then (anyone may seal a key of their own making to us)."""
+    init = envelopes.get(epoch)
+    if init is None or init.epoch is not None:
+        return False
+    try:
+        open_message(init, key)
+    except GroupFormatError:
+        return False
+    return True
 
 
 def _open_all(envelopes: dict[bytes, GroupContent], keys: dict[bytes, bytes]) -> dict:
@@ -124,15 +138,9 @@ def _open_all(envelopes: dict[bytes, GroupContent], keys: dict[bytes, bytes]) ->
         learnt = False
         for private in list(opened.values()):
             for epoch, key in private.history:
-                init = envelopes.get(epoch)
-                if epoch in keys or init is None or init.epoch is not None:
-                    continue
-                try:
-                    open_message(init, key)
-                except GroupFormatError:
-                    continue
-                keys[epoch] = key
-                learnt = True
+                if epoch not in keys and _opens_init(envelopes, epoch, key):
+                    keys[epoch] = key
+                    learnt = True
         if not learnt:
             return opened
 
@@ -156,8 +164,8 @@ def _current(view: GroupView, keypair: Keypair) -> bytes:
 
 def add(view: GroupView, keypair: Keypair, members: list[bytes]) -> tuple[dict, dict]:
     epoch = _current(view, keypair)
-    earlier = tuple(
-        (e, key) for e, key in sorted(view.keys.items()) if e != epoch and e in view.state.epochs
+    earlier = tuple(  # the newest epochs' keys, if there are more than a message holds
+        (e, view.keys[e]) for e in view.state.epochs if e != epoch and e in view.keys
     )[-MAX_HISTORY:]
     content = seal_message(
         Private(Kind.ADD, tuple(members), history=earlier),

@@ -273,3 +273,109 @@ def test_a_wrong_key_handed_down_is_not_believed(open_store):
     carol_view = groups.read_group(carol, CAROL, club)
     assert epoch in carol_view.keys  # her own seal opens
     assert club not in carol_view.keys  # the zero key opens no init: not believed
+
+
+class Forger:
+    """A hand-signed feed: any content, any `doc` tangle link, a timeframe naming chosen
+    messages (what a hostile peer can send)."""
+
+    def __init__(self, kp) -> None:
+        self.kp, self.messages = kp, []
+
+    def post(self, content, root, previous, covers=()):
+        from tanglenode.protocol.identity import tag_of
+        from tanglenode.protocol.message import ROOT_LINK, Named, TangleLink, sign_message
+
+        timeframe = {m.author: Named(m.seq, tag_of(m.id)) for m in covers}
+        message = sign_message(
+            self.kp,
+            seq=len(self.messages) + 1,
+            prev=self.messages[-1].id if self.messages else None,
+            timestamp=1_800_000_000_000 + len(self.messages),
+            timeframe=timeframe,
+            tangles={TANGLE: ROOT_LINK if root is None else TangleLink(root, tuple(previous))},
+            content=content,
+        )
+        self.messages.append(message)
+        return message
+
+
+MALLORY = keypair("pd-mallory")
+
+
+@pytest.mark.parametrize("epoch", [b"", b"x" * 600, 7, None], ids=["empty", "long", "int", "nil"])
+def test_a_hostile_envelope_is_set_aside_and_takes_no_honest_message_down(open_store, epoch):
+    alice = open_store("alice", keypair=ALICE)
+    club = club_with(alice, [])
+    doc = a_private_document(alice, club)
+    [edit] = alice.documents.edit_document(doc, [("ins", 0, ">")])
+    innocent = Forger(keypair("pd-innocent")).post(init_content("fine"), None, ())
+    hostile = {"group": 1, "epoch": epoch, "box": b"x", "seals": []}
+    bad = Forger(MALLORY).post(hostile, doc, [edit.id], covers=[edit])
+    results = alice.writes.ingest([innocent.raw, bad.raw])
+    assert all(result.stored for result in results)
+    assert [r for _id, r, _d in alice.documents.document_set_aside(doc)] == ["malformed"]
+    assert alice.documents.document_text(innocent.id) == ""
+
+
+def test_an_edit_sealed_in_another_groups_epoch_is_decided_alike_whatever_came_first(open_store):
+    """Its epoch's init must lie in what its timeframe covers, so every node holds it when
+    the edit is processed and reads which group it joins: set aside on both nodes, though
+    one held the other group's init before the edit and the other after."""
+    alice = open_store("alice", keypair=ALICE)
+    bob = open_store("bob", keypair=BOB)
+    carol = open_store("carol", keypair=CAROL)
+    club = club_with(alice, [BOB.public])
+    doc = a_private_document(alice, club)
+    [edit] = alice.documents.edit_document(doc, [("ins", 0, ">")])
+    sync(alice, bob)
+    refresh_document_keys(bob, BOB)
+    other = carol.writes.publish(*groups.create(CAROL, "other")).id
+    carol.writes.publish(
+        *groups.add(groups.read_group(carol, CAROL, other), CAROL, [MALLORY.public])
+    )
+    mallory = open_store("mallory", keypair=MALLORY)
+    sync(carol, mallory)
+    key = groups.read_group(mallory, MALLORY, other).keys[other]
+    atom = alice.documents.document_atoms(doc)[0]
+    plain = {"ops": [["ins", 1, atom[1], "!"]], "refs": [atom[0]], "type": "doc/edit"}
+    forger = Forger(MALLORY)
+    uncovered = forger.post(seal_value(plain, key, other), doc, [edit.id], covers=[edit])
+    init = carol.feeds.get(other)
+    covered = forger.post(seal_value(plain, key, other), doc, [edit.id], covers=[edit, init])
+    sync(carol, alice)
+    alice.writes.ingest([uncovered.raw, covered.raw])
+    bob.writes.ingest([uncovered.raw, covered.raw])
+    sync(carol, bob)
+    for store, kp in ((alice, ALICE), (bob, BOB)):
+        refresh_document_keys(store, kp)
+    found = [
+        sorted((i, r) for i, r, _d in s.documents.document_set_aside(doc)) for s in (alice, bob)
+    ]
+    assert found[0] == found[1]
+    assert found[0] == sorted([(uncovered.id, "outside-weft"), (covered.id, "wrong-group")])
+
+
+def test_a_key_sealed_by_an_outsider_does_not_lock_a_member_out(open_store):
+    """Anyone may seal a key of their own making to a future member in a group message;
+    a key is believed only if it opens its epoch's init."""
+    from nacl.utils import random as random_bytes
+
+    from tanglenode.protocol.groups import Kind, Private, seal_message
+
+    alice = open_store("alice", keypair=ALICE)
+    dave = open_store("dave", keypair=DAVE)
+    mallory = open_store("mallory", keypair=MALLORY)
+    club = club_with(alice, [BOB.public])
+    doc = a_private_document(alice, club)
+    sync(alice, mallory)
+    bogus = seal_message(
+        Private(Kind.POST, content={"x": 1}), random_bytes(32), club, (DAVE.public,)
+    )
+    mallory.writes.publish(bogus, {"group": club})
+    sync(mallory, alice)
+    alice.writes.publish(*groups.add(groups.read_group(alice, ALICE, club), ALICE, [DAVE.public]))
+    sync(mallory, dave)
+    sync(alice, dave)
+    refresh_document_keys(dave, DAVE)
+    assert dave.documents.document_text(doc) == SECRET_TEXT
