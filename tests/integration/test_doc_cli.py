@@ -129,6 +129,7 @@ async def test_doc_commands_through_the_running_node_and_on_the_stopped_store(tm
             "length": len(EDITED),
             "versions": 4,
             "set_aside": 0,
+            "group": None,
         }
     ]
 
