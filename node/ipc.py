@@ -262,7 +262,8 @@ async def answer(area: Area, number: Any, op: str, frame: Any) -> bytes:
     """
     try:
         request = parse_request(op, frame, area.service.store.limits)
-        if op.startswith("doc-"):  # a private document's key may have come a moment ago
+        if op.startswith("doc-"):  # read the documents whole, every key at hand
+            await area.service.weave_backlog()
             await area.service.read_keys_if_stale()
         reply = {"id": number, "ok": await OPS[op].handler(area, request)}
     except TanglenodeError as error:

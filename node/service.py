@@ -165,7 +165,12 @@ class StoreService:
     # -- writes --------------------------------------------------------------
 
     async def ingest(self, raws: list[bytes]) -> list[IngestResult]:
-        results = await self.offload.run(self.store.writes.ingest, raws, limiter=self._writer)
+        writes = self.store.writes
+
+        def ingest() -> list[IngestResult]:
+            return writes.ingest_prepared(writes.prepare(raws), weave=False)
+
+        results = await self.offload.run(ingest, limiter=self._writer)
         return await self._ingested(results)
 
     async def prepare(self, raws: list[bytes]) -> PreparedBatch:
@@ -175,9 +180,8 @@ class StoreService:
 
     async def ingest_prepared(self, batch: PreparedBatch) -> list[IngestResult]:
         """Store a `prepare`d batch: what `ingest` does after the signatures."""
-        results = await self.offload.run(
-            self.store.writes.ingest_prepared, batch, limiter=self._writer
-        )
+        ingest = functools.partial(self.store.writes.ingest_prepared, batch, weave=False)
+        results = await self.offload.run(ingest, limiter=self._writer)
         return await self._ingested(results)
 
     async def _ingested(self, results: list[IngestResult]) -> list[IngestResult]:
@@ -186,8 +190,18 @@ class StoreService:
             await self._proofs_changed()
         accepted = (r.message for r in results if r.outcome is Outcome.ACCEPTED and r.message)
         self._stored(accepted)
+        await self.weave_backlog()
         return results
 
+    async def weave_backlog(self) -> None:
+        """Weave the documents' backlog a slice a write transaction, each queued behind
+        the writes already waiting (storage/documents/backlog.py), so a batch heavy with
+        document work holds up the others' processing for one slice at most."""
+        if not self.store.writes.backlog():  # one read of a table's size, on the loop
+            return
+        while await self.offload.run(self.store.writes.weave_backlog, limiter=self._writer):
+            self._bump()
+        self._bump()
     async def add_evidence(self, raws: list[bytes]) -> tuple[str, dict[bytes, int]]:
         """Check and apply a peer's proof (see `store.writes.add_evidence`)."""
         outcome = await self.offload.run(self.store.writes.add_evidence, raws, limiter=self._writer)
@@ -256,6 +270,7 @@ class StoreService:
         others refresh at once (node/ipc_scope.py)."""
         await self.refresh_scope()
         await self.refresh_document_keys()
+        await self.weave_backlog()  # what a stop left unwoven
         task_status.started()
         while True:
             await self._scope_stale.wait()

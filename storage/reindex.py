@@ -125,6 +125,7 @@ def compare(
     chosen = affected(views, names)
     txn = ctx.env.begin(write=True)
     try:
+        _settle(txn, chosen)  # what the view has left for later is part of it
         kept = {view.name: set(view.content(txn)) for view in chosen}
         _rebuild(txn, ctx, chosen, _quiet)
         differences = []
@@ -153,6 +154,15 @@ def _quiet(_phase: str, _done: int) -> None:
     pass
 
 
+def _settle(txn: Any, views: Sequence[DerivedView]) -> None:
+    """Let each view finish in `txn` what it left for later transactions (the documents'
+    backlog, storage/documents/backlog.py): a rebuild, and its check, read views whole."""
+    for view in views:
+        settle = getattr(view, "settle", None)
+        if settle is not None:
+            settle(txn)
+
+
 def _rebuild(txn: Any, ctx: StoreContext, views: Sequence[DerivedView], progress: Progress) -> None:
     handles = _table_handles(ctx)
     tables = {table for view in views for table in view.tables}
@@ -177,6 +187,7 @@ def _rebuild(txn: Any, ctx: StoreContext, views: Sequence[DerivedView], progress
         scope.finish()
         done += len(chunk)
         progress("processed messages", done)
+    _settle(txn, views)
     reader = TimelineReader(txn, ctx.timeline_tables)
     for name, old in versions.items():  # every log restarts above what subscribers saw
         if reader.exists(name):

@@ -23,9 +23,10 @@ the write's one transaction.
 from __future__ import annotations
 
 import contextlib
+import functools
 import time
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import lmdb
 
@@ -41,7 +42,9 @@ from tanglenode.protocol.message import (
     sign_message,
 )
 from tanglenode.storage.context import StoreContext
+from tanglenode.storage.documents.backlog import SLICE, backlog_size
 from tanglenode.storage.documents.rows import woven_tips
+from tanglenode.storage.documents.view import weave_backlog
 from tanglenode.storage.engine.timeline_reader import membership
 from tanglenode.storage.errors import NoIdentity, OwnFeedForked, StorageError, UnknownTangle
 from tanglenode.storage.feeds.derived import DerivedView, ProcessedStep, WriteScope
@@ -110,6 +113,22 @@ class OwnPublishing:
         return message
 
 
+T = TypeVar("T")
+
+
+def _then_weave(write: Callable[..., T]) -> Callable[..., T]:
+    """A write that, once committed, weaves the documents' backlog it may have left
+    (storage.documents.backlog), so the store's callers read documents whole."""
+
+    @functools.wraps(write)
+    def weaving(self: Writes, *args: Any, **kwargs: Any) -> T:
+        result = write(self, *args, **kwargs)
+        self.weave_all()
+        return result
+
+    return weaving
+
+
 class Writes:
     """The store's writes (see the module docstring)."""
 
@@ -136,6 +155,7 @@ class Writes:
             yield session
         if session.published:
             self._wrote_own(session.published[-1])
+        self.weave_all()
 
     def ingest(self, raws: Iterable[bytes]) -> list[IngestResult]:
         """Validate and store a batch of signed messages, atomically; one result each.
@@ -152,12 +172,39 @@ class Writes:
             known = self._held_ids(txn, [message_id(raw) for raw in raws])
         return prepare(raws, self._ctx.limits, known)
 
-    def ingest_prepared(self, batch: PreparedBatch) -> list[IngestResult]:
+    def ingest_prepared(self, batch: PreparedBatch, *, weave: bool = True) -> list[IngestResult]:
         """Store a batch `storage.feeds.ingest.prepare` checked (in any thread), atomically.
 
         One write transaction; the feed-chain rule, duplicates, forks and cycles
-        are decided here against the store.
+        are decided here against the store. Then the documents' backlog is woven,
+        a slice a transaction (storage.documents.backlog), unless `weave` is
+        False: the node weaves it itself, letting other writes in between.
         """
+        results = self._ingest_prepared(batch)
+        if weave:
+            self.weave_all()
+        return results
+
+    def weave_backlog(self, work: int = SLICE) -> int:
+        """Weave the oldest of the documents' backlog, about `work` units of it, in one
+        transaction; how many messages remain (storage.documents.backlog)."""
+        with self._ctx.read() as txn:
+            if not backlog_size(txn, self._ctx.document_tables.queue):
+                return 0  # the common case: no write transaction
+        with self._ctx.write() as txn:
+            return weave_backlog(txn, self._ctx, work)
+
+    def backlog(self) -> int:
+        """How many document messages wait to be woven (storage.documents.backlog)."""
+        with self._ctx.read() as txn:
+            return backlog_size(txn, self._ctx.document_tables.queue)
+
+    def weave_all(self) -> None:
+        """Weave the documents' whole backlog, a slice a transaction."""
+        while self.weave_backlog():
+            pass
+
+    def _ingest_prepared(self, batch: PreparedBatch) -> list[IngestResult]:
         results = list(batch.results)
         candidates = feed_ordered(
             [(index, message) for index, message in enumerate(batch.messages) if message]
@@ -206,6 +253,7 @@ class Writes:
             raise result
         return result
 
+    @_then_weave
     def publish_batch(
         self,
         requests: Sequence[tuple[Any, Mapping[str, bytes | None] | None]],
@@ -474,6 +522,7 @@ class Writes:
             view.processed(scope, step)
         scope.finish()
 
+    @_then_weave
     def set_scope(self, scope: Scope) -> bool:
         """Keep `scope` as the feeds this node carries (storage.scope), take every message
         of a feed it blocks out of the store and every view, and process what waited on a
@@ -499,6 +548,7 @@ class Writes:
             )
         return True
 
+    @_then_weave
     def add_witnesses(self, raws: Iterable[bytes]) -> list[Entry]:
         """Keep the messages that answer witnesses asked for (storage/feeds/witnesses.py)
         and process what waited for them, in one transaction; the entries kept. Each is
@@ -514,6 +564,7 @@ class Writes:
                 self._process(txn, set(), witnessed=kept)
         return kept
 
+    @_then_weave
     def give_up_witnesses(self, entries: Iterable[Entry]) -> list[Entry]:
         """No peer can give these witnesses: their entries are met from now on, and what
         waited for them is processed, in one transaction; the entries given up."""
@@ -523,6 +574,7 @@ class Writes:
                 self._process(txn, set(), witnessed=marked)
         return marked
 
+    @_then_weave
     def add_evidence(self, raws: Iterable[bytes]) -> tuple[str, dict[bytes, int]]:
         """Check a proof sent by a peer and apply it: ("new", feeds cut back) or ("known", {}).
 

@@ -74,6 +74,7 @@ from tanglenode.protocol.document import (
 )
 from tanglenode.protocol.limits import DEFAULT_LIMITS
 from tanglenode.protocol.message import Message
+from tanglenode.storage.documents.backlog import MESSAGE_COST
 from tanglenode.storage.documents.rows import (
     BACKSPACE,
     M_ID,
@@ -95,6 +96,7 @@ from tanglenode.storage.documents.rows import (
     backspaces_of,
     docno_of,
     group_of,
+    move_meta_rows,
     open_weave,
     pack,
     read_meta,
@@ -130,7 +132,7 @@ _KIND_OF_OP = {Insert: TEXT_ATOM, Delete: BACKSPACE, Undelete: UNBACKSPACE}
 class _Doc:
     """One document's state inside an engine's transaction."""
 
-    __slots__ = ("docno", "meta", "siblings", "tips", "weave", "wefts")
+    __slots__ = ("docno", "meta", "siblings", "weave", "wefts")
 
     def __init__(
         self, docno: int, meta: list, weave: Weave, wefts: DocWefts, siblings: SiblingIndex
@@ -140,14 +142,6 @@ class _Doc:
         self.weave = weave
         self.wefts = wefts
         self.siblings = siblings
-        # The woven tips as a set while the transaction lasts (meta holds them sorted): a
-        # crowd of concurrent edits has as many tips, and each edit changes one or two.
-        self.tips: set[bytes] | None = None
-
-    def tip_set(self) -> set[bytes]:
-        if self.tips is None:
-            self.tips = set(self.meta[M_TIPS])
-        return self.tips
 
 
 class DocumentEngine:
@@ -185,8 +179,9 @@ class DocumentEngine:
 
     # -- entry points ----------------------------------------------------------
 
-    def apply(self, message: Message, mno: int | None = None, docno: int | None = None) -> None:
-        """Weave in `message` if it is a document message (else do nothing).
+    def apply(self, message: Message, mno: int | None = None, docno: int | None = None) -> int:
+        """Weave in `message` if it is a document message (else do nothing); the work it
+        took (storage.documents.backlog: its atoms, and `MESSAGE_COST`; 0 if none).
 
         `mno` re-applies a message under the number it had, and `docno` an
         init under its document's number (see `_rebuild`).
@@ -195,13 +190,15 @@ class DocumentEngine:
         link = message.tangles.get(TANGLE)
         sealed = link is not None and is_sealed(content)
         if not sealed and not is_document(content):
-            return
+            return 0
+        cost = MESSAGE_COST
         root = message.id if link is None or link.root is None else link.root
         try:
             group = None
             if sealed:
                 content, group = self._unseal(message, root)
             parsed = parse_document(content)
+            cost += 0 if isinstance(parsed, DocInit) else parsed.atoms
             if isinstance(parsed, DocInit):
                 if link is None or link.root is not None:
                     raise DocumentError(
@@ -220,6 +217,7 @@ class DocumentEngine:
             self._txn.put(
                 root + message.id, pack([str(error.reason), error.detail]), db=self._tables.aside
             )
+        return cost
 
     def _unseal(self, message: Message, root: bytes) -> tuple[Any, bytes]:
         """The content of a sealed document message and its group (storage.documents.sealed).
@@ -422,6 +420,8 @@ class DocumentEngine:
             tables.pieces,
             tables.yarn,
             tables.sibs,
+            tables.authors,
+            tables.tips,
         ):
             cursor = txn.cursor(db=db)
             if cursor.set_range(prefix):
@@ -446,8 +446,6 @@ class DocumentEngine:
         if self._docs:  # the children index now knows every message woven
             mark_current(self._txn, self._tables.sibs, self._tables.msgs)
         for doc in self._docs.values():
-            if doc.tips is not None:
-                doc.meta[M_TIPS] = sorted(doc.tips)
             doc.weave.flush()
             doc.meta[M_ROOT_NODE] = doc.weave.root
             doc.meta[M_NEXT_NODE] = doc.weave.next_node
@@ -464,9 +462,9 @@ class DocumentEngine:
             docno = U32.unpack(cursor.key())[0] + 1 if cursor.last() else 0
         txn.put(message.id, U32.pack(docno), db=tables.index)
         meta = [message.id, init.title, message.author, message.seq, message.timestamp, 0, 1, 1]
-        meta.append({message.author: message.seq})
-        meta.append([message.id])
-        meta.append(group)
+        meta += [{}, [], group]  # its authors and tips are rows: `doc-authors`, `doc-tips`
+        txn.put(U32.pack(docno) + message.author, U64.pack(message.seq), db=tables.authors)
+        txn.put(U32.pack(docno) + message.id, b"", db=tables.tips)
         txn.put(U32.pack(docno), pack(meta), db=tables.meta)  # claims docno in this transaction
         weave = Weave.create(txn, tables.nodes, tables.pieces, docno, [0, 0, ROOT_SYMBOL, 0, 0, 0])
         self._docs[docno] = _Doc(
@@ -485,6 +483,8 @@ class DocumentEngine:
         doc = self._docs.get(docno)
         if doc is None:
             meta = read_meta(self._txn, self._tables, docno)
+            if meta[M_YARNS] or meta[M_TIPS]:  # written before their tables
+                move_meta_rows(self._txn, self._tables, docno, meta)
             weave = open_weave(self._txn, self._tables, docno, meta)
             wefts = DocWefts(self._txn, self._tables, docno)
             siblings = SiblingIndex(self._txn, self._tables.sibs, docno)
@@ -564,11 +564,13 @@ class DocumentEngine:
         deleted = sum(s[1] for s in segments if s[2] == BACKSPACE)
         if renumber:
             meta[M_NEXT_MNO] = mno + 1
-        yarns = meta[M_YARNS]
-        yarns[message.author] = max(yarns.get(message.author, 0), message.seq)
-        tips = doc.tip_set()
-        tips.difference_update(previous)
-        tips.add(message.id)
+        # A feed is processed in seq order: this is its author's highest seq woven. A crowd
+        # has as many authors and tips as edits: rows, never a list read whole.
+        prefix = U32.pack(doc.docno)
+        self._txn.put(prefix + message.author, U64.pack(message.seq), db=self._tables.authors)
+        for tip in previous:
+            self._txn.delete(prefix + tip, db=self._tables.tips)
+        self._txn.put(prefix + message.id, b"", db=self._tables.tips)
         self._record(doc.docno, mno, message, segments, inserted, deleted, weft)
         doc.wefts.remember(mno, weft)
         splices: list = []

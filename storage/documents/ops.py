@@ -24,7 +24,6 @@ from tanglenode.storage.documents.rows import (
     M_ID,
     M_NEXT_MNO,
     M_TITLE,
-    M_YARNS,
     R_AUTHOR,
     R_DELETED,
     R_ID,
@@ -39,6 +38,7 @@ from tanglenode.storage.documents.rows import (
     Version,
     Weft,
     docno_of,
+    frontier,
     group_of,
     open_weave,
     read_meta,
@@ -114,7 +114,8 @@ class DocumentOps:
         """Publish the edits that apply `splices` to the revision `base`; [] if they change
         nothing.
 
-        Splices are ("ins", pos, text) or ("del", pos, length), each against the
+        The documents' backlog is woven first, so the current text is every
+        message processed. Splices are ("ins", pos, text) or ("del", pos, length), each against the
         text the previous ones left. `base` is the revision they were made
         against (a weft, a message id, a local version number; None: the
         current text); what others did since stays (`doc_edits.plan_at`).
@@ -122,6 +123,7 @@ class DocumentOps:
         moved past `base` (the caller reads it again). Raises `BadSplice` or
         `UnknownDocument`.
         """
+        self._writes.weave_all()
         with self._writes.publishing() as session:
             txn = session.txn
             tables = self._ctx.document_tables
@@ -186,7 +188,8 @@ class DocumentOps:
         version, every message it had woven up to it (another node numbers otherwise)."""
         if at is None:
             return None
-        yarns = read_meta(txn, self._ctx.document_tables, docno)[M_YARNS]
+        tables = self._ctx.document_tables
+        yarns = frontier(txn, tables, docno, read_meta(txn, tables, docno))
         if isinstance(at, dict):
             weft = at
             ahead = [author for author, seq in weft.items() if seq > yarns.get(author, 0)]
@@ -211,7 +214,7 @@ class DocumentOps:
             docno = self._docno(txn, doc)
             meta = read_meta(txn, self._ctx.document_tables, docno)
             weft = self._weft(txn, docno, base)
-            return dict(meta[M_YARNS]) if weft is None else weft
+            return frontier(txn, self._ctx.document_tables, docno, meta) if weft is None else weft
 
     def _version_weft(self, txn, docno: int, version: int) -> Weft:
         """Every message this node wove into the document up to `version`, as a weft: a
@@ -331,7 +334,9 @@ class DocumentOps:
             weft = self._weft(txn, docno, at)
             text = revisions.revision(txn, self._ctx.document_tables, docno, weft)
             version = meta[M_NEXT_MNO] - 1 if at is None else None
-            return version, text, dict(meta[M_YARNS]) if weft is None else weft
+            if weft is None:
+                weft = frontier(txn, self._ctx.document_tables, docno, meta)
+            return version, text, weft
 
     def document_revision(self, doc: bytes, at: At = None) -> str:
         """The text at `at`: a weft, a message id, a version number, or None (the frontier)."""

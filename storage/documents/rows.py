@@ -7,9 +7,12 @@ backspaces on them; `doc-undels` the same for backspaces.
 
     doc-index   doc id -> docno (u32)
     doc-meta    docno -> msgpack [doc id, title, author, seq, created, root node,
-                                  next node, next mno, {author: highest seq woven},
-                                  [ids of the woven tips], group id | nil]
-                (a meta written before private documents has no group: public)
+                                  next node, next mno, {}, [], group id | nil]
+                (a meta written before private documents has no group: public; one
+                written before `doc-authors` and `doc-tips` holds their rows in its
+                two middle fields, moved to the tables when next written)
+    doc-authors docno + author -> highest seq woven (u64): the frontier's weft
+    doc-tips    docno + message id -> (empty): the woven tips
     doc-msgs    docno + mno -> msgpack [id, author, seq, timestamp, segments,
                                         inserted, deleted, weft]
                 segments: [[first atom, count, kind, cited mno, cited index], ...]
@@ -22,6 +25,7 @@ backspaces on them; `doc-undels` the same for backspaces.
     doc-feeds   author + seq (u64) -> docno + mno   (to find what a proof cuts out)
     doc-yarn    docno + author + seq (u64) -> mno   (an author's messages woven in a document)
     doc-waiting, doc-waits, doc-keys: private documents (storage.documents.sealed)
+    doc-queue   counter (u64) -> position: the backlog (storage.documents.backlog)
     doc-nodes, doc-pieces: the weave (storage.documents.weave)
 """
 
@@ -35,7 +39,7 @@ import lmdb
 import msgpack
 
 from tanglenode.storage.documents.weave import Weave
-from tanglenode.storage.feeds.layout import U32
+from tanglenode.storage.feeds.layout import U32, U64
 
 Weft = dict[bytes, int]
 Splice = tuple[str, int, Any]  # ("ins", pos, text) | ("del", pos, length)
@@ -120,6 +124,9 @@ class DocumentTables:
     sibs: Any
     waiting: Any
     waits: Any
+    queue: Any
+    authors: Any
+    tips: Any
     keys: Any
 
     NAMES = (
@@ -138,6 +145,9 @@ class DocumentTables:
         b"doc-sibs",
         b"doc-waiting",
         b"doc-waits",
+        b"doc-queue",
+        b"doc-authors",
+        b"doc-tips",
         b"doc-keys",
     )  # the named databases, in field order
     # Not the documents view's own: the keys this node was handed (storage.documents.sealed),
@@ -181,7 +191,45 @@ def woven_tips(txn, tables: DocumentTables, doc: bytes) -> list[bytes]:
     """The ids of the document's woven messages no woven message names in `previous`
     (ascending; none if the document is not held)."""
     docno = docno_of(txn, tables, doc)
-    return [] if docno is None else list(read_meta(txn, tables, docno)[M_TIPS])
+    if docno is None:
+        return []
+    prefix = U32.pack(docno)
+    rows = [bytes(key[4:]) for key in _keys_from(txn, tables.tips, prefix)]
+    return sorted({*rows, *read_meta(txn, tables, docno)[M_TIPS]})
+
+
+def frontier(txn, tables: DocumentTables, docno: int, meta: list) -> Weft:
+    """Each author's highest seq woven into the document: the weft of its current text."""
+    weft: Weft = dict(meta[M_YARNS])  # what a meta written before `doc-authors` holds
+    cursor = txn.cursor(db=tables.authors)
+    prefix = U32.pack(docno)
+    if cursor.set_range(prefix):
+        for key, value in cursor:
+            if key[:4] != prefix:
+                break
+            author, seq = bytes(key[4:]), U64.unpack(value)[0]
+            weft[author] = max(weft.get(author, 0), seq)
+    return weft
+
+
+def move_meta_rows(txn, tables: DocumentTables, docno: int, meta: list) -> None:
+    """Move the authors and tips a meta written before `doc-authors` and `doc-tips` holds
+    into those tables (the caller writes the meta back)."""
+    prefix = U32.pack(docno)
+    for author, seq in meta[M_YARNS].items():
+        txn.put(prefix + author, U64.pack(seq), db=tables.authors)
+    for tip in meta[M_TIPS]:
+        txn.put(prefix + tip, b"", db=tables.tips)
+    meta[M_YARNS], meta[M_TIPS] = {}, []
+
+
+def _keys_from(txn, db, prefix: bytes):
+    cursor = txn.cursor(db=db)
+    if cursor.set_range(prefix):
+        for key in cursor.iternext(values=False):
+            if key[: len(prefix)] != prefix:
+                break
+            yield key
 
 
 def group_of(meta: list) -> bytes | None:

@@ -44,7 +44,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from tanglenode.protocol.document import DocReason, DocumentError
+from tanglenode.protocol.document import TANGLE, DocReason, DocumentError, is_document
 from tanglenode.protocol.groups import GROUP_VERSION, GroupContent, GroupFormatError, open_value
 from tanglenode.protocol.message import Message
 from tanglenode.storage.documents.rows import DocumentTables, pack, unpack
@@ -63,6 +63,12 @@ class Waiting(Exception):
 def is_sealed(content: Any) -> bool:
     """Whether `content` claims to be a group envelope (valid or not)."""
     return isinstance(content, dict) and content.get("group") == GROUP_VERSION
+
+
+def is_document_message(message: Message) -> bool:
+    """Whether the document engine has anything to do with `message` (valid or not)."""
+    content = message.content
+    return is_document(content) or (TANGLE in message.tangles and is_sealed(content))
 
 
 class SealedMessages:

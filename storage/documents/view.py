@@ -17,10 +17,12 @@ from typing import TYPE_CHECKING, Any
 
 from tanglenode.protocol.message import Message
 from tanglenode.storage.documents import revisions
+from tanglenode.storage.documents.backlog import SLICE, Backlog, backlog_size
 from tanglenode.storage.documents.engine import DocumentEngine
 from tanglenode.storage.documents.rows import M_ID, DocumentTables, pack, unpack
+from tanglenode.storage.documents.sealed import is_document_message
 from tanglenode.storage.feeds.derived import ViewCost
-from tanglenode.storage.feeds.layout import U32
+from tanglenode.storage.feeds.layout import U32, U64
 
 if TYPE_CHECKING:
     from tanglenode.storage.context import StoreContext
@@ -35,8 +37,9 @@ class DocumentsView:
     optional = False
     cost = ViewCost(0, 0.004, "documents: their text, history and blame")
 
-    def __init__(self, ctx: StoreContext) -> None:
+    def __init__(self, ctx: StoreContext, slice_work: int = SLICE) -> None:
         self._ctx = ctx
+        self.slice = slice_work  # weaving one transaction does (storage.documents.backlog)
 
     def accepted(self, scope: WriteScope, message: Message) -> None:
         pass  # woven once processed
@@ -52,9 +55,20 @@ class DocumentsView:
         engine = DocumentEngine.over(scope.txn, self._ctx)
         if step.invalidated:
             engine.rebuild_after_proofs(dict(step.invalidated), step.cut)
+        backlog = Backlog(scope.txn, self._ctx.document_tables.queue)
+        spent = 0
         for position in step.order:
-            engine.apply(step.message(scope, position))
+            message = step.message(scope, position)
+            if spent < self.slice and not backlog.waiting():
+                spent += engine.apply(message)
+            elif is_document_message(message):  # woven later, in processed order
+                backlog.push(position[0] + U64.pack(position[1]))
         engine.finish()
+
+    def settle(self, txn: Any) -> None:
+        """Weave the whole backlog now (`tangled reindex`, and its check, read the view
+        whole)."""
+        weave_backlog(txn, self._ctx, None)
 
     def check(self, txn: Any, messages: Mapping[Position, Message]) -> list[str]:
         return []  # `tangled reindex --verify documents` compares with a rebuild
@@ -73,3 +87,20 @@ class DocumentsView:
                     aside.append([bytes(row[32:]), unpack(value)[0]])
             text = revisions.revision(txn, tables, docno, None)
             yield root, pack([text, aside])
+
+
+def weave_backlog(txn: Any, ctx: StoreContext, work: int | None) -> int:
+    """Weave the oldest of the documents' backlog in `txn`, about `work` units of it (None:
+    all of it); how many messages remain (storage.documents.backlog)."""
+    queue = ctx.document_tables.queue
+    if not backlog_size(txn, queue):
+        return 0
+    engine = DocumentEngine.over(txn, ctx)
+    backlog = Backlog(txn, queue)
+    spent = 0
+    while (work is None or spent < work) and (position := backlog.take()) is not None:
+        message = ctx.tables.bodies.message(txn, position)
+        if message is not None:  # else a proof or a block took it since
+            spent += engine.apply(message)
+    engine.finish()
+    return backlog_size(txn, queue)
