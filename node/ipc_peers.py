@@ -142,6 +142,7 @@ async def status(area: Area, request: StatusRequest) -> dict[str, Any]:
             for x in stalled[:STATUS_LIST]
         ],
         "stalls_total": len(stalled),
+        "documents_backlog": service.store.writes.backlog(),  # processed, not woven yet
         "peers": shown,
         "peers_total": len(peers),
         "peers_connected": sum(peer.connected for peer in peers),

@@ -107,12 +107,12 @@ async def index(web: WebContext, request: Request) -> Response:
         f"{e(safe(d.title)) or '(untitled)'}</a></td>"
         f"<td>{e(label(names, d.author))}</td><td>{e(when(d.created))}</td>"
         f"<td>{d.versions}</td><td>{d.length}</td>"
-        f"<td>{d.set_aside or ''}</td></tr>"
+        f"<td>{d.set_aside or ''}</td><td>{'private' if d.group else ''}</td></tr>"
         for d in shown
     ]
     parts = [f"<h1>Documents</h1><p>{len(documents)} held.</p>"]
     more = web.link("/docs", start=start + PAGE) if start + PAGE < len(documents) else None
-    headers = ["title", "started by", "created", "versions", "characters", "set aside"]
+    headers = ["title", "started by", "created", "versions", "characters", "set aside", "group"]
     empty = "None yet: <code>tangled doc create TITLE</code>."
     parts.append(listing("documents", headers, rows, empty, more))
     return html_response(shell(web, "documents", "".join(parts)))
