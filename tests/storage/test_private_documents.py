@@ -61,14 +61,21 @@ def test_a_non_member_holding_every_message_reads_neither_title_nor_text(open_st
     assert (info.title, info.group) == (SECRET_TITLE, club)
 
 
-def test_a_member_reads_and_edits_it_as_a_public_one(open_store):
+def shared_with(open_store, member):
+    """Alice's store, `member`'s, the club they are in and Alice's private document in it,
+    as `member`'s node reads it once synced."""
     alice = open_store("alice", keypair=ALICE)
-    bob = open_store("bob", keypair=BOB)
-    club = club_with(alice, [BOB.public])
+    other = open_store("member", keypair=member)
+    club = club_with(alice, [member.public])
     doc = a_private_document(alice, club)
-    sync(alice, bob)
-    refresh_document_keys(bob, BOB)
-    assert bob.documents.document_text(doc) == SECRET_TEXT
+    sync(alice, other)
+    refresh_document_keys(other, member)
+    assert other.documents.document_text(doc) == SECRET_TEXT
+    return alice, other, club, doc
+
+
+def test_a_member_reads_and_edits_it_as_a_public_one(open_store):
+    alice, bob, _club, doc = shared_with(open_store, BOB)
     bob.documents.edit_document(doc, [("ins", len(SECRET_TEXT), " at noon")])
     sync(bob, alice)
     assert alice.documents.document_text(doc) == bob.documents.document_text(doc)
@@ -137,13 +144,7 @@ def _current(store: FeedStore, group: bytes) -> tuple[bytes, bytes]:
 
 
 def test_an_excluded_member_keeps_what_it_read_and_reads_nothing_after_the_rekey(open_store):
-    alice = open_store("alice", keypair=ALICE)
-    dave = open_store("dave", keypair=DAVE)
-    club = club_with(alice, [DAVE.public])
-    doc = a_private_document(alice, club)
-    sync(alice, dave)
-    refresh_document_keys(dave, DAVE)
-    assert dave.documents.document_text(doc) == SECRET_TEXT
+    alice, dave, club, doc = shared_with(open_store, DAVE)
     view = groups.read_group(alice, ALICE, club)
     alice.writes.publish_batch(groups.exclusion(view, ALICE, [DAVE.public]), whole=True)
     refresh_document_keys(alice, ALICE)
