@@ -117,6 +117,7 @@ async def _start_web(
         keypair=ipc.keypair,
         data_dir=settings.data_dir,
         streams=Streams(),
+        area=ipc.area,
     )
     try:
         return await nursery.start(serve_web, listen, web)

@@ -202,6 +202,7 @@ class StoreService:
         while await self.offload.run(self.store.writes.weave_backlog, limiter=self._writer):
             self._bump()
         self._bump()
+
     async def add_evidence(self, raws: list[bytes]) -> tuple[str, dict[bytes, int]]:
         """Check and apply a peer's proof (see `store.writes.add_evidence`)."""
         outcome = await self.offload.run(self.store.writes.add_evidence, raws, limiter=self._writer)

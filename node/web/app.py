@@ -43,7 +43,8 @@ import trio
 from hypercorn.config import Config
 from hypercorn.trio import serve
 
-from tanglenode.node.web import docs, groups, tangles
+from tanglenode.node.ipc import answer
+from tanglenode.node.web import actions, docs, groups, tangles
 from tanglenode.node.web.http import (
     SCRIPT_HEADERS,
     TEXT_HEADERS,
@@ -60,6 +61,7 @@ log = structlog.get_logger("web")
 
 Handler = Callable[[WebContext, Request], Awaitable[Response]]
 MAX_SEGMENTS = 8
+API = "/api/"  # POST /api/OP: the page's writes
 MAX_QUERY = 4096  # bytes of query string
 RESTART_SECONDS = 0.1  # between a fault inside hypercorn and serving again
 MAX_RESTART_SECONDS = 30.0  # the longest wait, when every start fails
@@ -99,6 +101,9 @@ class WebApp:
             return
         if scope["type"] != "http":
             return  # no websockets: the live pages use server-sent events
+        if scope["path"].startswith(API):  # writes: checked otherwise (node/web/actions.py)
+            await _respond(send, await self._write(scope, receive))
+            return
         if not self._authorised(scope):
             headers = [*TEXT_HEADERS, (b"www-authenticate", b"Bearer")]
             await _respond(
@@ -114,6 +119,26 @@ class WebApp:
             log.exception("web request failed", path=scope["path"][:200])
             response = text_response("internal error (see the node's log)\n", 500)
         await _respond(send, response, receive)
+
+    async def _write(self, scope: dict[str, Any], receive) -> Response:
+        """`POST /api/OP`: the op run as the IPC runs it, once the origin, the token and the
+        body pass (node/web/actions.py)."""
+        if scope["method"] != "POST":
+            return Response(405, [*TEXT_HEADERS, (b"allow", b"POST")], b"POST only\n")
+        try:
+            actions.check_origin(scope)
+            actions.check_token(scope["headers"], self._token)
+            if self.web.area is None:
+                raise actions.Refused(503, "refused", "this view cannot write")
+            kind = dict(scope["headers"]).get(b"content-type", b"")
+            if kind.split(b";")[0].strip().lower() != b"application/json":
+                raise actions.Refused(415, "bad-request", "the body is application/json")
+            body = await _body(receive, actions.MAX_BODY)
+            op = scope["path"][len(API) :]
+            fields = actions.request_fields(op, body)
+        except actions.Refused as refused:
+            return actions.refused_response(refused)
+        return actions.reply_response(await answer(self.web.area, 0, op, fields))
 
     async def _route(self, scope: dict[str, Any]) -> Response:
         if scope["path"] == "/metrics":
@@ -143,6 +168,22 @@ class WebApp:
             if name == b"authorization" and value[:7].lower() == b"bearer ":
                 given.append(value[7:].strip())
         return any(hmac.compare_digest(candidate, self._token) for candidate in given)
+
+
+async def _body(receive, limit: int) -> bytes:
+    """The request's body, or `Refused` (413) once it passes `limit` bytes (read no more)."""
+    chunks, size = [], 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise actions.Refused(400, "bad-request", "the request ended before its body")
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            raise actions.Refused(413, "bad-request", f"the body is over {limit} bytes")
+        chunks.append(chunk)
+        if not message.get("more_body"):
+            return b"".join(chunks)
 
 
 async def _lifespan(receive, send) -> None:

@@ -34,7 +34,7 @@ from tanglenode.node.web.http import (
     segment,
     text_response,
 )
-from tanglenode.node.web.page import e, listing, shell, when
+from tanglenode.node.web.page import compose, e, listing, shell, when
 from tanglenode.protocol.identity import feed_text, message_text
 from tanglenode.protocol.ipc_discovery import GroupListRequest
 from tanglenode.storage.groups import state as groups
@@ -128,7 +128,10 @@ async def page(web: WebContext, request: Request) -> Response:
     parts.append(f"<h2>Timeline</h2><p class='muted'>{len(rows)} messages; the first {final}")
     parts.append(" positions can no longer change.</p>")
     parts.append(timeline_html(shown, rows, names))
-    return html_response(shell(web, title, "".join(parts)))
+    if web.keypair.public in shown["members"]:
+        post_box = compose("group-post", "Write to the group", {"group": message_text(root)})
+        parts.append(post_box)
+    return html_response(shell(web, title, "".join(parts), script=True))
 
 
 def members_html(shown: dict[str, Any], names: Names) -> str:

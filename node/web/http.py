@@ -90,6 +90,7 @@ class WebContext:
     keypair: Keypair | None = None
     data_dir: Path | None = None
     streams: Any = None  # node.web.events.Streams: the live pages' event streams open now
+    area: Any = None  # node.ipc.Area: what `POST /api/OP` runs its op on; None: read-only
 
     def link(self, path: str, **query: Any) -> str:
         """`path` (segments already quoted) with the token and `query`, for an href."""

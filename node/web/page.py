@@ -38,6 +38,8 @@ th{font-size:13px;color:#667}
 @keyframes fresh{from{background:#d9f7d9}to{background:transparent}}
 @keyframes moved{from{background:#fff1c2}to{background:transparent}}
 .live{font-size:13px;color:#667}
+.compose{margin:1rem 0}.compose textarea{width:100%;box-sizing:border-box;font:inherit}
+.compose .result[data-state=error]{color:#b03030}
 .live[data-state=live]::before{content:"● ";color:#2a9d3a}
 .live[data-state=reconnecting]::before{content:"● ";color:#c08000}
 """
@@ -55,6 +57,25 @@ def shell(web: WebContext, title: str, body: str, *, script: bool = False) -> st
         f"<title>{e(title)} · tanglenode</title><link rel='icon' href='data:,'>"
         f"<style>{STYLE}</style>{script_tag}</head>"
         f"<body><nav>{nav}</nav>{body}</body></html>\n"
+    )
+
+
+def compose(op: str, what: str, data: dict[str, str], *, name_field: bool = False) -> str:
+    """A box to write a post: the script sends it as `POST /api/OP` with `data` (the
+    form's `data-` attributes) and shows the node's answer, typed errors included
+    (node/web/actions.py). `name_field` asks for a new tangle's name too."""
+    attributes = "".join(f" data-{key}='{e(value)}'" for key, value in data.items())
+    name = (
+        "<input name='tangle' required maxlength='64' placeholder='tangle name' "
+        "autocomplete='off'> "
+        if name_field
+        else ""
+    )
+    return (
+        f"<form class='compose' data-api='{e(op)}'{attributes}>"
+        f"<textarea name='text' required maxlength='8000' rows='2' placeholder='{e(what)}'>"
+        f"</textarea><div>{name}<button type='submit'>Post</button> "
+        "<output class='result' aria-live='polite'></output></div></form>"
     )
 
 

@@ -49,7 +49,7 @@ from tanglenode.node.web.http import (
     segment,
     text_response,
 )
-from tanglenode.node.web.page import e, listing, shell, when
+from tanglenode.node.web.page import compose, e, listing, shell, when
 from tanglenode.protocol.identity import feed_text, message_text
 from tanglenode.protocol.ipc import PAGE, PAGE_BYTES
 from tanglenode.protocol.limits import MAX_TANGLE_NAME_BYTES
@@ -152,8 +152,9 @@ async def index(web: WebContext, request: Request) -> Response:
         root, name = cursor
         more = web.link("/tangles", after_root=root_text(root), after_name=name)
     headers = ["tangle", "messages", "joined", "pending", "last activity (UTC)", "started by"]
-    body = "<h1>Tangles</h1>" + listing("tangles", headers, rows, "No tangles yet.", more)
-    return html_response(shell(web, "tangles", body))
+    body = "<h1>Tangles</h1>" + compose("publish", "Start a conversation", {}, name_field=True)
+    body += listing("tangles", headers, rows, "No tangles yet.", more)
+    return html_response(shell(web, "tangles", body, script=True))
 
 
 async def page(web: WebContext, request: Request) -> Response:
@@ -190,6 +191,7 @@ async def page(web: WebContext, request: Request) -> Response:
         "<th>content</th></tr></thead>"
         f"<tbody style='counter-reset:pos {start}'>{''.join(rows)}</tbody></table>"
     )
+    body += compose("publish", "Write a reply", {"tangle": name, "root": message_text(root)})
     return html_response(shell(web, safe(name), body, script=True))
 
 

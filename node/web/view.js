@@ -401,6 +401,76 @@
     return root;
   }
 
+  // ---------------------------------------------------------------- writing
+
+  // The token travels in a header, never in a URL we make (node/web/actions.py).
+  const TOKEN = new URLSearchParams(window.location.search).get("token") || "";
+
+  // POST /api/OP with `body` (JSON); resolves to the node's answer, `{ok}` or `{error}`.
+  function write(op, body) {
+    return fetch("/api/" + op, {
+      method: "POST",
+      headers: { "Content-Type": "application/json", "X-Tanglenode-Token": TOKEN },
+      body: JSON.stringify(body),
+      credentials: "omit",
+      cache: "no-store",
+    }).then(function (response) {
+      return response.json().catch(function () {
+        return { error: { kind: "http", message: "HTTP " + response.status } };
+      });
+    }, function (failure) {
+      return { error: { kind: "disconnected", message: String(failure) } };
+    });
+  }
+
+  function tanglePath(name, id) {
+    return "/t/" + encodeURIComponent(name) + "/" + encodeURIComponent(id.slice(1)) +
+      "?token=" + encodeURIComponent(TOKEN);
+  }
+
+  // A compose box (page.py's `compose`): what it sends is read from its data- attributes.
+  function composeBox(form) {
+    const text = form.elements.namedItem("text");
+    const nameField = form.elements.namedItem("tangle");
+    const result = form.querySelector(".result");
+    const button = form.querySelector("button");
+    form.addEventListener("submit", function (event) {
+      event.preventDefault();
+      const content = { type: "post", text: text.value };
+      const op = form.dataset.api;
+      let body;
+      if (op === "group-post") {
+        body = { group: form.dataset.group, content: content };
+      } else if (nameField) {
+        const tangles = {};
+        tangles[nameField.value] = null;
+        body = { content: content, tangles: tangles };
+      } else {
+        const tangles = {};
+        tangles[form.dataset.tangle] = form.dataset.root;
+        body = { content: content, tangles: tangles };
+      }
+      button.disabled = true;
+      result.dataset.state = "sending";
+      result.textContent = "sending";
+      write(op, body).then(function (answer) {
+        button.disabled = false;
+        if (answer.error) {
+          result.dataset.state = "error";
+          result.textContent = answer.error.kind + ": " + answer.error.message;
+          return;
+        }
+        result.dataset.state = "sent";
+        result.textContent = "sent";
+        if (nameField) {
+          window.location.assign(tanglePath(nameField.value, answer.ok.id));
+          return;
+        }
+        text.value = "";
+      });
+    });
+  }
+
   // ---------------------------------------------------------------- start
 
   document.addEventListener("DOMContentLoaded", function () {
@@ -408,6 +478,7 @@
     if (tangle) tangleView(tangle);
     const doc = document.querySelector("[data-doc-events]");
     if (doc) documentView(doc);
+    document.querySelectorAll("form.compose").forEach(composeBox);
   });
 
 })();

@@ -6,8 +6,8 @@ from typing import Any
 
 import trio
 
-from tanglenode.node.localnet import REQUEST_SECONDS, Node
 from tanglenode.client import ErrorKind, NodeError
+from tanglenode.node.localnet import REQUEST_SECONDS, Node
 
 
 async def call(node: Node, op: str, **arguments: Any) -> Any:

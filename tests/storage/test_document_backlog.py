@@ -44,9 +44,10 @@ def test_a_heavy_batch_commits_its_other_messages_and_weaves_the_rest_in_slices(
     assert len(waiting) >= 3  # more than one slice
     assert waiting == sorted(waiting, reverse=True)
     assert store.documents.document_text(doc) == author.documents.document_text(doc)
-    assert contents(store.ctx, store.views)["documents"] == contents(author.ctx, author.views)[
-        "documents"
-    ]
+    assert (
+        contents(store.ctx, store.views)["documents"]
+        == contents(author.ctx, author.views)["documents"]
+    )
     assert compare(store.ctx, store.views, ["documents"]) == []
 
 
@@ -84,6 +85,7 @@ async def test_the_node_lets_another_batch_in_between_two_slices(open_store):
         nursery.start_soon(service.ingest, [unrelated.raw])
     assert seen_backlog and seen_backlog[0] > 0  # it went in while the backlog was woven
     assert store.writes.backlog() == 0
-    assert contents(store.ctx, store.views)["documents"] == contents(author.ctx, author.views)[
-        "documents"
-    ]
+    assert (
+        contents(store.ctx, store.views)["documents"]
+        == contents(author.ctx, author.views)["documents"]
+    )

@@ -1,0 +1,169 @@
+"""The web view's writes: `POST /api/OP`, an IPC op asked from the page.
+
+Theory of operation
+-------------------
+A page changes the node only through `POST /api/OP`, where OP is one of
+`WRITE_OPS`: the IPC's own ops (docs/IPC.md), run by the IPC's own path
+(`node.ipc.answer`: the same request checks, the same handler, the same
+typed errors), so the page can do nothing a local program could not, and
+nothing the IPC refuses. Before that, in this order:
+
+1. The token is in a header (`X-Tanglenode-Token`, or `Authorization:
+   Bearer`), never only in the URL a page may leak: missing, 401 "token
+   required"; wrong, 401 "wrong token" (compared in constant time).
+2. The request is from our own pages: a browser sends `Origin` with every
+   POST, and `Sec-Fetch-Site`; an `Origin` other than the one the request
+   came to, or a `Sec-Fetch-Site` other than `same-origin` (or `none`, typed
+   by the user), is refused with 403 before anything is read.
+3. The body is JSON (`Content-Type: application/json`), at most
+   `MAX_BODY` bytes (read no further), an object. Ids travel as text
+   (`%…` messages, `@…` feeds) in the fields that hold them
+   (`ID_FIELDS`, `FEED_FIELDS`) and become bytes there only: a person's text
+   elsewhere is never read as an id.
+
+The reply is JSON: `{"ok": …}` with ids as text, or `{"error": {"kind",
+"message"}}` with the IPC's error kind and an HTTP status for it.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+from typing import Any
+
+import msgpack
+
+from tanglenode.node.cli.support import render_body
+from tanglenode.node.web.http import JSON_HEADERS, Response
+from tanglenode.protocol.errors import BadIdentifier
+from tanglenode.protocol.framing import LENGTH_PREFIX
+from tanglenode.protocol.identity import parse_feed, parse_message_id
+from tanglenode.protocol.ipc import ErrorKind
+
+MAX_BODY = 256 * 1024  # a doc-edit's splices of a long paste fit; a page never sends more
+WRITE_OPS = frozenset(
+    {
+        "publish",
+        "doc-create",
+        "doc-edit",
+        "group-post",
+        "connect",
+        "disconnect",
+        "follow",
+        "unfollow",
+        "block",
+        "unblock",
+    }
+)
+ID_FIELDS = frozenset({"doc", "root", "group", "msg"})  # a message id, as `%…`
+FEED_FIELDS = frozenset({"feed", "members"})  # a feed id (or a list of them), as `@…`
+STATUS_OF = {
+    ErrorKind.NOT_FOUND: 404,
+    ErrorKind.SEALED: 404,
+    ErrorKind.CONFLICT: 409,
+    ErrorKind.UNKNOWN_OP: 404,
+    ErrorKind.STORE_FULL: 507,
+    ErrorKind.INTERNAL: 500,
+}
+
+
+class Refused(Exception):
+    """A write refused before the op runs: HTTP status, the IPC-like kind and a message."""
+
+    def __init__(self, status: int, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.status, self.kind, self.message = status, kind, message
+
+
+def refused_response(error: Refused) -> Response:
+    return _json({"error": {"kind": error.kind, "message": error.message}}, error.status)
+
+
+def _json(value: Any, status: int) -> Response:
+    return Response(status, JSON_HEADERS, json.dumps(value, ensure_ascii=True).encode())
+
+
+def check_token(headers: list[tuple[bytes, bytes]], token: bytes) -> None:
+    """The token of a header, or `Refused` (401): "token required" or "wrong token"."""
+    given = [value for name, value in headers if name == b"x-tanglenode-token"]
+    given += [
+        value[7:].strip()
+        for name, value in headers
+        if name == b"authorization" and value[:7].lower() == b"bearer "
+    ]
+    if not given:
+        raise Refused(401, "token", "token required (in the X-Tanglenode-Token header)")
+    if not any(hmac.compare_digest(candidate, token) for candidate in given):
+        raise Refused(401, "token", "wrong token")
+
+
+def check_origin(scope: dict[str, Any]) -> None:
+    """`Refused` (403) unless the request comes from a page of this view."""
+    headers = dict(scope["headers"])
+    site = headers.get(b"sec-fetch-site")
+    if site is not None and site not in (b"same-origin", b"none"):
+        raise Refused(403, "origin", "refused: the request comes from another site")
+    origin = headers.get(b"origin")
+    if origin is None:
+        return
+    host = headers.get(b"host", b"")
+    scheme = scope.get("scheme", "http").encode("ascii")
+    if origin != scheme + b"://" + host:
+        raise Refused(403, "origin", "refused: the request comes from another origin")
+
+
+def request_fields(op: str, body: bytes) -> dict[str, Any]:
+    """The IPC request an `/api/OP` body asks for, ids as bytes; `Refused` (400) if it is
+    not a JSON object of text ids where ids belong."""
+    if op not in WRITE_OPS:
+        ops = ", ".join(sorted(WRITE_OPS))
+        raise Refused(404, str(ErrorKind.UNKNOWN_OP), f"no write {op[:64]!r} (one of: {ops})")
+    try:
+        fields = json.loads(body.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as error:
+        detail = f"the body is not JSON: {str(error)[:200]}"
+        raise Refused(400, str(ErrorKind.BAD_REQUEST), detail) from None
+    if not isinstance(fields, dict):
+        raise Refused(400, str(ErrorKind.BAD_REQUEST), "the body is a JSON object")
+    try:
+        for key in ID_FIELDS & fields.keys():
+            if fields[key] is not None:
+                fields[key] = _message_id(fields[key])
+        for key in FEED_FIELDS & fields.keys():
+            value = fields[key]
+            fields[key] = [_feed(v) for v in value] if isinstance(value, list) else _feed(value)
+        if isinstance(fields.get("tangles"), dict):  # publish: name -> root id or nil
+            fields["tangles"] = {
+                name: None if root is None else _message_id(root)
+                for name, root in fields["tangles"].items()
+            }
+        if isinstance(fields.get("base"), dict):  # doc-edit: a weft, feed -> seq
+            fields["base"] = {_feed(feed): seq for feed, seq in fields["base"].items()}
+        elif isinstance(fields.get("base"), str):  # or a message id
+            fields["base"] = _message_id(fields["base"])
+    except BadIdentifier as error:
+        raise Refused(400, str(ErrorKind.BAD_REQUEST), str(error)) from None
+    return fields
+
+
+def _message_id(value: Any) -> bytes:
+    if not isinstance(value, str):
+        raise BadIdentifier("a message id is text: %…")
+    return parse_message_id(value)
+
+
+def _feed(value: Any) -> bytes:
+    if not isinstance(value, str):
+        raise BadIdentifier("a feed id is text: @…")
+    return parse_feed(value)
+
+
+def reply_response(frame: bytes) -> Response:
+    """The IPC's reply frame (node.ipc.answer) as the page's JSON."""
+    reply = msgpack.unpackb(frame[LENGTH_PREFIX.size :], raw=False)
+    error = reply.get("error")
+    if error is not None:
+        kind = error.get("kind", str(ErrorKind.INTERNAL))
+        status = STATUS_OF.get(kind, 400)
+        return _json({"error": {"kind": kind, "message": error.get("message", "")}}, status)
+    return _json({"ok": render_body(reply.get("ok"))}, 200)

@@ -1,0 +1,196 @@
+"""The web view's writes (node/web/actions.py): `POST /api/OP` runs an IPC op, and only for a
+request of our own pages carrying the token in a header; everything else is refused with a
+typed reason, before anything is read or written."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tanglenode.node.ipc import Area
+from tanglenode.node.service import StoreService
+from tanglenode.node.web.actions import MAX_BODY
+from tanglenode.node.web.app import WebApp
+from tanglenode.node.web.http import WebContext
+from tanglenode.protocol.identity import message_text
+from tanglenode.storage.store import FeedStore
+from tests.factories import keypair
+
+TOKEN = "s3cret-token"
+ME = keypair("web-writer")
+HOST = b"127.0.0.1:8080"
+OWN = [(b"host", HOST), (b"origin", b"http://" + HOST), (b"sec-fetch-site", b"same-origin")]
+JSON = [(b"content-type", b"application/json")]
+WITH_TOKEN = [(b"x-tanglenode-token", TOKEN.encode())]
+
+
+async def no_status(digests: bool) -> dict:
+    return {}
+
+
+@pytest.fixture
+def app(tmp_path):
+    with FeedStore(tmp_path / "web", keypair=ME, map_size=2**26) as store:
+        service = StoreService(store, inline=True)
+        web = WebContext(no_status, TOKEN, service=service, keypair=ME, area=Area(service, ME))
+        yield WebApp(web), store
+
+
+async def post(app, path: str, body, headers=(*OWN, *JSON, *WITH_TOKEN), method="POST", chunks=1):
+    raw = body if isinstance(body, bytes) else json.dumps(body).encode()
+    size = -(-len(raw) // chunks) or 1
+    parts = [raw[at : at + size] for at in range(0, len(raw), size)] or [b""]
+    messages = [
+        {"type": "http.request", "body": part, "more_body": n < len(parts) - 1}
+        for n, part in enumerate(parts)
+    ]
+    sent: list[dict] = []
+
+    async def receive():
+        return messages.pop(0) if messages else {"type": "http.disconnect"}
+
+    async def send(message):
+        sent.append(message)
+
+    scope = {
+        "type": "http",
+        "method": method,
+        "scheme": "http",
+        "path": path,
+        "query_string": b"",
+        "headers": list(headers),
+    }
+    await app(scope, receive, send)
+    start, answer = sent
+    return start["status"], json.loads(answer["body"]) if answer["body"][:1] == b"{" else answer
+
+
+def a_post(text: str) -> dict:
+    return {"content": {"type": "post", "text": text}, "tangles": {"chat": None}}
+
+
+async def test_a_post_from_our_page_is_published_and_its_id_answered(app):
+    web, store = app
+    status, reply = await post(web, "/api/publish", a_post("hello"))
+    assert status == 200
+    message = store.feeds.get(parse(reply["ok"]["id"]))
+    assert message.content == {"type": "post", "text": "hello"}
+    assert message.author == ME.public and "chat" in message.tangles
+    status, reply = await post(
+        web,
+        "/api/publish",
+        {"content": {"type": "post", "text": "re"}, "tangles": {"chat": reply["ok"]["id"]}},
+    )
+    assert status == 200
+    assert store.feeds.get(parse(reply["ok"]["id"])).tangles["chat"].previous == (message.id,)
+
+
+@pytest.mark.parametrize(
+    "headers, status, says",
+    [
+        ([*JSON, *WITH_TOKEN, (b"host", HOST), (b"origin", b"http://evil.example")], 403, "origin"),
+        ([*JSON, *WITH_TOKEN, (b"host", HOST), (b"sec-fetch-site", b"cross-site")], 403, "site"),
+        ([*JSON, *WITH_TOKEN, (b"host", HOST), (b"sec-fetch-site", b"same-site")], 403, "site"),
+        ([*OWN, *JSON], 401, "token required"),
+        ([*OWN, *JSON, (b"x-tanglenode-token", b"s3cret-toke")], 401, "wrong token"),
+        ([*OWN, *JSON, (b"authorization", b"Bearer nope")], 401, "wrong token"),
+        ([*OWN, (b"content-type", b"text/plain"), *WITH_TOKEN], 415, "application/json"),
+        ([*OWN, (b"content-type", b"application/x-www-form-urlencoded"), *WITH_TOKEN], 415, "json"),
+    ],
+    ids=[
+        "other origin",
+        "cross-site",
+        "same-site",
+        "no token",
+        "wrong",
+        "wrong bearer",
+        "text",
+        "form",
+    ],
+)
+async def test_a_write_not_from_our_page_or_without_the_token_is_refused(
+    app, headers, status, says
+):
+    web, store = app
+    code, reply = await post(web, "/api/publish", a_post("forged"), headers=headers)
+    assert code == status
+    assert says in reply["error"]["message"]
+    assert store.feeds.frontier().get(ME.public, 0) == 0  # nothing was published
+
+
+async def test_the_token_in_the_url_alone_is_not_enough_to_write(app):
+    web, store = app
+    scope_query = b"token=" + TOKEN.encode()
+    sent = []
+
+    async def receive():
+        return {"type": "http.request", "body": json.dumps(a_post("x")).encode()}
+
+    async def send(message):
+        sent.append(message)
+
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "scheme": "http",
+        "path": "/api/publish",
+        "query_string": scope_query,
+        "headers": [*OWN, *JSON],
+    }
+    await web(scope, receive, send)
+    assert sent[0]["status"] == 401
+    assert store.feeds.frontier().get(ME.public, 0) == 0
+
+
+async def test_bodies_are_bounded_json_objects_and_ops_are_the_writes(app):
+    web, store = app
+    big = a_post("x" * MAX_BODY)
+    assert (await post(web, "/api/publish", big, chunks=4))[0] == 413
+    assert (await post(web, "/api/publish", b"{not json"))[0] == 400
+    assert (await post(web, "/api/publish", b"[1, 2]"))[0] == 400
+    assert (await post(web, "/api/publish", b"\xff\xfe"))[0] == 400
+    assert (await post(web, "/api/publish", b"[" * 100_000))[0] == 400
+    code, reply = await post(web, "/api/status", {})
+    assert code == 404 and reply["error"]["kind"] == "unknown-op"
+    code, _ = await post(web, "/api/publish", a_post("x"), method="GET")
+    assert code == 405
+    code, reply = await post(web, "/api/doc-edit", {"doc": "not an id", "splices": []})
+    assert code == 400 and reply["error"]["kind"] == "bad-request"
+    code, reply = await post(web, "/api/doc-edit", {"doc": 7, "splices": []})
+    assert code == 400
+    assert store.feeds.frontier().get(ME.public, 0) == 0
+
+
+async def test_what_the_ipc_refuses_comes_back_with_its_kind(app):
+    web, store = app
+    assert store.feeds.frontier().get(ME.public, 0) == 0
+    unknown = message_text(bytes(32))
+    code, reply = await post(web, "/api/doc-edit", {"doc": unknown, "splices": [["ins", 0, "x"]]})
+    assert (code, reply["error"]["kind"]) == (404, "not-found")
+    code, reply = await post(web, "/api/group-post", {"group": unknown, "content": {"t": 1}})
+    assert (code, reply["error"]["kind"]) == (404, "not-found")
+    deep: object = "x"
+    for _ in range(40):
+        deep = [deep]
+    code, reply = await post(web, "/api/publish", {"content": deep, "tangles": {"chat": None}})
+    assert (code, reply["error"]["kind"]) == (400, "invalid-message")
+
+
+async def test_what_a_person_types_is_kept_as_typed(app):
+    """HTML and bidirectional controls go into the message exactly; the pages escape them
+    when they show them (tests/node/test_web.py)."""
+    web, store = app
+    text = '<script>alert(1)</script> \u202eevil\u202c & "quotes"'
+    code, reply = await post(web, "/api/publish", a_post(text))
+    assert code == 200
+    doc = (await post(web, "/api/doc-create", {"title": "<b>notes</b>"}))[1]["ok"]["doc"]
+    code, reply = await post(web, "/api/doc-edit", {"doc": doc, "splices": [["ins", 0, text]]})
+    assert code == 200 and reply["ok"]["messages"]
+    assert store.documents.document_text(store.feeds.get(parse(doc)).id) == text
+
+
+def parse(text: str) -> bytes:
+    from tanglenode.protocol.identity import parse_message_id
+
+    return parse_message_id(text)
