@@ -13,8 +13,9 @@ URL it bound (port 0 takes any free port), which `status` carries as `web`.
 Every request must carry the token of `<data_dir>/web-token`
 (node/web/token.py), as `?token=` or `Authorization: Bearer`; it is compared
 in constant time (`hmac.compare_digest`), and a request without it gets 401
-and nothing else. The view shows private groups' timelines, and other local
-users can reach a port on 127.0.0.1: the token is what keeps them out, as
+and nothing else. A write (`POST /api/OP`, node/web/actions.py) must carry
+it in a header, and come from our own pages. The view shows private groups'
+timelines, and other local users can reach a port on 127.0.0.1: the token is what keeps them out, as
 file permissions keep them off the IPC socket. Links carry it (no cookie:
 cookies ignore the port, so one would reach every local server).
 

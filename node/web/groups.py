@@ -148,12 +148,12 @@ def epochs_html(shown: dict[str, Any], names: Names) -> str:
             f"<tr data-id='{e(message_text(epoch['id']))}'>"
             f"<td><code>{e(message_text(epoch['id'])[:12])}…</code></td>"
             f"<td>{person(names, epoch['author'])}</td>"
-            f"<td>{'current' if epoch['current'] else ''}</td>"
+            f"<td>{'current' if epoch['current'] else 'past'}</td>"
             f"<td>{members}</td><td>{excluded}</td></tr>"
         )
     return (
         f"<h2>Epochs: {len(rows)}</h2><table id='epochs'><thead><tr><th>epoch</th>"
-        "<th>opened by</th><th></th><th>members</th><th>excluded</th></tr></thead>"
+        "<th>opened by</th><th>state</th><th>members</th><th>excluded</th></tr></thead>"
         f"<tbody>{''.join(rows)}</tbody></table>"
     )
 

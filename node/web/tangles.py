@@ -50,12 +50,13 @@ from tanglenode.node.web.http import (
     text_response,
 )
 from tanglenode.node.web.page import compose, e, listing, shell, when
+from tanglenode.protocol.document import TANGLE as DOC_TANGLE
 from tanglenode.protocol.identity import feed_text, message_text
 from tanglenode.protocol.ipc import PAGE, PAGE_BYTES
 from tanglenode.protocol.limits import MAX_TANGLE_NAME_BYTES
 from tanglenode.storage.engine.timeline import Delete, Insert
 from tanglenode.storage.errors import BelowLogFloor
-from tanglenode.storage.groups.state import GROUP, GroupError, read_group
+from tanglenode.storage.groups.state import EPOCH, GROUP, MEMBERS, GroupError, read_group
 from tanglenode.storage.views.timelines import timeline_name
 
 MAX_ROWS = 5000  # rows rendered on a tangle's page
@@ -140,21 +141,49 @@ async def index(web: WebContext, request: Request) -> Response:
         lambda store: store.tangles.tangle_page(after, INDEX_PAGE)
     )
     names = await web.names()
-    rows = [
-        f"<tr><td><a href='{e(web.link(tangle_path(info.name, info.root)))}'>"
-        f"{e(safe(info.name))}</a></td><td>{info.messages}</td><td>{info.joined}</td>"
-        f"<td>{info.pending}</td><td>{e(when(info.last))}</td>"
-        f"<td>{e(safe(names.label(info.author))) if info.author else '?'}</td></tr>"
-        for info in infos
-    ]
     more = None
     if cursor is not None:
         root, name = cursor
         more = web.link("/tangles", after_root=root_text(root), after_name=name)
-    headers = ["tangle", "messages", "joined", "pending", "last activity (UTC)", "started by"]
+    headers = ["tangle", "root", "messages", "joined", "pending", "last activity (UTC)"]
+    headers.append("started by")
     body = "<h1>Tangles</h1>" + compose("publish", "Start a conversation", {}, name_field=True)
-    body += listing("tangles", headers, rows, "No tangles yet.", more)
+    for kind, title in KINDS:
+        rows = [_index_row(web, names, info) for info in infos if kind_of(info.name) == kind]
+        if rows:
+            body += f"<h2>{title}</h2>" + listing(f"tangles-{kind}", headers, rows, "", None)
+    if not infos:
+        body += "<p class='muted'>No tangles yet.</p>"
+    if more:
+        body += f"<p><a href='{e(more)}'>more tangles</a></p>"
     return html_response(shell(web, "tangles", body, script=True))
+
+
+# What a tangle is for, by its name: the conversations people write, a private group's
+# own tangles (its chat, members and epochs: docs/GROUPS.md), and documents.
+KINDS = [
+    ("conversation", "Conversations"),
+    ("document", "Documents"),
+    ("group", "Private groups' tangles (their chat, members, epochs)"),
+]
+GROUP_TANGLES = frozenset({GROUP, MEMBERS, EPOCH})
+
+
+def kind_of(name: str) -> str:
+    if name in GROUP_TANGLES:
+        return "group"
+    return "document" if name == DOC_TANGLE else "conversation"
+
+
+def _index_row(web: WebContext, names: Names, info: Any) -> str:
+    """One tangle of `/tangles`: its name, its root's short id (names repeat), counts."""
+    return (
+        f"<tr><td><a href='{e(web.link(tangle_path(info.name, info.root)))}'>"
+        f"{e(safe(info.name))}</a></td><td><code>{e(message_text(info.root)[:10])}</code></td>"
+        f"<td>{info.messages}</td><td>{info.joined}</td>"
+        f"<td>{info.pending}</td><td>{e(when(info.last))}</td>"
+        f"<td>{e(safe(names.label(info.author))) if info.author else '?'}</td></tr>"
+    )
 
 
 async def page(web: WebContext, request: Request) -> Response:

@@ -108,3 +108,23 @@ async def test_a_stream_whose_next_command_the_log_dropped_says_reset(web):
         assert frames(await read_until(chunks, "event: reset")) == [
             (None, "reset", {"version": now})
         ]
+
+
+async def test_the_index_tells_conversations_documents_and_group_tangles_apart(web):
+    """Two conversations of one name are told apart by their roots' short ids; a document
+    and a group's own tangles are listed under their own headings."""
+    from tanglenode.storage.groups import state as groups
+
+    store, me = web.service.store, web.keypair
+    first = await a_tangle(web, 0)
+    second = await a_tangle(web, 0)
+    store.documents.create_document("notes")
+    store.writes.publish(*groups.create(me, "club"))
+    page = (await tangles.index(web, Request((), {}))).body.decode()
+    sections = re.findall(r"<h2>([^<]*)</h2><table id='tangles-(\w+)'", page)
+    assert [kind for _title, kind in sections] == ["conversation", "document", "group"]
+    conversations = page.split("id='tangles-conversation'")[1].split("</table>")[0]
+    for root in (first, second):
+        assert f"<code>{message_text(root)[:10]}</code>" in conversations
+    groups_part = page.split("id='tangles-group'")[1].split("</table>")[0]
+    assert groups_part.count("<tr>") == 3 + 1  # group, epoch, members, and the header row
