@@ -56,7 +56,7 @@ WRITE_OPS = frozenset(
     }
 )
 ID_FIELDS = frozenset({"doc", "root", "group", "msg"})  # a message id, as `%…`
-FEED_FIELDS = frozenset({"feed", "members"})  # a feed id (or a list of them), as `@…`
+FEED_FIELDS = frozenset({"feed", "key", "members"})  # a feed id (or a list of them), as `@…`
 STATUS_OF = {
     ErrorKind.NOT_FOUND: 404,
     ErrorKind.SEALED: 404,

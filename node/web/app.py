@@ -45,7 +45,7 @@ from hypercorn.config import Config
 from hypercorn.trio import serve
 
 from tanglenode.node.ipc import answer
-from tanglenode.node.web import actions, docs, groups, tangles
+from tanglenode.node.web import actions, docs, groups, peers, tangles
 from tanglenode.node.web.http import (
     SCRIPT_HEADERS,
     TEXT_HEADERS,
@@ -85,6 +85,8 @@ ROUTES: dict[tuple[str, int], Handler] = {
     ("doc", 3): docs.part,  # /doc/ROOT/events, /doc/ROOT/at, /doc/ROOT/history
     ("groups", 1): groups.index,
     ("groups", 2): groups.page,
+    ("peers", 1): peers.page,
+    ("peers", 2): peers.state,  # /peers/state
 }
 
 

@@ -49,7 +49,7 @@ def shell(web: WebContext, title: str, body: str, *, script: bool = False) -> st
     """A whole page: `title` (plain text) and `body` (HTML, already escaped)."""
     script_tag = f"<script defer src='{e(web.link('/view.js'))}'></script>" if script else ""
     links = [("/", "status"), ("/tangles", "tangles"), ("/docs", "documents")]
-    links.append(("/groups", "groups"))
+    links += [("/groups", "groups"), ("/peers", "peers")]
     nav = "".join(f"<a href='{e(web.link(path))}'>{text}</a>" for path, text in links)
     return (
         "<!doctype html><html lang='en'><head><meta charset='utf-8'>"

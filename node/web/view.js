@@ -471,6 +471,103 @@
     });
   }
 
+  // ---------------------------------------------------------------- peers
+
+  function showResult(output, answer, done) {
+    if (answer.error) {
+      output.dataset.state = "error";
+      output.textContent = answer.error.kind + ": " + answer.error.message;
+    } else {
+      output.dataset.state = "sent";
+      output.textContent = done;
+    }
+  }
+
+  // The peers page (peers.py): the table redrawn from /peers/state every few seconds,
+  // each peer's rates from the counts of two polls.
+  function peersView(table) {
+    const rows = table.tBodies[0];
+    const count = document.getElementById("peer-count");
+    const result = document.getElementById("peer-result");
+    const every = (Number(table.dataset.poll) || 2) * 1000;
+    let last = null;  // {time, counts: {key: [received, sent]}}
+
+    function rate(now, before, seconds) {
+      if (before === undefined || seconds <= 0) return "";
+      return (Math.max(0, now - before) / seconds).toFixed(1);
+    }
+
+    function draw(peers) {
+      const time = Date.now();
+      const counts = {};
+      while (rows.firstChild) rows.removeChild(rows.firstChild);
+      peers.forEach(function (peer) {
+        counts[peer.key] = [peer.received, peer.sent];
+        const before = last ? last.counts[peer.key] : undefined;
+        const seconds = last ? (time - last.time) / 1000 : 0;
+        const tr = el("tr");
+        tr.dataset.key = peer.key;
+        const name = tr.appendChild(el("td", peer.name));
+        name.title = peer.key;
+        [peer.address, peer.state, peer.received, peer.sent,
+          rate(peer.received, before && before[0], seconds),
+          rate(peer.sent, before && before[1], seconds),
+          peer.lack, peer.note].forEach(function (text) { tr.appendChild(el("td", text)); });
+        const actions = tr.appendChild(el("td"));
+        ["disconnect", "follow", "unfollow", "block", "unblock"].forEach(function (op) {
+          const button = actions.appendChild(el("button", op));
+          button.type = "button";
+          button.dataset.peerAction = op;
+          actions.appendChild(document.createTextNode(" "));
+        });
+        rows.appendChild(tr);
+      });
+      last = { time: time, counts: counts };
+      if (count) count.textContent = String(peers.length);
+    }
+
+    function poll() {
+      fetch(table.dataset.peersState, { cache: "no-store", credentials: "omit" })
+        .then(function (response) { return response.json(); })
+        .then(function (data) { draw(data.peers); }, function () {})
+        .then(function () { window.setTimeout(poll, every); });
+    }
+
+    table.addEventListener("click", function (event) {
+      const button = event.target.closest("button[data-peer-action]");
+      if (!button) return;
+      const op = button.dataset.peerAction;
+      const key = button.closest("tr").dataset.key;
+      const body = op === "disconnect" ? { key: key } : { feed: key };
+      write(op, body).then(function (answer) { showResult(result, answer, op + ": done"); });
+    });
+    poll();
+  }
+
+  function connectForm(form) {
+    const result = form.querySelector(".result");
+    form.addEventListener("submit", function (event) {
+      event.preventDefault();
+      const body = {
+        address: form.elements.namedItem("address").value,
+        key: form.elements.namedItem("key").value.trim(),
+      };
+      write("connect", body).then(function (answer) {
+        showResult(result, answer, "dialing " + body.address);
+      });
+    });
+  }
+
+  function copyButton(button) {
+    button.addEventListener("click", function () {
+      const source = document.getElementById(button.dataset.copy);
+      if (!source || !navigator.clipboard) return;
+      navigator.clipboard.writeText(source.textContent).then(function () {
+        button.textContent = "copied";
+      }, function () {});
+    });
+  }
+
   // ---------------------------------------------------------------- start
 
   document.addEventListener("DOMContentLoaded", function () {
@@ -479,6 +576,10 @@
     const doc = document.querySelector("[data-doc-events]");
     if (doc) documentView(doc);
     document.querySelectorAll("form.compose").forEach(composeBox);
+    const peers = document.querySelector("[data-peers-state]");
+    if (peers) peersView(peers);
+    document.querySelectorAll("form.connect").forEach(connectForm);
+    document.querySelectorAll("button[data-copy]").forEach(copyButton);
   });
 
 })();

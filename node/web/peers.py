@@ -1,0 +1,150 @@
+"""`/peers`: running the peer from the browser, and `/peers/state`, what its script polls.
+
+Theory of operation
+-------------------
+The page shows this node's own address and feed id, to share (as text to
+copy, and as a QR code of the line `tangled connect` takes: `HOST:PORT
+@FEED`, drawn by segno as inline SVG, nothing downloaded), a form to
+connect to a peer, and each peer: its name, address, whether it is
+connected (and which way), messages received and sent, how far we are
+behind it (the messages it holds that we lack), since when it is
+connected or how long ago its last connection failed, and buttons to
+disconnect and to follow, unfollow, block or unblock it. Every button and
+the form write through `POST /api/OP` (node/web/actions.py): the IPC's
+`connect`, `disconnect`, `follow`, ... with their checks and typed errors.
+
+The script (view.js) polls `/peers/state` every `POLL_SECONDS` and redraws
+the table from it, computing each peer's rates (messages per second in and
+out) from two polls: the node keeps counts, never rates, so a page that is
+not open costs nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import segno
+
+from tanglenode.node.cli.names import Names
+from tanglenode.node.cli.support import render_body
+from tanglenode.node.cli.terminal import safe
+from tanglenode.node.ipc_peers import peers as peers_op
+from tanglenode.node.web.http import (
+    Request,
+    Response,
+    WebContext,
+    html_response,
+    json_response,
+    not_found,
+)
+from tanglenode.node.web.page import e, shell
+from tanglenode.protocol.identity import feed_text
+from tanglenode.protocol.ipc import PeersRequest
+
+POLL_SECONDS = 2
+MAX_SHOWN = 500  # peers on the page (the IPC's page size)
+HEADERS = [
+    "peer",
+    "address",
+    "state",
+    "received",
+    "sent",
+    "in /s",
+    "out /s",
+    "we lack",
+    "connected since, or last error",
+    "",
+]
+
+
+async def _peers(web: WebContext) -> list[dict[str, Any]] | None:
+    area = web.area
+    if area is None or area.node is None:
+        return None
+    found = await peers_op(area, PeersRequest(0, MAX_SHOWN))
+    return found["peers"]
+
+
+def peer_fields(peer: dict[str, Any], names: Names) -> dict[str, Any]:
+    """What a row shows of one peer (`peers`' entry): the script's JSON, the page's text."""
+    key = peer["key"]
+    if peer["connected"]:
+        state = f"connected ({peer['direction'] or '?'})"
+    elif peer["dialed"]:
+        state = "dialing"
+    else:
+        state = "not connected"
+    error = peer.get("last_error")
+    age = peer.get("last_error_age")
+    return {
+        "key": feed_text(key),
+        "name": safe(names.label(key)),
+        "address": safe(peer.get("address") or ""),
+        "state": state,
+        "connected": bool(peer["connected"]),
+        "dialed": bool(peer["dialed"]),
+        "received": peer["received"],
+        "sent": peer["sent"],
+        "lack": peer["behind_messages"],
+        "note": "" if error is None else f"{safe(error, 120)} ({age:.0f} s ago)",
+    }
+
+
+def row_html(fields: dict[str, Any]) -> str:
+    """One `<tr>` (the script builds the same from `peer_fields`)."""
+    actions = "".join(
+        f"<button type='button' data-peer-action='{op}'>{op}</button> "
+        for op in ("disconnect", "follow", "unfollow", "block", "unblock")
+    )
+    return (
+        f"<tr data-key='{e(fields['key'])}'><td title='{e(fields['key'])}'>{e(fields['name'])}</td>"
+        f"<td>{e(fields['address'])}</td><td>{e(fields['state'])}</td>"
+        f"<td>{fields['received']}</td><td>{fields['sent']}</td><td></td><td></td>"
+        f"<td>{fields['lack']}</td><td>{e(fields['note'])}</td><td>{actions}</td></tr>"
+    )
+
+
+async def page(web: WebContext, request: Request) -> Response:
+    """`/peers`."""
+    found = await _peers(web)
+    if found is None:
+        return not_found("this view has no running node to show peers of")
+    status = await web.status(False)
+    names = await web.names()
+    own = feed_text(status["feed"])
+    listen = str(status.get("listen") or "")
+    invite = f"{listen} {own}"
+    code = segno.make(invite, error="m").svg_inline(scale=3, dark="#1d2430", border=2)
+    rows = "".join(row_html(peer_fields(peer, names)) for peer in found)
+    head = "".join(f"<th>{e(header)}</th>" for header in HEADERS)
+    state = web.link("/peers/state")
+    body = (
+        "<h1>Peers</h1><h2>This node</h2>"
+        f"<p>feed <code id='own-feed'>{e(own)}</code><br>listening on "
+        f"<code id='own-address'>{e(listen)}</code></p>"
+        f"<p>To connect from another node: <code id='invite'>tangled connect {e(invite)}</code> "
+        "<button type='button' data-copy='invite'>copy</button></p>"
+        f"<div id='qr' title='{e(invite)}'>{code}</div>"
+        "<h2>Connect to a peer</h2>"
+        "<form class='connect' data-api='connect'>"
+        "<input name='address' required maxlength='300' placeholder='HOST:PORT' "
+        "autocomplete='off'> <input name='key' required maxlength='60' size='48' "
+        "placeholder='@FEED_ID' autocomplete='off'> <button type='submit'>Connect</button> "
+        "<output class='result' aria-live='polite'></output></form>"
+        f"<h2>Peers: <span id='peer-count'>{len(found)}</span></h2>"
+        f"<table id='peers' data-peers-state='{e(state)}' data-poll='{POLL_SECONDS}'>"
+        f"<thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
+        "<p><output id='peer-result' class='result' aria-live='polite'></output></p>"
+    )
+    return html_response(shell(web, "peers", body, script=True))
+
+
+async def state(web: WebContext, request: Request) -> Response:
+    """`/peers/state`: every peer's row, as JSON, for the page's script."""
+    if request.args != ("state",):
+        return not_found()
+    found = await _peers(web)
+    if found is None:
+        return not_found("this view has no running node to show peers of")
+    names = await web.names()
+    return json_response({"peers": [render_body(peer_fields(peer, names)) for peer in found]})

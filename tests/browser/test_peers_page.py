@@ -1,0 +1,49 @@
+"""The peers page in headless Chromium (docs/WEB.md, "Peers"): a peer added in the page
+connects and catches up, its row shows it live, and its buttons reach the node."""
+
+from __future__ import annotations
+
+from tanglenode.protocol.identity import feed_text
+from tests.browser import WebNode, call
+
+
+def test_a_peer_added_in_the_page_connects_and_catches_up(browser, tmp_path):
+    from playwright.sync_api import expect
+
+    alice, bob = WebNode(tmp_path, "alice"), WebNode(tmp_path, "bob")
+    call(alice.start)
+    call(bob.start)
+    try:
+        for n in range(3):
+            call(bob.publish, {"type": "post", "text": f"from bob {n}"}, {"chat": None})
+        bob_status = call(bob.status)
+        page = browser.new_page()
+        page.goto(alice.url("/peers"))
+        own = feed_text(call(alice.status)["feed"])
+        expect(page.locator("#own-feed")).to_have_text(own)
+        assert page.locator("#qr svg path").count() == 1  # the QR code, drawn in the page
+        expect(page.locator("#peers tbody tr")).to_have_count(0)
+
+        page.fill("form.connect input[name=address]", str(bob_status["listen"]))
+        page.fill("form.connect input[name=key]", feed_text(bob_status["feed"]))
+        page.click("form.connect button")
+        expect(page.locator("form.connect .result")).to_have_text(
+            f"dialing {bob_status['listen']}"
+        )
+        row = page.locator(f"#peers tbody tr[data-key='{feed_text(bob_status['feed'])}']")
+        expect(row.locator("td").nth(2)).to_contain_text("connected")
+        assert call(alice.wait_for_size, 3, spacetime=True) >= 3  # caught up
+        expect(row.locator("td").nth(3)).not_to_have_text("0")  # messages received
+
+        row.locator("button[data-peer-action=disconnect]").click()
+        expect(page.locator("#peer-result")).to_have_text("disconnect: done")
+        expect(row.locator("td").nth(2)).to_have_text("not connected")
+
+        page.fill("form.connect input[name=address]", "no port here")
+        page.click("form.connect button")
+        result = page.locator("form.connect .result")
+        expect(result).to_have_attribute("data-state", "error")
+        assert result.inner_text().startswith("bad-request: ")
+    finally:
+        for node in (alice, bob):
+            assert call(node.stop) == 0
