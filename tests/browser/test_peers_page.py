@@ -1,4 +1,4 @@
-"""The peers page in headless Chromium (docs/WEB.md, "Peers"): a peer added in the page
+"""The peers page in headless Chromium (docs/WEB.md, "Pages": `/peers`): a peer added in the page
 connects and catches up, its row shows it live, and its buttons reach the node."""
 
 from __future__ import annotations
