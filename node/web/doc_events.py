@@ -40,6 +40,7 @@ from tanglenode.node.web.doc_text import Run, author_body, blamed_snapshot, read
 from tanglenode.node.web.events import NextPage, event_stream, frame, resume_version
 from tanglenode.node.web.http import Request, Response, WebContext, not_found, text_response
 from tanglenode.protocol.doc_ipc import SNAPSHOT_CHARS
+from tanglenode.protocol.identity import message_text
 from tanglenode.storage.errors import UnknownDocument
 
 
@@ -116,6 +117,7 @@ class DocStream:
                 "splice",
                 {
                     "version": entry["version"],
+                    "msg": None if entry["msg"] is None else message_text(entry["msg"]),
                     "splices": [readable_splice(splice) for splice in entry["splices"]],
                     **author_body(authors.get(entry["msg"]), self.names),
                 },

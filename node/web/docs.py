@@ -24,6 +24,7 @@ characters show as `?` (`doc_events.readable`, one for one: positions hold).
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from tanglenode.node.cli.names import Names
@@ -149,6 +150,7 @@ async def page(web: WebContext, request: Request) -> Response:
         "<p id='live' class='live' data-state='connecting'>connecting</p>",
         f"<p id='legend'>{legend(runs, names)}</p>",
         f"<div id='text' data-version='{version}'>{blame_html(runs, names)}</div>",
+        editor_html(doc, "".join(text for text, _author in runs)),
         "<h2>History</h2>",
         f"<p><label for='version'>version</label> <input id='version' type='range' min='0'"
         f" max='{version}' step='1' value='{version}'></p>",
@@ -161,6 +163,20 @@ async def page(web: WebContext, request: Request) -> Response:
         "</section>",
     ]
     return html_response(shell(web, title or "document", "".join(body), script=True))
+
+
+def editor_html(doc: bytes, text: str) -> str:
+    """The text to edit in place (view.js's editor): its exact value travels as JSON in an
+    attribute (a textarea's content would lose a leading newline and every carriage
+    return to HTML's parsing), the version it is the text of is `#text`'s."""
+    exact = json.dumps(text, ensure_ascii=True)
+    return (
+        "<h2>Edit</h2><p class='muted'>What you type is sent as you type, merged with what "
+        "others write meanwhile.</p>"
+        "<textarea id='editor' rows='12' spellcheck='false' disabled"
+        f" data-doc='{e(message_text(doc))}' data-text='{e(exact)}'></textarea>"
+        "<p><output id='editor-state' class='result' aria-live='polite'>loading</output></p>"
+    )
 
 
 def legend(runs: list[Run], names: Names) -> str:

@@ -177,6 +177,10 @@
         fresh: false,
       };
     });
+    const editorArea = document.getElementById("editor");
+    const editor = editorArea
+      ? documentEditor(editorArea, document.getElementById("editor-state"), version)
+      : null;
     let incoming = null; // the runs of a snapshot still arriving
     let source = null;
     let following = slider.value === slider.max; // the slider stays on the newest version
@@ -285,6 +289,10 @@
       if (!data.last) return;
       runs = incoming;
       incoming = null;
+      if (editor) {
+        editor.snapshot(runs.map(function (run) { return run.chars.join(""); }).join(""),
+          data.version);
+      }
       reached(data.version);
     }
 
@@ -303,6 +311,7 @@
         restart(null); // our copy is not the server's: start again from a snapshot
         return;
       }
+      if (editor) editor.splice(data);
       reached(data.version);
     }
 
@@ -469,6 +478,238 @@
         text.value = "";
       });
     });
+  }
+
+  // ---------------------------------------------------------------- editing a document
+
+  // The text is an array of code points, as the node counts positions. An op is
+  // {t: "i", at, s: [code points]} or {t: "d", at, n}; a list of ops applies in order.
+
+  function applyOps(chars, ops) {
+    const out = chars.slice();
+    ops.forEach(function (op) {
+      if (op.t === "i") Array.prototype.splice.apply(out, [op.at, 0].concat(op.s));
+      else out.splice(op.at, op.n);
+    });
+    return out;
+  }
+
+  // `a` rebased over `b` (both made on the same text; `b` applied first): a list of ops.
+  // Of two inserts at one place, the one with `aFirst` goes first.
+  function over(a, b, aFirst) {
+    if (a.t === "i" && b.t === "i") {
+      if (a.at < b.at || (a.at === b.at && aFirst)) return [a];
+      return [{ t: "i", at: a.at + b.s.length, s: a.s }];
+    }
+    if (a.t === "i") {  // over a delete
+      if (a.at <= b.at) return [a];
+      if (a.at >= b.at + b.n) return [{ t: "i", at: a.at - b.n, s: a.s }];
+      return [{ t: "i", at: b.at, s: a.s }];
+    }
+    if (b.t === "i") {  // a delete over an insert
+      if (b.at <= a.at) return [{ t: "d", at: a.at + b.s.length, n: a.n }];
+      if (b.at >= a.at + a.n) return [a];
+      const first = b.at - a.at;  // the insert falls inside: delete around it
+      return [{ t: "d", at: a.at, n: first }, { t: "d", at: a.at + b.s.length, n: a.n - first }];
+    }
+    const aEnd = a.at + a.n;
+    const bEnd = b.at + b.n;
+    const left = Math.max(0, Math.min(aEnd, b.at) - a.at);
+    const right = Math.max(0, aEnd - Math.max(a.at, bEnd));
+    if (left + right === 0) return [];
+    const at = a.at < b.at ? a.at : (a.at >= bEnd ? a.at - b.n : b.at);
+    return [{ t: "d", at: at, n: left + right }];
+  }
+
+  // Lists `as` and `bs` made on the same text: [as rebased over bs, bs rebased over as].
+  function transform(as, bs, aFirst) {
+    if (!as.length || !bs.length) return [as, bs];
+    if (as.length > 1) {
+      const head = transform(as.slice(0, 1), bs, aFirst);
+      const rest = transform(as.slice(1), head[1], aFirst);
+      return [head[0].concat(rest[0]), rest[1]];
+    }
+    if (bs.length > 1) {
+      const head = transform(as, bs.slice(0, 1), aFirst);
+      const rest = transform(head[0], bs.slice(1), aFirst);
+      return [rest[0], head[1].concat(rest[1])];
+    }
+    return [over(as[0], bs[0], aFirst), over(bs[0], as[0], !aFirst)];
+  }
+
+  function opsOfSplices(splices) {
+    return splices.map(function (splice) {
+      return splice[0] === "ins"
+        ? { t: "i", at: splice[1], s: Array.from(splice[2]) }
+        : { t: "d", at: splice[1], n: splice[2] };
+    });
+  }
+
+  function splicesOfOps(ops) {
+    return ops.map(function (op) {
+      return op.t === "i" ? ["ins", op.at, op.s.join("")] : ["del", op.at, op.n];
+    });
+  }
+
+  // What changed from `before` to `after` (one edit of a textarea): common ends kept.
+  function diffOps(before, after) {
+    let start = 0;
+    while (start < before.length && start < after.length && before[start] === after[start]) {
+      start += 1;
+    }
+    let end = 0;
+    while (end < before.length - start && end < after.length - start &&
+           before[before.length - 1 - end] === after[after.length - 1 - end]) {
+      end += 1;
+    }
+    const ops = [];
+    const removed = before.length - start - end;
+    if (removed) ops.push({ t: "d", at: start, n: removed });
+    const added = after.slice(start, after.length - end);
+    if (added.length) ops.push({ t: "i", at: start, s: added });
+    return ops;
+  }
+
+  // A caret (a code point position) after `ops`: text inserted at it goes after it.
+  function moveCaret(caret, ops) {
+    ops.forEach(function (op) {
+      if (op.t === "i") {
+        if (op.at < caret) caret += op.s.length;
+      } else if (op.at < caret) {
+        caret -= Math.min(op.n, caret - op.at);
+      }
+    });
+    return caret;
+  }
+
+  const SEND_MS = 150;  // what is typed within this window goes out as one edit
+  const RETRY_MS = 2000;
+
+  // The document page's editor: the textarea shows `server` (the node's text at
+  // `version`, as the stream brings it) with our edits not yet in it: `inflight` (sent,
+  // waiting for the node to weave them) and `unsent`. Edits go out every SEND_MS, one
+  // request at a time, made against `version`: the node merges them with whatever came
+  // since. Others' splices are rebased over our pending edits before they reach the
+  // textarea, so no keystroke is lost and the caret stays where it was typed.
+  function documentEditor(area, state, version) {
+    let server = Array.from(JSON.parse(area.dataset.text));
+    let local = server.slice();
+    let inflight = null;  // {ops, ids: Set of message ids, or null while the reply is awaited}
+    let unsent = [];
+    let held = [];  // splices that came while the reply was awaited: ours, perhaps
+    let timer = null;
+    area.value = local.join("");
+    area.disabled = false;
+    say("saved", "saved");
+
+    function say(status, text) {
+      state.dataset.state = status;
+      state.textContent = text;
+    }
+
+    function caretOf() {
+      return [area.selectionStart, area.selectionEnd].map(function (units) {
+        return Array.from(area.value.slice(0, units)).length;
+      });
+    }
+
+    function show(chars, carets) {
+      const text = chars.join("");
+      if (area.value === text) return;
+      area.value = text;
+      const units = carets.map(function (cp) { return chars.slice(0, cp).join("").length; });
+      area.setSelectionRange(units[0], units[1]);
+    }
+
+    area.addEventListener("input", function () {
+      const now = Array.from(area.value);
+      unsent = unsent.concat(diffOps(local, now));
+      local = now;
+      say("editing", "editing");
+      if (timer === null) timer = window.setTimeout(send, SEND_MS);
+    });
+
+    function send() {
+      timer = null;
+      if (inflight !== null || !unsent.length) return;
+      inflight = { ops: unsent, ids: null };
+      unsent = [];
+      say("sending", "sending");
+      const body = { doc: area.dataset.doc, splices: splicesOfOps(inflight.ops), base: version };
+      write("doc-edit", body).then(answered);
+    }
+
+    function answered(answer) {
+      if (answer.error) {  // nothing was published: our edits wait to be sent again
+        unsent = inflight.ops.concat(unsent);
+        inflight = null;
+        say("error", answer.error.kind + ": " + answer.error.message + " (not saved)");
+        if (answer.error.kind !== "bad-request" && answer.error.kind !== "sealed") {
+          timer = window.setTimeout(send, RETRY_MS);
+        }
+        replayHeld();
+        return;
+      }
+      const ids = answer.ok.messages.map(function (m) { return m.msg; });
+      inflight.ids = new Set(ids);
+      if (!ids.length) finished();
+      replayHeld();
+    }
+
+    function replayHeld() {
+      const waiting = held;
+      held = [];
+      waiting.forEach(splice);
+    }
+
+    function finished() {
+      inflight = null;
+      const expected = applyOps(server, unsent);
+      if (expected.join("") !== local.join("")) {  // the node placed ours otherwise
+        const carets = caretOf();
+        local = expected;
+        show(local, carets.map(function (c) { return Math.min(c, local.length); }));
+      }
+      if (unsent.length) send();
+      else say("saved", "saved");
+    }
+
+    // One version's frontier splices, from the document's stream.
+    function splice(data) {
+      if (data.version <= version) return;
+      if (inflight !== null && inflight.ids === null) {
+        held.push(data);  // ours or not: the reply tells
+        return;
+      }
+      const ops = opsOfSplices(data.splices);
+      server = applyOps(server, ops);
+      version = data.version;
+      if (inflight !== null && inflight.ids.has(data.msg)) {
+        inflight.ids.delete(data.msg);
+        if (!inflight.ids.size) finished();
+        return;
+      }
+      const pending = inflight !== null ? inflight.ops : [];
+      const first = transform(pending, ops, true);
+      if (inflight !== null) inflight.ops = first[0];
+      const second = transform(unsent, first[1], true);
+      unsent = second[0];
+      const carets = caretOf();
+      local = applyOps(local, second[1]);
+      show(local, carets.map(function (c) { return moveCaret(c, second[1]); }));
+    }
+
+    // A new text (the stream restarted): ours not yet sent are laid over it.
+    function snapshot(text, newVersion) {
+      server = Array.from(text);
+      version = newVersion;
+      if (inflight !== null) return;  // `finished` lays `unsent` over the new text
+      const carets = caretOf();
+      local = applyOps(server, unsent);
+      show(local, carets.map(function (c) { return Math.min(c, local.length); }));
+    }
+
+    return { splice: splice, snapshot: snapshot };
   }
 
   // ---------------------------------------------------------------- peers

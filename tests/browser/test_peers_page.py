@@ -27,9 +27,7 @@ def test_a_peer_added_in_the_page_connects_and_catches_up(browser, tmp_path):
         page.fill("form.connect input[name=address]", str(bob_status["listen"]))
         page.fill("form.connect input[name=key]", feed_text(bob_status["feed"]))
         page.click("form.connect button")
-        expect(page.locator("form.connect .result")).to_have_text(
-            f"dialing {bob_status['listen']}"
-        )
+        expect(page.locator("form.connect .result")).to_have_text(f"dialing {bob_status['listen']}")
         row = page.locator(f"#peers tbody tr[data-key='{feed_text(bob_status['feed'])}']")
         expect(row.locator("td").nth(2)).to_contain_text("connected")
         assert call(alice.wait_for_size, 3, spacetime=True) >= 3  # caught up

@@ -1,0 +1,109 @@
+"""Editing a document in place (docs/WEB.md, "The document page"): two pages on two nodes type
+into one document at the same time, through a partition and a heal, and both end with every
+keystroke of both, identical to `doc show` on each node."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import trio
+
+from tanglenode.node.localnet import REQUEST_SECONDS
+from tanglenode.protocol.identity import feed_text
+from tests.browser import WebNode, call
+
+EDITOR = "#editor"
+
+
+async def ask(node: WebNode, op: str, **arguments: Any) -> Any:
+    with trio.fail_after(REQUEST_SECONDS):
+        async with await node.client() as client:
+            return await client.request(op, **arguments)
+
+
+def open_editor(browser, node: WebNode, doc: bytes):
+    from playwright.sync_api import expect
+
+    page = browser.new_page()
+    page.goto(node.url(f"/doc/{_path(doc)}"))
+    page.wait_for_selector("#live[data-state=live]")
+    expect(page.locator("#editor-state")).to_have_text("saved")
+    return page
+
+
+def _path(doc: bytes) -> str:
+    from tanglenode.protocol.identity import message_text
+
+    return message_text(doc)[1:]
+
+
+def type_at(page, where: str, words: list[str]) -> None:
+    """Type `words` (each a unique token and a space) at the start or the end of the text,
+    one key at a time, as a person would."""
+    editor = page.locator(EDITOR)
+    editor.click()
+    page.keyboard.press("Control+Home" if where == "start" else "Control+End")
+    for word in words:
+        page.keyboard.type(word + " ", delay=5)
+
+
+def settle(pages, nodes, doc: bytes) -> str:
+    """Once every page has sent all it holds and the nodes hold the same messages, the
+    text: the same on each node, and what each page shows."""
+    from playwright.sync_api import expect
+
+    for page in pages:
+        expect(page.locator("#editor-state")).to_have_text("saved", timeout=20_000)
+    held = set()
+    for node in nodes:
+        held |= {entry[1] for entry in call(node.timeline, tangle="doc", root=doc)}
+    for node in nodes:
+        call(node.wait_for_size, len(held), tangle="doc", root=doc)
+    texts = {call(ask, node, "doc-show", doc=doc)["text"] for node in nodes}
+    assert len(texts) == 1
+    [text] = texts
+    for page in pages:
+        expect(page.locator(EDITOR)).to_have_value(text)
+    return text
+
+
+def test_two_pages_on_two_nodes_type_at_once_through_a_partition_and_a_heal(browser, tmp_path):
+    alice, bob = WebNode(tmp_path, "alice"), WebNode(tmp_path, "bob")
+    call(alice.start)
+    call(bob.start, [alice])
+    try:
+        doc = call(ask, alice, "doc-create", title="minutes")["doc"]
+        call(ask, alice, "doc-edit", doc=doc, splices=[["ins", 0, "Minutes.\n"]])
+        call(bob.wait_for_size, 2, tangle="doc", root=doc)
+        page_a, page_b = open_editor(browser, alice, doc), open_editor(browser, bob, doc)
+
+        typed_a = [f"a{n}" for n in range(12)]
+        typed_b = [f"b{n}" for n in range(12)]
+        for n in range(0, 12, 3):  # at the same time: turns of a few keystrokes each
+            type_at(page_a, "start", typed_a[n : n + 3])
+            type_at(page_b, "end", typed_b[n : n + 3])
+        first = settle([page_a, page_b], [alice, bob], doc)
+
+        alice_feed = feed_text(call(alice.status)["feed"])
+        call(ask, bob, "disconnect", key=call(alice.status)["feed"])  # the partition
+        apart_a = [f"x{n}" for n in range(6)]
+        apart_b = [f"y{n}" for n in range(6)]
+        type_at(page_a, "end", apart_a)
+        type_at(page_b, "start", apart_b)
+        from playwright.sync_api import expect
+
+        for page in (page_a, page_b):
+            expect(page.locator("#editor-state")).to_have_text("saved", timeout=20_000)
+        assert "x0" not in call(ask, bob, "doc-show", doc=doc)["text"]  # apart indeed
+        status = call(alice.status)
+        call(ask, bob, "connect", address=status["listen"], key=status["feed"])  # the heal
+        final = settle([page_a, page_b], [alice, bob], doc)
+
+        for token in typed_a + typed_b + apart_a + apart_b:
+            assert f"{token} " in final, token  # every keystroke of both, in one piece
+        assert final.count(" ") == len(typed_a + typed_b + apart_a + apart_b)
+        assert "Minutes.\n" in final and len(first) < len(final)
+        assert alice_feed.startswith("@")
+    finally:
+        for node in (alice, bob):
+            assert call(node.stop) == 0
