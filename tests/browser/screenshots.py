@@ -1,4 +1,5 @@
-"""`make screenshots`: docs/img/tangle-view.png and docs/img/document-view.png, of real nodes.
+"""`make screenshots`: docs/img/tangle-view.png, document-view.png, document-editing.png and
+peers-view.png, of real nodes.
 
 Two real nodes, alice and bob (`tangled run` with the web view on, in a
 temporary directory; bob dials alice), name themselves (`tangled about`),
@@ -6,7 +7,9 @@ hold a short conversation in a tangle "chat" and write a document together,
 each from their own node and each waiting to hold the other's last word
 before answering, through the real CLI. Once both hold everything, headless
 Chromium (the browser tests' setup, tests/browser/__init__.py) opens alice's
-`/t/chat/ROOT` and `/doc/ROOT` at 1200x800 and saves each page as a PNG.
+`/t/chat/ROOT` and `/doc/ROOT` at 1200x800 and saves each page as a PNG;
+then types a line into the document's editor and saves the page scrolled to
+it, and saves alice's `/peers` with bob connected.
 
 It waits for the pages' contract before taking a picture: the tangle view
 live (`#live[data-state=live]`) with one joined `tr[data-id]` of
@@ -107,7 +110,8 @@ def photograph(page, url: str, ready, as_is: bool) -> bytes:
         if status != 200:
             raise ScreenshotError(f"{where} answered {status}")
         try:
-            page.locator("#live[data-state=live]").wait_for(state="attached")
+            if page.locator("#live").count():  # a live page: once its stream is open
+                page.locator("#live[data-state=live]").wait_for(state="attached")
             ready(page)
         except (Error, AssertionError) as error:
             raise ScreenshotError(f"{where}: {str(error).splitlines()[0]}") from None
@@ -141,6 +145,41 @@ def document_ready(text: str):
     return ready
 
 
+TYPED = "\nRSVP by Thursday, please."  # typed into the editor for its picture
+
+
+def editing_ready(text: str):
+    """The editor holds the text, a line typed into it is saved, and the page is scrolled
+    to it."""
+
+    def ready(page) -> None:
+        from playwright.sync_api import expect
+
+        editor = page.locator("#editor")
+        expect(editor).to_have_value(text, timeout=WAIT_MS)
+        editor.click()
+        page.keyboard.press("Control+End")
+        page.keyboard.type(TYPED, delay=10)
+        expect(page.locator("#editor-state")).to_have_text("saved", timeout=WAIT_MS)
+        expect(page.locator("#text")).to_have_text(text + TYPED, timeout=WAIT_MS)
+        editor.scroll_into_view_if_needed()
+        page.evaluate("window.scrollBy(0, 200)")
+
+    return ready
+
+
+def peers_ready(bob_key: str):
+    """The peers page shows bob, connected."""
+
+    def ready(page) -> None:
+        from playwright.sync_api import expect
+
+        row = page.locator(f"#peers tbody tr[data-key='{bob_key}']")
+        expect(row.locator("td").nth(2)).to_contain_text("connected", timeout=WAIT_MS)
+
+    return ready
+
+
 def make(out: Path, as_is: bool, root_dir: Path) -> None:
     alice = WebNode(root_dir, "alice")
     bob = WebNode(root_dir, "bob")
@@ -160,6 +199,12 @@ def make(out: Path, as_is: bool, root_dir: Path) -> None:
             ),
             "document-view.png": photograph(
                 page, alice.url(f"/doc/{message_text(doc)[1:]}"), document_ready(text), as_is
+            ),
+            "document-editing.png": photograph(
+                page, alice.url(f"/doc/{message_text(doc)[1:]}"), editing_ready(text), as_is
+            ),
+            "peers-view.png": photograph(
+                page, alice.url("/peers"), peers_ready(bob.feed_id), as_is
             ),
         }
         context.close()
