@@ -34,6 +34,7 @@ so a client that polls status for counts does not ask for them.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -81,6 +82,7 @@ def peer_summary(peer: PeerState, ours: dict[bytes, int], forked: set[bytes]) ->
         "clock_feeds": len(peer.clock),
         "last_error": short(peer.last_error),
         "last_error_age": None if age is None else round(age, 1),
+        "connected_seconds": round(time.time() - peer.since) if peer.connected else None,
     }
 
 

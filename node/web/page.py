@@ -38,6 +38,7 @@ th{font-size:13px;color:#667}
 @keyframes fresh{from{background:#d9f7d9}to{background:transparent}}
 @keyframes moved{from{background:#fff1c2}to{background:transparent}}
 .live{font-size:13px;color:#667}
+#editor{width:100%;box-sizing:border-box;font:13px/1.45 ui-monospace,monospace}
 .compose{margin:1rem 0}.compose textarea{width:100%;box-sizing:border-box;font:inherit}
 .compose .result[data-state=error]{color:#b03030}
 .live[data-state=live]::before{content:"● ";color:#2a9d3a}

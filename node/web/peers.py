@@ -76,6 +76,13 @@ def peer_fields(peer: dict[str, Any], names: Names) -> dict[str, Any]:
         state = "not connected"
     error = peer.get("last_error")
     age = peer.get("last_error_age")
+    connected = peer.get("connected_seconds")
+    if connected is not None:
+        note = f"connected {connected} s ago"
+    elif error is not None:
+        note = f"{safe(error, 120)} ({age:.0f} s ago)"
+    else:
+        note = ""
     return {
         "key": feed_text(key),
         "name": safe(names.label(key)),
@@ -86,7 +93,7 @@ def peer_fields(peer: dict[str, Any], names: Names) -> dict[str, Any]:
         "received": peer["received"],
         "sent": peer["sent"],
         "lack": peer["behind_messages"],
-        "note": "" if error is None else f"{safe(error, 120)} ({age:.0f} s ago)",
+        "note": note,
     }
 
 
