@@ -194,3 +194,22 @@ def parse(text: str) -> bytes:
     from tanglenode.protocol.identity import parse_message_id
 
     return parse_message_id(text)
+
+
+async def test_a_member_posts_into_a_group_from_its_page(app):
+    from tanglenode.node.web import groups as group_pages
+    from tanglenode.node.web.http import Request
+    from tanglenode.storage.groups import state as groups
+
+    web, store = app
+    club = store.writes.publish(*groups.create(ME, "club")).id
+    page = await group_pages.page(web.web, Request((message_text(club)[1:],), {}))
+    assert b"data-api='group-post'" in page.body  # a member gets the box
+    text = "<i>members only</i>"
+    code, reply = await post(
+        web, "/api/group-post", {"group": message_text(club), "content": {"text": text}}
+    )
+    assert code == 200
+    view = groups.read_group(store, ME, club)
+    assert [p.content for p in view.opened.values() if p.content] == [{"text": text}]
+    assert text.encode() not in store.feeds.get(parse(reply["ok"]["id"])).raw  # sealed
