@@ -112,7 +112,9 @@ def one_round(browser, root: Path, key_ms: int) -> tuple[list[int], float]:
         writer.keyboard.type(PARAGRAPH, delay=key_ms)
         writer.wait_for_selector("#editor-state[data-state=saved]")
         final = len("Notes.\n") + len(PARAGRAPH)
-        reader.wait_for_function(f"Array.from(document.getElementById('editor').value).length >= {final}")
+        reader.wait_for_function(
+            f"Array.from(document.getElementById('editor').value).length >= {final}"
+        )
         cpu = cpu_seconds(alice.process.pid) - before
         typed = first_seen(writer.evaluate("window.seen"))
         shown = first_seen(reader.evaluate("window.seen"))

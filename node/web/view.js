@@ -583,6 +583,22 @@
   }
 
   const SEND_MS = 150;  // what is typed within this window goes out as one edit
+  const MAX_SPLICES = 500;  // a request's splices, at most (the IPC takes 1024)
+
+  // `ops` with `next` added, a run of typing (or of deleting) kept as one op.
+  function appendOp(ops, next) {
+    const last = ops[ops.length - 1];
+    if (last && last.t === "i" && next.t === "i" && next.at === last.at + last.s.length) {
+      last.s = last.s.concat(next.s);
+      return ops;
+    }
+    if (last && last.t === "d" && next.t === "d") {
+      if (next.at === last.at) { last.n += next.n; return ops; }  // forward delete
+      if (next.at + next.n === last.at) { last.at = next.at; last.n += next.n; return ops; }
+    }
+    ops.push(next);
+    return ops;
+  }
   const RETRY_MS = 2000;
 
   // The document page's editor: the textarea shows `server` (the node's text at
@@ -598,6 +614,7 @@
     let unsent = [];
     let held = [];  // splices that came while the reply was awaited: ours, perhaps
     let timer = null;
+    let sentAt = 0;  // when the last request went out: one each SEND_MS at most
     area.value = local.join("");
     area.disabled = false;
     say("saved", "saved");
@@ -623,7 +640,7 @@
 
     area.addEventListener("input", function () {
       const now = Array.from(area.value);
-      unsent = unsent.concat(diffOps(local, now));
+      diffOps(local, now).forEach(function (op) { appendOp(unsent, op); });
       local = now;
       say("editing", "editing");
       if (timer === null) timer = window.setTimeout(send, SEND_MS);
@@ -632,8 +649,9 @@
     function send() {
       timer = null;
       if (inflight !== null || !unsent.length) return;
-      inflight = { ops: unsent, ids: null };
-      unsent = [];
+      sentAt = Date.now();
+      inflight = { ops: unsent.slice(0, MAX_SPLICES), ids: null };
+      unsent = unsent.slice(MAX_SPLICES);
       say("sending", "sending");
       const body = { doc: area.dataset.doc, splices: splicesOfOps(inflight.ops), base: version };
       write("doc-edit", body).then(answered);
@@ -670,8 +688,10 @@
         local = expected;
         show(local, carets.map(function (c) { return Math.min(c, local.length); }));
       }
-      if (unsent.length) send();
-      else say("saved", "saved");
+      if (!unsent.length) say("saved", "saved");
+      else if (timer === null) {
+        timer = window.setTimeout(send, Math.max(0, SEND_MS - (Date.now() - sentAt)));
+      }
     }
 
     // One version's frontier splices, from the document's stream.
