@@ -22,6 +22,10 @@ caller cancelled while its request still waits in `pending` withdraws it,
 nothing is published, and the lead passes on if it had just been handed
 the lead. One cancelled after its batch was taken may still be published,
 like a request whose client hung up.
+
+A request is a message to publish, `(content, tangles)`, or a `Job` (a
+document edit, planned against the text inside the batch's transaction:
+storage/writes.py), whose result is the list of messages it published.
 """
 
 from __future__ import annotations
@@ -36,16 +40,18 @@ import trio
 from tanglenode.node.counters import Histogram
 from tanglenode.node.offload import Offload
 from tanglenode.protocol.message import Message
+from tanglenode.storage.writes import Job
 
-Request = tuple[Any, Mapping[str, bytes | None] | None]
-Commit = Callable[[Sequence[Request]], list[Message | Exception]]
+Request = tuple[Any, Mapping[str, bytes | None] | None] | Job
+Result = Message | list[Message] | Exception
+Commit = Callable[[Sequence[Request]], list[Result]]
 
 
 @dataclass(eq=False, slots=True)
 class _Waiting:
     request: Request
     woken: trio.Event = field(default_factory=trio.Event)  # set once: a result, or the lead
-    result: Message | Exception | None = None
+    result: Result | None = None
     lead: bool = False
 
 
@@ -77,8 +83,19 @@ class GroupCommit:
         self.largest = 0  # the most requests one batch held
 
     async def publish(self, content: Any, tangles: Mapping[str, bytes | None] | None) -> Message:
+        result = await self._submit((content, tangles))
+        assert isinstance(result, Message)
+        return result
+
+    async def run(self, job: Job) -> list[Message]:
+        """`job` in the next batch's transaction; the messages it published."""
+        result = await self._submit(job)
+        assert isinstance(result, list)
+        return result
+
+    async def _submit(self, request: Request) -> Message | list[Message]:
         began = time.perf_counter()
-        waiting = _Waiting((content, tangles))
+        waiting = _Waiting(request)
         self._pending.append(waiting)
         if not self._leading:
             self._leading = waiting.lead = True
@@ -100,7 +117,7 @@ class GroupCommit:
 
     async def _commit_pending(self) -> None:
         batch, self._pending = self._pending, []
-        results: list[Message | Exception] | None = None
+        results: list[Result] | None = None
         try:
             try:
                 results = await self._offload.run(
@@ -111,7 +128,14 @@ class GroupCommit:
             else:
                 self.batches += 1
                 self.largest = max(self.largest, len(batch))
-                self._stored([result for result in results if isinstance(result, Message)])
+                self._stored(
+                    [
+                        message
+                        for result in results
+                        for message in (result if isinstance(result, list) else [result])
+                        if isinstance(message, Message)
+                    ]
+                )
         finally:
             if results is None:  # not an Exception (KeyboardInterrupt...): free the others
                 results = [RuntimeError("the publish batch was interrupted")] * len(batch)

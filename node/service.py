@@ -41,7 +41,6 @@ from tanglenode.node.verifier import Verifier
 from tanglenode.protocol.contacts import CONTACT
 from tanglenode.protocol.document import TANGLE, init_content
 from tanglenode.protocol.identity import tag_of
-from tanglenode.protocol.limits import MAX_SEQ
 from tanglenode.protocol.message import Message
 from tanglenode.storage.documents.rows import Splice
 from tanglenode.storage.errors import NotInGroup
@@ -52,6 +51,7 @@ from tanglenode.storage.groups.listing import group_members
 from tanglenode.storage.groups.state import EPOCH, GROUP, MEMBERS
 from tanglenode.storage.scope import Scope
 from tanglenode.storage.store import FeedStore
+from tanglenode.storage.writes import Job
 
 T = TypeVar("T")
 SCOPE_REFRESH_GAP = 1.0  # seconds between refreshes the stored contact messages call for
@@ -360,34 +360,15 @@ class StoreService:
         document's group keys are read again once if we seem to post in none of its
         epochs (a message that made us a member arrived since they were last read)."""
         await self.read_keys_if_stale()  # a re-key just stored: seal in the new epoch
-        edit = functools.partial(edit_and_number, self.store, doc, splices, base, exclusive)
-        try:
-            messages, numbers = await self.offload.run(edit, limiter=self._writer)
+        documents = self.store.documents
+        job = Job(
+            lambda session: documents.edit_in(session, doc, splices, base, exclusive=exclusive)
+        )
+        try:  # group-committed with the publishes and the other editors' edits
+            messages = await self.publishing.run(job)
         except NotInGroup:
             if not await self.refresh_document_keys():
                 raise
-            messages, numbers = await self.offload.run(edit, limiter=self._writer)
-        self._stored(messages)
+            messages = await self.publishing.run(job)
+        numbers = await self.read(lambda store: store.documents.versions_of(doc, messages))
         return messages, numbers
-
-
-def edit_and_number(
-    store: FeedStore,
-    doc: bytes,
-    splices: Sequence[Splice],
-    base: Any = None,
-    exclusive: bool = False,
-) -> tuple[list[Message], dict[bytes, int]]:
-    """`store.documents.edit_document`, and the version number each published message made.
-
-    Called with the write limiter held, so no other write comes between the
-    edit and the read of its versions: they are the document's last ones.
-    """
-    messages = store.documents.edit_document(doc, splices, base, exclusive=exclusive)
-    if not messages:
-        return messages, {}
-    head, _entries = store.documents.document_splices(doc, MAX_SEQ, 0)
-    since = max(0, head - len(messages) - 1)
-    ours = {message.id for message in messages}
-    found = store.documents.document_versions(doc, since, len(messages) + 2)
-    return messages, {v.msg_id: v.number for v in found if v.msg_id in ours}

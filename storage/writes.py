@@ -94,7 +94,8 @@ def feed_ordered(candidates: list[tuple[int, Message]]) -> list[tuple[int, Messa
 
 
 class OwnPublishing:
-    """One open write transaction in which we publish several messages (`Writes.publishing`)."""
+    """One open write transaction in which we publish several messages (`Writes.publishing`,
+    or a `Job` of `Writes.publish_batch`)."""
 
     def __init__(self, txn: Any, writes: Writes) -> None:
         self.txn = txn
@@ -114,6 +115,15 @@ class OwnPublishing:
 
 
 T = TypeVar("T")
+
+
+class Job:
+    """A request of `publish_batch` that publishes what it decides inside the batch's
+    transaction (a document edit planned against the text there): `run(session)`
+    publishes through `session` and returns what it published."""
+
+    def __init__(self, run: Callable[[OwnPublishing], list[Message]]) -> None:
+        self.run = run
 
 
 def _then_weave(write: Callable[..., T]) -> Callable[..., T]:
@@ -256,11 +266,11 @@ class Writes:
     @_then_weave
     def publish_batch(
         self,
-        requests: Sequence[tuple[Any, Mapping[str, bytes | None] | None]],
+        requests: Sequence[tuple[Any, Mapping[str, bytes | None] | None] | Job],
         *,
         timestamps: Sequence[int | None] | None = None,
         whole: bool = False,
-    ) -> list[Message | Exception]:
+    ) -> list[Message | list[Message] | Exception]:
         """Sign and store several of our messages, in order, in one durable transaction.
 
         One result per `(content, tangles)` request, exactly as publishing them
@@ -284,7 +294,8 @@ class Writes:
         our feed or our feed is not processed up to its head (a store
         restored or imported), or a request goes into a document (each edit
         names the woven tips the one before it left); then each request gets
-        its own nested transaction and processing, as `publish_in`.
+        its own nested transaction and processing, as `publish_in`. A `Job`
+        always does: its result is the list of messages it published.
         """
         if not requests:
             return []
@@ -297,7 +308,9 @@ class Writes:
                 if whole:
                     raise
                 return [error] * len(requests)
-            one_at_a_time = any(DOC_TANGLE in (tangles or {}) for _content, tangles in requests)
+            one_at_a_time = any(
+                isinstance(request, Job) or DOC_TANGLE in (request[1] or {}) for request in requests
+            )
             if one_at_a_time or self._processing_moves_others(txn, me, writer.head(me)[0]):
                 results = self._publish_each(txn, requests, stamps)
             else:
@@ -305,7 +318,12 @@ class Writes:
             refused = [result for result in results if isinstance(result, Exception)]
             if whole and refused:
                 raise refused[0]  # leaving the transaction by an exception aborts it
-        published = [result for result in results if isinstance(result, Message)]
+        published = [
+            message
+            for result in results
+            for message in (result if isinstance(result, list) else [result])
+            if isinstance(message, Message)
+        ]
         if published:
             self._wrote_own(published[-1])
         return results
@@ -351,13 +369,17 @@ class Writes:
         self._process(txn, {me}, batch=writer.stored)
         return results
 
-    def _publish_each(self, txn, requests, stamps) -> list[Message | Exception]:
+    def _publish_each(self, txn, requests, stamps) -> list[Message | list[Message] | Exception]:
         """The batch as one nested transaction per request, each processed on its own."""
-        results: list[Message | Exception] = []
-        for (content, tangles), timestamp in zip(requests, stamps, strict=True):
+        results: list[Message | list[Message] | Exception] = []
+        for request, timestamp in zip(requests, stamps, strict=True):
             try:
                 with self._ctx.env.begin(write=True, parent=txn) as child:
-                    results.append(self.publish_in(child, content, tangles, timestamp))
+                    if isinstance(request, Job):
+                        results.append(request.run(OwnPublishing(child, self)))
+                    else:
+                        content, tangles = request
+                        results.append(self.publish_in(child, content, tangles, timestamp))
             except lmdb.MapFullError as error:
                 full = self._ctx.full()
                 full.__cause__ = error

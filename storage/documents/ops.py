@@ -46,12 +46,13 @@ from tanglenode.storage.documents.rows import (
     unpack,
 )
 from tanglenode.storage.documents.sealed import current_key, waits
+from tanglenode.storage.documents.view import weave_backlog
 from tanglenode.storage.errors import NotInGroup, SealedDocument, UnknownDocument, VersionConflict
 from tanglenode.storage.feeds.layout import U32, U64
 
 if TYPE_CHECKING:
     from tanglenode.storage.context import StoreContext
-    from tanglenode.storage.writes import Writes
+    from tanglenode.storage.writes import OwnPublishing, Writes
 
 At = Weft | bytes | int | None  # a weft, a message id, a version number, or the frontier
 
@@ -125,48 +126,76 @@ class DocumentOps:
         """
         self._writes.weave_all()
         with self._writes.publishing() as session:
-            txn = session.txn
-            tables = self._ctx.document_tables
-            docno = self._docno(txn, doc)
-            meta = read_meta(txn, tables, docno)
-            group = group_of(meta)
-            sealing = None if group is None else self._sealing(txn, group)
-            weft = self._weft(txn, docno, base)
-            if exclusive and weft is not None:
-                raise VersionConflict(
-                    f"the document is at version {meta[M_NEXT_MNO] - 1}, past the edit's base"
-                )
-            ids: dict[int, bytes] = {}
-            if weft is None:
-                planned = doc_edits.plan(open_weave(txn, tables, docno, meta), splices)
-
-                def id_of(mno: int) -> bytes:
-                    if mno not in ids:
-                        ids[mno] = read_record(txn, tables, docno, mno)[R_ID]
-                    return ids[mno]
-
-            else:
-                atoms = revisions.visible_atoms(txn, tables, docno, weft)
-                planned, msg_ids = doc_edits.plan_at(atoms, doc, splices)
-                id_of = msg_ids.__getitem__
-            if not planned:
-                return []
-
-            def publish(ops: list) -> bytes:
-                cites = [op.cause.msg if type(op) is Insert else op.target.msg for op in ops]
-                cites = [msg for msg in cites if msg is not None]
-                content = edit_content(ops)
-                if sealing is not None:  # its timeframe must cover the epoch's init
-                    content = seal_value(content, *sealing)
-                    cites.append(sealing[1])
-                return session.publish(content, {TANGLE: doc}, cites=cites).id
-
-            budget = self._ctx.limits.max_message_bytes - _ENVELOPE_BYTES - _SEAL_BYTES
-            budget -= _TIMEFRAME_ENTRY_BYTES * TIMEFRAME_CAP + 33 * self._ctx.limits.max_previous
-            doc_edits.chunk(planned, id_of, max(budget, 512), publish)
+            self.edit_in(session, doc, splices, base, exclusive=exclusive)
         return session.published
 
+    def edit_in(
+        self,
+        session: OwnPublishing,
+        doc: bytes,
+        splices: Sequence[Any],
+        base: At = None,
+        *,
+        exclusive: bool = False,
+    ) -> list[Message]:
+        """`edit_document` inside `session`'s open transaction (a `Job` of a group-committed
+        batch: node/service.py); what it published. The backlog is woven here first."""
+        txn = session.txn
+        weave_backlog(txn, self._ctx, None)
+        tables = self._ctx.document_tables
+        docno = self._docno(txn, doc)
+        meta = read_meta(txn, tables, docno)
+        group = group_of(meta)
+        sealing = None if group is None else self._sealing(txn, group)
+        weft = self._weft(txn, docno, base)
+        if exclusive and weft is not None:
+            raise VersionConflict(
+                f"the document is at version {meta[M_NEXT_MNO] - 1}, past the edit's base"
+            )
+        ids: dict[int, bytes] = {}
+        if weft is None:
+            planned = doc_edits.plan(open_weave(txn, tables, docno, meta), splices)
+
+            def id_of(mno: int) -> bytes:
+                if mno not in ids:
+                    ids[mno] = read_record(txn, tables, docno, mno)[R_ID]
+                return ids[mno]
+
+        else:
+            atoms = revisions.visible_atoms(txn, tables, docno, weft)
+            planned, msg_ids = doc_edits.plan_at(atoms, doc, splices)
+            id_of = msg_ids.__getitem__
+        if not planned:
+            return []
+        first = len(session.published)
+
+        def publish(ops: list) -> bytes:
+            cites = [op.cause.msg if type(op) is Insert else op.target.msg for op in ops]
+            cites = [msg for msg in cites if msg is not None]
+            content = edit_content(ops)
+            if sealing is not None:  # its timeframe must cover the epoch's init
+                content = seal_value(content, *sealing)
+                cites.append(sealing[1])
+            return session.publish(content, {TANGLE: doc}, cites=cites).id
+
+        budget = self._ctx.limits.max_message_bytes - _ENVELOPE_BYTES - _SEAL_BYTES
+        budget -= _TIMEFRAME_ENTRY_BYTES * TIMEFRAME_CAP + 33 * self._ctx.limits.max_previous
+        doc_edits.chunk(planned, id_of, max(budget, 512), publish)
+        return session.published[first:]
+
     # -- reading -----------------------------------------------------------------
+
+    def versions_of(self, doc: bytes, messages: Sequence[Message]) -> dict[bytes, int]:
+        """The version each of `messages` made in document `doc` (those woven into it)."""
+        tables = self._ctx.document_tables
+        found: dict[bytes, int] = {}
+        with self._ctx.read() as txn:
+            docno = docno_of(txn, tables, doc)
+            for message in messages:
+                key = txn.get(message.id, db=tables.ids)
+                if key is not None and docno is not None and U32.unpack(key[:4])[0] == docno:
+                    found[message.id] = U32.unpack(key[4:8])[0]
+        return found
 
     def _docno(self, txn, doc: bytes) -> int:
         docno = docno_of(txn, self._ctx.document_tables, doc)

@@ -187,3 +187,31 @@ async def test_a_publish_cancelled_while_it_waits_is_never_published(served):
     assert [m.content for m in store.feeds.read_feed(ME.public)] == ["leader", "kept"]
     assert not service.publishing._leading  # the next publish leads again
     assert (await service.publish("after", None)).seq == 3
+
+
+async def test_concurrent_document_edits_share_commits_with_publishes(served):
+    """Three editors' edits (two documents) and a publish, arriving while a transaction
+    commits, go in one transaction, each merged against the text in it."""
+    service, path = served
+    notes = (await service.create_document("notes")).id
+    plans = (await service.create_document("plans")).id
+    before = service.publishing.batches
+
+    def edit(doc, text):
+        return lambda: service.edit_document(doc, [("ins", 0, text)])
+
+    async def publish():
+        return await service.publish({"type": "post", "text": "meanwhile"}, {"chat": None})
+
+    outcomes = await held_while(
+        service, edit(notes, "a"), edit(notes, "b"), edit(plans, "c"), publish
+    )
+    assert not any(isinstance(outcome, Exception) for outcome in outcomes)
+    assert service.publishing.batches - before == 2  # the leader's own, then the rest
+    store = service.store
+    assert sorted(store.documents.document_text(notes)) == ["a", "b"]
+    assert store.documents.document_text(plans) == "c"
+    for messages, numbers in outcomes[:3]:
+        assert [numbers[m.id] for m in messages] == [  # each its version, read back
+            store.documents.versions_of(m.tangles["doc"].root, [m])[m.id] for m in messages
+        ]
