@@ -29,8 +29,10 @@ from tanglenode.protocol.doc_ipc import (
     DocCreateRequest,
     DocDiffRequest,
     DocEditRequest,
+    DocLinkRequest,
     DocListRequest,
     DocLogRequest,
+    DocResolveRequest,
     DocShowRequest,
     blame_body,
     document_body,
@@ -82,6 +84,26 @@ async def doc_list(area: Area, request: DocListRequest) -> dict[str, Any]:
         "documents": [document_body(info) for info in page],
         "total": len(documents),
         "next": following if following < len(documents) else None,
+    }
+
+
+async def doc_link(area: Area, request: DocLinkRequest) -> dict[str, Any]:
+    """A link to a range of the current text (protocol/doc_link.py)."""
+    doc, start, end = request.doc, request.start, request.end
+    link = await area.service.read(lambda store: store.documents.document_link(doc, start, end))
+    return {"link": link.text()}
+
+
+async def doc_resolve(area: Area, request: DocResolveRequest) -> dict[str, Any]:
+    """What a link points at now; `was`, when all of it was deleted: how it read."""
+    link = request.link
+    found = await area.service.read(lambda store: store.documents.resolve_link(link))
+    return {
+        "doc": link.doc,
+        "text": found.text,
+        "start": found.start,
+        "deleted": found.was is not None,
+        "was": found.was,
     }
 
 

@@ -556,6 +556,8 @@ OPS: dict[str, Op] = {
     "doc-edit": Op(doc_ipc.doc_edit, writes=True),
     "doc-list": Op(doc_ipc.doc_list),
     "doc-show": Op(doc_ipc.doc_show),
+    "doc-link": Op(doc_ipc.doc_link),
+    "doc-resolve": Op(doc_ipc.doc_resolve),
     "doc-log": Op(doc_ipc.doc_log),
     "doc-diff": Op(doc_ipc.doc_diff),
     "doc-blame": Op(doc_ipc.doc_blame),

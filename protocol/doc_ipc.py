@@ -30,6 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from tanglenode.protocol.doc_link import BadLink, Link, parse_link
 from tanglenode.protocol.ipc_fields import PAGE, bad, count, message_id, short
 from tanglenode.protocol.limits import MAX_SEQ, Limits
 
@@ -105,6 +106,18 @@ class DocWatchRequest:
     since: int | None  # None: start from a snapshot
 
 
+@dataclass(frozen=True, slots=True)
+class DocLinkRequest:
+    doc: bytes
+    start: int  # code points of the current text, end exclusive
+    end: int
+
+
+@dataclass(frozen=True, slots=True)
+class DocResolveRequest:
+    link: Link
+
+
 DocRequest = (
     DocCreateRequest
     | DocEditRequest
@@ -114,6 +127,8 @@ DocRequest = (
     | DocDiffRequest
     | DocBlameRequest
     | DocWatchRequest
+    | DocLinkRequest
+    | DocResolveRequest
 )
 
 
@@ -233,6 +248,20 @@ def _doc_watch(fields: dict[str, Any], limits: Limits) -> DocWatchRequest:
     return DocWatchRequest(doc, since)
 
 
+def _doc_link(fields: dict[str, Any], limits: Limits) -> DocLinkRequest:
+    doc, start, end = _doc(fields), count(fields, "start", 0), count(fields, "end", 0)
+    if end <= start:
+        raise bad("a link's range ends after it starts: start < end")
+    return DocLinkRequest(doc, start, end)
+
+
+def _doc_resolve(fields: dict[str, Any], limits: Limits) -> DocResolveRequest:
+    try:
+        return DocResolveRequest(parse_link(fields.get("link")))
+    except BadLink as error:
+        raise bad(str(error)) from None
+
+
 # Every document op, by its name on the wire.
 DOC_PARSERS: dict[str, Callable[[dict[str, Any], Limits], DocRequest]] = {
     "doc-create": _doc_create,
@@ -243,6 +272,8 @@ DOC_PARSERS: dict[str, Callable[[dict[str, Any], Limits], DocRequest]] = {
     "doc-diff": _doc_diff,
     "doc-blame": _doc_blame,
     "doc-watch": _doc_watch,
+    "doc-link": _doc_link,
+    "doc-resolve": _doc_resolve,
 }
 
 

@@ -68,7 +68,8 @@ EDIT_TRIES = 5  # reads and diffs of one `doc edit` while others edit the docume
 
 @click.group("doc")
 def doc_command() -> None:
-    """Text documents: create, edit, insert, delete, show, log, diff, blame, watch, list."""
+    """Text documents: create, edit, insert, delete, show, log, diff, blame, watch, list,
+    link, resolve."""
 
 
 def _obj() -> Context:
@@ -668,3 +669,14 @@ class _WatchPrinter:
             shown = safe_json(what) if kind == "ins" else what
             self._out(f"v{entry['version']} {kind} {pos} {shown}\n")
         sys.stdout.flush()
+
+
+def _add_link_commands() -> None:
+    """`doc link` and `doc resolve` live in their own module (node/cli/doc_links.py)."""
+    from tanglenode.node.cli.doc_links import doc_link, doc_resolve
+
+    doc_command.add_command(doc_link)
+    doc_command.add_command(doc_resolve)
+
+
+_add_link_commands()

@@ -8,8 +8,9 @@ engine itself is `storage.documents.engine`; the reads are `storage.documents.re
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
+from tanglenode.protocol.doc_link import Link
 from tanglenode.protocol.document import TANGLE, Insert, edit_content, init_content
 from tanglenode.protocol.groups import seal_value
 from tanglenode.protocol.identity import feed_text
@@ -28,9 +29,11 @@ from tanglenode.storage.documents.rows import (
     R_DELETED,
     R_ID,
     R_INSERTED,
+    R_SEGMENTS,
     R_SEQ,
     R_TIMESTAMP,
     R_WEFT,
+    TEXT_ATOM,
     BlameSpan,
     DocumentInfo,
     DyeSpan,
@@ -43,11 +46,18 @@ from tanglenode.storage.documents.rows import (
     open_weave,
     read_meta,
     read_record,
+    segment_kinds,
     unpack,
 )
 from tanglenode.storage.documents.sealed import current_key, waits
 from tanglenode.storage.documents.view import weave_backlog
-from tanglenode.storage.errors import NotInGroup, SealedDocument, UnknownDocument, VersionConflict
+from tanglenode.storage.errors import (
+    BadSplice,
+    NotInGroup,
+    SealedDocument,
+    UnknownDocument,
+    VersionConflict,
+)
 from tanglenode.storage.feeds.layout import U32, U64
 
 if TYPE_CHECKING:
@@ -55,6 +65,15 @@ if TYPE_CHECKING:
     from tanglenode.storage.writes import OwnPublishing, Writes
 
 At = Weft | bytes | int | None  # a weft, a message id, a version number, or the frontier
+
+
+class Resolved(NamedTuple):
+    """What a link points at (`DocumentOps.resolve_link`)."""
+
+    text: str  # its range in the current text ("" when all of it was deleted)
+    start: int  # where that text starts in the current text (code points)
+    was: str | None  # when all of it was deleted: how it read at the link's revision
+
 
 # Bytes of a message that are not its content, beyond the timeframe and tangle links.
 _ENVELOPE_BYTES = 400
@@ -182,6 +201,56 @@ class DocumentOps:
         budget -= _TIMEFRAME_ENTRY_BYTES * TIMEFRAME_CAP + 33 * self._ctx.limits.max_previous
         doc_edits.chunk(planned, id_of, max(budget, 512), publish)
         return session.published[first:]
+
+    # -- links (protocol/doc_link.py) ----------------------------------------------
+
+    def document_link(self, doc: bytes, start: int, end: int) -> Link:
+        """A link to the current text's code points `start` .. `end` - 1 (`BadSplice` if
+        that is no range of it)."""
+        tables = self._ctx.document_tables
+        with self._ctx.read() as txn:
+            docno = self._docno(txn, doc)
+            atoms = revisions.visible_atoms(txn, tables, docno, None)
+            if not 0 <= start < end <= len(atoms):
+                raise BadSplice(f"no range {start}:{end} in a text of {len(atoms)} characters")
+            cursor = txn.cursor(db=tables.msgs)  # the last message woven (versions may skip)
+            cursor.set_range(U32.pack(docno + 1)) or cursor.last()
+            if bytes(cursor.key()[:4]) != U32.pack(docno):
+                cursor.prev()
+            at = unpack(cursor.value())[R_ID]
+            return Link(doc, atoms[start], atoms[end - 1], at)
+
+    def resolve_link(self, link: Link) -> Resolved:
+        """What `link` points at now: the text of its range in the current text (and
+        where), or, when all of it was deleted, how it read at the link's revision."""
+        tables = self._ctx.document_tables
+        with self._ctx.read() as txn:
+            docno = self._docno(txn, link.doc)
+            first, last = (self._atom(txn, docno, ref) for ref in (link.first, link.last))
+            text, start, found = revisions.between(txn, tables, docno, first, last, None)
+            if not found:
+                raise UnknownDocument("the link's ends are not in that order in the document")
+            was = None
+            if not text:
+                weft = self._message_weft(txn, link.at, docno)
+                was = revisions.between(txn, tables, docno, first, last, weft)[0]
+                if not was:  # the link's revision did not hold its ends: all between them
+                    found_all = revisions.between(
+                        txn, tables, docno, first, last, None, deleted_too=True
+                    )
+                    was = found_all[0]
+            return Resolved(text, start, was)
+
+    def _atom(self, txn, docno: int, ref: tuple[bytes, int]) -> tuple[int, int]:
+        """(mno, index) of atom `ref` of document `docno`; `UnknownDocument` if it has none."""
+        key = txn.get(ref[0], db=self._ctx.document_tables.ids)
+        if key is None or U32.unpack(key[:4])[0] != docno:
+            raise UnknownDocument(f"the document holds no message {ref[0].hex()[:16]}")
+        mno = U32.unpack(key[4:8])[0]
+        record = read_record(txn, self._ctx.document_tables, docno, mno)
+        if segment_kinds(record[R_SEGMENTS], ref[1], 1) != {TEXT_ATOM}:
+            raise UnknownDocument(f"message {ref[0].hex()[:16]} has no text atom {ref[1]}")
+        return mno, ref[1]
 
     # -- reading -----------------------------------------------------------------
 

@@ -139,6 +139,39 @@ def visible_atoms(
     return atoms
 
 
+def between(
+    txn,
+    tables: DocumentTables,
+    docno: int,
+    first: tuple[int, int],
+    last: tuple[int, int],
+    weft: Weft | None,
+    *,
+    deleted_too: bool = False,
+) -> tuple[str, int, bool]:
+    """The text the revision at `weft` shows of the atoms from `first` to `last` (each
+    (mno, index)), inclusive, in weave order (with `deleted_too`: every text atom
+    between them, shown or not); where it starts in that revision's text; and whether
+    both atoms were met (the walk reads the weave up to `last`)."""
+    history = _History(txn, tables, docno)
+    before: list[str] = []
+    inside: list[str] = []
+    started = False
+    for piece in _pieces(txn, tables, docno):
+        length = len(piece[TEXT])
+        shown = [True] * length if deleted_too else _each(history.visible(piece, weft), length)
+        mno, start = piece[MNO], piece[START]
+        for offset, (char, visible) in enumerate(zip(piece[TEXT], shown, strict=True)):
+            atom = (mno, start + offset)
+            if atom == first:
+                started = True
+            if visible and mno != 0:
+                (inside if started else before).append(char)
+            if atom == last:
+                return "".join(inside) if started else "", len(before), started
+    return "", len(before), False
+
+
 def _each(shown: list[bool] | bool, length: int) -> list[bool]:
     return [shown] * length if type(shown) is bool else shown
 

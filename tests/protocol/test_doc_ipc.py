@@ -17,7 +17,7 @@ def parse(op, **fields):
 
 
 def test_the_doc_ops_are_served_by_the_ipc_parser_and_doc_watch_streams():
-    assert set(doc_ipc.DOC_PARSERS) <= ipc.OPS and len(doc_ipc.DOC_PARSERS) == 8
+    assert set(doc_ipc.DOC_PARSERS) <= ipc.OPS and len(doc_ipc.DOC_PARSERS) == 10
     assert all(op.startswith("doc-") for op in doc_ipc.DOC_PARSERS)
     assert doc_ipc.DOC_STREAMING <= ipc.STREAMING and "doc-watch" in doc_ipc.DOC_STREAMING
 
@@ -44,6 +44,10 @@ BAD_FIELDS = {
     "diff: no from": ("doc-diff", {"doc": ID, "to": 1}),
     "blame: at is a bool": ("doc-blame", {"doc": ID, "at": True}),
     "watch: since is text": ("doc-watch", {"doc": ID, "since": "1"}),
+    "link: an empty range": ("doc-link", {"doc": ID, "start": 3, "end": 3}),
+    "link: end is text": ("doc-link", {"doc": ID, "start": 0, "end": "9"}),
+    "resolve: not a link": ("doc-resolve", {"link": "https://example.org/"}),
+    "resolve: no link": ("doc-resolve", {}),
 }
 
 

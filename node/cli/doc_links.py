@@ -1,0 +1,81 @@
+"""`tangled doc link` and `tangled doc resolve`: links into a document's text.
+
+A link names a range by the atoms at its ends (protocol/doc_link.py), so it
+survives every later edit; `doc resolve` prints what it points at now, or,
+when all of it was deleted, how it read (docs/DOCUMENTS.md, "Links").
+"""
+
+from __future__ import annotations
+
+import click
+
+from tanglenode.node.cli.backend import Backend
+from tanglenode.node.cli.support import BadInput, Context, emit_json, json_option
+from tanglenode.node.cli.terminal import for_stdout
+from tanglenode.protocol.identity import message_text, parse_message_id
+
+
+def _obj() -> Context:
+    return click.get_current_context().find_object(Context)
+
+
+def _range(text: str) -> tuple[int, int]:
+    start, sep, end = text.partition(":")
+    if not sep or not start.isdigit() or not end.isdigit() or int(end) <= int(start):
+        raise BadInput(f"--range {text!r}: START:END, code points, END after START")
+    return int(start), int(end)
+
+
+@click.command("link")
+@click.argument("doc")
+@click.option(
+    "--range", "span", metavar="START:END", help="Code points of the text now, END excluded."
+)
+@click.option("--match", "match", metavar="TEXT", help="The first place the text now holds TEXT.")
+@json_option
+def doc_link(doc: str, span: str | None, match: str | None, as_json: bool) -> None:
+    """Print a link to a range of DOC's text that survives every later edit (the last word
+    printed); `doc resolve LINK` shows what it points at."""
+    if (span is None) == (match is None):
+        raise BadInput("give the range: --range START:END or --match TEXT")
+    doc_id = parse_message_id(doc)
+    with Backend(_obj()) as docs:
+        if match is not None:
+            text = docs.call("doc-show", doc=doc_id)["text"]
+            start = text.find(match) if match else -1
+            if start < 0:
+                raise BadInput(f"--match: the text holds no {match[:60]!r}")
+            start, end = start, start + len(match)
+        else:
+            start, end = _range(span or "")
+        link = docs.call("doc-link", doc=doc_id, start=start, end=end)["link"]
+    if as_json:
+        emit_json({"doc": doc, "start": start, "end": end, "link": link})
+    else:
+        click.echo(f"{doc} {start}:{end} {link}")
+
+
+@click.command("resolve")
+@click.argument("link")
+@json_option
+def doc_resolve(link: str, as_json: bool) -> None:
+    """Print the text LINK points at now; when all of it was deleted, say so (on standard
+    error) and print how it read when linked."""
+    with Backend(_obj()) as docs:
+        found = docs.call("doc-resolve", link=link)
+    if as_json:
+        emit_json(
+            {
+                "doc": message_text(found["doc"]),
+                "text": found["text"],
+                "start": found["start"],
+                "deleted": found["deleted"],
+                "was": found["was"],
+            }
+        )
+        return
+    if found["deleted"]:
+        click.echo("deleted since the link was taken; it read:", err=True)
+        click.echo(for_stdout(found["was"] or ""), color=True)
+    else:
+        click.echo(for_stdout(found["text"]), color=True)
