@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import json
 
-from tests.node.test_cli import Node, node, ready  # noqa: F401  (fixtures)
+import pytest
+
+from tests.node.test_cli import Node
+
+
+@pytest.fixture
+def ready(tmp_path) -> Node:
+    node = Node(tmp_path)
+    node.ok("init")
+    return node
 
 
 def test_a_link_taken_on_the_command_line_resolves_after_edits_and_deletion(ready):

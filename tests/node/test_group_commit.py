@@ -192,7 +192,7 @@ async def test_a_publish_cancelled_while_it_waits_is_never_published(served):
 async def test_concurrent_document_edits_share_commits_with_publishes(served):
     """Three editors' edits (two documents) and a publish, arriving while a transaction
     commits, go in one transaction, each merged against the text in it."""
-    service, path = served
+    service, _path = served
     notes = (await service.create_document("notes")).id
     plans = (await service.create_document("plans")).id
     before = service.publishing.batches
