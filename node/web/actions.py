@@ -40,7 +40,7 @@ from tanglenode.protocol.framing import LENGTH_PREFIX
 from tanglenode.protocol.identity import parse_feed, parse_message_id
 from tanglenode.protocol.ipc import ErrorKind
 
-MAX_BODY = 256 * 1024  # a doc-edit's splices of a long paste fit; a page never sends more
+MAX_BODY = 256 * 1024  # the editor sends at most 50,000 code points a request (view.js)
 WRITE_OPS = frozenset(
     {
         "publish",
@@ -98,18 +98,18 @@ def check_token(headers: list[tuple[bytes, bytes]], token: bytes) -> None:
 
 
 def check_origin(scope: dict[str, Any]) -> None:
-    """`Refused` (403) unless the request comes from a page of this view."""
-    headers = dict(scope["headers"])
-    site = headers.get(b"sec-fetch-site")
-    if site is not None and site not in (b"same-origin", b"none"):
+    """`Refused` (403) unless the request comes from a page of this view: every `Origin`
+    it carries names the host it came to (over http, or https through a TLS proxy),
+    and every `Sec-Fetch-Site` says same-origin (or none: typed by the user)."""
+    headers = scope["headers"]
+    sites = [value for name, value in headers if name == b"sec-fetch-site"]
+    if any(site not in (b"same-origin", b"none") for site in sites):
         raise Refused(403, "origin", "refused: the request comes from another site")
-    origin = headers.get(b"origin")
-    if origin is None:
-        return
-    host = headers.get(b"host", b"")
-    scheme = scope.get("scheme", "http").encode("ascii")
-    if origin != scheme + b"://" + host:
-        raise Refused(403, "origin", "refused: the request comes from another origin")
+    hosts = [value for name, value in headers if name == b"host"]
+    ours = {scheme + b"://" + host for host in hosts[:1] for scheme in (b"http", b"https")}
+    for origin in (value for name, value in headers if name == b"origin"):
+        if origin not in ours:
+            raise Refused(403, "origin", "refused: the request comes from another origin")
 
 
 def request_fields(op: str, body: bytes) -> dict[str, Any]:
@@ -125,6 +125,9 @@ def request_fields(op: str, body: bytes) -> dict[str, Any]:
         raise Refused(400, str(ErrorKind.BAD_REQUEST), detail) from None
     if not isinstance(fields, dict):
         raise Refused(400, str(ErrorKind.BAD_REQUEST), "the body is a JSON object")
+    if not _all_text_encodes(fields):
+        detail = "text holds a lone surrogate (\\ud800-\\udfff): not Unicode text"
+        raise Refused(400, str(ErrorKind.BAD_REQUEST), detail)
     try:
         for key in ID_FIELDS & fields.keys():
             if fields[key] is not None:
@@ -144,6 +147,26 @@ def request_fields(op: str, body: bytes) -> dict[str, Any]:
     except BadIdentifier as error:
         raise Refused(400, str(ErrorKind.BAD_REQUEST), str(error)) from None
     return fields
+
+
+def _all_text_encodes(value: Any) -> bool:
+    """Whether every string in `value` (keys too) is text UTF-8 can carry: JSON can
+    spell a lone surrogate, which no message or IPC frame holds. Iterative: JSON's own
+    nesting is bounded by the body's size, not by Python's stack."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError:
+                return False
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return True
 
 
 def _message_id(value: Any) -> bytes:

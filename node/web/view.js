@@ -584,6 +584,32 @@
 
   const SEND_MS = 150;  // what is typed within this window goes out as one edit
   const MAX_SPLICES = 500;  // a request's splices, at most (the IPC takes 1024)
+  const MAX_SENT_CHARS = 50000;  // code points a request inserts, at most: under 256 KiB
+
+  // The first ops of `ops` that fit one request, a long insert cut to fit; and the rest.
+  function firstRequest(ops) {
+    const taken = [];
+    let chars = 0;
+    for (let i = 0; i < ops.length && taken.length < MAX_SPLICES; i++) {
+      const op = ops[i];
+      const size = op.t === "i" ? op.s.length : 0;
+      if (chars + size <= MAX_SENT_CHARS) {
+        taken.push(op);
+        chars += size;
+        continue;
+      }
+      const room = MAX_SENT_CHARS - chars;
+      const rest = ops.slice(i + 1);
+      if (room > 0) {
+        taken.push({ t: "i", at: op.at, s: op.s.slice(0, room) });
+        rest.unshift({ t: "i", at: op.at + room, s: op.s.slice(room) });
+      } else {
+        rest.unshift(op);
+      }
+      return [taken, rest];
+    }
+    return [taken, ops.slice(taken.length)];
+  }
 
   // `ops` with `next` added, a run of typing (or of deleting) kept as one op.
   function appendOp(ops, next) {
@@ -611,6 +637,7 @@
     let server = Array.from(JSON.parse(area.dataset.text));
     let local = server.slice();
     let inflight = null;  // {ops, ids: Set of message ids, or null while the reply is awaited}
+    let guess = null;  // while `inflight`: the text we expect once the node has woven it
     let unsent = [];
     let held = [];  // splices that came while the reply was awaited: ours, perhaps
     let timer = null;
@@ -650,19 +677,38 @@
       timer = null;
       if (inflight !== null || !unsent.length) return;
       sentAt = Date.now();
-      inflight = { ops: unsent.slice(0, MAX_SPLICES), ids: null };
-      unsent = unsent.slice(MAX_SPLICES);
+      const parts = firstRequest(unsent);
+      const sent = { ops: parts[0], ids: null };
+      inflight = sent;
+      unsent = parts[1];
+      guess = applyOps(server, sent.ops);
       say("sending", "sending");
-      const body = { doc: area.dataset.doc, splices: splicesOfOps(inflight.ops), base: version };
-      write("doc-edit", body).then(answered);
+      const body = { doc: area.dataset.doc, splices: splicesOfOps(sent.ops), base: version };
+      write("doc-edit", body).then(function (answer) { answered(sent, answer); });
     }
 
-    function answered(answer) {
-      if (answer.error) {  // nothing was published: our edits wait to be sent again
-        unsent = inflight.ops.concat(unsent);
+    function answered(sent, answer) {
+      if (inflight !== sent) {  // a new text came meanwhile (`snapshot`): it decides
+        const kind = answer.error ? answer.error.kind : null;
+        if (kind !== null && kind !== "bad-request" && kind !== "sealed" && kind !== "group") {
+          unsent = sent.ops.concat(unsent);  // not published: send it again
+          if (timer === null) timer = window.setTimeout(send, RETRY_MS);
+        }
+        return;
+      }
+      if (answer.error) {
         inflight = null;
-        say("error", answer.error.kind + ": " + answer.error.message + " (not saved)");
-        if (answer.error.kind !== "bad-request" && answer.error.kind !== "sealed") {
+        guess = null;
+        const kind = answer.error.kind;
+        if (kind === "bad-request" || kind === "sealed" || kind === "group") {
+          // refused for what it is: it is not in the text, and the page says so
+          const carets = caretOf();
+          local = applyOps(server, unsent);
+          show(local, carets.map(function (c) { return Math.min(c, local.length); }));
+          say("error", kind + ": " + answer.error.message + " (that edit was not saved)");
+        } else {  // nothing was published: our edits wait to be sent again
+          unsent = sent.ops.concat(unsent);
+          say("error", kind + ": " + answer.error.message + " (not saved yet; trying again)");
           timer = window.setTimeout(send, RETRY_MS);
         }
         replayHeld();
@@ -682,11 +728,19 @@
 
     function finished() {
       inflight = null;
+      if (guess !== null && guess.join("") !== server.join("")) {
+        // The node ordered our insert and another's otherwise than we guessed: what we
+        // typed since moves with the difference.
+        const moved = diffOps(guess, server);
+        unsent = transform(unsent, moved, true)[0];
+      }
+      guess = null;
       const expected = applyOps(server, unsent);
-      if (expected.join("") !== local.join("")) {  // the node placed ours otherwise
+      if (expected.join("") !== local.join("")) {
         const carets = caretOf();
+        const change = diffOps(local, expected);
         local = expected;
-        show(local, carets.map(function (c) { return Math.min(c, local.length); }));
+        show(local, carets.map(function (c) { return Math.min(moveCaret(c, change), local.length); }));
       }
       if (!unsent.length) say("saved", "saved");
       else if (timer === null) {
@@ -711,7 +765,10 @@
       }
       const pending = inflight !== null ? inflight.ops : [];
       const first = transform(pending, ops, true);
-      if (inflight !== null) inflight.ops = first[0];
+      if (inflight !== null) {
+        inflight.ops = first[0];
+        guess = applyOps(guess, first[1]);
+      }
       const second = transform(unsent, first[1], true);
       unsent = second[0];
       const carets = caretOf();
@@ -719,11 +776,16 @@
       show(local, carets.map(function (c) { return moveCaret(c, second[1]); }));
     }
 
-    // A new text (the stream restarted): ours not yet sent are laid over it.
+    // A new text (the stream restarted): ours not yet sent are laid over it. An edit in
+    // flight is forgotten here: if the node wove it, it is in the text (or comes on the
+    // stream as anyone's would); its reply is ignored.
     function snapshot(text, newVersion) {
       server = Array.from(text);
       version = newVersion;
-      if (inflight !== null) return;  // `finished` lays `unsent` over the new text
+      inflight = null;
+      guess = null;
+      held = [];
+      if (unsent.length && timer === null) timer = window.setTimeout(send, SEND_MS);
       const carets = caretOf();
       local = applyOps(server, unsent);
       show(local, carets.map(function (c) { return Math.min(c, local.length); }));

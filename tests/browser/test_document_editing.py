@@ -107,3 +107,21 @@ def test_two_pages_on_two_nodes_type_at_once_through_a_partition_and_a_heal(brow
     finally:
         for node in (alice, bob):
             assert call(node.stop) == 0
+
+
+def test_a_paste_longer_than_one_request_is_sent_in_parts_and_typing_goes_on(browser, tmp_path):
+    from playwright.sync_api import expect
+
+    node = WebNode(tmp_path, "writer")
+    call(node.start)
+    try:
+        doc = call(ask, node, "doc-create", title="long")["doc"]
+        page = open_editor(browser, node, doc)
+        page.locator(EDITOR).click()
+        pasted = "\u4e00" * 120_000  # 360 KB of UTF-8: three requests' worth
+        page.keyboard.insert_text(pasted)
+        page.keyboard.type(" ok")
+        expect(page.locator("#editor-state")).to_have_text("saved", timeout=60_000)
+        assert call(ask, node, "doc-show", doc=doc)["text"] == pasted + " ok"
+    finally:
+        assert call(node.stop) == 0

@@ -213,3 +213,23 @@ async def test_a_member_posts_into_a_group_from_its_page(app):
     view = groups.read_group(store, ME, club)
     assert [p.content for p in view.opened.values() if p.content] == [{"text": text}]
     assert text.encode() not in store.feeds.get(parse(reply["ok"]["id"])).raw  # sealed
+
+
+async def test_lone_surrogates_duplicate_origins_and_a_tls_proxy(app):
+    web, store = app
+    body = b'{"content": {"type": "post", "text": "\\ud800"}, "tangles": {"chat": null}}'
+    code, reply = await post(web, "/api/publish", body)
+    assert (code, reply["error"]["kind"]) == (400, "bad-request")
+    assert "surrogate" in reply["error"]["message"]
+    twice = [*OWN, (b"origin", b"http://evil.example"), *JSON, *WITH_TOKEN]
+    assert (await post(web, "/api/publish", a_post("x"), headers=twice))[0] == 403
+    proxied = [(b"host", HOST), (b"origin", b"https://" + HOST), *JSON, *WITH_TOKEN]
+    assert (await post(web, "/api/publish", a_post("via TLS"), headers=proxied))[0] == 200
+    doc = (await post(web, "/api/doc-create", {"title": "t"}))[1]["ok"]["doc"]
+    code, reply = await post(web, "/api/doc-edit", {"doc": doc, "splices": [["ins", 0, "a"]]})
+    base = reply["ok"]["base"]
+    assert list(base) == ["@" + list(base)[0][1:]]  # a weft's keys are feeds
+    code, _ = await post(
+        web, "/api/doc-edit", {"doc": doc, "splices": [["ins", 1, "b"]], "base": base}
+    )
+    assert code == 200 and store.documents.document_text(parse(doc)) == "ab"
