@@ -228,7 +228,8 @@ async def test_lone_surrogates_duplicate_origins_and_a_tls_proxy(app):
     doc = (await post(web, "/api/doc-create", {"title": "t"}))[1]["ok"]["doc"]
     code, reply = await post(web, "/api/doc-edit", {"doc": doc, "splices": [["ins", 0, "a"]]})
     base = reply["ok"]["base"]
-    assert list(base) == ["@" + list(base)[0][1:]]  # a weft's keys are feeds
+    [feed] = base
+    assert feed.startswith("@")  # a weft's keys are feeds
     code, _ = await post(
         web, "/api/doc-edit", {"doc": doc, "splices": [["ins", 1, "b"]], "base": base}
     )
