@@ -39,7 +39,7 @@ import trio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tanglenode.node.localnet import REQUEST_SECONDS, Node, kill_leftovers
+from tanglenode.node.localnet import Node, kill_leftovers
 from tanglenode.node.web.token import read_token
 from tanglenode.protocol.identity import message_text
 
@@ -117,12 +117,6 @@ def run(function, *args, **kwargs):
     return trio.run(functools.partial(function, *args, **kwargs))
 
 
-async def ask(node: Node, op: str, **arguments):
-    with trio.fail_after(REQUEST_SECONDS):
-        async with await node.client() as client:
-            return await client.request(op, **arguments)
-
-
 def doc_bytes(store_path: Path, docs: dict[str, bytes]) -> dict[str, tuple[int, int]]:
     """Each case's (messages, their signed bytes) in the stopped node's store, the doc/init
     left out."""
@@ -142,7 +136,7 @@ def doc_bytes(store_path: Path, docs: dict[str, bytes]) -> dict[str, tuple[int, 
 
 
 def one_case(browser, node: Node, name: str, ops, web: str, token: str) -> dict:
-    doc = run(ask, node, "doc-create", title=name)["doc"]
+    doc = node.call("doc-create", title=name)["doc"]
     page = browser.new_page()
     page.goto(f"{web}doc/{message_text(doc)[1:]}?{urlencode({'token': token})}")
     page.wait_for_selector("#editor-state[data-state=saved]")
@@ -151,7 +145,7 @@ def one_case(browser, node: Node, name: str, ops, web: str, token: str) -> dict:
     page.evaluate(DRIVE, [list(op) for op in ops])
     page.wait_for_selector("#editor-state[data-state=saved]", timeout=600_000)
     seconds = time.perf_counter() - started
-    text = run(ask, node, "doc-show", doc=doc)["text"]
+    text = node.call("doc-show", doc=doc)["text"]
     page.close()
     if text != expected:
         raise SystemExit(f"{name}: the node's text is not what was typed")
@@ -172,7 +166,7 @@ def main() -> None:
         run(node.start, [], {"TANGLED_WEB__LISTEN": "127.0.0.1:0"})
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
         try:
-            web = run(ask, node, "status")["web"]
+            web = node.call("status")["web"]
             token = read_token(node.data_dir / "web-token") or ""
             runs = {
                 name: one_case(browser, node, name, ops, web, token) for name, ops in chosen.items()

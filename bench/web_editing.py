@@ -32,7 +32,7 @@ import trio
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tanglenode.node.localnet import REQUEST_SECONDS, Node, kill_leftovers
+from tanglenode.node.localnet import Node, kill_leftovers
 from tanglenode.node.web.token import read_token
 from tanglenode.protocol.identity import message_text
 
@@ -61,18 +61,6 @@ def run(function, *args, **kwargs):
     return trio.run(functools.partial(function, *args, **kwargs))
 
 
-async def ask(node: Node, op: str, **arguments):
-    with trio.fail_after(REQUEST_SECONDS):
-        async with await node.client() as client:
-            return await client.request(op, **arguments)
-
-
-async def web_url(node: Node) -> str:
-    with trio.fail_after(REQUEST_SECONDS):
-        async with await node.client() as client:
-            return (await client.status())["web"]
-
-
 def cpu_seconds(pid: int) -> float:
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
@@ -93,13 +81,14 @@ def one_round(browser, root: Path, key_ms: int) -> tuple[list[int], float]:
     run(alice.start, [], web)
     run(bob.start, [alice], web)
     try:
-        doc = run(ask, alice, "doc-create", title="notes")["doc"]
-        run(ask, alice, "doc-edit", doc=doc, splices=[["ins", 0, "Notes.\n"]])
+        doc = alice.call("doc-create", title="notes")["doc"]
+        alice.call("doc-edit", doc=doc, splices=[["ins", 0, "Notes.\n"]])
         run(bob.wait_for_size, 2, tangle="doc", root=doc)
         pages = []
         for node in (alice, bob):
             token = read_token(node.data_dir / "web-token")
-            url = f"{run(web_url, node)}doc/{message_text(doc)[1:]}?{urlencode({'token': token})}"
+            web = node.call("status")["web"]
+            url = f"{web}doc/{message_text(doc)[1:]}?{urlencode({'token': token})}"
             page = browser.new_page()
             page.goto(url)
             page.wait_for_selector("#editor-state[data-state=saved]")

@@ -9,6 +9,7 @@ a request, a subscription waiting for its size.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import signal
@@ -17,6 +18,7 @@ import sys
 from collections.abc import Sequence
 from contextlib import aclosing
 from pathlib import Path
+from typing import Any
 
 import trio
 
@@ -135,6 +137,16 @@ class Node:
             await self.process.wait()
         self.process = None
         RUNNING.discard(self)
+
+    async def request(self, op: str, **arguments: Any) -> Any:
+        """One IPC request's reply (at most `REQUEST_SECONDS`)."""
+        with trio.fail_after(REQUEST_SECONDS):
+            async with await self.client() as client:
+                return await client.request(op, **arguments)
+
+    def call(self, op: str, **arguments: Any) -> Any:
+        """`request` from plain code (a bench, a script): one `trio.run`."""
+        return trio.run(functools.partial(self.request, op, **arguments))
 
     async def publish(self, content, tangles=None) -> dict:
         with trio.fail_after(REQUEST_SECONDS):
