@@ -28,7 +28,7 @@ import json
 from typing import Any
 
 from tanglenode.node.cli.names import Names
-from tanglenode.node.cli.terminal import safe
+from tanglenode.node.cli.terminal import safe, safe_lines
 from tanglenode.node.service import StoreService
 from tanglenode.node.web import doc_events
 from tanglenode.node.web.doc_text import (
@@ -52,6 +52,7 @@ from tanglenode.node.web.http import (
     text_response,
 )
 from tanglenode.node.web.page import e, listing, shell, when
+from tanglenode.protocol.doc_link import BadLink, parse_link
 from tanglenode.protocol.identity import feed_text, message_text
 from tanglenode.protocol.limits import MAX_SEQ
 from tanglenode.storage.documents.rows import Version
@@ -68,7 +69,8 @@ STYLE = (
     "#legend span,#revision-info span{padding:0 .35rem;border-radius:3px}"
     "#legend span{margin-right:.4rem}"
     "ins{background:#d8f5d8;color:#0a5c0a}del{background:#fadcdc;color:#8c1010}"
-    "#version{width:100%}.splice{animation:fresh 2s ease-out}</style>"
+    "#version{width:100%}.splice{animation:fresh 2s ease-out}"
+    "#text .linked{background:#ffe08a!important;outline:1px solid #c89000}</style>"
 )
 
 
@@ -132,6 +134,10 @@ async def page(web: WebContext, request: Request) -> Response:
         revision = await revision_body(service, doc, version, "previous", names)
     except UnknownDocument:
         return not_found("no such document")
+    linked = await _linked(web, doc, request.query.get("link"))
+    if isinstance(linked, Response):
+        return linked
+    highlight, linked_html = linked
     init = await service.read(lambda store: store.feeds.get(doc))
     title = init.content.get("title", "") if init and isinstance(init.content, dict) else ""
     title = safe(title) if isinstance(title, str) else ""
@@ -149,7 +155,8 @@ async def page(web: WebContext, request: Request) -> Response:
         f" data-at='{e(web.link(doc_path(doc, 'at')))}'>",
         "<p id='live' class='live' data-state='connecting'>connecting</p>",
         f"<p id='legend'>{legend(runs, names)}</p>",
-        f"<div id='text' data-version='{version}'>{blame_html(runs, names)}</div>",
+        linked_html,
+        f"<div id='text' data-version='{version}'{highlight}>{blame_html(runs, names)}</div>",
         editor_html(doc, "".join(text for text, _author in runs)),
         "<h2>History</h2>",
         f"<p><label for='version'>version</label> <input id='version' type='range' min='0'"
@@ -163,6 +170,32 @@ async def page(web: WebContext, request: Request) -> Response:
         "</section>",
     ]
     return html_response(shell(web, title or "document", "".join(body), script=True))
+
+
+async def _linked(web: WebContext, doc: bytes, given: str | None) -> tuple[str, str] | Response:
+    """For `?link=LINK` (docs/DOCUMENTS.md, "Links"): the `#text` attribute that tells the
+    script which range to highlight, and a line saying what the link points at (or
+    how it read, if all of it was deleted); a 400 or 404 response for a bad link."""
+    if given is None:
+        return "", ""
+    try:
+        link = parse_link(given)
+    except BadLink as error:
+        return text_response(f"link: {error}\n", 400)
+    if link.doc != doc:
+        return text_response("link: it points into another document\n", 400)
+    try:
+        found = await web.service.read(lambda store: store.documents.resolve_link(link))
+    except UnknownDocument as error:
+        return not_found(f"the link does not point into this document: {error}")
+    if found.was is not None:
+        shown = e(safe_lines(found.was[:2000]))
+        return "", f"<p id='linked'>The linked text was deleted since; it read: <q>{shown}</q></p>"
+    end = found.start + len(found.text)
+    return (
+        f" data-highlight='{found.start}:{end}'",
+        f"<p id='linked'>The link points at characters {found.start} to {end}, highlighted.</p>",
+    )
 
 
 def editor_html(doc: bytes, text: str) -> str:

@@ -177,6 +177,12 @@
         fresh: false,
       };
     });
+    // `?link=`: the range the link points at (docs.py `_linked`), moved by each splice as
+    // the link's atoms move: text typed at its start or just after its end stays outside.
+    let highlight = textBox.dataset.highlight
+      ? textBox.dataset.highlight.split(":").map(Number)
+      : null;
+    let scrolled = false;
     const editorArea = document.getElementById("editor");
     const editor = editorArea
       ? documentEditor(editorArea, document.getElementById("editor-state"), version)
@@ -247,16 +253,54 @@
     function draw() {
       runs = merged(runs);
       const fragment = document.createDocumentFragment();
+      let at = 0;
       runs.forEach(function (run) {
-        const span = el("span", run.chars.join(""), run.fresh ? "splice" : "");
-        span.dataset.author = run.author || "";
-        span.title = run.name;
-        span.style.backgroundColor = run.colour;
-        fragment.appendChild(span);
+        // a run the highlight cuts is drawn in up to three spans, the middle one marked
+        const cuts = [0, run.chars.length];
+        if (highlight) {
+          highlight.forEach(function (edge) {
+            if (edge > at && edge < at + run.chars.length) cuts.push(edge - at);
+          });
+        }
+        cuts.sort(function (a, b) { return a - b; });
+        for (let i = 0; i + 1 < cuts.length; i++) {
+          if (cuts[i] === cuts[i + 1]) continue;
+          const part = run.chars.slice(cuts[i], cuts[i + 1]).join("");
+          const span = el("span", part, run.fresh ? "splice" : "");
+          const start = at + cuts[i];
+          if (highlight && start >= highlight[0] && start < highlight[1]) {
+            span.classList.add("linked");
+          }
+          span.dataset.author = run.author || "";
+          span.title = run.name;
+          span.style.backgroundColor = run.colour;
+          fragment.appendChild(span);
+        }
+        at += run.chars.length;
         noteAuthor(run);
       });
       textBox.replaceChildren(fragment);
       textBox.dataset.version = String(version);
+      const marked = textBox.querySelector(".linked");
+      if (marked && !scrolled) {
+        marked.scrollIntoView({ block: "center" });
+        scrolled = true;
+      }
+    }
+
+    function moveHighlight(splice) {
+      if (!highlight) return;
+      const pos = splice[1];
+      if (splice[0] === "ins") {
+        const n = Array.from(splice[2]).length;
+        if (pos <= highlight[0]) { highlight[0] += n; highlight[1] += n; }
+        else if (pos < highlight[1]) highlight[1] += n;
+      } else {
+        const end = pos + splice[2];
+        highlight = highlight.map(function (edge) {
+          return edge - Math.max(0, Math.min(end, edge) - pos);
+        });
+      }
     }
 
     function noteAuthor(who) {
@@ -281,7 +325,10 @@
 
     function onSnapshot(event) {
       const data = JSON.parse(event.data);
-      if (data.start === 0) incoming = [];
+      if (data.start === 0) {
+        incoming = [];
+        highlight = null;  // a new text: the range's place in it is not known here
+      }
       if (incoming === null) return; // the rest of a snapshot whose start we missed
       data.runs.forEach(function (run) {
         incoming.push(Object.assign(runOf(run.text, run), { fresh: false }));
@@ -306,6 +353,7 @@
         data.splices.forEach(function (splice) {
           if (splice[0] === "ins") insert(splice[1], splice[2], data);
           else remove(splice[1], splice[2]);
+          moveHighlight(splice);
         });
       } catch (error) {
         restart(null); // our copy is not the server's: start again from a snapshot
@@ -406,6 +454,7 @@
     against.addEventListener("change", function () {
       showRevisionSoon(0);
     });
+    if (highlight) draw();  // the page came with the text unmarked
     connect(version);
     return root;
   }

@@ -86,3 +86,19 @@ def test_after_the_node_restarts_the_text_resumes_where_it_was(page, web_node):
     expect(page.locator(TEXT)).to_have_text(">hello world!")  # nothing twice, nothing lost
     expect(page.locator(TEXT)).to_have_attribute("data-version", "3")
     assert page.evaluate("window.notReloaded") is True
+
+
+def test_a_link_opens_the_document_with_its_range_highlighted_and_following_edits(page, web_node):
+    doc = tangled(web_node, "doc", "create", "notes").strip()
+    tangled(web_node, "doc", "insert", doc, "0", "The quick brown fox.")
+    link = tangled(web_node, "doc", "link", doc, "--match", "quick brown").split()[-1]
+    page.goto(web_node.url(f"/doc/{doc[1:]}", link=link))
+    page.wait_for_selector("#live[data-state=live]")
+    marked = page.locator(f"{TEXT} .linked")
+    expect(marked).to_have_text(["quick brown"])
+    tangled(web_node, "doc", "insert", doc, "9", " very")  # inside: "quick very brown"
+    tangled(web_node, "doc", "insert", doc, "4", "so ")  # at its start: outside
+    expect(page.locator(TEXT)).to_have_text("The so quick very brown fox.")
+    assert "".join(marked.all_inner_texts()) == "quick very brown"
+    assert page.locator("#linked").inner_text().startswith("The link points at characters 4 to 15")
+    assert page.goto(web_node.url(f"/doc/{doc[1:]}", link="tangled:link/nope")).status == 400
