@@ -76,7 +76,8 @@ def edits_of(store, agent: int = 0, session: int = 0) -> list:
     "name",
     [
         "friendsforever_flat",
-        "friendsforever_concurrent",
+        # 35 s of the suite's 8 minutes: with the slow tests (`make test-slow`)
+        pytest.param("friendsforever_concurrent", marks=pytest.mark.slow),
         "automerge-paper",
         "seph-blog1",
     ],
