@@ -204,6 +204,8 @@ async def connect(area: Area, request: ConnectRequest) -> dict[str, Any]:
 
     node = _running(area)
     assert node.dialers is not None
+    if area.keypair is not None and request.key == area.keypair.public:
+        raise RequestError(ErrorKind.BAD_REQUEST, "that feed is this node's own: nothing to dial")
     try:
         node.network.dial(node.dialers, request.address, request.key)
     except TooManyDialers as error:

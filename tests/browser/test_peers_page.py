@@ -37,6 +37,12 @@ def test_a_peer_added_in_the_page_connects_and_catches_up(browser, tmp_path):
         expect(page.locator("#peer-result")).to_have_text("disconnect: done")
         expect(row.locator("td").nth(2)).to_have_text("not connected")
 
+        page.fill("form.connect input[name=address]", str(bob_status["listen"]))
+        page.fill("form.connect input[name=key]", own)  # ourselves: refused
+        page.click("form.connect button")
+        expect(page.locator("form.connect .result")).to_contain_text("this node's own")
+
+        page.fill("form.connect input[name=key]", feed_text(bob_status["feed"]))
         page.fill("form.connect input[name=address]", "no port here")
         page.click("form.connect button")
         result = page.locator("form.connect .result")
