@@ -34,8 +34,8 @@ import lmdb
 from tanglenode.protocol.identity import Keypair
 from tanglenode.protocol.limits import DEFAULT_LIMITS, Limits
 from tanglenode.storage.context import StoreContext
-from tanglenode.storage.documents.engine import DocumentEngine
 from tanglenode.storage.documents.ops import DocumentOps
+from tanglenode.storage.documents.reweave import DocumentWeaver
 from tanglenode.storage.documents.rows import DocumentTables
 from tanglenode.storage.documents.siblings import index_current, mark_current
 from tanglenode.storage.engine.command_log import DEFAULT_RETENTION, LogRetention
@@ -209,9 +209,9 @@ class FeedStore:
             if index_current(txn, tables.sibs, tables.msgs):
                 return
         with self.ctx.write() as txn:
-            engine = DocumentEngine.over(txn, self.ctx)
-            engine.weave_again()
-            engine.finish()
+            weaver = DocumentWeaver.over(txn, self.ctx)
+            weaver.weave_again()
+            weaver.finish()
             mark_current(txn, tables.sibs, tables.msgs)
 
     def _backfill(self, index: Backfill) -> None:

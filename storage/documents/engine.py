@@ -47,14 +47,13 @@ message's number in the document.
 
 A private document's messages are opened first (storage.documents.sealed);
 one this node cannot open yet waits, and its document is woven again from
-all it holds when the key arrives (`open_keys`).
+all it holds when the key arrives (storage.documents.reweave).
 
 The tables are `storage.documents.rows`'s.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from tanglenode.protocol.document import (
@@ -77,16 +76,12 @@ from tanglenode.protocol.message import Message
 from tanglenode.storage.documents.backlog import MESSAGE_COST
 from tanglenode.storage.documents.rows import (
     BACKSPACE,
-    M_ID,
     M_NEXT_MNO,
     M_NEXT_NODE,
     M_ROOT_NODE,
     M_TIPS,
     M_YARNS,
-    R_AUTHOR,
-    R_ID,
     R_SEGMENTS,
-    R_SEQ,
     ROOT,
     ROOT_SYMBOL,
     TEXT_ATOM,
@@ -104,7 +99,6 @@ from tanglenode.storage.documents.rows import (
     segment_at,
     segment_kinds,
     undeletes_of,
-    unpack,
     weft_greater,
 )
 from tanglenode.storage.documents.sealed import SealedMessages, Waiting, is_sealed
@@ -121,7 +115,6 @@ from tanglenode.storage.documents.weave import (
 )
 from tanglenode.storage.documents.wefts import DocWefts, covers, inside
 from tanglenode.storage.feeds.layout import U32, U64, feed_key
-from tanglenode.storage.feeds.processor import ProcessorTables, processed_index
 
 if TYPE_CHECKING:
     from tanglenode.storage.context import StoreContext
@@ -153,15 +146,13 @@ class DocumentEngine:
         tables: DocumentTables,
         bodies,
         message_ids_db,
-        processor: ProcessorTables | None = None,
         max_depth: int = DEFAULT_LIMITS.max_content_depth,
     ) -> None:
         self._txn = txn
         self._tables = tables
         self._messages = bodies  # storage.feeds.bodies.Bodies: messages by position
         self._message_ids = message_ids_db
-        self._processor = processor  # the processed order, to weave again (`open_keys`)
-        self._sealed = SealedMessages(txn, tables, max_depth)
+        self.sealed = SealedMessages(txn, tables, max_depth)
         self._docs: dict[int, _Doc] = {}
 
     @classmethod
@@ -173,7 +164,6 @@ class DocumentEngine:
             ctx.document_tables,
             tables.bodies,
             tables.message_ids,
-            ctx.processor_tables,
             ctx.limits.max_content_depth,
         )
 
@@ -212,7 +202,7 @@ class DocumentEngine:
                     )
                 self._edit(message, root, parsed, mno, group)
         except Waiting as waiting:
-            self._sealed.wait(waiting.epoch, root, message.id)
+            self.sealed.wait(waiting.epoch, root, message.id)
         except DocumentError as error:
             self._txn.put(
                 root + message.id, pack([str(error.reason), error.detail]), db=self._tables.aside
@@ -229,7 +219,7 @@ class DocumentEngine:
         another group's epoch are set aside whether or not this node could
         open them. An edit of a document whose init waits for a key waits for
         that key too, and is decided when it opens."""
-        envelope = self._sealed.envelope(message)
+        envelope = self.sealed.envelope(message)
         epoch = envelope.epoch
         if not covers(self._txn, self._message_ids, message, epoch):
             raise DocumentError(
@@ -243,7 +233,7 @@ class DocumentEngine:
                 )
             docno = docno_of(self._txn, self._tables, root)
             if docno is None:
-                waiting = self._sealed.waiting_on(root)
+                waiting = self.sealed.waiting_on(root)
                 if waiting is not None:
                     raise Waiting(waiting)
             group = None if docno is None else group_of(read_meta(self._txn, self._tables, docno))
@@ -251,7 +241,7 @@ class DocumentEngine:
                 raise DocumentError(DocReason.WRONG_GROUP, "a public document takes no sealed edit")
             if group is not None and claimed != group:
                 raise DocumentError(DocReason.WRONG_GROUP, "sealed in another group's epoch")
-        content, group = self._sealed.open(envelope)
+        content, group = self.sealed.open(envelope)
         if group != claimed:  # a key handed in for another group than its init joins
             raise DocumentError(DocReason.WRONG_GROUP, "its epoch is not of the group it names")
         if not is_document(content):
@@ -267,180 +257,19 @@ class DocumentEngine:
             return None
         return epoch if link.root is None else link.root
 
-    def keep_keys(
-        self, keys: dict[bytes, tuple[bytes, bytes]], current: dict[bytes, bytes | None]
-    ) -> list[bytes]:
-        """Keep epoch keys (epoch -> (group, key)) and the epoch we post in per group, and
-        weave again every document with messages that waited for a new key; the new
-        epochs (storage.documents.sealed)."""
-        new = self._sealed.add_keys(keys, current)
-        waiting: dict[bytes, list[bytes]] = {}
-        for epoch in new:
-            for root, msg_id in self._sealed.take(epoch):
-                waiting.setdefault(root, []).append(msg_id)
-        for root in sorted(waiting):
-            self._reweave(root, waiting[root])
-        return new
+    def forget(self, docno: int) -> None:
+        """Drop what this engine holds of document `docno`, whose rows are being cleared
+        (storage.documents.reweave)."""
+        self._docs.pop(docno, None)
 
-    def rebuild_after_proofs(
-        self, invalidated: dict[bytes, int], cut: Sequence[Message] = ()
-    ) -> None:
-        """Weave again every document that lost messages to a proof (feed -> invalid from).
-
-        Removing a message can only set aside edits that cite its atoms, so
-        the document is rebuilt from the messages still held, in the order
-        they were processed, under their old version numbers; a `reset`
-        entry in the splice log tells subscribers to take a new snapshot.
-        """
-        touched: set[int] = set()
-        cursor = self._txn.cursor(db=self._tables.feeds)
-        for feed, boundary in sorted(invalidated.items()):
-            if not cursor.set_range(feed_key(feed, boundary)):
-                continue
-            for key, value in cursor:
-                if key[:32] != feed:
-                    break
-                touched.add(U32.unpack(value[:4])[0])
-        for docno in sorted(touched):
-            self._rebuild(docno)
-        self._decide_again(cut)
-
-    def _decide_again(self, cut: Sequence[Message]) -> None:
-        """Forget the `doc-aside` rows of the messages a proof removed, and decide again the
-        edits set aside under a removed root: a node that never held those messages has no
-        such rows, and decides those edits without them."""
-        txn, aside = self._txn, self._tables.aside
-        self._sealed.forget(message.id for message in cut)
-        again: dict[bytes, None] = {}
-        for message in cut:
-            link = message.tangles.get(TANGLE)
-            root = message.id if link is None or link.root is None else link.root
-            txn.delete(root + message.id, db=aside)
-            cursor = txn.cursor(db=aside)
-            if cursor.set_range(message.id):
-                while cursor.key()[:32] == message.id:
-                    again[bytes(cursor.key()[32:])] = None
-                    if not cursor.delete():
-                        break
-        for msg_id in again:
-            position = txn.get(msg_id, db=self._message_ids)
-            if position is not None:
-                self.apply(self._messages.message(txn, bytes(position)))
-
-    def _rebuild(self, docno: int) -> None:
-        meta = read_meta(self._txn, self._tables, docno)
-        held = self._clear(docno)
-        version = meta[M_NEXT_MNO]
-        if not held or held[0][0] != 0:  # the doc/init itself is gone: so is the document
-            self._txn.delete(meta[M_ID], db=self._tables.index)
-            self._txn.delete(U32.pack(docno), db=self._tables.meta)
-            for _mno, message in held:
-                self.apply(message)  # each is set aside now: its root is held no more
-            return
-        self._weave_held(docno, [message for _mno, message in held], [m for m, _ in held])
-        self._finish_rebuild(docno, version)
-
-    def _weave_held(self, docno: int, messages: list[Message], numbers: list[int]) -> None:
-        """Weave a cleared document's `messages` (its init first) under `numbers`."""
-        self.apply(messages[0], docno=docno)
-        for mno, message in zip(numbers[1:], messages[1:], strict=True):
-            self.apply(message, mno)
-
-    def _finish_rebuild(self, docno: int, version: int) -> None:
+    def number_past(self, docno: int, version: int) -> None:
         """Number the document's next version past `version`, where a `reset` tells its
-        subscribers to take a new snapshot."""
+        subscribers to take a new snapshot (a document woven again)."""
         doc = self._docs.get(docno)
         if doc is None:  # its init no longer opens or weaves: nothing to number
             return
         doc.meta[M_NEXT_MNO] = version + 1
         self._log(docno, version, None, None)
-
-    def _reweave(self, root: bytes, also: list[bytes]) -> None:
-        """Weave document `root` again from every message of it held: the woven ones, the
-        ones set aside, and `also` (which waited for a key), in processed order."""
-        txn, tables = self._txn, self._tables
-        docno = docno_of(txn, tables, root)
-        version = None
-        messages: dict[bytes, Message] = {}
-        if docno is not None:
-            version = read_meta(txn, tables, docno)[M_NEXT_MNO]
-            messages.update((m.id, m) for _mno, m in self._clear(docno))
-            txn.delete(root, db=tables.index)
-            txn.delete(U32.pack(docno), db=tables.meta)
-        cursor = txn.cursor(db=tables.aside)
-        if cursor.set_range(root):
-            while cursor.key()[:32] == root:
-                also.append(bytes(cursor.key()[32:]))
-                if not cursor.delete():
-                    break
-        for msg_id in also:
-            position = txn.get(msg_id, db=self._message_ids)
-            if position is not None and msg_id not in messages:
-                messages[msg_id] = self._messages.message(txn, bytes(position))
-        order = sorted(messages.values(), key=self._processed_at)
-        if version is None or not order or order[0].id != root:
-            for message in order:
-                self.apply(message)
-            return
-        self._weave_held(docno, order, [0, *range(version, version + len(order) - 1)])
-        self._finish_rebuild(docno, version + len(order) - 1)
-
-    def _processed_at(self, message: Message) -> int:
-        assert self._processor is not None, "weaving again needs the processed order"
-        index = processed_index(self._txn, self._processor, message.author, message.seq)
-        return -1 if index is None else index
-
-    def _clear(self, docno: int) -> list[tuple[int, Message]]:
-        """Empty document `docno`'s rows but its index and meta; (mno, message) of the
-        messages it had woven that are still held, in number order."""
-        txn, tables = self._txn, self._tables
-        self._docs.pop(docno, None)
-        prefix = U32.pack(docno)
-        held: list[tuple[int, Message]] = []
-        rows = []
-        cursor = txn.cursor(db=tables.msgs)
-        if cursor.set_range(prefix):
-            for key, raw in cursor:
-                if key[:4] != prefix:
-                    break
-                rows.append((bytes(key), bytes(raw)))
-        for key, raw in rows:
-            record = unpack(raw)
-            txn.delete(record[R_ID], db=tables.ids)
-            txn.delete(feed_key(record[R_AUTHOR], record[R_SEQ]), db=tables.feeds)
-            stored = self._messages.message(txn, feed_key(record[R_AUTHOR], record[R_SEQ]))
-            if stored is not None:
-                held.append((U32.unpack(key[4:8])[0], stored))
-        for db in (
-            tables.msgs,
-            tables.dels,
-            tables.undels,
-            tables.log,
-            tables.nodes,
-            tables.pieces,
-            tables.yarn,
-            tables.sibs,
-            tables.authors,
-            tables.tips,
-        ):
-            cursor = txn.cursor(db=db)
-            if cursor.set_range(prefix):
-                while cursor.key()[:4] == prefix:
-                    if not cursor.delete():
-                        break
-        return held
-
-    def weave_again(self) -> int:
-        """Weave every document again from its messages, as a proof's rebuild does (a store
-        whose documents predate the children index: storage.documents.siblings); returns
-        how many. Call `finish` afterwards."""
-        numbers = [
-            U32.unpack(key)[0]
-            for key in self._txn.cursor(db=self._tables.meta).iternext(values=False)
-        ]
-        for docno in numbers:
-            self._rebuild(docno)
-        return len(numbers)
 
     def finish(self) -> None:
         if self._docs:  # the children index now knows every message woven
@@ -476,7 +305,7 @@ class DocumentEngine:
     def _doc(self, root: bytes) -> _Doc:
         docno = docno_of(self._txn, self._tables, root)
         if docno is None:
-            epoch = self._sealed.waiting_on(root)
+            epoch = self.sealed.waiting_on(root)
             if epoch is not None:  # its init waits for a key: so does the edit
                 raise Waiting(epoch)
             raise DocumentError(DocReason.UNKNOWN_DOC, "the document's doc/init is not processed")
@@ -597,7 +426,7 @@ class DocumentEngine:
             raise DocumentError(DocReason.OUTSIDE_WEFT, "cites an atom outside the edit's weft")
         key = self._txn.get(ref.msg, db=self._tables.ids)
         if key is None:
-            epoch = self._sealed.waiting_on(ref.msg)
+            epoch = self.sealed.waiting_on(ref.msg)
             if epoch is not None:  # it cites what this node cannot open yet: it waits too
                 raise Waiting(epoch)
         if key is None or U32.unpack(key[:4])[0] != doc.docno:

@@ -18,7 +18,7 @@ from tanglenode.protocol.limits import TIMEFRAME_CAP
 from tanglenode.protocol.message import Message
 from tanglenode.storage.documents import edits as doc_edits
 from tanglenode.storage.documents import revisions
-from tanglenode.storage.documents.engine import DocumentEngine
+from tanglenode.storage.documents.reweave import DocumentWeaver
 from tanglenode.storage.documents.rows import (
     M_AUTHOR,
     M_CREATED,
@@ -123,9 +123,9 @@ class DocumentOps:
         per group, and weave what waited for a new key, in one transaction; the epochs
         whose keys were new (storage.documents.sealed)."""
         with self._ctx.write() as txn:
-            engine = DocumentEngine.over(txn, self._ctx)
-            new = engine.keep_keys(keys, current)
-            engine.finish()
+            weaver = DocumentWeaver.over(txn, self._ctx)
+            new = weaver.keep_keys(keys, current)
+            weaver.finish()
         return new
 
     def edit_document(

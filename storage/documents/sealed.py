@@ -29,7 +29,7 @@ every node holding the key. Without the key the message *waits*:
 epoch + doc id) hold it, and so does an edit that needs a waiting message
 (its document's init, or an atom it cites), under the same epoch. When a
 key arrives, every document with messages waiting for it is woven again
-from all it holds, in processed order (`DocumentEngine.open_keys`), so the
+from all it holds, in processed order (storage.documents.reweave), so the
 weave is the one a node that held the key from the start has: it depends
 on the messages and the keys only.
 

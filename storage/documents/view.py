@@ -3,7 +3,7 @@
 Documents follow the causal processor, not arrival: an edit is woven once
 every message its timeframe names is processed (docs/DOCUMENTS.md), so this
 view acts in `processed`. A proof that cut a feed back first weaves again
-every document that lost messages (`DocumentEngine.rebuild_after_proofs`),
+every document that lost messages (`DocumentWeaver.rebuild_after_proofs`),
 then the messages just processed are woven in processed order. Its
 `content` is each document's text at the processed frontier and the edits
 set aside, by the document's root id: what every node holding the same
@@ -19,6 +19,7 @@ from tanglenode.protocol.message import Message
 from tanglenode.storage.documents import revisions
 from tanglenode.storage.documents.backlog import SLICE, Backlog, backlog_size
 from tanglenode.storage.documents.engine import DocumentEngine
+from tanglenode.storage.documents.reweave import DocumentWeaver
 from tanglenode.storage.documents.rows import M_ID, DocumentTables, pack, unpack
 from tanglenode.storage.documents.sealed import is_document_message
 from tanglenode.storage.feeds.derived import ViewCost
@@ -52,9 +53,10 @@ class DocumentsView:
         the documents a proof took messages from)."""
         if not step.order and not step.invalidated:
             return
-        engine = DocumentEngine.over(scope.txn, self._ctx)
+        weaver = DocumentWeaver.over(scope.txn, self._ctx)
+        engine = weaver.engine
         if step.invalidated:
-            engine.rebuild_after_proofs(dict(step.invalidated), step.cut)
+            weaver.rebuild_after_proofs(dict(step.invalidated), step.cut)
         backlog = Backlog(scope.txn, self._ctx.document_tables.queue)
         spent = 0
         for position in step.order:

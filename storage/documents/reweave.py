@@ -1,0 +1,254 @@
+"""Weaving documents again: after a proof, when a key arrives, or for a whole store.
+
+Theory of operation
+-------------------
+The engine (storage.documents.engine) weaves each message once, as it is
+processed. Three events make a document's weave stale, and each is met by
+clearing the document's rows and driving the same engine over the messages
+again, in the order they were processed, so that the new weave is the one a
+node that never saw the event would have built:
+
+- a proof removes messages (`rebuild_after_proofs`): the documents with
+  messages past a feed's invalid boundary are rebuilt from the messages
+  still held, under their old version numbers, and the edits set aside
+  under a removed message are decided again without it;
+- a key arrives (`keep_keys`): every document with messages waiting for
+  that epoch's key is woven from all it holds, the waiting, the woven and
+  the set-aside messages (storage.documents.sealed);
+- a store predates an index (`weave_again`): every document is rebuilt.
+
+A rebuilt document numbers its next version past the last one it had and
+logs a `reset`, which tells its subscribers to take a new snapshot.
+
+The weaver works inside the engine's write transaction and through the
+engine: it holds no document state of its own. Call `finish` when done.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from tanglenode.protocol.document import TANGLE
+from tanglenode.protocol.message import Message
+from tanglenode.storage.documents.engine import DocumentEngine
+from tanglenode.storage.documents.rows import (
+    M_ID,
+    M_NEXT_MNO,
+    R_AUTHOR,
+    R_ID,
+    R_SEQ,
+    DocumentTables,
+    docno_of,
+    read_meta,
+    unpack,
+)
+from tanglenode.storage.feeds.layout import U32, feed_key
+from tanglenode.storage.feeds.processor import ProcessorTables, processed_index
+
+if TYPE_CHECKING:
+    from tanglenode.storage.context import StoreContext
+
+
+class DocumentWeaver:
+    """Weaves documents again through a `DocumentEngine`, inside its write transaction."""
+
+    def __init__(
+        self,
+        engine: DocumentEngine,
+        txn,
+        tables: DocumentTables,
+        bodies,
+        message_ids_db,
+        processor: ProcessorTables,
+    ) -> None:
+        self.engine = engine
+        self._txn = txn
+        self._tables = tables
+        self._messages = bodies  # storage.feeds.bodies.Bodies: messages by position
+        self._message_ids = message_ids_db
+        self._processor = processor  # the processed order
+
+    @classmethod
+    def over(cls, txn, ctx: StoreContext) -> DocumentWeaver:
+        """A weaver, and its engine, over the open store `ctx` inside write transaction
+        `txn`."""
+        tables = ctx.tables
+        engine = DocumentEngine.over(txn, ctx)
+        return cls(
+            engine,
+            txn,
+            ctx.document_tables,
+            tables.bodies,
+            tables.message_ids,
+            ctx.processor_tables,
+        )
+
+    def finish(self) -> None:
+        """Write back what the engine wove."""
+        self.engine.finish()
+
+    def keep_keys(
+        self, keys: dict[bytes, tuple[bytes, bytes]], current: dict[bytes, bytes | None]
+    ) -> list[bytes]:
+        """Keep epoch keys (epoch -> (group, key)) and the epoch we post in per group, and
+        weave again every document with messages that waited for a new key; the new
+        epochs (storage.documents.sealed)."""
+        new = self.engine.sealed.add_keys(keys, current)
+        waiting: dict[bytes, list[bytes]] = {}
+        for epoch in new:
+            for root, msg_id in self.engine.sealed.take(epoch):
+                waiting.setdefault(root, []).append(msg_id)
+        for root in sorted(waiting):
+            self._reweave(root, waiting[root])
+        return new
+
+    def rebuild_after_proofs(
+        self, invalidated: dict[bytes, int], cut: Sequence[Message] = ()
+    ) -> None:
+        """Weave again every document that lost messages to a proof (feed -> invalid from).
+
+        Removing a message can only set aside edits that cite its atoms, so
+        the document is rebuilt from the messages still held, in the order
+        they were processed, under their old version numbers; a `reset`
+        entry in the splice log tells subscribers to take a new snapshot.
+        """
+        touched: set[int] = set()
+        cursor = self._txn.cursor(db=self._tables.feeds)
+        for feed, boundary in sorted(invalidated.items()):
+            if not cursor.set_range(feed_key(feed, boundary)):
+                continue
+            for key, value in cursor:
+                if key[:32] != feed:
+                    break
+                touched.add(U32.unpack(value[:4])[0])
+        for docno in sorted(touched):
+            self._rebuild(docno)
+        self._decide_again(cut)
+
+    def _decide_again(self, cut: Sequence[Message]) -> None:
+        """Forget the `doc-aside` rows of the messages a proof removed, and decide again the
+        edits set aside under a removed root: a node that never held those messages has no
+        such rows, and decides those edits without them."""
+        txn, aside = self._txn, self._tables.aside
+        self.engine.sealed.forget(message.id for message in cut)
+        again: dict[bytes, None] = {}
+        for message in cut:
+            link = message.tangles.get(TANGLE)
+            root = message.id if link is None or link.root is None else link.root
+            txn.delete(root + message.id, db=aside)
+            cursor = txn.cursor(db=aside)
+            if cursor.set_range(message.id):
+                while cursor.key()[:32] == message.id:
+                    again[bytes(cursor.key()[32:])] = None
+                    if not cursor.delete():
+                        break
+        for msg_id in again:
+            position = txn.get(msg_id, db=self._message_ids)
+            if position is not None:
+                self.engine.apply(self._messages.message(txn, bytes(position)))
+
+    def _rebuild(self, docno: int) -> None:
+        meta = read_meta(self._txn, self._tables, docno)
+        held = self._clear(docno)
+        version = meta[M_NEXT_MNO]
+        if not held or held[0][0] != 0:  # the doc/init itself is gone: so is the document
+            self._txn.delete(meta[M_ID], db=self._tables.index)
+            self._txn.delete(U32.pack(docno), db=self._tables.meta)
+            for _mno, message in held:
+                self.engine.apply(message)  # each is set aside now: its root is held no more
+            return
+        self._weave_held(docno, [message for _mno, message in held], [m for m, _ in held])
+        self.engine.number_past(docno, version)
+
+    def _weave_held(self, docno: int, messages: list[Message], numbers: list[int]) -> None:
+        """Weave a cleared document's `messages` (its init first) under `numbers`."""
+        self.engine.apply(messages[0], docno=docno)
+        for mno, message in zip(numbers[1:], messages[1:], strict=True):
+            self.engine.apply(message, mno)
+
+    def _reweave(self, root: bytes, also: list[bytes]) -> None:
+        """Weave document `root` again from every message of it held: the woven ones, the
+        ones set aside, and `also` (which waited for a key), in processed order."""
+        txn, tables = self._txn, self._tables
+        docno = docno_of(txn, tables, root)
+        version = None
+        messages: dict[bytes, Message] = {}
+        if docno is not None:
+            version = read_meta(txn, tables, docno)[M_NEXT_MNO]
+            messages.update((m.id, m) for _mno, m in self._clear(docno))
+            txn.delete(root, db=tables.index)
+            txn.delete(U32.pack(docno), db=tables.meta)
+        cursor = txn.cursor(db=tables.aside)
+        if cursor.set_range(root):
+            while cursor.key()[:32] == root:
+                also.append(bytes(cursor.key()[32:]))
+                if not cursor.delete():
+                    break
+        for msg_id in also:
+            position = txn.get(msg_id, db=self._message_ids)
+            if position is not None and msg_id not in messages:
+                messages[msg_id] = self._messages.message(txn, bytes(position))
+        order = sorted(messages.values(), key=self._processed_at)
+        if version is None or not order or order[0].id != root:
+            for message in order:
+                self.engine.apply(message)
+            return
+        self._weave_held(docno, order, [0, *range(version, version + len(order) - 1)])
+        self.engine.number_past(docno, version + len(order) - 1)
+
+    def _processed_at(self, message: Message) -> int:
+        index = processed_index(self._txn, self._processor, message.author, message.seq)
+        return -1 if index is None else index
+
+    def _clear(self, docno: int) -> list[tuple[int, Message]]:
+        """Empty document `docno`'s rows but its index and meta; (mno, message) of the
+        messages it had woven that are still held, in number order."""
+        txn, tables = self._txn, self._tables
+        self.engine.forget(docno)
+        prefix = U32.pack(docno)
+        held: list[tuple[int, Message]] = []
+        rows = []
+        cursor = txn.cursor(db=tables.msgs)
+        if cursor.set_range(prefix):
+            for key, raw in cursor:
+                if key[:4] != prefix:
+                    break
+                rows.append((bytes(key), bytes(raw)))
+        for key, raw in rows:
+            record = unpack(raw)
+            txn.delete(record[R_ID], db=tables.ids)
+            txn.delete(feed_key(record[R_AUTHOR], record[R_SEQ]), db=tables.feeds)
+            stored = self._messages.message(txn, feed_key(record[R_AUTHOR], record[R_SEQ]))
+            if stored is not None:
+                held.append((U32.unpack(key[4:8])[0], stored))
+        for db in (
+            tables.msgs,
+            tables.dels,
+            tables.undels,
+            tables.log,
+            tables.nodes,
+            tables.pieces,
+            tables.yarn,
+            tables.sibs,
+            tables.authors,
+            tables.tips,
+        ):
+            cursor = txn.cursor(db=db)
+            if cursor.set_range(prefix):
+                while cursor.key()[:4] == prefix:
+                    if not cursor.delete():
+                        break
+        return held
+
+    def weave_again(self) -> int:
+        """Weave every document again from its messages, as a proof's rebuild does (a store
+        whose documents predate the children index: storage.documents.siblings); returns
+        how many. Call `finish` afterwards."""
+        numbers = [
+            U32.unpack(key)[0]
+            for key in self._txn.cursor(db=self._tables.meta).iternext(values=False)
+        ]
+        for docno in numbers:
+            self._rebuild(docno)
+        return len(numbers)
