@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import signal
+from pathlib import Path
 
 import structlog
 import trio
@@ -125,13 +126,21 @@ async def _start_web(
         raise _cannot(f"serve the web view on {listen}", error) from None
 
 
-async def run_node(settings: Settings, keypair: Keypair, notifier: Notifier | None = None) -> None:
-    """Run until cancelled; refuses at once (DataDirInUse) if another process holds the data dir."""
+async def run_node(
+    settings: Settings,
+    keypair: Keypair,
+    notifier: Notifier | None = None,
+    *,
+    config_file: Path | None = None,
+) -> None:
+    """Run until cancelled; refuses at once (DataDirInUse) if another process holds the data dir.
+
+    `config_file` is where `settings` were read from: `connect` with `save` adds peers there."""
     with DataDirLock(settings.data_dir, "run"):
         token = None  # made or read before anything starts: one others may read stops it
         if settings.web.listen is not None:
             token = load_or_create_token(settings.web_token_path)
-        await _run_node(settings, keypair, notifier or Notifier(), token)
+        await _run_node(settings, keypair, notifier or Notifier(), token, config_file)
 
 
 def _warn_if_own_feed_behind(store: FeedStore, me: bytes) -> None:
@@ -153,7 +162,11 @@ def _warn_if_views_unbuilt(store: FeedStore) -> None:
 
 
 async def _run_node(
-    settings: Settings, keypair: Keypair, notifier: Notifier, web_token: str | None
+    settings: Settings,
+    keypair: Keypair,
+    notifier: Notifier,
+    web_token: str | None,
+    config_file: Path | None,
 ) -> None:
     store = FeedStore(
         settings.store_path,
@@ -194,9 +207,18 @@ async def _run_node(
 
                 network.on_change = tell_status
                 status_extra = {"listen": listen}  # shared: `web` joins it once bound
-                ipc = IpcServer(service, registry, network, keypair, status_extra=status_extra)
+                ipc = IpcServer(
+                    service,
+                    registry,
+                    network,
+                    keypair,
+                    status_extra=status_extra,
+                    config_file=config_file,
+                )
                 if web_token is not None:
-                    running = RunningNode(registry, network, dict(status_extra))
+                    running = RunningNode(
+                        registry, network, dict(status_extra), config_file=config_file
+                    )
                     area = Area(service, keypair, running)  # `status` without the web's URL
                     status_extra["web"] = await _start_web(nursery, settings, web_token, area, ipc)
                 try:

@@ -211,6 +211,7 @@ class GossipSession:
     async def _send(self, data: bytes) -> None:
         """Every frame we send goes out here, counted."""
         self.traffic.bytes_out += len(data)
+        self.peer.bytes_out += len(data)
         await self.secure.send_all(data)
 
     def poke(self) -> None:
@@ -225,6 +226,7 @@ class GossipSession:
                 await self.inbox.drained()  # store what it sent before its goodbye
                 raise _PeerLeft
             self.traffic.bytes_in += len(data)
+            self.peer.bytes_in += len(data)
             for event in self.connection.receive_data(data):
                 await self._handle(event)
 

@@ -287,13 +287,16 @@ class IpcServer:
     network: Network
     keypair: Keypair
     status_extra: dict[str, Any] = field(default_factory=dict)
+    config_file: Path | None = None  # where `connect` with `save` adds peers
     queue_frames: int = 64
     send_seconds: float = 10.0
     streams_open: int = field(init=False, default=0)  # subscribers of any stream op, now
     area: Area = field(init=False, repr=False)  # what the handlers work on
 
     def __post_init__(self) -> None:
-        running = RunningNode(self.registry, self.network, self.status_extra)
+        running = RunningNode(
+            self.registry, self.network, self.status_extra, config_file=self.config_file
+        )
         self.area = Area(self.service, self.keypair, running)
 
     async def serve(self, path: Path, *, task_status=trio.TASK_STATUS_IGNORED) -> None:

@@ -36,11 +36,13 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import trio
 
 from tanglenode.node.peers import PeerRegistry, PeerState
+from tanglenode.protocol.identity import feed_text
 from tanglenode.protocol.ipc import (
     BEHIND_SHOWN,
     STATUS_DIGESTS,
@@ -67,6 +69,7 @@ def peer_summary(peer: PeerState, ours: dict[bytes, int], forked: set[bytes]) ->
     """One peer as `status` and `peers` show it."""
     behind = peer.behind(ours, forked)
     age = peer.error_age()
+    seen = peer.seen_age()
     return {
         "key": peer.key,
         "address": short(peer.address),
@@ -75,6 +78,8 @@ def peer_summary(peer: PeerState, ours: dict[bytes, int], forked: set[bytes]) ->
         "dialed": peer.dialed,
         "received": peer.received,
         "sent": peer.sent,
+        "bytes_in": peer.bytes_in,
+        "bytes_out": peer.bytes_out,
         "caught_up": peer.connected and not behind and bool(peer.clock or peer.since),
         "behind": dict(sorted(behind.items())[:BEHIND_SHOWN]),
         "behind_feeds": len(behind),
@@ -83,6 +88,7 @@ def peer_summary(peer: PeerState, ours: dict[bytes, int], forked: set[bytes]) ->
         "last_error": short(peer.last_error),
         "last_error_age": None if age is None else round(age, 1),
         "connected_seconds": round(time.time() - peer.since) if peer.connected else None,
+        "last_seen_age": None if seen is None else round(seen, 1),
     }
 
 
@@ -96,6 +102,7 @@ class RunningNode:
     network: Network
     status_extra: dict[str, Any] = field(default_factory=dict)
     dialers: trio.Nursery | None = None
+    config_file: Path | None = None  # where `connect` with `save` adds the peer
 
 
 def _running(area: Area) -> RunningNode:
@@ -199,18 +206,46 @@ async def clock(area: Area, request: ClockRequest) -> dict[str, Any]:
 
 
 async def connect(area: Area, request: ConnectRequest) -> dict[str, Any]:
-    """Dial a peer (and keep redialing it); a second connect to one key replaces the first."""
+    """Dial a peer (and keep redialing it); a second connect to one key replaces the first.
+
+    With `save`, the peer is first added to the node's config file (config/peers.py), so
+    that it is dialed from every start on; a peer that cannot be saved is not dialed."""
     from tanglenode.node.network import TooManyDialers  # loaded with the daemon
 
     node = _running(area)
     assert node.dialers is not None
     if area.keypair is not None and request.key == area.keypair.public:
         raise RequestError(ErrorKind.BAD_REQUEST, "that feed is this node's own: nothing to dial")
+    reply: dict[str, Any] = {"dialing": request.address}
+    if request.save:
+        reply["saved"] = await _save(node, request)
     try:
         node.network.dial(node.dialers, request.address, request.key)
     except TooManyDialers as error:
         raise RequestError(ErrorKind.BAD_REQUEST, str(error)) from None
-    return {"dialing": request.address}
+    return reply
+
+
+async def _save(node: RunningNode, request: ConnectRequest) -> bool:
+    """Add the peer to the config file; False if it was there already."""
+    from tanglenode.config.peers import ConfigNotWritten, save_peer
+    from tanglenode.config.settings import ConfigError
+
+    config = node.config_file
+    if config is None:
+        raise RequestError(ErrorKind.NOT_FOUND, "this node was started without a config file")
+    try:
+        return await trio.to_thread.run_sync(
+            save_peer, config, request.address, feed_text(request.key)
+        )
+    except FileNotFoundError:
+        raise RequestError(
+            ErrorKind.NOT_FOUND, f"no config at {config}; run `tangled init` first"
+        ) from None
+    except ConfigError as error:
+        raise RequestError(ErrorKind.CONFLICT, short("; ".join(error.problems))) from None
+    except ConfigNotWritten as error:
+        raise RequestError(ErrorKind.REFUSED, short(str(error))) from None
 
 
 async def disconnect(area: Area, request: DisconnectRequest) -> dict[str, Any]:

@@ -33,8 +33,11 @@ class PeerState:
     direction: str = ""
     since: float = 0.0
     clock: dict[bytes, int] = field(default_factory=dict)
-    received: int = 0
-    sent: int = 0
+    received: int = 0  # messages it sent us that we stored
+    sent: int = 0  # messages we sent it
+    bytes_in: int = 0  # gossip bytes it sent us (after box-stream decryption), every connection
+    bytes_out: int = 0  # gossip bytes we sent it (before encryption)
+    seen_at: float = 0.0  # time.time() its last connection ended (0: never, or connected now)
     last_error: str | None = None
     error_at: float = 0.0  # time.time() of last_error
     dialed: bool = False  # we keep a connection to it (config or `connect`)
@@ -53,6 +56,14 @@ class PeerState:
         if self.last_error is None:
             return None
         return max(0.0, (time.time() if now is None else now) - self.error_at)
+
+    def seen_age(self, now: float | None = None) -> float | None:
+        """Seconds since we last had a connection to it: 0 while connected, None if never."""
+        if self.connected:
+            return 0.0
+        if not self.seen_at:
+            return None
+        return max(0.0, (time.time() if now is None else now) - self.seen_at)
 
     def behind(self, ours: dict[bytes, int], forked: set[bytes] = frozenset()) -> dict[bytes, int]:
         """Feeds where the peer has more than we do: feed -> how many messages we lack."""
@@ -103,7 +114,7 @@ class PeerRegistry:
             peer.failed(reason)
         if peer.connected:
             return
-        peer.clock, peer.source = {}, None
+        peer.clock, peer.source, peer.seen_at = {}, None, time.time()
         # Most recently disconnected last; forget the oldest peers we do not dial.
         self.peers[key] = self.peers.pop(key)
         transient = [k for k, p in self.peers.items() if not p.dialed and not p.connected]

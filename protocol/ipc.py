@@ -157,6 +157,7 @@ class ClockRequest:
 class ConnectRequest:
     address: str
     key: bytes
+    save: bool = False  # also add the peer to the node's config file
 
 
 @dataclass(frozen=True, slots=True)
@@ -404,7 +405,7 @@ def _connect(fields: dict[str, Any], limits: Limits) -> ConnectRequest:
         raise bad(f"connect needs address HOST:PORT: {error}") from None
     if type(key) is not bytes or len(key) != 32:
         raise bad("connect needs the peer's 32-byte key")
-    return ConnectRequest(address, key)  # type: ignore[arg-type]  # parse_address: a str
+    return ConnectRequest(address, key, flag(fields, "save"))  # type: ignore[arg-type]
 
 
 def _disconnect(fields: dict[str, Any], limits: Limits) -> DisconnectRequest:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import click
@@ -60,7 +61,7 @@ def run(obj: Context, listen: str | None, web: str | None) -> None:
 
     from tanglenode.node.daemon import run_node  # the daemon's modules load for `run` only
 
-    trio.run(run_node, settings, keypair)
+    trio.run(partial(run_node, config_file=obj.config_file), settings, keypair)
 
 
 def _waiting(seconds: float, ask: Callable[[], Any]) -> Any:

@@ -6,17 +6,19 @@ The page shows this node's own address and feed id, to share (as text to
 copy, and as a QR code of the line `tangled connect` takes: `HOST:PORT
 @FEED`, drawn by segno as inline SVG, nothing downloaded), a form to
 connect to a peer, and each peer: its name, address, whether it is
-connected (and which way), messages received and sent, how far we are
-behind it (the messages it holds that we lack), since when it is
-connected or how long ago its last connection failed, and buttons to
-disconnect and to follow, unfollow, block or unblock it. Every button and
+connected (and which way), messages and bytes received and sent, how far
+we are behind it (the messages it holds that we lack), when it was last
+seen (since when it is connected, or how long ago its last connection
+ended, and why), and buttons to disconnect and to follow, unfollow, block
+or unblock it. The connect form can also save the peer in the node's
+config file, to be dialed from every start on. Every button and
 the form write through `POST /api/OP` (node/web/actions.py): the IPC's
 `connect`, `disconnect`, `follow`, ... with their checks and typed errors.
 
 The script (view.js) polls `/peers/state` every `POLL_SECONDS` and redraws
 the table from it, computing each peer's rates (messages per second in and
-out) from two polls: the node keeps counts, never rates, so a page that is
-not open costs nothing.
+out, and bytes) from two polls: the node keeps counts, never rates, so a
+page that is not open costs nothing.
 """
 
 from __future__ import annotations
@@ -52,7 +54,7 @@ HEADERS = [
     "in /s",
     "out /s",
     "we lack",
-    "connected since, or last error",
+    "last seen",
     "",
 ]
 
@@ -75,14 +77,16 @@ def peer_fields(peer: dict[str, Any], names: Names) -> dict[str, Any]:
     else:
         state = "not connected"
     error = peer.get("last_error")
-    age = peer.get("last_error_age")
     connected = peer.get("connected_seconds")
+    seen = peer.get("last_seen_age")
     if connected is not None:
-        note = f"connected {connected} s ago"
-    elif error is not None:
-        note = f"{safe(error, 120)} ({age:.0f} s ago)"
+        note = f"now (connected {connected} s ago)"
+    elif seen is not None:
+        note = f"{seen:.0f} s ago"
     else:
-        note = ""
+        note = "never"
+    if error is not None:
+        note += f"; {safe(error, 120)} ({peer.get('last_error_age') or 0:.0f} s ago)"
     return {
         "key": feed_text(key),
         "name": safe(names.label(key)),
@@ -92,6 +96,8 @@ def peer_fields(peer: dict[str, Any], names: Names) -> dict[str, Any]:
         "dialed": bool(peer["dialed"]),
         "received": peer["received"],
         "sent": peer["sent"],
+        "bytes_in": peer.get("bytes_in", 0),
+        "bytes_out": peer.get("bytes_out", 0),
         "lack": peer["behind_messages"],
         "note": note,
     }
@@ -136,7 +142,9 @@ async def page(web: WebContext, request: Request) -> Response:
         "<form class='connect' data-api='connect'>"
         "<input name='address' required maxlength='300' placeholder='HOST:PORT' "
         "autocomplete='off'> <input name='key' required maxlength='60' size='48' "
-        "placeholder='@FEED_ID' autocomplete='off'> <button type='submit'>Connect</button> "
+        "placeholder='@FEED_ID' autocomplete='off'> <label><input type='checkbox' "
+        "name='save'> save in the config (dialed at every start)</label> "
+        "<button type='submit'>Connect</button> "
         "<output class='result' aria-live='polite'></output></form>"
         f"<h2>Peers: <span id='peer-count'>{len(found)}</span></h2>"
         f"<table id='peers' data-peers-state='{e(state)}' data-poll='{POLL_SECONDS}'>"

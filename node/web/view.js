@@ -862,11 +862,18 @@
     const count = document.getElementById("peer-count");
     const result = document.getElementById("peer-result");
     const every = (Number(table.dataset.poll) || 2) * 1000;
-    let last = null;  // {time, counts: {key: [received, sent]}}
+    let last = null;  // {time, counts: {key: [received, sent, bytes_in, bytes_out]}}
 
-    function rate(now, before, seconds) {
+    function perSecond(now, before, seconds) {
+      return Math.max(0, now - before) / seconds;
+    }
+
+    // "3.0 msg, 1.2 kB" a second, from the message and byte counts of two polls.
+    function rate(messages, bytes, before, seconds) {
       if (before === undefined || seconds <= 0) return "";
-      return (Math.max(0, now - before) / seconds).toFixed(1);
+      const kilobytes = perSecond(bytes, before[1], seconds) / 1000;
+      return perSecond(messages, before[0], seconds).toFixed(1) + " msg, " +
+        kilobytes.toFixed(1) + " kB";
     }
 
     function draw(peers) {
@@ -874,7 +881,7 @@
       const counts = {};
       while (rows.firstChild) rows.removeChild(rows.firstChild);
       peers.forEach(function (peer) {
-        counts[peer.key] = [peer.received, peer.sent];
+        counts[peer.key] = [peer.received, peer.sent, peer.bytes_in, peer.bytes_out];
         const before = last ? last.counts[peer.key] : undefined;
         const seconds = last ? (time - last.time) / 1000 : 0;
         const tr = el("tr");
@@ -882,8 +889,8 @@
         const name = tr.appendChild(el("td", peer.name));
         name.title = peer.key;
         [peer.address, peer.state, peer.received, peer.sent,
-          rate(peer.received, before && before[0], seconds),
-          rate(peer.sent, before && before[1], seconds),
+          rate(peer.received, peer.bytes_in, before && [before[0], before[2]], seconds),
+          rate(peer.sent, peer.bytes_out, before && [before[1], before[3]], seconds),
           peer.lack, peer.note].forEach(function (text) { tr.appendChild(el("td", text)); });
         const actions = tr.appendChild(el("td"));
         ["disconnect", "follow", "unfollow", "block", "unblock"].forEach(function (op) {
@@ -923,9 +930,12 @@
       const body = {
         address: form.elements.namedItem("address").value,
         key: form.elements.namedItem("key").value.trim(),
+        save: form.elements.namedItem("save").checked,
       };
       write("connect", body).then(function (answer) {
-        showResult(result, answer, "dialing " + body.address);
+        const saved = answer.ok && answer.ok.saved;
+        const where = body.save ? (saved ? " (saved in the config)" : " (already in the config)") : "";
+        showResult(result, answer, "dialing " + body.address + where);
       });
     });
   }

@@ -10,7 +10,7 @@ from tanglenode.node.ipc import IpcServer
 from tanglenode.node.network import Network
 from tanglenode.node.peers import PeerRegistry
 from tanglenode.node.service import StoreService
-from tanglenode.protocol.identity import tag_of
+from tanglenode.protocol.identity import feed_text, tag_of
 from tanglenode.storage.store import FeedStore
 from tanglenode.storage.views.digest import EMPTY, order_digest
 from tests.factories import ALL_VIEWS, Feed, keypair
@@ -132,3 +132,42 @@ async def test_disconnect_stops_a_dialer_and_refuses_an_unknown_peer(node):
         assert not registry.peers[PEER.public].dialed
         with pytest.raises(NodeError, match="not-found"):  # nothing left to stop
             await client.request("disconnect", key=PEER.public)
+
+
+async def test_connect_with_save_adds_the_peer_to_the_config_once(tmp_path, nursery):
+    from tanglenode.config.settings import load_settings
+    from tanglenode.config.template import render_config
+
+    store = FeedStore(tmp_path / "store", keypair=ME, map_size=2**28, views=ALL_VIEWS)
+    service = StoreService(store)
+    registry = PeerRegistry()
+    network = Network(bytes(32), ME, service, registry)
+    config = tmp_path / "tangled.toml"
+    server = IpcServer(service, registry, network, ME, config_file=config)
+    path = await nursery.start(server.serve, tmp_path / "ipc.sock")
+    with trio.socket.socket() as probe:
+        await probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    address = f"127.0.0.1:{port}"
+    try:
+        async with await connect(path) as client:
+            with pytest.raises(NodeError, match="not-found"):  # no config file yet
+                await client.request("connect", address=address, key=PEER.public, save=True)
+            assert PEER.public not in registry.peers  # not dialed when not saved
+            config.write_text(render_config(tmp_path))
+            reply = await client.request("connect", address=address, key=PEER.public, save=True)
+            assert reply == {"dialing": address, "saved": True}
+            again = await client.request("connect", address=address, key=PEER.public, save=True)
+            assert again["saved"] is False  # already there: written once
+            saved = load_settings(config, environ={}).peers
+            assert [(p.address, p.key) for p in saved] == [(address, feed_text(PEER.public))]
+            with pytest.raises(NodeError, match="conflict"):  # the same key, another address
+                await client.request(
+                    "connect", address="127.0.0.1:1", key=PEER.public, save=True
+                )
+            assert len(load_settings(config, environ={}).peers) == 1
+            with pytest.raises(NodeError, match="bad-request"):  # a flag is a boolean
+                await client.request("connect", address=address, key=PEER.public, save=1)
+    finally:
+        nursery.cancel_scope.cancel()
+        store.close()
