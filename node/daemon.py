@@ -219,7 +219,9 @@ async def _run_node(
                     running = RunningNode(
                         registry, network, dict(status_extra), config_file=config_file
                     )
-                    area = Area(service, keypair, running)  # `status` without the web's URL
+                    # `status` without the web's URL; a write sent twice, through the IPC
+                    # or the page, is done once
+                    area = Area(service, keypair, running, ipc.area.once)
                     status_extra["web"] = await _start_web(nursery, settings, web_token, area, ipc)
                 try:
                     socket_path = await nursery.start(ipc.serve, settings.ipc_socket_path)

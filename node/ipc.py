@@ -46,6 +46,7 @@ import contextlib
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -56,6 +57,7 @@ from tanglenode.node import doc_ipc, ipc_discovery, ipc_groups, ipc_peers, ipc_s
 from tanglenode.node.doc_ipc import DocWatch
 from tanglenode.node.failures import only
 from tanglenode.node.ipc_peers import RunningNode
+from tanglenode.node.once_replies import OnceReplies
 from tanglenode.node.service import StoreService
 from tanglenode.protocol.address import BadAddress
 from tanglenode.protocol.doc_ipc import DocWatchRequest
@@ -82,6 +84,7 @@ from tanglenode.protocol.ipc import (
     insert_command,
     message_body,
     move_command,
+    once_key,
     parse_request,
     processed_entry,
     request_header,
@@ -192,6 +195,7 @@ class Area:
     service: StoreService
     keypair: Keypair | None
     node: RunningNode | None = None
+    once: OnceReplies | None = None  # the running node's: writes sent again done once
 
     # -- messages and timelines ------------------------------------------------------
 
@@ -262,10 +266,18 @@ async def answer(area: Area, number: Any, op: str, frame: Any) -> bytes:
     """
     try:
         request = parse_request(op, frame, area.service.store.limits)
+        once = once_key(frame)
+        if once is not None and not OPS[op].writes:
+            raise RequestError(ErrorKind.BAD_REQUEST, f"once is for writes; {op} writes nothing")
         if op.startswith("doc-"):  # read the documents whole, every key at hand
             await area.service.weave_backlog()
             await area.service.read_keys_if_stale()
-        reply = {"id": number, "ok": await OPS[op].handler(area, request)}
+        handler = OPS[op].handler
+        if once is None or area.once is None:
+            ok = await handler(area, request)
+        else:
+            ok = await area.once.run(op, once, partial(handler, area, request))
+        reply = {"id": number, "ok": ok}
     except TanglenodeError as error:
         reply = error_reply(number, error)
     except Exception as error:  # a bug of ours: the client gets a reply, the node serves on
@@ -297,7 +309,7 @@ class IpcServer:
         running = RunningNode(
             self.registry, self.network, self.status_extra, config_file=self.config_file
         )
-        self.area = Area(self.service, self.keypair, running)
+        self.area = Area(self.service, self.keypair, running, OnceReplies())
 
     async def serve(self, path: Path, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -28,6 +28,7 @@ table of handlers, reads the store and maps the errors it raises to an
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -326,6 +327,20 @@ def _publish(fields: dict[str, Any], limits: Limits) -> PublishRequest:
 
 def _get(fields: dict[str, Any], limits: Limits) -> GetRequest:
     return GetRequest(message_id(fields, "message", "message"))
+
+
+ONCE_PATTERN = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+def once_key(fields: dict[str, Any]) -> str | None:
+    """A write request's optional `once` key (node/once_replies.py): 1-64 letters, digits,
+    `-` or `_`; None without one."""
+    value = fields.get("once")
+    if value is None:
+        return None
+    if type(value) is not str or ONCE_PATTERN.fullmatch(value) is None:
+        raise bad("once is 1-64 letters, digits, '-' or '_' (a random key of the client's)")
+    return value
 
 
 def flag(fields: dict[str, Any], key: str) -> bool:

@@ -481,6 +481,18 @@
     });
   }
 
+  // Whether a write got no answer from the node: done or not, the page cannot tell.
+  function unanswered(answer) {
+    return answer.error && (answer.error.kind === "disconnected" || answer.error.kind === "http");
+  }
+
+  // A random 128-bit key, in hex, for a write that must be done once.
+  function onceKey() {
+    const bytes = new Uint8Array(16);
+    window.crypto.getRandomValues(bytes);
+    return Array.from(bytes, function (b) { return b.toString(16).padStart(2, "0"); }).join("");
+  }
+
   function tanglePath(name, id) {
     return "/t/" + encodeURIComponent(name) + "/" + encodeURIComponent(id.slice(1)) +
       "?token=" + encodeURIComponent(TOKEN);
@@ -492,6 +504,7 @@
     const nameField = form.elements.namedItem("tangle");
     const result = form.querySelector(".result");
     const button = form.querySelector("button");
+    let pending = null;  // {shape, once}: the post last sent that got no answer
     form.addEventListener("submit", function (event) {
       event.preventDefault();
       const content = { type: "post", text: text.value };
@@ -508,11 +521,16 @@
         tangles[form.dataset.tangle] = form.dataset.root;
         body = { content: content, tangles: tangles };
       }
+      // Sent again after no answer, the same post keeps its key: the node posts it once.
+      const shape = op + JSON.stringify(body);
+      if (pending === null || pending.shape !== shape) pending = { shape: shape, once: onceKey() };
+      body.once = pending.once;
       button.disabled = true;
       result.dataset.state = "sending";
       result.textContent = "sending";
       write(op, body).then(function (answer) {
         button.disabled = false;
+        if (!unanswered(answer)) pending = null;
         if (answer.error) {
           result.dataset.state = "error";
           result.textContent = answer.error.kind + ": " + answer.error.message;
@@ -727,16 +745,29 @@
       if (inflight !== null || !unsent.length) return;
       sentAt = Date.now();
       const parts = firstRequest(unsent);
-      const sent = { ops: parts[0], ids: null };
+      const body = {
+        doc: area.dataset.doc, splices: splicesOfOps(parts[0]), base: version, once: onceKey(),
+      };
+      const sent = { ops: parts[0], ids: null, body: body };
       inflight = sent;
       unsent = parts[1];
       guess = applyOps(server, sent.ops);
       say("sending", "sending");
-      const body = { doc: area.dataset.doc, splices: splicesOfOps(sent.ops), base: version };
-      write("doc-edit", body).then(function (answer) { answered(sent, answer); });
+      post(sent);
+    }
+
+    // The edit goes out with a `once` key (docs/IPC.md, "Writes done once"): when no
+    // answer comes back, the very same request goes again, and the node does it once.
+    function post(sent) {
+      write("doc-edit", sent.body).then(function (answer) { answered(sent, answer); });
     }
 
     function answered(sent, answer) {
+      if (unanswered(answer)) {  // done or not, we cannot tell: ask again, the same
+        say("error", answer.error.message + " (no answer yet; sending it again)");
+        window.setTimeout(function () { post(sent); }, RETRY_MS);
+        return;
+      }
       if (inflight !== sent) {  // a new text came meanwhile (`snapshot`): it decides
         const kind = answer.error ? answer.error.kind : null;
         if (kind !== null && kind !== "bad-request" && kind !== "sealed" && kind !== "group") {

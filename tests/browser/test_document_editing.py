@@ -125,3 +125,36 @@ def test_a_paste_longer_than_one_request_is_sent_in_parts_and_typing_goes_on(bro
         assert call(ask, node, "doc-show", doc=doc)["text"] == pasted + " ok"
     finally:
         assert call(node.stop) == 0
+
+
+def test_an_edit_whose_answer_was_lost_is_sent_again_and_done_once(browser, tmp_path):
+    """The node does the first request, its answer never reaches the page: the page sends
+    the very same request again (its `once` key), and the text holds the words once."""
+    from playwright.sync_api import expect
+
+    alice = WebNode(tmp_path, "alice")
+    call(alice.start)
+    try:
+        doc = call(ask, alice, "doc-create", title="retry")["doc"]
+        call(ask, alice, "doc-edit", doc=doc, splices=[["ins", 0, "start."]])
+        page = open_editor(browser, alice, doc)
+        bodies: list[str] = []
+
+        def lose_first_answer(route):
+            bodies.append(route.request.post_data or "")
+            if len(bodies) == 1:
+                route.fetch()  # the node does it ...
+                route.abort("connectionreset")  # ... and the page never hears
+            else:
+                route.continue_()
+
+        page.route("**/api/doc-edit", lose_first_answer)
+        page.locator(EDITOR).click()
+        page.keyboard.press("Control+End")
+        page.keyboard.type(" once", delay=5)
+        expect(page.locator("#editor-state")).to_have_text("saved", timeout=20_000)
+        assert len(bodies) >= 2 and bodies[1] == bodies[0]  # the same request, key and all
+        assert call(ask, alice, "doc-show", doc=doc)["text"] == "start. once"
+        expect(page.locator(EDITOR)).to_have_value("start. once")
+    finally:
+        assert call(alice.stop) == 0
