@@ -105,11 +105,11 @@ async def test_a_publish_and_a_document_edit_sent_twice_are_done_once(client):
 @pytest.mark.parametrize("once", ["", "a" * 65, "a b", "é", 7, True, b"key"])
 async def test_a_once_key_is_checked(client, once):
     client, _store = client
-    with pytest.raises(NodeError, match="bad-request.*once is 1-64"):
+    with pytest.raises(NodeError, match=r"bad-request.*once is 1-64"):
         await client.request("publish", content="x", tangles={}, once=once)
 
 
 async def test_once_on_an_op_that_writes_nothing_is_refused(client):
     client, _store = client
-    with pytest.raises(NodeError, match="bad-request.*once is for writes"):
+    with pytest.raises(NodeError, match=r"bad-request.*once is for writes"):
         await client.request("doc-list", once="k")
