@@ -50,10 +50,13 @@ from tanglenode.node.web.http import (
     text_response,
 )
 from tanglenode.node.web.page import compose, e, listing, shell, when
+from tanglenode.protocol.document import INIT, is_document
 from tanglenode.protocol.document import TANGLE as DOC_TANGLE
 from tanglenode.protocol.identity import feed_text, message_text
 from tanglenode.protocol.ipc import PAGE, PAGE_BYTES
 from tanglenode.protocol.limits import MAX_TANGLE_NAME_BYTES
+from tanglenode.protocol.message import Message
+from tanglenode.storage.documents.sealed import is_sealed
 from tanglenode.storage.engine.timeline import Delete, Insert
 from tanglenode.storage.errors import BelowLogFloor
 from tanglenode.storage.groups.state import EPOCH, GROUP, MEMBERS, GroupError, read_group
@@ -137,9 +140,12 @@ async def index(web: WebContext, request: Request) -> Response:
         if root is None:
             return text_response("after_root: not a message id\n", 400)
         after = (root, request.query.get("after_name", "")[:MAX_TANGLE_NAME_BYTES])
-    infos, cursor = await web.service.read(
-        lambda store: store.tangles.tangle_page(after, INDEX_PAGE)
-    )
+
+    def page_and_roots(store):
+        infos, cursor = store.tangles.tangle_page(after, INDEX_PAGE)
+        return infos, cursor, {info.root: store.feeds.get(info.root) for info in infos}
+
+    infos, cursor, roots = await web.service.read(page_and_roots)
     names = await web.names()
     more = None
     if cursor is not None:
@@ -149,7 +155,11 @@ async def index(web: WebContext, request: Request) -> Response:
     headers.append("started by")
     body = "<h1>Tangles</h1>" + compose("publish", "Start a conversation", {}, name_field=True)
     for kind, title in KINDS:
-        rows = [_index_row(web, names, info) for info in infos if kind_of(info.name) == kind]
+        rows = [
+            _index_row(web, names, info)
+            for info in infos
+            if kind_of(info.name, roots.get(info.root)) == kind
+        ]
         if rows:
             body += f"<h2>{title}</h2>" + listing(f"tangles-{kind}", headers, rows, "", None)
     if not infos:
@@ -159,8 +169,9 @@ async def index(web: WebContext, request: Request) -> Response:
     return html_response(shell(web, "tangles", body, script=True))
 
 
-# What a tangle is for, by its name: the conversations people write, a private group's
-# own tangles (its chat, members and epochs: docs/GROUPS.md), and documents.
+# What a tangle is for: the conversations people write, a private group's own tangles
+# (its chat, members and epochs: docs/GROUPS.md), and documents. Decided by the name and
+# what its root holds, as anyone may name a conversation `doc` or `members`.
 KINDS = [
     ("conversation", "Conversations"),
     ("document", "Documents"),
@@ -169,10 +180,17 @@ KINDS = [
 GROUP_TANGLES = frozenset({GROUP, MEMBERS, EPOCH})
 
 
-def kind_of(name: str) -> str:
-    if name in GROUP_TANGLES:
+def kind_of(name: str, root: Message | None) -> str:
+    """`group` for a group's tangle rooted at a group envelope, `document` for a `doc`
+    tangle rooted at a document's init (public or sealed), else `conversation` (a
+    root not held included: nothing shows what it is)."""
+    content = None if root is None else root.content
+    if name in GROUP_TANGLES and is_sealed(content) and content.get("epoch") is None:
         return "group"
-    return "document" if name == DOC_TANGLE else "conversation"
+    doc_init = is_document(content) and content["type"] == INIT
+    if name == DOC_TANGLE and (doc_init or is_sealed(content)):
+        return "document"
+    return "conversation"
 
 
 def _index_row(web: WebContext, names: Names, info: Any) -> str:

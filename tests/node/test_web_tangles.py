@@ -128,3 +128,16 @@ async def test_the_index_tells_conversations_documents_and_group_tangles_apart(w
         assert f"<code>{message_text(root)[:10]}</code>" in conversations
     groups_part = page.split("id='tangles-group'")[1].split("</table>")[0]
     assert groups_part.count("<tr>") == 3 + 1  # group, epoch, members, and the header row
+
+
+async def test_a_conversation_named_as_a_group_or_document_tangle_stays_a_conversation(web):
+    """The section is decided by what the root holds, not by the name alone: anyone may
+    start a conversation called `members` or `doc`."""
+    store = web.service.store
+    for name in ("members", "doc", "epoch"):
+        store.writes.publish({"type": "post", "text": f"a chat called {name}"}, {name: None})
+    page = (await tangles.index(web, Request((), {}))).body.decode()
+    sections = re.findall(r"<h2>([^<]*)</h2><table id='tangles-(\w+)'", page)
+    assert [kind for _title, kind in sections] == ["conversation"]
+    conversations = page.split("id='tangles-conversation'")[1].split("</table>")[0]
+    assert conversations.count("<tr>") == 3 + 1
