@@ -11,6 +11,8 @@ The init introduces one atom, the root, at index 0. The contents:
 
     {"title": str, "type": "doc/init"}
     {"ops": [op, ...], "refs": [bin 32, ...], "type": "doc/edit"}
+    {"range": [bin 32, index, bin 32, index], "text": str, "type": "doc/comment"}
+    {"text": str, "type": "doc/comment"}
 
     ["ins", ref, index, text]     text typed after atom (ref, index): its first
                                   code point is caused by that atom, each next
@@ -22,6 +24,12 @@ The init introduces one atom, the root, at index 0. The contents:
 `ref` 0 names this message, k >= 1 names refs[k - 1]: each cited id is
 written once, refs ascend strictly and every one is used, so an edit has one
 encoding. A reference to this message may cite only atoms of earlier ops.
+
+A comment (docs/DOCUMENTS.md, "Comments") is a message of the document's
+tangle that changes no text: with `range`, the first and last atoms (message
+id, index) of the text it is about; without, a reply, whose envelope places
+it in the `comment` tangle rooted at the comment it answers. Its text is 1
+to `MAX_COMMENT_BYTES` bytes of Unicode.
 
 This module checks what the content alone can show, in one pass over the ops
 without recursion: types (a bool is not an int), arities, names, bounds,
@@ -44,8 +52,10 @@ import msgpack
 
 from tanglenode.protocol.errors import RemoteProtocolError
 
-INIT, EDIT = "doc/init", "doc/edit"
+INIT, EDIT, COMMENT = "doc/init", "doc/edit", "doc/comment"
 TANGLE = "doc"
+COMMENT_TANGLE = "comment"  # a comment's thread: its replies
+MAX_COMMENT_BYTES = 8192
 SELF = None  # AtomRef.msg for "this message"
 
 MAX_OPS = 4096
@@ -114,6 +124,8 @@ _NAMES: dict[type, str] = {Insert: "ins", Delete: "del", Undelete: "undel"}
 _KINDS: dict[str, type] = {name: kind for kind, name in _NAMES.items()}
 _INIT_KEYS = frozenset(("title", "type"))
 _EDIT_KEYS = frozenset(("ops", "refs", "type"))
+_COMMENT_KEYS = frozenset(("range", "text", "type"))
+_REPLY_KEYS = frozenset(("text", "type"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,12 +139,19 @@ class DocEdit:
     atoms: int  # atoms introduced
 
 
+@dataclass(frozen=True, slots=True)
+class DocComment:
+    text: str
+    range: tuple[AtomRef, AtomRef] | None  # its first and last atoms; None for a reply
+    atoms = 0  # a comment introduces none
+
+
 def is_document(content: Any) -> bool:
     """Whether `content` claims to be a document message (valid or not)."""
-    return isinstance(content, dict) and content.get("type") in (INIT, EDIT)
+    return isinstance(content, dict) and content.get("type") in (INIT, EDIT, COMMENT)
 
 
-def parse_document(content: Any) -> DocInit | DocEdit:
+def parse_document(content: Any) -> DocInit | DocEdit | DocComment:
     """The init or edit `content` holds, or `DocumentError` saying why it is refused."""
     kind = content.get("type") if isinstance(content, dict) else None
     if type(kind) is str and kind == INIT:
@@ -143,7 +162,9 @@ def parse_document(content: Any) -> DocInit | DocEdit:
         if content.keys() != _EDIT_KEYS:
             raise DocumentError(DocReason.MALFORMED, "a doc/edit holds exactly ops, refs and type")
         return _parse_edit(content["ops"], content["refs"])
-    raise DocumentError(DocReason.MALFORMED, "not a doc/init or doc/edit content")
+    if type(kind) is str and kind == COMMENT:
+        return _parse_comment(content)
+    raise DocumentError(DocReason.MALFORMED, "not a doc/init, doc/edit or doc/comment content")
 
 
 def init_content(title: str) -> dict[str, Any]:
@@ -181,6 +202,48 @@ def edit_content(ops: Sequence[Op]) -> dict[str, Any]:
     }
     _parse_edit(content["ops"], refs)
     return content
+
+
+def comment_content(text: str, first: AtomRef | None, last: AtomRef | None) -> dict[str, Any]:
+    """The content of a comment on the range `first`..`last` (message ids and indexes), or,
+    with neither, of a reply; checked as a receiver checks it."""
+    content: dict[str, Any] = {"text": text, "type": COMMENT}
+    if first is not None and last is not None:
+        content["range"] = [first.msg, first.index, last.msg, last.index]
+    _parse_comment(content)
+    return content
+
+
+def _parse_comment(content: dict) -> DocComment:
+    keys = content.keys()
+    if keys != _COMMENT_KEYS and keys != _REPLY_KEYS:
+        raise DocumentError(
+            DocReason.MALFORMED, "a doc/comment holds text and type, and range unless a reply"
+        )
+    text = content["text"]
+    if type(text) is not str:
+        raise DocumentError(DocReason.MALFORMED, "a comment's text is a string")
+    try:
+        size = len(text.encode())
+    except UnicodeEncodeError:
+        raise DocumentError(DocReason.MALFORMED, "a comment's text is not Unicode") from None
+    if not 1 <= size <= MAX_COMMENT_BYTES:
+        raise DocumentError(
+            DocReason.TOO_MANY, f"{size} bytes, a comment has 1 to {MAX_COMMENT_BYTES}"
+        )
+    if "range" not in content:
+        return DocComment(text, None)
+    ends = content["range"]
+    if type(ends) is not list or len(ends) != 4:
+        raise DocumentError(DocReason.MALFORMED, "a range is [id, index, id, index]")
+    refs = []
+    for msg, index in (ends[:2], ends[2:]):
+        if type(msg) is not bytes or len(msg) != ID_BYTES:
+            raise DocumentError(DocReason.BAD_REF, "a range's end names a 32-byte message id")
+        if type(index) is not int or not 0 <= index <= MAX_INDEX:
+            raise DocumentError(DocReason.BAD_OP, f"a range's end is an index 0..{MAX_INDEX}")
+        refs.append(AtomRef(msg, index))
+    return DocComment(text, (refs[0], refs[1]))
 
 
 def op_atoms(op: Op) -> int:

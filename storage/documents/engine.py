@@ -57,11 +57,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from tanglenode.protocol.document import (
+    COMMENT,
+    COMMENT_TANGLE,
     EDIT,
     INIT,
     TANGLE,
     AtomRef,
     Delete,
+    DocComment,
     DocEdit,
     DocInit,
     DocReason,
@@ -76,6 +79,7 @@ from tanglenode.protocol.message import Message
 from tanglenode.storage.documents.backlog import MESSAGE_COST
 from tanglenode.storage.documents.rows import (
     BACKSPACE,
+    C_THREAD,
     M_NEXT_MNO,
     M_NEXT_NODE,
     M_ROOT_NODE,
@@ -99,6 +103,7 @@ from tanglenode.storage.documents.rows import (
     segment_at,
     segment_kinds,
     undeletes_of,
+    unpack,
     weft_greater,
 )
 from tanglenode.storage.documents.sealed import SealedMessages, Waiting, is_sealed
@@ -195,6 +200,12 @@ class DocumentEngine:
                         DocReason.MALFORMED, f"a {INIT} roots its own {TANGLE!r} tangle"
                     )
                 self._create(message, parsed, docno, group)
+            elif isinstance(parsed, DocComment):
+                if link is None or link.root is None:
+                    raise DocumentError(
+                        DocReason.MALFORMED, f"a {COMMENT} belongs to a {TANGLE!r} tangle"
+                    )
+                self._comment(message, root, parsed, group)
             else:
                 if link is None or link.root is None:
                     raise DocumentError(
@@ -412,6 +423,60 @@ class DocumentEngine:
                 self._undelete(doc, mno, segment, splices)
         if renumber:
             self._log(doc.docno, mno, message.id, splices)
+
+    def _comment(
+        self, message: Message, root: bytes, comment: DocComment, group: bytes | None
+    ) -> None:
+        """Keep a comment (storage.documents.comments) once what it names is checked: the
+        text atoms at its range's ends, or the comment a reply answers, of this document
+        and inside the comment's weft. A comment changes no text: it is not woven, takes
+        no version, and no later message's weft depends on it."""
+        if not covers(self._txn, self._message_ids, message, root):
+            raise DocumentError(
+                DocReason.OUTSIDE_WEFT, "the doc/init is outside the comment's weft"
+            )
+        doc = self._doc(root)
+        if group_of(doc.meta) != group:
+            raise DocumentError(
+                DocReason.WRONG_GROUP, "a comment is sealed as its document's edits are"
+            )
+        weft = doc.wefts.of_edit(message)
+        thread = message.tangles.get(COMMENT_TANGLE)
+        prefix = U32.pack(doc.docno)
+        row = [message.author, message.seq, message.timestamp, comment.text]
+        if comment.range is not None:
+            if thread is not None and thread.root is not None:
+                raise DocumentError(
+                    DocReason.MALFORMED, "a comment on a range starts its own thread"
+                )
+            for ref in comment.range:
+                _mno, segments = self._cited(doc, ref, weft, 0, [], {})
+                kinds = segment_kinds(segments, ref.index, 1)
+                if kinds is None:
+                    raise DocumentError(DocReason.UNKNOWN_ATOM, f"atom {ref.index} absent")
+                if kinds != {TEXT_ATOM}:
+                    raise DocumentError(DocReason.WRONG_KIND, "a range's ends are text atoms")
+            first, last = comment.range
+            row += [first.msg, first.index, last.msg, last.index, None]
+        else:
+            if thread is None or thread.root is None:
+                raise DocumentError(
+                    DocReason.MALFORMED, f"a reply is in the {COMMENT_TANGLE!r} tangle it answers"
+                )
+            answered = self._txn.get(prefix + thread.root, db=self._tables.comments)
+            if answered is None:
+                epoch = self.sealed.waiting_on(thread.root)
+                if epoch is not None:  # it answers what this node cannot open yet
+                    raise Waiting(epoch)
+                raise DocumentError(DocReason.UNKNOWN_ATOM, "answers no comment of this document")
+            if not inside(self._txn, self._message_ids, thread.root, weft):
+                raise DocumentError(
+                    DocReason.OUTSIDE_WEFT, "answers a comment outside the reply's weft"
+                )
+            if unpack(answered)[C_THREAD] is not None:
+                raise DocumentError(DocReason.MALFORMED, "a reply answers a comment, not a reply")
+            row += [None, None, None, None, thread.root]
+        self._txn.put(prefix + message.id, pack(row), db=self._tables.comments)
 
     def _cited(
         self, doc: _Doc, ref: AtomRef, weft: Weft, mno: int, own: list, cited: dict

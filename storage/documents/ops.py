@@ -18,6 +18,7 @@ from tanglenode.protocol.limits import TIMEFRAME_CAP
 from tanglenode.protocol.message import Message
 from tanglenode.storage.documents import edits as doc_edits
 from tanglenode.storage.documents import revisions
+from tanglenode.storage.documents.comments import DocumentComments
 from tanglenode.storage.documents.reweave import DocumentWeaver
 from tanglenode.storage.documents.rows import (
     M_AUTHOR,
@@ -88,6 +89,7 @@ class DocumentOps:
     def __init__(self, ctx: StoreContext, writes: Writes) -> None:
         self._ctx = ctx
         self._writes = writes
+        self.comments = DocumentComments(ctx, writes, self)  # storage.documents.comments
 
     # -- writing -----------------------------------------------------------------
 
@@ -99,13 +101,13 @@ class DocumentOps:
         with self._writes.publishing() as session:
             cites: list[bytes] = []
             if group is not None:  # its timeframe must cover the epoch's init
-                key, epoch = self._sealing(session.txn, group)
+                key, epoch = self.sealing_in(session.txn, group)
                 content, cites = seal_value(content, key, epoch), [epoch]
             session.publish(content, {TANGLE: None}, cites=cites)
         return session.published[0]
 
-    def _sealing(self, txn, group: bytes) -> tuple[bytes, bytes]:
-        """(key, epoch) our messages to `group` are sealed with."""
+    def sealing_in(self, txn, group: bytes) -> tuple[bytes, bytes]:
+        """(key, epoch) our messages to `group` are sealed with (`NotInGroup` if none)."""
         found = current_key(txn, self._ctx.document_tables, group)
         if found is None:
             raise NotInGroup(
@@ -162,10 +164,10 @@ class DocumentOps:
         txn = session.txn
         weave_backlog(txn, self._ctx, None)
         tables = self._ctx.document_tables
-        docno = self._docno(txn, doc)
+        docno = self.docno_in(txn, doc)
         meta = read_meta(txn, tables, docno)
         group = group_of(meta)
-        sealing = None if group is None else self._sealing(txn, group)
+        sealing = None if group is None else self.sealing_in(txn, group)
         weft = self._weft(txn, docno, base)
         if exclusive and weft is not None:
             raise VersionConflict(
@@ -209,7 +211,7 @@ class DocumentOps:
         that is no range of it)."""
         tables = self._ctx.document_tables
         with self._ctx.read() as txn:
-            docno = self._docno(txn, doc)
+            docno = self.docno_in(txn, doc)
             atoms = revisions.visible_atoms(txn, tables, docno, None)
             if not 0 <= start < end <= len(atoms):
                 raise BadSplice(f"no range {start}:{end} in a text of {len(atoms)} characters")
@@ -225,8 +227,8 @@ class DocumentOps:
         where), or, when all of it was deleted, how it read at the link's revision."""
         tables = self._ctx.document_tables
         with self._ctx.read() as txn:
-            docno = self._docno(txn, link.doc)
-            first, last = (self._atom(txn, docno, ref) for ref in (link.first, link.last))
+            docno = self.docno_in(txn, link.doc)
+            first, last = (self.atom_in(txn, docno, ref) for ref in (link.first, link.last))
             text, start, found = revisions.between(txn, tables, docno, first, last, None)
             if not found:
                 raise UnknownDocument("the link's ends are not in that order in the document")
@@ -241,7 +243,7 @@ class DocumentOps:
                     was = found_all[0]
             return Resolved(text, start, was)
 
-    def _atom(self, txn, docno: int, ref: tuple[bytes, int]) -> tuple[int, int]:
+    def atom_in(self, txn, docno: int, ref: tuple[bytes, int]) -> tuple[int, int]:
         """(mno, index) of atom `ref` of document `docno`; `UnknownDocument` if it has none."""
         key = txn.get(ref[0], db=self._ctx.document_tables.ids)
         if key is None or U32.unpack(key[:4])[0] != docno:
@@ -266,7 +268,8 @@ class DocumentOps:
                     found[message.id] = U32.unpack(key[4:8])[0]
         return found
 
-    def _docno(self, txn, doc: bytes) -> int:
+    def docno_in(self, txn, doc: bytes) -> int:
+        """Document `doc`'s number in `txn`; `SealedDocument` or `UnknownDocument`."""
         docno = docno_of(txn, self._ctx.document_tables, doc)
         if docno is None:
             if waits(txn, self._ctx.document_tables, doc):
@@ -309,7 +312,7 @@ class DocumentOps:
         """The weft of revision `base` (None: the current text, every message woven), as
         anyone holding its messages can name it (`doc show --at`, a `doc-edit`'s base)."""
         with self._ctx.read() as txn:
-            docno = self._docno(txn, doc)
+            docno = self.docno_in(txn, doc)
             meta = read_meta(txn, self._ctx.document_tables, docno)
             weft = self._weft(txn, docno, base)
             return frontier(txn, self._ctx.document_tables, docno, meta) if weft is None else weft
@@ -395,7 +398,7 @@ class DocumentOps:
     def document_snapshot(self, doc: bytes) -> tuple[int, str]:
         """(version, text) at the processed frontier, read together."""
         with self._ctx.read() as txn:
-            docno = self._docno(txn, doc)
+            docno = self.docno_in(txn, doc)
             meta = read_meta(txn, self._ctx.document_tables, docno)
             return meta[M_NEXT_MNO] - 1, revisions.revision(
                 txn, self._ctx.document_tables, docno, None
@@ -411,7 +414,7 @@ class DocumentOps:
         author, first, last = made[0].author, made[0].seq, made[-1].seq
         tables = self._ctx.document_tables
         with self._ctx.read() as txn:
-            prefix = U32.pack(self._docno(txn, doc)) + author
+            prefix = U32.pack(self.docno_in(txn, doc)) + author
             cursor = txn.cursor(db=tables.yarn)
             low = base.get(author, 0)
             if (
@@ -427,7 +430,7 @@ class DocumentOps:
         the weft names the text exactly, on any node holding its messages (an edit made
         from the text says it as its base). The version is this node's, and None with `at`."""
         with self._ctx.read() as txn:
-            docno = self._docno(txn, doc)
+            docno = self.docno_in(txn, doc)
             meta = read_meta(txn, self._ctx.document_tables, docno)
             weft = self._weft(txn, docno, at)
             text = revisions.revision(txn, self._ctx.document_tables, docno, weft)
@@ -439,28 +442,28 @@ class DocumentOps:
     def document_revision(self, doc: bytes, at: At = None) -> str:
         """The text at `at`: a weft, a message id, a version number, or None (the frontier)."""
         with self._ctx.read() as txn:
-            docno = self._docno(txn, doc)
+            docno = self.docno_in(txn, doc)
             weft = self._weft(txn, docno, at)
             return revisions.revision(txn, self._ctx.document_tables, docno, weft)
 
     def document_atoms(self, doc: bytes, at: At = None) -> list[tuple[bytes, int]]:
         """The (message id, index) of every atom of the revision at `at`, in text order."""
         with self._ctx.read() as txn:
-            docno = self._docno(txn, doc)
+            docno = self.docno_in(txn, doc)
             weft = self._weft(txn, docno, at)
             return revisions.visible_atoms(txn, self._ctx.document_tables, docno, weft)
 
     def document_dye(self, doc: bytes, old: At, new: At) -> list[DyeSpan]:
         """What changed between two revisions, atom by atom, with who changed it."""
         with self._ctx.read() as txn:
-            docno = self._docno(txn, doc)
+            docno = self.docno_in(txn, doc)
             old_weft, new_weft = self._weft(txn, docno, old), self._weft(txn, docno, new)
             return revisions.dye(txn, self._ctx.document_tables, docno, old_weft, new_weft)
 
     def document_blame(self, doc: bytes, at: At = None) -> list[BlameSpan]:
         """The revision at `at` in spans, each with the author and message that typed it."""
         with self._ctx.read() as txn:
-            docno = self._docno(txn, doc)
+            docno = self.docno_in(txn, doc)
             weft = self._weft(txn, docno, at)
             return revisions.blame(txn, self._ctx.document_tables, docno, weft)
 
@@ -469,7 +472,7 @@ class DocumentOps:
         tables = self._ctx.document_tables
         versions = []
         with self._ctx.read() as txn:
-            docno = self._docno(txn, doc)
+            docno = self.docno_in(txn, doc)
             prefix = U32.pack(docno)
             cursor = txn.cursor(db=tables.msgs)
             if not cursor.set_range(prefix + U32.pack(max(since, 0))):
@@ -497,7 +500,7 @@ class DocumentOps:
         tables = self._ctx.document_tables
         entries: list[SpliceEntry] = []
         with self._ctx.read() as txn:
-            docno = self._docno(txn, doc)
+            docno = self.docno_in(txn, doc)
             head = read_meta(txn, tables, docno)[M_NEXT_MNO] - 1
             prefix = U32.pack(docno)
             cursor = txn.cursor(db=tables.log)

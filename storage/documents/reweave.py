@@ -40,6 +40,7 @@ from tanglenode.storage.documents.rows import (
     R_SEQ,
     DocumentTables,
     docno_of,
+    keys_with,
     read_meta,
     unpack,
 )
@@ -150,16 +151,18 @@ class DocumentWeaver:
 
     def _rebuild(self, docno: int) -> None:
         meta = read_meta(self._txn, self._tables, docno)
-        held = self._clear(docno)
+        held, comments = self._clear(docno)
         version = meta[M_NEXT_MNO]
         if not held or held[0][0] != 0:  # the doc/init itself is gone: so is the document
             self._txn.delete(meta[M_ID], db=self._tables.index)
             self._txn.delete(U32.pack(docno), db=self._tables.meta)
-            for _mno, message in held:
+            for message in [message for _mno, message in held] + comments:
                 self.engine.apply(message)  # each is set aside now: its root is held no more
             return
         self._weave_held(docno, [message for _mno, message in held], [m for m, _ in held])
         self.engine.number_past(docno, version)
+        for comment in comments:  # each decided again against the text woven again
+            self.engine.apply(comment)
 
     def _weave_held(self, docno: int, messages: list[Message], numbers: list[int]) -> None:
         """Weave a cleared document's `messages` (its init first) under `numbers`."""
@@ -176,7 +179,9 @@ class DocumentWeaver:
         messages: dict[bytes, Message] = {}
         if docno is not None:
             version = read_meta(txn, tables, docno)[M_NEXT_MNO]
-            messages.update((m.id, m) for _mno, m in self._clear(docno))
+            woven, comments = self._clear(docno)
+            messages.update((m.id, m) for _mno, m in woven)
+            messages.update((m.id, m) for m in comments)
             txn.delete(root, db=tables.index)
             txn.delete(U32.pack(docno), db=tables.meta)
         cursor = txn.cursor(db=tables.aside)
@@ -201,9 +206,10 @@ class DocumentWeaver:
         index = processed_index(self._txn, self._processor, message.author, message.seq)
         return -1 if index is None else index
 
-    def _clear(self, docno: int) -> list[tuple[int, Message]]:
+    def _clear(self, docno: int) -> tuple[list[tuple[int, Message]], list[Message]]:
         """Empty document `docno`'s rows but its index and meta; (mno, message) of the
-        messages it had woven that are still held, in number order."""
+        messages it had woven that are still held, in number order, and its comments
+        still held, in processed order."""
         txn, tables = self._txn, self._tables
         self.engine.forget(docno)
         prefix = U32.pack(docno)
@@ -222,6 +228,12 @@ class DocumentWeaver:
             stored = self._messages.message(txn, feed_key(record[R_AUTHOR], record[R_SEQ]))
             if stored is not None:
                 held.append((U32.unpack(key[4:8])[0], stored))
+        comments = []
+        for key in [bytes(key) for key in keys_with(txn, tables.comments, prefix)]:
+            position = txn.get(key[4:], db=self._message_ids)
+            if position is not None:
+                comments.append(self._messages.message(txn, bytes(position)))
+        comments.sort(key=self._processed_at)
         for db in (
             tables.msgs,
             tables.dels,
@@ -233,13 +245,14 @@ class DocumentWeaver:
             tables.sibs,
             tables.authors,
             tables.tips,
+            tables.comments,
         ):
             cursor = txn.cursor(db=db)
             if cursor.set_range(prefix):
                 while cursor.key()[:4] == prefix:
                     if not cursor.delete():
                         break
-        return held
+        return held, comments
 
     def weave_again(self) -> int:
         """Weave every document again from its messages, as a proof's rebuild does (a store

@@ -22,6 +22,10 @@ backspaces on them; `doc-undels` the same for backspaces.
     doc-undels  docno + backspace mno + index + undelete mno + index -> count (u32)
     doc-log     docno + version (u64) -> msgpack [id, [[kind, pos, text|len], ...]]
     doc-aside   doc id + message id -> msgpack [reason, detail]
+    doc-comments docno + comment id -> msgpack [author, seq, timestamp, text,
+                                  first id, first index, last id, last index, thread]
+                (a comment on a range: its ends' atoms, thread nil; a reply: the ends
+                nil, thread the id of the comment it answers: storage.documents.comments)
     doc-feeds   author + seq (u64) -> docno + mno   (to find what a proof cuts out)
     doc-yarn    docno + author + seq (u64) -> mno   (an author's messages woven in a document)
     doc-waiting, doc-waits, doc-keys: private documents (storage.documents.sealed)
@@ -103,6 +107,10 @@ ROOT, TEXT_ATOM, BACKSPACE, UNBACKSPACE = 0, 1, 2, 3
 ) = range(11)
 # doc-msgs fields.
 R_ID, R_AUTHOR, R_SEQ, R_TIMESTAMP, R_SEGMENTS, R_INSERTED, R_DELETED, R_WEFT = range(8)
+# doc-comments fields.
+C_AUTHOR, C_SEQ, C_TIMESTAMP, C_TEXT, C_FIRST, C_FIRST_INDEX, C_LAST, C_LAST_INDEX, C_THREAD = (
+    range(9)
+)
 
 ROOT_SYMBOL = "\u0950"  # ॐ: the root's piece, never visible (reads skip mno 0)
 
@@ -128,6 +136,7 @@ class DocumentTables:
     authors: Any
     tips: Any
     keys: Any
+    comments: Any
 
     NAMES = (
         b"doc-index",
@@ -149,6 +158,7 @@ class DocumentTables:
         b"doc-authors",
         b"doc-tips",
         b"doc-keys",
+        b"doc-comments",
     )  # the named databases, in field order
     # Not the documents view's own: the keys this node was handed (storage.documents.sealed),
     # which `tangled reindex` keeps, as the weave it rebuilds depends on them.
@@ -194,7 +204,7 @@ def woven_tips(txn, tables: DocumentTables, doc: bytes) -> list[bytes]:
     if docno is None:
         return []
     prefix = U32.pack(docno)
-    rows = [bytes(key[4:]) for key in _keys_from(txn, tables.tips, prefix)]
+    rows = [bytes(key[4:]) for key in keys_with(txn, tables.tips, prefix)]
     return sorted({*rows, *read_meta(txn, tables, docno)[M_TIPS]})
 
 
@@ -223,7 +233,8 @@ def move_meta_rows(txn, tables: DocumentTables, docno: int, meta: list) -> None:
     meta[M_YARNS], meta[M_TIPS] = {}, []
 
 
-def _keys_from(txn, db, prefix: bytes):
+def keys_with(txn, db, prefix: bytes):
+    """The keys of `db` that start with `prefix`, in order."""
     cursor = txn.cursor(db=db)
     if cursor.set_range(prefix):
         for key in cursor.iternext(values=False):
