@@ -26,6 +26,8 @@ from tanglenode.node.service import StoreService
 from tanglenode.protocol.doc_ipc import (
     SET_ASIDE_SHOWN,
     DocBlameRequest,
+    DocCommentRequest,
+    DocCommentsRequest,
     DocCreateRequest,
     DocDiffRequest,
     DocEditRequest,
@@ -35,6 +37,7 @@ from tanglenode.protocol.doc_ipc import (
     DocResolveRequest,
     DocShowRequest,
     blame_body,
+    comment_body,
     document_body,
     dye_body,
     set_aside_body,
@@ -104,6 +107,45 @@ async def doc_resolve(area: Area, request: DocResolveRequest) -> dict[str, Any]:
         "start": found.start,
         "deleted": found.was is not None,
         "was": found.was,
+    }
+
+
+async def doc_comment(area: Area, request: DocCommentRequest) -> dict[str, Any]:
+    """Comment on a range (given by positions or by a link), or answer a comment."""
+    text = request.text
+    if request.reply is not None:
+        reply = request.reply
+        message = await area.service.comment(lambda s: s.documents.comments.reply(reply, text))
+    elif request.link is not None:
+        link = request.link
+        message = await area.service.comment(lambda s: s.documents.comments.comment_on(link, text))
+    else:
+        doc, start, end = request.doc, request.start, request.end
+        assert doc is not None, "protocol.doc_ipc._doc_comment: one form or another"
+        message = await area.service.comment(
+            lambda s: s.documents.comments.comment(doc, start, end, text)
+        )
+    return {"comment": message.id}
+
+
+async def doc_comments(area: Area, request: DocCommentsRequest) -> dict[str, Any]:
+    """A page of the document's comments in text order, each with its replies, cut at
+    about `PAGE_BYTES` of text (at least one)."""
+    doc = request.doc
+    comments, total = await area.service.read(lambda store: store.documents.comments.comments(doc))
+    page, size = [], 0
+    for comment in comments[request.start :]:
+        if page and size > PAGE_BYTES:
+            break
+        body = comment_body(comment)
+        texts = [body["text"], body["quote"], *(reply["text"] for reply in body["replies"])]
+        size += sum(len(text.encode()) for text in texts)
+        page.append(body)
+    following = request.start + len(page)
+    return {
+        "comments": page,
+        "total": total,
+        "next": following if following < len(comments) else None,
     }
 
 

@@ -573,6 +573,8 @@ OPS: dict[str, Op] = {
     "doc-show": Op(doc_ipc.doc_show),
     "doc-link": Op(doc_ipc.doc_link),
     "doc-resolve": Op(doc_ipc.doc_resolve),
+    "doc-comment": Op(doc_ipc.doc_comment, writes=True),
+    "doc-comments": Op(doc_ipc.doc_comments),
     "doc-log": Op(doc_ipc.doc_log),
     "doc-diff": Op(doc_ipc.doc_diff),
     "doc-blame": Op(doc_ipc.doc_blame),

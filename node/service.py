@@ -338,6 +338,14 @@ class StoreService:
 
     # -- documents (storage/documents/engine.py): `at` is a weft, a message id, a version or None --
 
+    async def comment(self, write: Callable[[FeedStore], Message]) -> Message:
+        """Publish a comment or reply (`store.documents.comments`), in a transaction of its
+        own: `write(store)` publishes it, a private document's keys read first."""
+        await self.read_keys_if_stale()
+        message = await self.offload.run(write, self.store, limiter=self._writer)
+        self._stored([message])
+        return message
+
     async def create_document(self, title: str, group: bytes | None = None) -> Message:
         """Publish a new document's doc/init (`store.documents.create_document`), group-committed
         with the other publishes; with `group`, private to it (sealed in the epoch we post

@@ -44,6 +44,8 @@ MAX_WEFT_FEEDS = 65_536  # feeds of a weft given as `at`, `from` or `to`
 MAX_DOCUMENTS_PAGE = 1000  # documents per doc-list reply
 MAX_VERSIONS_PAGE = 10_000  # versions per doc-log reply: ~1 MiB
 SET_ASIDE_SHOWN = 100  # set-aside messages listed by doc-log; the rest are counted
+REPLIES_SHOWN = 100  # replies of one comment a doc-comments reply lists; the rest are counted
+QUOTE_SHOWN = 4000  # code points of a comment's range a doc-comments reply quotes
 SNAPSHOT_CHARS = 1 << 18  # code points per doc-watch snapshot event (at most 1 MiB)
 DOC_STREAMING = frozenset({"doc-watch"})  # the document ops that stream
 
@@ -118,6 +120,25 @@ class DocResolveRequest:
     link: Link
 
 
+@dataclass(frozen=True, slots=True)
+class DocCommentRequest:
+    """A comment on `doc`'s code points `start` .. `end` - 1, on the range `link` names,
+    or a reply to comment `reply`: exactly one of the three."""
+
+    text: str
+    doc: bytes | None = None
+    start: int = 0
+    end: int = 0
+    link: Link | None = None
+    reply: bytes | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DocCommentsRequest:
+    doc: bytes
+    start: int  # the first comment of the page (in text order)
+
+
 DocRequest = (
     DocCreateRequest
     | DocEditRequest
@@ -129,6 +150,8 @@ DocRequest = (
     | DocWatchRequest
     | DocLinkRequest
     | DocResolveRequest
+    | DocCommentRequest
+    | DocCommentsRequest
 )
 
 
@@ -262,6 +285,25 @@ def _doc_resolve(fields: dict[str, Any], limits: Limits) -> DocResolveRequest:
         raise bad(str(error)) from None
 
 
+def _doc_comment(fields: dict[str, Any], limits: Limits) -> DocCommentRequest:
+    text = fields.get("text")
+    if type(text) is not str:
+        raise bad("text is the comment's text")
+    forms = [name for name in ("start", "link", "reply") if fields.get(name) is not None]
+    if len(forms) != 1:
+        raise bad("a comment names one of: doc with start and end, a link, or the reply's comment")
+    if forms == ["link"]:
+        return DocCommentRequest(text, link=_doc_resolve(fields, limits).link)
+    if forms == ["reply"]:
+        return DocCommentRequest(text, reply=message_id(fields, "reply", "reply (a comment id)"))
+    found = _doc_link(fields, limits)
+    return DocCommentRequest(text, found.doc, found.start, found.end)
+
+
+def _doc_comments(fields: dict[str, Any], limits: Limits) -> DocCommentsRequest:
+    return DocCommentsRequest(_doc(fields), count(fields, "start", 0))
+
+
 # Every document op, by its name on the wire.
 DOC_PARSERS: dict[str, Callable[[dict[str, Any], Limits], DocRequest]] = {
     "doc-create": _doc_create,
@@ -274,6 +316,8 @@ DOC_PARSERS: dict[str, Callable[[dict[str, Any], Limits], DocRequest]] = {
     "doc-watch": _doc_watch,
     "doc-link": _doc_link,
     "doc-resolve": _doc_resolve,
+    "doc-comment": _doc_comment,
+    "doc-comments": _doc_comments,
 }
 
 
@@ -293,6 +337,27 @@ def document_body(info: Any) -> dict[str, Any]:
         "versions": info.versions,
         "set_aside": info.set_aside,
         "group": info.group,  # nil: a public document
+    }
+
+
+def comment_body(comment: Any) -> dict[str, Any]:
+    """A comment (storage.documents.comments.Comment) in a doc-comments reply."""
+    quote = comment.quote[:QUOTE_SHOWN]
+    return {
+        "comment": comment.id,
+        "author": comment.author,
+        "timestamp": comment.timestamp,
+        "text": comment.text,
+        "link": comment.link.text(),
+        "quote": quote,
+        "quote_cut": len(quote) < len(comment.quote),
+        "start": comment.start,
+        "deleted": comment.deleted,
+        "replies": [
+            {"reply": r.id, "author": r.author, "timestamp": r.timestamp, "text": r.text}
+            for r in comment.replies[:REPLIES_SHOWN]
+        ],
+        "replies_total": len(comment.replies),
     }
 
 

@@ -19,11 +19,20 @@ def _obj() -> Context:
     return click.get_current_context().find_object(Context)
 
 
-def _range(text: str) -> tuple[int, int]:
+def parse_range(text: str) -> tuple[int, int]:
+    """`--range START:END`: code points, END excluded."""
     start, sep, end = text.partition(":")
     if not sep or not start.isdigit() or not end.isdigit() or int(end) <= int(start):
         raise BadInput(f"--range {text!r}: START:END, code points, END after START")
     return int(start), int(end)
+
+
+def match_range(text: str, match: str) -> tuple[int, int]:
+    """`--match TEXT`: the range of its first place in `text`."""
+    start = text.find(match) if match else -1
+    if start < 0:
+        raise BadInput(f"--match: the text holds no {match[:60]!r}")
+    return start, start + len(match)
 
 
 @click.command("link")
@@ -41,13 +50,9 @@ def doc_link(doc: str, span: str | None, match: str | None, as_json: bool) -> No
     doc_id = parse_message_id(doc)
     with Backend(_obj()) as docs:
         if match is not None:
-            text = docs.call("doc-show", doc=doc_id)["text"]
-            start = text.find(match) if match else -1
-            if start < 0:
-                raise BadInput(f"--match: the text holds no {match[:60]!r}")
-            start, end = start, start + len(match)
+            start, end = match_range(docs.call("doc-show", doc=doc_id)["text"], match)
         else:
-            start, end = _range(span or "")
+            start, end = parse_range(span or "")
         link = docs.call("doc-link", doc=doc_id, start=start, end=end)["link"]
     if as_json:
         emit_json({"doc": doc, "start": start, "end": end, "link": link})

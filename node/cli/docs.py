@@ -69,7 +69,7 @@ EDIT_TRIES = 5  # reads and diffs of one `doc edit` while others edit the docume
 @click.group("doc")
 def doc_command() -> None:
     """Text documents: create, edit, insert, delete, show, log, diff, blame, watch, list,
-    link, resolve."""
+    link, resolve, comment."""
 
 
 def _obj() -> Context:
@@ -351,17 +351,26 @@ def doc_delete(doc: str, pos: int, length: int, base: str | None, as_json: bool)
 @click.argument("doc")
 @click.option("--at", "at", metavar="REV", help="A message id, a version (v12) or @FEED=SEQ,...")
 @click.option("--out", "out", metavar="FILE", help="Write FILE, and FILE.tangled: its revision.")
+@click.option("--comments", is_flag=True, help="Also print the comments, after the text.")
 @json_option
-def doc_show(doc: str, at: str | None, out: str | None, as_json: bool) -> None:
+def doc_show(doc: str, at: str | None, out: str | None, comments: bool, as_json: bool) -> None:
     """Print DOC's text, now or --at an earlier revision, exactly as it is; --out writes it
-    to FILE, with the revision beside it for `doc edit DOC FILE`."""
+    to FILE, with the revision beside it for `doc edit DOC FILE`; --comments adds the
+    comments on its ranges (as they stand now), with their replies."""
+    from tanglenode.node.cli.doc_comments import comments_json, comments_text, read_comments
+
     arguments: dict[str, Any] = {"doc": parse_message_id(doc)}
     if at is not None:
         arguments["at"] = parse_at(at)
+    if comments and out is not None:
+        raise BadInput("--comments prints after the text; --out writes the text alone")
+    noted: list[dict[str, Any]] = []
     with Backend(_obj()) as docs:
         if "at" in arguments:
             arguments["at"] = resolve_at(docs.call, arguments["doc"], arguments["at"])
         shown = docs.call("doc-show", **arguments)
+        if comments:
+            noted = read_comments(docs.call, arguments["doc"])
     revision = doc_checkout.weft_text(shown["weft"])
     if out == "-":
         raise BadInput("--out takes a file name; without it the text goes to standard output")
@@ -376,12 +385,15 @@ def doc_show(doc: str, at: str | None, out: str | None, as_json: bool) -> None:
                 "weft": doc_checkout.weft_json(shown["weft"]),
                 "text": shown["text"],
             }
+            | ({"comments": comments_json(noted)} if comments else {})
         )
     elif out is not None:
         click.echo(f"{out}: revision {revision}", err=True)
     else:
         # exact into a file (color=True: click strips nothing), made safe on a terminal
         click.echo(for_stdout(shown["text"]), nl=False, color=True)
+        if comments:
+            click.echo(comments_text(noted), nl=False)
 
 
 @doc_command.command("checkout")
@@ -672,11 +684,14 @@ class _WatchPrinter:
 
 
 def _add_link_commands() -> None:
-    """`doc link` and `doc resolve` live in their own module (node/cli/doc_links.py)."""
+    """`doc link` and `doc resolve` live in their own module (node/cli/doc_links.py), and
+    `doc comment` in node/cli/doc_comments.py."""
+    from tanglenode.node.cli.doc_comments import doc_comment
     from tanglenode.node.cli.doc_links import doc_link, doc_resolve
 
     doc_command.add_command(doc_link)
     doc_command.add_command(doc_resolve)
+    doc_command.add_command(doc_comment)
 
 
 _add_link_commands()

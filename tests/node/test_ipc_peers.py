@@ -162,9 +162,7 @@ async def test_connect_with_save_adds_the_peer_to_the_config_once(tmp_path, nurs
             saved = load_settings(config, environ={}).peers
             assert [(p.address, p.key) for p in saved] == [(address, feed_text(PEER.public))]
             with pytest.raises(NodeError, match="conflict"):  # the same key, another address
-                await client.request(
-                    "connect", address="127.0.0.1:1", key=PEER.public, save=True
-                )
+                await client.request("connect", address="127.0.0.1:1", key=PEER.public, save=True)
             assert len(load_settings(config, environ={}).peers) == 1
             with pytest.raises(NodeError, match="bad-request"):  # a flag is a boolean
                 await client.request("connect", address=address, key=PEER.public, save=1)
