@@ -352,6 +352,7 @@ def comment_body(comment: Any) -> dict[str, Any]:
         "quote": quote,
         "quote_cut": len(quote) < len(comment.quote),
         "start": comment.start,
+        "length": len(comment.quote),  # code points: the range's length now, or the deleted text's
         "deleted": comment.deleted,
         "replies": [
             {"reply": r.id, "author": r.author, "timestamp": r.timestamp, "text": r.text}

@@ -46,6 +46,7 @@ WRITE_OPS = frozenset(
         "publish",
         "doc-create",
         "doc-edit",
+        "doc-comment",
         "group-post",
         "connect",
         "disconnect",
@@ -55,7 +56,7 @@ WRITE_OPS = frozenset(
         "unblock",
     }
 )
-ID_FIELDS = frozenset({"doc", "root", "group", "msg"})  # a message id, as `%…`
+ID_FIELDS = frozenset({"doc", "root", "group", "msg", "reply"})  # a message id, as `%…`
 FEED_FIELDS = frozenset({"feed", "key", "members"})  # a feed id (or a list of them), as `@…`
 STATUS_OF = {
     ErrorKind.NOT_FOUND: 404,

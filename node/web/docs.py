@@ -9,6 +9,8 @@
   keeps it live from `/doc/ROOT/events` (node/web/doc_events.py);
 - `a#history`, a link to `/doc/ROOT/history`, every edit with its author,
   time and id (node/web/doc_history.py);
+- `aside#comments`, the comments on its ranges, kept current from
+  `/doc/ROOT/comments` (node/web/doc_comments.py);
 - `input#version`, a slider over the versions (0 is the doc/init, each edit
   woven in is one more), and `#revision`: the text at the weft of the
   version chosen, dyed against the version before it or against the
@@ -31,6 +33,7 @@ from tanglenode.node.cli.names import Names
 from tanglenode.node.cli.terminal import safe, safe_lines
 from tanglenode.node.service import StoreService
 from tanglenode.node.web import doc_events
+from tanglenode.node.web.doc_comments import comments, margin_html
 from tanglenode.node.web.doc_text import (
     Run,
     author_body,
@@ -70,7 +73,14 @@ STYLE = (
     "#legend span{margin-right:.4rem}"
     "ins{background:#d8f5d8;color:#0a5c0a}del{background:#fadcdc;color:#8c1010}"
     "#version{width:100%}.splice{animation:fresh 2s ease-out}"
-    "#text .linked{background:#ffe08a!important;outline:1px solid #c89000}</style>"
+    "#text .linked{background:#ffe08a!important;outline:1px solid #c89000}"
+    "#document{display:grid;grid-template-columns:minmax(0,1fr) 20rem;column-gap:1.2rem}"
+    "#document>*{grid-column:1}#document>#comments{grid-column:2;grid-row:1/span 40;"
+    "font-size:13px;align-self:start}"
+    "#comments textarea,#comments input{width:100%;box-sizing:border-box}"
+    "#comment-list{padding-left:1.2rem}.comment{margin-bottom:.8rem;cursor:pointer}"
+    ".comment.deleted q{text-decoration:line-through}.comment.chosen{outline:2px solid #c89000}"
+    "@media (max-width:60rem){#document{display:block}}</style>"
 )
 
 
@@ -158,6 +168,7 @@ async def page(web: WebContext, request: Request) -> Response:
         linked_html,
         f"<div id='text' data-version='{version}'{highlight}>{blame_html(runs, names)}</div>",
         editor_html(doc, "".join(text for text, _author in runs)),
+        margin_html(web.link(doc_path(doc, "comments"))),
         "<h2>History</h2>",
         f"<p><label for='version'>version</label> <input id='version' type='range' min='0'"
         f" max='{version}' step='1' value='{version}'></p>",
@@ -243,10 +254,12 @@ def blame_html(runs: list[Run], names: Names) -> str:
 
 async def part(web: WebContext, request: Request) -> Response:
     doc = parse_root(request.args[0])
-    if doc is None or request.args[1] not in ("events", "at", "history"):
+    if doc is None or request.args[1] not in ("events", "at", "history", "comments"):
         return not_found()
     if request.args[1] == "events":
         return await doc_events.events(web, request, doc)
+    if request.args[1] == "comments":
+        return await comments(web, request, doc)
     if request.args[1] == "history":
         from tanglenode.node.web.doc_history import history  # it reads this module's helpers
 

@@ -455,6 +455,12 @@
       showRevisionSoon(0);
     });
     if (highlight) draw();  // the page came with the text unmarked
+    // The margin (commentsMargin) asks for a comment's range: [start, end], or null.
+    textBox.addEventListener("highlight", function (event) {
+      highlight = event.detail ? event.detail.slice() : null;
+      scrolled = false;
+      draw();
+    });
     connect(version);
     return root;
   }
@@ -971,6 +977,129 @@
     });
   }
 
+  // The document's comments in the margin (doc_comments.py): redrawn from the JSON polled
+  // every few seconds, when it changed and no reply is being typed; a click on a comment
+  // marks its range in the text.
+  function commentsMargin(aside) {
+    const list = aside.querySelector("#comment-list");
+    const count = aside.querySelector("#comment-count");
+    const form = aside.querySelector("form.comment-form");
+    const textBox = document.getElementById("text");
+    const editorArea = document.getElementById("editor");
+    const editorState = document.getElementById("editor-state");
+    const every = (Number(aside.dataset.poll) || 3) * 1000;
+    let shown = null;  // the JSON drawn last
+    let timer = null;
+
+    function typing() {
+      const active = document.activeElement;
+      return active && list.contains(active) && active.value;
+    }
+
+    function draw(data) {
+      list.replaceChildren();
+      count.textContent = "(" + data.total + ")";
+      data.comments.forEach(function (c) {
+        const item = el("li", null, c.deleted ? "comment deleted" : "comment");
+        item.dataset.comment = c.comment;
+        const quote = el("q", c.quote + (c.quote_cut ? "\u2026" : ""));
+        const head = el("p");
+        head.append(quote);
+        if (c.deleted) head.append(" ", el("span", "(deleted text)", "muted"));
+        const by = el("p");
+        const who = el("strong", c.name);
+        who.title = c.author;
+        who.style.backgroundColor = c.colour;
+        by.append(who, ": ", el("span", c.text, "comment-text"));
+        item.append(head, by);
+        const replies = el("ul", null, "replies");
+        c.replies.forEach(function (r) {
+          const line = el("li");
+          const name = el("strong", r.name);
+          name.title = r.author;
+          line.append(name, ": ", el("span", r.text, "reply-text"));
+          replies.append(line);
+        });
+        item.append(replies);
+        const answer = el("form", null, "reply-form");
+        const input = el("input");
+        input.name = "text";
+        input.placeholder = "reply";
+        input.required = true;
+        const result = el("output", null, "result");
+        answer.append(input, result);
+        answer.addEventListener("submit", function (event) {
+          event.preventDefault();
+          send({ reply: c.comment, text: input.value }, result, function () { input.value = ""; });
+        });
+        item.append(answer);
+        item.addEventListener("click", function (event) {
+          if (event.target.closest("form")) return;
+          list.querySelectorAll(".chosen").forEach(function (li) { li.classList.remove("chosen"); });
+          item.classList.add("chosen");
+          const range = c.deleted ? null : [c.start, c.start + c.length];
+          textBox.dispatchEvent(new CustomEvent("highlight", { detail: range }));
+        });
+        list.append(item);
+      });
+    }
+
+    function poll() {
+      window.clearTimeout(timer);
+      fetch(aside.dataset.comments, { cache: "no-store", credentials: "omit" })
+        .then(function (response) { return response.text(); })
+        .then(function (text) {
+          if (text !== shown && !typing()) {
+            draw(JSON.parse(text));
+            shown = text;
+          }
+        }, function () {})
+        .then(function () { timer = window.setTimeout(poll, every); });
+    }
+
+    // One comment or reply, sent once whatever happens to its answer (`once`).
+    function send(body, result, done) {
+      body.once = onceKey();
+      result.dataset.state = "sending";
+      result.textContent = "sending";
+      const attempt = function () {
+        write("doc-comment", body).then(function (answer) {
+          if (unanswered(answer)) {
+            window.setTimeout(attempt, 2000);
+            return;
+          }
+          showResult(result, answer, "sent");
+          if (!answer.error) {
+            done();
+            poll();
+          }
+        });
+      };
+      attempt();
+    }
+
+    form.addEventListener("submit", function (event) {
+      event.preventDefault();
+      const result = form.querySelector(".result");
+      const text = form.elements.namedItem("text");
+      const units = [editorArea.selectionStart, editorArea.selectionEnd];
+      const range = units.map(function (u) { return Array.from(editorArea.value.slice(0, u)).length; });
+      if (range[0] === range[1]) {
+        result.dataset.state = "error";
+        result.textContent = "select the text to comment on in the editor first";
+        return;
+      }
+      if (editorState.dataset.state !== "saved") {
+        result.dataset.state = "error";
+        result.textContent = "wait until your edits are saved, then comment";
+        return;
+      }
+      const body = { doc: editorArea.dataset.doc, start: range[0], end: range[1], text: text.value };
+      send(body, result, function () { text.value = ""; });
+    });
+    poll();
+  }
+
   function copyButton(button) {
     button.addEventListener("click", function () {
       const source = document.getElementById(button.dataset.copy);
@@ -993,6 +1122,8 @@
     if (peers) peersView(peers);
     document.querySelectorAll("form.connect").forEach(connectForm);
     document.querySelectorAll("button[data-copy]").forEach(copyButton);
+    const margin = document.querySelector("aside[data-comments]");
+    if (margin) commentsMargin(margin);
   });
 
 })();

@@ -428,9 +428,10 @@ class DocumentEngine:
         self, message: Message, root: bytes, comment: DocComment, group: bytes | None
     ) -> None:
         """Keep a comment (storage.documents.comments) once what it names is checked: the
-        text atoms at its range's ends, or the comment a reply answers, of this document
-        and inside the comment's weft. A comment changes no text: it is not woven, takes
-        no version, and no later message's weft depends on it."""
+        text atoms at its range's ends, of this document and inside the comment's weft,
+        or the comment a reply answers, of this document and named by the reply's
+        timeframe. A comment changes no text: it is not woven, takes no version, and no
+        later message's weft depends on it."""
         if not covers(self._txn, self._message_ids, message, root):
             raise DocumentError(
                 DocReason.OUTSIDE_WEFT, "the doc/init is outside the comment's weft"
@@ -469,9 +470,10 @@ class DocumentEngine:
                 if epoch is not None:  # it answers what this node cannot open yet
                     raise Waiting(epoch)
                 raise DocumentError(DocReason.UNKNOWN_ATOM, "answers no comment of this document")
-            if not inside(self._txn, self._message_ids, thread.root, weft):
+            # A comment is in no weft (it is not woven): the reply's timeframe names it.
+            if not covers(self._txn, self._message_ids, message, thread.root):
                 raise DocumentError(
-                    DocReason.OUTSIDE_WEFT, "answers a comment outside the reply's weft"
+                    DocReason.OUTSIDE_WEFT, "answers a comment outside the reply's timeframe"
                 )
             if unpack(answered)[C_THREAD] is not None:
                 raise DocumentError(DocReason.MALFORMED, "a reply answers a comment, not a reply")

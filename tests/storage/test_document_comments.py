@@ -98,12 +98,18 @@ def test_replies_thread_under_a_comment_and_a_reply_to_a_reply_is_refused(open_s
         timeframe={ME.public: 7},
     )
     thread = {COMMENT_TANGLE: TangleLink(comment.id, (comment.id,))}
-    reply = mallory.append(
+    trudy = Feed("trudy")  # another author answers
+    reply = trudy.append(
         comment_content("yes, ell", None, None),
         tangles={TANGLE: TangleLink(world.doc, (comment.id,))} | thread,
+        timeframe={ME.public: 7, mallory.keypair.public: comment.seq},
+    )
+    blind = Feed("eve").append(  # its timeframe does not name the comment it answers
+        comment_content("what comment?", None, None),
+        tangles={TANGLE: TangleLink(world.doc, (reply.id,))} | thread,
         timeframe={ME.public: 7},
     )
-    nested = mallory.append(
+    nested = trudy.append(
         comment_content("a reply to a reply", None, None),
         tangles={
             TANGLE: TangleLink(world.doc, (reply.id,)),
@@ -111,13 +117,18 @@ def test_replies_thread_under_a_comment_and_a_reply_to_a_reply_is_refused(open_s
         },
         timeframe={ME.public: 7},
     )
-    stores = everywhere(open_store, world, [comment, reply, nested])
+    stores = everywhere(open_store, world, [comment, reply, nested, blind])
     shown = [store.documents.comments.comments(world.doc) for store in stores]
     assert all(found == shown[0] for found in shown)  # the same on every store
     [kept], total = shown[0]
     assert total == 1 and (kept.text, kept.quote, kept.start) == ("ell?", "ell", 1)
     assert [r.text for r in kept.replies] == ["yes, ell"]
-    assert_set_aside(stores, world.doc, nested, DocReason.MALFORMED, world.doc)
+    asides = {
+        msg_id: reason
+        for store in stores
+        for msg_id, reason, _detail in store.documents.document_set_aside(world.doc)
+    }
+    assert asides == {nested.id: DocReason.MALFORMED, blind.id: DocReason.OUTSIDE_WEFT}
 
 
 def test_a_comment_follows_its_range_and_outlives_its_text(store):
