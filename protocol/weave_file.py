@@ -140,7 +140,7 @@ def parse_file(data: bytes, max_bytes: int = MAX_FILE_BYTES) -> WeaveFile:
     except BadIdentifier as error:
         raise WeaveError(WeaveReason.BAD_HEADER, str(error), line=3) from None
     frame: list[bytes] = []
-    for number, line in enumerate(lines[3:], start=4):
+    for number in range(4, len(lines) + 1):
         if len(frame) >= MAX_YARNS:
             raise WeaveError(WeaveReason.TOO_LARGE, f"over {MAX_YARNS} yarns", line=number)
         try:

@@ -50,8 +50,8 @@ from tanglenode.storage.documents.rows import (
     unpack,
 )
 from tanglenode.storage.documents.sealed import current_key, waits
-from tanglenode.storage.documents.weave_export import ExportedWeave, export_weave
 from tanglenode.storage.documents.view import weave_backlog
+from tanglenode.storage.documents.weave_export import ExportedWeave, export_weave
 from tanglenode.storage.errors import (
     BadSplice,
     NotInGroup,
