@@ -307,10 +307,10 @@ class _Walk:
             self.ids.append(own)
             self.kind.append(kind)
             self.cause.append(cause)
-        if self.kind[-1] != _END:
-            self.fail(WeaveReason.NO_END, "the last atom is not the end ۝ (0,0) (0,1)", whole - 5)
         if whole != len(body):
             self.fail(WeaveReason.TRUNCATED, "a partial atom at the end", whole)
+        if self.kind[-1] != _END:
+            self.fail(WeaveReason.NO_END, "the last atom is not the end ۝ (0,0) (0,1)", whole - 5)
 
     def _code_points(self, body: str, at: int) -> None:
         if 0xD800 <= ord(body[at]) <= 0xDFFF:
