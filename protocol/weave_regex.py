@@ -26,6 +26,8 @@ inside an atom.
   when one of them has no undelete after it, a backspace with an undelete
   after it goes with its undeletes (it is undone), every other atom keeps
   its symbol and id.
+- `light(weave)` drops the deleted atoms and all backspaces: the paper's
+  prefiltered weave of the current text, still weave5c.
 - `text1(text3)` keeps the symbols; `revision(weave, weft2)` chains the three.
 - `hili3(weave, old, new)` dyes two revisions (the paper's "hilight"):
   each atom visible in either, followed by the yarn that inserted it and
@@ -50,6 +52,7 @@ _SCOUR = re.compile(r"(?s)...\x00.|" + _DELETED + r"|\x08.{4}|" + _KEPT)
 _TEXT1 = re.compile(r"(?s)(.)..")
 _PAIR = re.compile(r"(?s)(.)(.)")
 _UNDONE = re.compile(r"(?s)\x08..(..)(?:\x08\1..)+|(.{5})")
+_DEAD = re.compile(r"(?s)...(..)(?:\x08\1..)+|(.{5})")  # an atom and its live backspaces
 _ATOM = re.compile(r"(?s)(.)(..)(..)")
 
 
@@ -78,6 +81,12 @@ def at_weft(weave: str, weft: str) -> str:
 def scour(weave: str) -> str:
     """The text3 of a weave5c: each visible atom's symbol and id, in text order."""
     return _SCOUR.sub(r"\5\6", weave)
+
+
+def light(weave: str) -> str:
+    """The weave5c without what the text no longer shows: the paper's prefiltered weave (the
+    root, the end, and each visible atom with its cause and id)."""
+    return _DEAD.sub(r"\2", _UNDONE.sub(r"\2", weave))
 
 
 def text1(text3: str) -> str:

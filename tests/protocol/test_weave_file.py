@@ -61,12 +61,16 @@ def test_the_worked_example_reads_at_every_weft_as_the_documents_table_says():
     assert at(8, 0) == "hi there"  # a's backspace on the "!"
     assert at(8, 2) == "Hi there"
     assert at(8, 3) == "Hi there!"  # b's undelete of it
+    assert wr.revision(wr.light(weave)) == "Hi there!"
+    assert len(wr.light(weave)) == 5 * (2 + 9)  # the specials and the visible atoms
     text3 = wr.scour(weave)
     assert wr.text1(text3) == "Hi there!" and len(text3) == 3 * 9
 
 
 def test_filtre_is_the_papers_pattern_and_keeps_the_specials():
-    assert wr.filtre(wr.weft2({1: 2, 2: 4})) == "\\x00.|\\u0001[\\x00-\\u0002]|\\u0002[\\x00-\\u0004]"
+    assert (
+        wr.filtre(wr.weft2({1: 2, 2: 4})) == "\\x00.|\\u0001[\\x00-\\u0002]|\\u0002[\\x00-\\u0004]"
+    )
     weave, _frame = example()
     assert wr.at_weft(weave, "") == ROOT_ATOM + END_ATOM
 
@@ -82,7 +86,9 @@ def test_hili3_dyes_who_inserted_and_who_removed():
 
 
 def test_a_feed_past_50000_atoms_continues_on_a_yarn_after_every_first_yarn():
-    run = [(chr(0x61 + n % 26), None if n == 0 else (A, n - 1), (A, n)) for n in range(YARN_ATOMS + 2)]
+    run = [
+        (chr(0x61 + n % 26), None if n == 0 else (A, n - 1), (A, n)) for n in range(YARN_ATOMS + 2)
+    ]
     atoms = [*run, ("x", None, (B, 0))]
     weave, frame = encode(atoms)
     assert frame == (A, B, A)
