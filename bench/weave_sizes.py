@@ -108,15 +108,16 @@ def table(rows: list[dict]) -> str:
     for name, (snap, gz, sz, weave, text) in PAPER.items():
         lines.append(
             f"| {name} (paper) | | {snap:,}b | {gz:,}b | {sz:,}b | {weave:,}c | | {text:,}c | "
-            f"| {weave / text:.0f}× | |"
+            f"| {weave / text:.0f}x | |"
         )
     for r in rows:
         lines.append(
             f"| {r['name']} | {r['versions']:,} | {r['snapshots']:,}b | {r['gz']:,}b "
             f"| {r['xz']:,}b | {r['weave_c']:,}c {r['weave_b']:,}b "
             f"| {r['light_c']:,}c {r['light_b']:,}b | {r['text_c']:,}c {r['text_b']:,}b "
-            f"| {r['store']:,}b | {r['weave_c'] / r['text_c']:.0f}× ({r['weave_b'] / r['text_b']:.0f}×)"
-            f" | {r['light_c'] / r['text_c']:.1f}× ({r['light_b'] / r['text_b']:.1f}×) |"
+            f"| {r['store']:,}b | {r['weave_c'] / r['text_c']:.0f}x"
+            f" ({r['weave_b'] / r['text_b']:.0f}x) | {r['light_c'] / r['text_c']:.1f}x"
+            f" ({r['light_b'] / r['text_b']:.1f}x) |"
         )
     return "\n".join(lines)
 
