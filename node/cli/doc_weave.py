@@ -54,7 +54,14 @@ def _weft(docs: Backend, doc: bytes, at: str | None) -> Any:
 
 @click.command("export")
 @click.argument("doc")
-@click.option("--format", "form", type=click.Choice(FORMATS), default="weave5c", show_default=True)
+@click.option(
+    "--format",
+    "form",
+    type=click.Choice(FORMATS),
+    default="weave5c",
+    show_default=True,
+    help="The form (docs/WEAVE.md).",
+)
 @click.option("--at", "at", metavar="REV", help="The revision (default: now); weave5c: as it was.")
 @click.option("--from", "since", metavar="REV", help="hili3: the older revision (default: empty).")
 @click.option("--out", "out", metavar="FILE", help="Write FILE instead of standard output.")
