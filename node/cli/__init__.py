@@ -59,6 +59,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "group": (".groups:group_command", "Private groups: create, add, exclude, post, members, epochs, timeline."),  # noqa: E501
     "doc": (".docs:doc_command", "Text documents: create, edit, insert, delete, show, log, diff, blame, watch, list, link, resolve, comment."),  # noqa: E501
     "doc replay": (".doc_replay:doc_replay", ""),
+    "doc export": (".doc_weave:doc_export", ""),
+    "doc import": (".doc_weave:doc_import", ""),
     "sim": (".sim:sim_command", "Simulate NODES real nodes (each its own store) gossiping on virtual time, and report."),  # noqa: E501
     "linearize": (".linearize:linearize_command", "Linearize JSON-lines events {\"id\", \"after\"|\"links\", \"time\"} from FILE or stdin."),  # noqa: E501
 }  # fmt: skip

@@ -52,6 +52,7 @@ from tanglenode.storage.documents.rows import (
 )
 from tanglenode.storage.documents.sealed import current_key, waits
 from tanglenode.storage.documents.view import weave_backlog
+from tanglenode.storage.documents.weave_export import ExportedWeave, export_weave
 from tanglenode.storage.errors import (
     BadSplice,
     NotInGroup,
@@ -445,6 +446,13 @@ class DocumentOps:
             docno = self.docno_in(txn, doc)
             weft = self._weft(txn, docno, at)
             return revisions.revision(txn, self._ctx.document_tables, docno, weft)
+
+    def document_weave(self, doc: bytes) -> ExportedWeave:
+        """The document's whole history as the weave5c string and its frame
+        (storage.documents.weave_export; `Unexportable` if the form cannot hold it)."""
+        with self._ctx.read() as txn:
+            docno = self._docno(txn, doc)
+            return export_weave(txn, self._ctx.document_tables, docno)
 
     def document_atoms(self, doc: bytes, at: At = None) -> list[tuple[bytes, int]]:
         """The (message id, index) of every atom of the revision at `at`, in text order."""
