@@ -69,7 +69,7 @@ EDIT_TRIES = 5  # reads and diffs of one `doc edit` while others edit the docume
 @click.group("doc")
 def doc_command() -> None:
     """Text documents: create, edit, insert, delete, show, log, diff, blame, watch, list,
-    link, resolve, comment."""
+    link, resolve, comment, export, import."""
 
 
 def _obj() -> Context:
