@@ -451,7 +451,7 @@ class DocumentOps:
         """The document's whole history as the weave5c string and its frame
         (storage.documents.weave_export; `Unexportable` if the form cannot hold it)."""
         with self._ctx.read() as txn:
-            docno = self._docno(txn, doc)
+            docno = self.docno_in(txn, doc)
             return export_weave(txn, self._ctx.document_tables, docno)
 
     def document_atoms(self, doc: bytes, at: At = None) -> list[tuple[bytes, int]]:

@@ -17,7 +17,7 @@ def parse(op, **fields):
 
 
 def test_the_doc_ops_are_served_by_the_ipc_parser_and_doc_watch_streams():
-    assert set(doc_ipc.DOC_PARSERS) <= ipc.OPS and len(doc_ipc.DOC_PARSERS) == 10
+    assert set(doc_ipc.DOC_PARSERS) <= ipc.OPS and len(doc_ipc.DOC_PARSERS) == 12
     assert all(op.startswith("doc-") for op in doc_ipc.DOC_PARSERS)
     assert doc_ipc.DOC_STREAMING <= ipc.STREAMING and "doc-watch" in doc_ipc.DOC_STREAMING
 
@@ -48,6 +48,17 @@ BAD_FIELDS = {
     "link: end is text": ("doc-link", {"doc": ID, "start": 0, "end": "9"}),
     "resolve: not a link": ("doc-resolve", {"link": "https://example.org/"}),
     "resolve: no link": ("doc-resolve", {}),
+    "comment: no text": ("doc-comment", {"doc": ID, "start": 0, "end": 1}),
+    "comment: text is bytes": ("doc-comment", {"doc": ID, "start": 0, "end": 1, "text": b"x"}),
+    "comment: no range": ("doc-comment", {"doc": ID, "text": "x"}),
+    "comment: two forms": (
+        "doc-comment",
+        {"doc": ID, "start": 0, "end": 1, "reply": ID, "text": "x"},
+    ),
+    "comment: an empty range": ("doc-comment", {"doc": ID, "start": 2, "end": 2, "text": "x"}),
+    "comment: reply is short": ("doc-comment", {"reply": b"r", "text": "x"}),
+    "comment: not a link": ("doc-comment", {"link": "tangled:link/x", "text": "x"}),
+    "comments: start is negative": ("doc-comments", {"doc": ID, "start": -1}),
 }
 
 
