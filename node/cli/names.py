@@ -198,7 +198,8 @@ def read_petnames(path: Path) -> dict[bytes, str]:
     try:
         document = json.loads(data)
         names = document["names"]
-        if document.get("version") != 1 or not isinstance(names, dict):
+        version = document.get("version")
+        if type(version) is not int or version != 1 or not isinstance(names, dict):
             raise ValueError("not version 1")
         found = {parse_feed(feed): clean_name(name) for feed, name in names.items()}
     except (ValueError, KeyError, TypeError, AttributeError, BadIdentifier, RecursionError):
