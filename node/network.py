@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 import structlog
 import trio
 
+from tanglenode.node.failures import leaves
 from tanglenode.node.gossip import gossip
 from tanglenode.node.peers import PeerRegistry
 from tanglenode.node.service import StoreService
@@ -31,6 +32,7 @@ from tanglenode.node.transport import HandshakeFailed, client_handshake, server_
 from tanglenode.protocol.address import BadAddress, parse_address
 from tanglenode.protocol.gossip import DEFAULT_MAX_FEEDS
 from tanglenode.protocol.identity import Keypair, feed_text
+from tanglenode.storage.errors import StoreFull
 
 log = structlog.get_logger("network")
 
@@ -77,9 +79,14 @@ class Network:
                 reason = await gossip(
                     secure, self.service, peer, max_peer_feeds=self.max_peer_feeds
                 )
-        except Exception as error:  # a bug of ours: drop this peer, keep serving the others
-            log.exception("peer connection failed", peer=feed_text(secure.peer))
-            reason = f"internal error: {error!r}"
+        except Exception as error:
+            full = [leaf for leaf in leaves(error) if isinstance(leaf, StoreFull)]
+            if full:  # a state, not a bug: one line; the session resumes when there is room
+                reason = f"store-full: {full[0]}"
+                log.warning("peer dropped", peer=feed_text(secure.peer), reason=reason)
+            else:  # a bug of ours: drop this peer, keep serving the others
+                log.exception("peer connection failed", peer=feed_text(secure.peer))
+                reason = f"internal error: {error!r}"
         finally:
             if reason is None and session.cancel_called and not self.closing:
                 reason = "closed here (tangled disconnect)"
