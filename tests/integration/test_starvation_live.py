@@ -1,14 +1,24 @@
 """A node no peer, client or file can starve, probed as an attacker would, against real
 `tangled run` processes on loopback: a full store during catch-up is a state, shown in one
-line, never a traceback."""
+line, never a traceback; a killed import leaves no process behind, nor its pipe open."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import select
+import signal
+import subprocess
+import time
+from pathlib import Path
 
 import trio
 
-from tanglenode.node.localnet import REQUEST_SECONDS, Node
+from tanglenode.node.localnet import REQUEST_SECONDS, TANGLED, Node
+from tanglenode.protocol.framing import LENGTH_PREFIX
+from tanglenode.storage.clients.bundle import BATCH, MAGIC
+from tests.factories import Feed
 from tests.integration.test_cli_live import cli
 from tests.integration.test_metrics_live import WEB, scrape
 
@@ -49,3 +59,78 @@ async def test_a_full_store_during_catch_up_is_a_typed_state_in_one_line(tmp_pat
     assert not [line for line in lines if "exception" in line], "a traceback was logged"
     assert (await source.request("status"))["store_full"] is None
     assert json.loads((await cli(small, "status", "--json")).stdout)["store_full"]
+
+
+def _children(pid: int) -> list[int]:
+    """The live (not zombie) children of `pid`, from /proc."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                state, parent = (
+                    Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()[:2]
+                )
+            except (OSError, ValueError):
+                continue
+            if int(parent) == pid and state != "Z":
+                found.append(int(entry))
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+def test_kill_9_of_import_leaves_no_process_and_its_pipe_ends(tmp_path):
+    feed = Feed("orphans")
+    records = (feed.append({"n": n}).raw for n in range(3 * BATCH))
+    bundle = MAGIC + b"".join(LENGTH_PREFIX.pack(len(raw)) + raw for raw in records)
+    subprocess.run([str(TANGLED), "--data-dir", str(tmp_path / "d"), "init"], check=True)
+    # The import reads stdin and writes into a pipe, as into `| cat`: the reader sees its
+    # end only when every holder has closed it, the command and whatever it started.
+    pipeline = subprocess.Popen(
+        [str(TANGLED), "--data-dir", str(tmp_path / "d"), "import", "-"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
+    helpers: list[int] = []
+    with pipeline, contextlib.ExitStack() as cleanup:
+        cleanup.callback(_kill_all, [pipeline.pid], helpers)
+        pipeline.stdin.write(bundle)  # and stays open: the import waits for more
+        pipeline.stdin.flush()
+        importer = pipeline.pid
+        for _ in range(200):  # the worker, a child of the forkserver, is preparing batches
+            helpers[:] = _children(importer)
+            workers = [worker for helper in helpers for worker in _children(helper)]
+            if workers:
+                break
+            time.sleep(0.05)  # no event to await in another process's tree
+        assert workers, "the import never started its worker"
+        helpers += workers
+        os.kill(importer, signal.SIGKILL)
+        pipeline.stdin.close()
+        assert _reaches_end(pipeline.stdout, seconds=10), "a process still holds the pipe"
+        pipeline.wait(timeout=10)
+        for _ in range(100):
+            if not any(_alive(pid) for pid in helpers):
+                break
+            time.sleep(0.05)
+        assert not [pid for pid in helpers if _alive(pid)]
+
+
+def _reaches_end(pipe, seconds: float) -> bool:
+    """Whether reading `pipe` reaches its end within `seconds`."""
+    deadline = time.monotonic() + seconds
+    while (left := deadline - time.monotonic()) > 0:
+        if select.select([pipe], [], [], left)[0] and not os.read(pipe.fileno(), 65536):
+            return True
+    return False
+
+
+def _kill_all(*groups: list[int]) -> None:
+    for pid in (pid for group in groups for pid in group):
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
