@@ -155,6 +155,19 @@ class GossipSettings:
     verify_in_process: bool = _setting(
         True, doc="check received batches in a worker process (a second core), not a thread"
     )
+    max_inbound: int | None = _setting(
+        None,
+        ge=1,
+        le=1 << 20,
+        doc="peers connected to us (or handshaking) at once; default: half the file "
+        "descriptors left after the node's own (node/descriptors.py)",
+    )
+    max_inbound_per_address: int | None = _setting(
+        None,
+        ge=1,
+        le=1 << 20,
+        doc="of those, from one remote address; default: a sixteenth of max_inbound, at least 4",
+    )
 
 
 MAX_HOPS = 6  # follows away a node may reach (SSB's default is 2; more is rarely wise)

@@ -72,6 +72,10 @@ keep_commands = {timelines.keep_commands}
 max_peer_feeds = {gossip.max_peer_feeds}
 # Check received messages' signatures in a worker process, on a second core (false: a thread).
 verify_in_process = {verify_in_process}
+# Peers connected to us (handshaking included) at once, and of those from one address;
+# unset, they are derived from the open-files limit (half of it, less the node's own).
+# max_inbound = 496
+# max_inbound_per_address = 31
 
 [web]
 # The web view (/) and Prometheus metrics (/metrics), off unless set (`tangled run --web`).

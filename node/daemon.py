@@ -24,6 +24,7 @@ import structlog
 import trio
 
 from tanglenode.config.settings import Settings
+from tanglenode.node.descriptors import Descriptors, raise_soft_limit
 from tanglenode.node.failures import leaves
 from tanglenode.node.ipc import Area, IpcServer
 from tanglenode.node.ipc_peers import RunningNode
@@ -169,12 +170,19 @@ async def _run_node(
         service = StoreService(store, hops=settings.replication.scope_hops())
         service.verifier.processes &= settings.gossip.verify_in_process
         registry = PeerRegistry()
+        descriptors = Descriptors.shares(
+            raise_soft_limit(),
+            settings.gossip.max_inbound,
+            settings.gossip.max_inbound_per_address,
+        )
         network = Network(
             settings.network_key_bytes,
             keypair,
             service,
             registry,
             max_peer_feeds=settings.gossip.max_peer_feeds,
+            max_inbound=descriptors.inbound,
+            max_inbound_per_address=descriptors.per_address,
         )
         host, port = parse_address(settings.listen, lowest_port=0)
         with trio.CancelScope() as running, _startup_failures():
@@ -194,7 +202,14 @@ async def _run_node(
 
                 network.on_change = tell_status
                 status_extra = {"listen": listen}  # shared: `web` joins it once bound
-                ipc = IpcServer(service, registry, network, keypair, status_extra=status_extra)
+                ipc = IpcServer(
+                    service,
+                    registry,
+                    network,
+                    keypair,
+                    status_extra=status_extra,
+                    max_clients=descriptors.ipc,
+                )
                 if web_token is not None:
                     running = RunningNode(registry, network, dict(status_extra))
                     area = Area(service, keypair, running)  # `status` without the web's URL
@@ -217,6 +232,10 @@ async def _run_node(
                     ipc=str(socket_path),
                     web=status_extra.get("web"),
                     peers=len(settings.peers),
+                    descriptors=descriptors.limit,
+                    max_inbound=descriptors.inbound,
+                    max_inbound_per_address=descriptors.per_address,
+                    max_ipc_clients=descriptors.ipc,
                 )
     finally:
         store.close()

@@ -288,8 +288,10 @@ class IpcServer:
     keypair: Keypair
     status_extra: dict[str, Any] = field(default_factory=dict)
     queue_frames: int = 64
+    max_clients: int = 256  # connections at once (node/descriptors.py); more are closed
     send_seconds: float = 10.0
     streams_open: int = field(init=False, default=0)  # subscribers of any stream op, now
+    clients: int = field(init=False, default=0)  # connected now
     area: Area = field(init=False, repr=False)  # what the handlers work on
 
     def __post_init__(self) -> None:
@@ -319,6 +321,16 @@ class IpcServer:
             path.unlink(missing_ok=True)
 
     async def _client(self, stream: trio.SocketStream) -> None:
+        if self.clients >= self.max_clients:
+            await trio.aclose_forcefully(stream)
+            return
+        self.clients += 1
+        try:
+            await self._serve_client(stream)
+        finally:
+            self.clients -= 1
+
+    async def _serve_client(self, stream: trio.SocketStream) -> None:
         decoder = FrameDecoder(MAX_FRAME)
         try:
             while True:

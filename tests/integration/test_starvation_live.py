@@ -134,3 +134,48 @@ def _kill_all(*groups: list[int]) -> None:
     for pid in (pid for group in groups for pid in group):
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
+
+
+OPEN_FILES = 256  # shares (node/descriptors.py): 64 inbound, 4 an address, 32 IPC clients
+FLOOD = 300  # idle TCP connections, more than the node could hold beside its own files
+FLOOD_ADDRESSES = 100
+HANDSHAKE_SECONDS = (
+    10  # Network.handshake_seconds  # loopback sources 127.0.0.2 and on, 3 connections each
+)
+
+
+def _descriptors(pid: int) -> int:
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+async def test_a_flood_of_idle_connections_starves_neither_ipc_nor_web_nor_publish(tmp_path):
+    node = Node(tmp_path, "flooded")
+    await node.start(extra_env=WEB, open_files=OPEN_FILES)
+    host, port = node.listen.rsplit(":", 1)
+    flood = []
+    try:
+        with trio.fail_after(30):
+            for n in range(FLOOD):
+                sock = trio.socket.socket()
+                flood.append(sock)
+                await sock.bind((f"127.0.0.{2 + n % FLOOD_ADDRESSES}", 0))
+                await sock.connect((host, int(port)))  # and never says a word
+        # Each connection the node took, it holds for its handshake's 10 s; the others it
+        # closed as soon as it accepted them. Within those 10 s, everyone else is served.
+        with trio.fail_after(HANDSHAKE_SECONDS / 2):
+            status = await node.request("status")  # the IPC socket answers
+            published = await node.publish({"type": "post", "text": "during the flood"})
+            assert (await node.request("get", message=published["id"]))["content"]["text"]
+            metrics = await scrape(node)  # the web view answers
+            assert metrics[("tanglenode_messages", ())] >= 1
+        assert status["store_full"] is None and status["own_head_unrecorded"] is None
+        assert node.process is not None
+        held = _descriptors(node.process.pid)
+        assert held < OPEN_FILES - 16, held  # room left for the store and its own sockets
+        ready = next(line for line in node.log_lines() if line.get("event") == "node ready")
+        assert ready["descriptors"] == OPEN_FILES and ready["max_inbound"] == 64
+        assert ready["max_inbound_per_address"] == 4 and ready["max_ipc_clients"] == 32
+    finally:
+        for sock in flood:
+            sock.close()
+    assert await node.stop() == 0
