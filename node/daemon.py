@@ -31,6 +31,7 @@ from tanglenode.node.ipc_peers import RunningNode
 from tanglenode.node.ipc_peers import status as node_status
 from tanglenode.node.network import Network
 from tanglenode.node.peers import PeerRegistry
+from tanglenode.node.queue_budget import QueueBudget
 from tanglenode.node.sdnotify import Notifier
 from tanglenode.node.service import StoreService
 from tanglenode.node.web.token import load_or_create_token
@@ -117,7 +118,7 @@ async def _start_web(
         service=ipc.service,
         keypair=ipc.keypair,
         data_dir=settings.data_dir,
-        streams=Streams(),
+        streams=Streams(queues=ipc.queues),
         area=ipc.area,
     )
     try:
@@ -209,6 +210,9 @@ async def _run_node(
                     keypair,
                     status_extra=status_extra,
                     max_clients=descriptors.ipc,
+                    queues=QueueBudget(
+                        settings.subscribers.queue_bytes, settings.subscribers.stream_bytes
+                    ),
                 )
                 if web_token is not None:
                     running = RunningNode(registry, network, dict(status_extra))

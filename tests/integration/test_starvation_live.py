@@ -13,10 +13,11 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
 import trio
 
 from tanglenode.node.localnet import REQUEST_SECONDS, TANGLED, Node
-from tanglenode.protocol.framing import LENGTH_PREFIX
+from tanglenode.protocol.framing import LENGTH_PREFIX, encode_frame
 from tanglenode.storage.clients.bundle import BATCH, MAGIC
 from tests.factories import Feed
 from tests.integration.test_cli_live import cli
@@ -178,4 +179,55 @@ async def test_a_flood_of_idle_connections_starves_neither_ipc_nor_web_nor_publi
     finally:
         for sock in flood:
             sock.close()
+    assert await node.stop() == 0
+
+
+STALLED = 8  # subscriptions whose clients never read
+MIB = 1 << 20
+
+
+def _anonymous_bytes(pid: int) -> int:
+    """The process's resident heap (RssAnon: not the store's mapped pages)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("RssAnon:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError("no RssAnon")
+
+
+@pytest.mark.slow
+async def test_subscribers_that_never_read_hold_the_budget_and_give_it_back(tmp_path):
+    node = Node(tmp_path, "subscribed")
+    feed = Feed("stalled")
+    raws = [feed.append({"n": n, "pad": FILLER}).raw for n in range(2000)]  # ~24 MB of log
+    bundle = tmp_path / "fill.bundle"
+    bundle.write_bytes(MAGIC + b"".join(LENGTH_PREFIX.pack(len(raw)) + raw for raw in raws))
+    await trio.run_process(
+        [str(TANGLED), "--data-dir", str(node.data_dir), "import", str(bundle)],
+        capture_stdout=True,
+    )
+    await node.start(extra_env={"TANGLED_TIMELINES__KEEP_COMMANDS": "0", **WEB})
+    assert node.process is not None
+    base = peak = _anonymous_bytes(node.process.pid)
+    stalled = []
+    try:
+        for _ in range(STALLED):  # each replays the whole log from version 0, and never reads
+            sock = trio.socket.socket(trio.socket.AF_UNIX)
+            stalled.append(sock)
+            await sock.connect(str(node.socket_path))
+            await sock.send(
+                encode_frame({"op": "subscribe", "id": 1, "spacetime": True, "since": 0})
+            )
+        with trio.fail_after(60):  # each ends once its socket stays unwritable for 10 s
+            while (await scrape(node))[("tanglenode_ipc_subscribers", ())] > 0:
+                peak = max(peak, _anonymous_bytes(node.process.pid))
+                await trio.sleep(0.1)  # sampling another process's memory: nothing to await
+    finally:
+        for sock in stalled:
+            sock.close()
+    await trio.sleep(1)  # what the last stream released is trimmed as it ends
+    after = _anonymous_bytes(node.process.pid)
+    # The budget (32 MiB) and one page being read per stream; before, 64 pages a stream
+    # as decoded events: over 200 MiB here, none of it given back.
+    assert peak - base < 80 * MIB, f"peak {(peak - base) / MIB:.0f} MiB over the start"
+    assert after - base < 24 * MIB, f"{(after - base) / MIB:.0f} MiB kept after"
     assert await node.stop() == 0
