@@ -9,8 +9,11 @@ import stat
 from pathlib import Path
 
 from tanglenode.config.settings import ConfigError
+from tanglenode.protocol import json_depth
 from tanglenode.protocol.errors import LocalProtocolError
 from tanglenode.protocol.identity import Keypair
+
+MAX_SECRET_CHARACTERS = 64 << 10
 
 
 class SecretExists(ConfigError):
@@ -37,15 +40,20 @@ def write_secret(path: Path, keypair: Keypair) -> None:
 def read_secret(path: Path) -> Keypair:
     try:
         mode = path.stat().st_mode
-        text = path.read_text()
+        with path.open(encoding="utf-8") as file:
+            text = file.read(MAX_SECRET_CHARACTERS + 1)  # a secret file is ~150 characters
     except FileNotFoundError:
         raise ConfigError([f"{path}: no secret key here; run `tangled init` first"]) from None
     except OSError as error:
         raise ConfigError([f"{path}: cannot read the secret key: {error.strerror}"]) from None
+    except UnicodeDecodeError:
+        raise ConfigError([f"{path}: not a tangled secret key file"]) from None
     if mode & (stat.S_IRWXG | stat.S_IRWXO):
         raise ConfigError([f"{path}: group or others may read it; run `chmod 600 {path}`"])
     try:
-        document = json.loads(text)
+        if len(text) > MAX_SECRET_CHARACTERS:
+            raise ValueError("too large")
+        document = json_depth.loads(text)
         keypair = Keypair(base64.b64decode(document["seed"], validate=True))
     except (ValueError, KeyError, TypeError, LocalProtocolError):
         raise ConfigError([f"{path}: not a tangled secret key file"]) from None

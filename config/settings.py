@@ -148,12 +148,41 @@ class TimelinesSettings:
 
 
 @dataclass(frozen=True)
+class SubscribersSettings:
+    """Bytes queued to subscribers (IPC streams and the web view's live pages) waiting to be
+    written (node/queue_budget.py; the defaults are its, which tests/config checks)."""
+
+    queue_bytes: int = _setting(
+        32 << 20, ge=4 << 20, le=1 << 40, doc="queued to every subscriber together, in bytes"
+    )
+    stream_bytes: int = _setting(
+        4 << 20,
+        ge=4 << 20,
+        le=1 << 40,
+        doc="queued to one subscriber, in bytes (at least one whole frame, 4 MiB)",
+    )
+
+
+@dataclass(frozen=True)
 class GossipSettings:
     max_peer_feeds: int = _setting(
         20_000, ge=16, le=1 << 22, doc="feeds a peer's clock may name before it is dropped"
     )
     verify_in_process: bool = _setting(
         True, doc="check received batches in a worker process (a second core), not a thread"
+    )
+    max_inbound: int | None = _setting(
+        None,
+        ge=1,
+        le=1 << 20,
+        doc="peers connected to us (or handshaking) at once; default: half the file "
+        "descriptors left after the node's own (node/descriptors.py)",
+    )
+    max_inbound_per_address: int | None = _setting(
+        None,
+        ge=1,
+        le=1 << 20,
+        doc="of those, from one remote address; default: a sixteenth of max_inbound, at least 4",
     )
 
 
@@ -210,6 +239,7 @@ class Settings:
     views: ViewsSettings = field(default_factory=ViewsSettings)
     timelines: TimelinesSettings = field(default_factory=TimelinesSettings)
     gossip: GossipSettings = field(default_factory=GossipSettings)
+    subscribers: SubscribersSettings = field(default_factory=SubscribersSettings)
     replication: ReplicationSettings = field(default_factory=ReplicationSettings)
     web: WebSettings = field(default_factory=WebSettings)
 

@@ -72,6 +72,16 @@ keep_commands = {timelines.keep_commands}
 max_peer_feeds = {gossip.max_peer_feeds}
 # Check received messages' signatures in a worker process, on a second core (false: a thread).
 verify_in_process = {verify_in_process}
+# Peers connected to us (handshaking included) at once, and of those from one address;
+# unset, they are derived from the open-files limit (half of it, less the node's own).
+# max_inbound = 496
+# max_inbound_per_address = 31
+
+[subscribers]
+# Bytes queued to subscribers that read slower than the node writes (IPC streams, the web
+# view's live pages): all together, and one alone. One past its share gets `lagged`.
+queue_bytes = {subscribers.queue_bytes}
+stream_bytes = {subscribers.stream_bytes}
 
 [web]
 # The web view (/) and Prometheus metrics (/metrics), off unless set (`tangled run --web`).
@@ -99,6 +109,7 @@ def render_config(
         storage=defaults.storage,
         timelines=defaults.timelines,
         gossip=defaults.gossip,
+        subscribers=defaults.subscribers,
         verify_in_process=str(defaults.gossip.verify_in_process).lower(),
         causal_time=str(defaults.views.causal_time).lower(),
         joined_order=str(defaults.views.joined_order).lower(),

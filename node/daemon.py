@@ -25,12 +25,14 @@ import structlog
 import trio
 
 from tanglenode.config.settings import Settings
+from tanglenode.node.descriptors import Descriptors, raise_soft_limit
 from tanglenode.node.failures import leaves
 from tanglenode.node.ipc import Area, IpcServer
 from tanglenode.node.ipc_peers import RunningNode
 from tanglenode.node.ipc_peers import status as node_status
 from tanglenode.node.network import Network
 from tanglenode.node.peers import PeerRegistry
+from tanglenode.node.queue_budget import QueueBudget
 from tanglenode.node.sdnotify import Notifier
 from tanglenode.node.service import StoreService
 from tanglenode.node.web.token import load_or_create_token
@@ -117,7 +119,7 @@ async def _start_web(
         service=ipc.service,
         keypair=ipc.keypair,
         data_dir=settings.data_dir,
-        streams=Streams(),
+        streams=Streams(queues=ipc.queues),
         area=ipc.area,
     )
     try:
@@ -182,12 +184,19 @@ async def _run_node(
         service = StoreService(store, hops=settings.replication.scope_hops())
         service.verifier.processes &= settings.gossip.verify_in_process
         registry = PeerRegistry()
+        descriptors = Descriptors.shares(
+            raise_soft_limit(),
+            settings.gossip.max_inbound,
+            settings.gossip.max_inbound_per_address,
+        )
         network = Network(
             settings.network_key_bytes,
             keypair,
             service,
             registry,
             max_peer_feeds=settings.gossip.max_peer_feeds,
+            max_inbound=descriptors.inbound,
+            max_inbound_per_address=descriptors.per_address,
         )
         host, port = parse_address(settings.listen, lowest_port=0)
         with trio.CancelScope() as running, _startup_failures():
@@ -214,6 +223,10 @@ async def _run_node(
                     keypair,
                     status_extra=status_extra,
                     config_file=config_file,
+                    max_clients=descriptors.ipc,
+                    queues=QueueBudget(
+                        settings.subscribers.queue_bytes, settings.subscribers.stream_bytes
+                    ),
                 )
                 if web_token is not None:
                     running = RunningNode(
@@ -241,6 +254,10 @@ async def _run_node(
                     ipc=str(socket_path),
                     web=status_extra.get("web"),
                     peers=len(settings.peers),
+                    descriptors=descriptors.limit,
+                    max_inbound=descriptors.inbound,
+                    max_inbound_per_address=descriptors.per_address,
+                    max_ipc_clients=descriptors.ipc,
                 )
     finally:
         store.close()

@@ -29,8 +29,11 @@ stopped (node/cli/backend.py), so both answer alike, errors included.
 A timeline subscription reads the timeline's command log from the version
 the client names, then waits for the store to change and reads on. The log
 is the backlog: a subscriber holds at most `queue_frames` pages in memory,
-and a client that reconnects with its last version misses nothing. When
-that queue is full the client has stopped keeping up: after the queued
+as encoded frames, and at most `subscribers.stream_bytes` of them, all
+subscribers together (the web view's too) at most `subscribers.queue_bytes`
+(node/queue_budget.py); a client that reconnects with its last version
+misses nothing. When a page does not fit, the client has stopped keeping
+up (or too many others have): after the queued
 pages it gets `{"lagged": version}` (the version it reached) and the
 connection closes; it resumes with `since=version`. A socket that stays
 unwritable for `send_seconds` is closed outright. The log holds only the
@@ -58,6 +61,12 @@ from tanglenode.node.doc_ipc import DocWatch
 from tanglenode.node.failures import only
 from tanglenode.node.ipc_peers import RunningNode
 from tanglenode.node.once_replies import OnceReplies
+from tanglenode.node.queue_budget import (
+    DEFAULT_QUEUE_BYTES,
+    DEFAULT_STREAM_BYTES,
+    QueueBudget,
+    Share,
+)
 from tanglenode.node.service import StoreService
 from tanglenode.protocol.address import BadAddress
 from tanglenode.protocol.doc_ipc import DocWatchRequest
@@ -301,8 +310,13 @@ class IpcServer:
     status_extra: dict[str, Any] = field(default_factory=dict)
     config_file: Path | None = None  # where `connect` with `save` adds peers
     queue_frames: int = 64
+    queues: QueueBudget = field(  # bytes queued to every subscriber (node/queue_budget.py)
+        default_factory=lambda: QueueBudget(DEFAULT_QUEUE_BYTES, DEFAULT_STREAM_BYTES)
+    )
+    max_clients: int = 256  # connections at once (node/descriptors.py); more are closed
     send_seconds: float = 10.0
     streams_open: int = field(init=False, default=0)  # subscribers of any stream op, now
+    clients: int = field(init=False, default=0)  # connected now
     area: Area = field(init=False, repr=False)  # what the handlers work on
 
     def __post_init__(self) -> None:
@@ -334,6 +348,16 @@ class IpcServer:
             path.unlink(missing_ok=True)
 
     async def _client(self, stream: trio.SocketStream) -> None:
+        if self.clients >= self.max_clients:
+            await trio.aclose_forcefully(stream)
+            return
+        self.clients += 1
+        try:
+            await self._serve_client(stream)
+        finally:
+            self.clients -= 1
+
+    async def _serve_client(self, stream: trio.SocketStream) -> None:
         decoder = FrameDecoder(MAX_FRAME)
         try:
             while True:
@@ -480,11 +504,15 @@ class IpcServer:
         """
         sender, receiver = trio.open_memory_channel(self.queue_frames)
         try:
-            with self.service.counters.ipc_queue(receiver):  # its depth, for /metrics
+            with (
+                self.service.counters.ipc_queue(receiver),  # its depth, for /metrics
+                self.queues.share() as share,  # its bytes, within the subscribers' budget
+            ):
                 async with trio.open_nursery() as nursery:
                     nursery.start_soon(self._until_hangup, stream)
-                    nursery.start_soon(self._produce, sender, number, position, next_page)
-                    await self._drain(stream, receiver)  # until the producer gave up on it
+                    produce = self._produce
+                    nursery.start_soon(produce, sender, share, number, position, next_page)
+                    await self._drain(stream, receiver, share)  # until the producer gave up
                     nursery.cancel_scope.cancel()
         except BaseExceptionGroup as group:  # the client hung up, or its socket broke: no bug
             if only(group, _GONE):
@@ -492,18 +520,28 @@ class IpcServer:
             raise
         raise _Lagged
 
-    async def _produce(self, sender, number, position: int, next_page) -> None:
+    async def _produce(self, sender, share: Share, number, position: int, next_page) -> None:
+        """Queue the pages as encoded frames, each counted against `share` until written."""
+
+        async def last(reply: dict[str, Any]) -> None:  # a small frame, queued whatever fits
+            frame = encode_frame(reply, MAX_FRAME)
+            share.take(len(frame), always=True)
+            await sender.send(frame)
+
+        async def lagged() -> None:
+            self.service.counters.ipc_lagged += 1
+            await last({"id": number, "event": {"lagged": position}})
+
         async with sender:
             while True:
                 seen = self.service.version
                 try:
                     produced = await next_page(position)
                 except BelowLogFloor:  # the log dropped what it had still to send: behind
-                    self.service.counters.ipc_lagged += 1
-                    await sender.send({"id": number, "event": {"lagged": position}})
+                    await lagged()
                     return
                 except TanglenodeError as error:
-                    await sender.send(error_reply(number, error))
+                    await last(error_reply(number, error))
                     return
                 if produced is None:
                     await self.service.wait_changed(seen)
@@ -511,10 +549,16 @@ class IpcServer:
                 events, reached, *caught_up = produced
                 try:
                     for event in events:
-                        sender.send_nowait({"id": number, "event": event})
+                        frame = encode_frame({"id": number, "event": event}, MAX_FRAME)
+                        if not share.take(len(frame)):
+                            raise trio.WouldBlock  # over its bytes, or everyone's: behind
+                        try:
+                            sender.send_nowait(frame)
+                        except trio.WouldBlock:
+                            share.give(len(frame))
+                            raise
                 except trio.WouldBlock:
-                    self.service.counters.ipc_lagged += 1
-                    await sender.send({"id": number, "event": {"lagged": position}})
+                    await lagged()
                     return
                 position = reached
                 if caught_up and caught_up[0]:  # nothing more was there: wait for a change
@@ -525,10 +569,13 @@ class IpcServer:
         await stream.receive_some(1)
         raise _Lagged
 
-    async def _drain(self, stream, receiver) -> None:
+    async def _drain(self, stream, receiver, share: Share) -> None:
         async with receiver:
             async for frame in receiver:
-                await self._send(stream, frame)
+                try:
+                    await self._send_frame(stream, frame)
+                finally:
+                    share.give(len(frame))
 
 
 @dataclass(frozen=True)

@@ -152,6 +152,8 @@ async def status(area: Area, request: StatusRequest) -> dict[str, Any]:
         ],
         "stalls_total": len(stalled),
         "documents_backlog": service.store.writes.backlog(),  # processed, not woven yet
+        "store_full": service.full,  # why the last write found no room; None: it found room
+        "own_head_unrecorded": service.store.writes.own_head_unrecorded,  # storage/feeds/ownhead
         "peers": shown,
         "peers_total": len(peers),
         "peers_connected": sum(peer.connected for peer in peers),

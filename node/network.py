@@ -12,18 +12,26 @@ Dialers are kept by peer key (`dial`): the configured peers' and those
 `disconnect(key)` stops a peer's dialer and ends its connections, each
 with its goodbye; a peer that dials us may come back (we do not refuse it).
 
+Inbound connections are counted from the moment one is accepted until it
+ends, its handshake (under its deadline) included: past `max_inbound` in
+all, or `max_inbound_per_address` from one remote address, a connection is
+closed as soon as it is accepted, so a flood of idle connections holds no
+more descriptors than its share (node/descriptors.py).
+
 Logs name a peer by its feed id, `@…`, as the command line does.
 """
 
 from __future__ import annotations
 
 import random
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import structlog
 import trio
 
+from tanglenode.node.failures import leaves
 from tanglenode.node.gossip import gossip
 from tanglenode.node.peers import PeerRegistry
 from tanglenode.node.service import StoreService
@@ -31,6 +39,7 @@ from tanglenode.node.transport import HandshakeFailed, client_handshake, server_
 from tanglenode.protocol.address import BadAddress, parse_address
 from tanglenode.protocol.gossip import DEFAULT_MAX_FEEDS
 from tanglenode.protocol.identity import Keypair, feed_text
+from tanglenode.storage.errors import StoreFull
 
 log = structlog.get_logger("network")
 
@@ -56,12 +65,16 @@ class Network:
     registry: PeerRegistry
     handshake_seconds: float = 10.0
     max_peer_feeds: int = DEFAULT_MAX_FEEDS
+    max_inbound: int = 512  # connections accepted at once, handshakes included
+    max_inbound_per_address: int = 32  # of them, from one remote address
     on_change: Callable[[], None] = lambda: None  # told when a peer connects or leaves
     rng: random.Random = field(default_factory=random.Random)  # the dialers' retry jitter
     closing: bool = field(default=False, init=False)  # set by `say_goodbye`: no new peers
     _sessions: dict[trio.CancelScope, bytes] = field(default_factory=dict, init=False, repr=False)
     _dialing: dict[bytes, trio.CancelScope] = field(default_factory=dict, init=False, repr=False)
     _ended: trio.Event = field(default_factory=trio.Event, init=False, repr=False)
+    _inbound: Counter[str] = field(default_factory=Counter, init=False, repr=False)
+    refused_inbound: int = field(default=0, init=False)  # closed at once: over a cap
 
     async def _converse(self, secure, direction: str, address: str | None) -> None:
         if self.closing:
@@ -77,9 +90,14 @@ class Network:
                 reason = await gossip(
                     secure, self.service, peer, max_peer_feeds=self.max_peer_feeds
                 )
-        except Exception as error:  # a bug of ours: drop this peer, keep serving the others
-            log.exception("peer connection failed", peer=feed_text(secure.peer))
-            reason = f"internal error: {error!r}"
+        except Exception as error:
+            full = [leaf for leaf in leaves(error) if isinstance(leaf, StoreFull)]
+            if full:  # a state, not a bug: one line; the session resumes when there is room
+                reason = f"store-full: {full[0]}"
+                log.warning("peer dropped", peer=feed_text(secure.peer), reason=reason)
+            else:  # a bug of ours: drop this peer, keep serving the others
+                log.exception("peer connection failed", peer=feed_text(secure.peer))
+                reason = f"internal error: {error!r}"
         finally:
             if reason is None and session.cancel_called and not self.closing:
                 reason = "closed here (tangled disconnect)"
@@ -109,7 +127,27 @@ class Network:
         await trio.serve_listeners(self._accept, listeners)
 
     async def _accept(self, stream: trio.SocketStream) -> None:
-        address = "{}:{}".format(*stream.socket.getpeername()[:2])
+        try:
+            host, port = stream.socket.getpeername()[:2]
+        except OSError:  # gone already
+            await stream.aclose()
+            return
+        if (
+            self._inbound.total() >= self.max_inbound
+            or self._inbound[host] >= self.max_inbound_per_address
+        ):  # a descriptor held for nothing would be one the store or a client lacks
+            self.refused_inbound += 1
+            await trio.aclose_forcefully(stream)
+            return
+        self._inbound[host] += 1
+        try:
+            await self._accepted(stream, f"{host}:{port}")
+        finally:
+            self._inbound[host] -= 1
+            if not self._inbound[host]:
+                del self._inbound[host]
+
+    async def _accepted(self, stream: trio.SocketStream, address: str) -> None:
         try:
             secure = await server_handshake(
                 stream, self.network_key, self.keypair, seconds=self.handshake_seconds

@@ -84,7 +84,8 @@ def reply_value(frame: Any, number: int) -> Any:
     """The `ok` value of the reply `frame` to request `number`; error replies raise."""
     if not isinstance(frame, dict):
         raise NodeError(ErrorKind.PROTOCOL, "a reply that is not a map")
-    if frame.get("id") not in (number, None):
+    answered = frame.get("id")
+    if answered is not None and (type(answered) is not int or answered != number):  # true == 1
         raise NodeError(
             ErrorKind.PROTOCOL, f"reply to request {frame.get('id')}, expected {number}"
         )

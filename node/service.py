@@ -20,6 +20,10 @@ A fork found in a batch, or a proof from a peer, can cut feeds
 back (storage.feeds.invalidation): the clock is then read again from the store,
 and `evidence_version` goes up so every connection sends the new proof on.
 
+A write the store has no room for raises `StoreFull`; the service keeps it as
+a state, `full` (why, or None once a write commits again), which `status`,
+/metrics and the peers' reasons show in one line.
+
 The service also holds the node's `counters` (node/counters.py): what was
 ingested, refused and published, and how long it took, for `/metrics`.
 """
@@ -43,7 +47,7 @@ from tanglenode.protocol.document import TANGLE, init_content
 from tanglenode.protocol.identity import tag_of
 from tanglenode.protocol.message import Message
 from tanglenode.storage.documents.rows import Splice
-from tanglenode.storage.errors import NotInGroup
+from tanglenode.storage.errors import NotInGroup, StoreFull
 from tanglenode.storage.feeds.ingest import IngestResult, Outcome, PreparedBatch
 from tanglenode.storage.feeds.witnesses import Entry
 from tanglenode.storage.groups.doc_keys import refresh_document_keys
@@ -96,8 +100,9 @@ class StoreService:
         )
         self._readers = trio.CapacityLimiter(4)
         self.counters = NodeCounters()  # for /metrics (node/counters.py)
+        self.full: str | None = None  # why the last write found no room (None: it found room)
         self.publishing = GroupCommit(
-            store.writes.publish_batch,
+            self._watching_room(store.writes.publish_batch),
             self._writer,
             self._stored,
             self.counters.publish_latency,
@@ -164,13 +169,33 @@ class StoreService:
 
     # -- writes --------------------------------------------------------------
 
+    def _watching_room(self, write: Callable[..., T]) -> Callable[..., T]:
+        """`write`, keeping `full` (`status`, /metrics, the peers' reasons): set by a write
+        the store had no room for (`StoreFull`), cleared by the next that committed."""
+
+        @functools.wraps(write)
+        def watched(*args: Any, **keywords: Any) -> T:
+            try:
+                result = write(*args, **keywords)
+            except StoreFull as error:
+                self.full = str(error)
+                raise
+            self.full = None
+            return result
+
+        return watched
+
+    async def _write(self, write: Callable[..., T], *args: Any) -> T:
+        """`write(*args)` under the one write limiter, watching the store's room."""
+        return await self.offload.run(self._watching_room(write), *args, limiter=self._writer)
+
     async def ingest(self, raws: list[bytes]) -> list[IngestResult]:
         writes = self.store.writes
 
         def ingest() -> list[IngestResult]:
             return writes.ingest_prepared(writes.prepare(raws), weave=False)
 
-        results = await self.offload.run(ingest, limiter=self._writer)
+        results = await self._write(ingest)
         return await self._ingested(results)
 
     async def prepare(self, raws: list[bytes]) -> PreparedBatch:
@@ -181,7 +206,7 @@ class StoreService:
     async def ingest_prepared(self, batch: PreparedBatch) -> list[IngestResult]:
         """Store a `prepare`d batch: what `ingest` does after the signatures."""
         ingest = functools.partial(self.store.writes.ingest_prepared, batch, weave=False)
-        results = await self.offload.run(ingest, limiter=self._writer)
+        results = await self._write(ingest)
         return await self._ingested(results)
 
     async def _ingested(self, results: list[IngestResult]) -> list[IngestResult]:
@@ -199,13 +224,13 @@ class StoreService:
         document work holds up the others' processing for one slice at most."""
         if not self.store.writes.backlog():  # one read of a table's size, on the loop
             return
-        while await self.offload.run(self.store.writes.weave_backlog, limiter=self._writer):
+        while await self._write(self.store.writes.weave_backlog):
             self._bump()
         self._bump()
 
     async def add_evidence(self, raws: list[bytes]) -> tuple[str, dict[bytes, int]]:
         """Check and apply a peer's proof (see `store.writes.add_evidence`)."""
-        outcome = await self.offload.run(self.store.writes.add_evidence, raws, limiter=self._writer)
+        outcome = await self._write(self.store.writes.add_evidence, raws)
         if outcome[0] == "new":
             await self._proofs_changed()
         return outcome
@@ -213,16 +238,14 @@ class StoreService:
     async def add_witnesses(self, raws: list[bytes]) -> list[Entry]:
         """Keep the witnesses a peer sent that the processor asked for, and process what
         waited for them (`store.writes.add_witnesses`); the entries kept."""
-        kept = await self.offload.run(self.store.writes.add_witnesses, raws, limiter=self._writer)
+        kept = await self._write(self.store.writes.add_witnesses, raws)
         if kept:
             self._bump()
         return kept
 
     async def give_up_witnesses(self, entries: list[Entry]) -> list[Entry]:
         """No peer gave these witnesses: their entries are met from now on."""
-        marked = await self.offload.run(
-            self.store.writes.give_up_witnesses, entries, limiter=self._writer
-        )
+        marked = await self._write(self.store.writes.give_up_witnesses, entries)
         if marked:
             self._bump()
         return marked
@@ -256,7 +279,7 @@ class StoreService:
         version moves if it changed, so every session re-reads it. True if it changed."""
         if scope == self.scope:
             return False
-        await self.offload.run(self.store.writes.set_scope, scope, limiter=self._writer)
+        await self._write(self.store.writes.set_scope, scope)
         if scope.blocked != self.scope.blocked:  # a blocked feed's messages left the store
             self._read_clock(await self.offload.run(self.store.feeds.held, limiter=self._writer))
         self.scope = scope
@@ -288,9 +311,7 @@ class StoreService:
         if keypair is None:
             return False
         seen = self._group_messages
-        new = await self.offload.run(
-            refresh_document_keys, self.store, keypair, group, limiter=self._writer
-        )
+        new = await self._write(refresh_document_keys, self.store, keypair, group)
         if group is None:
             self._keys_read_after = max(self._keys_read_after, seen)
         if new:
@@ -317,9 +338,8 @@ class StoreService:
         """Sign and store our next messages in one transaction of their own, all or none
         (`store.writes.publish_batch(whole=True)`); raises the first refusal."""
         began = time.perf_counter()
-        messages = await self.offload.run(
-            functools.partial(self.store.writes.publish_batch, requests, whole=True),
-            limiter=self._writer,
+        messages = await self._write(
+            functools.partial(self.store.writes.publish_batch, requests, whole=True)
         )
         self._stored(messages)
         for _message in messages:  # each is a publish to /metrics, as through the group commit
@@ -353,9 +373,7 @@ class StoreService:
         if group is None:
             return await self.publish(init_content(title), {TANGLE: None})
         await self.refresh_document_keys(group)
-        message = await self.offload.run(
-            self.store.documents.create_document, title, group, limiter=self._writer
-        )
+        message = await self._write(self.store.documents.create_document, title, group)
         self._stored([message])
         return message
 

@@ -178,7 +178,8 @@ class GroupContent:
 
     @classmethod
     def from_content(cls, content: Any) -> GroupContent:
-        if not isinstance(content, dict) or content.get("group") != GROUP_VERSION:
+        version = content.get("group") if isinstance(content, dict) else None
+        if type(version) is not int or version != GROUP_VERSION:  # msgpack's true == 1
             raise GroupFormatError("not a group message")
         epoch, box, seals = content.get("epoch"), content.get("box"), content.get("seals", [])
         if epoch is not None and not (isinstance(epoch, bytes) and len(epoch) == 32):

@@ -154,6 +154,7 @@ class Writes:
         self._clock = clock  # seconds since the epoch: our messages' default timestamp
         self._views = views
         self._own_head = own_head
+        self.own_head_unrecorded: str | None = None  # why our head's record lags, if it does
         self._timeframe_source = timeframe_source
 
     @contextlib.contextmanager
@@ -472,8 +473,18 @@ class Writes:
             raise StorageError(f"our own message was not accepted: {result.reason}")
 
     def _wrote_own(self, message: Message) -> None:
-        """Record our feed's new head beside the store (after the commit that holds it)."""
-        self._own_head.write(OwnHead(message.author, message.seq, message.id))
+        """Record our feed's new head beside the store (after the commit that holds it).
+
+        The message is stored whatever happens here, so a failure to write the record (no
+        descriptor left, EMFILE; a full disk) is not the publish's: the record lags, which
+        is safe (storage/feeds/ownhead.py), the next publish writes it again, and
+        `own_head_unrecorded` says why until one does."""
+        try:
+            self._own_head.write(OwnHead(message.author, message.seq, message.id))
+        except OSError as error:
+            self.own_head_unrecorded = f"seq {message.seq}: {error}"
+        else:
+            self.own_head_unrecorded = None
 
     def _timeframe(
         self,

@@ -131,6 +131,8 @@ def status(obj: Context, wait: float, as_json: bool) -> None:
         f"{report['feeds']} feeds, {report['messages']} messages, {forks_total} forks, "
         f"{suspected_total} suspected forks, {stalls_total} stalled"
     )
+    if report.get("store_full"):
+        click.echo(f"store full: {safe(str(report['store_full']))}")
     if report.get("documents_backlog"):
         click.echo(f"{report['documents_backlog']} document messages being woven")
     if suspected:

@@ -14,7 +14,6 @@ default); names in listings are text others chose, shown through
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 import stat
@@ -41,6 +40,7 @@ from tanglenode.node.cli.support import (
 )
 from tanglenode.node.cli.terminal import safe
 from tanglenode.node.oneshot import listening
+from tanglenode.protocol import json_depth
 from tanglenode.protocol.errors import BadIdentifier
 from tanglenode.protocol.identity import feed_text, parse_feed
 
@@ -61,7 +61,7 @@ def public_feed(path: Path) -> bytes:
     try:
         if len(data) > MAX_SECRET_BYTES:
             raise ValueError("too large")
-        document = json.loads(data)
+        document = json_depth.loads(data)
         return parse_feed(document["public"])
     except (ValueError, KeyError, TypeError, BadIdentifier):
         raise BadInput(f"{path}: not a tangled secret key file") from None

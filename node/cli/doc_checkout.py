@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from tanglenode.node.cli.support import BadInput
+from tanglenode.protocol import json_depth
 from tanglenode.protocol.errors import BadIdentifier
 from tanglenode.protocol.identity import feed_text, message_text, parse_feed, parse_message_id
 
@@ -112,7 +113,7 @@ def read_base(path: str, doc: bytes) -> Weft | None:
     except OSError as error:
         raise BadInput(f"cannot read {where}: {error.strerror or error}") from None
     try:
-        record = json.loads(data) if len(data) <= MAX_SIDECAR_BYTES else None
+        record = json_depth.loads(data) if len(data) <= MAX_SIDECAR_BYTES else None
         named, base = record["doc"], record["base"]
         weft = {parse_feed(feed): seq for feed, seq in base.items()}
         if not all(type(seq) is int and 0 <= seq < 1 << 63 for seq in weft.values()):

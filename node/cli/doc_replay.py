@@ -53,7 +53,10 @@ def doc_replay(trace: Path, out: Path, store_dir: Path | None, as_json: bool) ->
         tempfile.TemporaryDirectory(prefix="tangled-replay-") as scratch,
         FeedStore(store_dir or scratch) as store,
     ):
-        report = replay(loaded, store, title=trace.name)
+        try:
+            report = replay(loaded, store, title=trace.name)
+        except BadTrace as error:  # a concurrent trace's positions are checked as it replays
+            raise BadInput(f"{trace}: {error}") from None
     try:
         with open(out, "w", encoding="utf-8", newline="") as file:
             file.write(report.text)

@@ -51,6 +51,7 @@ from tanglenode.node.cli.support import (
     json_option,
 )
 from tanglenode.node.cli.terminal import safe
+from tanglenode.protocol import json_depth
 from tanglenode.protocol.errors import BadIdentifier, TanglenodeError
 from tanglenode.protocol.identity import feed_text, parse_feed
 from tanglenode.storage.views.abouts import MAX_NAME_CHARS, clean_name
@@ -105,7 +106,7 @@ def our_feed(obj: Context) -> bytes | None:
     """Our feed from the secret file's public part (no key is derived), or None."""
     try:
         text = obj.settings.secret_path.read_text()[:4096]
-        return parse_feed(json.loads(text)["public"])
+        return parse_feed(json_depth.loads(text)["public"])
     except (OSError, ValueError, KeyError, TypeError, BadIdentifier):
         return None
 
@@ -196,9 +197,10 @@ def read_petnames(path: Path) -> dict[bytes, str]:
     if len(data) > MAX_FILE_BYTES:
         raise BadInput(f"{damaged} (over {MAX_FILE_BYTES} bytes)")
     try:
-        document = json.loads(data)
+        document = json_depth.loads(data)
         names = document["names"]
-        if document.get("version") != 1 or not isinstance(names, dict):
+        version = document.get("version")
+        if type(version) is not int or version != 1 or not isinstance(names, dict):
             raise ValueError("not version 1")
         found = {parse_feed(feed): clean_name(name) for feed, name in names.items()}
     except (ValueError, KeyError, TypeError, AttributeError, BadIdentifier, RecursionError):

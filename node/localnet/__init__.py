@@ -12,10 +12,11 @@ from __future__ import annotations
 import functools
 import json
 import os
+import resource
 import signal
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import aclosing
 from pathlib import Path
 from typing import Any
@@ -51,6 +52,13 @@ async def _kill_all(nodes: list[Node]) -> None:
         RUNNING.discard(node)
 
 
+def _limit_open_files(count: int) -> Callable[[], None]:
+    def limit() -> None:  # in the child, before exec
+        resource.setrlimit(resource.RLIMIT_NOFILE, (count, count))
+
+    return limit
+
+
 class Node:
     def __init__(self, root: Path, name: str, init_args: Sequence[str] = ()) -> None:
         """`tangled init` a data directory `root/name`, with `init_args` (`--listen`,
@@ -78,10 +86,14 @@ class Node:
         return self.data_dir / "tangled.sock"
 
     async def start(
-        self, peers: list[Node] | None = (), extra_env: dict[str, str] | None = None
+        self,
+        peers: list[Node] | None = (),
+        extra_env: dict[str, str] | None = None,
+        open_files: int | None = None,
     ) -> None:
         """Start `tangled run`, dialing `peers` (None: those of its config file); returns once
-        it sent READY=1."""
+        it sent READY=1. `open_files`: its RLIMIT_NOFILE, soft and hard (as systemd's
+        `LimitNOFILE` sets it)."""
         self.notify_path.unlink(missing_ok=True)
         notify = trio.socket.socket(trio.socket.AF_UNIX, trio.socket.SOCK_DGRAM)
         await notify.bind(str(self.notify_path))
@@ -105,6 +117,7 @@ class Node:
                 env=env,
                 stdout=log,
                 stderr=log,
+                preexec_fn=None if open_files is None else _limit_open_files(open_files),
             )
         RUNNING.add(self)
         with notify, trio.fail_after(START_SECONDS):

@@ -8,7 +8,9 @@ browser reconnects by itself with `Last-Event-ID`, and the stream resumes
 after that version: nothing is missed and nothing is sent twice. The stream
 pulls from the store's logs a page at a time (`next_page`), waiting for the
 store to change between pages, so a slow browser holds one page in memory,
-never a queue; it pays with its own pace, not the node's. A comment line
+never a queue; it pays with its own pace, not the node's. That page counts
+against the bytes every subscriber shares (node/queue_budget.py): when the
+others hold them all, the stream waits for room before it reads on. A comment line
 every `HEARTBEAT` seconds keeps idle connections (and proxies) awake and
 finds browsers that left. At most `MAX_STREAMS` streams are open at once;
 one more is refused with 503, and the page's script tries again
@@ -24,6 +26,7 @@ from typing import Any
 import structlog
 import trio
 
+from tanglenode.node.queue_budget import DEFAULT_QUEUE_BYTES, DEFAULT_STREAM_BYTES, QueueBudget
 from tanglenode.node.web.http import EVENT_HEADERS, Response, WebContext, text_response
 from tanglenode.protocol.errors import TanglenodeError
 
@@ -54,10 +57,12 @@ def resume_version(last_event_id: str | None, since: str | None) -> int | None:
 
 
 class Streams:
-    """The count of open event streams, bounded."""
+    """The count of open event streams, bounded; and the bytes they hold, within the budget
+    IPC subscribers share (node/queue_budget.py)."""
 
-    def __init__(self, limit: int = MAX_STREAMS) -> None:
+    def __init__(self, limit: int = MAX_STREAMS, queues: QueueBudget | None = None) -> None:
         self.limit = limit
+        self.queues = queues or QueueBudget(DEFAULT_QUEUE_BYTES, DEFAULT_STREAM_BYTES)
         self.open = 0
         self.refused = 0  # since the node started
 
@@ -75,8 +80,10 @@ def event_stream(web: WebContext, first: list[bytes], start: int, next_page: Nex
 async def _follow(
     web: WebContext, streams: Streams, first: list[bytes], position: int, next_page: NextPage
 ) -> AsyncIterator[bytes]:
+    share = streams.queues.share()
     try:
         yield f"retry: {RETRY_MS}\n\n".encode() + b"".join(first)
+        del first
         service = web.service
         while True:
             seen = service.version
@@ -91,11 +98,23 @@ async def _follow(
                 return
             if page is not None:
                 frames, position = page
-                yield b"".join(frames)
+                data = b"".join(frames)
+                del frames, page
+                while not share.take(len(data)):  # everyone's bytes are queued: wait for room
+                    with trio.move_on_after(HEARTBEAT) as idle:
+                        await share.wait_for_room()
+                    if idle.cancelled_caught:
+                        yield b": idle\n\n"
+                try:
+                    yield data  # the bytes are held until the server has taken them
+                finally:
+                    share.give(len(data))
+                    del data
                 continue
             with trio.move_on_after(HEARTBEAT) as idle:
                 await service.wait_changed(seen)
             if idle.cancelled_caught:
                 yield b": idle\n\n"
     finally:
+        share.__exit__()
         streams.open -= 1

@@ -197,6 +197,7 @@ class Metrics:
         "stalls_total": ("tanglenode_stalls", "Messages waiting for one they depend on"),
         "final": ("tanglenode_final_positions", "Spacetime positions that can no longer change"),
         "subscribers": ("tanglenode_ipc_subscribers", "IPC streams open (subscribe, watches)"),
+        "store_full": ("tanglenode_store_full", "1 when the last write found the store full"),
     }
 
     def __init__(self, service: Any = None, streams: Any = None) -> None:
@@ -221,7 +222,7 @@ class Metrics:
             figures = await self.service.read(lambda store: store.feeds.statistics())
         # From here to the end, no await: one consistent moment.
         for key, gauge in self._gauges.items():
-            gauge.set(status[key])
+            gauge.set(bool(status[key]) if key == "store_full" else status[key])
         if self.collector is not None:
             self.collector.store_figures = figures
         return generate_latest(self.registry)

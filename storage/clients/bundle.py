@@ -179,7 +179,7 @@ def _position(raw: bytes) -> tuple[bytes, int] | None:
         author, seq = fields[1], fields[2]
     except Exception:  # anything at all: garbage is for `ingest` to reject, with its reason
         return None
-    if isinstance(author, bytes) and isinstance(seq, int):
+    if isinstance(author, bytes) and type(seq) is int:  # msgpack's true is no seq
         return author, seq
     return None
 

@@ -16,7 +16,8 @@ A trace comes from outside, so reading it is bounded and strict: at most
 number in range, agents below numAgents, parents earlier than their txn and
 distinct, each patch of a sequential trace inside the text as it stands
 (a concurrent trace's positions depend on the merge, so the replay checks
-them). Any fault raises `BadTrace`, naming the txn. The whole file is
+them). Any fault raises `BadTrace`, naming the txn; nesting the decoder
+cannot follow, the line and column (protocol/json_depth.py). The whole file is
 decoded lazily, one txn at a time, into arrays, so a 260,000-txn trace
 never exists as 260,000 dicts.
 """
@@ -35,11 +36,13 @@ from typing import Annotated
 import msgspec
 
 from tanglenode.protocol.errors import TanglenodeError
+from tanglenode.protocol.json_depth import place, too_deep_at
 
 MAX_TRACE_BYTES = 512 * 2**20  # decompressed JSON
 MAX_AGENTS = 256  # each a feed, named in every other's timeframes: 16 KiB holds ~360
 MAX_PARENTS = 1024  # per txn
 MAX_INDEX = 2**32 - 1  # a position or a count in a patch
+MAX_TRACE_DEPTH = 8  # the format nests 5 deep (trace, txns, txn, patches, patch)
 
 
 class BadTrace(TanglenodeError):
@@ -126,7 +129,16 @@ def parse_trace(data: bytes) -> Trace:
         raw = msgspec.json.decode(data, type=_TraceFile)
     except msgspec.DecodeError as error:  # ValidationError included
         raise BadTrace(None, str(error)) from None
+    except RecursionError:  # the decoder recurses: find the place without recursing
+        raise BadTrace(None, _too_deep(data)) from None
     return _compact(raw)
+
+
+def _too_deep(data: bytes) -> str:
+    offset = too_deep_at(data, MAX_TRACE_DEPTH)
+    if offset is None:  # the decoder's own limit is lower than ours: say so, without a place
+        return "JSON nested too deeply"
+    return f"JSON nested deeper than {MAX_TRACE_DEPTH} levels at {place(data, offset)}"
 
 
 _TXN = msgspec.json.Decoder(_TxnFile)
@@ -145,6 +157,8 @@ def _compact(raw: _TraceFile) -> Trace:
             txn = _TXN.decode(txn_json)
         except msgspec.DecodeError as error:
             raise BadTrace(number, str(error)) from None
+        except RecursionError:
+            raise BadTrace(number, _too_deep(bytes(txn_json))) from None
         if concurrent:
             if txn.agent is None or txn.parents is None:
                 raise BadTrace(number, "a concurrent trace's txns name their agent and parents")

@@ -22,6 +22,8 @@ which has LMDB environments open, and the server preloads only this module
 first batch of a longer stream is also prepared in-line, while the worker
 starts and prepares the second. If the worker dies, the batch it held and
 everything after it are prepared in-line: the result is the same, slower.
+Neither the forkserver nor the worker outlives this process, even killed
+with SIGKILL, or holds its standard streams (storage/feeds/orphan_guard.py).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from enum import StrEnum
 
+from tanglenode.storage.feeds import orphan_guard
 from tanglenode.storage.feeds.ingest import IngestResult, PreparedBatch, prepare
 
 
@@ -73,8 +76,9 @@ def _short_switch_interval() -> Iterator[None]:
 
 def _process_pool() -> ProcessPoolExecutor:
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload([__name__])
-    return ProcessPoolExecutor(1, mp_context=context)
+    context.set_forkserver_preload([orphan_guard.__name__, __name__])
+    orphan_guard.start_forkserver()
+    return ProcessPoolExecutor(1, mp_context=context, initializer=orphan_guard.guard_worker)
 
 
 def ingest_batches(

@@ -28,7 +28,10 @@ store parses the file again only when a `stat` shows it changed
 (`OwnHeadFile`). Messages of our own feed ingested again (fetched from
 peers by gossip, or `tangled import` of a backup) bring the store level,
 and publishing works again. `tangled run` warns at start when
-the store is behind.
+the store is behind. A record that cannot be written after its commit (no
+descriptor left, a full disk) fails no publish: the message is stored, the
+record lags (safe, as above), and the next publish writes it
+(`Writes.own_head_unrecorded` says why meanwhile; the IPC `status` shows it).
 """
 
 from __future__ import annotations

@@ -178,3 +178,18 @@ def test_the_command_logs_keep_what_the_store_keeps_unless_told(tmp_path):
     assert load_settings(path, environ={}).timelines.keep_commands == DEFAULT_KEEP_COMMANDS
     everything = load_settings(path, environ={"TANGLED_TIMELINES__KEEP_COMMANDS": "0"})
     assert LogRetention.keeping(everything.timelines.keep_commands) == KEEP_ALL
+
+
+def test_the_subscribers_budget_defaults_are_the_node_s_and_one_frame_at_least(tmp_path):
+    """config imports no node: the defaults are kept equal here; a stream's bound below one
+    whole IPC frame is refused (a big page could never be queued)."""
+    from tanglenode.node.queue_budget import DEFAULT_QUEUE_BYTES, DEFAULT_STREAM_BYTES
+
+    defaults = load_settings(tmp_path / "absent.toml", environ={})
+    assert defaults.subscribers.queue_bytes == DEFAULT_QUEUE_BYTES
+    assert defaults.subscribers.stream_bytes == DEFAULT_STREAM_BYTES
+    path = write(tmp_path / "tangled.toml", render_config(tmp_path / "data"))
+    assert f"stream_bytes = {DEFAULT_STREAM_BYTES}\n" in path.read_text()
+    small = {"TANGLED_SUBSCRIBERS__STREAM_BYTES": str(DEFAULT_STREAM_BYTES - 1)}
+    with pytest.raises(ConfigError, match=r"subscribers\.stream_bytes"):
+        load_settings(path, environ=small)

@@ -77,3 +77,36 @@ def test_a_broken_trace_is_refused_with_a_reason_not_a_traceback(tmp_path):
     assert done.returncode == 3
     assert "Traceback" not in done.stderr and "txn 0" in done.stderr
     assert not (tmp_path / "out.txt").exists()
+
+
+DEEP = 100_000  # far past any recursion limit
+
+
+def test_json_nested_beyond_reason_is_refused_naming_the_file_and_the_place(tmp_path):
+    for name, text in {
+        "outer.json": '{"txns": [],\n "x": ' + "[" * DEEP + "]" * DEEP + "}",
+        "in-a-txn.json": '{"txns": [{"patches": [], "x": ' + "[" * DEEP + "]" * DEEP + "}]}",
+    }.items():
+        trace = tmp_path / name
+        trace.write_text(text)
+        done = replay(tmp_path, trace)
+        assert done.returncode == 3, done.stderr
+        assert "Traceback" not in done.stderr and len(done.stderr.splitlines()) == 1
+        assert str(trace) in done.stderr and "nested deeper than 8 levels" in done.stderr
+    # {, [, { and five of the `[` after `"x": ` (31 characters): the ninth level
+    assert done.stderr.endswith("JSON nested deeper than 8 levels at line 1, column 37\n")
+    outer = replay(tmp_path, tmp_path / "outer.json")
+    assert outer.stderr.endswith("at line 2, column 14\n")  # `{`, `[` at 7 and seven more
+
+
+def test_a_concurrent_position_out_of_range_is_refused_naming_the_file(tmp_path):
+    trace = tmp_path / "beyond.json"
+    txns = [
+        {"agent": 0, "parents": [], "patches": [[0, 0, "ab"]]},
+        {"agent": 1, "parents": [0], "patches": [[99, 0, "x"]]},  # the text has 2
+    ]
+    trace.write_text(json.dumps({"numAgents": 2, "startContent": "", "txns": txns}))
+    done = replay(tmp_path, trace)
+    assert done.returncode == 3, done.stderr
+    assert done.stderr.strip() == f"tangled: {trace}: txn 1: patch at 99 deleting 0, text of 2"
+    assert not (tmp_path / "out.txt").exists()

@@ -88,7 +88,13 @@ def test_names_are_refused_with_a_reason(ready, args, code, says):
 
 
 @pytest.mark.parametrize(
-    "text", ["{not json", '{"version": 2, "names": {}}', '{"version": 1, "names": {"@x": "y"}}']
+    "text",
+    [
+        "{not json",
+        '{"version": 2, "names": {}}',
+        '{"version": true, "names": {}}',  # true == 1, but is no version
+        '{"version": 1, "names": {"@x": "y"}}',
+    ],
 )
 def test_a_damaged_petnames_file_stops_only_tangled_name(ready, text):
     bob = Feed("names-bob")

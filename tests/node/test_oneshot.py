@@ -86,6 +86,7 @@ def test_nothing_listening_is_not_running(tmp_path):
         (LENGTH_PREFIX.pack(2) + b"\xc1\xc1", ErrorKind.PROTOCOL),  # not msgpack
         (encode_frame([1, 2]), ErrorKind.PROTOCOL),  # not a map
         (encode_frame({"id": 7, "ok": 1}), ErrorKind.PROTOCOL),  # another request's reply
+        (encode_frame({"id": True, "ok": 1}), ErrorKind.PROTOCOL),  # true is no request id
         (encode_frame({"id": 1}), ErrorKind.PROTOCOL),  # neither ok nor error
         (encode_frame({"id": 1, "error": "x"}), ErrorKind.PROTOCOL),  # a malformed error
         (LENGTH_PREFIX.pack(100) + b"\x81", ErrorKind.DISCONNECTED),  # cut short

@@ -72,6 +72,7 @@ def a_status(digests: bool = True) -> dict:
         "peers_total": 5,
         "peers_connected": 2,
         "subscribers": 4,
+        "store_full": None,
         "digests": [
             {"spacetime": True, "version": 1, "count": 42, "digest": b"\xaa" * 32},
             {
@@ -158,6 +159,7 @@ async def test_metrics_are_the_status_counts_in_a_registry_of_our_own():
         "tanglenode_stalls": 1,
         "tanglenode_final_positions": 17,
         "tanglenode_ipc_subscribers": 4,
+        "tanglenode_store_full": 0,
     }
 
 

@@ -42,6 +42,7 @@ def test_a_post_round_trips_and_reveals_nothing_readable():
     "content, why",
     [
         ("text", "not a group message"),
+        ({"group": True, "epoch": None, "box": b""}, "not a group message"),  # true == 1
         ({"group": 1, "epoch": b"short", "box": b""}, "epoch"),
         ({"group": 1, "epoch": None, "box": "x"}, "box"),
         ({"group": 1, "epoch": None, "box": b"", "seals": ["x"]}, "seals"),

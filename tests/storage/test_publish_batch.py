@@ -1,5 +1,9 @@
 """`store.writes.publish_batch`: many of our messages in one transaction, each refusal its own."""
 
+import contextlib
+import os
+import resource
+
 import pytest
 
 from tanglenode.protocol.document import TANGLE, AtomRef, Insert, edit_content, init_content
@@ -238,3 +242,36 @@ def test_a_whole_batch_is_all_stored_or_none_of_it(store):
     )
     assert [m.seq for m in both] == [2, 3] and both[1].tangles["chat"].previous == (both[0].id,)
     assert store.feeds.check().ok
+
+
+@contextlib.contextmanager
+def no_descriptor_left():
+    """Every file descriptor this process may open in use (EMFILE), until the block ends."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    taken = []
+    resource.setrlimit(resource.RLIMIT_NOFILE, (len(os.listdir("/proc/self/fd")) + 16, hard))
+    try:
+        with contextlib.suppress(OSError):
+            while len(taken) < 1024:
+                taken.append(os.open(os.devnull, os.O_RDONLY))
+        with pytest.raises(OSError):
+            os.close(os.open(os.devnull, os.O_RDONLY))
+        yield
+    finally:
+        for fd in taken:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def test_no_descriptor_for_the_own_head_record_fails_no_publish_that_committed(store):
+    first = store.writes.publish({"n": 1})
+    with no_descriptor_left():
+        results = store.writes.publish_batch([({"n": 2}, None), ({"n": 3}, None)])
+    assert [m.seq for m in results] == [2, 3]  # stored, and answered as stored
+    assert store.feeds.read_feed(ME.public)[1:] == results
+    assert "seq 3" in store.writes.own_head_unrecorded
+    assert "Too many open files" in store.writes.own_head_unrecorded
+    assert read_own_head(store.own_head_path) == OwnHead(ME.public, 1, first.id)  # it lags
+    last = store.writes.publish({"n": 4})
+    assert read_own_head(store.own_head_path) == OwnHead(ME.public, 4, last.id)
+    assert store.writes.own_head_unrecorded is None
