@@ -62,7 +62,10 @@ class Waiting(Exception):
 
 def is_sealed(content: Any) -> bool:
     """Whether `content` claims to be a group envelope (valid or not)."""
-    return isinstance(content, dict) and content.get("group") == GROUP_VERSION
+    if not isinstance(content, dict):
+        return False
+    version = content.get("group")  # msgpack's true equals 1: a boolean is no version
+    return type(version) is int and version == GROUP_VERSION
 
 
 def is_document_message(message: Message) -> bool:
