@@ -31,15 +31,18 @@ from tanglenode.protocol.doc_ipc import (
     DocCreateRequest,
     DocDiffRequest,
     DocEditRequest,
+    DocIncludeRequest,
     DocLinkRequest,
     DocListRequest,
     DocLogRequest,
+    DocRenderRequest,
     DocResolveRequest,
     DocShowRequest,
     blame_body,
     comment_body,
     document_body,
     dye_body,
+    part_body,
     set_aside_body,
     snapshot_events,
     splice_entry,
@@ -147,6 +150,22 @@ async def doc_comments(area: Area, request: DocCommentsRequest) -> dict[str, Any
         "total": total,
         "next": following if following < len(comments) else None,
     }
+
+
+async def doc_include(area: Area, request: DocIncludeRequest) -> dict[str, Any]:
+    """Include a range of another document after `at` code points of this one's text."""
+    doc, at, link = request.doc, request.at, request.link
+    message = await area.service.comment(
+        lambda store: store.documents.transclusion.include(doc, at, link)
+    )
+    return {"include": message.id}
+
+
+async def doc_render(area: Area, request: DocRenderRequest) -> dict[str, Any]:
+    """The document with its inclusions in place (storage/documents/transclusion.py)."""
+    doc = request.doc
+    parts = await area.service.read(lambda store: store.documents.transclusion.render(doc))
+    return {"parts": [part_body(part) for part in parts]}
 
 
 async def doc_show(area: Area, request: DocShowRequest) -> dict[str, Any]:

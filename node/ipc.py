@@ -622,6 +622,8 @@ OPS: dict[str, Op] = {
     "doc-resolve": Op(doc_ipc.doc_resolve),
     "doc-comment": Op(doc_ipc.doc_comment, writes=True),
     "doc-comments": Op(doc_ipc.doc_comments),
+    "doc-include": Op(doc_ipc.doc_include, writes=True),
+    "doc-render": Op(doc_ipc.doc_render),
     "doc-log": Op(doc_ipc.doc_log),
     "doc-diff": Op(doc_ipc.doc_diff),
     "doc-blame": Op(doc_ipc.doc_blame),

@@ -359,8 +359,9 @@ class StoreService:
     # -- documents (storage/documents/engine.py): `at` is a weft, a message id, a version or None --
 
     async def comment(self, write: Callable[[FeedStore], Message]) -> Message:
-        """Publish a comment or reply (`store.documents.comments`), in a transaction of its
-        own: `write(store)` publishes it, a private document's keys read first."""
+        """Publish a comment, a reply or an inclusion (`store.documents.comments`,
+        `.transclusion`), in a transaction of its own: `write(store)` publishes it, a private
+        document's keys read first."""
         await self.read_keys_if_stale()
         message = await self.offload.run(write, self.store, limiter=self._writer)
         self._stored([message])

@@ -134,6 +134,18 @@ class DocCommentRequest:
 
 
 @dataclass(frozen=True, slots=True)
+class DocIncludeRequest:
+    doc: bytes
+    at: int  # code points of `doc`'s text now before the inclusion
+    link: Link  # the range of another document
+
+
+@dataclass(frozen=True, slots=True)
+class DocRenderRequest:
+    doc: bytes
+
+
+@dataclass(frozen=True, slots=True)
 class DocCommentsRequest:
     doc: bytes
     start: int  # the first comment of the page (in text order)
@@ -152,6 +164,8 @@ DocRequest = (
     | DocResolveRequest
     | DocCommentRequest
     | DocCommentsRequest
+    | DocIncludeRequest
+    | DocRenderRequest
 )
 
 
@@ -304,6 +318,17 @@ def _doc_comments(fields: dict[str, Any], limits: Limits) -> DocCommentsRequest:
     return DocCommentsRequest(_doc(fields), count(fields, "start", 0))
 
 
+def _doc_include(fields: dict[str, Any], limits: Limits) -> DocIncludeRequest:
+    if fields.get("at") is None:
+        raise bad("at is where the range goes: code points of the text before it")
+    doc, at = _doc(fields), count(fields, "at", 0)
+    return DocIncludeRequest(doc, at, _doc_resolve(fields, limits).link)
+
+
+def _doc_render(fields: dict[str, Any], limits: Limits) -> DocRenderRequest:
+    return DocRenderRequest(_doc(fields))
+
+
 # Every document op, by its name on the wire.
 DOC_PARSERS: dict[str, Callable[[dict[str, Any], Limits], DocRequest]] = {
     "doc-create": _doc_create,
@@ -318,6 +343,8 @@ DOC_PARSERS: dict[str, Callable[[dict[str, Any], Limits], DocRequest]] = {
     "doc-resolve": _doc_resolve,
     "doc-comment": _doc_comment,
     "doc-comments": _doc_comments,
+    "doc-include": _doc_include,
+    "doc-render": _doc_render,
 }
 
 
@@ -360,6 +387,16 @@ def comment_body(comment: Any) -> dict[str, Any]:
         ],
         "replies_total": len(comment.replies),
     }
+
+
+def part_body(part: Any) -> dict[str, Any]:
+    """A piece of a rendering (storage.documents.transclusion.Part) in a doc-render reply."""
+    body: dict[str, Any] = {"kind": part.kind, "text": part.text}
+    if part.source is not None:
+        body |= {"doc": part.source.doc, "link": part.source.text(), "author": part.author}
+    if part.kind == "included":
+        body["parts"] = [part_body(inner) for inner in part.parts]
+    return body
 
 
 def version_body(version: Any) -> dict[str, Any]:

@@ -13,6 +13,8 @@ The init introduces one atom, the root, at index 0. The contents:
     {"ops": [op, ...], "refs": [bin 32, ...], "type": "doc/edit"}
     {"range": [bin 32, index, bin 32, index], "text": str, "type": "doc/comment"}
     {"text": str, "type": "doc/comment"}
+    {"at": [bin 32, index], "from": [bin 32, bin 32, index, bin 32, index],
+     "type": "doc/include"}
 
     ["ins", ref, index, text]     text typed after atom (ref, index): its first
                                   code point is caused by that atom, each next
@@ -30,6 +32,11 @@ tangle that changes no text: with `range`, the first and last atoms (message
 id, index) of the text it is about; without, a reply, whose envelope places
 it in the `comment` tangle rooted at the comment it answers. Its text is 1
 to `MAX_COMMENT_BYTES` bytes of Unicode.
+
+An inclusion (docs/DOCUMENTS.md, "Transclusion") places a live range of
+another document right after atom `at` of this one (the root for the
+start): `from` names that document and the first and last atoms of the
+range, as a link does.
 
 This module checks what the content alone can show, in one pass over the ops
 without recursion: types (a bool is not an int), arities, names, bounds,
@@ -52,7 +59,7 @@ import msgpack
 
 from tanglenode.protocol.errors import RemoteProtocolError
 
-INIT, EDIT, COMMENT = "doc/init", "doc/edit", "doc/comment"
+INIT, EDIT, COMMENT, INCLUDE = "doc/init", "doc/edit", "doc/comment", "doc/include"
 TANGLE = "doc"
 COMMENT_TANGLE = "comment"  # a comment's thread: its replies
 MAX_COMMENT_BYTES = 8192
@@ -126,6 +133,7 @@ _INIT_KEYS = frozenset(("title", "type"))
 _EDIT_KEYS = frozenset(("ops", "refs", "type"))
 _COMMENT_KEYS = frozenset(("range", "text", "type"))
 _REPLY_KEYS = frozenset(("text", "type"))
+_INCLUDE_KEYS = frozenset(("at", "from", "type"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,12 +154,21 @@ class DocComment:
     atoms = 0  # a comment introduces none
 
 
+@dataclass(frozen=True, slots=True)
+class DocInclude:
+    at: AtomRef  # the included text goes right after this atom of the including document
+    source: bytes  # the included document
+    first: AtomRef  # the first and last atoms of its range
+    last: AtomRef
+    atoms = 0  # an inclusion introduces none
+
+
 def is_document(content: Any) -> bool:
     """Whether `content` claims to be a document message (valid or not)."""
-    return isinstance(content, dict) and content.get("type") in (INIT, EDIT, COMMENT)
+    return isinstance(content, dict) and content.get("type") in (INIT, EDIT, COMMENT, INCLUDE)
 
 
-def parse_document(content: Any) -> DocInit | DocEdit | DocComment:
+def parse_document(content: Any) -> DocInit | DocEdit | DocComment | DocInclude:
     """The init or edit `content` holds, or `DocumentError` saying why it is refused."""
     kind = content.get("type") if isinstance(content, dict) else None
     if type(kind) is str and kind == INIT:
@@ -164,7 +181,9 @@ def parse_document(content: Any) -> DocInit | DocEdit | DocComment:
         return _parse_edit(content["ops"], content["refs"])
     if type(kind) is str and kind == COMMENT:
         return _parse_comment(content)
-    raise DocumentError(DocReason.MALFORMED, "not a doc/init, doc/edit or doc/comment content")
+    if type(kind) is str and kind == INCLUDE:
+        return _parse_include(content)
+    raise DocumentError(DocReason.MALFORMED, "not a document message's content")
 
 
 def init_content(title: str) -> dict[str, Any]:
@@ -236,14 +255,42 @@ def _parse_comment(content: dict) -> DocComment:
     ends = content["range"]
     if type(ends) is not list or len(ends) != 4:
         raise DocumentError(DocReason.MALFORMED, "a range is [id, index, id, index]")
-    refs = []
-    for msg, index in (ends[:2], ends[2:]):
-        if type(msg) is not bytes or len(msg) != ID_BYTES:
-            raise DocumentError(DocReason.BAD_REF, "a range's end names a 32-byte message id")
-        if type(index) is not int or not 0 <= index <= MAX_INDEX:
-            raise DocumentError(DocReason.BAD_OP, f"a range's end is an index 0..{MAX_INDEX}")
-        refs.append(AtomRef(msg, index))
-    return DocComment(text, (refs[0], refs[1]))
+    return DocComment(text, (_atom_ref(ends[:2]), _atom_ref(ends[2:])))
+
+
+def include_content(at: AtomRef, source: bytes, first: AtomRef, last: AtomRef) -> dict[str, Any]:
+    """The content of an inclusion of `source`'s range `first`..`last` right after atom
+    `at`; checked as a receiver checks it."""
+    content = {
+        "at": [at.msg, at.index],
+        "from": [source, first.msg, first.index, last.msg, last.index],
+        "type": INCLUDE,
+    }
+    _parse_include(content)
+    return content
+
+
+def _parse_include(content: dict) -> DocInclude:
+    if content.keys() != _INCLUDE_KEYS:
+        raise DocumentError(DocReason.MALFORMED, "a doc/include holds exactly at, from and type")
+    at, source = content["at"], content["from"]
+    if type(at) is not list or len(at) != 2 or type(source) is not list or len(source) != 5:
+        raise DocumentError(
+            DocReason.MALFORMED, "at is [id, index]; from is [doc, id, index, id, index]"
+        )
+    if type(source[0]) is not bytes or len(source[0]) != ID_BYTES:
+        raise DocumentError(DocReason.BAD_REF, "from names a document by its 32-byte id")
+    at_ref, first, last = (_atom_ref(pair) for pair in (at, source[1:3], source[3:5]))
+    return DocInclude(at_ref, source[0], first, last)
+
+
+def _atom_ref(pair: list) -> AtomRef:
+    msg, index = pair
+    if type(msg) is not bytes or len(msg) != ID_BYTES:
+        raise DocumentError(DocReason.BAD_REF, "an atom names a 32-byte message id")
+    if type(index) is not int or not 0 <= index <= MAX_INDEX:
+        raise DocumentError(DocReason.BAD_OP, f"an atom's index is 0..{MAX_INDEX}")
+    return AtomRef(msg, index)
 
 
 def op_atoms(op: Op) -> int:

@@ -57,7 +57,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "timeline": (".timelines:timeline", "Print a tangle's timeline (NAME/ROOT) or the spacetime: order, position or commands."),  # noqa: E501
     "watch": (".timelines:watch", "Follow NAME/ROOT (or --spacetime) live: its snapshot, or the commands after VERSION, then each change."),  # noqa: E501
     "group": (".groups:group_command", "Private groups: create, add, exclude, post, members, epochs, timeline."),  # noqa: E501
-    "doc": (".docs:doc_command", "Text documents: create, edit, insert, delete, show, log, diff, blame, watch, list, link, resolve, comment, export, import."),  # noqa: E501
+    "doc": (".docs:doc_command", "Text documents: create, edit, insert, delete, show, log, diff, blame, watch, list, link, resolve, comment, include, export, import."),  # noqa: E501
     "doc replay": (".doc_replay:doc_replay", ""),
     "doc export": (".doc_weave:doc_export", ""),
     "doc import": (".doc_weave:doc_import", ""),

@@ -69,7 +69,7 @@ EDIT_TRIES = 5  # reads and diffs of one `doc edit` while others edit the docume
 @click.group("doc")
 def doc_command() -> None:
     """Text documents: create, edit, insert, delete, show, log, diff, blame, watch, list,
-    link, resolve, comment, export, import."""
+    link, resolve, comment, include, export, import."""
 
 
 def _obj() -> Context:
@@ -352,18 +352,25 @@ def doc_delete(doc: str, pos: int, length: int, base: str | None, as_json: bool)
 @click.option("--at", "at", metavar="REV", help="A message id, a version (v12) or @FEED=SEQ,...")
 @click.option("--out", "out", metavar="FILE", help="Write FILE, and FILE.tangled: its revision.")
 @click.option("--comments", is_flag=True, help="Also print the comments, after the text.")
+@click.option("--transclude", is_flag=True, help="Show included ranges of others in place.")
 @json_option
-def doc_show(doc: str, at: str | None, out: str | None, comments: bool, as_json: bool) -> None:
+def doc_show(
+    doc: str, at: str | None, out: str | None, comments: bool, transclude: bool, as_json: bool
+) -> None:
     """Print DOC's text, now or --at an earlier revision, exactly as it is; --out writes it
     to FILE, with the revision beside it for `doc edit DOC FILE`; --comments adds the
-    comments on its ranges (as they stand now), with their replies."""
+    comments on its ranges (as they stand now), with their replies; --transclude shows
+    the ranges of other documents it includes in place, between ⟦ and ⟧."""
     from tanglenode.node.cli.doc_comments import comments_json, comments_text, read_comments
+    from tanglenode.node.cli.doc_transclusion import rendered_json, rendered_text
 
     arguments: dict[str, Any] = {"doc": parse_message_id(doc)}
     if at is not None:
         arguments["at"] = parse_at(at)
-    if comments and out is not None:
-        raise BadInput("--comments prints after the text; --out writes the text alone")
+    if (comments or transclude) and out is not None:
+        raise BadInput("--out writes the text alone: not with --comments or --transclude")
+    if transclude and at is not None:
+        raise BadInput("--transclude shows the text now: not with --at")
     noted: list[dict[str, Any]] = []
     with Backend(_obj()) as docs:
         if "at" in arguments:
@@ -371,6 +378,7 @@ def doc_show(doc: str, at: str | None, out: str | None, comments: bool, as_json:
         shown = docs.call("doc-show", **arguments)
         if comments:
             noted = read_comments(docs.call, arguments["doc"])
+        parts = docs.call("doc-render", doc=arguments["doc"])["parts"] if transclude else []
     revision = doc_checkout.weft_text(shown["weft"])
     if out == "-":
         raise BadInput("--out takes a file name; without it the text goes to standard output")
@@ -386,12 +394,14 @@ def doc_show(doc: str, at: str | None, out: str | None, comments: bool, as_json:
                 "text": shown["text"],
             }
             | ({"comments": comments_json(noted)} if comments else {})
+            | ({"rendered": rendered_json(parts)} if transclude else {})
         )
     elif out is not None:
         click.echo(f"{out}: revision {revision}", err=True)
     else:
         # exact into a file (color=True: click strips nothing), made safe on a terminal
-        click.echo(for_stdout(shown["text"]), nl=False, color=True)
+        text = rendered_text(parts) if transclude else shown["text"]
+        click.echo(for_stdout(text), nl=False, color=True)
         if comments:
             click.echo(comments_text(noted), nl=False)
 
@@ -685,13 +695,15 @@ class _WatchPrinter:
 
 def _add_link_commands() -> None:
     """`doc link` and `doc resolve` live in their own module (node/cli/doc_links.py), and
-    `doc comment` in node/cli/doc_comments.py."""
+    `doc comment` in node/cli/doc_comments.py, `doc include` in node/cli/doc_transclusion.py."""
     from tanglenode.node.cli.doc_comments import doc_comment
     from tanglenode.node.cli.doc_links import doc_link, doc_resolve
+    from tanglenode.node.cli.doc_transclusion import doc_include
 
     doc_command.add_command(doc_link)
     doc_command.add_command(doc_resolve)
     doc_command.add_command(doc_comment)
+    doc_command.add_command(doc_include)
 
 
 _add_link_commands()

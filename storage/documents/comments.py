@@ -38,7 +38,6 @@ from tanglenode.protocol.document import (
     DocumentError,
     comment_content,
 )
-from tanglenode.protocol.groups import seal_value
 from tanglenode.protocol.message import Message
 from tanglenode.storage.documents import revisions
 from tanglenode.storage.documents.rows import (
@@ -51,9 +50,7 @@ from tanglenode.storage.documents.rows import (
     C_THREAD,
     C_TIMESTAMP,
     DocumentTables,
-    group_of,
     keys_with,
-    read_meta,
     unpack,
 )
 from tanglenode.storage.errors import BadSplice, UnknownDocument
@@ -190,20 +187,14 @@ class DocumentComments:
         thread: bytes | None,
         link: Link | None,
     ) -> Message:
-        tables = self._ctx.document_tables
-        with self._writes.publishing() as session:
-            txn = session.txn
-            docno = self._documents.docno_in(txn, doc)
+        def ends_are_text(txn, docno: int) -> None:
             if link is not None:  # ends that are text atoms of this document
                 for ref in (link.first, link.last):
                     self._documents.atom_in(txn, docno, ref)
-            group = group_of(read_meta(txn, tables, docno))
-            if group is not None:  # sealed as the document's edits are
-                key, epoch = self._documents.sealing_in(txn, group)
-                content = seal_value(content, key, epoch)
-                cites = [*cites, epoch]
-            session.publish(content, {TANGLE: doc, COMMENT_TANGLE: thread}, cites=cites)
-        return session.published[0]
+
+        return self._documents.publish_beside(
+            doc, content, cites, {COMMENT_TANGLE: thread}, ends_are_text
+        )
 
     def _document_of(self, txn, comment: bytes) -> bytes:
         tables = self._ctx.document_tables

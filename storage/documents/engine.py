@@ -60,12 +60,14 @@ from tanglenode.protocol.document import (
     COMMENT,
     COMMENT_TANGLE,
     EDIT,
+    INCLUDE,
     INIT,
     TANGLE,
     AtomRef,
     Delete,
     DocComment,
     DocEdit,
+    DocInclude,
     DocInit,
     DocReason,
     DocumentError,
@@ -200,12 +202,15 @@ class DocumentEngine:
                         DocReason.MALFORMED, f"a {INIT} roots its own {TANGLE!r} tangle"
                     )
                 self._create(message, parsed, docno, group)
-            elif isinstance(parsed, DocComment):
+            elif isinstance(parsed, DocComment | DocInclude):
                 if link is None or link.root is None:
                     raise DocumentError(
-                        DocReason.MALFORMED, f"a {COMMENT} belongs to a {TANGLE!r} tangle"
+                        DocReason.MALFORMED, f"a {COMMENT} or {INCLUDE} is in a {TANGLE!r} tangle"
                     )
-                self._comment(message, root, parsed, group)
+                if isinstance(parsed, DocComment):
+                    self._comment(message, root, parsed, group)
+                else:
+                    self._include(message, root, parsed, group)
             else:
                 if link is None or link.root is None:
                     raise DocumentError(
@@ -479,6 +484,35 @@ class DocumentEngine:
                 raise DocumentError(DocReason.MALFORMED, "a reply answers a comment, not a reply")
             row += [None, None, None, None, thread.root]
         self._txn.put(prefix + message.id, pack(row), db=self._tables.comments)
+
+    def _include(
+        self, message: Message, root: bytes, include: DocInclude, group: bytes | None
+    ) -> None:
+        """Keep an inclusion (storage.documents.transclusion) once its place is checked: a
+        text atom (or the root) of this document inside the message's weft. The range it
+        includes is another document's, which this node may not hold or read: it is read
+        when the document is shown, never decided here, so every node keeps the same
+        inclusions. Like a comment, an inclusion changes no text and is in no weft."""
+        if not covers(self._txn, self._message_ids, message, root):
+            raise DocumentError(DocReason.OUTSIDE_WEFT, "the doc/init is outside its weft")
+        doc = self._doc(root)
+        if group_of(doc.meta) != group:
+            raise DocumentError(
+                DocReason.WRONG_GROUP, "an inclusion is sealed as its document's edits are"
+            )
+        if include.source == root:
+            raise DocumentError(DocReason.MALFORMED, "a document includes another document")
+        weft = doc.wefts.of_edit(message)
+        _mno, segments = self._cited(doc, include.at, weft, 0, [], {})
+        kinds = segment_kinds(segments, include.at.index, 1)
+        if kinds is None:
+            raise DocumentError(DocReason.UNKNOWN_ATOM, f"atom {include.at.index} absent")
+        if not kinds <= {ROOT, TEXT_ATOM}:
+            raise DocumentError(DocReason.WRONG_KIND, "an inclusion goes after a text atom")
+        row = [message.author, message.seq, message.timestamp, include.at.msg, include.at.index]
+        row += [include.source, include.first.msg, include.first.index]
+        row += [include.last.msg, include.last.index]
+        self._txn.put(U32.pack(doc.docno) + message.id, pack(row), db=self._tables.includes)
 
     def _cited(
         self, doc: _Doc, ref: AtomRef, weft: Weft, mno: int, own: list, cited: dict

@@ -7,7 +7,7 @@ engine itself is `storage.documents.engine`; the reads are `storage.documents.re
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from tanglenode.protocol.doc_link import Link
@@ -51,6 +51,7 @@ from tanglenode.storage.documents.rows import (
     unpack,
 )
 from tanglenode.storage.documents.sealed import current_key, waits
+from tanglenode.storage.documents.transclusion import DocumentTransclusion
 from tanglenode.storage.documents.view import weave_backlog
 from tanglenode.storage.documents.weave_export import ExportedWeave, export_weave
 from tanglenode.storage.errors import (
@@ -91,6 +92,7 @@ class DocumentOps:
         self._ctx = ctx
         self._writes = writes
         self.comments = DocumentComments(ctx, writes, self)  # storage.documents.comments
+        self.transclusion = DocumentTransclusion(ctx, writes, self)
 
     # -- writing -----------------------------------------------------------------
 
@@ -204,6 +206,30 @@ class DocumentOps:
         budget -= _TIMEFRAME_ENTRY_BYTES * TIMEFRAME_CAP + 33 * self._ctx.limits.max_previous
         doc_edits.chunk(planned, id_of, max(budget, 512), publish)
         return session.published[first:]
+
+    def publish_beside(
+        self,
+        doc: bytes,
+        content: dict[str, Any],
+        cites: list[bytes],
+        tangles: dict[str, bytes | None],
+        check: Callable[[Any, int], None],
+    ) -> Message:
+        """Publish a message of document `doc` that is not an edit (a comment, an
+        inclusion): `check(txn, docno)` first, then sealed as the document's edits are,
+        its timeframe covering `cites`, in `doc`'s tangle and `tangles`."""
+        tables = self._ctx.document_tables
+        with self._writes.publishing() as session:
+            txn = session.txn
+            docno = self.docno_in(txn, doc)
+            check(txn, docno)
+            group = group_of(read_meta(txn, tables, docno))
+            if group is not None:
+                key, epoch = self.sealing_in(txn, group)
+                content = seal_value(content, key, epoch)
+                cites = [*cites, epoch]
+            session.publish(content, {TANGLE: doc, **tangles}, cites=cites)
+        return session.published[0]
 
     # -- links (protocol/doc_link.py) ----------------------------------------------
 

@@ -228,11 +228,12 @@ class DocumentWeaver:
             stored = self._messages.message(txn, feed_key(record[R_AUTHOR], record[R_SEQ]))
             if stored is not None:
                 held.append((U32.unpack(key[4:8])[0], stored))
-        comments = []
-        for key in [bytes(key) for key in keys_with(txn, tables.comments, prefix)]:
-            position = txn.get(key[4:], db=self._message_ids)
-            if position is not None:
-                comments.append(self._messages.message(txn, bytes(position)))
+        comments = []  # and inclusions: kept beside the weave, decided after it
+        for db in (tables.comments, tables.includes):
+            for key in [bytes(key) for key in keys_with(txn, db, prefix)]:
+                position = txn.get(key[4:], db=self._message_ids)
+                if position is not None:
+                    comments.append(self._messages.message(txn, bytes(position)))
         comments.sort(key=self._processed_at)
         for db in (
             tables.msgs,
@@ -246,6 +247,7 @@ class DocumentWeaver:
             tables.authors,
             tables.tips,
             tables.comments,
+            tables.includes,
         ):
             cursor = txn.cursor(db=db)
             if cursor.set_range(prefix):

@@ -26,6 +26,9 @@ backspaces on them; `doc-undels` the same for backspaces.
                                   first id, first index, last id, last index, thread]
                 (a comment on a range: its ends' atoms, thread nil; a reply: the ends
                 nil, thread the id of the comment it answers: storage.documents.comments)
+    doc-includes docno + inclusion id -> msgpack [author, seq, timestamp, at id,
+                                  at index, source doc, first id, first index,
+                                  last id, last index]   (storage.documents.transclusion)
     doc-feeds   author + seq (u64) -> docno + mno   (to find what a proof cuts out)
     doc-yarn    docno + author + seq (u64) -> mno   (an author's messages woven in a document)
     doc-waiting, doc-waits, doc-keys: private documents (storage.documents.sealed)
@@ -111,6 +114,9 @@ R_ID, R_AUTHOR, R_SEQ, R_TIMESTAMP, R_SEGMENTS, R_INSERTED, R_DELETED, R_WEFT = 
 C_AUTHOR, C_SEQ, C_TIMESTAMP, C_TEXT, C_FIRST, C_FIRST_INDEX, C_LAST, C_LAST_INDEX, C_THREAD = (
     range(9)
 )
+# doc-includes fields.
+I_AUTHOR, I_SEQ, I_TIMESTAMP, I_AT, I_AT_INDEX, I_SOURCE, I_FIRST, I_FIRST_INDEX = range(8)
+I_LAST, I_LAST_INDEX = 8, 9
 
 ROOT_SYMBOL = "\u0950"  # ॐ: the root's piece, never visible (reads skip mno 0)
 
@@ -137,6 +143,7 @@ class DocumentTables:
     tips: Any
     keys: Any
     comments: Any
+    includes: Any
 
     NAMES = (
         b"doc-index",
@@ -159,6 +166,7 @@ class DocumentTables:
         b"doc-tips",
         b"doc-keys",
         b"doc-comments",
+        b"doc-includes",
     )  # the named databases, in field order
     # Not the documents view's own: the keys this node was handed (storage.documents.sealed),
     # which `tangled reindex` keeps, as the weave it rebuilds depends on them.
