@@ -47,6 +47,7 @@ WRITE_OPS = frozenset(
         "doc-create",
         "doc-edit",
         "doc-comment",
+        "doc-include",
         "group-post",
         "connect",
         "disconnect",

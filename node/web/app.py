@@ -82,7 +82,7 @@ ROUTES: dict[tuple[str, int], Handler] = {
     ("t", 4): tangles.events,  # /t/NAME/ROOT/events
     ("docs", 1): docs.index,
     ("doc", 2): docs.page,
-    ("doc", 3): docs.part,  # /doc/ROOT/events, /doc/ROOT/at, /doc/ROOT/history, .../comments
+    ("doc", 3): docs.part,  # /doc/ROOT/ + events, at, history, comments, rendered
     ("groups", 1): groups.index,
     ("groups", 2): groups.page,
     ("peers", 1): peers.page,

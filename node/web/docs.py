@@ -11,6 +11,9 @@
   time and id (node/web/doc_history.py);
 - `aside#comments`, the comments on its ranges, kept current from
   `/doc/ROOT/comments` (node/web/doc_comments.py);
+- `section#rendered`, the text with the ranges of other documents it
+  includes, kept current from `/doc/ROOT/rendered`
+  (node/web/doc_transclusion.py);
 - `input#version`, a slider over the versions (0 is the doc/init, each edit
   woven in is one more), and `#revision`: the text at the weft of the
   version chosen, dyed against the version before it or against the
@@ -42,6 +45,7 @@ from tanglenode.node.web.doc_text import (
     label,
     readable,
 )
+from tanglenode.node.web.doc_transclusion import rendered, rendered_html
 from tanglenode.node.web.http import (
     Request,
     Response,
@@ -80,6 +84,9 @@ STYLE = (
     "#comments textarea,#comments input{width:100%;box-sizing:border-box}"
     "#comment-list{padding-left:1.2rem}.comment{margin-bottom:.8rem;cursor:pointer}"
     ".comment.deleted q{text-decoration:line-through}.comment.chosen{outline:2px solid #c89000}"
+    "#rendered-text{white-space:pre-wrap;font:14px/1.5 ui-monospace,monospace}"
+    ".included{background:#e4ecff;border-bottom:2px solid #5a7bd6}"
+    ".not-followed{background:#eee;color:#555;font-style:italic}"
     "@media (max-width:60rem){#document{display:block}}</style>"
 )
 
@@ -169,6 +176,7 @@ async def page(web: WebContext, request: Request) -> Response:
         f"<div id='text' data-version='{version}'{highlight}>{blame_html(runs, names)}</div>",
         editor_html(doc, "".join(text for text, _author in runs)),
         margin_html(web.link(doc_path(doc, "comments"))),
+        rendered_html(web.link(doc_path(doc, "rendered"))),
         "<h2>History</h2>",
         f"<p><label for='version'>version</label> <input id='version' type='range' min='0'"
         f" max='{version}' step='1' value='{version}'></p>",
@@ -254,8 +262,10 @@ def blame_html(runs: list[Run], names: Names) -> str:
 
 async def part(web: WebContext, request: Request) -> Response:
     doc = parse_root(request.args[0])
-    if doc is None or request.args[1] not in ("events", "at", "history", "comments"):
+    if doc is None or request.args[1] not in ("events", "at", "history", "comments", "rendered"):
         return not_found()
+    if request.args[1] == "rendered":
+        return await rendered(web, request, doc)
     if request.args[1] == "events":
         return await doc_events.events(web, request, doc)
     if request.args[1] == "comments":

@@ -1100,6 +1100,76 @@
     poll();
   }
 
+  // The text with the ranges it includes (doc_transclusion.py): redrawn from the JSON polled
+  // every few seconds when it changed; the form includes a link's range at the caret.
+  function renderedView(section) {
+    const box = section.querySelector("#rendered-text");
+    const form = section.querySelector("form.include-form");
+    const editorArea = document.getElementById("editor");
+    const editorState = document.getElementById("editor-state");
+    const every = (Number(section.dataset.poll) || 3) * 1000;
+    let shown = null;
+    let timer = null;
+
+    function build(parts, into) {
+      parts.forEach(function (part) {
+        if (part.kind === "text") {
+          into.append(document.createTextNode(part.text));
+        } else if (part.kind === "included") {
+          const span = el("span", null, "included");
+          span.title = "from " + part.doc;
+          span.dataset.doc = part.doc;
+          build(part.parts, span);
+          into.append(span);
+        } else {
+          const said = part.kind === "too-many" || part.kind === "cut"
+            ? part.kind + ": " + part.text + " more"
+            : part.kind + (part.kind === "deleted" ? ": " + part.text : "");
+          const span = el("span", "\u27e6" + said + "\u27e7", "not-followed");
+          span.dataset.kind = part.kind;
+          if (part.doc) span.title = part.doc;
+          into.append(span);
+        }
+      });
+    }
+
+    function poll() {
+      window.clearTimeout(timer);
+      fetch(section.dataset.rendered, { cache: "no-store", credentials: "omit" })
+        .then(function (response) { return response.text(); })
+        .then(function (text) {
+          if (text === shown) return;
+          shown = text;
+          const parts = JSON.parse(text).parts;
+          if (!parts.some(function (part) { return part.kind !== "text"; })) return;
+          box.classList.remove("muted");
+          box.replaceChildren();
+          build(parts, box);
+        }, function () {})
+        .then(function () { timer = window.setTimeout(poll, every); });
+    }
+
+    form.addEventListener("submit", function (event) {
+      event.preventDefault();
+      const result = form.querySelector(".result");
+      if (editorState.dataset.state !== "saved") {
+        result.dataset.state = "error";
+        result.textContent = "wait until your edits are saved, then include";
+        return;
+      }
+      const at = Array.from(editorArea.value.slice(0, editorArea.selectionStart)).length;
+      const body = {
+        doc: editorArea.dataset.doc, at: at, link: form.elements.namedItem("link").value.trim(),
+        once: onceKey(),
+      };
+      write("doc-include", body).then(function (answer) {
+        showResult(result, answer, "included");
+        if (!answer.error) poll();
+      });
+    });
+    poll();
+  }
+
   function copyButton(button) {
     button.addEventListener("click", function () {
       const source = document.getElementById(button.dataset.copy);
@@ -1124,6 +1194,8 @@
     document.querySelectorAll("button[data-copy]").forEach(copyButton);
     const margin = document.querySelector("aside[data-comments]");
     if (margin) commentsMargin(margin);
+    const rendered = document.querySelector("section[data-rendered]");
+    if (rendered) renderedView(rendered);
   });
 
 })();

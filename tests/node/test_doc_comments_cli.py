@@ -66,3 +66,26 @@ def test_comments_refuse_what_is_not_one(ready):
         assert done.returncode == code, (args, done.stderr)
         assert "Traceback" not in done.stderr
     assert json.loads(ready.ok("doc", "show", doc, "--comments", "--json"))["comments"] == []
+
+
+def test_an_inclusion_shows_in_place_with_doc_show_transclude(ready):
+    report = ready.ok("doc", "create", "report").strip()
+    ready.ok("doc", "insert", report, "0", "Budget: . End.")
+    sheet = ready.ok("doc", "create", "sheet").strip()
+    ready.ok("doc", "insert", sheet, "0", "total 1200 euros")
+    link = ready.ok("doc", "link", sheet, "--match", "1200 euros").split()[-1]
+    assert ready.ok("doc", "include", report, link, "--at", "8").startswith("%")
+    assert ready.ok("doc", "show", report) == "Budget: . End."  # its own text, exactly
+    assert ready.ok("doc", "show", report, "--transclude") == "Budget: ⟦1200 euros⟧. End."
+    ready.ok("doc", "insert", sheet, "7", "9")  # inside the range: 19200
+    rendered = json.loads(ready.ok("doc", "show", report, "--transclude", "--json"))["rendered"]
+    assert [part["kind"] for part in rendered] == ["text", "included", "text"]
+    assert rendered[1]["parts"] == [{"kind": "text", "text": "19200 euros"}]
+    assert rendered[1]["doc"] == sheet
+    for args in (
+        ("doc", "include", report, link, "--at", "99"),
+        ("doc", "include", report, "tangled:link/nope", "--at", "0"),
+        ("doc", "show", report, "--transclude", "--at", "v1"),
+    ):
+        done = ready.run(*args)
+        assert done.returncode == 3, (args, done.stderr)

@@ -17,7 +17,7 @@ def parse(op, **fields):
 
 
 def test_the_doc_ops_are_served_by_the_ipc_parser_and_doc_watch_streams():
-    assert set(doc_ipc.DOC_PARSERS) <= ipc.OPS and len(doc_ipc.DOC_PARSERS) == 12
+    assert set(doc_ipc.DOC_PARSERS) <= ipc.OPS and len(doc_ipc.DOC_PARSERS) == 14
     assert all(op.startswith("doc-") for op in doc_ipc.DOC_PARSERS)
     assert doc_ipc.DOC_STREAMING <= ipc.STREAMING and "doc-watch" in doc_ipc.DOC_STREAMING
 
@@ -59,6 +59,10 @@ BAD_FIELDS = {
     "comment: reply is short": ("doc-comment", {"reply": b"r", "text": "x"}),
     "comment: not a link": ("doc-comment", {"link": "tangled:link/x", "text": "x"}),
     "comments: start is negative": ("doc-comments", {"doc": ID, "start": -1}),
+    "include: no place": ("doc-include", {"doc": ID, "link": "tangled:link/x"}),
+    "include: not a link": ("doc-include", {"doc": ID, "at": 0, "link": "x"}),
+    "include: at is true": ("doc-include", {"doc": ID, "at": True, "link": "x"}),
+    "render: no doc": ("doc-render", {}),
 }
 
 
