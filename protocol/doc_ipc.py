@@ -377,9 +377,9 @@ def comment_body(comment: Any) -> dict[str, Any]:
         "text": comment.text,
         "link": comment.link.text(),
         "quote": quote,
-        "quote_cut": len(quote) < len(comment.quote),
+        "quote_cut": len(quote) < comment.length,
         "start": comment.start,
-        "length": len(comment.quote),  # code points: the range's length now, or the deleted text's
+        "length": comment.length,  # code points: the range's length now, or the deleted text's
         "deleted": comment.deleted,
         "replies": [
             {"reply": r.id, "author": r.author, "timestamp": r.timestamp, "text": r.text}

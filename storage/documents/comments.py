@@ -62,6 +62,7 @@ if TYPE_CHECKING:
     from tanglenode.storage.writes import Writes
 
 MAX_SHOWN = 1000  # comments (with their replies) a read returns, at most
+QUOTE_KEPT = 4000  # code points of a comment's range a read keeps
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,7 +80,8 @@ class Comment:
     timestamp: int
     text: str
     link: Link  # the range it is about
-    quote: str  # the range's text now; all of it deleted: the deleted text
+    quote: str  # the range's text now, all of it deleted: the deleted text (<= QUOTE_KEPT)
+    length: int  # code points of that text, whole
     start: int | None  # where the range starts in the current text; None when deleted
     replies: tuple[Reply, ...]
 
@@ -89,7 +91,11 @@ class Comment:
 
 
 def read_comments(txn, tables: DocumentTables, docno: int, doc: bytes) -> tuple[list[Comment], int]:
-    """Document `docno`'s comments (at most `MAX_SHOWN`, in text order) and how many it has."""
+    """Document `docno`'s comments (at most `MAX_SHOWN`, in text order) and how many it has.
+
+    One walk over the document places every comment's range
+    (`revisions.locate`), whatever their number; each quote is kept to
+    `QUOTE_KEPT` code points."""
     prefix = U32.pack(docno)
     tops, replies = [], {}
     for key in keys_with(txn, tables.comments, prefix):
@@ -100,41 +106,34 @@ def read_comments(txn, tables: DocumentTables, docno: int, doc: bytes) -> tuple[
         else:
             reply = Reply(msg_id, row[C_AUTHOR], row[C_TIMESTAMP], row[C_TEXT])
             replies.setdefault(row[C_THREAD], []).append(reply)
+    ends = {}
+    for msg_id, row in tops:
+        refs = ((row[C_FIRST], row[C_FIRST_INDEX]), (row[C_LAST], row[C_LAST_INDEX]))
+        ends[msg_id] = (refs, [_atom(txn, tables, docno, ref) for ref in refs])
+    located = revisions.locate(
+        txn, tables, docno, (atom for _refs, atoms in ends.values() for atom in atoms)
+    )
     comments = []
     for msg_id, row in tops:
-        first = (row[C_FIRST], row[C_FIRST_INDEX])
-        last = (row[C_LAST], row[C_LAST_INDEX])
-        quote, start = _quote(txn, tables, docno, first, last)
+        (first, last), atoms = ends[msg_id]
+        text, start, every = located.span(atoms[0], atoms[1])
+        quote = text or every
         thread = sorted(replies.get(msg_id, ()), key=lambda r: (r.timestamp, r.id))
-        link = Link(doc, first, last, doc)
         comments.append(
             Comment(
                 msg_id,
                 row[C_AUTHOR],
                 row[C_TIMESTAMP],
                 row[C_TEXT],
-                link,
-                quote,
-                start,
+                Link(doc, first, last, doc),
+                quote[:QUOTE_KEPT],
+                len(quote),
+                start if text else None,
                 tuple(thread),
             )
         )
     comments.sort(key=lambda c: (c.start is None, c.start or 0, c.timestamp, c.id))
     return comments[:MAX_SHOWN], len(comments)
-
-
-def _quote(txn, tables, docno: int, first: tuple, last: tuple) -> tuple[str, int | None]:
-    """The text between atoms `first` and `last` now and where it starts; all of it
-    deleted: the deleted text and None."""
-    ends = [_atom(txn, tables, docno, ref) for ref in (first, last)]
-    text, start, found = revisions.between(txn, tables, docno, ends[0], ends[1], None)
-    if not found:  # its ends given the other way round: the same range
-        ends.reverse()
-        text, start, found = revisions.between(txn, tables, docno, ends[0], ends[1], None)
-    if text:
-        return text, start
-    every = revisions.between(txn, tables, docno, ends[0], ends[1], None, deleted_too=True)
-    return every[0], None
 
 
 def _atom(txn, tables: DocumentTables, docno: int, ref: tuple[bytes, int]) -> tuple[int, int]:

@@ -469,17 +469,16 @@ class DocumentEngine:
                 raise DocumentError(
                     DocReason.MALFORMED, f"a reply is in the {COMMENT_TANGLE!r} tangle it answers"
                 )
-            answered = self._txn.get(prefix + thread.root, db=self._tables.comments)
-            if answered is None:
-                epoch = self.sealed.waiting_on(thread.root)
-                if epoch is not None:  # it answers what this node cannot open yet
-                    raise Waiting(epoch)
-                raise DocumentError(DocReason.UNKNOWN_ATOM, "answers no comment of this document")
-            # A comment is in no weft (it is not woven): the reply's timeframe names it.
+            # A comment is in no weft (it is not woven): the reply's timeframe names it,
+            # checked first, from the reply alone, so that every node gives one reason.
             if not covers(self._txn, self._message_ids, message, thread.root):
                 raise DocumentError(
                     DocReason.OUTSIDE_WEFT, "answers a comment outside the reply's timeframe"
                 )
+            answered = self._txn.get(prefix + thread.root, db=self._tables.comments)
+            if answered is None:
+                self._wait_if_sealed(doc, thread.root)
+                raise DocumentError(DocReason.UNKNOWN_ATOM, "answers no comment of this document")
             if unpack(answered)[C_THREAD] is not None:
                 raise DocumentError(DocReason.MALFORMED, "a reply answers a comment, not a reply")
             row += [None, None, None, None, thread.root]
@@ -514,6 +513,16 @@ class DocumentEngine:
         row += [include.last.msg, include.last.index]
         self._txn.put(U32.pack(doc.docno) + message.id, pack(row), db=self._tables.includes)
 
+    def _wait_if_sealed(self, doc: _Doc, msg_id: bytes) -> None:
+        """A private document's message that names `msg_id`, which waits for a key here,
+        waits too (`Waiting`): a member holding that key decides it. A public document's
+        does not: whatever it names is of no public document, on any node."""
+        if group_of(doc.meta) is None:
+            return
+        epoch = self.sealed.waiting_on(msg_id)
+        if epoch is not None:
+            raise Waiting(epoch)
+
     def _cited(
         self, doc: _Doc, ref: AtomRef, weft: Weft, mno: int, own: list, cited: dict
     ) -> tuple[int, list]:
@@ -527,9 +536,7 @@ class DocumentEngine:
             raise DocumentError(DocReason.OUTSIDE_WEFT, "cites an atom outside the edit's weft")
         key = self._txn.get(ref.msg, db=self._tables.ids)
         if key is None:
-            epoch = self.sealed.waiting_on(ref.msg)
-            if epoch is not None:  # it cites what this node cannot open yet: it waits too
-                raise Waiting(epoch)
+            self._wait_if_sealed(doc, ref.msg)
         if key is None or U32.unpack(key[:4])[0] != doc.docno:
             raise DocumentError(DocReason.UNKNOWN_ATOM, "cites a message that is not in this doc")
         ref_mno = U32.unpack(key[4:8])[0]

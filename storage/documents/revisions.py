@@ -19,7 +19,9 @@ them. All of it is O(pieces + backspace rows), memory O(result).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import bisect
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 
 from tanglenode.storage.documents.rows import (
     R_AUTHOR,
@@ -119,6 +121,64 @@ def revision(txn, tables: DocumentTables, docno: int, weft: Weft | None) -> str:
         elif shown is not False:
             parts.append("".join(c for c, v in zip(piece[TEXT], shown, strict=True) if v))
     return "".join(parts)
+
+
+@dataclass(frozen=True, slots=True)
+class Located:
+    """The current text, every text atom ever typed (shown or not) in weave order, and
+    where each atom asked for is: (its position in the text, or where it would be if
+    hidden; its position among every atom; whether it is shown)."""
+
+    text: str
+    every: str
+    where: dict[tuple[int, int], tuple[int, int, bool]]
+    pieces: int  # pieces walked: the work it took
+
+    def span(self, first: tuple[int, int], last: tuple[int, int]) -> tuple[str, int, str]:
+        """The range from atom `first` to atom `last` (either way round): its text now, where
+        that starts, and every atom of it, shown or not. Both atoms must be located."""
+        (v1, a1, _s1), (v2, a2, s2) = self.where[first], self.where[last]
+        if a1 > a2:
+            (v1, a1, _s1), (v2, a2, s2) = (v2, a2, s2), (v1, a1, _s1)
+        return self.text[v1 : v2 + int(s2)], v1, self.every[a1 : a2 + 1]
+
+
+def locate(txn, tables: DocumentTables, docno: int, wanted: Iterable[tuple[int, int]]) -> Located:
+    """`Located` for the atoms `wanted` ((mno, index) each; the root (0, 0) is at 0), at
+    the frontier, in one walk over the pieces: O(pieces + wanted)."""
+    indexes: dict[int, list[int]] = {}
+    for mno, index in set(wanted):
+        indexes.setdefault(mno, []).append(index)
+    for found in indexes.values():
+        found.sort()
+    where: dict[tuple[int, int], tuple[int, int, bool]] = {}
+    if 0 in (indexes.get(0) or ()):
+        where[(0, 0)] = (0, 0, False)
+    shown: list[str] = []
+    every: list[str] = []
+    visible_count = every_count = pieces = 0
+    for piece in _pieces(txn, tables, docno):
+        pieces += 1
+        mno, start, text = piece[MNO], piece[START], piece[TEXT]
+        if mno == 0:
+            continue
+        visible = bool(piece[FLAGS] & VISIBLE)
+        asked = indexes.get(mno)
+        if asked:
+            low = bisect.bisect_left(asked, start)
+            for index in asked[low : bisect.bisect_left(asked, start + len(text))]:
+                offset = index - start
+                where[(mno, index)] = (
+                    visible_count + (offset if visible else 0),
+                    every_count + offset,
+                    visible,
+                )
+        if visible:
+            shown.append(text)
+            visible_count += len(text)
+        every.append(text)
+        every_count += len(text)
+    return Located("".join(shown), "".join(every), where, pieces)
 
 
 def visible_atoms(

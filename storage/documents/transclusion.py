@@ -27,7 +27,8 @@ place the rendering cannot follow says why instead of failing:
 - `deleted`: all of the range was deleted since (its text as it was);
 - `too-deep`: past `MAX_DEPTH` inclusions within inclusions;
 - `too-many`: a document's inclusions past `MAX_INCLUSIONS`, or past
-  `MAX_FOLLOWED` in the whole rendering (counted);
+  `MAX_FOLLOWED` in the whole rendering (counted), or once the rendering
+  has walked `MAX_PIECES` pieces of weaves (each document read is one walk);
 - `cut`: past `MAX_CODE_POINTS` rendered in all.
 
 Inclusions at one place come in (claimed time, id) order: the same on
@@ -43,6 +44,7 @@ from tanglenode.protocol.doc_link import Link
 from tanglenode.protocol.document import AtomRef, DocumentError, include_content
 from tanglenode.protocol.message import Message
 from tanglenode.storage.documents import revisions
+from tanglenode.storage.documents.revisions import Located
 from tanglenode.storage.documents.rows import (
     I_AT,
     I_AT_INDEX,
@@ -71,6 +73,7 @@ MAX_DEPTH = 4  # inclusions within inclusions followed
 MAX_INCLUSIONS = 64  # inclusions of one document shown; the rest are counted
 MAX_FOLLOWED = 256  # inclusions followed in all, at every depth
 MAX_CODE_POINTS = 1 << 19  # rendered in all (a reply within an IPC frame)
+MAX_PIECES = 1 << 21  # pieces of the weaves walked in all: past it, no more is followed
 
 KINDS = (
     "text",
@@ -105,44 +108,60 @@ class _Spot(NamedTuple):
 
 
 class Renderer:
-    """One rendering of a document with its inclusions, inside one read transaction."""
+    """One rendering of a document with its inclusions, inside one read transaction. Each
+    document read is one walk over its pieces (`revisions.locate`); the walks of one
+    rendering are bounded by `MAX_PIECES` in all."""
 
     def __init__(self, txn, tables: DocumentTables) -> None:
         self._txn = txn
         self._tables = tables
-        self._texts: dict[int, str] = {}
         self._left = MAX_CODE_POINTS
         self._followed = 0
+        self._pieces = 0
 
     def render(self, doc: bytes) -> list[Part]:
         docno = docno_of(self._txn, self._tables, doc)
         if docno is None:
             raise UnknownDocument(f"no document {doc.hex()[:16]}")
-        return self._render(docno, None, (doc,))
+        spots, located = self._read(docno, ())
+        return self._render(located, spots, None, (doc,))
 
-    def _text(self, docno: int) -> str:
-        if docno not in self._texts:
-            self._texts[docno] = revisions.revision(self._txn, self._tables, docno, None)
-        return self._texts[docno]
+    def _read(self, docno: int, also: tuple[tuple[int, int], ...]) -> tuple[list, Located]:
+        """Document `docno`'s inclusions (row and place) and its text, with `also` located."""
+        rows = []
+        for key in keys_with(self._txn, self._tables.includes, U32.pack(docno)):
+            row = unpack(self._txn.get(key, db=self._tables.includes))
+            at = self._atom(docno, (row[I_AT], row[I_AT_INDEX]))
+            if at is not None:  # checked when kept: a document woven again lost it
+                rows.append((at, row[I_TIMESTAMP], bytes(key[4:]), row))
+        wanted = [at for at, *_rest in rows] + list(also)
+        located = revisions.locate(self._txn, self._tables, docno, wanted)
+        self._pieces += located.pieces
+        spots = []
+        for at, timestamp, msg_id, row in rows:
+            position, _every, shown = located.where[at]
+            spots.append(_Spot(position + int(shown), timestamp, msg_id, row))
+        spots.sort()
+        return spots, located
 
-    def _render(self, docno: int, window: tuple[int, int] | None, path: tuple[bytes, ...]):
-        text = self._text(docno)
+    def _render(self, located: Located, spots: list, window, path: tuple[bytes, ...]):
+        text = located.text
         low, high = window or (0, len(text))
-        spots = [
+        inside = [
             spot
-            for spot in self._spots(docno)
+            for spot in spots
             if (low < spot.position < high) or (window is None and low <= spot.position <= high)
         ]
         parts: list[Part] = []
         cursor = low
-        shown = spots[: max(0, min(MAX_INCLUSIONS, MAX_FOLLOWED - self._followed))]
+        shown = inside[: max(0, min(MAX_INCLUSIONS, MAX_FOLLOWED - self._followed))]
         self._followed += len(shown)
         for spot in shown:
             self._text_part(parts, text[cursor : spot.position])
             cursor = spot.position
             parts.append(self._included(spot.row, path))
-        if len(spots) > len(shown):
-            parts.append(Part("too-many", str(len(spots) - len(shown))))
+        if len(inside) > len(shown):
+            parts.append(Part("too-many", str(len(inside) - len(shown))))
         self._text_part(parts, text[cursor:high])
         return parts
 
@@ -154,19 +173,6 @@ class Renderer:
         parts.append(Part("text", shown))
         if len(shown) < len(text):
             parts.append(Part("cut", str(len(text) - len(shown))))
-
-    def _spots(self, docno: int) -> list[_Spot]:
-        """Document `docno`'s inclusions, by their place in its text now."""
-        spots = []
-        for key in keys_with(self._txn, self._tables.includes, U32.pack(docno)):
-            row = unpack(self._txn.get(key, db=self._tables.includes))
-            at = self._atom(docno, (row[I_AT], row[I_AT_INDEX]))
-            if at is None:  # checked when kept: a document woven again lost it
-                continue
-            shown, start, _found = revisions.between(self._txn, self._tables, docno, at, at, None)
-            spots.append(_Spot(start + len(shown), row[I_TIMESTAMP], bytes(key[4:]), row))
-        spots.sort()
-        return spots
 
     def _atom(self, docno: int, ref: tuple[bytes, int]) -> tuple[int, int] | None:
         key = self._txn.get(ref[0], db=self._tables.ids)
@@ -183,22 +189,20 @@ class Renderer:
             return Part("cycle", source=link, author=author)
         if len(path) > MAX_DEPTH:
             return Part("too-deep", source=link, author=author)
+        if self._pieces >= MAX_PIECES:
+            return Part("too-many", "1")
         docno = docno_of(self._txn, self._tables, source)
         if docno is None:
             kind = "withheld" if waits(self._txn, self._tables, source) else "missing"
             return Part(kind, source=link, author=author)
-        ends = [self._atom(docno, first), self._atom(docno, last)]
+        ends = (self._atom(docno, first), self._atom(docno, last))
         if ends[0] is None or ends[1] is None:
             return Part("missing", source=link, author=author)
-        txn, tables = self._txn, self._tables
-        shown, start, found = revisions.between(txn, tables, docno, ends[0], ends[1], None)
-        if not found:  # its ends given the other way round: the same range
-            ends.reverse()
-            shown, start, found = revisions.between(txn, tables, docno, ends[0], ends[1], None)
+        spots, located = self._read(docno, ends)
+        shown, start, every = located.span(ends[0], ends[1])
         if not shown:
-            was = revisions.between(txn, tables, docno, ends[0], ends[1], None, deleted_too=True)
-            return Part("deleted", was[0][: max(self._left, 0)], source=link, author=author)
-        parts = self._render(docno, (start, start + len(shown)), (*path, source))
+            return Part("deleted", every[: max(self._left, 0)], source=link, author=author)
+        parts = self._render(located, spots, (start, start + len(shown)), (*path, source))
         return Part("included", source=link, author=author, parts=tuple(parts))
 
 

@@ -123,12 +123,10 @@ def test_replies_thread_under_a_comment_and_a_reply_to_a_reply_is_refused(open_s
     [kept], total = shown[0]
     assert total == 1 and (kept.text, kept.quote, kept.start) == ("ell?", "ell", 1)
     assert [r.text for r in kept.replies] == ["yes, ell"]
-    asides = {
-        msg_id: reason
-        for store in stores
-        for msg_id, reason, _detail in store.documents.document_set_aside(world.doc)
-    }
-    assert asides == {nested.id: DocReason.MALFORMED, blind.id: DocReason.OUTSIDE_WEFT}
+    expected = {nested.id: DocReason.MALFORMED, blind.id: DocReason.OUTSIDE_WEFT}
+    for store in stores:  # each store alike, whatever came first
+        found = store.documents.document_set_aside(world.doc)
+        assert {msg_id: reason for msg_id, reason, _detail in found} == expected
 
 
 def test_a_comment_follows_its_range_and_outlives_its_text(store):
@@ -202,3 +200,82 @@ def test_a_private_documents_comments_are_sealed_and_read_once_the_key_comes(ope
     assert total == 1 and (found.text, found.quote) == ("which Friday, the 13th?", "Friday")
     assert [r.text for r in found.replies] == ["the next one"]
     assert bob.documents.comments.comments(doc) == alice.documents.comments.comments(doc)
+
+
+def test_a_public_reply_to_a_sealed_message_is_set_aside_alike_by_member_and_outsider(open_store):
+    """Whether a node can open the message a reply names must not decide a public document:
+    the reply is set aside on the member's node and on the outsider's alike."""
+    from tanglenode.storage.groups.doc_keys import refresh_document_keys
+    from tests.storage.test_private_documents import (
+        ALICE,
+        BOB,
+        CAROL,
+        a_private_document,
+        club_with,
+    )
+
+    alice = open_store("alice", keypair=ALICE)
+    club = club_with(alice, [BOB.public])
+    private = a_private_document(alice, club)
+    sealed = alice.documents.comments.comment(private, 0, 3, "secret note")
+    public = alice.documents.create_document("public notes").id
+    alice.documents.edit_document(public, [("ins", 0, "hello world")])
+    reply = alice.writes.publish(
+        comment_content("re", None, None), {TANGLE: public, COMMENT_TANGLE: sealed.id}
+    )
+    carol = open_store("carol", keypair=CAROL)
+    carol.writes.ingest(list(alice.feeds.iter_raw()))
+    refresh_document_keys(carol, CAROL)
+    for store in (alice, carol):
+        assert [(m, r) for m, r, _d in store.documents.document_set_aside(public)] == [
+            (reply.id, DocReason.UNKNOWN_ATOM)
+        ]
+
+
+def test_a_reply_naming_no_comment_in_its_timeframe_gets_one_reason_whatever_came_first(
+    open_store, world
+):
+    """The comment waits for a message the reply does not: one store processes the comment
+    first, the other the reply; both set the reply aside as outside its timeframe."""
+    xavier = Feed("xavier")
+    post = xavier.append({"type": "post", "text": "hi"})
+    comment = Feed("mallory").append(
+        comment_on(world, AtomRef(world.hello.id, 0), AtomRef(world.hello.id, 2)),
+        tangles=in_doc(world) | {COMMENT_TANGLE: ROOT_LINK},
+        timeframe={ME.public: 7, xavier.keypair.public: post.seq},
+    )
+    reply = Feed("eve").append(
+        comment_content("what?", None, None),
+        tangles=in_doc(world) | {COMMENT_TANGLE: TangleLink(comment.id, (comment.id,))},
+        timeframe={ME.public: 7},
+    )
+    from tests.storage.test_documents import everything
+
+    good = everything(world.store)
+    comment_first, reply_first = open_store("a"), open_store("b")
+    for batch in (good, [post.raw], [comment.raw], [reply.raw]):
+        comment_first.writes.ingest(batch)
+    for batch in (good, [comment.raw, reply.raw], [post.raw]):
+        reply_first.writes.ingest(batch)
+    for store in (comment_first, reply_first):
+        found = store.documents.document_set_aside(world.doc)
+        assert [(m, r) for m, r, _d in found] == [(reply.id, DocReason.OUTSIDE_WEFT)]
+
+
+def test_reading_many_comments_walks_the_document_once(store, monkeypatch):
+    """However many comments, a read places them all in one walk over the weave, and keeps
+    each quote bounded (a long range is not held whole per comment)."""
+    from tanglenode.storage.documents import comments as comments_module
+    from tanglenode.storage.documents import revisions
+
+    doc = store.documents.create_document("long").id
+    store.documents.edit_document(doc, [("ins", 0, "abcdefghij" * 1000)])
+    for n in range(60):
+        store.documents.comments.comment(doc, n, 10_000 - n, f"note {n}")
+    walks = []
+    real = revisions._pieces
+    monkeypatch.setattr(revisions, "_pieces", lambda *a: walks.append(1) or real(*a))
+    found, total = store.documents.comments.comments(doc)
+    assert total == 60 and len(walks) == 1
+    assert all(len(c.quote) == comments_module.QUOTE_KEPT for c in found)
+    assert [c.length for c in found[:2]] == [10_000, 9_998]
