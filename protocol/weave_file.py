@@ -50,6 +50,9 @@ YARN_ATOMS = 50_000  # offsets 0 .. 49,999 along a yarn
 ID_LIMIT = 0xD800  # yarn numbers and offsets are code points below this
 MAX_YARNS = 10_000  # a frame's lines
 MAX_ATOMS = 2_000_000  # atoms in one weave5c
+# Entries of the awareness maps the check builds (`_Walk.order`: what each atom knows of
+# other feeds), in all: a file whose feeds know each other too densely is refused.
+MAX_AWARENESS = 2_000_000
 MAX_FILE_BYTES = 64 << 20
 ROOT_SYMBOL, END_SYMBOL, BACKSPACE = "\u0950", "\u06dd", "\x08"
 ROOT_ID, END_ID = "\x00\x00", "\x00\x01"
@@ -408,6 +411,7 @@ class _Walk:
         known: list[dict[int, int] | None] = [None] * count  # other feeds' last atom known
         state = bytearray(count)
         empty: dict[int, int] = {}
+        budget = [MAX_AWARENESS]  # entries of new maps still allowed
         for start in range(count):
             stack = [start]
             while stack:
@@ -433,9 +437,15 @@ class _Walk:
                         continue
                 mine = empty
                 for dep in deps:
-                    mine = _join(mine, known[dep])  # type: ignore[arg-type]
+                    mine = _join(mine, known[dep], budget)  # type: ignore[arg-type]
                     if feed[dep] != feed[atom]:
-                        mine = _join(mine, {feed[dep]: self._n(dep)})
+                        mine = _join(mine, {feed[dep]: self._n(dep)}, budget)
+                if budget[0] < 0:
+                    self.fail(
+                        WeaveReason.TOO_LARGE,
+                        f"its feeds know each other past {MAX_AWARENESS} entries to check",
+                        atom * 5,
+                    )
                 known[atom] = mine
                 state[atom] = 2
                 stack.pop()
@@ -457,8 +467,9 @@ class _Walk:
             self.fail(WeaveReason.SIBLING_ORDER, "it knows a sibling before it", min(bad) * 5)
 
 
-def _join(a: dict[int, int], b: dict[int, int]) -> dict[int, int]:
-    """The highest of each entry; `a` or `b` itself when it holds the other."""
+def _join(a: dict[int, int], b: dict[int, int], budget: list[int]) -> dict[int, int]:
+    """The highest of each entry; `a` or `b` itself when it holds the other. A new map's
+    entries are taken from `budget[0]`."""
     if a is b or not b:
         return a
     if not a:
@@ -471,4 +482,5 @@ def _join(a: dict[int, int], b: dict[int, int]) -> dict[int, int]:
     for k, v in b.items():
         if joined.get(k, -1) < v:
             joined[k] = v
+    budget[0] -= len(joined)
     return joined

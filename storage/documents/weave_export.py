@@ -25,7 +25,14 @@ from bisect import bisect_right
 from dataclasses import dataclass
 from functools import cmp_to_key
 
-from tanglenode.protocol.weave_file import BACKSPACE, AtomKey, encode, reach_weft2
+from tanglenode.protocol.weave_file import (
+    BACKSPACE,
+    MAX_ATOMS,
+    MAX_YARNS,
+    AtomKey,
+    encode,
+    reach_weft2,
+)
 from tanglenode.storage.documents.rows import (
     R_AUTHOR,
     R_SEGMENTS,
@@ -65,7 +72,8 @@ class ExportedWeave:
 
 def export_weave(txn, tables: DocumentTables, docno: int) -> ExportedWeave:
     """The document's weave5c and frame (see the module doc); `Unexportable` if it holds a
-    text atom U+0008."""
+    text atom U+0008, or more atoms or yarns than a weave file may (`doc import` reads
+    what this writes)."""
     messages = _messages(txn, tables, docno)
     places = _places(messages)
     dels = _named(txn, tables.dels, docno)
@@ -99,7 +107,14 @@ def export_weave(txn, tables: DocumentTables, docno: int) -> ExportedWeave:
                     for undelete in sorted(undels.get(backspace, ()), key=by_rule):
                         atoms.append((BACKSPACE, key(*backspace), key(*undelete)))
                 cause = own
-    weave, frame = encode(atoms)
+            if len(atoms) > MAX_ATOMS:
+                raise Unexportable(f"past {MAX_ATOMS} atoms: more than a weave file holds")
+    try:
+        weave, frame = encode(atoms)
+    except ValueError as error:  # more yarns than ids below U+D800 can number
+        raise Unexportable(str(error)) from None
+    if len(frame) > MAX_YARNS:  # as `doc import` would refuse it
+        raise Unexportable(f"{len(frame)} yarns: more than a weave file holds ({MAX_YARNS})")
     marks: dict[bytes, tuple[list[int], list[int]]] = {}
     for mno in sorted(messages, key=lambda m: messages[m][1]):
         author, seq, _weft, count = messages[mno]

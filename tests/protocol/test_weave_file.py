@@ -270,6 +270,28 @@ def test_huge():
     assert caught.value.reason == WeaveReason.TOO_LARGE
 
 
+def test_feeds_that_know_each_other_too_densely_are_refused_as_too_large(monkeypatch):
+    """Feeds interleaved in one causal chain: each atom knows every feed before it, so the
+    awareness check's maps grow as atoms x feeds; past the bound the file is refused,
+    fast, instead of the check taking that memory."""
+    from tanglenode.protocol import weave_file
+
+    feeds, per = 200, 10
+    frame = tuple(bytes([n % 256, n // 256]) * 16 for n in range(feeds))
+    parts, previous = [ROOT_ATOM], "\x00\x00"
+    for k in range(feeds * per):
+        own = chr(k % feeds + 1) + chr(k // feeds)
+        parts.append("a" + previous + own)
+        previous = own
+    body = "".join([*parts, END_ATOM])
+    validate(body, frame)  # within the bound as it stands
+    monkeypatch.setattr(weave_file, "MAX_AWARENESS", 10_000)
+    with pytest.raises(WeaveError) as caught:
+        validate(body, frame)
+    assert caught.value.reason == WeaveReason.TOO_LARGE
+    assert "know each other" in str(caught.value)
+
+
 @pytest.mark.parametrize(
     "header, line",
     [
