@@ -14,10 +14,12 @@ whose `peers` are written another way that a table cannot extend.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import tempfile
 import tomllib
+from collections.abc import Iterator
 from pathlib import Path
 
 from tanglenode.config.settings import ConfigError, load_settings
@@ -44,12 +46,27 @@ def save_peer(config: Path, address: str, key: str) -> bool:
     stay valid, and `ConfigNotWritten` when the system refuses the write.
     """
     try:
-        return _save_peer(config, address, key)
+        with _only_writer(config):
+            return _save_peer(config, address, key)
     except OSError as error:
         if isinstance(error, FileNotFoundError) and error.args == (config,):
             raise
         reason = error.strerror or str(error)
         raise ConfigNotWritten(f"cannot save the peer in {config}: {reason}") from None
+
+
+@contextlib.contextmanager
+def _only_writer(config: Path) -> Iterator[None]:
+    """One save at a time, across threads and processes: each reads the file, adds its
+    peer and replaces it, so two at once would keep only the last one's peer. The lock is
+    on the directory the file is replaced in (a lock on the file would stay with the file
+    the replace leaves behind)."""
+    folder = os.open(config.resolve().parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(folder, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(folder)  # and the lock with it
 
 
 def _save_peer(config: Path, address: str, key: str) -> bool:

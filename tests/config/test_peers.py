@@ -1,6 +1,7 @@
 """`tangled.toml` gaining a peer (`connect --save`) and `init`'s listen and peers."""
 
 import errno
+from pathlib import Path
 
 import pytest
 
@@ -11,6 +12,7 @@ from tanglenode.config.template import render_config
 from tanglenode.protocol.identity import feed_text
 from tests.factories import keypair
 
+ROOT = Path(__file__).resolve().parents[2]  # the checkout: `tests` imports from here
 ALICE, BOB = feed_text(keypair("cfg-alice").public), feed_text(keypair("cfg-bob").public)
 
 
@@ -86,3 +88,34 @@ def test_a_symlinked_config_gains_the_peer_where_the_link_points(tmp_path):
     assert link.is_symlink() and link.resolve() == real  # the link is kept, not replaced
     assert [p.key for p in load_settings(real, environ={}).peers] == [ALICE]
     assert list(real.parent.glob(".tangled-*")) == []
+
+
+def test_saves_at_once_from_several_processes_keep_every_peer(tmp_path):
+    """Each save reads, adds and replaces the file: without one writer at a time, the last
+    replace would keep only its own peer while every caller was told it was saved."""
+    import subprocess
+    import sys
+    import tomllib
+
+    config = tmp_path / "tangled.toml"
+    config.write_text(render_config(tmp_path))
+    script = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from tanglenode.config.peers import save_peer\n"
+        "from tanglenode.protocol.identity import feed_text\n"
+        "from tests.factories import keypair\n"
+        "n = int(sys.argv[2])\n"
+        "for i in range(n * 4, n * 4 + 4):\n"
+        "    key = feed_text(keypair(f'p{i}').public)\n"
+        "    save_peer(Path(sys.argv[1]), f'127.0.0.1:{9000 + i}', key)\n"
+    )
+    workers = [
+        subprocess.Popen([sys.executable, "-c", script, str(config), str(n)], cwd=ROOT)
+        for n in range(6)
+    ]
+    assert [worker.wait(timeout=60) for worker in workers] == [0] * 6
+    saved = tomllib.loads(config.read_text())["peers"]
+    assert sorted(peer["address"] for peer in saved) == sorted(
+        f"127.0.0.1:{9000 + i}" for i in range(24)
+    )
