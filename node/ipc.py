@@ -266,6 +266,14 @@ class Area:
         return {"version": version, "commands": [_command_wire(command) for command in commands]}
 
 
+def _once_of(op: str, frame: dict[str, Any]) -> str | None:
+    """The request's `once` key (node/once_replies.py), for an op that writes only."""
+    once = once_key(frame)
+    if once is not None and not OPS[op].writes:
+        raise RequestError(ErrorKind.BAD_REQUEST, f"once is for writes; {op} writes nothing")
+    return once
+
+
 async def answer(area: Area, number: Any, op: str, frame: Any) -> bytes:
     """The reply frame to request `frame` (`number`, `op`) of an op with one reply.
 
@@ -275,9 +283,7 @@ async def answer(area: Area, number: Any, op: str, frame: Any) -> bytes:
     """
     try:
         request = parse_request(op, frame, area.service.store.limits)
-        once = once_key(frame)
-        if once is not None and not OPS[op].writes:
-            raise RequestError(ErrorKind.BAD_REQUEST, f"once is for writes; {op} writes nothing")
+        once = _once_of(op, frame)
         if op.startswith("doc-"):  # read the documents whole, every key at hand
             await area.service.weave_backlog()
             await area.service.read_keys_if_stale()
@@ -399,6 +405,7 @@ class IpcServer:
             return
         try:
             request = parse_request(op, frame, self.service.store.limits)
+            _once_of(op, frame)  # refused: a stream writes nothing
             self.streams_open += 1
             try:
                 await row.handler(self, stream, number, request)

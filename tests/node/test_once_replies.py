@@ -113,3 +113,9 @@ async def test_once_on_an_op_that_writes_nothing_is_refused(client):
     client, _store = client
     with pytest.raises(NodeError, match=r"bad-request.*once is for writes"):
         await client.request("doc-list", once="k")
+
+
+async def test_once_on_a_stream_is_refused(client):
+    client, _store = client
+    with pytest.raises(NodeError, match=r"bad-request.*once is for writes"):
+        await client.request("watch-processed", start=0, once="k")
