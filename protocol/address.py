@@ -1,8 +1,9 @@
 """Peer addresses, `HOST:PORT`, checked before anything stores or dials them.
 
 The port is plain ASCII digits, 1 to 65535 (0, "any free port", only where
-we listen); the host is non-empty, at most 253 characters, without spaces or
-control characters; an IPv6 host is written in brackets (`[::1]:8008`).
+we listen); the host is non-empty, at most 253 characters of printable ASCII
+without spaces (a name outside ASCII is written as IDNA, `xn--...`, as the
+resolver takes it); an IPv6 host is written in brackets (`[::1]:8008`).
 """
 
 from __future__ import annotations
@@ -31,4 +32,6 @@ def parse_address(text: object, *, lowest_port: int = 1) -> tuple[str, int]:
         host = host[1:-1]
     if not host or len(host) > MAX_HOST or not host.isprintable() or any(c.isspace() for c in host):
         raise BadAddress(f"{shown}: {expected} (the host is empty or not a host name)")
+    if not host.isascii():
+        raise BadAddress(f"{shown}: the host is ASCII (write a name outside it as IDNA: xn--...)")
     return host, int(port)
