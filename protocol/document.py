@@ -239,17 +239,9 @@ def _parse_comment(content: dict) -> DocComment:
         raise DocumentError(
             DocReason.MALFORMED, "a doc/comment holds text and type, and range unless a reply"
         )
-    text = content["text"]
-    if type(text) is not str:
-        raise DocumentError(DocReason.MALFORMED, "a comment's text is a string")
-    try:
-        size = len(text.encode())
-    except UnicodeEncodeError:
-        raise DocumentError(DocReason.MALFORMED, "a comment's text is not Unicode") from None
-    if not 1 <= size <= MAX_COMMENT_BYTES:
-        raise DocumentError(
-            DocReason.TOO_MANY, f"{size} bytes, a comment has 1 to {MAX_COMMENT_BYTES}"
-        )
+    text = _sized_text(
+        content["text"], "a comment", MAX_COMMENT_BYTES, DocReason.MALFORMED, DocReason.TOO_MANY
+    )
     if "range" not in content:
         return DocComment(text, None)
     ends = content["range"]
@@ -308,17 +300,22 @@ def edit_size(ops: Sequence[Op]) -> int:
     return len(msgpack.packb(edit_content(ops), use_bin_type=True))
 
 
-def _checked_title(title: Any) -> str:
-    if type(title) is not str:
-        raise DocumentError(DocReason.BAD_TITLE, "a title is a string")
+def _sized_text(value: Any, what: str, limit: int, bad: DocReason, too_long: DocReason) -> str:
+    """`value` if it is Unicode text of 1 to `limit` UTF-8 bytes; else `DocumentError`
+    (`bad` for what is no text, `too_long` for a size outside those bounds)."""
+    if type(value) is not str:
+        raise DocumentError(bad, f"{what}'s text is a string")
     try:
-        size = len(title.encode())
+        size = len(value.encode())
     except UnicodeEncodeError:
-        raise DocumentError(DocReason.BAD_TITLE, "a title is valid Unicode text") from None
-    if not 1 <= size <= MAX_TITLE_BYTES:
-        raise DocumentError(
-            DocReason.BAD_TITLE, f"{size} bytes, a title has 1 to {MAX_TITLE_BYTES}"
-        )
+        raise DocumentError(bad, f"{what}'s text is not valid Unicode text") from None
+    if not 1 <= size <= limit:
+        raise DocumentError(too_long, f"{size} bytes, {what}'s text has 1 to {limit}")
+    return value
+
+
+def _checked_title(title: Any) -> str:
+    _sized_text(title, "a title", MAX_TITLE_BYTES, DocReason.BAD_TITLE, DocReason.BAD_TITLE)
     if _CONTROL.search(title):
         raise DocumentError(DocReason.BAD_TITLE, "a title has no control characters")
     return title
