@@ -58,7 +58,6 @@ from typing import TYPE_CHECKING, Any
 
 from tanglenode.protocol.document import (
     COMMENT,
-    COMMENT_TANGLE,
     EDIT,
     INCLUDE,
     INIT,
@@ -79,9 +78,9 @@ from tanglenode.protocol.document import (
 from tanglenode.protocol.limits import DEFAULT_LIMITS
 from tanglenode.protocol.message import Message
 from tanglenode.storage.documents.backlog import MESSAGE_COST
+from tanglenode.storage.documents.notes import Notes
 from tanglenode.storage.documents.rows import (
     BACKSPACE,
-    C_THREAD,
     M_NEXT_MNO,
     M_NEXT_NODE,
     M_ROOT_NODE,
@@ -105,7 +104,6 @@ from tanglenode.storage.documents.rows import (
     segment_at,
     segment_kinds,
     undeletes_of,
-    unpack,
     weft_greater,
 )
 from tanglenode.storage.documents.sealed import SealedMessages, Waiting, is_sealed
@@ -161,6 +159,7 @@ class DocumentEngine:
         self._message_ids = message_ids_db
         self.sealed = SealedMessages(txn, tables, max_depth)
         self._docs: dict[int, _Doc] = {}
+        self._notes = Notes(self, txn, tables, message_ids_db)
 
     @classmethod
     def over(cls, txn, ctx: StoreContext) -> DocumentEngine:
@@ -207,10 +206,7 @@ class DocumentEngine:
                     raise DocumentError(
                         DocReason.MALFORMED, f"a {COMMENT} or {INCLUDE} is in a {TANGLE!r} tangle"
                     )
-                if isinstance(parsed, DocComment):
-                    self._comment(message, root, parsed, group)
-                else:
-                    self._include(message, root, parsed, group)
+                self._notes.keep(message, root, parsed, group)
             else:
                 if link is None or link.root is None:
                     raise DocumentError(
@@ -318,7 +314,8 @@ class DocumentEngine:
         self._record(docno, 0, message, [[0, 1, ROOT, 0, 0]], 0, 0, {message.author: message.seq})
         self._log(docno, 0, message.id, [])
 
-    def _doc(self, root: bytes) -> _Doc:
+    def document(self, root: bytes) -> _Doc:
+        """Document `root`'s state in this transaction (`DocumentError` if not woven)."""
         docno = docno_of(self._txn, self._tables, root)
         if docno is None:
             epoch = self.sealed.waiting_on(root)
@@ -373,7 +370,7 @@ class DocumentEngine:
         # Whether the init is woven yet depends on delivery unless the timeframe covers it.
         if not covers(self._txn, self._message_ids, message, root):
             raise DocumentError(DocReason.OUTSIDE_WEFT, "the doc/init is outside the edit's weft")
-        doc = self._doc(root)
+        doc = self.document(root)
         meta = doc.meta
         if group_of(meta) != group:
             raise DocumentError(
@@ -394,7 +391,7 @@ class DocumentEngine:
         cited: dict[bytes, tuple[int, list]] = {}
         for segment, op in zip(segments, edit.ops, strict=True):
             ref = op.cause if type(op) is Insert else op.target
-            ref_mno, ref_segments = self._cited(doc, ref, weft, mno, segments, cited)
+            ref_mno, ref_segments = self.cited(doc, ref, weft, mno, segments, cited)
             segment[3], segment[4] = ref_mno, ref.index
             count = 1 if type(op) is Insert else op.count
             kinds = segment_kinds(ref_segments, ref.index, count)
@@ -429,91 +426,7 @@ class DocumentEngine:
         if renumber:
             self._log(doc.docno, mno, message.id, splices)
 
-    def _comment(
-        self, message: Message, root: bytes, comment: DocComment, group: bytes | None
-    ) -> None:
-        """Keep a comment (storage.documents.comments) once what it names is checked: the
-        text atoms at its range's ends, of this document and inside the comment's weft,
-        or the comment a reply answers, of this document and named by the reply's
-        timeframe. A comment changes no text: it is not woven, takes no version, and no
-        later message's weft depends on it."""
-        if not covers(self._txn, self._message_ids, message, root):
-            raise DocumentError(
-                DocReason.OUTSIDE_WEFT, "the doc/init is outside the comment's weft"
-            )
-        doc = self._doc(root)
-        if group_of(doc.meta) != group:
-            raise DocumentError(
-                DocReason.WRONG_GROUP, "a comment is sealed as its document's edits are"
-            )
-        weft = doc.wefts.of_edit(message)
-        thread = message.tangles.get(COMMENT_TANGLE)
-        prefix = U32.pack(doc.docno)
-        row = [message.author, message.seq, message.timestamp, comment.text]
-        if comment.range is not None:
-            if thread is not None and thread.root is not None:
-                raise DocumentError(
-                    DocReason.MALFORMED, "a comment on a range starts its own thread"
-                )
-            for ref in comment.range:
-                _mno, segments = self._cited(doc, ref, weft, 0, [], {})
-                kinds = segment_kinds(segments, ref.index, 1)
-                if kinds is None:
-                    raise DocumentError(DocReason.UNKNOWN_ATOM, f"atom {ref.index} absent")
-                if kinds != {TEXT_ATOM}:
-                    raise DocumentError(DocReason.WRONG_KIND, "a range's ends are text atoms")
-            first, last = comment.range
-            row += [first.msg, first.index, last.msg, last.index, None]
-        else:
-            if thread is None or thread.root is None:
-                raise DocumentError(
-                    DocReason.MALFORMED, f"a reply is in the {COMMENT_TANGLE!r} tangle it answers"
-                )
-            # A comment is in no weft (it is not woven): the reply's timeframe names it,
-            # checked first, from the reply alone, so that every node gives one reason.
-            if not covers(self._txn, self._message_ids, message, thread.root):
-                raise DocumentError(
-                    DocReason.OUTSIDE_WEFT, "answers a comment outside the reply's timeframe"
-                )
-            answered = self._txn.get(prefix + thread.root, db=self._tables.comments)
-            if answered is None:
-                self._wait_if_sealed(doc, thread.root)
-                raise DocumentError(DocReason.UNKNOWN_ATOM, "answers no comment of this document")
-            if unpack(answered)[C_THREAD] is not None:
-                raise DocumentError(DocReason.MALFORMED, "a reply answers a comment, not a reply")
-            row += [None, None, None, None, thread.root]
-        self._txn.put(prefix + message.id, pack(row), db=self._tables.comments)
-
-    def _include(
-        self, message: Message, root: bytes, include: DocInclude, group: bytes | None
-    ) -> None:
-        """Keep an inclusion (storage.documents.transclusion) once its place is checked: a
-        text atom (or the root) of this document inside the message's weft. The range it
-        includes is another document's, which this node may not hold or read: it is read
-        when the document is shown, never decided here, so every node keeps the same
-        inclusions. Like a comment, an inclusion changes no text and is in no weft."""
-        if not covers(self._txn, self._message_ids, message, root):
-            raise DocumentError(DocReason.OUTSIDE_WEFT, "the doc/init is outside its weft")
-        doc = self._doc(root)
-        if group_of(doc.meta) != group:
-            raise DocumentError(
-                DocReason.WRONG_GROUP, "an inclusion is sealed as its document's edits are"
-            )
-        if include.source == root:
-            raise DocumentError(DocReason.MALFORMED, "a document includes another document")
-        weft = doc.wefts.of_edit(message)
-        _mno, segments = self._cited(doc, include.at, weft, 0, [], {})
-        kinds = segment_kinds(segments, include.at.index, 1)
-        if kinds is None:
-            raise DocumentError(DocReason.UNKNOWN_ATOM, f"atom {include.at.index} absent")
-        if not kinds <= {ROOT, TEXT_ATOM}:
-            raise DocumentError(DocReason.WRONG_KIND, "an inclusion goes after a text atom")
-        row = [message.author, message.seq, message.timestamp, include.at.msg, include.at.index]
-        row += [include.source, include.first.msg, include.first.index]
-        row += [include.last.msg, include.last.index]
-        self._txn.put(U32.pack(doc.docno) + message.id, pack(row), db=self._tables.includes)
-
-    def _wait_if_sealed(self, doc: _Doc, msg_id: bytes) -> None:
+    def wait_if_sealed(self, doc: _Doc, msg_id: bytes) -> None:
         """A private document's message that names `msg_id`, which waits for a key here,
         waits too (`Waiting`): a member holding that key decides it. A public document's
         does not: whatever it names is of no public document, on any node."""
@@ -523,10 +436,11 @@ class DocumentEngine:
         if epoch is not None:
             raise Waiting(epoch)
 
-    def _cited(
+    def cited(
         self, doc: _Doc, ref: AtomRef, weft: Weft, mno: int, own: list, cited: dict
     ) -> tuple[int, list]:
-        """(mno, segments) of the message `ref` names, checked against the citing weft."""
+        """(mno, segments) of the message `ref` names, checked against the citing weft (`mno`
+        and `own` answer for a reference to the citing message itself; `cited` caches)."""
         if ref.msg is None:
             return mno, own
         found = cited.get(ref.msg)
@@ -536,7 +450,7 @@ class DocumentEngine:
             raise DocumentError(DocReason.OUTSIDE_WEFT, "cites an atom outside the edit's weft")
         key = self._txn.get(ref.msg, db=self._tables.ids)
         if key is None:
-            self._wait_if_sealed(doc, ref.msg)
+            self.wait_if_sealed(doc, ref.msg)
         if key is None or U32.unpack(key[:4])[0] != doc.docno:
             raise DocumentError(DocReason.UNKNOWN_ATOM, "cites a message that is not in this doc")
         ref_mno = U32.unpack(key[4:8])[0]
