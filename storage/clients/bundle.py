@@ -17,8 +17,9 @@ the record (1-based) — the reader never allocates more than one message's
 limit. An archive's Parquet files are checked a row group at a time from
 their footers before anything is decoded (`read_archive`): a row group whose
 `raw` column would decode to more than its rows can hold, or to more than
-`ROW_GROUP_BYTES`, is a `BadRecord` too. What the records hold is validated by `store.writes.ingest` like any
-message from a peer: garbage there is a rejected message with its reason.
+`ROW_GROUP_BYTES`, is a `BadRecord` too. What the records hold is validated
+by `store.writes.ingest` like any message from a peer: garbage there is a
+rejected message with its reason.
 `import_messages` ingests in batches, counting each outcome; a `BadRecord`
 stops it after every record before the bad one was ingested (ingest is
 idempotent, so importing again after a fix is safe).
