@@ -261,6 +261,8 @@ class GossipSession:
             for feed, after in event.wants.items():
                 if feed in ours and carries(feed):  # an honest peer wants what we advertised
                     self.subscriptions[feed] = after
+                    if feed in self.service.invalid:
+                        self.proofs_due.add(feed)  # it is about to hold the feed
             self.resume = None  # the new subscriptions may start earlier in the walk
             self.poke()
         elif isinstance(event, PeerCredit):
