@@ -607,6 +607,8 @@ class GossipSession:
         peer_clock, peer_tags, advertised = self.peer.clock, self.peer_tags, self.advertised
         changes = {}
         for feed in clock if moved is None else moved:
+            if feed not in clock:
+                continue  # a proof cut it back to nothing: there is no head to tell
             head = (clock[feed], tags[feed])
             if (
                 carries(feed)
