@@ -94,8 +94,8 @@ def join(nursery, a: StoreService, b: StoreService, **options) -> None:
         nursery.start_soon(lambda s=service, e=end, k=key: gossip(Link(e, k), s, PeerState(k)))
 
 
-async def flood(victim: StoreService, pairs: list[list[bytes]], stamps: list[float]) -> None:
-    """Send every proof as credit allows; `stamps` gets the time each 500th was stored."""
+async def flood(victim: StoreService, pairs: list[list[bytes]]) -> None:
+    """Send every proof as credit allows, until the victim holds them all."""
     ours, theirs = trio.testing.memory_stream_pair()
     key = Keypair.generate().public
     rate = {"rate": 1e9, "burst": 1 << 30}
@@ -105,8 +105,6 @@ async def flood(victim: StoreService, pairs: list[list[bytes]], stamps: list[flo
         await theirs.send_all(machine.hello({}))
         while not machine.peer_said_hello:
             machine.receive_data(await theirs.receive_some())
-        start = trio.current_time()
-        stamps.append(0.0)
         for pair in pairs:
             while machine.send_credit < 2:
                 machine.receive_data(await theirs.receive_some())
@@ -114,7 +112,6 @@ async def flood(victim: StoreService, pairs: list[list[bytes]], stamps: list[flo
         while len(victim.invalid) < len(pairs):
             await victim.wait_changed(victim.version)
         nursery.cancel_scope.cancel()
-    del start
 
 
 async def watch_blocks(victim: StoreService, total: int, stamps: list[float]) -> None:
@@ -163,7 +160,7 @@ async def one_round(proofs: int, peers: int) -> dict:
             async with trio.open_nursery() as flooding:
                 flooding.start_soon(measure, during)
                 flooding.start_soon(watch_blocks, victim, proofs, stamps)
-                await flood(victim, pairs, [])
+                await flood(victim, pairs)
                 stop.set()
             blocks = [b - a for a, b in zip([0.0, *stamps], stamps, strict=False)]
             newcomer = node(root, "new")
