@@ -19,7 +19,8 @@ the sender of grants):
 - the writer wakes whenever the store changes or the reader pokes it. It
   sends every proof the peer has not had from us nor sent us about a
   feed its clock names or it asked for (docs/PEERS.md, "Evidence travels"),
-  the new ones read by number, never all we keep; CLOCK for feeds whose head changed since it last told the peer,
+  the new ones read by number, never all we keep; CLOCK for feeds whose
+  head changed since it last told the peer,
   then what the subscriptions lack in our processed order (causal, so the
   peer's spacetime sees few references to messages still to come; see
   `storage.feeds.replication`), in batches, as far as the credit allows. After
