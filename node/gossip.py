@@ -17,8 +17,10 @@ the sender of grants):
   the WANTs a stored batch calls for, go out from a task of their own
   (`_send_outgoing`): storing never waits on the network;
 - the writer wakes whenever the store changes or the reader pokes it. It
-  sends every proof the peer has not had from us nor sent us (on
-  connecting: all we keep), CLOCK for feeds whose head changed since it last told the peer,
+  sends every proof the peer has not had from us nor sent us about a
+  feed its clock names or it asked for (docs/PEERS.md, "Evidence travels"),
+  the new ones read by number, never all we keep; CLOCK for feeds whose
+  head changed since it last told the peer,
   then what the subscriptions lack in our processed order (causal, so the
   peer's spacetime sees few references to messages still to come; see
   `storage.feeds.replication`), in batches, as far as the credit allows. After
@@ -73,6 +75,7 @@ from tanglenode.node.counters import PeerTraffic
 from tanglenode.node.failures import leaves, only
 from tanglenode.node.inbox import MAX_BATCH, Inbox, Kind
 from tanglenode.node.peers import PeerState
+from tanglenode.node.proof_rate import REFUSED, ProofRate
 from tanglenode.node.service import StoreService
 from tanglenode.node.stream_plan import STOP_AFTER, StreamPlan
 from tanglenode.node.transport import SecureStream
@@ -104,6 +107,7 @@ BATCH = 1024  # messages per MESSAGES frame at most (and at most one frame's byt
 # An honest peer can cause these: it holds what a proof condemns, another branch, or a
 # feed we blocked after asking it for the feed.
 _FORGIVEN = {Reason.FORKED_FEED, Reason.CHAIN_MISMATCH, Reason.BLOCKED_FEED}
+PAGE = 256  # kept proofs read at once by a session's writer
 VARIANTS_REMEMBERED = 4096  # (feed, seq) of refused messages kept per connection
 
 
@@ -144,6 +148,7 @@ class GossipSession:
         batch: int = BATCH,
         max_peer_feeds: int = DEFAULT_MAX_FEEDS,
         store_batch: int = MAX_BATCH,
+        proof_rate: dict | None = None,
     ) -> None:
         self.secure = secure
         self.service = service
@@ -159,7 +164,13 @@ class GossipSession:
         # Each proof the peer had from us, or sent us, as the set of its message ids
         # (which names it as its id does: a proof's kind follows from its messages).
         self.proofs_sent: set[frozenset[bytes]] = set()
-        self.evidence_seen = -1  # the service's evidence version we last sent proofs for
+        self.evidence_seen = -1  # the service's evidence version we last looked at proofs for
+        # The number of the last kept proof we looked at (storage/feeds/proof_order.py):
+        # those kept before the session are sent by `proofs_due`, later ones are read after it.
+        self.proofs_read = service.proofs_known
+        self.proofs_due: set[bytes] = set()  # feeds the peer's clock named that we hold a
+        # proof about: their proofs go out next
+        self.proof_rate = ProofRate(**(proof_rate or {}))  # what the peer may deliver
         self.variants: dict[tuple[bytes, int], bytes] = {}  # refused (feed, seq) -> id
         self.parted: dict[bytes, int] = {}  # feed -> the lowest seq of the peer's that did not
         # chain to ours (chain-mismatch): its later messages there miss their previous
@@ -236,9 +247,14 @@ class GossipSession:
             new_feeds = sum(feed not in self.peer.clock for feed in changes)
             if len(self.peer.clock) + new_feeds > self.max_peer_feeds:
                 raise PeerMisbehaved(f"its clock names more than {self.max_peer_feeds} feeds")
+            invalid, carries = self.service.invalid, self.service.scope.carries
             for feed, (seq, tag) in changes.items():
+                if feed not in self.peer.clock and feed in invalid and carries(feed):
+                    self.proofs_due.add(feed)  # it holds a feed we hold a proof about
                 self.peer.clock[feed] = seq
                 self.peer_tags[feed] = tag
+            if self.proofs_due:
+                self.poke()
             if isinstance(event, PeerHello):
                 self.poke()  # its credit: proofs held back for want of it can go now
             await self._want(changes)
@@ -247,6 +263,8 @@ class GossipSession:
             for feed, after in event.wants.items():
                 if feed in ours and carries(feed):  # an honest peer wants what we advertised
                     self.subscriptions[feed] = after
+                    if feed in self.service.invalid:
+                        self.proofs_due.add(feed)  # it is about to hold the feed
             self.resume = None  # the new subscriptions may start earlier in the walk
             self.poke()
         elif isinstance(event, PeerCredit):
@@ -259,7 +277,10 @@ class GossipSession:
             if raws:
                 await self.inbox.put(Kind.MESSAGES, raws)
         elif isinstance(event, PeerEvidence):
-            await self.inbox.put(Kind.EVIDENCE, event.raws)
+            if self.proof_rate.take():
+                await self.inbox.put(Kind.EVIDENCE, event.raws)
+            else:
+                self._refuse_proof(event.raws)
         elif isinstance(event, PeerAsks):
             await self.witnesses.answer(event.entries)
         elif isinstance(event, PeerWitnesses):
@@ -476,6 +497,19 @@ class GossipSession:
         if len(self.variants) > VARIANTS_REMEMBERED:
             del self.variants[next(iter(self.variants))]
 
+    def _refuse_proof(self, raws: list[bytes]) -> None:
+        """A proof over the peer's rate (node/proof_rate.py): not checked nor stored, its
+        credit granted back, the reason logged once a connection and counted."""
+        self.peer.proofs_refused += 1
+        if self.proof_rate.refused == 1:
+            log.warning(
+                "proofs refused",
+                peer=feed_text(self.peer.key),
+                reason=f"{REFUSED}: more than {self.proof_rate.burst} proofs at once or "
+                f"{self.proof_rate.rate:g} a second",
+            )
+        self._send_soon(self.connection.grant(len(raws)))
+
     async def _take_evidence(self, raws: list[bytes]) -> None:
         # Marked before the store takes it: its new evidence version wakes our writer, which
         # must not echo the proof back to the peer that sent it.
@@ -512,7 +546,9 @@ class GossipSession:
         sending it what we no longer carry."""
         self.scope_seen = scope = self.service.scope
         self.heads_seen = None  # what we advertise changed: look at every feed once
-        self.evidence_seen = -1  # the proofs we pass on are those of the feeds we carry
+        # The proofs we pass on are those of the feeds we carry: of the feeds the peer holds.
+        invalid = self.service.invalid
+        self.proofs_due.update(f for f in self.peer.clock if f in invalid and scope.carries(f))
         for feed in [f for f, after in self.asked.items() if after != STOP_AFTER]:
             if not scope.carries(feed):  # it left our scope: this peer stops pushing it
                 self.plan.drop(feed, self)
@@ -525,23 +561,43 @@ class GossipSession:
         self.resume = None
 
     async def _send_evidence(self) -> None:
-        """Every proof we keep of a feed we carry that the peer has not had from us, while
-        credit lasts."""
-        version = self.service.evidence_version
-        if version == self.evidence_seen:
-            return
-        proofs = await self.service.read(lambda store: store.feeds.evidence())
-        carries = self.service.scope.carries
-        for proof in proofs:
-            key = frozenset(message.id for message in proof.messages)
-            if key in self.proofs_sent or not any(carries(m.author) for m in proof.messages):
-                continue  # sent, or about feeds we no longer carry
-            raws = [message.raw for message in proof.messages]
-            if len(raws) > self.connection.send_credit:
+        """Proofs the peer has not had from us nor sent us, about feeds we carry and its
+        clock names, while credit lasts: those of `proofs_due`, then those kept since we last
+        looked, read by their numbers (never every kept proof)."""
+        while self.proofs_due:
+            feed = next(iter(self.proofs_due))
+            messages = await self.service.read(
+                lambda store, feed: store.feeds.proof_against(feed), feed
+            )
+            if messages is not None and not await self._send_proof(messages):
                 return  # the rest when credit comes back (it pokes us)
-            await self._send(self.connection.evidence(raws))
-            self.proofs_sent.add(key)
-        self.evidence_seen = version
+            self.proofs_due.discard(feed)
+        version = self.service.evidence_version
+        while version != self.evidence_seen:
+            page = await self.service.read(
+                lambda store, after: store.feeds.proofs_after(after, PAGE), self.proofs_read
+            )
+            carries, clock = self.service.scope.carries, self.peer.clock
+            for proof in page:
+                # A feed the peer holds nothing of: its proof goes out if its clock names it.
+                wanted = proof.author in clock and carries(proof.author)
+                if wanted and not await self._send_proof(proof.messages):
+                    return
+                self.proofs_read = proof.number
+            if len(page) < PAGE:
+                self.evidence_seen = version
+
+    async def _send_proof(self, messages: list) -> bool:
+        """Send one proof unless the peer had it; False when the credit does not cover it."""
+        key = frozenset(message.id for message in messages)
+        if key in self.proofs_sent:
+            return True
+        raws = [message.raw for message in messages]
+        if len(raws) > self.connection.send_credit:
+            return False
+        await self._send(self.connection.evidence(raws))
+        self.proofs_sent.add(key)
+        return True
 
     async def _send_clock_changes(self) -> None:
         """Heads that changed since we last told the peer, unless it told us the same head:
@@ -553,6 +609,8 @@ class GossipSession:
         peer_clock, peer_tags, advertised = self.peer.clock, self.peer_tags, self.advertised
         changes = {}
         for feed in clock if moved is None else moved:
+            if feed not in clock:
+                continue  # a proof cut it back to nothing: there is no head to tell
             head = (clock[feed], tags[feed])
             if (
                 carries(feed)

@@ -35,6 +35,7 @@ class PeerState:
     clock: dict[bytes, int] = field(default_factory=dict)
     received: int = 0  # messages it sent us that we stored
     sent: int = 0  # messages we sent it
+    proofs_refused: int = 0  # proofs it sent over its rate (node/proof_rate.py)
     bytes_in: int = 0  # gossip bytes it sent us (after box-stream decryption), every connection
     bytes_out: int = 0  # gossip bytes we sent it (before encryption)
     seen_at: float = 0.0  # time.time() its last connection ended (0: never, or connected now)

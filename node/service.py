@@ -45,7 +45,7 @@ from tanglenode.node.verifier import Verifier
 from tanglenode.protocol.contacts import CONTACT
 from tanglenode.protocol.document import TANGLE, init_content
 from tanglenode.protocol.identity import tag_of
-from tanglenode.protocol.message import Message
+from tanglenode.protocol.message import Message, author_of
 from tanglenode.storage.documents.rows import Splice
 from tanglenode.storage.errors import NotInGroup, StoreFull
 from tanglenode.storage.feeds.ingest import IngestResult, Outcome, PreparedBatch
@@ -91,6 +91,9 @@ class StoreService:
         self.tags: dict[bytes, bytes] = {}  # feed -> tag of that message's id
         self.invalid: dict[bytes, int] = {}  # feed -> seq it is invalid from
         self._read_clock()
+        # The number of the last proof kept (storage/feeds/proof_order.py) whose feed is in
+        # `invalid`: a session sends those up to it by feed, and reads the later ones.
+        self.proofs_known = store.feeds.last_proof()
         self.version = 0
         self.evidence_version = 0
         self._changed = trio.Event()
@@ -211,8 +214,9 @@ class StoreService:
 
     async def _ingested(self, results: list[IngestResult]) -> list[IngestResult]:
         self.counters.count_ingest(results)
-        if any(result.outcome is Outcome.FORK for result in results):
-            await self._proofs_changed()
+        forked = {r.message.author for r in results if r.outcome is Outcome.FORK and r.message}
+        if forked:
+            await self._proofs_changed(forked)
         accepted = (r.message for r in results if r.outcome is Outcome.ACCEPTED and r.message)
         self._stored(accepted)
         await self.weave_backlog()
@@ -232,7 +236,7 @@ class StoreService:
         """Check and apply a peer's proof (see `store.writes.add_evidence`)."""
         outcome = await self._write(self.store.writes.add_evidence, raws)
         if outcome[0] == "new":
-            await self._proofs_changed()
+            await self._proofs_changed({author_of(raw) for raw in raws} - {None})
         return outcome
 
     async def add_witnesses(self, raws: list[bytes]) -> list[Entry]:
@@ -250,9 +254,26 @@ class StoreService:
             self._bump()
         return marked
 
-    async def _proofs_changed(self) -> None:
-        feeds = await self.offload.run(self.store.feeds.held, limiter=self._writer)
-        self._read_clock(feeds)
+    async def _proofs_changed(self, authors: set[bytes]) -> None:
+        """New proofs about `authors`' feeds: their heads and boundaries read again (no other
+        feed's moved: a feed that named a cut one is never cut), told to the sessions as
+        moved heads, and the evidence version bumped so they pass the proofs on."""
+
+        def read() -> tuple[list, int]:  # under the writer: no proof is kept meanwhile
+            return self.store.feeds.held_of(sorted(authors)), self.store.feeds.last_proof()
+
+        feeds, last = await self.offload.run(read, limiter=self._writer)
+        for feed in feeds:
+            if feed.head_id is None:
+                self.clock.pop(feed.author, None)
+                self.tags.pop(feed.author, None)
+            else:
+                self.clock[feed.author] = feed.head_seq
+                self.tags[feed.author] = tag_of(feed.head_id)
+            if feed.invalid_from is not None:
+                self.invalid[feed.author] = feed.invalid_from
+            self.heads.moved(feed.author)
+        self.proofs_known = last
         self.evidence_version += 1
         self._bump()
 

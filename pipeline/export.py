@@ -6,7 +6,9 @@ metadata and into `archive.json`.
 
 The store is read in short read transactions, a chunk at a time, so a
 running node keeps writing meanwhile (LMDB readers never block its writer);
-each chunk becomes one Parquet file. Messages come first, then fork
+each chunk becomes one Parquet file, in row groups of at most about
+`ROW_GROUP_BYTES` of signed bytes (`tangled import` bounds what one row
+group may decode to: docs/BACKUP.md, "Restoring"). Messages come first, then fork
 evidence, then every timeline's order, so an archive can be audited against
 the batch linearization. Several nodes' archives combine by reading their
 `messages/` folders together: the pipeline drops duplicate ids.
@@ -30,6 +32,7 @@ from tanglenode.storage.feeds.stored_form import parse_stored
 from tanglenode.storage.store import FeedStore
 
 CHUNK = 20_000
+ROW_GROUP_BYTES = 16 * 2**20  # a row group's `raw` column at most (one that holds a row more)
 
 
 def message_row(message: Message, evidence: bool = False) -> dict:
@@ -65,6 +68,13 @@ def _chunks(rows: Iterator[dict], size: int) -> Iterator[list[dict]]:
         yield chunk
 
 
+def _row_group_rows(chunk: list[dict]) -> int:
+    """Rows a row group of `chunk` holds so its `raw` column stays near `ROW_GROUP_BYTES`:
+    `tangled import` refuses one that decodes to more than its bound (docs/BACKUP.md)."""
+    largest = max(len(row["raw"]) for row in chunk)
+    return max(1, ROW_GROUP_BYTES // largest)
+
+
 def export(
     store: FeedStore,
     out: Path,
@@ -83,7 +93,11 @@ def export(
     evidence = (message_row(message, evidence=True) for message in store.feeds.evidence_messages())
     for number, chunk in enumerate(_chunks(_chain(rows, evidence), CHUNK)):
         table = pa.Table.from_pylist(chunk, schema=MESSAGE_SCHEMA)
-        pq.write_table(table, out / "messages" / f"part-{number:05d}.parquet")
+        pq.write_table(
+            table,
+            out / "messages" / f"part-{number:05d}.parquet",
+            row_group_size=_row_group_rows(chunk),
+        )
         for row in chunk:
             counts["evidence" if row["evidence"] else "messages"] += 1
         progress(len(chunk))

@@ -16,13 +16,14 @@ from tanglenode.protocol.evidence import ProofKind
 from tanglenode.protocol.identity import message_id, tag_of
 from tanglenode.protocol.message import Message
 from tanglenode.storage.context import StoreContext
-from tanglenode.storage.feeds import replication
+from tanglenode.storage.feeds import proof_order, replication
 from tanglenode.storage.feeds.check import CheckReport, check_store
 from tanglenode.storage.feeds.derived import DerivedView
 from tanglenode.storage.feeds.invalidation import (
     invalid_by_proof,
     invalid_feeds,
     invalid_from,
+    kept_proof,
     kept_proofs,
 )
 from tanglenode.storage.feeds.layout import Tables, feed_key, parse_stored, split_head_value
@@ -46,6 +47,15 @@ class FeedInfo:
     head_seq: int
     head_id: bytes | None
     invalid_from: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class NumberedProof:
+    """A kept proof with its number in the order proofs were kept, and its author."""
+
+    number: int
+    author: bytes
+    messages: list[Message]
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,6 +133,17 @@ class FeedReads:
             found.setdefault(author, FeedInfo(author, 0, None, boundary))
         return [found[author] for author in sorted(found)]
 
+    def held_of(self, authors: Sequence[bytes]) -> list[FeedInfo]:
+        """`held()`'s rows of `authors` only (a feed of neither messages nor proof: head 0)."""
+        tables = self._ctx.tables
+        found = []
+        with self._ctx.read() as txn:
+            for author in authors:
+                value = txn.get(author, db=tables.heads)
+                seq, head = split_head_value(value) if value is not None else (0, None)
+                found.append(FeedInfo(author, seq, head, invalid_from(txn, tables, author)))
+        return found
+
     def about_names(self) -> dict[bytes, str]:
         """Feed -> the name it gave itself: its latest own `about` below its invalid
         boundary (storage.views.abouts)."""
@@ -169,6 +190,31 @@ class FeedReads:
             Evidence(proof_id, kind, dict(sorted(cut.get(proof_id, {}).items())), messages)
             for proof_id, kind, messages in proofs
         ]
+
+    def proofs_after(self, number: int, limit: int) -> list[NumberedProof]:
+        """At most `limit` kept proofs numbered past `number`, in the order they were kept:
+        a reader that remembers the last number it read reads each proof once
+        (storage/feeds/proof_order.py)."""
+        found = []
+        with self._ctx.read() as txn:
+            for numbered, proof_id in proof_order.after(txn, self._ctx.tables, number, limit):
+                kept = kept_proof(txn, self._ctx.tables, proof_id)
+                if kept is not None:
+                    found.append(NumberedProof(numbered, kept[1][0].author, kept[1]))
+        return found
+
+    def last_proof(self) -> int:
+        """The number of the last proof kept (0: none yet)."""
+        with self._ctx.read() as txn:
+            return proof_order.last(txn, self._ctx.tables)
+
+    def proof_against(self, author: bytes) -> list[Message] | None:
+        """The messages of the proof that makes `author`'s feed invalid, or None."""
+        tables = self._ctx.tables
+        with self._ctx.read() as txn:
+            row = txn.get(author, db=tables.invalid)
+            kept = None if row is None else kept_proof(txn, tables, bytes(row[8:]))
+        return None if kept is None else kept[1]
 
     def evidence_messages(self) -> list[Message]:
         """The messages of every kept proof (held apart from the feeds)."""

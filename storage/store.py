@@ -47,6 +47,7 @@ from tanglenode.storage.errors import (
     StoreNotFound,
 )
 from tanglenode.storage.feed_reads import FeedReads
+from tanglenode.storage.feeds import proof_order
 from tanglenode.storage.feeds.derived import DerivedView
 from tanglenode.storage.feeds.layout import (
     MAX_NAMED_DATABASES,
@@ -147,6 +148,7 @@ class FeedStore:
         for index in backfill:
             self._backfill(index)
         self._index_document_children()
+        self._number_proofs()
         self.views = open_views(self.ctx)
         own_head = OwnHeadFile(self.own_head_path)
         self.writes = Writes(self.ctx, self.views, own_head, timeframe_source, clock)
@@ -199,6 +201,16 @@ class FeedStore:
                     "data directory with this one"
                 )
             return [index for index in BACKFILLS if index.needed(txn, tables.meta)]
+
+    def _number_proofs(self) -> None:
+        """Number the kept proofs again when `proof-order` does not match them: a store
+        older than it, or written since by a build without it (storage/feeds/proof_order.py)."""
+        tables = self.ctx.tables
+        with self.ctx.read() as txn:
+            if proof_order.current(txn, tables):
+                return
+        with self.ctx.write() as txn:
+            proof_order.renumber(txn, tables)
 
     def _index_document_children(self) -> None:
         """Weave the documents once more, in one transaction, when the index of each atom's

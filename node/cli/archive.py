@@ -140,7 +140,7 @@ def _records(source: str, max_bytes: int) -> tuple[Iterator[bytes], int | None, 
             parts = archive_parts(path)
         except ValueError as error:
             raise BadInput(str(error)) from None
-        return read_archive(parts), archive_rows(parts), "records"
+        return read_archive(parts, max_bytes), archive_rows(parts), "records"
     try:
         file = path.open("rb")
     except FileNotFoundError:

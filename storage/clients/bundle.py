@@ -14,8 +14,12 @@ messages carry timeframes of bare seqs, which this build refuses), and a
 length of 0 or over the message size limit, a
 record cut short, a length prefix cut short each raise `BadRecord` naming
 the record (1-based) — the reader never allocates more than one message's
-limit. What the records hold is validated by `store.writes.ingest` like any
-message from a peer: garbage there is a rejected message with its reason.
+limit. An archive's Parquet files are checked a row group at a time from
+their footers before anything is decoded (`read_archive`): a row group whose
+`raw` column would decode to more than its rows can hold, or to more than
+`ROW_GROUP_BYTES`, is a `BadRecord` too. What the records hold is validated
+by `store.writes.ingest` like any message from a peer: garbage there is a
+rejected message with its reason.
 `import_messages` ingests in batches, counting each outcome; a `BadRecord`
 stops it after every record before the bad one was ingested (ingest is
 idempotent, so importing again after a fix is safe).
@@ -135,8 +139,19 @@ def archive_parts(archive: Path) -> list[Path]:
     return sorted((archive / "messages").glob("part-*.parquet"))
 
 
-def read_archive(parts: list[Path]) -> Iterator[bytes]:
-    """The `raw` column of an archive's messages (accepted ones first, then evidence)."""
+ARCHIVE_BATCH = 64  # rows decoded at once from an archive: at most this many messages' bytes
+ROW_GROUP_BYTES = 256 * 2**20  # the most one row group's `raw` column may decode to
+VALUE_OVERHEAD = 64  # per value on top of its bytes: length prefix, levels, page headers
+
+
+def read_archive(parts: list[Path], max_bytes: int) -> Iterator[bytes]:
+    """The `raw` column of an archive's messages (accepted ones first, then evidence), each
+    at most `max_bytes`; `BadRecord` at the first bad one.
+
+    A row group is checked against its footer before any of it is decoded
+    (`_check_row_group`), then read `ARCHIVE_BATCH` rows at a time, so what is decoded at
+    once stays within `ARCHIVE_BATCH * max_bytes` however small the file is on disk.
+    """
     import pyarrow as pa  # only for archives
     import pyarrow.parquet as pq
 
@@ -147,15 +162,45 @@ def read_archive(parts: list[Path]) -> Iterator[bytes]:
             column = file.schema_arrow.field("raw") if "raw" in file.schema_arrow.names else None
             if column is None or not pa.types.is_binary(column.type):
                 raise BadRecord(record + 1, f"{part} has no binary `raw` column")
-            batches = file.iter_batches(columns=["raw"], batch_size=BATCH)
-            for batch in batches:
-                for raw in batch.column(0).to_pylist():
-                    record += 1
-                    if raw is None:
-                        raise BadRecord(record, f"{part}: the row has no `raw` bytes")
-                    yield raw
+            for group in range(file.metadata.num_row_groups):
+                _check_row_group(part, file.metadata.row_group(group), group, record, max_bytes)
+                batches = file.iter_batches(
+                    batch_size=ARCHIVE_BATCH, row_groups=[group], columns=["raw"]
+                )
+                for batch in batches:
+                    for raw in batch.column(0).to_pylist():
+                        record += 1
+                        if raw is None:
+                            raise BadRecord(record, f"{part}: the row has no `raw` bytes")
+                        if len(raw) > max_bytes:
+                            raise BadRecord(
+                                record,
+                                f"{part}: {len(raw)} bytes, over the message size limit "
+                                f"({max_bytes} bytes)",
+                            )
+                        yield raw
         except (pa.ArrowException, OSError) as error:
             raise BadRecord(record + 1, f"{part} is not a readable Parquet file: {error}") from None
+
+
+def _check_row_group(part: Path, group, number: int, before: int, max_bytes: int) -> None:
+    """BadRecord (naming the row group's first record) if its `raw` column, as the footer
+    gives it, decodes to more than its rows can hold within the message size limit, or to
+    more than `ROW_GROUP_BYTES`: refused before a byte of it is decompressed."""
+    rows = group.num_rows
+    decoded = sum(
+        group.column(index).total_uncompressed_size
+        for index in range(group.num_columns)
+        if group.column(index).path_in_schema == "raw"
+    )
+    most = min(rows * (max_bytes + VALUE_OVERHEAD) + 4096, ROW_GROUP_BYTES)
+    if decoded > most or rows < 0 or decoded < 0:
+        raise BadRecord(
+            before + 1,
+            f"{part}: row group {number} ({rows} rows) decodes to {decoded} bytes of `raw`, "
+            f"over the {most} its rows can hold (messages of at most {max_bytes} bytes, "
+            f"{ROW_GROUP_BYTES} bytes a row group)",
+        )
 
 
 def archive_rows(parts: list[Path]) -> int | None:

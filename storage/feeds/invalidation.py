@@ -8,7 +8,8 @@ fall, and every node ends with the lowest one any node found, because
 proofs travel (node.gossip). When a proof lowers a feed's boundary:
 
 1. `record_proof` keeps it: its row in `proofs`, its messages' bodies in
-   `evidence`, and the feed's `invalid` row names it. A proof that no
+   `evidence`, its number in `proof-order` (storage.feeds.proof_order), and
+   the feed's `invalid` row names it. A proof that no
    `invalid` row names any more is dropped with the bodies only it held,
    so a feed keeps one proof, the one that cut it lowest (of two that cut
    it at one seq, the one with the lower id, so the kept proof does not
@@ -36,6 +37,7 @@ import msgpack
 
 from tanglenode.protocol.evidence import Proof, ProofKind
 from tanglenode.protocol.message import Message
+from tanglenode.storage.feeds import proof_order
 from tanglenode.storage.feeds.layout import (
     U64,
     Tables,
@@ -72,6 +74,15 @@ def kept_proofs(txn, tables: Tables) -> list[tuple[bytes, ProofKind, list[Messag
     return found
 
 
+def kept_proof(txn, tables: Tables, proof_id: bytes) -> tuple[ProofKind, list[Message]] | None:
+    """(kind, messages) of one kept proof, or None."""
+    raw = txn.get(proof_id, db=tables.proofs)
+    if raw is None:
+        return None
+    kind, ids = msgpack.unpackb(raw)
+    return ProofKind(kind), [parse_stored(txn.get(msg_id, db=tables.evidence)) for msg_id in ids]
+
+
 def record_proof(txn, tables: Tables, proof: Proof) -> dict[bytes, int]:
     """Keep `proof` where it lowers a boundary, or ties one with a lower proof id;
     returns author -> new boundary for the feeds it lowered."""
@@ -95,6 +106,7 @@ def record_proof(txn, tables: Tables, proof: Proof) -> dict[bytes, int]:
         return lowered
     ids = [message.id for message in proof.messages]
     txn.put(proof.id, msgpack.packb([proof.kind.value, ids]), db=tables.proofs)
+    proof_order.record(txn, tables, proof.id)
     for message in proof.messages:
         txn.put(message.id, message.raw, db=tables.evidence)
     for old in replaced - {proof.id}:
@@ -114,6 +126,7 @@ def _drop_if_unused(txn, tables: Tables, proof_id: bytes) -> None:
         if current is not None and bytes(current[8:]) == proof_id:
             return
     txn.delete(proof_id, db=tables.proofs)
+    proof_order.forget(txn, tables, proof_id)
     still_held: set[bytes] = set()
     for other in txn.cursor(db=tables.proofs).iternext(keys=False):
         still_held.update(msgpack.unpackb(other)[1])

@@ -16,6 +16,8 @@
                                                        (storage.feeds.invalidation)
     proofs         proof id -> msgpack [kind, [id...]] the proofs `invalid` rows name
     evidence       id -> signed bytes                  the bodies of those proofs' messages
+    proof-order    "n" + number(u64 BE) -> proof id    the order proofs were kept in, and
+                   "i" + proof id -> number            back (storage.feeds.proof_order)
     tangle-tips    tangle key -> id (dupsort)          joined members of a tangle no joined
                                                        member references (storage.views.tangles)
     tangle-state   tangle key + id -> state            each member's state in the joined view:
@@ -96,6 +98,7 @@ class Tables:
     invalid: Any
     proofs: Any
     evidence: Any
+    proof_order: Any  # kept proofs numbered in the order kept (storage.feeds.proof_order)
     tangle_tips: Any
     tangle_pending: Any
     tangle_state: Any
@@ -121,6 +124,7 @@ class Tables:
                 invalid=env.open_db(b"invalid", txn=txn),
                 proofs=env.open_db(b"proofs", txn=txn),
                 evidence=env.open_db(b"evidence", txn=txn),
+                proof_order=env.open_db(b"proof-order", txn=txn),
                 tangle_tips=env.open_db(b"tangle-tips", txn=txn, dupsort=True),
                 tangle_pending=env.open_db(b"tangle-pending", txn=txn),
                 tangle_state=env.open_db(b"tangle-state", txn=txn),

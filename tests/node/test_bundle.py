@@ -96,7 +96,7 @@ def test_an_archive_imports_like_a_bundle(tmp_path):
         export(original, tmp_path / "archive")
         expected = snapshot(original)
     with FeedStore(tmp_path / "b", map_size=64 * 2**20) as restored:
-        records = read_archive(archive_parts(tmp_path / "archive"))
+        records = read_archive(archive_parts(tmp_path / "archive"), LIMIT)
         summary = import_messages(restored, records, ImportSummary())
         assert summary.as_dict()["fork"] == 1 and not summary.rejected
         assert snapshot(restored) == expected

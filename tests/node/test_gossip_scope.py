@@ -12,6 +12,7 @@ import trio.testing
 from tanglenode.node.service import SCOPE_REFRESH_GAP
 from tanglenode.protocol.contacts import FOLLOW, contact_content
 from tanglenode.protocol.gossip import FrameKind, GossipConnection
+from tanglenode.protocol.message import author_of
 from tanglenode.storage.scope import Scope
 from tests.factories import Feed
 from tests.node.test_gossip_session import (
@@ -155,14 +156,15 @@ async def test_proofs_travel_only_about_feeds_the_node_carries(open_side, autoju
     branches = {}
     for feed in (carol, zed):
         first = feed.append({"n": 0})
+        feed.append({"n": 1})
         twin = Feed(feed.keypair)
-        twin.messages = []
-        branches[feed.public] = (first, twin.append({"n": "the other branch"}))
-    b = open_side("b", inline=True)
-    for one, other in branches.values():  # b carries everything, and holds both proofs
-        b.store.writes.ingest([one.raw, other.raw])
+        twin.messages = [first]
+        branches[feed.public] = (feed.messages, twin.append({"n": "the other branch"}))
+    # b carries everything, and holds both proofs
+    b = open_side("b", *[[*one, other] for one, other in branches.values()], inline=True)
     assert len(b.store.feeds.evidence()) == 2
-    a = open_side("a", inline=True)
+    # a holds the first message of each, and carries carol's feed only: its clock names carol
+    a = open_side("a", branches[carol.public][0][:1], branches[zed.public][0][:1], inline=True)
     await follow(a, carol.public)
     wire = Wire()
     async with trio.open_nursery() as nursery:
@@ -172,8 +174,9 @@ async def test_proofs_travel_only_about_feeds_the_node_carries(open_side, autoju
         nursery.cancel_scope.cancel()
     assert [proof.messages[0].author for proof in a.store.feeds.evidence()] == [carol.public]
     assert zed.public not in a.service.invalid
-    sent_by_a = [frame for frame in wire.of("a", FrameKind.EVIDENCE)]
-    assert sent_by_a == []  # what a keeps came from b; nothing about zed goes anywhere
+    sent_by_b = [frame[1][0] for frame in wire.of("b", FrameKind.EVIDENCE)]
+    assert [author_of(raw) for raw in sent_by_b] == [carol.public]  # none about zed
+    assert wire.of("a", FrameKind.EVIDENCE) == []  # what a keeps came from b
 
 
 async def test_contact_messages_arriving_together_refresh_the_scope_once(open_side, autojump_clock):

@@ -24,7 +24,7 @@ def test_an_address_is_host_and_port(text, parsed):
         "bücher.example:8008",
         "host:0",
         "host:65536",
-        "host:８０",  # full-width digits
+        "host:\uff18\uff10",  # full-width digits
         ":8008",
         "a b:8008",
         "host\x00:1",
