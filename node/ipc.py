@@ -354,7 +354,12 @@ class IpcServer:
             path.unlink(missing_ok=True)
 
     async def _client(self, stream: trio.SocketStream) -> None:
-        if self.clients >= self.max_clients:
+        if self.clients >= self.max_clients:  # told why, in one frame, then closed
+            busy = RequestError(
+                ErrorKind.REFUSED, f"the node serves {self.max_clients} IPC clients at once"
+            )
+            with trio.move_on_after(REFUSAL_SECONDS), contextlib.suppress(*_GONE, OSError):
+                await stream.send_all(encode_frame(error_reply(None, busy), MAX_FRAME))
             await trio.aclose_forcefully(stream)
             return
         self.clients += 1
@@ -658,3 +663,4 @@ class _Lagged(Exception):
 
 
 _GONE = (_Lagged, trio.BrokenResourceError, trio.ClosedResourceError)  # a client that left
+REFUSAL_SECONDS = 1.0  # at most, to tell a client over the cap why it is refused

@@ -111,6 +111,18 @@ async def test_a_bad_frame_closes_that_client_only(node):
         assert (await good.status())["messages"] == 0
 
 
+async def test_a_client_over_the_cap_is_told_why_before_it_is_closed(node):
+    path = await node(max_clients=1)
+    async with await connect(path) as first:
+        await first.status()  # served: it holds the one place
+        late = await trio.open_unix_socket(str(path))
+        reply = await late.receive_some(4096)
+        assert b"refused" in reply and b"IPC clients at once" in reply
+        assert await late.receive_some(4096) == b""  # then closed
+        await late.aclose()
+        assert (await first.status())["messages"] == 0  # the first is served on
+
+
 async def collect(client, since, until_version, **which):
     """Commands from `since` until the version reaches `until_version`."""
     commands, version = [], since
