@@ -510,20 +510,23 @@ class GossipSession:
             )
         self._send_soon(self.connection.grant(len(raws)))
 
-    async def _take_evidence(self, raws: list[bytes]) -> None:
-        # Marked before the store takes it: its new evidence version wakes our writer, which
-        # must not echo the proof back to the peer that sent it.
-        self.proofs_sent.add(frozenset(message_id(raw) for raw in raws))
-        if not any(self.service.scope.carries(author_of(raw) or b"") for raw in raws):
-            # A proof about a feed we do not carry is not ours to keep or pass on (an honest
-            # peer that carries it sends it): its credit comes back.
-            self._send_soon(self.connection.grant(len(raws)))
-            return
-        try:
-            await self.service.add_evidence(raws)  # one we hold already changes nothing
-        except (InvalidMessage, InvalidProof) as error:
-            raise PeerMisbehaved(f"sent evidence that proves nothing: {error}") from None
-        self._send_soon(self.connection.grant(len(raws)))
+    async def _take_evidence(self, proofs: list[list[bytes]]) -> None:
+        """The proofs of consecutive EVIDENCE frames (node/inbox.py), the ones about feeds we
+        carry applied in one transaction; their credit comes back."""
+        carried = []
+        for raws in proofs:
+            # Marked before the store takes it: its new evidence version wakes our writer,
+            # which must not echo the proof back to the peer that sent it.
+            self.proofs_sent.add(frozenset(message_id(raw) for raw in raws))
+            # A proof about a feed we do not carry is not ours to keep or pass on (an
+            # honest peer that carries it sends it): only its credit comes back.
+            if any(self.service.scope.carries(author_of(raw) or b"") for raw in raws):
+                carried.append(raws)
+        outcomes = await self.service.add_evidences(carried) if carried else []
+        self._send_soon(self.connection.grant(sum(len(raws) for raws in proofs)))
+        for outcome in outcomes:  # one we hold already changes nothing
+            if isinstance(outcome, InvalidMessage | InvalidProof):
+                raise PeerMisbehaved(f"sent evidence that proves nothing: {outcome}")
 
     # -- writing -------------------------------------------------------------
 

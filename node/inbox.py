@@ -20,8 +20,9 @@ next batch takes them all, up to `max_batch` (a large batch costs one
 commit); while it waits for work, the preparer takes at most
 `FIRST_BATCH` messages, splitting a frame if need be, so the storer
 starts soon (at the start of a catch-up, or for a live push). EVIDENCE
-goes through the same line, between the messages it arrived between,
-unbatched (`on_evidence`).
+goes through the same line, between the messages it arrived between;
+consecutive EVIDENCE frames are handed on together, at most
+`MAX_PROOFS` (`on_evidence`, which applies them in one transaction).
 
 Memory is bounded in bytes as well as by the credit window: once more than
 `max_bytes` of received messages are queued, prepared or being stored,
@@ -50,6 +51,7 @@ from tanglenode.node.service import StoreService
 MAX_BATCH = 2048  # messages per write transaction at most
 FIRST_BATCH = 256  # messages at most while the storer waits for work: it starts sooner
 MAX_BYTES = 8 << 20  # received bytes held at once (queued, being verified or stored)
+MAX_PROOFS = 256  # consecutive EVIDENCE frames handed on together at most
 
 
 class Kind(enum.Enum):
@@ -62,14 +64,14 @@ class Inbox:
         self,
         service: StoreService,
         on_messages: Callable[[list[bytes], list[Any]], Awaitable[None]],
-        on_evidence: Callable[[list[bytes]], Awaitable[None]],
+        on_evidence: Callable[[list[list[bytes]]], Awaitable[None]],
         *,
         max_batch: int = MAX_BATCH,
         max_bytes: int = MAX_BYTES,
     ) -> None:
         self.service = service
         self.on_messages = on_messages  # (raws, results) once stored
-        self.on_evidence = on_evidence  # (raws) to check and apply
+        self.on_evidence = on_evidence  # (proofs, each its raws) to check and apply
         self.max_batch = max_batch
         self.max_bytes = max_bytes
         self._queue: deque[tuple[Kind, list[bytes], int, float]] = deque()  # ..., arrival
@@ -112,6 +114,13 @@ class Inbox:
             rest_size = sum(map(len, rest))
             queue.appendleft((kind, rest, rest_size, arrived))
             return kind, raws[:FIRST_BATCH], size - rest_size, arrived
+        if kind is Kind.EVIDENCE:  # with the proofs that follow it: one transaction
+            proofs = [raws]
+            while queue and queue[0][0] is Kind.EVIDENCE and len(proofs) < MAX_PROOFS:
+                _kind, more, more_size, _arrived = queue.popleft()
+                proofs.append(more)
+                size += more_size
+            return kind, proofs, size, arrived
         if kind is Kind.MESSAGES and queue and queue[0][0] is Kind.MESSAGES:
             raws = list(raws)
             while (

@@ -234,10 +234,24 @@ class StoreService:
 
     async def add_evidence(self, raws: list[bytes]) -> tuple[str, dict[bytes, int]]:
         """Check and apply a peer's proof (see `store.writes.add_evidence`)."""
-        outcome = await self._write(self.store.writes.add_evidence, raws)
-        if outcome[0] == "new":
-            await self._proofs_changed({author_of(raw) for raw in raws} - {None})
+        [outcome] = await self.add_evidences([raws])
+        if isinstance(outcome, Exception):
+            raise outcome
         return outcome
+
+    async def add_evidences(self, proofs: list[list[bytes]]) -> list[Any]:
+        """Check and apply a peer's proofs, the new ones in one write transaction (see
+        `store.writes.add_evidences`): each one's outcome, or the error refusing it."""
+        outcomes = await self._write(self.store.writes.add_evidences, proofs)
+        authors = {
+            author_of(raw)
+            for raws, outcome in zip(proofs, outcomes, strict=True)
+            if not isinstance(outcome, Exception) and outcome[0] == "new"
+            for raw in raws
+        }
+        if authors - {None}:
+            await self._proofs_changed(authors - {None})
+        return outcomes
 
     async def add_witnesses(self, raws: list[bytes]) -> list[Entry]:
         """Keep the witnesses a peer sent that the processor asked for, and process what

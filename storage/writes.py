@@ -31,6 +31,7 @@ from typing import Any, TypeVar
 import lmdb
 
 from tanglenode.protocol.document import TANGLE as DOC_TANGLE
+from tanglenode.protocol.errors import InvalidMessage
 from tanglenode.protocol.evidence import PROOF_MESSAGES, InvalidProof, check_proof
 from tanglenode.protocol.identity import message_id, message_text
 from tanglenode.protocol.message import (
@@ -618,19 +619,44 @@ class Writes:
         Raises `InvalidMessage` for a message that fails validation and
         `InvalidProof` for messages that prove nothing.
         """
-        raws = [bytes(raw) for raw in raws]
-        if len(raws) != PROOF_MESSAGES:
-            raise InvalidProof(f"a proof holds {PROOF_MESSAGES} messages")
-        proof = check_proof(decode_message(raw, self._ctx.limits) for raw in raws)
+        [outcome] = self.add_evidences([raws])
+        if isinstance(outcome, Exception):
+            raise outcome
+        return outcome
+
+    def add_evidences(
+        self, proofs: Iterable[Iterable[bytes]]
+    ) -> list[tuple[str, dict[bytes, int]] | InvalidMessage | InvalidProof]:
+        """`add_evidence` for several proofs, the new ones applied in one write transaction
+        (a peer's burst of proofs costs one commit, not one each); for each proof, its
+        outcome or the error that refuses it (the others are applied all the same)."""
+        outcomes: list[tuple[str, dict[bytes, int]] | InvalidMessage | InvalidProof] = []
+        checked: dict[int, Any] = {}
+        for number, raws in enumerate(proofs):
+            try:
+                raws = [bytes(raw) for raw in raws]
+                if len(raws) != PROOF_MESSAGES:
+                    raise InvalidProof(f"a proof holds {PROOF_MESSAGES} messages")
+                checked[number] = check_proof(decode_message(raw, self._ctx.limits) for raw in raws)
+                outcomes.append(("known", {}))
+            except (InvalidMessage, InvalidProof) as error:
+                outcomes.append(error)
         with self._ctx.read() as txn:
-            if txn.get(proof.id, db=self._ctx.tables.proofs) is not None:
-                return "known", {}
+            fresh = {
+                number: proof
+                for number, proof in checked.items()
+                if txn.get(proof.id, db=self._ctx.tables.proofs) is None
+            }
+        if not fresh:
+            return outcomes
         with self._ctx.write() as txn:
             writer = BatchWriter(txn, self._ctx, self._views)
-            lowered = writer.add_proof(proof)
-            kept = txn.get(proof.id, db=self._ctx.tables.proofs) is not None  # may lower nothing
+            for number, proof in fresh.items():
+                lowered = writer.add_proof(proof)
+                if txn.get(proof.id, db=self._ctx.tables.proofs) is not None:  # may lower nothing
+                    outcomes[number] = ("new", lowered)
             writer.finish()
             self._process(
                 txn, set(), writer.invalidated, named_by_cut=writer.named_by_cut, cut=writer.cut
             )
-        return ("new", lowered) if kept else ("known", {})
+        return outcomes

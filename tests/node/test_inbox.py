@@ -47,8 +47,8 @@ class Recorder:
         self.events.append(("messages", len(raws)))
         self.outcomes.extend(result.outcome for result in results)
 
-    async def on_evidence(self, raws) -> None:
-        self.events.append(("evidence", len(raws)))
+    async def on_evidence(self, proofs) -> None:
+        self.events.append(("evidence", len(proofs)))
 
 
 @pytest.fixture
@@ -132,5 +132,24 @@ async def test_evidence_goes_between_the_messages_it_arrived_between(service):
         service.gate.set()
         await inbox.drained()
         nursery.cancel_scope.cancel()
-    assert recorder.events == [("messages", 5), ("evidence", 2), ("messages", 5)]
+    assert recorder.events == [("messages", 5), ("evidence", 1), ("messages", 5)]
+    assert inbox.held == 0
+
+
+async def test_consecutive_proofs_are_handed_on_together_between_messages(service):
+    """A burst of EVIDENCE frames is one call (one write transaction), and still goes
+    between the messages it arrived between."""
+    first, second = frames("burst", 2, 5)
+    recorder = Recorder()
+    inbox = Inbox(service, recorder.on_messages, recorder.on_evidence)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(inbox.run)
+        await inbox.put(Kind.MESSAGES, first)
+        for n in range(40):
+            await inbox.put(Kind.EVIDENCE, [b"proof %d" % n, b"of two"])
+        await inbox.put(Kind.MESSAGES, second)
+        service.gate.set()
+        await inbox.drained()
+        nursery.cancel_scope.cancel()
+    assert recorder.events == [("messages", 5), ("evidence", 40), ("messages", 5)]
     assert inbox.held == 0
