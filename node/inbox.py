@@ -51,7 +51,7 @@ from tanglenode.node.service import StoreService
 MAX_BATCH = 2048  # messages per write transaction at most
 FIRST_BATCH = 256  # messages at most while the storer waits for work: it starts sooner
 MAX_BYTES = 8 << 20  # received bytes held at once (queued, being verified or stored)
-MAX_PROOFS = 256  # consecutive EVIDENCE frames handed on together at most
+MAX_PROOFS = 8  # consecutive EVIDENCE frames handed on together at most
 
 
 class Kind(enum.Enum):
