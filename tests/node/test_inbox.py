@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 import trio
 
-from tanglenode.node.inbox import FIRST_BATCH, Inbox, Kind
+from tanglenode.node.inbox import FIRST_BATCH, MAX_PROOFS, Inbox, Kind
 from tanglenode.node.service import StoreService
 from tanglenode.storage.feeds.ingest import Outcome
 from tanglenode.storage.store import FeedStore
@@ -137,19 +137,20 @@ async def test_evidence_goes_between_the_messages_it_arrived_between(service):
 
 
 async def test_consecutive_proofs_are_handed_on_together_between_messages(service):
-    """A burst of EVIDENCE frames is one call (one write transaction), and still goes
-    between the messages it arrived between."""
+    """A burst of EVIDENCE frames is handed on `MAX_PROOFS` at a time (a write transaction
+    each), and still goes between the messages it arrived between."""
     first, second = frames("burst", 2, 5)
     recorder = Recorder()
     inbox = Inbox(service, recorder.on_messages, recorder.on_evidence)
     async with trio.open_nursery() as nursery:
         nursery.start_soon(inbox.run)
         await inbox.put(Kind.MESSAGES, first)
-        for n in range(40):
+        for n in range(5 * MAX_PROOFS):
             await inbox.put(Kind.EVIDENCE, [b"proof %d" % n, b"of two"])
         await inbox.put(Kind.MESSAGES, second)
         service.gate.set()
         await inbox.drained()
         nursery.cancel_scope.cancel()
-    assert recorder.events == [("messages", 5), ("evidence", 40), ("messages", 5)]
+    bursts = [("evidence", MAX_PROOFS)] * 5
+    assert recorder.events == [("messages", 5), *bursts, ("messages", 5)]
     assert inbox.held == 0
