@@ -360,7 +360,7 @@ def doc_show(
     """Print DOC's text, now or --at an earlier revision, exactly as it is; --out writes it
     to FILE, with the revision beside it for `doc edit DOC FILE`; --comments adds the
     comments on its ranges (as they stand now), with their replies; --transclude shows
-    the ranges of other documents it includes in place, between ⟦ and ⟧."""
+    the ranges of other documents it includes in place, each marked."""
     from tanglenode.node.cli.doc_comments import comments_json, comments_text, read_comments
     from tanglenode.node.cli.doc_transclusion import rendered_json, rendered_text
 
