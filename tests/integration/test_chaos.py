@@ -555,6 +555,7 @@ async def check_outcome(nodes: list[Node], honest: Honest, attacker: Attacker) -
         assert await node.stop() == 0
 
 
+@pytest.mark.slow  # 14 s; the three-node case runs in `make test`
 async def test_five_nodes_partitions_a_kill_and_a_hostile_peer_converge(tmp_path):
     await chaos(tmp_path, size=5, rounds=6, per_round=10, kills=1)
 

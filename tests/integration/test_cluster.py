@@ -33,6 +33,7 @@ async def all_messages(node: Node) -> list[dict]:
             return [await client.get(msg_id) for _rank, msg_id in entries]
 
 
+@pytest.mark.slow  # 22-30 s; tests/integration/test_chaos.py's three nodes run in `make test`
 async def test_four_nodes_partitioned_then_healed_converge_on_one_order(tmp_path):
     a, b, c, d = (Node(tmp_path, name) for name in "abcd")
     # Everyone learns the tangle's root first: a ring through all four.

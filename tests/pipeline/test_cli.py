@@ -136,6 +136,7 @@ def test_spark_submits_entry_point_returns_the_commands_exit_code(tmp_path):
     assert done.returncode == 4 and "no such archive" in done.stderr
 
 
+@pytest.mark.slow  # 20 s of Spark; tests/pipeline/test_jobs.py runs the CLI in `make test`
 @pytest.mark.usefixtures("java")  # a `tangled pipeline` child starts Spark
 def test_on_a_terminal_progress_comes_at_once_the_jvm_is_quiet_and_stats_is_a_table(
     archive, tmp_path
@@ -179,6 +180,7 @@ def test_verify_prints_json_off_a_terminal_names_the_forks_feed_and_exits_5(arch
     assert not any(word in done.stderr for word in JVM_CHATTER)
 
 
+@pytest.mark.slow  # 18 s of Spark; verify's exit 5 runs in `make test`
 @pytest.mark.usefixtures("java")  # a `tangled pipeline` child starts Spark
 def test_audit_exits_5_and_names_each_difference(archive, tmp_path):
     out, _feeds = archive
@@ -221,6 +223,7 @@ def test_when_spark_fails_the_jvm_log_is_shown_then_one_line(archive, tmp_path):
     written.unlink()
 
 
+@pytest.mark.slow  # 17 s with its Spark session
 def test_the_summary_is_bounded_and_says_how_many_more(spark, archive, tmp_path):
     from tanglenode.pipeline.archive import read_messages, write
     from tanglenode.pipeline.linearize import linearize

@@ -79,7 +79,7 @@ def edits_of(store, agent: int = 0, session: int = 0) -> list:
         # 35 s of the suite's 8 minutes: with the slow tests (`make test-slow`)
         pytest.param("friendsforever_concurrent", marks=pytest.mark.slow),
         "automerge-paper",
-        "seph-blog1",
+        pytest.param("seph-blog1", marks=pytest.mark.slow),  # 10 s; automerge-paper is as long
     ],
 )
 def test_every_shipped_trace_replays_to_its_end_content(open_store, name):
