@@ -5,6 +5,7 @@ import json
 import os
 import subprocess
 
+import pytest
 import trio
 
 from tanglenode.node.localnet import REQUEST_SECONDS, TANGLED, Node
@@ -37,6 +38,7 @@ def versions(published: dict) -> list[int]:
     return [row["version"] for row in published["messages"]]
 
 
+@pytest.mark.slow  # 16 s of real processes; tests/node/test_doc_*_cli.py run in `make test`
 async def test_doc_commands_through_the_running_node_and_on_the_stopped_store(tmp_path):
     node = Node(tmp_path, "writer")
     await node.start()

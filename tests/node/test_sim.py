@@ -92,6 +92,7 @@ def test_an_impossible_topology_is_refused():
         edges("regular", 4, 4, seed=1)
 
 
+@pytest.mark.slow  # 5 s; the smaller topologies run in `make test`
 def test_25_nodes_on_100ms_links_meet_the_fly_io_figures_and_beat_flooding():
     """fly.io's broadcast challenge: 25 nodes, 100 ms links, median latency under 400 ms
     and the most under 600 ms; each message received about once, where flooding sends it

@@ -168,6 +168,7 @@ def test_on_a_terminal_progress_comes_at_once_the_jvm_is_quiet_and_stats_is_a_ta
     assert chat.split()[1] == message_text(root) and chat.split()[2] == "40"
 
 
+@pytest.mark.slow  # 20 s of Spark: the job CLI and the jobs themselves run in `make test`
 @pytest.mark.usefixtures("java")  # a `tangled pipeline` child starts Spark
 def test_verify_prints_json_off_a_terminal_names_the_forks_feed_and_exits_5(archive, tmp_path):
     out, feeds = archive

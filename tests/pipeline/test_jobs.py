@@ -90,6 +90,7 @@ def test_verify_flags_each_kind_of_bad_row(spark, archive, tmp_path):
     assert any(reason == "id-mismatch" for i, reason in report if i == tampered["id"])
 
 
+@pytest.mark.slow  # 18 s: a `tangled pipeline` child starts its own Spark; the jobs run in process
 def test_the_cli_runs_a_job_and_writes_parquet(spark, archive, tmp_path):
     out, _feeds = archive
     done = subprocess.run(
