@@ -42,6 +42,7 @@ CONVERSATION = [  # (who, what): alice opens the tangle, then each answers the o
     ("alice", "7:30 is perfect. See you there!"),
 ]
 DOC_TITLE = "Friday dinner"
+COMMENT, REPLY = "Is it open on Fridays?", "Yes: booked for 7:30."
 DOC_EDITS = [  # (who, the whole text after their edit): `tangled doc edit` sends the difference
     ("alice", "Friday dinner\n\nWhere: the usual place\nWhen: 7 pm\n"),
     ("bob", "Friday dinner\n\nWhere: the usual place\nWhen: 7 pm\nBring: a cake\n"),
@@ -93,6 +94,11 @@ def write_document(alice: WebNode, bob: WebNode) -> tuple[bytes, str]:
         other = bob if author is alice else alice
         tangled(author, "doc", "edit", message_text(doc), "-", "--force", stdin=text)
         sync(author, other, tangle="doc", root=doc)  # the next edit starts from all of it
+    # A comment on a range, and its answer, for the margin (docs/DOCUMENTS.md, "Comments").
+    comment = tangled(bob, "doc", "comment", message_text(doc), COMMENT, "--match", "Luigi's")
+    sync(bob, alice, tangle="doc", root=doc)
+    tangled(alice, "doc", "comment", "--reply", comment.strip(), REPLY)
+    sync(alice, bob, tangle="doc", root=doc)
     shown = json.loads(tangled(alice, "doc", "show", message_text(doc), "--json"))
     assert shown["text"] == DOC_EDITS[-1][1], shown
     return doc, shown["text"]
@@ -135,12 +141,13 @@ def tangle_ready(expected: list[str]):
 
 
 def document_ready(text: str):
-    """The document view is ready: `#text` holds the final text."""
+    """The document view is ready: `#text` holds the final text, the margin its comment."""
 
     def ready(page) -> None:
         from playwright.sync_api import expect
 
         expect(page.locator("#text")).to_have_text(text, timeout=WAIT_MS)
+        expect(page.locator("#comment-list .reply-text")).to_have_text(REPLY, timeout=WAIT_MS)
 
     return ready
 
