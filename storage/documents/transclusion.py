@@ -75,18 +75,6 @@ MAX_FOLLOWED = 256  # inclusions followed in all, at every depth
 MAX_CODE_POINTS = 1 << 19  # rendered in all (a reply within an IPC frame)
 MAX_PIECES = 1 << 21  # pieces of the weaves walked in all: past it, no more is followed
 
-KINDS = (
-    "text",
-    "included",
-    "cycle",
-    "withheld",
-    "missing",
-    "deleted",
-    "too-deep",
-    "too-many",
-    "cut",
-)
-
 
 @dataclass(frozen=True, slots=True)
 class Part:
