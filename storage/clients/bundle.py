@@ -8,13 +8,28 @@ evidence (`store.feeds.evidence_messages`). Replaying a bundle in that order
 reproduces the feeds and the evidence: each feed's chain arrives in order,
 and an evidence message arrives after the message it conflicts with.
 
+Bundles concatenate: `cat a.bundle b.bundle` is one bundle, whose records
+are a's then b's. Where a record's length prefix would be, the reader meets
+b's header and goes on with b's records, numbered on from a's (a header is
+no record). The two cannot be confused: a header's four bytes read as a
+length are over 1.3 GiB (`HEADER_MARK` is "TNB", 0x544E42..), beyond any
+message size limit (the config allows at most 1 MiB), so no length ever
+starts with them. Replaying a concatenation is replaying each part in turn:
+each part's feeds arrive in seq order and its evidence after what it
+conflicts with, and a message the first part already gave is a duplicate.
+
 Reading trusts nothing: a bundle that does not start with `MAGIC` is
 refused at once (one written before format 2 starts with a length: its
 messages carry timeframes of bare seqs, which this build refuses), and a
-length of 0 or over the message size limit, a
-record cut short, a length prefix cut short each raise `BadRecord` naming
-the record (1-based) — the reader never allocates more than one message's
-limit. An archive's Parquet files are checked a row group at a time from
+header of another format, first or later in a concatenation, is refused
+as `OtherFormat` (a `BadRecord` naming the format) where it stands: a
+bundle of format 3 holds messages this build cannot judge, so nothing of
+it is read as format 2. (A format-1 bundle appended to a format-2 one has
+no header to tell it by: its records read as records, and `ingest`
+rejects each as `unknown-version`.) A length of 0 or over the message size
+limit, a record cut short, a length prefix cut short each raise
+`BadRecord` naming the record (1-based) — the reader never allocates more
+than one message's limit. An archive's Parquet files are checked a row group at a time from
 their footers before anything is decoded (`read_archive`): a row group whose
 `raw` column would decode to more than its rows can hold, or to more than
 `ROW_GROUP_BYTES`, is a `BadRecord` too. What the records hold is validated
@@ -42,7 +57,9 @@ from tanglenode.storage.feeds.ingest_pipeline import Worker, ingest_batches
 from tanglenode.storage.store import FeedStore
 
 BATCH = 1000
-MAGIC = b"TNB\x02"  # a bundle of format 2 messages; format 1 bundles had no header
+HEADER_MARK = b"TNB"  # a bundle's header: these three bytes, then its format's number
+FORMAT = 2  # the format of the messages this build writes and reads
+MAGIC = HEADER_MARK + bytes([FORMAT])  # a bundle of format 2 messages; format 1 had no header
 
 
 class BadRecord(RemoteProtocolError):
@@ -52,6 +69,19 @@ class BadRecord(RemoteProtocolError):
         super().__init__(f"record {record}: {detail}")
         self.record = record
         self.detail = detail
+
+
+class OtherFormat(BadRecord):
+    """A bundle's header names a format other than `FORMAT`: the bundle at the start of the
+    stream, or one appended to it (`record` is the number the next record would have)."""
+
+    def __init__(self, record: int, format: int) -> None:
+        super().__init__(
+            record,
+            f"a bundle of format {format} begins here (header {HEADER_MARK.decode()} "
+            f"{format}); this build reads format {FORMAT} only",
+        )
+        self.format = format
 
 
 # -- writing ------------------------------------------------------------------
@@ -96,11 +126,14 @@ def _read_up_to(source: BinaryIO, size: int) -> bytes:
 
 
 def read_bundle(source: BinaryIO, max_bytes: int) -> Iterator[bytes]:
-    """The records of a bundle, each at most `max_bytes`; `BadRecord` at the first bad one."""
+    """The records of a bundle, or of bundles concatenated, each at most `max_bytes`;
+    `BadRecord` at the first bad one (`OtherFormat` at a header of another format)."""
     head = _read_up_to(source, len(MAGIC))
     if not head:
         return
-    if head != MAGIC:
+    if head[: len(HEADER_MARK)] == HEADER_MARK and len(head) == len(MAGIC):
+        _check_header(head, 1)
+    elif head != MAGIC:
         older = len(head) == LENGTH_PREFIX.size and 0 < LENGTH_PREFIX.unpack(head)[0] <= max_bytes
         raise BadRecord(
             1,
@@ -109,14 +142,16 @@ def read_bundle(source: BinaryIO, max_bytes: int) -> Iterator[bytes]:
             if older
             else "not a bundle: it does not start with a bundle's header",
         )
-    record = 0
+    record = 1  # the number of the next record
     while True:
-        record += 1
         prefix = _read_up_to(source, LENGTH_PREFIX.size)
         if not prefix:
             return
         if len(prefix) < LENGTH_PREFIX.size:
             raise BadRecord(record, f"the length prefix is cut short ({len(prefix)} of 4 bytes)")
+        if prefix[: len(HEADER_MARK)] == HEADER_MARK:  # the next bundle of a concatenation
+            _check_header(prefix, record)
+            continue
         (length,) = LENGTH_PREFIX.unpack(prefix)
         if length == 0:
             raise BadRecord(record, "length 0: not a message")
@@ -130,6 +165,13 @@ def read_bundle(source: BinaryIO, max_bytes: int) -> Iterator[bytes]:
         if len(body) < length:
             raise BadRecord(record, f"cut short: {len(body)} of {length} bytes")
         yield body
+        record += 1
+
+
+def _check_header(header: bytes, record: int) -> None:
+    """`OtherFormat` unless `header` (`HEADER_MARK` and a format) is this build's `MAGIC`."""
+    if header != MAGIC:
+        raise OtherFormat(record, header[len(HEADER_MARK)])
 
 
 def archive_parts(archive: Path) -> list[Path]:

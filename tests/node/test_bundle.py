@@ -12,6 +12,7 @@ from tanglenode.storage.clients.bundle import (
     MAGIC,
     BadRecord,
     ImportSummary,
+    OtherFormat,
     archive_parts,
     import_messages,
     read_archive,
@@ -100,6 +101,62 @@ def test_an_archive_imports_like_a_bundle(tmp_path):
         summary = import_messages(restored, records, ImportSummary())
         assert summary.as_dict()["fork"] == 1 and not summary.rejected
         assert snapshot(restored) == expected
+
+
+def another_store(path, shared: list[bytes]) -> FeedStore:
+    """Feeds of its own (a tangle, a fork of frank's), our key's posts, and `shared`: messages
+    the first store holds too, the same bytes, so a restore of both meets them twice."""
+    store = FeedStore(path, keypair=keypair("you"), map_size=64 * 2**20)
+    erin, frank, twin = Feed("erin"), Feed("frank"), Feed("frank")
+    root = erin.root("notes")
+    frank.append("f1", tangles={"notes": TangleLink(root.id, (root.id,))})
+    for number in range(12):
+        erin.append({"n": number}, timeframe={frank.public: 1})
+    store.writes.ingest(shared + [m.raw for m in erin.messages + frank.messages])
+    store.writes.ingest([twin.append("fork of f1").raw])
+    store.writes.publish({"yours": 1}, {"notes": root.id})
+    return store
+
+
+def test_two_bundles_concatenated_restore_every_message_of_both(tmp_path):
+    with populated_store(tmp_path / "a") as first:
+        a = bundle_of(first)
+        shared = [raw for raw in first.feeds.iter_raw()][:5]  # alice's first messages
+        with another_store(tmp_path / "b", shared) as second:
+            b = bundle_of(second)
+            held = {f.author: f.head_seq for f in [*first.feeds.held(), *second.feeds.held()]}
+            records = len(list(read_bundle(io.BytesIO(a), LIMIT))) + len(
+                list(read_bundle(io.BytesIO(b), LIMIT))
+            )
+    with FeedStore(tmp_path / "in-turn", map_size=64 * 2**20) as in_turn:  # a, then b
+        for data in (a, b):
+            import_messages(in_turn, read_bundle(io.BytesIO(data), LIMIT), ImportSummary())
+        expected = snapshot(in_turn)
+    with FeedStore(tmp_path / "restored", map_size=64 * 2**20) as restored:
+        summary = import_messages(restored, read_bundle(io.BytesIO(a + b), LIMIT), ImportSummary())
+        counts = summary.as_dict()
+        assert counts["records"] == records and not counts["rejected"]
+        assert counts["duplicate"] == len(shared) and counts["fork"] == 2  # bob's and frank's
+        assert {f.author: f.head_seq for f in restored.feeds.held()} == held
+        assert snapshot(restored) == expected
+        assert restored.feeds.check().ok
+    # An empty bundle anywhere in the chain adds nothing and breaks nothing.
+    assert list(read_bundle(io.BytesIO(MAGIC + a + MAGIC + MAGIC + b), LIMIT)) == list(
+        read_bundle(io.BytesIO(a + b), LIMIT)
+    )
+
+
+@pytest.mark.parametrize("at_start", [True, False], ids=["first", "appended"])
+def test_a_bundle_of_another_format_is_refused_where_its_header_stands(tmp_path, at_start):
+    later = b"TNB\x03" + record(b"a message of a format this build cannot judge")
+    data = later + MAGIC + record(GOOD[0]) if at_start else MAGIC + record(GOOD[0]) + later
+    with FeedStore(tmp_path / "s", map_size=2**22) as store:
+        summary = ImportSummary()
+        with pytest.raises(OtherFormat, match="format 3 begins here") as refused:
+            import_messages(store, read_bundle(io.BytesIO(data), LIMIT), summary)
+        assert refused.value.format == 3 and isinstance(refused.value, BadRecord)
+        assert refused.value.record == (1 if at_start else 2)
+        assert summary.records == (0 if at_start else 1)  # nothing of format 3 was read
 
 
 def record(raw: bytes) -> bytes:
