@@ -551,7 +551,8 @@ class GossipSession:
         self.heads_seen = None  # what we advertise changed: look at every feed once
         # The proofs we pass on are those of the feeds we carry: of the feeds the peer holds.
         invalid = self.service.invalid
-        self.proofs_due.update(f for f in self.peer.clock if f in invalid and scope.carries(f))
+        held = self.peer.clock.keys() | self.subscriptions.keys()
+        self.proofs_due.update(f for f in held if f in invalid and scope.carries(f))
         for feed in [f for f, after in self.asked.items() if after != STOP_AFTER]:
             if not scope.carries(feed):  # it left our scope: this peer stops pushing it
                 self.plan.drop(feed, self)
@@ -580,15 +581,20 @@ class GossipSession:
             page = await self.service.read(
                 lambda store, after: store.feeds.proofs_after(after, PAGE), self.proofs_read
             )
-            carries, clock = self.service.scope.carries, self.peer.clock
+            carries = self.service.scope.carries
             for proof in page:
-                # A feed the peer holds nothing of: its proof goes out if its clock names it.
-                wanted = proof.author in clock and carries(proof.author)
+                wanted = self._peer_holds(proof.author) and carries(proof.author)
                 if wanted and not await self._send_proof(proof.messages):
                     return
                 self.proofs_read = proof.number
             if len(page) < PAGE:
                 self.evidence_seen = version
+
+    def _peer_holds(self, feed: bytes) -> bool:
+        """Whether the peer holds any of `feed`, as far as this connection shows: its clock
+        names it, or it asked us for it (a peer does not tell a head equal to the one we told
+        it, so one that got the feed from us, or caught up elsewhere, may never name it)."""
+        return feed in self.peer.clock or feed in self.subscriptions
 
     async def _send_proof(self, messages: list) -> bool:
         """Send one proof unless the peer had it; False when the credit does not cover it."""
@@ -603,8 +609,9 @@ class GossipSession:
         return True
 
     async def _send_clock_changes(self) -> None:
-        """Heads that changed since we last told the peer, unless it told us the same head:
-        those of the feeds whose head moved since we last looked (node/head_changes.py)."""
+        """Heads that changed since we last told the peer, unless it told us the same head
+        (but the first head of a feed we never told it of: its proofs find us by it): those
+        of the feeds whose head moved since we last looked (node/head_changes.py)."""
         service = self.service
         moved = service.heads.since(self.heads_seen)
         self.heads_seen = service.heads.cursor()
@@ -615,10 +622,15 @@ class GossipSession:
             if feed not in clock:
                 continue  # a proof cut it back to nothing: there is no head to tell
             head = (clock[feed], tags[feed])
+            told = advertised.get(feed)
             if (
                 carries(feed)
-                and head != advertised.get(feed)
-                and (head[0] > peer_clock.get(feed, 0) or head[1] != peer_tags.get(feed))
+                and head != told
+                and (
+                    told is None  # the first we hold of it: the peer learns we hold the feed
+                    or head[0] > peer_clock.get(feed, 0)
+                    or head[1] != peer_tags.get(feed)
+                )
             ):
                 changes[feed] = head
         if changes:
