@@ -339,19 +339,20 @@ class StoreService:
             await self.refresh_document_keys()
 
     async def refresh_document_keys(self, group: bytes | None = None) -> bool:
-        """Hand the document engine the keys of our groups' epochs (only `group`'s, if
-        given; storage/groups/doc_keys.py), weaving the private documents that waited for
-        a new one; the store's version moves then. True if a key was new."""
+        """Hand the document engine the keys and exclusions of our groups' epochs (only
+        `group`'s, if given; storage/groups/doc_keys.py), weaving the private documents
+        that waited for a new key or that a new exclusion changes; the store's version
+        moves then. True if a key was new."""
         keypair = self.store.keypair
         if keypair is None:
             return False
         seen = self._group_messages
-        new = await self._write(refresh_document_keys, self.store, keypair, group)
+        kept = await self._write(refresh_document_keys, self.store, keypair, group)
         if group is None:
             self._keys_read_after = max(self._keys_read_after, seen)
-        if new:
+        if kept:
             self._bump()
-        return bool(new)
+        return bool(kept.epochs)
 
     async def read_keys_if_stale(self) -> bool:
         """Read the groups' keys now if a group message came since they were last read (a

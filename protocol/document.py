@@ -92,6 +92,7 @@ class DocReason(enum.StrEnum):
     # Private documents (sealed in a group: storage/documents/sealed.py).
     WRONG_GROUP = "wrong-group"
     UNREADABLE = "unreadable"
+    EXCLUDED = "excluded"  # its timeframe names its author's exclusion from its epoch
 
 
 class DocumentError(RemoteProtocolError):

@@ -34,6 +34,14 @@ tangles and, where this node can open it, its private part. The recipe:
    (the intersection: an exclusion in any branch holds), and the epoch to
    post in is the tip with the lowest id, until someone publishes an init
    that follows all tips, which merges them.
+4. **The exclusion rule, shared.** "A message sealed in epoch E by X is
+   invalid when its past holds a valid exclusion of X from E" is
+   `excluded_in_past`, the one function both the group messages (here: the
+   past is the group-tangle ancestry) and a private document's messages
+   (storage/documents/engine.py: the past is what the message's timeframe
+   names) ask, so that the two rules cannot drift. `GroupState.exclusions`
+   lists the valid exclusions, which the node hands to its document engine
+   (storage/groups/doc_keys.py).
 
 Everything here is a function of the set of messages, never of arrival
 order, so every node that holds the same messages derives the same state.
@@ -41,7 +49,7 @@ order, so every node that holds the same messages derives the same state.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from tanglenode.protocol.groups import Kind, Private
@@ -55,6 +63,42 @@ class GroupEvent:
     epoch: bytes  # the epoch it belongs to; an init's own id
     epoch_previous: tuple[bytes, ...] = ()  # an init's predecessors in the epoch tangle
     private: Private | None = None  # None when this node cannot open it
+
+
+@dataclass(frozen=True, slots=True)
+class Exclusion:
+    """A valid `exclude-member` (`id`): `members` are out of `epoch` for every message
+    whose past holds it."""
+
+    id: bytes
+    epoch: bytes
+    members: frozenset[bytes]
+
+
+EXCLUDED_IN_PAST = "its author was excluded from its epoch in its past"
+
+
+def excluded_in_past(
+    author: bytes,
+    epoch: bytes,
+    exclusions: Iterable[Exclusion],
+    in_past: Callable[[bytes], bool],
+) -> Exclusion | None:
+    """The exclusion that makes a message by `author` sealed in `epoch` invalid, if any:
+    one of `exclusions` (valid ones) of `author` from `epoch` that the message's past
+    holds (`in_past(exclusion id)`).
+
+    The one rule for every message written with an epoch's key: a group's
+    own messages (`derive`: their past is their group-tangle ancestry) and a
+    private document's (storage/documents/engine.py: their past is what their
+    timeframe names). A message written concurrently with the exclusion,
+    without it in its past, still counts; one written after its author
+    processed its own exclusion, and saying so, does not.
+    """
+    for exclusion in exclusions:
+        if exclusion.epoch == epoch and author in exclusion.members and in_past(exclusion.id):
+            return exclusion
+    return None
 
 
 @dataclass
@@ -80,6 +124,7 @@ class GroupState:
     pending: set[bytes]  # candidates whose previous are not all present
     epochs: dict[bytes, Epoch]
     tips: list[bytes]  # current epochs, lowest id first
+    exclusions: list[Exclusion] = field(default_factory=list)  # the valid ones, in order
 
     @property
     def members(self) -> set[bytes]:
@@ -139,7 +184,15 @@ def derive(events: Iterable[GroupEvent], root: bytes) -> GroupState:
     epochs = _epochs(by_id, order, valid)
     followed = {p for epoch in epochs.values() for p in epoch.previous}
     tips = sorted(epoch_id for epoch_id in epochs if epoch_id not in followed)
-    return GroupState(root, order, valid, invalid, unreadable, pending, epochs, tips)
+    exclusions = [
+        _exclusion(by_id[i]) for i in order if i in valid and by_id[i].private.kind is Kind.EXCLUDE
+    ]
+    return GroupState(root, order, valid, invalid, unreadable, pending, epochs, tips, exclusions)
+
+
+def _exclusion(event: GroupEvent) -> Exclusion:
+    assert event.private is not None and event.private.kind is Kind.EXCLUDE
+    return Exclusion(event.id, event.epoch, frozenset(event.private.members))
 
 
 def _changes_membership(event: GroupEvent, valid: set[bytes]) -> bool:
@@ -193,6 +246,11 @@ def _why_invalid(event: GroupEvent, by_id, seen: frozenset[bytes], root: bytes) 
     members = _members_seen(event.epoch, by_id, seen)
     if members is None:
         return "its epoch is not valid in its past"
+    exclusions = (
+        _exclusion(by_id[i]) for i in sorted(seen) if by_id[i].private.kind is Kind.EXCLUDE
+    )
+    if excluded_in_past(event.author, event.epoch, exclusions, seen.__contains__):
+        return EXCLUDED_IN_PAST
     if event.author not in members:
         return "its author is not a member of its epoch"
     if private.kind is Kind.EXCLUDE and not set(private.members) <= members:

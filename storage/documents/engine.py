@@ -75,6 +75,8 @@ from tanglenode.protocol.document import (
     is_document,
     parse_document,
 )
+from tanglenode.protocol.group_state import excluded_in_past
+from tanglenode.protocol.identity import message_text
 from tanglenode.protocol.limits import DEFAULT_LIMITS
 from tanglenode.protocol.message import Message
 from tanglenode.storage.documents.backlog import MESSAGE_COST
@@ -230,7 +232,9 @@ class DocumentEngine:
         reach its document, an edit sealed into a public document or in
         another group's epoch are set aside whether or not this node could
         open them. An edit of a document whose init waits for a key waits for
-        that key too, and is decided when it opens."""
+        that key too, and is decided when it opens. Once it opens, a message
+        whose author had processed its own exclusion from the epoch is set
+        aside (`_check_not_excluded`)."""
         envelope = self.sealed.envelope(message)
         epoch = envelope.epoch
         if not covers(self._txn, self._message_ids, message, epoch):
@@ -256,9 +260,31 @@ class DocumentEngine:
         content, group = self.sealed.open(envelope)
         if group != claimed:  # a key handed in for another group than its init joins
             raise DocumentError(DocReason.WRONG_GROUP, "its epoch is not of the group it names")
+        self._check_not_excluded(message, epoch)
         if not is_document(content):
             raise DocumentError(DocReason.MALFORMED, "the box holds no doc/init or doc/edit")
         return content, group
+
+    def _check_not_excluded(self, message: Message, epoch: bytes) -> None:
+        """Set aside (`excluded`) a message sealed in `epoch` whose timeframe names a valid
+        exclusion of its author from that epoch: its author had processed its own
+        exclusion, and a group post of its in that position would be invalid
+        (protocol.group_state.excluded_in_past, the one rule for both). What the
+        timeframe names was processed before the message on every node, so the answer
+        depends only on the message and the exclusions handed in with the keys
+        (storage.documents.sealed); one handed in later weaves the document again."""
+        exclusion = excluded_in_past(
+            message.author,
+            epoch,
+            self.sealed.exclusions_of(epoch, message.author),
+            lambda excluding: covers(self._txn, self._message_ids, message, excluding),
+        )
+        if exclusion is not None:
+            raise DocumentError(
+                DocReason.EXCLUDED,
+                f"its timeframe names {message_text(exclusion.id)}, which excluded its author "
+                "from the epoch it is sealed in",
+            )
 
     def _epoch_group(self, epoch: bytes) -> bytes | None:
         """The group whose tangle the epoch's `group/init` joins (held: the caller checked

@@ -7,11 +7,12 @@ engine itself is `storage.documents.engine`; the reads are `storage.documents.re
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from tanglenode.protocol.doc_link import Link
 from tanglenode.protocol.document import TANGLE, Insert, edit_content, init_content
+from tanglenode.protocol.group_state import Exclusion
 from tanglenode.protocol.groups import seal_value
 from tanglenode.protocol.identity import feed_text
 from tanglenode.protocol.limits import TIMEFRAME_CAP
@@ -50,7 +51,7 @@ from tanglenode.storage.documents.rows import (
     segment_kinds,
     unpack,
 )
-from tanglenode.storage.documents.sealed import current_key, waits
+from tanglenode.storage.documents.sealed import KeysKept, current_key, waits
 from tanglenode.storage.documents.transclusion import DocumentTransclusion
 from tanglenode.storage.documents.view import weave_backlog
 from tanglenode.storage.documents.weave_export import ExportedWeave, export_weave
@@ -122,16 +123,20 @@ class DocumentOps:
         return key, epoch
 
     def set_keys(
-        self, keys: dict[bytes, tuple[bytes, bytes]], current: dict[bytes, bytes | None]
-    ) -> list[bytes]:
-        """Keep the epoch keys of our groups (epoch -> (group, key)) and the epoch we post in
-        per group, and weave what waited for a new key, in one transaction; the epochs
-        whose keys were new (storage.documents.sealed)."""
+        self,
+        keys: Mapping[bytes, tuple[bytes, bytes]],
+        current: Mapping[bytes, bytes | None],
+        exclusions: Iterable[Exclusion] = (),
+    ) -> KeysKept:
+        """Keep the epoch keys of our groups (epoch -> (group, key)), the epoch we post in
+        per group and the groups' valid exclusions, and weave what waited for a new key
+        and what a new exclusion sets aside, in one transaction; the epochs whose keys
+        were new and the documents woven again (storage.documents.sealed)."""
         with self._ctx.write() as txn:
             weaver = DocumentWeaver.over(txn, self._ctx)
-            new = weaver.keep_keys(keys, current)
+            kept = weaver.keep_keys(keys, current, exclusions)
             weaver.finish()
-        return new
+        return kept
 
     def edit_document(
         self, doc: bytes, splices: Sequence[Any], base: At = None, *, exclusive: bool = False

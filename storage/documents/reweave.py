@@ -15,6 +15,11 @@ node that never saw the event would have built:
 - a key arrives (`keep_keys`): every document with messages waiting for
   that epoch's key is woven from all it holds, the waiting, the woven and
   the set-aside messages (storage.documents.sealed);
+- an exclusion arrives, or a proof removes one (`keep_keys`,
+  `rebuild_after_proofs`): every document of the epoch's group that the
+  excluded feed wrote in is woven from all it holds, so that its messages
+  naming the exclusion are set aside (or no longer) as on a node that held
+  it from the start;
 - a store predates an index (`weave_again`): every document is rebuilt.
 
 A rebuilt document numbers its next version past the last one it had and
@@ -26,10 +31,11 @@ engine: it holds no document state of its own. Call `finish` when done.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from tanglenode.protocol.document import TANGLE
+from tanglenode.protocol.group_state import Exclusion
 from tanglenode.protocol.message import Message
 from tanglenode.storage.documents.engine import DocumentEngine
 from tanglenode.storage.documents.rows import (
@@ -40,10 +46,12 @@ from tanglenode.storage.documents.rows import (
     R_SEQ,
     DocumentTables,
     docno_of,
+    group_of,
     keys_with,
     read_meta,
     unpack,
 )
+from tanglenode.storage.documents.sealed import KeysKept
 from tanglenode.storage.feeds.layout import U32, feed_key
 from tanglenode.storage.feeds.processor import ProcessorTables, processed_index
 
@@ -90,19 +98,71 @@ class DocumentWeaver:
         self.engine.finish()
 
     def keep_keys(
-        self, keys: dict[bytes, tuple[bytes, bytes]], current: dict[bytes, bytes | None]
-    ) -> list[bytes]:
-        """Keep epoch keys (epoch -> (group, key)) and the epoch we post in per group, and
-        weave again every document with messages that waited for a new key; the new
-        epochs (storage.documents.sealed)."""
-        new = self.engine.sealed.add_keys(keys, current)
+        self,
+        keys: Mapping[bytes, tuple[bytes, bytes]],
+        current: Mapping[bytes, bytes | None],
+        exclusions: Iterable[Exclusion] = (),
+    ) -> KeysKept:
+        """Keep epoch keys (epoch -> (group, key)), the epoch we post in per group and the
+        groups' valid exclusions, and weave again every document with messages that
+        waited for a new key, and every one a newly excluded feed wrote in
+        (storage.documents.sealed)."""
+        sealed = self.engine.sealed
+        new = sealed.add_keys(keys, current)
         waiting: dict[bytes, list[bytes]] = {}
         for epoch in new:
-            for root, msg_id in self.engine.sealed.take(epoch):
+            for root, msg_id in sealed.take(epoch):
                 waiting.setdefault(root, []).append(msg_id)
+        for root in self._written_by(sealed.add_exclusions(exclusions)):
+            waiting.setdefault(root, [])
         for root in sorted(waiting):
             self._reweave(root, waiting[root])
-        return new
+        return KeysKept(new, sorted(waiting))
+
+    def _written_by(self, excluded: Sequence[tuple[bytes, bytes]]) -> list[bytes]:
+        """The documents of each (epoch, feed)'s group that the feed wrote in (a message of
+        its woven, kept beside the weave, or set aside), and the feed's own `doc/init`s
+        set aside (they root no document here, whatever group they name)."""
+        txn, tables = self._txn, self._tables
+        groups: dict[bytes, set[bytes]] = {}  # group -> feeds excluded from one of its epochs
+        for epoch, feed in excluded:
+            found = self.engine.sealed.key(epoch)
+            if found is not None:
+                groups.setdefault(found[0], set()).add(feed)
+        if not groups:
+            return []
+        roots = []
+        for key, raw in txn.cursor(db=tables.meta):
+            meta = unpack(raw)
+            feeds = groups.get(group_of(meta))
+            if feeds and self._wrote_in(U32.unpack(key)[0], meta[M_ID], feeds):
+                roots.append(meta[M_ID])
+        everyone = set().union(*groups.values())
+        for key in txn.cursor(db=tables.aside).iternext(values=False):
+            if key[:32] == key[32:] and self._author_of(bytes(key[32:])) in everyone:
+                roots.append(bytes(key[:32]))  # an init set aside under itself
+        return roots
+
+    def _author_of(self, msg_id: bytes) -> bytes | None:
+        position = self._txn.get(msg_id, db=self._message_ids)
+        return None if position is None else bytes(position[:32])
+
+    def _wrote_in(self, docno: int, root: bytes, feeds: set[bytes]) -> bool:
+        txn, tables = self._txn, self._tables
+        prefix = U32.pack(docno)
+        if any(txn.get(prefix + feed, db=tables.authors) is not None for feed in feeds):
+            return True
+        for db in (tables.comments, tables.includes):
+            cursor = txn.cursor(db=db)
+            if cursor.set_range(prefix):
+                for key, raw in cursor:
+                    if key[:4] != prefix:
+                        break
+                    if unpack(raw)[0] in feeds:  # a note's row starts with its author
+                        return True
+        return any(
+            self._author_of(bytes(key[32:])) in feeds for key in keys_with(txn, tables.aside, root)
+        )
 
     def rebuild_after_proofs(
         self, invalidated: dict[bytes, int], cut: Sequence[Message] = ()
@@ -113,6 +173,9 @@ class DocumentWeaver:
         the document is rebuilt from the messages still held, in the order
         they were processed, under their old version numbers; a `reset`
         entry in the splice log tells subscribers to take a new snapshot.
+        Removing an exclusion can only bring back the excluded feed's
+        messages that named it: each document of its group that feed wrote
+        in is woven again too.
         """
         touched: set[int] = set()
         cursor = self._txn.cursor(db=self._tables.feeds)
@@ -123,9 +186,15 @@ class DocumentWeaver:
                 if key[:32] != feed:
                     break
                 touched.add(U32.unpack(value[:4])[0])
+        # An exclusion the proof removed no longer sets anything aside: forgotten first,
+        # so the documents rebuilt here are decided without it, and the others woven again.
+        excluded = self.engine.sealed.forget_exclusions(message.id for message in cut)
         for docno in sorted(touched):
             self._rebuild(docno)
         self._decide_again(cut)
+        for root in self._written_by(excluded):
+            if docno_of(self._txn, self._tables, root) not in touched:
+                self._reweave(root, [])
 
     def _decide_again(self, cut: Sequence[Message]) -> None:
         """Forget the `doc-aside` rows of the messages a proof removed, and decide again the

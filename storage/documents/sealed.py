@@ -17,8 +17,21 @@ epoch our next message to the group is sealed in (absent once we are no
 longer a member). They are not derived from the messages by this layer:
 the group's state (which epochs are valid) is read above it
 (storage/groups/doc_keys.py) and handed in through
-`store.writes.set_document_keys`. The keys only grow, as a group's valid
+`store.documents.set_keys`. The keys only grow, as a group's valid
 epochs only grow (each message is judged by its own causal past).
+
+**Exclusions.** Beside the keys, `doc-keys` holds the group's valid
+exclusions, handed in the same way (`excluded` + epoch + excluded feed +
+the `exclude-member`'s id): a sealed message of epoch E by X whose
+timeframe names a valid exclusion of X from E (its feed at or past it) was
+written by a member that had processed its own exclusion, and is set aside
+(`excluded`), as its group post in that position would be invalid
+(protocol.group_state.excluded_in_past, the one rule for both). Every node
+that holds E's key reads E's exclusions, so every node that could weave the
+message decides it alike; an exclusion handed in late (its own group past
+arrived late, or it came in the batch that brought the message) weaves the
+documents its feed wrote in again (storage.documents.reweave), as a key
+arriving late does.
 
 **Opening.** A sealed document message names its epoch; with that epoch's
 key at hand its box is opened and its content checked under the rules of
@@ -42,14 +55,29 @@ new epoch's edits.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from tanglenode.protocol.document import TANGLE, DocReason, DocumentError, is_document
+from tanglenode.protocol.group_state import Exclusion
 from tanglenode.protocol.groups import GROUP_VERSION, GroupContent, GroupFormatError, open_value
 from tanglenode.protocol.message import Message
-from tanglenode.storage.documents.rows import DocumentTables, pack, unpack
+from tanglenode.storage.documents.rows import DocumentTables, keys_with, pack, unpack
 
 _CURRENT = b"current"  # + group id -> the epoch we post in
+_EXCLUDED = b"excluded"  # + epoch + excluded feed + exclude-member id -> (empty)
+
+
+@dataclass(frozen=True, slots=True)
+class KeysKept:
+    """What handing in keys and exclusions changed (`store.documents.set_keys`): true if
+    anything did."""
+
+    epochs: list[bytes]  # the epochs whose keys were new, ascending
+    documents: list[bytes]  # the documents woven again, for a new key or a new exclusion
+
+    def __bool__(self) -> bool:
+        return bool(self.epochs or self.documents)
 
 
 class Waiting(Exception):
@@ -105,6 +133,47 @@ class SealedMessages:
             else:
                 txn.put(_CURRENT + group, epoch, db=db)
         return new
+
+    # -- exclusions --------------------------------------------------------------
+
+    def add_exclusions(self, exclusions: Iterable[Exclusion]) -> list[tuple[bytes, bytes]]:
+        """Keep valid exclusions (those of an epoch whose key is held); the (epoch,
+        excluded feed) pairs that are new, ascending."""
+        txn, db = self._txn, self._tables.keys
+        new: set[tuple[bytes, bytes]] = set()
+        for exclusion in exclusions:
+            if txn.get(exclusion.epoch, db=db) is None:
+                continue  # no key: no message of that epoch is woven here
+            for member in sorted(exclusion.members):
+                key = _EXCLUDED + exclusion.epoch + member + exclusion.id
+                if txn.get(key, db=db) is None:
+                    txn.put(key, b"", db=db)
+                    new.add((exclusion.epoch, member))
+        return sorted(new)
+
+    def exclusions_of(self, epoch: bytes, member: bytes) -> list[Exclusion]:
+        """The valid exclusions of `member` from `epoch` handed in."""
+        prefix = _EXCLUDED + epoch + member
+        return [
+            Exclusion(bytes(key[len(prefix) :]), epoch, frozenset((member,)))
+            for key in keys_with(self._txn, self._tables.keys, prefix)
+        ]
+
+    def forget_exclusions(self, msg_ids: Iterable[bytes]) -> list[tuple[bytes, bytes]]:
+        """Drop the exclusions a proof removed; the (epoch, excluded feed) pairs they
+        excluded."""
+        removed = set(msg_ids)
+        if not removed:
+            return []
+        dropped = [
+            bytes(key)
+            for key in keys_with(self._txn, self._tables.keys, _EXCLUDED)
+            if bytes(key[-32:]) in removed
+        ]
+        for key in dropped:
+            self._txn.delete(key, db=self._tables.keys)
+        start = len(_EXCLUDED)
+        return sorted({(key[start : start + 32], key[start + 32 : start + 64]) for key in dropped})
 
     # -- opening ---------------------------------------------------------------
 

@@ -316,6 +316,7 @@ def test_the_reasons_are_the_specs():
         "WRONG_KIND": "wrong-kind",
         "WRONG_GROUP": "wrong-group",
         "UNREADABLE": "unreadable",
+        "EXCLUDED": "excluded",
     }
     assert issubclass(DocumentError, RemoteProtocolError)
 

@@ -6,7 +6,7 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tanglenode.protocol.group_state import GroupEvent, derive
+from tanglenode.protocol.group_state import EXCLUDED_IN_PAST, Exclusion, GroupEvent, derive
 from tanglenode.protocol.groups import Kind, Private
 
 ALICE, BOB, CAROL, DAVE, MALLORY = (bytes([n]) * 32 for n in range(1, 6))
@@ -74,6 +74,8 @@ def test_exclusion_opens_an_epoch_and_keeps_what_was_written_before():
     state = derive(h.events, h.root)
     assert {before, concurrent, exclude, epoch1, carol} <= state.valid
     assert after in state.invalid and bob_new_epoch in state.invalid
+    assert state.invalid[after] == EXCLUDED_IN_PAST  # the rule private documents share
+    assert state.exclusions == [Exclusion(exclude, h.root, frozenset({BOB}))]
     assert state.tips == [epoch1] and state.members == {ALICE, CAROL}
     assert state.epochs[h.root].current_members == {ALICE, CAROL}
 

@@ -3,7 +3,11 @@ what each node can open, the same text on every member's node whatever it learnt
 
 from __future__ import annotations
 
+import functools
 import random
+import shutil
+import tempfile
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -11,6 +15,7 @@ from hypothesis import strategies as st
 
 from tanglenode.protocol.document import TANGLE, init_content
 from tanglenode.protocol.groups import seal_value
+from tanglenode.protocol.identity import message_id
 from tanglenode.protocol.message import author_of
 from tanglenode.storage.errors import NotInGroup, SealedDocument
 from tanglenode.storage.groups import state as groups
@@ -152,7 +157,7 @@ def test_an_excluded_member_keeps_what_it_read_and_reads_nothing_after_the_rekey
     raws = list(alice.feeds.iter_raw())
     assert not any(b"Dave must not know" in raw for raw in raws)
     sync(alice, dave)
-    assert refresh_document_keys(dave, DAVE) == []  # no key of the new epoch
+    assert refresh_document_keys(dave, DAVE).epochs == []  # no key of the new epoch
     assert dave.documents.document_text(doc) == SECRET_TEXT
     with pytest.raises(NotInGroup):
         dave.documents.edit_document(doc, [("ins", 0, "x")])
@@ -380,3 +385,253 @@ def test_a_key_sealed_by_an_outsider_does_not_lock_a_member_out(open_store):
     sync(alice, dave)
     refresh_document_keys(dave, DAVE)
     assert dave.documents.document_text(doc) == SECRET_TEXT
+
+
+# -- an excluded member that processed its own exclusion (issue 41, item 5a) ----------------
+
+
+def _old_epoch(store: FeedStore, epoch: bytes) -> bytes:
+    from tanglenode.storage.documents.sealed import read_key
+
+    with store.ctx.read() as txn:
+        return read_key(txn, store.ctx.document_tables, epoch)[1]
+
+
+class ExcludedWriter:
+    """Alice's club (Bob, Dave) and its private document. Alice excludes Dave; before Dave's
+    node learns of it, Dave edits, comments and posts in the old epoch (concurrent with the
+    exclusion: they count). Once Dave's node has processed its exclusion, Dave (an older
+    build, or one that ignores the re-key) edits, comments and posts in the old epoch again,
+    with the key it still holds, replies to his comment and starts a document of his own:
+    each of these names the exclusion in its past. Bob, in the new epoch, edits too."""
+
+    def __init__(self, open_store) -> None:
+        from tanglenode.protocol.groups import Kind, Private, seal_message
+
+        self.alice = alice = open_store("alice", keypair=ALICE)
+        self.bob = bob = open_store("bob", keypair=BOB)
+        self.dave = dave = open_store("dave", keypair=DAVE)
+        self.club = club = club_with(alice, [BOB.public, DAVE.public])
+        self.doc = doc = a_private_document(alice, club)
+        for store, kp in ((bob, BOB), (dave, DAVE)):
+            sync(alice, store)
+            refresh_document_keys(store, kp)
+        self.epoch = epoch = groups.read_group(dave, DAVE, club).state.current_epoch
+        view = groups.read_group(alice, ALICE, club)
+        self.exclusion, _ = alice.writes.publish_batch(
+            groups.exclusion(view, ALICE, [DAVE.public]), whole=True
+        )
+        refresh_document_keys(alice, ALICE)
+
+        def post(text: str):  # a group post in the old epoch, after the group's tips here
+            private = Private(Kind.POST, content={"text": text})
+            return dave.writes.publish(
+                seal_message(private, _old_epoch(dave, epoch), epoch), {"group": club}
+            )
+
+        # Concurrent with the exclusion: Dave's node has not seen it.
+        [self.early_edit] = dave.documents.edit_document(doc, [("ins", 0, "early ")])
+        self.early_comment = dave.documents.comments.comment(doc, 0, 5, "seen before")
+        self.early_post = post("before I knew")
+        sync(alice, dave)  # Dave's node processes its exclusion
+        sync(dave, alice)
+        refresh_document_keys(dave, DAVE)
+        with pytest.raises(NotInGroup):  # this build refuses to write in the old epoch
+            dave.documents.edit_document(doc, [("ins", 0, "x")])
+        # A build that ignores it: it seals in the old epoch as if still a member.
+        dave.documents.set_keys({epoch: (club, _old_epoch(dave, epoch))}, {club: epoch})
+        [self.late_edit] = dave.documents.edit_document(doc, [("ins", 0, "LEAK ")])
+        self.late_comment = dave.documents.comments.comment(doc, 0, 5, "after I knew")
+        self.late_reply = dave.documents.comments.reply(self.early_comment.id, "me again")
+        self.late_doc = dave.documents.create_document("Dave's own", group=club)
+        self.late_post = post("after I knew")
+        dave.documents.set_keys({}, {club: None})
+        sync(alice, bob)
+        refresh_document_keys(bob, BOB)
+        bob.documents.edit_document(doc, [("ins", len(bob.documents.document_text(doc)), "!")])
+        for a, b in ((dave, bob), (bob, alice), (alice, dave), (bob, dave), (alice, bob)):
+            sync(a, b)
+        for store, kp in ((alice, ALICE), (bob, BOB), (dave, DAVE)):
+            refresh_document_keys(store, kp)
+
+    @property
+    def stores(self) -> list[FeedStore]:
+        return [self.alice, self.bob, self.dave]
+
+    @property
+    def excluded(self) -> set[tuple[bytes, str]]:
+        late = (self.late_edit, self.late_comment, self.late_reply)
+        return {(message.id, "excluded") for message in late}
+
+
+def assert_the_one_rule(world: ExcludedWriter, store: FeedStore, kp) -> None:
+    """On `store`: Dave's messages that name his exclusion are out, as a document's messages
+    (set aside, `excluded`) and as a group post (invalid); those written concurrently with
+    it are in, as both."""
+    from tanglenode.protocol.group_state import EXCLUDED_IN_PAST
+
+    aside = {(i, r) for i, r, _d in store.documents.document_set_aside(world.doc)}
+    assert aside == world.excluded
+    own = world.late_doc.id
+    assert [(i, r) for i, r, _d in store.documents.document_set_aside(own)] == [(own, "excluded")]
+    assert own not in {info.id for info in store.documents.held()}
+    comments, _count = store.documents.comments.comments(world.doc)
+    assert [c.id for c in comments] == [world.early_comment.id]
+    assert comments[0].replies == ()
+    state = groups.read_group(store, kp, world.club).state
+    assert state.invalid[world.late_post.id] == EXCLUDED_IN_PAST
+    assert world.early_post.id in state.valid and world.exclusion.id in state.valid
+
+
+def test_an_excluded_member_that_processed_its_exclusion_writes_nothing_in_the_old_epoch(
+    open_store,
+):
+    """The group's rule and the documents' rule are one (protocol.group_state.
+    excluded_in_past): on every node, Dave's own included."""
+    world = ExcludedWriter(open_store)
+    text = world.alice.documents.document_text(world.doc)
+    assert text == "early " + SECRET_TEXT + "!"
+    assert world.bob.documents.document_text(world.doc) == text
+    # Dave's node reads no new-epoch edit (Bob's "!"), and weaves nothing of his own late edit
+    assert world.dave.documents.document_text(world.doc) == "early " + SECRET_TEXT
+    for store, kp in ((world.alice, ALICE), (world.bob, BOB), (world.dave, DAVE)):
+        assert_the_one_rule(world, store, kp)
+    [(_id, _reason, detail)] = [
+        row
+        for row in world.bob.documents.document_set_aside(world.doc)
+        if row[0] == world.late_edit.id
+    ]
+    assert "excluded its author" in detail
+
+
+@functools.cache
+def _excluded_writer_messages() -> tuple[ExcludedWriter, list[list[bytes]]]:
+    """The world above, built once: its ids, and each feed's messages in feed order."""
+    base = Path(tempfile.mkdtemp(prefix="pd-excluded-"))
+    opened: list[FeedStore] = []
+
+    def opener(name: str, **options) -> FeedStore:
+        store = FeedStore(base / name, map_size=2**26, **options)
+        opened.append(store)
+        return store
+
+    try:
+        world = ExcludedWriter(opener)
+        feeds = [
+            [r for r in world.alice.feeds.iter_raw() if author_of(r) == kp.public]
+            for kp in (ALICE, BOB, DAVE)
+        ]
+        return world, feeds
+    finally:
+        for store in opened:
+            store.close()
+        shutil.rmtree(base, ignore_errors=True)
+
+
+@settings(
+    max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(st.randoms(use_true_random=False), st.integers(0, 6), st.integers(1, 9))
+def test_the_excluded_members_late_writes_are_out_in_every_delivery_order(
+    tmp_path_factory, rng: random.Random, when: int, size: int
+):
+    """Two members' fresh nodes receive every message in random orders, in random batches,
+    and read the group's keys (and exclusions) at a random moment: both end with the text
+    and the set-aside messages of the nodes that wrote them, Dave's late edit and comment
+    set aside as `excluded` whatever came first (the exclusion handed in before they were
+    processed, or after, which weaves the document again)."""
+    world, feeds = _excluded_writer_messages()
+    base = tmp_path_factory.mktemp("pdx")
+    nodes = [
+        FeedStore(base / name, keypair=kp, map_size=2**26)
+        for name, kp in (("b", BOB), ("a", ALICE))
+    ]
+    try:
+        for node in nodes:
+            queues = [list(feed) for feed in feeds]
+            raws = []  # each feed in order (a gap is refused), the feeds interleaved at random
+            while any(queues):
+                raws.append(rng.choice([queue for queue in queues if queue]).pop(0))
+            batches = [raws[i : i + size] for i in range(0, len(raws), size)]
+            for number, batch in enumerate(batches):
+                if number == when:
+                    refresh_document_keys(node, node.keypair)
+                node.writes.ingest(batch)
+            refresh_document_keys(node, node.keypair)
+        for node in nodes:
+            assert node.documents.document_text(world.doc) == "early " + SECRET_TEXT + "!"
+            assert_the_one_rule(world, node, node.keypair)
+        assert nodes[0].documents.document_set_aside(world.doc) == nodes[
+            1
+        ].documents.document_set_aside(world.doc)
+    finally:
+        for node in nodes:
+            node.close()
+
+
+@pytest.mark.parametrize("order", ["key, then the rest", "dave first", "all at once"])
+def test_an_exclusion_handed_in_after_the_late_edit_was_woven_sets_it_aside(open_store, order):
+    """A node that holds the old epoch's key but reads the group's exclusions only after it
+    wove Dave's late edit (the running node reads them after the transaction that stored
+    them) weaves the document again, and ends as a node that had them first."""
+    world, feeds = _excluded_writer_messages()
+    alice_feed, bob_feed, dave_feed = feeds
+    node = open_store("late", keypair=BOB)
+    exclusion_at = next(
+        n for n, raw in enumerate(alice_feed) if message_id(raw) == world.exclusion.id
+    )
+    if order == "key, then the rest":
+        node.writes.ingest(alice_feed[:exclusion_at])
+        assert refresh_document_keys(node, BOB).epochs == [world.epoch]
+        node.writes.ingest(alice_feed[exclusion_at:] + dave_feed)
+        assert "LEAK" in node.documents.document_text(world.doc)  # woven: no exclusion yet
+        kept = refresh_document_keys(node, BOB)  # the new epoch's key, nothing waits for it
+        assert set(kept.documents) == {world.doc, world.late_doc.id}  # for the exclusion
+        assert "LEAK" not in node.documents.document_text(world.doc)
+        node.writes.ingest(bob_feed)
+    elif order == "dave first":
+        node.writes.ingest(dave_feed)
+        node.writes.ingest(bob_feed + alice_feed)
+    else:
+        node.writes.ingest(alice_feed + bob_feed + dave_feed)
+    refresh_document_keys(node, BOB)
+    assert node.documents.document_text(world.doc) == "early " + SECRET_TEXT + "!"
+    assert_the_one_rule(world, node, BOB)
+
+
+def test_a_proof_that_removes_the_exclusion_weaves_the_late_edit_back(open_store):
+    """Alice forks her feed at the exclusion: a proof cuts it (and the new epoch) on every
+    node. Dave's late edit then names nothing that excluded him and is woven, on a node
+    that had set it aside and on one that never held the exclusion, alike."""
+    from tanglenode.protocol.message import sign_message
+
+    world, (alice_feed, bob_feed, dave_feed) = _excluded_writer_messages()
+    at = next(n for n, raw in enumerate(alice_feed) if message_id(raw) == world.exclusion.id)
+    twin = sign_message(
+        ALICE,
+        seq=world.exclusion.seq,
+        prev=world.exclusion.prev,
+        timestamp=world.exclusion.timestamp + 1,
+        timeframe={},
+        tangles={},
+        content={"type": "post", "text": "the other branch"},
+    )
+    before = open_store("before", keypair=BOB)  # sets the late edit aside, then the proof
+    before.writes.ingest(alice_feed + bob_feed + dave_feed)
+    refresh_document_keys(before, BOB)
+    assert_the_one_rule(world, before, BOB)
+    before.writes.ingest([twin.raw])
+    first = open_store("first", keypair=BOB)  # the proof before anything of the exclusion
+    first.writes.ingest([*alice_feed[:at], twin.raw])
+    first.writes.ingest(alice_feed[at:] + bob_feed + dave_feed)
+    for node in (before, first):
+        refresh_document_keys(node, BOB)
+        assert node.feeds.get_by_seq(ALICE.public, world.exclusion.seq) is None  # cut
+        assert "LEAK " in node.documents.document_text(world.doc)
+        aside = {i for i, _r, _d in node.documents.document_set_aside(world.doc)}
+        assert world.late_edit.id not in aside
+        assert world.late_doc.id in {info.id for info in node.documents.held()}
+    assert before.documents.document_text(world.doc) == first.documents.document_text(world.doc)
+    assert sorted(before.documents.document_set_aside(world.doc)) == sorted(
+        first.documents.document_set_aside(world.doc)
+    )
