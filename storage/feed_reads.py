@@ -36,7 +36,7 @@ from tanglenode.storage.feeds.processor import (
     suspected_forks,
 )
 from tanglenode.storage.feeds.witnesses import Entry, wanted
-from tanglenode.storage.scope import Scope, compute_scope, read_scope
+from tanglenode.storage.scope import LIMITS, Scope, ScopeLimits, compute_scope, read_scope
 from tanglenode.storage.views.abouts import read_name, read_names
 from tanglenode.storage.views.contacts import stances_of
 
@@ -163,12 +163,17 @@ class FeedReads:
             return read_scope(txn, self._ctx.tables)
 
     def computed_scope(
-        self, me: bytes, hops: int | None, groups: Mapping[bytes, bytes] | None = None
+        self,
+        me: bytes,
+        hops: int | None,
+        groups: Mapping[bytes, bytes] | None = None,
+        limits: ScopeLimits = LIMITS,
     ) -> Scope:
         """The scope of node `me` with `hops` and `groups`, from the contact messages held
-        (storage.scope.compute_scope); nothing is kept (`store.writes.set_scope` keeps it)."""
+        (storage.scope.compute_scope, within `limits`); nothing is kept
+        (`store.writes.set_scope` keeps it)."""
         with self._ctx.read() as txn:
-            return compute_scope(txn, self._ctx.tables, me, hops, groups)
+            return compute_scope(txn, self._ctx.tables, me, hops, groups, limits)
 
     def stances(self, feed: bytes) -> dict[bytes, Stance]:
         """Contact -> `feed`'s stance towards it (storage.views.contacts)."""

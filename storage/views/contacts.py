@@ -9,8 +9,10 @@ Each well-formed contact message (protocol/contacts.py) is one row of
 each flag one byte: 0 false, 1 true, 2 left out. An author's rows about one
 contact are one contiguous key range in seq order, and all its rows one
 range in contact order, so an author's stances (`stances_of`) are one pass
-over its range, folding each contact's rows in seq order. Nothing else is
-written: a message that is not a well-formed contact costs nothing.
+over its range, folding each contact's rows in seq order, and a reader that
+wants only its first contacts (`contact_stances`, lazy: the replication
+scope reads a bounded number of each feed's) reads no further. Nothing else
+is written: a message that is not a well-formed contact costs nothing.
 
 Invalid feeds: a feed cut back by a proof of a fork from seq b keeps its
 rows from b on, unread (boundaries only fall, storage.feeds.invalidation),
@@ -23,6 +25,7 @@ when opened (`CONTACTS_BACKFILL`, storage/views/backfill.py).
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterator
 from typing import Any
 
 from tanglenode.protocol.contacts import ContactSaid, Stance, contact_said, fold
@@ -63,23 +66,38 @@ def index_contact(txn: Any, db: Any, author: bytes, seq: int, content: Any) -> N
         txn.put(contact_key(author, said.contact, seq), row_value(said), db=db)
 
 
-def stances_of(txn: Any, db: Any, author: bytes, boundary: int | None) -> dict[bytes, Stance]:
-    """Contact -> `author`'s stance towards it, from its rows below `boundary` (None: the
-    feed is valid, every row counts)."""
-    stances: dict[bytes, Stance] = {}
+def contact_stances(
+    txn: Any, db: Any, author: bytes, boundary: int | None
+) -> Iterator[tuple[bytes, Stance]]:
+    """Each contact `author` named, with its stance towards it, in contact key order, from
+    its rows below `boundary` (None: the feed is valid, every row counts). Lazy: a caller
+    that stops after n contacts has read their rows and one row more, whatever follows."""
     cursor = txn.cursor(db=db)
     if not cursor.set_range(author):
-        return stances
+        return
+    current = b""  # the contact whose rows are being folded
+    stance: Stance | None = None  # its stance so far (None: no row of it counts yet)
     for key, value in cursor:
         if key[:32] != author:
             break
         _author, contact, seq = split_contact_key(key)
+        if contact != current:
+            if stance is not None:
+                yield current, stance
+            current, stance = contact, None
         if boundary is not None and seq >= boundary:
             continue
         said = read_row(contact, bytes(value))
         if said is not None:
-            stances[contact] = fold([said], stances.get(contact, Stance()))
-    return stances
+            stance = fold([said], stance or Stance())
+    if stance is not None:
+        yield current, stance
+
+
+def stances_of(txn: Any, db: Any, author: bytes, boundary: int | None) -> dict[bytes, Stance]:
+    """Contact -> `author`'s stance towards it, from its rows below `boundary` (None: the
+    feed is valid, every row counts)."""
+    return dict(contact_stances(txn, db, author, boundary))
 
 
 CONTACTS_BACKFILL = Backfill(
