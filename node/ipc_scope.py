@@ -8,7 +8,9 @@ compute and keep the scope again (node/service.py, `refresh_scope`), so the
 reply says whether the feed is carried now; the running node's sessions
 then ask for what it newly carries and stop serving what it dropped.
 `scope` lists what the node carries and why, as it would compute it now
-from the messages it holds (the kept scope catches up at the next refresh).
+from the messages it holds (the kept scope catches up at the next refresh),
+and what the scope's bounds left out of whose feeds (storage/scope.py): the
+largest first, at most `MAX_SCOPE_PAGE` of them on every page.
 """
 
 from __future__ import annotations
@@ -18,9 +20,14 @@ from typing import TYPE_CHECKING, Any
 from tanglenode.protocol.contacts import contact_content
 from tanglenode.protocol.ipc import message_body
 from tanglenode.protocol.ipc_fields import ErrorKind, RequestError
-from tanglenode.protocol.ipc_scope import CONTACT_OPS, ContactRequest, ScopeRequest
+from tanglenode.protocol.ipc_scope import (
+    CONTACT_OPS,
+    MAX_SCOPE_PAGE,
+    ContactRequest,
+    ScopeRequest,
+)
 from tanglenode.storage.groups.listing import group_members
-from tanglenode.storage.scope import Scope
+from tanglenode.storage.scope import MAX_FOLLOWS_READ, MAX_SCOPE_FEEDS, Scope
 
 if TYPE_CHECKING:
     from tanglenode.node.ipc import Area
@@ -59,4 +66,24 @@ async def scope(area: Area, request: ScopeRequest) -> dict[str, Any]:
             {"feed": feed, "why": why.why, "hop": why.hop, "via": why.via} for feed, why in page
         ],
         "blocked": sorted(found.blocked),
+        "max_feeds": MAX_SCOPE_FEEDS,
+        "max_follows_read": MAX_FOLLOWS_READ,
+        "left_out_count": len(found.left_out),
+        "left_out": _left_out(found)[:MAX_SCOPE_PAGE],
     }
+
+
+def _left_out(found: Scope) -> list[dict[str, Any]]:
+    """What the bounds left out, per introducer (a feed, or a group for hop 0), the most
+    first."""
+    entries = sorted(found.left_out.items(), key=lambda item: (-item[1].count, item[0]))
+    return [
+        {
+            "via": via,
+            "hop": left.hop,
+            "count": left.count,
+            "unread": left.unread,
+            "reasons": list(left.reasons),
+        }
+        for via, left in entries
+    ]

@@ -49,7 +49,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "unfollow": (".scope:unfollow_command", "Stop following FEED: the node no longer carries it unless another path reaches it."),  # noqa: E501
     "block": (".scope:block_command", "Block FEED: the node neither asks for, stores nor serves it, whoever follows it."),  # noqa: E501
     "unblock": (".scope:unblock_command", "Take back a block of FEED (it is not followed again by this)."),  # noqa: E501
-    "scope": (".scope:scope_command", "The feeds the node carries and why (ours, followed, hop N, a group's), then the blocked."),  # noqa: E501
+    "scope": (".scope:scope_command", "The feeds carried and why (ours, followed, hop N, a group's), the blocked, the left out."),  # noqa: E501
     "connect": (".daemon:connect_command", "Make the running node dial the peer FEED_ID at HOST:PORT (and keep redialing it)."),  # noqa: E501
     "export": (".archive:export_command", "Write the store as a Parquet archive or a bundle, even while the node runs."),  # noqa: E501
     "import": (".archive:import_command", "Ingest PATH, a bundle ('-': stdin) or an archive; the node must be stopped."),  # noqa: E501

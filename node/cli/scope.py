@@ -4,7 +4,11 @@ Each of the first four publishes a contact message of ours about one feed
 (protocol/contacts.py), through the running node or on the stopped node's
 store (node/cli/backend.py), and prints whether the node carries the feed
 now. `scope` lists the feeds the node carries and why: ours, followed, a
-hop further (and through whom), a group's member; then the blocked ones.
+hop further (and through whom), a group's member; then the blocked ones;
+then what the scope's bounds left out (storage/scope.py): per feed (or
+group) whose follows (or members) did not all fit, how many were left out
+when the room was full (`cap`), and whether it names more feeds than are
+read of one (`bound`).
 """
 
 from __future__ import annotations
@@ -60,9 +64,14 @@ unblock_command = _contact_command("unblock")
 @json_option
 @click.pass_obj
 def scope_command(obj: Context, as_json: bool) -> None:
-    """The feeds the node carries and why (ours, followed, hop N, a group's), then the blocked.
+    """The feeds carried and why (ours, followed, hop N, a group's), the blocked, the left out.
 
     With [replication] hops = "all", the node carries every feed but the blocked.
+    Then what was left out, and why: at most 20,000 feeds are carried (ours,
+    those we follow and our groups' members first), the further hops sharing
+    the rest in turns across the feeds that follow them; a feed's follows past
+    its share are left out (cap), and of a feed that names more than 5,000
+    feeds only its first 5,000 are read (bound).
     """
     found = ask(obj, "scope")
     feeds = found["feeds"]
@@ -73,6 +82,8 @@ def scope_command(obj: Context, as_json: bool) -> None:
                 "count": found["count"],
                 "feeds": [_entry_json(entry) for entry in feeds],
                 "blocked": [feed_text(feed) for feed in found["blocked"]],
+                "left_out_count": found["left_out_count"],
+                "left_out": [_left_out_json(entry) for entry in found["left_out"]],
             }
         )
         return
@@ -90,6 +101,42 @@ def scope_command(obj: Context, as_json: bool) -> None:
         click.echo(f"... and {found['count'] - len(feeds)} more")
     for feed in found["blocked"]:
         click.echo(f"{label(feed)}  blocked")
+    if found["left_out"]:
+        click.echo(
+            f"left out (at most {found['max_feeds']:,} feeds carried,"
+            f" {found['max_follows_read']:,} read of one feed):"
+        )
+    for entry in found["left_out"]:
+        click.echo(_left_out_line(entry, label, found))
+    if found["left_out_count"] > len(found["left_out"]):
+        click.echo(f"... and {found['left_out_count'] - len(found['left_out'])} more left out")
+
+
+def _left_out_line(entry: dict, label, found: dict) -> str:
+    """One introducer's line: whose feeds, how many the cap left out, whether unread."""
+    if entry["hop"] == 0:
+        whose = f"members of group {message_text(entry['via'])}"
+    elif entry["hop"] == 1:
+        whose = "feeds we follow"
+    else:
+        whose = f"hop {entry['hop']}, feeds {label(entry['via'])} follows"
+    said = []
+    if entry["count"]:
+        said.append(f"{entry['count']:,} left out, the room full (cap)")
+    if entry["unread"]:
+        said.append(f"names more than {found['max_follows_read']:,}: the rest unread (bound)")
+    return f"{whose}: {'; '.join(said)}"
+
+
+def _left_out_json(entry: dict) -> dict:
+    via = message_text(entry["via"]) if entry["hop"] == 0 else feed_text(entry["via"])
+    return {
+        "via": via,
+        "hop": entry["hop"],
+        "count": entry["count"],
+        "unread": entry["unread"],
+        "reasons": entry["reasons"],
+    }
 
 
 def _entry_json(entry: dict) -> dict:
