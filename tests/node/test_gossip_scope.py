@@ -13,7 +13,7 @@ from tanglenode.node.service import SCOPE_REFRESH_GAP
 from tanglenode.protocol.contacts import FOLLOW, contact_content
 from tanglenode.protocol.gossip import FrameKind, GossipConnection
 from tanglenode.protocol.message import author_of
-from tanglenode.storage.scope import Scope
+from tanglenode.storage.scope import BOUND, Scope
 from tests.factories import Feed
 from tests.node.test_gossip_session import (
     Side,
@@ -24,6 +24,7 @@ from tests.node.test_gossip_session import (
     start,
 )
 from tests.storage.test_scope import contact
+from tests.storage.test_scope_bounds import flooding_feed
 
 pytestmark = pytest.mark.timeout(20)
 __all__ = ["open_side"]  # the fixture, used by name
@@ -221,3 +222,31 @@ async def test_a_feed_blocked_and_unblocked_while_connected_comes_back_whole(
         assert not sa.ended.is_set() and not sb.ended.is_set()
         nursery.cancel_scope.cancel()
     assert [m.seq for m in a.store.feeds.read_feed(zed[0].author)] == [1, 2, 3, 4, 5]
+
+
+@pytest.mark.slow  # about 9 s: 20,500 messages signed, verified and stored
+@pytest.mark.timeout(120)
+async def test_a_hop_two_feed_arrives_though_a_followed_feed_follows_twenty_thousand(
+    open_side, autojump_clock
+):
+    """Issue 41: a followed feed that sorts first and follows 20,500 feeds once filled the
+    whole scope, so the feeds the others follow were never asked for."""
+    flood, dora = flooding_feed(), chain("dora", 5)
+    bob = open_side("bob")  # follows dora
+    await bob.service.publish(contact_content(dora[0].author, following=True, blocking=False), None)
+    b = open_side("b", dora, bob.store.feeds.read_feed(bob.keypair.public), inline=True)
+    await follow(b, bob.keypair.public, hops=2)  # b carries bob and dora, not the flood
+    a = open_side("a", flood.messages, inline=True)  # holds the flood, as after a catch-up
+    assert flood.public < bob.keypair.public  # its follows are offered first
+    await follow(a, flood.public, hops=2)
+    await follow(a, bob.keypair.public, hops=2)
+    async with trio.open_nursery() as nursery:
+        await nursery.start(a.service.keep_scope)
+        start(nursery, a, b, Wire())
+        with trio.move_on_after(60):  # virtual seconds: the old scope never asked for dora
+            await a.until(lambda: a.service.clock.get(dora[0].author) == 5)
+        nursery.cancel_scope.cancel()
+    assert a.service.clock.get(dora[0].author) == 5
+    assert a.service.scope.feeds[dora[0].author].via == bob.keypair.public
+    assert a.service.scope.left_out[flood.public].reasons == (BOUND,)
+    assert a.store.feeds.scope() == a.service.scope  # what was left out is kept too
