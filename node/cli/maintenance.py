@@ -111,8 +111,8 @@ def _list_views(obj: Context, as_json: bool) -> int:
 @json_option
 @click.pass_obj
 def compact_command(obj: Context, as_json: bool) -> int:
-    """Give the store's free pages back to the disk (LMDB's compacting copy, checked, then
-    renamed over the old file); the node must be stopped."""
+    """Give the store's free pages back to the disk (a copy of its rows, checked, then renamed
+    over the old file); the node must be stopped."""
     from tanglenode.node.cli.support import NotFound
     from tanglenode.storage.errors import StoreNotFound
     from tanglenode.storage.tools.compact import compact

@@ -184,3 +184,43 @@ def test_import_gives_back_the_free_pages_it_left_unless_told_not_to(tmp_path):
     assert kept["compacted"] is None and kept["accepted"] == compacted["accepted"] == 4016
     assert kept_free > COMPACT_ABOVE  # the import left over a quarter of the file free
     assert compacted["compacted"]["after"] == size < kept_size and free < 0.01
+
+
+def popular_bundle(path, replies: int = 3000) -> None:
+    """A bundle of a root and `replies` replies of 50 feeds, each naming the root: in `tl-succ`
+    (DUPSORT+DUPFIXED) the root's key holds `replies` duplicates. Its import leaves about a
+    third of the file free (3,000 replies; 2,000 leave just under the quarter that compacts)."""
+    from tanglenode.protocol.message import TangleLink
+    from tanglenode.storage.clients.bundle import MAGIC
+    from tests.factories import Feed
+
+    root = Feed("popular-root").root("chat", {"type": "post", "text": "a popular post"})
+    feeds = [Feed(f"popular-{n}") for n in range(50)]
+    link = TangleLink(root.id, (root.id,))
+    messages = [root] + [
+        feeds[n % 50].append({"type": "post", "text": f"reply {n}"}, tangles={"chat": link})
+        for n in range(replies)
+    ]
+    with open(path, "wb") as out:
+        out.write(MAGIC)
+        for message in messages:
+            out.write(struct.pack(">I", len(message.raw)) + message.raw)
+
+
+def test_a_message_named_by_thousands_of_others_imports_compacted_and_compacts(tmp_path):
+    """Issue 41: LMDB's compacting copy died of SIGSEGV on such a store, in `import`'s
+    compaction and in `compact`; the CLI runs in a child process, so a crash is its exit code."""
+    bundle = tmp_path / "popular.bundle"
+    popular_bundle(bundle)
+    node = Node(tmp_path)
+    node.ok("init")
+    done = node.run("import", str(bundle), "--json")
+    assert done.returncode == 0, f"import exited {done.returncode}: {done.stderr}"
+    summary = json.loads(done.stdout)
+    assert summary["accepted"] == 3001
+    assert summary["compacted"]["after"] < summary["compacted"]["before"]  # import compacted
+    assert "checked 3001 messages" in node.ok("check")
+    done = node.run("compact", "--json")
+    assert done.returncode == 0, f"compact exited {done.returncode}: {done.stderr}"
+    assert json.loads(done.stdout)["after"] <= summary["compacted"]["after"]
+    assert "checked 3001 messages" in node.ok("check")
