@@ -81,7 +81,7 @@ from tanglenode.storage.feeds.metapage import DB_RECORD
 from tanglenode.storage.store import FeedStore
 
 SCRATCH = "compacting"  # beside data.mdb, inside the store's directory
-COPY_BUDGET = 32 * 2**20  # bytes of rows (keys and values) a write transaction of the copy carries
+COPY_BUDGET = 32 * 2**20  # about the bytes of rows (keys and values) one write of the copy carries
 
 # LMDB's persistent flags of a database (lmdb.h) and the `open_db` argument that sets each.
 FLAG_ARGUMENTS = {
@@ -213,7 +213,7 @@ def copy_rows(source: lmdb.Environment, directory: Path, map_size: int) -> None:
 
 def _copy_database(rows: lmdb.Cursor, copy: lmdb.Environment, name: bytes, flags: int) -> None:
     """The rows under `rows` into a new database `name` of `copy` with `flags`, in write
-    transactions of at most `COPY_BUDGET` bytes of rows each."""
+    transactions of about `COPY_BUDGET` bytes of rows each."""
     arguments = {argument: True for bit, argument in FLAG_ARGUMENTS.items() if flags & bit}
     with copy.begin(write=True) as txn:
         database = copy.open_db(name, txn=txn, **arguments)
