@@ -4,8 +4,10 @@ The trace, sequential or concurrent (with `agent` and `parents`), in the format 
 josephg/editing-traces (tests/data/README.md, "The editing traces"), goes into a fresh
 store through `storage.clients.trace_replay.replay`: one feed per agent, edits grouped into
 messages as an editor flushes its buffer, timeframes from the trace's
-parents, every message signed and ingested (verify, store, process,
-weave). The final text is written to FILE exactly, with no newline added.
+parents, named as a node names its heads (at most 32, by the rule of
+storage/feeds/timeframe.py, however many authors a merge joins), every
+message signed and ingested (verify, store, process, weave). The final
+text is written to FILE exactly, with no newline added.
 The store is a temporary directory unless `--store DIR` keeps it (DIR must
 not hold a store already). Exit 5 when the trace's `endContent` differs.
 """

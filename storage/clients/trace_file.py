@@ -39,7 +39,7 @@ from tanglenode.protocol.errors import TanglenodeError
 from tanglenode.protocol.json_depth import place, too_deep_at
 
 MAX_TRACE_BYTES = 512 * 2**20  # decompressed JSON
-MAX_AGENTS = 256  # each a feed, named in every other's timeframes: 16 KiB holds ~360
+MAX_AGENTS = 256  # each a feed; a timeframe names at most 32 of them (TIMEFRAME_CAP)
 MAX_PARENTS = 1024  # per txn
 MAX_INDEX = 2**32 - 1  # a position or a count in a patch
 MAX_TRACE_DEPTH = 8  # the format nests 5 deep (trace, txns, txn, patches, patch)

@@ -25,20 +25,36 @@ agent while its awareness is unchanged (each txn's parents are just that
 agent's previous txn), at most `MESSAGE_EDITS` edits and `MESSAGE_SPAN_MS` of
 recorded time per message, within the message limits (kept by an upper bound
 of each op's encoded size, so adding an edit costs O(1), not an `edit_size`
-of the whole message; `sign_message` checks the result). A message's timeframe
-is the closed vector clock of its first txn's parents: every feed at the
-highest seq they reach, transitively, the creator's included and the author's
-own left out, each entry tagged with the message it names. (It names more
-than the heads a node would, which claims nothing false and makes the
-edit's weft, read through its timeframe, exactly that clock.) Its weft is
-then exactly the version its author saw, provided two things hold, and the
-replay makes them hold:
+of the whole message; `sign_message` checks the result), citing the messages
+of at most `TIMEFRAME_CAP` feeds, the document root's among them.
+
+What an agent has *seen* is the closed vector clock of its first txn's
+parents: every feed at the highest seq they reach, transitively. Its
+message's timeframe names that as the agent's node would
+(storage.feeds.timeframe: `choose_entries`, the one rule), from the replay's
+clocks: first the feeds of the messages it cites, then of the document's
+root and of the message's `previous` (the tips of what it saw), each at the
+end the agent saw, then the *heads* of what it saw, the entries no other
+entry's weft reaches, newest signed first; at most `TIMEFRAME_CAP` (32),
+never its own feed. The replay keeps each message's weft as the engine
+reads it through that timeframe (storage/documents/wefts.py: the join of
+its own feed at its seq, its feed's weft before it, and the weft of each
+message named), and finds heads and tips by those wefts. When the places
+hold every head, the edit's weft is exactly the version its author saw,
+provided two things hold, and the replay makes them hold:
 
 - a txn that another txn cites, other than as its author's next edit, ends
   its message (`boundaries`): a weft cannot stop in the middle of a message;
 - an agent whose txn does not follow its own previous one (it edits an older
   version) continues on a new feed, as a second device would: a feed is one
   line of versions.
+
+When they do not (a merge of 65 concurrent authors' work), the weft holds
+what the named entries reach, as on a node, and the heads left out are
+named by later messages. Every atom the edit cites is inside it still (the
+cited feeds come first); an insert beside a concurrent sibling that the
+weft left out may sort otherwise than the trace had it, as it would among
+nodes, and the report's `matches` says so.
 
 Signed messages go to `store.writes.ingest` in batches, where they are verified,
 stored, processed and woven like any message from a peer.
@@ -63,6 +79,7 @@ from tanglenode.protocol.document import (
 )
 from tanglenode.protocol.groups import Kind, Private, seal_message, seal_value
 from tanglenode.protocol.identity import Keypair, tag_of
+from tanglenode.protocol.limits import TIMEFRAME_CAP
 from tanglenode.protocol.message import (
     ROOT_LINK,
     Named,
@@ -74,6 +91,7 @@ from tanglenode.storage.clients.trace_file import MAX_AGENTS, BadTrace, Trace, l
 from tanglenode.storage.documents.atom_view import AtomView
 from tanglenode.storage.errors import StorageError
 from tanglenode.storage.feeds.ingest import Outcome
+from tanglenode.storage.feeds.timeframe import Candidate, choose_entries
 from tanglenode.storage.store import FeedStore
 
 __all__ = [
@@ -179,7 +197,7 @@ def replay(
 
 
 class _Feed:
-    __slots__ = ("agent", "author", "head", "ids", "keypair", "seq", "timestamp", "wefts")
+    __slots__ = ("agent", "author", "head", "ids", "keypair", "order", "seq", "timestamp", "wefts")
 
     def __init__(self, agent: int, keypair: Keypair) -> None:
         self.agent = agent
@@ -187,7 +205,9 @@ class _Feed:
         self.author = keypair.public
         self.seq, self.head, self.timestamp = 0, None, 0
         self.ids: list[bytes] = []  # by seq - 1
-        self.wefts: list[int] = []  # by seq - 1: the message's weft (an index into _Replay.wefts)
+        self.wefts: list[int] = []  # by seq - 1: the message's weft as the engine reads it
+        # through its timeframe (an index into _Replay.wefts)
+        self.order: list[int] = []  # by seq - 1: when the replay signed it (newest: highest)
 
 
 class _Draft:
@@ -195,7 +215,9 @@ class _Draft:
 
     __slots__ = (
         "atoms",
+        "authors",
         "budget",
+        "cited",
         "edits",
         "feed",
         "handle",
@@ -204,20 +226,36 @@ class _Draft:
         "ops",
         "previous",
         "refs",
+        "seen",
         "seq",
         "size",
-        "timeframe",
         "weft",
     )
 
-    def __init__(self, feed, handle, seq, weft, timeframe, previous, budget, moment) -> None:
-        self.feed, self.handle, self.seq, self.weft = feed, handle, seq, weft
-        self.timeframe, self.previous, self.budget = timeframe, previous, budget
+    def __init__(
+        self, feed, handle, seq, seen, weft, previous, budget, moment, authors, root
+    ) -> None:
+        self.feed, self.handle, self.seq, self.seen, self.weft = feed, handle, seq, seen, weft
+        self.previous, self.budget = previous, budget
         # [_INS, cause, [text, ...], first atom, count] | [_DEL, first atom, count]
         self.ops: list[list] = []
         self.refs: set[int] = set()  # handles of the other messages cited
+        self.authors = authors  # handle -> its message's author (the replay's list)
+        # The feeds the message cites, but its own: each takes a place of its timeframe, and
+        # the document root's feed keeps one, so the timeframe covers the root.
+        self.cited: set[bytes] = {root} - {feed.author}
         self.atoms = self.size = self.edits = 0
         self.lo = self.hi = moment
+
+    def _room_to_cite(self, handle: int) -> bool:
+        """Whether citing message `handle` keeps the feeds cited within a timeframe."""
+        author = self.authors[handle]
+        return author == self.feed.author or author in self.cited or len(self.cited) < TIMEFRAME_CAP
+
+    def _cite(self, handle: int) -> None:
+        self.refs.add(handle)
+        if self.authors[handle] != self.feed.author:
+            self.cited.add(self.authors[handle])
 
     def insert(self, cause: int, text: str) -> int:
         """Add as much of `text` as fits, typed after atom `cause`; returns the count added."""
@@ -231,6 +269,8 @@ class _Draft:
                 return 0
             extra = _OP_BYTES
             if cited != self.handle and cited not in self.refs:
+                if not self._room_to_cite(cited):
+                    return 0
                 extra += _LINK_BYTES
         room = self.budget - self.size - extra
         count = len(text)
@@ -250,7 +290,7 @@ class _Draft:
         else:
             ops.append([_INS, cause, [text], self.handle << _INDEX_BITS | self.atoms, count])
             if cited != self.handle:
-                self.refs.add(cited)
+                self._cite(cited)
         self.atoms += count
         self.size += extra + size
         return count
@@ -273,13 +313,15 @@ class _Draft:
         cited = first >> _INDEX_BITS
         extra = _OP_BYTES
         if cited != self.handle and cited not in self.refs:
+            if not self._room_to_cite(cited):
+                return 0
             extra += _LINK_BYTES
         count = min(count, MAX_ATOMS - self.atoms)
         if len(ops) >= MAX_OPS or self.size + extra > self.budget or not count:
             return 0
         ops.append([_DEL, first, count])
         if cited != self.handle:
-            self.refs.add(cited)
+            self._cite(cited)
         self.atoms += count
         self.size += extra
         return count
@@ -302,6 +344,9 @@ class _Replay:
         self.seal_room = 0 if group_key is None else SEAL_BYTES
         self.limits = store.limits
         self.ids: list[bytes | None] = []  # handle -> message id (None while a draft)
+        self.authors: list[bytes] = []  # handle -> its message's author
+        self.position: dict[bytes, tuple[_Feed, int]] = {}  # message id -> its feed and seq
+        self.maximal: dict[int, list[tuple[_Feed, int]]] = {}  # weft index -> `_maximal`
         self.first_atom: dict[bytes, int] = {}  # message id -> its atom 0, as a view int
         self.wefts: list[dict[bytes, int]] = []  # closed vector clocks, by index
         self.feed_of_author: dict[bytes, _Feed] = {}
@@ -315,6 +360,7 @@ class _Replay:
         self.messages = self.batches = self.refreshes = self.shared = 0
         self.doc = b""
         self.root = 0  # the root atom, as a view int
+        self.root_author = self.feed[0].author  # the doc/init's feed
         self.start = 0
 
     # -- the run -----------------------------------------------------------------------------
@@ -400,6 +446,8 @@ class _Replay:
         feed.seq, feed.head, feed.timestamp = 1, group.id, group.timestamp
         feed.ids.append(group.id)
         feed.wefts.append(self._weft_index({}))  # no document message: an empty weft
+        feed.order.append(-1)
+        self.position[group.id] = feed, 1
 
     def _create(self, moment: int) -> None:
         """Agent 0 roots the document and types the start content; every agent starts there."""
@@ -417,7 +465,7 @@ class _Replay:
             limits=self.limits,
         )
         self.doc = init.id
-        handle = self._new_handle()
+        handle = self._new_handle(feed.author)
         self.root = handle << _INDEX_BITS
         self._signed(feed, handle, init, self._weft_index({feed.author: init.seq}))
         self.base[0] = feed.wefts[-1]
@@ -527,31 +575,29 @@ class _Replay:
         if draft is None:
             feed = self.feed[agent]
             seen = self.wefts[self.base[agent]]
-            timeframe = {
-                f: Named(seq, tag_of(self.feed_of_author[f].ids[seq - 1]))
-                for f, seq in sorted(seen.items())
-                if f != feed.author
-            }
-            weft = {f: entry.seq for f, entry in timeframe.items()}
+            weft = dict(seen)  # what it has seen once this message is typed
             weft[feed.author] = feed.seq + 1
-            previous = self._tips(seen)
+            previous = self._tips(self.base[agent])
+            entries = min(len(seen) - (feed.author in seen), TIMEFRAME_CAP)
             budget = (
                 self.limits.max_message_bytes
                 - _ENVELOPE_BYTES
                 - _CONTENT_BYTES
-                - _TIMEFRAME_ENTRY_BYTES * len(timeframe)
+                - _TIMEFRAME_ENTRY_BYTES * entries
                 - _LINK_BYTES * len(previous)
                 - self.seal_room
             )
             draft = _Draft(
                 feed,
-                self._new_handle(),
+                self._new_handle(feed.author),
                 feed.seq + 1,
+                self.base[agent],
                 self._weft_index(weft),
-                timeframe,
                 previous,
                 budget,
                 moment,
+                self.authors,
+                self.root_author,
             )
             self.draft[agent] = draft
         elif moment < draft.lo:
@@ -560,17 +606,61 @@ class _Replay:
             draft.hi = moment
         return draft
 
-    def _tips(self, seen: dict[bytes, int]) -> tuple[bytes, ...]:
-        """The doc tangle's tips inside a closed vector clock: its maximal messages."""
-        heads = [(self.feed_of_author[f], seq) for f, seq in seen.items()]
-        tips = []
-        for feed, seq in heads:
-            if not any(
-                other is not feed and self.wefts[other.wefts[s - 1]].get(feed.author, 0) >= seq
-                for other, s in heads
-            ):
-                tips.append(feed.ids[seq - 1])
-        return tuple(sorted(tips)[: self.limits.max_previous])
+    def _maximal(self, seen: int) -> list[tuple[_Feed, int]]:
+        """The messages of closed vector clock `seen` (a weft index) that no other one's weft
+        reaches: the doc tangle's tips inside it, and the heads a node that processed it
+        holds (every message here is a document's, named through its weft)."""
+        found = self.maximal.get(seen)
+        if found is None:
+            entries = [(self.feed_of_author[f], seq) for f, seq in self.wefts[seen].items()]
+            found = self.maximal[seen] = [
+                (feed, seq)
+                for feed, seq in entries
+                if not any(
+                    other is not feed and self.wefts[other.wefts[s - 1]].get(feed.author, 0) >= seq
+                    for other, s in entries
+                )
+            ]
+        return found
+
+    def _tips(self, seen: int) -> tuple[bytes, ...]:
+        """The doc tangle's tips inside `seen`, as `previous` (at most `max_previous`)."""
+        tips = sorted(feed.ids[seq - 1] for feed, seq in self._maximal(seen))
+        return tuple(tips[: self.limits.max_previous])
+
+    def _timeframe(self, draft: _Draft) -> dict[bytes, Named]:
+        """The timeframe the draft's author's node would sign (the module's docstring)."""
+        me, seen = draft.feed.author, self.wefts[draft.seen]
+
+        def candidate(msg_id: bytes) -> Candidate:
+            feed, seq = self.position[msg_id]
+            end = seen.get(feed.author, 0)
+            if feed.author == me or end < seq:
+                return None
+            return feed.author, Named(end, tag_of(feed.ids[end - 1]))
+
+        cites = {self.ids[handle] for handle in draft.refs}
+        if self.epoch:  # a sealed edit cites its epoch too (storage.documents.ops)
+            cites.add(self.epoch)
+        heads = sorted(self._maximal(draft.seen), key=lambda head: -head[0].order[head[1] - 1])
+        return choose_entries(
+            me,
+            map(candidate, sorted(cites)),
+            map(candidate, [self.doc, *draft.previous]),
+            ((feed.author, Named(seq, tag_of(feed.ids[seq - 1]))) for feed, seq in heads),
+        )
+
+    def _woven_weft(self, feed: _Feed, seq: int, timeframe: dict[bytes, Named]) -> int:
+        """The weft the engine reads through message (`feed`, `seq`)'s timeframe, as an index
+        (storage/documents/wefts.py): every message of a replay's feed is the document's."""
+        woven = {feed.author: seq}
+        named = [(feed, seq - 1)] + [(self.feed_of_author[f], e.seq) for f, e in timeframe.items()]
+        for other, upto in named:
+            if upto:
+                for author, reached in self.wefts[other.wefts[upto - 1]].items():
+                    if reached > woven.get(author, 0):
+                        woven[author] = reached
+        return self._weft_index(woven)
 
     def _close(self, agent: int) -> None:
         draft = self.draft[agent]
@@ -589,26 +679,29 @@ class _Replay:
         ]
         feed = draft.feed
         moment = max(draft.hi, feed.timestamp, 0)
+        timeframe = self._timeframe(draft)
         try:
             message = sign_message(
                 feed.keypair,
                 seq=draft.seq,
                 prev=feed.head,
                 timestamp=moment,
-                timeframe=draft.timeframe,
+                timeframe=timeframe,
                 tangles={TANGLE: TangleLink(self.doc, draft.previous)},
                 content=self.seal(edit_content(ops)),
                 limits=self.limits,
             )
         except UnpublishableMessage as error:
             raise ReplayError(f"a replayed message cannot be signed: {error}") from error
-        self._signed(feed, own, message, draft.weft)
+        self._signed(feed, own, message, self._woven_weft(feed, draft.seq, timeframe))
         self.base[agent] = draft.weft
 
     def _signed(self, feed: _Feed, handle: int, message, weft: int) -> None:
         feed.seq, feed.head, feed.timestamp = message.seq, message.id, message.timestamp
         feed.ids.append(message.id)
         feed.wefts.append(weft)
+        feed.order.append(self.messages)
+        self.position[message.id] = feed, message.seq
         self.ids[handle] = message.id
         self.first_atom[message.id] = handle << _INDEX_BITS
         self.queue.append(message.raw)
@@ -648,8 +741,9 @@ class _Replay:
         self.feed_of_author[feed.author] = feed
         return feed
 
-    def _new_handle(self) -> int:
+    def _new_handle(self, author: bytes) -> int:
         self.ids.append(None)
+        self.authors.append(author)
         return len(self.ids) - 1
 
     def _weft_index(self, weft: dict[bytes, int]) -> int:

@@ -30,7 +30,7 @@ fewer claims less, which is always safe. Our own feed is never named (its
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Mapping
 
 from tanglenode.protocol.errors import LocalProtocolError
 from tanglenode.protocol.identity import message_id, tag_of
@@ -39,6 +39,8 @@ from tanglenode.protocol.message import Named, TangleLink
 from tanglenode.storage.feeds.invalidation import invalid_from
 from tanglenode.storage.feeds.layout import Tables, feed_key, split_feed_key
 from tanglenode.storage.feeds.processor import ProcessorTables, newest_heads, processed_seq
+
+Candidate = tuple[bytes, Named] | None  # a feed and the entry naming it; None: nothing to name
 
 
 def new_timeframe(
@@ -56,31 +58,82 @@ def new_timeframe(
     `named_before` holds the positions (feed + seq) that our messages signed since the
     last processing named: they are heads no more once those are processed.
     """
-    named: dict[bytes, Named] = {}
-    cited = sorted(set(cites))
     linked = [link.root for link in links.values() if link.root is not None]
     linked += [previous for link in links.values() for previous in link.previous or ()]
-    for order, msg_id in enumerate([*cited, *linked]):
-        if len(named) >= cap:
-            if order < len(cited):
-                raise TooManyCited(f"an edit may cite the messages of at most {cap} feeds")
-            break
-        position = txn.get(msg_id, db=tables.message_ids)
+    ends = _ProcessedEnds(txn, tables, processor_tables, me)
+    heads = (
+        (feed, Named(seq, tag))
+        for feed, seq, tag in newest_heads(txn, processor_tables, me, cap, named_before)
+    )
+    cited = map(ends.candidate, sorted(set(cites)))
+    return choose_entries(me, cited, map(ends.candidate, linked), heads, cap)
+
+
+class _ProcessedEnds:
+    """A message's candidate for a place: its feed at our processed end, if that reaches it
+    (none for our own feed or a message we do not hold); each feed's end read once."""
+
+    def __init__(self, txn, tables: Tables, processor_tables: ProcessorTables, me: bytes) -> None:
+        self._txn, self._me = txn, me
+        self._tables, self._processor_tables = tables, processor_tables
+        self._ends: dict[bytes, Named] = {}
+
+    def candidate(self, msg_id: bytes) -> Candidate:
+        position = self._txn.get(msg_id, db=self._tables.message_ids)
         if position is None:
-            continue
+            return None
         author, seq = split_feed_key(bytes(position))
-        if author == me or author in named:
-            continue
-        end = _processed_end(txn, tables, processor_tables, author)
-        if end >= seq:
-            raw = tables.bodies.raw(txn, feed_key(author, end))
-            named[author] = Named(end, tag_of(message_id(raw)))
-    for feed, seq, tag in newest_heads(txn, processor_tables, me, cap, named_before):
+        if author == self._me:
+            return None
+        end = self._ends.get(author)
+        if end is None:
+            end = self._ends[author] = self._end(author)
+        return (author, end) if end.seq >= seq else None
+
+    def _end(self, feed: bytes) -> Named:
+        seq = _processed_end(self._txn, self._tables, self._processor_tables, feed)
+        if not seq:
+            return Named(0, b"")
+        raw = self._tables.bodies.raw(self._txn, feed_key(feed, seq))
+        return Named(seq, tag_of(message_id(raw)))
+
+
+def choose_entries(
+    me: bytes,
+    cited: Iterable[Candidate],
+    linked: Iterable[Candidate],
+    heads: Iterable[tuple[bytes, Named]],
+    cap: int = TIMEFRAME_CAP,
+) -> dict[bytes, Named]:
+    """The rule of the module's docstring, on candidates however they were found: a node's
+    from its store (`new_timeframe`), a trace replay's from the clocks it keeps
+    (storage.clients.trace_replay), so both name the same heads the same way.
+
+    `cited` gives, for each message the new one cites, its feed at our processed end (None
+    for one we cannot name); `linked` the same for each tangle link's root, then each id
+    in its `previous`; `heads` our heads, newest processed first. Each feed is named once,
+    by the first candidate for it; ours never. `TooManyCited` when a cited message comes
+    with every place taken. Iterables are read only as far as places remain.
+    """
+    named: dict[bytes, Named] = {}
+    for candidate in cited:
+        if len(named) >= cap:
+            raise TooManyCited(f"an edit may cite the messages of at most {cap} feeds")
+        _take(named, me, candidate)
+    for candidate in linked:
         if len(named) >= cap:
             break
-        if feed not in named:
-            named[feed] = Named(seq, tag)
+        _take(named, me, candidate)
+    for candidate in heads:
+        if len(named) >= cap:
+            break
+        _take(named, me, candidate)
     return named
+
+
+def _take(named: dict[bytes, Named], me: bytes, candidate: Candidate) -> None:
+    if candidate is not None and candidate[0] != me and candidate[0] not in named:
+        named[candidate[0]] = candidate[1]
 
 
 class TooManyCited(LocalProtocolError):

@@ -6,7 +6,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.storage.test_trace_replay import TRACES  # tests/data/editing-traces
+from tanglenode.protocol.limits import TIMEFRAME_CAP
+from tanglenode.storage.store import FeedStore
+from tests.storage.test_trace_replay import TRACES, crowd  # TRACES: tests/data/editing-traces
 
 TANGLED = Path(sys.executable).with_name("tangled")
 
@@ -68,6 +70,22 @@ def test_a_trace_the_node_has_never_seen_replays_and_keeps_its_store(tmp_path):
     assert sorted(text[3:]) == ["X", "Y"] and text[:3] == "ab "
     assert done.returncode == (0 if text == "ab XY" else 5)
     assert (tmp_path / "kept" / "data.mdb").exists()
+
+
+def test_a_trace_of_more_concurrent_authors_than_a_timeframe_names_replays_exactly(tmp_path):
+    trace = tmp_path / "crowd.json"
+    trace.write_text(json.dumps(crowd(70)))  # a merge of 70 heads, then one edit citing 70
+    done = replay(tmp_path, trace, "--json", "--store", str(tmp_path / "kept"))
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["agents"] == 70 and report["matches_end_content"] is True
+    expected = json.loads(trace.read_text())["endContent"]
+    assert (tmp_path / "out.txt").read_text(encoding="utf-8") == expected
+    with FeedStore(tmp_path / "kept", map_size=2**26) as store:
+        named = [
+            len(m.timeframe) for f in store.feeds.held() for m in store.feeds.read_feed(f.author)
+        ]
+        assert len(named) == report["messages"] and max(named) == TIMEFRAME_CAP
 
 
 def test_a_broken_trace_is_refused_with_a_reason_not_a_traceback(tmp_path):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tanglenode.protocol.limits import DEFAULT_LIMITS
+from tanglenode.protocol.limits import DEFAULT_LIMITS, TIMEFRAME_CAP
 from tanglenode.storage.clients.trace_replay import (
     AtomView,
     BadTrace,
@@ -276,6 +276,55 @@ def test_a_second_replay_into_the_same_store_is_refused(open_store, tmp_path):
     replay(trace, store)
     with pytest.raises(ReplayError, match="already holds"):
         replay(trace, store)
+
+
+def crowd(authors: int) -> dict:
+    """`authors` agents each sign their own line of the start content at once; agent 0 then
+    merges all their work and adds a line (its timeframe cannot name every head); agent 1
+    then strikes every signature in one txn (citing every author's message)."""
+    lines = [f"line {i:03}\n" for i in range(authors)]
+    ends = [sum(map(len, lines[: i + 1])) - 1 for i in range(authors)]  # each line's newline
+    txns = [(i, [], [(ends[i], 0, f" by {i}")]) for i in range(authors)]
+    signed = "".join(line[:-1] + f" by {i}\n" for i, line in enumerate(lines))
+    txns.append((0, list(range(authors)), [(len(signed), 0, "the end\n")]))
+    strikes = [  # from the last line up, so each position counts in the text as it stands
+        (ends[i] + len("".join(f" by {j}" for j in range(i))), len(f" by {i}"), "")
+        for i in reversed(range(authors))
+    ]
+    txns.append((1, [authors], strikes))
+    trace = concurrent(authors, *txns, end="".join(lines) + "the end\n")
+    trace["startContent"] = "".join(lines)
+    return trace
+
+
+def test_a_merge_of_more_heads_than_a_timeframe_names_names_them_as_a_node_does(
+    open_store, tmp_path
+):
+    authors = 70
+    report, store = replayed(open_store, tmp_path, crowd(authors))
+    assert report.matches is True and report.agents == authors
+    signers = {agent_keypair(agent).public: agent for agent in range(authors)}
+    edits = [m for author in signers for m in store.feeds.read_feed(author)]
+    assert max(len(m.timeframe) for m in edits) == TIMEFRAME_CAP
+    merge = edits_of(store, 0)[2]  # after the start content and agent 0's own line
+    assert merge.content["ops"] == [
+        ["ins", 1, len(crowd(authors)["startContent"]) - 1, "the end\n"]
+    ]
+    # Its cause is the creator's own (no feed cited): the tips it links first, then the
+    # heads newest signed first. Agent i signed its line i-th, so newest is highest.
+    tips = {store.feeds.get(tip).author for tip in merge.tangles["doc"].previous}
+    assert len(tips) == DEFAULT_LIMITS.max_previous and tips <= set(merge.timeframe)
+    newest = [a for a in range(authors - 1, 0, -1) if agent_keypair(a).public not in tips]
+    rest = {signers[feed] for feed in merge.timeframe if feed not in tips}
+    assert rest == set(newest[: TIMEFRAME_CAP - len(tips)])
+    # The strike cites every author's line: cut into messages that cite at most 31 other
+    # feeds each, the root's (agent 0's) keeping its place.
+    strikes = edits_of(store, 1)[1:]
+    assert len(strikes) == 3
+    for strike in strikes:
+        cited = {store.feeds.get(ref).author for ref in strike.content["refs"]}
+        assert len(cited - {agent_keypair(1).public}) <= TIMEFRAME_CAP
+        assert agent_keypair(0).public in strike.timeframe and len(strike.timeframe) <= 32
 
 
 def test_boundaries_are_the_txns_cited_other_than_by_their_agents_next():
