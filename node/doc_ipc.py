@@ -44,6 +44,7 @@ from tanglenode.protocol.doc_ipc import (
     dye_body,
     part_body,
     set_aside_body,
+    show_page,
     snapshot_events,
     splice_entry,
     version_body,
@@ -170,12 +171,19 @@ async def doc_render(area: Area, request: DocRenderRequest) -> dict[str, Any]:
 
 async def doc_show(area: Area, request: DocShowRequest) -> dict[str, Any]:
     """The text at the frontier with its version, or at `at` (version nil); with `weft`,
-    the revision's name anyone can use (an edit from this text says it as its base)."""
+    the revision's name anyone can use (an edit from this text says it as its base).
+
+    With `limit`, a page of it (`show_page`): a text longer than a frame holds is read so,
+    the next pages `at` the first one's `weft`, which names the same text while edits land
+    (protocol/doc_ipc.py). Each page reads the revision whole (about 20 ms for 4 MiB) and
+    keeps nothing between requests: a reader that stops half-way leaves nothing behind."""
     doc, at = request.doc, request.at
     version, text, weft = await area.service.read(
         lambda store: store.documents.document_checkout(doc, at)
     )
-    return {"version": version, "text": text, "weft": weft}
+    if request.limit is None:
+        return {"version": version, "text": text, "weft": weft}
+    return {"version": version, "weft": weft} | show_page(text, request.start, request.limit)
 
 
 async def doc_log(area: Area, request: DocLogRequest) -> dict[str, Any]:

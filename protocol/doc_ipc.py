@@ -10,6 +10,12 @@ the wire and nothing else:
 - `DOC_PARSERS` checks every field of a `doc-` request before anything
   runs and gives one of the typed `Doc...Request` objects below;
   `protocol.ipc.parse_request` dispatches to it;
+- a text longer than a frame holds is read in pages: `doc-show` with
+  `start` and `limit` (code points, at most `SHOW_CHARS` a page) answers
+  that slice of the revision, with its `length` and the `next` page's
+  start; a reader names the first page's `weft` as the `at` of the next
+  ones, so every page is of one revision whatever lands between them
+  (`show_page` cuts it);
 - `revision` reads a revision (`at`, `from`, `to`): a message id, a
   version number or a weft; `splices` reads a `doc-edit`'s splices, whose
   bounds (`MAX_SPLICES`, `MAX_SPLICE_CHARS`) a client cuts a long edit by;
@@ -47,6 +53,7 @@ SET_ASIDE_SHOWN = 100  # set-aside messages listed by doc-log; the rest are coun
 REPLIES_SHOWN = 100  # replies of one comment a doc-comments reply lists; the rest are counted
 QUOTE_SHOWN = 4000  # code points of a comment's range a doc-comments reply quotes
 SNAPSHOT_CHARS = 1 << 18  # code points per doc-watch snapshot event (at most 1 MiB)
+SHOW_CHARS = 1 << 18  # code points per doc-show page at most (at most 1 MiB of UTF-8)
 DOC_STREAMING = frozenset({"doc-watch"})  # the document ops that stream
 
 
@@ -80,6 +87,8 @@ class DocListRequest:
 class DocShowRequest:
     doc: bytes
     at: At
+    start: int = 0  # a page's first code point
+    limit: int | None = None  # a page's code points, 1 .. SHOW_CHARS; None: the whole text
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,7 +269,15 @@ def _doc_list(fields: dict[str, Any], limits: Limits) -> DocListRequest:
 
 
 def _doc_show(fields: dict[str, Any], limits: Limits) -> DocShowRequest:
-    return DocShowRequest(_doc(fields), revision(fields, "at"))
+    """The whole text, or with `start` or `limit` a page of it (`limit` over `SHOW_CHARS`
+    is lowered to it; nil: `SHOW_CHARS`)."""
+    doc, at = _doc(fields), revision(fields, "at")
+    if fields.get("start") is None and fields.get("limit") is None:
+        return DocShowRequest(doc, at)
+    start, limit = count(fields, "start", 0), count(fields, "limit", SHOW_CHARS, SHOW_CHARS)
+    if not limit:
+        raise bad(f"limit is a page's code points: 1 to {SHOW_CHARS}")
+    return DocShowRequest(doc, at, start, limit)
 
 
 def _doc_log(fields: dict[str, Any], limits: Limits) -> DocLogRequest:
@@ -364,6 +381,19 @@ def document_body(info: Any) -> dict[str, Any]:
         "versions": info.versions,
         "set_aside": info.set_aside,
         "group": info.group,  # nil: a public document
+    }
+
+
+def show_page(text: str, start: int, limit: int) -> dict[str, Any]:
+    """Code points `start` .. `start + limit - 1` of a revision's `text`, as a `doc-show`
+    page: `{text, start, length, next}`, `length` the whole text's and `next` the start of
+    the page after (nil after the last; a `start` past the end is an empty last page)."""
+    end = min(start + limit, len(text))
+    return {
+        "text": text[start:end],
+        "start": start,
+        "length": len(text),
+        "next": end if end < len(text) else None,
     }
 
 

@@ -31,6 +31,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from tanglenode.node.cli.doc_pages import read_text
 from tanglenode.node.cli.support import BadInput
 from tanglenode.protocol import json_depth
 from tanglenode.protocol.errors import BadIdentifier
@@ -148,7 +149,7 @@ def edit_from(
     splices in request-sized groups; `call(op, **arguments)` asks the node; `progress` is
     told the revision each request left, so a long edit cut short (an interrupt, a lost
     connection) resumes from there, never sending a part twice."""
-    shown = call("doc-show", doc=doc, at=base)
+    shown = read_text(call, doc, base)
     weft: Weft | None = shown["weft"]
     published: list[dict[str, Any]] = []
     for group in split(shown["text"], new):

@@ -15,6 +15,7 @@ import click
 
 from tanglenode.node.cli.backend import Backend
 from tanglenode.node.cli.doc_links import match_range, parse_range
+from tanglenode.node.cli.doc_pages import read_text
 from tanglenode.node.cli.names import lazy_label
 from tanglenode.node.cli.support import BadInput, Context, emit_json, json_option
 from tanglenode.node.cli.terminal import safe
@@ -55,7 +56,7 @@ def doc_comment(
         else:
             doc_id = parse_message_id(target)
             if match is not None:
-                start, end = match_range(docs.call("doc-show", doc=doc_id)["text"], match)
+                start, end = match_range(read_text(docs.call, doc_id)["text"], match)
             else:
                 start, end = parse_range(span or "")
             arguments.update(doc=doc_id, start=start, end=end)

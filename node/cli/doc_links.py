@@ -10,6 +10,7 @@ from __future__ import annotations
 import click
 
 from tanglenode.node.cli.backend import Backend
+from tanglenode.node.cli.doc_pages import read_text
 from tanglenode.node.cli.support import BadInput, Context, emit_json, json_option
 from tanglenode.node.cli.terminal import for_stdout
 from tanglenode.protocol.identity import message_text, parse_message_id
@@ -50,7 +51,7 @@ def doc_link(doc: str, span: str | None, match: str | None, as_json: bool) -> No
     doc_id = parse_message_id(doc)
     with Backend(_obj()) as docs:
         if match is not None:
-            start, end = match_range(docs.call("doc-show", doc=doc_id)["text"], match)
+            start, end = match_range(read_text(docs.call, doc_id)["text"], match)
         else:
             start, end = parse_range(span or "")
         link = docs.call("doc-link", doc=doc_id, start=start, end=end)["link"]

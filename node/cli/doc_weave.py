@@ -24,6 +24,7 @@ from typing import Any
 import click
 
 from tanglenode.node.cli.backend import Backend
+from tanglenode.node.cli.doc_pages import read_text, revision_weft
 from tanglenode.node.cli.doc_revisions import parse_at, resolve_at
 from tanglenode.node.cli.support import BadInput, Context, NotFound, emit_json, json_option
 from tanglenode.node.cli.terminal import for_stdout
@@ -46,10 +47,9 @@ def _obj() -> Context:
 
 def _weft(docs: Backend, doc: bytes, at: str | None) -> Any:
     """The weft (feed -> seq) of revision `at` (None: now), as the node names it."""
-    arguments: dict[str, Any] = {"doc": doc}
-    if at is not None:
-        arguments["at"] = resolve_at(docs.call, doc, parse_at(at))
-    return docs.call("doc-show", **arguments)["weft"]
+    return revision_weft(
+        docs.call, doc, None if at is None else resolve_at(docs.call, doc, parse_at(at))
+    )
 
 
 @click.command("export")
@@ -75,10 +75,8 @@ def doc_export(doc: str, form: str, at: str | None, since: str | None, out: str 
         raise BadInput("--from is for --format hili3")
     with Backend(_obj()) as docs:
         if form == "text1":
-            arguments: dict[str, Any] = {"doc": doc_id}
-            if at is not None:
-                arguments["at"] = resolve_at(docs.call, doc_id, parse_at(at))
-            _write(out, docs.call("doc-show", **arguments)["text"].encode("utf-8"))
+            revision = None if at is None else resolve_at(docs.call, doc_id, parse_at(at))
+            _write(out, read_text(docs.call, doc_id, revision)["text"].encode("utf-8"))
             return
         new = _weft(docs, doc_id, at)
         old = _weft(docs, doc_id, since) if since is not None else None

@@ -36,6 +36,7 @@ import trio
 
 from tanglenode.node.cli import doc_checkout
 from tanglenode.node.cli.backend import Backend
+from tanglenode.node.cli.doc_pages import read_text, revision_weft
 from tanglenode.node.cli.doc_render import (
     blame_lines,
     changed_lines,
@@ -155,7 +156,8 @@ def edit_to(
 ) -> list[dict[str, Any]]:
     """Make `doc`'s text `new` though others edit it meanwhile; the messages published.
 
-    A try reads the version and the text together (`doc-show`), diffs, and
+    A try reads the version and the text together (`doc-show`, page by page:
+    node/cli/doc_pages.py), diffs, and
     sends the splices with that version as `base`: in one request whenever
     the request limits allow, else in several, each next one based on the
     version the previous one made (its reply's last message). The node
@@ -166,7 +168,7 @@ def edit_to(
     """
     published: list[dict[str, Any]] = []
     for _try in range(tries):
-        shown = call("doc-show", doc=doc)
+        shown = read_text(call, doc)
         base: int | None = shown["version"]
         try:
             for group in requests(edit_splices(shown["text"], new)):
@@ -305,7 +307,7 @@ def _exclusive(
     call: Callable[..., Any], doc: bytes, at: Any, new: str, progress: Callable[[Any], None]
 ) -> list[dict[str, Any]]:
     """`doc edit --exclusive`: the edit, only if the document is still at its base."""
-    shown = call("doc-show", doc=doc, at=at)
+    shown = read_text(call, doc, at)
     groups = _groups(shown["text"], new)
     if len(groups) > 1:
         raise BadInput("--exclusive edits fit one request; this one does not: leave it out")
@@ -375,7 +377,7 @@ def doc_show(
     with Backend(_obj()) as docs:
         if "at" in arguments:
             arguments["at"] = resolve_at(docs.call, arguments["doc"], arguments["at"])
-        shown = docs.call("doc-show", **arguments)
+        shown = read_text(docs.call, arguments["doc"], arguments.get("at"))
         if comments:
             noted = read_comments(docs.call, arguments["doc"])
         parts = docs.call("doc-render", doc=arguments["doc"])["parts"] if transclude else []
@@ -504,7 +506,7 @@ def _change(call: Callable[..., Any], doc: bytes, version: dict[str, Any]) -> li
     """What one edit changed, dyed: from its author's text just before it to just after."""
     if version["version"] == 0:
         return []
-    after = call("doc-show", doc=doc, at=version["msg"])["weft"]
+    after = revision_weft(call, doc, version["msg"])
     before = dict(after)
     before[version["author"]] = after[version["author"]] - 1
     return call("doc-diff", doc=doc, **{"from": before, "to": after})["spans"]
@@ -523,7 +525,7 @@ def doc_diff(doc: str, old: str, new: str, as_html: bool, as_json: bool) -> None
     with Backend(_obj()) as docs:
         start, end = (resolve_at(docs.call, doc_id, parse_at(at)) for at in (old, new))
         if start is None:  # FROM is now: named by its weft, as the request needs one
-            start = docs.call("doc-show", doc=doc_id)["weft"]
+            start = revision_weft(docs.call, doc_id)
         spans = docs.call("doc-diff", doc=doc_id, **{"from": start, "to": end})["spans"]
     if as_json:
         rows = [

@@ -8,7 +8,12 @@ import subprocess
 import pytest
 import trio
 
+from tanglenode.node.client import NodeError
 from tanglenode.node.localnet import REQUEST_SECONDS, TANGLED, Node
+from tanglenode.protocol.doc_ipc import MAX_SPLICE_CHARS, SHOW_CHARS
+from tanglenode.protocol.framing import MAX_IPC_FRAME
+from tanglenode.protocol.identity import message_text
+from tanglenode.protocol.ipc import ErrorKind
 
 EDITED = 'Hello, <b>brave</b> & "new" world 😀\nsecond line\n'
 
@@ -179,6 +184,38 @@ async def test_doc_commands_through_the_running_node_and_on_the_stopped_store(tm
     assert shown.pop("weft") == {node.feed_id: 6}
     assert shown == {"doc": doc, "at": None, "version": 5, "text": ">> " + EDITED}
     assert await node.stop() == 0
+
+
+LINE = "a line of 😀 and 🎉, é, ü: wide and narrow\n"  # 4-, 2- and 1-byte code points
+
+
+@pytest.mark.slow  # 12 s: a text over 4 MiB typed, woven and read by real processes
+async def test_a_document_longer_than_a_reply_frame_is_shown_whole_running_and_stopped(tmp_path):
+    node = Node(tmp_path, "big")
+    await node.start()
+    doc = (await node.request("doc-create", title="big"))["doc"]
+    chunk = LINE * (MAX_SPLICE_CHARS // len(LINE))  # as much as one doc-edit carries
+    text = ""
+    while len(text.encode()) <= MAX_IPC_FRAME:
+        await node.request("doc-edit", doc=doc, splices=[["ins", len(text), chunk]])
+        text += chunk
+    with pytest.raises(NodeError) as whole:  # one reply cannot carry it
+        await node.request("doc-show", doc=doc)
+    assert whole.value.kind == ErrorKind.REPLY_TOO_LARGE
+    assert len(text) > 4 * SHOW_CHARS  # so the CLI reads it in five pages or more
+
+    name = message_text(doc)
+    out = tmp_path / "big.txt"
+    await ok(node, "show", name, "--out", str(out))  # through the running node
+    assert out.read_text(encoding="utf-8") == text
+    assert (await cli(node, "doc", "show", name)).stdout == text.encode()
+    shown = await as_json(node, "show", name)
+    assert shown["text"] == text and shown["weft"] == {node.feed_id: shown["version"] + 1}
+
+    assert await node.stop() == 0  # the store, read here: the same pages
+    assert (await cli(node, "doc", "show", name)).stdout == text.encode()
+    matched = await as_json(node, "link", name, "--match", "ü: wide and narrow\n" + LINE[:5])
+    assert matched["start"] == len(LINE) - len("ü: wide and narrow\n")
 
 
 async def test_doc_watch_prints_edits_as_they_arrive_and_stops_when_the_node_does(tmp_path):

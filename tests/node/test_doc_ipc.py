@@ -303,6 +303,12 @@ HOSTILE = {
     "show: weft keyed by text": ("doc-show", {"doc": "$doc", "at": {"f": 1}}, "bad-request"),
     "show: weft of a negative seq": ("doc-show", {"doc": "$doc", "at": {ID: -1}}, "bad-request"),
     "show: weft of a list": ("doc-show", {"doc": "$doc", "at": {ID: [1]}}, "bad-request"),
+    "show: a page of nothing": ("doc-show", {"doc": "$doc", "limit": 0}, "bad-request"),
+    "show: limit is negative": ("doc-show", {"doc": "$doc", "limit": -7}, "bad-request"),
+    "show: limit is a float": ("doc-show", {"doc": "$doc", "limit": 7.0}, "bad-request"),
+    "show: limit is true": ("doc-show", {"doc": "$doc", "limit": True}, "bad-request"),
+    "show: start is negative": ("doc-show", {"doc": "$doc", "start": -1}, "bad-request"),
+    "show: start is text": ("doc-show", {"doc": "$doc", "start": "7", "limit": 7}, "bad-request"),
     "log: since is negative": ("doc-log", {"doc": "$doc", "since": -1}, "bad-request"),
     "log: unknown doc": ("doc-log", {"doc": ID}, "not-found"),
     "diff: no from": ("doc-diff", {"doc": "$doc", "to": 1}, "bad-request"),
@@ -525,6 +531,60 @@ async def test_a_proof_that_rewrites_a_document_sends_watchers_a_snapshot(node):
         async with await served.client() as watcher:
             started = await follow(watcher, doc.id, since, 4, resumed)
         assert started == {"version": 4, "snapshot": True} and resumed.text == "fine "
+
+
+async def test_a_text_is_read_in_pages_of_one_revision_while_edits_and_proofs_land(node):
+    """doc-show's pages (`start`, `limit`), the next ones `at` the first one's weft: an edit
+    between two pages tears nothing; a proof that removes a message the weft names makes
+    that revision `not-found` rather than another text under its name."""
+    served = await node()
+    alice, mallory = Feed("p-alice"), Feed("p-mallory")
+    doc = alice.root("doc", init_content("paged"))
+    typed = "héllo 😀 wörld, read in pages of seven\n"
+    alice_edit = _doc_edit(alice, doc, [Insert(AtomRef(doc.id, 0), typed)], {})
+    cause = AtomRef(alice_edit.id, len(typed) - 1)
+    evil = _doc_edit(mallory, doc, [Insert(cause, "evil 😈")], {alice.public: 2})
+    await served.service.ingest([doc.raw, alice_edit.raw, evil.raw])
+    async with await served.client() as client:
+        whole = await client.request("doc-show", doc=doc.id)
+        assert set(whole) == {"version", "text", "weft"}  # no page asked: the one reply
+        text = whole["text"]
+        first = await client.request("doc-show", doc=doc.id, limit=7)
+        assert first == {
+            "version": whole["version"],
+            "weft": whole["weft"],
+            "text": text[:7],
+            "start": 0,
+            "length": len(text),
+            "next": 7,
+        }
+        await edit(client, doc.id, ("ins", 0, ">> "))  # lands between the pages
+        pages = [first]
+        while pages[-1]["next"] is not None:
+            at = {"at": first["weft"], "start": pages[-1]["next"], "limit": 7}
+            pages.append(await client.request("doc-show", doc=doc.id, **at))
+        assert "".join(page["text"] for page in pages) == text  # the first page's revision
+        assert [len(page["text"]) for page in pages] == [7] * (len(text) // 7) + [len(text) % 7]
+        assert {page["length"] for page in pages} == {len(text)}
+        assert (await client.request("doc-show", doc=doc.id))["text"] == ">> " + text
+        beyond = await client.request("doc-show", doc=doc.id, start=10**9, limit=7)
+        assert (beyond["text"], beyond["start"], beyond["next"]) == ("", 10**9, None)
+
+        mallory.messages.clear()  # the same key signs another seq 1: a fork, and its proof
+        twin = _doc_edit(mallory, doc, [Insert(cause, "twin")], {alice.public: 2})
+        await served.service.ingest([twin.raw])
+        with pytest.raises(NodeError) as gone:
+            await client.request("doc-show", doc=doc.id, at=first["weft"], start=7, limit=7)
+        assert gone.value.kind == ErrorKind.NOT_FOUND
+        assert (await client.request("doc-show", doc=doc.id))["text"] == ">> " + typed
+
+
+def test_a_page_over_the_most_a_reply_carries_is_cut_to_it():
+    parsed = ipc.parse_request("doc-show", {"doc": ID, "limit": 2**40}, Limits())
+    assert (parsed.start, parsed.limit) == (0, doc_ipc.SHOW_CHARS)
+    paged = ipc.parse_request("doc-show", {"doc": ID, "start": 5}, Limits())
+    assert (paged.start, paged.limit) == (5, doc_ipc.SHOW_CHARS)  # a page, of the most
+    assert ipc.parse_request("doc-show", {"doc": ID}, Limits()).limit is None  # the whole
 
 
 async def test_a_slow_doc_watcher_is_told_it_lagged_and_resumes_without_loss(node):
