@@ -61,7 +61,7 @@ def _value(kind: Any, rules: Any, value: Any) -> Any:
         if type(value) is not list:
             raise _Doubt
         (item,) = typing.get_args(kind)
-        return [_value(item, {}, element) for element in value]
+        return _checked(rules, [_value(item, {}, element) for element in value])
     if origin is Literal:
         if type(value) is not str or value not in typing.get_args(kind):
             raise _Doubt
@@ -86,6 +86,11 @@ def _value(kind: Any, rules: Any, value: Any) -> Any:
         raise _Doubt  # a type this path does not know
     if value < rules.get("ge", value) or value > rules.get("le", value):
         raise _Doubt
+    return _checked(rules, value)
+
+
+def _checked(rules: Any, value: Any) -> Any:
+    """`value`, if the field's `check` passes it (a list's check sees the whole list)."""
     if "check" in rules:
         try:
             rules["check"](value)

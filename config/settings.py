@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from tanglenode.config.quick import quick_settings
-from tanglenode.protocol.address import BadAddress, parse_address
+from tanglenode.protocol.address import BadAddress, parse_address, parse_host
 from tanglenode.protocol.canonical import HARD_MAX_DEPTH
 from tanglenode.protocol.errors import BadIdentifier, TanglenodeError
 from tanglenode.protocol.identity import parse_feed
@@ -209,12 +209,37 @@ class ReplicationSettings:
         return None if self.hops == "all" else int(self.hops)
 
 
+MAX_WEB_HOSTS = 64
+
+
+def _web_hosts(value: list[str]) -> list[str]:
+    """Host names (or addresses) the web view also answers, each with its port or without
+    one for any port: what a browser's `Host` names (node/web/hosts.py)."""
+    if len(value) > MAX_WEB_HOSTS:
+        raise ValueError(f"at most {MAX_WEB_HOSTS} hosts")
+    for entry in value:
+        try:
+            parse_host(entry)
+        except BadAddress as error:
+            raise ValueError(f"{entry[:60]!r}: {error} (NAME, NAME:PORT, [IPV6]:PORT)") from None
+    return value
+
+
 @dataclass(frozen=True)
 class WebSettings:
     listen: str | None = _setting(
         None,
         check=_listen_address,
         doc="HOST:PORT of the web view and /metrics (off when unset); use 127.0.0.1",
+    )
+    hosts: list[str] = field(
+        default_factory=list,
+        metadata={
+            "check": _web_hosts,
+            "doc": "other names the view is reached by, as a browser's Host header gives "
+            "them (a TLS proxy's name, NAME or NAME:PORT); the listening address is always "
+            "answered (docs/WEB.md, 'The Host')",
+        },
     )
 
 

@@ -88,6 +88,9 @@ stream_bytes = {subscribers.stream_bytes}
 # Keep it on 127.0.0.1: every request needs the token in <data_dir>/web-token, which
 # `tangled status` prints as part of the URL, but the traffic itself is plain HTTP.
 # listen = "127.0.0.1:8080"
+# It answers only requests whose Host names that address (127.0.0.1, localhost or [::1]
+# with its port, for a loopback one); other names it is reached by, e.g. a TLS proxy's:
+# hosts = ["tanglenode.example"]
 {peers}"""
 
 

@@ -123,7 +123,7 @@ async def _start_web(
         area=ipc.area,
     )
     try:
-        return await nursery.start(serve_web, listen, web)
+        return await nursery.start(serve_web, listen, web, settings.web.hosts)
     except (OSError, BaseExceptionGroup) as error:
         raise _cannot(f"serve the web view on {listen}", error) from None
 

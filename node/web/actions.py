@@ -6,7 +6,10 @@ A page changes the node only through `POST /api/OP`, where OP is one of
 `WRITE_OPS`: the IPC's own ops (docs/IPC.md), run by the IPC's own path
 (`node.ipc.answer`: the same request checks, the same handler, the same
 typed errors), so the page can do nothing a local program could not, and
-nothing the IPC refuses. Before that, in this order:
+nothing the IPC refuses. Before that (and after the app has checked, for
+every request, that its `Host` names the view's own address:
+node/web/hosts.py, so a page DNS rebinding brought here, whose Origin
+matches its Host, gets no further), in this order:
 
 1. The token is in a header (`X-Tanglenode-Token`, or `Authorization:
    Bearer`), never only in the URL a page may leak: missing, 401 "token

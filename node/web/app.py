@@ -10,7 +10,11 @@ cancels its nursery, and hypercorn's connections end with it. A fault
 inside hypercorn ends only the view, which serves again (`serve_web`). It reports the
 URL it bound (port 0 takes any free port), which `status` carries as `web`.
 
-Every request must carry the token of `<data_dir>/web-token`
+Every request must first name the view's own address in `Host`
+(node/web/hosts.py): a page that DNS rebinding let another site's script
+reach names that site, and gets 421 before the token is looked at, so that
+a leaked token is no key for a rebinding page. Then every request must
+carry the token of `<data_dir>/web-token`
 (node/web/token.py), as `?token=` or `Authorization: Bearer`; it is compared
 in constant time (`hmac.compare_digest`), and a request without it gets 401
 and nothing else. A write (`POST /api/OP`, node/web/actions.py) must carry
@@ -34,7 +38,7 @@ from __future__ import annotations
 import contextlib
 import hmac
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from importlib import resources
 from typing import Any
 from urllib.parse import parse_qsl, unquote
@@ -46,6 +50,7 @@ from hypercorn.trio import serve
 
 from tanglenode.node.ipc import answer
 from tanglenode.node.web import actions, docs, groups, peers, tangles
+from tanglenode.node.web.hosts import AllowedHosts, BadHost
 from tanglenode.node.web.http import (
     SCRIPT_HEADERS,
     TEXT_HEADERS,
@@ -57,6 +62,7 @@ from tanglenode.node.web.http import (
 )
 from tanglenode.node.web.metrics import METRICS_HEADERS, Metrics
 from tanglenode.node.web.status_page import status_page
+from tanglenode.protocol.address import parse_address
 
 log = structlog.get_logger("web")
 
@@ -91,10 +97,12 @@ ROUTES: dict[tuple[str, int], Handler] = {
 
 
 class WebApp:
-    """The ASGI app: token first, then `/metrics` or a route of `ROUTES`."""
+    """The ASGI app: the Host first, then the token, then `/metrics` or a route of
+    `ROUTES`. `hosts` may be replaced once the view has bound (`serve_web`)."""
 
-    def __init__(self, web: WebContext) -> None:
+    def __init__(self, web: WebContext, hosts: AllowedHosts) -> None:
         self.web = web
+        self.hosts = hosts
         self._token = web.token.encode("ascii")
         self.metrics = Metrics(web.service, web.streams)
 
@@ -104,6 +112,11 @@ class WebApp:
             return
         if scope["type"] != "http":
             return  # no websockets: the live pages use server-sent events
+        try:
+            self.hosts.check(scope)
+        except BadHost as bad:
+            await _respond(send, _misdirected(scope, bad))
+            return
         if scope["path"].startswith(API):  # writes: checked otherwise (node/web/actions.py)
             await _respond(send, await self._write(scope, receive))
             return
@@ -173,6 +186,13 @@ class WebApp:
         return any(hmac.compare_digest(candidate, self._token) for candidate in given)
 
 
+def _misdirected(scope: dict[str, Any], bad: BadHost) -> Response:
+    """A request naming another Host: its reason, as JSON to a write, else as text."""
+    if scope["path"].startswith(API):
+        return actions.refused_response(actions.Refused(bad.status, "host", bad.reason))
+    return text_response(bad.reason + "\n", bad.status)
+
+
 async def _body(receive, limit: int) -> bytes:
     """The request's body, or `Refused` (413) once it passes `limit` bytes (read no more)."""
     chunks, size = [], 0
@@ -221,20 +241,29 @@ async def _until_disconnect(receive, scope: trio.CancelScope) -> None:
     scope.cancel()
 
 
-async def serve_web(listen: str, web: WebContext, *, task_status=trio.TASK_STATUS_IGNORED) -> None:
+async def serve_web(
+    listen: str,
+    web: WebContext,
+    hosts: Sequence[str] = (),
+    *,
+    task_status=trio.TASK_STATUS_IGNORED,
+) -> None:
     """Serve the view on `listen` until cancelled; `task_status` gets the bound base URL.
 
-    A fault inside hypercorn (one raised before our app is called, which would
-    otherwise end the daemon's nursery and the node with it) is logged, and the
-    view serves again on the address it bound; the node's peers and IPC never
-    see it. Failing to bind at the start is the daemon's to report.
+    It answers the Hosts that name `listen`, with the port it bound, and those
+    of `hosts` (`web.hosts`; node/web/hosts.py). A fault inside hypercorn (one
+    raised before our app is called, which would otherwise end the daemon's
+    nursery and the node with it) is logged, and the view serves again on the
+    address it bound; the node's peers and IPC never see it. Failing to bind
+    at the start is the daemon's to report.
     """
     config = Config()
     config.bind = [listen]
     config.errorlog = logging.getLogger("tanglenode.web")  # not hypercorn's own stderr handler
     config.accesslog = None
     config.graceful_timeout = 1.0
-    app = WebApp(web)
+    host, port = parse_address(listen, lowest_port=0)
+    app = WebApp(web, AllowedHosts.listening(host, port, hosts))  # port 0: none until bound
 
     async def started(*, task_status=trio.TASK_STATUS_IGNORED) -> None:
         await serve(app, config, mode="asgi", task_status=task_status)
@@ -248,6 +277,8 @@ async def serve_web(listen: str, web: WebContext, *, task_status=trio.TASK_STATU
                 if base is None:
                     base = binds[0]
                     config.bind = [base.removeprefix("http://")]  # port 0: the one it took
+                    _bound, port = parse_address(config.bind[0])
+                    app.hosts = AllowedHosts.listening(host, port, hosts)
                     task_status.started(base + "/")
         except Exception:
             if base is None:

@@ -107,7 +107,8 @@ def test_a_page_refused_a_stream_keeps_trying_and_catches_up(page, web_node):
     root = call(web_node.publish, {"text": "first"}, {"chat": None})["id"]
     path = f"/t/chat/{message_text(root)[1:]}"
     host, port = web_node.base.removeprefix("http://").rstrip("/").rsplit(":", 1)
-    request = f"GET {path}/events?token={web_node.token}&since=0 HTTP/1.1\r\nHost: x\r\n\r\n"
+    request = f"GET {path}/events?token={web_node.token}&since=0 HTTP/1.1\r\n"
+    request += f"Host: {host}:{port}\r\n\r\n"  # the view answers its own address only
     held = []
     for _ in range(MAX_STREAMS):  # every live view the node allows, held open
         held.append(socket.create_connection((host, int(port)), timeout=WAIT_MS / 1000))

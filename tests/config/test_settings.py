@@ -1,10 +1,17 @@
+import json
 import stat
 from pathlib import Path
 
 import pytest
 
 from tanglenode.config.secret import SecretExists, read_secret, write_secret
-from tanglenode.config.settings import DEFAULT_NETWORK_KEY, ConfigError, config_path, load_settings
+from tanglenode.config.settings import (
+    DEFAULT_NETWORK_KEY,
+    MAX_WEB_HOSTS,
+    ConfigError,
+    config_path,
+    load_settings,
+)
 from tanglenode.config.template import render_config
 from tanglenode.protocol.identity import Keypair
 
@@ -164,6 +171,23 @@ def test_the_web_view_is_off_unless_listen_is_set_and_then_checked(tmp_path):
     with pytest.raises(ConfigError) as raised:
         load_settings(path, environ={"TANGLED_WEB__LISTEN": "8080"})
     assert "web.listen (from TANGLED_WEB__LISTEN)" in str(raised.value)
+
+
+def test_the_web_views_other_hosts_are_names_with_or_without_a_port(tmp_path):
+    """`web.hosts`: the Hosts the view answers beside its listening address (docs/WEB.md,
+    "The Host"), each checked as a Host header is read, at most `MAX_WEB_HOSTS`."""
+    path = write(tmp_path / "t.toml", '[web]\nhosts = ["node.example", "[::1]:9"]\n')
+    assert load_settings(tmp_path / "absent.toml", environ={}).web.hosts == []
+    assert load_settings(path, environ={}).web.hosts == ["node.example", "[::1]:9"]
+    environ = {"TANGLED_WEB__HOSTS": '["proxy.example:443"]'}
+    assert load_settings(path, environ=environ).web.hosts == ["proxy.example:443"]
+    for bad in ('["evil example"]', '["host:0"]', '["http://x"]', '"node.example"', "[1]"):
+        with pytest.raises(ConfigError) as raised:
+            load_settings(path, environ={"TANGLED_WEB__HOSTS": bad})
+        assert "web.hosts" in str(raised.value) and "TANGLED_WEB__HOSTS" in str(raised.value)
+    many = json.dumps([f"h{n}.example" for n in range(MAX_WEB_HOSTS + 1)])
+    with pytest.raises(ConfigError, match=f"at most {MAX_WEB_HOSTS} hosts"):
+        load_settings(path, environ={"TANGLED_WEB__HOSTS": many})
 
 
 def test_the_command_logs_keep_what_the_store_keeps_unless_told(tmp_path):

@@ -1,9 +1,13 @@
-"""The web view's app and token, without sockets: a fake status, ASGI called directly."""
+"""The web view's app and token: a fake status, ASGI called directly; and the Host it
+answers, over real HTTP to the view served on a socket."""
 
+import json
 import os
+import re
 import stat
 
 import pytest
+import trio
 from prometheus_client.parser import text_string_to_metric_families
 
 from tanglenode.config.settings import ConfigError
@@ -11,14 +15,18 @@ from tanglenode.node.cli.names import Names
 from tanglenode.node.service import StoreService
 from tanglenode.node.web.app import WebApp
 from tanglenode.node.web.events import Streams, event_stream, frame, resume_version
+from tanglenode.node.web.hosts import AllowedHosts, BadHost
 from tanglenode.node.web.http import WebContext, root_text, segment
 from tanglenode.node.web.page import listing
 from tanglenode.node.web.status_page import render_status
 from tanglenode.node.web.token import load_or_create_token, read_token
-from tanglenode.protocol.identity import feed_text
+from tanglenode.protocol.address import parse_host
+from tanglenode.protocol.identity import Keypair, feed_text
 from tanglenode.storage.store import FeedStore
 
 TOKEN = "s3cret-token"
+OUR_HOST = b"127.0.0.1:8080"
+LOOPBACK = AllowedHosts.listening("127.0.0.1", 8080)
 ME, THEM, OTHER = b"\x01" * 32, b"\x02" * 32, b"\x03" * 32
 HOSTILE = "<img src=x onerror=alert(1)>"
 
@@ -103,14 +111,17 @@ async def request(
     async def send(message):
         sent.append(message)
 
+    headers = list(headers)
+    if not any(name == b"host" for name, _value in headers):
+        headers.insert(0, (b"host", OUR_HOST))
     scope = {
         "type": "http",
         "method": method,
         "path": path,
         "query_string": query,
-        "headers": list(headers),
+        "headers": headers,
     }
-    await WebApp(WebContext(fake_status, TOKEN))(scope, receive, send)
+    await WebApp(WebContext(fake_status, TOKEN), LOOPBACK)(scope, receive, send)
     start, body = sent
     return start["status"], dict(start["headers"]), body["body"]
 
@@ -266,3 +277,158 @@ def test_an_index_page_lists_rows_or_says_none_and_links_the_next_page():
     assert listing("things", ["name"], [], "nothing <b>yet</b>", "/x") == (
         "<p class='muted'>nothing <b>yet</b></p>"  # no rows: no table, no next page
     )
+
+
+# -- the Host, over real HTTP: the view served by hypercorn on a socket (node/web/hosts.py) --
+
+
+async def http(port: int, head: bytes, body: bytes = b"") -> tuple[int, bytes, bytes]:
+    """Send `head` (the request line and headers, as a browser or a rebinding page would
+    send them) and `body` to the view on 127.0.0.1:`port`; (status, headers, what of the body
+    came with them). A stream's headers come alone: the connection is closed then."""
+    stream = await trio.open_tcp_stream("127.0.0.1", port)
+    async with stream:
+        await stream.send_all(head + b"\r\n" + body)
+        received = b""
+        with trio.fail_after(10):
+            while b"\r\n\r\n" not in received:
+                chunk = await stream.receive_some(65536)
+                if not chunk:
+                    break
+                received += chunk
+            headers, _, rest = received.partition(b"\r\n\r\n")
+            length = re.search(rb"(?im)^content-length: *(\d+)", headers)
+            while length and len(rest) < int(length[1]):
+                chunk = await stream.receive_some(65536)
+                if not chunk:
+                    break
+                rest += chunk
+    return int(headers.split(b" ", 2)[1]), headers.lower(), rest
+
+
+def get(path: str, host: bytes | None, *extra: bytes) -> bytes:
+    lines = [f"GET {path} HTTP/1.1".encode()]
+    lines += [b"Host: " + host] if host is not None else []
+    return b"\r\n".join([*lines, *extra, b"Connection: close", b""])
+
+
+def post(path: str, host: bytes, origin: bytes, body: bytes) -> bytes:
+    return b"\r\n".join(
+        [
+            f"POST {path} HTTP/1.1".encode(),
+            b"Host: " + host,
+            b"Origin: " + origin,
+            b"Sec-Fetch-Site: same-origin",
+            b"X-Tanglenode-Token: " + TOKEN.encode(),
+            b"Content-Type: application/json",
+            f"Content-Length: {len(body)}".encode(),
+            b"Connection: close",
+            b"",
+        ]
+    )
+
+
+async def test_a_rebinding_host_with_the_token_is_refused_and_our_own_host_served(tmp_path):
+    """A page DNS rebinding brought to the node names its own site as Host (and, the page
+    being same-origin to itself, as Origin too). With the token leaked, it still reads no
+    page, no stream and writes nothing: 421, before the token is looked at. The same
+    requests naming the address the view listens on are served."""
+    from tanglenode.node.ipc import Area
+    from tanglenode.node.web.app import serve_web
+
+    keypair = Keypair(bytes(range(32)))
+    with FeedStore(tmp_path / "web", keypair=keypair, map_size=2**26) as store:
+        async with trio.open_nursery() as nursery:
+            service = StoreService(store, inline=True)
+            web = WebContext(
+                fake_status,
+                TOKEN,
+                service=service,
+                keypair=keypair,
+                streams=Streams(),
+                area=Area(service, keypair),
+            )
+            base = await nursery.start(serve_web, "127.0.0.1:0", web)
+            port = int(base.rstrip("/").rsplit(":", 1)[1])
+            root = store.writes.publish({"type": "post", "text": "root"}, {"chat": None}).id
+            ours, evil = f"127.0.0.1:{port}".encode(), f"evil.example:{port}".encode()
+            token = f"?token={TOKEN}"
+            stream = f"/t/chat/{root_text(root)}/events{token}&since=0"
+            publish = json.dumps({"content": {"type": "post"}, "tangles": {"chat": None}}).encode()
+            for path in ("/" + token, "/metrics" + token, stream, "/view.js" + token):
+                code, headers, body = await http(port, get(path, evil))
+                assert code == 421, path
+                assert body == b"this view does not answer that Host (web.listen, web.hosts)\n"
+                assert b"text/event-stream" not in headers
+            bearer = b"Authorization: Bearer " + TOKEN.encode()
+            assert (await http(port, get("/", evil, bearer)))[0] == 421
+            code, _, body = await http(
+                port, post("/api/publish", evil, b"http://" + evil, publish), publish
+            )
+            assert code == 421 and json.loads(body)["error"]["kind"] == "host"
+            assert store.feeds.frontier()[keypair.public] == 1  # nothing was written
+            for hostile in (b"evil.example", b"127.0.0.1:1", b"[::2]:" + str(port).encode()):
+                assert (await http(port, get("/" + token, hostile)))[0] == 421, hostile
+            for bad in (b"", b"127.0.0.1:" + b"9" * 400, b"\xff\xfe", b"a b:1", b"[::1"):
+                code, _, body = await http(port, get("/" + token, bad))
+                assert code == 400 and b"Traceback" not in body, bad
+            twice = get("/" + token, ours, b"Host: " + evil)
+            assert (await http(port, twice))[0] == 400
+            unnamed = b"GET /" + token.encode() + b" HTTP/1.0\r\nConnection: close\r\n"
+            assert (await http(port, unnamed))[0] == 400  # HTTP/1.0 may leave it out; we do not
+            # Our own address, in every way a browser on this machine writes it: served.
+            for host in (ours, f"localhost:{port}".encode(), f"[::1]:{port}".encode()):
+                code, headers, body = await http(port, get("/" + token, host))
+                assert code == 200 and feed_text(ME).encode() in body, (host, code, body[:300])
+            assert (await http(port, get("/", ours)))[0] == 401  # the token is still needed
+            code, headers, _ = await http(port, get(stream, ours))
+            assert code == 200 and b"content-type: text/event-stream" in headers
+            code, _, body = await http(
+                port, post("/api/publish", ours, b"http://" + ours, publish), publish
+            )
+            assert code == 200 and json.loads(body)["ok"]["id"].startswith("%")
+            assert store.feeds.frontier()[keypair.public] == 2
+            nursery.cancel_scope.cancel()  # the view stops
+
+
+def host_scope(*hosts: bytes) -> dict:
+    return {"headers": [(b"host", host) for host in hosts]}
+
+
+@pytest.mark.parametrize(
+    "listen, also, answered, refused",
+    [
+        (
+            "127.0.0.1",
+            (),
+            [b"127.0.0.1:8080", b"localhost:8080", b"LOCALHOST:8080", b"[::1]:8080"],
+            [b"evil.example:8080", b"127.0.0.1:8081", b"127.0.0.1", b"10.0.0.1:8080"],
+        ),
+        ("[::1]", (), [b"[::1]:8080", b"[0:0::1]:8080", b"localhost:8080"], [b"[::2]:8080"]),
+        (
+            "0.0.0.0",  # any address: an address cannot be rebound; names only as listed
+            ("node.lan:8080", "proxy.example"),
+            [
+                *(b"192.168.1.5:8080", b"[fe80::1]:8080", b"localhost:8080"),
+                *(b"node.lan:8080", b"proxy.example", b"proxy.example:443"),
+            ],
+            [b"evil.example:8080", b"192.168.1.5:9", b"node.lan:9", b"node.lan"],
+        ),
+        ("192.168.1.5", (), [b"192.168.1.5:8080"], [b"localhost:8080", b"127.0.0.1:8080"]),
+    ],
+    ids=["loopback", "ipv6 loopback", "wildcard and web.hosts", "one address"],
+)
+def test_the_hosts_answered_name_where_the_view_listens(listen, also, answered, refused):
+    hosts = AllowedHosts.listening(listen, 8080, also)
+    for host in answered:
+        hosts.check(host_scope(host))
+    for host in refused:
+        with pytest.raises(BadHost) as raised:
+            hosts.check(host_scope(host))
+        assert raised.value.status == 421, host
+    with pytest.raises(BadHost) as raised:
+        hosts.check(host_scope(b"127.0.0.1:8080", b"127.0.0.1:8080"))
+    assert raised.value.status == 400
+    assert AllowedHosts.listening(listen, 80).answers(*parse_host(listen)) is True  # no port
+    with pytest.raises(BadHost):  # port 0: not bound yet, nothing is answered
+        AllowedHosts.listening("127.0.0.1", 0).check(host_scope(b"127.0.0.1:0"))

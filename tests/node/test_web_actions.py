@@ -12,6 +12,7 @@ from tanglenode.node.ipc import Area
 from tanglenode.node.service import StoreService
 from tanglenode.node.web.actions import MAX_BODY
 from tanglenode.node.web.app import WebApp
+from tanglenode.node.web.hosts import AllowedHosts
 from tanglenode.node.web.http import WebContext
 from tanglenode.protocol.identity import message_text
 from tanglenode.storage.store import FeedStore
@@ -22,6 +23,12 @@ ME = keypair("web-writer")
 HOST = b"127.0.0.1:8080"
 OWN = [(b"host", HOST), (b"origin", b"http://" + HOST), (b"sec-fetch-site", b"same-origin")]
 JSON = [(b"content-type", b"application/json")]
+# A page DNS rebinding brought to us: its own name as Host and Origin, so same-origin.
+REBOUND = [
+    (b"host", b"evil.example:8080"),
+    (b"origin", b"http://evil.example:8080"),
+    (b"sec-fetch-site", b"same-origin"),
+]
 WITH_TOKEN = [(b"x-tanglenode-token", TOKEN.encode())]
 
 
@@ -34,7 +41,7 @@ def app(tmp_path):
     with FeedStore(tmp_path / "web", keypair=ME, map_size=2**26) as store:
         service = StoreService(store, inline=True)
         web = WebContext(no_status, TOKEN, service=service, keypair=ME, area=Area(service, ME))
-        yield WebApp(web), store
+        yield WebApp(web, AllowedHosts.listening("127.0.0.1", 8080)), store
 
 
 async def post(app, path: str, body, headers=(*OWN, *JSON, *WITH_TOKEN), method="POST", chunks=1):
@@ -92,6 +99,9 @@ async def test_a_post_from_our_page_is_published_and_its_id_answered(app):
         ([*JSON, *WITH_TOKEN, (b"host", HOST), (b"origin", b"http://evil.example")], 403, "origin"),
         ([*JSON, *WITH_TOKEN, (b"host", HOST), (b"sec-fetch-site", b"cross-site")], 403, "site"),
         ([*JSON, *WITH_TOKEN, (b"host", HOST), (b"sec-fetch-site", b"same-site")], 403, "site"),
+        ([*REBOUND, *JSON, *WITH_TOKEN], 421, "Host"),
+        ([*JSON, *WITH_TOKEN, (b"origin", b"http://" + HOST)], 400, "Host"),
+        ([*OWN, (b"host", HOST), *JSON, *WITH_TOKEN], 400, "Host"),
         ([*OWN, *JSON], 401, "token required"),
         ([*OWN, *JSON, (b"x-tanglenode-token", b"s3cret-toke")], 401, "wrong token"),
         ([*OWN, *JSON, (b"authorization", b"Bearer nope")], 401, "wrong token"),
@@ -102,6 +112,9 @@ async def test_a_post_from_our_page_is_published_and_its_id_answered(app):
         "other origin",
         "cross-site",
         "same-site",
+        "rebound host",
+        "no host",
+        "two hosts",
         "no token",
         "wrong",
         "wrong bearer",
