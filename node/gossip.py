@@ -77,7 +77,7 @@ from tanglenode.node.inbox import MAX_BATCH, Inbox, Kind
 from tanglenode.node.peers import PeerState
 from tanglenode.node.proof_rate import REFUSED, ProofRate
 from tanglenode.node.service import StoreService
-from tanglenode.node.stream_plan import STOP_AFTER, StreamPlan
+from tanglenode.node.stream_plan import STOP_AFTER, PeerView, Stream, StreamPlan
 from tanglenode.node.transport import SecureStream
 from tanglenode.node.witness_fetch import WitnessExchange
 from tanglenode.protocol.errors import InvalidMessage, Reason, RemoteProtocolError
@@ -109,6 +109,7 @@ BATCH = 1024  # messages per MESSAGES frame at most (and at most one frame's byt
 _FORGIVEN = {Reason.FORKED_FEED, Reason.CHAIN_MISMATCH, Reason.BLOCKED_FEED}
 PAGE = 256  # kept proofs read at once by a session's writer
 VARIANTS_REMEMBERED = 4096  # (feed, seq) of refused messages kept per connection
+IDLE_REVIEW = 1.0  # seconds between looks for feeds to review while the peer's clock is still
 
 
 class PeerMisbehaved(RemoteProtocolError):
@@ -183,6 +184,9 @@ class GossipSession:
         self.scope_seen = service.scope  # the scope our clock and wants were made for
         self.heads_seen: tuple[int, int] | None = None  # our place in service.heads
         self.plan = service.shared(StreamPlan)  # which session streams each feed
+        self.delivered: dict[bytes, int] = {}  # feed -> its messages from the peer we stored
+        self.useful = True  # whether the last batch stored from the peer held anything new
+        self._clock_moved = trio.Event()  # set when the peer's clock changes
         self.witnesses = WitnessExchange(
             self, service, self.connection, self._send, self.plan.sessions
         )
@@ -253,6 +257,7 @@ class GossipSession:
                     self.proofs_due.add(feed)  # it holds a feed we hold a proof about
                 self.peer.clock[feed] = seq
                 self.peer_tags[feed] = tag
+            self._clock_moved.set()
             if self.proofs_due:
                 self.poke()
             if isinstance(event, PeerHello):
@@ -322,7 +327,7 @@ class GossipSession:
             elif (
                 (seq > have or (seq == have and seq and feed != me))  # ours: only if behind
                 and self._streamable(feed)
-                and self.plan.claim(feed, self)
+                and self.plan.claim(feed, self, trio.current_time())
             ):
                 wants[feed] = have  # we stream it from this peer (node.stream_plan)
         for feed, after in self._suspect_wants(heads).items():
@@ -366,36 +371,48 @@ class GossipSession:
             self._send_soon(self._want_frame(self._suspect_wants(heads)))
 
     async def _watch_streams(self) -> None:
-        """Take over each feed whose streamer left us behind this peer's head for longer
-        than the plan allows (node.stream_plan): ask here from our seq, stop it there."""
-        plan = self.plan
+        """Every tick while this peer shows a feed ahead of us, or we probe it for one, let
+        the plan judge those feeds (node.stream_plan) and carry out what it decides: each
+        session subscribes or stops where the plan says, from our seq."""
         while True:
-            await trio.sleep(plan.switch_after / 2)
-            ours = self.service.clock
-            behind = [
-                feed
-                for feed, seq in self.peer.clock.items()
-                if seq > ours.get(feed, 0) and plan.streamer(feed) is not self
-            ]
-            wants = {}
-            for feed in behind:
-                have = ours.get(feed, 0)
-                if self._streamable(feed) and plan.may_take(feed, self, have):
-                    before = plan.streamer(feed)
-                    # Blamed only if its own peer showed more than we hold, and sent none.
-                    failed = isinstance(before, GossipSession) and before.peer_has_more(feed)
-                    plan.take(feed, self, failed=failed)
-                    if isinstance(before, GossipSession):
-                        before.stop_streaming(feed)
-                    wants[feed] = have
-            self.stream(wants)
+            while not (feeds := self._reviewable()):
+                self._clock_moved = trio.Event()
+                with trio.move_on_after(IDLE_REVIEW):  # a cut may put us behind unannounced
+                    await self._clock_moved.wait()
+            self._review(feeds)
+            await trio.sleep(self.plan.tick)
 
-    def hand_over_rank(self, feed: bytes) -> tuple[int, list[int]]:
-        return self.peer.clock.get(feed, 0), [-byte for byte in self.peer.key]
+    def _reviewable(self) -> list[bytes]:
+        """The feeds this session has a say on: those its peer shows ahead of us, those it
+        probes."""
+        ours, streamable = self.service.clock, self._streamable
+        ahead = [f for f, seq in self.peer.clock.items() if seq > ours.get(f, 0)]
+        return [f for f in ahead if streamable(f)] + self.plan.probing(self)
 
-    def peer_has_more(self, feed: bytes) -> bool:
-        """Whether this session's peer showed a head of `feed` past what we hold."""
-        return self.peer.clock.get(feed, 0) > self.service.clock.get(feed, 0)
+    def _review(self, feeds: list[bytes], *, delivered: bool = False) -> None:
+        plan, ours, now = self.plan, self.service.clock, trio.current_time()
+        sessions = list(plan.sessions)
+        for feed in feeds:
+            have = ours.get(feed, 0)
+            views = {session: session.view(feed) for session in sessions}
+            for session, act in plan.review(feed, have, now, views, delivered=delivered):
+                if isinstance(act, Stream):
+                    session.stream({feed: have})
+                else:
+                    session.stop_streaming(feed)
+
+    @property
+    def peer_key(self) -> bytes:
+        """Whom the plan's strikes bar: the peer, across its connections."""
+        return self.peer.key
+
+    def view(self, feed: bytes) -> PeerView:
+        """What this session shows the plan of `feed`."""
+        return PeerView(
+            self.peer.clock.get(feed, 0),
+            self.delivered.get(feed, 0),
+            busy=self.inbox.held > 0 and self.useful,
+        )
 
     def stream(self, wants: dict[bytes, int]) -> None:
         """Subscribe to these feeds here (the plan made us their streamer), from these seqs,
@@ -417,7 +434,8 @@ class GossipSession:
             if not self._streamable(feed):
                 continue
             holders = [s for s in plan.sessions if s.peer.clock.get(feed, 0) > 0]
-            trusted = [s for s in holders if not plan.has_failed(feed, s)]
+            now = trio.current_time()
+            trusted = [s for s in holders if not plan.barred(feed, s, now)]
             if not holders:
                 continue
             best = max(
@@ -468,7 +486,17 @@ class GossipSession:
                 self.parted[author] = min(seq, self.parted.get(author, seq))
                 if len(self.parted) > VARIANTS_REMEMBERED:
                     del self.parted[next(iter(self.parted))]
-        self.peer.received += sum(result.outcome is Outcome.ACCEPTED for result in results)
+        accepted = [result for result in results if result.outcome is Outcome.ACCEPTED]
+        for result in accepted:  # what the stream plan credits this peer with
+            if result.message is not None:
+                author = result.message.author
+                self.delivered[author] = self.delivered.get(author, 0) + 1
+        self.useful = bool(accepted)
+        self.peer.received += len(accepted)
+        authors = {result.message.author for result in accepted if result.message is not None}
+        probed = [feed for feed in authors if self in self.plan.probers(feed)]
+        if probed:  # a probe that proves its claim streams at once: the overlap ends
+            self._review(probed, delivered=True)
         self._send_soon(self.connection.grant(len(raws)))
         self._send_soon(self._want_frame(descend))
 

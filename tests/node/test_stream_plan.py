@@ -1,69 +1,268 @@
-"""The stream plan's rules on their own (node/stream_plan.py), and the log of heads that
-moved (node/head_changes.py), on trio's virtual clock."""
+"""The stream plan's rules on their own (node/stream_plan.py): a pure core driven on plain
+virtual time, with honest and adversarial streamers; and the log of heads that moved
+(node/head_changes.py)."""
 
 from __future__ import annotations
 
-import trio
-import trio.testing
+from dataclasses import dataclass, field
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tanglenode.node.head_changes import HeadChanges
-from tanglenode.node.stream_plan import FAILED_FOR, StreamPlan
+from tanglenode.node.stream_plan import (
+    FAILED_FOR,
+    FLOOR_RATE,
+    SWITCH_AFTER,
+    PeerView,
+    Stop,
+    Stream,
+    StreamPlan,
+)
 
 F = b"f" * 32
 
 
-def on_virtual_time(test) -> None:
-    trio.run(test, clock=trio.testing.MockClock(autojump_threshold=0))
+def test_the_first_claim_streams_and_a_barred_peer_cannot_claim():
+    plan = StreamPlan()
+    assert plan.claim(F, "a", 0) and not plan.claim(F, "b", 0) and plan.claim(F, "a", 0)
+    assert plan.release("a") == [F] and plan.streamer(F) is None
+    plan.strike(F, "b", 0)
+    assert not plan.claim(F, "b", 1) and plan.claim(F, "c", 1)
 
 
-def test_the_first_claim_streams_and_a_feed_nobody_streams_is_stalled_at_once():
-    async def test() -> None:
-        plan = StreamPlan()
-        assert plan.claim(F, "a") and not plan.claim(F, "b") and plan.claim(F, "a")
-        assert plan.release("a") == [F] and plan.streamer(F) is None
-        assert plan.stalled(F, 0)  # nobody streams it: take it now
-
-    on_virtual_time(test)
-
-
-def test_a_streamer_is_stalled_only_after_holding_us_at_one_seq_for_the_wait():
-    async def test() -> None:
-        plan = StreamPlan(switch_after=2.0)
-        plan.claim(F, "a")
-        assert not plan.stalled(F, 5)  # the wait starts
-        await trio.sleep(1.5)
-        assert not plan.stalled(F, 6)  # progress (through any session): it starts again
-        await trio.sleep(1.5)
-        assert not plan.stalled(F, 6)
-        await trio.sleep(0.5)
-        assert plan.stalled(F, 6) and plan.may_take(F, "b", 6)
-
-    on_virtual_time(test)
+def test_progress_does_not_restart_the_wait_a_trickling_streamer_loses_the_feed():
+    plan = StreamPlan()
+    plan.claim(F, "trickler", 0)
+    have, now, acts = 0, 0.0, []
+    while not acts:  # it shows 200 and sends one every 1.9 s; an honest peer shows 200
+        now += plan.tick
+        have = int(now / 1.9)
+        views = {"trickler": PeerView(200, have), "honest": PeerView(200)}
+        acts = plan.review(F, have, now, views)
+    assert now <= SWITCH_AFTER + 2 * plan.tick
+    assert acts == [("trickler", Stop("trickler")), ("honest", Stream("honest"))]
+    assert plan.probers(F) == ["honest"] and plan.barred(F, "trickler", now)
+    views = {"trickler": PeerView(200, have), "honest": PeerView(200, delivered=200 - have)}
+    assert plan.review(F, 200, now + plan.tick, views) == []
+    assert plan.streamer(F) == "honest" and plan.probers(F) == []
 
 
-def test_a_streamer_that_failed_a_feed_may_not_stream_it_again_for_a_while():
-    async def test() -> None:
-        plan = StreamPlan(switch_after=1.0)
-        plan.claim(F, "liar")
-        assert plan.take(F, "honest", failed=True) == "liar"
-        assert not plan.claim(F, "liar") and plan.has_failed(F, "liar")
-        plan.release("honest")
-        assert not plan.claim(F, "liar")  # still failed, though nobody streams the feed
-        await trio.sleep(FAILED_FOR)
-        assert plan.claim(F, "liar")  # its time is up
-        plan.take(F, "other")  # a switch that blames nobody
-        assert not plan.has_failed(F, "liar")
+def test_a_streamer_waiting_on_our_store_is_not_blamed_for_the_wait():
+    plan = StreamPlan()
+    plan.claim(F, "slow", 0)
+    for step in range(1, 400):  # 100 s at 20 messages a second, every one waiting on us
+        now = step * plan.tick
+        have = int(now * 20)
+        views = {"slow": PeerView(10_000, have, busy=True), "other": PeerView(10_000)}
+        assert plan.review(F, have, now, views) == []
+    assert plan.streamer(F) == "slow" and not plan.strikes
 
-    on_virtual_time(test)
+
+def until_acts(plan: StreamPlan, have: int, views: dict, now: float = 0.0):
+    """Review every tick until the plan acts: when, and what it does."""
+    while not (acts := plan.review(F, have, now, views)):
+        now += plan.tick
+        assert now < 60, "the plan never acted"
+    return now, acts
+
+
+def test_a_claim_on_a_quiet_feed_is_believed_only_when_the_claimer_delivers():
+    plan = StreamPlan()
+    plan.claim(F, "honest", 0)
+    quiet = {"honest": PeerView(10), "liar": PeerView(1_010)}
+    asked, acts = until_acts(plan, 10, quiet)
+    # Asked beside the streamer, which has nothing more and rests meanwhile.
+    assert acts == [("honest", Stop("honest")), ("liar", Stream("liar"))]
+    assert SWITCH_AFTER <= asked <= SWITCH_AFTER + plan.tick
+    assert plan.streamer(F) == "honest" and plan.probers(F) == ["liar"]
+    ended, acts = until_acts(plan, 10, quiet, asked + plan.tick)
+    assert acts == [("liar", Stop("liar")), ("honest", Stream("honest"))]
+    assert plan.barred(F, "liar", ended) and ended <= asked + SWITCH_AFTER + plan.tick
+    assert plan.streamer(F) == "honest" and not plan.probers(F)
+
+
+def test_a_resting_streamer_whose_peer_shows_something_new_streams_again_at_once():
+    plan = StreamPlan()
+    plan.claim(F, "honest", 0)
+    asked, _acts = until_acts(plan, 10, {"honest": PeerView(10), "liar": PeerView(1_010)})
+    news = {"honest": PeerView(11), "liar": PeerView(1_010)}  # its peer got a new message
+    assert plan.review(F, 10, asked + plan.tick, news) == [("honest", Stream("honest"))]
+    assert plan.probers(F) == ["liar"]  # the probe goes on, judged on its own
+
+
+def test_a_claimer_that_delivers_streams_and_the_resting_streamer_stays_stopped():
+    plan = StreamPlan()
+    plan.claim(F, "honest", 0)
+    views = {"honest": PeerView(10), "newer": PeerView(12)}
+    asked, acts = until_acts(plan, 10, views)
+    assert acts == [("honest", Stop("honest")), ("newer", Stream("newer"))]
+    views = {"honest": PeerView(10), "newer": PeerView(12, delivered=2)}
+    assert plan.review(F, 12, asked + plan.tick, views) == []
+    assert plan.streamer(F) == "newer" and not plan.strikes
+
+
+def test_a_streamer_relaying_what_others_show_within_the_grace_keeps_the_feed():
+    plan = StreamPlan()
+    plan.claim(F, "relay", 0)
+    now = 0.0
+    for have in range(10, 60):  # others show one more; the relay brings it within 1 s
+        views = {"relay": PeerView(have), "other": PeerView(have + 1)}
+        assert plan.review(F, have, now, views) == []
+        now += 1.0
+    assert plan.streamer(F) == "relay" and not plan.probers(F)
+
+
+def test_each_strike_bars_a_peer_twice_as_long_and_reconnecting_does_not_clear_it():
+    @dataclass(frozen=True)
+    class Session:
+        peer_key: bytes
+        n: int
+
+    plan = StreamPlan()
+    liar = Session(b"liar", 1)
+    plan.strike(F, liar, 0)
+    assert plan.barred(F, Session(b"liar", 2), FAILED_FOR - 1)  # a new connection, same peer
+    assert not plan.barred(F, liar, FAILED_FOR)
+    plan.strike(F, liar, FAILED_FOR)
+    assert plan.barred(F, liar, FAILED_FOR + 2 * FAILED_FOR - 1)
+    assert not plan.barred(F, liar, FAILED_FOR + 2 * FAILED_FOR)
 
 
 def test_flooding_streams_every_feed_from_every_session_and_never_switches():
-    async def test() -> None:
-        plan = StreamPlan(once=False)
-        assert plan.claim(F, "a") and plan.claim(F, "b")
-        assert not plan.stalled(F, 0)
+    plan = StreamPlan(once=False)
+    assert plan.claim(F, "a", 0) and plan.claim(F, "b", 0)
+    assert plan.review(F, 0, 100.0, {"a": PeerView(5), "b": PeerView(9)}) == []
 
-    on_virtual_time(test)
+
+# -- the plan on virtual time against adversarial streamers --------------------------------
+
+DT = 0.05  # the simulation's step
+
+
+@dataclass
+class Peer:
+    """A simulated peer of one feed: what it holds, what it shows, how it sends."""
+
+    name: str
+    kind: str  # honest, silent, trickle, liar, inching
+    holds: int
+    latency: float = 0.05  # one way, honest peers
+    rate: float = 4_000.0  # messages a second, honest peers
+    subscribed: float | None = None  # since when it streams (or probes) to us
+    delivered: int = 0
+    sent_at: float = 0.0
+
+    def shows(self, have: int) -> int:
+        if self.kind == "liar":
+            return self.holds + 1_000
+        if self.kind == "inching":
+            return min(self.holds, have + 1)
+        return self.holds
+
+    def sends(self, have: int, now: float) -> int:
+        """How many of the next messages it sends us in this step."""
+        if self.subscribed is None or have >= self.holds or self.kind == "silent":
+            return 0
+        if self.kind in ("honest", "liar"):
+            if now - self.subscribed < 2 * self.latency:
+                return 0
+            return min(self.holds - have, max(1, int(self.rate * DT)))
+        if now - self.sent_at >= 1.9:  # trickle, inching: one every 1.9 s
+            self.sent_at = now
+            return 1
+        return 0
+
+
+@dataclass
+class Run:
+    plan: StreamPlan
+    peers: list[Peer]
+    have: int = 0
+    now: float = 0.0
+    copies: int = 0
+    log: list = field(default_factory=list)
+
+    def views(self) -> dict[str, PeerView]:
+        return {p.name: PeerView(p.shows(self.have), p.delivered) for p in self.peers}
+
+    def carry_out(self, acts) -> None:
+        by_name = {p.name: p for p in self.peers}
+        for name, act in acts:
+            peer = by_name[name]
+            peer.subscribed = self.now if isinstance(act, Stream) else None
+            self.log.append((self.now, name, type(act).__name__))
+
+    def until_done(self, want: int, limit: float) -> float:
+        """Claims in the peers' order at time 0, then steps and reviews; when we hold
+        `want` (or the limit passed)."""
+        for peer in self.peers:
+            if peer.shows(0) > 0 and self.plan.claim(F, peer.name, 0.0):
+                peer.subscribed = 0.0
+        next_review = 0.0
+        while self.have < want and self.now < limit:
+            self.now = round(self.now + DT, 6)
+            start = self.have  # every subscribed peer sends what follows it: a copy each
+            for peer in self.peers:
+                sent = peer.sends(start, self.now)
+                new = max(0, start + sent - self.have)
+                peer.delivered += new
+                self.have += new
+                self.copies += sent
+            if self.now >= next_review:
+                next_review = self.now + self.plan.tick
+                self.carry_out(self.plan.review(F, self.have, self.now, self.views()))
+        return self.now
+
+
+adversary = st.sampled_from(["silent", "trickle", "liar", "inching"])
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    total=st.integers(1, 3_000),
+    adversaries=st.lists(adversary, min_size=1, max_size=4),
+    honest_at=st.integers(0, 4),
+    latency=st.sampled_from([0.01, 0.05, 0.1]),
+)
+def test_an_honest_peer_delivers_within_the_grace_whatever_the_adversaries_claim(
+    total, adversaries, honest_at, latency
+):
+    peers = [Peer(f"bad{n}-{kind}", kind, total) for n, kind in enumerate(adversaries)]
+    honest = Peer("honest", "honest", total, latency=latency)
+    peers.insert(min(honest_at, len(peers)), honest)  # claims in this order
+    plan = StreamPlan()
+    run = Run(plan, peers)
+    done = run.until_done(total, limit=60.0)
+    bound = 2 * SWITCH_AFTER + 4 * plan.tick + 4 * latency + total / honest.rate
+    assert run.have >= total and done <= bound + DT, (done, bound, run.log)
+    assert not plan.barred(F, "honest", done)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    total=st.integers(1, 3_000),
+    count=st.integers(1, 5),
+    latency=st.sampled_from([0.01, 0.05, 0.1]),
+)
+def test_among_honest_peers_only_the_first_streams_with_no_wait_and_no_strike(
+    total, count, latency
+):
+    peers = [Peer(f"honest{n}", "honest", total, latency=latency) for n in range(count)]
+    plan = StreamPlan()
+    run = Run(plan, peers)
+    done = run.until_done(total, limit=60.0)
+    assert done <= 2 * latency + total / peers[0].rate + 2 * DT  # about two round trips
+    assert not plan.strikes and all(p.delivered == 0 for p in peers[1:])
+    assert run.copies == total  # each message once
+
+
+def test_a_slow_honest_streamer_within_the_floor_keeps_the_feed():
+    slow = Peer("slow", "honest", 600, rate=FLOOR_RATE * 1.5)
+    plan = StreamPlan()
+    run = Run(plan, [slow, Peer("fast", "honest", 600)])
+    run.until_done(600, limit=60.0)
+    assert plan.streamer(F) == "slow" and not plan.strikes
 
 
 def test_a_cursor_sees_each_head_that_moved_after_it_once():
