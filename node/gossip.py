@@ -109,7 +109,7 @@ BATCH = 1024  # messages per MESSAGES frame at most (and at most one frame's byt
 _FORGIVEN = {Reason.FORKED_FEED, Reason.CHAIN_MISMATCH, Reason.BLOCKED_FEED}
 PAGE = 256  # kept proofs read at once by a session's writer
 VARIANTS_REMEMBERED = 4096  # (feed, seq) of refused messages kept per connection
-IDLE_REVIEW = 1.0  # seconds between looks for feeds to review while the peer's clock is still
+FULL_LOOK = 4.0  # seconds between looks through the peer's whole clock for feeds behind
 
 
 class PeerMisbehaved(RemoteProtocolError):
@@ -187,6 +187,7 @@ class GossipSession:
         self.delivered: dict[bytes, int] = {}  # feed -> its messages from the peer we stored
         self.useful = True  # whether the last batch stored from the peer held anything new
         self._clock_moved = trio.Event()  # set when the peer's clock changes
+        self._ahead: set[bytes] = set()  # feeds its clock showed ahead of ours
         self.witnesses = WitnessExchange(
             self, service, self.connection, self._send, self.plan.sessions
         )
@@ -252,11 +253,14 @@ class GossipSession:
             if len(self.peer.clock) + new_feeds > self.max_peer_feeds:
                 raise PeerMisbehaved(f"its clock names more than {self.max_peer_feeds} feeds")
             invalid, carries = self.service.invalid, self.service.scope.carries
+            ours = self.service.clock
             for feed, (seq, tag) in changes.items():
                 if feed not in self.peer.clock and feed in invalid and carries(feed):
                     self.proofs_due.add(feed)  # it holds a feed we hold a proof about
                 self.peer.clock[feed] = seq
                 self.peer_tags[feed] = tag
+                if seq > ours.get(feed, 0):
+                    self._ahead.add(feed)
             self._clock_moved.set()
             if self.proofs_due:
                 self.poke()
@@ -373,26 +377,38 @@ class GossipSession:
     async def _watch_streams(self) -> None:
         """Every tick while this peer shows a feed ahead of us, or we probe it for one, let
         the plan judge those feeds (node.stream_plan) and carry out what it decides: each
-        session subscribes or stops where the plan says, from our seq."""
+        session subscribes or stops where the plan says, from our seq. The feeds it shows
+        ahead are kept as its CLOCK notes come (`_ahead`), and looked for in its whole clock
+        only every `FULL_LOOK` seconds (a proof that cuts our feed back puts us behind
+        unannounced), so a tick costs what is behind, not the clock's size."""
+        looked = float("-inf")
         while True:
-            while not (feeds := self._reviewable()):
-                self._clock_moved = trio.Event()
-                with trio.move_on_after(IDLE_REVIEW):  # a cut may put us behind unannounced
-                    await self._clock_moved.wait()
-            self._review(feeds)
-            await trio.sleep(self.plan.tick)
+            if trio.current_time() - looked >= FULL_LOOK:
+                ours = self.service.clock
+                self._ahead = {f for f, seq in self.peer.clock.items() if seq > ours.get(f, 0)}
+                looked = trio.current_time()
+            feeds = self._reviewable()
+            if feeds:
+                self._review(feeds)
+                await trio.sleep(self.plan.tick)
+                continue
+            self._clock_moved = trio.Event()
+            with trio.move_on_after(FULL_LOOK):
+                await self._clock_moved.wait()
 
     def _reviewable(self) -> list[bytes]:
         """The feeds this session has a say on: those its peer shows ahead of us, those it
         probes."""
-        ours, streamable = self.service.clock, self._streamable
-        ahead = [f for f, seq in self.peer.clock.items() if seq > ours.get(f, 0)]
-        return [f for f in ahead if streamable(f)] + self.plan.probing(self)
+        ours, clock, streamable = self.service.clock, self.peer.clock, self._streamable
+        self._ahead = {f for f in self._ahead if clock.get(f, 0) > ours.get(f, 0)}
+        return [f for f in self._ahead if streamable(f)] + self.plan.probing(self)
 
     def _review(self, feeds: list[bytes], *, delivered: bool = False) -> None:
         plan, ours, now = self.plan, self.service.clock, trio.current_time()
         sessions = list(plan.sessions)
         for feed in feeds:
+            if not plan.due(feed, now, delivered=delivered):
+                continue  # another session judged it this tick
             have = ours.get(feed, 0)
             views = {session: session.view(feed) for session in sessions}
             for session, act in plan.review(feed, have, now, views, delivered=delivered):

@@ -248,6 +248,11 @@ class StreamPlan:
         while len(self.strikes) > MAX_STRIKES:
             del self.strikes[next(iter(self.strikes))]
 
+    def due(self, feed: bytes, now: float, *, delivered: bool = False) -> bool:
+        """Whether `review` would judge `feed` now (not judged this tick already)."""
+        state = self.feeds.get(feed)
+        return self.once and (state is None or delivered or now - state.reviewed >= self.tick / 2)
+
     def review(
         self,
         feed: bytes,
@@ -261,11 +266,9 @@ class StreamPlan:
         the subscriptions to start and end. Reviewing one feed more than once a tick (the
         sessions each review the feeds they are behind on) changes nothing, unless a probe
         just `delivered` (so the streamer it replaces stops at once)."""
-        state = self.feeds.get(feed)
-        if not self.once or (
-            state is not None and not delivered and now - state.reviewed < self.tick / 2
-        ):
+        if not self.due(feed, now, delivered=delivered):
             return []
+        state = self.feeds.get(feed)
         if state is None:
             state = self.feeds[feed] = _Feed()
         elif now - state.reviewed > STALE * self.tick:  # nobody was ahead meanwhile: what
