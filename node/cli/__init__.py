@@ -34,7 +34,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "feeds": (".feeds:feeds", "List the feeds in the store: our own marked, names, head seq, where invalid ones end."),  # noqa: E501
     "forks": (".feeds:forks", "List the evidence held: fork proofs (two messages at one seq), then suspected forks (one seq named with two tags)."),  # noqa: E501
     "check": (".feeds:check", "Re-verify every stored message and every index."),
-    "compact": (".maintenance:compact_command", "Give the store's free pages back to the disk (LMDB's compacting copy, checked, then renamed over the old file); the node must be stopped."),  # noqa: E501
+    "compact": (".maintenance:compact_command", "Give the store's free pages back to the disk (a copy of its rows, checked, then renamed over the old file); the node must be stopped."),  # noqa: E501
     "reindex": (".maintenance:reindex_command", "Rebuild the derived VIEWS (default: every view the node keeps) from the stored messages; the node must be stopped."),  # noqa: E501
     "run": (".daemon:run", "Run the node: peers, gossip and the IPC socket, until SIGTERM or SIGINT."),  # noqa: E501
     "status": (".daemon:status", "The running node's feed, counts, finality, peers and each timeline's digest."),  # noqa: E501
