@@ -184,8 +184,10 @@ class GossipSession:
         self.scope_seen = service.scope  # the scope our clock and wants were made for
         self.heads_seen: tuple[int, int] | None = None  # our place in service.heads
         self.plan = service.shared(StreamPlan)  # which session streams each feed
+        if not self.plan.salt:
+            self.plan.salt = service.own_feed or b"-"  # ties ranked by no peer's choice
         self.delivered: dict[bytes, int] = {}  # feed -> its messages from the peer we stored
-        self.useful = True  # whether the last batch stored from the peer held anything new
+        self.accepted = 0  # the new messages from the peer we stored
         self._clock_moved = trio.Event()  # set when the peer's clock changes
         self._ahead: set[bytes] = set()  # feeds its clock showed ahead of ours
         self.witnesses = WitnessExchange(
@@ -424,11 +426,7 @@ class GossipSession:
 
     def view(self, feed: bytes) -> PeerView:
         """What this session shows the plan of `feed`."""
-        return PeerView(
-            self.peer.clock.get(feed, 0),
-            self.delivered.get(feed, 0),
-            busy=self.inbox.held > 0 and self.useful,
-        )
+        return PeerView(self.peer.clock.get(feed, 0), self.delivered.get(feed, 0), self.accepted)
 
     def stream(self, wants: dict[bytes, int]) -> None:
         """Subscribe to these feeds here (the plan made us their streamer), from these seqs,
@@ -454,10 +452,7 @@ class GossipSession:
             trusted = [s for s in holders if not plan.barred(feed, s, now)]
             if not holders:
                 continue
-            best = max(
-                trusted or holders,
-                key=lambda s: (s.peer.clock.get(feed, 0), [-b for b in s.peer.key]),
-            )
+            best = max(trusted or holders, key=lambda s: (s.peer.clock.get(feed, 0), plan.rank(s)))
             plan.take(feed, best)
             best.stream({feed: ours.get(feed, 0)})
 
@@ -507,7 +502,7 @@ class GossipSession:
             if result.message is not None:
                 author = result.message.author
                 self.delivered[author] = self.delivered.get(author, 0) + 1
-        self.useful = bool(accepted)
+        self.accepted += len(accepted)
         self.peer.received += len(accepted)
         authors = {result.message.author for result in accepted if result.message is not None}
         probed = [feed for feed in authors if self in self.plan.probers(feed)]

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 import trio
 
+from tanglenode.node.stream_plan import STOP_AFTER
 from tanglenode.protocol.gossip import GossipConnection, PeerWants, tag_of
 from tanglenode.protocol.message import Message
 from tests.factories import Feed
@@ -24,9 +25,13 @@ def carol(length: int) -> Feed:
     return feed
 
 
-async def trickle(secure, gossip: GossipConnection, messages: list[Message], every: float):
+async def trickle(
+    secure, gossip: GossipConnection, messages: list[Message], every: float, own: Feed | None = None
+):
     """Answer the node's WANT of the feed with one message every `every` seconds, reading
-    its frames (grants, wants) meanwhile; a WANT past the feed's end stops it."""
+    its frames (grants, wants) meanwhile; a WANT past the feed's end stops it. With `own`,
+    it keeps the node busy meanwhile: a frame after another of its own feed's messages, each
+    one new and the rest the node holds already."""
     author = messages[0].author
     wanted = trio.Event()
     after: list[int] = []
@@ -38,11 +43,20 @@ async def trickle(secure, gossip: GossipConnection, messages: list[Message], eve
                     after.append(event.wants[author])
                     wanted.set()
 
+    async def keep_busy(feed: Feed) -> None:
+        for n in range(1, len(feed.messages)):
+            frame = [feed.messages[n], *feed.messages[max(0, n - 200) : n]]
+            while gossip.send_credit < len(frame):
+                await trio.sleep(0.005)  # the credit comes back as the node stores
+            await secure.send_all(gossip.messages([m.raw for m in frame]))
+
     async with trio.open_nursery() as nursery:
         nursery.start_soon(read)
+        if own is not None:
+            nursery.start_soon(keep_busy, own)
         await wanted.wait()
         while after[-1] < len(messages):
-            if gossip.send_credit:
+            if gossip.send_credit and after[-1] != STOP_AFTER:
                 await secure.send_all(gossip.messages([messages[after[-1]].raw]))
                 after[-1] += 1
             await trio.sleep(every)
@@ -95,3 +109,28 @@ async def test_a_claim_far_ahead_on_a_quiet_feed_never_holds_its_new_messages_ba
             await trio.sleep(0.5)  # the feed's pace, not a wait for an event
         its.cancel_scope.cancel()
     assert max(lags) < 1.0, lags
+
+
+async def test_a_trickling_streamer_that_floods_us_with_its_own_new_messages_loses_the_feed(
+    honest, nursery
+):
+    """Messages it mints itself (one new, the rest held already, frame after frame) buy it no
+    time: only what other peers vouched for counts as work."""
+    victim, other = await honest("victim"), await honest("other")
+    feed, own = carol(200), Feed("mallory")
+    for n in range(3_000):
+        own.append({"n": n})
+    await other.service.ingest([m.raw for m in feed.messages])
+    claim = shown(feed, 200)
+    async with (
+        attacker(victim, me=own.keypair, clock=claim, window=8192) as (secure, gossip),
+        trio.open_nursery() as its,
+    ):
+        its.start_soon(trickle, secure, gossip, feed.messages, 1.9, own)
+        await victim.until(lambda: victim.service.clock.get(feed.public, 0) >= 1)
+        started = trio.current_time()
+        link(nursery, victim, other)
+        await victim.until(lambda: victim.service.clock.get(feed.public) == 200)
+        took = trio.current_time() - started
+        its.cancel_scope.cancel()
+    assert took < 5.0, took

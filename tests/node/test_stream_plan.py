@@ -12,7 +12,6 @@ from hypothesis import strategies as st
 from tanglenode.node.head_changes import HeadChanges
 from tanglenode.node.stream_plan import (
     FAILED_FOR,
-    FLOOR_RATE,
     SWITCH_AFTER,
     PeerView,
     Stop,
@@ -31,40 +30,70 @@ def test_the_first_claim_streams_and_a_barred_peer_cannot_claim():
     assert not plan.claim(F, "b", 1) and plan.claim(F, "c", 1)
 
 
-def test_progress_does_not_restart_the_wait_a_trickling_streamer_loses_the_feed():
+def until_acts(plan: StreamPlan, have: int, views: dict, now: float = 0.0):
+    """Review every tick until the plan acts: when, and what it does."""
+    while not (acts := plan.review(F, have, now, views)):
+        now += plan.tick
+        assert now < 600, "the plan never acted"
+    return now, acts
+
+
+def test_progress_does_not_restart_the_wait_a_trickling_streamer_is_raced_and_loses():
     plan = StreamPlan()
     plan.claim(F, "trickler", 0)
     have, now, acts = 0, 0.0, []
     while not acts:  # it shows 200 and sends one every 1.9 s; an honest peer shows 200
         now += plan.tick
         have = int(now / 1.9)
-        views = {"trickler": PeerView(200, have), "honest": PeerView(200)}
+        views = {"trickler": PeerView(200, have, have), "honest": PeerView(200)}
         acts = plan.review(F, have, now, views)
     assert now <= SWITCH_AFTER + 2 * plan.tick
-    assert acts == [("trickler", Stop("trickler")), ("honest", Stream("honest"))]
-    assert plan.probers(F) == ["honest"] and plan.barred(F, "trickler", now)
-    views = {"trickler": PeerView(200, have), "honest": PeerView(200, delivered=200 - have)}
-    assert plan.review(F, 200, now + plan.tick, views) == []
-    assert plan.streamer(F) == "honest" and plan.probers(F) == []
+    assert acts == [("honest", Stream("honest"))] and plan.probers(F) == ["honest"]
+    views = {"trickler": PeerView(200, have, have), "honest": PeerView(200, 200 - have, 200)}
+    assert plan.review(F, 200, now + plan.tick, views) == [("trickler", Stop("trickler"))]
+    assert plan.streamer(F) == "honest" and not plan.strikes  # it sent something: not struck
 
 
-def test_a_streamer_waiting_on_our_store_is_not_blamed_for_the_wait():
+def test_a_streamer_that_sends_nothing_for_a_grace_is_struck_and_every_other_peer_asked():
+    plan = StreamPlan()
+    plan.claim(F, "silent", 0)
+    views = {"silent": PeerView(50), "a": PeerView(50), "b": PeerView(40), "c": PeerView(0)}
+    when, acts = until_acts(plan, 0, views)
+    assert SWITCH_AFTER <= when <= SWITCH_AFTER + plan.tick
+    assert acts[0] == ("silent", Stop("silent")) and plan.barred(F, "silent", when)
+    assert sorted(name for name, act in acts[1:] if isinstance(act, Stream)) == ["a", "b"]
+
+
+def test_a_slow_sole_holder_is_never_struck_and_a_barred_sole_holder_still_streams():
     plan = StreamPlan()
     plan.claim(F, "slow", 0)
-    for step in range(1, 400):  # 100 s at 20 messages a second, every one waiting on us
+    for step in range(1, 2400):  # 300 s at 40 messages a second, nobody else has it
         now = step * plan.tick
-        have = int(now * 20)
-        views = {"slow": PeerView(10_000, have, busy=True), "other": PeerView(10_000)}
-        assert plan.review(F, have, now, views) == []
+        have = int(now * 40)
+        assert plan.review(F, have, now, {"slow": PeerView(50_000, have, have)}) == []
     assert plan.streamer(F) == "slow" and not plan.strikes
+    plan = StreamPlan()
+    plan.strike(F, "only", 0)
+    assert not plan.claim(F, "only", 1)
+    assert plan.review(F, 0, 1.0, {"only": PeerView(10)}) == [("only", Stream("only"))]
 
 
-def until_acts(plan: StreamPlan, have: int, views: dict, now: float = 0.0):
-    """Review every tick until the plan acts: when, and what it does."""
-    while not (acts := plan.review(F, have, now, views)):
-        now += plan.tick
-        assert now < 60, "the plan never acted"
-    return now, acts
+def test_two_slow_honest_peers_never_leave_the_feed_idle_nor_strike_each_other():
+    plan = StreamPlan()
+    plan.claim(F, "a", 0)
+    have, delivered, streaming = 0, {"a": 0, "b": 0}, {"a"}
+    for step in range(1, 4800):  # 600 s; each delivers this feed at 40 a second
+        now = step * plan.tick
+        for name in sorted(streaming):
+            sent = 10 if step % 1 == 0 else 0
+            fresh = max(0, min(sent, 24_000 - have))
+            delivered[name] += fresh
+            have += fresh
+        views = {n: PeerView(24_000, delivered[n], delivered[n]) for n in ("a", "b")}
+        for name, act in plan.review(F, have, now, views):
+            (streaming.add if isinstance(act, Stream) else streaming.discard)(name)
+        assert streaming, f"nobody streams at {now}"
+    assert have >= 24_000 * 0.95 and not plan.strikes
 
 
 def test_a_claim_on_a_quiet_feed_is_believed_only_when_the_claimer_delivers():
@@ -88,7 +117,7 @@ def test_a_resting_streamer_whose_peer_shows_something_new_streams_again_at_once
     asked, _acts = until_acts(plan, 10, {"honest": PeerView(10), "liar": PeerView(1_010)})
     news = {"honest": PeerView(11), "liar": PeerView(1_010)}  # its peer got a new message
     assert plan.review(F, 10, asked + plan.tick, news) == [("honest", Stream("honest"))]
-    assert plan.probers(F) == ["liar"]  # the probe goes on, judged on its own
+    assert plan.probers(F) == ["liar"]  # the challenge goes on, judged on its own
 
 
 def test_a_claimer_that_delivers_streams_and_the_resting_streamer_stays_stopped():
@@ -97,20 +126,34 @@ def test_a_claimer_that_delivers_streams_and_the_resting_streamer_stays_stopped(
     views = {"honest": PeerView(10), "newer": PeerView(12)}
     asked, acts = until_acts(plan, 10, views)
     assert acts == [("honest", Stop("honest")), ("newer", Stream("newer"))]
-    views = {"honest": PeerView(10), "newer": PeerView(12, delivered=2)}
+    views = {"honest": PeerView(10), "newer": PeerView(12, 2, 2)}
     assert plan.review(F, 12, asked + plan.tick, views) == []
     assert plan.streamer(F) == "newer" and not plan.strikes
 
 
-def test_a_streamer_relaying_what_others_show_within_the_grace_keeps_the_feed():
+def test_a_streamer_whose_deliveries_come_late_is_raced():
     plan = StreamPlan()
-    plan.claim(F, "relay", 0)
-    now = 0.0
-    for have in range(10, 60):  # others show one more; the relay brings it within 1 s
-        views = {"relay": PeerView(have), "other": PeerView(have + 1)}
-        assert plan.review(F, have, now, views) == []
-        now += 1.0
-    assert plan.streamer(F) == "relay" and not plan.probers(F)
+    plan.claim(F, "late", 0)
+    step, raced = 0, None
+    while raced is None and step < 400:  # a message every 2 s; it relays each 1.9 s late
+        step += 1
+        now = step * plan.tick
+        published = int(now / 2.0)
+        have = int(max(0.0, now - 1.9) / 2.0)
+        views = {"late": PeerView(have, have, have), "quick": PeerView(published)}
+        if acts := plan.review(F, have, now, views):
+            raced = now
+            assert ("quick", Stream("quick")) in acts
+    assert raced is not None and raced < 20  # never a head two graces old: still raced
+
+
+def test_a_record_of_strikes_survives_a_flood_of_strikes_on_throwaway_feeds():
+    plan = StreamPlan()
+    for n in range(7):
+        plan.strike(F, "liar", n)
+    for n in range(70_000):
+        plan.strike(n.to_bytes(32, "big"), "liar", 10.0)
+    assert plan.barred(F, "liar", 1_000.0) and len(plan.strikes) <= 65_536
 
 
 def test_each_strike_bars_a_peer_twice_as_long_and_reconnecting_does_not_clear_it():
@@ -145,7 +188,7 @@ class Peer:
     """A simulated peer of one feed: what it holds, what it shows, how it sends."""
 
     name: str
-    kind: str  # honest, silent, trickle, liar, inching
+    kind: str  # honest, silent, trickle, liar, inching, floor
     holds: int
     latency: float = 0.05  # one way, honest peers
     rate: float = 4_000.0  # messages a second, honest peers
@@ -168,6 +211,8 @@ class Peer:
             if now - self.subscribed < 2 * self.latency:
                 return 0
             return min(self.holds - have, max(1, int(self.rate * DT)))
+        if self.kind == "floor":  # nothing for the grace, then a hundred a second
+            return 5 if now - self.subscribed >= SWITCH_AFTER else 0
         if now - self.sent_at >= 1.9:  # trickle, inching: one every 1.9 s
             self.sent_at = now
             return 1
@@ -184,7 +229,7 @@ class Run:
     log: list = field(default_factory=list)
 
     def views(self) -> dict[str, PeerView]:
-        return {p.name: PeerView(p.shows(self.have), p.delivered) for p in self.peers}
+        return {p.name: PeerView(p.shows(self.have), p.delivered, p.delivered) for p in self.peers}
 
     def carry_out(self, acts) -> None:
         by_name = {p.name: p for p in self.peers}
@@ -215,7 +260,7 @@ class Run:
         return self.now
 
 
-adversary = st.sampled_from(["silent", "trickle", "liar", "inching"])
+adversary = st.sampled_from(["silent", "trickle", "liar", "inching", "floor"])
 
 
 @settings(max_examples=60, deadline=None)
@@ -257,12 +302,12 @@ def test_among_honest_peers_only_the_first_streams_with_no_wait_and_no_strike(
     assert run.copies == total  # each message once
 
 
-def test_a_slow_honest_streamer_within_the_floor_keeps_the_feed():
-    slow = Peer("slow", "honest", 600, rate=FLOOR_RATE * 1.5)
+def test_a_slow_honest_streamer_beside_a_fast_one_hands_over_unblamed():
+    slow = Peer("slow", "honest", 6_000, rate=100.0)  # under PROVEN a grace
     plan = StreamPlan()
-    run = Run(plan, [slow, Peer("fast", "honest", 600)])
-    run.until_done(600, limit=60.0)
-    assert plan.streamer(F) == "slow" and not plan.strikes
+    run = Run(plan, [slow, Peer("fast", "honest", 6_000)])
+    done = run.until_done(6_000, limit=60.0)
+    assert plan.streamer(F) == "fast" and not plan.strikes and done < 2 * SWITCH_AFTER + 3
 
 
 def test_a_cursor_sees_each_head_that_moved_after_it_once():
