@@ -26,6 +26,23 @@ def browser():
 
 
 @pytest.fixture
+def pages(browser):
+    """`pages()`: another page of the browser, in a context of its own, closed when the test
+    ends, so no page of a finished test (a live view of a stopped node) runs on beside the
+    rest of the suite."""
+    opened = []
+
+    def open_page():
+        page = browser.new_page()
+        opened.append(page)
+        return page
+
+    yield open_page
+    for page in opened:
+        page.close()
+
+
+@pytest.fixture
 def page(browser):
     """A page in a context of its own (no cookies or storage from other tests), 1200x800;
     navigations and waits fail after `WAIT_MS`."""

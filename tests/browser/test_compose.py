@@ -19,7 +19,7 @@ async def get(node: WebNode, msg_id: bytes) -> dict:
 TYPED = "<b>bold?</b> \u202edesrever\u202c & done"
 
 
-def test_a_reply_typed_on_one_node_appears_live_on_anothers_page(browser, tmp_path):
+def test_a_reply_typed_on_one_node_appears_live_on_anothers_page(pages, tmp_path):
     from playwright.sync_api import expect
 
     alice, bob = WebNode(tmp_path, "alice"), WebNode(tmp_path, "bob")
@@ -29,7 +29,7 @@ def test_a_reply_typed_on_one_node_appears_live_on_anothers_page(browser, tmp_pa
         root = call(alice.publish, {"type": "post", "text": "first"}, {"chat": None})["id"]
         call(bob.wait_for_size, 1, tangle="chat", root=root)
         path = f"/t/chat/{message_text(root)[1:]}"
-        writer, reader = browser.new_page(), browser.new_page()
+        writer, reader = pages(), pages()
         writer.goto(alice.url(path))
         reader.goto(bob.url(path))
         reader.wait_for_selector("#live[data-state=live]")

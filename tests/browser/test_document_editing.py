@@ -21,10 +21,10 @@ async def ask(node: WebNode, op: str, **arguments: Any) -> Any:
             return await client.request(op, **arguments)
 
 
-def open_editor(browser, node: WebNode, doc: bytes):
+def open_editor(pages, node: WebNode, doc: bytes):
     from playwright.sync_api import expect
 
-    page = browser.new_page()
+    page = pages()
     page.goto(node.url(f"/doc/{_path(doc)}"))
     page.wait_for_selector("#live[data-state=live]")
     expect(page.locator("#editor-state")).to_have_text("saved")
@@ -67,7 +67,7 @@ def settle(pages, nodes, doc: bytes) -> str:
     return text
 
 
-def test_two_pages_on_two_nodes_type_at_once_through_a_partition_and_a_heal(browser, tmp_path):
+def test_two_pages_on_two_nodes_type_at_once_through_a_partition_and_a_heal(pages, tmp_path):
     alice, bob = WebNode(tmp_path, "alice"), WebNode(tmp_path, "bob")
     call(alice.start)
     call(bob.start, [alice])
@@ -75,7 +75,7 @@ def test_two_pages_on_two_nodes_type_at_once_through_a_partition_and_a_heal(brow
         doc = call(ask, alice, "doc-create", title="minutes")["doc"]
         call(ask, alice, "doc-edit", doc=doc, splices=[["ins", 0, "Minutes.\n"]])
         call(bob.wait_for_size, 2, tangle="doc", root=doc)
-        page_a, page_b = open_editor(browser, alice, doc), open_editor(browser, bob, doc)
+        page_a, page_b = open_editor(pages, alice, doc), open_editor(pages, bob, doc)
 
         typed_a = [f"a{n}" for n in range(12)]
         typed_b = [f"b{n}" for n in range(12)]
@@ -109,14 +109,14 @@ def test_two_pages_on_two_nodes_type_at_once_through_a_partition_and_a_heal(brow
             assert call(node.stop) == 0
 
 
-def test_a_paste_longer_than_one_request_is_sent_in_parts_and_typing_goes_on(browser, tmp_path):
+def test_a_paste_longer_than_one_request_is_sent_in_parts_and_typing_goes_on(pages, tmp_path):
     from playwright.sync_api import expect
 
     node = WebNode(tmp_path, "writer")
     call(node.start)
     try:
         doc = call(ask, node, "doc-create", title="long")["doc"]
-        page = open_editor(browser, node, doc)
+        page = open_editor(pages, node, doc)
         page.locator(EDITOR).click()
         pasted = "\u4e00" * 120_000  # 360 KB of UTF-8: three requests' worth
         page.keyboard.insert_text(pasted)
@@ -127,7 +127,7 @@ def test_a_paste_longer_than_one_request_is_sent_in_parts_and_typing_goes_on(bro
         assert call(node.stop) == 0
 
 
-def test_an_edit_whose_answer_was_lost_is_sent_again_and_done_once(browser, tmp_path):
+def test_an_edit_whose_answer_was_lost_is_sent_again_and_done_once(pages, tmp_path):
     """The node does the first request, its answer never reaches the page: the page sends
     the very same request again (its `once` key), and the text holds the words once."""
     from playwright.sync_api import expect
@@ -137,7 +137,7 @@ def test_an_edit_whose_answer_was_lost_is_sent_again_and_done_once(browser, tmp_
     try:
         doc = call(ask, alice, "doc-create", title="retry")["doc"]
         call(ask, alice, "doc-edit", doc=doc, splices=[["ins", 0, "start."]])
-        page = open_editor(browser, alice, doc)
+        page = open_editor(pages, alice, doc)
         bodies: list[str] = []
 
         def lose_first_answer(route):

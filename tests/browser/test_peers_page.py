@@ -8,7 +8,7 @@ from tanglenode.protocol.identity import feed_text
 from tests.browser import WebNode, call
 
 
-def test_a_peer_added_in_the_page_connects_and_catches_up(browser, tmp_path):
+def test_a_peer_added_in_the_page_connects_and_catches_up(pages, tmp_path):
     from playwright.sync_api import expect
 
     alice, bob = WebNode(tmp_path, "alice"), WebNode(tmp_path, "bob")
@@ -18,7 +18,7 @@ def test_a_peer_added_in_the_page_connects_and_catches_up(browser, tmp_path):
         for n in range(3):
             call(bob.publish, {"type": "post", "text": f"from bob {n}"}, {"chat": None})
         bob_status = call(bob.status)
-        page = browser.new_page()
+        page = pages()
         page.goto(alice.url("/peers"))
         own = feed_text(call(alice.status)["feed"])
         expect(page.locator("#own-feed")).to_have_text(own)

@@ -133,4 +133,6 @@ async def test_a_trickling_streamer_that_floods_us_with_its_own_new_messages_los
         await victim.until(lambda: victim.service.clock.get(feed.public) == 200)
         took = trio.current_time() - started
         its.cancel_scope.cancel()
+    # Its session ends once what it sent is stored: the store is closed after that.
+    await victim.until(lambda: not victim.registry.is_connected(own.public))
     assert took < 5.0, took
