@@ -16,7 +16,7 @@ def select(page, start: int, end: int) -> None:
     page.locator(EDITOR).evaluate(script)
 
 
-def test_a_comment_made_on_one_page_is_answered_on_another_and_outlives_its_text(browser, tmp_path):
+def test_a_comment_made_on_one_page_is_answered_on_another_and_outlives_its_text(pages, tmp_path):
     from playwright.sync_api import expect
 
     alice, bob = WebNode(tmp_path, "alice"), WebNode(tmp_path, "bob")
@@ -26,7 +26,7 @@ def test_a_comment_made_on_one_page_is_answered_on_another_and_outlives_its_text
         doc = call(ask, alice, "doc-create", title="plan")["doc"]
         call(ask, alice, "doc-edit", doc=doc, splices=[["ins", 0, "Meet at the old mill."]])
         call(bob.wait_for_size, 2, tangle="doc", root=doc)
-        page_a, page_b = open_editor(browser, alice, doc), open_editor(browser, bob, doc)
+        page_a, page_b = open_editor(pages, alice, doc), open_editor(pages, bob, doc)
 
         select(page_a, 12, 20)  # "old mill"
         page_a.fill("form.comment-form textarea", NASTY)
@@ -61,7 +61,7 @@ def test_a_comment_made_on_one_page_is_answered_on_another_and_outlives_its_text
             assert call(node.stop) == 0
 
 
-def test_commenting_without_a_selection_says_what_to_do(browser, tmp_path):
+def test_commenting_without_a_selection_says_what_to_do(pages, tmp_path):
     from playwright.sync_api import expect
 
     alice = WebNode(tmp_path, "alice")
@@ -69,7 +69,7 @@ def test_commenting_without_a_selection_says_what_to_do(browser, tmp_path):
     try:
         doc = call(ask, alice, "doc-create", title="plan")["doc"]
         call(ask, alice, "doc-edit", doc=doc, splices=[["ins", 0, "text"]])
-        page = open_editor(browser, alice, doc)
+        page = open_editor(pages, alice, doc)
         page.fill("form.comment-form textarea", "a note")
         page.click("form.comment-form button")
         result = page.locator("form.comment-form .result")

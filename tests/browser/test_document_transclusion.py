@@ -8,7 +8,7 @@ from tests.browser import WebNode, call
 from tests.browser.test_document_editing import EDITOR, ask, open_editor
 
 
-def test_an_included_range_shows_in_place_and_follows_its_edits(browser, tmp_path):
+def test_an_included_range_shows_in_place_and_follows_its_edits(pages, tmp_path):
     from playwright.sync_api import expect
 
     alice, bob = WebNode(tmp_path, "alice"), WebNode(tmp_path, "bob")
@@ -22,7 +22,7 @@ def test_an_included_range_shows_in_place_and_follows_its_edits(browser, tmp_pat
         call(alice.wait_for_size, 2, tangle="doc", root=sheet)
         link = call(ask, alice, "doc-link", doc=sheet, start=6, end=16)["link"]
 
-        page = open_editor(browser, alice, report)
+        page = open_editor(pages, alice, report)
         page.locator(EDITOR).evaluate("(area) => { area.focus(); area.setSelectionRange(8, 8); }")
         page.fill("form.include-form input[name=link]", link)
         page.click("form.include-form button")
