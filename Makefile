@@ -62,8 +62,9 @@ $(DAEMON_STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e . 'cython>=3.0'
 	@touch $@
 
+# On two workers (pytest-xdist): each test owns its ports, directories and processes.
 test: install java-runtime systemd-tools browser
-	$(PY) -m pytest -m "not slow" -q
+	$(PY) -m pytest -m "not slow" -q -n 2
 
 # The unit-file tests need systemd-analyze; Debian's systemd package has it.
 systemd-tools:
