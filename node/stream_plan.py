@@ -152,12 +152,11 @@ class Debt:
 
 @dataclass(slots=True)
 class Challenger:
-    """`session`, asked for the feed beside the streamer at `since`, claiming `claim`;
-    `delivered` and `total` are its counts then, `checked` when it was last not silent."""
+    """`session`, asked for the feed beside the streamer, claiming `claim`; `delivered` and
+    `total` are its counts then, `checked` when it was last not silent."""
 
     session: Hashable
     claim: int
-    since: float
     delivered: int
     total: int
     checked: float
@@ -481,7 +480,7 @@ class StreamPlan:
         state.race_streamer_delivered = views[streamer].delivered if streamer else 0
         for session in sessions:
             view = views[session]
-            challenger = Challenger(session, heads[session], now, view.delivered, view.total, now)
+            challenger = Challenger(session, heads[session], view.delivered, view.total, now)
             state.challengers.append(challenger)
             self.challenging.setdefault(session, set()).add(feed)
             acts.append(Stream(session))
