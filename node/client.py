@@ -9,6 +9,10 @@ Every call sends one request and waits for its reply; an error reply raises
 `NodeError` with the server's `kind`, an `ErrorKind` (`ErrorKind.NOT_FOUND`,
 `ErrorKind.BAD_REQUEST`, ...; docs/IPC.md). For one request without Trio,
 node/oneshot.py's `request` speaks the same frames over a blocking socket.
+A stream (`subscribe`, `doc_watch`, `watch_processed`) keeps its connection
+to the end: once one has started, any other call on that connection raises
+`NodeError` of kind `STREAMING` before sending anything, and the stream goes
+on; open a second connection for requests while streaming.
 `subscribe` yields events until the caller stops iterating: `{"snapshot":
 entries, "start": n}` pages when it starts from a snapshot, then
 `{"commands": [{"v": version, "ins": pos, "message": body} | {"v": version,
@@ -58,6 +62,7 @@ class NodeClient:
         self._stream = stream
         self._decoder = FrameDecoder(MAX_IPC_FRAME)
         self._next_id = 0
+        self._stream_op: str | None = None  # the stream this connection carries, once asked
 
     async def __aenter__(self) -> NodeClient:
         return self
@@ -70,15 +75,27 @@ class NodeClient:
 
     async def _frame(self) -> dict[str, Any]:
         while (frame := self._decoder.next_frame()) is None:
-            data = await self._stream.receive_some(65536)
+            try:
+                data = await self._stream.receive_some(65536)
+            except trio.BrokenResourceError:  # reset
+                data = b""
             if not data:
                 raise NodeError(ErrorKind.DISCONNECTED, "the node closed the connection")
             self._decoder.receive_data(data)
         return frame
 
     async def _send(self, op: str, **arguments: Any) -> int:
+        if self._stream_op is not None:  # the node would take any byte for a hang-up
+            raise NodeError(
+                ErrorKind.STREAMING,
+                f"this connection carries a `{self._stream_op}` stream, to its end; "
+                f"open a second connection (`connect`) for `{op}` while streaming",
+            )
         self._next_id += 1
-        await self._stream.send_all(encode_frame({"op": op, "id": self._next_id, **arguments}))
+        try:
+            await self._stream.send_all(encode_frame({"op": op, "id": self._next_id, **arguments}))
+        except trio.BrokenResourceError:  # the node closed the connection (it stopped)
+            raise NodeError(ErrorKind.DISCONNECTED, "the node closed the connection") from None
         return self._next_id
 
     async def _reply(self, number: int) -> Any:
@@ -143,7 +160,13 @@ class NodeClient:
 
     async def _streaming(self, op: str, **arguments: Any) -> AsyncIterator[dict]:
         number = await self._send(op, **arguments)
-        yield {"started": await self._reply(number)}
+        self._stream_op = op
+        try:
+            started = await self._reply(number)
+        except NodeError:  # no stream: a refused one leaves the connection to requests
+            self._stream_op = None
+            raise
+        yield {"started": started}
         while True:
             frame = await self._frame()
             if "error" in frame:

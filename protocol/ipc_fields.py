@@ -41,6 +41,7 @@ class ErrorKind(enum.StrEnum):
     # Raised by the client library itself; the node never sends these.
     DISCONNECTED = "disconnected"
     PROTOCOL = "protocol"
+    STREAMING = "streaming"  # a request on a connection that carries a stream
 
 
 class RequestError(TanglenodeError):
