@@ -203,6 +203,9 @@ class ReplicationSettings:
     hops: int | Literal["all"] = _setting(
         2, check=_hops, doc='follows away a feed may be and still be carried, or "all"'
     )
+    follow_invited: bool = _setting(
+        False, doc="a community peer (pub): follow whoever redeems our invites, whatever each says"
+    )
 
     def scope_hops(self) -> int | None:
         """`hops` as storage.scope takes it (None: every feed)."""

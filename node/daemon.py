@@ -27,6 +27,7 @@ import trio
 from tanglenode.config.settings import Settings
 from tanglenode.node.descriptors import Descriptors, raise_soft_limit
 from tanglenode.node.failures import leaves
+from tanglenode.node.invite_door import InviteDoor
 from tanglenode.node.ipc import Area, IpcServer
 from tanglenode.node.ipc_peers import RunningNode
 from tanglenode.node.ipc_peers import status as node_status
@@ -197,6 +198,7 @@ async def _run_node(
             max_peer_feeds=settings.gossip.max_peer_feeds,
             max_inbound=descriptors.inbound,
             max_inbound_per_address=descriptors.per_address,
+            door=InviteDoor(service, follow_all=settings.replication.follow_invited),
         )
         host, port = parse_address(settings.listen, lowest_port=0)
         with trio.CancelScope() as running, _startup_failures():

@@ -56,7 +56,15 @@ from typing import TYPE_CHECKING, Any
 import structlog
 import trio
 
-from tanglenode.node import doc_ipc, ipc_discovery, ipc_groups, ipc_peers, ipc_scope
+from tanglenode.node import (
+    doc_ipc,
+    ipc_discovery,
+    ipc_groups,
+    ipc_invites,
+    ipc_peers,
+    ipc_resolve,
+    ipc_scope,
+)
 from tanglenode.node.doc_ipc import DocWatch
 from tanglenode.node.failures import only
 from tanglenode.node.ipc_peers import RunningNode
@@ -67,6 +75,7 @@ from tanglenode.node.queue_budget import (
     QueueBudget,
     Share,
 )
+from tanglenode.node.scope_notes import unknown_tangle
 from tanglenode.node.service import StoreService
 from tanglenode.protocol.address import BadAddress
 from tanglenode.protocol.doc_ipc import DocWatchRequest
@@ -175,8 +184,9 @@ def error_kind(error: BaseException) -> ErrorKind:
 
 
 def error_reply(number: Any, error: BaseException) -> dict[str, Any]:
-    """The error reply for `error`: its kind, its text, and a message's reason code."""
-    return encode_error(number, error_kind(error), str(error), getattr(error, "reason", None))
+    """The error reply for `error`: its kind, its text, a reason code, the feed it names."""
+    reason, feed = getattr(error, "reason", None), getattr(error, "feed", None)
+    return encode_error(number, error_kind(error), str(error), reason, feed)
 
 
 def _timeline_name(timeline: TimelineRef) -> bytes:
@@ -209,7 +219,10 @@ class Area:
     # -- messages and timelines ------------------------------------------------------
 
     async def _publish(self, request: PublishRequest) -> dict[str, Any]:
-        message = await self.service.publish(request.content, request.tangles)
+        try:
+            message = await self.service.publish(request.content, request.tangles)
+        except UnknownTangle as error:  # say what the store knows of the root's author
+            raise await unknown_tangle(self, error) from None
         return message_body(message)
 
     async def _get(self, request: GetRequest) -> dict[str, Any]:
@@ -625,6 +638,8 @@ OPS: dict[str, Op] = {
     # the listings (node/ipc_discovery.py)
     "tangles": Op(ipc_discovery.tangles),
     "group-list": Op(ipc_discovery.group_list, keyed=True),
+    # names people type, to ids (node/ipc_resolve.py)
+    "resolve": Op(ipc_resolve.resolve),
     # documents (node/doc_ipc.py)
     "doc-create": Op(doc_ipc.doc_create, writes=True),
     "doc-edit": Op(doc_ipc.doc_edit, writes=True),
@@ -651,6 +666,11 @@ OPS: dict[str, Op] = {
     "clock": Op(ipc_peers.clock, node=True),
     "connect": Op(ipc_peers.connect, node=True),
     "disconnect": Op(ipc_peers.disconnect, node=True),
+    # invites (node/ipc_invites.py)
+    "invite-create": Op(ipc_invites.invite_create, node=True),
+    "invite-list": Op(ipc_invites.invite_list),
+    "invite-revoke": Op(ipc_invites.invite_revoke, writes=True),
+    "invite-use": Op(ipc_invites.invite_use, node=True),
     # streams
     "subscribe": Op(IpcServer._subscribe, node=True, stream=True),
     "watch-processed": Op(IpcServer._watch_processed, node=True, stream=True),

@@ -9,7 +9,18 @@ answers. Each is `handler(area, request)`: `area.node` is the
 network, what `status` adds). Every reply is bounded
 whatever peers advertise: at most `STATUS_LIST` forks, suspected forks,
 stalls and peers in a status (the rest counted), pages of peers and
-clocks, `BEHIND_SHOWN` feeds of each peer's behind-map.
+clocks, `BEHIND_SHOWN` feeds of each peer's behind-map, and as many of
+its not-followed and blocked feeds.
+
+A peer's clock names the feeds it carries. Those we carry too and hold
+less of are what we are `behind` on: a lag, which replication closes. The
+rest our scope leaves out (docs/PEERS.md, "Scope"): `not_followed` (no
+follow of ours reaches them: `tangled follow` carries one) and `blocked`.
+They are a choice, not a lag, so they never count as behind, and a peer
+whose carried feeds we hold all of is caught up whatever else it shows.
+Each map lists the peer's own feed first when it is one of them (following
+the peer itself is what a user who connected to it most likely meant),
+then the first in key order; `*_feeds` and `*_messages` count them all.
 
 A suspected fork (storage.feeds.processor) is a (feed, seq) that a message names
 with a tag other than the one of the message held there: `status` shows
@@ -34,6 +45,7 @@ so a client that polls status for counts does not ask for them.
 
 from __future__ import annotations
 
+import heapq
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,6 +69,7 @@ from tanglenode.protocol.ipc import (
     digest_body,
     short,
 )
+from tanglenode.storage.scope import EVERY_FEED, Scope
 
 if TYPE_CHECKING:
     from tanglenode.node.ipc import Area
@@ -65,9 +78,22 @@ if TYPE_CHECKING:
 __all__ = ["RunningNode", "clock", "connect", "disconnect", "peer_summary", "peers", "status"]
 
 
-def peer_summary(peer: PeerState, ours: dict[bytes, int], forked: set[bytes]) -> dict[str, Any]:
-    """One peer as `status` and `peers` show it."""
-    behind = peer.behind(ours, forked)
+def _first(feeds: dict[bytes, int], key: bytes) -> dict[bytes, int]:
+    """At most `BEHIND_SHOWN` of `feeds`: the peer's own (`key`) first, then in key order."""
+    first = sorted(feeds if len(feeds) <= BEHIND_SHOWN else heapq.nsmallest(BEHIND_SHOWN, feeds))
+    if key in feeds:
+        first = [key, *(feed for feed in first if feed != key)]
+    return {feed: feeds[feed] for feed in first[:BEHIND_SHOWN]}
+
+
+def peer_summary(
+    peer: PeerState, ours: dict[bytes, int], forked: set[bytes], scope: Scope = EVERY_FEED
+) -> dict[str, Any]:
+    """One peer as `status` and `peers` show it: what it has of the feeds we carry that we
+    lack (`behind`), and apart from that the feeds it shows that our `scope` leaves out,
+    not followed or blocked (never "behind": not holding them is our choice)."""
+    behind = peer.behind(ours, forked, scope.carries)
+    not_followed, blocked = peer.outside(ours, scope.carries, scope.blocked)
     age = peer.error_age()
     seen = peer.seen_age()
     return {
@@ -84,6 +110,11 @@ def peer_summary(peer: PeerState, ours: dict[bytes, int], forked: set[bytes]) ->
         "behind": dict(sorted(behind.items())[:BEHIND_SHOWN]),
         "behind_feeds": len(behind),
         "behind_messages": sum(behind.values()),
+        "not_followed": _first(not_followed, peer.key),
+        "not_followed_feeds": len(not_followed),
+        "not_followed_messages": sum(not_followed.values()),
+        "blocked": _first(blocked, peer.key),
+        "blocked_feeds": len(blocked),
         "clock_feeds": len(peer.clock),
         "last_error": short(peer.last_error),
         "last_error_age": None if age is None else round(age, 1),
@@ -120,7 +151,7 @@ async def status(area: Area, request: StatusRequest) -> dict[str, Any]:
     forked = set(invalid)
     ours = service.clock
     peers = list(node.registry.peers.values())
-    shown = [peer_summary(peer, ours, forked) for peer in peers[:STATUS_LIST]]
+    shown = [peer_summary(peer, ours, forked, service.scope) for peer in peers[:STATUS_LIST]]
     reply = {
         "feed": area.keypair.public,
         "feeds": len(ours),
@@ -181,7 +212,9 @@ async def peers(area: Area, request: PeersRequest) -> dict[str, Any]:
     page = every[start : start + limit]
     following = start + len(page)
     return {
-        "peers": [peer_summary(peer, area.service.clock, forked) for peer in page],
+        "peers": [
+            peer_summary(peer, area.service.clock, forked, area.service.scope) for peer in page
+        ],
         "total": len(every),
         "next": following if following < len(every) else None,
     }
@@ -220,7 +253,7 @@ async def connect(area: Area, request: ConnectRequest) -> dict[str, Any]:
         raise RequestError(ErrorKind.BAD_REQUEST, "that feed is this node's own: nothing to dial")
     reply: dict[str, Any] = {"dialing": request.address}
     if request.save:
-        reply["saved"] = await _save(node, request)
+        reply["saved"] = await save_in_config(node, request)
     try:
         node.network.dial(node.dialers, request.address, request.key)
     except TooManyDialers as error:
@@ -228,7 +261,7 @@ async def connect(area: Area, request: ConnectRequest) -> dict[str, Any]:
     return reply
 
 
-async def _save(node: RunningNode, request: ConnectRequest) -> bool:
+async def save_in_config(node: RunningNode, request: ConnectRequest) -> bool:
     """Add the peer to the config file; False if it was there already."""
     from tanglenode.config.peers import ConfigNotWritten, save_peer
     from tanglenode.config.settings import ConfigError

@@ -18,6 +18,10 @@ all, or `max_inbound_per_address` from one remote address, a connection is
 closed as soon as it is accepted, so a flood of idle connections holds no
 more descriptors than its share (node/descriptors.py).
 
+With an invite door (node/invite_door.py), an accepted connection's first
+frame is read before gossip starts: a redemption of one of our invites is
+answered there and closed; anything else is handed back to gossip unread.
+
 Logs name a peer by its feed id, `@…`, as the command line does.
 """
 
@@ -33,12 +37,19 @@ import trio
 
 from tanglenode.node.failures import leaves
 from tanglenode.node.gossip import gossip
+from tanglenode.node.invite_door import InviteDoor, first_frame
 from tanglenode.node.peers import PeerRegistry
 from tanglenode.node.service import StoreService
-from tanglenode.node.transport import HandshakeFailed, client_handshake, server_handshake
+from tanglenode.node.transport import (
+    BoxStreamError,
+    HandshakeFailed,
+    client_handshake,
+    server_handshake,
+)
 from tanglenode.protocol.address import BadAddress, parse_address
 from tanglenode.protocol.gossip import DEFAULT_MAX_FEEDS
 from tanglenode.protocol.identity import Keypair, feed_text
+from tanglenode.protocol.invite import is_redemption
 from tanglenode.storage.errors import StoreFull
 
 log = structlog.get_logger("network")
@@ -68,6 +79,7 @@ class Network:
     max_inbound: int = 512  # connections accepted at once, handshakes included
     max_inbound_per_address: int = 32  # of them, from one remote address
     on_change: Callable[[], None] = lambda: None  # told when a peer connects or leaves
+    door: InviteDoor | None = None  # answers redemptions of our invites (node/invite_door.py)
     rng: random.Random = field(default_factory=random.Random)  # the dialers' retry jitter
     closing: bool = field(default=False, init=False)  # set by `say_goodbye`: no new peers
     _sessions: dict[trio.CancelScope, bytes] = field(default_factory=dict, init=False, repr=False)
@@ -156,7 +168,28 @@ class Network:
             log.info("handshake refused", address=address, reason=str(failure))
             await stream.aclose()
             return
+        if self.door is not None and not await self._gossip_first(secure, address):
+            return
         await self._converse(secure, "in", address)
+
+    async def _gossip_first(self, secure, address: str) -> bool:
+        """Read the first frame: a redemption goes to the door (False: answered and closed),
+        anything else back to the stream for gossip (True)."""
+        assert self.door is not None
+        try:
+            first = await first_frame(secure, self.handshake_seconds)
+        except (trio.TooSlowError, trio.BrokenResourceError, BoxStreamError):
+            await secure.aclose()
+            return False
+        if first is None:
+            await secure.aclose()
+            return False
+        frame, read = first
+        if is_redemption(frame):
+            await self.door.answer(secure, frame, address.rpartition(":")[0])
+            return False
+        secure.unread(read)
+        return True
 
     def dial(self, nursery: trio.Nursery, address: str, key: bytes) -> None:
         """Keep a connection to `key` at `address` (`dial_forever`, in `nursery`), replacing

@@ -53,9 +53,10 @@ from tanglenode.storage.feeds.witnesses import Entry
 from tanglenode.storage.groups.doc_keys import refresh_document_keys
 from tanglenode.storage.groups.listing import group_members
 from tanglenode.storage.groups.state import EPOCH, GROUP, MEMBERS
+from tanglenode.storage.invites import Redemption
 from tanglenode.storage.scope import Scope
 from tanglenode.storage.store import FeedStore
-from tanglenode.storage.writes import Job
+from tanglenode.storage.writes import Job, OwnPublishing
 
 T = TypeVar("T")
 SCOPE_REFRESH_GAP = 1.0  # seconds between refreshes the stored contact messages call for
@@ -365,6 +366,29 @@ class StoreService:
         """Sign and store our next message; concurrent publishes share one transaction
         (node/group_commit.py). Raises the error that refused this one."""
         return await self.publishing.publish(content, tangles)
+
+    async def keep(self, write: Callable[..., T], *args: Any) -> T:
+        """`write(*args)`: a write of the node's own bookkeeping that publishes nothing
+        (`store.invites`' make and revoke), under the one write limiter."""
+        return await self._write(write, *args)
+
+    async def redeem_invite(
+        self, hashed: bytes, redeemer: bytes, now: float, follow_all: bool
+    ) -> Redemption:
+        """Spend one use of an invite for `redeemer`, following it back where the invite
+        (or `follow_all`) says, in one transaction group-committed with the publishes
+        (`store.invites.redeem`); raises `InviteRefused` having written nothing."""
+        invites, done = self.store.invites, []
+
+        def redeem(session: OwnPublishing) -> list[Message]:
+            redemption = invites.redeem(session, hashed, redeemer, now, follow_all)
+            done.append(redemption)
+            return [] if redemption.followed is None else [redemption.followed]
+
+        await self.publishing.run(Job(redeem))
+        if done[0].followed is not None:
+            await self.refresh_scope()
+        return done[0]
 
     # -- reads: any read of the store, in a worker thread --------------------------------
 

@@ -35,6 +35,12 @@ class SecureStream:
         self._reader = BoxStreamReader(session.decrypt_key, session.decrypt_nonce)
         self._reader.receive_data(leftover)
         self._send_lock = trio.Lock()
+        self._unread = b""  # decrypted bytes handed back (`unread`), returned first
+
+    def unread(self, data: bytes) -> None:
+        """Hand back decrypted bytes a caller looked at: the next `receive_some` returns them
+        (the listener reads a connection's first frame to tell a redemption from gossip)."""
+        self._unread = data + self._unread
 
     async def send_all(self, data: bytes) -> None:
         async with self._send_lock:
@@ -43,6 +49,9 @@ class SecureStream:
 
     async def receive_some(self) -> bytes:
         """The next decrypted bytes; b"" once the peer said goodbye."""
+        if self._unread:
+            data, self._unread = self._unread, b""
+            return data
         while True:
             chunks = []
             while (chunk := self._reader.next_chunk()) is not None:

@@ -53,6 +53,8 @@ from tanglenode.protocol.ipc_fields import (
     message_id,
     short,
 )
+from tanglenode.protocol.ipc_invites import INVITE_PARSERS, InviteRequests
+from tanglenode.protocol.ipc_resolve import RESOLVE_PARSERS, ResolveRequest
 from tanglenode.protocol.ipc_scope import SCOPE_PARSERS, ScopeRequests
 from tanglenode.protocol.limits import MAX_TANGLE_NAME_BYTES, Limits
 from tanglenode.protocol.message import Message
@@ -234,6 +236,8 @@ Request = (
     | DocRequest
     | DiscoveryRequest
     | ScopeRequests
+    | InviteRequests
+    | ResolveRequest
 )
 
 
@@ -495,6 +499,8 @@ PARSERS: dict[str, Callable[[dict[str, Any], Limits], Request]] = {
     **DOC_PARSERS,
     **DISCOVERY_PARSERS,
     **SCOPE_PARSERS,
+    **RESOLVE_PARSERS,
+    **INVITE_PARSERS,
 }
 OPS = frozenset(PARSERS)
 
@@ -525,12 +531,15 @@ def parse_request(op: str, frame: dict[str, Any], limits: Limits) -> Request:
 
 
 def error_reply(
-    number: Any, kind: ErrorKind, text: str, reason: str | None = None
+    number: Any, kind: ErrorKind, text: str, reason: str | None = None, feed: bytes | None = None
 ) -> dict[str, Any]:
-    """`{"id", "error": {"kind", "message"[, "reason"]}}`, the text cut to its cap."""
+    """`{"id", "error": {"kind", "message"[, "reason"][, "feed"]}}`, the text cut to its cap;
+    `feed` the one the error is about, where it names one (a tangle root's author)."""
     body: dict[str, Any] = {"kind": str(kind), "message": short(text, MAX_ERROR_TEXT)}
     if reason is not None:
         body["reason"] = str(reason)
+    if feed is not None:
+        body["feed"] = bytes(feed)
     return {"id": number, "error": body}
 
 

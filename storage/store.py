@@ -59,6 +59,7 @@ from tanglenode.storage.feeds.metapage import check_data_file
 from tanglenode.storage.feeds.ownhead import OwnHeadFile, head_path
 from tanglenode.storage.feeds.processor import ProcessorTables
 from tanglenode.storage.feeds.witnesses import WitnessTables
+from tanglenode.storage.invites import InviteBook
 from tanglenode.storage.registry import OPTIONAL, open_views
 from tanglenode.storage.tangle_reads import TangleReads
 from tanglenode.storage.timeline_reads import TimelineReads
@@ -157,6 +158,7 @@ class FeedStore:
         self.tangles = TangleReads(self.ctx)
         self.digests = DigestReads(self.ctx)
         self.documents = DocumentOps(self.ctx, self.writes)
+        self.invites = InviteBook(self.ctx, self.writes)
 
     # -- lifecycle ---------------------------------------------------------
 

@@ -23,7 +23,7 @@ from typing import Any
 
 import click
 
-from tanglenode.node.cli.exits import EXIT_CODES, ExitCode
+from tanglenode.node.cli.exits import EXIT_CODES, ExitCode, Interrupted
 
 # path: (module:attribute, summary for `tangled --help` -- top-level commands only)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -50,6 +50,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "block": (".scope:block_command", "Block FEED: the node neither asks for, stores nor serves it, whoever follows it."),  # noqa: E501
     "unblock": (".scope:unblock_command", "Take back a block of FEED (it is not followed again by this)."),  # noqa: E501
     "scope": (".scope:scope_command", "The feeds carried and why (ours, followed, hop N, a group's), the blocked, the left out."),  # noqa: E501
+    "invite": (".invite:invite_command", "Invites: create a code for someone to join this node, use one, list, revoke."),  # noqa: E501
     "connect": (".daemon:connect_command", "Make the running node dial the peer FEED_ID at HOST:PORT (and keep redialing it)."),  # noqa: E501
     "export": (".archive:export_command", "Write the store as a Parquet archive or a bundle, even while the node runs."),  # noqa: E501
     "import": (".archive:import_command", "Ingest PATH, a bundle ('-': stdin) or an archive; the node must be stopped."),  # noqa: E501
@@ -175,9 +176,15 @@ def main(argv: list[str] | None = None) -> int:
         result = cli.main(args=argv, prog_name="tangled", standalone_mode=False)
     except click.exceptions.Exit as done:
         return done.exit_code
-    except click.Abort:
+    except click.Abort as error:  # click's word for a ^C (KeyboardInterrupt) or an EOF
+        if isinstance(error.__cause__, KeyboardInterrupt):
+            click.echo("tangled: interrupted", err=True)
+            return ExitCode.INTERRUPTED
         click.echo("aborted", err=True)
         return ExitCode.INTERNAL
+    except Interrupted as error:  # a ^C the command caught, to say what it had done
+        _say(error)
+        return ExitCode.INTERRUPTED
     except click.exceptions.NoArgsIsHelpError as error:  # `tangled`, `tangled group`: the help
         click.echo(error.ctx.get_help() if error.ctx else error.format_message())
         return ExitCode.USAGE

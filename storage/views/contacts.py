@@ -108,3 +108,18 @@ CONTACTS_BACKFILL = Backfill(
     ),
 )
 """Indexes the contact messages of a store written before `contacts`."""
+
+
+def stance_toward(txn: Any, db: Any, author: bytes, contact: bytes) -> Stance:
+    """`author`'s stance towards `contact`, from all its rows about it (one key range)."""
+    stance = Stance()
+    cursor = txn.cursor(db=db)
+    if not cursor.set_range(author + contact):
+        return stance
+    for key, value in cursor:
+        if key[:64] != author + contact:
+            break
+        said = read_row(contact, bytes(value))
+        if said is not None:
+            stance = fold([said], stance)
+    return stance
