@@ -24,7 +24,15 @@ from typing import Any, BinaryIO
 import click
 
 from tanglenode.config.secret import read_secret
-from tanglenode.node.cli.support import BadInput, Context, ExitCode, emit_json, json_option
+from tanglenode.node.cli.exits import Interrupted
+from tanglenode.node.cli.support import (
+    BadInput,
+    Context,
+    ExitCode,
+    emit_json,
+    json_option,
+    log,
+)
 from tanglenode.storage.clients.bundle import (
     BadRecord,
     ImportSummary,
@@ -158,6 +166,12 @@ def _records(source: str, max_bytes: int) -> tuple[Iterator[bytes], int | None, 
 COMPACT_ABOVE = 0.25  # the share of free pages past which an import compacts the store
 
 
+def _held(store) -> int:
+    """The messages and proofs `store` holds."""
+    figures = store.feeds.statistics()
+    return figures["messages"] + figures["evidence"]
+
+
 @click.command("import")
 @click.argument("source", metavar="PATH")
 @click.option(
@@ -183,10 +197,22 @@ def import_command(obj: Context, source: str, no_compact: bool, as_json: bool) -
             def step(raw: bytes) -> None:
                 progress(1 if unit == "records" else len(raw) + 4)
 
+            def committed(summary: ImportSummary) -> None:  # TANGLED_LOG_LEVEL=debug shows it
+                log.debug("import committed", records=summary.records)
+
+            held = _held(store)
             try:
-                import_messages(store, records, summary, step)
+                import_messages(store, records, summary, step, committed=committed)
             except BadRecord as error:
                 failure = error
+            except KeyboardInterrupt:  # a ^C: what each batch committed stands
+                new = _held(store) - held
+                name = "stdin" if source == "-" else source
+                raise Interrupted(
+                    f"interrupted after {summary.records} records of {name}: {new} new "
+                    "messages committed; run the same import again to finish it (what the "
+                    "store holds already counts as duplicate)"
+                ) from None
             free = free_share(store.ctx.env)
         compacted = None
         if not no_compact and summary.as_dict()["accepted"] and free > COMPACT_ABOVE:

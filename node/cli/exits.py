@@ -12,6 +12,7 @@ class ExitCode(enum.IntEnum):
     BAD_INPUT = 3
     NOT_FOUND = 4
     CHECK_FAILED = 5
+    INTERRUPTED = 130  # 128 + SIGINT, as shells report a ^C
 
 
 EXIT_CODES = {
@@ -24,4 +25,9 @@ EXIT_CODES = {
         "check or pipeline verify found problems, pipeline audit differences, "
         "doc replay a different text"
     ),
+    ExitCode.INTERRUPTED: "interrupted (Ctrl-C); import says what it committed and how to go on",
 }
+
+
+class Interrupted(Exception):
+    """A command stopped by Ctrl-C, saying what it had done and how to go on (exit 130)."""

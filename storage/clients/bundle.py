@@ -306,9 +306,10 @@ def import_messages(
     batch: int = BATCH,
     *,
     worker: Worker = Worker.PROCESS,
+    committed: Callable[[ImportSummary], None] = lambda summary: None,
 ) -> ImportSummary:
     """Ingest `records` in batches into `summary`; a BadRecord propagates once the records
-    before it are ingested.
+    before it are ingested. `committed(summary)` follows each batch's transaction.
 
     A batch ends before a message whose author already has one at the same or a higher seq
     in it: `ingest` applies a batch in seq order per feed, so fork evidence sharing a batch
@@ -326,6 +327,7 @@ def import_messages(
             if result.outcome is Outcome.REJECTED:
                 summary.rejected[str(result.reason)] += 1
         summary.records += len(results)
+        committed(summary)
     if stopped:
         raise stopped[0]
     return summary

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 import random
+import re
+import signal
 import struct
+import subprocess
 
 import pytest
 
@@ -224,3 +228,58 @@ def test_a_message_named_by_thousands_of_others_imports_compacted_and_compacts(t
     assert done.returncode == 0, f"compact exited {done.returncode}: {done.stderr}"
     assert json.loads(done.stdout)["after"] <= summary["compacted"]["after"]
     assert "checked 3001 messages" in node.ok("check")
+
+
+def test_an_import_stopped_by_ctrl_c_says_what_it_committed_and_a_second_run_finishes_it(
+    tmp_path,
+):
+    """^C (SIGINT to the whole process group, as a terminal sends it) once a batch has
+    committed: exit 130 and what stands; the same import again adds only the rest."""
+    from tanglenode.node.cli.support import ExitCode
+    from tests.node.test_cli import TANGLED
+
+    bundle = tmp_path / "bulk.bundle"
+    busy_bundle(bundle, count=20_000)
+    node = Node(tmp_path)
+    node.ok("init")
+    command = [str(TANGLED), "--data-dir", str(node.data_dir), "import", str(bundle)]
+    importing = subprocess.Popen(
+        command,
+        env=node.env | {"TANGLED_LOG_LEVEL": "debug", "TANGLED_LOG_FORMAT": "json"},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # its own process group, as a terminal's foreground job
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),  # whoever ran pytest
+    )
+    try:
+        for line in importing.stderr:  # the log says when a batch has committed
+            if json.loads(line)["event"] == "import committed":
+                os.killpg(importing.pid, signal.SIGINT)
+                break
+        out, err = importing.communicate(timeout=60)
+    finally:
+        if importing.poll() is None:
+            importing.kill()
+            importing.wait()
+    assert importing.returncode == ExitCode.INTERRUPTED == 130, err
+    (said,) = [line for line in err.splitlines() if line.startswith("tangled: ")]
+    found = re.fullmatch(
+        r"tangled: interrupted after (\d+) records of (.+): (\d+) new messages committed; "
+        r"run the same import again to finish it \(what the store holds already counts as "
+        r"duplicate\)",
+        said,
+    )
+    assert found and found[2] == str(bundle), said
+    records, committed = int(found[1]), int(found[3])
+    assert 1000 <= records < 20_016  # each record was new: the store holds them all, and
+    assert records <= committed <= records + 1000  # a batch the ^C met counting, too
+    assert "Traceback" not in err and out == ""
+    with FeedStore(node.data_dir / "store", create=False) as store:
+        assert store.feeds.statistics()["messages"] == committed  # what it said stands
+
+    done = node.run("import", str(bundle), "--json")
+    assert done.returncode == 0, done.stderr
+    again = json.loads(done.stdout)
+    assert (again["duplicate"], again["accepted"]) == (committed, 20_016 - committed)
+    assert "checked 20016 messages" in node.ok("check")
