@@ -1,11 +1,12 @@
 """The invites' half of the IPC protocol, sans-IO: `invite-create`, `invite-list`,
-`invite-revoke` and `invite-use` requests (docs/IPC.md, "Invites").
+`invite-revoke` and `invite-use` requests (docs/IPC.md, "Wire").
 
 `invite-create` takes `uses` (1..`MAX_USES`, default 1), `expires` (seconds
 from now, at most `MAX_EXPIRES`; null: never; default `DEFAULT_EXPIRES`),
 `follow_back` (default true) and `addresses` (the HOST:PORTs to put in the
 code, at most `MAX_ADDRESSES`; default: where the node listens).
-`invite-revoke` takes `id`, at least 4 characters of an invite's id.
+`invite-revoke` takes `invite`, at least 4 characters of an invite's id (the
+request's own `id` numbers it, as every request's).
 `invite-use` takes `code` (at most `MAX_CODE_CHARS`) and `save` (default
 true: the inviter is added to the config's peers). Their parsers join
 `protocol.ipc.PARSERS`; the handlers are `node/ipc_invites.py`'s.
@@ -18,8 +19,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from tanglenode.protocol.address import BadAddress, parse_address
-from tanglenode.protocol.invite import MAX_ADDRESS_CHARS, MAX_ADDRESSES, MAX_CODE_CHARS, Refusal
-from tanglenode.protocol.ipc_fields import ErrorKind, RequestError, bad, count
+from tanglenode.protocol.invite import MAX_ADDRESS_CHARS, MAX_ADDRESSES, MAX_CODE_CHARS
+from tanglenode.protocol.ipc_fields import bad, count
 from tanglenode.protocol.limits import Limits
 
 MAX_USES = 10_000
@@ -89,20 +90,16 @@ def _list(fields: dict[str, Any], limits: Limits) -> InviteListRequest:
 
 
 def _revoke(fields: dict[str, Any], limits: Limits) -> InviteRevokeRequest:
-    ident = fields.get("id")
+    ident = fields.get("invite")
     if not isinstance(ident, str) or not 4 <= len(ident) <= MAX_ID_CHARS:
-        raise bad("id is at least 4 characters of an invite's id (tangled invite list)")
+        raise bad("invite is at least 4 characters of an invite's id (tangled invite list)")
     return InviteRevokeRequest(ident)
 
 
 def _use(fields: dict[str, Any], limits: Limits) -> InviteUseRequest:
     code = fields.get("code")
     if not isinstance(code, str) or len(code) > MAX_CODE_CHARS:
-        raise RequestError(
-            ErrorKind.BAD_REQUEST,
-            f"code is an invite code, at most {MAX_CODE_CHARS} characters",
-            str(Refusal.MALFORMED),
-        )
+        raise bad(f"code is an invite code, at most {MAX_CODE_CHARS} characters")
     return InviteUseRequest(code, _bool(fields, "save", True))
 
 

@@ -20,8 +20,8 @@ from tanglenode.node.cli.names import lazy_label
 from tanglenode.node.cli.support import BadInput, Context, NotFound, emit_json, json_option
 from tanglenode.node.oneshot import NodeError
 from tanglenode.protocol.identity import feed_text
+from tanglenode.protocol.invite import MAX_CODE_CHARS, BadInvite, parse_code
 from tanglenode.protocol.ipc_fields import ErrorKind
-from tanglenode.protocol.invite import MAX_CODE_CHARS
 from tanglenode.protocol.ipc_invites import MAX_EXPIRES
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86_400, "w": 7 * 86_400}
@@ -133,6 +133,10 @@ def invite_use(obj: Context, code: str, no_save: bool, as_json: bool) -> None:
     CODE '-' reads it from stdin (a code on the command line shows in `ps`)."""
     if code == "-":
         code = click.get_text_stream("stdin").read(MAX_CODE_CHARS + 1).strip()
+    try:
+        parse_code(code)  # a typo is told here, before the node is asked
+    except BadInvite as error:
+        raise BadInput(f"{error.refusal}: {error}") from None
     done = _call(obj, "invite-use", code=code, save=not no_save)
     inviter = done["inviter"]
     if as_json:
@@ -187,5 +191,5 @@ def invite_list(obj: Context, as_json: bool) -> None:
 @click.pass_obj
 def invite_revoke(obj: Context, ident: str) -> None:
     """Revoke the invite ID (tangled invite list): it can no longer be redeemed."""
-    done = _call(obj, "invite-revoke", id=ident)
+    done = _call(obj, "invite-revoke", invite=ident)
     click.echo(f"revoked invite {done['id']}")

@@ -7,7 +7,7 @@ from pathlib import Path
 import msgpack
 import pytest
 
-from tanglenode.protocol import doc_ipc, ipc, ipc_discovery, ipc_scope
+from tanglenode.protocol import doc_ipc, ipc, ipc_discovery, ipc_invites, ipc_resolve, ipc_scope
 from tanglenode.protocol.ipc import ErrorKind, RequestError, TimelineRef
 from tanglenode.protocol.limits import Limits
 from tanglenode.protocol.message import ROOT_LINK, Named, TangleLink, decode_message, sign_message
@@ -73,6 +73,7 @@ def test_an_unknown_op_is_named_back_cut_short():
 def test_every_op_has_a_parser_and_streams_are_ops():
     assert set(ipc.PARSERS) == ipc.OPS and ipc.STREAMING <= ipc.OPS
     others = (doc_ipc.DOC_PARSERS, ipc_discovery.DISCOVERY_PARSERS, ipc_scope.SCOPE_PARSERS)
+    others += (ipc_resolve.RESOLVE_PARSERS, ipc_invites.INVITE_PARSERS)
     assert len(ipc.OPS) == 18 + sum(map(len, others))
 
 
@@ -115,6 +116,29 @@ BAD_FIELDS = {
     "unblock feed is 33 bytes": ("unblock", {"feed": b"k" * 33}),
     "scope start is negative": ("scope", {"start": -1}),
     "scope limit is text": ("scope", {"limit": "all"}),
+    "invite-create uses is 0": ("invite-create", {"uses": 0}),
+    "invite-create uses is huge": ("invite-create", {"uses": 10_001}),
+    "invite-create expires is text": ("invite-create", {"expires": "7d"}),
+    "invite-create expires past a year": ("invite-create", {"expires": 400 * 86_400}),
+    "invite-create follow_back is 1": ("invite-create", {"follow_back": 1}),
+    "invite-create addresses are many": ("invite-create", {"addresses": ["h:1"] * 5}),
+    "invite-create address has no port": ("invite-create", {"addresses": ["host"]}),
+    "invite-create addresses is text": ("invite-create", {"addresses": "h:1"}),
+    "invite-revoke no invite": ("invite-revoke", {}),
+    "invite-revoke invite is short": ("invite-revoke", {"invite": "abc"}),
+    "invite-use no code": ("invite-use", {}),
+    "invite-use code is oversized": ("invite-use", {"code": "inv1." + "A" * 2000}),
+    "invite-use code is bytes": ("invite-use", {"code": b"inv1.AAAA"}),
+    "invite-use save is text": ("invite-use", {"code": "inv1.AAAA", "save": "yes"}),
+    "resolve kind is unknown": ("resolve", {"kind": "group", "text": "AbCd"}),
+    "resolve text is bytes": ("resolve", {"kind": "message", "text": b"AbCd"}),
+    "resolve prefix too short": ("resolve", {"kind": "message", "text": "AbC"}),
+    "resolve prefix not base64": ("resolve", {"kind": "feed", "text": "Ab+d"}),
+    "resolve prefix too long": ("resolve", {"kind": "message", "text": "A" * 44}),
+    "resolve whole id not 32 bytes": ("resolve", {"kind": "message", "text": "A" * 42 + "B"}),
+    "resolve name empty": ("resolve", {"kind": "name", "text": ""}),
+    "resolve title too long": ("resolve", {"kind": "title", "text": "t" * 201}),
+    "resolve title a lone surrogate": ("resolve", {"kind": "title", "text": "\ud800"}),
     "disconnect key is text": ("disconnect", {"key": "@abc"}),
     "disconnect key is short": ("disconnect", {"key": b"k"}),
     "commands since is a float": ("commands", {"spacetime": True, "since": 1.5}),
@@ -168,6 +192,7 @@ def test_every_op_is_checked_by_some_bad_field():
     # The document ops' are tests/protocol/test_doc_ipc.py's, the listings' test_ipc_discovery.py's.
     checked = {op for op, _fields in BAD_FIELDS.values()}
     others = set(doc_ipc.DOC_PARSERS) | set(ipc_discovery.DISCOVERY_PARSERS)
+    others |= {"invite-list"}  # it takes no field
     assert checked == ipc.OPS - others
 
 
