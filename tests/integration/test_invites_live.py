@@ -4,12 +4,14 @@ redeemer dials the inviter again after a restart, and neither log holds the code
 
 from __future__ import annotations
 
+import base64
 import json
 
 from tanglenode.config.settings import load_settings
 from tanglenode.node.localnet import Node
 from tests.integration.test_cli_live import cli
 
+OTHER_NETWORK = base64.b64encode(bytes(range(32))).decode()
 DEFAULT_SCOPE = {"TANGLED_REPLICATION__HOPS": "2"}  # localnet carries every feed otherwise
 
 
@@ -86,5 +88,12 @@ async def test_hostile_and_mistaken_codes_are_refused_with_their_reason(tmp_path
     assert (await cli(inviter, "invite", "revoke", "nope")).returncode == 4
     state = await other.request("status")
     assert state["peers_total"] == 0  # nothing saved, nothing dialed
+
+    elsewhere = Node(tmp_path, "elsewhere")  # a node of another network
+    await elsewhere.start(extra_env={**DEFAULT_SCOPE, "TANGLED_NETWORK_KEY": OTHER_NETWORK})
+    fresh = json.loads((await cli(inviter, "invite", "create", "--json")).stdout)["code"]
+    foreign = await cli(elsewhere, "invite", "use", fresh)
+    assert foreign.returncode == 3 and b"invite-other-network" in foreign.stderr
+    await elsewhere.stop()
     await inviter.stop()
     await other.stop()
