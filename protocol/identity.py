@@ -24,6 +24,7 @@ TAG_BYTES = 16  # a timeframe entry binds a message by this many leading bytes o
 FEED_SIGIL = "@"
 MESSAGE_SIGIL = "%"
 _B64_LENGTH = 43  # 32 bytes in unpadded base64
+ID_CHARS = _B64_LENGTH  # an id's characters after its sigil
 
 
 def tag_of(msg_id: bytes) -> bytes:
@@ -74,6 +75,31 @@ def parse_feed(text: str) -> bytes:
 def parse_message_id(text: str) -> bytes:
     """The 32 bytes of a message id written `%…`; `BadIdentifier` if `text` is not one."""
     return _unb64(text, MESSAGE_SIGIL, "message id")
+
+
+_B64_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+_B64_VALUE = {char: value for value, char in enumerate(_B64_ALPHABET)}
+MAX_PREFIX_CHARS = _B64_LENGTH - 1  # 42 characters: 252 bits; 43 are a whole id
+
+
+def is_id_prefix(text: str) -> bool:
+    """Whether `text` (without its sigil) could begin an id: 1 to 42 base64url characters."""
+    return 0 < len(text) <= MAX_PREFIX_CHARS and all(char in _B64_VALUE for char in text)
+
+
+def prefix_range(text: str) -> tuple[bytes, bytes]:
+    """The 32-byte ids whose text (without sigil) starts with `text`, as an inclusive
+    range `(low, high)`: each character is 6 bits of the id, so the ids written so are
+    exactly those between the bits given followed by all zeros and by all ones.
+    `BadIdentifier` unless `is_id_prefix(text)`."""
+    if not is_id_prefix(text):
+        raise BadIdentifier(f"{text[:60]!r} is not 1 to {MAX_PREFIX_CHARS} base64url characters")
+    bits = 0
+    for char in text:
+        bits = bits << 6 | _B64_VALUE[char]
+    rest = ID_BYTES * 8 - 6 * len(text)  # the bits the prefix leaves open
+    low = bits << rest
+    return low.to_bytes(ID_BYTES, "big"), (low | ((1 << rest) - 1)).to_bytes(ID_BYTES, "big")
 
 
 class Keypair:

@@ -77,6 +77,19 @@ def message_by_id(txn, tables: Tables, msg_id: bytes) -> Message | None:
     return None if raw is None else parse_stored(raw)
 
 
+def _keys_between(txn, db, low: bytes, high: bytes, limit: int) -> list[bytes]:
+    """At most `limit` keys of `db` from `low` to `high` inclusive, in order."""
+    found: list[bytes] = []
+    cursor = txn.cursor(db=db)
+    if not cursor.set_range(low):
+        return found
+    for key in cursor.iternext(values=False):
+        if bytes(key) > high or len(found) >= limit:
+            break
+        found.append(bytes(key))
+    return found
+
+
 class FeedReads:
     """`store.feeds`: feeds, messages, evidence, the processed order (see the module docstring)."""
 
@@ -156,6 +169,54 @@ class FeedReads:
         with self._ctx.read() as txn:
             boundary = invalid_from(txn, self._ctx.tables, feed)
             return read_name(txn, self._ctx.tables.about_names, feed, boundary)
+
+    def ids_between(self, low: bytes, high: bytes, limit: int) -> list[bytes]:
+        """The ids of the messages held (accepted, or kept as fork evidence) from `low` to
+        `high` inclusive, in id order, at most `limit`: what a short id names
+        (protocol.identity.prefix_range). Two range scans, each stopping at `high` or
+        after `limit` keys, whatever the store holds."""
+        tables = self._ctx.tables
+        with self._ctx.read() as txn:
+            found = _keys_between(txn, tables.message_ids, low, high, limit)
+            found += _keys_between(txn, tables.evidence, low, high, limit)
+        return sorted(set(found))[:limit]
+
+    def feeds_between(self, low: bytes, high: bytes, limit: int) -> list[bytes]:
+        """The feeds held or proven invalid (as `held()`) from `low` to `high` inclusive,
+        in id order, at most `limit`: what a feed id cut short names."""
+        tables = self._ctx.tables
+        with self._ctx.read() as txn:
+            found = _keys_between(txn, tables.heads, low, high, limit)
+            found += _keys_between(txn, tables.invalid, low, high, limit)
+        return sorted(set(found))[:limit]
+
+    def feeds_named(self, name: str, limit: int) -> list[bytes]:
+        """The feeds whose own name (`about_names()`) is `name`, else `name` but for case,
+        in id order, at most `limit`: what `~name` names. One pass over the names."""
+        names = self.about_names()
+        found = [feed for feed, its in names.items() if its == name]
+        if not found:
+            folded = name.casefold()
+            found = [feed for feed, its in names.items() if its.casefold() == folded]
+        return sorted(found)[:limit]
+
+    def scope(self) -> Scope:
+        """The feeds this node carries, as it last chose (storage.scope)."""
+        with self._ctx.read() as txn:
+            return read_scope(txn, self._ctx.tables)
+
+    def computed_scope(
+        self,
+        me: bytes,
+        hops: int | None,
+        groups: Mapping[bytes, bytes] | None = None,
+        limits: ScopeLimits = LIMITS,
+    ) -> Scope:
+        """The scope of node `me` with `hops` and `groups`, from the contact messages held
+        (storage.scope.compute_scope, within `limits`); nothing is kept
+        (`store.writes.set_scope` keeps it)."""
+        with self._ctx.read() as txn:
+            return compute_scope(txn, self._ctx.tables, me, hops, groups, limits)
 
     def scope(self) -> Scope:
         """The feeds this node carries, as it last chose (storage.scope)."""

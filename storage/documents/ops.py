@@ -403,6 +403,24 @@ class DocumentOps:
                 )
         return found
 
+    def titled(self, title: str, limit: int) -> list[tuple[bytes, str]]:
+        """The documents held titled `title`, else `title` but for case: (id, title) in the
+        order they were processed, at most `limit`. One pass over the documents' rows."""
+        folded = title.casefold()
+        exact: list[tuple[bytes, str]] = []
+        near: list[tuple[bytes, str]] = []
+        with self._ctx.read() as txn:
+            for _key, raw in txn.cursor(db=self._ctx.document_tables.meta):
+                meta = unpack(raw)
+                its = meta[M_TITLE]
+                if its == title:
+                    exact.append((meta[M_ID], its))
+                    if len(exact) >= limit:
+                        break
+                elif not exact and its.casefold() == folded and len(near) < limit:
+                    near.append((meta[M_ID], its))
+        return exact or near
+
     def _count_set_aside(self, txn, doc: bytes) -> int:
         return len(self._set_aside(txn, doc))
 
