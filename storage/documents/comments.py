@@ -38,6 +38,7 @@ from tanglenode.protocol.document import (
     DocumentError,
     comment_content,
 )
+from tanglenode.protocol.identity import message_text
 from tanglenode.protocol.message import Message
 from tanglenode.storage.documents import revisions
 from tanglenode.storage.documents.rows import (
@@ -139,7 +140,7 @@ def read_comments(txn, tables: DocumentTables, docno: int, doc: bytes) -> tuple[
 def _atom(txn, tables: DocumentTables, docno: int, ref: tuple[bytes, int]) -> tuple[int, int]:
     key = txn.get(ref[0], db=tables.ids)
     if key is None or U32.unpack(key[:4])[0] != docno:
-        raise UnknownDocument(f"the document holds no message {ref[0].hex()[:16]}")
+        raise UnknownDocument(f"the document holds no message {message_text(ref[0])}")
     return U32.unpack(key[4:8])[0], ref[1]
 
 
@@ -202,11 +203,11 @@ class DocumentComments:
         message = None if position is None else feeds.bodies.message(txn, bytes(position))
         link = None if message is None else message.tangles.get(TANGLE)
         if link is None or link.root is None:
-            raise UnknownDocument(f"no comment {comment.hex()[:16]}")
+            raise UnknownDocument(f"no comment {message_text(comment)}")
         docno = self._documents.docno_in(txn, link.root)
         row = txn.get(U32.pack(docno) + comment, db=tables.comments)
         if row is None:
-            raise UnknownDocument(f"no comment {comment.hex()[:16]} kept in its document")
+            raise UnknownDocument(f"no comment {message_text(comment)} kept in its document")
         if unpack(row)[C_THREAD] is not None:
             raise UnknownDocument("that is a reply: answer the comment it answers")
         return link.root

@@ -14,7 +14,7 @@ from tanglenode.protocol.doc_link import Link
 from tanglenode.protocol.document import TANGLE, Insert, edit_content, init_content
 from tanglenode.protocol.group_state import Exclusion
 from tanglenode.protocol.groups import seal_value
-from tanglenode.protocol.identity import feed_text
+from tanglenode.protocol.identity import feed_text, message_text
 from tanglenode.protocol.limits import TIMEFRAME_CAP
 from tanglenode.protocol.message import Message
 from tanglenode.storage.documents import edits as doc_edits
@@ -115,7 +115,7 @@ class DocumentOps:
         found = current_key(txn, self._ctx.document_tables, group)
         if found is None:
             raise NotInGroup(
-                f"this node posts in no epoch of group {group.hex()[:16]}: not a current "
+                f"this node posts in no epoch of group {message_text(group)}: not a current "
                 "member, or its keys not yet read (a running node reads them as its group "
                 "messages arrive)"
             )
@@ -279,11 +279,11 @@ class DocumentOps:
         """(mno, index) of atom `ref` of document `docno`; `UnknownDocument` if it has none."""
         key = txn.get(ref[0], db=self._ctx.document_tables.ids)
         if key is None or U32.unpack(key[:4])[0] != docno:
-            raise UnknownDocument(f"the document holds no message {ref[0].hex()[:16]}")
+            raise UnknownDocument(f"the document holds no message {message_text(ref[0])}")
         mno = U32.unpack(key[4:8])[0]
         record = read_record(txn, self._ctx.document_tables, docno, mno)
         if segment_kinds(record[R_SEGMENTS], ref[1], 1) != {TEXT_ATOM}:
-            raise UnknownDocument(f"message {ref[0].hex()[:16]} has no text atom {ref[1]}")
+            raise UnknownDocument(f"message {message_text(ref[0])} has no text atom {ref[1]}")
         return mno, ref[1]
 
     # -- reading -----------------------------------------------------------------
@@ -306,10 +306,10 @@ class DocumentOps:
         if docno is None:
             if waits(txn, self._ctx.document_tables, doc):
                 raise SealedDocument(
-                    f"document {doc.hex()[:16]} is private to a group whose key this node "
+                    f"document {message_text(doc)} is private to a group whose key this node "
                     "does not hold"
                 )
-            raise UnknownDocument(f"no document {doc.hex()[:16]}")
+            raise UnknownDocument(f"no document {message_text(doc)}")
         return docno
 
     def _weft(self, txn, docno: int, at: At) -> Weft | None:
@@ -369,10 +369,10 @@ class DocumentOps:
     def _message_weft(self, txn, msg_id: bytes, of_document: int | None = None) -> Weft:
         key = txn.get(msg_id, db=self._ctx.document_tables.ids)
         if key is None:
-            raise UnknownDocument(f"no document message {msg_id.hex()[:16]} to take a weft from")
+            raise UnknownDocument(f"no document message {message_text(msg_id)} to take a weft from")
         docno, mno = U32.unpack(key[:4])[0], U32.unpack(key[4:8])[0]
         if of_document is not None and docno != of_document:
-            raise UnknownDocument(f"message {msg_id.hex()[:16]} is of another document")
+            raise UnknownDocument(f"message {message_text(msg_id)} is of another document")
         return read_record(txn, self._ctx.document_tables, docno, mno)[R_WEFT]
 
     def document_weft(self, msg_id: bytes) -> Weft:

@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from tanglenode.protocol.doc_link import Link
 from tanglenode.protocol.document import AtomRef, DocumentError, include_content
+from tanglenode.protocol.identity import message_text
 from tanglenode.protocol.message import Message
 from tanglenode.storage.documents import revisions
 from tanglenode.storage.documents.revisions import Located
@@ -110,7 +111,7 @@ class Renderer:
     def render(self, doc: bytes) -> list[Part]:
         docno = docno_of(self._txn, self._tables, doc)
         if docno is None:
-            raise UnknownDocument(f"no document {doc.hex()[:16]}")
+            raise UnknownDocument(f"no document {message_text(doc)}")
         spots, located = self._read(docno, ())
         return self._render(located, spots, None, (doc,))
 
