@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import contextlib
 from bisect import bisect_left
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -165,9 +165,15 @@ class NodeCounters:
         finally:
             del self._sessions[token]
 
-    def lags(self, ours: dict[bytes, int], forked: set[bytes]) -> dict[str, int]:
-        """Messages we lack that each connected peer has (as `status`' `behind_messages`),
-        by `peer` label; each peer counted once however many connections it has."""
+    def lags(
+        self,
+        ours: dict[bytes, int],
+        forked: set[bytes],
+        carries: Callable[[bytes], bool] | None = None,
+    ) -> dict[str, int]:
+        """Messages of the feeds we carry (`carries`; all without it) that each connected
+        peer has and we lack (as `status`' `behind_messages`), by `peer` label; each peer
+        counted once however many connections it has."""
         lags: dict[str, int] = {}
         counted: set[bytes] = set()
         for peer in self._sessions.values():
@@ -175,7 +181,7 @@ class NodeCounters:
                 continue
             counted.add(peer.key)
             label = self.label(peer.key)
-            lags[label] = lags.get(label, 0) + sum(peer.behind(ours, forked).values())
+            lags[label] = lags.get(label, 0) + sum(peer.behind(ours, forked, carries).values())
         return lags
 
     # -- IPC streams --------------------------------------------------------------

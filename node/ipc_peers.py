@@ -54,6 +54,7 @@ from typing import TYPE_CHECKING, Any
 import trio
 
 from tanglenode.node.peers import PeerRegistry, PeerState
+from tanglenode.node.scope_notes import standing
 from tanglenode.protocol.identity import feed_text
 from tanglenode.protocol.ipc import (
     BEHIND_SHOWN,
@@ -242,6 +243,8 @@ async def clock(area: Area, request: ClockRequest) -> dict[str, Any]:
 
 async def connect(area: Area, request: ConnectRequest) -> dict[str, Any]:
     """Dial a peer (and keep redialing it); a second connect to one key replaces the first.
+    The reply's `standing` says whether our scope carries the peer's feed, and why
+    (node/scope_notes.py): connecting replicates only what the scope carries.
 
     With `save`, the peer is first added to the node's config file (config/peers.py), so
     that it is dialed from every start on; a peer that cannot be saved is not dialed."""
@@ -258,6 +261,7 @@ async def connect(area: Area, request: ConnectRequest) -> dict[str, Any]:
         node.network.dial(node.dialers, request.address, request.key)
     except TooManyDialers as error:
         raise RequestError(ErrorKind.BAD_REQUEST, str(error)) from None
+    reply["standing"] = standing(area.service.scope, request.key)  # what of theirs we carry
     return reply
 
 

@@ -5,8 +5,10 @@ runs it, and `tangled follow` and the others run the same one on a store of
 their own while the node is stopped (node/cli/backend.py). A contact op
 publishes our contact message (protocol/contacts.py), then has the service
 compute and keep the scope again (node/service.py, `refresh_scope`), so the
-reply says whether the feed is carried now; the running node's sessions
-then ask for what it newly carries and stop serving what it dropped.
+reply says whether the feed is carried now, and whether the node was ever
+shown the feed before (`seen`, node/scope_notes.py: a follow of a feed
+never seen is likely a mistyped id); the running node's sessions then ask
+for what it newly carries and stop serving what it dropped.
 `scope` lists what the node carries and why, as it would compute it now
 from the messages it holds (the kept scope catches up at the next refresh),
 and what the scope's bounds left out of whose feeds (storage/scope.py): the
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from tanglenode.node.scope_notes import ever_seen
 from tanglenode.protocol.contacts import contact_content
 from tanglenode.protocol.ipc import message_body
 from tanglenode.protocol.ipc_fields import ErrorKind, RequestError
@@ -39,10 +42,15 @@ async def contact(area: Area, request: ContactRequest) -> dict[str, Any]:
     if keypair is not None and request.feed == keypair.public:
         raise RequestError(ErrorKind.BAD_REQUEST, f"cannot {request.op} our own feed")
     following, blocking = CONTACT_OPS[request.op]
+    seen = await ever_seen(area, request.feed)  # before our own contact names it
     content = contact_content(request.feed, following=following, blocking=blocking)
     message = await service.publish(content, None)
     await service.refresh_scope()
-    return {"message": message_body(message), "carried": service.scope.carries(request.feed)}
+    return {
+        "message": message_body(message),
+        "carried": service.scope.carries(request.feed),
+        "seen": seen,
+    }
 
 
 async def scope(area: Area, request: ScopeRequest) -> dict[str, Any]:

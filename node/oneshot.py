@@ -34,16 +34,24 @@ class NodeNotRunning(TanglenodeError):
 
 
 class NodeError(TanglenodeError):
-    """An error reply: `kind` is a stable code (docs/IPC.md), `reason` a message's reason code.
+    """An error reply: `kind` is a stable code (docs/IPC.md), `reason` a reason code, `feed`
+    the feed it is about where it names one (an `unknown-tangle` root's author).
 
     `kind` is an `ErrorKind`, or the text of a kind this client does not know (a newer node).
     """
 
-    def __init__(self, kind: ErrorKind | str, message: str, reason: str | None = None) -> None:
+    def __init__(
+        self,
+        kind: ErrorKind | str,
+        message: str,
+        reason: str | None = None,
+        feed: bytes | None = None,
+    ) -> None:
         super().__init__(f"{kind}: {message}")
         self.kind = kind
         self.message = message
         self.reason = reason
+        self.feed = feed
 
 
 def not_running(path: Path | str) -> NodeNotRunning:
@@ -77,7 +85,13 @@ def error_from(frame: dict[str, Any]) -> NodeError:
     error = frame.get("error")
     if not isinstance(error, dict):
         return NodeError(ErrorKind.PROTOCOL, "a malformed error reply")
-    return NodeError(_kind(str(error.get("kind"))), str(error.get("message")), error.get("reason"))
+    feed = error.get("feed")
+    return NodeError(
+        _kind(str(error.get("kind"))),
+        str(error.get("message")),
+        error.get("reason"),
+        bytes(feed) if type(feed) is bytes and len(feed) == 32 else None,  # a feed id, or none
+    )
 
 
 def reply_value(frame: Any, number: int) -> Any:

@@ -3,8 +3,11 @@
 Each peer (by long-term public key) has a `PeerState`: the vector clock it
 told us on its current connection, when it connected, and the reason its
 last connection ended. "Am I caught up with peer P" is a pure function of
-P's clock and ours: every feed P has, we have at least as far (feeds with
-fork evidence excepted, as P may hold the other branch).
+P's clock, ours and our scope: every feed P has that we carry, we have at
+least as far (feeds with fork evidence excepted, as P may hold the other
+branch). The feeds P has that we do not carry are never "behind": they are
+what our scope chose not to hold, shown apart as not followed or blocked
+(`outside`, docs/PEERS.md "Scope").
 
 Memory stays bounded whoever connects: a peer's clock is dropped when its
 last connection ends, and of the peers we do not dial ourselves only the
@@ -20,6 +23,7 @@ shows an old failure as if it were current.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Set
 from dataclasses import dataclass, field
 
 RECENT = 64
@@ -66,13 +70,34 @@ class PeerState:
             return None
         return max(0.0, (time.time() if now is None else now) - self.seen_at)
 
-    def behind(self, ours: dict[bytes, int], forked: set[bytes] = frozenset()) -> dict[bytes, int]:
-        """Feeds where the peer has more than we do: feed -> how many messages we lack."""
+    def behind(
+        self,
+        ours: dict[bytes, int],
+        forked: set[bytes] = frozenset(),
+        carries: Callable[[bytes], bool] | None = None,
+    ) -> dict[bytes, int]:
+        """Feeds we carry (all, without `carries`) where the peer has more than we do:
+        feed -> how many messages we lack. A feed we do not carry is never behind: not
+        holding it is our choice (`outside`)."""
         return {
             feed: seq - ours.get(feed, 0)
             for feed, seq in self.clock.items()
-            if seq > ours.get(feed, 0) and feed not in forked
+            if seq > ours.get(feed, 0) and feed not in forked and (carries is None or carries(feed))
         }
+
+    def outside(
+        self, ours: dict[bytes, int], carries: Callable[[bytes], bool], blocked: Set[bytes]
+    ) -> tuple[dict[bytes, int], dict[bytes, int]]:
+        """The feeds the peer's clock names that we do not carry, split in those we do not
+        follow and those we block: feed -> how many of its messages the peer holds that we
+        do not (0 for one held from before we stopped carrying it)."""
+        not_followed: dict[bytes, int] = {}
+        refused: dict[bytes, int] = {}
+        for feed, seq in self.clock.items():
+            if carries(feed):
+                continue
+            (refused if feed in blocked else not_followed)[feed] = max(0, seq - ours.get(feed, 0))
+        return not_followed, refused
 
 
 class PeerRegistry:

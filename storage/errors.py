@@ -26,7 +26,12 @@ class NoIdentity(StorageError):
 
 
 class UnknownTangle(StorageError):
-    """A publish named a tangle root this store does not hold."""
+    """A publish named a tangle root this store does not hold: the tangle (`name`, `root`)
+    has no tips here."""
+
+    def __init__(self, message: str, name: str | None = None, root: bytes | None = None) -> None:
+        super().__init__(message)
+        self.name, self.root = name, root
 
 
 class OwnFeedForked(StorageError):

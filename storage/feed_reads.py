@@ -37,6 +37,7 @@ from tanglenode.storage.feeds.processor import (
 )
 from tanglenode.storage.feeds.witnesses import Entry, wanted
 from tanglenode.storage.scope import LIMITS, Scope, ScopeLimits, compute_scope, read_scope
+from tanglenode.storage.sightings import feed_seen
 from tanglenode.storage.views.abouts import read_name, read_names
 from tanglenode.storage.views.contacts import stances_of
 
@@ -218,23 +219,10 @@ class FeedReads:
         with self._ctx.read() as txn:
             return compute_scope(txn, self._ctx.tables, me, hops, groups, limits)
 
-    def scope(self) -> Scope:
-        """The feeds this node carries, as it last chose (storage.scope)."""
-        with self._ctx.read() as txn:
-            return read_scope(txn, self._ctx.tables)
-
-    def computed_scope(
-        self,
-        me: bytes,
-        hops: int | None,
-        groups: Mapping[bytes, bytes] | None = None,
-        limits: ScopeLimits = LIMITS,
-    ) -> Scope:
-        """The scope of node `me` with `hops` and `groups`, from the contact messages held
-        (storage.scope.compute_scope, within `limits`); nothing is kept
-        (`store.writes.set_scope` keeps it)."""
-        with self._ctx.read() as txn:
-            return compute_scope(txn, self._ctx.tables, me, hops, groups, limits)
+    def seen(self, feed: bytes) -> bool:
+        """Whether the store holds any sign of `feed`: a message, a witness, a contact
+        message naming it (storage/sightings.py)."""
+        return feed_seen(self._ctx, feed)
 
     def stances(self, feed: bytes) -> dict[bytes, Stance]:
         """Contact -> `feed`'s stance towards it (storage.views.contacts)."""

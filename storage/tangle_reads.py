@@ -41,6 +41,7 @@ from tanglenode.storage.engine.timeline import lookup_meta
 from tanglenode.storage.engine.timeline_reader import TimelineReader
 from tanglenode.storage.feed_reads import message_by_id
 from tanglenode.storage.feeds.layout import U32, U64, tangle_key
+from tanglenode.storage.sightings import RootClue, root_clue
 from tanglenode.storage.views.tangles import tips_of
 from tanglenode.storage.views.timelines import tangle_timeline, view_timeline
 
@@ -81,6 +82,11 @@ class TangleReads:
     def tangle_tips(self, root: bytes, name: str) -> list[bytes]:
         with self._ctx.read() as txn:
             return tips_of(txn, self._ctx.tables, root, name)
+
+    def root_clue(self, root: bytes, name: str) -> RootClue:
+        """Who wrote `root`, a tangle root without tips here, as far as the store says
+        (storage/sightings.py)."""
+        return root_clue(self._ctx, root, name)
 
     def group_messages(self, root: bytes, tangle: str = "group") -> dict[bytes, Message]:
         """Every message of the timeline of tangle (`tangle`, `root`), in timeline order.

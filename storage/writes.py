@@ -460,7 +460,9 @@ class Writes:
             else:
                 tips = tips_of(txn, self._ctx.tables, root, name)
             if not tips:
-                raise UnknownTangle(f"no tangle {name!r} rooted at {message_text(root)}")
+                raise UnknownTangle(
+                    f"no tangle {name!r} rooted at {message_text(root)}", name, root
+                )
             links[name] = TangleLink(root, tuple(tips[: self._ctx.limits.max_previous]))
         return links
 

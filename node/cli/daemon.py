@@ -108,7 +108,9 @@ def _labeller(obj: Context) -> Callable[[bytes], str]:
 def status(obj: Context, wait: float, as_json: bool) -> None:
     """The running node's feed, counts, finality, peers and each timeline's digest.
 
-    Peers show caught up, behind, or why not connected; compare digests across nodes."""
+    Peers show caught up or behind on the feeds we carry, the feeds they have that we do
+    not follow (with the command that carries one), or why not connected; compare digests
+    across nodes."""
     raw = _waiting(wait, lambda: ask(obj, "status", digests=True))
     digests = raw.pop("digests", [])
     suspected = raw.get("suspected_forks", [])
@@ -147,7 +149,8 @@ def status(obj: Context, wait: float, as_json: bool) -> None:
     connected = report.get("peers_connected", 0)
     click.echo(f"peers: {connected} connected of {report.get('peers_total', len(raw['peers']))}")
     for peer in raw["peers"]:
-        click.echo("  " + _peer_line(peer, label))
+        for line in _peer_lines(peer, label):
+            click.echo("  " + line)
     more = report.get("peers_total", len(report["peers"])) - len(report["peers"])
     if more > 0:
         click.echo(f"  ... and {more} more peers (tangled peers)")
@@ -229,6 +232,47 @@ def _peer_line(peer: dict[str, Any], label: Callable[[bytes], str]) -> str:
     return line
 
 
+NAMED_IN_A_LINE = 3  # feeds a not-followed or blocked line names; the rest are counted
+
+
+def _outside_lines(peer: dict[str, Any], label: Callable[[bytes], str]) -> list[str]:
+    """What a connected peer shows that our scope leaves out: the feeds not followed, with
+    the command that carries one (the peer's own first), and the blocked ones."""
+    if not peer["connected"]:
+        return []
+    lines = []
+    shown = [bytes(feed) for feed in peer.get("not_followed") or {}]
+    count = peer.get("not_followed_feeds", len(shown))
+    if count:
+        messages = peer.get("not_followed_messages")
+        held = f", {messages} messages" if messages else ""
+        lines.append(
+            f"not followed: {count} {_feeds(count)}{held} ({_named(shown, count, label)}),"
+            f" nothing of them carried; carry one: tangled follow {feed_text(shown[0])}"
+        )
+    blocked = [bytes(feed) for feed in peer.get("blocked") or {}]
+    count = peer.get("blocked_feeds", len(blocked))
+    if count:
+        lines.append(f"blocked: {count} {_feeds(count)} ({_named(blocked, count, label)})")
+    return lines
+
+
+def _feeds(count: int) -> str:
+    return "feed" if count == 1 else "feeds"
+
+
+def _named(feeds: list[bytes], count: int, label: Callable[[bytes], str]) -> str:
+    """The first feeds by name, and how many more."""
+    names = ", ".join(safe(label(feed)) for feed in feeds[:NAMED_IN_A_LINE])
+    more = count - min(len(feeds), NAMED_IN_A_LINE)
+    return names + (f" and {more} more" if more > 0 else "")
+
+
+def _peer_lines(peer: dict[str, Any], label: Callable[[bytes], str]) -> list[str]:
+    """A peer's line, then (indented) what it shows that our scope leaves out."""
+    return [_peer_line(peer, label), *("  " + line for line in _outside_lines(peer, label))]
+
+
 @click.command()
 @json_option
 @click.pass_obj
@@ -239,14 +283,15 @@ def peers(obj: Context, as_json: bool) -> None:
         start: int | None = 0
         while start is not None:
             page = node.call("peers", start=start)
-            every.extend(render_body(page["peers"]))
+            every.extend(page["peers"])
             start = page.get("next")
     if as_json:
-        emit_json(every)
+        emit_json(render_body(every))
         return
     label = _labeller(obj)
     for peer in every:
-        click.echo(_peer_line(peer | {"key": parse_feed(peer["key"])}, label))
+        for line in _peer_lines(peer, label):
+            click.echo(line)
 
 
 @click.command("connect")
@@ -262,7 +307,8 @@ def peers(obj: Context, as_json: bool) -> None:
 def connect_command(obj: Context, address: str, key: str, save: bool, as_json: bool) -> None:
     """Make the running node dial the peer FEED_ID at HOST:PORT (and keep redialing it).
 
-    With --save, also from every start on (the node need not be running then)."""
+    With --save, also from every start on (the node need not be running then). Says whether
+    the peer's feed will be carried: only followed feeds are, with the default hops."""
     parse_address(address)
     peer = parse_feed(key)
     saved, where = None, ""
@@ -279,18 +325,38 @@ def connect_command(obj: Context, address: str, key: str, save: bool, as_json: b
         if os.environ.get("TANGLED_PEERS"):
             log.warning("TANGLED_PEERS is set: it overrides the config's peers")
     try:
-        ask(obj, "connect", address=address, key=peer)
+        done = ask(obj, "connect", address=address, key=peer)
         dialing = True
     except NodeNotRunning:
         if not save:
             raise
-        dialing = False
+        done, dialing = {}, False
+    standing = done.get("standing")
     if as_json:
-        emit_json({"address": address, "key": feed_text(peer), "dialing": dialing, "saved": saved})
+        said = {"dialing": dialing, "saved": saved, "standing": standing}
+        emit_json({"address": address, "key": feed_text(peer), **said})
     elif dialing:
         click.echo(f"dialing {address}" + (f" ({where})" if saved else ""))
+        click.echo(_standing_line(peer, standing, _labeller(obj)))
     else:
         click.echo(f"{where}; the node is not running: it dials {address} when started")
+
+
+def _standing_line(peer: bytes, standing: str | None, label: Callable[[bytes], str]) -> str:
+    """What the scope will bring of a peer we connect to (node/scope_notes.py), and the
+    command that changes it when it brings nothing."""
+    whom, key = safe(label(peer)), feed_text(peer)
+    if standing == "not-followed":
+        return f"{whom} is not followed: nothing of theirs will be carried; tangled follow {key}"
+    if standing == "blocked":
+        return f"{whom} is blocked: nothing of theirs will be carried; tangled unblock {key}"
+    why = {
+        "followed": "followed",
+        "hop": "followed by a feed we follow",
+        "group": "a member of one of our groups",
+        "every-feed": 'hops = "all": every feed is carried',
+    }.get(str(standing), str(standing))
+    return f"{whom} is carried ({why}): their feed will be replicated"
 
 
 @click.command("disconnect")

@@ -3,12 +3,14 @@
 Each of the first four publishes a contact message of ours about one feed
 (protocol/contacts.py), through the running node or on the stopped node's
 store (node/cli/backend.py), and prints whether the node carries the feed
-now. `scope` lists the feeds the node carries and why: ours, followed, a
-hop further (and through whom), a group's member; then the blocked ones;
-then what the scope's bounds left out (storage/scope.py): per feed (or
-group) whose follows (or members) did not all fit, how many were left out
-when the room was full (`cap`), and whether it names more feeds than are
-read of one (`bound`).
+now; `follow` of a feed the node was never shown (node/scope_notes.py, nor
+a peer of the config) says so, once: likely a mistyped id. `scope` lists
+the feeds the node carries and why: ours, followed, a hop further (and
+through whom), a group's member; then the blocked ones; then what the
+scope's bounds left out (storage/scope.py): per feed (or group) whose
+follows (or members) did not all fit, how many were left out when the room
+was full (`cap`), and whether it names more feeds than are read of one
+(`bound`).
 """
 
 from __future__ import annotations
@@ -44,14 +46,22 @@ def _contact_command(op: str) -> click.Command:
     def command(obj: Context, feed: str, as_json: bool) -> None:
         whom = feed_named(obj, feed)
         done = ask(obj, op, feed=whom)
+        seen = done["seen"] or _configured_peer(obj, whom)
         if as_json:
             message = message_text(done["message"]["id"])
-            emit_json({"feed": feed_text(whom), "message": message, "carried": done["carried"]})
+            said = {"message": message, "carried": done["carried"], "seen": seen}
+            emit_json({"feed": feed_text(whom), **said})
             return
         carried = "carried" if done["carried"] else "not carried"
-        click.echo(f"{op}: {lazy_label(obj, whole_ids=True)(whom)} ({carried} now)")
+        never = "; never seen here: following anyway" if op == "follow" and not seen else ""
+        click.echo(f"{op}: {lazy_label(obj, whole_ids=True)(whom)} ({carried} now{never})")
 
     return command
+
+
+def _configured_peer(obj: Context, feed: bytes) -> bool:
+    """Whether `feed` is a peer of the config (shown to us, whether the node runs or not)."""
+    return feed_text(feed) in {peer.key for peer in obj.settings.peers}
 
 
 follow_command = _contact_command("follow")

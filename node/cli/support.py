@@ -209,7 +209,9 @@ def render_body(value: Any) -> Any:
                 rendered[key] = jsonable(item)
             elif key == "timeframe" and isinstance(item, dict):
                 rendered[key] = {feed_text(f): [e[0], tag_text(e[1])] for f, e in item.items()}
-            elif key in ("clock", "behind", "base", "weft") and isinstance(item, dict):
+            elif key in ("clock", "behind", "not_followed", "blocked", "base", "weft") and (
+                isinstance(item, dict)
+            ):
                 rendered[key] = {feed_text(feed): seq for feed, seq in item.items()}
             elif key in ("members", "excluded") and isinstance(item, list):
                 rendered[key] = [feed_text(feed) for feed in item]

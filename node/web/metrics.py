@@ -63,8 +63,9 @@ class NodeCollector:
         return self._families(NodeCounters(), {})
 
     def collect(self) -> Iterator[Metric]:
-        lags = self.service.counters.lags(self.service.clock, set(self.service.invalid))
-        return self._families(self.service.counters, lags)
+        service = self.service  # the lag of the feeds carried: the rest is our choice
+        lags = service.counters.lags(service.clock, set(service.invalid), service.scope.carries)
+        return self._families(service.counters, lags)
 
     def _families(self, counters: NodeCounters, lags: dict[str, int]) -> Iterator[Metric]:
         yield CounterMetricFamily(

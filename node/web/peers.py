@@ -7,7 +7,9 @@ copy, and as a QR code of the line `tangled connect` takes: `HOST:PORT
 @FEED`, drawn by segno as inline SVG, nothing downloaded), a form to
 connect to a peer, and each peer: its name, address, whether it is
 connected (and which way), messages and bytes received and sent, how far
-we are behind it (the messages it holds that we lack), when it was last
+we are behind it (the messages it holds that we lack, of the feeds we
+carry), the feeds it shows that we do not follow (how many, the first by
+name, and the `tangled follow` that carries one) or block, when it was last
 seen (since when it is connected, or how long ago its last connection
 ended, and why), and buttons to disconnect and to follow, unfollow, block
 or unblock it. The connect form can also save the peer in the node's
@@ -54,6 +56,7 @@ HEADERS = [
     "in /s",
     "out /s",
     "we lack",
+    "not followed",
     "last seen",
     "",
 ]
@@ -99,8 +102,28 @@ def peer_fields(peer: dict[str, Any], names: Names) -> dict[str, Any]:
         "bytes_in": peer.get("bytes_in", 0),
         "bytes_out": peer.get("bytes_out", 0),
         "lack": peer["behind_messages"],
+        "outside": outside_note(peer, names),
         "note": note,
     }
+
+
+def outside_note(peer: dict[str, Any], names: Names) -> str:
+    """What a connected peer shows that our scope leaves out: how many feeds not followed
+    (the first by name, then the command that carries one: the peer's own first), and how
+    many blocked; "" for none. Never counted in "we lack": a choice, not a lag."""
+    if not peer["connected"]:
+        return ""
+    said = []
+    shown = list(peer.get("not_followed") or {})
+    count = int(peer.get("not_followed_feeds", len(shown)))
+    if count:
+        first = safe(names.label(shown[0]))
+        more = f" and {count - 1} more" if count > 1 else ""
+        said.append(f"{count}: {first}{more} (tangled follow {feed_text(shown[0])})")
+    blocked = int(peer.get("blocked_feeds", len(peer.get("blocked") or {})))
+    if blocked:
+        said.append(f"{blocked} blocked")
+    return "; ".join(said)
 
 
 def row_html(fields: dict[str, Any]) -> str:
@@ -113,7 +136,8 @@ def row_html(fields: dict[str, Any]) -> str:
         f"<tr data-key='{e(fields['key'])}'><td title='{e(fields['key'])}'>{e(fields['name'])}</td>"
         f"<td>{e(fields['address'])}</td><td>{e(fields['state'])}</td>"
         f"<td>{fields['received']}</td><td>{fields['sent']}</td><td></td><td></td>"
-        f"<td>{fields['lack']}</td><td>{e(fields['note'])}</td><td>{actions}</td></tr>"
+        f"<td>{fields['lack']}</td><td>{e(fields['outside'])}</td><td>{e(fields['note'])}</td>"
+        f"<td>{actions}</td></tr>"
     )
 
 

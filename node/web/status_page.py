@@ -1,9 +1,10 @@
 """`/`: the node at a glance, server-rendered from the status `tangled status` reads.
 
-Our feed, peers and their progress, forks and suspected forks (a seq named
-with a tag other than the held message's, until a proof comes), stalls, the
-finality watermark and each timeline's digest; every value from others
-escaped (node/web/page.py).
+Our feed, peers and their progress (behind on the feeds we carry; what else
+they show, not followed or blocked, apart: our scope's choice, not a lag),
+forks and suspected forks (a seq named with a tag other than the held
+message's, until a proof comes), stalls, the finality watermark and each
+timeline's digest; every value from others escaped (node/web/page.py).
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ def render_status(
     for peer in status["peers"]:
         parts.append(
             f"<li>{label(peer['key'])} <code>{e(feed_text(peer['key']))}</code> "
-            f"{e(_peer_state(peer))}{_behind_list(peer, names)}</li>"
+            f"{e(_peer_state(peer))}{_behind_list(peer, names)}{_outside(peer, names)}</li>"
         )
     parts.append(_none(status["peers"]) + "</ul><h2>Forks</h2><ul>")
     for author, seq in status["forks"]:
@@ -108,6 +109,28 @@ def _behind_list(peer: dict[str, Any], names: Names) -> str:
     return f"<details><summary>per feed</summary><ul>{items}{tail}</ul></details>"
 
 
+def _outside(peer: dict[str, Any], names: Names) -> str:
+    """The feeds a connected peer shows that our scope leaves out: not followed (with the
+    command that carries one, the peer's own first) and blocked; never "behind"."""
+    if not peer["connected"]:
+        return ""
+    parts = []
+    for field, what in (("not_followed", "not followed"), ("blocked", "blocked")):
+        shown = list(peer.get(field) or {})
+        count = int(peer.get(f"{field}_feeds", len(shown)))
+        if not count:
+            continue
+        feeds = ", ".join(e(safe(names.label(feed))) for feed in shown)
+        more = count - len(shown)
+        feeds += f" and {more} more" if more > 0 else ""
+        parts.append(f"<p class='muted'>{what}: {count} feeds ({feeds})")
+        if field == "not_followed":
+            follow = f"tangled follow {feed_text(shown[0])}"
+            parts.append(f"; nothing of them carried: <code>{e(follow)}</code> carries one")
+        parts.append("</p>")
+    return "".join(parts)
+
+
 def _peer_state(peer: dict[str, Any]) -> str:
     where = peer["address"] or ("inbound" if peer["direction"] == "in" else "-")
     if not peer["connected"]:
@@ -115,4 +138,7 @@ def _peer_state(peer: dict[str, Any]) -> str:
         return f"{where}: not connected{why}"
     if peer["caught_up"]:
         return f"{where}: caught up"
-    return f"{where}: behind by {peer['behind_messages']} messages on {peer['behind_feeds']} feeds"
+    return (
+        f"{where}: behind by {peer['behind_messages']} messages on {peer['behind_feeds']}"
+        " feeds we carry"
+    )

@@ -928,7 +928,9 @@
         [peer.address, peer.state, peer.received, peer.sent,
           rate(peer.received, peer.bytes_in, before && [before[0], before[2]], seconds),
           rate(peer.sent, peer.bytes_out, before && [before[1], before[3]], seconds),
-          peer.lack, peer.note].forEach(function (text) { tr.appendChild(el("td", text)); });
+          peer.lack, peer.outside, peer.note].forEach(function (text) {
+          tr.appendChild(el("td", text));
+        });
         const actions = tr.appendChild(el("td"));
         ["disconnect", "follow", "unfollow", "block", "unblock"].forEach(function (op) {
           const button = actions.appendChild(el("button", op));
@@ -972,7 +974,12 @@
       write("connect", body).then(function (answer) {
         const saved = answer.ok && answer.ok.saved;
         const where = body.save ? (saved ? " (saved in the config)" : " (already in the config)") : "";
-        showResult(result, answer, "dialing " + body.address + where);
+        // What the scope will bring of the peer (node/scope_notes.py): nothing unless carried.
+        const standing = answer.ok && answer.ok.standing;
+        const scope = standing === "not-followed" ?
+          "; not followed: nothing of theirs will be carried (follow them below)" :
+          standing === "blocked" ? "; blocked: nothing of theirs will be carried" : "";
+        showResult(result, answer, "dialing " + body.address + where + scope);
       });
     });
   }

@@ -41,12 +41,14 @@ def test_a_peer_added_in_the_page_connects_and_catches_up(pages, tmp_path):
         # Rates from two polls: messages and kilobytes a second, each way.
         expect(row.locator("td").nth(5)).to_contain_text(" msg, ")
         expect(row.locator("td").nth(6)).to_contain_text(" kB")
-        expect(row.locator("td").nth(8)).to_contain_text("now (connected")
+        expect(row.locator("td").nth(7)).to_have_text("0")  # nothing carried that we lack
+        expect(row.locator("td").nth(8)).to_have_text("")  # every feed carried: none left out
+        expect(row.locator("td").nth(9)).to_contain_text("now (connected")
 
         row.locator("button[data-peer-action=disconnect]").click()
         expect(page.locator("#peer-result")).to_have_text("disconnect: done")
         expect(row.locator("td").nth(2)).to_have_text("not connected")
-        expect(row.locator("td").nth(8)).to_contain_text(" s ago")  # last seen
+        expect(row.locator("td").nth(9)).to_contain_text(" s ago")  # last seen
 
         page.fill("form.connect input[name=address]", str(bob_status["listen"]))
         page.fill("form.connect input[name=key]", own)  # ourselves: refused
