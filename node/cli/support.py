@@ -201,7 +201,7 @@ def render_body(value: Any) -> Any:
             if isinstance(key, bytes):  # a map keyed by message id
                 rendered[message_text(key)] = render_body(item)
                 continue
-            if key in ("author", "feed", "key") and isinstance(item, bytes):
+            if key in ("author", "feed", "key", "inviter") and isinstance(item, bytes):
                 rendered[key] = feed_text(item)
             elif key == "content":
                 from tanglenode.node.cli.render import jsonable  # loads the message codec
@@ -213,7 +213,7 @@ def render_body(value: Any) -> Any:
                 isinstance(item, dict)
             ):
                 rendered[key] = {feed_text(feed): seq for feed, seq in item.items()}
-            elif key in ("members", "excluded") and isinstance(item, list):
+            elif key in ("members", "excluded", "redeemed_by") and isinstance(item, list):
                 rendered[key] = [feed_text(feed) for feed in item]
             elif key == "forks" and isinstance(item, list):  # [[feed, seq], ...]
                 rendered[key] = [[feed_text(pair[0]), pair[1]] for pair in item]

@@ -32,12 +32,14 @@ from __future__ import annotations
 
 import hmac
 import json
+from collections.abc import Callable
 from typing import Any
 
 import msgpack
 
 from tanglenode.node.cli.support import render_body
 from tanglenode.node.web.http import JSON_HEADERS, Response
+from tanglenode.node.web.invites import with_qr
 from tanglenode.protocol.errors import BadIdentifier
 from tanglenode.protocol.framing import LENGTH_PREFIX
 from tanglenode.protocol.identity import parse_feed, parse_message_id
@@ -58,8 +60,12 @@ WRITE_OPS = frozenset(
         "unfollow",
         "block",
         "unblock",
+        "invite-create",
+        "invite-use",
     }
 )
+# What the page gets beside an op's own reply: the invite's QR code (node/web/invites.py).
+DRAWN: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {"invite-create": with_qr}
 ID_FIELDS = frozenset({"doc", "root", "group", "msg", "reply"})  # a message id, as `%…`
 FEED_FIELDS = frozenset({"feed", "key", "members"})  # a feed id (or a list of them), as `@…`
 STATUS_OF = {
@@ -186,12 +192,15 @@ def _feed(value: Any) -> bytes:
     return parse_feed(value)
 
 
-def reply_response(frame: bytes) -> Response:
-    """The IPC's reply frame (node.ipc.answer) as the page's JSON."""
+def reply_response(frame: bytes, op: str = "") -> Response:
+    """The IPC's reply frame (node.ipc.answer) to `op` as the page's JSON."""
     reply = msgpack.unpackb(frame[LENGTH_PREFIX.size :], raw=False)
     error = reply.get("error")
     if error is not None:
         kind = error.get("kind", str(ErrorKind.INTERNAL))
         status = STATUS_OF.get(kind, 400)
         return _json({"error": {"kind": kind, "message": error.get("message", "")}}, status)
-    return _json({"ok": render_body(reply.get("ok"))}, 200)
+    ok = render_body(reply.get("ok"))
+    if op in DRAWN and isinstance(ok, dict):
+        ok = DRAWN[op](ok)
+    return _json({"ok": ok}, 200)

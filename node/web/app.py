@@ -154,7 +154,7 @@ class WebApp:
             fields = actions.request_fields(op, body)
         except actions.Refused as refused:
             return actions.refused_response(refused)
-        return actions.reply_response(await answer(self.web.area, 0, op, fields))
+        return actions.reply_response(await answer(self.web.area, 0, op, fields), op)
 
     async def _route(self, scope: dict[str, Any]) -> Response:
         if scope["path"] == "/metrics":

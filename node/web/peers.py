@@ -5,7 +5,8 @@ Theory of operation
 The page shows this node's own address and feed id, to share (as text to
 copy, and as a QR code of the line `tangled connect` takes: `HOST:PORT
 @FEED`, drawn by segno as inline SVG, nothing downloaded), a form to
-connect to a peer, and each peer: its name, address, whether it is
+connect to a peer, the invites' forms (node/web/invites.py: make a code
+with its QR code, use one), and each peer: its name, address, whether it is
 connected (and which way), messages and bytes received and sent, how far
 we are behind it (the messages it holds that we lack, of the feeds we
 carry), the feeds it shows that we do not follow (how many, the first by
@@ -41,6 +42,7 @@ from tanglenode.node.web.http import (
     json_response,
     not_found,
 )
+from tanglenode.node.web.invites import panel_html as invite_panel
 from tanglenode.node.web.page import e, shell
 from tanglenode.protocol.identity import feed_text
 from tanglenode.protocol.ipc import PeersRequest
@@ -162,7 +164,7 @@ async def page(web: WebContext, request: Request) -> Response:
         f"<p>To connect from another node: <code id='invite'>tangled connect {e(invite)}</code> "
         "<button type='button' data-copy='invite'>copy</button></p>"
         f"<div id='qr' title='{e(invite)}'>{code}</div>"
-        "<h2>Connect to a peer</h2>"
+        f"{invite_panel()}<h2>Connect to a peer</h2>"
         "<form class='connect' data-api='connect'>"
         "<input name='address' required maxlength='300' placeholder='HOST:PORT' "
         "autocomplete='off'> <input name='key' required maxlength='60' size='48' "

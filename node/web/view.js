@@ -892,6 +892,51 @@
     }
   }
 
+  // The peers page's invites (invites.py): make a code (shown once, with its QR code), or
+  // use one. The code never goes into a URL: it travels only in the POST bodies.
+  function invitesPanel(panel) {
+    const make = panel.querySelector("form.invite-create");
+    const made = panel.querySelector(".invite-made");
+    const codeBox = panel.querySelector(".invite-code");
+    const qr = panel.querySelector(".invite-qr");
+    make.addEventListener("submit", function (event) {
+      event.preventDefault();
+      const body = {
+        uses: Number(make.elements.namedItem("uses").value),
+        expires: Number(make.elements.namedItem("expires").value),
+        follow_back: make.elements.namedItem("follow_back").checked,
+      };
+      write("invite-create", body).then(function (answer) {
+        const ok = answer.ok;
+        showResult(make.querySelector(".result"), answer, ok ? "invite " + ok.id + " made" : "");
+        if (!ok) return;
+        codeBox.value = ok.code;
+        qr.src = ok.qr;  // a data: URI drawn by the node
+        made.hidden = false;
+      });
+    });
+    panel.querySelector(".invite-copy").addEventListener("click", function () {
+      codeBox.select();
+      if (navigator.clipboard) navigator.clipboard.writeText(codeBox.value).catch(function () {});
+    });
+    const use = panel.querySelector("form.invite-use");
+    use.addEventListener("submit", function (event) {
+      event.preventDefault();
+      const code = use.elements.namedItem("code").value.trim();
+      write("invite-use", { code: code }).then(function (answer) {
+        const ok = answer.ok;
+        let said = "";
+        if (ok) {
+          said = "joined " + ok.inviter + " at " + ok.address + ": following, " +
+            (ok.carried ? "carried now" : "not carried") + "; " +
+            (ok.follows_back ? "they follow you back" : "they do not follow you back");
+          use.elements.namedItem("code").value = "";
+        }
+        showResult(use.querySelector(".result"), answer, said);
+      });
+    });
+  }
+
   // The peers page (peers.py): the table redrawn from /peers/state every few seconds,
   // each peer's rates from the counts of two polls.
   function peersView(table) {
@@ -1198,6 +1243,8 @@
     const peers = document.querySelector("[data-peers-state]");
     if (peers) peersView(peers);
     document.querySelectorAll("form.connect").forEach(connectForm);
+    const invites = document.getElementById("invites");
+    if (invites) invitesPanel(invites);
     document.querySelectorAll("button[data-copy]").forEach(copyButton);
     const margin = document.querySelector("aside[data-comments]");
     if (margin) commentsMargin(margin);
