@@ -19,6 +19,7 @@ from tanglenode.node.cli.backend import ask
 from tanglenode.node.cli.names import lazy_label
 from tanglenode.node.cli.support import BadInput, Context, NotFound, emit_json, json_option
 from tanglenode.node.oneshot import NodeError
+from tanglenode.protocol.address import parse_address
 from tanglenode.protocol.identity import feed_text
 from tanglenode.protocol.invite import MAX_CODE_CHARS, BadInvite, parse_code
 from tanglenode.protocol.ipc_fields import ErrorKind
@@ -120,6 +121,17 @@ def invite_create(
         f"reached at {', '.join(made['addresses'])}",
         err=True,
     )
+    if all(_loopback(address) for address in made["addresses"]):
+        click.echo(
+            "note: only this machine reaches those addresses; for others, listen on a "
+            'reachable one (listen = "0.0.0.0:8008" in tangled.toml) or give --address',
+            err=True,
+        )
+
+
+def _loopback(address: str) -> bool:
+    host = parse_address(address)[0]
+    return host == "localhost" or host.startswith("127.") or host == "::1"
 
 
 @invite_command.command("use")

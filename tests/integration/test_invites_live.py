@@ -28,6 +28,12 @@ async def test_two_default_nodes_join_by_one_invite_and_carry_each_other(tmp_pat
     await inviter.publish({"type": "post", "text": "welcome"})
     await newcomer.publish({"type": "post", "text": "hi there"})
 
+    shown = await cli(inviter, "invite", "create", "--uses", "2", "--expires", "12h")
+    assert shown.returncode == 0, shown.stderr.decode()
+    said = shown.stderr.decode()
+    assert said.startswith("invite ") and "2 uses" in said and "follows back" in said
+    assert "note: only this machine reaches" in said  # localnet listens on 127.0.0.1
+    assert (await cli(inviter, "invite", "revoke", said.split()[1].rstrip(":"))).returncode == 0
     made = await cli(inviter, "invite", "create", "--json")
     assert made.returncode == 0, made.stderr.decode()
     code = json.loads(made.stdout)["code"]
@@ -46,7 +52,8 @@ async def test_two_default_nodes_join_by_one_invite_and_carry_each_other(tmp_pat
 
     listed = json.loads((await cli(inviter, "invite", "list", "--json")).stdout)
     assert [(row["state"], row["redeemed_by"]) for row in listed] == [
-        ("used-up", [newcomer.feed_id])
+        ("used-up", [newcomer.feed_id]),
+        ("revoked", []),
     ]
     again = await cli(Node(tmp_path, "late"), "invite", "use", code)
     assert again.returncode != 0  # the late one's node is not running: said, not hung
