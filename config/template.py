@@ -77,6 +77,15 @@ verify_in_process = {verify_in_process}
 # max_inbound = 496
 # max_inbound_per_address = 31
 
+[replication]
+# The feeds the node carries (docs/PEERS.md, "Scope"): its own, those it follows within
+# `hops` follows (1: the feeds it follows; 2: and those they follow), its groups'
+# members; "all" carries every feed but the blocked. A connected peer's other feeds are
+# not replicated: `tangled follow @FEED` carries one, and `tangled status` lists them.
+hops = {hops}
+# A community peer (pub): follow whoever redeems our invites.
+# follow_invited = false
+
 [subscribers]
 # Bytes queued to subscribers that read slower than the node writes (IPC streams, the web
 # view's live pages): all together, and one alone. One past its share gets `lagged`.
@@ -113,6 +122,7 @@ def render_config(
         timelines=defaults.timelines,
         gossip=defaults.gossip,
         subscribers=defaults.subscribers,
+        hops=json.dumps(defaults.replication.hops),
         verify_in_process=str(defaults.gossip.verify_in_process).lower(),
         causal_time=str(defaults.views.causal_time).lower(),
         joined_order=str(defaults.views.joined_order).lower(),

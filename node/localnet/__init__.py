@@ -90,10 +90,12 @@ class Node:
         peers: list[Node] | None = (),
         extra_env: dict[str, str] | None = None,
         open_files: int | None = None,
+        hops: str | None = "all",
     ) -> None:
         """Start `tangled run`, dialing `peers` (None: those of its config file); returns once
         it sent READY=1. `open_files`: its RLIMIT_NOFILE, soft and hard (as systemd's
-        `LimitNOFILE` sets it)."""
+        `LimitNOFILE` sets it). `hops`: its `[replication] hops` ("all" by default: these
+        networks follow no one; None: its config file's, as a user's node runs)."""
         self.notify_path.unlink(missing_ok=True)
         notify = trio.socket.socket(trio.socket.AF_UNIX, trio.socket.SOCK_DGRAM)
         await notify.bind(str(self.notify_path))
@@ -105,12 +107,14 @@ class Node:
             ),
             "TANGLED_LOG_FORMAT": "json",
             # Every feed carried, as before replication scope: these networks follow no one.
-            "TANGLED_REPLICATION__HOPS": "all",
+            "TANGLED_REPLICATION__HOPS": hops or "",
             "NOTIFY_SOCKET": str(self.notify_path),
             **(extra_env or {}),
         }
         if peers is None:
             del env["TANGLED_PEERS"]
+        if hops is None:
+            del env["TANGLED_REPLICATION__HOPS"]
         with self.log_path.open("ab") as log:
             self.process = await trio.lowlevel.open_process(
                 [str(TANGLED), "--data-dir", str(self.data_dir), "run"],

@@ -1,7 +1,9 @@
 """`make demo`: four real nodes on 127.0.0.1 hold a conversation through a partition.
 
 1. alice, bob, carol and dave start (each a `tangled run` process with its
-   own data directory), name themselves, and learn the thread's root from alice;
+   own data directory and the default `[replication] hops = 2`, which
+   carries only the feeds a node follows and theirs), follow each other,
+   name themselves, and learn the thread's root from alice;
    alice also serves the web view (`run --web`, on a free port of 127.0.0.1),
    whose URL, token included, is shown each time she starts;
 2. the network splits into {alice, carol} and {bob, dave}; each node writes
@@ -21,7 +23,8 @@ is given; then the nodes are stopped and three commands to try on them end
 the demo, with the one that starts alice again and her web view's URL (the
 token is kept in her data directory, so the URL stays good). The kept config
 files give each node a port of its own and the peers it dialed (`KEPT_PORT`,
-`KEPT_PEERS`), so the four run again side by side and reconnect.
+`KEPT_PEERS`), so the four run again side by side and reconnect; their
+follows are in their stores, so they replicate as they did in the demo.
 """
 
 from __future__ import annotations
@@ -86,7 +89,8 @@ async def start(node: Node, peers: list[Node] = (), *, web: bool = False) -> Non
     """Start `node` dialing `peers`; with `web`, its web view too, on a free port."""
     dials = f", dialing {', '.join(peer.name for peer in peers)}" if peers else ""
     say(f"starting {node.name}{dials} ...")
-    await node.start(list(peers), {"TANGLED_WEB__LISTEN": "127.0.0.1:0"} if web else None)
+    web_env = {"TANGLED_WEB__LISTEN": "127.0.0.1:0"} if web else None
+    await node.start(list(peers), web_env, hops=None)  # the config's: as a user's node runs
     say(f"{node.name} is up: {node.feed_id[:12]}…, accepting peers on {node.listen}")
     if web:
         with trio.fail_after(REQUEST_SECONDS):
@@ -98,6 +102,18 @@ async def start(node: Node, peers: list[Node] = (), *, web: bool = False) -> Non
 def web_url(node: Node, base: str) -> str:
     """The web view's address with the token of `node`'s data directory (`tangled status`'s)."""
     return f"{base}?token={read_token(node.data_dir / 'web-token')}"
+
+
+async def follow_each_other(nodes: list[Node]) -> None:
+    """Each of the running `nodes` follows every other: `tangled follow` for the first (shown),
+    the IPC `follow` op for the rest. Each carries the others' feeds from then on."""
+    first, *rest = nodes
+    for other in rest:
+        cli(first, "follow", other.feed_id)
+    for node in rest:
+        for other in nodes:
+            if other is not node:
+                await node.request("follow", feed=other.key)
 
 
 async def post(node: Node, root: bytes, line: str) -> None:
@@ -124,20 +140,25 @@ async def converse(root_dir: Path) -> tuple[list[Node], str]:
     say(f"creating four nodes (tangled init) under {root_dir}")
     alice, bob, carol, dave = nodes = create_nodes(root_dir)
 
-    heading("four nodes start, name themselves; alice opens a thread")
+    heading("four nodes start, follow each other, name themselves; alice opens a thread")
     await start(alice, web=True)
     await start(bob, [alice])
     await start(carol, [alice])
     await start(dave, [bob])
+    say("a node carries only the feeds it follows (and theirs): each follows the other three")
+    await follow_each_other(nodes)
+    say("alice was never shown dave (he dials bob, not her), and her follow says so;")
+    say("his feed reaches her through bob, who carries it now that he follows dave too")
     for node in nodes:
         cli(node, "about", node.name)
     root = (await alice.publish({"type": "thread", "title": "dinner"}, {"thread": None}))["id"]
     spec = f"thread/{message_text(root)}"
     say(f"alice opened the thread {spec}; waiting for every node to hold it and the names")
     thread = {"tangle": "thread", "root": root}
+    follows, names = len(nodes) * (len(nodes) - 1), len(nodes)
     for node in nodes:
         await node.wait_for_size(1, **thread)
-        await node.wait_for_size(len(nodes) + 1, spacetime=True)
+        await node.wait_for_size(follows + names + 1, spacetime=True)
     say("every node holds the thread's root; stopping all four to split the network")
     for node in nodes:
         await node.stop()

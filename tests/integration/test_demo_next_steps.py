@@ -8,7 +8,13 @@ import time
 
 from tanglenode.config.settings import load_settings
 from tanglenode.node.localnet import REQUEST_SECONDS, TANGLED
-from tanglenode.node.localnet.demo import KEPT_PEERS, create_nodes, kept_listen, own_node_steps
+from tanglenode.node.localnet.demo import (
+    KEPT_PEERS,
+    create_nodes,
+    follow_each_other,
+    kept_listen,
+    own_node_steps,
+)
 
 
 def test_a_node_of_ones_own_started_in_the_background_answers_once_waited_for(tmp_path):
@@ -45,11 +51,19 @@ async def test_kept_nodes_listen_apart_and_redial_the_demos_peers(tmp_path):
         assert [(peer.address, peer.key) for peer in peers] == wanted
 
     alice, bob = by_name["alice"], by_name["bob"]
-    for node in (alice, bob):  # from their config files: port and peers
-        await node.start(peers=None, extra_env={"TANGLED_LISTEN": kept_listen(node)})
+    for node in (alice, bob):  # from their config files: port, peers and hops (the default)
+        await node.start(peers=None, extra_env={"TANGLED_LISTEN": kept_listen(node)}, hops=None)
     assert alice.listen == kept_listen(alice)
+    await follow_each_other([alice, bob])  # as the demo does: its stores keep the follows
     await alice.publish("hello bob")
-    await bob.wait_for_size(1, spacetime=True, seconds=REQUEST_SECONDS)  # bob dialed alice
+    # bob dialed alice, and carries her feed: her follow of him, and the post
+    await bob.wait_for_size(3, spacetime=True, seconds=REQUEST_SECONDS)
+    for node in (alice, bob):
+        assert await node.stop() == 0
+    for node in (alice, bob):  # again, as the kept nodes start: the follows are in the stores
+        await node.start(peers=None, extra_env={"TANGLED_LISTEN": kept_listen(node)}, hops=None)
+    await alice.publish("hello again")
+    await bob.wait_for_size(4, spacetime=True, seconds=REQUEST_SECONDS)  # alice 3, bob 1
     for node in (alice, bob):
         assert await node.stop() == 0
 
