@@ -208,7 +208,7 @@ async def test_a_bad_address_never_reaches_the_dialer_and_a_bad_dial_never_escap
             await client.status()  # the node serves on meanwhile
         assert "1e3" in registry.peers[PEER.public].last_error
         answered = await client.request("connect", address=f"127.0.0.1:{port}", key=PEER.public)
-        assert answered == {"dialing": f"127.0.0.1:{port}"}
+        assert answered == {"dialing": f"127.0.0.1:{port}", "standing": "every-feed"}
         assert (await client.status())["peers_total"] == 2
 
 

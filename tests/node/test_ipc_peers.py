@@ -156,7 +156,7 @@ async def test_connect_with_save_adds_the_peer_to_the_config_once(tmp_path, nurs
             assert PEER.public not in registry.peers  # not dialed when not saved
             config.write_text(render_config(tmp_path))
             reply = await client.request("connect", address=address, key=PEER.public, save=True)
-            assert reply == {"dialing": address, "saved": True}
+            assert reply == {"dialing": address, "saved": True, "standing": "every-feed"}
             again = await client.request("connect", address=address, key=PEER.public, save=True)
             assert again["saved"] is False  # already there: written once
             saved = load_settings(config, environ={}).peers
