@@ -128,13 +128,13 @@ def _message(txn, tables, msg_id: bytes) -> Message | None:
 
 
 def _members(txn, tables, key: bytes, limit: int) -> list[Message]:
-    """The first `limit` members of the tangle with this key that are held."""
+    """The members held among the first `limit` rows of the tangle with this key."""
     found: list[Message] = []
     cursor = txn.cursor(db=tables.tangle_state)
     if not cursor.set_range(key):
         return found
-    for row in cursor.iternext(values=False):
-        if len(found) >= limit or bytes(row[: len(key)]) != key or len(row) != len(key) + _KEY:
+    for looked, row in enumerate(cursor.iternext(values=False)):
+        if looked >= limit or bytes(row[: len(key)]) != key or len(row) != len(key) + _KEY:
             break
         message = _message(txn, tables, bytes(row[len(key) :]))
         if message is not None:
