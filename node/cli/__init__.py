@@ -45,7 +45,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "name": (".names:name_command", "Give @FEED a petname NAME (kept only here), show its names, or list every name."),  # noqa: E501
     "about": (".names:about_command", "Publish an `about` message naming our own feed NAME, through the node."),  # noqa: E501
     "group list": (".discover:group_list", ""),
-    "follow": (".scope:follow_command", "Follow FEED (@id or a petname): the node carries it, and those it follows within [replication] hops."),  # noqa: E501
+    "follow": (".scope:follow_command", "Follow FEED (@id, ~name or a petname): the node carries it, and those it follows within [replication] hops."),  # noqa: E501
     "unfollow": (".scope:unfollow_command", "Stop following FEED: the node no longer carries it unless another path reaches it."),  # noqa: E501
     "block": (".scope:block_command", "Block FEED: the node neither asks for, stores nor serves it, whoever follows it."),  # noqa: E501
     "unblock": (".scope:unblock_command", "Take back a block of FEED (it is not followed again by this)."),  # noqa: E501

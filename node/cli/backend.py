@@ -29,6 +29,7 @@ node answers imports neither Trio nor the store (docs/BENCHMARKS.md,
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
     from tanglenode.protocol.identity import Keypair
     from tanglenode.storage.store import FeedStore
 
-__all__ = ["Backend", "ask", "call_store"]
+__all__ = ["Backend", "ask", "call_store", "store_asker"]
 
 
 class Backend:
@@ -205,6 +206,15 @@ def call_store(service: Any, keypair: Keypair | None, op: str, **arguments: Any)
     frame = _decoded(encode_frame({"op": op, "id": 1, **arguments}))  # as the node reads it
     reply = trio.run(answer, Area(service, keypair), 1, op, frame)
     return reply_value(_decoded(reply), 1)  # as the client reads it
+
+
+def store_asker(store: FeedStore) -> Callable[..., Any]:
+    """`call(op, **arguments)` answered on `store`, a store this command opened already
+    (LMDB opens a store once a process), as `Backend.call` answers on one of its own."""
+    from tanglenode.node.service import StoreService
+
+    service = StoreService(store)
+    return lambda op, **arguments: call_store(service, None, op, **arguments)
 
 
 def _purpose() -> str:

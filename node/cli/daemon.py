@@ -16,6 +16,7 @@ from tanglenode.config.secret import read_secret
 from tanglenode.config.settings import load_settings
 from tanglenode.node.cli.backend import Backend, ask
 from tanglenode.node.cli.digest import digest_rows, digests_json
+from tanglenode.node.cli.lookup import feed_arg
 from tanglenode.node.cli.support import (
     Context,
     NotFound,
@@ -27,7 +28,7 @@ from tanglenode.node.cli.support import (
 from tanglenode.node.cli.terminal import safe
 from tanglenode.node.oneshot import NodeNotRunning
 from tanglenode.protocol.address import parse_address
-from tanglenode.protocol.identity import feed_text, parse_feed
+from tanglenode.protocol.identity import feed_text
 
 
 @click.command()
@@ -310,7 +311,7 @@ def connect_command(obj: Context, address: str, key: str, save: bool, as_json: b
     With --save, also from every start on (the node need not be running then). Says whether
     the peer's feed will be carried: only followed feeds are, with the default hops."""
     parse_address(address)
-    peer = parse_feed(key)
+    peer = feed_arg(obj, key)
     saved, where = None, ""
     if save:
         from tanglenode.config.peers import save_peer  # only here: the rest need not load it
@@ -367,7 +368,7 @@ def disconnect_command(obj: Context, key: str, as_json: bool) -> None:
     """Make the running node stop dialing the peer FEED_ID and close its connections.
 
     A configured peer is dialed again after a restart; a peer that dials us may come back."""
-    peer = parse_feed(key)
+    peer = feed_arg(obj, key)
     done = ask(obj, "disconnect", key=peer)
     if as_json:
         emit_json({"key": feed_text(peer), **done})

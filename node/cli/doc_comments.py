@@ -16,11 +16,12 @@ import click
 from tanglenode.node.cli.backend import Backend
 from tanglenode.node.cli.doc_links import match_range, parse_range
 from tanglenode.node.cli.doc_pages import read_text
+from tanglenode.node.cli.lookup import document_arg, message_arg
 from tanglenode.node.cli.names import lazy_label
 from tanglenode.node.cli.support import BadInput, Context, emit_json, json_option
 from tanglenode.node.cli.terminal import safe
 from tanglenode.protocol.doc_link import PREFIX as LINK_PREFIX
-from tanglenode.protocol.identity import feed_text, message_text, parse_message_id
+from tanglenode.protocol.identity import feed_text, message_text
 
 QUOTE_SHOWN = 60  # code points of a range quoted on a comment's first line
 
@@ -50,11 +51,11 @@ def doc_comment(
     arguments: dict[str, Any] = {"text": text}
     with Backend(_obj()) as docs:
         if reply:
-            arguments["reply"] = parse_message_id(target)
+            arguments["reply"] = message_arg(_obj(), target, docs.call, "comment")
         elif is_link:
             arguments["link"] = target
         else:
-            doc_id = parse_message_id(target)
+            doc_id = document_arg(_obj(), target, docs.call)
             if match is not None:
                 start, end = match_range(read_text(docs.call, doc_id)["text"], match)
             else:

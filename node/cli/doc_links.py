@@ -11,9 +11,10 @@ import click
 
 from tanglenode.node.cli.backend import Backend
 from tanglenode.node.cli.doc_pages import read_text
+from tanglenode.node.cli.lookup import document_arg
 from tanglenode.node.cli.support import BadInput, Context, emit_json, json_option
 from tanglenode.node.cli.terminal import for_stdout
-from tanglenode.protocol.identity import message_text, parse_message_id
+from tanglenode.protocol.identity import message_text
 
 
 def _obj() -> Context:
@@ -48,17 +49,17 @@ def doc_link(doc: str, span: str | None, match: str | None, as_json: bool) -> No
     printed); `doc resolve LINK` shows what it points at."""
     if (span is None) == (match is None):
         raise BadInput("give the range: --range START:END or --match TEXT")
-    doc_id = parse_message_id(doc)
     with Backend(_obj()) as docs:
+        doc_id = document_arg(_obj(), doc, docs.call)
         if match is not None:
             start, end = match_range(read_text(docs.call, doc_id)["text"], match)
         else:
             start, end = parse_range(span or "")
         link = docs.call("doc-link", doc=doc_id, start=start, end=end)["link"]
     if as_json:
-        emit_json({"doc": doc, "start": start, "end": end, "link": link})
+        emit_json({"doc": message_text(doc_id), "start": start, "end": end, "link": link})
     else:
-        click.echo(f"{doc} {start}:{end} {link}")
+        click.echo(f"{message_text(doc_id)} {start}:{end} {link}")
 
 
 @click.command("resolve")

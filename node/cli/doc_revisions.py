@@ -1,8 +1,9 @@
 """Naming a revision of a document on the command line (`--at`, `--base`, FROM, TO).
 
 A revision is a message id as printed (`%...`: the text just after that edit,
-the same on every node), cut short to at least six characters when one
-version's id starts so (`resolve_at`, which asks the document); a weft
+the same on every node), cut short to at least four characters after the `%`
+when one version's id starts so (`resolve_at`, which asks the document; a
+trailing `…` as printed is dropped); a weft
 `@FEED=SEQ,...`; this node's own version number (`v12` or `12`); or `now`
 (`head`): the current text (docs/DOCUMENTS.md, "Edits from a base").
 """
@@ -13,9 +14,10 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from tanglenode.node.cli.support import BadInput
+from tanglenode.node.cli.support import Ambiguous, BadInput, NotFound
 from tanglenode.protocol.doc_ipc import MAX_VERSIONS_PAGE
 from tanglenode.protocol.identity import message_text, parse_feed, parse_message_id
+from tanglenode.protocol.ipc_resolve import MAX_CANDIDATES, MIN_PREFIX_CHARS
 
 VERSION = re.compile(r"v?(\d{1,19})")
 NOW = ("now", "head")  # the current text, where a revision is asked for
@@ -23,14 +25,18 @@ NOW = ("now", "head")  # the current text, where a revision is asked for
 
 def parse_at(text: str) -> Any:
     """A revision as the wire names it: a message id, a version number, or a weft; None for
-    `now` (or `head`): the current text. A short message id (`%` and at least 6 of its
-    characters) is looked up in the document by `resolve_at`."""
+    `now` (or `head`): the current text. A short message id (`%` and at least
+    `MIN_PREFIX_CHARS` of its characters) is looked up in the document by `resolve_at`."""
     text = text.strip()
     if text.lower() in NOW:
         return None
+    if text.startswith("%"):
+        text = text.removesuffix("…").removesuffix("...")
     if text.startswith("%") and len(text) < MESSAGE_ID_CHARS:
-        if len(text) < 7:
-            raise BadInput(f"{text!r}: a short message id needs at least 6 characters after %")
+        if len(text) < 1 + MIN_PREFIX_CHARS:
+            raise BadInput(
+                f"{text!r}: a short message id needs at least {MIN_PREFIX_CHARS} characters after %"
+            )
         return ShortId(text)
     if text.startswith("%"):
         return parse_message_id(text)
@@ -55,8 +61,8 @@ class ShortId(str):
 
 
 def resolve_at(call: Callable[..., Any], doc: bytes, at: Any) -> Any:
-    """`at`, with a short id made the one message id of `doc` it starts; `BadInput` when no
-    version's id, or more than one, starts so."""
+    """`at`, with a short id made the one message id of `doc` it starts; `NotFound` when
+    no version's id starts so, `Ambiguous` (listing them) when several do."""
     if not isinstance(at, ShortId):
         return at
     found, since = [], 0
@@ -66,6 +72,10 @@ def resolve_at(call: Callable[..., Any], doc: bytes, at: Any) -> Any:
         if len(page) < MAX_VERSIONS_PAGE:
             break
         since = page[-1]["version"] + 1
-    if len(found) != 1:
-        raise BadInput(f"{at}: {'no' if not found else len(found)} versions' ids start so")
+    if not found:
+        raise NotFound(f"{at}: no version of {message_text(doc)} has an id starting so")
+    if len(found) > 1:
+        listed = ", ".join(message_text(msg) for msg in found[:MAX_CANDIDATES])
+        more = f" and {len(found) - MAX_CANDIDATES} more" if len(found) > MAX_CANDIDATES else ""
+        raise Ambiguous(f"{at} names several versions: {listed}{more}; give more of the id")
     return found[0]

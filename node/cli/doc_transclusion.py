@@ -16,8 +16,9 @@ from typing import Any
 import click
 
 from tanglenode.node.cli.backend import Backend
+from tanglenode.node.cli.lookup import document_arg
 from tanglenode.node.cli.support import Context, emit_json, json_option
-from tanglenode.protocol.identity import feed_text, message_text, parse_message_id
+from tanglenode.protocol.identity import feed_text, message_text
 
 
 def _obj() -> Context:
@@ -40,7 +41,8 @@ def doc_include(doc: str, link: str, at: int, as_json: bool) -> None:
     """Show the range LINK names (of another document) inside DOC, after its first POS
     code points, following that range's edits; prints the inclusion's id."""
     with Backend(_obj()) as docs:
-        made = docs.call("doc-include", doc=parse_message_id(doc), at=at, link=link)["include"]
+        doc_id = document_arg(_obj(), doc, docs.call)
+        made = docs.call("doc-include", doc=doc_id, at=at, link=link)["include"]
     if as_json:
         emit_json({"include": message_text(made)})
     else:

@@ -26,10 +26,11 @@ import click
 from tanglenode.node.cli.backend import Backend
 from tanglenode.node.cli.doc_pages import read_text, revision_weft
 from tanglenode.node.cli.doc_revisions import parse_at, resolve_at
+from tanglenode.node.cli.lookup import document_arg
 from tanglenode.node.cli.support import BadInput, Context, NotFound, emit_json, json_option
 from tanglenode.node.cli.terminal import for_stdout
 from tanglenode.protocol import weave_regex
-from tanglenode.protocol.identity import feed_text, message_text, parse_message_id
+from tanglenode.protocol.identity import feed_text, message_text
 from tanglenode.protocol.weave_file import (
     MAX_FILE_BYTES,
     WeaveError,
@@ -70,10 +71,10 @@ def doc_export(doc: str, form: str, at: str | None, since: str | None, out: str 
     with its cause and id), text3, hili3 (--from, --at dyed) or text1 (the text)."""
     from tanglenode.storage.documents.weave_export import Unexportable
 
-    doc_id = parse_message_id(doc)
     if since is not None and form != "hili3":
         raise BadInput("--from is for --format hili3")
     with Backend(_obj()) as docs:
+        doc_id = document_arg(_obj(), doc, docs.call)
         if form == "text1":
             revision = None if at is None else resolve_at(docs.call, doc_id, parse_at(at))
             _write(out, read_text(docs.call, doc_id, revision)["text"].encode("utf-8"))
@@ -86,7 +87,7 @@ def doc_export(doc: str, form: str, at: str | None, since: str | None, out: str 
         try:
             exported = store.documents.document_weave(doc_id)
         except Unexportable as error:
-            raise BadInput(f"{doc}: {error}") from None
+            raise BadInput(f"{message_text(doc_id)}: {error}") from None
     whole = weave_regex.weft2(exported.weft2(new))
     weave = exported.weave if at is None else weave_regex.at_weft(exported.weave, whole)
     if form == "weave5c":

@@ -45,6 +45,7 @@ from tanglenode.node.cli.doc_render import (
     span_json,
 )
 from tanglenode.node.cli.doc_revisions import parse_at, resolve_at
+from tanglenode.node.cli.lookup import document_arg, message_arg
 from tanglenode.node.cli.names import lazy_label
 from tanglenode.node.cli.render import format_timestamp
 from tanglenode.node.cli.support import (
@@ -60,7 +61,7 @@ from tanglenode.node.cli.terminal import for_stdout, safe, safe_json
 from tanglenode.node.client import NodeError, NodeNotRunning, connect
 from tanglenode.protocol.doc_ipc import MAX_SPLICE_CHARS, MAX_SPLICES, MAX_VERSIONS_PAGE
 from tanglenode.protocol.errors import TanglenodeError
-from tanglenode.protocol.identity import feed_text, message_text, parse_message_id
+from tanglenode.protocol.identity import feed_text, message_text
 from tanglenode.protocol.ipc import ErrorKind
 
 MAX_EDIT_BYTES = 4 << 20  # a file `doc edit` reads: the diff and its splices stay quick
@@ -70,11 +71,22 @@ EDIT_TRIES = 5  # reads and diffs of one `doc edit` while others edit the docume
 @click.group("doc")
 def doc_command() -> None:
     """Text documents: create, edit, insert, delete, show, log, diff, blame, watch, list,
-    link, resolve, comment, include, export, import."""
+    link, resolve, comment, include, export, import.
+
+    DOC is a document's id (or enough of its start to be the only message held
+    so: 4 characters after the % at least) or its title (exactly, else but for
+    case), as `doc list` prints them.
+    """
 
 
 def _obj() -> Context:
     return click.get_current_context().find_object(Context)
+
+
+def _doc(text: str, call: Callable[..., Any] | None = None) -> bytes:
+    """DOC: a document's id, whole or cut short, or its title (node/cli/lookup.py); `call`
+    asks the store where a `Backend` is open already."""
+    return document_arg(_obj(), text, call)
 
 
 # -- command-line values ----------------------------------------------------------------------
@@ -237,11 +249,12 @@ def doc_create(title: str, group: str | None, as_json: bool) -> None:
     title = argument_text(title, "TITLE")
     arguments: dict[str, Any] = {"title": title}
     if group is not None:
-        arguments["group"] = parse_message_id(group)
+        arguments["group"] = message_arg(_obj(), group, what="group")
     with Backend(_obj(), writes=True) as docs:
         doc = message_text(docs.call("doc-create", **arguments)["doc"])
     if as_json:
-        emit_json({"doc": doc, "title": title, "group": group})
+        shown = None if group is None else message_text(arguments["group"])
+        emit_json({"doc": doc, "title": title, "group": shown})
     else:
         click.echo(doc)
 
@@ -263,14 +276,15 @@ def doc_edit(
     """Publish what FILE ('-': stdin) changes in the revision of DOC it was made from, merged
     with what others did since. The revision is FILE's sidecar's (`doc show --out FILE`) or
     --base's; with neither, nothing is published unless --force."""
-    doc_id, new = parse_message_id(doc), read_text_file(file)
+    doc_id, new = _doc(doc), read_text_file(file)
     if force and (base is not None or exclusive):
         raise BadInput("--force makes the document exactly FILE: it takes no --base or --exclusive")
     sidecar = None if file == "-" or force else doc_checkout.read_base(file, doc_id)
     at: Any = parse_at(base) if base is not None else sidecar
     if base is None and sidecar is None and not force:
         raise BadInput(
-            f"no base: which revision of {doc} was {file} made from? `tangled doc show {doc} "
+            f"no base: which revision of {message_text(doc_id)} was {file} made from? "
+            f"`tangled doc show {message_text(doc_id)} "
             "--out FILE` writes a file that says it; or give --base REV; or --force to make "
             "the document exactly the file, deleting what others wrote since"
         )
@@ -330,7 +344,7 @@ def doc_insert(doc: str, pos: int, text: str, base: str | None, as_json: bool) -
     if not argument_text(text, "TEXT"):
         raise BadInput("nothing to insert: TEXT is empty")
     with Backend(_obj(), writes=True) as docs:
-        _publish(docs, parse_message_id(doc), [["ins", pos, text]], as_json, base)
+        _publish(docs, _doc(doc, docs.call), [["ins", pos, text]], as_json, base)
 
 
 @doc_command.command("delete")
@@ -343,7 +357,7 @@ def doc_delete(doc: str, pos: int, length: int, base: str | None, as_json: bool)
     """Delete LENGTH code points of DOC from POS (of its revision --base: only what it
     held, never what others wrote since)."""
     with Backend(_obj(), writes=True) as docs:
-        _publish(docs, parse_message_id(doc), [["del", pos, length]], as_json, base)
+        _publish(docs, _doc(doc, docs.call), [["del", pos, length]], as_json, base)
 
 
 # -- reading ------------------------------------------------------------------------------
@@ -366,7 +380,7 @@ def doc_show(
     from tanglenode.node.cli.doc_comments import comments_json, comments_text, read_comments
     from tanglenode.node.cli.doc_transclusion import rendered_json, rendered_text
 
-    arguments: dict[str, Any] = {"doc": parse_message_id(doc)}
+    arguments: dict[str, Any] = {"doc": _doc(doc)}
     if at is not None:
         arguments["at"] = parse_at(at)
     if (comments or transclude) and out is not None:
@@ -389,7 +403,7 @@ def doc_show(
     if as_json:
         emit_json(
             {
-                "doc": doc,
+                "doc": message_text(arguments["doc"]),
                 "at": at,
                 "version": shown["version"],
                 "weft": doc_checkout.weft_json(shown["weft"]),
@@ -463,7 +477,7 @@ def doc_list(as_json: bool) -> None:
 def doc_log(doc: str, patch: bool, as_json: bool) -> None:
     """DOC's versions (number, author, time, +inserted -deleted, id), and the edits set aside;
     -p shows what each edit changed, as its author saw it."""
-    doc_id = parse_message_id(doc)
+    doc_id = _doc(doc)
     versions: list[dict[str, Any]] = []
     with Backend(_obj()) as docs:
         page = docs.call("doc-log", doc=doc_id, since=0, limit=MAX_VERSIONS_PAGE)
@@ -483,7 +497,12 @@ def doc_log(doc: str, patch: bool, as_json: bool) -> None:
     aside_rows = [{**a, "msg": message_text(a["msg"])} for a in aside]
     if as_json:
         emit_json(
-            {"doc": doc, "versions": rows, "set_aside": aside_rows, "set_aside_total": aside_total}
+            {
+                "doc": message_text(doc_id),
+                "versions": rows,
+                "set_aside": aside_rows,
+                "set_aside_total": aside_total,
+            }
         )
         return
     label = lazy_label(_obj())
@@ -521,7 +540,7 @@ def _change(call: Callable[..., Any], doc: bytes, version: dict[str, Any]) -> li
 def doc_diff(doc: str, old: str, new: str, as_html: bool, as_json: bool) -> None:
     """What changed in DOC from FROM to TO (default: `now`, the current text), dyed: inserted
     text green, removed red, by author."""
-    doc_id = parse_message_id(doc)
+    doc_id = _doc(doc)
     with Backend(_obj()) as docs:
         start, end = (resolve_at(docs.call, doc_id, parse_at(at)) for at in (old, new))
         if start is None:  # FROM is now: named by its weft, as the request needs one
@@ -536,9 +555,10 @@ def doc_diff(doc: str, old: str, new: str, as_html: bool, as_json: bool) -> None
             }
             for s in spans
         ]
-        emit_json({"doc": doc, "from": old, "to": new, "spans": rows})
+        emit_json({"doc": message_text(doc_id), "from": old, "to": new, "spans": rows})
     elif as_html:
-        click.echo(diff_page(f"{doc} from {old} to {new}", spans, lazy_label(_obj())))
+        title = f"{message_text(doc_id)} from {old} to {new}"
+        click.echo(diff_page(title, spans, lazy_label(_obj())))
     else:
         tty = sys.stdout.isatty() and not os.environ.get("NO_COLOR")
         spans = [span | {"text": for_stdout(span["text"])} for span in spans]
@@ -555,7 +575,7 @@ def doc_diff(doc: str, old: str, new: str, as_html: bool, as_json: bool) -> None
 def doc_blame(doc: str, at: str | None, as_json: bool) -> None:
     """DOC line by line, each with the author who typed most of it, that author's edit which
     typed most of it (its id, cut short), and when."""
-    arguments: dict[str, Any] = {"doc": parse_message_id(doc)}
+    arguments: dict[str, Any] = {"doc": _doc(doc)}
     with Backend(_obj()) as docs:
         if at is not None:
             arguments["at"] = resolve_at(docs.call, arguments["doc"], parse_at(at))
@@ -576,7 +596,8 @@ def doc_blame(doc: str, at: str | None, as_json: bool) -> None:
             }
             for author, edit, text in lines
         ]
-        emit_json({"doc": doc, "at": at, "lines": lines_json, "spans": rows})
+        shown = message_text(arguments["doc"])
+        emit_json({"doc": shown, "at": at, "lines": lines_json, "spans": rows})
         return
     label = lazy_label(_obj())
     for author, edit, text in lines:
@@ -607,7 +628,7 @@ def _edit_times(call: Callable[..., Any], doc: bytes) -> dict[bytes, int]:
 @json_option
 def doc_watch(doc: str, since: int | None, count: int | None, as_json: bool) -> None:
     """Follow DOC live: its text, then each splice as it arrives (Ctrl-C stops)."""
-    doc_id = parse_message_id(doc)
+    doc_id = _doc(doc)
     obj = _obj()
     printer = _WatchPrinter(as_json)
     try:

@@ -23,12 +23,7 @@ from tanglenode.node.cli.support import (
     tangle_name,
 )
 from tanglenode.node.cli.terminal import safe, safe_json
-from tanglenode.protocol.identity import (
-    feed_text,
-    message_text,
-    parse_feed,
-    parse_message_id,
-)
+from tanglenode.protocol.identity import feed_text, message_text
 from tanglenode.storage.errors import StoreDamaged
 
 if TYPE_CHECKING:
@@ -39,11 +34,14 @@ if TYPE_CHECKING:
 # feeds, not for `publish` (docs/BENCHMARKS.md, "Start-up").
 
 
-def _parse_tangle_option(option: str) -> tuple[str, bytes | None]:
+def _parse_tangle_option(obj: Context, option: str) -> tuple[str, bytes | None]:
+    """`--tangle NAME[=ROOT]`: ROOT a message id, whole or cut short (node/cli/lookup.py)."""
+    from tanglenode.node.cli.lookup import message_arg  # loads nothing a whole id needs
+
     name, sep, root = option.partition("=")
     if not name:
         raise BadInput(f"--tangle {option[:80]!r}: expected NAME (a new tangle) or NAME=ROOT_ID")
-    return tangle_name(name), parse_message_id(root) if sep else None
+    return tangle_name(name), message_arg(obj, root) if sep else None
 
 
 def publish_content(obj: Context, value: Any, tangles: dict[str, bytes | None]) -> dict[str, Any]:
@@ -71,7 +69,7 @@ def publish(obj: Context, content: str, tangle_options: tuple[str, ...], as_json
     While the node is stopped the message goes into the store directly (the node
     sends it to peers once it runs)."""
     value = read_content(content, obj.settings)
-    tangles = dict(_parse_tangle_option(option) for option in tangle_options)
+    tangles = dict(_parse_tangle_option(obj, option) for option in tangle_options)
     body = publish_content(obj, value, tangles)
     log.info("published", seq=body["seq"], id=body["id"])
     if as_json:
@@ -104,12 +102,14 @@ def log_command(
     Each row: seq, id, the tangles it is in ([chat*]: in tangle chat, the * marks
     the tangle's root message), author, claimed time (UTC) and what it says; group
     messages are opened where our keys open them. --json adds `private` (the
-    opened part of a group message) to each message's fields.
+    opened part of a group message) to each message's fields. FEED is an @id (or
+    enough of its start to be the only one), ~NAME (the name it chose) or a petname.
     """
+    from tanglenode.node.cli.lookup import feed_arg
     from tanglenode.node.cli.summary import fit, open_viewer
 
     obj.require_data_dir()  # before the secret: a mistyped --data-dir says so
-    author = parse_feed(feed) if feed else read_secret(obj.settings.secret_path).public
+    author = feed_arg(obj, feed) if feed else read_secret(obj.settings.secret_path).public
     with obj.open_store() as store:
         if store.feeds.get_by_seq(author, 1) is None:
             if feed:
@@ -167,12 +167,15 @@ def show(obj: Context, message_id: str, as_json: bool) -> None:
     """Print the message MESSAGE_ID: who wrote it, when, what it says, then its fields.
 
     Group messages are opened where our keys open them (their `private` part).
-    --json prints the fields alone, on one line.
+    --json prints the fields alone, on one line. MESSAGE_ID may be cut short: the
+    one message held whose id starts so (4 characters after the % at least).
     """
+    from tanglenode.node.cli.backend import store_asker
+    from tanglenode.node.cli.lookup import message_arg
     from tanglenode.node.cli.summary import fit, open_viewer
 
-    with obj.open_store() as store:
-        message = store.feeds.get(parse_message_id(message_id))
+    with obj.open_store() as store:  # first: a damaged store says so before anything
+        message = store.feeds.get(message_arg(obj, message_id, store_asker(store)))
         if message is None:
             raise NotFound(f"no message {message_id} in the store")
         viewer = open_viewer(obj, store, as_json=as_json)

@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from tanglenode.node.cli.backend import ask
+from tanglenode.node.cli.lookup import feed_arg, message_arg
 from tanglenode.node.cli.support import (
     Context,
     emit_json,
@@ -16,29 +17,43 @@ from tanglenode.node.cli.support import (
     render_body,
 )
 from tanglenode.node.cli.terminal import safe
-from tanglenode.protocol.identity import parse_feed, parse_message_id
+from tanglenode.protocol.identity import parse_feed
 
 
 @click.group("group")
 def group_command() -> None:
     """Private groups: create, add, exclude, post, members, epochs, timeline.
 
-    GROUP is a group's id: the id of its root message, which `group create` prints.
+    GROUP is a group's id: the id of its root message, which `group create` prints
+    (or enough of its start to be the only one: 4 characters after the %, or more).
     Every subcommand asks the running node, or reads and writes the store directly
     while it is stopped (docs/GROUPS.md).
     """
 
 
+def _obj() -> Context:
+    return click.get_current_context().find_object(Context)
+
+
 def _group_call(op: str, **arguments: Any) -> Any:
-    obj = click.get_current_context().find_object(Context)
-    return render_body(ask(obj, op, **arguments))
+    return render_body(ask(_obj(), op, **arguments))
+
+
+def _group(text: str) -> bytes:
+    """GROUP: its id, whole or cut short (node/cli/lookup.py)."""
+    return message_arg(_obj(), text, what="group")
+
+
+def _members(feeds: tuple[str, ...]) -> list[bytes]:
+    """Each FEED: an @id (or enough of one), ~NAME or a petname (node/cli/lookup.py)."""
+    return [feed_arg(_obj(), feed) for feed in feeds]
 
 
 def _names() -> Any:
     """Our names for feeds (node/cli/names.py), for the human output only."""
     from tanglenode.node.cli.names import load_names
 
-    return load_names(click.get_current_context().find_object(Context))
+    return load_names(_obj())
 
 
 def _named(names: Any, feed_id: str) -> str:
@@ -58,9 +73,9 @@ def group_create(name: str) -> None:
 @click.argument("group", metavar="GROUP")
 @click.argument("feeds", nargs=-1, required=True, metavar="FEED...")
 def group_add(group: str, feeds: tuple[str, ...]) -> None:
-    """Add each FEED (@...) to GROUP's current epoch; they receive its key."""
-    members = [parse_feed(feed) for feed in feeds]
-    click.echo(_group_call("group-add", group=parse_message_id(group), members=members)["id"])
+    """Add each FEED (an @id, ~NAME or a petname) to GROUP's current epoch; they receive its
+    key."""
+    click.echo(_group_call("group-add", group=_group(group), members=_members(feeds))["id"])
 
 
 @group_command.command("exclude")
@@ -68,8 +83,7 @@ def group_add(group: str, feeds: tuple[str, ...]) -> None:
 @click.argument("feeds", nargs=-1, required=True, metavar="FEED...")
 def group_exclude(group: str, feeds: tuple[str, ...]) -> None:
     """Exclude each FEED from GROUP and open a new epoch with a new key; prints its id."""
-    members = [parse_feed(feed) for feed in feeds]
-    done = _group_call("group-exclude", group=parse_message_id(group), members=members)
+    done = _group_call("group-exclude", group=_group(group), members=_members(feeds))
     click.echo(done["epoch"])
 
 
@@ -81,9 +95,8 @@ def group_post(group: str, content: str) -> None:
 
     Only a member of the current epoch may post: an excluded member is refused (exit 3).
     """
-    obj = click.get_current_context().find_object(Context)
-    value = read_content(content, obj.settings)
-    click.echo(_group_call("group-post", group=parse_message_id(group), content=value)["id"])
+    value = read_content(content, _obj().settings)
+    click.echo(_group_call("group-post", group=_group(group), content=value)["id"])
 
 
 @group_command.command("members")
@@ -91,7 +104,7 @@ def group_post(group: str, content: str) -> None:
 @json_option
 def group_members(group: str, as_json: bool) -> None:
     """GROUP's current members."""
-    shown = _group_call("group-show", group=parse_message_id(group))
+    shown = _group_call("group-show", group=_group(group))
     if as_json:
         emit_json(shown["members"])
     else:
@@ -105,7 +118,7 @@ def group_members(group: str, as_json: bool) -> None:
 @json_option
 def group_epochs(group: str, as_json: bool) -> None:
     """GROUP's epochs: each one's id, whether it is the current one, its members."""
-    shown = _group_call("group-show", group=parse_message_id(group))
+    shown = _group_call("group-show", group=_group(group))
     if as_json:
         emit_json(shown["epochs"])
         return
@@ -139,7 +152,7 @@ def group_timeline(group: str, tangle: str, order: str, as_json: bool) -> None:
     the members an add or exclude names); "(cannot open)" where we hold no key for it,
     [invalid] where the group's rules refuse it. A GROUP that is not a group: exit 4.
     """
-    found = _group_call("group-timeline", group=parse_message_id(group), tangle=tangle, order=order)
+    found = _group_call("group-timeline", group=_group(group), tangle=tangle, order=order)
     if as_json:
         for row in found["entries"]:
             emit_json(row)

@@ -43,6 +43,7 @@ from typing import Any
 
 import click
 
+from tanglenode.node.cli.lookup import feed_arg
 from tanglenode.node.cli.support import (
     BadInput,
     Context,
@@ -289,8 +290,9 @@ def name_command(
     """Give @FEED a petname NAME (kept only here), show its names, or list every name.
 
     Without arguments, every feed that has a petname or named itself; a petname
-    is shown as is, a name a feed chose itself as ~name. Works whether the node
-    runs or not.
+    is shown as is, a name a feed chose itself as ~name. @FEED may also be ~NAME,
+    a petname, or enough of an id's start to be the only one. Works whether the
+    node runs or not.
     """
     obj.require_data_dir()
     if feed is None:
@@ -300,7 +302,7 @@ def name_command(
         for author in sorted(set(names.petnames) | set(names.abouts)):
             _echo_names(names, author, as_json)
         return
-    author = parse_feed(feed)
+    author = feed_arg(obj, feed)
     if clear and name is not None:
         raise click.UsageError("give NAME or --clear, not both")
     if clear or name is not None:

@@ -19,23 +19,10 @@ import click
 
 from tanglenode.node.cli import COMMANDS
 from tanglenode.node.cli.backend import ask
-from tanglenode.node.cli.names import lazy_label, petnames_path, read_petnames
-from tanglenode.node.cli.support import BadInput, Context, emit_json, json_option
-from tanglenode.protocol.errors import BadIdentifier
-from tanglenode.protocol.identity import feed_text, message_text, parse_feed
-
-
-def feed_named(obj: Context, text: str) -> bytes:
-    """`text` as a feed: an `@…` id, or a petname given here (`tangled name`)."""
-    if text.startswith("@"):
-        try:
-            return parse_feed(text)
-        except BadIdentifier as error:
-            raise BadInput(str(error)) from None
-    found = [feed for feed, name in read_petnames(petnames_path(obj)).items() if name == text]
-    if len(found) != 1:
-        raise BadInput(f"{text!r} is no feed id (@…) and no petname given here")
-    return found[0]
+from tanglenode.node.cli.lookup import feed_arg
+from tanglenode.node.cli.names import lazy_label
+from tanglenode.node.cli.support import Context, emit_json, json_option
+from tanglenode.protocol.identity import feed_text, message_text
 
 
 def _contact_command(op: str) -> click.Command:
@@ -44,7 +31,7 @@ def _contact_command(op: str) -> click.Command:
     @json_option
     @click.pass_obj
     def command(obj: Context, feed: str, as_json: bool) -> None:
-        whom = feed_named(obj, feed)
+        whom = feed_arg(obj, feed)
         done = ask(obj, op, feed=whom)
         seen = done["seen"] or _configured_peer(obj, whom)
         if as_json:

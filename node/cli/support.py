@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -45,6 +46,11 @@ class NotFound(TanglenodeError):
 
 class BadInput(TanglenodeError):
     """What the user gave us cannot be used."""
+
+
+class Ambiguous(BadInput):
+    """What the user typed names several things (a short id, a name, a title): exit 3, the
+    message listing them (at most a few) so the user can pick one by its id."""
 
 
 class Context:
@@ -229,8 +235,11 @@ def render_body(value: Any) -> Any:
     return value
 
 
-def parse_timeline(spec: str | None, spacetime: bool) -> tuple[str, bytes] | None:
-    """NAME/ROOT as (tangle name, root id); None for --spacetime. Exactly one is given."""
+def parse_timeline(
+    spec: str | None, spacetime: bool, root_id: Callable[[str], bytes] = parse_message_id
+) -> tuple[str, bytes] | None:
+    """NAME/ROOT as (tangle name, root id); None for --spacetime. Exactly one is given.
+    `root_id` reads ROOT (node/cli/lookup.py's `message_arg` takes an id cut short too)."""
     if spacetime == bool(spec):
         raise click.UsageError("name one timeline: NAME/ROOT or --spacetime")
     if spacetime:
@@ -238,14 +247,18 @@ def parse_timeline(spec: str | None, spacetime: bool) -> tuple[str, bytes] | Non
     name, _sep, root = spec.rpartition("/")  # type: ignore[union-attr]  # ids never hold "/"
     if not name:
         raise BadInput(f"{spec[:80]!r}: expected NAME/ROOT, e.g. chat/%AbC...")
-    return tangle_name(name), parse_message_id(root)
+    return tangle_name(name), root_id(root)
 
 
 def timeline_spec(
-    spec: str | None, spacetime: bool, joined: bool = False, order: str = "rank"
+    spec: str | None,
+    spacetime: bool,
+    joined: bool = False,
+    order: str = "rank",
+    root_id: Callable[[str], bytes] = parse_message_id,
 ) -> dict[str, Any]:
     """The timeline named on the command line, as the IPC requests name it."""
-    parsed = parse_timeline(spec, spacetime)
+    parsed = parse_timeline(spec, spacetime, root_id)
     if parsed is None:
         if joined:
             raise BadInput("--joined is a tangle's view; the spacetime has no pending members")

@@ -16,6 +16,7 @@ import trio
 
 from tanglenode.node.cli.backend import Backend
 from tanglenode.node.cli.digest import show_digest
+from tanglenode.node.cli.lookup import message_arg
 from tanglenode.node.cli.render import TIME_WIDTH, format_timestamp
 from tanglenode.node.cli.summary import Viewer, fit, open_viewer
 from tanglenode.node.cli.support import (
@@ -32,7 +33,7 @@ from tanglenode.node.cli.support import (
 )
 from tanglenode.node.client import NodeError, NodeNotRunning, connect
 from tanglenode.protocol.errors import TanglenodeError
-from tanglenode.protocol.identity import message_text, parse_message_id
+from tanglenode.protocol.identity import message_text
 from tanglenode.protocol.ipc import PAGE, ErrorKind
 from tanglenode.storage.engine.causal_key import MAX_TIME
 from tanglenode.storage.engine.causal_window import WINDOW_MODES
@@ -133,7 +134,7 @@ def timeline(
     as_json: bool,
 ) -> None:
     """Print a tangle's timeline (NAME/ROOT) or the spacetime: order, position or commands."""
-    which = timeline_spec(spec, spacetime, joined, order)
+    which = timeline_spec(spec, spacetime, joined, order, lambda root: message_arg(obj, root))
     label = _label(which, spec)
     if digest:
         given = {"--at": at_id, "--since": since, "--limit": limit, "--from-time": from_time}
@@ -150,7 +151,7 @@ def timeline(
             raise NotFound(f"no timeline {label} in the store") from None
         value = "time" if order == "causal-time" else "rank"  # what entries sort by
         if at_id is not None:
-            found = source.placement(parse_message_id(at_id), at_id, label)
+            found = source.placement(message_arg(obj, at_id, backend.call), at_id, label)
             if as_json:
                 emit_json({"id": at_id, **found})
             else:
@@ -393,7 +394,7 @@ def watch(
     commands as `timeline --json` and `timeline --since --json` print them, with author,
     timestamp and summary added.
     """
-    which = timeline_spec(spec, spacetime, joined, order)
+    which = timeline_spec(spec, spacetime, joined, order, lambda root: message_arg(obj, root))
     store = _store_or_none(obj)
     try:
         follower = _Follower(obj, which, open_viewer(obj, store, as_json=as_json), as_json, count)

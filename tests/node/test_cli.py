@@ -132,7 +132,7 @@ def test_publish_into_a_tangle_then_log_show_and_feeds(ready):
         (("publish", "{}", "--tangle", "chat=%zzz"), 3, "message id"),
         (("publish", "{}", "--tangle", "chat=%" + "A" * 43), 3, "no tangle 'chat'"),
         (("show", "nope"), 3, "must start with '%'"),
-        (("log", "@short"), 3, "feed id"),
+        (("log", "@sho"), 3, "feed id"),  # @short is a feed id cut short
         (("show", "%" + "A" * 43), 4, "no message"),
         (("log", "@" + "A" * 43), 4, "no feed"),
     ],

@@ -74,7 +74,7 @@ def test_a_revision_is_a_message_id_a_version_or_a_weft():
     assert doc_revisions.parse_at("%AbCdEfG") == "%AbCdEfG" and isinstance(
         doc_revisions.parse_at("%AbCdEf"), str
     )
-    for bad in ("yesterday", "v", "v-1", "@nope=1", f"{feed_text(ALICE)}=x", "%short"):
+    for bad in ("yesterday", "v", "v-1", "@nope=1", f"{feed_text(ALICE)}=x", "%sho", "%…"):
         with pytest.raises((BadInput, BadIdentifier)):  # both exit 3
             doc_revisions.parse_at(bad)
 

@@ -8,7 +8,7 @@ import pytest
 
 from tanglenode.node.cli import doc_checkout, doc_revisions, docs
 from tanglenode.node.cli.backend import call_store
-from tanglenode.node.cli.support import BadInput
+from tanglenode.node.cli.support import BadInput, NotFound
 from tanglenode.node.client import NodeError
 from tanglenode.node.service import StoreService
 from tanglenode.protocol.doc_ipc import MAX_SPLICES
@@ -203,8 +203,11 @@ def test_a_short_message_id_names_the_one_version_it_starts(store):
     full = message_text(edit.id)
     assert doc_revisions.resolve_at(store.call, doc, doc_revisions.parse_at(full[:9])) == edit.id
     assert store.call("doc-show", doc=doc, at=edit.id)["text"] == "abcd"
-    with pytest.raises(BadInput, match="no versions"):
+    with pytest.raises(NotFound, match="no version of"):
         doc_revisions.resolve_at(store.call, doc, doc_revisions.ShortId("%" + "-" * 8))
+    assert doc_revisions.parse_at(full[:9] + "…") == full[:9]  # as `doc blame` prints it
+    with pytest.raises(BadInput, match="at least 4"):
+        doc_revisions.parse_at(full[:4])
 
 
 def test_a_long_edit_cut_short_resumes_from_the_revision_its_last_request_left(store, tmp_path):

@@ -68,7 +68,7 @@ def test_our_about_is_published_and_names_our_feed(ready):
 @pytest.mark.parametrize(
     ("args", "code", "says"),
     [
-        (("name", "@nope", "x"), 3, "feed id"),
+        (("name", "@no+pe", "x"), 3, "feed id"),  # @nope is a feed id cut short
         (("name", "{feed}", "two\nlines"), 3, "printable characters"),
         (("name", "{feed}", " padded"), 3, "printable characters"),
         (("name", "{feed}", "x" * 41), 3, "1 to 40"),
