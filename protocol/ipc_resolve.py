@@ -1,6 +1,6 @@
 """The `resolve` op's half of the IPC protocol, sans-IO: names people type, to ids.
 
-What the CLI prints, it accepts back (docs/IPC.md, "Resolving names"): a
+What the CLI prints, it accepts back (docs/IPC.md, "Wire", its row): a
 message id cut short (`%AbCd`), a feed id cut short (`@AbCdEfGh…`), the name a
 feed chose itself (`~alice`) and a document's title. Only the store can say
 which ids they stand for, so the CLI asks with `resolve`, whether the node
