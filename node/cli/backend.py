@@ -210,11 +210,15 @@ def call_store(service: Any, keypair: Keypair | None, op: str, **arguments: Any)
 
 def store_asker(store: FeedStore) -> Callable[..., Any]:
     """`call(op, **arguments)` answered on `store`, a store this command opened already
-    (LMDB opens a store once a process), as `Backend.call` answers on one of its own."""
-    from tanglenode.node.service import StoreService
+    (LMDB opens a store once a process), as `Backend.call` answers on one of its own;
+    nothing more loads until it is called."""
 
-    service = StoreService(store)
-    return lambda op, **arguments: call_store(service, None, op, **arguments)
+    def call(op: str, **arguments: Any) -> Any:
+        from tanglenode.node.service import StoreService
+
+        return call_store(StoreService(store), None, op, **arguments)
+
+    return call
 
 
 def _purpose() -> str:
