@@ -39,8 +39,11 @@ from typing import Any
 from tanglenode.node.peers import PeerState
 from tanglenode.protocol.errors import Reason
 from tanglenode.protocol.identity import feed_text
+from tanglenode.protocol.invite import Refusal
 from tanglenode.storage.feeds.ingest import Outcome
 
+# What an inviter answers (the redeemer's own refusals, told before any dial, are not its).
+INVITE_REFUSALS = tuple(r for r in Refusal if r not in (Refusal.UNAVAILABLE, Refusal.OTHER_NETWORK))
 MAX_PEERS_LABELLED = 256
 OTHER = "other"  # the label of every peer past the first MAX_PEERS_LABELLED (a feed id has `@`)
 LATENCY_BOUNDS = (
@@ -115,6 +118,8 @@ class NodeCounters:
         self.peers: dict[bytes, PeerTraffic] = {}  # the labelled peers, in the order met
         self.other = PeerTraffic()
         self.ipc_lagged = 0  # IPC streams closed because the client fell behind
+        # redemptions of our invites: "redeemed", or the refusal (node/invite_door.py)
+        self.invites = {"redeemed": 0, **{str(refusal): 0 for refusal in INVITE_REFUSALS}}
         self._sessions: dict[int, PeerState] = {}  # open gossip sessions' peers, by token
         self._next_session = 0
         self._queues: set[Any] = set()  # open IPC streams' trio.MemoryReceiveChannels

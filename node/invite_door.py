@@ -20,6 +20,7 @@ The door answers each redemption with one frame, then closes:
 - otherwise the store judges it (`StoreService.redeem_invite`: spent and
   followed back in one transaction, or refused with nothing written).
 
+Every answer is counted (`tanglenode_invite_redemptions_total`, by outcome).
 The secret is never logged: a redemption is logged in one line naming the
 redeemer's feed, the invite's id (a hash of the secret) and the outcome.
 """
@@ -147,6 +148,7 @@ class InviteDoor:
         except InviteRefused as refused:
             return self._refuse(redeemer, hashed, refused.refusal, str(refused))
         self.redeemed += 1
+        self.service.counters.invites["redeemed"] += 1
         log.info(
             "invite redeemed",
             peer=feed_text(redeemer),
@@ -160,6 +162,7 @@ class InviteDoor:
         self, redeemer: bytes, hashed: bytes | None, refusal: Refusal, detail: str
     ) -> list[Any]:
         self.refused += 1
+        self.service.counters.invites[str(refusal)] += 1
         log.info(
             "invite refused",
             peer=feed_text(redeemer),

@@ -131,6 +131,14 @@ class NodeCollector:
             "Frames waiting in the fullest IPC stream's queue",
             value=deepest,
         )
+        yield _labelled(
+            CounterMetricFamily(
+                "tanglenode_invite_redemptions",
+                "Redemptions of this node's invites: redeemed, or the refusal's reason",
+                labels=["outcome"],
+            ),
+            counters.invites,
+        )
         yield CounterMetricFamily(
             "tanglenode_ipc_lagged",
             "IPC streams closed because the client fell behind",

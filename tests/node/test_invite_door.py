@@ -124,6 +124,9 @@ async def test_wrong_reused_expired_and_revoked_codes_are_refused_and_write_noth
     assert await refused(node.code(b"u" * 32), node.keypair) is Refusal.OWN
     assert node.state() == before
     assert node.door.refused == 5
+    counted = node.service.counters.invites  # what /metrics shows, by outcome
+    assert counted["redeemed"] == 1 and counted["invite-unknown"] == 1
+    assert counted["invite-used-up"] == counted["invite-own"] == counted["invite-revoked"] == 1
 
 
 async def test_a_flood_of_redemptions_is_rate_limited_before_the_store_is_asked(inviter):
