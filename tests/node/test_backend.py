@@ -15,6 +15,7 @@ from tanglenode.node.oneshot import NodeError, NodeNotRunning, request
 from tanglenode.node.peers import PeerRegistry
 from tanglenode.node.service import StoreService
 from tanglenode.protocol import ipc
+from tanglenode.protocol.identity import feed_text, message_text
 from tanglenode.storage.errors import DataDirInUse
 from tanglenode.storage.feeds.datalock import DataDirLock
 from tanglenode.storage.store import FeedStore
@@ -72,6 +73,11 @@ async def test_the_store_here_answers_every_read_as_the_running_node_does(tmp_pa
         ("doc-blame", {"doc": doc}),
         ("doc-show", {"doc": bytes(32)}),
         ("doc-edit", {"doc": doc, "splices": [["del", 99, 1]]}),  # outside the text
+        ("resolve", {"kind": "message", "text": message_text(reply)[1:9]}),
+        ("resolve", {"kind": "feed", "text": feed_text(ME.public)[1:5]}),
+        ("resolve", {"kind": "name", "text": "nobody"}),
+        ("resolve", {"kind": "title", "text": "T"}),  # "t" but for case
+        ("resolve", {"kind": "message", "text": "AbC"}),  # bad-request: too short
     ]
     here = StoreService(store)  # another service over the same store, as the CLI opens it
 
