@@ -8,15 +8,18 @@ once (the cache and its checkpoints filled), then, alternating per round:
            `store.digests.timeline_digest(SPACETIME)` with the cache as the
            last digest left it: the log since, the last chunk re-hashed
            (storage/views/digest.py)
-  full     ingest the next message, empty the digest cache, then time the
-           same call: the full pass over the order tree, what every digest
-           after a change cost before checkpoints
+  full     ingest the next message, empty the digest cache
+           (`store.digests.forget()`), then time the same call: the full pass
+           over the order tree, what every digest after a change cost before
+           checkpoints
 
 and the same two for `store.digests.timeline_digests(32)`, what `tangled
 status` asks (the spacetime and 32 tangles; a message changes its tangle
 too, of a few hundred entries: a full pass either way). Every resumed
-digest is checked against a full pass of the same version. Prints the
-median and range of each over the rounds, and their ratio.
+digest is checked against a full pass of the same version, and every timed
+call against the cache's count of passes (a "full" one resumed nothing, a
+"resumed" one resumed). Prints the median and range of each over the rounds,
+and their ratio.
 
     .venv/bin/python bench/digest.py --messages 100000 --rounds 15
 """
@@ -45,6 +48,15 @@ def timed(call) -> tuple[float, object]:
     started = time.perf_counter()
     found = call()
     return (time.perf_counter() - started) * 1000, found
+
+
+def timed_pass(store: FeedStore, call, resumed: bool) -> tuple[float, object]:
+    """`timed(call)`, checked to have resumed from the cache or not, as `resumed` says."""
+    before = store.digests.cache.passes["resumed"]
+    elapsed, found = timed(call)
+    if (store.digests.cache.passes["resumed"] > before) != resumed:
+        raise SystemExit(f"a pass meant to {'resume' if resumed else 'be full'} was not")
+    return elapsed, found
 
 
 def main() -> None:
@@ -77,14 +89,14 @@ def main() -> None:
                 ("status", lambda: store.digests.timeline_digests(32)),
             ):
                 store.writes.ingest([next(later)])
-                elapsed, found = timed(call)
+                elapsed, found = timed_pass(store, call, resumed=True)
                 times[f"{what} resumed"].append(elapsed)
-                store._digest_cache = None
+                store.digests.forget()
                 if what == "spacetime" and store.digests.timeline_digest(SPACETIME) != found:
                     raise SystemExit("the resumed digest differs from the full pass")
                 store.writes.ingest([next(later)])
-                store._digest_cache = None
-                times[f"{what} full"].append(timed(call)[0])
+                store.digests.forget()
+                times[f"{what} full"].append(timed_pass(store, call, resumed=False)[0])
                 store.digests.timeline_digests(32)  # fill the cache again: the next one resumes
     for what in ("spacetime", "status"):
         resumed, full = times[f"{what} resumed"], times[f"{what} full"]

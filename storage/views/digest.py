@@ -40,8 +40,9 @@ cached timelines); past it the least recently used timelines lose theirs
 (keeping their digests), and a timeline that alone would exceed it keeps
 none.
 
-`DigestReads` is a `FeedStore` mixin, like `TimelineReads`: it reads
-`_env`, `_tables` and `_timeline_tables`.
+`DigestReads` is `store.digests`, an area over the store's `StoreContext`
+(storage/context.py) that reads the timelines' tables; it holds the cache,
+which `forget` drops.
 """
 
 from __future__ import annotations
@@ -150,6 +151,12 @@ class _Cache:
         with self._lock:
             return self._states
 
+    def clear(self) -> None:
+        """Drop every digest and checkpoint (`passes` goes on counting)."""
+        with self._lock:
+            self._found.clear()
+            self._states = 0
+
 
 class DigestReads:
     """`store.digests`: timelines' digests; each public method is one read transaction."""
@@ -157,6 +164,11 @@ class DigestReads:
     def __init__(self, ctx: StoreContext) -> None:
         self._ctx = ctx
         self.cache = _Cache(CACHE_SLOTS, CHECKPOINT_BUDGET)
+
+    def forget(self) -> None:
+        """Drop the cache: the next digest of each timeline is a full pass (what
+        bench/digest.py times as "full")."""
+        self.cache.clear()
 
     def timeline_digest(self, timeline: bytes) -> TimelineDigest:
         """The digest of `timeline` (a `timeline_name`) now; `UnknownTimeline` for a tangle

@@ -211,3 +211,26 @@ def test_a_removal_that_lowers_a_member_below_it_resumes_below_both(open_store, 
     found = store.digests.timeline_digest(SPACETIME)
     ids = [msg_id for _rank, msg_id in store.timelines.timeline(SPACETIME)]
     assert (found.count, found.digest) == (len(ids), order_digest(ids))
+
+
+def test_forget_makes_the_next_digest_a_full_pass(open_store, monkeypatch):
+    """bench/digest.py times `forget` then a digest as the full pass: nothing may resume,
+    every checkpoint is gone, and the digest is the same bytes."""
+    monkeypatch.setattr(digest_module, "CHUNK", 2)
+    monkeypatch.setattr(digest_module, "LOG_SHARE", 1)  # resume whenever the log allows
+    root, arrival = late_arrivals(random.Random(3), feeds=3, per_feed=6)
+    store = open_store()
+    store.writes.ingest([m.raw for m in arrival[:-2]])
+    names = _timelines(store, root)
+    for name in names:
+        store.digests.timeline_digest(name)
+    passes = store.digests.cache.passes
+    store.writes.ingest([arrival[-2].raw])
+    store.digests.timeline_digest(SPACETIME)
+    assert passes["resumed"] == 1 and store.digests.cache.states() > 0  # without forget
+    store.writes.ingest([arrival[-1].raw])
+    store.digests.forget()
+    assert store.digests.cache.states() == 0
+    full = passes["full"]
+    _check(store, names)
+    assert passes["resumed"] == 1 and passes["full"] == full + len(names)
