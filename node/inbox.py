@@ -7,10 +7,10 @@ and goes back to the socket; two tasks take it from there:
 
 - the preparer takes what has queued up, consecutive MESSAGES frames
   merged into one batch of at most `max_batch` messages, and decodes and
-  verifies it without the store (`StoreService.writes.prepare`: in the node's
+  verifies it without the store (`StoreService.prepare`: in the node's
   verifying process, node.verifier, so on the second core);
 - the storer stores each prepared batch in one write transaction
-  (`StoreService.writes.ingest_prepared`) and reports it to the session
+  (`StoreService.ingest_prepared`) and reports it to the session
   (`on_messages`), which checks the results and grants credit back.
 
 So batch N+1 is verified while batch N is stored (and up to two prepared

@@ -6,10 +6,13 @@ A node carries its own feed, the feeds it follows within `hops` (1: those
 it follows; 2: and those they follow, read from the contact messages on
 the followed feeds, storage/views/contacts.py; and so on), the members of
 every private group it is in (handed in by the caller, which holds the
-keys: node/service.py and node/ipc_scope.py, through
-storage/groups/listing.py), and nothing else. A feed it blocks is never
-carried, whoever follows it. `hops = None` ("all") carries every feed but
-the blocked ones: today's open replication, for the tests and the demo.
+keys, through storage/groups/listing.py: the node's
+`StoreService.refresh_scope`, which `StoreService.keep_scope` runs
+whenever a contact or group message is stored, node/service.py; and our
+own follow, block and the others at once, node/ipc_scope.py), and nothing
+else. A feed it blocks is never carried, whoever follows it. `hops = None`
+("all") carries every feed but the blocked ones: today's open replication,
+for the tests and the demo.
 
 At most `MAX_SCOPE_FEEDS` feeds are carried (as many as a peer's clock may
 name, protocol/gossip.py), and no feed we did not choose can take that

@@ -1,10 +1,16 @@
 """The docs' tables of codes, ops, tables and commands name exactly what the code defines;
-the repository cites only itself, and every section it cites exists."""
+the repository cites only itself, and every section, file, module, class member and store
+area it cites exists."""
 
 from __future__ import annotations
 
+import ast
+import builtins
+import functools
+import io
 import os
 import re
+import tokenize
 from pathlib import Path
 
 import lmdb
@@ -162,3 +168,209 @@ def test_the_test_data_readme_names_every_file_its_size_and_licence():
         row = name if name in listed else name.split("/")[0] + "/"
         sizes[row] = sizes.get(row, 0) + size
     assert sizes == listed
+
+
+# -- what the docs and docstrings cite exists -----------------------------------------------
+
+CITED_FILE = re.compile(
+    r"(?<![\w./-])((?:node|storage|protocol|config|pipeline|bench|tests|docs|systemd)"
+    r"/[\w/.-]*\w\.(?:py|pxd|md|js|toml|sh|1|service))\b"
+)
+CITED_MODULE = re.compile(
+    r"(?<![\w./-])(?:tanglenode\.)?((?:node|storage|protocol|config|pipeline)(?:\.[A-Za-z_]\w*)+)"
+)
+CITED_MEMBER = re.compile(r"`([A-Z]\w*)\.([A-Za-z_]\w*)")  # `Class.member...
+CITED_AREA = re.compile(r"`store\.(?!py`)([a-z_]\w*)(?:\.([A-Za-z_]\w*))?")  # not `store.py`
+# Dated records: each entry names the code as it was when it was measured.
+RECORDS = {Path("docs/BENCHMARKS.md")}
+PLAIN_BASES = {"object", "Enum", "IntEnum", "StrEnum", "Flag", "IntFlag", "Protocol"}
+
+
+def prose(path: Path, text: str) -> str:
+    """What a file says in words: a Python file's strings and comments, any other whole."""
+    if path.suffix != ".py":
+        return text
+    tokens = tokenize.generate_tokens(io.StringIO(text).readline)
+    return "\n".join(t.string for t in tokens if t.type in (tokenize.STRING, tokenize.COMMENT))
+
+
+@functools.cache
+def top_level_names(module: Path) -> set[str]:
+    """The names a module defines or imports at any depth of its statements."""
+    names = set()
+    for node in ast.walk(ast.parse(module.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            names.add(node.name)
+        elif isinstance(node, ast.Assign | ast.AnnAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names |= {t.id for t in targets if isinstance(t, ast.Name)}
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            names |= {(alias.asname or alias.name).split(".")[0] for alias in node.names}
+    return names
+
+
+class CodeIndex:
+    """Every class the repository defines, by name (a name defined twice: the union), with
+    the names its body and its methods' `self.x = ...` define, and `FeedStore`'s areas."""
+
+    def __init__(self, texts: dict[Path, str]) -> None:
+        self.defined: dict[str, set[str]] = {}
+        self.bases: dict[str, set[str]] = {}
+        self.areas: dict[str, str] = {}  # store.<area> -> its class (Writes, FeedReads, ...)
+        for path, text in texts.items():
+            if path.suffix != ".py":
+                continue
+            for node in ast.walk(ast.parse(text)):
+                if isinstance(node, ast.ClassDef):
+                    self._add(node)
+
+    def _add(self, cls: ast.ClassDef) -> None:
+        names = self.defined.setdefault(cls.name, set())
+        self.bases.setdefault(cls.name, set()).update(
+            base.id if isinstance(base, ast.Name) else base.attr
+            for base in cls.bases
+            if isinstance(base, ast.Name | ast.Attribute)
+        )
+        for node in cls.body:  # methods, class attributes, fields
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                names.add(node.name)
+            names |= {one.id for one in _targets(node) if isinstance(one, ast.Name)}
+        for node in ast.walk(cls):  # and `self.x = ...` in any method
+            for one in _targets(node):
+                if isinstance(one, ast.Attribute) and _is_name(one.value, "self"):
+                    names.add(one.attr)
+                    self._area(cls, one.attr, getattr(node, "value", None))
+
+    def _area(self, cls: ast.ClassDef, attribute: str, value: ast.AST | None) -> None:
+        """`self.writes = Writes(...)` in `FeedStore`: an area and its class."""
+        if cls.name != "FeedStore" or not isinstance(value, ast.Call):
+            return
+        if isinstance(value.func, ast.Name) and value.func.id[:1].isupper():
+            self.areas[attribute] = value.func.id
+
+    def members(self, cls: str) -> set[str] | None:
+        """What instances of `cls` have, or None when a base is none of ours (unknowable)."""
+        found = set(self.defined[cls])
+        for base in self.bases.get(cls, ()):
+            if base in self.defined and base != cls:
+                inherited = self.members(base)
+                if inherited is None:
+                    return None
+                found |= inherited
+            elif base not in PLAIN_BASES and not (
+                isinstance(getattr(builtins, base, None), type)
+                and issubclass(getattr(builtins, base), BaseException)
+            ):
+                return None
+        return found
+
+
+@functools.cache
+def code_index() -> tuple[dict[Path, str], CodeIndex]:
+    """The repository's texts and the classes they define, read once for the tests below."""
+    texts = repository_texts()
+    return texts, CodeIndex(texts)
+
+
+def _targets(node: ast.AST) -> list[ast.expr]:
+    """What an assignment statement assigns to (each element of a tuple), else nothing."""
+    if isinstance(node, ast.Assign):
+        targets = node.targets
+    elif isinstance(node, ast.AnnAssign | ast.AugAssign):
+        targets = [node.target]
+    else:
+        return []
+    return [one for t in targets for one in (t.elts if isinstance(t, ast.Tuple) else [t])]
+
+
+def _is_name(node: ast.AST, name: str) -> bool:
+    return isinstance(node, ast.Name) and node.id == name
+
+
+def cited_module(parts: list[str]) -> tuple[Path, int]:
+    """The deepest package or module `parts` (a dotted name's) names from the repository's
+    root, and how many of the parts that took."""
+    here, at = ROOT / parts[0], 1
+    while at < len(parts) and here.is_dir():
+        package, module = here / parts[at], here / f"{parts[at]}.py"
+        if package.is_dir():
+            here = package
+        elif module.exists():
+            here = module
+        else:
+            break
+        at += 1
+    return here, at
+
+
+def test_every_file_and_module_cited_exists():
+    """A path (`node/service.py`) or a module and what it defines
+    (`protocol.group_state.excluded_in_past`) named anywhere names what is there."""
+    missing = []
+    for path, text in repository_texts().items():
+        if path == Path("tests/test_docs.py"):
+            continue
+        missing += [
+            f"{path}: {cited}" for cited in CITED_FILE.findall(text) if not (ROOT / cited).exists()
+        ]
+        if path in RECORDS or path.suffix not in {".py", ".md"}:
+            continue
+        for dotted in CITED_MODULE.findall(prose(path, text)):
+            parts = dotted.split(".")
+            here, at = cited_module(parts)
+            if at == 1 or at == len(parts):
+                continue  # not a module (`storage.map_size` is a setting), or the module alone
+            module = here / "__init__.py" if here.is_dir() else here
+            if not module.exists() or parts[at] not in top_level_names(module):
+                missing.append(f"{path}: {dotted}")
+    assert missing == []
+
+
+def test_every_class_member_and_store_area_cited_exists():
+    """`Class.member` and `store.area.method` in the docs, docstrings and comments name what
+    the code defines (a method that moved, an area that was renamed leave them behind)."""
+    texts, code = code_index()
+    store = code.members("FeedStore")
+    assert store and {"writes", "digests"} <= set(code.areas)
+    missing = []
+    for path, text in texts.items():
+        if path in RECORDS | {Path("tests/test_docs.py")} or path.suffix not in {".py", ".md"}:
+            continue
+        said = prose(path, text)
+        for cls, member in CITED_MEMBER.findall(said):
+            known = code.members(cls) if cls in code.defined else None
+            if known is not None and member not in known:
+                missing.append(f"{path}: {cls}.{member}")
+        for area, member in CITED_AREA.findall(said):
+            if area not in store:
+                missing.append(f"{path}: store.{area}")
+            elif member and area in code.areas:
+                known = code.members(code.areas[area])
+                if known is not None and member not in known:
+                    missing.append(f"{path}: store.{area}.{member}")
+    assert missing == []
+
+
+def test_the_code_and_the_benches_use_only_what_the_store_has():
+    """`store.x` and `store.area.y` in the code and the benches (which no test runs) name
+    what a `FeedStore` has: setting an attribute it no longer reads (`store._digest_cache =
+    None` once the cache moved to `store.digests`) would quietly do nothing."""
+    texts, code = code_index()
+    store = code.members("FeedStore")
+    assert store is not None
+    missing = []
+    for path, text in texts.items():
+        if path.suffix != ".py" or path.parts[0] == "tests":
+            continue
+        for node in ast.walk(ast.parse(text)):
+            if not isinstance(node, ast.Attribute):
+                continue
+            if _is_name(node.value, "store") and node.attr not in store:
+                missing.append(f"{path}:{node.lineno}: store.{node.attr}")
+            inner = node.value
+            if isinstance(inner, ast.Attribute) and _is_name(inner.value, "store"):
+                area = code.areas.get(inner.attr)
+                known = code.members(area) if area in code.defined else None
+                if known is not None and node.attr not in known:
+                    missing.append(f"{path}:{node.lineno}: store.{inner.attr}.{node.attr}")
+    assert missing == []

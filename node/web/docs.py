@@ -1,6 +1,6 @@
 """`/docs` and `/doc/ROOT`: the documents held, and one document live with blame and history.
 
-`/docs` lists the documents (`StoreService.documents`, a page at a time).
+`/docs` lists the documents (`store.documents.held`, shown a page at a time).
 `/doc/ROOT` (ROOT: the doc/init's message id without its `%`) shows:
 
 - `#text`: the text at the processed frontier, in runs coloured by the

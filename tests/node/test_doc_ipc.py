@@ -48,7 +48,8 @@ class Node:
 
 
 def text_and_version(shown: dict) -> dict:
-    """A doc-show reply without its weft (tests/node/test_doc_versions.py checks that)."""
+    """A doc-show reply without its weft (checked by
+    `test_a_text_is_read_in_pages_of_one_revision_while_edits_and_proofs_land`)."""
     return {key: value for key, value in shown.items() if key != "weft"}
 
 
