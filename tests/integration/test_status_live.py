@@ -83,9 +83,9 @@ async def test_two_nodes_agree_in_one_line_and_status_shows_peers_as_they_are(tm
     unknown = await cli(here, "disconnect", there.feed_id)
     assert unknown.returncode == 4
     assert unknown.stderr.startswith(b"tangled: not dialing or connected")  # no wire kind
-    for bad in ("@nope", "10.0.0.1:1"):
+    for bad, code in (("@no", 3), ("10.0.0.1:1", 3), ("@nope", 4)):  # @nope: an id cut short
         refused = await cli(here, "disconnect", bad)
-        assert refused.returncode == 3 and len(refused.stderr.splitlines()) == 1
+        assert refused.returncode == code and len(refused.stderr.splitlines()) == 1
 
     assert await here.stop() == 0 and await there.stop() == 0
     stopped = await ok(here, "timeline", chat, "--digest")  # the store, read directly
