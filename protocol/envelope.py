@@ -1,13 +1,13 @@
-"""The typed envelope of a signed message, decoded in C by msgspec.
+"""The typed envelope of a signed header, decoded in C by msgspec.
 
-msgspec checks the type and shape of every field while it decodes (32-byte
-ids, seq >= 1, a map of feed keys to [seq, 16-byte tag], tangle links with exactly `root`
-and `previous`, a 64-byte signature), which is most of validation; the
-content is left as raw bytes for `protocol.canonical` to decode. A failure
-names the path of the bad value (`$[5]` is the timeframe), which we turn into
-the `Reason` of that field. Re-encoding the envelope (content verbatim) and
-comparing with the input proves the encoding canonical, once the caller has
-checked that map keys ascend.
+msgspec checks the type and shape of every header field while it decodes
+(32-byte ids, seq >= 1, a map of feed keys to [seq, 16-byte tag], tangle
+links with exactly `root` and `previous`, a 32-byte content hash, a content
+size, a 64-byte signature), which is most of validation. A failure names
+the path of the bad value (`$[5]` is the timeframe), which we turn into the
+`Reason` of that field. Re-encoding the envelope and comparing with the
+input proves the encoding canonical, once the caller has checked that map
+keys ascend.
 """
 
 from __future__ import annotations
@@ -35,6 +35,8 @@ class Link(msgspec.Struct, forbid_unknown_fields=True):
 
 
 class Envelope(msgspec.Struct, array_like=True):
+    """The signed header of a message of format 3 (docs/FORMAT.md)."""
+
     version: int
     author: _Id
     seq: _Seq
@@ -42,7 +44,8 @@ class Envelope(msgspec.Struct, array_like=True):
     timestamp: Annotated[int, Meta(ge=0, le=MAX_SEQ)]
     timeframe: dict[_Id, tuple[_Seq, _Tag]]
     tangles: dict[str, Link]
-    content: msgspec.Raw
+    content_hash: _Id
+    content_size: Annotated[int, Meta(ge=1, le=2**32 - 1)]
     signature: Annotated[bytes, Meta(min_length=64, max_length=64)]
 
 
@@ -59,7 +62,9 @@ _FIELD_REASONS = {
     4: Reason.BAD_TIMESTAMP,
     5: Reason.BAD_TIMEFRAME,
     6: Reason.BAD_TANGLES,
-    8: Reason.BAD_SIGNATURE,
+    7: Reason.BAD_CONTENT_HASH,
+    8: Reason.BAD_CONTENT_HASH,
+    9: Reason.BAD_SIGNATURE,
 }
 _FIELD_PATH = re.compile(r"`\$\[(\d+)\]")  # "at `$[5]`", "at `key` in `$[5]`"
 

@@ -34,6 +34,8 @@ class Reason(enum.StrEnum):
     NON_FINITE_FLOAT = "non-finite-float"
     EXT_TYPE = "ext-type"
     BAD_SIGNATURE = "bad-signature"
+    BAD_CONTENT_HASH = "bad-content-hash"  # the header's content hash or size field
+    CONTENT_MISMATCH = "content-mismatch"  # content beside a header that does not hash to it
     # Against what the store holds (storage/).
     MISSING_PREVIOUS = "missing-previous"
     CHAIN_MISMATCH = "chain-mismatch"

@@ -1,7 +1,8 @@
 """Keys and identifiers.
 
 A feed is named by its author's Ed25519 public key (32 bytes); a message by
-the BLAKE2b-256 hash of its signed encoding (32 bytes). On screens and in
+the BLAKE2b-256 hash of its signed header (32 bytes), which its content
+does not change (the header signs the content's hash). On screens and in
 files they are written with a sigil and unpadded URL-safe base64, so they
 never contain `/` or `+`: `@…` for a feed, `%…` for a message (43 characters
 after the sigil).
@@ -15,6 +16,7 @@ import hashlib
 from nacl.signing import SigningKey
 
 from tanglenode.protocol.errors import BadIdentifier, LocalProtocolError
+from tanglenode.protocol.wire import header_of
 
 KEY_BYTES = 32
 FEED_BYTES = 32  # a feed id is its author's Ed25519 public key
@@ -33,8 +35,9 @@ def tag_of(msg_id: bytes) -> bytes:
 
 
 def message_id(signed: bytes) -> bytes:
-    """The id of a signed message: BLAKE2b-256 of its bytes."""
-    return hashlib.blake2b(signed, digest_size=ID_BYTES).digest()
+    """The id of a message: BLAKE2b-256 of its signed header, given alone or in the
+    message's wire form `[header, content]` (protocol/wire.py)."""
+    return hashlib.blake2b(header_of(signed), digest_size=ID_BYTES).digest()
 
 
 def _b64(raw: bytes) -> str:

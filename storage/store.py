@@ -190,9 +190,15 @@ class FeedStore:
                 for index in BACKFILLS:
                     txn.put(index.marker, b"1", db=tables.meta)
             elif found in PREVIOUS_FORMAT_SCHEMAS:
+                held = PREVIOUS_FORMAT_SCHEMAS[found]
+                why = (
+                    "timeframes without tags"
+                    if held == 1
+                    else "signatures over the content, which cannot be erased"
+                )
                 raise IncompatibleStore(
-                    f"store schema {found.decode()} holds messages of format 1 (timeframes "
-                    "without tags), which this build refuses: start a new data directory "
+                    f"store schema {found.decode()} holds messages of format {held} ({why}), "
+                    "which this build refuses: start a new data directory "
                     "(`tangled init`) and let peers of this version replicate to it"
                 )
             elif found != SCHEMA_VERSION:

@@ -1,4 +1,4 @@
-"""Builders of test messages: valid chains, and raw signed bytes of any shape."""
+"""Builders of test messages: valid chains, and wire bytes of any shape, signed."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import msgpack
 from tanglenode.protocol.canonical import canonical_value
 from tanglenode.protocol.identity import Keypair, tag_of
 from tanglenode.protocol.message import ROOT_LINK, Message, Named, TangleLink, sign_message
+from tanglenode.protocol.wire import wire
 from tanglenode.storage.registry import OPTIONAL
 
 ALL_VIEWS = tuple(view.name for view in OPTIONAL)  # a store keeping every optional view
@@ -59,9 +60,10 @@ def unsigned_fields(
     timeframe: Any = None,
     tangles: Any = None,
     content: Any = None,
-    version: Any = 2,
+    version: Any = 3,
 ) -> list[Any]:
-    """The eight signed fields, with no validation: tests bend them at will."""
+    """The header's first seven fields and the content, with no validation: tests bend
+    them at will (`sign_raw` adds the content's hash and size)."""
     return [
         version,
         author.public,
@@ -74,12 +76,31 @@ def unsigned_fields(
     ]
 
 
-def sign_raw(author: Keypair, fields: list[Any], *, canonical: bool = True) -> bytes:
-    """Encode `fields` and sign them validly, whatever they hold."""
+def sign_raw(
+    author: Keypair,
+    fields: list[Any],
+    *,
+    canonical: bool = True,
+    content_hash: Any = None,
+    content_size: Any = None,
+) -> bytes:
+    """A message's wire form with `fields` (`unsigned_fields`' eight: the header's first
+    seven and the content) signed validly, whatever they hold: the content's hash and
+    size are added to the header (unless given), the header signed, the content beside it.
+    Fields of another count are signed as they are, as a header without content."""
     if canonical:
         fields = canonical_value(fields)
-    payload = msgpack.packb(fields, use_bin_type=True)
-    return msgpack.packb([*fields, author.sign(payload)], use_bin_type=True)
+    if len(fields) != 8:
+        payload = msgpack.packb(fields, use_bin_type=True)
+        header = msgpack.packb([*fields, author.sign(payload)], use_bin_type=True)
+        return wire(header, None)
+    *head, content = fields
+    body = msgpack.packb(content, use_bin_type=True)
+    digest = content_hash or hashlib.blake2b(body, digest_size=32).digest()
+    head += [digest, len(body) if content_size is None else content_size]
+    payload = msgpack.packb(head, use_bin_type=True)
+    header = msgpack.packb([*head, author.sign(payload)], use_bin_type=True)
+    return wire(header, body)
 
 
 class Feed:

@@ -58,10 +58,15 @@ from tanglenode.storage.feeds.bodies import Bodies
 from tanglenode.storage.feeds.stored_form import parse_stored  # noqa: F401 (re-exported)
 
 # 11: messages of format 2 (tagged timeframes), heads, suspects; 12: timeline rows keyed by
-# ref numbers (storage.engine.ref_numbers), bodies in arrival order behind `message-at`
-SCHEMA_VERSION = b"12"
-# Schemas whose messages are of format 1, which no build of this one's accepts again.
-PREVIOUS_FORMAT_SCHEMAS = tuple(str(n).encode() for n in range(1, 11))
+# ref numbers (storage.engine.ref_numbers), bodies in arrival order behind `message-at`;
+# 13: messages of format 3 (a signed header, the content beside it)
+SCHEMA_VERSION = b"13"
+# Schemas whose messages are of an earlier format, which no build of this one's accepts
+# again: the format each holds.
+PREVIOUS_FORMAT_SCHEMAS = {
+    **{str(n).encode(): 1 for n in range(1, 11)},
+    **{str(n).encode(): 2 for n in range(11, 13)},
+}
 ABOUTS_DB = b"about-names"  # the names feeds give themselves (storage.views.abouts)
 EMPTY = b""  # the value of rows whose key says everything
 
