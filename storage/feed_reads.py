@@ -16,6 +16,7 @@ from tanglenode.protocol.evidence import ProofKind
 from tanglenode.protocol.identity import message_id, tag_of
 from tanglenode.protocol.message import Message
 from tanglenode.storage.context import StoreContext
+from tanglenode.storage.erasure import erased_by, erasure_db, request_outcome
 from tanglenode.storage.feeds import proof_order, replication
 from tanglenode.storage.feeds.check import CheckReport, check_store
 from tanglenode.storage.feeds.derived import DerivedView
@@ -97,6 +98,7 @@ class FeedReads:
     def __init__(self, ctx: StoreContext, views: Sequence[DerivedView]) -> None:
         self._ctx = ctx
         self._views = views
+        self._erasure = erasure_db(ctx.env)
 
     def frontier(self) -> dict[bytes, int]:
         """Feed -> highest stored seq: this store's vector clock."""
@@ -229,6 +231,18 @@ class FeedReads:
         with self._ctx.read() as txn:
             boundary = invalid_from(txn, self._ctx.tables, feed)
             return stances_of(txn, self._ctx.tables.contacts, feed, boundary)
+
+    def erased_by(self, msg_id: bytes) -> bytes | None:
+        """The id of the erase request that dropped `msg_id`'s content, `PURGED` (b"") for
+        this node's purge, None if its content was never dropped (storage/erasure.py)."""
+        with self._ctx.read() as txn:
+            return erased_by(txn, self._erasure, msg_id)
+
+    def erase_outcome(self, request: bytes) -> str | None:
+        """An erase request's outcome once processed: "" carried out, else its refusal's
+        reason (protocol/erase.py); None if it is not (yet) a processed erase request."""
+        with self._ctx.read() as txn:
+            return request_outcome(txn, self._erasure, request)
 
     def invalid_feeds(self) -> dict[bytes, int]:
         """Feed -> the seq it is invalid from, for every feed a kept proof cut back."""

@@ -47,7 +47,9 @@ from tanglenode.storage.documents.backlog import SLICE, backlog_size
 from tanglenode.storage.documents.rows import woven_tips
 from tanglenode.storage.documents.view import weave_backlog
 from tanglenode.storage.engine.timeline_reader import membership
+from tanglenode.storage.erasure import carry_out, erasure_db, purge
 from tanglenode.storage.errors import NoIdentity, OwnFeedForked, StorageError, UnknownTangle
+from tanglenode.storage.feed_reads import message_by_id
 from tanglenode.storage.feeds.derived import DerivedView, ProcessedStep, WriteScope
 from tanglenode.storage.feeds.ingest import (
     BatchWriter,
@@ -56,7 +58,7 @@ from tanglenode.storage.feeds.ingest import (
     PreparedBatch,
     prepare,
 )
-from tanglenode.storage.feeds.layout import Tables, feed_key
+from tanglenode.storage.feeds.layout import Tables, feed_key, parse_stored
 from tanglenode.storage.feeds.ownhead import OwnHead, OwnHeadFile
 from tanglenode.storage.feeds.processor import Processor, processed_seq
 from tanglenode.storage.feeds.scope_table import blocked_in
@@ -157,6 +159,7 @@ class Writes:
         self._own_head = own_head
         self.own_head_unrecorded: str | None = None  # why our head's record lags, if it does
         self._timeframe_source = timeframe_source
+        self._erasure = erasure_db(ctx.env)  # what was erased or purged (storage/erasure.py)
 
     @contextlib.contextmanager
     def publishing(self) -> Iterator[OwnPublishing]:
@@ -556,7 +559,32 @@ class Writes:
         scope = WriteScope(txn, self._ctx)
         for view in self._views:
             view.processed(scope, step)
+        carry_out(scope, self._erasure, self._views, step)  # erase requests just processed
         scope.finish()
+
+    def purge(self, ids: Collection[bytes]) -> list[bytes]:
+        """The operator's purge: drop the contents of the messages `ids` names that are held
+        (their headers stay, so every link through them holds), here only, in one
+        transaction; the ids whose content went (storage/erasure.py)."""
+        with self._ctx.write() as txn:
+            scope = WriteScope(txn, self._ctx)
+            held = [m for m in (message_by_id(txn, self._ctx.tables, i) for i in ids) if m]
+            gone = purge(scope, self._erasure, self._views, held)
+            scope.finish()
+        return gone
+
+    def purge_feed(self, author: bytes) -> list[bytes]:
+        """`purge` of every content of `author`'s feed (`tangled block --purge`)."""
+        with self._ctx.write() as txn:
+            scope = WriteScope(txn, self._ctx)
+            bodies = self._ctx.tables.bodies
+            held = [
+                parse_stored(bodies.rebuild(txn, position, value))
+                for position, value in bodies.rows(txn, author, author)
+            ]
+            gone = purge(scope, self._erasure, self._views, held)
+            scope.finish()
+        return gone
 
     @_then_weave
     def set_scope(self, scope: Scope) -> bool:

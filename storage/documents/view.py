@@ -48,6 +48,9 @@ class DocumentsView:
     def cut(self, scope: WriteScope, message: Message) -> None:
         pass  # the proof's step rebuilds the documents that lost messages
 
+    def forget(self, scope: WriteScope, message: Message) -> None:
+        pass  # an erased edit's characters: not yet taken out of the weave (issue 43)
+
     def processed(self, scope: WriteScope, step: ProcessedStep) -> None:
         """Weave the document messages just processed, in processed order (after rebuilding
         the documents a proof took messages from)."""

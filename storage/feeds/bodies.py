@@ -45,7 +45,13 @@ from typing import Any
 from tanglenode.protocol.message import Message
 from tanglenode.storage.errors import StorageError
 from tanglenode.storage.feeds.message_at import PositionIndex
-from tanglenode.storage.feeds.stored_form import decode, encode, parse_stored
+from tanglenode.storage.feeds.stored_form import (
+    decode,
+    encode,
+    has_content,
+    parse_stored,
+    without_content,
+)
 
 _U32 = struct.Struct(">I")
 ARRIVAL = struct.Struct(">Q")  # the `messages` key and the `message-at` value
@@ -128,6 +134,20 @@ class Bodies:
         a body."""
         for position, arrival in self.positions(txn, start, within):
             yield position, self._body(txn, position, arrival)
+
+    def drop_content(self, txn, position: bytes) -> Message | None:
+        """Keep the message at `position` as its header alone (its body rewritten in place,
+        the header's bytes as they were); the message as it was, or None if none is held
+        there or it held no content."""
+        arrival = self.arrival(txn, position)
+        if arrival is None:
+            return None
+        value = bytes(self._body(txn, position, arrival))
+        if not has_content(value):
+            return None
+        message = parse_stored(self.rebuild(txn, position, value))
+        txn.put(arrival, without_content(value), db=self.messages)
+        return message
 
     def remove(self, txn, position: bytes) -> Message:
         """Take the message at `position` out of both tables; the message it was."""

@@ -6,7 +6,7 @@ A derived view is state every node computes the same way from the messages
 it holds: the timelines, the causal-time twins, the tangles' joined views,
 the names feeds give themselves, the documents. Each is an object built
 once per open store over the shared `StoreContext`, listed once in
-`storage.registry.open_views`. The store calls every view at the same four
+`storage.registry.open_views`. The store calls every view at the same five
 moments, inside the write transaction that makes the change, so a view
 commits with the message that changed it:
 
@@ -14,6 +14,10 @@ commits with the message that changed it:
                                `message-ids` already), in batch order
     cut(scope, message)        a proof cut the feed back: the message has left
                                `messages` and `message-ids` (newest first)
+    forget(scope, message)     the message's content left the store (an erase
+                               request carried out, a purge: storage/erasure.py);
+                               its header stays, and `message` still holds the
+                               content: what the view drew from it goes
     processed(scope, step)     the causal processor moved: `step.order` holds
                                the messages processed, in processed order,
                                after `step.invalidated` feeds were cut back
@@ -138,6 +142,8 @@ class DerivedView(Protocol):
     def accepted(self, scope: WriteScope, message: Message) -> None: ...
 
     def cut(self, scope: WriteScope, message: Message) -> None: ...
+
+    def forget(self, scope: WriteScope, message: Message) -> None: ...
 
     def processed(self, scope: WriteScope, step: ProcessedStep) -> None: ...
 

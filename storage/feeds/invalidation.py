@@ -108,7 +108,7 @@ def record_proof(txn, tables: Tables, proof: Proof) -> dict[bytes, int]:
     txn.put(proof.id, msgpack.packb([proof.kind.value, ids]), db=tables.proofs)
     proof_order.record(txn, tables, proof.id)
     for message in proof.messages:
-        txn.put(message.id, message.raw, db=tables.evidence)
+        txn.put(message.id, message.without_content().raw, db=tables.evidence)  # headers prove
     for old in replaced - {proof.id}:
         _drop_if_unused(txn, tables, old)
     return lowered

@@ -100,12 +100,13 @@ def wanted(txn, tables: WitnessTables, limit: int) -> list[Entry]:
 
 def keep_witness(txn, tables: WitnessTables, message: Message) -> Entry | None:
     """Keep a checked `message` as the witness of the entry naming it, if that was asked for
-    and is still wanted; returns the entry, or None (not asked: nothing kept)."""
+    and is still wanted, as its header alone (all a witness implies is there: no content
+    of a feed we do not carry stays); returns the entry, or None (not asked: nothing kept)."""
     entry = (message.author, message.seq, tag_of(message.id))
     key = entry_key(entry)
     if not txn.delete(key, db=tables.asks):
         return None
-    txn.put(key, message.raw, db=tables.witnesses)
+    txn.put(key, message.without_content().raw, db=tables.witnesses)  # its header implies all
     return entry
 
 

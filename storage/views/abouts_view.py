@@ -49,6 +49,8 @@ class AboutsView:
         none)."""
         scope.txn.delete(about_key(message.author, message.seq), db=self._ctx.tables.about_names)
 
+    forget = cut  # its content went (erased, purged): the name it gave goes with it
+
     def processed(self, scope: WriteScope, step: ProcessedStep) -> None:
         pass
 

@@ -53,6 +53,8 @@ class ContactsView:
             key = contact_key(message.author, said.contact, message.seq)
             scope.txn.delete(key, db=self._ctx.tables.contacts)
 
+    forget = cut  # its content went (erased, purged): what it said of a contact goes too
+
     def processed(self, scope: WriteScope, step: ProcessedStep) -> None:
         pass
 

@@ -46,6 +46,9 @@ class JoinedView:
     def accepted(self, scope: WriteScope, message: Message) -> None:
         join_message(scope.txn, self._ctx.tables, self._order(scope), message)
 
+    def forget(self, scope: WriteScope, message: Message) -> None:
+        pass  # what it keeps of a message is in its header, which stays
+
     def cut(self, scope: WriteScope, message: Message) -> None:
         links = StoredLinks(scope.txn, self._ctx.tables)
         leave_message(

@@ -216,6 +216,9 @@ class TimelinesView:
     def accepted(self, scope: WriteScope, message: Message) -> None:
         add_message(scope.timelines, message)
 
+    def forget(self, scope: WriteScope, message: Message) -> None:
+        pass  # what it keeps of a message is in its header, which stays
+
     def cut(self, scope: WriteScope, message: Message) -> None:
         links = StoredLinks(scope.txn, self._ctx.tables)
         remove_message(scope.timelines, message, links.spacetime, links.tangle)
