@@ -59,6 +59,7 @@ import trio
 from tanglenode.node import (
     doc_ipc,
     ipc_discovery,
+    ipc_erase,
     ipc_groups,
     ipc_invites,
     ipc_peers,
@@ -226,10 +227,18 @@ class Area:
         return message_body(message)
 
     async def _get(self, request: GetRequest) -> dict[str, Any]:
-        message = await self.service.read(lambda store: store.feeds.get(request.message))
+        def look(store):
+            return store.feeds.get(request.message), store.feeds.erased_by(request.message)
+
+        message, erased = await self.service.read(look)
         if message is None:
             raise RequestError(ErrorKind.NOT_FOUND, "no such message")
-        return message_body(message)
+        body = message_body(message)
+        if erased:  # its author's erase request
+            body["erased_by"] = erased
+        elif erased is not None:  # this node's operator purged it
+            body["purged"] = True
+        return body
 
     async def _timeline(self, request: TimelineRequest) -> dict[str, Any]:
         name = _timeline_name(request.timeline)
@@ -666,6 +675,9 @@ OPS: dict[str, Op] = {
     "clock": Op(ipc_peers.clock, node=True),
     "connect": Op(ipc_peers.connect, node=True),
     "disconnect": Op(ipc_peers.disconnect, node=True),
+    # forgetting content (node/ipc_erase.py)
+    "delete": Op(ipc_erase.delete, writes=True),
+    "purge": Op(ipc_erase.purge, writes=True),
     # invites (node/ipc_invites.py)
     "invite-create": Op(ipc_invites.invite_create, node=True),
     "invite-list": Op(ipc_invites.invite_list),

@@ -44,6 +44,7 @@ from tanglenode.protocol.canonical import (
 from tanglenode.protocol.doc_ipc import DOC_PARSERS, DOC_STREAMING, DocRequest
 from tanglenode.protocol.errors import Reason
 from tanglenode.protocol.ipc_discovery import DISCOVERY_PARSERS, DiscoveryRequest
+from tanglenode.protocol.ipc_erase import ERASE_PARSERS, EraseRequests
 from tanglenode.protocol.ipc_fields import (
     PAGE,
     ErrorKind,
@@ -237,6 +238,7 @@ Request = (
     | DiscoveryRequest
     | ScopeRequests
     | InviteRequests
+    | EraseRequests
     | ResolveRequest
 )
 
@@ -501,6 +503,7 @@ PARSERS: dict[str, Callable[[dict[str, Any], Limits], Request]] = {
     **SCOPE_PARSERS,
     **RESOLVE_PARSERS,
     **INVITE_PARSERS,
+    **ERASE_PARSERS,
 }
 OPS = frozenset(PARSERS)
 
@@ -571,6 +574,7 @@ def message_body(message: Message) -> dict[str, Any]:
             for name, link in message.tangles.items()
         },
         "content": bounded_content(message.content),
+        "has_content": message.has_content,  # false: erased, purged or never had (nil content)
     }
 
 

@@ -50,6 +50,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "block": (".scope:block_command", "Block FEED: the node neither asks for, stores nor serves it, whoever follows it."),  # noqa: E501
     "unblock": (".scope:unblock_command", "Take back a block of FEED (it is not followed again by this)."),  # noqa: E501
     "scope": (".scope:scope_command", "The feeds carried and why (ours, followed, hop N, a group's), the blocked, the left out."),  # noqa: E501
+    "delete": (".erase:delete_command", "Erase our message MSG on every node: its content goes, its header (and links) stay."),  # noqa: E501
+    "purge": (".erase:purge_command", "Drop the contents of MSG... here only (headers stay); `tangled compact` frees the space."),  # noqa: E501
     "invite": (".invite:invite_command", "Invites: create a code for someone to join this node, use one, list, revoke."),  # noqa: E501
     "connect": (".daemon:connect_command", "Make the running node dial the peer FEED_ID at HOST:PORT (and keep redialing it)."),  # noqa: E501
     "export": (".archive:export_command", "Write the store as a Parquet archive or a bundle, even while the node runs."),  # noqa: E501

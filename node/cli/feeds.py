@@ -180,6 +180,11 @@ def show(obj: Context, message_id: str, as_json: bool) -> None:
             raise NotFound(f"no message {message_id} in the store")
         viewer = open_viewer(obj, store, as_json=as_json)
         body = _with_private(viewer, message)
+        erased = None if message.has_content else store.feeds.erased_by(message.id)
+        if not message.has_content:  # its header alone: erased, purged or never had
+            body["content"] = None
+            body["erased_by"] = message_text(erased) if erased else None
+            body["purged"] = erased == b""
         if as_json:
             emit_json(body)
             return
@@ -189,7 +194,12 @@ def show(obj: Context, message_id: str, as_json: bool) -> None:
         click.echo(f"author   {feed_text(message.author)}{named}{ours}")
         click.echo(f"seq      {message.seq}")
         click.echo(f"time     {format_timestamp(message.timestamp)}")
-        click.echo(fit(f"says     {safe(viewer.human.line(message))}", viewer.width))
+        if message.has_content:
+            click.echo(fit(f"says     {safe(viewer.human.line(message))}", viewer.width))
+        elif erased:
+            click.echo(f"erased   by its author's request {message_text(erased)}")
+        else:
+            click.echo("erased   " + ("purged here" if erased == b"" else "content not held"))
         click.echo(safe_json(body, indent=2))  # content's unsafe characters as \\uXXXX
 
 

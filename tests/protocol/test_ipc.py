@@ -7,7 +7,15 @@ from pathlib import Path
 import msgpack
 import pytest
 
-from tanglenode.protocol import doc_ipc, ipc, ipc_discovery, ipc_invites, ipc_resolve, ipc_scope
+from tanglenode.protocol import (
+    doc_ipc,
+    ipc,
+    ipc_discovery,
+    ipc_erase,
+    ipc_invites,
+    ipc_resolve,
+    ipc_scope,
+)
 from tanglenode.protocol.ipc import ErrorKind, RequestError, TimelineRef
 from tanglenode.protocol.limits import Limits
 from tanglenode.protocol.message import ROOT_LINK, Named, TangleLink, decode_message, sign_message
@@ -73,7 +81,7 @@ def test_an_unknown_op_is_named_back_cut_short():
 def test_every_op_has_a_parser_and_streams_are_ops():
     assert set(ipc.PARSERS) == ipc.OPS and ipc.STREAMING <= ipc.OPS
     others = (doc_ipc.DOC_PARSERS, ipc_discovery.DISCOVERY_PARSERS, ipc_scope.SCOPE_PARSERS)
-    others += (ipc_resolve.RESOLVE_PARSERS, ipc_invites.INVITE_PARSERS)
+    others += (ipc_resolve.RESOLVE_PARSERS, ipc_invites.INVITE_PARSERS, ipc_erase.ERASE_PARSERS)
     assert len(ipc.OPS) == 18 + sum(map(len, others))
 
 
@@ -116,6 +124,12 @@ BAD_FIELDS = {
     "unblock feed is 33 bytes": ("unblock", {"feed": b"k" * 33}),
     "scope start is negative": ("scope", {"start": -1}),
     "scope limit is text": ("scope", {"limit": "all"}),
+    "delete no message": ("delete", {}),
+    "delete message is short": ("delete", {"message": b"x" * 31}),
+    "purge no messages": ("purge", {}),
+    "purge messages empty": ("purge", {"messages": []}),
+    "purge too many": ("purge", {"messages": [bytes(32)] * 1001}),
+    "purge a short id": ("purge", {"messages": [b"x"]}),
     "invite-create uses is 0": ("invite-create", {"uses": 0}),
     "invite-create uses is huge": ("invite-create", {"uses": 10_001}),
     "invite-create expires is text": ("invite-create", {"expires": "7d"}),
@@ -331,7 +345,9 @@ def test_a_message_body_has_every_field_in_wire_order():
         "timeframe",
         "tangles",
         "content",
+        "has_content",
     ]
+    assert body["has_content"] and not ipc.message_body(message.without_content())["has_content"]
     assert body["id"] == message.id and body["author"] == AUTHOR.public
     assert (body["seq"], body["prev"], body["timestamp"]) == (1, None, 1234)
     assert body["timeframe"] == {KEY: [2, TAG], OTHER: [5, OTHER_TAG]}
