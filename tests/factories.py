@@ -11,7 +11,7 @@ import msgpack
 from tanglenode.protocol.canonical import canonical_value
 from tanglenode.protocol.identity import Keypair, tag_of
 from tanglenode.protocol.message import ROOT_LINK, Message, Named, TangleLink, sign_message
-from tanglenode.protocol.wire import wire
+from tanglenode.protocol.wire import split_wire, wire
 from tanglenode.storage.registry import OPTIONAL
 
 ALL_VIEWS = tuple(view.name for view in OPTIONAL)  # a store keeping every optional view
@@ -101,6 +101,14 @@ def sign_raw(
     payload = msgpack.packb(head, use_bin_type=True)
     header = msgpack.packb([*head, author.sign(payload)], use_bin_type=True)
     return wire(header, body)
+
+
+def break_signature(raw: bytes) -> bytes:
+    """A message's wire form with its header's signature broken (its last byte flipped), the
+    content kept beside it: refused `bad-signature`, where flipping the wire form's last byte
+    would only garble the content (dropped as `content-mismatch`, the header accepted)."""
+    header, content = split_wire(raw)
+    return wire(header[:-1] + bytes([header[-1] ^ 1]), content)
 
 
 class Feed:
