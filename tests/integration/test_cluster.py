@@ -12,6 +12,7 @@ from tanglenode.pipeline.session import java_missing
 from tanglenode.protocol.gossip import GossipConnection, PeerHello
 from tanglenode.protocol.identity import Keypair, parse_feed
 from tanglenode.protocol.message import sign_message
+from tests.factories import break_signature
 from tests.timeline_oracle import rank_order
 
 PER_NODE = 100
@@ -137,9 +138,7 @@ async def send_forgery(target: Node, forger: Keypair) -> None:
         message = sign_message(
             forger, seq=1, prev=None, timestamp=1, timeframe={}, tangles={}, content="forged"
         )
-        tampered = bytearray(message.raw)
-        tampered[-1] ^= 1  # the signature's last byte
-        await secure.send_all(gossip.messages([bytes(tampered)]))
+        await secure.send_all(gossip.messages([break_signature(message.raw)]))
         while await secure.receive_some():  # the node hangs up on us
             pass
         await secure.aclose()

@@ -20,7 +20,7 @@ from tanglenode.storage.clients.bundle import (
     write_bundle,
 )
 from tanglenode.storage.store import FeedStore
-from tests.factories import Feed, keypair
+from tests.factories import Feed, break_signature, keypair
 
 LIMIT = 16384
 
@@ -204,9 +204,8 @@ def test_hostile_framing_is_refused_with_the_record_number(tmp_path, data, numbe
 def test_garbage_inside_records_is_rejected_by_reason(tmp_path):
     rng = random.Random(11)
     junk = [bytes(rng.randrange(256) for _ in range(rng.randrange(1, 300))) for _ in range(40)]
-    tampered = bytearray(GOOD[1])
-    tampered[-3] ^= 1
-    data = MAGIC + b"".join(record(raw) for raw in [GOOD[0], *junk, bytes(tampered), GOOD[2]])
+    tampered = break_signature(GOOD[1])
+    data = MAGIC + b"".join(record(raw) for raw in [GOOD[0], *junk, tampered, GOOD[2]])
     with FeedStore(tmp_path / "s", map_size=2**22) as store:
         summary = import_messages(store, read_bundle(io.BytesIO(data), LIMIT), ImportSummary())
         counts = summary.as_dict()

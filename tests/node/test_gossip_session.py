@@ -37,7 +37,7 @@ from tanglenode.protocol.identity import Keypair
 from tanglenode.protocol.message import message_id
 from tanglenode.storage.feeds.processor import SuspectedFork
 from tanglenode.storage.store import FeedStore
-from tests.factories import Feed, keypair, sign_raw, unsigned_fields
+from tests.factories import Feed, break_signature, keypair, sign_raw, unsigned_fields
 from tests.node.test_hostile_peers import fork
 from tests.storage.test_invalidation import state
 
@@ -464,9 +464,7 @@ async def test_a_suspicion_that_arises_while_connected_is_asked_for_at_once(
 
 def _forged() -> bytes:
     liar = keypair("session-forger")
-    raw = bytearray(sign_raw(liar, unsigned_fields(liar, content="forged")))
-    raw[-1] ^= 1  # the signature's last byte
-    return bytes(raw)
+    return break_signature(sign_raw(liar, unsigned_fields(liar, content="forged")))
 
 
 def _too_many_messages(gossip: GossipConnection) -> bytes:

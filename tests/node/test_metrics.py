@@ -40,7 +40,7 @@ from tanglenode.protocol.errors import Reason
 from tanglenode.protocol.identity import feed_text
 from tanglenode.storage.feeds.ingest import Outcome
 from tanglenode.storage.store import FeedStore
-from tests.factories import Feed, keypair
+from tests.factories import Feed, break_signature, keypair
 from tests.node.test_web import a_status
 
 pytestmark = pytest.mark.timeout(60)
@@ -55,11 +55,6 @@ HELD = 0.2  # seconds a test holds the store's writer, so that a latency must in
 def service(tmp_path):
     with FeedStore(tmp_path / "store", keypair=ME, map_size=MAP_SIZE) as store:
         yield StoreService(store)
-
-
-def bad_signature(raw: bytes) -> bytes:
-    """`raw` with the last byte of its signature (the last field) flipped."""
-    return raw[:-1] + bytes([raw[-1] ^ 1])
 
 
 async def scrape(service: StoreService | None) -> dict[str, tuple[str, dict]]:
@@ -101,7 +96,7 @@ async def test_ingest_is_counted_by_outcome_and_reason(service):
     assert [r.outcome for r in results] == [Outcome.ACCEPTED] * 2
     gap = Feed("gap")
     gap_one, _gap_two, gap_three = gap.append("1"), gap.append("2"), gap.append("3")
-    forged = bad_signature(mallory.append("forged").raw)
+    forged = break_signature(mallory.append("forged").raw)
     results = await service.ingest([first.raw, forged, gap_one.raw, gap_three.raw])
     assert [r.outcome for r in results] == [
         Outcome.DUPLICATE,
@@ -292,7 +287,7 @@ def test_the_daemons_paths_do_not_load_prometheus_client():
 
 
 async def test_the_collector_turns_the_counts_into_families(service):
-    await service.ingest([Feed("alice").append("one").raw, bad_signature(Feed("m").append().raw)])
+    await service.ingest([Feed("alice").append("one").raw, break_signature(Feed("m").append().raw)])
     counters = service.counters
     counters.ingest_latency.observe(0.003)
     counters.ingest_latency.observe(7.0)

@@ -19,7 +19,7 @@ import trio
 from tanglenode.node.verifier import PROCESS_MIN, Verifier
 from tanglenode.node.verify_worker import prepare
 from tanglenode.protocol.limits import DEFAULT_LIMITS
-from tests.factories import Feed, keypair, sign_raw, unsigned_fields
+from tests.factories import Feed, break_signature, keypair, sign_raw, unsigned_fields
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -28,9 +28,7 @@ def mixed_batch(size: int) -> list[bytes]:
     """`size` messages: mostly valid, some badly signed, one too large, one repeated."""
     feed = Feed("verifier")
     raws = [feed.append({"n": n}).raw for n in range(size - 3)]
-    forged = bytearray(raws[5])
-    forged[-1] ^= 1  # the signature's last byte
-    raws[5] = bytes(forged)
+    raws[5] = break_signature(raws[5])
     big = sign_raw(keypair("big"), unsigned_fields(keypair("big"), content="x" * 20_000))
     return [*raws, big, raws[0], raws[1]]
 
