@@ -62,11 +62,12 @@ WRITE_OPS = frozenset(
         "unblock",
         "invite-create",
         "invite-use",
+        "delete",
     }
 )
 # What the page gets beside an op's own reply: the invite's QR code (node/web/invites.py).
 DRAWN: dict[str, Callable[[dict[str, Any]], dict[str, Any]]] = {"invite-create": with_qr}
-ID_FIELDS = frozenset({"doc", "root", "group", "msg", "reply"})  # a message id, as `%…`
+ID_FIELDS = frozenset({"doc", "root", "group", "msg", "reply", "message"})  # ids, as `%…`
 FEED_FIELDS = frozenset({"feed", "key", "members"})  # a feed id (or a list of them), as `@…`
 STATUS_OF = {
     ErrorKind.NOT_FOUND: 404,

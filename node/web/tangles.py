@@ -86,23 +86,30 @@ def _tangle(args: tuple[str, ...]) -> tuple[str, bytes] | None:
 # -- rows ------------------------------------------------------------------------------
 
 
+# On our own messages: erase it everywhere (IPC `delete`, view.js asks first).
+ERASE_BUTTON = "<button type='button' class='erase' data-erase>delete</button>"
+
+
 def row_fields(message: Any, names: Names, summaries: Summaries) -> dict[str, Any]:
     """What a row shows of `message`: JSON for the script, text for the page."""
+    erased = not message.has_content
     return {
         "id": message_text(message.id),
         "author": safe(names.label(message.author)),
         "feed": feed_text(message.author),
         "time": when(message.timestamp),
-        "text": safe(summaries.line(message)),
+        "text": "(erased)" if erased else safe(summaries.line(message)),
+        "erasable": names.is_ours(message.author) and not erased,  # ours: a delete button
     }
 
 
 def row_html(row: dict[str, Any], state: str) -> str:
     """One `<tr>` of the timeline (the script builds the same from `row_fields`)."""
+    erase = ERASE_BUTTON if row["erasable"] else ""
     return (
         f"<tr data-id='{e(row['id'])}' data-state='{e(state)}' class='{e(state)}'>"
         f"<td class='pos'></td><td class='author' title='{e(row['feed'])}'>{e(row['author'])}</td>"
-        f"<td class='time'>{e(row['time'])}</td><td class='text'>{e(row['text'])}</td></tr>"
+        f"<td class='time'>{e(row['time'])}</td><td class='text'>{e(row['text'])}</td><td class='actions'>{erase}</td></tr>"
     )
 
 
@@ -235,7 +242,7 @@ async def page(web: WebContext, request: Request) -> Response:
         "pending · <span id='live' class='live' data-state='connecting'>connecting</span></p>"
         f"<table id='timeline' data-tangle-events='{e(events)}' data-version='{version}' "
         f"data-start='{start}'><thead><tr><th>#</th><th>author</th><th>time (UTC)</th>"
-        "<th>content</th></tr></thead>"
+        "<th>content</th><th></th></tr></thead>"
         f"<tbody style='counter-reset:pos {start}'>{''.join(rows)}</tbody></table>"
     )
     body += compose("publish", "Write a reply", {"tangle": name, "root": message_text(root)})

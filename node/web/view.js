@@ -34,6 +34,13 @@
     author.title = row.feed || "";
     tr.appendChild(el("td", row.time || "?", "time"));
     tr.appendChild(el("td", row.text || "(not in the store)", "text"));
+    const actions = tr.appendChild(el("td", null, "actions"));
+    if (row.erasable) {  // one of ours: erase it everywhere (tangles.py ERASE_BUTTON)
+      const button = el("button", "delete", "erase");
+      button.type = "button";
+      button.dataset.erase = "";
+      actions.appendChild(button);
+    }
     return tr;
   }
 
@@ -150,6 +157,26 @@
         showState(live, "stopped: " + JSON.parse(event.data).message);
       });
     }
+    // A delete button on one of our messages: its content erased on every node, after
+    // asking; the row then says so (the header stays in the timeline).
+    table.addEventListener("click", function (event) {
+      const button = event.target.closest("button[data-erase]");
+      if (!button) return;
+      const tr = button.closest("tr");
+      if (!window.confirm("Erase this message's content on every node? This cannot be undone.")) {
+        return;
+      }
+      button.disabled = true;
+      write("delete", { message: tr.dataset.id }).then(function (answer) {
+        const cell = tr.querySelector("td.text");
+        if (answer.error) {
+          button.disabled = false;
+          button.title = answer.error.kind + ": " + answer.error.message;
+          return;
+        }
+        cell.textContent = "(erased)";
+      });
+    });
     connect();
   }
 

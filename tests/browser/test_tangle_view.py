@@ -43,7 +43,7 @@ def test_the_timeline_in_order_then_a_new_message_without_a_reload(page, web_nod
     page.wait_for_selector("#live[data-state=live]")
     rows = shown(page)
     assert [row[0] for row in rows] == timeline(web_node, root)
-    assert [row[2].split("\t")[-1] for row in rows] == ["first", "second", "third"]
+    assert [row[2].split("\t")[3] for row in rows] == ["first", "second", "third"]
     assert all("~alice" in row[2] for row in rows)
     page.evaluate("window.notReloaded = true")  # gone if the page were loaded again
 
@@ -97,7 +97,7 @@ def test_after_the_node_restarts_the_page_resumes_where_it_was(page, web_node):
     page.wait_for_selector("#live[data-state=live]")  # the browser reconnected by itself
     call(web_node.publish, {"text": "after the restart"}, {"chat": root})
     wait_for_rows(page, 3)
-    texts = [row[2].split("\t")[-1] for row in shown(page)]
+    texts = [row[2].split("\t")[3] for row in shown(page)]
     assert texts == ["before", "applied", "after the restart"]  # nothing twice, nothing lost
     assert [row[0] for row in shown(page)] == timeline(web_node, root)
     assert page.evaluate("window.notReloaded") is True
@@ -124,3 +124,23 @@ def test_a_page_refused_a_stream_keeps_trying_and_catches_up(page, web_node):
     wait_for_rows(page, 2)
     assert [row[0] for row in shown(page)] == timeline(web_node, root)
     assert page.evaluate("window.notReloaded") is True
+
+
+def test_our_message_erased_from_its_page_stays_in_place_as_erased(page, web_node):
+    from playwright.sync_api import expect
+
+    root = call(web_node.publish, {"text": "keep me"}, {"chat": None})["id"]
+    gone = call(web_node.publish, {"text": "take me back"}, {"chat": root})["id"]
+    page.goto(web_node.url(f"/t/chat/{message_text(root)[1:]}"))
+    page.wait_for_selector("#live[data-state=live]")
+    page.on("dialog", lambda dialog: dialog.accept())  # "Erase ... on every node?"
+    row = page.locator(f"{ROWS}[data-id='{message_text(gone)}']")
+    row.locator("button[data-erase]").click()
+    expect(row.locator("td.text")).to_have_text("(erased)")
+    held = call(web_node.request, "get", message=gone)
+    assert not held["has_content"] and "erased_by" in held
+    page.reload()  # the page drawn again: the row in its place, erased, no button
+    page.wait_for_selector("#live[data-state=live]")
+    assert [r[0] for r in shown(page)] == timeline(web_node, root)
+    expect(row.locator("td.text")).to_have_text("(erased)")
+    expect(row.locator("button[data-erase]")).to_have_count(0)
