@@ -22,9 +22,9 @@ from tanglenode.storage.store import FeedStore
 from tests.factories import Feed, keypair
 from tests.node.test_cli import Node
 
-# Searched for once: the first messages of these feeds have ids that both start %j25r,
+# Searched for once: the first messages of these feeds have ids that both start %wbps,
 # and these feeds' ids both start @xRME (asserted where used).
-TWINS = ("twin-521", "twin-1892")
+TWINS = ("twin-2002", "twin-3625")
 SAME_START = ("fp-4428", "fp-8342")
 TWIN_POST = {"type": "post", "text": "twin"}
 
@@ -57,7 +57,7 @@ def refused(node: Node, *args: str, code: int) -> str:
 def twins() -> tuple[Feed, Feed]:
     first, second = Feed(TWINS[0]), Feed(TWINS[1])
     a, b = first.append(TWIN_POST), second.append(TWIN_POST)
-    assert message_text(a.id)[:5] == message_text(b.id)[:5] == "%j25r" and a.id != b.id
+    assert message_text(a.id)[:5] == message_text(b.id)[:5] == "%wbps" and a.id != b.id
     return first, second
 
 
@@ -198,7 +198,7 @@ def test_feeds_by_self_chosen_name_petname_and_id_cut_short(ready):
     assert "no petname" in refused(ready, "unblock", "nobody", code=4)
     assert "@AAAAAAAA" in refused(ready, "block", "@AAAAAAAA…", code=4)
     assert "at least 4" in refused(ready, "follow", "@xRM", code=3)
-    assert "message id" in refused(ready, "follow", "%j25r", code=3)
+    assert "message id" in refused(ready, "follow", "%wbps", code=3)
     assert "base64url" in refused(ready, "follow", "@xR M", code=3)
     assert "over 400 characters" in refused(ready, "follow", "~" + "x" * 500, code=3)
 
@@ -219,7 +219,7 @@ def test_messages_by_an_id_cut_short_in_show_publish_timeline_and_groups(ready):
     twin = message_text(first.messages[0].id)
     assert json.loads(ready.ok("show", twin[:7], "--json"))["id"] == twin  # unique by then
 
-    said = refused(ready, "show", "%j25r", code=3)
+    said = refused(ready, "show", "%wbps", code=3)
     assert all(message_text(t.messages[0].id) in said for t in (first, second))
     assert "several messages" in said
     absent = "%AAAAAA"
@@ -295,7 +295,7 @@ async def test_the_running_node_answers_what_is_typed_back(tmp_path):
         await ok("doc", "insert", "live notes", "0", "hi")
         assert await ok("doc", "show", "Live notes") == "hi"
 
-        twice = await tangled(node, "show", "%j25r")
+        twice = await tangled(node, "show", "%wbps")
         assert twice.returncode == 3 and b"several messages" in twice.stderr
         assert (await tangled(node, "follow", "~nobody")).returncode == 4
     finally:
