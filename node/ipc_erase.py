@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from tanglenode.protocol import document
-from tanglenode.protocol.erase import EraseReason, erase_content, is_erase
+from tanglenode.protocol.erase import STRUCTURAL_TANGLES, EraseReason, erase_content, is_erase
 from tanglenode.protocol.ipc import message_body
 from tanglenode.protocol.ipc_erase import DeleteRequest, PurgeRequest
 from tanglenode.protocol.ipc_fields import ErrorKind, RequestError
@@ -60,6 +60,12 @@ async def delete(area: Area, request: DeleteRequest) -> dict[str, Any]:
     if is_erase(target.content):
         raise RequestError(
             ErrorKind.REFUSED, "an erase request cannot be erased", str(EraseReason.ERASE)
+        )
+    if STRUCTURAL_TANGLES.intersection(target.tangles):
+        raise RequestError(
+            ErrorKind.REFUSED,
+            "a group's membership and keys rest on it: it cannot be erased",
+            str(EraseReason.STRUCTURE),
         )
     content = erase_content(target.seq, target.id, _weave_of(target.content))
     message = await service.publish(content, None)

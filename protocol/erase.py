@@ -24,7 +24,10 @@ message is processed after its `prev`), so every node decides the same:
 - `erase-not-own`: the author's message at that seq has another id (the
   request names another author's message, or a message of another branch);
 - `erase-erase`: it names an erase request (those must stay, or a node
-  that never saw one could never learn what it erased).
+  that never saw one could never learn what it erased);
+- `erase-structure`: it names a message of a private group's `members` or
+  `epoch` tangle (its header says so): the group's membership and keys rest
+  on those; a group's posts erase like any other.
 
 A good request is carried out by every node that processes it: the
 content is dropped, the header kept, and the content is never fetched or
@@ -50,6 +53,11 @@ class EraseReason(enum.StrEnum):
     UNKNOWN = "erase-unknown"
     NOT_OWN = "erase-not-own"
     ERASE = "erase-erase"
+    STRUCTURE = "erase-structure"
+
+
+# Tangles whose members' contents others' state rests on: never erased (storage/groups).
+STRUCTURAL_TANGLES = frozenset({"members", "epoch"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,11 +96,16 @@ def erase_request(content: Any) -> EraseRequest | EraseReason:
 
 
 def judge(
-    request: EraseRequest, own_seq: int, held_id: bytes | None, held_content: Any
+    request: EraseRequest,
+    own_seq: int,
+    held_id: bytes | None,
+    held_content: Any,
+    held_tangles: Any = (),
 ) -> EraseReason | None:
     """Whether request `request`, at `own_seq` of its author's feed, is good, given the id
-    of the author's message at `request.seq` (`held_id`) and that message's content
-    (`held_content`, None if absent: only an erase request's own matters)."""
+    of the author's message at `request.seq` (`held_id`), that message's content
+    (`held_content`, None if absent: only an erase request's own matters) and the names
+    of its tangles (`held_tangles`, from its header)."""
     if request.seq == own_seq:
         return EraseReason.SELF
     if request.seq > own_seq or held_id is None:
@@ -101,4 +114,6 @@ def judge(
         return EraseReason.NOT_OWN
     if is_erase(held_content):
         return EraseReason.ERASE
+    if STRUCTURAL_TANGLES.intersection(held_tangles):
+        return EraseReason.STRUCTURE
     return None

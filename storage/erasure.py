@@ -105,7 +105,8 @@ def carry_out(
         target = bodies.message(txn, feed_key(request.author, said.seq))
         held_id = None if target is None else target.id
         held_content = None if target is None else target.content
-        refusal = judge(said, request.seq, held_id, held_content)
+        held_tangles = () if target is None else tuple(target.tangles)
+        refusal = judge(said, request.seq, held_id, held_content, held_tangles)
         if refusal is not None:
             txn.put(_REQUEST + request.id, refusal.encode(), db=db)
             continue

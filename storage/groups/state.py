@@ -312,6 +312,7 @@ def timeline(
                 "members": list(private.members) if private else None,
                 "content": private.content if private else None,
                 "valid": msg_id in view.state.valid,
+                "erased": not message.has_content,  # erased by its author, or purged here
             }
         )
     return rows

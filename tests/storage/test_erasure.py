@@ -123,3 +123,22 @@ def test_a_purge_is_local_and_compact_leaves_no_byte(tmp_path):
     assert on_disk(path, SECRET) == []
     with open_store(path, BOB) as bob:  # still whole after compact
         assert [m.id for m in bob.feeds.read_feed(ALICE.public)] == [p.id for p in posts]
+
+
+def test_a_group_post_erases_like_any_other_and_its_membership_never(alice):
+    from tanglenode.storage.groups import state as groups
+
+    content, tangles = groups.create(ALICE, "club")
+    group = alice.writes.publish(content, tangles)
+    view = groups.read_group(alice, ALICE, group.id)
+    add = alice.writes.publish(*groups.add(view, ALICE, [BOB.public]))
+    view = groups.read_group(alice, ALICE, group.id)
+    post = alice.writes.publish(*groups.post(view, ALICE, {"text": SECRET}))
+    alice.writes.publish(erase_content(post.seq, post.id))
+    refused = alice.writes.publish(erase_content(add.seq, add.id))
+    assert alice.feeds.erase_outcome(refused.id) == EraseReason.STRUCTURE
+    view = groups.read_group(alice, ALICE, group.id)
+    rows = {row["id"]: row for row in groups.timeline(alice, view, "group", "rank")}
+    assert rows[post.id]["erased"] and rows[post.id]["content"] is None
+    assert not rows[group.id]["erased"]
+    assert BOB.public in groups.describe(view)["members"]  # the add's content stayed
