@@ -110,6 +110,7 @@ class NodeCounters:
     def __init__(self, max_peers: int = MAX_PEERS_LABELLED) -> None:
         self.ingested = 0  # messages from peers that the store accepted
         self.duplicates = 0  # messages from peers the store held already
+        self.contents_refused = 0  # stored as their header alone: content not matching it
         self.rejected = {str(reason): 0 for reason in Reason}  # refused, by reason code
         self.proofs = {str(reason): 0 for reason in PROOF_REASONS}  # a fork's
         self.ingest_latency = Histogram()  # a peer's frame received -> its batch committed
@@ -133,6 +134,8 @@ class NodeCounters:
             outcome = result.outcome
             if outcome is Outcome.ACCEPTED:
                 self.ingested += 1
+                if result.message is not None and result.message.content_refused is not None:
+                    self.contents_refused += 1
             elif outcome is Outcome.DUPLICATE:
                 self.duplicates += 1
             elif outcome is Outcome.REJECTED:

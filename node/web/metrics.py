@@ -74,6 +74,12 @@ class NodeCollector:
             value=counters.ingested,
         )
         yield CounterMetricFamily(
+            "tanglenode_contents_refused",
+            "Messages from peers stored as their header alone: the content beside it did not"
+            " match the header's hash and size",
+            value=counters.contents_refused,
+        )
+        yield CounterMetricFamily(
             "tanglenode_messages_duplicate",
             "Messages from peers the store held already",
             value=counters.duplicates,

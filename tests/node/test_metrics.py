@@ -116,6 +116,19 @@ async def test_ingest_is_counted_by_outcome_and_reason(service):
     assert set(counters.rejected) == {str(reason) for reason in Reason}  # all, from zero
 
 
+async def test_content_not_matching_its_header_is_counted_and_the_header_kept(service):
+    alice = Feed("garbled")
+    post = alice.append({"text": "as signed"})
+    garbled = post.raw[:-1] + bytes([post.raw[-1] ^ 1])  # the content's last byte
+    [result] = await service.ingest([garbled])
+    assert result.outcome is Outcome.ACCEPTED and result.message.content_refused
+    assert service.counters.contents_refused == 1 and service.counters.ingested == 1
+    held = await service.read(lambda store: store.feeds.get(post.id))
+    assert held.header == post.header and not held.has_content
+    _kind, samples = (await scrape(service))["tanglenode_contents_refused"]
+    assert samples[("tanglenode_contents_refused_total", ())] == 1
+
+
 class GatedService(StoreService):
     """Stores a batch only once `gate` is open: a slow disk the test controls."""
 
