@@ -3,7 +3,8 @@
 msgspec checks the type and shape of every header field while it decodes
 (32-byte ids, seq >= 1, a map of feed keys to [seq, 16-byte tag], tangle
 links with exactly `root` and `previous`, a 32-byte content hash, a content
-size, a 64-byte signature), which is most of validation. A failure names
+size, a 64-byte signature, and exactly ten of them: an array of any other
+length is malformed), which is most of validation. A failure names
 the path of the bad value (`$[5]` is the timeframe), which we turn into the
 `Reason` of that field. Re-encoding the envelope and comparing with the
 input proves the encoding canonical, once the caller has checked that map
@@ -34,7 +35,7 @@ class Link(msgspec.Struct, forbid_unknown_fields=True):
     root: _Id | None
 
 
-class Envelope(msgspec.Struct, array_like=True):
+class Envelope(msgspec.Struct, array_like=True, forbid_unknown_fields=True):
     """The signed header of a message of format 3 (docs/FORMAT.md)."""
 
     version: int

@@ -1,9 +1,12 @@
 import hashlib
+import struct
+from dataclasses import replace
 from functools import reduce
 
 import msgpack
 import pytest
 
+from tanglenode.protocol.canonical import canonical_value
 from tanglenode.protocol.errors import InvalidMessage, Reason
 from tanglenode.protocol.identity import TAG_BYTES, message_id, tag_of
 from tanglenode.protocol.limits import DEFAULT_LIMITS, Limits
@@ -16,7 +19,8 @@ from tanglenode.protocol.message import (
     decode_message,
     sign_message,
 )
-from tests.factories import Feed, keypair, sign_raw, unsigned_fields
+from tanglenode.protocol.wire import bin_header, split_wire, wire
+from tests.factories import Feed, break_signature, keypair, sign_raw, unsigned_fields
 
 ALICE = keypair("alice")
 BOB = keypair("bob")
@@ -38,7 +42,10 @@ def test_sign_and_decode_round_trip():
     )
     decoded = decode_message(message.raw)
     assert decoded == message
-    assert decoded.id == hashlib.blake2b(message.raw, digest_size=32).digest()
+    assert decoded.raw == wire(decoded.header, decoded.content_bytes)
+    assert decoded.id == hashlib.blake2b(message.header, digest_size=32).digest()
+    assert decoded.content_hash == hashlib.blake2b(decoded.content_bytes, digest_size=32).digest()
+    assert decoded.content_size == len(decoded.content_bytes) and decoded.has_content
     assert decoded.tangles["chat"] == TangleLink(ID_A, (ID_A, ID_B))  # previous is sorted
     assert decoded.timeframe == {BOB.public: 7}
     assert decoded.timeframe_tags == {BOB.public: TAG}
@@ -52,7 +59,7 @@ def test_tags_round_trip_through_signing_and_decoding():
     message = sign_message(
         ALICE, seq=1, prev=None, timestamp=0, timeframe=given, tangles={}, content=None
     )
-    signed = msgpack.unpackb(message.raw)[5]
+    signed = msgpack.unpackb(message.header)[5]
     assert list(signed) == sorted(tags)
     assert signed == {BOB.public: [9, TAG], CAROL.public: [3, tags[CAROL.public]]}
     decoded = decode_message(message.raw)
@@ -125,18 +132,91 @@ def entries(count):
     return {bytes([index]) * 32: [index, TAG] for index in range(1, count + 1)}
 
 
+def old_format(version, **changes):
+    """A message of format 1 or 2 as it was, validly signed: a 9-element array whose
+    signature covers the content itself (no content hash, no wire pair)."""
+    unsigned = canonical_value(fields(version=version, **changes))
+    signature = ALICE.sign(msgpack.packb(unsigned, use_bin_type=True))
+    return msgpack.packb([*unsigned, signature], use_bin_type=True)
+
+
 def version_1(timeframe):
     """A message of format 1, whose timeframe entries were bare seqs, validly signed."""
-    return sign_raw(ALICE, fields(version=1, timeframe=timeframe))
+    return old_format(1, timeframe=timeframe)
+
+
+def body_of(content):
+    return msgpack.packb(content, use_bin_type=True)
+
+
+def head(content=None, **changes):
+    """The nine fields a header signs: `fields(**changes)`' first seven, then the hash and
+    size of `content`'s bytes."""
+    body = body_of(content)
+    return [*fields(**changes)[:7], hashlib.blake2b(body, digest_size=32).digest(), len(body)]
+
+
+def pair(header_fields, content=None):
+    """The wire form of a header packed from `header_fields` as they are, `content` beside it."""
+    return wire(msgpack.packb(header_fields, use_bin_type=True), content)
+
+
+def signed_for(content: bytes, **changes):
+    """ALICE's message whose header she signed for the content bytes `content`, whatever
+    they hold, with those bytes beside it."""
+    digest = hashlib.blake2b(content, digest_size=32).digest()
+    header_fields = [*fields(**changes)[:7], digest, len(content)]
+    signature = ALICE.sign(msgpack.packb(header_fields, use_bin_type=True))
+    return pair([*header_fields, signature], content)
+
+
+def edit_header(raw, old, new):
+    """`raw` with bytes `old` of its header replaced by `new` (the wire pair rebuilt)."""
+    header, content = split_wire(raw)
+    assert header.count(old) == 1
+    return wire(header.replace(old, new), content)
+
+
+GOOD = sign_raw(ALICE, fields(content="hello"))
+HEADER, CONTENT = split_wire(GOOD)
 
 
 # Each case: signed bytes that break exactly one rule, and the reason code expected.
 CASES = {
     "too large": (sign_raw(ALICE, fields(content="x" * 17_000)), Reason.TOO_LARGE),
     "not msgpack": (b"\xc1", Reason.MALFORMED),
-    "not an array": (msgpack.packb({"version": 1}), Reason.MALFORMED),
-    "empty array": (msgpack.packb([]), Reason.MALFORMED),
-    "eight fields": (msgpack.packb(fields(), use_bin_type=True), Reason.MALFORMED),
+    # The wire pair [header bin, content bin | nil]: one encoding, nothing after it.
+    "a header alone, not in a pair": (HEADER, Reason.MALFORMED),
+    "a pair of three": (b"\x93" + GOOD[1:] + b"\xc0", Reason.MALFORMED),
+    "the header as an array, not bin": (
+        msgpack.packb([msgpack.unpackb(HEADER), CONTENT], use_bin_type=True),
+        Reason.MALFORMED,
+    ),
+    "the content as a value, not bin": (
+        msgpack.packb([HEADER, "hello"], use_bin_type=True),
+        Reason.MALFORMED,
+    ),
+    "the header's bin length not in its shortest form": (
+        b"\x92\xc5" + struct.pack(">H", len(HEADER)) + HEADER + bin_header(len(CONTENT)) + CONTENT,
+        Reason.NON_CANONICAL,
+    ),
+    "the content's bin length not in its shortest form": (
+        b"\x92" + bin_header(len(HEADER)) + HEADER + b"\xc5\x00" + bytes([len(CONTENT)]) + CONTENT,
+        Reason.NON_CANONICAL,
+    ),
+    "bytes after the pair": (GOOD + b"\x00", Reason.MALFORMED),
+    "bytes after a header alone": (wire(HEADER, None) + b"\xc0", Reason.MALFORMED),
+    "a header that is not msgpack": (wire(b"\xc1", None), Reason.MALFORMED),
+    "bytes after the header's array": (wire(HEADER + b"\x00", CONTENT), Reason.MALFORMED),
+    # The header's shape.
+    "a header not an array": (pair({"version": VERSION}), Reason.MALFORMED),
+    "an empty header": (pair([]), Reason.MALFORMED),
+    "a header of nine fields (unsigned)": (pair(head()), Reason.MALFORMED),
+    "a header of eight fields (the content inside)": (pair(fields()), Reason.MALFORMED),
+    "a header of eleven fields": (
+        pair([*head(), ALICE.sign(msgpack.packb(head(), use_bin_type=True)), b""], body_of(None)),
+        Reason.MALFORMED,
+    ),
     "content nested 33 deep": (
         sign_raw(
             ALICE,
@@ -179,27 +259,38 @@ CASES = {
         Reason.NON_CANONICAL,
     ),
     "seq in a longer integer form": (
-        sign_raw(ALICE, fields()).replace(
-            b"\xc4\x20" + ALICE.public + b"\x01", b"\xc4\x20" + ALICE.public + b"\xcd\x00\x01"
+        edit_header(
+            sign_raw(ALICE, fields()),
+            b"\xc4\x20" + ALICE.public + b"\x01",
+            b"\xc4\x20" + ALICE.public + b"\xcd\x00\x01",
         ),
         Reason.NON_CANONICAL,
     ),
     "tangle name not utf-8": (
-        sign_raw(ALICE, fields(tangles={"ab": {"previous": None, "root": None}})).replace(
-            b"\xa2ab", b"\xa2\xff\xfe"
+        edit_header(
+            sign_raw(ALICE, fields(tangles={"ab": {"previous": None, "root": None}})),
+            b"\xa2ab",
+            b"\xa2\xff\xfe",
         ),
         Reason.MALFORMED,
     ),
     "version 1 with a timeframe": (version_1({BOB.public: 3}), Reason.UNKNOWN_VERSION),
     "version 1 with an empty timeframe": (version_1({}), Reason.UNKNOWN_VERSION),
-    "version 3": (sign_raw(ALICE, fields(version=3)), Reason.UNKNOWN_VERSION),
-    "version 3 with ten fields": (
-        msgpack.packb([3, *fields()[1:], b"\x00" * 64, "extra"], use_bin_type=True),
+    "version 2 (nine fields, the content signed)": (
+        old_format(2, timeframe={BOB.public: [3, TAG]}),
+        Reason.UNKNOWN_VERSION,
+    ),
+    "version 2 in a header of format 3's shape": (
+        sign_raw(ALICE, fields(version=2)),
+        Reason.UNKNOWN_VERSION,
+    ),
+    "version 4 with eleven fields": (
+        pair([4, *head()[1:], b"\x00" * 64, "extra"]),
         Reason.UNKNOWN_VERSION,
     ),
     "version true": (sign_raw(ALICE, fields(version=True)), Reason.UNKNOWN_VERSION),
     "short author": (
-        msgpack.packb([VERSION, b"\x00" * 31, *fields()[2:], b"\x00" * 64], use_bin_type=True),
+        pair([VERSION, b"\x00" * 31, *head()[2:], b"\x00" * 64], body_of(None)),
         Reason.BAD_AUTHOR,
     ),
     "seq 0": (sign_raw(ALICE, fields(seq=0)), Reason.BAD_SEQ),
@@ -272,8 +363,10 @@ CASES = {
         Reason.BAD_TIMEFRAME,
     ),
     "timeframe seq in a longer integer form": (
-        sign_raw(ALICE, fields(timeframe={BOB.public: [3, TAG]})).replace(
-            b"\x92\x03\xc4\x10", b"\x92\xcd\x00\x03\xc4\x10"
+        edit_header(
+            sign_raw(ALICE, fields(timeframe={BOB.public: [3, TAG]})),
+            b"\x92\x03\xc4\x10",
+            b"\x92\xcd\x00\x03\xc4\x10",
         ),
         Reason.NON_CANONICAL,
     ),
@@ -327,26 +420,75 @@ CASES = {
         ),
         Reason.TOO_MANY_PREVIOUS,
     ),
+    # The content's hash and size, as the header holds them.
+    "content hash of 31 bytes": (
+        sign_raw(ALICE, fields(content="x"), content_hash=b"\x01" * 31),
+        Reason.BAD_CONTENT_HASH,
+    ),
+    "content hash of 33 bytes": (
+        sign_raw(ALICE, fields(content="x"), content_hash=b"\x01" * 33),
+        Reason.BAD_CONTENT_HASH,
+    ),
+    "content hash as text": (
+        sign_raw(ALICE, fields(content="x"), content_hash="h" * 32),
+        Reason.BAD_CONTENT_HASH,
+    ),
+    "content size 0": (
+        sign_raw(ALICE, fields(content="x"), content_size=0),
+        Reason.BAD_CONTENT_HASH,
+    ),
+    "content size -1": (
+        sign_raw(ALICE, fields(content="x"), content_size=-1),
+        Reason.BAD_CONTENT_HASH,
+    ),
+    "content size as text": (
+        sign_raw(ALICE, fields(content="x"), content_size="2"),
+        Reason.BAD_CONTENT_HASH,
+    ),
+    # Content that has its header's hash and size but is no canonical value: its author
+    # signed it so, and the whole message is refused.
+    "content not msgpack": (signed_for(b"\xc1"), Reason.MALFORMED),
+    "content with bytes after its value": (signed_for(b"\x01\x02"), Reason.MALFORMED),
+    "content an integer in a longer form": (signed_for(b"\xcc\x01"), Reason.NON_CANONICAL),
+    # The signature, over the header's first nine fields.
     "signed by someone else": (
-        msgpack.packb(
-            [*fields(), BOB.sign(msgpack.packb(fields(), use_bin_type=True))], use_bin_type=True
+        pair([*head(), BOB.sign(msgpack.packb(head(), use_bin_type=True))], body_of(None)),
+        Reason.BAD_SIGNATURE,
+    ),
+    "short signature": (pair([*head(), b"\x00" * 63], body_of(None)), Reason.BAD_SIGNATURE),
+    "a bit of the signature flipped": (break_signature(GOOD), Reason.BAD_SIGNATURE),
+    "header changed after signing": (
+        pair(
+            [*head(timestamp=5), ALICE.sign(msgpack.packb(head(timestamp=6), use_bin_type=True))],
+            body_of(None),
         ),
         Reason.BAD_SIGNATURE,
     ),
-    "short signature": (
-        msgpack.packb([*fields(), b"\x00" * 63], use_bin_type=True),
-        Reason.BAD_SIGNATURE,
-    ),
-    "content changed after signing": (
-        msgpack.packb(
-            [
-                *fields(content="after"),
-                ALICE.sign(msgpack.packb(fields(content="befor"), use_bin_type=True)),
-            ],
-            use_bin_type=True,
+    "content and its hash changed after signing": (
+        pair(
+            [*head("after"), ALICE.sign(msgpack.packb(head("befor"), use_bin_type=True))],
+            body_of("after"),
         ),
         Reason.BAD_SIGNATURE,
     ),
+    "signature broken beside content that does not match": (
+        wire(split_wire(break_signature(GOOD))[0], body_of("other")),
+        Reason.BAD_SIGNATURE,
+    ),
+}
+
+
+SIGNED_BEFORE = split_wire(sign_raw(ALICE, fields(content="befor")))[0]
+
+# Content beside a header that does not have the header's hash and size: never a refusal of
+# the message (a relay may have garbled it), the content alone dropped. Each case: the
+# wire form, and the content the header was signed for.
+KEPT = {
+    "content changed after signing": (wire(SIGNED_BEFORE, body_of("after")), body_of("befor")),
+    "content of another size": (wire(SIGNED_BEFORE, body_of("before!")), body_of("befor")),
+    "empty content": (wire(HEADER, b""), CONTENT),
+    "a bit of the content flipped": (GOOD[:-1] + bytes([GOOD[-1] ^ 1]), CONTENT),
+    "another message's content": (wire(HEADER, body_of(None)), CONTENT),
 }
 
 
@@ -358,6 +500,37 @@ def test_every_rule_has_its_reason_code(raw, reason):
     assert caught.value.detail
 
 
+@pytest.mark.parametrize("raw, right", KEPT.values(), ids=KEPT.keys())
+def test_content_that_does_not_match_its_header_is_dropped_and_the_header_kept(raw, right):
+    header, content = split_wire(raw)
+    message = decode_message(raw)
+    assert message.content_refused is Reason.CONTENT_MISMATCH
+    assert message.header == header and message.id == message_id(header)
+    assert not message.has_content and message.content is None and message.content_bytes is None
+    assert message.raw == wire(header, None)  # what is stored and passed on: the header alone
+    # The header alone is the same message, and the right content fills it in, same id.
+    assert decode_message(wire(header, None)) == replace(message, content_refused=None)
+    whole = decode_message(wire(header, right))
+    assert whole.content_refused is None and whole.content_bytes == right != content
+    assert whole.id == message.id and whole.without_content() == decode_message(message.raw)
+
+
+def test_a_header_alone_is_a_whole_message():
+    """Content nil: nothing refused, the id and every header field as with the content."""
+    whole = decode_message(GOOD)
+    alone = decode_message(wire(HEADER, None))
+    assert alone.content_refused is None and not alone.has_content and alone.content is None
+    assert alone == whole.without_content()
+    assert (alone.id, alone.author, alone.seq, alone.content_hash, alone.content_size) == (
+        whole.id,
+        whole.author,
+        whole.seq,
+        whole.content_hash,
+        whole.content_size,
+    )
+    assert alone.raw == wire(HEADER, None) and alone.header == whole.header == HEADER
+
+
 def test_every_reason_of_the_protocol_layer_is_covered():
     storage_reasons = {
         Reason.MISSING_PREVIOUS,
@@ -366,18 +539,33 @@ def test_every_reason_of_the_protocol_layer_is_covered():
         Reason.BLOCKED_FEED,  # tests/storage/test_scope.py
     }
     covered = {reason for _, reason in CASES.values()}
+    assert Reason.CONTENT_MISMATCH not in covered  # never a refusal: see KEPT
+    covered.add(Reason.CONTENT_MISMATCH)
     assert covered == set(Reason) - storage_reasons
 
 
 def test_a_version_1_message_is_refused_and_the_detail_says_why():
-    """Format 1's timeframes fail format 2's shape; the reason is the version all the same."""
+    """Format 1's timeframes fail format 3's shape; the reason is the version all the same."""
     for raw in (version_1({BOB.public: 3}), version_1({})):
         with pytest.raises(InvalidMessage) as caught:
             decode_message(raw)
         assert caught.value.reason is Reason.UNKNOWN_VERSION
         assert "version 1" in caught.value.detail
-    # The same timeframe as format 2 signs it is accepted: the version alone was refused.
+    # The same timeframe as format 3 signs it is accepted: the version alone was refused.
     assert decode_message(sign_raw(ALICE, fields(timeframe={BOB.public: [3, TAG]}))).seq == 1
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [old_format(2, timeframe={BOB.public: [3, TAG]}), sign_raw(ALICE, fields(version=2))],
+    ids=["as format 2 wrote it", "in a header of format 3's shape"],
+)
+def test_a_version_2_message_is_refused_and_the_detail_says_why(raw):
+    """Format 2 signed its content inside a 9-element array: no pair, no content hash."""
+    with pytest.raises(InvalidMessage) as caught:
+        decode_message(raw)
+    assert caught.value.reason is Reason.UNKNOWN_VERSION
+    assert "version 2" in caught.value.detail and "refused" in caught.value.detail
 
 
 def test_the_default_limits_take_64_timeframe_entries_and_no_more():
@@ -435,7 +623,12 @@ def test_skipping_signature_verification_still_checks_the_rest():
         decode_message(CASES["seq 0"][0], verify_signature=False)
 
 
-def test_ids_are_blake2b_of_the_signed_bytes():
+def test_ids_are_blake2b_of_the_signed_header():
     message = Feed("alice").root("chat", {"hello": "world"})
-    assert message.id == message_id(message.raw)
+    assert message.id == hashlib.blake2b(message.header, digest_size=32).digest()
+    assert message.id == message_id(message.raw) == message_id(message.header)
+    assert message.id == message_id(message.without_content().raw)  # the content is no part of it
+    assert message.raw != message.header and message.raw == wire(
+        message.header, message.content_bytes
+    )
     assert ROOT_LINK.is_root
