@@ -362,7 +362,7 @@ def test_a_message_body_carries_the_timeframe_as_signed():
     """[seq, tag] per feed, as in the signed bytes: a client can check which message is named."""
     message = a_message("x")
     body = msgpack.unpackb(msgpack.packb(ipc.message_body(message), use_bin_type=True))
-    assert body["timeframe"] == msgpack.unpackb(message.raw)[5]
+    assert body["timeframe"] == msgpack.unpackb(message.header)[5]
     assert body["timeframe"] == {
         feed: [seq, tag] for feed, (seq, tag) in decode_message(message.raw).named().items()
     }
