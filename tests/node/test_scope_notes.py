@@ -78,10 +78,18 @@ class Running:
 
 
 @pytest.fixture
-async def nodes(tmp_path, nursery):
-    """Start nodes on demand: `await nodes("a", hops=2, held=[...])`."""
+async def nodes(tmp_path):
+    """Start nodes on demand: `await nodes("a", hops=2, held=[...])`. Their stores close once
+    every task of theirs has ended (a read in a worker thread outlives a cancel)."""
     stores = []
+    async with trio.open_nursery() as nursery:
+        yield _starter(tmp_path, nursery, stores)
+        nursery.cancel_scope.cancel()
+    for store in stores:
+        store.close()
 
+
+def _starter(tmp_path: Path, nursery: trio.Nursery, stores: list[FeedStore]):
     async def start(name: str, hops: int | None = 2, held=()) -> Running:
         me = keypair(f"scope-notes-{name}")
         store = FeedStore(tmp_path / name, keypair=me, map_size=2**28)
@@ -99,10 +107,7 @@ async def nodes(tmp_path, nursery):
         path = await nursery.start(server.serve, tmp_path / f"{name}.sock")
         return Running(me, store, service, registry, network, port, path)
 
-    yield start
-    nursery.cancel_scope.cancel()
-    for store in stores:
-        store.close()
+    return start
 
 
 def chain(name: str, count: int) -> list:
