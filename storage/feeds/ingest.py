@@ -109,7 +109,11 @@ def prepare(
     """Hash, decode and verify a batch: pure CPU, no LMDB, safe in any thread.
 
     Ids in `known` (the caller looked them up already) and repeats within the
-    batch are duplicates without a signature check.
+    batch of an id decoded earlier in it are duplicates without a signature
+    check. A repeat of an id whose earlier copy was refused is decoded all the
+    same: the id is its header's, so a copy garbled around an intact header (a
+    relay's, not its author's doing) has the id of the good copy and must not
+    make it a duplicate of nothing.
     """
     count = len(raws)
     ids: list[bytes] = [b""] * count
@@ -122,11 +126,12 @@ def prepare(
         if msg_id in seen or msg_id in known:
             results[index] = IngestResult(Outcome.DUPLICATE, msg_id)
             continue
-        seen.add(msg_id)
         try:
             messages[index] = decode_message(raw, limits, known_id=msg_id)
         except InvalidMessage as error:
             results[index] = IngestResult(Outcome.REJECTED, msg_id, error.reason, error.detail)
+        else:
+            seen.add(msg_id)
     return PreparedBatch(ids, messages, results)
 
 

@@ -3,10 +3,11 @@ import pytest
 from tanglenode.protocol.errors import Reason
 from tanglenode.protocol.limits import Limits
 from tanglenode.protocol.message import TangleLink
+from tanglenode.protocol.wire import wire
 from tanglenode.storage.errors import IncompatibleStore, StoreFull, StoreNotFound
 from tanglenode.storage.feeds.ingest import Outcome
 from tanglenode.storage.store import FeedStore
-from tests.factories import Feed, sign_raw, unsigned_fields
+from tests.factories import Feed, break_signature, sign_raw, unsigned_fields
 from tests.tamper import tamper
 
 
@@ -72,13 +73,42 @@ def test_a_prev_that_is_not_the_stored_head_is_a_chain_mismatch(store):
 
 def test_an_invalid_message_is_rejected_with_its_reason_and_the_rest_commits(store):
     alice, bob = Feed("alice"), Feed("bob")
-    forged = bytearray(alice.append({"text": "hello"}).raw)
-    forged[-1] ^= 1
+    forged = break_signature(alice.append({"text": "hello"}).raw)
     good = bob.append()
-    results = store.writes.ingest([bytes(forged), good.raw])
+    results = store.writes.ingest([forged, good.raw])
     assert outcomes(results) == [(Outcome.REJECTED, Reason.BAD_SIGNATURE), ACCEPTED]
     assert results[0].detail
     assert store.feeds.frontier() == {bob.public: 1}
+
+
+def test_content_garbled_on_the_way_is_dropped_and_the_header_stored(store):
+    """Content that does not match its header is a relay's doing, not the author's: the
+    message is accepted as its header alone, its id and chain intact."""
+    alice = Feed("alice")
+    first, second = alice.append({"text": "hello"}), alice.append({"text": "again"})
+    garbled = first.raw[:-1] + bytes([first.raw[-1] ^ 1])
+    results = store.writes.ingest([garbled, second.raw])
+    assert outcomes(results) == [ACCEPTED, ACCEPTED]
+    assert (
+        results[0].id == first.id and results[0].message.content_refused is Reason.CONTENT_MISMATCH
+    )
+    held = store.feeds.get(first.id)
+    assert held == first.without_content() and not held.has_content
+    assert store.feeds.read_feed_raw(alice.public, limit=1) == [wire(first.header, None)]
+    assert store.feeds.get(second.id) == second and store.feeds.frontier() == {alice.public: 2}
+    assert store.feeds.check().ok
+
+
+def test_a_copy_garbled_around_its_header_does_not_make_the_good_copy_a_duplicate(store):
+    """The id is the header's: a copy refused for its framing has the good copy's id, and
+    the good copy after it in the batch is stored, not dropped as a repeat of a refusal."""
+    alice = Feed("alice")
+    first = alice.append({"text": "hello"})
+    broken = first.raw + b"\x00"  # bytes after the pair: malformed, the header intact
+    results = store.writes.ingest([broken, first.raw, first.raw])
+    assert outcomes(results) == [(Outcome.REJECTED, Reason.MALFORMED), ACCEPTED, DUPLICATE]
+    assert {result.id for result in results} == {first.id}
+    assert store.feeds.get(first.id) == first
 
 
 def test_store_limits_apply_at_ingest(open_store):
@@ -103,9 +133,14 @@ def test_a_second_message_at_a_stored_seq_is_fork_evidence(store):
     assert not results[1].stored
     (evidence,) = store.feeds.evidence()
     assert evidence.kind == "fork" and evidence.invalid == {honest.public: 2}
-    assert evidence.messages == sorted([two, conflicting], key=lambda m: m.id)
+    # The proof holds the two headers (a proof reads nothing else: docs/FORMAT.md).
+    assert evidence.messages == sorted(
+        [two.without_content(), conflicting.without_content()], key=lambda m: m.id
+    )
     # The feed ends before the fork on every node, whichever branch came first.
-    assert store.feeds.get(conflicting.id) == conflicting and store.feeds.get(two.id) == two
+    # (both held as the proof's headers now: their contents are gone with the feed's end)
+    assert store.feeds.get(conflicting.id) == conflicting.without_content()
+    assert store.feeds.get(two.id) == two.without_content()
     assert store.feeds.get_by_seq(honest.public, 2) is None
     assert store.feeds.get(three.id) is None
     assert [(f.head_seq, f.head_id, f.invalid_from) for f in store.feeds.held()] == [(1, one.id, 2)]

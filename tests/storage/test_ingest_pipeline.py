@@ -1,13 +1,16 @@
 """prepare / ingest_prepared / ingest_batches: the two-core path gives what ingest gives."""
 
 import sys
+from dataclasses import replace
 
 import pytest
 
+from tanglenode.protocol.errors import Reason
 from tanglenode.protocol.limits import DEFAULT_LIMITS
 from tanglenode.storage.feeds.ingest import Outcome, prepare
 from tanglenode.storage.feeds.ingest_pipeline import Worker, ingest_batches
 from tanglenode.storage.store import FeedStore
+from tests.factories import break_signature
 from tests.storage.test_stored_form import chat, feeds
 
 
@@ -18,9 +21,8 @@ def outcomes(results) -> list[tuple[str, bytes]]:
 def test_prepare_decides_what_needs_no_store():
     messages = chat(feeds(2), 2)
     raws = [m.raw for m in messages]
-    broken = bytearray(raws[1])
-    broken[-1] ^= 1
-    batch = prepare([raws[0], bytes(broken), raws[0], raws[2]], DEFAULT_LIMITS, {messages[2].id})
+    broken = break_signature(raws[1])
+    batch = prepare([raws[0], broken, raws[0], raws[2]], DEFAULT_LIMITS, {messages[2].id})
     assert batch.messages[0].raw == raws[0]
     assert (
         batch.results[1].outcome is Outcome.REJECTED and batch.results[1].reason == "bad-signature"
@@ -28,6 +30,24 @@ def test_prepare_decides_what_needs_no_store():
     assert batch.results[2].outcome is Outcome.DUPLICATE  # a repeat within the batch
     assert batch.results[3].outcome is Outcome.DUPLICATE  # known to the caller
     assert batch.messages[1:] == [None, None, None]
+
+
+def test_prepare_decodes_a_repeat_of_a_refused_copy():
+    """A copy refused for what lies around its header has the good copy's id (the header's
+    hash): the good copy after it is decoded, not a duplicate of the refusal; content that
+    does not match is dropped there, the header kept."""
+    message = chat(feeds(1), 1)[0]
+    cut_short = message.raw[:-1]  # the content runs past the end: malformed
+    garbled = message.raw[:-1] + bytes([message.raw[-1] ^ 1])
+    batch = prepare([cut_short, message.raw, message.raw], DEFAULT_LIMITS)
+    assert batch.ids == [message.id] * 3
+    assert batch.results[0].outcome is Outcome.REJECTED and batch.results[0].reason == "malformed"
+    assert batch.messages[1] == message
+    assert batch.results[2].outcome is Outcome.DUPLICATE
+    batch = prepare([garbled, message.raw], DEFAULT_LIMITS)
+    assert batch.messages[0] == replace(
+        message.without_content(), content_refused=Reason.CONTENT_MISMATCH
+    )
 
 
 @pytest.mark.parametrize("worker", [Worker.PROCESS, Worker.THREAD])

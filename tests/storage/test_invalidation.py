@@ -10,7 +10,7 @@ from tanglenode.protocol.evidence import InvalidProof, ProofKind, check_proof
 from tanglenode.protocol.message import TangleLink
 from tanglenode.storage.feeds.ingest import Outcome
 from tanglenode.storage.views.timelines import SPACETIME
-from tests.factories import Feed, keypair
+from tests.factories import Feed, break_signature, keypair
 
 
 def state(store):
@@ -164,9 +164,10 @@ def test_a_fork_found_late_removes_the_branch_from_every_timeline(open_store):
     assert late.timelines.timeline(late.timelines.timeline_name(root.id, "chat", "joined")) == [
         (0, root.id)
     ]
-    assert [
-        entry[1] for entry in late.timelines.timeline(late.timelines.timeline_name(root.id, "chat"))
-    ] == sorted([root.id, reply.id], key=lambda i: (i != root.id, i))
+    # Both rank 0 now (the reply's one link is gone), so they sort by id (docs/TIMELINES.md).
+    assert late.timelines.timeline(late.timelines.timeline_name(root.id, "chat")) == sorted(
+        [(0, root.id), (0, reply.id)]
+    )
     assert late.feeds.check().ok and early.feeds.check().ok
 
 
@@ -217,11 +218,27 @@ def test_evidence_that_proves_nothing_is_refused(open_store):
     twin = Feed(alice.keypair).append({"other": 1})
     with pytest.raises(InvalidProof):
         store.writes.add_evidence([a1.raw, twin.raw, b1.raw])  # a fork and one more
-    forged = bytearray(twin.raw)
-    forged[-1] ^= 1
     with pytest.raises(InvalidMessage):
-        store.writes.add_evidence([bytes(forged), a1.raw])
+        store.writes.add_evidence([break_signature(twin.raw), a1.raw])
     assert store.feeds.invalid_feeds() == {} and store.feeds.evidence() == []
+
+
+def test_a_proof_is_made_of_headers_whatever_content_comes_beside_them(open_store):
+    """A fork proof reads headers only: garbled content beside an intact header proves the
+    fork all the same (the content dropped), and the proof keeps the two headers alone."""
+    alice = Feed("alice")
+    a1 = alice.append({"n": 1})
+    twin = Feed(alice.keypair).append({"other": 1})
+    garbled = twin.raw[:-1] + bytes([twin.raw[-1] ^ 1])
+    store = open_store()
+    assert store.writes.add_evidence([garbled, a1.raw]) == ("new", {alice.public: 1})
+    (proof,) = store.feeds.evidence()
+    assert proof.messages == sorted(
+        [a1.without_content(), twin.without_content()], key=lambda m: m.id
+    )
+    assert all(not m.has_content for m in proof.messages)
+    # The same proof with the content intact is the one already held.
+    assert store.writes.add_evidence([twin.raw, a1.raw]) == ("known", {})
 
 
 def forks_of_one_seq(count: int):
