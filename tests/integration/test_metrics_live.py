@@ -8,11 +8,10 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tanglenode.node.localnet import REQUEST_SECONDS, Node
 from tanglenode.protocol.identity import Keypair, feed_text
-from tests.factories import Feed
+from tests.factories import Feed, break_signature
 from tests.integration.test_chaos import hostile
 from tests.integration.test_web_live import get
 from tests.node.test_hostile_peers import until_hung_up
-from tests.node.test_metrics import bad_signature
 
 WEB = {"TANGLED_WEB__LISTEN": "127.0.0.1:0"}
 PUBLISHED = 5
@@ -42,7 +41,7 @@ async def test_two_nodes_replicate_refuse_a_forgery_and_the_metrics_show_it(tmp_
     await b.wait_for_size(PUBLISHED, spacetime=True)
 
     mallory = Keypair.generate()
-    forged = bad_signature(Feed("forger").append("forged").raw)
+    forged = break_signature(Feed("forger").append("forged").raw)
     async with hostile(b, mallory) as (secure, gossip):
         await secure.send_all(gossip.messages([forged]))
         await until_hung_up(secure, gossip)  # b drops the peer that sent it
