@@ -111,7 +111,10 @@ MESSAGE_SPAN_MS = 1000  # ... typed within this much recorded time
 BATCH_MESSAGES = 256  # messages per `ingest` call (one commit each)
 
 # Upper bounds of encoded sizes (canonical msgpack), for cutting messages in time:
-_ENVELOPE_BYTES = 224  # a doc/edit message but its content, timeframe and previous
+# A doc/edit message but its content, timeframe and previous: the format-2 fields (224),
+# format 3's content hash (bin 32) and size (uint 32), and the wire pair: its array header
+# and two bin 32 headers (1 + 5 + 5).
+_ENVELOPE_BYTES = 224 + 34 + 5 + 11
 _TIMEFRAME_ENTRY_BYTES = 62  # bin 32 + [an int, bin 16]
 _LINK_BYTES = 34  # bin 32, in `previous` or in `refs`
 _CONTENT_BYTES = 32  # {"ops": [..], "refs": [..], "type": "doc/edit"} but ops and refs
