@@ -49,7 +49,7 @@ import msgpack
 
 from tanglenode.protocol.limits import UNLIMITED
 from tanglenode.protocol.message import Message, decode_message
-from tanglenode.protocol.wire import header_of, wire
+from tanglenode.protocol.wire import header_of, split_wire, wire
 
 HEAD = b"\x9a\x03\xc4\x20"
 VERBATIM, COMPACT = 0, 3
@@ -136,8 +136,8 @@ def without_content(value: bytes) -> bytes:
 def has_content(value: bytes) -> bool:
     """Whether stored `value` holds its message's content."""
     value = bytes(value)
-    if value[0] == VERBATIM:
-        return value[1:][-1:] != b"\xc0"
+    if value[0] == VERBATIM:  # read from the pair: a content's bytes may end as nil does
+        return split_wire(value[1:])[1] is not None
     return len(value) > _parts(value)[3]
 
 
