@@ -2,7 +2,8 @@
 
 One read transaction over the whole store. Each stored message (each
 `message-at` row and the body it names, storage.feeds.bodies) is decoded
-and its signature verified again, and every body must be named by exactly
+and its signature verified again, its content (when held) must match its
+header's hash and size, and every body must be named by exactly
 one row; from the messages alone we rebuild what the feed store's own
 tables should hold (ids, feed chains, heads, proofs), then each derived
 view checks itself against the same messages (`DerivedView.check`, in the
@@ -48,11 +49,20 @@ class CheckReport:
 
 
 def _verified(raw: bytes, what: str, report: CheckReport) -> Message | None:
+    """The message `raw` holds, or None (a problem reported) if it fails to decode. Content
+    that does not match its header is a problem too, the header still checked: the store
+    keeps only content that matched (a reader drops it quietly, as it would a relay's)."""
     try:
-        return decode_message(bytes(raw), UNLIMITED)
+        message = decode_message(bytes(raw), UNLIMITED)
     except InvalidMessage as error:
         report.problems.append(f"{what}: {error}")
         return None
+    if message.content_refused is not None:
+        report.problems.append(
+            f"{what}: its content does not match its header's hash and size "
+            f"({message.content_refused}): the stored content is damaged"
+        )
+    return message
 
 
 def check_store(ctx: StoreContext, views: Sequence[DerivedView]) -> CheckReport:

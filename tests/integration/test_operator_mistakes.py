@@ -16,6 +16,7 @@ import trio
 
 from tanglenode.node.client import NodeError
 from tanglenode.node.localnet import TANGLED, Node
+from tanglenode.protocol.identity import feed_text
 from tanglenode.storage.clients.bundle import MAGIC
 from tanglenode.storage.feeds.metapage import check_data_file
 from tanglenode.storage.store import FeedStore
@@ -124,9 +125,7 @@ async def test_flipped_bytes_are_a_check_finding(tmp_path, where):
     data = node.data_dir / "store" / "data.mdb"
     with FeedStore(data.parent, create=False) as store:
         raw = store.feeds.get_by_seq(node.key, 4).raw
-    stored = raw[
-        -400:
-    ]  # the padded content and signature: stored verbatim (storage/feeds/stored_form.py)
+    stored = raw[-400:]  # the padded content, stored verbatim last (storage/feeds/stored_form.py)
     page_size = check_data_file(data.parent).page_size
     content = data.read_bytes()
     offsets = [i for i in range(len(content)) if content.startswith(stored, i)]
@@ -136,6 +135,8 @@ async def test_flipped_bytes_are_a_check_finding(tmp_path, where):
     checked = await tangled(node.data_dir, "check")
     out = checked.stdout.decode()
     assert checked.returncode == 5 and out.startswith("problem: ") and " problem(s)" in out, out
+    if where == "inside a message":  # the header decodes: its content no longer matches it
+        assert f"{feed_text(node.key)}:4: its content does not match its header" in out, out
     assert b"Traceback" not in checked.stderr
     as_json = json.loads((await tangled(node.data_dir, "check", "--json")).stdout)
     assert as_json["ok"] is False and as_json["problems"]
