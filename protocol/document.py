@@ -38,6 +38,14 @@ another document right after atom `at` of this one (the root for the
 start): `from` names that document and the first and last atoms of the
 range, as a link does.
 
+An erase request of a document message (protocol/erase.py) carries its
+*skeleton* (`skeleton`): the same value without its characters, an insert
+carrying its length instead of its text, an init no title, a comment no
+text. `parse_skeleton` checks one from a peer as strictly as a content, and
+gives the message it stands for with `ERASED` in place of each character,
+so the engine weaves an erased edit's atoms where they belong on a node
+that never saw them (docs/DOCUMENTS.md, "Erased edits").
+
 This module checks what the content alone can show, in one pass over the ops
 without recursion: types (a bool is not an int), arities, names, bounds,
 refs, self-references. Each failure is a `DocumentError` with a `DocReason`.
@@ -64,6 +72,7 @@ TANGLE = "doc"
 COMMENT_TANGLE = "comment"  # a comment's thread: its replies
 MAX_COMMENT_BYTES = 8192
 SELF = None  # AtomRef.msg for "this message"
+ERASED = "\x00"  # what an erased atom holds in place of its character (`parse_skeleton`)
 
 MAX_OPS = 4096
 MAX_ATOMS = 16384  # atoms one edit introduces
@@ -322,7 +331,68 @@ def _checked_title(title: Any) -> str:
     return title
 
 
-def _parse_edit(ops: Any, refs: Any) -> DocEdit:
+def skeleton(content: Any) -> dict[str, Any] | None:
+    """The structure of document message `content` without its characters: what an erase
+    request of it carries as `weave` (protocol/erase.py), so that a node that never saw
+    the characters weaves the same atoms (docs/DOCUMENTS.md, "Erased edits").
+
+    An edit keeps its ops and refs, each inserted text replaced by its length in code
+    points (`["ins", ref, index, length]`); an init keeps no title; a comment keeps its
+    range (a reply: nothing but its type); an inclusion holds no characters and is kept
+    as it is. Canonical like the content it comes from, and never larger. None when
+    `content` is no valid document message: its request then carries no weave, and
+    every node counts the erased message as no document message."""
+    try:
+        parsed = parse_document(content)
+    except DocumentError:
+        return None
+    if isinstance(parsed, DocInit):
+        return {"type": INIT}
+    if isinstance(parsed, DocComment):
+        return {key: value for key, value in content.items() if key != "text"}
+    if isinstance(parsed, DocInclude):
+        return dict(content)
+    ops = [
+        [name, ref, index, len(last) if name == "ins" else last]
+        for name, ref, index, last in content["ops"]
+    ]
+    return {"ops": ops, "refs": list(content["refs"]), "type": EDIT}
+
+
+def parse_skeleton(value: Any) -> DocInit | DocEdit | DocComment | DocInclude:
+    """The document message a skeleton from a peer (an erase request's `weave`) stands
+    for, or `DocumentError` saying why it is refused: the content's own checks and
+    bounds, an insert carrying its length (an integer >= 1) instead of its text.
+
+    Each inserted atom's text is `ERASED` (one code point each, `length` of them), an
+    init's title and a comment's text empty: the engine weaves them without characters."""
+    kind = value.get("type") if isinstance(value, dict) else None
+    if type(kind) is str and kind == INIT:
+        if value.keys() != {"type"}:
+            raise DocumentError(DocReason.MALFORMED, "an init's weave holds its type alone")
+        return DocInit("")
+    if type(kind) is str and kind == EDIT:
+        if value.keys() != _EDIT_KEYS:
+            raise DocumentError(DocReason.MALFORMED, "an edit's weave holds ops, refs and type")
+        return _parse_edit(value["ops"], value["refs"], erased=True)
+    if type(kind) is str and kind == COMMENT:
+        keys = value.keys()
+        if keys != {"range", "type"} and keys != {"type"}:
+            raise DocumentError(
+                DocReason.MALFORMED, "a comment's weave holds its type, and range unless a reply"
+            )
+        if "range" not in value:
+            return DocComment("", None)
+        ends = value["range"]
+        if type(ends) is not list or len(ends) != 4:
+            raise DocumentError(DocReason.MALFORMED, "a range is [id, index, id, index]")
+        return DocComment("", (_atom_ref(ends[:2]), _atom_ref(ends[2:])))
+    if type(kind) is str and kind == INCLUDE:
+        return _parse_include(value)
+    raise DocumentError(DocReason.MALFORMED, "not the weave of a document message")
+
+
+def _parse_edit(ops: Any, refs: Any, erased: bool = False) -> DocEdit:
     if type(ops) is not list:
         raise DocumentError(DocReason.MALFORMED, "ops is an array")
     if not ops:
@@ -342,15 +412,18 @@ def _parse_edit(ops: Any, refs: Any) -> DocEdit:
     parsed: list[Op] = []
     atoms = 0
     for number, op in enumerate(ops):
-        parsed.append(_parse_op(op, number, refs, atoms, used))
+        parsed.append(_parse_op(op, number, refs, atoms, used, erased))
         atoms += op_atoms(parsed[-1])
     if not all(used):
         raise DocumentError(DocReason.BAD_REF, f"refs[{used.index(False) - 1}] is unused")
     return DocEdit(tuple(parsed), atoms)
 
 
-def _parse_op(op: Any, number: int, refs: list[bytes], before: int, used: list[bool]) -> Op:
-    """One op, given the atoms the ops before it introduced; marks its ref used."""
+def _parse_op(
+    op: Any, number: int, refs: list[bytes], before: int, used: list[bool], erased: bool
+) -> Op:
+    """One op, given the atoms the ops before it introduced; marks its ref used. `erased`:
+    an insert carries its length instead of its text (`parse_skeleton`)."""
     if type(op) is not list or len(op) != 4:
         raise DocumentError(DocReason.MALFORMED, f"op {number}: an op is an array of 4")
     name, ref, index, last = op
@@ -367,7 +440,18 @@ def _parse_op(op: Any, number: int, refs: list[bytes], before: int, used: list[b
         raise DocumentError(DocReason.MALFORMED, f"op {number}: index is an integer")
     if not 0 <= index <= MAX_INDEX:
         raise DocumentError(DocReason.BAD_OP, f"op {number}: index outside 0..{MAX_INDEX}")
-    if kind is Insert:
+    if kind is Insert and erased:
+        if type(last) is not int:
+            raise DocumentError(DocReason.MALFORMED, f"op {number}: ins carries its length")
+        if last < 1:
+            raise DocumentError(DocReason.BAD_OP, f"op {number}: ins of {last} atoms")
+        if last > MAX_ATOMS:
+            raise DocumentError(
+                DocReason.TOO_MANY, f"op {number}: more than {MAX_ATOMS} atoms in one edit"
+            )
+        count, highest = last, index
+        last = ERASED * last
+    elif kind is Insert:
         if type(last) is not str:
             raise DocumentError(DocReason.MALFORMED, f"op {number}: ins carries a string")
         if not last:

@@ -74,6 +74,7 @@ from tanglenode.protocol.document import (
     Undelete,
     is_document,
     parse_document,
+    parse_skeleton,
 )
 from tanglenode.protocol.group_state import excluded_in_past
 from tanglenode.protocol.identity import message_text
@@ -83,10 +84,12 @@ from tanglenode.storage.documents.backlog import MESSAGE_COST
 from tanglenode.storage.documents.notes import Notes
 from tanglenode.storage.documents.rows import (
     BACKSPACE,
+    M_ID,
     M_NEXT_MNO,
     M_NEXT_NODE,
     M_ROOT_NODE,
     M_TIPS,
+    M_TITLE,
     M_YARNS,
     R_SEGMENTS,
     ROOT,
@@ -98,14 +101,18 @@ from tanglenode.storage.documents.rows import (
     backspaces_of,
     docno_of,
     group_of,
+    kept_weave,
+    keys_with,
     move_meta_rows,
     open_weave,
     pack,
     read_meta,
     read_record,
+    rows_of,
     segment_at,
     segment_kinds,
     undeletes_of,
+    unpack,
     weft_greater,
 )
 from tanglenode.storage.documents.sealed import SealedMessages, Waiting, is_sealed
@@ -113,6 +120,7 @@ from tanglenode.storage.documents.siblings import SiblingIndex, mark_current
 from tanglenode.storage.documents.weave import (
     CAUSE_INDEX,
     CAUSE_MNO,
+    ERASED_PIECE,
     FLAGS,
     MNO,
     START,
@@ -186,16 +194,27 @@ class DocumentEngine:
         """
         content = message.content
         link = message.tangles.get(TANGLE)
+        erased = False
+        if link is not None:  # an erased message is woven from its skeleton (erased.py)
+            kept = kept_weave(self._txn, self._tables, message.id)
+            if kept is not None:  # its weave alone says what it is; none: no document's
+                content, erased = kept[1], True
+                if content is None:
+                    return 0
+            elif not message.has_content:  # header alone, its skeleton not yet here: wait
+                root = message.id if link.root is None else link.root
+                self.sealed.wait(message.id, root, message.id)
+                return MESSAGE_COST
         sealed = link is not None and is_sealed(content)
-        if not sealed and not is_document(content):
+        if not sealed and not erased and not is_document(content):
             return 0
         cost = MESSAGE_COST
         root = message.id if link is None or link.root is None else link.root
         try:
             group = None
             if sealed:
-                content, group = self._unseal(message, root)
-            parsed = parse_document(content)
+                content, group = self._unseal(message, root, content)
+            parsed = parse_skeleton(content) if erased else parse_document(content)
             cost += 0 if isinstance(parsed, DocInit) else parsed.atoms
             if isinstance(parsed, DocInit):
                 if link is None or link.root is not None:
@@ -214,7 +233,7 @@ class DocumentEngine:
                     raise DocumentError(
                         DocReason.MALFORMED, f"a {EDIT} belongs to a {TANGLE!r} tangle"
                     )
-                self._edit(message, root, parsed, mno, group)
+                self._edit(message, root, parsed, mno, group, erased)
         except Waiting as waiting:
             self.sealed.wait(waiting.epoch, root, message.id)
         except DocumentError as error:
@@ -223,7 +242,7 @@ class DocumentEngine:
             )
         return cost
 
-    def _unseal(self, message: Message, root: bytes) -> tuple[Any, bytes]:
+    def _unseal(self, message: Message, root: bytes, content: Any) -> tuple[Any, bytes]:
         """The content of a sealed document message and its group (storage.documents.sealed).
 
         What needs no key is decided first, alike on every node: a message whose
@@ -235,7 +254,7 @@ class DocumentEngine:
         that key too, and is decided when it opens. Once it opens, a message
         whose author had processed its own exclusion from the epoch is set
         aside (`_check_not_excluded`)."""
-        envelope = self.sealed.envelope(message)
+        envelope = self.sealed.envelope(content)
         epoch = envelope.epoch
         if not covers(self._txn, self._message_ids, message, epoch):
             raise DocumentError(
@@ -299,6 +318,55 @@ class DocumentEngine:
         """Drop what this engine holds of document `docno`, whose rows are being cleared
         (storage.documents.reweave)."""
         self._docs.pop(docno, None)
+
+    def erase(self, msg_id: bytes) -> bool:
+        """Take the characters of woven message `msg_id` out of its document, its atoms
+        left in their places (storage.documents.erased); whether it was woven.
+
+        Its pieces hold `ERASED` for each atom and are hidden for good (the text
+        loses what of them it showed: one `del` entry in the splice log, under a new
+        version), and every splice-log entry that could hold its characters (its own
+        and those of the undeletes that showed them again) becomes a `reset`, so no
+        row keeps them and a subscriber from before reads a new snapshot. An init
+        loses its title."""
+        key = self._txn.get(msg_id, db=self._tables.ids)
+        if key is None:
+            return False
+        docno, mno = U32.unpack(key[:4])[0], U32.unpack(key[4:8])[0]
+        doc = self.document(read_meta(self._txn, self._tables, docno)[M_ID])
+        if mno == 0:
+            doc.meta[M_TITLE] = ""
+            return True
+        weave, prefix = doc.weave, U32.pack(docno) + U32.pack(mno)
+        starts = [U32.unpack(k[8:12])[0] for k in keys_with(self._txn, self._tables.pieces, prefix)]
+        splices: list = []
+        changed = False
+        for start in starts:
+            leaf, slot = weave.locate(mno, start)
+            piece = weave.piece(leaf, slot)
+            if piece[FLAGS] & ERASED_PIECE:
+                continue
+            changed = True
+            position = weave.visible_before(leaf, slot)
+            shown = weave.erase(leaf, slot)
+            if shown:
+                _splice(splices, "del", position, shown)
+        if not changed:
+            return True
+        versions = {mno}  # the log entries that may hold its characters
+        for _first, _count, bs_mno, _index in rows_of(self._txn, self._tables.dels, docno, mno):
+            for _f, _c, undo_mno, _i in rows_of(self._txn, self._tables.undels, docno, bs_mno):
+                versions.add(undo_mno)
+        log_prefix = U32.pack(docno)
+        for version in sorted(versions):
+            log_key = log_prefix + U64.pack(version)
+            entry = self._txn.get(log_key, db=self._tables.log)
+            if entry is not None:
+                self._txn.put(log_key, pack([unpack(entry)[0], None]), db=self._tables.log)
+        version = doc.meta[M_NEXT_MNO]
+        doc.meta[M_NEXT_MNO] = version + 1
+        self._log(docno, version, msg_id, splices)
+        return True
 
     def number_past(self, docno: int, version: int) -> None:
         """Number the document's next version past `version`, where a `reset` tells its
@@ -392,6 +460,7 @@ class DocumentEngine:
         edit: DocEdit,
         mno: int | None = None,
         group: bytes | None = None,
+        erased: bool = False,
     ) -> None:
         # Whether the init is woven yet depends on delivery unless the timeframe covers it.
         if not covers(self._txn, self._message_ids, message, root):
@@ -444,7 +513,7 @@ class DocumentEngine:
         splices: list = []
         for segment, op in zip(segments, edit.ops, strict=True):
             if type(op) is Insert:
-                self._insert(doc, mno, segment, op.text, splices)
+                self._insert(doc, mno, segment, op.text, splices, erased)
             elif type(op) is Delete:
                 self._delete(doc, mno, segment, splices)
             else:
@@ -455,11 +524,14 @@ class DocumentEngine:
     def wait_if_sealed(self, doc: _Doc, msg_id: bytes) -> None:
         """A private document's message that names `msg_id`, which waits for a key here,
         waits too (`Waiting`): a member holding that key decides it. A public document's
-        does not: whatever it names is of no public document, on any node."""
-        if group_of(doc.meta) is None:
+        waits only for a message of its own, held as its header alone, that waits for
+        the skeleton its erase request brings (storage.documents.erased): whatever else
+        it names is of no public document, on any node."""
+        found = self.sealed.waiting(msg_id)
+        if found is None:
             return
-        epoch = self.sealed.waiting_on(msg_id)
-        if epoch is not None:
+        epoch, root = found
+        if group_of(doc.meta) is not None or root == doc.meta[M_ID]:
             raise Waiting(epoch)
 
     def cited(
@@ -492,7 +564,11 @@ class DocumentEngine:
             return first > sibling
         return weft_greater(doc.wefts.of(mno), doc.wefts.of(sibling_mno))
 
-    def _insert(self, doc: _Doc, mno: int, segment: list, text: str, splices: list) -> None:
+    def _insert(
+        self, doc: _Doc, mno: int, segment: list, text: str, splices: list, erased: bool
+    ) -> None:
+        """Weave an insert's run (`erased`: atoms without characters, never shown)."""
+        flags = ERASED_PIECE if erased else VISIBLE
         weave = doc.weave
         first, cause_mno, cause = segment[0], segment[3], segment[4]
         leaf, slot = weave.locate(cause_mno, cause)
@@ -509,11 +585,12 @@ class DocumentEngine:
                 lambda child: self._goes_first(doc, mno, first, *child),
                 lambda: self._lone_child(weave, leaf, slot, offset, cause_mno, cause),
             )
-        new = [mno, first, text, VISIBLE, cause_mno, cause]
+        new = [mno, first, text, flags, cause_mno, cause]
         if before is not None and after is not None:  # right before the child it precedes
             leaf, slot = weave.locate(*after)
             leaf, slot = weave.insert_before(leaf, slot, new)
-            _splice(splices, "ins", weave.visible_before(leaf, slot), text)
+            if not erased:
+                _splice(splices, "ins", weave.visible_before(leaf, slot), text)
             return
         if before is not None:  # last: after the causal block of the child before it
             leaf, slot = weave.locate(*before)
@@ -528,14 +605,16 @@ class DocumentEngine:
         elif (
             piece[MNO] == mno == cause_mno
             and piece[START] + len(piece[TEXT]) == first == cause + 1
-            and piece[FLAGS] == VISIBLE
+            and piece[FLAGS] == flags
         ):
             position = weave.visible_before(leaf, slot) + len(piece[TEXT])
             weave.extend(leaf, slot, text)
-            _splice(splices, "ins", position, text)
+            if not erased:
+                _splice(splices, "ins", position, text)
             return
-        leaf, slot = weave.insert_after(leaf, slot, [mno, first, text, VISIBLE, cause_mno, cause])
-        _splice(splices, "ins", weave.visible_before(leaf, slot), text)
+        leaf, slot = weave.insert_after(leaf, slot, [mno, first, text, flags, cause_mno, cause])
+        if not erased:
+            _splice(splices, "ins", weave.visible_before(leaf, slot), text)
 
     @staticmethod
     def _lone_child(
@@ -644,7 +723,7 @@ class DocumentEngine:
                 leaf, slot = weave.locate(target_mno, index)
                 piece = weave.piece(leaf, slot)
                 stop = min(end, piece[START] + len(piece[TEXT]))
-                if not piece[FLAGS] & VISIBLE:
+                if not piece[FLAGS] & (VISIBLE | ERASED_PIECE):  # erased: stays hidden
                     leaf, slot = self._isolate(weave, target_mno, index, stop)
                     weave.set_visible(leaf, slot, True)
                     text = weave.piece(leaf, slot)[TEXT]

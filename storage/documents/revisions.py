@@ -31,12 +31,22 @@ from tanglenode.storage.documents.rows import (
     DocumentTables,
     DyeSpan,
     Weft,
+    kept_weave,
     open_weave,
     read_meta,
     read_record,
     rows_of,
 )
-from tanglenode.storage.documents.weave import FLAGS, MNO, START, TEXT, TOUCHED, VISIBLE, Weave
+from tanglenode.storage.documents.weave import (
+    ERASED_PIECE,
+    FLAGS,
+    MNO,
+    START,
+    TEXT,
+    TOUCHED,
+    VISIBLE,
+    Weave,
+)
 
 
 class _History:
@@ -86,15 +96,24 @@ class _History:
         return False
 
     def visible(self, piece: list, weft: Weft | None) -> list[bool] | bool:
-        """Whether each atom of `piece` is visible at `weft` (one bool for the whole piece)."""
+        """Whether each atom of `piece` is visible at `weft` (one bool for the whole piece):
+        an erased piece's atoms never are, having no characters."""
+        mno = piece[MNO]
+        if mno == 0 or piece[FLAGS] & ERASED_PIECE:
+            return False
+        return self.present(piece, weft)
+
+    def present(self, piece: list, weft: Weft | None) -> list[bool] | bool:
+        """Whether each atom of `piece` is inside `weft` with no live backspace there, its
+        characters erased or not (one bool for the whole piece)."""
         mno = piece[MNO]
         if mno == 0:
             return False
-        if weft is None:
+        if weft is None and not piece[FLAGS] & ERASED_PIECE:
             return bool(piece[FLAGS] & VISIBLE)
-        if not self.inside(mno, weft):
+        if weft is not None and not self.inside(mno, weft):
             return False
-        if not piece[FLAGS] & TOUCHED:
+        if not piece[FLAGS] & (TOUCHED | ERASED_PIECE):  # erased: backspaces leave no mark
             return True
         start = piece[START]
         return [self.live_backspace(mno, start + i, weft) is None for i in range(len(piece[TEXT]))]
@@ -133,6 +152,7 @@ class Located:
     every: str
     where: dict[tuple[int, int], tuple[int, int, bool]]
     pieces: int  # pieces walked: the work it took
+    erased: frozenset[tuple[int, int]] = frozenset()  # atoms asked for without characters
 
     def span(self, first: tuple[int, int], last: tuple[int, int]) -> tuple[str, int, str]:
         """The range from atom `first` to atom `last` (either way round): its text now, where
@@ -140,7 +160,8 @@ class Located:
         (v1, a1, _s1), (v2, a2, s2) = self.where[first], self.where[last]
         if a1 > a2:
             (v1, a1, _s1), (v2, a2, s2) = (v2, a2, s2), (v1, a1, _s1)
-        return self.text[v1 : v2 + int(s2)], v1, self.every[a1 : a2 + 1]
+            first, last = last, first
+        return self.text[v1 : v2 + int(s2)], v1, self.every[a1 : a2 + int(last not in self.erased)]
 
 
 def locate(txn, tables: DocumentTables, docno: int, wanted: Iterable[tuple[int, int]]) -> Located:
@@ -156,6 +177,7 @@ def locate(txn, tables: DocumentTables, docno: int, wanted: Iterable[tuple[int, 
         where[(0, 0)] = (0, 0, False)
     shown: list[str] = []
     every: list[str] = []
+    empty: set[tuple[int, int]] = set()
     visible_count = every_count = pieces = 0
     for piece in _pieces(txn, tables, docno):
         pieces += 1
@@ -163,6 +185,7 @@ def locate(txn, tables: DocumentTables, docno: int, wanted: Iterable[tuple[int, 
         if mno == 0:
             continue
         visible = bool(piece[FLAGS] & VISIBLE)
+        erased = bool(piece[FLAGS] & ERASED_PIECE)  # atoms without characters: none counted
         asked = indexes.get(mno)
         if asked:
             low = bisect.bisect_left(asked, start)
@@ -170,15 +193,18 @@ def locate(txn, tables: DocumentTables, docno: int, wanted: Iterable[tuple[int, 
                 offset = index - start
                 where[(mno, index)] = (
                     visible_count + (offset if visible else 0),
-                    every_count + offset,
+                    every_count + (0 if erased else offset),
                     visible,
                 )
+                if erased:
+                    empty.add((mno, index))
         if visible:
             shown.append(text)
             visible_count += len(text)
-        every.append(text)
-        every_count += len(text)
-    return Located("".join(shown), "".join(every), where, pieces)
+        if not erased:
+            every.append(text)
+            every_count += len(text)
+    return Located("".join(shown), "".join(every), where, pieces, frozenset(empty))
 
 
 def visible_atoms(
@@ -221,11 +247,12 @@ def between(
         length = len(piece[TEXT])
         shown = [True] * length if deleted_too else _each(history.visible(piece, weft), length)
         mno, start = piece[MNO], piece[START]
+        erased = piece[FLAGS] & ERASED_PIECE  # its atoms are in the range, with no characters
         for offset, (char, visible) in enumerate(zip(piece[TEXT], shown, strict=True)):
             atom = (mno, start + offset)
             if atom == first:
                 started = True
-            if visible and mno != 0:
+            if visible and mno != 0 and not erased:
                 (inside if started else before).append(char)
             if atom == last:
                 return "".join(inside) if started else "", len(before), started
@@ -279,7 +306,8 @@ def blame(txn, tables: DocumentTables, docno: int, weft: Weft | None) -> list[Bl
     history = _History(txn, tables, docno)
     spans: list[list] = []
     for piece in _pieces(txn, tables, docno):
-        shown = history.visible(piece, weft)
+        erased = bool(piece[FLAGS] & ERASED_PIECE)
+        shown = history.present(piece, weft) if erased else history.visible(piece, weft)
         if shown is False:
             continue
         author, _seq, msg_id = history.message(piece[MNO])
@@ -290,8 +318,15 @@ def blame(txn, tables: DocumentTables, docno: int, weft: Weft | None) -> list[Bl
         )
         if not text:
             continue
-        if spans and spans[-1][2] == msg_id:
+        if erased:  # its atoms, in place, without their characters; by whose request
+            kept = kept_weave(txn, tables, msg_id)
+            by = b"" if kept is None else kept[0]
+            if spans and spans[-1][2] == msg_id and spans[-1][3] is not None:
+                spans[-1][4] += len(text)
+            else:
+                spans.append(["", author, msg_id, by, len(text)])
+        elif spans and spans[-1][2] == msg_id and spans[-1][3] is None:
             spans[-1][0] += text
         else:
-            spans.append([text, author, msg_id])
+            spans.append([text, author, msg_id, None, 0])
     return [BlameSpan(*span) for span in spans]

@@ -20,7 +20,10 @@ node that never saw the event would have built:
   excluded feed wrote in is woven from all it holds, so that its messages
   naming the exclusion are set aside (or no longer) as on a node that held
   it from the start;
-- a store predates an index (`weave_again`): every document is rebuilt.
+- a store predates an index (`weave_again`): every document is rebuilt;
+- an erase request brings the skeleton a message waited for, or one that
+  is not the skeleton of the content this node wove (`reweave`,
+  storage.documents.erased).
 
 A rebuilt document numbers its next version past the last one it had and
 logs a `reset`, which tells its subscribers to take a new snapshot.
@@ -93,9 +96,27 @@ class DocumentWeaver:
             ctx.processor_tables,
         )
 
+    @property
+    def txn(self):
+        return self._txn
+
+    @property
+    def tables(self) -> DocumentTables:
+        return self._tables
+
+    @property
+    def messages(self):
+        """storage.feeds.bodies.Bodies: the messages held, by position."""
+        return self._messages
+
     def finish(self) -> None:
         """Write back what the engine wove."""
         self.engine.finish()
+
+    def reweave(self, root: bytes, also: list[bytes]) -> None:
+        """Weave document `root` again from every message of it held, with `also` (which
+        waited), in processed order (a skeleton arrived: storage.documents.erased)."""
+        self._reweave(root, also)
 
     def keep_keys(
         self,

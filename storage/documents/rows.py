@@ -32,6 +32,8 @@ backspaces on them; `doc-undels` the same for backspaces.
     doc-feeds   author + seq (u64) -> docno + mno   (to find what a proof cuts out)
     doc-yarn    docno + author + seq (u64) -> mno   (an author's messages woven in a document)
     doc-waiting, doc-waits, doc-keys: private documents (storage.documents.sealed)
+    doc-erased  message id -> msgpack [erase request id | b"" (purged), weave | nil]: the
+                skeleton an erased message is woven from (storage.documents.erased)
     doc-queue   counter (u64) -> position: the backlog (storage.documents.backlog)
     doc-nodes, doc-pieces: the weave (storage.documents.weave)
 """
@@ -90,6 +92,10 @@ class BlameSpan(NamedTuple):
     text: str
     author: bytes
     msg_id: bytes
+    # An erased edit's atoms shown at the weft, without their characters (`text` empty):
+    # the erase request's id (b"" for this node's purge), and how many atoms.
+    erased: bytes | None = None
+    erased_atoms: int = 0
 
 
 # Atom kinds in a message's segments.
@@ -144,6 +150,7 @@ class DocumentTables:
     keys: Any
     comments: Any
     includes: Any
+    erased: Any
 
     NAMES = (
         b"doc-index",
@@ -167,10 +174,13 @@ class DocumentTables:
         b"doc-keys",
         b"doc-comments",
         b"doc-includes",
+        b"doc-erased",
     )  # the named databases, in field order
-    # Not the documents view's own: the keys this node was handed (storage.documents.sealed),
-    # which `tangled reindex` keeps, as the weave it rebuilds depends on them.
-    KEPT = (b"doc-keys",)
+    # Not the documents view's own: the keys this node was handed (storage.documents.sealed)
+    # and the skeletons of the messages whose content it dropped (storage.documents.erased),
+    # which `tangled reindex` keeps, as the weave it rebuilds depends on them (a purged
+    # message's skeleton came from its content, which no message holds any longer).
+    KEPT = (b"doc-keys", b"doc-erased")
 
     @classmethod
     def open(cls, env: lmdb.Environment) -> DocumentTables:
@@ -254,6 +264,16 @@ def keys_with(txn, db, prefix: bytes):
 def group_of(meta: list) -> bytes | None:
     """The group a document is private to; None for a public one."""
     return meta[M_GROUP] if len(meta) > M_GROUP else None
+
+
+def kept_weave(txn, tables: DocumentTables, msg_id: bytes) -> tuple[bytes, Any] | None:
+    """(erase request id, or b"" for a purge; the skeleton, None for no document message)
+    of a message whose content was dropped, as `doc-erased` keeps it; None if none."""
+    raw = txn.get(msg_id, db=tables.erased)
+    if raw is None:
+        return None
+    by, weave = unpack(raw)
+    return by, weave
 
 
 def docno_of(txn, tables: DocumentTables, doc: bytes) -> int | None:

@@ -178,11 +178,11 @@ class SealedMessages:
     # -- opening ---------------------------------------------------------------
 
     @staticmethod
-    def envelope(message: Message) -> GroupContent:
-        """The readable part of a sealed document message: an epoch id and no seals;
-        `DocumentError` otherwise."""
+    def envelope(content: Any) -> GroupContent:
+        """The readable part of a sealed document message's content (or of an erased one's
+        sealed weave): an epoch id and no seals; `DocumentError` otherwise."""
         try:
-            envelope = GroupContent.from_content(message.content)
+            envelope = GroupContent.from_content(content)
         except GroupFormatError as error:
             raise DocumentError(DocReason.MALFORMED, str(error)) from None
         if envelope.epoch is None or envelope.seals:
@@ -209,6 +209,12 @@ class SealedMessages:
     def wait(self, epoch: bytes, root: bytes, msg_id: bytes) -> None:
         self._txn.put(epoch + root + msg_id, b"", db=self._tables.waiting)
         self._txn.put(msg_id, epoch + root, db=self._tables.waits)
+
+    def waiting(self, msg_id: bytes) -> tuple[bytes, bytes] | None:
+        """(epoch, doc id) message `msg_id` waits under, if it waits (the epoch is a key's,
+        or the id of a message whose skeleton is awaited: storage.documents.erased)."""
+        raw = self._txn.get(msg_id, db=self._tables.waits)
+        return None if raw is None else (bytes(raw[:32]), bytes(raw[32:64]))
 
     def waiting_on(self, msg_id: bytes) -> bytes | None:
         """The epoch whose key message `msg_id` waits for, if it waits."""

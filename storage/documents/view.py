@@ -16,12 +16,10 @@ from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from tanglenode.protocol.message import Message
-from tanglenode.storage.documents import revisions
+from tanglenode.storage.documents import erased, revisions
 from tanglenode.storage.documents.backlog import SLICE, Backlog, backlog_size
-from tanglenode.storage.documents.engine import DocumentEngine
 from tanglenode.storage.documents.reweave import DocumentWeaver
 from tanglenode.storage.documents.rows import M_ID, DocumentTables, pack, unpack
-from tanglenode.storage.documents.sealed import is_document_message
 from tanglenode.storage.feeds.derived import ViewCost
 from tanglenode.storage.feeds.layout import U32, U64
 
@@ -49,7 +47,11 @@ class DocumentsView:
         pass  # the proof's step rebuilds the documents that lost messages
 
     def forget(self, scope: WriteScope, message: Message) -> None:
-        pass  # an erased edit's characters: not yet taken out of the weave (issue 43)
+        """Take an erased or purged message's characters out of every document row, its
+        atoms left in place (storage.documents.erased)."""
+        weaver = DocumentWeaver.over(scope.txn, self._ctx)
+        erased.forget(weaver, message)
+        weaver.finish()
 
     def processed(self, scope: WriteScope, step: ProcessedStep) -> None:
         """Weave the document messages just processed, in processed order (after rebuilding
@@ -65,8 +67,8 @@ class DocumentsView:
         for position in step.order:
             message = step.message(scope, position)
             if spent < self.slice and not backlog.waiting():
-                spent += engine.apply(message)
-            elif is_document_message(message):  # woven later, in processed order
+                spent += erased.weave_one(weaver, message)
+            elif erased.concerns_documents(message):  # woven later, in processed order
                 backlog.push(position[0] + U64.pack(position[1]))
         engine.finish()
 
@@ -100,12 +102,12 @@ def weave_backlog(txn: Any, ctx: StoreContext, work: int | None) -> int:
     queue = ctx.document_tables.queue
     if not backlog_size(txn, queue):
         return 0
-    engine = DocumentEngine.over(txn, ctx)
+    weaver = DocumentWeaver.over(txn, ctx)
     backlog = Backlog(txn, queue)
     spent = 0
     while (work is None or spent < work) and (position := backlog.take()) is not None:
         message = ctx.tables.bodies.message(txn, position)
         if message is not None:  # else a proof or a block took it since
-            spent += engine.apply(message)
-    engine.finish()
+            spent += erased.weave_one(weaver, message)
+    weaver.finish()
     return backlog_size(txn, queue)

@@ -12,9 +12,12 @@ sequence of *pieces*: consecutive atoms of one message,
 `mno` is the message's number within the document (its place in this
 node's processed order of the document), `start` the index of the piece's
 first atom in that message, `text` one code point per atom, `flags` bit 0
-"visible at the processed frontier" and bit 1 "some backspace ever named
-an atom of this piece", and the cause the atom the first atom was typed
-after (every later atom of the piece is caused by the one before it).
+"visible at the processed frontier", bit 1 "some backspace ever named
+an atom of this piece" and bit 2 "erased": the message's content was
+erased, its atoms keep their places but `text` holds `ERASED` for each and
+the piece is never visible (docs/DOCUMENTS.md, "Erased edits"); and the
+cause the atom the first atom was typed after (every later atom of the
+piece is caused by the one before it).
 
 Pieces live in leaves of at most `MAX_PIECES`; inner nodes hold up to
 `MAX_CHILDREN` children with the count of visible atoms under each, so a
@@ -41,12 +44,13 @@ from typing import Any
 
 import msgpack
 
+from tanglenode.protocol.document import ERASED
 from tanglenode.storage.feeds.layout import U32
 
 LEAF, INNER = 0, 1
 MAX_PIECES = 64
 MAX_CHILDREN = 64
-VISIBLE, TOUCHED = 1, 2
+VISIBLE, TOUCHED, ERASED_PIECE = 1, 2, 4
 NO_PARENT = 0xFFFFFFFF
 
 # Piece fields.
@@ -232,13 +236,27 @@ class Weave:
             self._add_visible(leaf_id, len(text))
 
     def set_visible(self, leaf_id: int, slot: int, visible: bool) -> None:
-        """Show or hide a whole piece at the frontier (marking it touched by a backspace)."""
+        """Show or hide a whole piece at the frontier (marking it touched by a backspace);
+        an erased piece stays hidden."""
         piece = self._touch(leaf_id)[3][slot]
         was = piece[FLAGS] & VISIBLE
-        piece[FLAGS] = (VISIBLE if visible else 0) | TOUCHED
+        erased = piece[FLAGS] & ERASED_PIECE
+        visible = visible and not erased
+        piece[FLAGS] = (VISIBLE if visible else 0) | TOUCHED | erased
         if bool(was) != visible:
             length = len(piece[TEXT])
             self._add_visible(leaf_id, length if visible else -length)
+
+    def erase(self, leaf_id: int, slot: int) -> int:
+        """Take piece (leaf, slot)'s characters out: each atom keeps its place, holding
+        `ERASED`, and the piece is hidden for good; how many atoms were visible."""
+        piece = self._touch(leaf_id)[3][slot]
+        shown = visible_length(piece)
+        piece[TEXT] = ERASED * len(piece[TEXT])
+        piece[FLAGS] = (piece[FLAGS] & TOUCHED) | ERASED_PIECE
+        if shown:
+            self._add_visible(leaf_id, -shown)
+        return shown
 
     def _add_visible(self, node_id: int, delta: int) -> None:
         parent_id = self._node(node_id)[1]

@@ -45,9 +45,19 @@ from tanglenode.storage.documents.rows import (
     unpack,
     weft_greater,
 )
-from tanglenode.storage.documents.weave import CAUSE_INDEX, CAUSE_MNO, MNO, START, TEXT
+from tanglenode.storage.documents.weave import (
+    CAUSE_INDEX,
+    CAUSE_MNO,
+    ERASED_PIECE,
+    FLAGS,
+    MNO,
+    START,
+    TEXT,
+)
 from tanglenode.storage.errors import StorageError
 from tanglenode.storage.feeds.layout import U32
+
+ERASED_SYMBOL = "\ufffd"  # what the file holds for each atom of an erased edit
 
 
 class Unexportable(StorageError):
@@ -93,6 +103,8 @@ def export_weave(txn, tables: DocumentTables, docno: int) -> ExportedWeave:
             mno, start, text = piece[MNO], piece[START], piece[TEXT]
             if mno == 0:
                 continue
+            if piece[FLAGS] & ERASED_PIECE:  # in place, its characters gone: U+FFFD each
+                text = ERASED_SYMBOL * len(text)
             cause = key(piece[CAUSE_MNO], piece[CAUSE_INDEX])
             for offset, symbol in enumerate(text):
                 if symbol == BACKSPACE:

@@ -1,0 +1,324 @@
+"""Erased document edits (docs/DOCUMENTS.md, "Erased edits"; storage/documents/erased.py): the
+atoms keep their places without characters on every store, whether it saw the content or
+not; no byte of the characters stays in the documents' tables; the skeleton wins."""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import fields
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tanglenode.protocol.document import (
+    AtomRef,
+    Delete,
+    Insert,
+    edit_content,
+    init_content,
+    skeleton,
+)
+from tanglenode.protocol.erase import erase_content
+from tanglenode.protocol.message import Message, TangleLink
+from tanglenode.storage.documents.rows import DocumentTables
+from tanglenode.storage.feeds.ingest import Outcome
+from tanglenode.storage.store import FeedStore
+from tests.factories import Feed, keypair
+
+ALICE = keypair("doc-erase-alice")
+SECRET = "Qz7secretWORDS"
+
+
+def doc_rows_holding(store, needle: bytes) -> list[str]:
+    """The documents' tables holding `needle` in a key or a value (every row scanned)."""
+    tables = store.ctx.document_tables
+    found = []
+    with store.ctx.read() as txn:
+        for name, field in zip(DocumentTables.NAMES, fields(DocumentTables), strict=True):
+            for key, value in txn.cursor(db=getattr(tables, field.name)):
+                if needle in bytes(key) or needle in bytes(value):
+                    found.append(name.decode())
+    return found
+
+
+def state(store, doc: bytes):
+    """What every store holding the same messages must read alike."""
+    documents = store.documents
+    return (
+        documents.document_text(doc),
+        documents.document_blame(doc),
+        sorted((m, r) for m, r, _d in documents.document_set_aside(doc)),
+    )
+
+
+def test_the_authors_store_keeps_the_atoms_and_drops_every_character(open_store):
+    alice = open_store("alice", keypair=ALICE)
+    doc = alice.documents.create_document("notes")
+    (ab,) = alice.documents.edit_document(doc.id, [("ins", 0, "ab")])
+    (secret,) = alice.documents.edit_document(doc.id, [("ins", 1, SECRET)])
+    alice.documents.edit_document(doc.id, [("ins", 1 + len(SECRET) + 1, "yz")])
+    # a deletion that ends in the secret, and an undelete of it, before the erasure
+    (gone,) = alice.documents.edit_document(doc.id, [("del", 0, 3)])
+    back = alice.writes.publish(
+        edit_content([Insert(AtomRef(ab.id, 1), "!")]), {"doc": doc.id}
+    )  # any plain edit: the undelete below cites the backspaces
+    assert alice.documents.document_text(doc.id) == f"{SECRET[2:]}b!yz"
+    request = alice.writes.publish(erase_content(secret.seq, secret.id, skeleton(secret.content)))
+
+    assert alice.feeds.erased_by(secret.id) == request.id
+    assert alice.documents.document_text(doc.id) == "b!yz"
+    for needle in (SECRET[:4], SECRET[4:8], SECRET[-4:]):
+        assert doc_rows_holding(alice, needle.encode()) == []
+    blame = alice.documents.document_blame(doc.id)
+    erased = [span for span in blame if span.erased is not None]
+    assert [(s.msg_id, s.erased, s.erased_atoms, s.text) for s in erased] == [
+        (secret.id, request.id, len(SECRET) - 2, "")
+    ]
+    assert "".join(span.text for span in blame) == "b!yz"
+    # the atoms are in place: an edit typed after an erased atom lands there
+    after = alice.writes.publish(
+        edit_content([Insert(AtomRef(secret.id, 5), "<X>"), Delete(AtomRef(ab.id, 1), 1)]),
+        {"doc": doc.id},
+    )
+    assert not [r for r in alice.documents.document_set_aside(doc.id) if r[0] == after.id]
+    assert alice.documents.document_text(doc.id) == "<X>!yz"
+    assert gone and back
+
+
+def scenario():
+    """alice creates a document, types "ab", then SECRET between them (`secret`); bob types
+    after the secret's 6th atom (`cites`) and deletes part of it; alice erases it."""
+    alice, bob = Feed("doc-erase-a"), Feed("doc-erase-b")
+    doc = alice.root("doc", init_content("shared"))
+    link = TangleLink(doc.id, (doc.id,))
+    ab = alice.append(edit_content([Insert(AtomRef(doc.id, 0), "ab")]), tangles={"doc": link})
+    secret = alice.append(
+        edit_content([Insert(AtomRef(ab.id, 0), SECRET)]),
+        tangles={"doc": TangleLink(doc.id, (ab.id,))},
+    )
+    knows = {alice.public: secret}
+    cites = bob.append(
+        edit_content([Insert(AtomRef(secret.id, 5), "<bob>"), Delete(AtomRef(secret.id, 0), 2)]),
+        tangles={"doc": TangleLink(doc.id, (secret.id,))},
+        timeframe=knows,
+    )
+    request = alice.append(erase_content(secret.seq, secret.id, skeleton(secret.content)))
+    return doc, ab, secret, cites, request
+
+
+def test_a_store_that_never_saw_the_content_weaves_the_same_text(open_store):
+    doc, ab, secret, cites, request = scenario()
+    seen, unseen = open_store("seen"), open_store("unseen")
+    seen.writes.ingest([m.raw for m in (doc, ab, secret, cites)])
+    assert seen.documents.document_text(doc.id) == f"a{SECRET[2:6]}<bob>{SECRET[6:]}b"
+    seen.writes.ingest([request.raw])
+
+    # the other store gets the edit as its header alone: it waits, and the document reads
+    # as if it were not there, until the request brings the skeleton
+    outcomes = unseen.writes.ingest([doc.raw, ab.raw, secret.without_content().raw, cites.raw])
+    assert [r.outcome for r in outcomes] == [Outcome.ACCEPTED] * 4
+    assert unseen.documents.document_text(doc.id) == "ab"
+    assert secret.id not in {m for m, _r, _d in unseen.documents.document_set_aside(doc.id)}
+    unseen.writes.ingest([request.raw])
+
+    assert seen.documents.document_text(doc.id) == "a<bob>b"
+    assert state(unseen, doc.id) == state(seen, doc.id)
+    assert [s.erased for s in seen.documents.document_blame(doc.id)] == [
+        None,
+        request.id,
+        None,
+        request.id,
+        None,
+    ]
+    assert doc_rows_holding(seen, SECRET[-6:].encode()) == []
+
+
+def test_the_skeleton_wins_over_the_content_a_store_held(open_store):
+    """A request whose weave says otherwise than the content (its author's to choose) leaves
+    every store with the weave the request says, the ones that held the content too."""
+    alice, bob = Feed("doc-skel-a"), Feed("doc-skel-b")
+    doc = alice.root("doc", init_content("shared"))
+    long = alice.append(
+        edit_content([Insert(AtomRef(doc.id, 0), SECRET)]),
+        tangles={"doc": TangleLink(doc.id, (doc.id,))},
+    )
+    cites = bob.append(
+        edit_content([Insert(AtomRef(long.id, 9), "<bob>")]),
+        tangles={"doc": TangleLink(doc.id, (long.id,))},
+        timeframe={alice.public: long},
+    )
+    short = dict(skeleton(long.content), ops=[["ins", 1, 0, 3]])  # 3 atoms, not 14
+    request = alice.append(erase_content(long.seq, long.id, short))
+    held, header_only = open_store("held"), open_store("header-only")
+    held.writes.ingest([doc.raw, long.raw, cites.raw, request.raw])
+    header_only.writes.ingest([doc.raw, long.without_content().raw, cites.raw, request.raw])
+    assert state(held, doc.id) == state(header_only, doc.id)
+    text, blame, aside = state(held, doc.id)
+    assert text == "" and aside == [(cites.id, "unknown-atom")]  # atom 9 is not there now
+    assert [(s.erased, s.erased_atoms) for s in blame] == [(request.id, 3)]
+    assert doc_rows_holding(held, SECRET[:6].encode()) == []
+
+
+def test_a_request_without_weave_makes_the_message_no_document_message_everywhere(open_store):
+    doc, ab, secret, cites, _request = scenario()
+    alice = Feed("doc-erase-a")
+    alice.messages[:] = [doc, ab, secret, _request]
+    alice.messages.pop()
+    bare = alice.append(erase_content(secret.seq, secret.id))
+    held, header_only = open_store("held"), open_store("header-only")
+    held.writes.ingest([doc.raw, ab.raw, secret.raw, cites.raw, bare.raw])
+    header_only.writes.ingest([doc.raw, ab.raw, secret.without_content().raw, cites.raw, bare.raw])
+    assert state(held, doc.id) == state(header_only, doc.id)
+    text, _blame, aside = state(held, doc.id)
+    assert text == "ab" and aside == [(cites.id, "outside-weft")]  # no such message in its weft
+
+
+def test_a_malformed_weave_sets_the_edit_aside_everywhere(open_store):
+    doc, ab, secret, cites, _request = scenario()
+    alice = Feed("doc-erase-a")
+    alice.messages[:] = [doc, ab, secret]
+    bad = alice.append(erase_content(secret.seq, secret.id, {"ops": [["ins", 1, 0, "x"]]}))
+    held, header_only = open_store("held"), open_store("header-only")
+    held.writes.ingest([doc.raw, ab.raw, secret.raw, cites.raw, bad.raw])
+    header_only.writes.ingest([doc.raw, ab.raw, secret.without_content().raw, cites.raw, bad.raw])
+    assert state(held, doc.id) == state(header_only, doc.id)
+    _text, _blame, aside = state(held, doc.id)
+    assert dict(aside) == {secret.id: "malformed", cites.id: "outside-weft"}
+    assert doc_rows_holding(held, SECRET[:6].encode()) == []
+
+
+def test_a_purge_takes_the_characters_out_here_and_survives_a_reweave(open_store):
+    doc, ab, secret, cites, _request = scenario()
+    store = open_store("purging")
+    store.writes.ingest([m.raw for m in (doc, ab, secret, cites)])
+    assert store.writes.purge([secret.id]) == [secret.id]
+    assert store.documents.document_text(doc.id) == "a<bob>b"
+    assert [s.erased for s in store.documents.document_blame(doc.id)].count(b"") == 2
+    assert doc_rows_holding(store, SECRET[-6:].encode()) == []
+
+
+# -- convergence -------------------------------------------------------------------------
+
+AUTHORS = [Feed(f"doc-erase-prop-{n}").keypair for n in range(3)]
+
+
+class Authors:
+    """Three authors' feeds and what each knows (a vector clock), for random valid edits."""
+
+    def __init__(self) -> None:
+        self.feeds = [Feed(keypair_) for keypair_ in AUTHORS]
+        self.doc = self.feeds[0].root("doc", init_content("prop"))
+        self.knows = [{0: 1} for _ in self.feeds]  # author -> {author: seq}
+        self.texts: dict[tuple[int, int], Message] = {}  # (author, seq) -> an edit with text
+        self.erased: set[tuple[int, int]] = set()
+        self.tips: list[bytes] = [self.doc.id]
+
+    def sync(self, a: int, b: int) -> None:
+        for author, seq in self.knows[b].items():
+            self.knows[a][author] = max(self.knows[a].get(author, 0), seq)
+
+    def _known(self, a: int) -> list[Message]:
+        knows = self.knows[a]
+        return [m for (author, seq), m in sorted(self.texts.items()) if seq <= knows.get(author, 0)]
+
+    def _timeframe(self, a: int) -> dict:
+        return {
+            self.feeds[b].public: self.feeds[b].messages[seq - 1]
+            for b, seq in self.knows[a].items()
+            if b != a and seq
+        }
+
+    def edit(self, a: int, pick: int, text: str, delete: bool) -> None:
+        known = self._known(a)
+        if delete and known:
+            target = known[pick % len(known)]
+            length = len(target.content["ops"][0][3])
+            op = Delete(AtomRef(target.id, pick % length), 1)
+        elif known and pick % 3:
+            cause = known[pick % len(known)]
+            op = Insert(AtomRef(cause.id, pick % len(cause.content["ops"][0][3])), text)
+        else:
+            op = Insert(AtomRef(self.doc.id, 0), text)
+        feed = self.feeds[a]
+        message = feed.append(
+            edit_content([op]),
+            tangles={"doc": TangleLink(self.doc.id, tuple(sorted(self.tips))[:16])},
+            timeframe=self._timeframe(a),
+        )
+        self.knows[a][a] = message.seq
+        if type(op) is Insert:
+            self.texts[(a, message.seq)] = message
+
+    def erase(self, a: int, pick: int) -> None:
+        own = [m for (author, seq), m in sorted(self.texts.items()) if author == a]
+        own = [m for m in own if (a, m.seq) not in self.erased]
+        if not own:
+            return
+        target = own[pick % len(own)]
+        self.erased.add((a, target.seq))
+        request = self.feeds[a].append(
+            erase_content(target.seq, target.id, skeleton(target.content)),
+            timeframe=self._timeframe(a),
+        )
+        self.knows[a][a] = request.seq
+
+
+steps = st.lists(
+    st.tuples(
+        st.sampled_from(["edit", "delete", "erase", "sync"]),
+        st.integers(0, 2),
+        st.integers(0, 2),
+        st.integers(0, 1000),
+        st.text("xyzw", min_size=1, max_size=4),
+    ),
+    min_size=1,
+    max_size=14,
+)
+
+
+def delivery(authors: Authors, draw, header_only: bool) -> list[list[bytes]]:
+    """Every message in an order each feed keeps, in batches; an erased edit maybe as its
+    header alone."""
+    queues = [list(feed.messages) for feed in authors.feeds]
+    erased_ids = {authors.feeds[a].messages[seq - 1].id for a, seq in authors.erased}
+    batches: list[list[bytes]] = [[]]
+    while any(queues):
+        choices = [n for n, queue in enumerate(queues) if queue]
+        message = queues[draw(st.sampled_from(choices))].pop(0)
+        bare = header_only and message.id in erased_ids and draw(st.booleans())
+        batches[-1].append(message.without_content().raw if bare else message.raw)
+        if draw(st.booleans()):
+            batches.append([])
+    return batches
+
+
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+@given(plan=steps, data=st.data())
+def test_edits_and_erasures_in_any_order_converge(plan, data):
+    authors = Authors()
+    for kind, a, b, pick, text in plan:
+        if kind == "sync":
+            authors.sync(a, b)
+        elif kind == "erase":
+            authors.erase(a, pick)
+        else:
+            authors.edit(a, pick, text, kind == "delete")
+    with (
+        tempfile.TemporaryDirectory() as directory,
+        FeedStore(Path(directory) / "1", map_size=2**24) as first,
+        FeedStore(Path(directory) / "2", map_size=2**24) as second,
+    ):
+        for store, header_only in ((first, False), (second, True)):
+            for batch in delivery(authors, data.draw, header_only):
+                results = store.writes.ingest(batch)
+                assert all(r.outcome is Outcome.ACCEPTED for r in results)
+        doc = authors.doc.id
+        assert state(first, doc) == state(second, doc)
+        erased_ids = {authors.feeds[a].messages[seq - 1].id for a, seq in authors.erased}
+        blamed = {span.msg_id for span in first.documents.document_blame(doc) if span.text}
+        assert not blamed & erased_ids  # no character of an erased edit is shown
