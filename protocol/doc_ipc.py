@@ -452,8 +452,13 @@ def dye_body(span: Any) -> dict[str, Any]:
 
 
 def blame_body(span: Any) -> dict[str, Any]:
-    """One `doc-blame` span: text, its author and the message that typed it."""
-    return {"text": span.text, "author": span.author, "msg": span.msg_id}
+    """One `doc-blame` span: text, its author and the message that typed it; for the atoms
+    of an erased edit (text ""), `erased`: the erase request's id (b"" for this node's
+    purge) and `atoms`: how many (docs/DOCUMENTS.md, "Erased edits")."""
+    body = {"text": span.text, "author": span.author, "msg": span.msg_id}
+    if span.erased is not None:
+        body["erased"], body["atoms"] = span.erased, span.erased_atoms
+    return body
 
 
 def splice_entry(entry: Any) -> dict[str, Any]:

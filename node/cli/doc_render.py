@@ -73,10 +73,13 @@ def diff_page(heading: str, spans: list[dict[str, Any]], label: Label = feed_tex
     )
 
 
-def blame_lines(spans: list[dict[str, Any]]) -> list[tuple[bytes, bytes, str]]:
+def blame_lines(
+    spans: list[dict[str, Any]], marker: Callable[[dict[str, Any]], str] | None = None
+) -> list[tuple[bytes, bytes, str]]:
     """(author, edit, line without its newline) per line: the author of most of its code
     points (the newline counts; a tie goes to who typed first in the line), and of that
-    author's edits the one that typed most of it."""
+    author's edits the one that typed most of it. An erased edit's span (no characters)
+    shows as `marker(span)` where its atoms are, weighing nothing (no marker: nothing)."""
     lines: list[tuple[bytes, bytes, str]] = []
     parts: list[str] = []
     weights: Counter[bytes] = Counter()
@@ -88,6 +91,12 @@ def blame_lines(spans: list[dict[str, Any]]) -> list[tuple[bytes, bytes, str]]:
         lines.append((author, edit, "".join(parts)))
 
     for span in spans:
+        if span.get("erased") is not None:
+            weights[span["author"]] += 0  # counted in, weighing nothing
+            edits[(span["author"], span["msg"])] += 0
+            if marker is not None:
+                parts.append(marker(span))
+            continue
         pieces = span["text"].split("\n")
         for number, piece in enumerate(pieces):
             ends_line = number < len(pieces) - 1

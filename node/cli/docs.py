@@ -580,11 +580,12 @@ def doc_blame(doc: str, at: str | None, as_json: bool) -> None:
         if at is not None:
             arguments["at"] = resolve_at(docs.call, arguments["doc"], parse_at(at))
         spans = docs.call("doc-blame", **arguments)["spans"]
-        lines = blame_lines(spans)
+        lines = blame_lines(spans, None if as_json else _erased_marker)
         when = _edit_times(docs.call, arguments["doc"]) if lines else {}
     if as_json:
         rows = [
             {"text": s["text"], "author": feed_text(s["author"]), "msg": message_text(s["msg"])}
+            | _erased_json(s)
             for s in spans
         ]
         lines_json = [
@@ -604,6 +605,20 @@ def doc_blame(doc: str, at: str | None, as_json: bool) -> None:
         stamp = format_timestamp(when[edit]) if edit in when else "?"
         who, short = safe(label(author)), message_text(edit)[:9]
         click.echo(f"{who:<14.14}  {stamp}  {short}  {for_stdout(text)}", color=True)
+
+
+def _erased_marker(span: dict[str, Any]) -> str:
+    """Where an erased edit's atoms are in a blamed line: by whose request, how many."""
+    by = "purged here" if not span["erased"] else f"by {message_text(span['erased'])[:9]}"
+    return f"⟦erased {span['atoms']} {by}⟧"
+
+
+def _erased_json(span: dict[str, Any]) -> dict[str, Any]:
+    """An erased edit's span in `doc blame --json`: the request (null: purged here), the atoms."""
+    if span.get("erased") is None:
+        return {}
+    by = span["erased"]
+    return {"erased": message_text(by) if by else None, "atoms": span["atoms"]}
 
 
 def _edit_times(call: Callable[..., Any], doc: bytes) -> dict[bytes, int]:

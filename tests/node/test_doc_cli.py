@@ -97,6 +97,20 @@ def test_blame_gives_each_line_the_author_of_most_of_it_and_that_authors_main_ed
     assert doc_render.blame_lines([]) == []
 
 
+def test_an_erased_edit_shows_where_its_atoms_are_and_weighs_nothing():
+    request = bytes(range(32))
+    erased = {"text": "", "author": BOB, "msg": b"b1", "erased": request, "atoms": 9}
+    spans = [{"text": "ab", "author": ALICE, "msg": b"a1"}, erased]
+    spans.append({"text": "c\n", "author": ALICE, "msg": b"a2"})
+    marked = doc_render.blame_lines(spans, docs._erased_marker)
+    assert marked == [(ALICE, b"a1", f"ab⟦erased 9 by {message_text(request)[:9]}⟧c")]
+    assert doc_render.blame_lines(spans) == [(ALICE, b"a1", "abc")]
+    alone = doc_render.blame_lines([dict(erased, erased=b"")], docs._erased_marker)
+    assert alone == [(BOB, b"b1", "⟦erased 9 purged here⟧")]  # a last line of erased atoms
+    assert docs._erased_json(erased) == {"erased": message_text(request), "atoms": 9}
+    assert docs._erased_json(spans[0]) == {}
+
+
 def test_dyed_spans_name_their_authors_as_the_other_commands_do():
     names = Names(petnames={ALICE: "alice"}, abouts={BOB: "bobby"})
     marked = [doc_render.dyed(span, tty=False, label=names.label) for span in SPANS[1:]]

@@ -11,6 +11,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tanglenode.protocol.doc_ipc import blame_body
 from tanglenode.protocol.document import (
     AtomRef,
     Delete,
@@ -76,6 +77,10 @@ def test_the_authors_store_keeps_the_atoms_and_drops_every_character(open_store)
         (secret.id, request.id, len(SECRET) - 2, "")
     ]
     assert "".join(span.text for span in blame) == "b!yz"
+    bodies = [blame_body(span) for span in blame]  # what IPC doc-blame answers
+    assert [b for b in bodies if "erased" in b] == [
+        {"text": "", "author": ALICE.public, "msg": secret.id, "erased": request.id, "atoms": 12}
+    ]
     # the atoms are in place: an edit typed after an erased atom lands there
     after = alice.writes.publish(
         edit_content([Insert(AtomRef(secret.id, 5), "<X>"), Delete(AtomRef(ab.id, 1), 1)]),
