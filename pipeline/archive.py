@@ -6,7 +6,8 @@ a second with one line, and it counts the rows from the same footers. An
 archive of another format than `ARCHIVE_FORMAT` (pipeline/schema.py) is
 refused there, and again by `read_messages` for callers that skip the check:
 format 1's timeframe entries have no tags, so no job could link or check
-them.
+them, and format 2's one `raw` column holds messages of version 2, which no
+node accepts any more (their signature covers the content).
 """
 
 from __future__ import annotations
@@ -32,19 +33,27 @@ def _data_files(folder: Path) -> list[Path]:
     )
 
 
-def check_format(where: object, timeframe_type, declared: bytes | None = None) -> None:
+def check_format(where: object, columns, timeframe_type, declared: bytes | None = None) -> None:
     """ArchiveError unless a messages file is of our format (`ARCHIVE_FORMAT`).
 
-    `timeframe_type` is its `timeframe` column's type, pyarrow's or Spark's; `declared`
-    the format its schema metadata names, if any (files other tools wrote have none: their
-    columns decide).
+    `columns` are its column names; `timeframe_type` its `timeframe` column's type,
+    pyarrow's or Spark's (None: it has none); `declared` the format its schema metadata
+    names, if any (files other tools wrote have none: their columns decide).
     """
     from tanglenode.pipeline.schema import ARCHIVE_FORMAT
 
     ours = f"the pipeline reads format {ARCHIVE_FORMAT} only (`tangled export` writes it)"
+    format_2 = (
+        f"{where}: an archive of format 2 (a `raw` column of messages of version 2, whose "
+        f"signature covers the content); {ours}"
+    )
     if declared is not None and declared != str(ARCHIVE_FORMAT).encode():
+        if declared == b"2":
+            raise ArchiveError(format_2)
         found = declared.decode("ascii", "replace")[:20]
         raise ArchiveError(f"{where}: an archive of format {found}; {ours}")
+    if timeframe_type is None:
+        raise ArchiveError(f"{where}: not an archive's messages: no timeframe column")
     entry = getattr(timeframe_type, "value_type", None) or getattr(
         timeframe_type, "elementType", None
     )
@@ -56,6 +65,8 @@ def check_format(where: object, timeframe_type, declared: bytes | None = None) -
             f"{where}: an archive of format 1 (timeframe entries without tags, before "
             f"messages of version 2); {ours}"
         )
+    if "header" not in columns and "raw" in columns:
+        raise ArchiveError(format_2)
 
 
 def _count_rows(archive: Path, part: str, schema) -> int:
@@ -83,12 +94,15 @@ def _count_rows(archive: Path, part: str, schema) -> int:
             reason = " ".join(str(error).split())[:200]
             raise ArchiveError(f"{path}: not a Parquet file of an archive ({reason})") from None
         arrow = metadata.schema.to_arrow_schema()
+        declared = (arrow.metadata or {}).get(FORMAT_KEY)
+        if part == "messages" and (declared is not None or "timeframe" in arrow.names):
+            # an archive's messages, of our format or an older one: told as such first,
+            # not by the columns an older one lacks
+            timeframe = arrow.field("timeframe").type if "timeframe" in arrow.names else None
+            check_format(path, arrow.names, timeframe, declared)
         missing = [name for name in schema.names if name not in arrow.names]
         if missing:
             raise ArchiveError(f"{path}: not an archive's {part}: no {', '.join(missing)} column")
-        if part == "messages":
-            declared = (arrow.metadata or {}).get(FORMAT_KEY)
-            check_format(path, arrow.field("timeframe").type, declared)
         rows += metadata.num_rows
     return rows
 
@@ -117,9 +131,8 @@ def read_messages(spark, archives: list[Path]):
     """
     frames = [spark.read.parquet(str(Path(archive) / "messages")) for archive in archives]
     for archive, frame in zip(archives, frames, strict=True):
-        if "timeframe" not in frame.columns:
-            raise ArchiveError(f"{archive}: not an archive's messages: no timeframe column")
-        check_format(archive, frame.schema["timeframe"].dataType)
+        timeframe = frame.schema["timeframe"].dataType if "timeframe" in frame.columns else None
+        check_format(archive, frame.columns, timeframe)
     messages = frames[0]
     for frame in frames[1:]:
         messages = messages.unionByName(frame)

@@ -7,8 +7,10 @@ metadata and into `archive.json`.
 The store is read in short read transactions, a chunk at a time, so a
 running node keeps writing meanwhile (LMDB readers never block its writer);
 each chunk becomes one Parquet file, in row groups of at most about
-`ROW_GROUP_BYTES` of signed bytes (`tangled import` bounds what one row
-group may decode to: docs/BACKUP.md, "Restoring"). Messages come first, then fork
+`ROW_GROUP_BYTES` of headers and contents (`tangled import` bounds what one
+row group may decode to: docs/BACKUP.md, "Restoring"). A message the store
+holds without its content (erased, or never received) is written as its
+header with a null `content`. Messages come first, then fork
 evidence, then every timeline's order, so an archive can be audited against
 the batch linearization. Several nodes' archives combine by reading their
 `messages/` folders together: the pipeline drops duplicate ids.
@@ -21,7 +23,6 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-import msgpack
 import pyarrow as pa
 import pyarrow.parquet as pq
 
@@ -32,7 +33,7 @@ from tanglenode.storage.feeds.stored_form import parse_stored
 from tanglenode.storage.store import FeedStore
 
 CHUNK = 20_000
-ROW_GROUP_BYTES = 16 * 2**20  # a row group's `raw` column at most (one that holds a row more)
+ROW_GROUP_BYTES = 16 * 2**20  # a row group's `header` and `content` at most (or one row more)
 
 
 def message_row(message: Message, evidence: bool = False) -> dict:
@@ -50,9 +51,11 @@ def message_row(message: Message, evidence: bool = False) -> dict:
             {"name": name, "root": link.root, "previous": list(link.previous or [])}
             for name, link in sorted(message.tangles.items())
         ],
-        "content": msgpack.packb(message.content, use_bin_type=True),
+        "content_hash": message.content_hash,
+        "content_size": message.content_size,
         "signature": message.signature,
-        "raw": message.raw,
+        "header": message.header,
+        "content": message.content_bytes,  # None where the store holds the header alone
         "evidence": evidence,
     }
 
@@ -69,9 +72,10 @@ def _chunks(rows: Iterator[dict], size: int) -> Iterator[list[dict]]:
 
 
 def _row_group_rows(chunk: list[dict]) -> int:
-    """Rows a row group of `chunk` holds so its `raw` column stays near `ROW_GROUP_BYTES`:
-    `tangled import` refuses one that decodes to more than its bound (docs/BACKUP.md)."""
-    largest = max(len(row["raw"]) for row in chunk)
+    """Rows a row group of `chunk` holds so its `header` and `content` stay near
+    `ROW_GROUP_BYTES`: `tangled import` refuses one that decodes to more than its bound
+    (docs/BACKUP.md)."""
+    largest = max(len(row["header"]) + len(row["content"] or b"") for row in chunk)
     return max(1, ROW_GROUP_BYTES // largest)
 
 

@@ -3,18 +3,22 @@
 Layout and column meanings: docs/PIPELINE.md, "The archive".
 
 The archive's format is `ARCHIVE_FORMAT`, written to every Parquet file's
-schema metadata (`FORMAT_KEY`) and to `archive.json`. Format 2 follows the
-message format 2: a timeframe entry carries the tag of the message it names
-(`feed`, `seq`, `tag`). Format 1 (entries of `feed` and `seq` only) is
-refused (`pipeline.archive.check_format`): its messages are version 1, which
-no node accepts any more.
+schema metadata (`FORMAT_KEY`) and to `archive.json`. Format 3 follows the
+message format 3: a message is its signed `header` and its `content` beside
+it, null where the store holds the header alone (the content erased, or
+never received), so the archive keeps what the node keeps and a header-only
+row is a whole message to every job. The other columns are read from the
+header (and checked against it by `verify`). Formats 1 (timeframe entries of
+`feed` and `seq` only) and 2 (one `raw` column of signed bytes that covered
+the content) are refused (`pipeline.archive.check_format`): their messages
+are versions 1 and 2, which no node accepts any more.
 """
 
 import pyarrow as pa
 
 from tanglenode.protocol.identity import TAG_BYTES
 
-ARCHIVE_FORMAT = 2
+ARCHIVE_FORMAT = 3
 FORMAT_KEY = b"tanglenode.archive.format"
 
 TIMEFRAME_ENTRY = pa.struct(
@@ -45,9 +49,11 @@ MESSAGE_SCHEMA = pa.schema(
                 )
             ),
         ),
-        ("content", pa.binary()),  # msgpack
+        ("content_hash", pa.binary(32)),  # BLAKE2b-256 of the content's canonical bytes
+        ("content_size", pa.int64()),  # their length
         ("signature", pa.binary(64)),
-        ("raw", pa.binary()),  # the signed bytes, exactly as received
+        ("header", pa.binary()),  # the signed header, exactly as received: the id is its hash
+        ("content", pa.binary()),  # the content's canonical msgpack bytes; null where absent
         ("evidence", pa.bool_()),  # a second message at a stored seq (a fork)
     ],
     metadata={FORMAT_KEY: str(ARCHIVE_FORMAT).encode()},

@@ -1,9 +1,13 @@
 """`verify`: every row of an archive checked as a node would; a report of what is wrong.
 
 - **Per message** (PyNaCl inside `mapInPandas`, so it runs where the data
-  is): the id is recomputed from the signed bytes, the bytes are decoded
-  and validated with the node's own `decode_message` (signature included),
-  and the decoded author, seq and prev must match the row's columns.
+  is): the id is recomputed from the signed header, the header and its
+  content (in their wire form, `protocol.wire.wire`) are decoded and
+  validated with the node's own `decode_message` (signature included), a
+  content present must have the header's size and hash (else
+  `content-mismatch`), and the decoded author, seq, prev, content hash and
+  size must match the row's columns. A null content is a header alone (the
+  content erased, or never received): a whole message, as in the node.
 - **Chains**, joined with the ids the archive holds at each (author, seq):
   each accepted message after the first needs a message at the seq before
   (else `missing-previous`), and its prev must be the id of one of them
@@ -40,30 +44,47 @@ def _check_rows(frames: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
     from tanglenode.protocol.identity import message_id
     from tanglenode.protocol.limits import UNLIMITED
     from tanglenode.protocol.message import decode_message
+    from tanglenode.protocol.wire import wire
 
     for frame in frames:
         bad = []
         for row in frame.itertuples(index=False):
-            problem = _problem(row, message_id, decode_message, InvalidMessage, UNLIMITED)
+            problem = _problem(row, message_id, decode_message, wire, InvalidMessage, UNLIMITED)
             if problem is not None:
                 bad.append((bytes(row.id), bytes(row.author), int(row.seq), *problem))
         yield pd.DataFrame(bad, columns=["id", "author", "seq", "reason", "detail"])
 
 
-def _problem(row, message_id, decode_message, invalid, unlimited) -> tuple[str, str] | None:
+def _binary(value) -> bytes | None:
+    """A binary cell's bytes; None where it is null."""
+    return None if value is None or pd.isna(value) else bytes(value)
+
+
+def _problem(row, message_id, decode_message, wire, invalid, unlimited) -> tuple[str, str] | None:
     """(reason, detail) of what is wrong with one row, or None."""
-    raw = bytes(row.raw)
-    if message_id(raw) != bytes(row.id):
-        return "id-mismatch", "the id is not the hash of the signed bytes"
+    header = _binary(row.header)
+    if header is None:
+        return "malformed", "the row has no header"
+    if message_id(wire(header, None)) != bytes(row.id):
+        return "id-mismatch", "the id is not the hash of the signed header"
     try:
-        message = decode_message(raw, unlimited)
+        message = decode_message(wire(header, _binary(row.content)), unlimited)
     except invalid as error:
         return str(error.reason), error.detail
     except Exception as error:  # never let one row stop the job
         return "malformed", f"{type(error).__name__}: {error}"
-    prev = None if row.prev is None or pd.isna(row.prev) else bytes(row.prev)
-    if (message.author, message.seq, message.prev) != (bytes(row.author), row.seq, prev):
-        return "column-mismatch", "author, seq or prev differ from the signed bytes"
+    if message.content_refused is not None:
+        return str(message.content_refused), "the content does not have the header's size and hash"
+    signed = (message.author, message.seq, message.prev, message.content_hash, message.content_size)
+    columns = (
+        bytes(row.author),
+        row.seq,
+        _binary(row.prev),
+        _binary(row.content_hash),
+        row.content_size,
+    )
+    if signed != columns:
+        return "column-mismatch", "author, seq, prev, content hash or size differ from the header"
     return None
 
 
@@ -72,9 +93,8 @@ def verify(messages):
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    per_row = messages.select("id", "author", "seq", "prev", "raw").mapInPandas(
-        _check_rows, REPORT_SCHEMA
-    )
+    signed = ["id", "author", "seq", "prev", "content_hash", "content_size", "header", "content"]
+    per_row = messages.select(*signed).mapInPandas(_check_rows, REPORT_SCHEMA)
     # Every place the archive holds and the ids there: more than one when a feed forked.
     held = messages.groupBy(F.col("author").alias("held_feed"), F.col("seq").alias("held_seq")).agg(
         F.collect_set("id").alias("held_ids")

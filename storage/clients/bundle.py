@@ -31,8 +31,9 @@ limit, a record cut short, a length prefix cut short each raise
 `BadRecord` naming the record (1-based) — the reader never allocates more
 than one message's limit. An archive's Parquet files are checked a row group at a time from
 their footers before anything is decoded (`read_archive`): a row group whose
-`raw` column would decode to more than its rows can hold, or to more than
-`ROW_GROUP_BYTES`, is a `BadRecord` too. What the records hold is validated
+`header` and `content` columns would decode to more than its rows can hold, or
+to more than `ROW_GROUP_BYTES`, is a `BadRecord` too; each row is the message's
+wire form `[header, content | nil]` (protocol/wire.py). What the records hold is validated
 by `store.writes.ingest` like any message from a peer: garbage there is a
 rejected message with its reason.
 `import_messages` ingests in batches, counting each outcome; a `BadRecord`
@@ -52,6 +53,7 @@ import msgpack
 
 from tanglenode.protocol.errors import RemoteProtocolError
 from tanglenode.protocol.framing import LENGTH_PREFIX
+from tanglenode.protocol.wire import wire
 from tanglenode.storage.feeds.ingest import Outcome
 from tanglenode.storage.feeds.ingest_pipeline import Worker, ingest_batches
 from tanglenode.storage.store import FeedStore
@@ -182,13 +184,15 @@ def archive_parts(archive: Path) -> list[Path]:
 
 
 ARCHIVE_BATCH = 64  # rows decoded at once from an archive: at most this many messages' bytes
-ROW_GROUP_BYTES = 256 * 2**20  # the most one row group's `raw` column may decode to
+ROW_GROUP_BYTES = 256 * 2**20  # the most one row group's `header` and `content` may decode to
+ARCHIVE_COLUMNS = ("header", "content")  # an archive's message, in its wire form
 VALUE_OVERHEAD = 64  # per value on top of its bytes: length prefix, levels, page headers
 
 
 def read_archive(parts: list[Path], max_bytes: int) -> Iterator[bytes]:
-    """The `raw` column of an archive's messages (accepted ones first, then evidence), each
-    at most `max_bytes`; `BadRecord` at the first bad one.
+    """An archive's messages (accepted ones first, then evidence) in their wire form, from
+    its `header` and `content` columns (a null content: the header alone), each at most
+    `max_bytes`; `BadRecord` at the first bad one.
 
     A row group is checked against its footer before any of it is decoded
     (`_check_row_group`), then read `ARCHIVE_BATCH` rows at a time, so what is decoded at
@@ -201,19 +205,31 @@ def read_archive(parts: list[Path], max_bytes: int) -> Iterator[bytes]:
     for part in parts:
         try:
             file = pq.ParquetFile(part)
-            column = file.schema_arrow.field("raw") if "raw" in file.schema_arrow.names else None
-            if column is None or not pa.types.is_binary(column.type):
-                raise BadRecord(record + 1, f"{part} has no binary `raw` column")
+            schema = file.schema_arrow
+            for name in ARCHIVE_COLUMNS:
+                column = schema.field(name) if name in schema.names else None
+                if column is None or not pa.types.is_binary(column.type):
+                    older = (
+                        " (its `raw` column: an archive of format 2, whose messages this "
+                        "build refuses)"
+                        if "raw" in schema.names
+                        else ""
+                    )
+                    raise BadRecord(record + 1, f"{part} has no binary `{name}` column{older}")
             for group in range(file.metadata.num_row_groups):
                 _check_row_group(part, file.metadata.row_group(group), group, record, max_bytes)
                 batches = file.iter_batches(
-                    batch_size=ARCHIVE_BATCH, row_groups=[group], columns=["raw"]
+                    batch_size=ARCHIVE_BATCH, row_groups=[group], columns=list(ARCHIVE_COLUMNS)
                 )
                 for batch in batches:
-                    for raw in batch.column(0).to_pylist():
+                    rows = zip(
+                        batch.column(0).to_pylist(), batch.column(1).to_pylist(), strict=True
+                    )
+                    for header, content in rows:
                         record += 1
-                        if raw is None:
-                            raise BadRecord(record, f"{part}: the row has no `raw` bytes")
+                        if header is None:
+                            raise BadRecord(record, f"{part}: the row has no `header` bytes")
+                        raw = wire(header, content)
                         if len(raw) > max_bytes:
                             raise BadRecord(
                                 record,
@@ -226,20 +242,21 @@ def read_archive(parts: list[Path], max_bytes: int) -> Iterator[bytes]:
 
 
 def _check_row_group(part: Path, group, number: int, before: int, max_bytes: int) -> None:
-    """BadRecord (naming the row group's first record) if its `raw` column, as the footer
-    gives it, decodes to more than its rows can hold within the message size limit, or to
-    more than `ROW_GROUP_BYTES`: refused before a byte of it is decompressed."""
+    """BadRecord (naming the row group's first record) if its `header` and `content`
+    columns, as the footer gives them, decode to more than its rows can hold within the
+    message size limit, or to more than `ROW_GROUP_BYTES`: refused before a byte of them
+    is decompressed."""
     rows = group.num_rows
     decoded = sum(
         group.column(index).total_uncompressed_size
         for index in range(group.num_columns)
-        if group.column(index).path_in_schema == "raw"
+        if group.column(index).path_in_schema in ARCHIVE_COLUMNS
     )
-    most = min(rows * (max_bytes + VALUE_OVERHEAD) + 4096, ROW_GROUP_BYTES)
+    most = min(rows * (max_bytes + len(ARCHIVE_COLUMNS) * VALUE_OVERHEAD) + 4096, ROW_GROUP_BYTES)
     if decoded > most or rows < 0 or decoded < 0:
         raise BadRecord(
             before + 1,
-            f"{part}: row group {number} ({rows} rows) decodes to {decoded} bytes of `raw`, "
+            f"{part}: row group {number} ({rows} rows) decodes to {decoded} bytes of messages, "
             f"over the {most} its rows can hold (messages of at most {max_bytes} bytes, "
             f"{ROW_GROUP_BYTES} bytes a row group)",
         )

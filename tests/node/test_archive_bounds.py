@@ -9,6 +9,7 @@ import pytest
 
 from tanglenode.node.localnet import TANGLED
 from tanglenode.pipeline.export import export
+from tanglenode.protocol.wire import BadWire, split_wire, wire
 from tanglenode.storage.clients.bundle import (
     BadRecord,
     ImportSummary,
@@ -24,9 +25,25 @@ ADDRESS_SPACE = 800 * 2**20  # the import runs in this; decoding the bomb needs 
 STORE_MAP = 64 * 2**20  # LMDB reserves its map in the address space
 
 
+def _header_and_content(value: bytes) -> tuple[bytes, bytes | None]:
+    """A wire form's header and content; any other bytes as a header alone."""
+    try:
+        return split_wire(value)
+    except BadWire:
+        return value, None
+
+
 def write_part(archive, values: list[bytes], **options) -> None:
+    """An archive's messages/ of one Parquet file: `values` in the `header` and `content`
+    columns `tangled import` reads."""
     (archive / "messages").mkdir(parents=True, exist_ok=True)
-    table = pa.table({"raw": pa.array(values, type=pa.binary())})
+    headers, contents = zip(*map(_header_and_content, values), strict=True)
+    table = pa.table(
+        {
+            "header": pa.array(headers, type=pa.binary()),
+            "content": pa.array(contents, type=pa.binary()),
+        }
+    )
     pq.write_table(table, archive / "messages" / "part-00000.parquet", **options)
 
 
@@ -47,7 +64,9 @@ def test_a_row_group_larger_than_its_rows_can_hold_is_refused_before_decoding(tm
 def test_a_record_over_the_size_limit_is_refused_by_number(tmp_path):
     feed = Feed("small")
     good = [feed.append(n).raw for n in range(3)]
-    write_part(tmp_path / "archive", [*good, b"\x93" * (LIMIT + 1)])
+    too_large = wire(b"\x93" * (LIMIT - 4), None)  # its header and content: one byte over
+    assert len(too_large) == LIMIT + 1
+    write_part(tmp_path / "archive", [*good, too_large])
     with FeedStore(tmp_path / "s", map_size=2**22) as store:
         summary = ImportSummary()
         records = read_archive(archive_parts(tmp_path / "archive"), LIMIT)

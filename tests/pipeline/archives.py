@@ -1,12 +1,12 @@
 """A small store for the pipeline's tests: one tangle, out-of-order arrival, a fork; and
-archives written row by row."""
+archives written row by row, of this format and older ones."""
 
 import random
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from tanglenode.pipeline.schema import MESSAGE_SCHEMA
+from tanglenode.pipeline.schema import FORMAT_KEY, MESSAGE_SCHEMA
 from tanglenode.protocol.message import ROOT_LINK, TangleLink
 from tanglenode.storage.store import FeedStore
 from tests.factories import Feed
@@ -62,3 +62,20 @@ def format_1_rows(rows: list[dict]) -> list[dict]:
         {**row, "timeframe": [{"feed": e["feed"], "seq": e["seq"]} for e in row["timeframe"]]}
         for row in rows
     ]
+
+
+# Format 2, before message format 3: the signed bytes (the content signed with them) in one
+# `raw` column, the content beside it as msgpack; its files name format 2 in their metadata.
+FORMAT_2_SCHEMA = pa.schema(
+    [
+        *(f for f in MESSAGE_SCHEMA if f.name not in {"content_hash", "content_size", "header"}),
+        pa.field("raw", pa.binary()),
+    ],
+    metadata={FORMAT_KEY: b"2"},
+)
+
+
+def format_2_rows(rows: list[dict]) -> list[dict]:
+    """Rows in a format-2 archive's columns: `raw` instead of the header (the bytes are
+    format 3's, but a format-2 archive is refused by its columns before any is read)."""
+    return [{**row, "raw": row["header"]} for row in rows]

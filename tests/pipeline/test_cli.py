@@ -24,7 +24,13 @@ from tanglenode.pipeline.cli import pipeline_command
 from tanglenode.pipeline.report import human, summarize, table
 from tanglenode.pipeline.schema import TIMELINE_SCHEMA
 from tanglenode.protocol.identity import feed_text, message_text
-from tests.pipeline.archives import FORMAT_1_SCHEMA, format_1_rows, write_messages
+from tests.pipeline.archives import (
+    FORMAT_1_SCHEMA,
+    FORMAT_2_SCHEMA,
+    format_1_rows,
+    format_2_rows,
+    write_messages,
+)
 
 PROGRESS = re.compile(r"^\[ *\d+\.\d s\] (\w+): ")
 JVM_CHATTER = ("WARN", "log4j", "incubator", "SparkContext", "Setting default log level")
@@ -91,6 +97,7 @@ def test_every_option_is_described_and_the_help_gives_the_exit_codes():
         ("not Parquet", 3, "not a Parquet file"),
         ("other columns", 3, "no id, author"),
         ("format 1", 3, "an archive of format 1 (timeframe entries without tags"),
+        ("format 2", 3, "an archive of format 2 (a `raw` column of messages of version 2"),
         ("audit without timelines", 3, "no timelines/ folder"),
     ],
 )
@@ -113,6 +120,9 @@ def test_an_in_that_is_not_an_archive_fails_in_one_line_before_spark(
         elif case == "format 1":
             rows = format_1_rows(pq.read_table(out / "messages").to_pylist())
             write_messages(given, rows, schema=FORMAT_1_SCHEMA)
+        elif case == "format 2":
+            rows = format_2_rows(pq.read_table(out / "messages").to_pylist())
+            write_messages(given, rows, schema=FORMAT_2_SCHEMA)
         elif case == "audit without timelines":
             shutil.copytree(out / "messages", given / "messages", dirs_exist_ok=True)
     started = time.monotonic()

@@ -2,6 +2,7 @@
 
 import json
 import random
+import re
 import subprocess
 
 import pyarrow as pa
@@ -16,13 +17,31 @@ from tanglenode.pipeline.linearize import linearize
 from tanglenode.pipeline.schema import MESSAGE_SCHEMA
 from tanglenode.pipeline.stats import stats
 from tanglenode.pipeline.verify import verify
-from tanglenode.protocol.identity import feed_text, tag_of
-from tanglenode.protocol.message import sign_message
+from tanglenode.protocol.erase import erase_content
+from tanglenode.protocol.identity import feed_text, message_id, tag_of
+from tanglenode.protocol.message import TangleLink, sign_message
+from tanglenode.storage.clients.bundle import (
+    ImportSummary,
+    archive_parts,
+    import_messages,
+    read_archive,
+)
 from tanglenode.storage.store import FeedStore
 from tests.factories import Feed
-from tests.pipeline.archives import FORMAT_1_SCHEMA, build_store, format_1_rows, write_messages
+from tests.pipeline.archives import (
+    FORMAT_1_SCHEMA,
+    FORMAT_2_SCHEMA,
+    build_store,
+    format_1_rows,
+    format_2_rows,
+    write_messages,
+)
 
 SPACETIME = ["timeline", "root", "position", "rank", "id"]
+
+
+def flip_last(value: bytes) -> bytes:
+    return value[:-1] + bytes([value[-1] ^ 1])
 
 
 def test_linearize_equals_the_nodes_timelines(spark, archive):
@@ -55,16 +74,21 @@ def test_verify_flags_each_kind_of_bad_row(spark, archive, tmp_path):
     out, feeds = archive
     rows = pq.read_table(out / "messages").to_pylist()
     good = {(r["author"], r["seq"]): r for r in rows if not r["evidence"]}
-    a = feeds[0]
+    a, b, c = feeds
     tampered = dict(good[(a.public, 2)])
-    raw = bytearray(tampered["raw"])
-    raw[-1] ^= 1
-    tampered["raw"] = bytes(raw)  # a bad signature (and so a different id)
+    tampered["header"] = flip_last(tampered["header"])  # a bad signature (and so another id)
     wrong_id = dict(good[(a.public, 3)])
     wrong_id["id"] = bytes(32)
     lying = dict(good[(a.public, 4)])
-    lying["seq"] = 99  # the column disagrees with the signed bytes
-    c = feeds[2]
+    lying["seq"] = 99  # the column disagrees with the signed header
+    lying_size = dict(good[(b.public, 2)])
+    lying_size["content_size"] += 1  # so does this one
+    header_only = dict(good[(b.public, 3)], content=None)  # its content erased: no problem
+    garbled = dict(good[(c.public, 2)])
+    garbled["content"] = flip_last(garbled["content"])  # not the content the header hashes
+    resigned = dict(good[(c.public, 3)])
+    resigned["header"] = flip_last(resigned["header"])
+    resigned["id"] = message_id(resigned["header"])  # the id of its header: a bad signature
     astray = sign_message(  # validly signed, but its prev is not c's previous message
         c.keypair,
         seq=len(c.messages) + 1,
@@ -75,7 +99,9 @@ def test_verify_flags_each_kind_of_bad_row(spark, archive, tmp_path):
         content="astray",
     )
     replaced = {(a.public, seq) for seq in (2, 3, 4, 5)}  # 5 is dropped: a gap before 6
-    bad_rows = [r for k, r in good.items() if k not in replaced] + [tampered, wrong_id, lying]
+    replaced |= {(b.public, 2), (b.public, 3), (c.public, 2), (c.public, 3)}
+    bad_rows = [r for k, r in good.items() if k not in replaced]
+    bad_rows += [tampered, wrong_id, lying, lying_size, header_only, garbled, resigned]
     bad_rows.append(message_row(astray))
     broken = tmp_path / "broken"
     (broken / "messages").mkdir(parents=True)
@@ -88,6 +114,13 @@ def test_verify_flags_each_kind_of_bad_row(spark, archive, tmp_path):
     assert (astray.id, "chain-mismatch") in report
     assert (bytes(32), "id-mismatch") in report
     assert any(reason == "id-mismatch" for i, reason in report if i == tampered["id"])
+    assert (lying_size["id"], "column-mismatch") in report
+    assert (garbled["id"], "content-mismatch") in report
+    assert (resigned["id"], "bad-signature") in report
+    of_the_row_itself = {"id-mismatch", "column-mismatch", "content-mismatch", "bad-signature"}
+    assert not {r for i, r in report if i == header_only["id"]} & (
+        of_the_row_itself | {"malformed"}
+    )
 
 
 @pytest.mark.slow  # 18 s: a `tangled pipeline` child starts its own Spark; the jobs run in process
@@ -258,11 +291,69 @@ def test_an_entry_names_one_branch_of_a_fork_by_its_tag(spark, tmp_path):
     assert on_disk == ranks
 
 
-def test_an_archive_of_format_1_is_refused_in_one_line(spark, archive, tmp_path):
+@pytest.mark.parametrize(
+    ("older", "schema", "says"),
+    [
+        (format_1_rows, FORMAT_1_SCHEMA, "an archive of format 1 (timeframe entries without tags"),
+        (format_2_rows, FORMAT_2_SCHEMA, "an archive of format 2 (a `raw` column"),
+    ],
+)
+def test_an_archive_of_an_older_format_is_refused_in_one_line(
+    spark, archive, tmp_path, older, schema, says
+):
     out, _feeds = archive
     rows = pq.read_table(out / "messages").to_pylist()
-    old = write_messages(tmp_path / "old", format_1_rows(rows), schema=FORMAT_1_SCHEMA)
+    old = write_messages(tmp_path / "old", older(rows), schema=schema)
     for refuse in (lambda: check_archive(old), lambda: read_messages(spark, [out, old])):
-        with pytest.raises(ArchiveError, match="an archive of format 1 ") as refused:
+        with pytest.raises(ArchiveError, match=re.escape(says)) as refused:
             refuse()
         assert "\n" not in str(refused.value) and refused.value.exit_code == 3
+
+
+def test_an_archive_holding_headers_alone_verifies_and_linearizes_as_the_node(spark, tmp_path):
+    """Contents gone three ways: the tangle's root erased by its author's request, a member
+    purged by the operator, and one never received (a header alone from a peer, whose
+    successor links through it). The archive holds their headers with a null content;
+    verify finds only the fork, the batch order is the node's (and the purge moved
+    nothing), and importing the archive keeps each as a header alone."""
+    store, feeds = build_store(tmp_path / "store", random.Random(5))
+    try:
+        a, _b, c = feeds
+        root, purged = a.messages[0], c.messages[1]
+        request = a.append(erase_content(root.seq, root.id))
+        late = Feed("pipe-late")
+        unseen = late.append("never here", tangles={"chat": TangleLink(root.id, (root.id,))})
+        after = late.append("after", tangles={"chat": TangleLink(root.id, (unseen.id,))})
+        for raw in (request.raw, unseen.without_content().raw, after.raw):
+            assert store.writes.ingest([raw])[0].outcome == "accepted"
+        assert store.feeds.erased_by(root.id) == request.id
+        export(store, tmp_path / "before-purge")
+        assert store.writes.purge([purged.id]) == [purged.id]
+        export(store, tmp_path / "archive")
+    finally:
+        store.close()
+    gone = (root, purged, unseen)
+    rows = pq.read_table(tmp_path / "archive" / "messages").to_pylist()
+    accepted = {row["id"]: row for row in rows if not row["evidence"]}
+    assert {i for i, row in accepted.items() if row["content"] is None} == {m.id for m in gone}
+    assert all(accepted[m.id]["header"] == m.header for m in gone)
+    assert accepted[after.id]["content"] == after.content_bytes
+    assert pq.read_table(tmp_path / "archive" / "timelines").equals(
+        pq.read_table(tmp_path / "before-purge" / "timelines")
+    )
+
+    messages = read_messages(spark, [tmp_path / "archive"])
+    assert {row.reason for row in verify(messages).collect()} == {"fork"}
+    batch = sorted(map(tuple, linearize(messages).select(*SPACETIME).collect()))
+    node = read_timelines(spark, tmp_path / "archive").select(*SPACETIME).collect()
+    assert batch == sorted(map(tuple, node))
+    chat = {bytes(row[4]): row[3] for row in batch if row[0] == "tangle:chat"}
+    assert chat[root.id] == 0 and chat[unseen.id] == 1 and chat[after.id] == 2
+
+    with FeedStore(tmp_path / "restored", map_size=2**26) as restored:
+        records = read_archive(archive_parts(tmp_path / "archive"), 16 * 1024)
+        assert import_messages(restored, records, ImportSummary()).rejected == {}
+        held = {m.id: restored.feeds.get(m.id) for m in (*gone, after)}
+        assert [held[m.id].has_content for m in gone] == [False, False, False]
+        assert all(held[m.id].header == m.header for m in gone)
+        assert held[after.id].content == "after"
