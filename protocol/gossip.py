@@ -30,8 +30,11 @@ tags hold two branches of a fork: each asks the other for that message, and
 the pair becomes a proof. A clock may name at most `max_feeds` feeds per
 frame (the caller caps the total it keeps per peer).
 
-Version 4 goes with the signed message format 2 (timeframes name messages
-by seq and tag, and the only proof is a fork's) and adds ASK, WITNESS and
+Version 5 goes with the signed message format 3 (a signed header, the
+content beside it: messages travel in their wire form `[header, content]`,
+protocol/wire.py), and is version 4 otherwise: version 4 carried format 2's
+messages, which a node of format 3 refuses, one by one, as it would refuse
+ours, so the two must not gossip at all. Version 4 added ASK, WITNESS and
 UNHELD to version 3: a node fetches a message of a feed it does not carry
 that a timeframe names, to learn what it implies (storage/feeds/witnesses.py).
 A HELLO of any other version is refused before anything else about it is
@@ -67,7 +70,7 @@ from tanglenode.protocol.framing import DEFAULT_MAX_FRAME, FrameDecoder, encode_
 from tanglenode.protocol.identity import FEED_BYTES, TAG_BYTES, message_id
 from tanglenode.protocol.identity import tag_of as tag_of  # a clock head's tag
 
-VERSION = 4
+VERSION = 5  # 4: messages of format 2; 3: of format 1
 DEFAULT_MAX_FEEDS = 20_000
 MAX_ASK = 64  # entries per ASK (and messages per WITNESS) frame
 MAX_ASKING = 256  # entries asked and not yet answered, at most, each way
