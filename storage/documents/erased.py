@@ -55,14 +55,19 @@ from tanglenode.storage.documents.rows import (
     pack,
     unpack,
 )
-from tanglenode.storage.documents.sealed import Waiting, is_document_message, is_sealed
+from tanglenode.storage.documents.sealed import (
+    SealedMessages,
+    Waiting,
+    is_document_message,
+    is_sealed,
+)
 from tanglenode.storage.feeds.layout import U32, feed_key
 
 if TYPE_CHECKING:
     from tanglenode.storage.documents.reweave import DocumentWeaver
 
 PURGED = b""  # the `doc-erased` request id of a content this node's operator purged
-_UNKNOWN = object()  # a skeleton this node cannot read (a sealed one without its key)
+UNKNOWN = object()  # a skeleton this node cannot read (a sealed one without its key)
 
 
 def concerns_documents(message: Message) -> bool:
@@ -101,13 +106,13 @@ def weave_request(weaver: DocumentWeaver, request: Message) -> int:
     elif target.has_content:
         before = _plain(weaver, _skeleton_of(weaver, target.content))
     else:
-        before = _UNKNOWN
+        before = UNKNOWN
     txn.put(target.id, pack([request.id, said.weave]), db=tables.erased)
     after = _plain(weaver, said.weave)
     roots: dict[bytes, list[bytes]] = {}
     for root, msg_id in weaver.engine.sealed.take(target.id):
         roots.setdefault(root, []).append(msg_id)
-    if before is _UNKNOWN or after is _UNKNOWN or before != after:
+    if before is UNKNOWN or after is UNKNOWN or before != after:
         roots.setdefault(target.id if link.root is None else link.root, [])
     for root in sorted(roots):
         weaver.reweave(root, roots[root])
@@ -123,7 +128,7 @@ def forget(weaver: DocumentWeaver, message: Message) -> None:
     txn, tables = weaver.txn, weaver.tables
     if kept_weave(txn, tables, message.id) is None:
         weave = _skeleton_of(weaver, message.content)
-        if weave is _UNKNOWN:
+        if weave is UNKNOWN:
             return  # sealed, no key here: never woven; its request's skeleton will be
         txn.put(message.id, pack([PURGED, weave]), db=tables.erased)
     if weaver.engine.erase(message.id):
@@ -141,25 +146,29 @@ def forget(weaver: DocumentWeaver, message: Message) -> None:
 
 
 def _skeleton_of(weaver: DocumentWeaver, content: Any) -> Any:
-    """The skeleton of a document message's content; a sealed one's is sealed again under
-    the epoch key that opens it, so it is woven as the content was (`_UNKNOWN` without
-    that key)."""
+    return skeleton_for(weaver.engine.sealed, content)
+
+
+def skeleton_for(sealed: SealedMessages, content: Any) -> Any:
+    """The skeleton of a document message's content (None for any other content); a
+    sealed one's is sealed again under the epoch key that opens it, so that it is woven
+    as the content was and read by the group alone (`UNKNOWN` without that key)."""
     if not is_sealed(content):
         return skeleton(content)
-    sealed = weaver.engine.sealed
     try:
         envelope = sealed.envelope(content)
         opened, _group = sealed.open(envelope)
     except (DocumentError, Waiting):
-        return _UNKNOWN
+        return UNKNOWN
     assert envelope.epoch is not None
     found = sealed.key(envelope.epoch)
     assert found is not None
-    return seal_value(skeleton(opened), found[1], envelope.epoch)
+    plain = skeleton(opened)
+    return None if plain is None else seal_value(plain, found[1], envelope.epoch)
 
 
 def _plain(weaver: DocumentWeaver, weave: Any) -> Any:
-    """A skeleton as a comparable value: a sealed one opened (`_UNKNOWN` without its key,
+    """A skeleton as a comparable value: a sealed one opened (`UNKNOWN` without its key,
     or when it does not open)."""
     if not is_sealed(weave):
         return weave
@@ -167,5 +176,5 @@ def _plain(weaver: DocumentWeaver, weave: Any) -> Any:
     try:
         opened, _group = sealed.open(sealed.envelope(weave))
     except (DocumentError, Waiting):
-        return _UNKNOWN
+        return UNKNOWN
     return opened

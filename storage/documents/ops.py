@@ -20,6 +20,7 @@ from tanglenode.protocol.message import Message
 from tanglenode.storage.documents import edits as doc_edits
 from tanglenode.storage.documents import revisions
 from tanglenode.storage.documents.comments import DocumentComments
+from tanglenode.storage.documents.erased import UNKNOWN, skeleton_for
 from tanglenode.storage.documents.reweave import DocumentWeaver
 from tanglenode.storage.documents.rows import (
     M_AUTHOR,
@@ -51,7 +52,7 @@ from tanglenode.storage.documents.rows import (
     segment_kinds,
     unpack,
 )
-from tanglenode.storage.documents.sealed import KeysKept, current_key, waits
+from tanglenode.storage.documents.sealed import KeysKept, SealedMessages, current_key, waits
 from tanglenode.storage.documents.transclusion import DocumentTransclusion
 from tanglenode.storage.documents.view import weave_backlog
 from tanglenode.storage.documents.weave_export import ExportedWeave, export_weave
@@ -109,6 +110,27 @@ class DocumentOps:
                 content, cites = seal_value(content, key, epoch), [epoch]
             session.publish(content, {TANGLE: None}, cites=cites)
         return session.published[0]
+
+    def erase_weave(self, msg_id: bytes) -> Any:
+        """The `weave` our erase request of message `msg_id` carries (protocol/erase.py): the
+        skeleton of a document message (docs/DOCUMENTS.md, "Erased edits"), a private
+        document's sealed again in its epoch; None for any other message, or one not held
+        with its content. `NotInGroup` for a sealed message whose key is not held here."""
+        with self._ctx.read() as txn:
+            position = txn.get(msg_id, db=self._ctx.tables.message_ids)
+            if position is None:
+                return None
+            message = self._ctx.tables.bodies.message(txn, bytes(position))
+            if message is None or not message.has_content or TANGLE not in message.tangles:
+                return None
+            tables = self._ctx.document_tables
+            sealed = SealedMessages(txn, tables, self._ctx.limits.max_content_depth)
+            weave = skeleton_for(sealed, message.content)
+        if weave is UNKNOWN:
+            raise NotInGroup(
+                f"{message_text(msg_id)} is sealed in an epoch whose key this node does not hold"
+            )
+        return weave
 
     def sealing_in(self, txn, group: bytes) -> tuple[bytes, bytes]:
         """(key, epoch) our messages to `group` are sealed with (`NotInGroup` if none)."""

@@ -8,6 +8,7 @@ import tempfile
 from dataclasses import fields
 from pathlib import Path
 
+import msgpack
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -23,7 +24,10 @@ from tanglenode.protocol.document import (
 from tanglenode.protocol.erase import erase_content
 from tanglenode.protocol.message import Message, TangleLink
 from tanglenode.storage.documents.rows import DocumentTables
+from tanglenode.storage.documents.sealed import is_sealed
 from tanglenode.storage.feeds.ingest import Outcome
+from tanglenode.storage.groups import state as groups
+from tanglenode.storage.groups.doc_keys import refresh_document_keys
 from tanglenode.storage.store import FeedStore
 from tests.factories import Feed, keypair
 
@@ -201,6 +205,29 @@ def test_a_purge_takes_the_characters_out_here_and_survives_a_reweave(open_store
     assert store.documents.document_text(doc.id) == "a<bob>b"
     assert [s.erased for s in store.documents.document_blame(doc.id)].count(b"") == 2
     assert doc_rows_holding(store, SECRET[-6:].encode()) == []
+
+
+def test_a_private_edit_is_erased_with_a_sealed_skeleton_members_weave_alike(open_store):
+    alice = open_store("alice", keypair=ALICE)
+    club = alice.writes.publish(*groups.create(ALICE, "club")).id
+    refresh_document_keys(alice, ALICE)
+    doc = alice.documents.create_document("private", group=club)
+    alice.documents.edit_document(doc.id, [("ins", 0, "ab")])
+    (secret,) = alice.documents.edit_document(doc.id, [("ins", 1, SECRET)])
+    weave = alice.documents.erase_weave(secret.id)
+    assert is_sealed(weave)  # read by the group alone
+    assert SECRET[:5].encode() not in msgpack.packb(weave)
+    assert alice.documents.erase_weave(doc.id) is not None  # an init has one too
+    request = alice.writes.publish(erase_content(secret.seq, secret.id, weave))
+    assert alice.documents.document_text(doc.id) == "ab"
+    assert doc_rows_holding(alice, SECRET[:6].encode()) == []
+    # a store that holds the group's key and gets the edit as its header alone
+    again = open_store("again", keypair=ALICE)
+    raws = [m.raw for m in alice.feeds.read_feed(ALICE.public) if m.id != secret.id]
+    again.writes.ingest([alice.feeds.get(secret.id).raw, *raws])  # header-only from alice
+    refresh_document_keys(again, ALICE)
+    assert state(again, doc.id) == state(alice, doc.id)
+    assert [s.erased for s in again.documents.document_blame(doc.id)] == [None, request.id, None]
 
 
 # -- convergence -------------------------------------------------------------------------
