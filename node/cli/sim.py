@@ -63,7 +63,7 @@ def seconds(text: str) -> float:
 @click.option("--seed", type=int, default=1, show_default=True, help="the same seed, the same run")
 @click.option(
     "--scenario",
-    type=click.Choice(["publish", "partition", "churn", "spammer"]),
+    type=click.Choice(["publish", "partition", "churn", "spammer", "erase"]),
     default="publish",
     show_default=True,
     help="what happens while the messages go out (docs/SIMULATOR.md)",
@@ -99,7 +99,9 @@ def sim_command(
     INTERVAL. Prints whether every node converged, copies and wire bytes
     per message, delivery latency (p50, p99, max), peak memory and the
     run's seconds; --json prints one JSON object. The same --seed gives the
-    same run.
+    same run. --scenario erase publishes one post and then its erase
+    request instead, and reports how long the post took to reach every node
+    against how long its content took to leave them (docs/SIMULATOR.md).
     """
     from tanglenode.node.sim.network import SimConfig, simulate
     from tanglenode.node.sim.topology import TopologyError

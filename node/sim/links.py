@@ -127,6 +127,12 @@ class LinkEnd:
     def bytes_sent(self) -> int:
         return self._out.bytes_sent
 
+    @property
+    def in_flight_until(self) -> float | None:
+        """When the bytes sent from this end and not yet read have all arrived; None if
+        there are none."""
+        return self._out.last_arrival if self._out.queue else None
+
 
 def link(a: bytes, b: bytes, path: PathModel, rng: random.Random) -> tuple[LinkEnd, LinkEnd]:
     """A link between nodes `a` and `b` (their keys): (a's end, b's end), each direction with

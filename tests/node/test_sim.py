@@ -4,6 +4,7 @@ virtual time against the goals of issue 29 (docs/BENCHMARKS.md has the larger ru
 from __future__ import annotations
 
 import json
+import math
 import random
 import subprocess
 import sys
@@ -14,8 +15,10 @@ import trio
 import trio.testing
 
 from tanglenode.node.sim.links import PathModel, link
-from tanglenode.node.sim.network import SimConfig, simulate
+from tanglenode.node.sim.network import MAP_SIZE, SimConfig, simulate
 from tanglenode.node.sim.topology import TopologyError, edges
+from tanglenode.protocol.erase import is_erase
+from tanglenode.storage.store import FeedStore
 
 A, B = b"a" * 32, b"b" * 32
 TANGLED = Path(sys.executable).with_name("tangled")
@@ -129,6 +132,38 @@ def test_a_run_is_the_same_for_the_same_seed():
         del first[varies], second[varies]
     assert first == second
     assert first["converged"]
+
+
+def test_an_erased_post_leaves_every_node_no_slower_than_it_came(tmp_path):
+    """The scenario `erase`: a post reaches all 16 nodes, then its author's erase request
+    takes its content off every one of them, in no more time and hops than the post took."""
+    config = SimConfig(nodes=16, degree=4, scenario="erase", seed=6)
+    result = simulate(config, tmp_path)
+    assert result.converged and result.delivered == 1.0 and result.sessions_dropped == 0
+    assert result.content_left_on == 0
+    assert result.erase_seconds is not None and math.isfinite(result.erase_seconds)
+    assert 0 < result.erase_seconds <= result.delivery_seconds
+    assert 1 < result.erase_rounds <= result.delivery_rounds  # it went further than a peer
+    # Each node's own store: the request held, the post it names there as its header alone.
+    for index in range(config.nodes):
+        store = FeedStore(tmp_path / f"n{index}", map_size=MAP_SIZE, durable=False)
+        try:
+            held = [m for f in store.feeds.held() for m in store.feeds.read_feed(f.author)]
+            (request,) = [message for message in held if is_erase(message.content)]
+            post = store.feeds.get(request.content["message"])
+            assert post is not None and not post.has_content and post.content is None
+            assert store.feeds.erased_by(post.id) == request.id
+        finally:
+            store.close()
+
+
+def test_the_command_reports_the_erasure_beside_the_delivery():
+    done = tangled("sim", "--nodes", "6", "--degree", "2", "--scenario", "erase", "--json")
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["content_left_on"] == 0 and result["messages"] == 2
+    assert math.isfinite(result["erase_seconds"]) and math.isfinite(result["delivery_seconds"])
+    assert result["erase_rounds"] >= 1 and result["delivery_rounds"] >= 1
 
 
 def tangled(*arguments: str) -> subprocess.CompletedProcess:
