@@ -239,6 +239,32 @@ def test_a_private_edit_is_erased_with_a_sealed_skeleton_members_weave_alike(ope
     assert [s.erased for s in again.documents.document_blame(doc.id)] == [None, request.id, None]
 
 
+def test_an_erased_title_and_comment_keep_their_places_without_their_words(open_store):
+    alice = open_store("alice", keypair=ALICE)
+    doc = alice.documents.create_document(f"title {SECRET}")
+    alice.documents.edit_document(doc.id, [("ins", 0, "some text")])
+    note = alice.documents.comments.comment(doc.id, 0, 4, f"note {SECRET}")
+    reply = alice.documents.comments.reply(note.id, "a reply")
+    for message in (note, doc):
+        alice.writes.publish(
+            erase_content(message.seq, message.id, alice.documents.erase_weave(message.id))
+        )
+    [info] = alice.documents.held()
+    assert info.title == "" and alice.documents.document_text(doc.id) == "some text"
+    (comments, _more) = alice.documents.comments.comments(doc.id)
+    assert [(c.id, c.text, c.quote, [r.id for r in c.replies]) for c in comments] == [
+        (note.id, "", "some", [reply.id])
+    ]
+    assert doc_rows_holding(alice, SECRET.encode()) == []
+    # a store that got both as headers alone reads the same
+    other = open_store("other")
+    held = {m.id: m for m in alice.feeds.read_feed(ALICE.public)}
+    other.writes.ingest([m.raw for m in held.values()])
+    assert not other.feeds.get(note.id).has_content and not other.feeds.get(doc.id).has_content
+    assert [(i.id, i.title) for i in other.documents.held()] == [(doc.id, "")]
+    assert other.documents.comments.comments(doc.id) == (comments, _more)
+
+
 # -- convergence -------------------------------------------------------------------------
 
 AUTHORS = [Feed(f"doc-erase-prop-{n}").keypair for n in range(3)]
