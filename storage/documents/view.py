@@ -4,10 +4,13 @@ Documents follow the causal processor, not arrival: an edit is woven once
 every message its timeframe names is processed (docs/DOCUMENTS.md), so this
 view acts in `processed`. A proof that cut a feed back first weaves again
 every document that lost messages (`DocumentWeaver.rebuild_after_proofs`),
-then the messages just processed are woven in processed order. Its
-`content` is each document's text at the processed frontier and the edits
-set aside, by the document's root id: what every node holding the same
-messages reads alike (the weave's row numbers are local).
+then the messages just processed are woven in processed order, erase
+requests among them (storage.documents.erased: an erased message is woven
+from the skeleton its request brings). `forget` takes an erased or purged
+message's characters out of every document row, its atoms left in place.
+Its `content` is each document's text at the processed frontier and the
+edits set aside, by the document's root id: what every node holding the
+same messages reads alike (the weave's row numbers are local).
 """
 
 from __future__ import annotations
