@@ -545,6 +545,8 @@ class DocumentEngine:
         if found is not None:
             return found
         if not inside(self._txn, self._message_ids, ref.msg, weft):
+            # a message that waits is in no weft yet: what cites it waits for it
+            self.wait_if_sealed(doc, ref.msg)
             raise DocumentError(DocReason.OUTSIDE_WEFT, "cites an atom outside the edit's weft")
         key = self._txn.get(ref.msg, db=self._tables.ids)
         if key is None:
