@@ -30,6 +30,7 @@ from tanglenode.storage.groups import state as groups
 from tanglenode.storage.groups.doc_keys import refresh_document_keys
 from tanglenode.storage.reindex import compare, reindex
 from tanglenode.storage.store import FeedStore
+from tanglenode.storage.tools.compact import compact
 from tests.factories import Feed, keypair
 
 ALICE = keypair("doc-erase-alice")
@@ -96,6 +97,21 @@ def test_the_authors_store_keeps_the_atoms_and_drops_every_character(open_store)
     # what the erasure left is what weaving the messages again gives
     assert compare(alice.ctx, alice.views, ["documents"]) == []
     assert gone and back
+
+
+def test_after_compact_no_byte_of_the_erased_characters_is_on_disk(tmp_path):
+    path = tmp_path / "alice"
+    with FeedStore(path, keypair=ALICE, map_size=2**26) as alice:
+        doc = alice.documents.create_document("notes")
+        alice.documents.edit_document(doc.id, [("ins", 0, "ab")])
+        (secret,) = alice.documents.edit_document(doc.id, [("ins", 1, SECRET)])
+        alice.documents.edit_document(doc.id, [("del", 2, 3)])
+        weave = alice.documents.erase_weave(secret.id)
+        alice.writes.publish(erase_content(secret.seq, secret.id, weave))
+        assert alice.documents.document_text(doc.id) == "ab"
+    compact(path, 2**26)
+    needle = SECRET[3:9].encode()
+    assert [p for p in path.rglob("*") if p.is_file() and needle in p.read_bytes()] == []
 
 
 def scenario():
