@@ -72,7 +72,8 @@ def tag_text(tag: bytes) -> str:
 
 def message_dict(message: Message) -> dict[str, Any]:
     """A message as the CLI's JSON shows it: ids as text, the timeframe as signed,
-    `{"@feed": [seq, tag]}` with the tag as `tag_text`."""
+    `{"@feed": [seq, tag]}` with the tag as `tag_text`; `has_content` as every IPC message
+    body says it (false: its header alone, erased, purged or never had)."""
     tags = message.timeframe_tags
     return {
         "id": message_text(message.id),
@@ -93,6 +94,7 @@ def message_dict(message: Message) -> dict[str, Any]:
             for name, link in message.tangles.items()
         },
         "content": jsonable(message.content),
+        "has_content": message.has_content,
         "signature": base64.b64encode(message.signature).decode(),
     }
 
