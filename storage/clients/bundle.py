@@ -53,15 +53,15 @@ import msgpack
 
 from tanglenode.protocol.errors import RemoteProtocolError
 from tanglenode.protocol.framing import LENGTH_PREFIX
-from tanglenode.protocol.wire import wire
+from tanglenode.protocol.wire import header_of, wire
 from tanglenode.storage.feeds.ingest import Outcome
 from tanglenode.storage.feeds.ingest_pipeline import Worker, ingest_batches
 from tanglenode.storage.store import FeedStore
 
 BATCH = 1000
 HEADER_MARK = b"TNB"  # a bundle's header: these three bytes, then its format's number
-FORMAT = 2  # the format of the messages this build writes and reads
-MAGIC = HEADER_MARK + bytes([FORMAT])  # a bundle of format 2 messages; format 1 had no header
+FORMAT = 3  # the format of the messages this build writes and reads
+MAGIC = HEADER_MARK + bytes([FORMAT])  # a bundle of format 3 messages; format 1 had no header
 
 
 class BadRecord(RemoteProtocolError):
@@ -277,9 +277,9 @@ def archive_rows(parts: list[Path]) -> int | None:
 
 
 def _position(raw: bytes) -> tuple[bytes, int] | None:
-    """(author, seq) read from the signed fields without validating; None if not there."""
+    """(author, seq) read from the signed header without validating; None if not there."""
     try:
-        fields = msgpack.unpackb(raw, raw=True, strict_map_key=False)
+        fields = msgpack.unpackb(header_of(raw), raw=True, strict_map_key=False)
         author, seq = fields[1], fields[2]
     except Exception:  # anything at all: garbage is for `ingest` to reject, with its reason
         return None

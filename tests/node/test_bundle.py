@@ -148,15 +148,15 @@ def test_two_bundles_concatenated_restore_every_message_of_both(tmp_path):
 
 @pytest.mark.parametrize("at_start", [True, False], ids=["first", "appended"])
 def test_a_bundle_of_another_format_is_refused_where_its_header_stands(tmp_path, at_start):
-    later = b"TNB\x03" + record(b"a message of a format this build cannot judge")
+    later = b"TNB\x04" + record(b"a message of a format this build cannot judge")
     data = later + MAGIC + record(GOOD[0]) if at_start else MAGIC + record(GOOD[0]) + later
     with FeedStore(tmp_path / "s", map_size=2**22) as store:
         summary = ImportSummary()
-        with pytest.raises(OtherFormat, match="format 3 begins here") as refused:
+        with pytest.raises(OtherFormat, match="format 4 begins here") as refused:
             import_messages(store, read_bundle(io.BytesIO(data), LIMIT), summary)
-        assert refused.value.format == 3 and isinstance(refused.value, BadRecord)
+        assert refused.value.format == 4 and isinstance(refused.value, BadRecord)
         assert refused.value.record == (1 if at_start else 2)
-        assert summary.records == (0 if at_start else 1)  # nothing of format 3 was read
+        assert summary.records == (0 if at_start else 1)  # nothing of format 4 was read
 
 
 def record(raw: bytes) -> bytes:
