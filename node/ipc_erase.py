@@ -9,32 +9,24 @@ here, it is not an erase request itself (protocol/erase.py's rules, which
 every node applies again when it processes the request); then it publishes
 our erase request, whose processing in the same transaction drops the
 content here (storage/erasure.py); peers drop theirs as the request reaches
-them. A document edit's request carries the edit's structure (`weave`:
-protocol/document.py `skeleton`), so nodes that never saw its characters
-weave its atoms all the same. `purge` drops the contents of the messages
-named, here only.
+them. A document message's request carries its structure (`weave`:
+`store.documents.erase_weave`, a private document's sealed again in its
+epoch), so nodes that never saw its characters weave its atoms all the
+same. `purge` drops the contents of the messages named, here only.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from tanglenode.protocol import document
 from tanglenode.protocol.erase import STRUCTURAL_TANGLES, EraseReason, erase_content, is_erase
 from tanglenode.protocol.ipc import message_body
 from tanglenode.protocol.ipc_erase import DeleteRequest, PurgeRequest
 from tanglenode.protocol.ipc_fields import ErrorKind, RequestError
+from tanglenode.storage.errors import NotInGroup
 
 if TYPE_CHECKING:
     from tanglenode.node.ipc import Area
-
-
-def _weave_of(content: Any) -> Any:
-    """A document edit's structure, for its erase request (None for any other content)."""
-    skeleton = getattr(document, "skeleton", None)
-    if skeleton is None or not isinstance(content, dict) or content.get("type") != document.EDIT:
-        return None
-    return skeleton(content)
 
 
 async def delete(area: Area, request: DeleteRequest) -> dict[str, Any]:
@@ -67,7 +59,11 @@ async def delete(area: Area, request: DeleteRequest) -> dict[str, Any]:
             "a group's membership and keys rest on it: it cannot be erased",
             str(EraseReason.STRUCTURE),
         )
-    content = erase_content(target.seq, target.id, _weave_of(target.content))
+    try:  # a document message's structure (a private one's sealed again in its epoch)
+        weave = await service.read(lambda store: store.documents.erase_weave(target.id))
+    except NotInGroup as error:
+        raise RequestError(ErrorKind.SEALED, f"cannot erase it here: {error}") from None
+    content = erase_content(target.seq, target.id, weave)
     message = await service.publish(content, None)
     dropped = await service.read(lambda store: store.feeds.erased_by(target.id))
     return {"message": message_body(message), "erased": target.id, "dropped": dropped is not None}
