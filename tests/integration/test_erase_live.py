@@ -51,3 +51,30 @@ async def test_an_erased_post_is_erased_everywhere_and_leaves_no_byte(tmp_path):
         compacted = await cli(node, "compact")
         assert compacted.returncode == 0, compacted.stderr.decode()
         assert on_disk(node.data_dir, SECRET) == []
+
+
+async def test_an_erased_document_edit_leaves_the_same_text_on_every_node(tmp_path):
+    author, peer = Node(tmp_path, "author"), Node(tmp_path, "peer")
+    await author.start()
+    await peer.start(peers=[author])
+    doc = (await cli(author, "doc", "create", "notes")).stdout.decode().strip()
+    kept = await cli(author, "doc", "insert", doc, "0", "kept words. ")
+    assert kept.returncode == 0, kept.stderr.decode()
+    edit = await cli(author, "doc", "insert", doc, "12", SECRET, "--json")
+    assert edit.returncode == 0, edit.stderr.decode()
+    edit_id = json.loads(edit.stdout)["messages"][0]["msg"]
+    after = await cli(author, "doc", "insert", doc, str(12 + len(SECRET)), " and after.")
+    assert after.returncode == 0, after.stderr.decode()
+    await peer.wait_for_size(4, spacetime=True)
+
+    done = await cli(author, "delete", edit_id)
+    assert done.returncode == 0, done.stderr.decode()
+    await peer.wait_for_size(5, spacetime=True)
+    texts = [(await cli(node, "doc", "show", doc)).stdout.decode() for node in (author, peer)]
+    assert texts == ["kept words.  and after."] * 2
+    blame = json.loads((await cli(peer, "doc", "blame", doc, "--json")).stdout)
+    assert any(span.get("erased") for span in blame["spans"])
+    for node in (author, peer):
+        assert await node.stop() == 0
+        assert (await cli(node, "compact")).returncode == 0
+        assert on_disk(node.data_dir, SECRET) == []
