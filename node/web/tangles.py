@@ -109,7 +109,8 @@ def row_html(row: dict[str, Any], state: str) -> str:
     return (
         f"<tr data-id='{e(row['id'])}' data-state='{e(state)}' class='{e(state)}'>"
         f"<td class='pos'></td><td class='author' title='{e(row['feed'])}'>{e(row['author'])}</td>"
-        f"<td class='time'>{e(row['time'])}</td><td class='text'>{e(row['text'])}</td><td class='actions'>{erase}</td></tr>"
+        f"<td class='time'>{e(row['time'])}</td><td class='text'>{e(row['text'])}</td>"
+        f"<td class='actions'>{erase}</td></tr>"
     )
 
 
