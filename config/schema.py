@@ -1,12 +1,14 @@
 """The full validation of settings: pydantic models built from the settings dataclasses.
 
 config/settings.py declares each setting once, as a dataclass field with its
-rules in the field's metadata (`ge`, `le`, `check`, `doc`). `validate(values)`
-builds (once) a pydantic model per dataclass with the same types, defaults and
-rules (`extra="forbid"`, `check` as an after-validator), validates the merged
-layers with it, and returns the dataclasses, or pydantic's errors for
-config/settings.py to name by key and layer. Imported only when
-config/quick.py doubts a value, so pydantic loads only for such configs.
+rules in the field's metadata (`ge`, `le`, `check`, `doc`). `validate(kind,
+values)` builds (once) a pydantic model per dataclass of `kind` with the same
+types, defaults and rules (`extra="forbid"`, `check` as an after-validator),
+validates the merged layers with it, and returns the dataclasses, or
+pydantic's errors for config/settings.py to name by key and layer. It is
+handed the settings' class rather than importing it, so the two modules do
+not import each other. Imported only when config/quick.py doubts a value,
+so pydantic loads only for such configs.
 """
 
 from __future__ import annotations
@@ -18,16 +20,17 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, create_model
 
-from tanglenode.config.settings import Settings
+T = typing.TypeVar("T")
 
 
-def validate(values: dict[str, Any]) -> tuple[Settings | None, list[Any]]:
-    """(the settings, []) when `values` are valid, else (None, pydantic's error dicts)."""
+def validate(kind: type[T], values: dict[str, Any]) -> tuple[T | None, list[Any]]:
+    """(the `kind` dataclass of `values`, []) when they are valid, else (None, pydantic's
+    error dicts)."""
     try:
-        model = _model(Settings).model_validate(values)
+        model = _model(kind).model_validate(values)
     except ValidationError as error:
         return None, list(error.errors())
-    return _dataclass(Settings, model), []
+    return _dataclass(kind, model), []
 
 
 @functools.cache

@@ -324,7 +324,7 @@ def load_settings(
         return settings
     from tanglenode.config.schema import validate  # pydantic, only for what the quick path doubts
 
-    settings, problems = validate(merged)
+    settings, problems = validate(Settings, merged)
     if problems:
         raise ConfigError([_describe(problem, sources) for problem in problems])
     return settings

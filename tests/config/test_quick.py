@@ -104,7 +104,7 @@ layers = st.integers(0, 3).flatmap(lambda n: known_keys if n else odd_keys)
 @given(layers)
 def test_what_the_quick_path_accepts_the_full_validation_accepts_alike(values):
     quick = quick_settings(Settings, values)
-    full, problems = validate(values)
+    full, problems = validate(Settings, values)
     if quick is not None:
         assert problems == [] and quick == full
 
@@ -119,9 +119,9 @@ def test_the_quick_path_takes_the_usual_configs(tmp_path):
     written = tomllib.loads(path.read_text())
     written["peers"] = [{"address": "h:1", "key": FEED}]
     quick = quick_settings(Settings, written)
-    assert quick is not None and quick == validate(written)[0]
+    assert quick is not None and quick == validate(Settings, written)[0]
     assert quick.data_dir == Path(written["data_dir"]) and quick.peers[0].key == FEED
-    assert load_settings(path, environ={}) == validate(tomllib.loads(path.read_text()))[0]
+    assert load_settings(path, environ={}) == validate(Settings, tomllib.loads(path.read_text()))[0]
 
 
 def test_a_lists_check_sees_the_whole_list():
@@ -129,7 +129,7 @@ def test_a_lists_check_sees_the_whole_list():
     declines what the check refuses, and takes what it passes as pydantic does."""
     for hosts in (["a b"], ["node.example", "h:0"], [f"h{n}" for n in range(65)]):
         assert quick_settings(Settings, {"web": {"hosts": hosts}}) is None, hosts
-        assert validate({"web": {"hosts": hosts}})[1] != []
+        assert validate(Settings, {"web": {"hosts": hosts}})[1] != []
     values = {"web": {"listen": "127.0.0.1:0", "hosts": ["node.example", "[::1]:9"]}}
     quick = quick_settings(Settings, values)
-    assert quick is not None and quick == validate(values)[0]
+    assert quick is not None and quick == validate(Settings, values)[0]
