@@ -374,3 +374,17 @@ def test_the_code_and_the_benches_use_only_what_the_store_has():
                 if known is not None and node.attr not in known:
                     missing.append(f"{path}:{node.lineno}: store.{inner.attr}.{node.attr}")
     assert missing == []
+
+
+def test_architecture_names_every_package_and_every_module_at_nodes_root():
+    """docs/ARCHITECTURE.md is enough to find one's room: each package of ours is named
+    there (`storage/feeds/`), and each module at node/'s root by its file name."""
+    text = (ROOT / "docs" / "ARCHITECTURE.md").read_text()
+    packages = sorted(
+        str(init.parent.relative_to(ROOT))
+        for folder in ("node", "storage", "protocol", "config", "pipeline")
+        for init in (ROOT / folder).rglob("__init__.py")
+    )
+    assert [p for p in packages if f"{p}/" not in text and f"`{p}`" not in text] == []
+    modules = sorted(p.name for p in (ROOT / "node").glob("*.py") if p.name != "__init__.py")
+    assert [m for m in modules if f"`{m}`" not in text and f"node/{m}" not in text] == []
