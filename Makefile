@@ -64,7 +64,7 @@ $(DAEMON_STAMP): pyproject.toml
 
 # On two workers (pytest-xdist): each test owns its ports, directories and processes.
 test: install java-runtime systemd-tools browser
-	$(PY) -m pytest -m "not slow" -q -n 2
+	$(PY) -m pytest -m "not slow" -q -n auto
 
 # The unit-file tests need systemd-analyze; Debian's systemd package has it.
 systemd-tools:
