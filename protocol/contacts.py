@@ -93,7 +93,9 @@ def fold(said: Iterable[ContactSaid | Stance], start: Stance = Stance()) -> Stan
     return stance
 
 
-def contact_content(contact: bytes, *, following: bool | None, blocking: bool | None) -> dict:
+def contact_content(
+    contact: bytes, *, following: bool | None, blocking: bool | None
+) -> dict[str, Any]:
     """The content of a contact message of ours (None leaves a flag out)."""
     content: dict[str, Any] = {"type": CONTACT, "contact": feed_text(contact)}
     if following is not None:

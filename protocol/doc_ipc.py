@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from tanglenode.protocol.doc_link import BadLink, Link, parse_link
 from tanglenode.protocol.ipc_fields import PAGE, bad, count, message_id, short
@@ -190,9 +190,9 @@ def revision(fields: dict[str, Any], key: str) -> At:
     value = fields.get(key)
     kind = type(value)
     if value is None or (kind is bytes and len(value) == 32):
-        return value
+        return cast(At, value)
     if kind is int and 0 <= value <= MAX_SEQ:
-        return value
+        return cast(At, value)
     if (
         kind is dict
         and len(value) <= MAX_WEFT_FEEDS
@@ -201,7 +201,7 @@ def revision(fields: dict[str, Any], key: str) -> At:
             for feed, seq in value.items()
         )
     ):
-        return value
+        return cast(At, value)
     raise bad(
         f"{key} is a message id (32 bytes), a version number, or a weft"
         f" (at most {MAX_WEFT_FEEDS} feeds: 32-byte key -> seq)"

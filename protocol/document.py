@@ -117,7 +117,7 @@ class AtomRef(NamedTuple):
     """An atom's id: its message (SELF for the message that cites it) and index."""
 
     msg: bytes | None
-    index: int
+    index: int  # type: ignore[assignment]  # a field named as tuple's method index, by design
 
 
 class Insert(NamedTuple):
@@ -127,18 +127,18 @@ class Insert(NamedTuple):
 
 class Delete(NamedTuple):
     target: AtomRef
-    count: int
+    count: int  # type: ignore[assignment]  # shadows tuple.count, the op's own word
 
 
 class Undelete(NamedTuple):
     target: AtomRef
-    count: int
+    count: int  # type: ignore[assignment]  # shadows tuple.count, the op's own word
 
 
 Op = Insert | Delete | Undelete
 
 _NAMES: dict[type, str] = {Insert: "ins", Delete: "del", Undelete: "undel"}
-_KINDS: dict[str, type] = {name: kind for kind, name in _NAMES.items()}
+_KINDS: dict[str, type[Op]] = {name: kind for kind, name in _NAMES.items()}
 _INIT_KEYS = frozenset(("title", "type"))
 _EDIT_KEYS = frozenset(("ops", "refs", "type"))
 _COMMENT_KEYS = frozenset(("range", "text", "type"))
@@ -243,7 +243,7 @@ def comment_content(text: str, first: AtomRef | None, last: AtomRef | None) -> d
     return content
 
 
-def _parse_comment(content: dict) -> DocComment:
+def _parse_comment(content: dict[str, Any]) -> DocComment:
     keys = content.keys()
     if keys != _COMMENT_KEYS and keys != _REPLY_KEYS:
         raise DocumentError(
@@ -272,7 +272,7 @@ def include_content(at: AtomRef, source: bytes, first: AtomRef, last: AtomRef) -
     return content
 
 
-def _parse_include(content: dict) -> DocInclude:
+def _parse_include(content: dict[str, Any]) -> DocInclude:
     if content.keys() != _INCLUDE_KEYS:
         raise DocumentError(DocReason.MALFORMED, "a doc/include holds exactly at, from and type")
     at, source = content["at"], content["from"]
@@ -286,7 +286,7 @@ def _parse_include(content: dict) -> DocInclude:
     return DocInclude(at_ref, source[0], first, last)
 
 
-def _atom_ref(pair: list) -> AtomRef:
+def _atom_ref(pair: list[Any]) -> AtomRef:
     msg, index = pair
     if type(msg) is not bytes or len(msg) != ID_BYTES:
         raise DocumentError(DocReason.BAD_REF, "an atom names a 32-byte message id")
@@ -297,10 +297,9 @@ def _atom_ref(pair: list) -> AtomRef:
 
 def op_atoms(op: Op) -> int:
     """How many atoms `op` introduces."""
-    kind = type(op)
-    if kind is Insert and type(op.text) is str:
+    if type(op) is Insert and type(op.text) is str:
         return len(op.text)
-    if (kind is Delete or kind is Undelete) and type(op.count) is int:
+    if (type(op) is Delete or type(op) is Undelete) and type(op.count) is int:
         return op.count
     raise DocumentError(DocReason.MALFORMED, "not an Insert, Delete or Undelete")
 
@@ -328,7 +327,7 @@ def _checked_title(title: Any) -> str:
     _sized_text(title, "a title", MAX_TITLE_BYTES, DocReason.BAD_TITLE, DocReason.BAD_TITLE)
     if _CONTROL.search(title):
         raise DocumentError(DocReason.BAD_TITLE, "a title has no control characters")
-    return title
+    return str(title)
 
 
 def skeleton(content: Any) -> dict[str, Any] | None:

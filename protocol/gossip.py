@@ -181,7 +181,7 @@ def _is_seq(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 1 << 63
 
 
-def _feeds(value: Any, what: str, max_feeds: int) -> dict:
+def _feeds(value: Any, what: str, max_feeds: int) -> dict[bytes, Any]:
     if not isinstance(value, dict):
         raise GossipError(Breach.MALFORMED, f"{what}: expected a map keyed by feed")
     if len(value) > max_feeds:
@@ -329,7 +329,7 @@ class GossipConnection:
     def may_ask(self, entries: list[Entry]) -> list[Entry]:
         """Those of `entries` that may be asked now: none whose tag an ask unanswered (or an
         earlier one of them) has, as many as the bounds allow."""
-        tags, fit = set(self.asking), []
+        tags, fit = set(self.asking), list[Entry]()
         room = min(MAX_ASK, MAX_ASKING - len(self.asking))
         for entry in entries:
             if len(fit) < room and entry[2] not in tags:
@@ -432,7 +432,7 @@ class GossipConnection:
             raise GossipError(Breach.UNASKED, f"{what} answers a message we did not ask for")
         return entry
 
-    def _hello(self, frame: list) -> PeerHello:
+    def _hello(self, frame: list[Any]) -> PeerHello:
         """The peer's HELLO: its version first, whatever the rest of the frame looks like (another
         version may shape HELLO otherwise), then its shape, credit and clock."""
         if self.peer_said_hello:

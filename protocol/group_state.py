@@ -185,7 +185,7 @@ def derive(events: Iterable[GroupEvent], root: bytes) -> GroupState:
     followed = {p for epoch in epochs.values() for p in epoch.previous}
     tips = sorted(epoch_id for epoch_id in epochs if epoch_id not in followed)
     exclusions = [
-        _exclusion(by_id[i]) for i in order if i in valid and by_id[i].private.kind is Kind.EXCLUDE
+        _exclusion(by_id[i]) for i in order if i in valid and _held(by_id[i]).kind is Kind.EXCLUDE
     ]
     return GroupState(root, order, valid, invalid, unreadable, pending, epochs, tips, exclusions)
 
@@ -195,30 +195,40 @@ def _exclusion(event: GroupEvent) -> Exclusion:
     return Exclusion(event.id, event.epoch, frozenset(event.private.members))
 
 
+def _held(event: GroupEvent) -> Private:
+    """The private part of a readable event: every event the membership rules meet."""
+    assert event.private is not None, "an unreadable event has no part in membership"
+    return event.private
+
+
 def _changes_membership(event: GroupEvent, valid: set[bytes]) -> bool:
     return event.id in valid and event.private is not None and event.private.kind is not Kind.POST
 
 
-def _members_seen(epoch: bytes, by_id, seen: frozenset[bytes]) -> set[bytes] | None:
+def _members_seen(
+    epoch: bytes, by_id: dict[bytes, GroupEvent], seen: frozenset[bytes]
+) -> set[bytes] | None:
     """Members of `epoch` as a message with membership past `seen` sees them."""
     init = by_id.get(epoch)
     if init is None or epoch not in seen:
         return None
-    members = set(init.private.members)
+    members = set(_held(init).members)
     for event_id in seen:
         event = by_id[event_id]
-        if event.epoch != epoch or event.private.kind is Kind.INIT:
+        if event.epoch != epoch or _held(event).kind is Kind.INIT:
             continue
-        if event.private.kind is Kind.ADD:
-            members |= set(event.private.members)
+        if _held(event).kind is Kind.ADD:
+            members |= set(_held(event).members)
     for event_id in seen:
         event = by_id[event_id]
-        if event.epoch == epoch and event.private.kind is Kind.EXCLUDE:
-            members -= set(event.private.members)
+        if event.epoch == epoch and _held(event).kind is Kind.EXCLUDE:
+            members -= set(_held(event).members)
     return members
 
 
-def _why_invalid(event: GroupEvent, by_id, seen: frozenset[bytes], root: bytes) -> str | None:
+def _why_invalid(
+    event: GroupEvent, by_id: dict[bytes, GroupEvent], seen: frozenset[bytes], root: bytes
+) -> str | None:
     private = event.private
     assert private is not None
     if private.kind is Kind.INIT:
@@ -247,7 +257,7 @@ def _why_invalid(event: GroupEvent, by_id, seen: frozenset[bytes], root: bytes) 
     if members is None:
         return "its epoch is not valid in its past"
     exclusions = (
-        _exclusion(by_id[i]) for i in sorted(seen) if by_id[i].private.kind is Kind.EXCLUDE
+        _exclusion(by_id[i]) for i in sorted(seen) if _held(by_id[i]).kind is Kind.EXCLUDE
     )
     if excluded_in_past(event.author, event.epoch, exclusions, seen.__contains__):
         return EXCLUDED_IN_PAST
@@ -258,20 +268,22 @@ def _why_invalid(event: GroupEvent, by_id, seen: frozenset[bytes], root: bytes) 
     return None
 
 
-def _epochs(by_id, order: list[bytes], valid: set[bytes]) -> dict[bytes, Epoch]:
+def _epochs(
+    by_id: dict[bytes, GroupEvent], order: list[bytes], valid: set[bytes]
+) -> dict[bytes, Epoch]:
     epochs: dict[bytes, Epoch] = {}
     for event_id in order:
         event = by_id[event_id]
-        if event_id in valid and event.private.kind is Kind.INIT:
+        if event_id in valid and _held(event).kind is Kind.INIT:
             epochs[event_id] = Epoch(
-                event_id, event.author, event.epoch_previous, set(event.private.members)
+                event_id, event.author, event.epoch_previous, set(_held(event).members)
             )
     for event_id in order:
         event = by_id[event_id]
         if event_id not in valid or event.epoch not in epochs:
             continue
-        if event.private.kind is Kind.ADD:
-            epochs[event.epoch].members |= set(event.private.members)
-        elif event.private.kind is Kind.EXCLUDE:
-            epochs[event.epoch].excluded |= set(event.private.members)
+        if _held(event).kind is Kind.ADD:
+            epochs[event.epoch].members |= set(_held(event).members)
+        elif _held(event).kind is Kind.EXCLUDE:
+            epochs[event.epoch].excluded |= set(_held(event).members)
     return epochs

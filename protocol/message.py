@@ -208,26 +208,27 @@ def sign_message(
         reason = _CONTENT_REASONS.get(type(error), Reason.MALFORMED)
         raise UnpublishableMessage(reason, f"content: {error}") from None
     body = msgpack.packb(value, use_bin_type=True)
-    fields = [
+    links = {
+        name: {
+            "previous": None if link.previous is None else sorted(link.previous),
+            "root": link.root,
+        }
+        for name, link in tangles.items()
+    }
+    fields: list[object] = [
         VERSION,
         keypair.public,
         seq,
         prev,
         timestamp,
         timeframe,
-        {
-            name: {
-                "previous": None if link.previous is None else sorted(link.previous),
-                "root": link.root,
-            }
-            for name, link in tangles.items()
-        },
+        links,
         content_hash(body),
         len(body),
     ]
     try:  # maps in key order; `decode_message` below checks every field's type and range
         entries = {feed: list(entry) for feed, entry in sorted(timeframe.items())}
-        fields[5:7] = [entries, dict(sorted(fields[6].items()))]
+        fields[5:7] = [entries, dict(sorted(links.items()))]
         payload = msgpack.packb(fields, use_bin_type=True)
     except (TypeError, ValueError, OverflowError):  # no message holds such a value: say which
         payload = msgpack.packb(canonical_value(fields), use_bin_type=True)
@@ -328,7 +329,7 @@ def decode_message(
     )
 
 
-_CONTENT_REASONS = {
+_CONTENT_REASONS: dict[type[Exception], Reason] = {
     TooDeep: Reason.TOO_DEEP,
     NonFiniteFloat: Reason.NON_FINITE_FLOAT,
     ExtensionType: Reason.EXT_TYPE,
@@ -347,7 +348,7 @@ def _other_version(raw: bytes) -> int | None:
     return None
 
 
-def _ascending(keys: list) -> bool:
+def _ascending(keys: list[Any]) -> bool:
     return keys == sorted(keys)  # in C; keys are unique already (they came from a map)
 
 

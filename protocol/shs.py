@@ -40,6 +40,7 @@ from __future__ import annotations
 import enum
 import hashlib
 import hmac
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from nacl import bindings
@@ -278,7 +279,7 @@ class ServerHandshake(_Side):
         network_key: bytes,
         keypair: Keypair,
         *,
-        authorize=None,
+        authorize: Callable[[bytes], bool] | None = None,
         ephemeral: tuple[bytes, bytes] | None = None,
     ) -> None:
         super().__init__(network_key, keypair, ephemeral, State.AWAIT_HELLO)

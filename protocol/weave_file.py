@@ -41,9 +41,10 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
-from tanglenode.protocol.errors import RemoteProtocolError
-from tanglenode.protocol.identity import BadIdentifier, feed_text, message_text, parse_feed
+from tanglenode.protocol.errors import BadIdentifier, RemoteProtocolError
+from tanglenode.protocol.identity import feed_text, message_text, parse_feed
 from tanglenode.protocol.identity import parse_message_id as _parse_message_id
 
 YARN_ATOMS = 50_000  # offsets 0 .. 49,999 along a yarn
@@ -451,7 +452,7 @@ class _Walk:
                 stack.pop()
         self._siblings(feed, known)
 
-    def _siblings(self, feed: list[int], known: list) -> None:
+    def _siblings(self, feed: list[int], known: list[Any]) -> None:
         bad: list[int] = []
         for children in self.siblings.values():
             lowest: dict[int, int] = {}  # feed -> the lowest n of the siblings before
