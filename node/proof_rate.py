@@ -18,23 +18,20 @@ next connection, or from another peer.
 
 from __future__ import annotations
 
-import trio
-
 RATE = 64.0  # proofs a second, sustained
 BURST = 4096  # proofs at once
 REFUSED = "evidence-rate"  # the reason a proof over the rate is refused with
 
 
 class ProofRate:
-    def __init__(self, rate: float = RATE, burst: int = BURST) -> None:
+    def __init__(self, rate: float = RATE, burst: int = BURST, *, now: float = 0.0) -> None:
         self.rate, self.burst = rate, burst
         self.tokens = float(burst)
-        self.at = trio.current_time()
+        self.at = now
         self.refused = 0
 
-    def take(self) -> bool:
-        """Whether one more proof may come now (and take its token)."""
-        now = trio.current_time()
+    def take(self, now: float) -> bool:
+        """Whether one more proof may come at `now` (and take its token)."""
         self.tokens = min(self.burst, self.tokens + (now - self.at) * self.rate)
         self.at = now
         if self.tokens >= 1:
