@@ -193,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     except click.ClickException as error:  # one line, as every other error
         where = error.ctx.command_path if isinstance(error, click.UsageError) and error.ctx else ""
         hint = f" (see {where} --help)" if where else ""
-        from tanglenode.node.cli.terminal import safe  # an argument may hold escapes
+        from tanglenode.node.present.text import safe  # an argument may hold escapes
 
         message = " ".join(error.format_message().split())
         click.echo(f"tangled: {safe(message)}{hint}", err=True)
@@ -229,7 +229,7 @@ def _say(error: Exception) -> None:
     """`tangled: MESSAGE` on stderr. A message of several lines (an invalid configuration
     names each bad key on a line of its own) keeps them, each made safe for a terminal:
     a message may quote names others chose."""
-    from tanglenode.node.cli.terminal import safe
+    from tanglenode.node.present.text import safe
 
     first, *more = str(error).split("\n")
     click.echo("\n".join(safe(line) for line in (f"tangled: {first}", *more)), err=True)

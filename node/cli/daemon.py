@@ -15,7 +15,6 @@ import click
 from tanglenode.config.secret import read_secret
 from tanglenode.config.settings import load_settings
 from tanglenode.node.cli.backend import Backend, ask
-from tanglenode.node.cli.digest import digest_rows, digests_json
 from tanglenode.node.cli.lookup import feed_arg
 from tanglenode.node.cli.support import (
     Context,
@@ -25,8 +24,9 @@ from tanglenode.node.cli.support import (
     log,
     render_body,
 )
-from tanglenode.node.cli.terminal import safe
 from tanglenode.node.oneshot import NodeNotRunning
+from tanglenode.node.present.digests import digest_rows, digests_json
+from tanglenode.node.present.text import safe
 from tanglenode.protocol.address import parse_address
 from tanglenode.protocol.identity import feed_text
 
@@ -166,7 +166,7 @@ def status(obj: Context, wait: float, as_json: bool) -> None:
 
 
 def _tag_text(tag: bytes) -> str:
-    from tanglenode.node.cli.render import tag_text  # the message codec loads for tags only
+    from tanglenode.node.present.render import tag_text  # the message codec loads for tags only
 
     return tag_text(bytes(tag))
 

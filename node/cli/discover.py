@@ -26,7 +26,6 @@ import click
 
 from tanglenode.node.cli.backend import Backend
 from tanglenode.node.cli.names import lazy_label
-from tanglenode.node.cli.render import TIME_WIDTH, format_timestamp
 from tanglenode.node.cli.support import (
     COUNT,
     BadInput,
@@ -38,8 +37,9 @@ from tanglenode.node.cli.support import (
     render_body,
     tangle_name,
 )
-from tanglenode.node.cli.terminal import safe
 from tanglenode.node.oneshot import listening
+from tanglenode.node.present.render import TIME_WIDTH, format_timestamp
+from tanglenode.node.present.text import safe
 from tanglenode.protocol import json_depth
 from tanglenode.protocol.errors import BadIdentifier
 from tanglenode.protocol.identity import feed_text, parse_feed

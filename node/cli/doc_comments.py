@@ -19,7 +19,7 @@ from tanglenode.node.cli.doc_pages import read_text
 from tanglenode.node.cli.lookup import document_arg, message_arg
 from tanglenode.node.cli.names import lazy_label
 from tanglenode.node.cli.support import BadInput, Context, emit_json, json_option
-from tanglenode.node.cli.terminal import safe
+from tanglenode.node.present.text import safe
 from tanglenode.protocol.doc_link import PREFIX as LINK_PREFIX
 from tanglenode.protocol.identity import feed_text, message_text
 

@@ -47,7 +47,6 @@ from tanglenode.node.cli.doc_render import (
 from tanglenode.node.cli.doc_revisions import parse_at, resolve_at
 from tanglenode.node.cli.lookup import document_arg, message_arg
 from tanglenode.node.cli.names import lazy_label
-from tanglenode.node.cli.render import format_timestamp
 from tanglenode.node.cli.support import (
     COUNT,
     INDEX,
@@ -57,8 +56,10 @@ from tanglenode.node.cli.support import (
     emit_json,
     json_option,
 )
-from tanglenode.node.cli.terminal import for_stdout, safe, safe_json
+from tanglenode.node.cli.terminal import for_stdout
 from tanglenode.node.client import NodeError, NodeNotRunning, connect
+from tanglenode.node.present.render import format_timestamp
+from tanglenode.node.present.text import safe, safe_json
 from tanglenode.protocol.doc_ipc import MAX_SPLICE_CHARS, MAX_SPLICES, MAX_VERSIONS_PAGE
 from tanglenode.protocol.errors import TanglenodeError
 from tanglenode.protocol.identity import feed_text, message_text

@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from tanglenode.config.secret import read_secret
-from tanglenode.node.cli.render import format_timestamp, message_dict, tag_text
 from tanglenode.node.cli.support import (
     COUNT,
     SEQ,
@@ -22,7 +21,8 @@ from tanglenode.node.cli.support import (
     render_body,
     tangle_name,
 )
-from tanglenode.node.cli.terminal import safe, safe_json
+from tanglenode.node.present.render import format_timestamp, message_dict, tag_text
+from tanglenode.node.present.text import safe, safe_json
 from tanglenode.protocol.identity import feed_text, message_text
 from tanglenode.storage.errors import StoreDamaged
 

@@ -16,7 +16,7 @@ from tanglenode.node.cli.support import (
     read_content,
     render_body,
 )
-from tanglenode.node.cli.terminal import safe
+from tanglenode.node.present.text import safe
 from tanglenode.protocol.identity import parse_feed
 
 

@@ -3,29 +3,14 @@
 
 Theory of operation
 -------------------
-A feed is shown by the first of:
-
-1. its **petname**: a name we gave it (`tangled name @FEED alice`), kept only
-   here, in `<data_dir>/petnames.json` (`{"version": 1, "names": {"@FEED":
-   "alice"}}`). A plain file, not the store, so it is read and written the
-   same whether the node runs or not; written whole to a temporary file and
-   renamed over the old one, under an advisory lock so two `tangled name`
-   runs never lose each other's change. At most `MAX_PETNAMES` names, the
-   file at most `MAX_FILE_BYTES`;
-2. its **self-chosen name**, from its latest own `about` message below the
-   feed's invalid boundary, if it has one (`storage/views/abouts.py`), shown with a
-   `~` (`~alice`) so it can never pass for a petname: a petname may not start
-   with `~`, `@` or `%`;
-3. its id, shortened: `@AbCdEfGh…`.
-
-Every name is hostile text: `clean_name` strips control and format
-characters, folds whitespace and bounds the length, before a name is stored
-and again before it is shown. `--json` output carries ids, never names, so
-it never reads the petnames file.
-
-The file is read with care: opened without blocking (a FIFO put in its place
-cannot hang a view), refused unless it is a regular file, read at most
-`MAX_FILE_BYTES`. A view that finds it damaged warns once on stderr and shows
+How a feed is shown (its petname, else its `~self-chosen` name, else its
+short id) and how the petnames file is read are node/present/names.py's,
+shared with the web view. This module is the CLI's side: it loads the
+names for a command (`load_names`, `lazy_label`; `--json` output carries
+ids, never names, so it never reads the petnames file), and it writes the
+file (`tangled name`): whole to a temporary file renamed over the old one,
+under an advisory lock so two `tangled name` runs never lose each other's
+change. A view that finds the file damaged warns once on stderr and shows
 feeds without petnames; `tangled name`, which rewrites the file, refuses it
 (exit 3) and says how to repair it.
 """
@@ -35,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import stat
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -51,56 +35,30 @@ from tanglenode.node.cli.support import (
     emit_json,
     json_option,
 )
-from tanglenode.node.cli.terminal import safe
+from tanglenode.node.present import names as present_names
+from tanglenode.node.present.names import (  # re-exported: the names commands and tests use
+    MAX_FILE_BYTES as MAX_FILE_BYTES,
+)
+from tanglenode.node.present.names import (
+    MAX_PETNAMES,
+    PETNAMES_FILE,
+    SELF_CHOSEN,
+    Names,
+    PetnamesDamaged,
+    short_feed,
+)
+from tanglenode.node.present.names import SHORT_ID_CHARS as SHORT_ID_CHARS
+from tanglenode.node.present.text import safe
 from tanglenode.protocol import json_depth
 from tanglenode.protocol.errors import BadIdentifier, TanglenodeError
 from tanglenode.protocol.identity import feed_text, parse_feed
 from tanglenode.storage.views.abouts import MAX_NAME_CHARS, clean_name
 
-PETNAMES_FILE = "petnames.json"
-MAX_PETNAMES = 10_000
-MAX_FILE_BYTES = 2 * 2**20
-SELF_CHOSEN = "~"  # marks a name a feed gave itself
 _RESERVED_STARTS = ("~", "@", "%")
-SHORT_ID_CHARS = 8
 
 
 class PetnamesUnwritable(TanglenodeError):
     """The petnames file cannot be written (permissions, a full disk): exit 1."""
-
-
-def short_feed(feed: bytes) -> str:
-    """`@AbCdEfGh…`: enough of an id to tell feeds apart by eye."""
-    return feed_text(feed)[: 1 + SHORT_ID_CHARS] + "…"
-
-
-class Names:
-    """How the CLI shows feeds: petnames, then self-chosen names (`~name`), then short ids."""
-
-    def __init__(
-        self,
-        petnames: dict[bytes, str] | None = None,
-        abouts: dict[bytes, str] | None = None,
-        ours: bytes | None = None,
-    ) -> None:
-        self.petnames = dict(petnames or {})
-        self.abouts = dict(abouts or {})
-        self.ours = ours
-
-    def name(self, feed: bytes) -> str | None:
-        """The name to show for `feed`, or None when it has none."""
-        petname = self.petnames.get(feed)
-        if petname:
-            return petname
-        about = self.abouts.get(feed)
-        return SELF_CHOSEN + about if about else None
-
-    def label(self, feed: bytes) -> str:
-        """The name to show for `feed`, else its short id."""
-        return self.name(feed) or short_feed(feed)
-
-    def is_ours(self, feed: bytes) -> bool:
-        return self.ours is not None and feed == self.ours
 
 
 def our_feed(obj: Context) -> bytes | None:
@@ -176,39 +134,12 @@ def petnames_path(obj: Context) -> Path:
 
 
 def read_petnames(path: Path) -> dict[bytes, str]:
-    """The petnames file as feed -> name; {} if there is none; `BadInput` if it is damaged
-    (not a regular file, too large, not version 1 of the format) or unreadable."""
-    damaged = f"{path} is not a petnames file; fix it, or move it aside to start anew"
+    """The petnames file as feed -> name (node/present/names.py); {} if there is none;
+    `BadInput` (exit 3) if it is damaged or unreadable."""
     try:
-        # O_NONBLOCK: opening a FIFO does not wait for a writer; fstat then refuses it
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return {}
-    except OSError as error:
-        raise BadInput(f"{path}: cannot read the petnames: {error.strerror}") from None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise BadInput(f"{damaged} (not a regular file)")
-        with os.fdopen(os.dup(fd), "rb") as file:
-            data = file.read(MAX_FILE_BYTES + 1)
-    except OSError as error:
-        raise BadInput(f"{path}: cannot read the petnames: {error.strerror}") from None
-    finally:
-        os.close(fd)
-    if len(data) > MAX_FILE_BYTES:
-        raise BadInput(f"{damaged} (over {MAX_FILE_BYTES} bytes)")
-    try:
-        document = json_depth.loads(data)
-        names = document["names"]
-        version = document.get("version")
-        if type(version) is not int or version != 1 or not isinstance(names, dict):
-            raise ValueError("not version 1")
-        found = {parse_feed(feed): clean_name(name) for feed, name in names.items()}
-    except (ValueError, KeyError, TypeError, AttributeError, BadIdentifier, RecursionError):
-        raise BadInput(damaged) from None
-    if len(found) > MAX_PETNAMES:
-        raise BadInput(f"{damaged} (over {MAX_PETNAMES} names)")
-    return {feed: name for feed, name in found.items() if name}
+        return present_names.read_petnames(path)
+    except PetnamesDamaged as error:
+        raise BadInput(str(error)) from None
 
 
 @contextlib.contextmanager

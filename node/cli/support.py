@@ -24,11 +24,11 @@ from tanglenode.config.settings import Settings, config_path, load_settings
 from tanglenode.node.cli.exits import EXIT_CODES as EXIT_CODES  # re-exported for the commands
 from tanglenode.node.cli.exits import ExitCode as ExitCode
 from tanglenode.node.cli.logs import command_log
-from tanglenode.node.cli.render import tag_text
 from tanglenode.node.oneshot import NodeError
+from tanglenode.node.present.render import render_body as render_body  # the commands' name
 from tanglenode.protocol.canonical import NonFiniteFloat, TooDeep, canonical_value
 from tanglenode.protocol.errors import LocalProtocolError, Reason, TanglenodeError
-from tanglenode.protocol.identity import feed_text, message_text, parse_message_id
+from tanglenode.protocol.identity import parse_message_id
 from tanglenode.protocol.ipc_fields import ErrorKind
 from tanglenode.protocol.limits import MAX_SEQ, MAX_TANGLE_NAME_BYTES
 
@@ -197,42 +197,6 @@ def tangle_name(name: str) -> str:
     if not name or len(name.encode("utf-8", "surrogatepass")) > MAX_TANGLE_NAME_BYTES:
         raise BadInput(f"a tangle name is 1 to {MAX_TANGLE_NAME_BYTES} bytes of text")
     return name
-
-
-def render_body(value: Any) -> Any:
-    """IPC replies with ids as text: bytes of 32 become @feed or %message by where they sit."""
-    if isinstance(value, dict):
-        rendered = {}
-        for key, item in value.items():
-            if isinstance(key, bytes):  # a map keyed by message id
-                rendered[message_text(key)] = render_body(item)
-                continue
-            if key in ("author", "feed", "key", "inviter") and isinstance(item, bytes):
-                rendered[key] = feed_text(item)
-            elif key == "content":
-                from tanglenode.node.cli.render import jsonable  # loads the message codec
-
-                rendered[key] = jsonable(item)
-            elif key == "timeframe" and isinstance(item, dict):
-                rendered[key] = {feed_text(f): [e[0], tag_text(e[1])] for f, e in item.items()}
-            elif key in ("clock", "behind", "not_followed", "blocked", "base", "weft") and (
-                isinstance(item, dict)
-            ):
-                rendered[key] = {feed_text(feed): seq for feed, seq in item.items()}
-            elif key in ("members", "excluded", "redeemed_by") and isinstance(item, list):
-                rendered[key] = [feed_text(feed) for feed in item]
-            elif key == "forks" and isinstance(item, list):  # [[feed, seq], ...]
-                rendered[key] = [[feed_text(pair[0]), pair[1]] for pair in item]
-            elif key == "waits_for" and isinstance(item, list):  # [feed, seq]
-                rendered[key] = [feed_text(item[0]), item[1]]
-            else:
-                rendered[key] = render_body(item)
-        return rendered
-    if isinstance(value, list):
-        return [render_body(item) for item in value]
-    if isinstance(value, bytes):
-        return message_text(value)
-    return value
 
 
 def parse_timeline(

@@ -17,7 +17,6 @@ import trio
 from tanglenode.node.cli.backend import Backend
 from tanglenode.node.cli.digest import show_digest
 from tanglenode.node.cli.lookup import message_arg
-from tanglenode.node.cli.render import TIME_WIDTH, format_timestamp
 from tanglenode.node.cli.summary import Viewer, fit, open_viewer
 from tanglenode.node.cli.support import (
     COUNT,
@@ -32,6 +31,7 @@ from tanglenode.node.cli.support import (
     timeline_spec,
 )
 from tanglenode.node.client import NodeError, NodeNotRunning, connect
+from tanglenode.node.present.render import TIME_WIDTH, format_timestamp
 from tanglenode.protocol.errors import TanglenodeError
 from tanglenode.protocol.identity import message_text
 from tanglenode.protocol.ipc import PAGE, ErrorKind

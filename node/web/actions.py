@@ -37,7 +37,7 @@ from typing import Any
 
 import msgpack
 
-from tanglenode.node.cli.support import render_body
+from tanglenode.node.present.render import render_body
 from tanglenode.node.web.http import JSON_HEADERS, Response
 from tanglenode.node.web.invites import with_qr
 from tanglenode.protocol.errors import BadIdentifier

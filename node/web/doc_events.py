@@ -33,8 +33,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tanglenode.node.cli.names import Names
 from tanglenode.node.doc_ipc import DocWatch
+from tanglenode.node.present.names import Names
 from tanglenode.node.service import StoreService
 from tanglenode.node.web.doc_text import Run, author_body, blamed_snapshot, readable
 from tanglenode.node.web.events import NextPage, event_stream, frame, resume_version

@@ -18,8 +18,8 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from tanglenode.node.cli.names import Names
-from tanglenode.node.cli.terminal import safe, safe_lines
+from tanglenode.node.present.names import Names
+from tanglenode.node.present.text import safe, safe_lines
 from tanglenode.node.service import StoreService
 from tanglenode.protocol.identity import feed_text
 
@@ -45,12 +45,12 @@ def author_body(author: bytes | None, names: Names) -> dict[str, Any]:
 
 
 def label(names: Names, author: bytes) -> str:
-    """An author's name as the pages show it: unsafe characters as `?` (node/cli/terminal.py)."""
+    """An author's name as the pages show it: unsafe characters as `?` (node/present/text.py)."""
     return safe(names.label(author))
 
 
 def readable(text: str) -> str:
-    """Document text as the pages show it (node/cli/terminal.py `safe_lines`): each control,
+    """Document text as the pages show it (node/present/text.py `safe_lines`): each control,
     format (bidi, zero-width) or private-use character as `?`, one for one."""
     return safe_lines(text)
 

@@ -32,8 +32,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from tanglenode.node.cli.names import Names
-from tanglenode.node.cli.terminal import safe, safe_lines
+from tanglenode.node.present.names import Names
+from tanglenode.node.present.text import safe, safe_lines
 from tanglenode.node.service import StoreService
 from tanglenode.node.web import doc_events
 from tanglenode.node.web.doc_comments import comments, margin_html

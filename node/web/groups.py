@@ -8,21 +8,21 @@ id without its `%`) reads the group as `tangled group members`, `epochs`
 and `timeline` do (`storage.groups.state.read_group`, `describe`, `timeline`,
 read through `StoreService.read`): its members by
 name, its epochs, and its messages in timeline order, opened where we hold
-the key, posts summarised as the CLI summarises them (node/cli/summary.py).
+the key, posts summarised as the CLI summarises them (node/present/summary.py).
 A group we hold no key of says so and lists its messages as sealed. Names,
 group names and content are others' text: they reach the page through `e`,
-their control and bidi characters as `?` (node/cli/terminal.py `safe`).
+their control and bidi characters as `?` (node/present/text.py `safe`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from tanglenode.node.cli.names import Names
-from tanglenode.node.cli.summary import Summaries
-from tanglenode.node.cli.terminal import safe
 from tanglenode.node.ipc import Area
 from tanglenode.node.ipc_discovery import group_list
+from tanglenode.node.present.names import Names
+from tanglenode.node.present.summary import Summaries
+from tanglenode.node.present.text import safe
 from tanglenode.node.web.http import (
     Request,
     Response,

@@ -18,7 +18,7 @@ from urllib.parse import quote, urlencode
 
 import trio
 
-from tanglenode.node.cli.names import Names, read_petnames
+from tanglenode.node.present.names import Names, read_petnames
 from tanglenode.protocol.errors import BadIdentifier, TanglenodeError
 from tanglenode.protocol.identity import Keypair, message_text, parse_message_id
 

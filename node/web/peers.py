@@ -30,10 +30,10 @@ from typing import Any
 
 import segno
 
-from tanglenode.node.cli.names import Names
-from tanglenode.node.cli.support import render_body
-from tanglenode.node.cli.terminal import safe
 from tanglenode.node.ipc_peers import peers as peers_op
+from tanglenode.node.present.names import Names
+from tanglenode.node.present.render import render_body
+from tanglenode.node.present.text import safe
 from tanglenode.node.web.http import (
     Request,
     Response,

@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from tanglenode.node.cli.digest import digest_rows
-from tanglenode.node.cli.names import Names
-from tanglenode.node.cli.render import tag_text
-from tanglenode.node.cli.terminal import safe
+from tanglenode.node.present.digests import digest_rows
+from tanglenode.node.present.names import Names
+from tanglenode.node.present.render import tag_text
+from tanglenode.node.present.text import safe
 from tanglenode.node.web.http import Request, Response, WebContext, html_response
 from tanglenode.node.web.page import e, shell
 from tanglenode.node.web.tangles import tangle_path

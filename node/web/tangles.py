@@ -34,9 +34,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from tanglenode.node.cli.names import Names
-from tanglenode.node.cli.summary import Summaries
-from tanglenode.node.cli.terminal import safe
+from tanglenode.node.present.names import Names
+from tanglenode.node.present.summary import Summaries
+from tanglenode.node.present.text import safe
 from tanglenode.node.web.events import event_stream, frame, resume_version
 from tanglenode.node.web.http import (
     Request,

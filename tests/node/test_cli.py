@@ -476,7 +476,7 @@ def test_every_command_shows_a_time_the_same_way(ready):
     """One rendering (render.format_timestamp) in `log`, `show`, `timeline` in both orders,
     `tangles`, `group list`, `doc list` and `doc log`; `--json` keeps the milliseconds."""
     from tanglenode.config.secret import read_secret
-    from tanglenode.node.cli.render import format_timestamp
+    from tanglenode.node.present.render import format_timestamp
     from tanglenode.protocol.document import TANGLE, init_content
     from tanglenode.storage.groups import state as groups
 

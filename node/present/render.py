@@ -1,4 +1,9 @@
-"""Messages and store records as JSON-ready dicts and one-line text, for the CLI."""
+"""Messages, IPC replies and store records as JSON-ready values and one-line text.
+
+The CLI prints them (`--json`, and times and tags in its human views); the web
+view answers its writes with `render_body` (node/web/actions.py). The message
+codec is imported for type annotations only: rendering a reply loads none of it.
+"""
 
 from __future__ import annotations
 
@@ -111,3 +116,43 @@ def format_timestamp(milliseconds: int) -> str:
     except (OverflowError, OSError, ValueError):
         return str(milliseconds)
     return moment.isoformat(sep=" ", timespec="seconds").replace("+00:00", "Z")
+
+
+RENDERED_FEEDS = ("author", "feed", "key", "inviter")  # a feed id where a key says so
+FEED_MAPS = ("clock", "behind", "not_followed", "blocked", "base", "weft")  # feed -> seq
+FEED_LISTS = ("members", "excluded", "redeemed_by")
+
+
+def render_body(value: Any) -> Any:
+    """An IPC reply with ids as text: bytes of 32 become @feed or %message by where they sit.
+
+    It takes a reply as the socket's client reads it (lists) and as a handler returns
+    it (node/ipc.py `run_op`, for the web view: tuples too)."""
+    if isinstance(value, dict):
+        rendered = {}
+        for key, item in value.items():
+            if isinstance(key, bytes):  # a map keyed by message id
+                rendered[message_text(key)] = render_body(item)
+                continue
+            if key in RENDERED_FEEDS and isinstance(item, bytes):
+                rendered[key] = feed_text(item)
+            elif key == "content":
+                rendered[key] = jsonable(item)
+            elif key == "timeframe" and isinstance(item, dict):
+                rendered[key] = {feed_text(f): [e[0], tag_text(e[1])] for f, e in item.items()}
+            elif key in FEED_MAPS and isinstance(item, dict):
+                rendered[key] = {feed_text(feed): seq for feed, seq in item.items()}
+            elif key in FEED_LISTS and isinstance(item, list | tuple):
+                rendered[key] = [feed_text(feed) for feed in item]
+            elif key == "forks" and isinstance(item, list | tuple):  # [[feed, seq], ...]
+                rendered[key] = [[feed_text(pair[0]), pair[1]] for pair in item]
+            elif key == "waits_for" and isinstance(item, list | tuple):  # [feed, seq]
+                rendered[key] = [feed_text(item[0]), item[1]]
+            else:
+                rendered[key] = render_body(item)
+        return rendered
+    if isinstance(value, list | tuple):
+        return [render_body(item) for item in value]
+    if isinstance(value, bytes):
+        return message_text(value)
+    return value
