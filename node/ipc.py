@@ -21,10 +21,15 @@ peers) and the checked request; it returns the reply's value. The
 messages' and timelines' handlers are `Area`'s methods; the groups' are
 `node/ipc_groups.py`'s, the document ops' are `node/doc_ipc.py`'s (with `doc-watch`'s pages), the
 listings' `node/ipc_discovery.py`'s, the node's and its peers' (`status`,
-`peers`, `clock`, `connect`, `disconnect`) `node/ipc_peers.py`'s. `answer`
-turns one request into its reply frame: the socket sends it, and the CLI
-reads the same frame from a store it opened itself while the node is
-stopped (node/cli/backend.py), so both answer alike, errors included.
+`peers`, `clock`, `connect`, `disconnect`) `node/ipc_peers.py`'s. `run_op`
+runs one request through that table: its checks, its handler, and its
+failure as an `OpError` (the kind, the text, the reason code); it returns the
+reply's value (`OpReply`) or that error, and is the only place a request is
+served. `answer` encodes its result as a reply frame: the socket sends it,
+and the CLI reads the same frame from a store it opened itself while the
+node is stopped (node/cli/backend.py); the web view's writes take the result
+as it is, with no frame between (node/web/actions.py). So all three answer
+alike, errors included.
 
 A timeline subscription reads the timeline's command log from the version
 the client names, then waits for the store to change and reads on. The log
@@ -86,6 +91,7 @@ from tanglenode.protocol.framing import MAX_IPC_FRAME as MAX_FRAME
 from tanglenode.protocol.framing import FrameDecoder, FrameError, encode_frame
 from tanglenode.protocol.identity import Keypair
 from tanglenode.protocol.ipc import (
+    MAX_ERROR_TEXT,
     PAGE,
     PAGE_BYTES,
     CommandsRequest,
@@ -142,9 +148,12 @@ __all__ = [
     "Area",
     "IpcServer",
     "Op",
+    "OpError",
+    "OpReply",
     "answer",
     "error_kind",
     "error_reply",
+    "run_op",
 ]
 
 log = structlog.get_logger("ipc")
@@ -186,8 +195,7 @@ def error_kind(error: BaseException) -> ErrorKind:
 
 def error_reply(number: Any, error: BaseException) -> dict[str, Any]:
     """The error reply for `error`: its kind, its text, a reason code, the feed it names."""
-    reason, feed = getattr(error, "reason", None), getattr(error, "feed", None)
-    return encode_error(number, error_kind(error), str(error), reason, feed)
+    return OpError.of(error).reply(number)
 
 
 def _timeline_name(timeline: TimelineRef) -> bytes:
@@ -296,12 +304,39 @@ def _once_of(op: str, frame: dict[str, Any]) -> str | None:
     return once
 
 
-async def answer(area: Area, number: Any, op: str, frame: Any) -> bytes:
-    """The reply frame to request `frame` (`number`, `op`) of an op with one reply.
+@dataclass(frozen=True)
+class OpReply:
+    """An op's reply value, as its handler returned it (ids as bytes, tuples unencoded)."""
 
-    The IPC server sends it; the CLI decodes it from a store it opened itself
-    (node/cli/backend.py): one path for the checks, the handler, the errors'
-    kinds and the reply's encoding, wherever the request is served.
+    value: Any
+
+
+@dataclass(frozen=True)
+class OpError:
+    """An op's refusal, typed: what its error reply carries (docs/IPC.md, "Error kinds")."""
+
+    kind: ErrorKind
+    message: str  # cut to the error text's cap, as the socket sends it
+    reason: str | None = None  # a message's reason code
+    feed: bytes | None = None  # the feed the error is about, where it names one
+
+    @classmethod
+    def of(cls, error: BaseException) -> OpError:
+        reason, feed = getattr(error, "reason", None), getattr(error, "feed", None)
+        return cls(error_kind(error), short(str(error), MAX_ERROR_TEXT) or "", reason, feed)
+
+    def reply(self, number: Any) -> dict[str, Any]:
+        """The error reply to request `number`."""
+        return encode_error(number, self.kind, self.message, self.reason, self.feed)
+
+
+async def run_op(area: Area, op: str, frame: Any) -> OpReply | OpError:
+    """Request `frame` of an op with one reply, run: checked (`parse_request`, `once`),
+    handled (`OPS[op].handler` on `area`), its failure typed (`ERROR_KINDS`).
+
+    The one path wherever a request is served: `answer` encodes its result for
+    the socket (and the CLI's store opened here, node/cli/backend.py); the web
+    view's writes take it as it is (node/web/actions.py), never encoded.
     """
     try:
         request = parse_request(op, frame, area.service.store.limits)
@@ -311,15 +346,28 @@ async def answer(area: Area, number: Any, op: str, frame: Any) -> bytes:
             await area.service.read_keys_if_stale()
         handler = OPS[op].handler
         if once is None or area.once is None:
-            ok = await handler(area, request)
-        else:
-            ok = await area.once.run(op, once, partial(handler, area, request))
-        reply = {"id": number, "ok": ok}
+            return OpReply(await handler(area, request))
+        return OpReply(await area.once.run(op, once, partial(handler, area, request)))
     except TanglenodeError as error:
-        reply = error_reply(number, error)
+        return OpError.of(error)
     except Exception as error:  # a bug of ours: the client gets a reply, the node serves on
         log.exception("ipc request failed", op=short(op, 64))
-        reply = error_reply(number, error)
+        return OpError.of(error)
+
+
+async def answer(area: Area, number: Any, op: str, frame: Any) -> bytes:
+    """The reply frame to request `frame` (`number`, `op`) of an op with one reply: `run_op`'s
+    result, encoded as the socket carries it.
+
+    The IPC server sends it; the CLI decodes it from a store it opened itself
+    (node/cli/backend.py): one path for the checks, the handler, the errors'
+    kinds and the reply's encoding, wherever the request is served.
+    """
+    result = await run_op(area, op, frame)
+    if isinstance(result, OpError):
+        reply = result.reply(number)
+    else:
+        reply = {"id": number, "ok": result.value}
     try:
         return encode_frame(reply, MAX_FRAME)
     except (TanglenodeError, ValueError, TypeError, OverflowError) as error:

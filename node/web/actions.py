@@ -4,9 +4,11 @@ Theory of operation
 -------------------
 A page changes the node only through `POST /api/OP`, where OP is one of
 `WRITE_OPS`: the IPC's own ops (docs/IPC.md), run by the IPC's own path
-(`node.ipc.answer`: the same request checks, the same handler, the same
-typed errors), so the page can do nothing a local program could not, and
-nothing the IPC refuses. Before that (and after the app has checked, for
+(`node.ipc.run_op`, which the socket's `answer` runs too: the same request
+checks, the same handler, the same typed errors), so the page can do nothing
+a local program could not, and nothing the IPC refuses. Nothing is encoded
+for a socket on the way: the handler's reply value (or its `OpError`) becomes
+the page's JSON here. Before that (and after the app has checked, for
 every request, that its `Host` names the view's own address:
 node/web/hosts.py, so a page DNS rebinding brought here, whose Origin
 matches its Host, gets no further), in this order:
@@ -24,8 +26,9 @@ matches its Host, gets no further), in this order:
    (`ID_FIELDS`, `FEED_FIELDS`) and become bytes there only: a person's text
    elsewhere is never read as an id.
 
-The reply is JSON: `{"ok": …}` with ids as text, or `{"error": {"kind",
-"message"}}` with the IPC's error kind and an HTTP status for it.
+The reply is JSON: `{"ok": …}` with ids as text (`render_body`, as the CLI's
+`--json` shows them), or `{"error": {"kind", "message"}}` with the IPC's error
+kind and an HTTP status for it.
 """
 
 from __future__ import annotations
@@ -35,15 +38,17 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-import msgpack
+import structlog
 
+from tanglenode.node.ipc import OpError, OpReply
 from tanglenode.node.present.render import render_body
 from tanglenode.node.web.http import JSON_HEADERS, Response
 from tanglenode.node.web.invites import with_qr
 from tanglenode.protocol.errors import BadIdentifier
-from tanglenode.protocol.framing import LENGTH_PREFIX
 from tanglenode.protocol.identity import parse_feed, parse_message_id
 from tanglenode.protocol.ipc import ErrorKind
+
+log = structlog.get_logger("web")
 
 MAX_BODY = 256 * 1024  # the editor sends at most 50,000 code points a request (view.js)
 WRITE_OPS = frozenset(
@@ -193,15 +198,20 @@ def _feed(value: Any) -> bytes:
     return parse_feed(value)
 
 
-def reply_response(frame: bytes, op: str = "") -> Response:
-    """The IPC's reply frame (node.ipc.answer) to `op` as the page's JSON."""
-    reply = msgpack.unpackb(frame[LENGTH_PREFIX.size :], raw=False)
-    error = reply.get("error")
-    if error is not None:
-        kind = error.get("kind", str(ErrorKind.INTERNAL))
-        status = STATUS_OF.get(kind, 400)
-        return _json({"error": {"kind": kind, "message": error.get("message", "")}}, status)
-    ok = render_body(reply.get("ok"))
+def reply_response(result: OpReply | OpError, op: str = "") -> Response:
+    """`op`'s result (node.ipc.run_op) as the page's JSON."""
+    if isinstance(result, OpError):
+        return _error(result.kind, result.message)
+    ok = render_body(result.value)
     if op in DRAWN and isinstance(ok, dict):
         ok = DRAWN[op](ok)
-    return _json({"ok": ok}, 200)
+    try:
+        return _json({"ok": ok}, 200)
+    except (ValueError, TypeError, OverflowError) as error:
+        # Every reply is plain data by design; this is the net under that, as the socket's.
+        log.warning("web reply not sent", op=op[:64], error=str(error)[:200])
+        return _error(ErrorKind.REPLY_TOO_LARGE, str(error)[:200])
+
+
+def _error(kind: str, message: str) -> Response:
+    return _json({"error": {"kind": str(kind), "message": message}}, STATUS_OF.get(kind, 400))

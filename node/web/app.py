@@ -48,7 +48,7 @@ import trio
 from hypercorn.config import Config
 from hypercorn.trio import serve
 
-from tanglenode.node.ipc import answer
+from tanglenode.node.ipc import run_op
 from tanglenode.node.web import actions, docs, groups, peers, tangles
 from tanglenode.node.web.hosts import AllowedHosts, BadHost
 from tanglenode.node.web.http import (
@@ -154,7 +154,7 @@ class WebApp:
             fields = actions.request_fields(op, body)
         except actions.Refused as refused:
             return actions.refused_response(refused)
-        return actions.reply_response(await answer(self.web.area, 0, op, fields), op)
+        return actions.reply_response(await run_op(self.web.area, op, fields), op)
 
     async def _route(self, scope: dict[str, Any]) -> Response:
         if scope["path"] == "/metrics":

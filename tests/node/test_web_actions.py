@@ -14,7 +14,7 @@ from tanglenode.node.web.actions import MAX_BODY
 from tanglenode.node.web.app import WebApp
 from tanglenode.node.web.hosts import AllowedHosts
 from tanglenode.node.web.http import WebContext
-from tanglenode.protocol.identity import message_text
+from tanglenode.protocol.identity import feed_text, message_text
 from tanglenode.storage.store import FeedStore
 from tests.factories import keypair
 
@@ -247,3 +247,83 @@ async def test_lone_surrogates_duplicate_origins_and_a_tls_proxy(app):
         web, "/api/doc-edit", {"doc": doc, "splices": [["ins", 1, "b"]], "base": base}
     )
     assert code == 200 and store.documents.document_text(parse(doc)) == "ab"
+
+
+# -- the op table, with no frame between (node/ipc.py `run_op`) ----------------------------
+
+
+async def test_a_write_runs_through_the_op_table_and_is_never_encoded_as_a_frame(app, monkeypatch):
+    """The page's writes take `run_op`'s result as it is: neither the reply frame nor msgpack
+    is on the way, for an answer or a refusal alike."""
+    import tanglenode.node.ipc as ipc
+
+    def no_frame(*args, **kwargs):
+        raise AssertionError("the web view encoded a frame")
+
+    monkeypatch.setattr(ipc, "encode_frame", no_frame)
+    web, store = app
+    code, reply = await post(web, "/api/publish", a_post("framed?"))
+    assert code == 200
+    message = store.feeds.get(parse(reply["ok"]["id"]))
+    assert reply["ok"]["author"] == feed_text(ME.public)
+    assert message.content == {"type": "post", "text": "framed?"}
+    unknown = message_text(bytes(32))
+    code, reply = await post(web, "/api/publish", {"content": {}, "tangles": {"chat": unknown}})
+    assert (code, reply["error"]["kind"]) == (400, "unknown-tangle")
+
+
+async def test_run_op_gives_what_answer_encodes(app):
+    """`answer`'s frame is `run_op`'s result encoded: the same value, the same typed error."""
+    from tanglenode.node.ipc import OpError, OpReply, answer, run_op
+    from tanglenode.protocol.framing import FrameDecoder
+
+    def decoded(frame: bytes):
+        reader = FrameDecoder(len(frame))
+        reader.receive_data(frame)
+        return reader.next_frame()
+
+    web, _store = app
+    area = web.web.area
+    _code, reply = await post(web, "/api/publish", a_post("one"))
+    msg_id = parse(reply["ok"]["id"])
+    cases = [
+        ("get", {"message": msg_id}),  # a reply
+        ("get", {"message": bytes(32)}),  # not found
+        ("get", {"message": b"short"}),  # a request refused
+        ("no-such-op", {}),
+    ]
+    for op, fields in cases:
+        result = await run_op(area, op, fields)
+        frame = decoded(await answer(area, 7, op, fields))
+        if isinstance(result, OpReply):
+            assert frame == {"id": 7, "ok": decoded(ipc_frame(result.value))["ok"]}
+            assert frame["ok"]["content"] == {"type": "post", "text": "one"}
+        else:
+            assert isinstance(result, OpError)
+            assert frame == decoded(ipc_frame_of(result.reply(7)))
+            assert frame["error"]["kind"] == str(result.kind)
+    kinds = [getattr(await run_op(area, op, fields), "kind", None) for op, fields in cases]
+    assert kinds == [None, "not-found", "bad-request", "unknown-op"]
+
+
+def ipc_frame(value) -> bytes:
+    from tanglenode.protocol.framing import encode_frame
+
+    return encode_frame({"id": 7, "ok": value})
+
+
+def ipc_frame_of(reply: dict) -> bytes:
+    from tanglenode.protocol.framing import encode_frame
+
+    return encode_frame(reply)
+
+
+def test_a_reply_as_a_handler_returns_it_renders_as_the_decoded_one():
+    """Tuples (a handler's) render as lists do (msgpack's): ids as text, inside them too."""
+    from tanglenode.node.present.render import render_body
+
+    feed, msg = ME.public, bytes(range(32))
+    returned = {"members": (feed,), "forks": ((feed, 3),), "waits_for": (feed, 2), "ids": (msg,)}
+    decoded = {"members": [feed], "forks": [[feed, 3]], "waits_for": [feed, 2], "ids": [msg]}
+    assert render_body(returned) == render_body(decoded)
+    assert render_body(returned)["ids"] == [message_text(msg)]
