@@ -7,9 +7,9 @@ import json
 import pytest
 
 from tanglenode.node.cli.names import Names, short_feed
-from tanglenode.node.present.render import TIME_WIDTH, format_timestamp, message_dict, tag_text
 from tanglenode.node.cli.summary import MAX_SUMMARY, Summaries, fit
 from tanglenode.node.cli.support import render_body
+from tanglenode.node.present.render import TIME_WIDTH, format_timestamp, message_dict, tag_text
 from tanglenode.protocol.identity import feed_text, message_text, tag_of
 from tests.factories import Feed
 
