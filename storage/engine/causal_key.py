@@ -70,7 +70,8 @@ def element(time: int, sort_id: bytes) -> bytes:
 
 
 def element_time(elem: bytes) -> int:
-    return _U64.unpack_from(elem, 1)[0]
+    time: int = _U64.unpack_from(elem, 1)[0]
+    return time
 
 
 def element_id(elem: bytes) -> bytes:

@@ -57,6 +57,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from tanglenode.protocol.message import Message
 from tanglenode.storage.engine.causal_key import (
@@ -87,10 +88,14 @@ from tanglenode.storage.engine.timeline import (
 )
 from tanglenode.storage.errors import CycleError, DuplicateEvent, TimelineError, UnknownEvent
 
+if TYPE_CHECKING:
+    from tanglenode.storage.engine.timeline import _Meta
+    from tanglenode.storage.engine.txn import Cursor, Txn
+
 __all__ = ["CausalWriter", "add_twins", "causal_name", "remove_twins"]
 
 
-_UNKNOWN = object()  # not looked up yet in this transaction
+_UNKNOWN: Any = object()  # not looked up yet in this transaction (Any: a lookup keeps its type)
 
 
 def causal_name(base: bytes) -> bytes:
@@ -118,7 +123,13 @@ class _Twin:
     """One causal-time timeline inside one transaction."""
 
     def __init__(
-        self, txn, tables: TimelineTables, meta, base_prefix: bytes, cursor, numbers: RefNumbers
+        self,
+        txn: Txn,
+        tables: TimelineTables,
+        meta: _Meta,
+        base_prefix: bytes,
+        cursor: Cursor,
+        numbers: RefNumbers,
     ) -> None:
         self.txn = txn
         self.tables = tables
@@ -142,7 +153,7 @@ class _Twin:
             found = None
         else:
             ref = None if holds_sort_id(raw) else self.numbers.ref(number)
-            found = _Member(number, ref, *decode_row(raw, ref))  # type: ignore[arg-type]
+            found = _Member(number, ref, *decode_row(raw, ref))
         self.members[number] = found
         return found
 
@@ -185,7 +196,7 @@ class CausalWriter:
 
     def __init__(
         self,
-        txn,
+        txn: Txn,
         tables: TimelineTables,
         limit: int = MAX_CHAIN,
         *,
@@ -331,7 +342,7 @@ def _rise(
     Members are updated in place only once every one is known (the caller
     writes them); a wave reaching a link of `new` raises `CycleError` first.
     """
-    offers: dict[bytes, list] = {}  # ref number -> [height, chain] offered so far
+    offers: dict[bytes, list[Any]] = {}  # ref number -> [height, chain] offered so far
     heap: list[tuple[int, bytes]] = []
 
     def offer(height: int, chain: bytes, ref: bytes) -> None:
@@ -389,6 +400,7 @@ def _fall(
     while heap:
         _old, successor = heapq.heappop(heap)
         member = twin.member(successor)
+        assert member is not None  # queued: a member
         height, chain = -1, None
         for link in dict.fromkeys(map(find, links_of(ref_of(successor)))):
             if link is None or link == gone:  # no number: absent
@@ -400,11 +412,11 @@ def _fall(
                     continue
                 known = (found.height, found.chain)
             height = max(height, known[0])
-            offered = extend(known[1], member.elem, twin.limit)  # type: ignore[union-attr]
+            offered = extend(known[1], member.elem, twin.limit)
             if chain is None or offered > chain:
                 chain = offered
-        values = (height + 1, chain or root_chain(member.elem))  # type: ignore[union-attr]
-        old = (member.height, member.chain)  # type: ignore[union-attr]
+        values = (height + 1, chain or root_chain(member.elem))
+        old = (member.height, member.chain)
         if values == old:
             continue
         if values[0] > old[0] or values[1] > old[1]:
@@ -414,8 +426,9 @@ def _fall(
     fallen = []
     for successor, (height, chain) in new_values.items():
         member = twin.member(successor)
-        fallen.append((member, member.key()))  # type: ignore[union-attr]
-        member.height, member.chain = height, chain  # type: ignore[union-attr]
+        assert member is not None  # new values: a member's
+        fallen.append((member, member.key()))
+        member.height, member.chain = height, chain
     return fallen
 
 

@@ -29,11 +29,15 @@ narrow it. Both answers are paged by (start, limit) within the window.
 from __future__ import annotations
 
 import heapq
+from typing import TYPE_CHECKING
 
 from tanglenode.storage.engine.causal_key import MAX_TIME, decode_tree_key, row_tree_key
 from tanglenode.storage.engine.keys import U32, U64, timeline_label
 from tanglenode.storage.engine.timeline import TimelineTables, lookup_meta, order_tree
 from tanglenode.storage.errors import TimelineError, UnknownTimeline
+
+if TYPE_CHECKING:
+    from tanglenode.storage.engine.txn import Txn
 
 WINDOW_MODES = ("implied", "strict")
 MAX_WINDOW = 100_000
@@ -44,7 +48,7 @@ class WindowTooLarge(TimelineError):
 
 
 def window(
-    txn,
+    txn: Txn,
     tables: TimelineTables,
     name: bytes,
     from_time: int,
@@ -66,14 +70,14 @@ def window(
     inside = _inside(txn, tables, prefix, from_time, to_time)
     stop = None if limit is None else start + limit
     if mode == "strict":
-        base_number = txn.get(name[1:], db=tables.names)
-        return None, _strict(txn, tables, bytes(base_number), inside)[start:stop]
+        base_number = txn.get(name[1:], db=tables.names)  # a twin's base timeline is held
+        return None, _strict(txn, tables, bytes(base_number), inside)[start:stop]  # type: ignore[arg-type]
     if not inside:
         return None, []
     tree = order_tree(txn, tables, meta)
     # a row leaves the sort id out only when it is the ref itself: the sort id stands in
     positions = [
-        tree.position(row_tree_key(txn.get(prefix + number, db=tables.causal_nodes), sort_id))
+        tree.position(row_tree_key(txn.get(prefix + number, db=tables.causal_nodes), sort_id))  # type: ignore[arg-type]  # a member's row
         for _time, sort_id, number in inside
     ]
     first, last = min(positions), max(positions)
@@ -84,7 +88,9 @@ def window(
     return begin, [decode_tree_key(key) for key in tree.slice(begin, end)]
 
 
-def _inside(txn, tables, prefix: bytes, from_time: int, to_time: int) -> list:
+def _inside(
+    txn: Txn, tables: TimelineTables, prefix: bytes, from_time: int, to_time: int
+) -> list[tuple[int, bytes, bytes]]:
     """(time, sort id, ref number) of the members whose time is in [from, to], in time order."""
     cursor = txn.cursor(db=tables.causal_times)
     found: list[tuple[int, bytes, bytes]] = []
@@ -102,7 +108,9 @@ def _inside(txn, tables, prefix: bytes, from_time: int, to_time: int) -> list:
     return found
 
 
-def _strict(txn, tables, base_prefix: bytes, inside: list) -> list[tuple[int, bytes]]:
+def _strict(
+    txn: Txn, tables: TimelineTables, base_prefix: bytes, inside: list[tuple[int, bytes, bytes]]
+) -> list[tuple[int, bytes]]:
     """The causal-time order of `inside` alone (Kahn, smallest (time, sort id) first); refs
     are ref numbers, as `tl-succ` holds them."""
     by_ref = {ref: (time, sort_id) for time, sort_id, ref in inside}

@@ -43,10 +43,14 @@ bounds what matters, the log's size.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from tanglenode.storage.engine.engine_commands import Command, decode_commands
 from tanglenode.storage.engine.keys import U64
 from tanglenode.storage.errors import BelowLogFloor
+
+if TYPE_CHECKING:
+    from tanglenode.storage.engine.txn import Db, Txn
 
 __all__ = [
     "DEFAULT_KEEP_COMMANDS",
@@ -99,12 +103,14 @@ KEEP_ALL = LogRetention()
 DEFAULT_RETENTION = LogRetention.keeping(DEFAULT_KEEP_COMMANDS)
 
 
-def append_event(txn, log, prefix: bytes, version: int, row: bytes) -> None:
+def append_event(txn: Txn, log: Db, prefix: bytes, version: int, row: bytes) -> None:
     """Log one event's encoded commands (`row`), numbered on from `version`."""
     txn.put(prefix + U64.pack(version + 1), row, db=log)
 
 
-def trim_log(txn, log, prefix: bytes, version: int, floor: int, retention: LogRetention) -> int:
+def trim_log(
+    txn: Txn, log: Db, prefix: bytes, version: int, floor: int, retention: LogRetention
+) -> int:
     """Trim the log of timeline `prefix` (at `version`, holding the commands after `floor`)
     to `retention` if it is due; the floor it has then."""
     if not retention.floor_due(version, floor):
@@ -116,7 +122,7 @@ def trim_log(txn, log, prefix: bytes, version: int, floor: int, retention: LogRe
         return version
     key = cursor.key()
     while key[:4] == prefix:
-        first = U64.unpack(key[4:])[0]
+        first: int = U64.unpack(key[4:])[0]
         if version - first + 1 <= keep:
             return first - 1  # the event before it is the last one dropped
         if not cursor.delete():
@@ -125,7 +131,7 @@ def trim_log(txn, log, prefix: bytes, version: int, floor: int, retention: LogRe
     return version  # the newest event alone was longer than the window
 
 
-def drop_log(txn, log, prefix: bytes) -> None:
+def drop_log(txn: Txn, log: Db, prefix: bytes) -> None:
     """Delete every row of the log of timeline `prefix`."""
     cursor = txn.cursor(db=log)
     if cursor.set_range(prefix):
@@ -134,7 +140,7 @@ def drop_log(txn, log, prefix: bytes) -> None:
                 break
 
 
-def read_log(txn, log, prefix: bytes, since: int, floor: int, limit: int) -> list[Command]:
+def read_log(txn: Txn, log: Db, prefix: bytes, since: int, floor: int, limit: int) -> list[Command]:
     """Up to `limit` commands numbered above `since`, in order; `BelowLogFloor` when the log
     no longer holds the one after `since`."""
     if since < floor:

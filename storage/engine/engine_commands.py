@@ -17,11 +17,11 @@ import msgpack
 _INS, _MOV, _DEL = 0, 1, 2
 
 
-def _same_command(self: tuple, other: object) -> bool:
-    return type(self) is type(other) and tuple.__eq__(self, other)  # type: ignore[arg-type]
+def _same_command(self: tuple[Any, ...], other: object) -> bool:
+    return type(self) is type(other) and tuple.__eq__(self, other)
 
 
-def _other_command(self: tuple, other: object) -> bool:
+def _other_command(self: tuple[Any, ...], other: object) -> bool:
     return not _same_command(self, other)
 
 
@@ -36,10 +36,6 @@ class Insert(NamedTuple):
     pos: int
     id: bytes
 
-    __eq__ = _same_command
-    __ne__ = _other_command
-    __hash__ = tuple.__hash__
-
 
 class Move(NamedTuple):
     """`mov src dst`: take the element at `src` out, then insert it at `dst`."""
@@ -47,20 +43,18 @@ class Move(NamedTuple):
     src: int
     dst: int
 
-    __eq__ = _same_command
-    __ne__ = _other_command
-    __hash__ = tuple.__hash__
-
 
 class Delete(NamedTuple):
     """`del pos`: take the element at `pos` out (a removed member)."""
 
     pos: int
 
-    __eq__ = _same_command
-    __ne__ = _other_command
-    __hash__ = tuple.__hash__
 
+# Set after the classes are made (a NamedTuple's body holds its fields alone); tuple's
+# hash stays, since no class body defines __eq__.
+for _kind in (Insert, Move, Delete):
+    for _name, _method in (("__eq__", _same_command), ("__ne__", _other_command)):
+        setattr(_kind, _name, _method)
 
 Command = Insert | Move | Delete
 

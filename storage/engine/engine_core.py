@@ -36,11 +36,17 @@ from __future__ import annotations
 
 from array import array
 from struct import Struct
+from typing import TYPE_CHECKING
 
 from msgpack import packb as _packb
 
 from tanglenode.storage.engine.engine_commands import Delete, Insert, Move
 from tanglenode.storage.errors import CycleError
+
+if TYPE_CHECKING:
+    from tanglenode.storage.engine.engine_commands import Command
+    from tanglenode.storage.engine.ordertree import OrderTree
+    from tanglenode.storage.engine.txn import Cursor, Db, Txn
 
 _U32 = Struct(">I")
 _pack = _U32.pack
@@ -77,24 +83,26 @@ class Member:
 class Rows:
     """One timeline's member, successor and pending rows inside one transaction."""
 
-    def __init__(self, txn, nodes_db, succ_db, pending_db, names_db, prefix: bytes) -> None:
+    def __init__(
+        self, txn: Txn, nodes_db: Db, succ_db: Db, pending_db: Db, names_db: Db, prefix: bytes
+    ) -> None:
         self.txn = txn
         self.nodes_db = nodes_db
         self.succ_db = succ_db
         self.pending_db = pending_db
         self.names_db = names_db  # tl-ref-names: number -> ref (a sort id left out of a row)
         self.prefix = prefix
-        self.members: dict = {}  # ref -> Member, or None when not a member
-        self.succ: dict = {}  # ref -> its successors (a tuple of Members), once loaded
-        self.dirty: list = []  # Members whose tl-nodes row must be written
-        self.cursor = None
+        self.members: dict[bytes, Member | None] = {}  # ref -> Member, None: not a member
+        self.succ: dict[bytes, tuple[Member, ...]] = {}  # ref -> its successors, once loaded
+        self.dirty: list[Member] = []  # Members whose tl-nodes row must be written
+        self.cursor: Cursor | None = None
         self.waves = 0
 
     def member(self, ref: bytes) -> Member | None:
         """The member `ref`, or None if it is not present."""
         found = self.members.get(ref, _UNREAD)
         if found is not _UNREAD:
-            return found
+            return found  # type: ignore[return-value]  # a Member or None: _UNREAD is not
         raw = self.txn.get(self.prefix + ref, None, self.nodes_db)  # positional: no kwargs
         if raw is None:
             self.members[ref] = None
@@ -112,9 +120,9 @@ class Rows:
                 raise LookupError("a member's ref number names no ref (tl-ref-names)")
             member.sort_id = sort_id
             member.key = _pack(member.rank) + sort_id
-        return member.key
+        return member.key  # type: ignore[return-value]  # None only while sort_id is
 
-    def successor_refs(self, ref: bytes) -> list:
+    def successor_refs(self, ref: bytes) -> list[bytes]:
         """The refs tl-succ holds under `ref` (members that link to it), in LMDB's order."""
         cursor = self.cursor
         if cursor is None:
@@ -123,7 +131,7 @@ class Rows:
             return []
         return list(cursor.iternext_dup(False, True))
 
-    def successors(self, ref: bytes) -> tuple:
+    def successors(self, ref: bytes) -> tuple[Member, ...]:
         """The members that link to `ref`, loaded once per transaction.
 
         A tuple of objects the garbage collector does not track, so that the
@@ -137,7 +145,8 @@ class Rows:
         if cursor is None:
             cursor = self.cursor = self.txn.cursor(self.succ_db)
         if cursor.set_key(self.prefix + ref):
-            succ = tuple([self.member(each) for each in cursor.iternext_dup(False, True)])
+            refs = cursor.iternext_dup(False, True)
+            succ = tuple([self.member(each) for each in refs])  # type: ignore[misc]  # members
         else:
             succ = ()
         self.succ[ref] = succ
@@ -200,7 +209,9 @@ class Rows:
         self.dirty = []
 
 
-def add_event(rows: Rows, tree, ref: bytes, links: list, sort_id: bytes, stored: bytes) -> list:
+def add_event(
+    rows: Rows, tree: OrderTree, ref: bytes, links: list[bytes], sort_id: bytes, stored: bytes
+) -> list[Command]:
     """Add `ref` (links deduplicated and checked by the caller); its commands.
 
     `stored` is what its row keeps after the rank: `sort_id`, or b"" when the
@@ -217,7 +228,7 @@ def add_event(rows: Rows, tree, ref: bytes, links: list, sort_id: bytes, stored:
                 rank = found.rank + 1
     new = Member(ref, rank, sort_id, stored)
     holders = rows.successor_refs(ref)  # members that waited for ref
-    rows.succ[ref] = tuple([rows.member(holder) for holder in holders])
+    rows.succ[ref] = tuple([rows.member(holder) for holder in holders])  # type: ignore[misc]
     raised = wave(rows, new, present)
 
     for link in links:
@@ -231,7 +242,7 @@ def add_event(rows: Rows, tree, ref: bytes, links: list, sort_id: bytes, stored:
     return place(rows, tree, new, raised)
 
 
-def wave(rows: Rows, new: Member, predecessors: list) -> list:
+def wave(rows: Rows, new: Member, predecessors: list[Member]) -> list[Member]:
     """The members `new` raises, transitively, each with its final rank in `new_rank`.
 
     Visits raised members in ascending order of old rank (ties in the order
@@ -245,8 +256,8 @@ def wave(rows: Rows, new: Member, predecessors: list) -> list:
     number = rows.waves
     for member in predecessors:
         member.mark = -number
-    raised = []  # in the order they were reached: the heap's numbers index it
-    visited = []  # in the order they were visited: ascending old rank
+    raised: list[Member] = []  # in the order they were reached: the heap's numbers index it
+    visited: list[Member] = []  # in the order they were visited: ascending old rank
     storage = _NO_HEAP  # allocated at the first raise: most events raise nothing
     heap = storage
     size = 0
@@ -279,7 +290,7 @@ def wave(rows: Rows, new: Member, predecessors: list) -> list:
         candidate = current.new_rank + 1
 
 
-def _push(heap: array, size: int, value: int) -> None:
+def _push(heap: array[int], size: int, value: int) -> None:
     """Add `value` to the min-heap `heap[:size]` (which has room for it)."""
     at = size
     while at > 0:
@@ -291,7 +302,7 @@ def _push(heap: array, size: int, value: int) -> None:
     heap[at] = value
 
 
-def _pop(heap: array, size: int) -> int:
+def _pop(heap: array[int], size: int) -> int:
     """Take the least value out of the min-heap `heap[:size]` (size > 0)."""
     least = heap[0]
     size -= 1
@@ -316,11 +327,11 @@ def _cycle(rows: Rows, new: Member, successor: Member, current: Member) -> Cycle
     ref = current.ref
     while ref != new.ref:
         loop.append(ref)
-        ref = rows.members[ref].via
+        ref = rows.members[ref].via  # type: ignore[union-attr]  # the wave's are members
     return CycleError("it would come before itself", loop=loop)
 
 
-def place(rows: Rows, tree, new: Member, raised: list) -> list:
+def place(rows: Rows, tree: OrderTree, new: Member, raised: list[Member]) -> list[Command]:
     """Insert `new`'s key and move each raised member to its new key, in one tree walk.
 
     The commands are `ins` first, then one `mov` per raised member whose
@@ -338,19 +349,20 @@ def place(rows: Rows, tree, new: Member, raised: list) -> list:
     (`_count_below`, `_mark`), so a wave of k members costs O(k log k).
     """
     count = len(raised)
+    new_key: bytes = new.key  # type: ignore[assignment]  # made with its sort id: keyed
     if not count:  # most events: one insert
         ranks = array("q", bytes(8))
-        tree.apply_into([new.key], _ONE_INSERT, ranks)
+        tree.apply_into([new_key], _ONE_INSERT, ranks)
         return [_new_command(Insert, (ranks[0], new.sort_id))]
     # Slot 0: the new key; 1 + i: raised[i]'s old key; 1 + count + i: its new key. The
     # raised come in ascending old rank, so the sort mostly merges runs.
-    keys = [new.key]
+    keys = [new_key]
     for index in range(count):
         member = raised[index]
         keys.append(rows.keyed(member))
     for index in range(count):
         member = raised[index]
-        keys.append(_pack(member.new_rank) + member.sort_id)
+        keys.append(_pack(member.new_rank) + member.sort_id)  # type: ignore[operator]  # keyed
     total = 2 * count + 1
     order = sorted(range(total), key=keys.__getitem__)
     ordered = [keys[slot] for slot in order]
@@ -372,9 +384,8 @@ def place(rows: Rows, tree, new: Member, raised: list) -> list:
         slot = order[index]
         before[slot] = ranks[index]
 
-    new_key = keys[0]
     new_at = before[0]
-    commands = [_new_command(Insert, (new_at, new.sort_id))]
+    commands: list[Command] = [_new_command(Insert, (new_at, new.sort_id))]
     marks = array("q", bytes(8 * (count + 1)))  # Fenwick tree over old keys' indices: moved
     for index in range(total - 1, -1, -1):  # highest new key first
         slot = order[index]
@@ -401,7 +412,7 @@ def place(rows: Rows, tree, new: Member, raised: list) -> list:
     return commands
 
 
-def _count_below(marks: array, index: int) -> int:
+def _count_below(marks: array[int], index: int) -> int:
     """How many marked indices are below `index` (Fenwick prefix sum)."""
     total = 0
     while index > 0:
@@ -410,24 +421,23 @@ def _count_below(marks: array, index: int) -> int:
     return total
 
 
-def _mark(marks: array, index: int, size: int) -> None:
+def _mark(marks: array[int], index: int, size: int) -> None:
     index += 1
     while index <= size:
         marks[index] += 1
         index += index & -index
 
 
-def encode_log(commands: list) -> bytes:
+def encode_log(commands: list[Command]) -> bytes:
     """One event's commands as its command-log row (storage.engine.engine_commands' format):
     msgpack of `[[1, src, dst], [0, pos, id], [2, pos], ...]`."""
-    rows = []
+    rows: list[tuple[int, ...] | tuple[int, int, bytes]] = []
     for command in commands:
-        kind = type(command)
-        if kind is Move:
+        if type(command) is Move:
             rows.append((1, command[0], command[1]))
-        elif kind is Insert:
+        elif type(command) is Insert:
             rows.append((0, command[0], command[1]))
-        elif kind is Delete:
+        elif type(command) is Delete:
             rows.append((2, command[0]))
         else:
             raise TypeError(f"not a timeline command: {command!r}")

@@ -20,6 +20,7 @@ from typing import IO, Any
 
 from tanglenode.protocol.errors import TanglenodeError
 from tanglenode.storage.engine.causal_time import causal_time_order
+from tanglenode.storage.engine.scratch import Event as EngineEvent
 from tanglenode.storage.engine.scratch import run_engine
 from tanglenode.storage.engine.timeline import (
     MAX_REF_BYTES,
@@ -73,8 +74,7 @@ def parse_event(line_no: int, line: str) -> Event:
         raise BadEventLine(line_no, f"not JSON ({error.msg})") from None
     if not isinstance(value, dict):
         raise BadEventLine(line_no, "expected a JSON object")
-    event_id = value.get("id")
-    _check_id(line_no, event_id, "id")
+    event_id = _check_id(line_no, value.get("id"), "id")
     if "after" in value and "links" in value:
         raise BadEventLine(line_no, 'give "after" or "links", not both')
     after = value.get("after", value.get("links", []))
@@ -88,13 +88,14 @@ def parse_event(line_no: int, line: str) -> Event:
     return Event(event_id, after, event_time)
 
 
-def _check_id(line_no: int, value: Any, what: str) -> None:
+def _check_id(line_no: int, value: Any, what: str) -> str:
     if not isinstance(value, str) or not value:
         raise BadEventLine(line_no, f"{what} must be a non-empty string")
     if "\n" in value or "\r" in value:
         raise BadEventLine(line_no, f"{what} must not contain a line break")
     if len(value.encode()) > MAX_REF_BYTES:
         raise BadEventLine(line_no, f"{what} is longer than {MAX_REF_BYTES} bytes of UTF-8")
+    return value
 
 
 def read_events(lines: Iterable[str]) -> Iterator[tuple[int, Event]]:
@@ -133,7 +134,7 @@ def linearize(
     times: list[tuple[str, list[str], str]] = []
     current: list[tuple[int, Event]] = []  # the event being added, to name it if refused
 
-    def engine_events() -> Iterator[Event]:
+    def engine_events() -> Iterator[EngineEvent]:
         for line_no, event in read_events(lines):
             current[:] = [(line_no, event)]
             if causal_time:

@@ -50,8 +50,12 @@ import struct
 from array import array
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import msgpack
+
+if TYPE_CHECKING:
+    from tanglenode.storage.engine.txn import Db, Txn
 
 MAX_FANOUT = 32  # see the module docstring: nodes that fit LMDB's pages
 MIN_FANOUT = MAX_FANOUT // 4
@@ -109,7 +113,7 @@ def _encode(node: Node) -> bytes:
 class OrderTree:
     """The order-statistic tree `tree_no` of table `db`, within transaction `txn`."""
 
-    def __init__(self, txn, db, tree_no: int, state: TreeState) -> None:
+    def __init__(self, txn: Txn, db: Db, tree_no: int, state: TreeState) -> None:
         self._txn = txn
         self._db = db
         self._tree_no = tree_no
@@ -198,7 +202,7 @@ class OrderTree:
         self.apply_into(keys, array("b", deltas), ranks)
         return ranks.tolist()
 
-    def apply_into(self, keys: list[bytes], deltas: array, ranks: array) -> None:
+    def apply_into(self, keys: list[bytes], deltas: array[int], ranks: array[int]) -> None:
         """`apply`, for the engine: `deltas` (signed bytes) in, `ranks` (int64) filled in."""
         state = self.state
         if keys:
@@ -262,11 +266,11 @@ class OrderTree:
         self,
         node_no: int,
         keys: list[bytes],
-        deltas: array,
+        deltas: array[int],
         lo: int,
         hi: int,
         base: int,
-        ranks: array,
+        ranks: array[int],
     ) -> int:
         """Apply keys[lo:hi] under `node_no`, which `base` keys precede; returns the net change.
 
@@ -308,7 +312,7 @@ class OrderTree:
                 first_touched = self._merge_children(inner, 0)
             self._dirty.add(node_no)
             return net
-        leaf: list = node.keys
+        leaf: list[bytes] = node.keys
         net = 0
         size = len(leaf)
         places = []  # each key's place in the leaf as it is
@@ -380,7 +384,7 @@ class OrderTree:
         self._absorb_right(parent, left_index, left_no, right_no)
         return True
 
-    def _absorb_right(self, parent: Inner, left_index: int, left_no, right_no) -> None:
+    def _absorb_right(self, parent: Inner, left_index: int, left_no: int, right_no: int) -> None:
         """The child at `left_index` took in its right neighbour's keys: drop the neighbour."""
         self._dirty.add(left_no)
         self._free(right_no)
@@ -526,18 +530,20 @@ def _low(node: Node) -> bytes:
     return node.keys[0] if isinstance(node, Leaf) else node.lows[0]
 
 
-def _cut(node: Node) -> list:
+def _cut(node: Node) -> list[Node]:
     """Cut a too big node into pieces of about 3/4 of the fanout; the node keeps the first."""
     size = _size(node)
     count = -(-size // (MAX_FANOUT * 3 // 4))
     bounds = [size * piece // count for piece in range(count + 1)]
     if isinstance(node, Leaf):
         keys = node.keys
-        pieces: list = [node] + [Leaf(keys[bounds[i] : bounds[i + 1]]) for i in range(1, count)]
+        pieces: list[Node] = [node]
+        pieces += [Leaf(keys[bounds[i] : bounds[i + 1]]) for i in range(1, count)]
         node.keys = keys[: bounds[1]]
         return pieces
     children, counts, lows = node.children, node.counts, node.lows
-    pieces = [node] + [
+    pieces = [node]
+    pieces += [
         Inner(
             children[bounds[i] : bounds[i + 1]],
             counts[bounds[i] : bounds[i + 1]],

@@ -49,8 +49,13 @@ them out again with no rows behind them.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from tanglenode.storage.engine.keys import U32
 from tanglenode.storage.errors import StoreDamaged, TimelineError
+
+if TYPE_CHECKING:
+    from tanglenode.storage.engine.txn import Cursor, Db, Txn
 
 LAST_NUMBER = 0xFFFF_FFFF
 
@@ -58,14 +63,14 @@ LAST_NUMBER = 0xFFFF_FFFF
 class RefNumbers:
     """The numbers of refs inside one transaction (see the module docstring)."""
 
-    def __init__(self, txn, refs_db, names_db) -> None:
+    def __init__(self, txn: Txn, refs_db: Db, names_db: Db) -> None:
         self._txn = txn
         self._refs_db = refs_db  # tl-refs: ref -> number
         self._names_db = names_db  # tl-ref-names: number -> ref
         self._numbers: dict[bytes, bytes] = {}  # ref -> number, found or assigned here
         self._refs: dict[bytes, bytes] = {}  # number -> ref, the same pairs
         self._absent: set[bytes] = set()  # refs `find` saw without a number, until assigned
-        self._last = None  # a cursor on tl-ref-names, opened at the first assignment
+        self._last: Cursor | None = None  # a cursor on tl-ref-names, opened at the first assignment
         self._next = -1  # the number after our last assignment (-1: read the table's last)
 
     def find(self, ref: bytes) -> bytes | None:
@@ -132,7 +137,7 @@ def _number(value: int) -> bytes:
     return U32.pack(value)
 
 
-def numbering_problems(txn, refs_db, names_db) -> list[str]:
+def numbering_problems(txn: Txn, refs_db: Db, names_db: Db) -> list[str]:
     """`tangled check`'s look at the numbering: each table must be the other turned round."""
     numbers = {bytes(ref): bytes(number) for ref, number in txn.cursor(db=refs_db)}
     wrong = 0

@@ -102,7 +102,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import lmdb
 import msgpack
@@ -154,6 +154,13 @@ __all__ = [
 MAX_REF_BYTES = 256
 
 # The hot modules (storage.engine.native): compiled when built and current, else plain.
+if TYPE_CHECKING:
+    from tanglenode.storage.engine.engine_core import Member, Rows
+    from tanglenode.storage.engine.ordertree import OrderTree
+    from tanglenode.storage.engine.txn import Db, Txn
+
+# The build the engine runs (`use_engine_build`): modules, so what they give is Any to mypy;
+# the names that hold it below say its type (the plain modules', which the compiled share).
 _core = native.load("engine_core")
 _trees = native.load("ordertree")
 
@@ -196,17 +203,17 @@ def split_order_key(key: bytes) -> tuple[int, bytes]:
 
 @dataclass(frozen=True, slots=True)
 class TimelineTables:
-    names: Any
-    meta: Any
-    nodes: Any
-    succ: Any
-    tree: Any
-    log: Any
-    pending: Any
-    causal_nodes: Any  # storage.engine.causal_timeline: members of causal-time timelines
-    causal_times: Any  # storage.engine.causal_timeline: the time index of those timelines
-    refs: Any  # storage.engine.ref_numbers: ref -> number
-    ref_names: Any  # storage.engine.ref_numbers: number -> ref
+    names: Db
+    meta: Db
+    nodes: Db
+    succ: Db
+    tree: Db
+    log: Db
+    pending: Db
+    causal_nodes: Db  # storage.engine.causal_timeline: members of causal-time timelines
+    causal_times: Db  # storage.engine.causal_timeline: the time index of those timelines
+    refs: Db  # storage.engine.ref_numbers: ref -> number
+    ref_names: Db  # storage.engine.ref_numbers: number -> ref
 
     COUNT = 11  # named databases these take
 
@@ -228,7 +235,7 @@ class TimelineTables:
                 ref_names=env.open_db(b"tl-ref-names", txn=txn),
             )
 
-    def ref_numbers(self, txn) -> RefNumbers:
+    def ref_numbers(self, txn: Txn) -> RefNumbers:
         """The ref numbers as transaction `txn` sees them (storage.engine.ref_numbers)."""
         return RefNumbers(txn, self.refs, self.ref_names)
 
@@ -260,15 +267,16 @@ class _Meta:
         return cls(number, fields["name"], fields["version"], state, fields.get("floor", 0))
 
 
-def lookup_meta(txn, tables: TimelineTables, name: bytes) -> _Meta | None:
+def lookup_meta(txn: Txn, tables: TimelineTables, name: bytes) -> _Meta | None:
     """The meta row of timeline `name` (its number, version, tree), None if absent."""
     number = txn.get(name, db=tables.names)
     if number is None:
         return None
-    return _Meta.decode(U32.unpack(number)[0], txn.get(number, db=tables.meta))
+    raw = txn.get(number, db=tables.meta)  # a numbered name has its meta row
+    return _Meta.decode(U32.unpack(number)[0], raw)  # type: ignore[arg-type]
 
 
-def restart_log(txn, tables: TimelineTables, name: bytes, version: int) -> None:
+def restart_log(txn: Txn, tables: TimelineTables, name: bytes, version: int) -> None:
     """Drop timeline `name`'s command log and number what follows from `version`, the log's
     floor: a subscriber at any version below it starts again from a snapshot. After a
     rebuild (storage/reindex.py) the log told how an empty timeline grew, which no
@@ -282,7 +290,7 @@ def restart_log(txn, tables: TimelineTables, name: bytes, version: int) -> None:
     txn.put(prefix, meta.encode(), db=tables.meta)
 
 
-def create_meta(txn, tables: TimelineTables, name: bytes) -> _Meta:
+def create_meta(txn: Txn, tables: TimelineTables, name: bytes) -> _Meta:
     """Register a new, empty timeline `name` under the next free number."""
     cursor = txn.cursor(db=tables.meta)
     number = U32.unpack(cursor.key())[0] + 1 if cursor.last() else 1
@@ -292,9 +300,10 @@ def create_meta(txn, tables: TimelineTables, name: bytes) -> _Meta:
     return meta
 
 
-def order_tree(txn, tables: TimelineTables, meta: _Meta):
+def order_tree(txn: Txn, tables: TimelineTables, meta: _Meta) -> OrderTree:
     """The order tree of a timeline (the build `use_engine_build` chose)."""
-    return _trees.OrderTree(txn, tables.tree, meta.number, meta.tree)
+    tree: OrderTree = _trees.OrderTree(txn, tables.tree, meta.number, meta.tree)
+    return tree
 
 
 def is_causal_time(name: bytes) -> bool:
@@ -309,18 +318,18 @@ class _Timeline:
     give refs, translated by `numbers` (never assigning: reads write nothing).
     """
 
-    def __init__(self, txn, tables: TimelineTables, meta: _Meta, numbers: RefNumbers) -> None:
+    def __init__(self, txn: Txn, tables: TimelineTables, meta: _Meta, numbers: RefNumbers) -> None:
         self.txn = txn
         self.tables = tables
         self.meta = meta
         self.numbers = numbers
         self.prefix = U32.pack(meta.number)
-        self.tree = _trees.OrderTree(txn, tables.tree, meta.number, meta.tree)
-        self.rows = _core.Rows(
+        self.tree: OrderTree = _trees.OrderTree(txn, tables.tree, meta.number, meta.tree)
+        self.rows: Rows = _core.Rows(
             txn, tables.nodes, tables.succ, tables.pending, tables.ref_names, self.prefix
         )
 
-    def member_row(self, ref: bytes):
+    def member_row(self, ref: bytes) -> Member | None:
         """The engine's `Member` for a present member `ref`, else None."""
         number = self.numbers.find(ref)
         return None if number is None else self.rows.member(number)
@@ -376,7 +385,9 @@ class TimelineWriter:
     (storage.engine.command_log; by default every command is kept).
     """
 
-    def __init__(self, txn, tables: TimelineTables, retention: LogRetention = KEEP_ALL) -> None:
+    def __init__(
+        self, txn: Txn, tables: TimelineTables, retention: LogRetention = KEEP_ALL
+    ) -> None:
         self._txn = txn
         self._tables = tables
         self.retention = retention
@@ -444,7 +455,7 @@ class TimelineWriter:
         numbers = self._numbers.assign_all([ref, *links])
         stored = b"" if sort_id == ref else sort_id  # a tangle's row leaves its id out
         try:
-            commands = _core.add_event(
+            commands: list[Command] = _core.add_event(
                 timeline.rows, timeline.tree, numbers[0], numbers[1:], sort_id, stored
             )
         except CycleError as error:
@@ -504,7 +515,8 @@ class TimelineWriter:
         for moved_ref, (old_rank, new_rank, moved_id) in sorted(
             lowered.items(), key=lambda item: (item[1][1], item[1][2])
         ):
-            rows.set_rank(timeline.member_row(moved_ref), new_rank)
+            moved = timeline.member_row(moved_ref)  # lowered: a member
+            rows.set_rank(moved, new_rank)  # type: ignore[arg-type]
             src = tree.delete(order_key(old_rank, moved_id))
             dst = tree.insert(order_key(new_rank, moved_id))
             if src != dst:
@@ -538,7 +550,7 @@ def _lower(
         for successor in timeline.successors(of):
             if successor not in queued:
                 queued.add(successor)
-                heapq.heappush(heap, (timeline.rank(successor), successor))  # type: ignore[arg-type]
+                heapq.heappush(heap, (timeline.rank(successor), successor))  # type: ignore[misc]  # a member's
 
     enqueue_successors(ref)
     while heap:

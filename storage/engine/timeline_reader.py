@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from tanglenode.storage.engine.causal_key import decode_row, decode_tree_key, element_time, tree_key
 from tanglenode.storage.engine.command_log import read_log
@@ -26,6 +27,9 @@ from tanglenode.storage.engine.timeline import (
 )
 from tanglenode.storage.errors import UnknownTimeline
 
+if TYPE_CHECKING:
+    from tanglenode.storage.engine.txn import Txn
+
 
 @dataclass(frozen=True, slots=True)
 class Placement:
@@ -36,7 +40,7 @@ class Placement:
     time: int | None = None
 
 
-def membership(txn, tables: TimelineTables, name: bytes) -> Callable[[bytes], bool]:
+def membership(txn: Txn, tables: TimelineTables, name: bytes) -> Callable[[bytes], bool]:
     """`holds(ref)`: whether `ref` is a present member of timeline `name`, by one lookup
     each (after a `TimelineWriter.finish()` in the same transaction, its adds included)."""
     meta = lookup_meta(txn, tables, name)
@@ -54,7 +58,7 @@ def membership(txn, tables: TimelineTables, name: bytes) -> Callable[[bytes], bo
 class TimelineReader:
     """Queries on timelines within one (read or write) transaction."""
 
-    def __init__(self, txn, tables: TimelineTables) -> None:
+    def __init__(self, txn: Txn, tables: TimelineTables) -> None:
         self._txn = txn
         self._tables = tables
         self._numbers = tables.ref_numbers(txn)  # finds only: a read never numbers a ref
@@ -126,7 +130,8 @@ class TimelineReader:
             if key[:4] != timeline.prefix:
                 break
             number = bytes(key[4:])
-            found.append((self._numbers.ref(number), timeline.rows.member(number).rank))
+            member = timeline.rows.member(number)  # a pending row's is a member
+            found.append((self._numbers.ref(number), member.rank))  # type: ignore[union-attr]
         return found
 
     def successors(self, name: bytes, ref: bytes) -> list[bytes]:
