@@ -213,5 +213,5 @@ def reply_response(result: OpReply | OpError, op: str = "") -> Response:
         return _error(ErrorKind.REPLY_TOO_LARGE, str(error)[:200])
 
 
-def _error(kind: str, message: str) -> Response:
+def _error(kind: ErrorKind, message: str) -> Response:
     return _json({"error": {"kind": str(kind), "message": message}}, STATUS_OF.get(kind, 400))
