@@ -310,14 +310,14 @@ class GossipSession:
 
     async def _handle(self, event) -> None:
         policy = self.policy
-        if isinstance(event, PeerHello):
-            actions = policy.peer_clock_changed(event.clock, trio.current_time(), hello=True)
+        if isinstance(event, PeerHello | PeerClock):
+            hello = isinstance(event, PeerHello)
+            changes = event.clock if hello else event.changes
+            actions = policy.peer_clock_changed(changes, trio.current_time(), hello=hello)
             self._clock_moved.set()
             await self._act(actions)
-        elif isinstance(event, PeerClock):
-            actions = policy.peer_clock_changed(event.changes, trio.current_time())
-            self._clock_moved.set()
-            await self._act(actions)
+            if not any(isinstance(action, SendWant) for action in actions):
+                await self._send(b"")  # the reader yields after each clock, WANT or not
         elif isinstance(event, PeerWants):
             actions = policy.peer_wants(event.wants)
             self.resume = None  # the new subscriptions may start earlier in the walk

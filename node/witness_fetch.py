@@ -16,6 +16,11 @@ met from then on, once every connected session has refused it so, or
 on what it chose not to carry. A node with no session asks nobody and gives
 up nothing; its processing goes on once a peer connects.
 
+The dealing is decided on plain data and a time it is told (`update`,
+`deal`, `asked`, `answered`, `unheld`, `leave`); only `read` (the store),
+the wake-ups and `WitnessExchange` (the session's part: asking, answering)
+touch Trio.
+
 Answers to a peer's ASK are sent before its next frame is read, so a peer
 that asks and never reads stops being read, and costs no memory beyond one
 frame of answers.
@@ -56,19 +61,34 @@ class WitnessFetch:
         carrying every feed wants none (it witnesses no blocked feed), and reads nothing."""
         async with self._lock:
             if service.version != self.version:
-                self.version = service.version
-                self.wanted = (
+                version = service.version
+                wanted = (
                     []
                     if service.scope.hops is None
                     else await service.read(lambda store: store.feeds.witnesses_wanted(WANTED_READ))
                 )
-                now, still = trio.current_time(), set(self.wanted)
-                for entry in self.wanted:
-                    self.first_seen.setdefault(entry, now)
-                for book in (self.first_seen, self.asking, self.refused, self.answered_here):
-                    for entry in [entry for entry in book if entry not in still]:
-                        del book[entry]
+                self.update(version, wanted, trio.current_time())
         return self.wanted
+
+    def update(self, version: int, wanted: list[Entry], now: float) -> None:
+        """The store at `version` wants these: each is wanted since it was first seen; what
+        it no longer wants is forgotten."""
+        self.version, self.wanted, still = version, wanted, set(wanted)
+        for entry in wanted:
+            self.first_seen.setdefault(entry, now)
+        for book in (self.first_seen, self.asking, self.refused, self.answered_here):
+            for entry in [entry for entry in book if entry not in still]:
+                del book[entry]
+
+    def deal(
+        self, session: Hashable, sessions: Collection[Hashable], now: float
+    ) -> tuple[list[Entry], list[Entry]]:
+        """What `session` does at `now`: the entries to give up (every connected session
+        refused them, or `PATIENCE` ran out), and those it may ask its peer (nobody is asked
+        for them now, and it never refused them), after the asks unanswered for `ASK_WAIT`
+        count as refused. How many go in one ASK is the wire's bound (`may_ask`)."""
+        self.expire(now)
+        return self.hopeless(sessions, now), self.candidates(session)
 
     def candidates(self, session: Hashable) -> list[Entry]:
         """The wanted entries nobody is asked for now that `session` never refused."""
@@ -184,11 +204,11 @@ class WitnessExchange:
                 self._due = fetch.due(self.session)
                 await fetch.read(service)
                 now = trio.current_time()
-                fetch.expire(now)
-                gone = fetch.hopeless(self.sessions, now)
-                if gone and await service.give_up_witnesses(gone):
-                    continue
-                candidates = fetch.candidates(self.session)
+                gone, candidates = fetch.deal(self.session, self.sessions, now)
+                if gone:
+                    if await service.give_up_witnesses(gone):
+                        continue
+                    candidates = fetch.candidates(self.session)  # as of after the wait
                 while chosen := self.connection.may_ask(candidates):
                     fetch.asked(self.session, chosen, now)
                     await self.send(self.connection.ask(chosen))
