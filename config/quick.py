@@ -55,7 +55,7 @@ def _build(cls: type, values: Any) -> Any:
 
 def _value(kind: Any, rules: Any, value: Any) -> Any:
     origin = typing.get_origin(kind)
-    if dataclasses.is_dataclass(kind):
+    if isinstance(kind, type) and dataclasses.is_dataclass(kind):
         return _build(kind, value)
     if origin is list:
         if type(value) is not list:

@@ -27,7 +27,7 @@ def validate(kind: type[T], values: dict[str, Any]) -> tuple[T | None, list[Any]
     """(the `kind` dataclass of `values`, []) when they are valid, else (None, pydantic's
     error dicts)."""
     try:
-        model = _model(kind).model_validate(values)
+        model = _model(kind).model_validate(values)  # type: ignore[arg-type]  # a class hashes
     except ValidationError as error:
         return None, list(error.errors())
     return _dataclass(kind, model), []
@@ -60,11 +60,11 @@ def _model(cls: type) -> type[BaseModel]:
 
 
 def _pydantic_type(kind: Any) -> Any:
-    if dataclasses.is_dataclass(kind):
+    if isinstance(kind, type) and dataclasses.is_dataclass(kind):
         return _model(kind)
     if typing.get_origin(kind) is list:
         (item,) = typing.get_args(kind)
-        return list[_pydantic_type(item)]
+        return list[_pydantic_type(item)]  # type: ignore[misc]  # a type made at run time
     return kind
 
 
@@ -79,7 +79,7 @@ def _dataclass(cls: type, model: BaseModel) -> Any:
 
 
 def _convert(kind: Any, value: Any) -> Any:
-    if dataclasses.is_dataclass(kind):
+    if isinstance(kind, type) and dataclasses.is_dataclass(kind):
         return _dataclass(kind, value)
     if typing.get_origin(kind) is list:
         (item,) = typing.get_args(kind)

@@ -324,10 +324,10 @@ def load_settings(
         return settings
     from tanglenode.config.schema import validate  # pydantic, only for what the quick path doubts
 
-    settings, problems = validate(Settings, merged)
-    if problems:
+    valid, problems = validate(Settings, merged)
+    if valid is None:
         raise ConfigError([_describe(problem, sources) for problem in problems])
-    return settings
+    return valid
 
 
 MAX_CONFIG_BYTES = 1 << 20

@@ -137,7 +137,8 @@ async def doc_comments(area: Area, request: DocCommentsRequest) -> dict[str, Any
     about `PAGE_BYTES` of text (at least one)."""
     doc = request.doc
     comments, total = await area.service.read(lambda store: store.documents.comments.comments(doc))
-    page, size = [], 0
+    page: list[dict[str, Any]] = []
+    size = 0
     for comment in comments[request.start :]:
         if page and size > PAGE_BYTES:
             break
@@ -264,7 +265,8 @@ class DocWatch:
             return None
         if not _continues(version, entries):
             return await self._snapshot()
-        page, size = [], 0
+        page: list[dict[str, Any]] = []
+        size = 0
         for entry in entries:
             if page and size + _entry_size(entry) > PAGE_BYTES:
                 break

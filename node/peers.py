@@ -73,7 +73,7 @@ class PeerState:
     def behind(
         self,
         ours: dict[bytes, int],
-        forked: set[bytes] = frozenset(),
+        forked: Set[bytes] = frozenset(),
         carries: Callable[[bytes], bool] | None = None,
     ) -> dict[bytes, int]:
         """Feeds we carry (all, without `carries`) where the peer has more than we do:

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import os
 import socket
+from collections.abc import Mapping
 from contextlib import suppress
 
 import trio
 
 
 class Notifier:
-    def __init__(self, environ: dict[str, str] | None = None) -> None:
+    def __init__(self, environ: Mapping[str, str] | None = None) -> None:
         environ = os.environ if environ is None else environ
         address = environ.get("NOTIFY_SOCKET")
         self.address = "\0" + address[1:] if address and address.startswith("@") else address

@@ -60,10 +60,10 @@ class SecureStream:
                 return b"".join(chunks)
             if self._reader.said_goodbye:
                 return b""
-            data = await self.stream.receive_some(_READ_BYTES)
-            if not data:
+            received = await self.stream.receive_some(_READ_BYTES)
+            if not received:
                 self._reader.end_of_input()  # raises: the peer hung up without goodbye
-            self._reader.receive_data(data)
+            self._reader.receive_data(received)
 
     async def send_goodbye(self) -> None:
         """End our direction cleanly; the peer's bytes can still be read."""

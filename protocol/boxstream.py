@@ -100,7 +100,7 @@ class BoxStreamReader:
         need = self._pending[0] if self._pending else HEADER_BYTES
         return max(need - len(self._buffer), 0)
 
-    def receive_data(self, data: bytes) -> None:
+    def receive_data(self, data: bytes | bytearray) -> None:
         if self.said_goodbye and data:
             raise BoxStreamError("bytes after the goodbye")
         self._buffer += data

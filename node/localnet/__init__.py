@@ -87,7 +87,7 @@ class Node:
 
     async def start(
         self,
-        peers: list[Node] | None = (),
+        peers: Sequence[Node] | None = (),
         extra_env: dict[str, str] | None = None,
         open_files: int | None = None,
         hops: str | None = "all",
@@ -197,7 +197,8 @@ class Node:
 
     async def _timeline(self, **which) -> list[tuple[int, bytes]]:
         async with await self.client() as client:
-            entries, start = [], 0
+            entries: list[tuple[int, bytes]] = []
+            start = 0
             while True:
                 page = await client.timeline(start=start, limit=1000, **which)
                 entries.extend((entry[0], entry[1]) for entry in page["entries"])

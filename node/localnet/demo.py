@@ -38,7 +38,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import trio
@@ -85,7 +85,7 @@ def cli(node: Node, *args: str) -> str:
     return done.stdout
 
 
-async def start(node: Node, peers: list[Node] = (), *, web: bool = False) -> None:
+async def start(node: Node, peers: Sequence[Node] = (), *, web: bool = False) -> None:
     """Start `node` dialing `peers`; with `web`, its web view too, on a free port."""
     dials = f", dialing {', '.join(peer.name for peer in peers)}" if peers else ""
     say(f"starting {node.name}{dials} ...")

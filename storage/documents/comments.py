@@ -98,7 +98,8 @@ def read_comments(txn, tables: DocumentTables, docno: int, doc: bytes) -> tuple[
     (`revisions.locate`), whatever their number; each quote is kept to
     `QUOTE_KEPT` code points."""
     prefix = U32.pack(docno)
-    tops, replies = [], {}
+    tops = []
+    replies: dict[bytes, list[Reply]] = {}
     for key in keys_with(txn, tables.comments, prefix):
         row = unpack(txn.get(key, db=tables.comments))
         msg_id = bytes(key[4:])

@@ -549,7 +549,7 @@ class DocumentOps:
     def document_versions(self, doc: bytes, since: int = 0, limit: int = 1000) -> list[Version]:
         """Versions `since` .. `since + limit - 1` (0 is the doc/init), in the order woven."""
         tables = self._ctx.document_tables
-        versions = []
+        versions: list[Version] = []
         with self._ctx.read() as txn:
             docno = self.docno_in(txn, doc)
             prefix = U32.pack(docno)

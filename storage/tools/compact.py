@@ -72,6 +72,7 @@ import shutil
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import lmdb
 
@@ -79,6 +80,9 @@ from tanglenode.storage.errors import StorageError, StoreDamaged
 from tanglenode.storage.feeds.layout import MAX_NAMED_DATABASES
 from tanglenode.storage.feeds.metapage import DB_RECORD
 from tanglenode.storage.store import FeedStore
+
+if TYPE_CHECKING:
+    from lmdb import _StatDict  # lmdb's stubs: what stat() answers
 
 SCRATCH = "compacting"  # beside data.mdb, inside the store's directory
 COPY_BUDGET = 32 * 2**20  # about the bytes of rows (keys and values) one write of the copy carries
@@ -146,7 +150,7 @@ def free_share(env: lmdb.Environment) -> float:
     return max(0, total - used) / total
 
 
-def _pages(stat: dict) -> int:
+def _pages(stat: _StatDict) -> int:
     return stat["branch_pages"] + stat["leaf_pages"] + stat["overflow_pages"]
 
 
@@ -211,7 +215,9 @@ def copy_rows(source: lmdb.Environment, directory: Path, map_size: int) -> None:
         copy.close()
 
 
-def _copy_database(rows: lmdb.Cursor, copy: lmdb.Environment, name: bytes, flags: int) -> None:
+def _copy_database(
+    rows: lmdb.Cursor[bytes], copy: lmdb.Environment, name: bytes, flags: int
+) -> None:
     """The rows under `rows` into a new database `name` of `copy` with `flags`, in write
     transactions of about `COPY_BUDGET` bytes of rows each."""
     arguments = {argument: True for bit, argument in FLAG_ARGUMENTS.items() if flags & bit}
