@@ -158,9 +158,7 @@ def _settle(txn: Any, views: Sequence[DerivedView]) -> None:
     """Let each view finish in `txn` what it left for later transactions (the documents'
     backlog, storage/documents/backlog.py): a rebuild, and its check, read views whole."""
     for view in views:
-        settle = getattr(view, "settle", None)
-        if settle is not None:
-            settle(txn)
+        view.hooks.settle(txn)
 
 
 def _rebuild(txn: Any, ctx: StoreContext, views: Sequence[DerivedView], progress: Progress) -> None:

@@ -30,7 +30,6 @@ from typing import Any, TypeVar
 
 import lmdb
 
-from tanglenode.protocol.document import TANGLE as DOC_TANGLE
 from tanglenode.protocol.errors import InvalidMessage
 from tanglenode.protocol.evidence import PROOF_MESSAGES, InvalidProof, check_proof
 from tanglenode.protocol.identity import message_id, message_text
@@ -43,9 +42,6 @@ from tanglenode.protocol.message import (
     sign_message,
 )
 from tanglenode.storage.context import StoreContext
-from tanglenode.storage.documents.backlog import SLICE, backlog_size
-from tanglenode.storage.documents.rows import woven_tips
-from tanglenode.storage.documents.view import weave_backlog
 from tanglenode.storage.engine.timeline_reader import membership
 from tanglenode.storage.erasure import carry_out, erasure_db, purge
 from tanglenode.storage.errors import NoIdentity, OwnFeedForked, StorageError, UnknownTangle
@@ -130,8 +126,9 @@ class Job:
 
 
 def _then_weave(write: Callable[..., T]) -> Callable[..., T]:
-    """A write that, once committed, weaves the documents' backlog it may have left
-    (storage.documents.backlog), so the store's callers read documents whole."""
+    """A write that, once committed, has the views catch up with the backlog it may have
+    left (the documents': storage.documents.backlog), so the store's callers read the
+    views whole."""
 
     @functools.wraps(write)
     def weaving(self: Writes, *args: Any, **kwargs: Any) -> T:
@@ -200,22 +197,25 @@ class Writes:
             self.weave_all()
         return results
 
-    def weave_backlog(self, work: int = SLICE) -> int:
-        """Weave the oldest of the documents' backlog, about `work` units of it, in one
-        transaction; how many messages remain (storage.documents.backlog)."""
+    def weave_backlog(self, work: int | None = None) -> int:
+        """Have the views that left work for later (the documents' backlog,
+        storage.documents.backlog) do about `work` units of it each (None: a slice of
+        their choosing), in one transaction; how much remains (`ViewHooks.catch_up`)."""
         with self._ctx.read() as txn:
-            if not backlog_size(txn, self._ctx.document_tables.queue):
-                return 0  # the common case: no write transaction
+            behind = [view for view in self._views if view.hooks.backlog(txn)]
+        if not behind:
+            return 0  # the common case: no write transaction
         with self._ctx.write() as txn:
-            return weave_backlog(txn, self._ctx, work)
+            return sum(view.hooks.catch_up(txn, work) for view in behind)
 
     def backlog(self) -> int:
-        """How many document messages wait to be woven (storage.documents.backlog)."""
+        """How much work the views left for later (`ViewHooks.backlog`): the document
+        messages waiting to be woven."""
         with self._ctx.read() as txn:
-            return backlog_size(txn, self._ctx.document_tables.queue)
+            return sum(view.hooks.backlog(txn) for view in self._views)
 
     def weave_all(self) -> None:
-        """Weave the documents' whole backlog, a slice a transaction."""
+        """Have the views do all the work they left for later, a slice a transaction."""
         while self.weave_backlog():
             pass
 
@@ -297,8 +297,9 @@ class Writes:
         timeframe leaves our own feed out, and processing our earlier messages
         of the batch moves only our own feed, unless some candidate waits on
         our feed or our feed is not processed up to its head (a store
-        restored or imported), or a request goes into a document (each edit
-        names the woven tips the one before it left); then each request gets
+        restored or imported), or a view wants the request alone
+        (`ViewHooks.publishes_alone`: a document edit names the woven tips the one
+        before it left); then each request gets
         its own nested transaction and processing, as `publish_in`. A `Job`
         always does: its result is the list of messages it published.
         """
@@ -314,7 +315,8 @@ class Writes:
                     raise
                 return [error] * len(requests)
             one_at_a_time = any(
-                isinstance(request, Job) or DOC_TANGLE in (request[1] or {}) for request in requests
+                isinstance(request, Job) or self._publishes_alone(request[1] or {})
+                for request in requests
             )
             if one_at_a_time or self._processing_moves_others(txn, me, writer.head(me)[0]):
                 results = self._publish_each(txn, requests, stamps)
@@ -451,16 +453,16 @@ class Writes:
         )
 
     def _links(self, txn, tangles: Mapping[str, bytes | None] | None) -> dict[str, TangleLink]:
-        """A new message's tangle links: each tangle's current tips (`UnknownTangle` if none);
-        a document's are its woven tips, which our timeframe covers (storage.documents.engine)."""
+        """A new message's tangle links: each tangle's current tips (`UnknownTangle` if none),
+        those a view keeps for it where one does (`ViewHooks.tips`: a document's woven
+        tips), else its joined tips (storage.views.tangles)."""
         links: dict[str, TangleLink] = {}
         for name, root in (tangles or {}).items():
             if root is None:
                 links[name] = ROOT_LINK
                 continue
-            if name == DOC_TANGLE:
-                tips = woven_tips(txn, self._ctx.document_tables, root)
-            else:
+            tips = self._view_tips(txn, root, name)
+            if tips is None:
                 tips = tips_of(txn, self._ctx.tables, root, name)
             if not tips:
                 raise UnknownTangle(
@@ -468,6 +470,18 @@ class Writes:
                 )
             links[name] = TangleLink(root, tuple(tips[: self._ctx.limits.max_previous]))
         return links
+
+    def _publishes_alone(self, tangles: Mapping[str, bytes | None]) -> bool:
+        """Whether a view wants a publish into `tangles` in its own nested transaction."""
+        return any(view.hooks.publishes_alone(tangles) for view in self._views)
+
+    def _view_tips(self, txn, root: bytes, name: str) -> list[bytes] | None:
+        """The tips a view keeps for tangle `name` (a document's woven tips), or None."""
+        for view in self._views:
+            tips = view.hooks.tips(txn, root, name)
+            if tips is not None:
+                return tips
+        return None
 
     def _own_message(self, txn, me: bytes, seq: int) -> Message:
         return self._ctx.tables.bodies.message(txn, feed_key(me, seq))

@@ -18,12 +18,13 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
+from tanglenode.protocol.document import TANGLE
 from tanglenode.protocol.message import Message
 from tanglenode.storage.documents import erased, revisions
 from tanglenode.storage.documents.backlog import SLICE, Backlog, backlog_size
 from tanglenode.storage.documents.reweave import DocumentWeaver
-from tanglenode.storage.documents.rows import M_ID, DocumentTables, pack, unpack
-from tanglenode.storage.feeds.derived import ViewCost
+from tanglenode.storage.documents.rows import M_ID, DocumentTables, pack, unpack, woven_tips
+from tanglenode.storage.feeds.derived import ViewCost, ViewHooks
 from tanglenode.storage.feeds.layout import U32, U64
 
 if TYPE_CHECKING:
@@ -42,6 +43,13 @@ class DocumentsView:
     def __init__(self, ctx: StoreContext, slice_work: int = SLICE) -> None:
         self._ctx = ctx
         self.slice = slice_work  # weaving one transaction does (storage.documents.backlog)
+        self.hooks = ViewHooks(
+            settle=self.settle,
+            backlog=lambda txn: backlog_size(txn, ctx.document_tables.queue),
+            catch_up=lambda txn, work: weave_backlog(txn, ctx, work or self.slice),
+            publishes_alone=lambda tangles: TANGLE in tangles,
+            tips=self._tips,
+        )
 
     def accepted(self, scope: WriteScope, message: Message) -> None:
         pass  # woven once processed
@@ -79,6 +87,11 @@ class DocumentsView:
         """Weave the whole backlog now (`tangled reindex`, and its check, read the view
         whole)."""
         weave_backlog(txn, self._ctx, None)
+
+    def _tips(self, txn: Any, root: bytes, name: str) -> list[bytes] | None:
+        """A new edit links to the document's woven tips, which our timeframe covers
+        (storage.documents.engine); other tangles are not the documents'."""
+        return woven_tips(txn, self._ctx.document_tables, root) if name == TANGLE else None
 
     def check(self, txn: Any, messages: Mapping[Position, Message]) -> list[str]:
         return []  # `tangled reindex --verify documents` compares with a rebuild

@@ -38,9 +38,24 @@ same list (storage/reindex.py):
                                scratch yields exactly the rows of the view
                                kept incrementally
 
-and `tables`, the named databases the view writes: `reindex` empties them
-(with those of every view sharing one) and feeds the view every stored
-message again. `cost` says what the view costs a store, measured (bytes
+A view owns its storage: `tables` declares the named databases it writes
+(`Table`: a name and its LMDB flags), which the store opens for the views it
+registers (storage/store.py; no view's table is a field of the feed store's
+`Tables`), and `reindex` empties them (with those of every view sharing one)
+and feeds the view every stored message again. `version` numbers the
+layout and meaning of its rows: the store records each view's version in
+`meta` (`version_key`), and a store that recorded another one (or none: a
+view newer than the store) rebuilds that view through `reindex` when it
+opens, so a view's upgrade is a version bump, never hand-written code.
+
+What a view may add beyond the five moments is declared, not probed: every
+view has `hooks` (`ViewHooks`), a set of functions whose defaults do nothing
+(`NO_HOOKS`); a view that needs one composes its own, e.g. the documents,
+which weave a backlog after the transaction that processed it
+(`backlog`, `catch_up`, `settle`), link a new edit to their own tips
+(`tips`) and want each publish into a document in its own nested
+transaction (`publishes_alone`). The writer asks every view these
+questions; it names no view and no tangle. `cost` says what the view costs a store, measured (bytes
 and ingest time per message); `optional` views are kept only where a node
 turns them on (`[views]` in tangled.toml, storage/view_choice.py). The
 processor's own bookkeeping is not a view: its order is the order messages
@@ -49,7 +64,7 @@ became ready on this node, which no rebuild can recover.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -131,6 +146,72 @@ class ViewCost:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class Table:
+    """A named database a view declares: the store opens it with these flags."""
+
+    name: bytes
+    dupsort: bool = False
+    dupfixed: bool = False
+
+
+def table_names(tables: Sequence[Table]) -> tuple[bytes, ...]:
+    return tuple(table.name for table in tables)
+
+
+def version_key(view_name: str) -> bytes:
+    """The `meta` row holding the version of view `view_name` a store has built."""
+    return b"view-version:" + view_name.encode()
+
+
+def _nothing(_txn: Any) -> None:
+    pass
+
+
+def _none_waiting(_txn: Any) -> int:
+    return 0
+
+
+def _none_left(_txn: Any, _work: int | None) -> int:
+    return 0
+
+
+def _never(_tangles: Mapping[str, bytes | None]) -> bool:
+    return False
+
+
+def _no_tips(_txn: Any, _root: bytes, _name: str) -> list[bytes] | None:
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class ViewHooks:
+    """What a view may do beyond the five moments; each default does nothing.
+
+    settle(txn)                 finish in write transaction `txn` all the view left
+                                for later (a rebuild and its check read views whole)
+    backlog(txn) -> int         how much work the view left for later (0: none)
+    catch_up(txn, work) -> int  do about `work` units of that work (None: a slice of
+                                the view's choosing) in write transaction `txn`;
+                                how much is left
+    publishes_alone(tangles)    a publish into `tangles` (name -> root) needs its own
+                                nested transaction and processing (a document edit
+                                names the tips the one before it left)
+    tips(txn, root, name)       the tips a new message of tangle `name` rooted at
+                                `root` links to, or None: not this view's tangle (the
+                                joined view's tips then, storage.views.tangles)
+    """
+
+    settle: Callable[[Any], None] = _nothing
+    backlog: Callable[[Any], int] = _none_waiting
+    catch_up: Callable[[Any, int | None], int] = _none_left
+    publishes_alone: Callable[[Mapping[str, bytes | None]], bool] = _never
+    tips: Callable[[Any, bytes, str], list[bytes] | None] = _no_tips
+
+
+NO_HOOKS = ViewHooks()
+
+
 class DerivedView(Protocol):
     """An index computed from stored messages (see the module's theory of operation)."""
 
@@ -138,6 +219,7 @@ class DerivedView(Protocol):
     tables: tuple[bytes, ...]
     optional: bool  # a node may turn it off (`[views]`); the others every node keeps
     cost: ViewCost
+    hooks: ViewHooks  # NO_HOOKS unless it does more than the five moments
 
     def accepted(self, scope: WriteScope, message: Message) -> None: ...
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from tanglenode.protocol.identity import feed_text
 from tanglenode.protocol.message import Message
-from tanglenode.storage.feeds.derived import ViewCost
+from tanglenode.storage.feeds.derived import NO_HOOKS, ViewCost
 from tanglenode.storage.feeds.invalidation import invalid_feeds
 from tanglenode.storage.feeds.layout import ABOUTS_DB
 from tanglenode.storage.views.abouts import (
@@ -33,6 +33,7 @@ class AboutsView:
     name = "abouts"
     tables = (ABOUTS_DB,)
     optional = False
+    hooks = NO_HOOKS
     cost = ViewCost(0, 0.005, "the names feeds give themselves, shown everywhere")
 
     def __init__(self, ctx: StoreContext) -> None:

@@ -13,7 +13,7 @@ from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from tanglenode.protocol.message import Message
-from tanglenode.storage.feeds.derived import ViewCost
+from tanglenode.storage.feeds.derived import NO_HOOKS, ViewCost
 from tanglenode.storage.views.causal_check import check_causal
 from tanglenode.storage.views.timelines import (
     TIMELINE_TABLES,
@@ -34,6 +34,7 @@ class CausalTimeView:
     name = "causal-time"
     tables = (*TIMELINE_TABLES, b"ct-nodes", b"ct-time")
     optional = True
+    hooks = NO_HOOKS
     cost = ViewCost(547, 0.17, "`--order causal-time` and its time windows")
 
     def __init__(self, ctx: StoreContext) -> None:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from tanglenode.protocol.contacts import contact_said
 from tanglenode.protocol.identity import feed_text
 from tanglenode.protocol.message import Message
-from tanglenode.storage.feeds.derived import ViewCost
+from tanglenode.storage.feeds.derived import NO_HOOKS, ViewCost
 from tanglenode.storage.feeds.invalidation import invalid_feeds
 from tanglenode.storage.views.contacts import (
     CONTACTS_DB,
@@ -34,6 +34,7 @@ class ContactsView:
     name = "contacts"
     tables = (CONTACTS_DB,)
     optional = False
+    hooks = NO_HOOKS
     cost = ViewCost(0, 0.005, "whom each feed follows and blocks: the replication scope")
 
     def __init__(self, ctx: StoreContext) -> None:

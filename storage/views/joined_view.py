@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from tanglenode.protocol.message import Message
 from tanglenode.storage.engine.timeline import TimelineWriter
-from tanglenode.storage.feeds.derived import ViewCost
+from tanglenode.storage.feeds.derived import NO_HOOKS, ViewCost
 from tanglenode.storage.views.joined import join_message, leave_message
 from tanglenode.storage.views.joined_check import check_tangles
 from tanglenode.storage.views.timelines import TIMELINE_TABLES, StoredLinks, timeline_contents
@@ -38,6 +38,7 @@ class JoinedView:
         b"tangle-joined",
     )
     optional = False
+    hooks = NO_HOOKS
     cost = ViewCost(79, 0.06, "tangle tips (what a reply names), member states, the tangle list")
 
     def __init__(self, ctx: StoreContext) -> None:

@@ -40,7 +40,7 @@ from tanglenode.storage.engine.causal_timeline import add_twins, remove_twins
 from tanglenode.storage.engine.ref_numbers import numbering_problems
 from tanglenode.storage.engine.timeline import TimelineTables, TimelineWriter
 from tanglenode.storage.engine.timeline_reader import TimelineReader
-from tanglenode.storage.feeds.derived import ViewCost
+from tanglenode.storage.feeds.derived import NO_HOOKS, ViewCost
 from tanglenode.storage.feeds.layout import Tables, feed_key, tangle_key
 
 if TYPE_CHECKING:
@@ -208,6 +208,7 @@ class TimelinesView:
     name = "timelines"
     tables = TIMELINE_TABLES
     optional = False
+    hooks = NO_HOOKS
     cost = ViewCost(1046, 0.16, "every rank order: convergence, finality, digests, the web view")
 
     def __init__(self, ctx: StoreContext) -> None:
