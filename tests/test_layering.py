@@ -176,3 +176,77 @@ def test_the_layers_exist_and_the_check_sees_a_crossing(tmp_path):
         "(composition)",
     ]
     assert "(composition)" not in STORAGE_LAYERS["engine"]
+
+
+# -- no import circles ---------------------------------------------------------------
+
+
+def module_graph() -> dict[str, set[str]]:
+    """Our modules -> those of ours each imports at run time (function-local imports too,
+    those only for type annotations not)."""
+    paths = {}
+    for folder in FOLDERS:
+        for path in (ROOT / folder).rglob("*.py"):
+            parts = path.relative_to(ROOT).with_suffix("").parts
+            name = "tanglenode." + ".".join(parts).removesuffix(".__init__")
+            paths[name] = path
+    return {
+        name: {imported for _line, imported in runtime_imports(path) if imported in paths} - {name}
+        for name, path in paths.items()
+    }
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The groups of modules that import each other, directly or through others
+    (strongly connected components of more than one module: Tarjan's, iteratively)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found = []
+    for start in sorted(graph):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, edges = work[-1]
+            advanced = False
+            for other in edges:
+                if other not in index:
+                    index[other] = low[other] = len(index)
+                    stack.append(other)
+                    on_stack.add(other)
+                    work.append((other, iter(sorted(graph[other]))))
+                    advanced = True
+                    break
+                if other in on_stack:
+                    low[node] = min(low[node], index[other])
+            if advanced:
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                group = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    group.append(member)
+                    if member == node:
+                        break
+                if len(group) > 1:
+                    found.append(sorted(group))
+    return found
+
+
+def test_no_modules_import_each_other():
+    assert circles(module_graph()) == []
+
+
+def test_the_circle_check_finds_a_circle():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert circles(graph) == [["a", "b", "c"]]
+    assert circles({"a": {"b"}, "b": set()}) == []

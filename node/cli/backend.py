@@ -119,6 +119,14 @@ class Backend:
         return self._beside
 
 
+def publish_content(obj: Context, value: Any, tangles: dict[str, bytes | None]) -> dict[str, Any]:
+    """Publish `value` through the node, or into the store here while it is stopped."""
+    from tanglenode.node.present.render import render_body
+
+    with Backend(obj, writes=True) as node:
+        return render_body(node.call("publish", content=value, tangles=tangles))
+
+
 def ask(obj: Context, op: str, **arguments: Any) -> Any:
     """One question: `Backend(obj).call(op, **arguments)`, closed after."""
     with Backend(obj) as backend:

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from tanglenode.config.secret import read_secret
+from tanglenode.node.cli.backend import publish_content
 from tanglenode.node.cli.support import (
     COUNT,
     SEQ,
@@ -18,7 +19,6 @@ from tanglenode.node.cli.support import (
     json_option,
     log,
     read_content,
-    render_body,
     tangle_name,
 )
 from tanglenode.node.present.render import format_timestamp, message_dict, tag_text
@@ -42,14 +42,6 @@ def _parse_tangle_option(obj: Context, option: str) -> tuple[str, bytes | None]:
     if not name:
         raise BadInput(f"--tangle {option[:80]!r}: expected NAME (a new tangle) or NAME=ROOT_ID")
     return tangle_name(name), message_arg(obj, root) if sep else None
-
-
-def publish_content(obj: Context, value: Any, tangles: dict[str, bytes | None]) -> dict[str, Any]:
-    """Publish `value` through the node, or into the store here while it is stopped."""
-    from tanglenode.node.cli.backend import Backend
-
-    with Backend(obj, writes=True) as node:
-        return render_body(node.call("publish", content=value, tangles=tangles))
 
 
 @click.command()

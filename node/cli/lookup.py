@@ -32,6 +32,7 @@ terminal by the CLI's error report.
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from tanglenode.node.cli.support import Ambiguous, BadInput, Context, NotFound
@@ -246,11 +247,27 @@ def _titled(obj: Context, text: str, call: Call | None) -> bytes | None:
 def _petnames(obj: Context, *, strict: bool = True) -> dict[bytes, str]:
     """Our petnames (node/cli/names.py); a damaged file is `BadInput` when `strict` (a
     name typed is looked up in it), else none (an id cut short is looked up beside it)."""
-    from tanglenode.node.cli.names import petnames_path, read_petnames
-
     try:
         return read_petnames(petnames_path(obj))
     except BadInput:
         if strict:
             raise
         return {}
+
+
+def petnames_path(obj: Context) -> Path:
+    """Where our petnames are kept (node/present/names.py)."""
+    from tanglenode.node.present.names import PETNAMES_FILE
+
+    return obj.settings.data_dir / PETNAMES_FILE
+
+
+def read_petnames(path: Path) -> dict[bytes, str]:
+    """The petnames file as feed -> name (node/present/names.py); {} if there is none;
+    `BadInput` (exit 3) if it is damaged or unreadable."""
+    from tanglenode.node.present import names
+
+    try:
+        return names.read_petnames(path)
+    except names.PetnamesDamaged as error:
+        raise BadInput(str(error)) from None

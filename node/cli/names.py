@@ -27,7 +27,7 @@ from typing import Any
 
 import click
 
-from tanglenode.node.cli.lookup import feed_arg
+from tanglenode.node.cli.lookup import feed_arg, petnames_path, read_petnames
 from tanglenode.node.cli.support import (
     BadInput,
     Context,
@@ -35,16 +35,13 @@ from tanglenode.node.cli.support import (
     emit_json,
     json_option,
 )
-from tanglenode.node.present import names as present_names
 from tanglenode.node.present.names import (  # re-exported: the names commands and tests use
     MAX_FILE_BYTES as MAX_FILE_BYTES,
 )
 from tanglenode.node.present.names import (
     MAX_PETNAMES,
-    PETNAMES_FILE,
     SELF_CHOSEN,
     Names,
-    PetnamesDamaged,
     short_feed,
 )
 from tanglenode.node.present.names import SHORT_ID_CHARS as SHORT_ID_CHARS
@@ -127,19 +124,6 @@ def lazy_label(obj: Context, *, whole_ids: bool = False) -> Callable[[bytes], st
 
 
 # -- the petnames file ----------------------------------------------------------------
-
-
-def petnames_path(obj: Context) -> Path:
-    return obj.settings.data_dir / PETNAMES_FILE
-
-
-def read_petnames(path: Path) -> dict[bytes, str]:
-    """The petnames file as feed -> name (node/present/names.py); {} if there is none;
-    `BadInput` (exit 3) if it is damaged or unreadable."""
-    try:
-        return present_names.read_petnames(path)
-    except PetnamesDamaged as error:
-        raise BadInput(str(error)) from None
 
 
 @contextlib.contextmanager
@@ -263,7 +247,7 @@ def about_command(obj: Context, name: str, as_json: bool) -> None:
     Peers show the name as ~NAME (a name a feed chose itself) unless they gave
     our feed a petname; the latest `about` wins.
     """
-    from tanglenode.node.cli.feeds import publish_content
+    from tanglenode.node.cli.backend import publish_content
 
     obj.require_data_dir()
     me = our_feed(obj)

@@ -10,7 +10,7 @@ next older one. The document page links here.
 
 from __future__ import annotations
 
-from tanglenode.node.web import docs as doc_pages
+from tanglenode.node.web import doc_paths as doc_pages
 from tanglenode.node.web.doc_text import colour, label
 from tanglenode.node.web.http import Request, Response, WebContext, html_response, not_found
 from tanglenode.node.web.page import e, listing, shell, when

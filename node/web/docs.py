@@ -37,6 +37,8 @@ from tanglenode.node.present.text import safe, safe_lines
 from tanglenode.node.service import StoreService
 from tanglenode.node.web import doc_events
 from tanglenode.node.web.doc_comments import comments, margin_html
+from tanglenode.node.web.doc_history import history
+from tanglenode.node.web.doc_paths import bad_request, doc_path, number
 from tanglenode.node.web.doc_text import (
     Run,
     author_body,
@@ -54,8 +56,6 @@ from tanglenode.node.web.http import (
     json_response,
     not_found,
     parse_root,
-    root_text,
-    segment,
     text_response,
 )
 from tanglenode.node.web.page import e, listing, shell, when
@@ -67,7 +67,6 @@ from tanglenode.storage.errors import UnknownDocument
 
 PAGE = 200  # documents per `/docs` page
 WINDOW = 64  # versions read back from `v` to find the one shown and the one before it
-MAX_NUMBER_DIGITS = 10  # `v` and `start` are u32s
 AGAINST = ("previous", "current")  # what `#revision` is dyed against
 
 STYLE = (
@@ -89,25 +88,6 @@ STYLE = (
     ".not-followed{background:#eee;color:#555;font-style:italic}"
     "@media (max-width:60rem){#document{display:block}}</style>"
 )
-
-
-def doc_path(doc: bytes, *rest: str) -> str:
-    """`/doc/ROOT[/rest]`, ROOT without its `%`."""
-    return "/".join(["/doc", segment(root_text(doc)), *rest])
-
-
-def number(query: dict[str, str], key: str, default: int | None = None) -> int | None:
-    """A non-negative integer query value, `default` when absent; `ValueError` otherwise."""
-    text = query.get(key)
-    if text is None:
-        return default
-    if not (text.isascii() and text.isdigit() and len(text) <= MAX_NUMBER_DIGITS):
-        raise ValueError(f"{key}: a number (0, 1, 2, ...) of at most {MAX_NUMBER_DIGITS} digits")
-    return int(text)
-
-
-def bad_request(error: ValueError) -> Response:
-    return text_response(f"{error}\n", 400)
 
 
 # -- /docs -------------------------------------------------------------------------------------
@@ -271,8 +251,6 @@ async def part(web: WebContext, request: Request) -> Response:
     if request.args[1] == "comments":
         return await comments(web, request, doc)
     if request.args[1] == "history":
-        from tanglenode.node.web.doc_history import history  # it reads this module's helpers
-
         return await history(web, request, doc)
     try:
         wanted = number(request.query, "v")
