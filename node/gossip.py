@@ -67,6 +67,7 @@ from tanglenode.node.gossip_policy import (
     Grant,
     Refused,
     SendClock,
+    SendEvidence,
     SendWant,
     Store,
     Wake,
@@ -254,6 +255,8 @@ class GossipSession:
     def _frame(self, action) -> bytes:
         if isinstance(action, SendWant):
             return self.connection.want(action.wants)
+        if isinstance(action, SendEvidence):
+            return self.connection.evidence(action.raws)
         if isinstance(action, Grant):
             return self.connection.grant(action.n)
         return self.connection.clock(action.changes)  # SendClock
@@ -263,7 +266,7 @@ class GossipSession:
         queued (`_act_soon`); a `Drop` ends the connection and nothing after it is carried
         out."""
         for action in actions:
-            if isinstance(action, SendWant | SendClock):
+            if isinstance(action, SendWant | SendClock | SendEvidence):
                 await self._send(self._frame(action))
             elif isinstance(action, Store):
                 await self.inbox.put(Kind.MESSAGES, action.raws)
@@ -276,7 +279,7 @@ class GossipSession:
         """The same, the frames queued for `_send_outgoing` (the storer, the plan's
         judgements: they must never wait on the network)."""
         for action in actions:
-            if isinstance(action, SendWant | Grant | SendClock):
+            if isinstance(action, SendWant | Grant | SendClock | SendEvidence):
                 self._send_soon(self._frame(action))
             elif isinstance(action, Elsewhere):
                 action.policy.owner._act_soon(action.actions)
@@ -422,7 +425,7 @@ class GossipSession:
             messages = await self.service.read(
                 lambda store, feed: store.feeds.proof_against(feed), feed
             )
-            if messages is not None and not await self._send_proof(messages):
+            if messages is not None and not await self._offer(messages):
                 return  # the rest when credit comes back (it pokes us)
             due.discard(feed)
         version = self.service.evidence_version
@@ -430,25 +433,19 @@ class GossipSession:
             page = await self.service.read(
                 lambda store, after: store.feeds.proofs_after(after, PAGE), self.proofs_read
             )
-            carries = self.service.scope.carries
             for proof in page:
-                wanted = self.policy.peer_holds(proof.author) and carries(proof.author)
-                if wanted and not await self._send_proof(proof.messages):
+                if not await self._offer(proof.messages, about=proof.author):
                     return
                 self.proofs_read = proof.number
             if len(page) < PAGE:
                 self.evidence_seen = version
 
-    async def _send_proof(self, messages: list) -> bool:
-        """Send one proof unless the peer had it; False when the credit does not cover it."""
-        key = frozenset(message.id for message in messages)
-        if key in self.policy.proofs_sent:
-            return True
-        raws = [message.raw for message in messages]
-        if len(raws) > self.connection.send_credit:
+    async def _offer(self, messages: list, *, about: bytes | None = None) -> bool:
+        """Send one proof if the policy says so; False while the credit does not cover it."""
+        actions = self.policy.offer_proof(messages, self.connection.send_credit, about=about)
+        if actions is None:
             return False
-        await self._send(self.connection.evidence(raws))
-        self.policy.proofs_sent.add(key)
+        await self._act(actions)
         return True
 
     async def _send_clock_changes(self) -> None:
@@ -461,10 +458,9 @@ class GossipSession:
 
     async def _pump(self) -> None:
         """Send what subscriptions lack, in our processed (causal) order, while credit lasts."""
-        subscriptions = self.policy.subscriptions
-        while self.connection.send_credit > 0 and any(
-            self.service.clock.get(feed, 0) > sent for feed, sent in subscriptions.items()
-        ):
+        policy = self.policy
+        subscriptions = policy.subscriptions
+        while self.connection.send_credit > 0 and policy.lacking():
             if self.resume is None:
                 self.resume = await self.service.read(
                     lambda store, wants: store.feeds.replication_start(wants),
@@ -482,9 +478,7 @@ class GossipSession:
             if not batch.raws:
                 return
             await self._send(self.connection.messages(batch.raws))
-            for feed, sent in batch.sent.items():  # unless a WANT changed it meanwhile
-                if subscriptions.get(feed) == asked.get(feed):
-                    subscriptions[feed] = sent
+            policy.sent(batch.sent, asked)
             self.peer.sent += len(batch.raws)
             self.traffic.sent += len(batch.raws)
 

@@ -13,7 +13,8 @@ what it subscribed to, what it delivered, the proofs it had from us, the
 variants it sent); each method is one event, told the time (`now`) where
 time matters, and returns a list of actions, plain data:
 
-- `SendWant(wants)`, `SendClock(changes)`, `Grant(n)`: a frame to send;
+- `SendWant(wants)`, `SendClock(changes)`, `SendEvidence(raws)`, `Grant(n)`:
+  a frame to send;
 - `Store(raws)`, `CheckProof(raws)`: what the peer sent goes to the inbox
   (node/inbox.py), to be verified and stored, or checked as a proof;
 - `Refused(reason, first)`: a proof over the peer's rate (node/proof_rate.py)
@@ -58,6 +59,12 @@ The events, and what each decides (docs/PEERS.md has the why):
   stops where it says; the whole clock is looked through every `FULL_LOOK`
   seconds (a proof that cuts our feed back puts us behind unannounced).
 - `clock_changes(moved)`: the heads to tell the peer in CLOCK.
+- `offer_proof(messages, credit)`: a proof we keep goes to the peer unless it
+  had it from us or sent it us, or (read among the new ones) it is about a
+  feed the peer does not hold or we do not carry; not while the credit does
+  not cover it (the writer waits for credit).
+- `sent(sent, asked)`, `lacking()`: how far each subscription was sent, and
+  whether any lacks what we hold (the writer reads the next batch).
 - `suspects_moved()`: WANT the other branch of each new suspected fork.
 - `rescoped()`: ask for what we carry now, stop what we no longer do.
 - `ended(now)`: the feeds this session streamed go to the session showing
@@ -105,6 +112,13 @@ class SendClock:
     """CLOCK: these heads changed."""
 
     changes: Clock
+
+
+@dataclass(frozen=True, slots=True)
+class SendEvidence:
+    """EVIDENCE: one proof's messages."""
+
+    raws: list[bytes]
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,7 +170,18 @@ class Elsewhere:
     actions: list[Action]
 
 
-Action = SendWant | SendClock | Grant | Store | CheckProof | Refused | Wake | Drop | Elsewhere
+Action = (
+    SendWant
+    | SendClock
+    | SendEvidence
+    | Grant
+    | Store
+    | CheckProof
+    | Refused
+    | Wake
+    | Drop
+    | Elsewhere
+)
 
 
 # -- what the node holds -------------------------------------------------------------------
@@ -403,6 +428,37 @@ class GossipPolicy:
         if len(self.variants) > VARIANTS_REMEMBERED:
             del self.variants[next(iter(self.variants))]
         return None
+
+    def offer_proof(
+        self, messages: list, credit: int, *, about: bytes | None = None
+    ) -> list | None:
+        """A proof we keep (its messages, each with its `id` and `raw`), with `credit`
+        messages the peer lets us send: `[SendEvidence]` when it goes to the peer (marked
+        had), `[]` when it does not (the peer had it from us or sent it us; or, `about` its
+        feed when read among the new ones, the peer does not hold the feed or we do not carry
+        it), None while the credit does not cover it (the rest waits for credit)."""
+        if about is not None and not (self.peer_holds(about) and self.held.carries(about)):
+            return []
+        key = frozenset(message.id for message in messages)
+        if key in self.proofs_sent:
+            return []
+        if len(messages) > credit:
+            return None
+        self.proofs_sent.add(key)
+        return [SendEvidence([message.raw for message in messages])]
+
+    def lacking(self) -> bool:
+        """Whether a subscription lacks messages we hold."""
+        ours = self.held.clock
+        return any(ours.get(feed, 0) > sent for feed, sent in self.subscriptions.items())
+
+    def sent(self, sent: Mapping[bytes, int], asked: Mapping[bytes, int]) -> None:
+        """A batch read for the subscriptions `asked` went out, each feed's up to `sent`:
+        unless a WANT changed a subscription meanwhile (it starts where the peer said)."""
+        subscriptions = self.subscriptions
+        for feed, seq in sent.items():
+            if subscriptions.get(feed) == asked.get(feed):
+                subscriptions[feed] = seq
 
     def suspects_moved(self) -> list:
         """The store's suspected forks changed: ask for any new suspect's other branch."""

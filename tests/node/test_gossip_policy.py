@@ -17,6 +17,7 @@ from tanglenode.node.gossip_policy import (
     Held,
     Refused,
     SendClock,
+    SendEvidence,
     SendWant,
     Store,
     Wake,
@@ -249,6 +250,36 @@ def test_proofs_taken_are_never_echoed_and_one_that_proves_nothing_drops_the_pee
     assert a.proofs_stored([pm, po], [None]) == [Grant(4)]
     grant, drop = a.proofs_stored([pm], [InvalidProof("no")])
     assert grant == Grant(2) and isinstance(drop, Drop)
+
+
+def test_a_proof_goes_once_to_a_peer_holding_its_feed_and_waits_for_credit():
+    feed = Feed("forked")
+    proof = [feed.append({"n": 0}), Feed("forked").append({"n": 1})]
+    held = Held(clock={feed.public: 1}, tags={feed.public: TAG})
+    (a,) = policies("a", held=held)
+    assert a.offer_proof(proof, 10, about=feed.public) == []  # the peer holds nothing of it
+    a.peer_clock_changed({feed.public: (1, OTHER)}, 0.0)
+    assert a.offer_proof(proof, 1, about=feed.public) is None  # two messages, one credit
+    (sent,) = a.offer_proof(proof, 2, about=feed.public)
+    assert isinstance(sent, SendEvidence) and sent.raws == [m.raw for m in proof]
+    assert a.offer_proof(proof, 2) == []  # it had it from us
+    (b,) = policies("b", held=held)
+    b.proofs_taken([[m.raw for m in proof]])  # it sent us this one: never echoed
+    assert b.offer_proof(proof, 2) == []
+
+
+def test_subscriptions_lack_what_we_hold_until_sent_and_a_new_want_wins_over_a_batch():
+    held = Held(clock={F: 5, G: 2}, tags={F: TAG, G: TAG})
+    (a,) = policies("a", held=held)
+    assert not a.lacking()
+    a.peer_wants({F: 0, G: 2})
+    assert a.lacking()
+    asked = dict(a.subscriptions)
+    a.peer_wants({F: 1})  # while the batch was read
+    a.sent({F: 5}, asked)
+    assert a.subscriptions[F] == 1 and a.lacking()
+    a.sent({F: 5}, dict(a.subscriptions))
+    assert not a.lacking()
 
 
 # -- what we tell the peer -----------------------------------------------------------------
