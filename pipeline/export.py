@@ -110,7 +110,11 @@ def export(
         table = pa.Table.from_pylist(chunk, schema=TIMELINE_SCHEMA)
         pq.write_table(table, out / "timelines" / f"part-{number:05d}.parquet")
         counts["timeline_rows"] += len(chunk)
-    about = {"format": ARCHIVE_FORMAT, "exported_at_ms": int(time.time() * 1000), **counts}
+    about: dict[str, object] = {
+        "format": ARCHIVE_FORMAT,
+        "exported_at_ms": int(time.time() * 1000),
+        **counts,
+    }
     if feed is None and store.keypair is not None:
         feed = store.keypair.public
     if feed is not None:

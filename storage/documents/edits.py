@@ -44,9 +44,9 @@ class Planned(NamedTuple):
 
     kind: str  # "ins" or "del"
     mno: int
-    index: int
+    index: int  # type: ignore[assignment]  # a field named as tuple's method index
     text: str  # ins: the run
-    count: int  # del: atoms
+    count: int  # type: ignore[assignment]  # del: atoms (shadows tuple.count)
 
 
 def _edit_table(length: int, splices: Sequence[Splice]) -> list[tuple[int, int] | str]:
@@ -213,18 +213,19 @@ def chunk(
         return published
 
     for op in ops:
-        ref = AtomRef(id_of(op.mno), op.index)
+        msg = id_of(op.mno)
+        ref = AtomRef(msg, op.index)
         if op.kind == "del":
             index, left = op.index, op.count
             while left:
-                cost = 24 + (0 if ref.msg in refs else 35)
+                cost = 24 + (0 if msg in refs else 35)
                 full = size + cost > budget or len(current) >= MAX_OPS or atoms >= MAX_ATOMS
                 if full and current:
                     flush()
                     continue
                 take = min(left, MAX_ATOMS - atoms)
-                current.append(Delete(AtomRef(ref.msg, index), take))
-                refs.add(ref.msg)
+                current.append(Delete(AtomRef(msg, index), take))
+                refs.add(msg)
                 size += cost
                 atoms += take
                 index, left = index + take, left - take

@@ -127,11 +127,11 @@ class SealedMessages:
             if txn.get(epoch, db=db) is None:
                 txn.put(epoch, pack([group, key]), db=db)
                 new.append(epoch)
-        for group, epoch in current.items():
-            if epoch is None:
+        for group, posting in current.items():
+            if posting is None:
                 txn.delete(_CURRENT + group, db=db)
             else:
-                txn.put(_CURRENT + group, epoch, db=db)
+                txn.put(_CURRENT + group, posting, db=db)
         return new
 
     # -- exclusions --------------------------------------------------------------

@@ -40,9 +40,9 @@ def _keys_of(
         if epoch in view.keys:
             keys[epoch] = (view.root, view.keys[epoch])
     exclusions += [exclusion for exclusion in state.exclusions if exclusion.epoch in view.keys]
-    epoch = state.current_epoch
-    member = me in state.members and epoch in view.keys
-    current[view.root] = epoch if member else None
+    posting = state.current_epoch
+    member = me in state.members and posting in view.keys
+    current[view.root] = posting if member else None
 
 
 def document_keys(store: FeedStore, keypair: Keypair) -> tuple[Keys, Current, list[Exclusion]]:
