@@ -77,9 +77,10 @@ class StartupFailed(TanglenodeError):
 def _cannot(what: str, error: BaseException) -> BaseException:
     """A one-line `StartupFailed` for an OS error; anything else is left as it was."""
     failures = leaves(error)
-    if not all(isinstance(failure, OSError) for failure in failures):
+    errors = [failure for failure in failures if isinstance(failure, OSError)]
+    if len(errors) != len(failures):
         return error
-    reason = "; ".join(str(failure.strerror or failure) for failure in failures)
+    reason = "; ".join(str(failure.strerror or failure) for failure in errors)
     return StartupFailed(f"cannot {what}: {reason}")
 
 
@@ -231,12 +232,12 @@ async def _run_node(
                     ),
                 )
                 if web_token is not None:
-                    running = RunningNode(
+                    node = RunningNode(
                         registry, network, dict(status_extra), config_file=config_file
                     )
                     # `status` without the web's URL; a write sent twice, through the IPC
                     # or the page, is done once
-                    area = Area(service, keypair, running, ipc.area.once)
+                    area = Area(service, keypair, node, ipc.area.once)
                     status_extra["web"] = await _start_web(nursery, settings, web_token, area, ipc)
                 try:
                     socket_path = await nursery.start(ipc.serve, settings.ipc_socket_path)

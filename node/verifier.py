@@ -141,11 +141,13 @@ class Verifier:
     async def _exchange(self, worker: trio.Process, raws: list[bytes]) -> Any:
         if worker is not self._worker:
             raise WorkerFailed("the verifying process was replaced")
+        stdin, stdout = worker.stdin, worker.stdout
+        assert stdin is not None and stdout is not None  # started with both piped
         try:
             request = pickle.dumps((raws, self.limits), protocol=pickle.HIGHEST_PROTOCOL)
-            await worker.stdin.send_all(LENGTH.pack(len(request)) + request)
-            (length,) = LENGTH.unpack(await _read_exactly(worker.stdout, LENGTH.size))
-            return pickle.loads(await _read_exactly(worker.stdout, length))
+            await stdin.send_all(LENGTH.pack(len(request)) + request)
+            (length,) = LENGTH.unpack(await _read_exactly(stdout, LENGTH.size))
+            return pickle.loads(await _read_exactly(stdout, length))
         except BaseException:
             self._discard(worker)  # half an exchange leaves the pipe out of step
             raise

@@ -9,7 +9,7 @@ imports neither of them; `protocol.ipc` re-exports `ErrorKind` and
 from __future__ import annotations
 
 import enum
-from typing import Any
+from typing import Any, overload
 
 from tanglenode.protocol.errors import TanglenodeError
 from tanglenode.protocol.limits import MAX_SEQ
@@ -53,6 +53,10 @@ class RequestError(TanglenodeError):
         self.reason = reason
 
 
+@overload
+def short(text: str, limit: int = MAX_TEXT) -> str: ...
+@overload
+def short(text: None, limit: int = MAX_TEXT) -> None: ...
 def short(text: str | None, limit: int = MAX_TEXT) -> str | None:
     """`text` cut to `limit` characters, marked with "..." where it was cut."""
     if text is None or len(text) <= limit:
