@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 from tanglenode.storage.engine.causal_key import MAX_TIME, decode_tree_key, row_tree_key
 from tanglenode.storage.engine.keys import U32, U64, timeline_label
 from tanglenode.storage.engine.timeline import TimelineTables, lookup_meta, order_tree
-from tanglenode.storage.errors import TimelineError, UnknownTimeline
+from tanglenode.storage.errors import StoreDamaged, TimelineError, UnknownTimeline
 
 if TYPE_CHECKING:
     from tanglenode.storage.engine.txn import Txn
@@ -70,8 +70,10 @@ def window(
     inside = _inside(txn, tables, prefix, from_time, to_time)
     stop = None if limit is None else start + limit
     if mode == "strict":
-        base_number = txn.get(name[1:], db=tables.names)  # a twin's base timeline is held
-        return None, _strict(txn, tables, bytes(base_number), inside)[start:stop]  # type: ignore[arg-type]
+        base_number = txn.get(name[1:], db=tables.names)
+        if base_number is None:
+            raise StoreDamaged(f"causal-time timeline {timeline_label(name)} has no base timeline")
+        return None, _strict(txn, tables, base_number, inside)[start:stop]
     if not inside:
         return None, []
     tree = order_tree(txn, tables, meta)

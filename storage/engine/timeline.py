@@ -128,6 +128,7 @@ from tanglenode.storage.engine.ref_numbers import RefNumbers
 from tanglenode.storage.errors import (
     CycleError,
     DuplicateEvent,
+    StoreDamaged,
     TimelineError,
     UnknownEvent,
 )
@@ -272,8 +273,10 @@ def lookup_meta(txn: Txn, tables: TimelineTables, name: bytes) -> _Meta | None:
     number = txn.get(name, db=tables.names)
     if number is None:
         return None
-    raw = txn.get(number, db=tables.meta)  # a numbered name has its meta row
-    return _Meta.decode(U32.unpack(number)[0], raw)  # type: ignore[arg-type]
+    raw = txn.get(number, db=tables.meta)
+    if raw is None:
+        raise StoreDamaged(f"timeline {name!r} has a number but no meta row")
+    return _Meta.decode(U32.unpack(number)[0], raw)
 
 
 def restart_log(txn: Txn, tables: TimelineTables, name: bytes, version: int) -> None:
