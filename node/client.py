@@ -30,7 +30,7 @@ the last version applied.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from pathlib import Path
 from typing import Any
 
@@ -120,7 +120,7 @@ class NodeClient:
     async def connect_peer(self, address: str, key: bytes) -> dict:
         return await self.request("connect", address=address, key=key)
 
-    def subscribe(self, *, since: int | None = None, **which: Any) -> AsyncIterator[dict]:
+    def subscribe(self, *, since: int | None = None, **which: Any) -> AsyncGenerator[dict, None]:
         """Follow one timeline live: its order, then each change to it (docs/IPC.md, "Streams").
 
         `which` names the timeline, as for `timeline`:
@@ -150,15 +150,15 @@ class NodeClient:
         """
         return self._streaming("subscribe", since=since, **which)
 
-    def doc_watch(self, doc: bytes, *, since: int | None = None) -> AsyncIterator[dict]:
+    def doc_watch(self, doc: bytes, *, since: int | None = None) -> AsyncGenerator[dict, None]:
         """Document `doc`'s text: a snapshot (unless `since` still resumes), then splices."""
         return self._streaming("doc-watch", doc=doc, since=since)
 
-    def watch_processed(self, start: int = 0) -> AsyncIterator[dict]:
+    def watch_processed(self, start: int = 0) -> AsyncGenerator[dict, None]:
         """The processed order from index `start`: {"processed": [{"index", "message"}]}."""
         return self._streaming("watch-processed", start=start)
 
-    async def _streaming(self, op: str, **arguments: Any) -> AsyncIterator[dict]:
+    async def _streaming(self, op: str, **arguments: Any) -> AsyncGenerator[dict, None]:
         number = await self._send(op, **arguments)
         self._stream_op = op
         try:

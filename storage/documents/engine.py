@@ -107,10 +107,10 @@ from tanglenode.storage.documents.rows import (
     open_weave,
     pack,
     read_meta,
-    read_record,
     rows_of,
     segment_at,
     segment_kinds,
+    stored_record,
     undeletes_of,
     unpack,
     weft_greater,
@@ -554,7 +554,7 @@ class DocumentEngine:
         if key is None or U32.unpack(key[:4])[0] != doc.docno:
             raise DocumentError(DocReason.UNKNOWN_ATOM, "cites a message that is not in this doc")
         ref_mno = U32.unpack(key[4:8])[0]
-        record = read_record(self._txn, self._tables, doc.docno, ref_mno)
+        record = stored_record(self._txn, self._tables, doc.docno, ref_mno)
         found = cited[ref.msg] = (ref_mno, record[R_SEGMENTS])
         return found
 
@@ -712,7 +712,7 @@ class DocumentEngine:
             U32.pack(count),
             db=self._tables.undels,
         )
-        segments = read_record(self._txn, self._tables, doc.docno, bs_mno)[R_SEGMENTS]
+        segments = stored_record(self._txn, self._tables, doc.docno, bs_mno)[R_SEGMENTS]
         shown: list[tuple[int, int]] = []  # (target mno, index) that become visible
         for backspace in range(bs_index, bs_index + count):
             start, _count, _kind, target_mno, target = segment_at(segments, backspace)

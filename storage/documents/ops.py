@@ -50,6 +50,7 @@ from tanglenode.storage.documents.rows import (
     read_meta,
     read_record,
     segment_kinds,
+    stored_record,
     unpack,
 )
 from tanglenode.storage.documents.sealed import KeysKept, SealedMessages, current_key, waits
@@ -209,7 +210,7 @@ class DocumentOps:
 
             def id_of(mno: int) -> bytes:
                 if mno not in ids:
-                    ids[mno] = read_record(txn, tables, docno, mno)[R_ID]
+                    ids[mno] = stored_record(txn, tables, docno, mno)[R_ID]
                 return ids[mno]
 
         else:
@@ -303,7 +304,7 @@ class DocumentOps:
         if key is None or U32.unpack(key[:4])[0] != docno:
             raise UnknownDocument(f"the document holds no message {message_text(ref[0])}")
         mno = U32.unpack(key[4:8])[0]
-        record = read_record(txn, self._ctx.document_tables, docno, mno)
+        record = stored_record(txn, self._ctx.document_tables, docno, mno)
         if segment_kinds(record[R_SEGMENTS], ref[1], 1) != {TEXT_ATOM}:
             raise UnknownDocument(f"message {message_text(ref[0])} has no text atom {ref[1]}")
         return mno, ref[1]
@@ -395,7 +396,7 @@ class DocumentOps:
         docno, mno = U32.unpack(key[:4])[0], U32.unpack(key[4:8])[0]
         if of_document is not None and docno != of_document:
             raise UnknownDocument(f"message {message_text(msg_id)} is of another document")
-        return read_record(txn, self._ctx.document_tables, docno, mno)[R_WEFT]
+        return stored_record(txn, self._ctx.document_tables, docno, mno)[R_WEFT]
 
     def document_weft(self, msg_id: bytes) -> Weft:
         """A document message's weft: what of its document its author had woven

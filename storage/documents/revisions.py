@@ -34,8 +34,8 @@ from tanglenode.storage.documents.rows import (
     kept_weave,
     open_weave,
     read_meta,
-    read_record,
     rows_of,
+    stored_record,
 )
 from tanglenode.storage.documents.weave import (
     ERASED_PIECE,
@@ -64,7 +64,7 @@ class _History:
         """(author, seq, id) of document message `mno`."""
         found = self._records.get(mno)
         if found is None:
-            record = read_record(self._txn, self._tables, self._docno, mno)
+            record = stored_record(self._txn, self._tables, self._docno, mno)
             found = self._records[mno] = (record[R_AUTHOR], record[R_SEQ], record[R_ID])
         return found
 

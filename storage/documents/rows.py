@@ -48,6 +48,7 @@ import lmdb
 import msgpack
 
 from tanglenode.storage.documents.weave import Weave
+from tanglenode.storage.errors import StoreDamaged
 from tanglenode.storage.feeds.layout import U32, U64
 
 Weft = dict[bytes, int]
@@ -288,6 +289,15 @@ def read_meta(txn, tables: DocumentTables, docno: int) -> list:
 def read_record(txn, tables: DocumentTables, docno: int, mno: int) -> list | None:
     raw = txn.get(U32.pack(docno) + U32.pack(mno), db=tables.msgs)
     return None if raw is None else unpack(raw)
+
+
+def stored_record(txn, tables: DocumentTables, docno: int, mno: int) -> list:
+    """`read_record` of a message the document holds (woven, numbered): `StoreDamaged` if
+    its row is missing."""
+    raw = txn.get(U32.pack(docno) + U32.pack(mno), db=tables.msgs)
+    if raw is None:
+        raise StoreDamaged(f"document {docno} has no row for its message {mno}")
+    return unpack(raw)
 
 
 def open_weave(txn, tables: DocumentTables, docno: int, meta: list) -> Weave:

@@ -21,7 +21,13 @@ and is it inside a weft.
 from __future__ import annotations
 
 from tanglenode.protocol.message import Message
-from tanglenode.storage.documents.rows import R_WEFT, DocumentTables, Weft, join_wefts, read_record
+from tanglenode.storage.documents.rows import (
+    R_WEFT,
+    DocumentTables,
+    Weft,
+    join_wefts,
+    stored_record,
+)
 from tanglenode.storage.feeds.layout import U32, U64, split_feed_key
 
 
@@ -61,7 +67,7 @@ class DocWefts:
         """The weft of the document's message `mno` (woven, so stored)."""
         weft = self._known.get(mno)
         if weft is None:
-            record = read_record(self._txn, self._tables, self._docno, mno)
+            record = stored_record(self._txn, self._tables, self._docno, mno)
             weft = self._known[mno] = record[R_WEFT]
         return weft
 
