@@ -250,8 +250,9 @@ class StoreService:
             if not isinstance(outcome, Exception) and outcome[0] == "new"
             for raw in raws
         }
-        if authors - {None}:
-            await self._proofs_changed(authors - {None})
+        known = {author for author in authors if author is not None}
+        if known:
+            await self._proofs_changed(known)
         return outcomes
 
     async def add_witnesses(self, raws: list[bytes]) -> list[Entry]:

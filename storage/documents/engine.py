@@ -446,7 +446,7 @@ class DocumentEngine:
         yarn_key = U32.pack(docno) + feed_key(message.author, message.seq)
         self._txn.put(yarn_key, U32.pack(mno), db=self._tables.yarn)
 
-    def _log(self, docno: int, version: int, msg_id: bytes, splices: list | None) -> None:
+    def _log(self, docno: int, version: int, msg_id: bytes | None, splices: list | None) -> None:
         self._txn.put(
             U32.pack(docno) + U64.pack(version), pack([msg_id, splices]), db=self._tables.log
         )
