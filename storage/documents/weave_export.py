@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from dataclasses import dataclass
-from functools import cmp_to_key
+from functools import cmp_to_key, partial
 
 from tanglenode.protocol.weave_file import (
     BACKSPACE,
@@ -88,7 +88,7 @@ def export_weave(txn, tables: DocumentTables, docno: int) -> ExportedWeave:
     places = _places(messages)
     dels = _named(txn, tables.dels, docno)
     undels = _named(txn, tables.undels, docno)
-    by_rule = cmp_to_key(lambda a, b: _sibling_cmp(messages, a, b))
+    by_rule = cmp_to_key(partial(_sibling_cmp, messages))
 
     def key(mno: int, index: int) -> AtomKey:
         if mno == 0:
