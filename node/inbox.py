@@ -120,7 +120,7 @@ class Inbox:
                 _kind, more, more_size, _arrived = queue.popleft()
                 proofs.append(more)
                 size += more_size
-            return kind, proofs, size, arrived
+            return kind, proofs, size, arrived  # type: ignore[return-value]  # raws: each a proof's
         if kind is Kind.MESSAGES and queue and queue[0][0] is Kind.MESSAGES:
             raws = list(raws)
             while (

@@ -269,7 +269,7 @@ class _Wiring:
         self.ends += ends
         self.live[(i, j)] = ends
         for node, end in zip((a, b), ends, strict=True):
-            session = GossipSession(end, node.service, PeerState(end.peer))
+            session = GossipSession(end, node.service, PeerState(end.peer))  # type: ignore[arg-type]  # a SecureStream's duck
             node.sessions.append(session)
             self.nursery.start_soon(self._run_session, session, (i, j))
 
@@ -500,7 +500,8 @@ async def _post_and_erase(
     key = author.keypair.public
     erasure = _Erasure(key, author.service.clock.get(key, 0) + 1)
     for node in nodes:
-        node.service.on_stored = erasure.observer(node, node.service.on_stored, len(nodes))
+        on_stored = node.service.on_stored
+        node.service.on_stored = erasure.observer(node, on_stored, len(nodes))  # type: ignore[arg-type]  # set
     counts = _delivered(nodes, key)
     erasure.posted = deliveries.published[(key, erasure.seq)] = trio.current_time()
     post = await author.service.publish({"type": "post", "erase": "me"}, None)

@@ -164,7 +164,8 @@ class DocumentComments:
         atoms of the document; `BadSplice` for a text that is no comment's)."""
         first, last = AtomRef(*link.first), AtomRef(*link.last)
         content = _content(text, first, last)
-        return self._publish(link.doc, content, [first.msg, last.msg], None, link)
+        cited = [first.msg, last.msg]  # a link's ends name their messages (never SELF)
+        return self._publish(link.doc, content, cited, None, link)  # type: ignore[arg-type]
 
     def reply(self, comment: bytes, text: str) -> Message:
         """Answer `comment` (a comment on a range, not a reply); `UnknownDocument` if this

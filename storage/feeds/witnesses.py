@@ -68,7 +68,7 @@ def names_of(message: Message) -> list[Entry]:
     """What a message names: its `prev` (the feed's previous message) and its timeframe."""
     named = [(f, s, message.timeframe_tags[f]) for f, s in message.timeframe.items()]
     if message.seq > 1:
-        named.append((message.author, message.seq - 1, tag_of(message.prev)))
+        named.append((message.author, message.seq - 1, tag_of(message.prev)))  # type: ignore[arg-type]  # seq > 1: a prev
     return named
 
 
