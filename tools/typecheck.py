@@ -7,7 +7,8 @@ file's module by its path (`node/gossip.py` would be `node.gossip`) and cannot
 follow the editable install's finder (hatch_build.py), so this hands mypy each
 file of the mapping under its package name, and mypy reports errors at the
 checkout's paths. Everything else is mypy's own command line and
-`[tool.mypy]` in pyproject.toml: `tools/typecheck.py [mypy options]`.
+`[tool.mypy]` in pyproject.toml: `tools/typecheck.py [mypy options]` (targets
+named there are ignored: it checks the whole package, fast from its cache).
 """
 
 from __future__ import annotations
@@ -52,13 +53,16 @@ def main(args: list[str]) -> int:
     fscache = FileSystemCache()
     _targets, options = mypy.main.process_options(args, require_targets=False, fscache=fscache)
     sources = package_sources()
+    blocked = False
     try:
         messages = mypy.build.build(sources, options, fscache=fscache).errors
     except CompileError as error:  # a blocking error: a syntax error, a module found twice
-        messages = error.messages
+        messages, blocked = error.messages, True
     for line in messages:
         print(line)
     errors = sum(1 for line in messages if ": error:" in line)
+    if blocked:
+        return 2
     if errors:
         files = len({line.split(":", 1)[0] for line in messages if ": error:" in line})
         print(f"Found {errors} errors in {files} files (checked {len(sources)} source files)")
