@@ -184,9 +184,10 @@ class Renderer:
         if docno is None:
             kind = "withheld" if waits(self._txn, self._tables, source) else "missing"
             return Part(kind, source=link, author=author)
-        ends = (self._atom(docno, first), self._atom(docno, last))
-        if ends[0] is None or ends[1] is None:
+        first_at, last_at = self._atom(docno, first), self._atom(docno, last)
+        if first_at is None or last_at is None:
             return Part("missing", source=link, author=author)
+        ends = (first_at, last_at)
         spots, located = self._read(docno, ends)
         shown, start, every = located.span(ends[0], ends[1])
         if not shown:
@@ -230,11 +231,12 @@ class DocumentTransclusion:
 
         def place_is_held(txn, docno: int) -> None:
             if at.index or at.msg != doc:
-                self._documents.atom_in(txn, docno, (at.msg, at.index))
+                self._documents.atom_in(txn, docno, (at.msg, at.index))  # type: ignore[arg-type]
 
         # Only the place is cited: naming the other document's messages in our timeframe
         # would hold our feed back on every node that does not carry their feeds.
-        return self._documents.publish_beside(doc, content, [at.msg], {}, place_is_held)
+        # (at.msg: the document or one of its stored atoms' message, never SELF)
+        return self._documents.publish_beside(doc, content, [at.msg], {}, place_is_held)  # type: ignore[list-item]
 
     def render(self, doc: bytes) -> list[Part]:
         """`doc` with its inclusions in place (see the module)."""

@@ -196,8 +196,8 @@ class BatchWriter:
             # boundary, and evidence is held only at or above one.
             if is_known(txn, tables, message.id):
                 return IngestResult(Outcome.DUPLICATE, message.id, message=message)
-            stored = self._bodies.message(txn, feed_key(author, seq))
-            return self._proven(check_proof([stored, message]), message)
+            stored = self._bodies.message(txn, feed_key(author, seq))  # seq <= head: held
+            return self._proven(check_proof([stored, message]), message)  # type: ignore[list-item]
         if seq > head_seq + 1:
             return self._reject(
                 message, Reason.MISSING_PREVIOUS, f"seq {seq} but the feed ends at {head_seq}"
@@ -266,7 +266,7 @@ class BatchWriter:
             if seq == 0:
                 self._txn.delete(author, db=self._tables.heads)
             else:
-                self._txn.put(author, head_value(seq, msg_id), db=self._tables.heads)
+                self._txn.put(author, head_value(seq, msg_id), db=self._tables.heads)  # type: ignore[arg-type]  # seq > 0: an id
         self._dirty_heads.clear()
 
     def _proven(self, proof: Proof, message: Message) -> IngestResult:
