@@ -154,7 +154,7 @@ async def status(area: Area, request: StatusRequest) -> dict[str, Any]:
     peers = list(node.registry.peers.values())
     shown = [peer_summary(peer, ours, forked, service.scope) for peer in peers[:STATUS_LIST]]
     reply = {
-        "feed": area.keypair.public,
+        "feed": area.keypair.public,  # type: ignore[union-attr]  # a running node has its own
         "feeds": len(ours),
         "messages": sum(ours.values()),
         "forks": [[author, seq] for author, seq in list(invalid.items())[:STATUS_LIST]],

@@ -155,7 +155,7 @@ class DocumentWeaver:
         roots = []
         for key, raw in txn.cursor(db=tables.meta):
             meta = unpack(raw)
-            feeds = groups.get(group_of(meta))
+            feeds = groups.get(group_of(meta))  # type: ignore[arg-type]  # None: in no group
             if feeds and self._wrote_in(U32.unpack(key)[0], meta[M_ID], feeds):
                 roots.append(meta[M_ID])
         everyone = set().union(*groups.values())
@@ -285,7 +285,7 @@ class DocumentWeaver:
             if position is not None and msg_id not in messages:
                 messages[msg_id] = self._messages.message(txn, bytes(position))
         order = sorted(messages.values(), key=self._processed_at)
-        if version is None or not order or order[0].id != root:
+        if version is None or docno is None or not order or order[0].id != root:
             for message in order:
                 self.engine.apply(message)
             return
