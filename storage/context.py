@@ -11,7 +11,7 @@ in, one transaction each, and a write that finds the map full raises
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,6 +45,7 @@ class StoreContext:
     limits: Limits
     keypair: Keypair | None
     views: ViewState  # the optional views this store keeps (storage/view_choice.py)
+    view_tables: Mapping[bytes, Any]  # every table the registered views declare, by name
     log_retention: LogRetention = DEFAULT_RETENTION
 
     def read(self) -> Any:

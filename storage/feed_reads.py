@@ -39,8 +39,8 @@ from tanglenode.storage.feeds.processor import (
 from tanglenode.storage.feeds.witnesses import Entry, wanted
 from tanglenode.storage.scope import LIMITS, Scope, ScopeLimits, compute_scope, read_scope
 from tanglenode.storage.sightings import feed_seen
-from tanglenode.storage.views.abouts import read_name, read_names
-from tanglenode.storage.views.contacts import stances_of
+from tanglenode.storage.views.abouts import ABOUTS_DB, read_name, read_names
+from tanglenode.storage.views.contacts import CONTACTS_DB, stances_of
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +99,8 @@ class FeedReads:
         self._ctx = ctx
         self._views = views
         self._erasure = erasure_db(ctx.env)
+        self._about_names = ctx.view_tables[ABOUTS_DB]
+        self._contacts = ctx.view_tables[CONTACTS_DB]
 
     def frontier(self) -> dict[bytes, int]:
         """Feed -> highest stored seq: this store's vector clock."""
@@ -165,13 +167,13 @@ class FeedReads:
         boundary (storage.views.abouts)."""
         with self._ctx.read() as txn:
             boundaries = invalid_feeds(txn, self._ctx.tables)
-            return read_names(txn, self._ctx.tables.about_names, boundaries)
+            return read_names(txn, self._about_names, boundaries)
 
     def about_name(self, feed: bytes) -> str | None:
         """The name `feed` gave itself, as in `about_names()`, or None."""
         with self._ctx.read() as txn:
             boundary = invalid_from(txn, self._ctx.tables, feed)
-            return read_name(txn, self._ctx.tables.about_names, feed, boundary)
+            return read_name(txn, self._about_names, feed, boundary)
 
     def ids_between(self, low: bytes, high: bytes, limit: int) -> list[bytes]:
         """The ids of the messages held (accepted, or kept as fork evidence) from `low` to
@@ -219,7 +221,7 @@ class FeedReads:
         (storage.scope.compute_scope, within `limits`); nothing is kept
         (`store.writes.set_scope` keeps it)."""
         with self._ctx.read() as txn:
-            return compute_scope(txn, self._ctx.tables, me, hops, groups, limits)
+            return compute_scope(txn, self._ctx.tables, self._contacts, me, hops, groups, limits)
 
     def seen(self, feed: bytes) -> bool:
         """Whether the store holds any sign of `feed`: a message, a witness, a contact
@@ -230,7 +232,7 @@ class FeedReads:
         """Contact -> `feed`'s stance towards it (storage.views.contacts)."""
         with self._ctx.read() as txn:
             boundary = invalid_from(txn, self._ctx.tables, feed)
-            return stances_of(txn, self._ctx.tables.contacts, feed, boundary)
+            return stances_of(txn, self._contacts, feed, boundary)
 
     def erased_by(self, msg_id: bytes) -> bytes | None:
         """The id of the erase request that dropped `msg_id`'s content, `PURGED` (b"") for

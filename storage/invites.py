@@ -40,7 +40,7 @@ from tanglenode.protocol.errors import TanglenodeError
 from tanglenode.protocol.invite import Refusal, invite_id
 from tanglenode.protocol.message import Message
 from tanglenode.storage.context import StoreContext
-from tanglenode.storage.views.contacts import stance_toward
+from tanglenode.storage.views.contacts import CONTACTS_DB, stance_toward
 from tanglenode.storage.writes import OwnPublishing, Writes
 
 INVITES_DB = b"invites"
@@ -229,7 +229,7 @@ class InviteBook:
         if refusal is not None and not (again and refusal is Refusal.USED_UP):
             raise InviteRefused(refusal, _SAID[refusal])
         assert invite is not None
-        stance = stance_toward(txn, self._ctx.tables.contacts, keypair.public, redeemer)
+        stance = stance_toward(txn, self._ctx.view_tables[CONTACTS_DB], keypair.public, redeemer)
         if stance.blocking:
             raise InviteRefused(Refusal.BLOCKED, "this node blocks that feed")
         if not again:

@@ -10,9 +10,18 @@ The interface is storage/feeds/derived.py's `DerivedView`.
 
 `OPTIONAL` lists the views a node may turn off, with their footprint and
 default (storage/view_choice.py decides at open which ones a store keeps).
+`REGISTRY` is both, as `FeedStore` takes them (`registry=`): a view owns
+its tables and its version (storage/feeds/derived.py), so the store opens,
+feeds, checks, rebuilds and upgrades whatever a registry lists, and a
+registry with one more view (tests/storage/author_counts.py) is a store
+with one more index.
 """
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from tanglenode.storage.context import StoreContext
 from tanglenode.storage.documents.view import DocumentsView
@@ -55,14 +64,32 @@ OPTIONAL = (
 name they bear, or a part another view writes (`built_by`) when the store keeps it."""
 
 
-def open_views(ctx: StoreContext) -> tuple[DerivedView, ...]:
-    """The derived views over the store `ctx` opened: every required view, and the optional
-    ones `ctx.views` keeps."""
-    optional = {view.name for view in OPTIONAL}
-    return tuple(
-        kind(ctx) for kind in VIEWS if kind.name not in optional or ctx.views.keeps(kind.name)
-    )
+@dataclass(frozen=True, slots=True)
+class Registry:
+    """The view classes a store keeps, in call order, and the ones among them a node may
+    turn off. Each class is built as `kind(ctx)` and declares its `name`, `tables`,
+    `version` and `optional` (storage/feeds/derived.py)."""
+
+    views: Sequence[Any]  # classes whose instances are `DerivedView`s
+    optional: Sequence[OptionalView]
+
+    def open(self, ctx: StoreContext) -> tuple[DerivedView, ...]:
+        """The derived views over the store `ctx` opened: every required view, and the
+        optional ones `ctx.views` keeps."""
+        optional = {view.name for view in self.optional}
+        return tuple(
+            kind(ctx)
+            for kind in self.views
+            if kind.name not in optional or ctx.views.keeps(kind.name)
+        )
+
+    def names(self) -> tuple[str, ...]:
+        return tuple(kind.name for kind in self.views)
+
+
+REGISTRY = Registry(VIEWS, OPTIONAL)
+"""The store's views: what `FeedStore` opens unless handed another registry."""
 
 
 def view_names() -> tuple[str, ...]:
-    return tuple(kind.name for kind in VIEWS)
+    return REGISTRY.names()

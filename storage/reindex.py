@@ -34,6 +34,21 @@ and numbering goes on above the old version, which becomes the log's floor
 (`restart_log`): an IPC or web subscriber resuming from any version below
 it starts from a snapshot (docs/IPC.md).
 
+Versions
+--------
+Each view declares a `version` (storage/feeds/derived.py), and a rebuild
+records it in `meta` (`view-version:NAME`) in the transaction that
+rebuilds the view. When a store opens, `rebuild_outdated` rebuilds in one
+`reindex` every view it keeps whose recorded version is not the one
+declared, so a view whose rows change meaning or layout needs nothing but
+a higher number: a store that never recorded a view (the view is newer
+than the store) builds it then. A store with no message records every
+version at once (there is nothing to build), and a store from before views
+had versions (no `view-version:` row at all) counts each view it keeps as
+built at version 1, as each was then (the abouts and the contacts, whose
+older messages a backfill indexed then, declare 2: such a store rebuilds
+them once). Progress goes to the caller's callback and to the log.
+
 `compare` does the same rebuild inside a transaction it then aborts, after
 reading each view's `content` before and after: the rows that differ are
 the views' disagreements with their messages. Nothing is written.
@@ -41,19 +56,25 @@ the views' disagreements with their messages. Nothing is written.
 
 from __future__ import annotations
 
+import logging
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
 import lmdb
 
 from tanglenode.protocol.identity import tag_of
 from tanglenode.storage.context import StoreContext
-from tanglenode.storage.documents.rows import DocumentTables
 from tanglenode.storage.engine.timeline import restart_log
 from tanglenode.storage.engine.timeline_reader import TimelineReader
-from tanglenode.storage.feeds.derived import DerivedView, ProcessedStep, WriteScope
+from tanglenode.storage.feeds.derived import (
+    DerivedView,
+    ProcessedStep,
+    WriteScope,
+    table_names,
+    version_key,
+)
 from tanglenode.storage.feeds.layout import feed_key, parse_stored
 from tanglenode.storage.feeds.processor import read_processed
 from tanglenode.storage.view_choice import record_built
@@ -61,6 +82,9 @@ from tanglenode.storage.view_choice import record_built
 CHUNK = 2048  # messages per flush of the timeline writer's cache
 
 Progress = Callable[[str, int], None]  # (phase, messages done in it)
+VERSIONS_BEFORE_RECORDS = 1  # what a store from before recorded versions built of each view
+
+log = logging.getLogger(__name__)
 
 
 class UnknownViewName(ValueError):
@@ -91,13 +115,17 @@ def affected(views: Sequence[DerivedView], names: Iterable[str]) -> list[Derived
         raise UnknownViewName(
             f"no view {', '.join(sorted(unknown))}; the views: {', '.join(by_name)}"
         )
-    tables = {table for view in views if view.name in wanted for table in view.tables}
+    tables = {table for view in views if view.name in wanted for table in table_names(view.tables)}
     grown = True
     while grown:
-        sharing = [v for v in views if v.name not in wanted and not tables.isdisjoint(v.tables)]
+        sharing = [
+            v
+            for v in views
+            if v.name not in wanted and not tables.isdisjoint(table_names(v.tables))
+        ]
         for view in sharing:
             wanted.add(view.name)
-            tables.update(view.tables)
+            tables.update(table_names(view.tables))
         grown = bool(sharing)
     return [view for view in views if view.name in wanted]
 
@@ -114,7 +142,62 @@ def reindex(
     with ctx.write() as txn:
         _rebuild(txn, ctx, chosen, progress or _quiet)
         record_built(txn, ctx.tables.meta, ctx.views, [view.name for view in chosen])
+        record_versions(txn, ctx, chosen)
     return [view.name for view in chosen]
+
+
+def record_versions(txn: Any, ctx: StoreContext, views: Iterable[DerivedView]) -> None:
+    """Record in `meta` that the store holds `views` as their version builds them."""
+    for view in views:
+        txn.put(version_key(view.name), str(view.version).encode(), db=ctx.tables.meta)
+
+
+def outdated(ctx: StoreContext, views: Sequence[DerivedView]) -> dict[str, int | None]:
+    """The views whose version the store did not record, with the version it did (None:
+    none); records every version where there is nothing to build (see "Versions")."""
+    meta = ctx.tables.meta
+    with ctx.read() as txn:
+        found = {view.name: txn.get(version_key(view.name), db=meta) for view in views}
+        empty = ctx.tables.bodies.count(txn) == 0
+        cursor = txn.cursor(db=meta)
+        recorded_any = cursor.set_range(version_key("")) and bytes(cursor.key()).startswith(
+            version_key("")
+        )
+    missing = [name for name, raw in found.items() if raw is None]
+    if missing and (empty or not recorded_any):
+        with ctx.write() as txn:
+            for view in views:
+                if found[view.name] is None:
+                    version = view.version if empty else VERSIONS_BEFORE_RECORDS
+                    txn.put(version_key(view.name), str(version).encode(), db=meta)
+                    found[view.name] = str(version).encode()
+    recorded = {name: None if raw is None else int(raw) for name, raw in found.items()}
+    return {view.name: recorded[view.name] for view in views if recorded[view.name] != view.version}
+
+
+def rebuild_outdated(
+    ctx: StoreContext, views: Sequence[DerivedView], progress: Progress | None = None
+) -> list[str]:
+    """Rebuild, in one `reindex`, every view of `views` whose recorded version is not its
+    own (and those sharing its tables); the names rebuilt, [] if none."""
+    stale = outdated(ctx, views)
+    if not stale:
+        return []
+    for view in views:
+        if view.name in stale:
+            log.info(
+                "rebuilding the %s view: the store holds version %s, this build keeps %d",
+                view.name,
+                stale[view.name],
+                view.version,
+            )
+
+    def report(phase: str, done: int) -> None:
+        log.info("rebuilding %s: %d %s", ", ".join(stale), done, phase)
+        if progress is not None:
+            progress(phase, done)
+
+    return reindex(ctx, views, stale, report)
 
 
 def compare(
@@ -162,11 +245,10 @@ def _settle(txn: Any, views: Sequence[DerivedView]) -> None:
 
 
 def _rebuild(txn: Any, ctx: StoreContext, views: Sequence[DerivedView], progress: Progress) -> None:
-    handles = _table_handles(ctx)
-    tables = {table for view in views for table in view.tables}
+    tables = {name for view in views for name in table_names(view.tables)}
     versions = _versions(txn, ctx) if b"tl-log" in tables else {}
     for name in sorted(tables):
-        txn.drop(handles[name], delete=False)
+        txn.drop(ctx.view_tables[name], delete=False)
     done = 0
     for chunk in _chunks(_stored(txn, ctx), CHUNK):
         scope = WriteScope(txn, ctx)
@@ -270,30 +352,3 @@ def _chunks(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
             chunk = []
     if chunk:
         yield chunk
-
-
-def _table_handles(ctx: StoreContext) -> dict[bytes, Any]:
-    """Every table a view may declare, by its LMDB name."""
-    tables, timelines, documents = ctx.tables, ctx.timeline_tables, ctx.document_tables
-    handles = {
-        b"tl-names": timelines.names,
-        b"tl-meta": timelines.meta,
-        b"tl-nodes": timelines.nodes,
-        b"tl-succ": timelines.succ,
-        b"tl-tree": timelines.tree,
-        b"tl-log": timelines.log,
-        b"tl-pending": timelines.pending,
-        b"ct-nodes": timelines.causal_nodes,
-        b"ct-time": timelines.causal_times,
-        b"tangle-state": tables.tangle_state,
-        b"tangle-pending": tables.tangle_pending,
-        b"tangle-tips": tables.tangle_tips,
-        b"tangle-joined": tables.tangle_joined,
-        b"about-names": tables.about_names,
-        b"contacts": tables.contacts,
-    }
-    field_names = [field.name for field in fields(DocumentTables)]
-    handles.update(
-        zip(DocumentTables.NAMES, (getattr(documents, f) for f in field_names), strict=True)
-    )
-    return handles

@@ -230,6 +230,7 @@ class _Filling:
 def compute_scope(
     txn: Any,
     tables: Any,
+    contacts: Any,
     me: bytes,
     hops: int | None,
     groups: Mapping[bytes, bytes] | None = None,
@@ -242,10 +243,10 @@ def compute_scope(
     boundaries = invalid_feeds(txn, tables)
 
     def follows_of(feed: bytes, hop: int) -> _Offer:
-        stances = contact_stances(txn, tables.contacts, feed, boundaries.get(feed))
+        stances = contact_stances(txn, contacts, feed, boundaries.get(feed))
         return _Offer.follows(feed, hop, stances, limits.follows_read)
 
-    mine = stances_of(txn, tables.contacts, me, boundaries.get(me))
+    mine = stances_of(txn, contacts, me, boundaries.get(me))
     # A node never blocks itself, whatever its feed says (it would purge its own feed).
     blocked = frozenset(c for c, stance in mine.items() if stance.blocking and c != me)
     filling = _Filling(limits.feeds, blocked)

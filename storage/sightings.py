@@ -49,6 +49,8 @@ from tanglenode.protocol.message import Message
 from tanglenode.storage.context import StoreContext
 from tanglenode.storage.feeds.layout import feed_key, tangle_key
 from tanglenode.storage.feeds.witnesses import entry_key
+from tanglenode.storage.views.contacts import CONTACTS_DB
+from tanglenode.storage.views.tangles import TangleTables
 
 SEEN_AUTHORS = 50_000  # authors of contact messages looked through at most, by `feed_seen`
 CLUE_MEMBERS = 16  # held members of a tangle whose timeframes `root_clue` reads, at most
@@ -76,7 +78,7 @@ def feed_seen(ctx: StoreContext, feed: bytes, authors: int = SEEN_AUTHORS) -> bo
             cursor = txn.cursor(db=db)
             if cursor.set_range(feed) and bytes(cursor.key()[:_KEY]) == feed:
                 return True
-        return _named_in_contacts(txn.cursor(db=tables.contacts), feed, authors)
+        return _named_in_contacts(txn.cursor(db=ctx.view_tables[CONTACTS_DB]), feed, authors)
 
 
 def _named_in_contacts(cursor, feed: bytes, authors: int) -> bool:
@@ -104,14 +106,13 @@ def _successor(key: bytes) -> bytes | None:
 
 def root_clue(ctx: StoreContext, root: bytes, name: str, members: int = CLUE_MEMBERS) -> RootClue:
     """Who wrote `root`, as far as the store says (see the module docstring)."""
-    tables = ctx.tables
     with ctx.read() as txn:
-        held = _message(txn, tables, root)
+        held = _message(txn, ctx.tables, root)
         if held is not None:
             return RootClue(held.author, HELD)
         named = None
         tag = tag_of(root)
-        for member in _members(txn, tables, tangle_key(root, name), members):
+        for member in _members(txn, ctx, tangle_key(root, name), members):
             for feed, seq in member.timeframe.items():
                 if member.timeframe_tags.get(feed) != tag:
                     continue
@@ -127,16 +128,16 @@ def _message(txn, tables, msg_id: bytes) -> Message | None:
     return None if position is None else tables.bodies.message(txn, position)
 
 
-def _members(txn, tables, key: bytes, limit: int) -> list[Message]:
+def _members(txn, ctx: StoreContext, key: bytes, limit: int) -> list[Message]:
     """The members held among the first `limit` rows of the tangle with this key."""
     found: list[Message] = []
-    cursor = txn.cursor(db=tables.tangle_state)
+    cursor = txn.cursor(db=TangleTables.of(ctx).tangle_state)
     if not cursor.set_range(key):
         return found
     for looked, row in enumerate(cursor.iternext(values=False)):
         if looked >= limit or bytes(row[: len(key)]) != key or len(row) != len(key) + _KEY:
             break
-        message = _message(txn, tables, bytes(row[len(key) :]))
+        message = _message(txn, ctx.tables, bytes(row[len(key) :]))
         if message is not None:
             found.append(message)
     return found

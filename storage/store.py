@@ -1,7 +1,9 @@
 """The feed store: signed feeds in LMDB, composed of one area object per kind of question.
 
-`FeedStore` opens the environment, refuses a store of another schema, and
-builds one `StoreContext` (storage/context.py: the environment, the table
+`FeedStore` opens the environment, refuses a store of another schema, opens
+the tables the registered derived views declare, rebuilds the views whose
+version the store did not record (storage/reindex.py), and builds one
+`StoreContext` (storage/context.py: the environment, the table
 handles, the limits, our keypair, the command logs' retention) that every
 part shares. The parts:
 
@@ -35,9 +37,7 @@ from tanglenode.protocol.identity import Keypair
 from tanglenode.protocol.limits import DEFAULT_LIMITS, Limits
 from tanglenode.storage.context import StoreContext
 from tanglenode.storage.documents.ops import DocumentOps
-from tanglenode.storage.documents.reweave import DocumentWeaver
 from tanglenode.storage.documents.rows import DocumentTables
-from tanglenode.storage.documents.siblings import index_current, mark_current
 from tanglenode.storage.engine.command_log import DEFAULT_RETENTION, LogRetention
 from tanglenode.storage.engine.timeline import TimelineTables
 from tanglenode.storage.errors import (
@@ -48,7 +48,7 @@ from tanglenode.storage.errors import (
 )
 from tanglenode.storage.feed_reads import FeedReads
 from tanglenode.storage.feeds import proof_order
-from tanglenode.storage.feeds.derived import DerivedView
+from tanglenode.storage.feeds.derived import DerivedView, open_tables
 from tanglenode.storage.feeds.layout import (
     MAX_NAMED_DATABASES,
     PREVIOUS_FORMAT_SCHEMAS,
@@ -60,19 +60,15 @@ from tanglenode.storage.feeds.ownhead import OwnHeadFile, head_path
 from tanglenode.storage.feeds.processor import ProcessorTables
 from tanglenode.storage.feeds.witnesses import WitnessTables
 from tanglenode.storage.invites import InviteBook
-from tanglenode.storage.registry import OPTIONAL, open_views
+from tanglenode.storage.registry import REGISTRY, Registry
+from tanglenode.storage.reindex import Progress, rebuild_outdated
 from tanglenode.storage.tangle_reads import TangleReads
 from tanglenode.storage.timeline_reads import TimelineReads
 from tanglenode.storage.view_choice import choose_views
-from tanglenode.storage.views.abouts import ABOUTS_BACKFILL, drop_first_layout
-from tanglenode.storage.views.backfill import Backfill
-from tanglenode.storage.views.contacts import CONTACTS_BACKFILL
 from tanglenode.storage.views.digest import DigestReads
 from tanglenode.storage.writes import TimeframeSource, Writes
 
 DEFAULT_MAP_SIZE = 64 * 2**30  # address space, not disk: the file grows as data does
-# The indexes a store older than their tables is indexed into when opened.
-BACKFILLS = (ABOUTS_BACKFILL, CONTACTS_BACKFILL)
 
 
 class FeedStore:
@@ -88,6 +84,11 @@ class FeedStore:
     (the simulator's stores read virtual time). `durable=False` skips
     flushing each commit to disk: for the simulator's stores only, which
     nothing must survive (node/sim/network.py).
+
+    `registry`: the derived views kept (storage/registry.py): the store opens
+    the tables they declare, and rebuilds any whose version it did not record
+    before it returns (storage/reindex.py, "Versions"), telling `progress`
+    (phase, messages done) and the log how far it is.
     """
 
     def __init__(
@@ -103,6 +104,8 @@ class FeedStore:
         retention: LogRetention = DEFAULT_RETENTION,
         clock: Callable[[], float] = time.time,
         durable: bool = True,
+        registry: Registry = REGISTRY,
+        progress: Progress | None = None,
     ) -> None:
         if not isinstance(retention, LogRetention):
             raise TypeError(f"retention must be a LogRetention, not {type(retention).__name__}")
@@ -125,11 +128,14 @@ class FeedStore:
         self.own_head_path = head_path(self.path)
         try:
             tables = Tables.open(self._env)
-            backfill = self._check_schema(tables)  # before any table of this schema is made
+            self._check_schema(tables)  # before any table of this schema is made
             timeline_tables = TimelineTables.open(self._env)
+            view_tables = open_tables(self._env, registry.views)
             with self._env.begin() as txn:
                 empty = tables.bodies.count(txn) == 0
-            state = choose_views(self._env, tables.meta, timeline_tables, OPTIONAL, views, empty)
+            state = choose_views(
+                self._env, tables.meta, timeline_tables, registry.optional, views, empty
+            )
             self.ctx = StoreContext(
                 self.path,
                 self._env,
@@ -141,16 +147,21 @@ class FeedStore:
                 limits,
                 keypair,
                 state,
+                view_tables,
                 retention,
             )
         except lmdb.Error as error:
             self._env.close()
             raise StoreDamaged(f"the store at {self.path} is damaged: {error}") from None
-        for index in backfill:
-            self._backfill(index)
-        self._index_document_children()
+        except ValueError:  # views declaring one table alike but for its flags
+            self._env.close()
+            raise
         self._number_proofs()
-        self.views = open_views(self.ctx)
+        self._registry = registry
+        self.views = registry.open(self.ctx)
+        rebuild_outdated(self.ctx, self.views, progress)  # a view of another version
+        for view in self.views:
+            view.hooks.opened()
         own_head = OwnHeadFile(self.own_head_path)
         self.writes = Writes(self.ctx, self.views, own_head, timeframe_source, clock)
         self.feeds = FeedReads(self.ctx, self.views)
@@ -178,17 +189,14 @@ class FeedStore:
     def wanted_views(self) -> tuple[DerivedView, ...]:
         """The views this store keeps and those its node turned on but it has not built yet:
         what `tangled reindex` builds (storage/reindex.py)."""
-        return open_views(replace(self.ctx, views=self.ctx.views.expanded()))
+        return self._registry.open(replace(self.ctx, views=self.ctx.views.expanded()))
 
-    def _check_schema(self, tables: Tables) -> list[Backfill]:
-        """Refuse another schema, or mark a new store; the indexes that need their backfill
-        (storage/views/backfill.py: they are newer than some messages held)."""
+    def _check_schema(self, tables: Tables) -> None:
+        """Refuse another schema, or mark a new store."""
         with self._env.begin(write=True) as txn:
             found = txn.get(b"schema", db=tables.meta)
-            if found is None:  # a new store: nothing to index from before `about-names`
+            if found is None:
                 txn.put(b"schema", SCHEMA_VERSION, db=tables.meta)
-                for index in BACKFILLS:
-                    txn.put(index.marker, b"1", db=tables.meta)
             elif found in PREVIOUS_FORMAT_SCHEMAS:
                 held = PREVIOUS_FORMAT_SCHEMAS[found]
                 why = (
@@ -208,7 +216,6 @@ class FeedStore:
                     "`tangled export --bundle FILE`, then `tangled import FILE` into a new "
                     "data directory with this one"
                 )
-            return [index for index in BACKFILLS if index.needed(txn, tables.meta)]
 
     def _number_proofs(self) -> None:
         """Number the kept proofs again when `proof-order` does not match them: a store
@@ -219,30 +226,6 @@ class FeedStore:
                 return
         with self.ctx.write() as txn:
             proof_order.renumber(txn, tables)
-
-    def _index_document_children(self) -> None:
-        """Weave the documents once more, in one transaction, when the index of each atom's
-        children (storage/documents/siblings.py) does not know every message woven: a store
-        older than the index, or written since by a build without it."""
-        tables = self.ctx.document_tables
-        with self.ctx.read() as txn:
-            if index_current(txn, tables.sibs, tables.msgs):
-                return
-        with self.ctx.write() as txn:
-            weaver = DocumentWeaver.over(txn, self.ctx)
-            weaver.weave_again()
-            weaver.finish()
-            mark_current(txn, tables.sibs, tables.msgs)
-
-    def _backfill(self, index: Backfill) -> None:
-        """Index the messages of a store older than `index`'s table, once; the last batch
-        of the names' drops their table's unreleased first layout (storage.views.abouts)."""
-        start: bytes | None = b""
-        while start is not None:  # a bounded batch per transaction; the last one marks it done
-            with self.ctx.write() as txn:
-                start = index.run(txn, self.ctx.tables, start)
-                if start is None and index is ABOUTS_BACKFILL:
-                    drop_first_layout(self._env, txn, self.ctx.tables.meta)
 
     @property
     def keypair(self) -> Keypair | None:

@@ -42,7 +42,7 @@ from tanglenode.storage.engine.timeline_reader import TimelineReader
 from tanglenode.storage.feed_reads import message_by_id
 from tanglenode.storage.feeds.layout import U32, U64, tangle_key
 from tanglenode.storage.sightings import RootClue, root_clue
-from tanglenode.storage.views.tangles import tips_of
+from tanglenode.storage.views.tangles import TangleTables, tips_of
 from tanglenode.storage.views.timelines import tangle_timeline, view_timeline
 
 TANGLE_PREFIX = b"\x01"  # rank-order tangle timelines in `tl-names` (storage.views.timelines)
@@ -78,10 +78,11 @@ class TangleReads:
 
     def __init__(self, ctx: StoreContext) -> None:
         self._ctx = ctx
+        self._tangles = TangleTables.of(ctx)
 
     def tangle_tips(self, root: bytes, name: str) -> list[bytes]:
         with self._ctx.read() as txn:
-            return tips_of(txn, self._ctx.tables, root, name)
+            return tips_of(txn, self._tangles, root, name)
 
     def root_clue(self, root: bytes, name: str) -> RootClue:
         """Who wrote `root`, a tangle root without tips here, as far as the store says
@@ -138,7 +139,7 @@ class TangleReads:
         tables = self._ctx.timeline_tables
         meta = lookup_meta(txn, tables, timeline)
         assert meta is not None  # the name came from `tl-names`
-        joined = txn.get(timeline[1:], db=self._ctx.tables.tangle_joined)
+        joined = txn.get(timeline[1:], db=self._tangles.tangle_joined)
         where = self._ctx.tables.message_ids
         held = txn.get(root, db=where)
         return TangleInfo(

@@ -22,6 +22,7 @@ from tanglenode.storage.feed_reads import message_by_id
 from tanglenode.storage.feeds.invalidation import invalid_from
 from tanglenode.storage.feeds.layout import split_feed_key, split_head_value
 from tanglenode.storage.views.joined import MemberState, member_state, state_names, tangle_key_of
+from tanglenode.storage.views.tangles import TangleTables
 from tanglenode.storage.views.timelines import (
     SPACETIME,
     spacetime_links,
@@ -111,7 +112,9 @@ class TimelineReads:
             entries = reader.entries(timeline, start, stop)
             key = tangle_key_of(timeline)
             if states and key is not None:
-                names = state_names(txn, self._ctx.tables, key, (msg_id for _, msg_id in entries))
+                names = state_names(
+                    txn, TangleTables.of(self._ctx), key, (msg_id for _, msg_id in entries)
+                )
                 entries = [(*entry, state) for entry, state in zip(entries, names, strict=True)]
             return reader.version(timeline), entries
 
@@ -129,7 +132,9 @@ class TimelineReads:
             size = reader.size(timeline)
             start = max(0, size - count)
             entries = reader.entries(timeline, start, size)
-            names = state_names(txn, self._ctx.tables, key, (msg_id for _, msg_id in entries))
+            names = state_names(
+                txn, TangleTables.of(self._ctx), key, (msg_id for _, msg_id in entries)
+            )
             found = [(*entry, state) for entry, state in zip(entries, names, strict=True)]
             return reader.version(timeline), start, found
 
@@ -140,7 +145,7 @@ class TimelineReads:
         if key is None:
             return []
         with self._ctx.read() as txn:
-            return state_names(txn, self._ctx.tables, key, members)
+            return state_names(txn, TangleTables.of(self._ctx), key, members)
 
     def timeline_window(
         self,
@@ -200,7 +205,7 @@ class TimelineReads:
             key = tangle_key_of(timeline)
             if placement is None or key is None:
                 return placement and (placement, None)
-            return placement, member_state(txn, self._ctx.tables, key, msg_id)
+            return placement, member_state(txn, TangleTables.of(self._ctx), key, msg_id)
 
     def _ref(self, txn, timeline: bytes, msg_id: bytes) -> bytes | None:
         """The ref a message has in `timeline` (None for a spacetime if it is not held)."""

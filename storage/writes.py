@@ -67,7 +67,7 @@ from tanglenode.storage.feeds.witnesses import (
     keep_witness,
 )
 from tanglenode.storage.scope import Scope, carried_in, write_scope
-from tanglenode.storage.views.tangles import tips_of
+from tanglenode.storage.views.tangles import TangleTables, tips_of
 from tanglenode.storage.views.timelines import SPACETIME
 
 TimeframeSource = Callable[[Any, Tables, bytes], dict[bytes, Named]]
@@ -463,7 +463,7 @@ class Writes:
                 continue
             tips = self._view_tips(txn, root, name)
             if tips is None:
-                tips = tips_of(txn, self._ctx.tables, root, name)
+                tips = tips_of(txn, TangleTables.of(self._ctx), root, name)
             if not tips:
                 raise UnknownTangle(
                     f"no tangle {name!r} rooted at {message_text(root)}", name, root

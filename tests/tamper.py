@@ -14,7 +14,9 @@ from typing import Any
 
 import lmdb
 
+from tanglenode.storage.feeds.derived import open_tables
 from tanglenode.storage.feeds.layout import MAX_NAMED_DATABASES, Tables
+from tanglenode.storage.registry import REGISTRY
 
 
 @contextlib.contextmanager
@@ -25,5 +27,17 @@ def tamper(store_path: str | Path) -> Iterator[tuple[Any, Tables]]:
         tables = Tables.open(env)
         with env.begin(write=True) as txn:
             yield txn, tables
+    finally:
+        env.close()
+
+
+@contextlib.contextmanager
+def tamper_views(store_path: str | Path) -> Iterator[tuple[Any, Tables, dict[bytes, Any]]]:
+    """`tamper`, with the tables the registered views declare, by name."""
+    env = lmdb.open(str(store_path), max_dbs=MAX_NAMED_DATABASES)
+    try:
+        tables, views = Tables.open(env), open_tables(env, REGISTRY.views)
+        with env.begin(write=True) as txn:
+            yield txn, tables, views
     finally:
         env.close()

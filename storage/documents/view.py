@@ -24,7 +24,8 @@ from tanglenode.storage.documents import erased, revisions
 from tanglenode.storage.documents.backlog import SLICE, Backlog, backlog_size
 from tanglenode.storage.documents.reweave import DocumentWeaver
 from tanglenode.storage.documents.rows import M_ID, DocumentTables, pack, unpack, woven_tips
-from tanglenode.storage.feeds.derived import ViewCost, ViewHooks
+from tanglenode.storage.documents.siblings import index_current, mark_current
+from tanglenode.storage.feeds.derived import Table, ViewCost, ViewHooks
 from tanglenode.storage.feeds.layout import U32, U64
 
 if TYPE_CHECKING:
@@ -36,7 +37,8 @@ class DocumentsView:
     """The documents' weaves, set-aside edits and splice logs (storage.documents.engine)."""
 
     name = "documents"
-    tables = tuple(name for name in DocumentTables.NAMES if name not in DocumentTables.KEPT)
+    tables = tuple(Table(name) for name in DocumentTables.NAMES if name not in DocumentTables.KEPT)
+    version = 1
     optional = False
     cost = ViewCost(0, 0.004, "documents: their text, history and blame")
 
@@ -49,6 +51,7 @@ class DocumentsView:
             catch_up=lambda txn, work: weave_backlog(txn, ctx, work or self.slice),
             publishes_alone=lambda tangles: TANGLE in tangles,
             tips=self._tips,
+            opened=self._index_children,
         )
 
     def accepted(self, scope: WriteScope, message: Message) -> None:
@@ -87,6 +90,20 @@ class DocumentsView:
         """Weave the whole backlog now (`tangled reindex`, and its check, read the view
         whole)."""
         weave_backlog(txn, self._ctx, None)
+
+    def _index_children(self) -> None:
+        """Weave the documents once more, in one transaction, when the index of each atom's
+        children (storage/documents/siblings.py) does not know every message woven: a
+        store written since by a build without it."""
+        tables = self._ctx.document_tables
+        with self._ctx.read() as txn:
+            if index_current(txn, tables.sibs, tables.msgs):
+                return
+        with self._ctx.write() as txn:
+            weaver = DocumentWeaver.over(txn, self._ctx)
+            weaver.weave_again()
+            weaver.finish()
+            mark_current(txn, tables.sibs, tables.msgs)
 
     def _tips(self, txn: Any, root: bytes, name: str) -> list[bytes] | None:
         """A new edit links to the document's woven tips, which our timeframe covers

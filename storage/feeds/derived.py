@@ -6,7 +6,7 @@ A derived view is state every node computes the same way from the messages
 it holds: the timelines, the causal-time twins, the tangles' joined views,
 the names feeds give themselves, the documents. Each is an object built
 once per open store over the shared `StoreContext`, listed once in
-`storage.registry.open_views`. The store calls every view at the same five
+`storage.registry` (`Registry.open`). The store calls every view at the same five
 moments, inside the write transaction that makes the change, so a view
 commits with the message that changed it:
 
@@ -64,7 +64,7 @@ became ready on this node, which no rebuild can recover.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -159,12 +159,33 @@ def table_names(tables: Sequence[Table]) -> tuple[bytes, ...]:
     return tuple(table.name for table in tables)
 
 
+def open_tables(env: Any, kinds: Iterable[Any]) -> dict[bytes, Any]:
+    """Open (making them where missing) the tables the view classes `kinds` declare: each
+    LMDB handle by its name. Two views declaring one table must agree on its flags."""
+    declared: dict[bytes, Table] = {}
+    for kind in kinds:
+        for table in kind.tables:
+            if declared.setdefault(table.name, table) != table:
+                raise ValueError(f"views declare the table {table.name!r} with other flags")
+    with env.begin(write=True) as txn:
+        return {
+            table.name: env.open_db(
+                table.name, txn=txn, dupsort=table.dupsort, dupfixed=table.dupfixed
+            )
+            for table in declared.values()
+        }
+
+
 def version_key(view_name: str) -> bytes:
     """The `meta` row holding the version of view `view_name` a store has built."""
     return b"view-version:" + view_name.encode()
 
 
 def _nothing(_txn: Any) -> None:
+    pass
+
+
+def _nothing_to_mend() -> None:
     pass
 
 
@@ -200,6 +221,10 @@ class ViewHooks:
     tips(txn, root, name)       the tips a new message of tangle `name` rooted at
                                 `root` links to, or None: not this view's tangle (the
                                 joined view's tips then, storage.views.tangles)
+    opened()                    the store opened (its views at their versions): mend
+                                what a build that kept the view without some newer
+                                part of it left, in transactions of its own (the
+                                documents: the index of each atom's children)
     """
 
     settle: Callable[[Any], None] = _nothing
@@ -207,6 +232,7 @@ class ViewHooks:
     catch_up: Callable[[Any, int | None], int] = _none_left
     publishes_alone: Callable[[Mapping[str, bytes | None]], bool] = _never
     tips: Callable[[Any, bytes, str], list[bytes] | None] = _no_tips
+    opened: Callable[[], None] = _nothing_to_mend
 
 
 NO_HOOKS = ViewHooks()
@@ -216,7 +242,8 @@ class DerivedView(Protocol):
     """An index computed from stored messages (see the module's theory of operation)."""
 
     name: str
-    tables: tuple[bytes, ...]
+    tables: tuple[Table, ...]  # the named databases it writes, opened by the store
+    version: int  # of its rows' layout and meaning: another one recorded rebuilds it
     optional: bool  # a node may turn it off (`[views]`); the others every node keeps
     cost: ViewCost
     hooks: ViewHooks  # NO_HOOKS unless it does more than the five moments

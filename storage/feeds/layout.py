@@ -18,22 +18,18 @@
     evidence       id -> signed bytes                  the bodies of those proofs' messages
     proof-order    "n" + number(u64 BE) -> proof id    the order proofs were kept in, and
                    "i" + proof id -> number            back (storage.feeds.proof_order)
-    tangle-tips    tangle key -> id (dupsort)          joined members of a tangle no joined
-                                                       member references (storage.views.tangles)
-    tangle-state   tangle key + id -> state            each member's state in the joined view:
-                                                       joined, pending or invalid
-                                                       (storage.views.joined)
-    tangle-pending id + tangle key + id -> ""          a not-joined member waits on an id it
-                                                       names that is not a joined member yet
-    meta           name -> value                       schema version; about-names-indexed
-                                                       (storage.views.abouts: the backfill is done)
-    about-names    author + seq(u64 BE) -> name        each own `about` a feed wrote; its name
-                                                       is its last row below its invalid
-                                                       boundary (storage.views.abouts)
-    tl-*           the timelines (storage.engine.timeline, storage.views.timelines) and the
-                   ref numbers their rows are keyed by (storage.engine.ref_numbers)
+    meta           name -> value                       schema version; each derived view's
+                                                       version (`view-version:NAME`,
+                                                       storage.feeds.derived); the scope's hops
+    scope          feed -> why                         the feeds this node carries (storage.scope)
     proc-*         the causal processor's order and frontier (storage.feeds.processor)
-    doc-*          documents: weaves, backspaces, splice logs (storage.documents.rows)
+
+The derived views' tables are theirs: each view declares them
+(storage.feeds.derived, `DerivedView.tables`) and documents their layout,
+and the store opens them beside these: `tangle-*` (storage.views.tangles,
+storage.views.joined), `about-names` (storage.views.abouts), `contacts`
+(storage.views.contacts), `tl-*` (storage.engine.timeline,
+storage.views.timelines), `doc-*` (storage.documents.rows).
 
 Messages are found by position, not by id: ids are hashes, so a batch keyed by
 id would dirty one B-tree leaf per message, while each feed's new messages
@@ -67,7 +63,6 @@ PREVIOUS_FORMAT_SCHEMAS = {
     **{str(n).encode(): 1 for n in range(1, 11)},
     **{str(n).encode(): 2 for n in range(11, 13)},
 }
-ABOUTS_DB = b"about-names"  # the names feeds give themselves (storage.views.abouts)
 EMPTY = b""  # the value of rows whose key says everything
 
 
@@ -94,7 +89,8 @@ def tangle_key(root: bytes, name: str) -> bytes:
 
 @dataclass(frozen=True, slots=True)
 class Tables:
-    """Handles of the named databases of one environment."""
+    """Handles of the feed store's own named databases (each derived view declares its
+    own, which the store opens beside these: storage.feeds.derived)."""
 
     messages: Any  # arrival -> stored form: read it through `bodies`
     message_at: Any  # author + first seq of a run -> arrivals (storage.feeds.message_at)
@@ -104,14 +100,8 @@ class Tables:
     proofs: Any
     evidence: Any
     proof_order: Any  # kept proofs numbered in the order kept (storage.feeds.proof_order)
-    tangle_tips: Any
-    tangle_pending: Any
-    tangle_state: Any
-    tangle_joined: Any  # tangle key -> u32: how many of its members are joined
     meta: Any
     feeds: Any
-    about_names: Any
-    contacts: Any  # who follows and blocks whom (storage.views.contacts)
     scope: Any  # the feeds this node carries, and why (storage.scope)
     bodies: Bodies  # `message-at` and `messages` through the stored form
 
@@ -130,17 +120,13 @@ class Tables:
                 proofs=env.open_db(b"proofs", txn=txn),
                 evidence=env.open_db(b"evidence", txn=txn),
                 proof_order=env.open_db(b"proof-order", txn=txn),
-                tangle_tips=env.open_db(b"tangle-tips", txn=txn, dupsort=True),
-                tangle_pending=env.open_db(b"tangle-pending", txn=txn),
-                tangle_state=env.open_db(b"tangle-state", txn=txn),
-                tangle_joined=env.open_db(b"tangle-joined", txn=txn),
                 meta=env.open_db(b"meta", txn=txn),
                 feeds=feeds,
-                about_names=env.open_db(ABOUTS_DB, txn=txn),
-                contacts=env.open_db(b"contacts", txn=txn),
                 scope=env.open_db(b"scope", txn=txn),
                 bodies=Bodies(messages, message_at, feeds),
             )
 
 
-MAX_NAMED_DATABASES = 64
+# The feed store's own tables, the processor's, the witnesses', and those the registered
+# views declare (storage.feeds.derived.Table), with room for views to come.
+MAX_NAMED_DATABASES = 128

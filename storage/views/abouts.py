@@ -32,16 +32,15 @@ falls back to the same earlier row as a node that never stored them.
 `read_name` one feed's by one seek (to author + boundary) and one step back.
 
 A store written before this table existed holds `about` messages and no
-rows. Opening it indexes them once (`ABOUTS_BACKFILL`, storage/views/backfill.py,
-run by `FeedStore` until the `meta` row `about-names-indexed` says it is done).
-A feed cut back before the backfill is indexed from the messages it still
+rows: the view's `version` (2) is one such a store never recorded, so
+opening it rebuilds the view from the messages held (storage/reindex.py,
+"Versions"). A feed cut back before is indexed from the messages it still
 holds, as `tangled import` of its bundle would, and so is named as it
 would have been at ingest.
 The table's first layout (`abouts`: author -> seq + name, marked by
-`abouts-indexed`) was never released; a development store holding it is
-backfilled into `about-names` like any older store, and the old table and
-marker are dropped with the backfill's last batch (`drop_first_layout`), so
-no row of one layout is ever read as the other.
+`abouts-indexed`) was never released; a development store holding it has
+the old table and marker dropped when opened (`drop_first_layout`, the
+view's `opened` hook), so no row of one layout is ever read as the other.
 `AboutsView` (storage/views/abouts_view.py) is the derived view
 (storage/feeds/derived.py): it indexes each
 accepted message and does nothing when a proof cuts a feed back (the rows
@@ -59,9 +58,8 @@ import unicodedata
 from typing import Any
 
 from tanglenode.protocol.identity import feed_text
-from tanglenode.storage.views.backfill import Backfill
 
-ABOUTS_INDEXED = b"about-names-indexed"  # the `meta` row: every stored message is indexed
+ABOUTS_DB = b"about-names"
 FIRST_LAYOUT_DB = b"abouts"  # author -> seq + name: development stores only
 FIRST_LAYOUT_INDEXED = b"abouts-indexed"
 MAX_NAME_CHARS = 40  # a name is a label, not a text
@@ -139,19 +137,11 @@ def read_name(txn: Any, db: Any, author: bytes, boundary: int | None) -> str | N
     return _read(cursor.value()) or None
 
 
-ABOUTS_BACKFILL = Backfill(
-    ABOUTS_INDEXED,
-    b"about",  # the word is in every `about`'s content, verbatim
-    lambda txn, tables, author, seq, content: index_about(
-        txn, tables.about_names, author, seq, content
-    ),
-)
-"""Indexes the `about` messages of a store written before `about-names`
-(storage.views.backfill)."""
-
-
-def drop_first_layout(env: Any, txn: Any, meta: Any) -> None:
+def drop_first_layout(env: Any, meta: Any) -> None:
     """Drop the unreleased first layout's table and marker, if this store has them."""
-    if txn.get(FIRST_LAYOUT_DB) is not None:  # a named database is a row of the main one
+    with env.begin() as txn:
+        if txn.get(FIRST_LAYOUT_DB) is None:  # a named database is a row of the main one
+            return
+    with env.begin(write=True) as txn:
         txn.drop(env.open_db(FIRST_LAYOUT_DB, txn=txn, create=False), delete=True)
-    txn.delete(FIRST_LAYOUT_INDEXED, db=meta)
+        txn.delete(FIRST_LAYOUT_INDEXED, db=meta)

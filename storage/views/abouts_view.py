@@ -11,13 +11,14 @@ from typing import TYPE_CHECKING, Any
 
 from tanglenode.protocol.identity import feed_text
 from tanglenode.protocol.message import Message
-from tanglenode.storage.feeds.derived import NO_HOOKS, ViewCost
+from tanglenode.storage.feeds.derived import Table, ViewCost, ViewHooks
 from tanglenode.storage.feeds.invalidation import invalid_feeds
-from tanglenode.storage.feeds.layout import ABOUTS_DB
 from tanglenode.storage.views.abouts import (
+    ABOUTS_DB,
     ROW_KEY_LEN,
     about_key,
     about_name,
+    drop_first_layout,
     index_about,
     split_about_key,
 )
@@ -31,24 +32,26 @@ class AboutsView:
     """`about-names`: the names feeds give themselves (see the module's theory of operation)."""
 
     name = "abouts"
-    tables = (ABOUTS_DB,)
+    tables = (Table(ABOUTS_DB),)
+    # 2: rebuilt once in each store from before views had versions, whose older messages
+    # were indexed by a backfill that may not have run to its end
+    version = 2
     optional = False
-    hooks = NO_HOOKS
     cost = ViewCost(0, 0.005, "the names feeds give themselves, shown everywhere")
 
     def __init__(self, ctx: StoreContext) -> None:
         self._ctx = ctx
+        self._db = ctx.view_tables[ABOUTS_DB]
+        self.hooks = ViewHooks(opened=lambda: drop_first_layout(ctx.env, ctx.tables.meta))
 
     def accepted(self, scope: WriteScope, message: Message) -> None:
-        index_about(
-            scope.txn, self._ctx.tables.about_names, message.author, message.seq, message.content
-        )
+        index_about(scope.txn, self._db, message.author, message.seq, message.content)
 
     def cut(self, scope: WriteScope, message: Message) -> None:
         """The message left the store (a proof cut its feed, or the node blocked it): its
         row goes (a reader would stop at a proof's boundary anyway, but a blocked feed has
         none)."""
-        scope.txn.delete(about_key(message.author, message.seq), db=self._ctx.tables.about_names)
+        scope.txn.delete(about_key(message.author, message.seq), db=self._db)
 
     forget = cut  # its content went (erased, purged): the name it gave goes with it
 
@@ -69,7 +72,7 @@ class AboutsView:
                 expected[(author, seq)] = name.encode()
         boundaries = invalid_feeds(txn, self._ctx.tables)
         problems = []
-        for key, value in txn.cursor(db=self._ctx.tables.about_names):
+        for key, value in txn.cursor(db=self._db):
             if len(key) != ROW_KEY_LEN:
                 problems.append(f"about-names holds a malformed key {bytes(key).hex()}")
                 continue
@@ -86,7 +89,7 @@ class AboutsView:
 
     def content(self, txn: Any) -> Iterator[tuple[bytes, bytes]]:
         boundaries = invalid_feeds(txn, self._ctx.tables)
-        for key, value in txn.cursor(db=self._ctx.tables.about_names):
+        for key, value in txn.cursor(db=self._db):
             author, seq = split_about_key(key)
             if seq < boundaries.get(author, seq + 1):
                 yield bytes(key), bytes(value)

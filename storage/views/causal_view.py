@@ -13,7 +13,7 @@ from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from tanglenode.protocol.message import Message
-from tanglenode.storage.feeds.derived import NO_HOOKS, ViewCost
+from tanglenode.storage.feeds.derived import NO_HOOKS, Table, ViewCost
 from tanglenode.storage.views.causal_check import check_causal
 from tanglenode.storage.views.timelines import (
     TIMELINE_TABLES,
@@ -32,7 +32,8 @@ class CausalTimeView:
     """Each timeline's causal-time twin (storage.engine.causal_timeline)."""
 
     name = "causal-time"
-    tables = (*TIMELINE_TABLES, b"ct-nodes", b"ct-time")
+    tables = (*TIMELINE_TABLES, Table(b"ct-nodes"), Table(b"ct-time"))
+    version = 1
     optional = True
     hooks = NO_HOOKS
     cost = ViewCost(547, 0.17, "`--order causal-time` and its time windows")

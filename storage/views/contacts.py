@@ -18,8 +18,9 @@ Invalid feeds: a feed cut back by a proof of a fork from seq b keeps its
 rows from b on, unread (boundaries only fall, storage.feeds.invalidation),
 exactly as the names (storage/views/abouts.py): a stance depends only on
 the messages held below the boundary, whatever the order they and the
-proof came in. A store written before this table existed is indexed once
-when opened (`CONTACTS_BACKFILL`, storage/views/backfill.py).
+proof came in. A store written before this table existed is indexed when
+opened: it never recorded the view's `version` (2), so the store rebuilds
+the view (storage/reindex.py, "Versions").
 """
 
 from __future__ import annotations
@@ -29,10 +30,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from tanglenode.protocol.contacts import ContactSaid, Stance, contact_said, fold
-from tanglenode.storage.views.backfill import Backfill
 
 CONTACTS_DB = b"contacts"
-CONTACTS_INDEXED = b"contacts-indexed"  # the `meta` row: every stored message is indexed
 ROW_KEY_LEN = 72  # author (32) + contact (32) + seq (u64 BE)
 _U64 = struct.Struct(">Q")
 _FLAG = {False: 0, True: 1, None: 2}
@@ -98,16 +97,6 @@ def stances_of(txn: Any, db: Any, author: bytes, boundary: int | None) -> dict[b
     """Contact -> `author`'s stance towards it, from its rows below `boundary` (None: the
     feed is valid, every row counts)."""
     return dict(contact_stances(txn, db, author, boundary))
-
-
-CONTACTS_BACKFILL = Backfill(
-    CONTACTS_INDEXED,
-    b"contact",  # the word is in every contact message's content, verbatim
-    lambda txn, tables, author, seq, content: index_contact(
-        txn, tables.contacts, author, seq, content
-    ),
-)
-"""Indexes the contact messages of a store written before `contacts`."""
 
 
 def stance_toward(txn: Any, db: Any, author: bytes, contact: bytes) -> Stance:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from tanglenode.protocol.contacts import contact_said
 from tanglenode.protocol.identity import feed_text
 from tanglenode.protocol.message import Message
-from tanglenode.storage.feeds.derived import NO_HOOKS, ViewCost
+from tanglenode.storage.feeds.derived import NO_HOOKS, Table, ViewCost
 from tanglenode.storage.feeds.invalidation import invalid_feeds
 from tanglenode.storage.views.contacts import (
     CONTACTS_DB,
@@ -32,18 +32,20 @@ class ContactsView:
     """`contacts`: each contact message's flags (see storage.views.contacts)."""
 
     name = "contacts"
-    tables = (CONTACTS_DB,)
+    tables = (Table(CONTACTS_DB),)
+    # 2: rebuilt once in each store from before views had versions, whose older messages
+    # were indexed by a backfill that may not have run to its end
+    version = 2
     optional = False
     hooks = NO_HOOKS
     cost = ViewCost(0, 0.005, "whom each feed follows and blocks: the replication scope")
 
     def __init__(self, ctx: StoreContext) -> None:
         self._ctx = ctx
+        self._db = ctx.view_tables[CONTACTS_DB]
 
     def accepted(self, scope: WriteScope, message: Message) -> None:
-        index_contact(
-            scope.txn, self._ctx.tables.contacts, message.author, message.seq, message.content
-        )
+        index_contact(scope.txn, self._db, message.author, message.seq, message.content)
 
     def cut(self, scope: WriteScope, message: Message) -> None:
         """The message left the store (a proof cut its feed, or the node blocked it): its
@@ -52,7 +54,7 @@ class ContactsView:
         said = contact_said(message.content, message.author)
         if said is not None:
             key = contact_key(message.author, said.contact, message.seq)
-            scope.txn.delete(key, db=self._ctx.tables.contacts)
+            scope.txn.delete(key, db=self._db)
 
     forget = cut  # its content went (erased, purged): what it said of a contact goes too
 
@@ -69,7 +71,7 @@ class ContactsView:
                 expected[contact_key(author, said.contact, seq)] = row_value(said)
         boundaries = invalid_feeds(txn, self._ctx.tables)
         problems = []
-        for key, value in txn.cursor(db=self._ctx.tables.contacts):
+        for key, value in txn.cursor(db=self._db):
             if len(key) != ROW_KEY_LEN:
                 problems.append(f"contacts holds a malformed key {bytes(key).hex()}")
                 continue
@@ -85,7 +87,7 @@ class ContactsView:
 
     def content(self, txn: Any) -> Iterator[tuple[bytes, bytes]]:
         boundaries = invalid_feeds(txn, self._ctx.tables)
-        for key, value in txn.cursor(db=self._ctx.tables.contacts):
+        for key, value in txn.cursor(db=self._db):
             author, _contact, seq = split_contact_key(key)
             if seq < boundaries.get(author, seq + 1):
                 yield bytes(key), bytes(value)

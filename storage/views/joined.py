@@ -67,8 +67,8 @@ from typing import Any
 from tanglenode.protocol.message import Message, TangleLink
 from tanglenode.storage.engine.timeline import TimelineWriter
 from tanglenode.storage.engine.timeline_reader import TimelineReader
-from tanglenode.storage.feeds.layout import EMPTY, U32, Tables, tangle_key
-from tanglenode.storage.views.tangles import tip_joined, untip_left
+from tanglenode.storage.feeds.layout import EMPTY, U32, tangle_key
+from tanglenode.storage.views.tangles import TangleTables, tip_joined, untip_left
 from tanglenode.storage.views.timelines import tangle_timeline, view_timeline
 
 JOINED, PENDING, INVALID = "joined", "pending", "invalid"
@@ -134,16 +134,16 @@ def _split(row: bytes) -> tuple[bytes, int, list[bytes]]:
     )
 
 
-def _state(txn, tables: Tables, key: bytes, member: bytes) -> bytes | None:
+def _state(txn, tables: TangleTables, key: bytes, member: bytes) -> bytes | None:
     raw = txn.get(key + member, db=tables.tangle_state)
     return None if raw is None else bytes(raw)
 
 
-def _present(txn, tables: Tables, msg_id: bytes) -> bool:
+def _present(txn, tables: TangleTables, msg_id: bytes) -> bool:
     return txn.get(msg_id, db=tables.message_ids) is not None
 
 
-def member_state(txn, tables: Tables, key: bytes, member: bytes) -> MemberState | None:
+def member_state(txn, tables: TangleTables, key: bytes, member: bytes) -> MemberState | None:
     """The state of `member` in the tangle with this key, None if it is not a stored member."""
     raw = _state(txn, tables, key, member)
     if raw is None:
@@ -157,7 +157,7 @@ def member_state(txn, tables: Tables, key: bytes, member: bytes) -> MemberState 
     return MemberState(PENDING, tuple(waiting[:MAX_WAITING_SHOWN]))
 
 
-def state_names(txn, tables: Tables, key: bytes, members: Iterable[bytes]) -> list[str]:
+def state_names(txn, tables: TangleTables, key: bytes, members: Iterable[bytes]) -> list[str]:
     """The state of each member (one row read each)."""
     names = []
     for member in members:
@@ -175,7 +175,7 @@ def state_names(txn, tables: Tables, key: bytes, members: Iterable[bytes]) -> li
 class _Joiner:
     """The row work of one arrival or departure, inside the caller's transaction."""
 
-    def __init__(self, txn, tables: Tables, order: TimelineWriter | None) -> None:
+    def __init__(self, txn, tables: TangleTables, order: TimelineWriter | None) -> None:
         self.txn, self.tables, self.order = txn, tables, order
 
     def count_joined(self, key: bytes, change: int) -> None:
@@ -296,7 +296,7 @@ class _Joiner:
             self.txn.put(key + member, _row(kind, count, previous), db=self.tables.tangle_state)
 
 
-def join_message(txn, tables: Tables, order: TimelineWriter | None, message: Message) -> None:
+def join_message(txn, tables: TangleTables, order: TimelineWriter | None, message: Message) -> None:
     """Decide what `message`'s arrival changes (call after it is stored and indexed); `order`
     writes the joined order's timelines, where the store keeps them."""
     joiner = _Joiner(txn, tables, order)
@@ -321,7 +321,7 @@ def join_message(txn, tables: Tables, order: TimelineWriter | None, message: Mes
 
 def leave_message(
     txn,
-    tables: Tables,
+    tables: TangleTables,
     order: TimelineWriter | None,
     reader: TimelineReader,
     message: Message,

@@ -19,8 +19,9 @@ from dataclasses import dataclass, field
 from tanglenode.protocol.message import Message
 from tanglenode.storage.engine.timeline import TimelineTables
 from tanglenode.storage.engine.timeline_reader import TimelineReader
-from tanglenode.storage.feeds.layout import U32, Tables, tangle_key
+from tanglenode.storage.feeds.layout import U32, tangle_key
 from tanglenode.storage.views.joined import joined_timeline, state_row
+from tanglenode.storage.views.tangles import TangleTables
 
 _JOINED_ROW = b"j"
 _ID = 32
@@ -83,7 +84,7 @@ def _recompute_tangle(key: bytes, tangle, stored: set[bytes], expected: Expected
 
 def check_tangles(
     txn,
-    tables: Tables,
+    tables: TangleTables,
     timeline_tables: TimelineTables,
     messages,
     problems: list,

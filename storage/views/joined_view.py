@@ -17,6 +17,7 @@ from tanglenode.storage.engine.timeline import TimelineWriter
 from tanglenode.storage.feeds.derived import NO_HOOKS, ViewCost
 from tanglenode.storage.views.joined import join_message, leave_message
 from tanglenode.storage.views.joined_check import check_tangles
+from tanglenode.storage.views.tangles import TANGLE_TABLES, TangleTables
 from tanglenode.storage.views.timelines import TIMELINE_TABLES, StoredLinks, timeline_contents
 
 JOINED_ORDER = "joined-order"  # the optional view of the joined members' timelines
@@ -32,20 +33,19 @@ class JoinedView:
     name = "joined"
     tables = (
         *TIMELINE_TABLES,
-        b"tangle-state",
-        b"tangle-pending",
-        b"tangle-tips",
-        b"tangle-joined",
+        *TANGLE_TABLES,
     )
+    version = 1
     optional = False
     hooks = NO_HOOKS
     cost = ViewCost(79, 0.06, "tangle tips (what a reply names), member states, the tangle list")
 
     def __init__(self, ctx: StoreContext) -> None:
         self._ctx = ctx
+        self._tables = TangleTables.of(ctx)
 
     def accepted(self, scope: WriteScope, message: Message) -> None:
-        join_message(scope.txn, self._ctx.tables, self._order(scope), message)
+        join_message(scope.txn, self._tables, self._order(scope), message)
 
     def forget(self, scope: WriteScope, message: Message) -> None:
         pass  # what it keeps of a message is in its header, which stays
@@ -54,7 +54,7 @@ class JoinedView:
         links = StoredLinks(scope.txn, self._ctx.tables)
         leave_message(
             scope.txn,
-            self._ctx.tables,
+            self._tables,
             self._order(scope),
             scope.reader,
             message,
@@ -70,7 +70,7 @@ class JoinedView:
 
     def check(self, txn: Any, messages: Mapping[Position, Message]) -> list[str]:
         problems: list[str] = []
-        tables = self._ctx.tables
+        tables = self._tables
         check_tangles(
             txn,
             tables,
@@ -82,7 +82,7 @@ class JoinedView:
         return problems
 
     def content(self, txn: Any) -> Iterator[tuple[bytes, bytes]]:
-        tables = self._ctx.tables
+        tables = self._tables
         for prefix, db in ((b"s", tables.tangle_state), (b"p", tables.tangle_pending)):
             for key, value in txn.cursor(db=db):
                 yield prefix + bytes(key), bytes(value)

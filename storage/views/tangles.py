@@ -20,11 +20,45 @@ names.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-from tanglenode.storage.feeds.layout import Tables, tangle_key
+from tanglenode.storage.feeds.derived import Table
+from tanglenode.storage.feeds.layout import tangle_key
+
+if TYPE_CHECKING:
+    from tanglenode.storage.context import StoreContext
+
+# The joined view's own tables (storage.views.joined: states, waiting rows, counts), with the
+# tips kept here.
+TANGLE_TABLES = (
+    Table(b"tangle-state"),
+    Table(b"tangle-pending"),
+    Table(b"tangle-tips", dupsort=True),
+    Table(b"tangle-joined"),
+)
 
 
-def tip_joined(txn, tables: Tables, key: bytes, member: bytes, previous: Sequence[bytes]) -> None:
+@dataclass(frozen=True, slots=True)
+class TangleTables:
+    """The handles of `TANGLE_TABLES` a store opened, and the index by id the joined view
+    reads."""
+
+    tangle_state: Any  # tangle key + id -> state (storage.views.joined)
+    tangle_pending: Any  # id + tangle key + id -> "": a member waits on that id
+    tangle_tips: Any  # tangle key -> id (dupsort): its tips
+    tangle_joined: Any  # tangle key -> u32: how many of its members are joined
+    message_ids: Any  # the feed store's id -> author + seq
+
+    @classmethod
+    def of(cls, ctx: StoreContext) -> TangleTables:
+        handles = ctx.view_tables
+        return cls(*(handles[table.name] for table in TANGLE_TABLES), ctx.tables.message_ids)
+
+
+def tip_joined(
+    txn, tables: TangleTables, key: bytes, member: bytes, previous: Sequence[bytes]
+) -> None:
     """`member` of the tangle with this key just joined, naming `previous` (all joined)."""
     for named in previous:
         txn.delete(key, named, db=tables.tangle_tips)
@@ -33,7 +67,7 @@ def tip_joined(txn, tables: Tables, key: bytes, member: bytes, previous: Sequenc
 
 def untip_left(
     txn,
-    tables: Tables,
+    tables: TangleTables,
     key: bytes,
     left: Iterable[bytes],
     previous: Mapping[bytes, Sequence[bytes]],
@@ -54,7 +88,7 @@ def untip_left(
                 txn.put(key, named, db=tables.tangle_tips, dupdata=True)
 
 
-def tips_of(txn, tables: Tables, root: bytes, name: str) -> list[bytes]:
+def tips_of(txn, tables: TangleTables, root: bytes, name: str) -> list[bytes]:
     """The current tips of tangle (name, root), ascending by id."""
     key = tangle_key(root, name)
     cursor = txn.cursor(db=tables.tangle_tips)

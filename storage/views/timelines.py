@@ -40,7 +40,7 @@ from tanglenode.storage.engine.causal_timeline import add_twins, remove_twins
 from tanglenode.storage.engine.ref_numbers import numbering_problems
 from tanglenode.storage.engine.timeline import TimelineTables, TimelineWriter
 from tanglenode.storage.engine.timeline_reader import TimelineReader
-from tanglenode.storage.feeds.derived import NO_HOOKS, ViewCost
+from tanglenode.storage.feeds.derived import NO_HOOKS, Table, ViewCost
 from tanglenode.storage.feeds.layout import Tables, feed_key, tangle_key
 
 if TYPE_CHECKING:
@@ -192,13 +192,13 @@ def timeline_contents(
 # (storage.engine.ref_numbers): numbers are never taken back, so a rebuild gives each ref the
 # number it had, and writes the same rows for each member (the timelines numbered afresh).
 TIMELINE_TABLES = (
-    b"tl-names",
-    b"tl-meta",
-    b"tl-nodes",
-    b"tl-succ",
-    b"tl-tree",
-    b"tl-log",
-    b"tl-pending",
+    Table(b"tl-names"),
+    Table(b"tl-meta"),
+    Table(b"tl-nodes"),
+    Table(b"tl-succ", dupsort=True, dupfixed=True),
+    Table(b"tl-tree"),
+    Table(b"tl-log"),
+    Table(b"tl-pending"),
 )
 
 
@@ -207,6 +207,7 @@ class TimelinesView:
 
     name = "timelines"
     tables = TIMELINE_TABLES
+    version = 1
     optional = False
     hooks = NO_HOOKS
     cost = ViewCost(1046, 0.16, "every rank order: convergence, finality, digests, the web view")

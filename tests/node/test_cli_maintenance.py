@@ -29,7 +29,7 @@ def held(tmp_path):
 
 def about_rows(node: Node) -> int:
     with FeedStore(node.data_dir / "store", create=False) as store, store.ctx.read() as txn:
-        return txn.stat(store.ctx.tables.about_names)["entries"]
+        return txn.stat(store.ctx.view_tables[b"about-names"])["entries"]
 
 
 def test_reindex_rebuilds_every_view_with_progress_and_the_check_passes(held):
@@ -45,7 +45,7 @@ def test_reindex_rebuilds_every_view_with_progress_and_the_check_passes(held):
 
 def test_verify_finds_a_view_that_lost_a_row_and_reindex_mends_it(held):
     with FeedStore(held.data_dir / "store", create=False) as store, store.ctx.write() as txn:
-        txn.drop(store.ctx.tables.about_names, delete=False)
+        txn.drop(store.ctx.view_tables[b"about-names"], delete=False)
     assert about_rows(held) == 0
     done = held.run("reindex", "--verify")
     assert done.returncode == 5

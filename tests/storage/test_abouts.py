@@ -1,6 +1,7 @@
 """The `about-names` index: the name a feed gives itself, kept at ingest."""
 
 import itertools
+import logging
 import tempfile
 from pathlib import Path
 
@@ -10,12 +11,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tanglenode.protocol.identity import feed_text
+from tanglenode.storage.feeds.derived import version_key
 from tanglenode.storage.feeds.ingest import Outcome
 from tanglenode.storage.feeds.layout import MAX_NAMED_DATABASES
 from tanglenode.storage.store import FeedStore
 from tanglenode.storage.views.abouts import (
-    ABOUTS_BACKFILL,
-    ABOUTS_INDEXED,
+    ABOUTS_DB,
     FIRST_LAYOUT_DB,
     FIRST_LAYOUT_INDEXED,
     MAX_NAME_CHARS,
@@ -23,7 +24,7 @@ from tanglenode.storage.views.abouts import (
     clean_name,
 )
 from tests.factories import Feed
-from tests.tamper import tamper
+from tests.tamper import tamper, tamper_views
 
 
 def about(feed: Feed, name, whom: Feed | None = None) -> dict:
@@ -90,9 +91,18 @@ def test_the_index_survives_reopening(tmp_path):
         assert store.feeds.about_names() == {alice.public: "alice"}
 
 
+def forget_versions(txn, tables) -> None:
+    """Take every view's version out of `meta`, as a store from before versions has none."""
+    cursor = txn.cursor(db=tables.meta)
+    keys = [bytes(key) for key in cursor.iternext(values=False)]
+    for key in keys:
+        if key.startswith(version_key("")):
+            txn.delete(key, db=tables.meta)
+
+
 def older_store(path) -> dict[bytes, str]:
     """A real store whose `about` messages came before the `about-names` table: its names
-    as ingest indexed them, then the table emptied and the marker gone."""
+    as ingest indexed them, then the table emptied and no view's version recorded."""
     alice, bob, carol = Feed("about-alice"), Feed("about-bob"), Feed("about-carol")
     alice.append(about(alice, "al"))
     for n in range(5):
@@ -105,10 +115,10 @@ def older_store(path) -> dict[bytes, str]:
         store.writes.ingest([m.raw for m in alice.messages + bob.messages + carol.messages])
         names = store.feeds.about_names()
         assert names == {alice.public: "alice", bob.public: "bob"}
-    with tamper(path) as (txn, tables):
-        assert txn.get(ABOUTS_INDEXED, db=tables.meta) == b"1"  # a new store is marked
-        txn.drop(tables.about_names, delete=False)
-        txn.delete(ABOUTS_INDEXED, db=tables.meta)
+    with tamper_views(path) as (txn, tables, views):
+        assert txn.get(version_key("abouts"), db=tables.meta) == b"2"  # a new store's
+        txn.drop(views[ABOUTS_DB], delete=False)
+        forget_versions(txn, tables)
     return names
 
 
@@ -118,55 +128,54 @@ def test_a_store_from_before_about_names_is_indexed_when_opened(tmp_path):
         assert store.feeds.about_names() == names
         assert store.feeds.check().ok
     with tamper(tmp_path / "store") as (txn, tables):
-        assert txn.get(ABOUTS_INDEXED, db=tables.meta) == b"1"
+        assert txn.get(version_key("abouts"), db=tables.meta) == b"2"
+        assert txn.get(version_key("timelines"), db=tables.meta) == b"1"
 
 
-def test_the_backfill_runs_once(tmp_path):
+def test_a_store_from_before_versions_rebuilds_the_names_and_contacts_alone(tmp_path, caplog):
+    older_store(tmp_path / "store")
+    seen: list[tuple[str, int]] = []
+    with caplog.at_level(logging.INFO, logger="tanglenode.storage.reindex"):
+        FeedStore(tmp_path / "store", progress=lambda phase, done: seen.append((phase, done)))
+    rebuilt = [
+        r.getMessage() for r in caplog.records if r.getMessage().startswith("rebuilding the")
+    ]
+    assert rebuilt == [
+        "rebuilding the abouts view: the store holds version 1, this build keeps 2",
+        "rebuilding the contacts view: the store holds version 1, this build keeps 2",
+    ]
+    assert seen == [("stored messages", 10), ("processed messages", 10)]
+
+
+def test_the_rebuild_runs_once(tmp_path):
     names = older_store(tmp_path / "store")
     FeedStore(tmp_path / "store").close()
     (alice,) = [author for author, name in names.items() if name == "alice"]
-    with tamper(tmp_path / "store") as (txn, tables):
-        txn.delete(about_key(alice, 7), db=tables.about_names)  # marked done: not indexed again
+    with tamper_views(tmp_path / "store") as (txn, _tables, views):
+        txn.delete(about_key(alice, 7), db=views[ABOUTS_DB])  # its version recorded: kept
     with FeedStore(tmp_path / "store") as store:
         assert store.feeds.about_names()[alice] == "al"  # her seq 1, the only row left
         assert not store.feeds.check().ok
 
 
-def test_a_backfill_cut_short_is_done_at_the_next_open(tmp_path):
+def test_a_view_of_another_version_is_rebuilt_when_opened(tmp_path):
+    """A build whose view declares another version than the store recorded (an upgrade,
+    or a build gone back) rebuilds it: rows another layout wrote are never read."""
     names = older_store(tmp_path / "store")
-    with tamper(tmp_path / "store") as (txn, tables):  # one batch of two commits, then a crash
-        assert ABOUTS_BACKFILL.run(txn, tables, b"", limit=2) is not None
-        assert txn.get(ABOUTS_INDEXED, db=tables.meta) is None
-    with FeedStore(tmp_path / "store") as store:
-        assert store.feeds.about_names() == names
-
-
-def test_the_backfill_goes_batch_by_batch_and_marks_the_last(tmp_path):
-    names = older_store(tmp_path / "store")
-    start, batches = b"", 0
-    while start is not None:
-        with tamper(tmp_path / "store") as (txn, tables):
-            start = ABOUTS_BACKFILL.run(txn, tables, start, limit=3)
-            batches += 1
-            marked = txn.get(ABOUTS_INDEXED, db=tables.meta) is not None
-            assert marked == (start is None)
-    assert batches == 4  # 10 messages, 3 a batch
-    with FeedStore(tmp_path / "store") as store:
-        assert store.feeds.about_names() == names
-
-
-def test_the_backfill_never_takes_a_name_back(tmp_path):
-    """A newer name indexed beside the backfill (by a node running) stays."""
-    names = older_store(tmp_path / "store")
+    FeedStore(tmp_path / "store").close()
     (alice,) = [author for author, name in names.items() if name == "alice"]
-    with tamper(tmp_path / "store") as (txn, tables):
-        txn.put(about_key(alice, 99), b"newer", db=tables.about_names)
+    with tamper_views(tmp_path / "store") as (txn, tables, views):
+        txn.put(about_key(alice, 99), b"another layout", db=views[ABOUTS_DB])
+        txn.put(version_key("abouts"), b"3", db=tables.meta)
     with FeedStore(tmp_path / "store") as store:
-        assert store.feeds.about_names()[alice] == "newer"
+        assert store.feeds.about_names() == names
+        assert store.feeds.check().ok
+    with tamper(tmp_path / "store") as (txn, tables):
+        assert txn.get(version_key("abouts"), db=tables.meta) == b"2"
 
 
 def test_a_cut_feed_is_named_by_the_about_it_still_holds(tmp_path):
-    """At ingest as after a backfill (which reads only the messages held, as the
+    """At ingest as after a rebuild (which reads only the messages held, as the
     import of its bundle would): the about below the boundary names the feed."""
     alice = Feed("about-alice")
     twin = Feed(alice.keypair)
@@ -177,9 +186,9 @@ def test_a_cut_feed_is_named_by_the_about_it_still_holds(tmp_path):
         twin.append(about(twin, "al"))
         store.writes.ingest([twin.append({"text": "another second"}).raw])  # invalid from seq 2
         assert store.feeds.about_names() == {alice.public: "al"}  # seq 2's row is cut
-    with tamper(tmp_path / "store") as (txn, tables):
-        txn.drop(tables.about_names, delete=False)
-        txn.delete(ABOUTS_INDEXED, db=tables.meta)
+    with tamper_views(tmp_path / "store") as (txn, tables, views):
+        txn.drop(views[ABOUTS_DB], delete=False)
+        forget_versions(txn, tables)
     with FeedStore(tmp_path / "store") as store:
         assert store.feeds.about_names() == {alice.public: "al"}
         assert store.feeds.check().ok
@@ -273,7 +282,7 @@ def test_a_fork_cuts_the_name_back_alike_in_every_order_and_spares_who_named_it(
 
 def test_a_store_with_the_first_layout_is_indexed_anew_and_the_old_table_dropped(tmp_path):
     """A development store of the unreleased first layout (author -> seq + name, one row
-    a feed): its rows are never read as rows of `about-names`; it is backfilled."""
+    a feed): its rows are never read as rows of `about-names`; its names are indexed anew."""
     names = older_store(tmp_path / "store")
     (alice,) = [author for author, name in names.items() if name == "alice"]
     env = lmdb.open(str(tmp_path / "store"), max_dbs=MAX_NAMED_DATABASES)
@@ -288,7 +297,7 @@ def test_a_store_with_the_first_layout_is_indexed_anew_and_the_old_table_dropped
     with tamper(tmp_path / "store") as (txn, tables):
         assert txn.get(FIRST_LAYOUT_DB) is None
         assert txn.get(FIRST_LAYOUT_INDEXED, db=tables.meta) is None
-        assert txn.get(ABOUTS_INDEXED, db=tables.meta) == b"1"
+        assert txn.get(version_key("abouts"), db=tables.meta) == b"2"
 
 
 @pytest.mark.parametrize(

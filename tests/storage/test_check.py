@@ -7,9 +7,9 @@ from tanglenode.protocol.message import TangleLink
 from tanglenode.storage.feeds.bodies import ARRIVAL
 from tanglenode.storage.feeds.layout import feed_key, head_value, tangle_key
 from tanglenode.storage.feeds.stored_form import verbatim
-from tanglenode.storage.views.abouts import about_key
+from tanglenode.storage.views.abouts import ABOUTS_DB, about_key
 from tests.factories import Feed
-from tests.tamper import tamper
+from tests.tamper import tamper_views
 
 
 @pytest.fixture
@@ -27,12 +27,13 @@ def populated(store):
 
 @pytest.fixture
 def corrupt(open_store):
-    """Close the store, damage it through its own tables (`fn(txn, tables)`), reopen it."""
+    """Close the store, damage it through its own tables (`fn(txn, tables, view_tables)`),
+    reopen it."""
 
     def damage(store, fn):
         store.close()
-        with tamper(store.path) as (txn, tables):
-            fn(txn, tables)
+        with tamper_views(store.path) as (txn, tables, views):
+            fn(txn, tables, views)
         return open_store(store.path.name, create=False)
 
     return damage
@@ -54,7 +55,7 @@ def test_a_tampered_message_fails_its_signature(populated, corrupt):
     position = feed_key(alice.public, 2)
     stored = verbatim(bytes(tampered))
     store = corrupt(
-        store, lambda txn, t: txn.put(t.bodies.arrival(txn, position), stored, db=t.messages)
+        store, lambda txn, t, v: txn.put(t.bodies.arrival(txn, position), stored, db=t.messages)
     )
     assert any("bad-signature" in p for p in store.feeds.check().problems)
 
@@ -64,20 +65,20 @@ def test_a_message_stored_out_of_place_is_found(populated, corrupt):
     misplaced = verbatim(alice.messages[0].raw)
     position = feed_key(alice.public, 3)
     store = corrupt(
-        store, lambda txn, t: txn.put(t.bodies.arrival(txn, position), misplaced, db=t.messages)
+        store, lambda txn, t, v: txn.put(t.bodies.arrival(txn, position), misplaced, db=t.messages)
     )
     assert any("out of place" in p for p in store.feeds.check().problems)
 
 
 def test_a_missing_id_index_row_is_found(populated, corrupt):
     store, alice, _, _ = populated
-    store = corrupt(store, lambda txn, t: txn.delete(alice.messages[1].id, db=t.message_ids))
+    store = corrupt(store, lambda txn, t, v: txn.delete(alice.messages[1].id, db=t.message_ids))
     assert any("missing from message-ids" in p for p in store.feeds.check().problems)
 
 
 def test_a_missing_message_is_found(populated, corrupt):
     store, alice, _, _ = populated
-    store = corrupt(store, lambda txn, t: t.bodies.remove(txn, feed_key(alice.public, 3)))
+    store = corrupt(store, lambda txn, t, v: t.bodies.remove(txn, feed_key(alice.public, 3)))
     problems = store.feeds.check().problems
     assert any("heads row" in p for p in problems)
     assert any("message-ids row" in p for p in problems)
@@ -89,7 +90,7 @@ def test_a_missing_run_of_a_feed_leaves_a_gap(store, corrupt):
         alice.append({"n": n})
     store.writes.ingest([m.raw for m in alice.messages])
 
-    def lose_the_first_run(txn, t):
+    def lose_the_first_run(txn, t, _views):
         for seq in range(1, 65):
             txn.delete(t.bodies.arrival(txn, feed_key(alice.public, seq)), db=t.messages)
         txn.delete(feed_key(alice.public, 1), db=t.message_at)
@@ -103,7 +104,7 @@ def test_an_index_row_without_its_body_is_found(populated, corrupt):
     store, alice, _, _ = populated
     position = feed_key(alice.public, 2)
     store = corrupt(
-        store, lambda txn, t: txn.delete(t.bodies.arrival(txn, position), db=t.messages)
+        store, lambda txn, t, v: txn.delete(t.bodies.arrival(txn, position), db=t.messages)
     )
     problems = store.feeds.check().problems
     assert any(f"{feed_text(alice.public)}:2 has no body" in p for p in problems), problems
@@ -112,7 +113,7 @@ def test_an_index_row_without_its_body_is_found(populated, corrupt):
 def test_a_body_without_its_index_row_is_found(populated, corrupt):
     store, alice, _, _ = populated
     stray = verbatim(alice.messages[0].raw)
-    store = corrupt(store, lambda txn, t: txn.put(ARRIVAL.pack(99), stray, db=t.messages))
+    store = corrupt(store, lambda txn, t, v: txn.put(ARRIVAL.pack(99), stray, db=t.messages))
     problems = store.feeds.check().problems
     assert problems == ["body 99 is in no message-at row"], problems
 
@@ -120,7 +121,7 @@ def test_a_body_without_its_index_row_is_found(populated, corrupt):
 def test_two_index_rows_naming_one_body_are_found(populated, corrupt):
     store, alice, _, _ = populated
 
-    def share(txn, t):  # alice's run of seqs 1-3: seq 3 names the body of seq 2
+    def share(txn, t, _views):  # alice's run of seqs 1-3: seq 3 names the body of seq 2
         run = feed_key(alice.public, 1)
         numbers = txn.get(run, db=t.message_at)
         txn.put(run, numbers[:16] + numbers[8:16], db=t.message_at)
@@ -134,7 +135,7 @@ def test_a_wrong_head_is_found(populated, corrupt):
     store, alice, _, _ = populated
     first = alice.messages[0]
     store = corrupt(
-        store, lambda txn, t: txn.put(alice.public, head_value(1, first.id), db=t.heads)
+        store, lambda txn, t, v: txn.put(alice.public, head_value(1, first.id), db=t.heads)
     )
     assert any("heads row" in p for p in store.feeds.check().problems)
 
@@ -142,20 +143,20 @@ def test_a_wrong_head_is_found(populated, corrupt):
 def test_wrong_tangle_tips_are_found(populated, corrupt):
     store, _, _, root = populated
     store = corrupt(
-        store, lambda txn, t: txn.put(tangle_key(root.id, "chat"), root.id, db=t.tangle_tips)
+        store, lambda txn, t, v: txn.put(tangle_key(root.id, "chat"), root.id, db=v[b"tangle-tips"])
     )
     assert any("tangle-tips" in p for p in store.feeds.check().problems)
 
 
 def test_a_proof_no_invalid_feed_names_is_found(populated, corrupt):
     store, *_ = populated
-    store = corrupt(store, lambda txn, t: txn.drop(t.invalid, delete=False))
+    store = corrupt(store, lambda txn, t, v: txn.drop(t.invalid, delete=False))
     assert any("names no invalid feed" in p for p in store.feeds.check().problems)
 
 
 def test_an_invalid_feed_without_its_proof_is_found(populated, corrupt):
     store, *_ = populated
-    store = corrupt(store, lambda txn, t: txn.drop(t.proofs, delete=False))
+    store = corrupt(store, lambda txn, t, v: txn.drop(t.proofs, delete=False))
     problems = store.feeds.check().problems
     assert any("without its proof" in p for p in problems)
     assert any("is in no proof" in p for p in problems)
@@ -195,7 +196,7 @@ def test_a_store_with_names_checks_clean(named):
 
 
 def put_row(author: bytes, seq: int, name: bytes):
-    return lambda txn, t: txn.put(about_key(author, seq), name, db=t.about_names)
+    return lambda txn, t, v: txn.put(about_key(author, seq), name, db=v[ABOUTS_DB])
 
 
 def test_a_tampered_about_row_is_found(named, corrupt):
@@ -219,11 +220,11 @@ def test_a_row_where_no_own_about_is_held_is_found(named, corrupt):
 def test_a_missing_about_row_is_found(named, corrupt):
     store, alice, _bob, carol = named
     key = about_key(carol.public, 1)
-    store = corrupt(store, lambda txn, t: txn.delete(key, db=t.about_names))
+    store = corrupt(store, lambda txn, t, v: txn.delete(key, db=v[ABOUTS_DB]))
     problems = store.feeds.check().problems
     assert problems == [f"the about at {feed_text(carol.public)}:1 is missing from about-names"]
     key = about_key(alice.public, 3)  # an earlier row left: still found
-    store = corrupt(store, lambda txn, t: txn.delete(key, db=t.about_names))
+    store = corrupt(store, lambda txn, t, v: txn.delete(key, db=v[ABOUTS_DB]))
     problems = store.feeds.check().problems
     assert f"the about at {feed_text(alice.public)}:3 is missing from about-names" in problems
 
@@ -255,7 +256,7 @@ def test_a_wrong_about_row_of_a_cut_feed_below_its_boundary_is_found(named, corr
 def test_a_row_of_the_first_layout_is_found_malformed(named, corrupt):
     store, alice, *_ = named
     old = (3).to_bytes(8, "big") + b"alice"  # author -> seq + name
-    store = corrupt(store, lambda txn, t: txn.put(alice.public, old, db=t.about_names))
+    store = corrupt(store, lambda txn, t, v: txn.put(alice.public, old, db=v[ABOUTS_DB]))
     assert store.feeds.check().problems == [
         f"about-names holds a malformed key {alice.public.hex()}"
     ]

@@ -7,7 +7,7 @@ from tanglenode.storage.engine.timeline import Insert
 from tanglenode.storage.errors import UnknownTangle
 from tanglenode.storage.feeds.ingest import Outcome
 from tests.factories import Feed, keypair
-from tests.tamper import tamper
+from tests.tamper import tamper_views
 
 
 def link(root, *previous):
@@ -152,9 +152,9 @@ def test_check_finds_a_wrong_state_row(open_store, tmp_path):
     store = open_store("tampered")
     ingest(store, root, alice.append(tangles=link(root, root)))
     store.close()
-    with tamper(tmp_path / "tampered") as (txn, tables):
-        key = next(iter(txn.cursor(db=tables.tangle_state).iternext(values=False)))
-        txn.put(key, b"p\x00\x00", db=tables.tangle_state)
+    with tamper_views(tmp_path / "tampered") as (txn, _tables, views):
+        key = next(iter(txn.cursor(db=views[b"tangle-state"]).iternext(values=False)))
+        txn.put(key, b"p\x00\x00", db=views[b"tangle-state"])
     report = open_store("tampered").feeds.check()
     assert any("tangle-state differs" in problem for problem in report.problems)
 

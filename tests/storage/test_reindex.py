@@ -134,8 +134,8 @@ def test_a_view_that_lost_a_row_differs_from_its_rebuild_until_reindexed(tmp_pat
     store = fed(tmp_path / "store", pool, 1)
     try:
         with store.ctx.write() as txn:
-            key, _value = next(iter(txn.cursor(db=store.ctx.tables.about_names)))
-            txn.delete(key, db=store.ctx.tables.about_names)
+            key, _value = next(iter(txn.cursor(db=store.ctx.view_tables[b"about-names"])))
+            txn.delete(key, db=store.ctx.view_tables[b"about-names"])
         differences = compare(store.ctx, store.views, ["abouts"])
         assert [(d.view, d.extra, d.missing) for d in differences] == [("abouts", 0, 1)]
         assert "abouts view differs" in str(differences[0])
