@@ -48,7 +48,7 @@ from tanglenode.storage.errors import (
 )
 from tanglenode.storage.feed_reads import FeedReads
 from tanglenode.storage.feeds import proof_order
-from tanglenode.storage.feeds.derived import DerivedView, open_tables
+from tanglenode.storage.feeds.derived import DerivedView, open_tables, version_key
 from tanglenode.storage.feeds.layout import (
     MAX_NAMED_DATABASES,
     PREVIOUS_FORMAT_SCHEMAS,
@@ -128,7 +128,7 @@ class FeedStore:
         self.own_head_path = head_path(self.path)
         try:
             tables = Tables.open(self._env)
-            self._check_schema(tables)  # before any table of this schema is made
+            self._check_schema(tables, registry)  # before any table of this schema is made
             timeline_tables = TimelineTables.open(self._env)
             view_tables = open_tables(self._env, registry.views)
             with self._env.begin() as txn:
@@ -191,12 +191,15 @@ class FeedStore:
         what `tangled reindex` builds (storage/reindex.py)."""
         return self._registry.open(replace(self.ctx, views=self.ctx.views.expanded()))
 
-    def _check_schema(self, tables: Tables) -> None:
-        """Refuse another schema, or mark a new store."""
+    def _check_schema(self, tables: Tables, registry: Registry) -> None:
+        """Refuse another schema, or mark a new store, with the version of each view its
+        rows are (none yet: nothing to build)."""
         with self._env.begin(write=True) as txn:
             found = txn.get(b"schema", db=tables.meta)
             if found is None:
                 txn.put(b"schema", SCHEMA_VERSION, db=tables.meta)
+                for kind in registry.views:
+                    txn.put(version_key(kind.name), str(kind.version).encode(), db=tables.meta)
             elif found in PREVIOUS_FORMAT_SCHEMAS:
                 held = PREVIOUS_FORMAT_SCHEMAS[found]
                 why = (
