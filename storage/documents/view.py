@@ -48,7 +48,7 @@ class DocumentsView:
         self.hooks = ViewHooks(
             settle=self.settle,
             backlog=lambda txn: backlog_size(txn, ctx.document_tables.queue),
-            catch_up=lambda txn, work: weave_backlog(txn, ctx, work or self.slice),
+            catch_up=lambda txn, work: weave_backlog(txn, ctx, SLICE if work is None else work),
             publishes_alone=lambda tangles: TANGLE in tangles,
             tips=self._tips,
             opened=self._index_children,
