@@ -106,12 +106,12 @@ demo: install
 screenshots: install browser
 	$(PY) -m tests.browser.screenshots
 
-# ruff, then mypy over the tanglenode package (tools/typecheck.py, [tool.mypy] in
+# ruff, then mypy over the tanglenode package (tests/typecheck.py, [tool.mypy] in
 # pyproject.toml): strict for protocol/ and storage/engine/, a baseline for the rest.
 lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(PY) tools/typecheck.py
+	$(PY) tests/typecheck.py
 
 bench: install
 	$(PY) bench/ingest.py

@@ -7,7 +7,7 @@ file's module by its path (`node/gossip.py` would be `node.gossip`) and cannot
 follow the editable install's finder (hatch_build.py), so this hands mypy each
 file of the mapping under its package name, and mypy reports errors at the
 checkout's paths. Everything else is mypy's own command line and
-`[tool.mypy]` in pyproject.toml: `tools/typecheck.py [mypy options]` (targets
+`[tool.mypy]` in pyproject.toml: `tests/typecheck.py [mypy options]` (targets
 named there are ignored: it checks the whole package, fast from its cache).
 """
 
