@@ -273,7 +273,8 @@ class StreamPlan:
         key = (feed, peer_key(session))
         before = self.strikes.pop(key, None)
         count = before.count + 1 if before else 1
-        self.strikes[key] = _Strikes(count, now + min(MAX_BAR, FAILED_FOR * 2 ** (count - 1)))
+        doubled = FAILED_FOR * 2 ** min(count - 1, 32)  # MAX_BAR long before 2**32
+        self.strikes[key] = _Strikes(count, now + min(MAX_BAR, doubled))
         if len(self.strikes) > MAX_STRIKES:
             self._forget_strikes(now)
 

@@ -335,3 +335,14 @@ def test_a_cursor_too_old_or_from_before_a_reset_reads_every_feed():
     heads.reset()  # the whole clock was read again
     assert heads.since(recent) is None
     assert heads.since(heads.cursor()) == set()
+
+
+def test_a_peer_struck_over_and_over_is_barred_for_the_longest_bar_never_an_overflow():
+    from tanglenode.node.stream_plan import MAX_BAR, peer_key
+
+    plan = StreamPlan()
+    session = object()
+    for count in range(1, 3000):
+        plan.strike(F, session, float(count))
+    barred = plan.strikes[(F, peer_key(session))]
+    assert barred.count == 2999 and barred.until == 2999.0 + MAX_BAR
