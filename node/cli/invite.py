@@ -200,8 +200,12 @@ def invite_list(obj: Context, as_json: bool) -> None:
 
 @invite_command.command("revoke")
 @click.argument("ident", metavar="ID")
+@json_option
 @click.pass_obj
-def invite_revoke(obj: Context, ident: str) -> None:
+def invite_revoke(obj: Context, ident: str, as_json: bool) -> None:
     """Revoke the invite ID (tangled invite list): it can no longer be redeemed."""
     done = _call(obj, "invite-revoke", invite=ident)
+    if as_json:
+        emit_json({"id": done["id"], "state": done["state"], "revoked": done["revoked"]})
+        return
     click.echo(f"revoked invite {done['id']}")

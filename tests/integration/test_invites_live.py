@@ -89,7 +89,9 @@ async def test_hostile_and_mistaken_codes_are_refused_with_their_reason(tmp_path
         done = await cli(node, "invite", "use", text)
         assert done.returncode == 3, (reason, done.stderr)
         assert done.stderr.decode().startswith(f"tangled: {reason}: ")
-    assert (await cli(inviter, "invite", "revoke", ident[:6])).returncode == 0
+    revoked_now = await cli(inviter, "invite", "revoke", ident[:6], "--json")
+    assert revoked_now.returncode == 0, revoked_now.stderr.decode()
+    assert json.loads(revoked_now.stdout)["state"] == "revoked"
     revoked = await cli(other, "invite", "use", code)
     assert revoked.returncode == 3 and b"invite-revoked" in revoked.stderr
     assert (await cli(inviter, "invite", "revoke", "nope")).returncode == 4
