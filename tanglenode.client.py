@@ -13,13 +13,13 @@ Ids come and go as 32 bytes; `message_text(id)` writes one as `%…` (a feed:
 `feed_text`, `@…`), as the CLI shows them, and `parse_message_id("%…")` (a
 feed: `parse_feed`) reads one back, raising `BadIdentifier` if it is no id.
 
-The definitions live in `tanglenode.node.client` (the id helpers in
+The definitions live in `tanglenode.node.ipc.client` (the id helpers in
 `tanglenode.protocol.identity`); this module is the stable name to import
 them by (docs/IPC.md). Installed as `tanglenode/client.py`
 (see pyproject.toml).
 """
 
-from tanglenode.node.client import (
+from tanglenode.node.ipc.client import (
     BadIdentifier,
     NodeClient,
     NodeError,

@@ -7,7 +7,7 @@ One `tangled run` process; in this process, over its Unix socket:
               each one request at a time (each waits for its reply: the
               message is signed, validated, stored with its timelines and
               processed, and committed durably; concurrent requests share
-              one transaction, node/group_commit.py)
+              one transaction, node/service/group_commit.py)
   subscriber  a timeline subscription to that tangle on its own connection
 
 Throughput is the messages over the publishers' wall time; latency is, per

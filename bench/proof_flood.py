@@ -36,9 +36,9 @@ from pathlib import Path
 import trio
 import trio.testing
 
-from tanglenode.node.gossip import gossip
-from tanglenode.node.peers import PeerState
-from tanglenode.node.service import StoreService
+from tanglenode.node.gossip.session import gossip
+from tanglenode.node.net.peers import PeerState
+from tanglenode.node.service.store_service import StoreService
 from tanglenode.protocol.framing import FrameDecoder
 from tanglenode.protocol.gossip import FrameKind, GossipConnection
 from tanglenode.protocol.identity import Keypair

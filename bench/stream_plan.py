@@ -6,7 +6,7 @@ T tangles, timeframes of at most 4 other feeds); per round a fresh sink store ca
 from it over an in-memory stream, real `gossip()` sessions at both ends (the node's own
 code, its worker process checking signatures), alternating:
 
-  plan     the stream plan on, as a node runs (node/stream_plan.py): each feed claimed,
+  plan     the stream plan on, as a node runs (node/gossip/stream_plan.py): each feed claimed,
            reviewed every tick while the sink is behind
   no plan  the plan off (`once = False`, `tangled sim --flood`'s baseline): with one peer
            it is the same subscriptions with no reviews, the reference
@@ -36,10 +36,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from ingest import build_messages
 
-from tanglenode.node.gossip import gossip
-from tanglenode.node.peers import PeerState
-from tanglenode.node.service import StoreService
-from tanglenode.node.stream_plan import StreamPlan
+from tanglenode.node.gossip.session import gossip
+from tanglenode.node.gossip.stream_plan import StreamPlan
+from tanglenode.node.net.peers import PeerState
+from tanglenode.node.service.store_service import StoreService
 from tanglenode.protocol.identity import Keypair
 from tanglenode.storage.store import FeedStore
 

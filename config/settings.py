@@ -150,7 +150,7 @@ class TimelinesSettings:
 @dataclass(frozen=True)
 class SubscribersSettings:
     """Bytes queued to subscribers (IPC streams and the web view's live pages) waiting to be
-    written (node/queue_budget.py; the defaults are its, which tests/config checks)."""
+    written (node/ipc/queue_budget.py; the defaults are its, which tests/config checks)."""
 
     queue_bytes: int = _setting(
         32 << 20, ge=4 << 20, le=1 << 40, doc="queued to every subscriber together, in bytes"
@@ -176,7 +176,7 @@ class GossipSettings:
         ge=1,
         le=1 << 20,
         doc="peers connected to us (or handshaking) at once; default: half the file "
-        "descriptors left after the node's own (node/descriptors.py)",
+        "descriptors left after the node's own (node/net/descriptors.py)",
     )
     max_inbound_per_address: int | None = _setting(
         None,

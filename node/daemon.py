@@ -25,17 +25,18 @@ import structlog
 import trio
 
 from tanglenode.config.settings import Settings
-from tanglenode.node.descriptors import Descriptors, raise_soft_limit
 from tanglenode.node.failures import leaves
-from tanglenode.node.invite_door import InviteDoor
-from tanglenode.node.ipc import Area, IpcServer
-from tanglenode.node.ipc_peers import RunningNode
-from tanglenode.node.ipc_peers import status as node_status
-from tanglenode.node.network import Network
-from tanglenode.node.peers import PeerRegistry
-from tanglenode.node.queue_budget import QueueBudget
+from tanglenode.node.gossip.network import Network
+from tanglenode.node.invites.door import InviteDoor
+from tanglenode.node.ipc.area import Area
+from tanglenode.node.ipc.peers import RunningNode
+from tanglenode.node.ipc.peers import status as node_status
+from tanglenode.node.ipc.queue_budget import QueueBudget
+from tanglenode.node.ipc.server import IpcServer
+from tanglenode.node.net.descriptors import Descriptors, raise_soft_limit
+from tanglenode.node.net.peers import PeerRegistry
 from tanglenode.node.sdnotify import Notifier
-from tanglenode.node.service import StoreService
+from tanglenode.node.service.store_service import StoreService
 from tanglenode.node.web.token import load_or_create_token
 from tanglenode.protocol.address import parse_address
 from tanglenode.protocol.errors import TanglenodeError

@@ -27,7 +27,7 @@ the wire and nothing else:
   (protocol imports no storage);
 - `apply_splices` is what a `doc-watch` client does with the splices it gets.
 
-`node/doc_ipc.py` serves these ops on the store.
+`node/ipc/docs.py` serves these ops on the store.
 """
 
 from __future__ import annotations

@@ -21,9 +21,9 @@ join `PARSERS` here, so `parse_request` serves every op. What both halves
 share (`ErrorKind`, `RequestError`, the common field checks) is
 `protocol/ipc_fields.py`, re-exported here.
 
-`node/ipc.py` moves the frames, dispatches each typed request through its
-table of handlers, reads the store and maps the errors it raises to an
-`ErrorKind`, in one place.
+`node/ipc/server.py` moves the frames; `node/ipc/ops.py` dispatches each typed
+request through its table of handlers, which read the store, and maps the errors
+they raise to an `ErrorKind`, in one place.
 """
 
 from __future__ import annotations
@@ -339,7 +339,7 @@ ONCE_PATTERN = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
 def once_key(fields: dict[str, Any]) -> str | None:
-    """A write request's optional `once` key (node/once_replies.py): 1-64 letters, digits,
+    """A write request's optional `once` key (node/ipc/once_replies.py): 1-64 letters, digits,
     `-` or `_`; None without one."""
     value = fields.get("once")
     if value is None:

@@ -7,7 +7,7 @@ many it wants (`limit`, lowered to the op's cap). `tangles` may ask for one
 tangle name only (`name`). A page may hold fewer than `limit` entries while
 `next` is not nil: the node looks at a bounded number of tangles per page,
 so every reply costs the same whatever the store holds. Their parsers join
-`protocol.ipc.PARSERS`; the handlers are `node/ipc_discovery.py`'s.
+`protocol.ipc.PARSERS`; the handlers are `node/ipc/discovery.py`'s.
 """
 
 from __future__ import annotations

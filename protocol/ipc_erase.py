@@ -5,7 +5,7 @@ publishes our erase request of it (protocol/erase.py), which drops its
 content here at once and on every node that processes it. `purge` takes
 `messages`, at most `MAX_PURGE` ids of messages of any feed: their contents
 are dropped here only (an operator's choice, never asked of peers). Their
-parsers join `protocol.ipc.PARSERS`; the handlers are `node/ipc_erase.py`'s.
+parsers join `protocol.ipc.PARSERS`; the handlers are `node/ipc/erase.py`'s.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ code, at most `MAX_ADDRESSES`; default: where the node listens).
 request's own `id` numbers it, as every request's).
 `invite-use` takes `code` (at most `MAX_CODE_CHARS`) and `save` (default
 true: the inviter is added to the config's peers). Their parsers join
-`protocol.ipc.PARSERS`; the handlers are `node/ipc_invites.py`'s.
+`protocol.ipc.PARSERS`; the handlers are `node/ipc/invites.py`'s.
 """
 
 from __future__ import annotations

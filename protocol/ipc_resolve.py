@@ -22,7 +22,7 @@ The reply is `{"found": [{"id"[, "title"]}], "more"}`: at most
 `MAX_CANDIDATES` (in id order for the prefixes, in the order documents were
 woven for titles; each title as the document has it), `more` true when
 there were others. What to do with none, one or several is the asker's.
-The parser joins `protocol.ipc.PARSERS`; the handler is `node/ipc_resolve.py`'s.
+The parser joins `protocol.ipc.PARSERS`; the handler is `node/ipc/resolve.py`'s.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ The first four publish a contact message of ours about one feed
 then reaches; each takes `feed`, the 32-byte feed key, and none may name
 our own feed. `scope` lists what the node carries and why, a page at a
 time (`start`, `limit`: at most `MAX_SCOPE_PAGE`). Their parsers join
-`protocol.ipc.PARSERS`; the handlers are `node/ipc_scope.py`'s.
+`protocol.ipc.PARSERS`; the handlers are `node/ipc/scope.py`'s.
 """
 
 from __future__ import annotations

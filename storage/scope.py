@@ -8,8 +8,8 @@ the followed feeds, storage/views/contacts.py; and so on), the members of
 every private group it is in (handed in by the caller, which holds the
 keys, through storage/groups/listing.py: the node's
 `StoreService.refresh_scope`, which `StoreService.keep_scope` runs
-whenever a contact or group message is stored, node/service.py; and our
-own follow, block and the others at once, node/ipc_scope.py), and nothing
+whenever a contact or group message is stored, node/service/store_service.py; and our
+own follow, block and the others at once, node/ipc/scope.py), and nothing
 else. A feed it blocks is never carried, whoever follows it. `hops = None`
 ("all") carries every feed but the blocked ones: today's open replication,
 for the tests and the demo.

@@ -9,7 +9,7 @@ the store holds, each in one read transaction and at a bounded cost:
 
 `feed_seen(feed)`: whether the store holds any sign of the feed, "ever
 shown" as `tangled follow` means it (the node adds what only it knows: a
-connected peer's clock naming the feed, a peer's key; node/scope_notes.py).
+connected peer's clock naming the feed, a peer's key; node/ipc/scope_notes.py).
 A sign is a message of the feed held (its `heads` row, or a proof against
 it), a witness of it kept, asked for or given up (storage/feeds/witnesses.py:
 a timeframe named it), or a contact message held that names it, whoever

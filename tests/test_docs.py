@@ -304,7 +304,7 @@ def cited_module(parts: list[str]) -> tuple[Path, int]:
 
 
 def test_every_file_and_module_cited_exists():
-    """A path (`node/service.py`) or a module and what it defines
+    """A path (`node/service/store_service.py`) or a module and what it defines
     (`protocol.group_state.excluded_in_past`) named anywhere names what is there."""
     missing = []
     for path, text in repository_texts().items():
@@ -378,7 +378,8 @@ def test_the_code_and_the_benches_use_only_what_the_store_has():
 
 def test_architecture_names_every_package_and_every_module_at_nodes_root():
     """docs/ARCHITECTURE.md is enough to find one's room: each package of ours is named
-    there (`storage/feeds/`), and each module at node/'s root by its file name."""
+    there (`storage/feeds/`), each module at node/'s root by its file name, and each module
+    of the daemon's packages (`node/gossip/`, ...) in its package's row."""
     text = (ROOT / "docs" / "ARCHITECTURE.md").read_text()
     packages = sorted(
         str(init.parent.relative_to(ROOT))
@@ -388,3 +389,14 @@ def test_architecture_names_every_package_and_every_module_at_nodes_root():
     assert [p for p in packages if f"{p}/" not in text and f"`{p}`" not in text] == []
     modules = sorted(p.name for p in (ROOT / "node").glob("*.py") if p.name != "__init__.py")
     assert [m for m in modules if f"`{m}`" not in text and f"node/{m}" not in text] == []
+    # the daemon's packages by job: each module by its file name, in its package's row
+    rows = {
+        row.split("|")[1].strip(): row for row in text.splitlines() if row.startswith("| `node/")
+    }
+    unnamed = [
+        f"{package}/{path.name}"
+        for package in ("node/net", "node/service", "node/invites", "node/gossip", "node/ipc")
+        for path in sorted((ROOT / package).glob("*.py"))
+        if path.name != "__init__.py" and f"`{path.name}`" not in rows.get(f"`{package}/`", "")
+    ]
+    assert unnamed == []

@@ -149,20 +149,26 @@ def runtime_imports(path: Path) -> list[tuple[int, str]]:
     return found
 
 
-def test_storage_layers_import_only_what_lies_below_them():
-    crossing = []
-    for path in sorted((ROOT / "storage").rglob("*.py")):
+def crossings(folder: str, layers: dict[str, tuple[str, ...]], layer_of) -> list[str]:
+    """Every run-time import in `folder` from one layer into another its row does not list
+    (`layer_of(module)`: a module's layer, None for the base everyone may import)."""
+    package, found = f"tanglenode.{folder}", []
+    for path in sorted((ROOT / folder).rglob("*.py")):
         module = "tanglenode." + ".".join(path.relative_to(ROOT).with_suffix("").parts)
-        mine = storage_layer(module.removesuffix(".__init__"))
-        allowed = STORAGE_LAYERS.get(mine or "", ())
+        mine = layer_of(module.removesuffix(".__init__"))
+        allowed = layers.get(mine or "", ())
         for line, name in runtime_imports(path):
-            if not under(name, "tanglenode.storage") or name == "tanglenode.storage":
+            if not under(name, package) or name == package:
                 continue
-            theirs = storage_layer(name)
+            theirs = layer_of(name)
             if theirs is None or theirs == mine or "*" in allowed or theirs in allowed:
                 continue
-            crossing.append(f"{path.relative_to(ROOT)}:{line}: {mine} imports {name}")
-    assert crossing == []
+            found.append(f"{path.relative_to(ROOT)}:{line}: {mine} imports {name}")
+    return found
+
+
+def test_storage_layers_import_only_what_lies_below_them():
+    assert crossings("storage", STORAGE_LAYERS, storage_layer) == []
 
 
 def test_the_layers_exist_and_the_check_sees_a_crossing(tmp_path):
@@ -176,6 +182,50 @@ def test_the_layers_exist_and_the_check_sees_a_crossing(tmp_path):
         "(composition)",
     ]
     assert "(composition)" not in STORAGE_LAYERS["engine"]
+
+
+# -- node/'s packages, by job (docs/ARCHITECTURE.md, "node/, by job") ------------------------
+
+# Each package of node/ may import those listed for it (and itself); node/failures.py is
+# everyone's. The daemon (node/'s root), the CLI and the simulator sit on top: anything.
+NODE_LAYERS = {
+    "net": (),
+    "service": ("net",),
+    "invites": ("net", "service"),
+    "gossip": ("net", "service", "invites"),
+    "ipc": ("net", "service", "invites", "gossip"),
+    "present": (),
+    "web": ("ipc", "service", "present"),
+    "sim": ("net", "service", "gossip"),
+    "localnet": ("*",),
+    "cli": ("*",),
+    "(root)": ("*",),
+}
+
+
+def node_layer(module: str) -> str | None:
+    """The package of a `tanglenode.node` module; None for node.failures, the base."""
+    parts = module.split(".")
+    if len(parts) < 3 or parts[2] == "failures":
+        return None
+    return parts[2] if len(parts) > 3 or parts[2] in NODE_LAYERS else "(root)"
+
+
+def test_node_packages_import_only_what_lies_below_them():
+    packages = {path.parent.name for path in (ROOT / "node").glob("*/__init__.py")}
+    assert packages <= NODE_LAYERS.keys()  # a new package of node/ gets its row
+    assert crossings("node", NODE_LAYERS, node_layer) == []
+
+
+def test_the_node_check_sees_a_crossing(tmp_path):
+    """A planted upward import (the connection layer reaching for gossip) is found."""
+    planted = tmp_path / "planted.py"
+    planted.write_text("from tanglenode.node.gossip.session import GossipSession\n")
+    found = [node_layer(name) for _line, name in runtime_imports(planted)]
+    assert found == ["gossip", "gossip"]
+    assert "gossip" not in NODE_LAYERS["net"]
+    assert node_layer("tanglenode.node.daemon") == "(root)"
+    assert node_layer("tanglenode.node.failures") is None
 
 
 # -- no import circles ---------------------------------------------------------------

@@ -33,7 +33,7 @@ import tanglenode.pipeline.schema, tanglenode.protocol.message, tanglenode.stora
 site = Path(sys.argv[1])
 for module in (tanglenode, tanglenode.client, tanglenode.config, tanglenode.node.cli):
     assert site in Path(module.__file__).parents, module.__file__
-assert tanglenode.client.NodeClient is tanglenode.node.client.NodeClient
+assert tanglenode.client.NodeClient is tanglenode.node.ipc.client.NodeClient
 for name in ("node", "storage", "protocol", "pipeline", "client"):
     try:
         importlib.import_module(name)

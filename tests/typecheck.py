@@ -3,7 +3,7 @@
 Each top-level folder of the checkout is a subpackage (pyproject.toml's
 `force-include` mapping: `node/` is `tanglenode.node`, `tanglenode.client.py`
 is `tanglenode.client`), and every import says `tanglenode.…`. mypy names a
-file's module by its path (`node/gossip.py` would be `node.gossip`) and cannot
+file's module by its path (`node/gossip/session.py` would be `node.gossip.session`) and cannot
 follow the editable install's finder (hatch_build.py), so this hands mypy each
 file of the mapping under its package name, and mypy reports errors at the
 checkout's paths. Everything else is mypy's own command line and

@@ -5,9 +5,9 @@ Theory of operation
 A command asks through one object, `Backend`, and one method, `call(op,
 **arguments)`: an IPC op of docs/IPC.md, whose reply's value it returns.
 The first call decides where they all go. If a node answers on the IPC
-socket, to it, with the blocking client (node/oneshot.py). If not, to the
+socket, to it, with the blocking client (node/ipc/oneshot.py). If not, to the
 store opened in this process and served by the node's own table of handlers
-(`node.ipc.OPS`, through `node.ipc.answer`): the request and the reply are
+(`node.ipc.ops.OPS`, through `node.ipc.ops.answer`): the request and the reply are
 encoded and decoded as the socket would carry them, so both paths give the
 same replies and the same errors. A command that writes (an op that signs:
 `publish`, the group and document edits) takes the data directory's lock
@@ -15,7 +15,7 @@ there first (storage/feeds/datalock.py) and opens the store with our key; one
 that reads takes no lock (LMDB readers never disturb a writer) and reads
 our key only for the ops that open groups. The ops only a running node
 answers (its status, peers and clock, `connect`; the streams, which the
-commands that follow them ask over node/client.py) say it is not running.
+commands that follow them ask over node/ipc/client.py) say it is not running.
 
 Error replies raise as the CLI reports them (`translated`): `not-found` as
 `NotFound` (exit 4), a refused input as `BadInput` (3), the rest as
@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tanglenode.node.cli.support import Context, translated
-from tanglenode.node.oneshot import NodeError, NodeNotRunning, not_running, request
+from tanglenode.node.ipc.oneshot import NodeError, NodeNotRunning, not_running, request
 
 if TYPE_CHECKING:
     from tanglenode.protocol.identity import Keypair
@@ -99,7 +99,7 @@ class Backend:
     def running(self) -> bool:
         """Whether the calls go to the running node (asked now, if no call said yet)."""
         if self.remote is None:
-            from tanglenode.node.oneshot import listening
+            from tanglenode.node.ipc.oneshot import listening
 
             self.remote = listening(self.socket_path)
         return self.remote
@@ -134,7 +134,7 @@ def ask(obj: Context, op: str, **arguments: Any) -> Any:
 
 
 class _Here:
-    """The store opened in this process, served by the node's handlers (`node.ipc.OPS`)."""
+    """The store opened in this process, served by the node's handlers (`node.ipc.ops.OPS`)."""
 
     def __init__(self, obj: Context, socket_path: Path, *, writes: bool) -> None:
         self.obj, self.socket_path, self.writes = obj, socket_path, writes
@@ -152,7 +152,7 @@ class _Here:
             self.lock = None
 
     def call(self, op: str, arguments: dict[str, Any]) -> Any:
-        from tanglenode.node.ipc import OPS
+        from tanglenode.node.ipc.ops import OPS
 
         row = OPS.get(op)
         if row is not None and row.node:
@@ -165,7 +165,7 @@ class _Here:
         """Open the store (again, with our key under the lock, for the first write)."""
         if self.store is not None and (self.lock is not None or not writes):
             return
-        from tanglenode.node.service import StoreService
+        from tanglenode.node.service.store_service import StoreService
 
         if self.store is not None:  # opened to read; a write needs the lock and our key
             self.store.close()
@@ -201,14 +201,15 @@ class _Here:
 
 
 def call_store(service: Any, keypair: Keypair | None, op: str, **arguments: Any) -> Any:
-    """`op` answered by the node's own handler (`node.ipc.answer`) on the store of `service`
+    """`op` answered by the node's own handler (`node.ipc.ops.answer`) on the store of `service`
     (a `StoreService`), with `keypair` as ours: the request and the reply encoded and
     decoded as the socket carries them. The reply's value; an error reply raises
     `NodeError`, as the blocking client's would."""
     import trio
 
-    from tanglenode.node.ipc import Area, answer
-    from tanglenode.node.oneshot import reply_value
+    from tanglenode.node.ipc.area import Area
+    from tanglenode.node.ipc.oneshot import reply_value
+    from tanglenode.node.ipc.ops import answer
     from tanglenode.protocol.framing import encode_frame
 
     frame = _decoded(encode_frame({"op": op, "id": 1, **arguments}))  # as the node reads it
@@ -222,7 +223,7 @@ def store_asker(store: FeedStore) -> Callable[..., Any]:
     nothing more loads until it is called."""
 
     def call(op: str, **arguments: Any) -> Any:
-        from tanglenode.node.service import StoreService
+        from tanglenode.node.service.store_service import StoreService
 
         return call_store(StoreService(store), None, op, **arguments)
 

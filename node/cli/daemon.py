@@ -24,7 +24,7 @@ from tanglenode.node.cli.support import (
     log,
     render_body,
 )
-from tanglenode.node.oneshot import NodeNotRunning
+from tanglenode.node.ipc.oneshot import NodeNotRunning
 from tanglenode.node.present.digests import digest_rows, digests_json
 from tanglenode.node.present.text import safe
 from tanglenode.protocol.address import parse_address
@@ -344,7 +344,7 @@ def connect_command(obj: Context, address: str, key: str, save: bool, as_json: b
 
 
 def _standing_line(peer: bytes, standing: str | None, label: Callable[[bytes], str]) -> str:
-    """What the scope will bring of a peer we connect to (node/scope_notes.py), and the
+    """What the scope will bring of a peer we connect to (node/ipc/scope_notes.py), and the
     command that changes it when it brings nothing."""
     whom, key = safe(label(peer)), feed_text(peer)
     if standing == "not-followed":

@@ -37,7 +37,7 @@ from tanglenode.node.cli.support import (
     render_body,
     tangle_name,
 )
-from tanglenode.node.oneshot import listening
+from tanglenode.node.ipc.oneshot import listening
 from tanglenode.node.present.render import TIME_WIDTH, format_timestamp
 from tanglenode.node.present.text import safe
 from tanglenode.protocol import json_depth

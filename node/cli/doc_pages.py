@@ -29,7 +29,7 @@ from collections.abc import Callable
 from typing import Any
 
 from tanglenode.node.cli.support import NotFound
-from tanglenode.node.oneshot import NodeError
+from tanglenode.node.ipc.oneshot import NodeError
 from tanglenode.protocol.doc_ipc import SHOW_CHARS
 from tanglenode.protocol.ipc_fields import ErrorKind
 

@@ -57,7 +57,7 @@ from tanglenode.node.cli.support import (
     json_option,
 )
 from tanglenode.node.cli.terminal import for_stdout
-from tanglenode.node.client import NodeError, NodeNotRunning, connect
+from tanglenode.node.ipc.client import NodeError, NodeNotRunning, connect
 from tanglenode.node.present.render import format_timestamp
 from tanglenode.node.present.text import safe, safe_json
 from tanglenode.protocol.doc_ipc import MAX_SPLICE_CHARS, MAX_SPLICES, MAX_VERSIONS_PAGE

@@ -18,7 +18,7 @@ import click
 from tanglenode.node.cli.backend import ask
 from tanglenode.node.cli.names import lazy_label
 from tanglenode.node.cli.support import BadInput, Context, NotFound, emit_json, json_option
-from tanglenode.node.oneshot import NodeError
+from tanglenode.node.ipc.oneshot import NodeError
 from tanglenode.protocol.address import parse_address
 from tanglenode.protocol.identity import feed_text
 from tanglenode.protocol.invite import MAX_CODE_CHARS, BadInvite, parse_code

@@ -3,7 +3,7 @@
 Each of the first four publishes a contact message of ours about one feed
 (protocol/contacts.py), through the running node or on the stopped node's
 store (node/cli/backend.py), and prints whether the node carries the feed
-now; `follow` of a feed the node was never shown (node/scope_notes.py, nor
+now; `follow` of a feed the node was never shown (node/ipc/scope_notes.py, nor
 a peer of the config) says so, once: likely a mistyped id. `scope` lists
 the feeds the node carries and why: ours, followed, a hop further (and
 through whom), a group's member; then the blocked ones; then what the

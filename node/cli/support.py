@@ -24,7 +24,7 @@ from tanglenode.config.settings import Settings, config_path, load_settings
 from tanglenode.node.cli.exits import EXIT_CODES as EXIT_CODES  # re-exported for the commands
 from tanglenode.node.cli.exits import ExitCode as ExitCode
 from tanglenode.node.cli.logs import command_log
-from tanglenode.node.oneshot import NodeError
+from tanglenode.node.ipc.oneshot import NodeError
 from tanglenode.node.present.render import render_body as render_body  # the commands' name
 from tanglenode.protocol.canonical import NonFiniteFloat, TooDeep, canonical_value
 from tanglenode.protocol.errors import LocalProtocolError, Reason, TanglenodeError

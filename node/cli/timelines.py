@@ -30,7 +30,7 @@ from tanglenode.node.cli.support import (
     json_option,
     timeline_spec,
 )
-from tanglenode.node.client import NodeError, NodeNotRunning, connect
+from tanglenode.node.ipc.client import NodeError, NodeNotRunning, connect
 from tanglenode.node.present.render import TIME_WIDTH, format_timestamp
 from tanglenode.protocol.errors import TanglenodeError
 from tanglenode.protocol.identity import message_text

@@ -23,7 +23,7 @@ from typing import Any
 
 import trio
 
-from tanglenode.node.client import NodeClient, connect
+from tanglenode.node.ipc.client import NodeClient, connect
 from tanglenode.protocol.identity import parse_feed
 
 TANGLED = Path(sys.executable).with_name("tangled")

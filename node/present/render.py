@@ -127,7 +127,7 @@ def render_body(value: Any) -> Any:
     """An IPC reply with ids as text: bytes of 32 become @feed or %message by where they sit.
 
     It takes a reply as the socket's client reads it (lists) and as a handler returns
-    it (node/ipc.py `run_op`, for the web view: tuples too)."""
+    it (node/ipc/ops.py `run_op`, for the web view: tuples too)."""
     if isinstance(value, dict):
         rendered = {}
         for key, item in value.items():

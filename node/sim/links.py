@@ -4,7 +4,7 @@ Theory of operation
 -------------------
 A `LinkEnd` gives a gossip session what it takes from a `SecureStream`
 (`send_all`, `receive_some`, `aclose`, `peer`), so the simulator runs the
-very `GossipSession` a TCP connection runs (node/gossip.py). Each direction
+very `GossipSession` a TCP connection runs (node/gossip/session.py). Each direction
 of a link is a queue of (deliver at, bytes). Sending costs no time: the
 bytes are stamped with when they arrive, as TCP over the modelled path
 would deliver them in order:

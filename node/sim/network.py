@@ -6,7 +6,7 @@ Each node is a real `FeedStore` (its own LMDB directory) behind a real
 `StoreService` run inline (every store call on the event loop, none in a
 worker thread: the store's work then takes no virtual time, and the run is
 the same at every speed), and each edge of the topology
-(node/sim/topology.py) a pair of real `GossipSession`s (node/gossip.py),
+(node/sim/topology.py) a pair of real `GossipSession`s (node/gossip/session.py),
 the same sans-IO machine a TCP connection drives, joined by a simulated
 link (node/sim/links.py: latency, bandwidth, loss). The clock is trio's
 `MockClock` with autojump: when every task waits, time jumps to the next
@@ -63,7 +63,7 @@ and the request), and:
                             time is its rounds times the latency
     content_left_on         nodes still holding the post's content when the run ends
 
-`flood` turns the stream plan (node/stream_plan.py) off: every peer streams
+`flood` turns the stream plan (node/gossip/stream_plan.py) off: every peer streams
 every feed, the behaviour the plan replaced, for comparison.
 """
 
@@ -82,12 +82,12 @@ from pathlib import Path
 import trio
 import trio.testing
 
-from tanglenode.node.gossip import GossipSession
-from tanglenode.node.peers import PeerState
-from tanglenode.node.service import StoreService
+from tanglenode.node.gossip.session import GossipSession
+from tanglenode.node.gossip.stream_plan import StreamPlan
+from tanglenode.node.net.peers import PeerState
+from tanglenode.node.service.store_service import StoreService
 from tanglenode.node.sim.links import PathModel, link
 from tanglenode.node.sim.topology import edges
-from tanglenode.node.stream_plan import StreamPlan
 from tanglenode.protocol.erase import erase_content
 from tanglenode.protocol.identity import Keypair
 from tanglenode.protocol.message import Message
@@ -406,7 +406,7 @@ ERASE_MESSAGES = 2  # the scenario `erase` publishes a post and its erase reques
 def _traffic(nodes: list[_Node], ends) -> tuple[int, int]:
     """(bytes sent on every link, messages received over gossip by every node) so far."""
     wire_bytes = sum(end.bytes_sent for end in ends)
-    # A node counts its traffic per peer (node/counters.py): a session that reconnects to a
+    # A node counts its traffic per peer (node/service/counters.py): a session that reconnects to a
     # peer adds to the same counter, which is counted once.
     counters = {id(s.traffic): s.traffic for node in nodes for s in node.sessions}
     received = sum(traffic.received for traffic in counters.values())

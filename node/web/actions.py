@@ -4,7 +4,7 @@ Theory of operation
 -------------------
 A page changes the node only through `POST /api/OP`, where OP is one of
 `WRITE_OPS`: the IPC's own ops (docs/IPC.md), run by the IPC's own path
-(`node.ipc.run_op`, which the socket's `answer` runs too: the same request
+(`node.ipc.ops.run_op`, which the socket's `answer` runs too: the same request
 checks, the same handler, the same typed errors), so the page can do nothing
 a local program could not, and nothing the IPC refuses. Nothing is encoded
 for a socket on the way: the handler's reply value (or its `OpError`) becomes
@@ -40,7 +40,7 @@ from typing import Any
 
 import structlog
 
-from tanglenode.node.ipc import OpError, OpReply
+from tanglenode.node.ipc.ops import OpError, OpReply
 from tanglenode.node.present.render import render_body
 from tanglenode.node.web.http import JSON_HEADERS, Response
 from tanglenode.node.web.invites import with_qr
@@ -199,7 +199,7 @@ def _feed(value: Any) -> bytes:
 
 
 def reply_response(result: OpReply | OpError, op: str = "") -> Response:
-    """`op`'s result (node.ipc.run_op) as the page's JSON."""
+    """`op`'s result (node.ipc.ops.run_op) as the page's JSON."""
     if isinstance(result, OpError):
         return _error(result.kind, result.message)
     ok = render_body(result.value)

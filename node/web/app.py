@@ -48,7 +48,7 @@ import trio
 from hypercorn.config import Config
 from hypercorn.trio import serve
 
-from tanglenode.node.ipc import run_op
+from tanglenode.node.ipc.ops import run_op
 from tanglenode.node.web import actions, docs, groups, peers, tangles
 from tanglenode.node.web.hosts import AllowedHosts, BadHost
 from tanglenode.node.web.http import (

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tanglenode.node.doc_ipc import doc_comments
-from tanglenode.node.ipc import Area
+from tanglenode.node.ipc.area import Area
+from tanglenode.node.ipc.docs import doc_comments
 from tanglenode.node.present.render import render_body
 from tanglenode.node.web.doc_text import colour, label
 from tanglenode.node.web.http import Request, Response, WebContext, json_response, not_found

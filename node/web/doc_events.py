@@ -6,7 +6,7 @@ The page (`/doc/ROOT`, node/web/docs.py) is rendered from a *blamed
 snapshot*: the version and the text at the processed frontier, each run of
 it with the author who typed it. Its event stream then continues that text
 from that version (`?since=`, or the browser's `Last-Event-ID` after a
-reconnect) with `node.doc_ipc.DocWatch`, the pages the IPC `doc-watch`
+reconnect) with `node.ipc.docs.DocWatch`, the pages the IPC `doc-watch`
 stream sends, so the web and `tangled doc watch` see the same splices.
 
 Frames (node/web/events.py `frame`), each with `id:` = the version it
@@ -33,9 +33,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from tanglenode.node.doc_ipc import DocWatch
+from tanglenode.node.ipc.docs import DocWatch
 from tanglenode.node.present.names import Names
-from tanglenode.node.service import StoreService
+from tanglenode.node.service.store_service import StoreService
 from tanglenode.node.web.doc_text import Run, author_body, blamed_snapshot, readable
 from tanglenode.node.web.events import NextPage, event_stream, frame, resume_version
 from tanglenode.node.web.http import Request, Response, WebContext, not_found, text_response

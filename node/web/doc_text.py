@@ -20,7 +20,7 @@ from typing import Any
 
 from tanglenode.node.present.names import Names
 from tanglenode.node.present.text import safe, safe_lines
-from tanglenode.node.service import StoreService
+from tanglenode.node.service.store_service import StoreService
 from tanglenode.protocol.identity import feed_text
 
 SNAPSHOT_TRIES = 3  # blame reads that may meet a changing document before colours are dropped

@@ -18,8 +18,8 @@ Everything a person wrote reaches the page through `textContent` only.
 
 from __future__ import annotations
 
-from tanglenode.node.doc_ipc import doc_render
-from tanglenode.node.ipc import Area
+from tanglenode.node.ipc.area import Area
+from tanglenode.node.ipc.docs import doc_render
 from tanglenode.node.present.render import render_body
 from tanglenode.node.web.http import Request, Response, WebContext, json_response, not_found
 from tanglenode.node.web.page import e

@@ -34,7 +34,7 @@ from typing import Any
 
 from tanglenode.node.present.names import Names
 from tanglenode.node.present.text import safe, safe_lines
-from tanglenode.node.service import StoreService
+from tanglenode.node.service.store_service import StoreService
 from tanglenode.node.web import doc_events
 from tanglenode.node.web.doc_comments import comments, margin_html
 from tanglenode.node.web.doc_history import history

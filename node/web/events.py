@@ -9,7 +9,7 @@ after that version: nothing is missed and nothing is sent twice. The stream
 pulls from the store's logs a page at a time (`next_page`), waiting for the
 store to change between pages, so a slow browser holds one page in memory,
 never a queue; it pays with its own pace, not the node's. That page counts
-against the bytes every subscriber shares (node/queue_budget.py): when the
+against the bytes every subscriber shares (node/ipc/queue_budget.py): when the
 others hold them all, the stream waits for room before it reads on. A comment line
 every `HEARTBEAT` seconds keeps idle connections (and proxies) awake and
 finds browsers that left. At most `MAX_STREAMS` streams are open at once;
@@ -26,7 +26,7 @@ from typing import Any
 import structlog
 import trio
 
-from tanglenode.node.queue_budget import DEFAULT_QUEUE_BYTES, DEFAULT_STREAM_BYTES, QueueBudget
+from tanglenode.node.ipc.queue_budget import DEFAULT_QUEUE_BYTES, DEFAULT_STREAM_BYTES, QueueBudget
 from tanglenode.node.web.http import EVENT_HEADERS, Response, WebContext, text_response
 from tanglenode.protocol.errors import TanglenodeError
 
@@ -58,7 +58,7 @@ def resume_version(last_event_id: str | None, since: str | None) -> int | None:
 
 class Streams:
     """The count of open event streams, bounded; and the bytes they hold, within the budget
-    IPC subscribers share (node/queue_budget.py)."""
+    IPC subscribers share (node/ipc/queue_budget.py)."""
 
     def __init__(self, limit: int = MAX_STREAMS, queues: QueueBudget | None = None) -> None:
         self.limit = limit

@@ -1,7 +1,7 @@
 """`/groups` and `/groups/ROOT`: our private groups, their members, epochs and timeline.
 
 `/groups` lists the groups we are or were in, found by the keys we hold,
-with the IPC `group-list` op's own handler (node/ipc_discovery.py, which
+with the IPC `group-list` op's own handler (node/ipc/discovery.py, which
 `tangled group list` asks), a page of the `group` tangles at a time
 (`?after=ROOT` continues). `/groups/ROOT` (ROOT: the group's root message
 id without its `%`) reads the group as `tangled group members`, `epochs`
@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tanglenode.node.ipc import Area
-from tanglenode.node.ipc_discovery import group_list
+from tanglenode.node.ipc.area import Area
+from tanglenode.node.ipc.discovery import group_list
 from tanglenode.node.present.names import Names
 from tanglenode.node.present.summary import Summaries
 from tanglenode.node.present.text import safe

@@ -86,11 +86,12 @@ class WebContext:
 
     status: Status
     token: str
-    service: Any = None  # node.service.StoreService; None in tests of the status page alone
+    # node.service.store_service.StoreService; None in tests of the status page alone
+    service: Any = None
     keypair: Keypair | None = None
     data_dir: Path | None = None
     streams: Any = None  # node.web.events.Streams: the live pages' event streams open now
-    area: Any = None  # node.ipc.Area: what `POST /api/OP` runs its op on; None: read-only
+    area: Any = None  # node.ipc.area.Area: what `POST /api/OP` runs its op on; None: read-only
 
     def link(self, path: str, **query: Any) -> str:
         """`path` (segments already quoted) with the token and `query`, for an href."""

@@ -9,7 +9,7 @@ which would mix in the process collectors and outlive the node in tests):
   each scrape: messages, feeds, peers, forks, suspected forks, stalls,
   finality, subscribers;
 - `NodeCollector`, a custom collector that reads the node's counters
-  (node/counters.py: plain ints and bucket lists, which the hot paths add
+  (node/service/counters.py: plain ints and bucket lists, which the hot paths add
   to without importing anything of this) and the store's size, and turns
   them into counter, histogram and gauge families while the registry
   renders.
@@ -39,7 +39,7 @@ from prometheus_client.core import (
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from prometheus_client.utils import floatToGoString
 
-from tanglenode.node.counters import OTHER, Histogram, NodeCounters, PeerTraffic
+from tanglenode.node.service.counters import OTHER, Histogram, NodeCounters, PeerTraffic
 
 METRICS_HEADERS = [(b"content-type", CONTENT_TYPE_LATEST.encode()), (b"cache-control", b"no-store")]
 
@@ -56,7 +56,7 @@ class NodeCollector:
     """The node's counters and the store's size as metric families, read at each scrape."""
 
     def __init__(self, service: Any) -> None:
-        self.service = service  # node.service.StoreService
+        self.service = service  # node.service.store_service.StoreService
         self.store_figures: dict[str, int] = {}  # store.feeds.statistics(), read by `render`
 
     def describe(self) -> Iterator[Metric]:

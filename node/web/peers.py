@@ -30,7 +30,7 @@ from typing import Any
 
 import segno
 
-from tanglenode.node.ipc_peers import peers as peers_op
+from tanglenode.node.ipc.peers import peers as peers_op
 from tanglenode.node.present.names import Names
 from tanglenode.node.present.render import render_body
 from tanglenode.node.present.text import safe

@@ -1046,7 +1046,7 @@
       write("connect", body).then(function (answer) {
         const saved = answer.ok && answer.ok.saved;
         const where = body.save ? (saved ? " (saved in the config)" : " (already in the config)") : "";
-        // What the scope will bring of the peer (node/scope_notes.py): nothing unless carried.
+        // What the scope will bring of the peer (node/ipc/scope_notes.py): nothing unless carried.
         const standing = answer.ok && answer.ok.standing;
         const scope = standing === "not-followed" ?
           "; not followed: nothing of theirs will be carried (follow them below)" :

@@ -19,7 +19,7 @@ Documents are still woven in processed order (nothing is woven while the
 backlog holds anything), so the weave is the one a store that wove
 everything at once has. Until the backlog is woven, a document reads as
 the messages woven so far; the node weaves it before answering a document
-request (node/ipc.py), and the store's own write calls weave it before they
+request (node/ipc/ops.py), and the store's own write calls weave it before they
 return, but for the node's ingest, which leaves it to the node.
 """
 

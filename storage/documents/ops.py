@@ -191,7 +191,8 @@ class DocumentOps:
         exclusive: bool = False,
     ) -> list[Message]:
         """`edit_document` inside `session`'s open transaction (a `Job` of a group-committed
-        batch: node/service.py); what it published. The backlog is woven here first."""
+        batch: node/service/store_service.py); what it published. The backlog is woven here
+        first."""
         txn = session.txn
         weave_backlog(txn, self._ctx, None)
         tables = self._ctx.document_tables

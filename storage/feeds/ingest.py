@@ -39,7 +39,7 @@ runs in any thread or in a worker process. Each message is decoded exactly
 once, there; the store applies the decoded `Message`s
 (`store.writes.ingest_prepared`). `storage.feeds.ingest_pipeline` overlaps the two
 over a stream of batches (`tangled import`, the bench); the daemon's
-catch-up does the same in `node.inbox`.
+catch-up does the same in `node.gossip.inbox`.
 """
 
 from __future__ import annotations

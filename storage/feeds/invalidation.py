@@ -5,7 +5,7 @@ Theory of operation
 A proof (protocol.evidence: a fork) names its author and the seq from which
 that feed is invalid. Boundaries only ever
 fall, and every node ends with the lowest one any node found, because
-proofs travel (node.gossip). When a proof lowers a feed's boundary:
+proofs travel (node.gossip.session). When a proof lowers a feed's boundary:
 
 1. `record_proof` keeps it: its row in `proofs`, its messages' bodies in
    `evidence`, its number in `proof-order` (storage.feeds.proof_order), and

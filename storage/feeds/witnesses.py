@@ -19,7 +19,7 @@ message already processed, at most `MAX_WITNESS_DEPTH` names deep and
 `MAX_WITNESSES` witnesses per candidate: beyond either bound an entry is
 met, as it was before witnesses. A witness not held is *asked for* (its row
 in `witness-asks`) and the candidate waits for it; the node's gossip
-sessions fetch it (node/witness_fetch.py) and `Writes.add_witnesses` stores
+sessions fetch it (node/gossip/witness_fetch.py) and `Writes.add_witnesses` stores
 it and wakes the candidate. An ask no connected peer can answer, or that
 stays unanswered for the node's patience, is *given up*: the entry is then
 met, so the node never stalls on what it chose not to carry. A feed the

@@ -14,7 +14,7 @@ post there would be invalid (protocol.group_state.excluded_in_past).
 `refresh_document_keys` hands them to `store.documents.set_keys`, which
 weaves whatever waited for a new key, and again whatever a new exclusion
 sets aside. The running node calls it when a message that changes a
-group's members is stored (node/service.py), with the replication scope; a
+group's members is stored (node/service/store_service.py), with the replication scope; a
 command run on a stopped node calls it before it writes to a group's
 document.
 """

@@ -207,7 +207,7 @@ def test_the_command_logs_keep_what_the_store_keeps_unless_told(tmp_path):
 def test_the_subscribers_budget_defaults_are_the_node_s_and_one_frame_at_least(tmp_path):
     """config imports no node: the defaults are kept equal here; a stream's bound below one
     whole IPC frame is refused (a big page could never be queued)."""
-    from tanglenode.node.queue_budget import DEFAULT_QUEUE_BYTES, DEFAULT_STREAM_BYTES
+    from tanglenode.node.ipc.queue_budget import DEFAULT_QUEUE_BYTES, DEFAULT_STREAM_BYTES
 
     defaults = load_settings(tmp_path / "absent.toml", environ={})
     assert defaults.subscribers.queue_bytes == DEFAULT_QUEUE_BYTES

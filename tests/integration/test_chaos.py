@@ -37,7 +37,7 @@ from contextlib import aclosing, suppress
 import pytest
 import trio
 
-from tanglenode.node.client import NodeError, NodeNotRunning
+from tanglenode.node.ipc.client import NodeError, NodeNotRunning
 from tanglenode.node.localnet import TANGLED, Node
 from tanglenode.protocol.evidence import check_proof
 from tanglenode.protocol.identity import Keypair, feed_text, message_text

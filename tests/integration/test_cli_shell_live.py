@@ -44,7 +44,7 @@ async def test_group_commands_exit_with_what_went_wrong(tmp_path):
 
 
 async def test_status_and_publish_answer_without_the_heavy_imports(tmp_path):
-    """Against a running node, the one-shot client (node/oneshot.py) does the asking."""
+    """Against a running node, the one-shot client (node/ipc/oneshot.py) does the asking."""
     node = Node(tmp_path, "solo")
     await node.start()
     data = ["--data-dir", str(node.data_dir)]

@@ -7,7 +7,7 @@ import pytest
 import trio
 
 from tanglenode.node.localnet import CONVERGE_SECONDS, REQUEST_SECONDS, TANGLED, Node
-from tanglenode.node.transport import client_handshake
+from tanglenode.node.net.transport import client_handshake
 from tanglenode.pipeline.session import java_missing
 from tanglenode.protocol.gossip import GossipConnection, PeerHello
 from tanglenode.protocol.identity import Keypair, parse_feed

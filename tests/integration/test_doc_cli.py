@@ -8,7 +8,7 @@ import subprocess
 import pytest
 import trio
 
-from tanglenode.node.client import NodeError
+from tanglenode.node.ipc.client import NodeError
 from tanglenode.node.localnet import REQUEST_SECONDS, TANGLED, Node
 from tanglenode.protocol.doc_ipc import MAX_SPLICE_CHARS, SHOW_CHARS
 from tanglenode.protocol.framing import MAX_IPC_FRAME

@@ -15,8 +15,8 @@ import signal
 import pytest
 import trio
 
+from tanglenode.node.ipc.oneshot import NodeError
 from tanglenode.node.localnet import REQUEST_SECONDS, Node
-from tanglenode.node.oneshot import NodeError
 from tanglenode.protocol.ipc_fields import ErrorKind
 from tests.factories import keypair
 

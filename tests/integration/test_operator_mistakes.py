@@ -14,7 +14,7 @@ import struct
 import pytest
 import trio
 
-from tanglenode.node.client import NodeError
+from tanglenode.node.ipc.client import NodeError
 from tanglenode.node.localnet import TANGLED, Node
 from tanglenode.protocol.identity import feed_text
 from tanglenode.storage.clients.bundle import MAGIC

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from tanglenode.node.transport import HandshakeFailed, client_handshake, server_handshake
+from tanglenode.node.net.transport import HandshakeFailed, client_handshake, server_handshake
 from tanglenode.protocol.identity import Keypair
 
 REPO = Path(__file__).resolve().parents[2]

@@ -137,7 +137,7 @@ def _kill_all(*groups: list[int]) -> None:
             os.kill(pid, signal.SIGKILL)
 
 
-OPEN_FILES = 256  # shares (node/descriptors.py): 64 inbound, 4 an address, 32 IPC clients
+OPEN_FILES = 256  # shares (node/net/descriptors.py): 64 inbound, 4 an address, 32 IPC clients
 FLOOD = 300  # idle TCP connections, more than the node could hold beside its own files
 FLOOD_ADDRESSES = 100
 HANDSHAKE_SECONDS = (

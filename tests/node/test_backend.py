@@ -9,11 +9,12 @@ import trio
 from tanglenode.config.secret import write_secret
 from tanglenode.node.cli.backend import Backend, call_store
 from tanglenode.node.cli.support import BadInput, Context, NotFound
-from tanglenode.node.ipc import OPS, IpcServer
-from tanglenode.node.network import Network
-from tanglenode.node.oneshot import NodeError, NodeNotRunning, request
-from tanglenode.node.peers import PeerRegistry
-from tanglenode.node.service import StoreService
+from tanglenode.node.gossip.network import Network
+from tanglenode.node.ipc.oneshot import NodeError, NodeNotRunning, request
+from tanglenode.node.ipc.ops import OPS
+from tanglenode.node.ipc.server import IpcServer
+from tanglenode.node.net.peers import PeerRegistry
+from tanglenode.node.service.store_service import StoreService
 from tanglenode.protocol import ipc
 from tanglenode.protocol.identity import feed_text, message_text
 from tanglenode.storage.errors import DataDirInUse

@@ -11,10 +11,10 @@ import trio
 
 from tanglenode.node.cli.backend import call_store
 from tanglenode.node.cli.names import short_feed
+from tanglenode.node.ipc.oneshot import NodeError
 from tanglenode.node.localnet import TANGLED
 from tanglenode.node.localnet import Node as LiveNode
-from tanglenode.node.oneshot import NodeError
-from tanglenode.node.service import StoreService
+from tanglenode.node.service.store_service import StoreService
 from tanglenode.protocol.errors import BadIdentifier
 from tanglenode.protocol.identity import feed_text, message_text, prefix_range
 from tanglenode.protocol.ipc_resolve import MAX_CANDIDATES

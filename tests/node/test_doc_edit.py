@@ -9,8 +9,8 @@ import pytest
 from tanglenode.node.cli import doc_checkout, doc_revisions, docs
 from tanglenode.node.cli.backend import call_store
 from tanglenode.node.cli.support import BadInput, NotFound
-from tanglenode.node.client import NodeError
-from tanglenode.node.service import StoreService
+from tanglenode.node.ipc.client import NodeError
+from tanglenode.node.service.store_service import StoreService
 from tanglenode.protocol.doc_ipc import MAX_SPLICES
 from tanglenode.protocol.identity import message_text
 from tanglenode.protocol.ipc import ErrorKind

@@ -7,12 +7,12 @@ import pytest
 import structlog
 import trio
 
-from tanglenode.node.client import NodeError, connect
-from tanglenode.node.doc_ipc import DocWatch
-from tanglenode.node.ipc import IpcServer
-from tanglenode.node.network import Network
-from tanglenode.node.peers import PeerRegistry
-from tanglenode.node.service import StoreService
+from tanglenode.node.gossip.network import Network
+from tanglenode.node.ipc.client import NodeError, connect
+from tanglenode.node.ipc.docs import DocWatch
+from tanglenode.node.ipc.server import IpcServer
+from tanglenode.node.net.peers import PeerRegistry
+from tanglenode.node.service.store_service import StoreService
 from tanglenode.protocol import doc_ipc, ipc
 from tanglenode.protocol.doc_ipc import apply_splices
 from tanglenode.protocol.document import AtomRef, Insert, edit_content, init_content

@@ -6,7 +6,7 @@ import pytest
 
 from tanglenode.node.cli import doc_pages
 from tanglenode.node.cli.backend import call_store
-from tanglenode.node.service import StoreService
+from tanglenode.node.service.store_service import StoreService
 from tanglenode.protocol.document import AtomRef, Insert, edit_content, init_content
 from tanglenode.protocol.message import TangleLink
 from tanglenode.storage.store import FeedStore

@@ -1,5 +1,5 @@
 """Each message received once: one connected peer streams each feed, the others only tell its
-heads (node/stream_plan.py). Real stores, services and `gossip()` over trio's memory streams
+heads (node/gossip/stream_plan.py). Real stores, services and `gossip()` over trio's memory streams
 (the harness of tests/node/test_gossip_session.py), on the real clock: the plan's timers must
 not fire while a store call runs in a worker thread, which trio's autojump clock would let
 them do."""
@@ -12,7 +12,7 @@ import pytest
 import trio
 import trio.testing
 
-from tanglenode.node.stream_plan import STOP_AFTER, StreamPlan
+from tanglenode.node.gossip.stream_plan import STOP_AFTER, StreamPlan
 from tanglenode.protocol.gossip import FrameKind, GossipConnection, tag_of
 from tests.node.test_gossip_session import Wire, chain, open_side, raw_peer, start
 

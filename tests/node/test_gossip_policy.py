@@ -1,13 +1,13 @@
-"""The gossip session's decisions on their own (node/gossip_policy.py): a sans-IO machine
+"""The gossip session's decisions on their own (node/gossip/policy.py): a sans-IO machine
 driven with plain data (what the node holds as a `Held`, the peer's clock as dicts, ingest
 results as values) on a fake clock: no network, no store, no trio; and the dealing of
-witnesses (node/witness_fetch.py) within the wire's bounds."""
+witnesses (node/gossip/witness_fetch.py) within the wire's bounds."""
 
 from __future__ import annotations
 
 import pytest
 
-from tanglenode.node.gossip_policy import (
+from tanglenode.node.gossip.policy import (
     FULL_LOOK,
     CheckProof,
     Drop,
@@ -22,9 +22,9 @@ from tanglenode.node.gossip_policy import (
     Store,
     Wake,
 )
-from tanglenode.node.proof_rate import REFUSED, ProofRate
-from tanglenode.node.stream_plan import STOP_AFTER, SWITCH_AFTER, StreamPlan
-from tanglenode.node.witness_fetch import ASK_WAIT, PATIENCE, WitnessFetch
+from tanglenode.node.gossip.proof_rate import REFUSED, ProofRate
+from tanglenode.node.gossip.stream_plan import STOP_AFTER, SWITCH_AFTER, StreamPlan
+from tanglenode.node.gossip.witness_fetch import ASK_WAIT, PATIENCE, WitnessFetch
 from tanglenode.protocol.errors import Reason
 from tanglenode.protocol.evidence import InvalidProof
 from tanglenode.protocol.gossip import DEFAULT_MAX_FEEDS, MAX_ASK, MAX_ASKING, GossipConnection

@@ -9,7 +9,7 @@ import pytest
 import trio
 import trio.testing
 
-from tanglenode.node.service import SCOPE_REFRESH_GAP
+from tanglenode.node.service.store_service import SCOPE_REFRESH_GAP
 from tanglenode.protocol.contacts import FOLLOW, contact_content
 from tanglenode.protocol.gossip import FrameKind, GossipConnection
 from tanglenode.protocol.message import author_of

@@ -27,9 +27,9 @@ import pytest
 import trio
 import trio.testing
 
-from tanglenode.node.gossip import gossip
-from tanglenode.node.peers import PeerState
-from tanglenode.node.service import StoreService
+from tanglenode.node.gossip.session import gossip
+from tanglenode.node.net.peers import PeerState
+from tanglenode.node.service.store_service import StoreService
 from tanglenode.protocol import identity
 from tanglenode.protocol.framing import FrameDecoder, encode_frame
 from tanglenode.protocol.gossip import VERSION, FrameKind, GossipConnection, PeerWants, tag_of

@@ -1,7 +1,7 @@
 """Witnesses over gossip: a node fetches the message of a feed it does not carry that a
 timeframe names (ASK / WITNESS / UNHELD, protocol/gossip.py), learns from it which message
 of a carried feed must come first, and gives an entry up when no peer holds it
-(storage/feeds/witnesses.py, node/witness_fetch.py). Real stores, services and `gossip()`
+(storage/feeds/witnesses.py, node/gossip/witness_fetch.py). Real stores, services and `gossip()`
 over trio's memory streams (tests/node/test_gossip_session.py has the harness)."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import pytest
 import trio
 import trio.testing
 
-from tanglenode.node.peers import PeerState
-from tanglenode.node.witness_fetch import ASK_WAIT, PATIENCE
+from tanglenode.node.gossip.witness_fetch import ASK_WAIT, PATIENCE
+from tanglenode.node.net.peers import PeerState
 from tanglenode.protocol.gossip import (
     MAX_ASK,
     FrameKind,

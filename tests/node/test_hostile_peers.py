@@ -15,10 +15,10 @@ from dataclasses import dataclass
 import pytest
 import trio
 
-from tanglenode.node.network import Network
-from tanglenode.node.peers import RECENT, PeerRegistry
-from tanglenode.node.service import StoreService
-from tanglenode.node.transport import SecureStream, client_handshake
+from tanglenode.node.gossip.network import Network
+from tanglenode.node.net.peers import RECENT, PeerRegistry
+from tanglenode.node.net.transport import SecureStream, client_handshake
+from tanglenode.node.service.store_service import StoreService
 from tanglenode.protocol.framing import FrameDecoder, encode_frame
 from tanglenode.protocol.gossip import VERSION, FrameKind, GossipConnection, PeerHello, tag_of
 from tanglenode.protocol.identity import Keypair

@@ -1,4 +1,4 @@
-"""Streamers that hold a feed back, against real nodes (node/stream_plan.py): honest nodes on
+"""Streamers that hold a feed back, against real nodes (node/gossip/stream_plan.py): honest nodes on
 real TCP ports of 127.0.0.1, an attacker that does the real handshake and writes its frames
 by hand (the harness of tests/node/test_hostile_peers.py), on the real clock and the plan's
 real timings."""
@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 import trio
 
-from tanglenode.node.stream_plan import STOP_AFTER
+from tanglenode.node.gossip.stream_plan import STOP_AFTER
 from tanglenode.protocol.gossip import GossipConnection, PeerWants, tag_of
 from tanglenode.protocol.message import Message
 from tests.factories import Feed

@@ -1,4 +1,4 @@
-"""The receiving pipeline (node.inbox) over a real store: bounded, ordered, batched.
+"""The receiving pipeline (node.gossip.inbox) over a real store: bounded, ordered, batched.
 
 A real `FeedStore` in a tmp dir behind a `StoreService` whose storing waits
 on a gate, so a test holds the storer (a slow disk) and watches what the
@@ -12,8 +12,8 @@ from __future__ import annotations
 import pytest
 import trio
 
-from tanglenode.node.inbox import FIRST_BATCH, MAX_PROOFS, Inbox, Kind
-from tanglenode.node.service import StoreService
+from tanglenode.node.gossip.inbox import FIRST_BATCH, MAX_PROOFS, Inbox, Kind
+from tanglenode.node.service.store_service import StoreService
 from tanglenode.storage.feeds.ingest import Outcome
 from tanglenode.storage.store import FeedStore
 from tests.factories import Feed

@@ -1,5 +1,5 @@
 """Redeeming invites against a real node in this process: its real `Network` with its
-invite door on a real TCP port, the redeemer's real handshake (node/invite_use.py).
+invite door on a real TCP port, the redeemer's real handshake (node/invites/use.py).
 
 Every hostile redemption is refused with its reason and leaves the inviter's store as
 it was; gossip still passes through the door; no log line carries a secret."""
@@ -14,12 +14,12 @@ import pytest
 import structlog
 import trio
 
-from tanglenode.node.invite_door import InviteDoor, RedemptionRate
-from tanglenode.node.invite_use import InviteFailed, redeem
-from tanglenode.node.network import Network
-from tanglenode.node.peers import PeerRegistry
-from tanglenode.node.service import StoreService
-from tanglenode.node.transport import client_handshake
+from tanglenode.node.gossip.network import Network
+from tanglenode.node.invites.door import InviteDoor, RedemptionRate
+from tanglenode.node.invites.use import InviteFailed, redeem
+from tanglenode.node.net.peers import PeerRegistry
+from tanglenode.node.net.transport import client_handshake
+from tanglenode.node.service.store_service import StoreService
 from tanglenode.protocol.framing import FrameDecoder, encode_frame
 from tanglenode.protocol.identity import Keypair
 from tanglenode.protocol.invite import InviteCode, Refusal, network_tag, parse_answer, secret_hash

@@ -6,12 +6,13 @@ from contextlib import aclosing
 import pytest
 import trio
 
-from tanglenode.node.client import NodeError, connect
-from tanglenode.node.ipc import OPS, IpcServer
-from tanglenode.node.network import Network
-from tanglenode.node.oneshot import error_from
-from tanglenode.node.peers import PeerRegistry
-from tanglenode.node.service import StoreService
+from tanglenode.node.gossip.network import Network
+from tanglenode.node.ipc.client import NodeError, connect
+from tanglenode.node.ipc.oneshot import error_from
+from tanglenode.node.ipc.ops import OPS
+from tanglenode.node.ipc.server import IpcServer
+from tanglenode.node.net.peers import PeerRegistry
+from tanglenode.node.service.store_service import StoreService
 from tanglenode.protocol import ipc
 from tanglenode.protocol.identity import tag_of
 from tanglenode.protocol.ipc import ErrorKind

@@ -2,7 +2,7 @@
 
 import pytest
 
-from tanglenode.node.client import NodeError, connect
+from tanglenode.node.ipc.client import NodeError, connect
 from tanglenode.protocol.ipc import ErrorKind
 from tanglenode.protocol.message import TangleLink
 from tanglenode.storage.groups import state as groups

@@ -13,11 +13,12 @@ import structlog
 import trio
 import trio.testing
 
-from tanglenode.node.client import NodeError, connect
-from tanglenode.node.ipc import MAX_FRAME, IpcServer
-from tanglenode.node.network import Network
-from tanglenode.node.peers import PeerRegistry
-from tanglenode.node.service import StoreService
+from tanglenode.node.gossip.network import Network
+from tanglenode.node.ipc.client import NodeError, connect
+from tanglenode.node.ipc.ops import MAX_FRAME
+from tanglenode.node.ipc.server import IpcServer
+from tanglenode.node.net.peers import PeerRegistry
+from tanglenode.node.service.store_service import StoreService
 from tanglenode.protocol.framing import FrameDecoder, encode_frame
 from tanglenode.protocol.limits import Limits
 from tanglenode.storage.store import FeedStore

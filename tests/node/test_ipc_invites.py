@@ -1,8 +1,8 @@
-"""Where an invite says the node is reached (node/ipc_invites.py, `listen_addresses`)."""
+"""Where an invite says the node is reached (node/ipc/invites.py, `listen_addresses`)."""
 
 from __future__ import annotations
 
-from tanglenode.node.ipc_invites import listen_addresses
+from tanglenode.node.ipc.invites import listen_addresses
 from tanglenode.protocol.address import parse_address
 from tanglenode.protocol.invite import MAX_ADDRESSES
 

@@ -8,11 +8,11 @@ from contextlib import aclosing
 import pytest
 import trio
 
-from tanglenode.node.client import NodeError, connect
-from tanglenode.node.ipc import IpcServer
-from tanglenode.node.network import Network
-from tanglenode.node.peers import PeerRegistry
-from tanglenode.node.service import StoreService
+from tanglenode.node.gossip.network import Network
+from tanglenode.node.ipc.client import NodeError, connect
+from tanglenode.node.ipc.server import IpcServer
+from tanglenode.node.net.peers import PeerRegistry
+from tanglenode.node.service.store_service import StoreService
 from tanglenode.protocol.message import TangleLink
 from tanglenode.storage.engine.timeline import Insert, apply_commands
 from tanglenode.storage.store import FeedStore

@@ -1,15 +1,15 @@
-"""The node's and its peers' IPC ops (node/ipc_peers.py), and digests, over a real socket."""
+"""The node's and its peers' IPC ops (node/ipc/peers.py), and digests, over a real socket."""
 
 import time
 
 import pytest
 import trio
 
-from tanglenode.node.client import NodeError, connect
-from tanglenode.node.ipc import IpcServer
-from tanglenode.node.network import Network
-from tanglenode.node.peers import PeerRegistry
-from tanglenode.node.service import StoreService
+from tanglenode.node.gossip.network import Network
+from tanglenode.node.ipc.client import NodeError, connect
+from tanglenode.node.ipc.server import IpcServer
+from tanglenode.node.net.peers import PeerRegistry
+from tanglenode.node.service.store_service import StoreService
 from tanglenode.protocol.identity import feed_text, tag_of
 from tanglenode.storage.store import FeedStore
 from tanglenode.storage.views.digest import EMPTY, order_digest

@@ -1,4 +1,5 @@
-"""The node's counters (node/counters.py) and the `/metrics` collector over them, in process.
+"""The node's counters (node/service/counters.py) and the `/metrics` collector over them,
+in process.
 
 A real store in a tmp dir behind a real `StoreService`: the counts come from
 what the store did (accepted, duplicate, refused, a fork), the latencies
@@ -20,19 +21,19 @@ import trio
 import trio.testing
 from prometheus_client.parser import text_string_to_metric_families
 
-from tanglenode.node.client import NodeError, connect
-from tanglenode.node.counters import (
+from tanglenode.node.gossip.inbox import Inbox, Kind
+from tanglenode.node.gossip.network import Network
+from tanglenode.node.ipc.client import NodeError, connect
+from tanglenode.node.ipc.server import IpcServer
+from tanglenode.node.net.peers import PeerRegistry, PeerState
+from tanglenode.node.service.counters import (
     LATENCY_BOUNDS,
     MAX_PEERS_LABELLED,
     OTHER,
     Histogram,
     NodeCounters,
 )
-from tanglenode.node.inbox import Inbox, Kind
-from tanglenode.node.ipc import IpcServer
-from tanglenode.node.network import Network
-from tanglenode.node.peers import PeerRegistry, PeerState
-from tanglenode.node.service import StoreService
+from tanglenode.node.service.store_service import StoreService
 from tanglenode.node.web.events import Streams
 from tanglenode.node.web.http import WebContext
 from tanglenode.node.web.metrics import Metrics
@@ -286,8 +287,9 @@ async def test_a_stalled_subscribers_queue_is_seen_and_its_lag_counted(service, 
 def test_the_daemons_paths_do_not_load_prometheus_client():
     probe = (
         "import sys\n"
-        "import tanglenode.node.service, tanglenode.node.gossip, tanglenode.node.ipc\n"
-        "import tanglenode.node.inbox, tanglenode.node.network, tanglenode.node.counters\n"
+        "import tanglenode.node.service.store_service, tanglenode.node.service.counters\n"
+        "import tanglenode.node.gossip.session, tanglenode.node.gossip.inbox\n"
+        "import tanglenode.node.gossip.network, tanglenode.node.ipc.server\n"
         "print(sorted(name for name in sys.modules if name.startswith('prometheus')))\n"
     )
     done = subprocess.run(

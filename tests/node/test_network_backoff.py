@@ -25,10 +25,10 @@ import socket
 import pytest
 import trio
 
-from tanglenode.node.network import FIRST_RETRY, LAST_RETRY, STEADY_SECONDS, Network
-from tanglenode.node.peers import PeerRegistry
-from tanglenode.node.service import StoreService
-from tanglenode.node.transport import server_handshake
+from tanglenode.node.gossip.network import FIRST_RETRY, LAST_RETRY, STEADY_SECONDS, Network
+from tanglenode.node.net.peers import PeerRegistry
+from tanglenode.node.net.transport import server_handshake
+from tanglenode.node.service.store_service import StoreService
 from tanglenode.storage.store import FeedStore
 from tests.factories import keypair
 

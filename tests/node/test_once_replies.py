@@ -1,15 +1,15 @@
-"""Writes done once (node/once_replies.py; docs/IPC.md, "Writes done once"): a write sent
+"""Writes done once (node/ipc/once_replies.py; docs/IPC.md, "Writes done once"): a write sent
 again with its `once` key, while it runs or after, is done once, over a real socket and store."""
 
 import pytest
 import trio
 
-from tanglenode.node.client import NodeError, connect
-from tanglenode.node.ipc import IpcServer
-from tanglenode.node.network import Network
-from tanglenode.node.once_replies import OnceReplies
-from tanglenode.node.peers import PeerRegistry
-from tanglenode.node.service import StoreService
+from tanglenode.node.gossip.network import Network
+from tanglenode.node.ipc.client import NodeError, connect
+from tanglenode.node.ipc.once_replies import OnceReplies
+from tanglenode.node.ipc.server import IpcServer
+from tanglenode.node.net.peers import PeerRegistry
+from tanglenode.node.service.store_service import StoreService
 from tanglenode.protocol.errors import TanglenodeError
 from tanglenode.storage.store import FeedStore
 from tests.factories import keypair

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tanglenode.node.oneshot import NodeError, NodeNotRunning, request
+from tanglenode.node.ipc.oneshot import NodeError, NodeNotRunning, request
 from tanglenode.protocol.framing import LENGTH_PREFIX, MAX_IPC_FRAME, FrameDecoder, encode_frame
 from tanglenode.protocol.ipc_fields import ErrorKind
 

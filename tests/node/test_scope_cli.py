@@ -1,6 +1,6 @@
 """`tangled scope` says what the scope's bounds left out and why (storage/scope.py); `init`
 writes the scope's settings; `follow` says when a feed was never seen, and `publish` whose a
-root not held is (node/scope_notes.py). Run as a real process against a real data directory
+root not held is (node/ipc/scope_notes.py). Run as a real process against a real data directory
 (the node stopped: the store answers)."""
 
 import json

@@ -1,4 +1,4 @@
-"""A scope you can see (node/scope_notes.py): what a peer shows that we do not follow is
+"""A scope you can see (node/ipc/scope_notes.py): what a peer shows that we do not follow is
 "not followed" (or "blocked"), never "behind"; `connect` says what of the peer the scope will
 carry; `follow` of a feed never shown says so; a publish into a thread whose root is not
 held says whose it is and what to do.
@@ -18,11 +18,11 @@ import trio
 
 from tanglenode.node.cli.daemon import _peer_lines, _standing_line
 from tanglenode.node.cli.names import Names
-from tanglenode.node.client import NodeError, connect
-from tanglenode.node.ipc import IpcServer
-from tanglenode.node.network import Network
-from tanglenode.node.peers import PeerRegistry
-from tanglenode.node.service import StoreService
+from tanglenode.node.gossip.network import Network
+from tanglenode.node.ipc.client import NodeError, connect
+from tanglenode.node.ipc.server import IpcServer
+from tanglenode.node.net.peers import PeerRegistry
+from tanglenode.node.service.store_service import StoreService
 from tanglenode.node.web.peers import peer_fields
 from tanglenode.node.web.status_page import render_status
 from tanglenode.protocol.identity import Keypair, feed_text

@@ -13,10 +13,10 @@ import trio
 import trio.testing
 
 from tanglenode.node.daemon import SHUTDOWN_SECONDS, stop
-from tanglenode.node.network import Network
-from tanglenode.node.peers import PeerRegistry
-from tanglenode.node.service import StoreService
-from tanglenode.node.transport import GOODBYE_SECONDS, SecureStream
+from tanglenode.node.gossip.network import Network
+from tanglenode.node.net.peers import PeerRegistry
+from tanglenode.node.net.transport import GOODBYE_SECONDS, SecureStream
+from tanglenode.node.service.store_service import StoreService
 from tanglenode.protocol.shs import Session
 from tanglenode.storage.store import FeedStore
 from tests.factories import keypair

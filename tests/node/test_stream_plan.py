@@ -1,6 +1,6 @@
-"""The stream plan's rules on their own (node/stream_plan.py): a pure core driven on plain
+"""The stream plan's rules on their own (node/gossip/stream_plan.py): a pure core driven on plain
 virtual time, with honest and adversarial streamers; and the log of heads that moved
-(node/head_changes.py)."""
+(node/service/head_changes.py)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,7 @@ from dataclasses import dataclass, field
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tanglenode.node.head_changes import HeadChanges
-from tanglenode.node.stream_plan import (
+from tanglenode.node.gossip.stream_plan import (
     FAILED_FOR,
     SWITCH_AFTER,
     PeerView,
@@ -18,6 +17,7 @@ from tanglenode.node.stream_plan import (
     Stream,
     StreamPlan,
 )
+from tanglenode.node.service.head_changes import HeadChanges
 
 F = b"f" * 32
 
@@ -338,7 +338,7 @@ def test_a_cursor_too_old_or_from_before_a_reset_reads_every_feed():
 
 
 def test_a_peer_struck_over_and_over_is_barred_for_the_longest_bar_never_an_overflow():
-    from tanglenode.node.stream_plan import MAX_BAR, peer_key
+    from tanglenode.node.gossip.stream_plan import MAX_BAR, peer_key
 
     plan = StreamPlan()
     session = object()

@@ -1,6 +1,6 @@
 """The verifying process gives what the thread gives, and its death costs nothing but speed.
 
-`node.verifier.Verifier` prepares a large batch in a spawned worker process
+`node.service.verifier.Verifier` prepares a large batch in a spawned worker process
 and a small one in a thread. Both run the same `prepare`, so a batch with
 valid, badly signed, oversized and repeated messages must come back the
 same either way; a worker killed outright must leave every batch still
@@ -16,8 +16,8 @@ import signal
 import pytest
 import trio
 
-from tanglenode.node.verifier import PROCESS_MIN, Verifier
-from tanglenode.node.verify_worker import prepare
+from tanglenode.node.service.verifier import PROCESS_MIN, Verifier
+from tanglenode.node.service.verify_worker import prepare
 from tanglenode.protocol.limits import DEFAULT_LIMITS
 from tests.factories import Feed, break_signature, keypair, sign_raw, unsigned_fields
 

@@ -12,7 +12,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tanglenode.config.settings import ConfigError
 from tanglenode.node.cli.names import Names
-from tanglenode.node.service import StoreService
+from tanglenode.node.service.store_service import StoreService
 from tanglenode.node.web.app import WebApp
 from tanglenode.node.web.events import Streams, event_stream, frame, resume_version
 from tanglenode.node.web.hosts import AllowedHosts, BadHost
@@ -333,7 +333,7 @@ async def test_a_rebinding_host_with_the_token_is_refused_and_our_own_host_serve
     being same-origin to itself, as Origin too). With the token leaked, it still reads no
     page, no stream and writes nothing: 421, before the token is looked at. The same
     requests naming the address the view listens on are served."""
-    from tanglenode.node.ipc import Area
+    from tanglenode.node.ipc.area import Area
     from tanglenode.node.web.app import serve_web
 
     keypair = Keypair(bytes(range(32)))

@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from tanglenode.node.ipc import Area
-from tanglenode.node.service import StoreService
+from tanglenode.node.ipc.area import Area
+from tanglenode.node.service.store_service import StoreService
 from tanglenode.node.web.actions import MAX_BODY
 from tanglenode.node.web.app import WebApp
 from tanglenode.node.web.hosts import AllowedHosts
@@ -249,13 +249,13 @@ async def test_lone_surrogates_duplicate_origins_and_a_tls_proxy(app):
     assert code == 200 and store.documents.document_text(parse(doc)) == "ab"
 
 
-# -- the op table, with no frame between (node/ipc.py `run_op`) ----------------------------
+# -- the op table, with no frame between (node/ipc/ops.py `run_op`) ----------------------------
 
 
 async def test_a_write_runs_through_the_op_table_and_is_never_encoded_as_a_frame(app, monkeypatch):
     """The page's writes take `run_op`'s result as it is: neither the reply frame nor msgpack
     is on the way, for an answer or a refusal alike."""
-    import tanglenode.node.ipc as ipc
+    import tanglenode.node.ipc.ops as ipc
 
     def no_frame(*args, **kwargs):
         raise AssertionError("the web view encoded a frame")
@@ -274,7 +274,7 @@ async def test_a_write_runs_through_the_op_table_and_is_never_encoded_as_a_frame
 
 async def test_run_op_gives_what_answer_encodes(app):
     """`answer`'s frame is `run_op`'s result encoded: the same value, the same typed error."""
-    from tanglenode.node.ipc import OpError, OpReply, answer, run_op
+    from tanglenode.node.ipc.ops import OpError, OpReply, answer, run_op
     from tanglenode.protocol.framing import FrameDecoder
 
     def decoded(frame: bytes):

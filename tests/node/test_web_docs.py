@@ -9,7 +9,7 @@ from html.parser import HTMLParser
 import pytest
 import trio
 
-from tanglenode.node.service import StoreService
+from tanglenode.node.service.store_service import StoreService
 from tanglenode.node.web import docs, groups
 from tanglenode.node.web.doc_events import snapshot_frames
 from tanglenode.node.web.doc_text import colour

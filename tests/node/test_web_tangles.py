@@ -7,7 +7,7 @@ from contextlib import aclosing
 
 import pytest
 
-from tanglenode.node.service import StoreService
+from tanglenode.node.service.store_service import StoreService
 from tanglenode.node.web import tangles
 from tanglenode.node.web.events import Streams
 from tanglenode.node.web.http import Request, WebContext

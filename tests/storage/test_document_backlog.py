@@ -7,7 +7,7 @@ from __future__ import annotations
 import trio
 import trio.testing
 
-from tanglenode.node.service import StoreService
+from tanglenode.node.service.store_service import StoreService
 from tanglenode.protocol.message import author_of
 from tanglenode.storage.documents.backlog import SLICE
 from tanglenode.storage.feeds.processor import processed_index
