@@ -164,6 +164,14 @@ def _records(source: str, max_bytes: int) -> tuple[Iterator[bytes], int | None, 
 
 
 COMPACT_ABOVE = 0.25  # the share of free pages past which an import compacts the store
+# ... or the share of the store's pages the import added: B-trees keyed by hashes fill by
+# random inserts to about two thirds a page, which compaction packs (1.90x the signed bytes
+# against 2.53x at 300K messages imported: docs/BENCHMARKS.md, issue 45)
+COMPACT_GROWN = 0.5
+
+
+def _pages_in_use(store) -> int:
+    return store.ctx.env.info()["last_pgno"] + 1
 
 
 def _held(store) -> int:
@@ -177,8 +185,8 @@ def _held(store) -> int:
 @click.option(
     "--no-compact",
     is_flag=True,
-    help="Leave the free pages the import made (by default, over a quarter of the file is "
-    "given back, as `tangled compact` does).",
+    help="Leave the store as the import wrote it (by default it is compacted, as `tangled "
+    "compact` does, when over a quarter of the file is free or the import wrote half of it).",
 )
 @json_option
 @click.pass_obj
@@ -200,9 +208,14 @@ def import_command(obj: Context, source: str, no_compact: bool, as_json: bool) -
             def committed(summary: ImportSummary) -> None:  # TANGLED_LOG_LEVEL=debug shows it
                 log.debug("import committed", records=summary.records)
 
-            held = _held(store)
+            def fallback() -> None:
+                log.warning("the verifying worker stopped: verifying on this core from here")
+
+            held, pages_before = _held(store), _pages_in_use(store)
             try:
-                import_messages(store, records, summary, step, committed=committed)
+                import_messages(
+                    store, records, summary, step, committed=committed, on_fallback=fallback
+                )
             except BadRecord as error:
                 failure = error
             except KeyboardInterrupt:  # a ^C: what each batch committed stands
@@ -214,8 +227,11 @@ def import_command(obj: Context, source: str, no_compact: bool, as_json: bool) -
                     "store holds already counts as duplicate)"
                 ) from None
             free = free_share(store.ctx.env)
+            pages = _pages_in_use(store)
+            grown = (pages - pages_before) / pages
         compacted = None
-        if not no_compact and summary.as_dict()["accepted"] and free > COMPACT_ABOVE:
+        worth = free > COMPACT_ABOVE or grown >= COMPACT_GROWN
+        if not no_compact and summary.as_dict()["accepted"] and worth:
             compacted = _compact_after_import(obj)
     if as_json:
         sizes = compacted and {"before": compacted.before, "after": compacted.after}

@@ -58,7 +58,11 @@ from tanglenode.storage.feeds.ingest import Outcome
 from tanglenode.storage.feeds.ingest_pipeline import Worker, ingest_batches
 from tanglenode.storage.store import FeedStore
 
-BATCH = 1000
+# Messages per write transaction of an import, and the bytes of their wire forms at most: a
+# batch dirties each random-keyed table's leaves once (ids are hashes), so at 300K held,
+# 5,000 a batch wrote 45 % fewer pages than 1,000 (docs/BENCHMARKS.md, issue 45).
+BATCH = 5000
+BATCH_BYTES = 16 << 20
 HEADER_MARK = b"TNB"  # a bundle's header: these three bytes, then its format's number
 FORMAT = 3  # the format of the messages this build writes and reads
 MAGIC = HEADER_MARK + bytes([FORMAT])  # a bundle of format 3 messages; format 1 had no header
@@ -324,21 +328,24 @@ def import_messages(
     *,
     worker: Worker = Worker.PROCESS,
     committed: Callable[[ImportSummary], None] = lambda summary: None,
+    on_fallback: Callable[[], None] = lambda: None,
 ) -> ImportSummary:
     """Ingest `records` in batches into `summary`; a BadRecord propagates once the records
     before it are ingested. `committed(summary)` follows each batch's transaction.
 
-    A batch ends before a message whose author already has one at the same or a higher seq
+    A batch holds at most `batch` messages and `BATCH_BYTES` of them. It ends before a
+    message whose author already has one at the same or a higher seq
     in it: `ingest` applies a batch in seq order per feed, so fork evidence sharing a batch
     with the later messages of its feed would mark the feed forked before they are stored
     and get them refused, which they were not when the store first took them.
 
     Batch N+1 is verified by `worker` (a second process by default) while batch N is
-    stored (`storage.feeds.ingest_pipeline`); the outcome is the same whatever the worker.
+    stored (`storage.feeds.ingest_pipeline`); the outcome is the same whatever the worker
+    (`on_fallback()` once if it dies and the rest is verified in-line, on one core).
     """
     stopped: list[BadRecord] = []
     batches = _batches(records, batch, progress, stopped)
-    for results in ingest_batches(store, batches, worker=worker):
+    for results in ingest_batches(store, batches, worker=worker, on_fallback=on_fallback):
         for result in results:
             summary.outcomes[result.outcome] += 1
             if result.outcome is Outcome.REJECTED:
@@ -360,6 +367,7 @@ def _batches(
     `stopped` after the records before it were yielded."""
     pending: list[bytes] = []
     highest: dict[bytes, int] = {}
+    size = 0
     try:
         for raw in records:
             position = _position(raw)
@@ -367,13 +375,14 @@ def _batches(
                 author, seq = position
                 if seq <= highest.get(author, 0) and pending:
                     yield pending
-                    pending, highest = [], {}
+                    pending, highest, size = [], {}, 0
                 highest[author] = max(seq, highest.get(author, 0))
             pending.append(raw)
+            size += len(raw)
             progress(raw)
-            if len(pending) >= batch:
+            if len(pending) >= batch or size >= BATCH_BYTES:
                 yield pending
-                pending, highest = [], {}
+                pending, highest, size = [], {}, 0
     except BadRecord as error:
         stopped.append(error)
     if pending:

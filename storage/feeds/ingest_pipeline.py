@@ -21,7 +21,8 @@ which has LMDB environments open, and the server preloads only this module
 (not `__main__`). A single batch is stored in-line (no worker to start). The
 first batch of a longer stream is also prepared in-line, while the worker
 starts and prepares the second. If the worker dies, the batch it held and
-everything after it are prepared in-line: the result is the same, slower.
+everything after it are prepared in-line: the result is the same, slower, and
+`on_fallback` is called once so the caller can say so (one core from there).
 Neither the forkserver nor the worker outlives this process, even killed
 with SIGKILL, or holds its standard streams (storage/feeds/orphan_guard.py).
 """
@@ -32,7 +33,7 @@ import contextlib
 import multiprocessing
 import sys
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from enum import StrEnum
@@ -82,9 +83,14 @@ def _process_pool() -> ProcessPoolExecutor:
 
 
 def ingest_batches(
-    store, batches: Iterable[Sequence[bytes]], *, worker: Worker = Worker.PROCESS
+    store,
+    batches: Iterable[Sequence[bytes]],
+    *,
+    worker: Worker = Worker.PROCESS,
+    on_fallback: Callable[[], None] = lambda: None,
 ) -> Iterator[list[IngestResult]]:
-    """Ingest each batch into `store` (a `FeedStore`) in order, yielding its results."""
+    """Ingest each batch into `store` (a `FeedStore`) in order, yielding its results;
+    `on_fallback()` once if the worker dies and batches are prepared in-line from then."""
     if worker is Worker.INLINE:
         for raws in batches:
             yield store.writes.ingest(raws)
@@ -102,14 +108,19 @@ def ingest_batches(
             _short_switch_interval(),
             ThreadPoolExecutor(1, thread_name_prefix="tanglenode-prepare") as pool,
         ):
-            yield from _pipelined(store, pool, first, second, stream)
+            yield from _pipelined(store, pool, first, second, stream, on_fallback)
         return
     with _process_pool() as pool:
-        yield from _pipelined(store, pool, first, second, stream)
+        yield from _pipelined(store, pool, first, second, stream, on_fallback)
 
 
 def _pipelined(
-    store, pool, first: Sequence[bytes], second: Sequence[bytes], stream: Iterator
+    store,
+    pool,
+    first: Sequence[bytes],
+    second: Sequence[bytes],
+    stream: Iterator,
+    on_fallback: Callable[[], None],
 ) -> Iterator[list[IngestResult]]:
     """Store `first` (prepared here) while `pool` prepares `second`, then keep one ahead."""
     limits = store.limits
@@ -122,15 +133,21 @@ def _pipelined(
         try:
             return raws, pool.submit(prepare, raws, limits)
         except (BrokenProcessPool, RuntimeError):
+            fall_back()
             return raws, None
 
-    def prepared(raws: list[bytes], future: Future[PreparedBatch] | None) -> PreparedBatch:
+    def fall_back() -> None:
         nonlocal broken
+        if not broken:
+            broken = True
+            on_fallback()
+
+    def prepared(raws: list[bytes], future: Future[PreparedBatch] | None) -> PreparedBatch:
         if future is not None:
             try:
                 return future.result()
             except BrokenProcessPool:
-                broken = True  # the worker died: prepare here from now on
+                fall_back()  # the worker died: prepare here from now on
         return store.writes.prepare(raws)
 
     pending = submit(second)

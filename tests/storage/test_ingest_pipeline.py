@@ -68,7 +68,8 @@ def test_two_cores_store_what_one_core_stores(tmp_path, worker):
 
 
 def test_a_dead_worker_leaves_the_outcome_unchanged(tmp_path, monkeypatch):
-    """The worker process is killed mid-stream: the rest is prepared in-line, same result."""
+    """The worker process is killed mid-stream: the rest is prepared in-line, same result,
+    and the caller is told once."""
     import os
     import signal
 
@@ -98,7 +99,14 @@ def test_a_dead_worker_leaves_the_outcome_unchanged(tmp_path, monkeypatch):
     batches = [raws[i : i + 5] for i in range(0, len(raws), 5)]
     with FeedStore(tmp_path / "one") as one, FeedStore(tmp_path / "two") as two:
         sequential = [outcomes(one.writes.ingest(b)) for b in batches]
-        pipelined = [outcomes(r) for r in ingest_batches(two, batches, worker=Worker.PROCESS)]
+        fallbacks = []
+        pipelined = [
+            outcomes(r)
+            for r in ingest_batches(
+                two, batches, worker=Worker.PROCESS, on_fallback=lambda: fallbacks.append(1)
+            )
+        ]
         assert killed  # the worker really died
+        assert fallbacks == [1]  # said once, however many batches were prepared in-line after
         assert pipelined == sequential
         assert list(two.feeds.iter_raw()) == list(one.feeds.iter_raw())
