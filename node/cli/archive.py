@@ -43,6 +43,7 @@ from tanglenode.storage.clients.bundle import (
     read_bundle,
     write_bundle,
 )
+from tanglenode.storage.engine.command_log import NO_LOG
 from tanglenode.storage.errors import DataDirInUse
 from tanglenode.storage.tools.compact import Compacted, StoreInUse, compact, free_share
 
@@ -200,7 +201,10 @@ def import_command(obj: Context, source: str, no_compact: bool, as_json: bool) -
     failure: BadRecord | None = None
     with lock:
         records, total, unit = _records(source, obj.settings.limits.max_message_bytes)
-        with obj.open_store(create=True) as store, _progress(total, "importing") as progress:
+        # No command log: no one watched the versions an offline import makes, and a
+        # subscriber of an earlier one starts again from a snapshot, as after a reindex.
+        opened = obj.open_store(create=True, retention=NO_LOG)
+        with opened as store, _progress(total, "importing") as progress:
 
             def step(raw: bytes) -> None:
                 progress(1 if unit == "records" else len(raw) + 4)

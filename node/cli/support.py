@@ -34,6 +34,7 @@ from tanglenode.protocol.limits import MAX_SEQ, MAX_TANGLE_NAME_BYTES
 
 if TYPE_CHECKING:
     from tanglenode.protocol.identity import Keypair
+    from tanglenode.storage.engine.command_log import LogRetention
     from tanglenode.storage.feeds.datalock import DataDirLock
     from tanglenode.storage.store import FeedStore
 
@@ -84,13 +85,15 @@ class Context:
         keypair: Keypair | None = None,
         create: bool = False,
         choose_views: bool = False,
+        retention: LogRetention | None = None,
     ) -> FeedStore:
         """The store, to read (or to write with `keypair`, or our key read from the secret
         file `with_keypair`); `NotFound` without a data directory or a store in it.
 
         A store opened to write (or `choose_views`) takes the config's optional views
         (`[views]`: one turned off is dropped, storage/view_choice.py); one opened to read
-        keeps what it has, so a reader beside a running node never changes its views."""
+        keeps what it has, so a reader beside a running node never changes its views. Its
+        command logs keep `[timelines] keep_commands`, or `retention`."""
         from tanglenode.config.secret import read_secret
         from tanglenode.storage.engine.command_log import LogRetention
         from tanglenode.storage.errors import StoreNotFound
@@ -109,7 +112,7 @@ class Context:
                 map_size=settings.storage.map_size,
                 create=create,
                 views=settings.views.wanted() if writes or choose_views else None,
-                retention=LogRetention.keeping(settings.timelines.keep_commands),
+                retention=retention or LogRetention.keeping(settings.timelines.keep_commands),
             )
         except StoreNotFound:
             raise NotFound(f"no store at {settings.store_path}; run `tangled init` first") from None

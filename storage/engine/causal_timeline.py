@@ -168,9 +168,10 @@ class _Twin:
     def store(self, member: _Member) -> None:
         self.changed[member.number] = member
 
-    def append_log(self, commands: list[Command]) -> None:
+    def append_log(self, commands: list[Command], retention: LogRetention) -> None:
         meta = self.meta
-        append_event(self.txn, self.tables.log, self.prefix, meta.version, encode_log(commands))
+        row = encode_log(commands) if retention.logged else b""
+        append_event(self.txn, self.tables.log, self.prefix, meta.version, row, retention)
         meta.version += len(commands)
 
     def flush(self, retention: LogRetention) -> None:
@@ -292,7 +293,7 @@ class CausalWriter:
                 dst = tree.insert(new_key)
                 if src != dst:
                     commands.append(Move(src, dst))
-        twin.append_log(commands)
+        twin.append_log(commands, self._retention)
         return commands
 
     def remove(
@@ -320,7 +321,7 @@ class CausalWriter:
             dst = tree.insert(member.key())
             if src != dst:
                 commands.append(Move(src, dst))
-        twin.append_log(commands)
+        twin.append_log(commands, self._retention)
         return commands
 
     def finish(self) -> None:

@@ -57,6 +57,7 @@ __all__ = [
     "DEFAULT_RETENTION",
     "KEEP_ALL",
     "MIN_SLACK",
+    "NO_LOG",
     "LogRetention",
     "append_event",
     "drop_log",
@@ -73,10 +74,13 @@ MIN_SLACK = 64  # commands past `keep` before a trim, at least: one seek drops m
 @dataclass(frozen=True, slots=True)
 class LogRetention:
     """How much of its command log each timeline keeps: about the `keep` most recent
-    commands (None: every one), trimmed once it holds more than `keep + slack`."""
+    commands (None: every one), trimmed once it holds more than `keep + slack`; or, not
+    `logged` (`NO_LOG`), none: the floor follows the version, so a subscriber of any
+    earlier version starts from a snapshot (an offline import, which no one watched)."""
 
     keep: int | None = None
     slack: int = 0
+    logged: bool = True
 
     def __post_init__(self) -> None:
         if self.keep is not None and (type(self.keep) is not int or self.keep < 1):
@@ -96,16 +100,23 @@ class LogRetention:
 
     def floor_due(self, version: int, floor: int) -> bool:
         """Whether a log holding the commands floor+1 .. version is due for a trim."""
+        if not self.logged:
+            return version > floor
         return self.keep is not None and version - floor > self.keep + self.slack
 
 
 KEEP_ALL = LogRetention()
+NO_LOG = LogRetention(logged=False)
 DEFAULT_RETENTION = LogRetention.keeping(DEFAULT_KEEP_COMMANDS)
 
 
-def append_event(txn: Txn, log: Db, prefix: bytes, version: int, row: bytes) -> None:
-    """Log one event's encoded commands (`row`), numbered on from `version`."""
-    txn.put(prefix + U64.pack(version + 1), row, db=log)
+def append_event(
+    txn: Txn, log: Db, prefix: bytes, version: int, row: bytes, retention: LogRetention
+) -> None:
+    """Log one event's encoded commands (`row`), numbered on from `version`, if the
+    `retention` keeps any."""
+    if retention.logged:
+        txn.put(prefix + U64.pack(version + 1), row, db=log)
 
 
 def trim_log(
@@ -115,7 +126,7 @@ def trim_log(
     to `retention` if it is due; the floor it has then."""
     if not retention.floor_due(version, floor):
         return floor
-    keep = retention.keep
+    keep = retention.keep if retention.logged else 0
     assert keep is not None  # floor_due says so
     cursor = txn.cursor(db=log)
     if not cursor.set_range(prefix):

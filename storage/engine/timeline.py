@@ -362,12 +362,11 @@ class _Timeline:
             return False
         return self.txn.cursor(db=self.tables.succ).set_key_dup(self.prefix + link_number, number)
 
-    def append_log(self, commands: list[Command]) -> None:
+    def append_log(self, commands: list[Command], retention: LogRetention) -> None:
         """One event's commands to the command log, numbered on from the version."""
         meta = self.meta
-        append_event(
-            self.txn, self.tables.log, self.prefix, meta.version, _core.encode_log(commands)
-        )
+        row = _core.encode_log(commands) if retention.logged else b""
+        append_event(self.txn, self.tables.log, self.prefix, meta.version, row, retention)
         meta.version += len(commands)
 
     def flush(self, retention: LogRetention = KEEP_ALL) -> None:
@@ -464,7 +463,7 @@ class TimelineWriter:
         except CycleError as error:
             error.loop = [self._numbers.ref(number) for number in error.loop]
             raise
-        timeline.append_log(commands)
+        timeline.append_log(commands, self.retention)
         return commands
 
     def remove(
@@ -524,7 +523,7 @@ class TimelineWriter:
             dst = tree.insert(order_key(new_rank, moved_id))
             if src != dst:
                 commands.append(Move(src, dst))
-        timeline.append_log(commands)
+        timeline.append_log(commands, self.retention)
         return commands
 
     def finish(self) -> None:

@@ -181,6 +181,13 @@ def test_import_compacts_the_store_it_wrote_unless_told_not_to(tmp_path):
         summary = json.loads(done.stdout)
         with FeedStore(node.data_dir / "store", create=False) as store:
             free = free_share(store.ctx.env)
+            with store.ctx.read() as txn:  # the import logged no command: nothing to resume
+                names = txn.cursor(db=store.ctx.timeline_tables.names).iternext(values=False)
+                names = [bytes(each) for each in names]
+            timelines = store.timelines
+            assert len(names) > 16 and all(
+                timelines.timeline_floor(n) == timelines.timeline_version(n) > 0 for n in names
+            )
         results[name] = summary, free, (node.data_dir / "store" / "data.mdb").stat().st_size
         assert "checked 4016 messages" in node.ok("check")
     (kept, _kept_free, kept_size), (compacted, free, size) = results["kept"], results["compacted"]

@@ -12,6 +12,7 @@ from tanglenode.storage.engine.command_log import (
     DEFAULT_RETENTION,
     KEEP_ALL,
     MIN_SLACK,
+    NO_LOG,
     LogRetention,
 )
 from tanglenode.storage.engine.keys import U64
@@ -173,6 +174,31 @@ def test_a_rebuild_restarts_a_trimmed_log_above_its_head(open_store):
     floor = store.timelines.timeline_floor(name)
     assert floor == store.timelines.timeline_version(name) > old
     assert log_rows(store, name) == {}
+
+
+def test_no_log_writes_no_command_and_drops_the_log_kept_before(open_store):
+    """An offline import's retention (NO_LOG): the same timelines as a store keeping every
+    command, no `tl-log` row, every floor at its version (a subscriber of an earlier one
+    starts from a snapshot); a log kept before is dropped by the first write without one."""
+    rng = random.Random(5)
+    root, arrival = late_arrivals(rng, feeds=3, per_feed=6)
+    half = len(arrival) // 2
+    kept, bare = open_store("kept", retention=KEEP_ALL), open_store("bare", retention=WINDOW)
+    kept.writes.ingest([m.raw for m in arrival])
+    bare.writes.ingest([m.raw for m in arrival[:half]])
+    name = bare.timelines.timeline_name(root.id, "chat")
+    assert log_rows(bare, name) != {}  # a log kept under WINDOW until now
+    bare.close()
+    bare = open_store("bare", retention=NO_LOG)
+    bare.writes.ingest([m.raw for m in arrival[half:]])
+    for each in timeline_names(kept):
+        assert bare.timelines.timeline_at(each)[1] == kept.timelines.timeline_at(each)[1]
+        version = bare.timelines.timeline_version(each)
+        assert bare.timelines.timeline_floor(each) == version
+        assert log_rows(bare, each) == {}
+        if version:
+            with pytest.raises(BelowLogFloor):
+                bare.timelines.timeline_log(each, version - 1, EVERYTHING)
 
 
 def test_the_default_retention_keeps_small_tangles_whole():
