@@ -78,8 +78,10 @@ def build_messages(
     seed: int,
     timeframe_feeds: int | None = None,
     heads_only: bool = False,
+    text_bytes: tuple[int, int] = (20, 200),
 ) -> list[bytes]:
     """`timeframe_feeds` caps each timeframe at that many other feeds (None: all of them);
+    each post's text is `text_bytes` long (low, high: drawn from low up to high - 1);
     `heads_only` names what a node that processed every earlier message names (format 2's
     rule, storage/feeds/timeframe.py): the heads, newest first, at most TIMEFRAME_CAP."""
     unnamed: dict[bytes, tuple[int, bytes]] = {}  # heads: latest messages nobody named yet
@@ -116,7 +118,7 @@ def build_messages(
             timestamp=1_700_000_000_000 + len(raws),
             timeframe=timeframe,
             tangles={f"t{tangle}": link},
-            content={"type": "post", "text": "x" * rng.randrange(20, 200)},
+            content={"type": "post", "text": "x" * rng.randrange(*text_bytes)},
         )
         heads[author.public] = (seq + 1, message.id)
         unnamed[author.public] = (seq + 1, message.id)
