@@ -50,6 +50,7 @@ from tanglenode.storage.context import StoreContext
 from tanglenode.storage.feeds.layout import feed_key, tangle_key
 from tanglenode.storage.feeds.witnesses import entry_key
 from tanglenode.storage.views.contacts import CONTACTS_DB
+from tanglenode.storage.views.joined import tangle_members
 from tanglenode.storage.views.tangles import TangleTables
 
 SEEN_AUTHORS = 50_000  # authors of contact messages looked through at most, by `feed_seen`
@@ -131,13 +132,8 @@ def _message(txn, tables, msg_id: bytes) -> Message | None:
 def _members(txn, ctx: StoreContext, key: bytes, limit: int) -> list[Message]:
     """The members held among the first `limit` rows of the tangle with this key."""
     found: list[Message] = []
-    cursor = txn.cursor(db=TangleTables.of(ctx).tangle_state)
-    if not cursor.set_range(key):
-        return found
-    for looked, row in enumerate(cursor.iternext(values=False)):
-        if looked >= limit or bytes(row[: len(key)]) != key or len(row) != len(key) + _KEY:
-            break
-        message = _message(txn, ctx.tables, bytes(row[len(key) :]))
+    for member in tangle_members(txn, TangleTables.of(ctx), key, limit):
+        message = _message(txn, ctx.tables, member)
         if message is not None:
             found.append(message)
     return found

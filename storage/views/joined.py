@@ -18,9 +18,9 @@ pending, waiting for it). Each state is a function of the set of stored
 messages alone, so every node holding the same messages agrees, whatever
 order they came in.
 
-Rows (storage.feeds.layout):
+Rows (the tables of storage.views.tangles):
 
-    tangle-state    tangle key + member id -> b"j"                      joined
+    tangle-state    tangle no. (u32 BE) + member no. (u32 BE) -> b"j"     joined
                                               kind + count (u32) + previous ids
                                               (kind p: pending, r / o: invalid for
                                               the reason above; count: how many of
@@ -30,11 +30,39 @@ Rows (storage.feeds.layout):
                     is not a joined member of its tangle: "who waits on whom"
     tangle-joined   tangle key -> u32: how many members are joined (no row at 0)
 
+A `tangle-state` key is numbers the timelines already hold, 8 bytes: the
+tangle no. is the number of the tangle's timeline (`tl-names`: `\\x01` +
+tangle key -> u32, given once when its first member is added), the member
+no. is the member id's ref number (storage.engine.ref_numbers: given in
+order of first use, store-wide, never reused). Every member is in its
+tangle's timeline, added there (storage.views.timelines, the view called
+before this one) before it is decided here, so both numbers exist by then,
+and a member id with no ref number, or a tangle with no timeline, has no
+row. Ref numbers grow with arrival, so each tangle's rows are appended at
+the end of its own range: a batch writes to a leaf or two at each tangle's
+end, where ids as keys put every row on a random leaf of its own. Reads by
+id ask the ref number first (`tl-refs`, one get; within a write
+transaction the timeline writer's numbers, which its add just looked up);
+the tangles rooted at an id are found in `tl-names` (`\\x01` + root id)
+and their rows read a tangle at a time. The numbers depend on the order
+things arrived, so `check` and `content` compare rows as (tangle key +
+member id, row), translated back (`state_rows`). A rebuild (`tangled
+reindex`) numbers the timelines afresh and keeps the ref numbers, and always
+rebuilds this view with them (they share the timeline tables).
+
+Within a write transaction the rows go through `StateRows`, a companion of
+the transaction's timeline writer: each row is read from LMDB once and kept
+(a member's `previous` are its tangle's tips, mostly joined in the same
+batch or the one before), and each write goes to LMDB at once and to the
+cache: the transaction stays the one unit of crash safety, and a nested
+transaction has a writer, and so a cache, of its own.
+
 A message that arrives
 1. as an id others named: its rows in `tangle-pending` (one seek on its id)
    mark each waiter of a tangle it is not a member of invalid;
 2. as the root id of tangles it does not root: their members (one seek on
-   its id in `tangle-state`) become invalid;
+   `\\x01` + its id in `tl-names`, then each such tangle's rows) become
+   invalid;
 3. as a member: its state is decided from its root's and its previous'
    rows, one read each. Joining counts it, adds it to the joined order's
    timeline (`\\x02` + tangle key, storage.views.timelines.view_timeline)
@@ -60,13 +88,14 @@ message had never arrived.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from tanglenode.protocol.message import Message, TangleLink
 from tanglenode.storage.engine.timeline import TimelineWriter
 from tanglenode.storage.engine.timeline_reader import TimelineReader
+from tanglenode.storage.errors import StoreDamaged
 from tanglenode.storage.feeds.layout import EMPTY, U32, tangle_key
 from tanglenode.storage.views.tangles import TangleTables, tip_joined, untip_left
 from tanglenode.storage.views.timelines import tangle_timeline, view_timeline
@@ -134,9 +163,125 @@ def _split(row: bytes) -> tuple[bytes, int, list[bytes]]:
     )
 
 
-def _state(txn, tables: TangleTables, key: bytes, member: bytes) -> bytes | None:
-    raw = txn.get(key + member, db=tables.tangle_state)
+def _tangle_number(txn, tables: TangleTables, key: bytes) -> bytes | None:
+    """The number of the timeline of the tangle with this key, None if it has none."""
+    raw = txn.get(b"\x01" + key, db=tables.timelines.names)
     return None if raw is None else bytes(raw)
+
+
+def _tangle_rows(txn, db, number: bytes) -> list[tuple[bytes, bytes]]:
+    """(member no., row) of each `tangle-state` row of the tangle numbered `number`."""
+    found = []
+    cursor = txn.cursor(db=db)
+    if cursor.set_range(number):
+        for row_key, row in cursor:
+            if row_key[:4] != number:
+                break
+            found.append((bytes(row_key[4:]), bytes(row)))
+    return found
+
+
+class StateRows:
+    """`tangle-state` inside one write transaction, by (tangle key, member id).
+
+    A companion of the transaction's timeline writer (`TimelineWriter.companion`,
+    made as `partial(StateRows, tables)`): it shares the writer's ref numbers and
+    lives as long as the writer's transaction. Each row is read from LMDB once and
+    kept; each write goes to LMDB at once and is kept (no write waits for `finish`).
+    """
+
+    def __init__(
+        self, tables: TangleTables, txn, _timeline_tables=None, *, retention=None, numbers=None
+    ) -> None:
+        self.txn, self.tables = txn, tables
+        self._db = tables.tangle_state
+        self.numbers = numbers if numbers is not None else tables.timelines.ref_numbers(txn)
+        self._tangles: dict[bytes, bytes] = {}  # tangle key -> its timeline's number
+        self._rows: dict[bytes, bytes | None] = {}  # tangle key + member -> row (None: none)
+
+    def tangle(self, key: bytes) -> bytes | None:
+        """The number of the tangle's timeline (None while it has none: not cached)."""
+        number = self._tangles.get(key)
+        if number is None:
+            number = _tangle_number(self.txn, self.tables, key)
+            if number is not None:
+                self._tangles[key] = number
+        return number
+
+    def get(self, key: bytes, member: bytes) -> bytes | None:
+        """`member`'s row in the tangle with this key, None if it has none."""
+        both = key + member
+        if both in self._rows:
+            return self._rows[both]
+        row = None
+        tangle = self.tangle(key)
+        number = None if tangle is None else self.numbers.find(member)
+        if number is not None:
+            raw = self.txn.get(tangle + number, db=self._db)  # type: ignore[operator]
+            row = None if raw is None else bytes(raw)
+        self._rows[both] = row
+        return row
+
+    def put(self, key: bytes, member: bytes, row: bytes) -> None:
+        tangle = self.tangle(key)
+        if tangle is None:
+            raise StoreDamaged(f"a member of tangle {key.hex()} before its timeline")
+        self.txn.put(tangle + self.numbers.assign(member), row, db=self._db)
+        self._rows[key + member] = row
+
+    def delete(self, key: bytes, member: bytes) -> None:
+        tangle = self.tangle(key)
+        number = None if tangle is None else self.numbers.find(member)
+        if number is not None:
+            self.txn.delete(tangle + number, db=self._db)  # type: ignore[operator]
+        self._rows[key + member] = None
+
+    def rooted_at(self, root: bytes, skip: set[bytes]) -> list[tuple[bytes, bytes]]:
+        """(tangle key, member) of each member of a tangle rooted at `root`, bar the tangles
+        in `skip`: the tangles from `tl-names`, then each one's rows."""
+        found = []
+        prefix = b"\x01" + root
+        names = self.txn.cursor(db=self.tables.timelines.names)
+        if not names.set_range(prefix):
+            return found
+        tangles = []
+        for name, number in names:
+            if name[: len(prefix)] != prefix:
+                break
+            tangles.append((bytes(name[1:]), bytes(number)))
+        ref = self.numbers.ref
+        for key, number in tangles:
+            if key in skip:
+                continue
+            self._tangles[key] = number
+            for member_number, row in _tangle_rows(self.txn, self._db, number):
+                member = ref(member_number)
+                self._rows[key + member] = row
+                found.append((key, member))
+        return found
+
+    def finish(self) -> None:
+        """The writer's transaction is done with: drop what is kept."""
+        self._rows.clear()
+        self._tangles.clear()
+
+
+class _StateReader:
+    """`tangle-state` rows of one tangle for a read (nothing kept beyond the call)."""
+
+    def __init__(self, txn, tables: TangleTables, key: bytes) -> None:
+        self.txn, self._db = txn, tables.tangle_state
+        self.tangle = _tangle_number(txn, tables, key)
+        self.numbers = tables.timelines.ref_numbers(txn)
+
+    def get(self, member: bytes) -> bytes | None:
+        if self.tangle is None:
+            return None
+        number = self.numbers.find(member)
+        if number is None:
+            return None
+        raw = self.txn.get(self.tangle + number, db=self._db)
+        return None if raw is None else bytes(raw)
 
 
 def _present(txn, tables: TangleTables, msg_id: bytes) -> bool:
@@ -145,7 +290,8 @@ def _present(txn, tables: TangleTables, msg_id: bytes) -> bool:
 
 def member_state(txn, tables: TangleTables, key: bytes, member: bytes) -> MemberState | None:
     """The state of `member` in the tangle with this key, None if it is not a stored member."""
-    raw = _state(txn, tables, key, member)
+    rows = _StateReader(txn, tables, key)
+    raw = rows.get(member)
     if raw is None:
         return None
     if raw == _JOINED_ROW:
@@ -153,20 +299,62 @@ def member_state(txn, tables: TangleTables, key: bytes, member: bytes) -> Member
     kind, _count, previous = _split(raw)
     if kind != _PENDING:
         return MemberState(INVALID, reason=_REASONS[kind])
-    waiting = [p for p in previous if _state(txn, tables, key, p) != _JOINED_ROW]
+    waiting = [p for p in previous if rows.get(p) != _JOINED_ROW]
     return MemberState(PENDING, tuple(waiting[:MAX_WAITING_SHOWN]))
 
 
 def state_names(txn, tables: TangleTables, key: bytes, members: Iterable[bytes]) -> list[str]:
-    """The state of each member (one row read each)."""
+    """The state of each member (its ref number and its row read, one get each)."""
+    rows = _StateReader(txn, tables, key)
     names = []
     for member in members:
-        raw = _state(txn, tables, key, member)
+        raw = rows.get(member)
         if raw == _JOINED_ROW:
             names.append(JOINED)
         else:
             names.append(PENDING if raw is None or raw[:1] == _PENDING else INVALID)
     return names
+
+
+def tangle_members(txn, tables: TangleTables, key: bytes, limit: int) -> list[bytes]:
+    """The member ids of the first `limit` rows of the tangle with this key, in the order
+    their ids were first numbered (about the order they, or a reply naming them, arrived)."""
+    tangle = _tangle_number(txn, tables, key)
+    if tangle is None:
+        return []
+    found = []
+    names = tables.timelines.ref_names
+    cursor = txn.cursor(db=tables.tangle_state)
+    if cursor.set_range(tangle):
+        for looked, row_key in enumerate(cursor.iternext(values=False)):
+            if looked >= limit or row_key[:4] != tangle:
+                break
+            member = txn.get(bytes(row_key[4:]), db=names)
+            if member is not None:
+                found.append(bytes(member))
+    return found
+
+
+def state_rows(txn, tables: TangleTables) -> Iterator[tuple[bytes, bytes]]:
+    """Every `tangle-state` row as (tangle key + member id, row): what the rows say whatever
+    numbers this store gave. A key whose numbers name no tangle timeline or no ref comes as
+    b"?" + the key itself."""
+    keys: dict[bytes, bytes] = {}
+    cursor = txn.cursor(db=tables.timelines.names)
+    if cursor.set_range(b"\x01"):
+        for name, number in cursor:
+            if name[:1] != b"\x01":
+                break
+            keys[bytes(number)] = bytes(name[1:])
+    names = tables.timelines.ref_names
+    for raw_key, row in txn.cursor(db=tables.tangle_state):
+        raw_key = bytes(raw_key)
+        key = keys.get(raw_key[:4])
+        member = txn.get(raw_key[4:], db=names) if len(raw_key) == 8 else None
+        if key is None or member is None:
+            yield b"?" + raw_key, bytes(row)
+        else:
+            yield key + bytes(member), bytes(row)
 
 
 # -- arrival ---------------------------------------------------------------------------------
@@ -175,8 +363,9 @@ def state_names(txn, tables: TangleTables, key: bytes, members: Iterable[bytes])
 class _Joiner:
     """The row work of one arrival or departure, inside the caller's transaction."""
 
-    def __init__(self, txn, tables: TangleTables, order: TimelineWriter | None) -> None:
-        self.txn, self.tables, self.order = txn, tables, order
+    def __init__(self, rows: StateRows, order: TimelineWriter | None) -> None:
+        self.rows, self.order = rows, order
+        self.txn, self.tables = rows.txn, rows.tables
 
     def count_joined(self, key: bytes, change: int) -> None:
         """Add `change` to tangle `key`'s count of joined members (its row goes at zero)."""
@@ -200,29 +389,18 @@ class _Joiner:
 
     def members_rooted_at(self, root: bytes, skip: set[bytes]) -> list[tuple[bytes, bytes]]:
         """(tangle key, member) of each member of a tangle rooted at `root`, bar those in `skip`."""
-        found = []
-        cursor = self.txn.cursor(db=self.tables.tangle_state)
-        at = cursor.set_range(root)
-        while at and cursor.key()[:_ID] == root:
-            row = bytes(cursor.key())
-            key = row[:-_ID]
-            if key in skip:  # jump past the whole tangle
-                at = cursor.set_range(key + b"\xff" * (_ID + 1))
-                continue
-            found.append((key, row[-_ID:]))
-            at = cursor.next()
-        return found
+        return self.rows.rooted_at(root, skip)
 
     def decide(self, key: bytes, previous: Sequence[bytes]) -> tuple[bytes, list[bytes]]:
         """The kind a non-root member with these previous takes, and its not-joined previous."""
-        txn, tables = self.txn, self.tables
+        txn, tables, state = self.txn, self.tables, self.rows.get
         kind = _PENDING
         root = key[:_ID]
-        if _state(txn, tables, key, root) is None and _present(txn, tables, root):
+        if state(key, root) is None and _present(txn, tables, root):
             kind = _ROOT_BAD
         waiting = []
         for p in previous:
-            raw = _state(txn, tables, key, p)
+            raw = state(key, p)
             if raw == _JOINED_ROW:
                 continue
             waiting.append(p)
@@ -243,9 +421,7 @@ class _Joiner:
         if kind == _PENDING and not waiting:
             self.join(key, member, previous, waiters)
         else:
-            self.txn.put(
-                key + member, _row(kind, len(waiting), previous), db=self.tables.tangle_state
-            )
+            self.rows.put(key, member, _row(kind, len(waiting), previous))
 
     def join(
         self,
@@ -258,13 +434,13 @@ class _Joiner:
 
         `waiters`: `member`'s waiters in this tangle, if the caller read them already.
         """
-        txn, tables = self.txn, self.tables
+        txn, tables, rows = self.txn, self.tables, self.rows
         timeline = joined_timeline(key)
         stack = [(member, previous)]
         joined = 0
         while stack:
             joining, links = stack.pop()
-            txn.put(key + joining, _JOINED_ROW, db=tables.tangle_state)
+            rows.put(key, joining, _JOINED_ROW)
             joined += 1
             if self.order is not None:
                 self.order.add(timeline, joining, links)
@@ -275,17 +451,16 @@ class _Joiner:
                 found = [waiter for _key, waiter in self.waiters(joining + key)]
             for waiter in found:
                 txn.delete(joining + key + waiter, db=tables.tangle_pending)
-                kind, count, waiter_previous = _split(_state(txn, tables, key, waiter))  # type: ignore[arg-type]
+                kind, count, waiter_previous = _split(rows.get(key, waiter))  # type: ignore[arg-type]
                 if kind == _PENDING and count == 1:
                     stack.append((waiter, waiter_previous))
                 else:
-                    row = _row(kind, count - 1, waiter_previous)
-                    txn.put(key + waiter, row, db=tables.tangle_state)
+                    rows.put(key, waiter, _row(kind, count - 1, waiter_previous))
         self.count_joined(key, joined)
 
     def redecide(self, key: bytes, member: bytes) -> None:
         """A not-joined member whose root or previous changed presence: its kind again."""
-        raw = _state(self.txn, self.tables, key, member)
+        raw = self.rows.get(key, member)
         if raw is None or raw == _JOINED_ROW:
             return
         _kind, count, previous = _split(raw)
@@ -293,25 +468,26 @@ class _Joiner:
         if kind == _PENDING and count == 0:
             self.join(key, member, previous)
         else:
-            self.txn.put(key + member, _row(kind, count, previous), db=self.tables.tangle_state)
+            self.rows.put(key, member, _row(kind, count, previous))
 
 
-def join_message(txn, tables: TangleTables, order: TimelineWriter | None, message: Message) -> None:
-    """Decide what `message`'s arrival changes (call after it is stored and indexed); `order`
-    writes the joined order's timelines, where the store keeps them."""
-    joiner = _Joiner(txn, tables, order)
+def join_message(rows: StateRows, order: TimelineWriter | None, message: Message) -> None:
+    """Decide what `message`'s arrival changes (call after it is stored, indexed and in its
+    tangles' timelines), with the transaction's `rows`; `order` writes the joined order's
+    timelines, where the store keeps them."""
+    joiner = _Joiner(rows, order)
     links = {tangle_key(message.tangle_root(n), n): link for n, link in message.tangles.items()}
     named_by: dict[bytes, list[bytes]] = {key: [] for key in links}
     for key, waiter in joiner.waiters(message.id):
         if key in named_by:
             named_by[key].append(waiter)
         else:  # named by a member of a tangle it is not in
-            raw = _state(txn, tables, key, waiter)
+            raw = rows.get(key, waiter)
             if raw is not None and raw[:1] == _PENDING:
-                txn.put(key + waiter, _OUTSIDE + raw[1:], db=tables.tangle_state)
+                rows.put(key, waiter, _OUTSIDE + raw[1:])
     for key, member in joiner.members_rooted_at(message.id, set(links)):
-        raw = _state(txn, tables, key, member)
-        txn.put(key + member, _ROOT_BAD + raw[1:], db=tables.tangle_state)  # type: ignore[index]
+        raw = rows.get(key, member)
+        rows.put(key, member, _ROOT_BAD + raw[1:])  # type: ignore[index]
     for key, link in links.items():
         joiner.place(key, message.id, link, named_by[key])
 
@@ -320,8 +496,7 @@ def join_message(txn, tables: TangleTables, order: TimelineWriter | None, messag
 
 
 def leave_message(
-    txn,
-    tables: TangleTables,
+    rows: StateRows,
     order: TimelineWriter | None,
     reader: TimelineReader,
     message: Message,
@@ -331,18 +506,19 @@ def leave_message(
 
     `previous_of(name, id)` gives a stored member's `previous` in tangle `name`.
     """
-    joiner = _Joiner(txn, tables, order)
+    joiner = _Joiner(rows, order)
+    txn, tables = rows.txn, rows.tables
     links = {
         tangle_key(message.tangle_root(n), n): (n, link) for n, link in message.tangles.items()
     }
     for key, (name, link) in links.items():
-        raw = _state(txn, tables, key, message.id)
+        raw = rows.get(key, message.id)
         if raw == _JOINED_ROW:
             _unjoin(joiner, reader, key, name, message, lambda ref, n=name: previous_of(n, ref))
         else:
             for p in link.previous or ():
                 txn.delete(p + key + message.id, db=tables.tangle_pending)
-            txn.delete(key + message.id, db=tables.tangle_state)
+            rows.delete(key, message.id)
     for key, waiter in joiner.waiters(message.id):
         if key not in links:
             joiner.redecide(key, waiter)
@@ -352,14 +528,14 @@ def leave_message(
 
 def _unjoin(joiner: _Joiner, reader: TimelineReader, key: bytes, name: str, message, previous_of):
     """`message` (joined) leaves: it and its joined descendants leave the joined view."""
-    txn, tables = joiner.txn, joiner.tables
+    txn, tables, rows = joiner.txn, joiner.tables, joiner.rows
     full = tangle_timeline(key[:_ID], name)
     gone = message.id
     previous = {gone: tuple(message.tangles[name].previous or ())}
     order: list[bytes] = []  # depth-first postorder over successors: descendants first
     seen = {gone}
     stack: list[tuple[bytes, list[bytes]]] = [
-        (gone, _joined_successors(txn, tables, reader, full, key, gone))
+        (gone, _joined_successors(rows, reader, full, key, gone))
     ]
     while stack:
         node, todo = stack[-1]
@@ -368,7 +544,7 @@ def _unjoin(joiner: _Joiner, reader: TimelineReader, key: bytes, name: str, mess
             if child not in seen:
                 seen.add(child)
                 previous[child] = tuple(previous_of(child))
-                stack.append((child, _joined_successors(txn, tables, reader, full, key, child)))
+                stack.append((child, _joined_successors(rows, reader, full, key, child)))
             continue
         stack.pop()
         order.append(node)
@@ -379,9 +555,9 @@ def _unjoin(joiner: _Joiner, reader: TimelineReader, key: bytes, name: str, mess
     joiner.count_joined(key, -len(order))
     for member in order:  # not joined any more; still members, but the one that left
         if member == gone:
-            txn.delete(key + member, db=tables.tangle_state)
+            rows.delete(key, member)
         else:
-            txn.put(key + member, _row(_PENDING, 0, previous[member]), db=tables.tangle_state)
+            rows.put(key, member, _row(_PENDING, 0, previous[member]))
     untip_left(
         txn,
         tables,
@@ -389,8 +565,7 @@ def _unjoin(joiner: _Joiner, reader: TimelineReader, key: bytes, name: str, mess
         order,
         previous,
         lambda p: (
-            _state(txn, tables, key, p) == _JOINED_ROW
-            and not _joined_successors(txn, tables, reader, full, key, p)
+            rows.get(key, p) == _JOINED_ROW and not _joined_successors(rows, reader, full, key, p)
         ),
     )
     for member in order:
@@ -399,23 +574,19 @@ def _unjoin(joiner: _Joiner, reader: TimelineReader, key: bytes, name: str, mess
         kind, waiting = joiner.decide(key, previous[member])
         for p in waiting:
             txn.put(p + key + member, EMPTY, db=tables.tangle_pending)
-        txn.put(key + member, _row(kind, len(waiting), previous[member]), db=tables.tangle_state)
+        rows.put(key, member, _row(kind, len(waiting), previous[member]))
     for member in order:  # members that stayed out of the view and named one that left
         for successor in reader.successors(full, member):
             if successor not in seen:
-                raw = _state(txn, tables, key, successor)
+                raw = rows.get(key, successor)
                 if raw is None or raw == _JOINED_ROW:
                     continue
                 kind, count, successor_previous = _split(raw)
                 txn.put(member + key + successor, EMPTY, db=tables.tangle_pending)
-                txn.put(
-                    key + successor,
-                    _row(kind, count + 1, successor_previous),
-                    db=tables.tangle_state,
-                )
+                rows.put(key, successor, _row(kind, count + 1, successor_previous))
 
 
-def _joined_successors(txn, tables, reader, full: bytes, key: bytes, member: bytes) -> list[bytes]:
-    return [
-        s for s in reader.successors(full, member) if _state(txn, tables, key, s) == _JOINED_ROW
-    ]
+def _joined_successors(
+    rows: StateRows, reader: TimelineReader, full: bytes, key: bytes, member: bytes
+) -> list[bytes]:
+    return [s for s in reader.successors(full, member) if rows.get(key, s) == _JOINED_ROW]

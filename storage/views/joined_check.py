@@ -20,7 +20,7 @@ from tanglenode.protocol.message import Message
 from tanglenode.storage.engine.timeline import TimelineTables
 from tanglenode.storage.engine.timeline_reader import TimelineReader
 from tanglenode.storage.feeds.layout import U32, tangle_key
-from tanglenode.storage.views.joined import joined_timeline, state_row
+from tanglenode.storage.views.joined import joined_timeline, state_row, state_rows
 from tanglenode.storage.views.tangles import TangleTables
 
 _JOINED_ROW = b"j"
@@ -95,7 +95,7 @@ def check_tangles(
     joined orders' timelines too where the store keeps them (`orders`)."""
     reader = TimelineReader(txn, timeline_tables)
     expected = recompute(messages)
-    states = {bytes(k): bytes(v) for k, v in txn.cursor(db=tables.tangle_state)}
+    states = dict(state_rows(txn, tables))  # by tangle key + id, as `recompute` gives them
     pending = {bytes(k) for k in txn.cursor(db=tables.tangle_pending).iternext(values=False)}
     tips = {(bytes(k), bytes(v)) for k, v in txn.cursor(db=tables.tangle_tips)}
     counts = {(bytes(k), U32.unpack(v)[0]) for k, v in txn.cursor(db=tables.tangle_joined)}

@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from tanglenode.storage.engine.timeline import TimelineTables
 from tanglenode.storage.feeds.derived import Table
 from tanglenode.storage.feeds.layout import tangle_key
 
@@ -41,19 +42,24 @@ TANGLE_TABLES = (
 
 @dataclass(frozen=True, slots=True)
 class TangleTables:
-    """The handles of `TANGLE_TABLES` a store opened, and the index by id the joined view
-    reads."""
+    """The handles of `TANGLE_TABLES` a store opened, the index by id the joined view
+    reads, and the timelines' tables whose numbers key `tangle-state`."""
 
-    tangle_state: Any  # tangle key + id -> state (storage.views.joined)
+    tangle_state: Any  # tangle timeline no. + member ref no. -> state (storage.views.joined)
     tangle_pending: Any  # id + tangle key + id -> "": a member waits on that id
     tangle_tips: Any  # tangle key -> id (dupsort): its tips
     tangle_joined: Any  # tangle key -> u32: how many of its members are joined
     message_ids: Any  # the feed store's id -> author + seq
+    timelines: TimelineTables  # tl-names (tangle key -> number), tl-refs/tl-ref-names
 
     @classmethod
     def of(cls, ctx: StoreContext) -> TangleTables:
         handles = ctx.view_tables
-        return cls(*(handles[table.name] for table in TANGLE_TABLES), ctx.tables.message_ids)
+        return cls(
+            *(handles[table.name] for table in TANGLE_TABLES),
+            ctx.tables.message_ids,
+            ctx.timeline_tables,
+        )
 
 
 def tip_joined(

@@ -212,3 +212,53 @@ def test_a_crafted_previous_list_never_crashes_nor_splits_stores(open_store):
         assert store.tangles.tangle_tips(root.id, "chat") == [member.id]
         assert store.feeds.check().ok
     assert views(first, root) == views(second, root)
+
+
+def test_state_rows_are_keyed_by_the_tangles_timeline_number_and_the_members_ref_number(
+    open_store,
+):
+    """tangle-state: tangle timeline no. (u32) + member ref no. (u32), each tangle's rows in
+    arrival order; `check` reads them back as tangle key + id."""
+    alice, bob = Feed("alice"), Feed("bob")
+    chat, other = alice.root("chat"), bob.root("other")
+    a = alice.append(tangles=link(chat, chat))
+    b = bob.append(tangles={"other": TangleLink(other.id, (other.id,))})
+    m = alice.append(tangles=link(chat, a))
+    store = open_store("numbered")
+    ingest(store, chat, other, a, b, m)
+    assert store.feeds.check().ok
+    timelines = store.ctx.timeline_tables
+    with store.ctx.read() as txn:
+        names = {bytes(k): bytes(v) for k, v in txn.cursor(db=timelines.names)}
+        refs = {bytes(k): bytes(v) for k, v in txn.cursor(db=timelines.refs)}
+        state = store.ctx.view_tables[b"tangle-state"]
+        rows = [bytes(k) for k in txn.cursor(db=state).iternext(values=False)]
+    chat_no = names[store.timelines.timeline_name(chat.id, "chat")]
+    other_no = names[store.timelines.timeline_name(other.id, "other")]
+    assert rows == sorted(
+        [chat_no + refs[x.id] for x in (chat, a, m)] + [other_no + refs[x.id] for x in (other, b)]
+    )
+    assert [row[4:] for row in rows if row[:4] == chat_no] == [refs[x.id] for x in (chat, a, m)], (
+        "a tangle's rows in the order its members arrived"
+    )
+
+
+def test_a_refused_request_of_a_batch_leaves_no_state_behind(store):
+    """Each request of a batch has its own nested transaction, and its own cache of state
+    rows: one refused after its message joined leaves nothing the next one reads."""
+    root = store.writes.publish({"t": "root"}, {"chat": None})
+    results = store.writes.publish_batch(
+        [
+            ({"n": 1}, {"chat": root.id}),
+            ({"n": 2}, {"chat": root.id, "lost": b"\x07" * 32}),  # refused: no such tangle
+            ({"n": 3}, {"chat": root.id}),
+        ]
+    )
+    assert isinstance(results[1], UnknownTangle)
+    assert results[2].tangles["chat"].previous == (results[0].id,)
+    chat = store.timelines.timeline_name(root.id, "chat")
+    assert [entry[2] for entry in store.timelines.timeline_at(chat, states=True)[1]] == [
+        "joined"
+    ] * 3
+    assert store.tangles.tangle_tips(root.id, "chat") == [results[2].id]
+    assert store.feeds.check().ok
