@@ -239,7 +239,7 @@ class StateRows:
     def rooted_at(self, root: bytes, skip: set[bytes]) -> list[tuple[bytes, bytes]]:
         """(tangle key, member) of each member of a tangle rooted at `root`, bar the tangles
         in `skip`: the tangles from `tl-names`, then each one's rows."""
-        found = []
+        found: list[tuple[bytes, bytes]] = []
         prefix = b"\x01" + root
         names = self.txn.cursor(db=self.tables.timelines.names)
         if not names.set_range(prefix):
