@@ -26,6 +26,7 @@ views to the writer and to `check`.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Collection
 from dataclasses import replace
@@ -51,6 +52,7 @@ from tanglenode.storage.feeds import proof_order
 from tanglenode.storage.feeds.derived import DerivedView, open_tables, version_key
 from tanglenode.storage.feeds.layout import (
     MAX_NAMED_DATABASES,
+    MIGRATED_SCHEMAS,
     PREVIOUS_FORMAT_SCHEMAS,
     SCHEMA_VERSION,
     Tables,
@@ -58,6 +60,7 @@ from tanglenode.storage.feeds.layout import (
 from tanglenode.storage.feeds.metapage import check_data_file
 from tanglenode.storage.feeds.ownhead import OwnHeadFile, head_path
 from tanglenode.storage.feeds.processor import ProcessorTables
+from tanglenode.storage.feeds.processor_rows import migrate_13
 from tanglenode.storage.feeds.witnesses import WitnessTables
 from tanglenode.storage.invites import InviteBook
 from tanglenode.storage.registry import REGISTRY, Registry
@@ -69,6 +72,12 @@ from tanglenode.storage.views.digest import DigestReads
 from tanglenode.storage.writes import TimeframeSource, Writes
 
 DEFAULT_MAP_SIZE = 64 * 2**30  # address space, not disk: the file grows as data does
+
+log = logging.getLogger(__name__)
+
+
+class MigrationFailed(Exception):
+    """A row of the schema being migrated is not of its layout (storage.feeds.processor_rows)."""
 
 
 class FeedStore:
@@ -128,7 +137,8 @@ class FeedStore:
         self.own_head_path = head_path(self.path)
         try:
             tables = Tables.open(self._env)
-            self._check_schema(tables, registry)  # before any table of this schema is made
+            # before any table of this schema is made; a schema-13 store is migrated
+            self._check_schema(tables, registry, progress)
             timeline_tables = TimelineTables.open(self._env)
             view_tables = open_tables(self._env, registry.views)
             with self._env.begin() as txn:
@@ -153,6 +163,12 @@ class FeedStore:
         except lmdb.Error as error:
             self._env.close()
             raise StoreDamaged(f"the store at {self.path} is damaged: {error}") from None
+        except MigrationFailed as error:  # a row the migration cannot read: nothing written
+            self._env.close()
+            raise StoreDamaged(
+                f"the store at {self.path} cannot be migrated: {error}; run `tangled check` "
+                "with the build that wrote it"
+            ) from None
         except ValueError:  # views declaring one table alike but for its flags
             self._env.close()
             raise
@@ -191,15 +207,31 @@ class FeedStore:
         what `tangled reindex` builds (storage/reindex.py)."""
         return self._registry.open(replace(self.ctx, views=self.ctx.views.expanded()))
 
-    def _check_schema(self, tables: Tables, registry: Registry) -> None:
+    def _check_schema(
+        self, tables: Tables, registry: Registry, progress: Progress | None = None
+    ) -> None:
         """Refuse another schema, or mark a new store, with the version of each view its
-        rows are (none yet: nothing to build)."""
+        rows are (none yet: nothing to build), or migrate a store of schema 13 in place,
+        in the one write transaction that marks it of this schema (a crash leaves it as
+        it was: it migrates at the next open)."""
         with self._env.begin(write=True) as txn:
             found = txn.get(b"schema", db=tables.meta)
             if found is None:
                 txn.put(b"schema", SCHEMA_VERSION, db=tables.meta)
                 for kind in registry.views:
                     txn.put(version_key(kind.name), str(kind.version).encode(), db=tables.meta)
+            elif found in MIGRATED_SCHEMAS:
+                log.info(
+                    "store schema %s: rewriting %s for schema %s",
+                    found.decode(),
+                    MIGRATED_SCHEMAS[found],
+                    SCHEMA_VERSION.decode(),
+                )
+                try:
+                    migrate_13(self._env, txn, tables.feeds, progress)
+                except ValueError as error:
+                    raise MigrationFailed(str(error)) from error
+                txn.put(b"schema", SCHEMA_VERSION, db=tables.meta)
             elif found in PREVIOUS_FORMAT_SCHEMAS:
                 held = PREVIOUS_FORMAT_SCHEMAS[found]
                 why = (

@@ -7,7 +7,8 @@ header's hash and size, and every body must be named by exactly
 one row; from the messages alone we rebuild what the feed store's own
 tables should hold (ids, feed chains, heads, proofs), then each derived
 view checks itself against the same messages (`DerivedView.check`, in the
-registry's order: storage/registry.py), and each disagreement is reported
+registry's order: storage/registry.py), the processed order's two tables
+must agree (storage.feeds.processor_rows), and each disagreement is reported
 as one line. The parsed messages and rebuilt sets live in
 memory: fine for an offline check of a node's store, proportional to its size.
 """
@@ -31,9 +32,11 @@ from tanglenode.protocol.message import Message, decode_message
 from tanglenode.storage.feeds.bodies import ARRIVAL
 from tanglenode.storage.feeds.derived import DerivedView
 from tanglenode.storage.feeds.layout import U64, Tables, split_feed_key, split_head_value
+from tanglenode.storage.feeds.processor_rows import split_log_value
 
 if TYPE_CHECKING:
     from tanglenode.storage.context import StoreContext
+    from tanglenode.storage.feeds.processor import ProcessorTables
 
 
 @dataclass
@@ -114,6 +117,7 @@ def _check_all(ctx: StoreContext, views: Sequence[DerivedView], report: CheckRep
         _check_ids(txn, tables, by_position, report)
         _check_feeds(txn, tables, by_position, report)
         _check_evidence(txn, tables, by_position, report)
+        _check_processed(txn, ctx.processor_tables, report)
         for view in views:
             report.problems.extend(view.check(txn, by_position))
 
@@ -201,3 +205,44 @@ def _check_evidence(txn, tables: Tables, by_position, report: CheckReport) -> No
         report.evidence += 1
         if bytes(key) not in held:
             report.problems.append(f"evidence {message_text(bytes(key))} is in no proof")
+
+
+def _check_processed(txn, tables: ProcessorTables, report: CheckReport) -> None:
+    """`proc-log` and `proc-position` (storage.feeds.processor_rows) say the same order:
+    each processed message has one index, named both ways, at or below its feed's
+    processed frontier."""
+    rows = tables.rows(txn)
+    logged: dict[tuple[bytes, int], int] = {}
+    for key, value in txn.cursor(db=tables.log):
+        index = U64.unpack(key)[0]
+        if not value:  # a blocked feed's message, purged
+            continue
+        try:
+            number, seq = split_log_value(value)
+            feed = rows.numbers.key(number)
+        except (ValueError, KeyError) as error:
+            report.problems.append(f"proc-log row {index} is unreadable: {error}")
+            continue
+        if (feed, seq) in logged:
+            report.problems.append(
+                f"proc-log rows {logged[(feed, seq)]} and {index} both name {feed_text(feed)}:{seq}"
+            )
+            continue
+        logged[(feed, seq)] = index
+    frontier = {bytes(k): U64.unpack(v)[0] for k, v in txn.cursor(db=tables.frontier)}
+    for position, raw in rows.positions.entries(txn):
+        feed, seq = split_feed_key(position)
+        index = U64.unpack(raw)[0]
+        if logged.pop((feed, seq), None) != index:
+            report.problems.append(
+                f"proc-position of {feed_text(feed)}:{seq} names index {index}, "
+                "which proc-log does not give it"
+            )
+        if seq > frontier.get(feed, 0):
+            report.problems.append(
+                f"{feed_text(feed)}:{seq} has a processed index past its feed's processed frontier"
+            )
+    for (feed, seq), index in sorted(logged.items(), key=lambda item: item[1]):
+        report.problems.append(
+            f"proc-log row {index} names {feed_text(feed)}:{seq}, which has no proc-position"
+        )

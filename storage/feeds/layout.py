@@ -22,7 +22,8 @@
                                                        version (`view-version:NAME`,
                                                        storage.feeds.derived); the scope's hops
     scope          feed -> why                         the feeds this node carries (storage.scope)
-    proc-*         the causal processor's order and frontier (storage.feeds.processor)
+    proc-*         the causal processor's order and frontier (storage.feeds.processor;
+                   `proc-log` and `proc-position`: storage.feeds.processor_rows)
 
 The derived views' tables are theirs: each view declares them
 (storage.feeds.derived, `DerivedView.tables`) and documents their layout,
@@ -55,8 +56,13 @@ from tanglenode.storage.feeds.stored_form import parse_stored  # noqa: F401 (re-
 
 # 11: messages of format 2 (tagged timeframes), heads, suspects; 12: timeline rows keyed by
 # ref numbers (storage.engine.ref_numbers), bodies in arrival order behind `message-at`;
-# 13: messages of format 3 (a signed header, the content beside it)
-SCHEMA_VERSION = b"13"
+# 13: messages of format 3 (a signed header, the content beside it); 14: the processed
+# order's `proc-log` names feeds by number, `proc-position` in runs of 64 seqs
+# (storage.feeds.processor_rows)
+SCHEMA_VERSION = b"14"
+# Schemas of this format whose store is rewritten in place when opened: the rows they
+# change (storage.store).
+MIGRATED_SCHEMAS = {b"13": "the processed order's rows"}
 # Schemas whose messages are of an earlier format, which no build of this one's accepts
 # again: the format each holds.
 PREVIOUS_FORMAT_SCHEMAS = {

@@ -10,9 +10,10 @@ goes first, then the lowest feed key (bytes). Only the next unprocessed
 message of each feed can be a candidate, so the state is small:
 
     proc-frontier  feed -> processed seq (u64)             the processed frontier
-    proc-log       index (u64) -> feed + seq               the processed order, from 0
-                                                           (empty: a blocked feed's, purged)
-    proc-position  feed + seq -> index (u64)               the same, by message
+    proc-log       index (u64) -> feed number (u32) + seq   the processed order, from 0
+                   (u32, or u64 from 2**32)                (empty: a blocked feed's, purged)
+    proc-position  feed + first seq of a run (u64)         the same, by message, in runs of
+                   -> indexes (u64 each)                   64 seqs (storage.feeds.processor_rows)
     proc-wait      feed + seq + waiting feed -> ""         candidate of `waiting feed` needs
                                                            (feed, seq) processed first
     proc-waiting   feed -> needed feed + seq [+ tag]       the same, by the waiting feed
@@ -83,7 +84,7 @@ past its feed's valid end, so naming it unheads it.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -92,6 +93,7 @@ import lmdb
 from tanglenode.protocol.identity import TAG_BYTES, message_id, tag_of
 from tanglenode.protocol.message import Message
 from tanglenode.storage.feeds.layout import EMPTY, U64, Bodies, feed_key, split_feed_key
+from tanglenode.storage.feeds.processor_rows import ProcessedRows
 from tanglenode.storage.feeds.witnesses import ENTRY_BYTES, WitnessBook, entry_key
 
 Entry = tuple[bytes, int, bytes]  # a timeframe entry: feed, seq, tag
@@ -110,6 +112,11 @@ class ProcessorTables:
     heads: Any
     head_at: Any
     witness_wait: Any
+    feeds: Any  # the feed store's `feeds` table: `proc-log` names feeds by number
+
+    def rows(self, txn) -> ProcessedRows:
+        """`proc-log` and `proc-position` in `txn` (storage.feeds.processor_rows)."""
+        return ProcessedRows(txn, self.log, self.position, self.feeds)
 
     @classmethod
     def open(cls, env: lmdb.Environment) -> ProcessorTables:
@@ -124,6 +131,7 @@ class ProcessorTables:
                 heads=env.open_db(b"proc-heads", txn=txn),
                 head_at=env.open_db(b"proc-head-at", txn=txn),
                 witness_wait=env.open_db(b"proc-witness-wait", txn=txn),
+                feeds=env.open_db(b"feeds", txn=txn),
             )
 
 
@@ -165,31 +173,35 @@ def processed_frontier(txn, tables: ProcessorTables) -> dict[bytes, int]:
 
 
 def processed_count(txn, tables: ProcessorTables) -> int:
-    cursor = txn.cursor(db=tables.log)
-    return U64.unpack(cursor.key())[0] + 1 if cursor.last() else 0
+    return tables.rows(txn).count()
 
 
 def processed_index(txn, tables: ProcessorTables, feed: bytes, seq: int) -> int | None:
     """Where (feed, seq) stands in the processed order, None if not processed."""
-    raw = txn.get(feed_key(feed, seq), db=tables.position)
-    return None if raw is None else U64.unpack(raw)[0]
+    return tables.rows(txn).index_of(feed_key(feed, seq))
+
+
+def processed_entries(
+    txn, tables: ProcessorTables, start: int = 0
+) -> Iterator[tuple[int, bytes | None, int]]:
+    """(index, feed, seq) of the processed order from index `start` on, with (index, None,
+    0) where a blocked feed's message was purged (`Processor.purge`)."""
+    return tables.rows(txn).entries(start)
 
 
 def read_processed(
     txn, tables: ProcessorTables, start: int, limit: int
 ) -> list[tuple[int, bytes, int]]:
     """(index, feed, seq) of processed messages from index `start` on."""
-    cursor = txn.cursor(db=tables.log)
     found: list[tuple[int, bytes, int]] = []
-    if not cursor.set_range(U64.pack(start)):
+    if limit <= 0:
         return found
-    for key, value in cursor:
+    for index, feed, seq in processed_entries(txn, tables, start):
+        if feed is None:  # its feed was blocked and purged (`Processor.purge`)
+            continue
+        found.append((index, feed, seq))
         if len(found) >= limit:
             break
-        if not value:  # its feed was blocked and purged (`Processor.purge`)
-            continue
-        feed, seq = split_feed_key(value)
-        found.append((U64.unpack(key)[0], feed, seq))
     return found
 
 
@@ -262,6 +274,7 @@ class Processor:
         self._carried = carried
         self._witnesses = witnesses
         self._tables = tables
+        self._rows = tables.rows(txn)  # the processed order (storage.feeds.processor_rows)
         self._bodies = bodies
         self._invalid = invalid_db
         self._spacetime_holds = spacetime_holds  # whether a spacetime ref is a member
@@ -298,14 +311,12 @@ class Processor:
             if self._needed_by(feed) is None:
                 self._consider(feed)
         self._recheck_waits_on(self._batch)
-        index = first = processed_count(txn, tables)
+        rows = self._rows
+        index = first = rows.count()
         ready, order, moved = self._ready, self.order, set()
         while ready:
             seq, feed = heapq.heappop(ready)
-            position = feed_key(feed, seq)
-            number = U64.pack(index)
-            txn.put(number, position, db=tables.log, append=True)
-            txn.put(position, number, db=tables.position)
+            rows.append(index, feed, seq)
             tag, timeframe = self._readied.pop((feed, seq))
             for named_feed, named_seq, _tag in timeframe:  # heads at their valid ends
                 if self._valid_need(named_feed, self._seq(named_feed)) == named_seq:
@@ -590,12 +601,7 @@ class Processor:
         messages come back and are processed anew. Call `advance` afterwards.
         """
         txn, tables = self._txn, self._tables
-        cursor = txn.cursor(db=tables.position)
-        if cursor.set_range(feed):
-            while cursor.key()[:32] == feed:
-                txn.put(bytes(cursor.value()), EMPTY, db=tables.log)
-                if not cursor.delete():
-                    break
+        self._rows.purge(feed)
         txn.delete(feed, db=tables.frontier)
         self._processed[feed] = 0
         self.forget(feed, 1)
@@ -666,7 +672,7 @@ class Processor:
         if seq == 0:
             return
         raw = self._bodies.raw(self._txn, feed_key(feed, seq))
-        index = processed_index(self._txn, self._tables, feed, seq)
+        index = self._rows.index_of(feed_key(feed, seq))
         if raw is not None and index is not None:
             self._heads[feed] = (index, seq, tag_of(message_id(raw)))
 

@@ -22,8 +22,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tanglenode.storage.feeds.layout import U64, feed_key, split_feed_key
-from tanglenode.storage.feeds.processor import ProcessorTables, processed_count, processed_index
+from tanglenode.storage.feeds.layout import feed_key
+from tanglenode.storage.feeds.processor import (
+    ProcessorTables,
+    processed_count,
+    processed_entries,
+    processed_index,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,27 +58,24 @@ def next_batch(
     sent = dict(wants)
     raws: list[bytes] = []
     budget = max_bytes
-    cursor = txn.cursor(db=tables.log)
     position = resume
     walked_to_end = True
-    if cursor.set_range(U64.pack(resume)):
-        for key, value in cursor:
-            position = U64.unpack(key)[0] + 1
-            if not value:
-                continue  # a blocked feed's message, purged (storage.feeds.processor)
-            feed, seq = split_feed_key(value)
-            if sent.get(feed, -1) + 1 != seq:
-                continue  # not subscribed, or already sent
-            raw = messages_db.raw(txn, bytes(value))  # a storage.feeds.bodies.Bodies
-            if raw is None:
-                continue  # processed, then cut away with its invalid feed
-            if len(raws) >= limit or len(raw) + 8 > budget:
-                position -= 1  # this one opens the next batch
-                walked_to_end = False
-                break
-            raws.append(raw)
-            budget -= len(raw) + 8
-            sent[feed] = seq
+    for index, feed, seq in processed_entries(txn, tables, resume):
+        position = index + 1
+        if feed is None:
+            continue  # a blocked feed's message, purged (storage.feeds.processor)
+        if sent.get(feed, -1) + 1 != seq:
+            continue  # not subscribed, or already sent
+        raw = messages_db.raw(txn, feed_key(feed, seq))  # a storage.feeds.bodies.Bodies
+        if raw is None:
+            continue  # processed, then cut away with its invalid feed
+        if len(raws) >= limit or len(raw) + 8 > budget:
+            position -= 1  # this one opens the next batch
+            walked_to_end = False
+            break
+        raws.append(raw)
+        budget -= len(raw) + 8
+        sent[feed] = seq
     if walked_to_end:
         _unprocessed(txn, messages_db, sent, raws, limit, budget)
     return Batch(raws, {f: s for f, s in sent.items() if s != wants[f]}, position)
