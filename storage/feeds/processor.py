@@ -328,6 +328,7 @@ class Processor:
             index += 1
             self._wake(feed, seq)
             self._consider(feed)
+        rows.flush()
         for feed in moved:
             txn.put(feed, U64.pack(self._processed[feed]), db=tables.frontier)
         self._flush()

@@ -24,7 +24,8 @@ and a cut leaves its processed rows), so `proc-position` keeps its indexes
 in runs of 64 seqs, exactly as `message-at` keeps arrival numbers
 (storage.feeds.message_at, whose `PositionIndex` it is): one row, and one
 dirtied page, for 64 messages, where a row a message put 64 insert points
-of 40-byte keys into the tree. Its key is the feed key, not its number:
+of 40-byte keys into the tree; a batch grows each run in memory and puts it
+once (`ProcessedRows.flush`). Its key is the feed key, not its number:
 every reader (`processed_index`, replication, the documents' reweave) asks
 by feed key, so no lookup of the number comes first, and a purge is one
 key range; the 28 bytes more a row are 28 bytes per 64 messages.
@@ -115,13 +116,19 @@ class FeedNumbers:
 
 
 class ProcessedRows:
-    """`proc-log` and `proc-position` in one transaction (see the module docstring)."""
+    """`proc-log` and `proc-position` in one transaction (see the module docstring).
+
+    The runs `append` grows are kept in memory and written once each by `flush`, which
+    the writer calls before anything else of the transaction reads `proc-position`
+    (`index_of` reads them where they are): a batch puts a run a feed, not a row a
+    message."""
 
     def __init__(self, txn, log_db: Any, position_db: Any, feeds_db: Any) -> None:
         self._txn = txn
         self.log = log_db
         self.positions = PositionIndex(position_db)
         self.numbers = FeedNumbers(txn, feeds_db)
+        self._runs: dict[bytes, bytearray] = {}  # run key -> its indexes, grown here
 
     def count(self) -> int:
         """How many indexes were given: the last one + 1."""
@@ -130,15 +137,37 @@ class ProcessedRows:
 
     def index_of(self, position: bytes) -> int | None:
         """The index of the message at `position` (feed + seq), None if not processed."""
-        raw = self.positions.get(self._txn, position)
-        return None if raw is None else _U64.unpack(raw)[0]
+        seq = _U64.unpack_from(position, 32)[0]
+        if seq == 0:
+            return None
+        first = (seq - 1) // RUN * RUN + 1
+        run = self._runs.get(position[:32] + _U64.pack(first))
+        if run is None:
+            raw = self.positions.get(self._txn, position)
+            return None if raw is None else _U64.unpack(raw)[0]
+        at = (seq - first) * 8
+        return _U64.unpack_from(run, at)[0] if len(run) >= at + 8 else None
 
     def append(self, index: int, feed: bytes, seq: int) -> None:
         """Give (feed, seq), its feed's next seq processed, `index`: the next index."""
         number = _U64.pack(index)
         value = log_value(self.numbers.number(feed), seq)
         self._txn.put(number, value, db=self.log, append=True)
-        self.positions.put(self._txn, feed + _U64.pack(seq), number)
+        first = (seq - 1) // RUN * RUN + 1
+        key = feed + _U64.pack(first)
+        run = self._runs.get(key)
+        if run is None:
+            run = self._runs[key] = bytearray(self._txn.get(key, db=self.positions.db) or b"")
+        if len(run) != (seq - first) * 8:
+            raise ValueError(f"{feed.hex()}:{seq} is not the next seq processed of its feed")
+        run += number
+
+    def flush(self) -> None:
+        """Write the runs `append` grew."""
+        txn, db = self._txn, self.positions.db
+        for key, run in self._runs.items():
+            txn.put(key, bytes(run), db=db)
+        self._runs.clear()
 
     def entries(self, start: int = 0) -> Iterator[tuple[int, bytes | None, int]]:
         """(index, feed, seq) from index `start` on; (index, None, 0) for a purged one."""
@@ -156,6 +185,7 @@ class ProcessedRows:
 
     def purge(self, feed: bytes) -> None:
         """Take `feed` out of the order: its `proc-log` rows empty, its runs gone."""
+        self.flush()
         txn = self._txn
         for _position, index in list(self.positions.entries(txn, feed + _U64.pack(1), feed)):
             txn.put(index, b"", db=self.log)
