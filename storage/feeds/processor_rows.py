@@ -150,9 +150,6 @@ class ProcessedRows:
 
     def append(self, index: int, feed: bytes, seq: int) -> None:
         """Give (feed, seq), its feed's next seq processed, `index`: the next index."""
-        number = _U64.pack(index)
-        value = log_value(self.numbers.number(feed), seq)
-        self._txn.put(number, value, db=self.log, append=True)
         first = (seq - 1) // RUN * RUN + 1
         key = feed + _U64.pack(first)
         run = self._runs.get(key)
@@ -160,6 +157,9 @@ class ProcessedRows:
             run = self._runs[key] = bytearray(self._txn.get(key, db=self.positions.db) or b"")
         if len(run) != (seq - first) * 8:
             raise ValueError(f"{feed.hex()}:{seq} is not the next seq processed of its feed")
+        number = _U64.pack(index)
+        value = log_value(self.numbers.number(feed), seq)
+        self._txn.put(number, value, db=self.log, append=True)
         run += number
 
     def flush(self) -> None:

@@ -212,3 +212,26 @@ def test_check_finds_the_processed_order_tables_disagreeing(open_store):
     assert any(p.startswith("proc-log row 3 is unreadable") for p in problems)
     assert any("which proc-log does not give it" in p for p in problems)
     assert any(p.startswith("proc-log rows ") and "both name" in p for p in problems)
+
+
+def test_runs_grown_in_a_transaction_are_read_before_and_after_they_are_put(open_store):
+    store = open_store()
+    tables = store.ctx.processor_tables
+    a, b = b"a" * 32, b"b" * 32
+    with store.ctx.write() as txn:
+        rows = tables.rows(txn)
+        for index, (feed, seq) in enumerate([(a, 1), (b, 1), *((a, s) for s in range(2, 70))]):
+            rows.append(index, feed, seq)
+        with pytest.raises(ValueError, match="not the next seq"):
+            rows.append(70, b, 3)
+        assert rows.index_of(a + U64.pack(69)) == 69 and rows.index_of(b + U64.pack(1)) == 1
+        assert rows.index_of(b + U64.pack(2)) is None and rows.index_of(a + U64.pack(0)) is None
+        assert txn.get(a + U64.pack(1), db=tables.position) is None  # not put yet
+        rows.flush()
+        again = tables.rows(txn)
+        assert again.index_of(a + U64.pack(65)) == 65 and again.index_of(a + U64.pack(70)) is None
+        assert [(i, f, s) for i, f, s in again.entries(68)] == [(68, a, 68), (69, a, 69)]
+        assert len(txn.get(a + U64.pack(1), db=tables.position)) == RUN * 8
+        again.purge(a)
+        assert again.index_of(a + U64.pack(3)) is None
+        assert [f for _i, f, _s in again.entries()] == [None, b] + [None] * 68
