@@ -109,6 +109,7 @@ _JOINED_ROW = b"j"
 _PENDING, _ROOT_BAD, _OUTSIDE = b"p", b"r", b"o"
 _REASONS = {_ROOT_BAD: ROOT_NOT_A_ROOT, _OUTSIDE: PREVIOUS_OUTSIDE}
 _ID = 32
+_UNREAD: Any = object()  # what StateRows' cache gives for a row it has not read
 
 
 @dataclass(frozen=True, slots=True)
@@ -211,8 +212,9 @@ class StateRows:
     def get(self, key: bytes, member: bytes) -> bytes | None:
         """`member`'s row in the tangle with this key, None if it has none."""
         both = key + member
-        if both in self._rows:
-            return self._rows[both]
+        row = self._rows.get(both, _UNREAD)
+        if row is not _UNREAD:
+            return row
         row = None
         tangle = self.tangle(key)
         number = None if tangle is None else self.numbers.find(member)
@@ -223,7 +225,7 @@ class StateRows:
         return row
 
     def put(self, key: bytes, member: bytes, row: bytes) -> None:
-        tangle = self.tangle(key)
+        tangle = self._tangles.get(key) or self.tangle(key)
         if tangle is None:
             raise StoreDamaged(f"a member of tangle {key.hex()} before its timeline")
         self.txn.put(tangle + self.numbers.assign(member), row, db=self._db)
@@ -434,16 +436,16 @@ class _Joiner:
 
         `waiters`: `member`'s waiters in this tangle, if the caller read them already.
         """
-        txn, tables, rows = self.txn, self.tables, self.rows
-        timeline = joined_timeline(key)
+        txn, tables, rows, order = self.txn, self.tables, self.rows, self.order
+        timeline = joined_timeline(key) if order is not None else b""
         stack = [(member, previous)]
         joined = 0
         while stack:
             joining, links = stack.pop()
             rows.put(key, joining, _JOINED_ROW)
             joined += 1
-            if self.order is not None:
-                self.order.add(timeline, joining, links)
+            if order is not None:
+                order.add(timeline, joining, links)
             tip_joined(txn, tables, key, joining, links)
             if joining == member and waiters is not None:
                 found = waiters

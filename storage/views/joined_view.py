@@ -53,7 +53,7 @@ class JoinedView:
     version = 2
     optional = False
     hooks = NO_HOOKS
-    cost = ViewCost(79, 0.06, "tangle tips (what a reply names), member states, the tangle list")
+    cost = ViewCost(20, 0.06, "tangle tips (what a reply names), member states, the tangle list")
 
     def __init__(self, ctx: StoreContext) -> None:
         self._ctx = ctx
