@@ -232,7 +232,8 @@ def migrate_13(
                 report("processed order rows rewritten")
     entries = done
     _copy_back(txn, scratch, log_db)
-    report("processed order rows rewritten")
+    if done % _CHUNK or not done:  # the last step, unless reported already
+        report("processed order rows rewritten")
 
     # proc-position: feed + seq -> index, a row a message; now in runs
     done = 0
@@ -258,7 +259,8 @@ def migrate_13(
         if run:
             out.put(run_key, bytes(run), append=True)
     _copy_back(txn, scratch, position_db)
-    report("processed positions rewritten")
+    if done % _CHUNK or not done:
+        report("processed positions rewritten")
     txn.drop(scratch, delete=True)
     return entries
 
