@@ -48,7 +48,7 @@ import trio
 
 from tanglenode.node.service.store_service import StoreService
 
-MAX_BATCH = 2048  # messages per write transaction at most
+MAX_BATCH = 4096  # messages per write transaction at most
 FIRST_BATCH = 256  # messages at most while the storer waits for work: it starts sooner
 MAX_BYTES = 8 << 20  # received bytes held at once (queued, being verified or stored)
 MAX_PROOFS = 8  # consecutive EVIDENCE frames handed on together at most

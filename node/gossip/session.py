@@ -98,7 +98,7 @@ from tanglenode.storage.feeds.ingest import IngestResult
 
 log = structlog.get_logger("gossip")
 
-WINDOW = 8192  # messages a peer may send before we grant more (four store batches)
+WINDOW = 16384  # messages a peer may send before we grant more (four store batches)
 BATCH = 1024  # messages per MESSAGES frame at most (and at most one frame's bytes)
 PAGE = 256  # kept proofs read at once by a session's writer
 
