@@ -235,3 +235,20 @@ def test_runs_grown_in_a_transaction_are_read_before_and_after_they_are_put(open
         again.purge(a)
         assert again.index_of(a + U64.pack(3)) is None
         assert [f for _i, f, _s in again.entries()] == [None, b] + [None] * 68
+
+
+def test_the_feed_numbers_of_bodies_and_processor_never_collide_in_one_transaction(tmp_path):
+    """A body writer made before the processor numbered a feed in the same transaction gives
+    the next feed the number after that one, not its own stale count."""
+    from tanglenode.storage.feeds.bodies import BodyWriter
+    from tanglenode.storage.feeds.processor_rows import FeedNumbers
+    from tanglenode.storage.store import FeedStore
+
+    with FeedStore(tmp_path / "store") as store, store.ctx.write() as txn:
+        bodies = store.ctx.tables.bodies
+        writer = BodyWriter(txn, bodies)
+        first = FeedNumbers(txn, bodies.feeds).number(b"A" * 32)
+        second = writer.number_of(b"B" * 32)
+        assert second == first + 1
+        assert bytes(txn.get(struct.pack(">I", first), db=bodies.feeds)) == b"A" * 32
+        assert bytes(txn.get(struct.pack(">I", second), db=bodies.feeds)) == b"B" * 32
