@@ -13,11 +13,11 @@ node holding those messages reads as the same text. A sidecar, not a header
 inside the file: the file stays exactly the document's text, for any tool
 to read and diff, and the sidecar is plain to see, copy or delete.
 
-`edit_from` reads the base's text, diffs the file against it (the smallest
-edit, `docs.edit_splices`) and sends the splices with the base; a long edit
-goes in several requests, each next one based on the revision the previous
-one made (the node's reply says it: the base with our messages, which is
-the file's text exactly). The sidecar then names that revision, so the
+`edit_from` reads the base's text, diffs the file against it (in whole words
+and lines, `docs.edit_splices`: protocol/doc_diff.py) and sends the splices
+with the base; a long edit goes in several requests, each next one based on
+the revision the previous one made (the node's reply says it: the base with
+our messages, which is the file's text exactly). The sidecar then names that revision, so the
 next edit of the file starts from it. Nothing others wrote is lost: their
 text is not in the base, so no splice can delete it.
 """

@@ -9,10 +9,11 @@ follows the running node.
 Positions and lengths are code points. Every edit says the revision it
 was made against (its base) and the node merges it with what happened
 since. `doc show --out FILE` (or `doc checkout`) writes FILE and a sidecar
-naming its revision; `doc edit D FILE` diffs FILE against that revision
-(fast_diff_match_patch, no cleanup: the smallest edit) and publishes the
-splices with it as their base (node/cli/doc_checkout.py), so nothing others
-wrote since is lost. `--force` is the old way, named as what it is: make
+naming its revision; `doc edit D FILE` diffs FILE against that revision in
+whole words and lines (protocol/doc_diff.py's `edit_splices`, so blame,
+links and comments stay on whole words) and publishes the splices with it
+as their base (node/cli/doc_checkout.py), so nothing others wrote since is
+lost. `--force` is the old way, named as what it is: make
 the document exactly FILE, deleting what FILE lacks, whoever wrote it; its
 splices carry the version they were read at with `exclusive`, so they never
 land on a text another edit changed meanwhile: the node refuses them
@@ -31,7 +32,6 @@ from contextlib import aclosing
 from typing import Any
 
 import click
-import fast_diff_match_patch
 import trio
 
 from tanglenode.node.cli import doc_checkout
@@ -60,6 +60,7 @@ from tanglenode.node.cli.terminal import for_stdout
 from tanglenode.node.ipc.client import NodeError, NodeNotRunning, connect
 from tanglenode.node.present.render import format_timestamp
 from tanglenode.node.present.text import safe, safe_json
+from tanglenode.protocol.doc_diff import edit_splices
 from tanglenode.protocol.doc_ipc import MAX_SPLICE_CHARS, MAX_SPLICES, MAX_VERSIONS_PAGE
 from tanglenode.protocol.errors import TanglenodeError
 from tanglenode.protocol.identity import feed_text, message_text
@@ -91,23 +92,6 @@ def _doc(text: str, call: Callable[..., Any] | None = None) -> bytes:
 
 
 # -- command-line values ----------------------------------------------------------------------
-
-
-def edit_splices(old: str, new: str) -> list[list[Any]]:
-    """The splices that turn `old` into `new`: the code-point diff, positions rebased."""
-    splices: list[list[Any]] = []
-    pos = taken = 0  # where the next splice goes in the edited text; code points of `new` used
-    for op, length in fast_diff_match_patch.diff(old, new, counts_only=True, cleanup="No"):
-        if op == "=":
-            pos += length
-            taken += length
-        elif op == "-":
-            splices.append(["del", pos, length])
-        else:
-            splices.append(["ins", pos, new[taken : taken + length]])
-            pos += length
-            taken += length
-    return splices
 
 
 def requests(splices: list[list[Any]]) -> Iterator[list[list[Any]]]:
@@ -276,7 +260,8 @@ def doc_edit(
 ) -> None:
     """Publish what FILE ('-': stdin) changes in the revision of DOC it was made from, merged
     with what others did since. The revision is FILE's sidecar's (`doc show --out FILE`) or
-    --base's; with neither, nothing is published unless --force."""
+    --base's; with neither, nothing is published unless --force. The change is found in
+    whole words and lines: a replaced phrase is one deletion and one insertion."""
     doc_id, new = _doc(doc), read_text_file(file)
     if force and (base is not None or exclusive):
         raise BadInput("--force makes the document exactly FILE: it takes no --base or --exclusive")

@@ -670,6 +670,34 @@
     return ops;
   }
 
+  // A letter of a word (as protocol/doc_diff.py cuts them: letters, digits, `_` and the
+  // marks on them).
+  const WORD_CHAR = /^[\p{L}\p{N}\p{M}_]$/u;
+
+  // `diffOps(before, after)` for one edit of the textarea, a replacement (a paste over a
+  // selection, an autocorrection) widened to whole words at both ends, so blame, links and
+  // comments stay on whole words: "bins" -> "boxes" replaces the word, not "ins" by
+  // "oxes" after a kept "b". Typing and deleting alone stay as they are: what was typed.
+  function editOps(before, after) {
+    const ops = diffOps(before, after);
+    if (ops.length !== 2) return ops;
+    let start = ops[0].at;
+    let end = start + ops[0].n;  // in `before`
+    let tail = before.length - end;  // kept after the change, in both
+    const inWord = function (chars, i) { return i >= 0 && i < chars.length && WORD_CHAR.test(chars[i]); };
+    while (start > 0 && inWord(before, start - 1) && (inWord(before, start) || inWord(after, start))) {
+      start -= 1;
+    }
+    while (tail > 0 && inWord(before, end) && (inWord(before, end - 1) || inWord(after, after.length - tail - 1))) {
+      end += 1;
+      tail -= 1;
+    }
+    return [
+      { t: "d", at: start, n: end - start },
+      { t: "i", at: start, s: after.slice(start, after.length - tail) },
+    ];
+  }
+
   // A caret (a code point position) after `ops`: text inserted at it goes after it.
   function moveCaret(caret, ops) {
     ops.forEach(function (op) {
@@ -767,7 +795,7 @@
 
     area.addEventListener("input", function () {
       const now = Array.from(area.value);
-      diffOps(local, now).forEach(function (op) { appendOp(unsent, op); });
+      editOps(local, now).forEach(function (op) { appendOp(unsent, op); });
       local = now;
       say("editing", "editing");
       if (timer === null) timer = window.setTimeout(send, SEND_MS);

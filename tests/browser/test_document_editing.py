@@ -4,13 +4,14 @@ keystroke of both, identical to `doc show` on each node."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import trio
 
 from tanglenode.node.localnet import REQUEST_SECONDS
 from tanglenode.protocol.identity import feed_text
-from tests.browser import WebNode, call
+from tests.browser import WebNode, call, tangled
 
 EDITOR = "#editor"
 
@@ -158,3 +159,33 @@ def test_an_edit_whose_answer_was_lost_is_sent_again_and_done_once(pages, tmp_pa
         expect(page.locator(EDITOR)).to_have_value("start. once")
     finally:
         assert call(alice.stop) == 0
+
+
+def test_a_word_replaced_in_the_editor_is_the_whole_word_deleted_and_inserted(pages, tmp_path):
+    """Selecting "bins" and typing "boxes" over it (one input event) publishes the word, not
+    its letters: `doc log -p` shows "bins" deleted and "boxes" inserted, nothing else."""
+    from playwright.sync_api import expect
+
+    alice = WebNode(tmp_path, "alice")
+    call(alice.start)
+    try:
+        doc = call(ask, alice, "doc-create", title="words")["doc"]
+        call(ask, alice, "doc-edit", doc=doc, splices=[["ins", 0, "worm bins here"]])
+        page = open_editor(pages, alice, doc)
+        page.locator(EDITOR).evaluate("area => area.setSelectionRange(5, 9)")  # "bins"
+        page.locator(EDITOR).focus()
+        page.keyboard.insert_text("boxes")
+        expect(page.locator("#editor-state")).to_have_text("saved", timeout=20_000)
+        assert call(ask, alice, "doc-show", doc=doc)["text"] == "worm boxes here"
+        log = json.loads(tangled(alice, "doc", "log", _id(doc), "-p", "--json"))
+        change = log["versions"][-1]["change"]
+        assert [s["text"] for s in change if s["removed_by"]] == ["bins"]
+        assert [s["text"] for s in change if s["inserted_by"]] == ["boxes"]
+    finally:
+        assert call(alice.stop) == 0
+
+
+def _id(doc: bytes) -> str:
+    from tanglenode.protocol.identity import message_text
+
+    return message_text(doc)

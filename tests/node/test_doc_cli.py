@@ -1,14 +1,16 @@
 """The pure parts of `tangled doc`: diff to splices, request groups, revisions, rendering."""
 
+import itertools
+
 import click
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from tanglenode.node.cli import doc_render, doc_revisions, docs
 from tanglenode.node.cli.names import Names
 from tanglenode.node.cli.support import BadInput
-from tanglenode.protocol import ipc
+from tanglenode.protocol import doc_diff, ipc
 from tanglenode.protocol.doc_ipc import MAX_SPLICE_CHARS, MAX_SPLICES, apply_splices
 from tanglenode.protocol.errors import BadIdentifier
 from tanglenode.protocol.identity import feed_text, message_text
@@ -18,20 +20,51 @@ ALICE, BOB = keypair("alice").public, keypair("bob").public
 TEXT = st.text(alphabet=st.sampled_from("ab \n😀é\u0301"), max_size=40)
 
 
-@given(TEXT, TEXT)
+# any text of code points a str may hold in a file: astral ones, newlines, combining marks
+ANY_TEXT = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=60)
+WORDS = st.lists(
+    st.sampled_from(["worm", "bins", "(", ")", " ", "  ", "\n", "\r\n", "é\u0301", "猫", "😀"]),
+    max_size=20,
+).map("".join)
+
+
+@given(st.one_of(TEXT, ANY_TEXT, WORDS), st.one_of(TEXT, ANY_TEXT, WORDS))
+@example("", "")
+@example("", "\U0001f600\n\U00010348")
+@example("\U0010fffd a\r\n", "")
+@example("\U00020000\U00020001 x", "\U00020001\U00020000 x")
 def test_the_splices_of_a_diff_turn_the_old_text_into_the_new(old, new):
     splices = docs.edit_splices(old, new)
     assert apply_splices(old, splices) == new
     assert (splices == []) == (old == new)
-    changed = sum(len(v) if k == "ins" else v for k, _p, v in splices)
-    prefix = len(next((p for p in _prefixes(old, new)), ""))
-    assert changed <= len(old) + len(new) - 2 * prefix  # never more than retyping the rest
 
 
-def _prefixes(old, new):
-    for size in range(min(len(old), len(new)), -1, -1):
-        if old[:size] == new[:size]:
-            yield old[:size]
+@given(st.one_of(TEXT, WORDS), st.one_of(TEXT, WORDS))
+def test_a_diff_cuts_only_between_whole_tokens(old, new):
+    pieces = doc_diff.word_diff(old, new)
+    assert "".join(t for op, t in pieces if op != "+") == old
+    assert "".join(t for op, t in pieces if op != "-") == new
+    for text, side in ((old, "+"), (new, "-")):  # each text's pieces start at its tokens
+        edges = {0, *itertools.accumulate(len(t) for t in doc_diff.tokens(text))}
+        starts = itertools.accumulate((len(t) for op, t in pieces if op != side), initial=0)
+        assert set(starts) <= edges
+
+
+def test_a_replaced_phrase_is_one_deletion_and_one_insertion():
+    old, new = "compost worm bins (bob builds) on sat\n", "compost (cancelled) on sat\n"
+    assert docs.edit_splices(old, new) == [["del", 8, 21], ["ins", 8, "(cancelled"]]
+    assert docs.edit_splices("one teh two", "one the two") == [
+        ["del", 4, 3],
+        ["ins", 4, "the"],
+    ]  # a word, not its letters
+    assert docs.edit_splices("a cafe\u0301 b", "a cafe\u0300 b")[0] == ["del", 2, 5]  # "café"
+
+
+@given(ANY_TEXT, ANY_TEXT)
+def test_texts_of_more_tokens_than_code_points_left_still_diff_exactly(old, new):
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(doc_diff, "_CODES", 6)  # the old text 3 tokens, both 6: then the rest
+        assert apply_splices(old, docs.edit_splices(old, new)) == new
 
 
 def test_a_small_change_to_a_long_text_is_a_small_edit():

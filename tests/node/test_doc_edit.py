@@ -104,8 +104,8 @@ def test_an_edit_that_lost_a_race_is_read_and_diffed_again_and_ends_with_the_fil
 
 
 def test_a_long_edit_bases_each_request_on_the_last_and_a_race_between_them_rereads(store):
-    doc = document(store, "a" * (MAX_SPLICES + 100))
-    new = "ab" * (MAX_SPLICES + 100)  # a splice per "b": more than one request holds
+    doc = document(store, "a b " * (MAX_SPLICES + 100))
+    new = "a b x " * (MAX_SPLICES + 100)  # a splice per "x ": more than one request holds
 
     def a_peer_types_between_our_requests(number):
         if number == 1:
@@ -211,11 +211,11 @@ def test_a_short_message_id_names_the_one_version_it_starts(store):
 
 
 def test_a_long_edit_cut_short_resumes_from_the_revision_its_last_request_left(store, tmp_path):
-    doc = document(store, "a" * 1100 + "\n")
+    doc = document(store, "a b " * 1100 + "\n")
     path = str(tmp_path / "long.txt")
     shown = store.call("doc-show", doc=doc)
     doc_checkout.write_checkout(path, doc, shown["text"], shown["weft"])
-    new = "ab" * 1100 + "\n"  # 1,100 inserts: more than one request holds
+    new = "a b x " * 1100 + "\n"  # 1,100 inserts: more than one request holds
     assert len(docs_groups(shown["text"], new)) > 1
 
     def interrupted(op, **arguments):
