@@ -91,10 +91,13 @@ def log_command(
 ) -> None:
     """List FEED's messages (default: our own feed); --json gives JSON lines.
 
-    Each row: seq, id, the tangles it is in ([chat*]: in tangle chat, the * marks
-    the tangle's root message), author, claimed time (UTC) and what it says; group
-    messages are opened where our keys open them. --json adds `private` (the
-    opened part of a group message) to each message's fields. FEED is an @id (or
+    Each message one row: seq, id, the tangles it is in ([chat*]: in tangle chat,
+    the * marks the tangle's root message), author, claimed time (UTC) and what it
+    says in one line (a post's first line, a document edit as +N -M in "title", a
+    follow as follows ~name, another kind its type and JSON; at most 200 characters,
+    control characters as ?); group messages are opened where our keys open them.
+    --json prints every field of each message instead, and adds `private` (the
+    opened part of a group message). FEED is an @id (or
     enough of its start to be the only one), ~NAME (the name it chose) or a petname.
     """
     from tanglenode.node.cli.lookup import feed_arg
