@@ -111,12 +111,14 @@ def engine_alone(trace: Trace) -> float | None:
             for message in messages:
                 position = feed_key(message.author, message.seq)
                 bodies.put(position, message)
-                txn.put(message.id, position, db=feed_tables.message_ids)
+                feed_tables.ids.place(
+                    txn, message.id, bodies.number_of(message.author), message.seq
+                )
         gc.collect()
         started = time.perf_counter()
         for first in range(0, len(messages), 256):
             with env.begin(write=True) as txn:
-                engine = DocumentEngine(txn, tables, feed_tables.bodies, feed_tables.message_ids)
+                engine = DocumentEngine(txn, tables, feed_tables.bodies, feed_tables.ids)
                 for message in messages[first : first + 256]:
                     engine.apply(message)
                 engine.finish()

@@ -72,7 +72,7 @@ class Evidence:
 
 def message_by_id(txn, tables: Tables, msg_id: bytes) -> Message | None:
     """A message by id within `txn`: an accepted one, or one held as fork evidence."""
-    position = txn.get(msg_id, db=tables.message_ids)
+    position = tables.ids.position(txn, msg_id)
     if position is not None:
         return tables.bodies.message(txn, position)
     raw = txn.get(msg_id, db=tables.evidence)
@@ -182,7 +182,7 @@ class FeedReads:
         after `limit` keys, whatever the store holds."""
         tables = self._ctx.tables
         with self._ctx.read() as txn:
-            found = _keys_between(txn, tables.message_ids, low, high, limit)
+            found = tables.ids.held_between(txn, low, high, limit)
             found += _keys_between(txn, tables.evidence, low, high, limit)
         return sorted(set(found))[:limit]
 

@@ -305,7 +305,7 @@ def _stored(txn: Any, ctx: StoreContext) -> Iterator[Any]:
             links.append((feed_key(message.author, message.seq - 1), None))
         for name, link in message.tangles.items():
             for msg_id in (message.tangle_root(name), *(link.previous or ())):
-                found = txn.get(msg_id, db=tables.message_ids)
+                found = tables.ids.position(txn, msg_id)
                 if found is not None:
                     links.append((bytes(found), None))
         named[position] = links

@@ -125,7 +125,7 @@ def root_clue(ctx: StoreContext, root: bytes, name: str, members: int = CLUE_MEM
 
 def _message(txn, tables, msg_id: bytes) -> Message | None:
     """The accepted message `msg_id`, None if not held."""
-    position = txn.get(msg_id, db=tables.message_ids)
+    position = tables.ids.position(txn, msg_id)
     return None if position is None else tables.bodies.message(txn, position)
 
 

@@ -50,6 +50,7 @@ from tanglenode.storage.errors import (
 from tanglenode.storage.feed_reads import FeedReads
 from tanglenode.storage.feeds import proof_order
 from tanglenode.storage.feeds.derived import DerivedView, open_tables, version_key
+from tanglenode.storage.feeds.ids_migration import migrate_14
 from tanglenode.storage.feeds.layout import (
     MAX_NAMED_DATABASES,
     MIGRATED_SCHEMAS,
@@ -137,9 +138,9 @@ class FeedStore:
         self.own_head_path = head_path(self.path)
         try:
             tables = Tables.open(self._env)
-            # before any table of this schema is made; a schema-13 store is migrated
+            # before any table of this schema is made; a store of schema 13 or 14 is migrated
             self._check_schema(tables, registry, progress)
-            timeline_tables = TimelineTables.open(self._env)
+            timeline_tables = TimelineTables.open(self._env, tables.ref_homes())
             view_tables = open_tables(self._env, registry.views)
             with self._env.begin() as txn:
                 empty = tables.bodies.count(txn) == 0
@@ -211,7 +212,7 @@ class FeedStore:
         self, tables: Tables, registry: Registry, progress: Progress | None = None
     ) -> None:
         """Refuse another schema, or mark a new store, with the version of each view its
-        rows are (none yet: nothing to build), or migrate a store of schema 13 in place,
+        rows are (none yet: nothing to build), or migrate a store of schema 13 or 14 in place,
         in the one write transaction that marks it of this schema (a crash leaves it as
         it was: it migrates at the next open)."""
         with self._env.begin(write=True) as txn:
@@ -228,7 +229,9 @@ class FeedStore:
                     SCHEMA_VERSION.decode(),
                 )
                 try:
-                    migrate_13(self._env, txn, tables.feeds, progress)
+                    if found == b"13":
+                        migrate_13(self._env, txn, tables.feeds, progress)
+                    migrate_14(self._env, txn, tables.message_ids, tables.feeds, progress)
                 except ValueError as error:
                     raise MigrationFailed(str(error)) from error
                 txn.put(b"schema", SCHEMA_VERSION, db=tables.meta)

@@ -140,8 +140,7 @@ class TangleReads:
         meta = lookup_meta(txn, tables, timeline)
         assert meta is not None  # the name came from `tl-names`
         joined = txn.get(timeline[1:], db=self._tangles.tangle_joined)
-        where = self._ctx.tables.message_ids
-        held = txn.get(root, db=where)
+        held = self._ctx.tables.ids.position(txn, root)
         return TangleInfo(
             root=root,
             name=name,

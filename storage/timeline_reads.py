@@ -211,7 +211,7 @@ class TimelineReads:
         """The ref a message has in `timeline` (None for a spacetime if it is not held)."""
         if timeline not in SPACETIMES:
             return msg_id
-        position = txn.get(msg_id, db=self._ctx.tables.message_ids)
+        position = self._ctx.tables.ids.position(txn, msg_id)
         return None if position is None else bytes(position) + tag_of(msg_id)
 
     def timeline_commands(self, timeline: bytes, since: int, limit: int = 10_000) -> list[Command]:

@@ -243,8 +243,8 @@ class Writes:
 
     def _held_ids(self, txn, ids: list[bytes]) -> set[bytes]:
         """Which of `ids` the store holds (accepted, or as fork evidence)."""
-        message_ids, evidence = self._ctx.tables.message_ids, self._ctx.tables.evidence
-        found = {msg_id for msg_id in ids if txn.get(msg_id, db=message_ids) is not None}
+        held, evidence = self._ctx.tables.ids.holds, self._ctx.tables.evidence
+        found = {msg_id for msg_id in ids if held(txn, msg_id)}
         if txn.stat(evidence)["entries"]:
             found.update(msg_id for msg_id in ids if txn.get(msg_id, db=evidence) is not None)
         return found

@@ -201,7 +201,7 @@ class DocumentComments:
     def _document_of(self, txn, comment: bytes) -> bytes:
         tables = self._ctx.document_tables
         feeds = self._ctx.tables
-        position = txn.get(comment, db=feeds.message_ids)
+        position = feeds.ids.position(txn, comment)
         message = None if position is None else feeds.bodies.message(txn, bytes(position))
         link = None if message is None else message.tangles.get(TANGLE)
         if link is None or link.root is None:

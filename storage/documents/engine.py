@@ -160,16 +160,16 @@ class DocumentEngine:
         txn,
         tables: DocumentTables,
         bodies,
-        message_ids_db,
+        message_ids,
         max_depth: int = DEFAULT_LIMITS.max_content_depth,
     ) -> None:
         self._txn = txn
         self._tables = tables
         self._messages = bodies  # storage.feeds.bodies.Bodies: messages by position
-        self._message_ids = message_ids_db
+        self._message_ids = message_ids
         self.sealed = SealedMessages(txn, tables, max_depth)
         self._docs: dict[int, _Doc] = {}
-        self._notes = Notes(self, txn, tables, message_ids_db)
+        self._notes = Notes(self, txn, tables, message_ids)
 
     @classmethod
     def over(cls, txn, ctx: StoreContext) -> DocumentEngine:
@@ -179,7 +179,7 @@ class DocumentEngine:
             txn,
             ctx.document_tables,
             tables.bodies,
-            tables.message_ids,
+            tables.ids,
             ctx.limits.max_content_depth,
         )
 
@@ -308,7 +308,7 @@ class DocumentEngine:
     def _epoch_group(self, epoch: bytes) -> bytes | None:
         """The group whose tangle the epoch's `group/init` joins (held: the caller checked
         that the message's timeframe covers it); None if it joins none."""
-        position = self._txn.get(epoch, db=self._message_ids)
+        position = self._message_ids.position(self._txn, epoch)
         link = self._messages.message(self._txn, bytes(position)).tangles.get("group")
         if link is None:
             return None

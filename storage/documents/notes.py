@@ -60,11 +60,11 @@ if TYPE_CHECKING:
 class Notes:
     """Checks and keeps comments and inclusions through the engine that processes them."""
 
-    def __init__(self, engine: DocumentEngine, txn, tables: DocumentTables, message_ids_db) -> None:
+    def __init__(self, engine: DocumentEngine, txn, tables: DocumentTables, message_ids) -> None:
         self._engine = engine
         self._txn = txn
         self._tables = tables
-        self._message_ids = message_ids_db
+        self._message_ids = message_ids
 
     def keep(
         self, message: Message, root: bytes, note: DocComment | DocInclude, group: bytes | None

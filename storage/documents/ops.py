@@ -118,7 +118,7 @@ class DocumentOps:
         document's sealed again in its epoch; None for any other message, or one not held
         with its content. `NotInGroup` for a sealed message whose key is not held here."""
         with self._ctx.read() as txn:
-            position = txn.get(msg_id, db=self._ctx.tables.message_ids)
+            position = self._ctx.tables.ids.position(txn, msg_id)
             if position is None:
                 return None
             message = self._ctx.tables.bodies.message(txn, bytes(position))

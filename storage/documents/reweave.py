@@ -71,14 +71,14 @@ class DocumentWeaver:
         txn,
         tables: DocumentTables,
         bodies,
-        message_ids_db,
+        message_ids,
         processor: ProcessorTables,
     ) -> None:
         self.engine = engine
         self._txn = txn
         self._tables = tables
         self._messages = bodies  # storage.feeds.bodies.Bodies: messages by position
-        self._message_ids = message_ids_db
+        self._message_ids = message_ids
         self._processor = processor  # the processed order
 
     @classmethod
@@ -92,7 +92,7 @@ class DocumentWeaver:
             txn,
             ctx.document_tables,
             tables.bodies,
-            tables.message_ids,
+            tables.ids,
             ctx.processor_tables,
         )
 
@@ -165,7 +165,7 @@ class DocumentWeaver:
         return roots
 
     def _author_of(self, msg_id: bytes) -> bytes | None:
-        position = self._txn.get(msg_id, db=self._message_ids)
+        position = self._message_ids.position(self._txn, msg_id)
         return None if position is None else bytes(position[:32])
 
     def _wrote_in(self, docno: int, root: bytes, feeds: set[bytes]) -> bool:
@@ -235,7 +235,7 @@ class DocumentWeaver:
                     if not cursor.delete():
                         break
         for msg_id in again:
-            position = txn.get(msg_id, db=self._message_ids)
+            position = self._message_ids.position(txn, msg_id)
             if position is not None:
                 self.engine.apply(self._messages.message(txn, bytes(position)))
 
@@ -281,7 +281,7 @@ class DocumentWeaver:
                 if not cursor.delete():
                     break
         for msg_id in also:
-            position = txn.get(msg_id, db=self._message_ids)
+            position = self._message_ids.position(txn, msg_id)
             if position is not None and msg_id not in messages:
                 messages[msg_id] = self._messages.message(txn, bytes(position))
         order = sorted(messages.values(), key=self._processed_at)
@@ -321,7 +321,7 @@ class DocumentWeaver:
         comments = []  # and inclusions: kept beside the weave, decided after it
         for db in (tables.comments, tables.includes):
             for key in [bytes(key) for key in keys_with(txn, db, prefix)]:
-                position = txn.get(key[4:], db=self._message_ids)
+                position = self._message_ids.position(txn, key[4:])
                 if position is not None:
                     comments.append(self._messages.message(txn, bytes(position)))
         comments.sort(key=self._processed_at)

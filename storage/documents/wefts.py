@@ -31,10 +31,10 @@ from tanglenode.storage.documents.rows import (
 from tanglenode.storage.feeds.layout import U32, U64, split_feed_key
 
 
-def covers(txn, message_ids_db, message: Message, msg_id: bytes) -> bool:
+def covers(txn, message_ids, message: Message, msg_id: bytes) -> bool:
     """Whether `message`'s own feed or timeframe names `msg_id` or a later message of its
     feed: then it was processed before `message` on every node that holds both."""
-    position = txn.get(msg_id, db=message_ids_db)
+    position = message_ids.position(txn, msg_id)
     if position is None:
         return False
     author, seq = split_feed_key(position)
@@ -43,11 +43,11 @@ def covers(txn, message_ids_db, message: Message, msg_id: bytes) -> bool:
     return message.timeframe.get(author, 0) >= seq
 
 
-def inside(txn, message_ids_db, msg_id: bytes, weft: Weft) -> bool:
+def inside(txn, message_ids, msg_id: bytes, weft: Weft) -> bool:
     """Whether message `msg_id` is inside `weft`. A message inside an edit's weft was
     processed before the edit on every node, so the answer never depends on delivery: a
     message this node does not hold is outside (or a proof removed it, everywhere)."""
-    position = txn.get(msg_id, db=message_ids_db)
+    position = message_ids.position(txn, msg_id)
     if position is None:
         return False
     author, seq = split_feed_key(position)

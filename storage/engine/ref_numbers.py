@@ -32,6 +32,14 @@ target of its successors' pending references, and `tangled reindex`, which
 empties the views' tables, leaves these two alone, so a rebuild gives
 every ref the number it had.
 
+A store may keep some numbers elsewhere and shorten some refs: a
+`RefHome` (one per transaction, given by the store's `RefHomes`) says which
+refs it keeps the numbers of itself (the node keeps a message id's in its
+`message-ids` row, beside where the message is: storage.feeds.message_ids),
+and the form the two tables hold of the others (the node names a spacetime
+ref's feed by its number). Without one, every ref is numbered here, as
+it is. The form must be a function of the ref alone, and one-to-one.
+
 `RefNumbers` serves one transaction. `find` looks a number up and never
 assigns one: a read of a ref without a number writes nothing, the ref
 being in no timeline. `assign` (writers only) numbers a ref that has none,
@@ -49,7 +57,8 @@ them out again with no rows behind them.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Protocol
 
 from tanglenode.storage.engine.keys import U32
 from tanglenode.storage.errors import StoreDamaged, TimelineError
@@ -60,11 +69,41 @@ if TYPE_CHECKING:
 LAST_NUMBER = 0xFFFF_FFFF
 
 
+class RefHome(Protocol):
+    """Where one transaction keeps refs' numbers other than in `tl-refs` (module docstring)."""
+
+    def keeps(self, ref: bytes) -> bool:
+        """Whether `ref`'s number is kept here, not in `tl-refs`."""
+
+    def number(self, ref: bytes) -> bytes | None:
+        """The number of a ref kept here, None if it has none."""
+
+    def keep(self, ref: bytes, number: bytes) -> None:
+        """Record the number of a ref kept here."""
+
+    def stored(self, ref: bytes, assign: bool) -> bytes | None:
+        """The form of `ref` in `tl-refs` and `tl-ref-names`; None if it has none without
+        `assign` (then it has no number either)."""
+
+    def ref(self, stored: bytes) -> bytes:
+        """The ref of a form `stored` gave."""
+
+    def numbered(self) -> Iterator[tuple[bytes, bytes]]:
+        """(ref, number) of every ref kept here with a number (`tangled check`)."""
+
+
+class RefHomes(Protocol):
+    """A store's `RefHome` for each transaction."""
+
+    def home(self, txn: Txn) -> RefHome: ...
+
+
 class RefNumbers:
     """The numbers of refs inside one transaction (see the module docstring)."""
 
-    def __init__(self, txn: Txn, refs_db: Db, names_db: Db) -> None:
+    def __init__(self, txn: Txn, refs_db: Db, names_db: Db, home: RefHome | None = None) -> None:
         self._txn = txn
+        self._home = home
         self._refs_db = refs_db  # tl-refs: ref -> number
         self._names_db = names_db  # tl-ref-names: number -> ref
         self._numbers: dict[bytes, bytes] = {}  # ref -> number, found or assigned here
@@ -79,7 +118,14 @@ class RefNumbers:
         if number is None:
             if ref in self._absent:
                 return None
-            number = self._txn.get(ref, None, self._refs_db)
+            home = self._home
+            if home is None:
+                number = self._txn.get(ref, None, self._refs_db)
+            elif home.keeps(ref):
+                number = home.number(ref)
+            else:
+                stored = home.stored(ref, assign=False)
+                number = None if stored is None else self._txn.get(stored, None, self._refs_db)
             if number is None:
                 self._absent.add(ref)
                 return None
@@ -95,6 +141,9 @@ class RefNumbers:
         number = self.find(ref)
         if number is not None:
             return number
+        home = self._home
+        stored = ref if home is None else home.stored(ref, assign=True)
+        assert stored is not None  # given when assigning
         cursor = self._last
         if cursor is None:
             cursor = self._last = self._txn.cursor(self._names_db)
@@ -102,13 +151,16 @@ class RefNumbers:
         # The number after our own last one, unless another writer of this transaction
         # numbered since: LMDB's append refuses a key not above the last, and then the
         # table's last row says where to go on.
-        if following < 0 or not cursor.put(_number(following), ref, append=True):
+        if following < 0 or not cursor.put(_number(following), stored, append=True):
             following = U32.unpack(cursor.key())[0] + 1 if cursor.last() else 0
-            if not cursor.put(_number(following), ref, append=True):
+            if not cursor.put(_number(following), stored, append=True):
                 raise StoreDamaged("tl-ref-names refused the next number")
         number = U32.pack(following)
         self._next = following + 1
-        self._txn.put(ref, number, db=self._refs_db)
+        if home is not None and home.keeps(ref):
+            home.keep(ref, number)
+        else:
+            self._txn.put(stored, number, db=self._refs_db)
         self._absent.discard(ref)
         self._numbers[ref] = number
         self._refs[number] = ref
@@ -123,9 +175,10 @@ class RefNumbers:
         """The ref numbered `number` (which a row of the engine holds)."""
         ref = self._refs.get(number)
         if ref is None:
-            ref = self._txn.get(number, None, self._names_db)
-            if ref is None:
+            stored = self._txn.get(number, None, self._names_db)
+            if stored is None:
                 raise StoreDamaged(f"no ref has number {U32.unpack(number)[0]} (tl-ref-names)")
+            ref = stored if self._home is None else self._home.ref(bytes(stored))
             self._refs[number] = ref
             self._numbers[ref] = number
         return ref
@@ -137,10 +190,19 @@ def _number(value: int) -> bytes:
     return U32.pack(value)
 
 
-def numbering_problems(txn: Txn, refs_db: Db, names_db: Db) -> list[str]:
-    """`tangled check`'s look at the numbering: each table must be the other turned round."""
+def numbering_problems(
+    txn: Txn, refs_db: Db, names_db: Db, home: RefHome | None = None
+) -> list[str]:
+    """`tangled check`'s look at the numbering: `tl-ref-names` must be `tl-refs` and the
+    numbers kept elsewhere turned round, and no ref numbered in both."""
     numbers = {bytes(ref): bytes(number) for ref, number in txn.cursor(db=refs_db)}
     wrong = 0
+    if home is not None:
+        for ref, number in home.numbered():
+            stored = home.stored(ref, assign=False)
+            wrong += stored is None or stored in numbers
+            if stored is not None:
+                numbers[stored] = number
     for number, ref in txn.cursor(db=names_db):
         wrong += numbers.pop(bytes(ref), None) != bytes(number)
     wrong += len(numbers)  # refs that no number names

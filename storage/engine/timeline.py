@@ -124,7 +124,7 @@ from tanglenode.storage.engine.engine_commands import (
 )
 from tanglenode.storage.engine.keys import U32
 from tanglenode.storage.engine.ordertree import TreeState
-from tanglenode.storage.engine.ref_numbers import RefNumbers
+from tanglenode.storage.engine.ref_numbers import RefHome, RefHomes, RefNumbers
 from tanglenode.storage.errors import (
     CycleError,
     DuplicateEvent,
@@ -215,11 +215,12 @@ class TimelineTables:
     causal_times: Db  # storage.engine.causal_timeline: the time index of those timelines
     refs: Db  # storage.engine.ref_numbers: ref -> number
     ref_names: Db  # storage.engine.ref_numbers: number -> ref
+    homes: RefHomes | None = None  # where the store keeps some refs' numbers (ref_numbers)
 
     COUNT = 11  # named databases these take
 
     @classmethod
-    def open(cls, env: lmdb.Environment) -> TimelineTables:
+    def open(cls, env: lmdb.Environment, homes: RefHomes | None = None) -> TimelineTables:
         with env.begin(write=True) as txn:
             return cls(
                 names=env.open_db(b"tl-names", txn=txn),
@@ -234,11 +235,16 @@ class TimelineTables:
                 causal_times=env.open_db(b"ct-time", txn=txn),
                 refs=env.open_db(b"tl-refs", txn=txn),
                 ref_names=env.open_db(b"tl-ref-names", txn=txn),
+                homes=homes,
             )
+
+    def ref_home(self, txn: Txn) -> RefHome | None:
+        """Where `txn` finds the numbers the store keeps outside `tl-refs`, if any."""
+        return None if self.homes is None else self.homes.home(txn)
 
     def ref_numbers(self, txn: Txn) -> RefNumbers:
         """The ref numbers as transaction `txn` sees them (storage.engine.ref_numbers)."""
-        return RefNumbers(txn, self.refs, self.ref_names)
+        return RefNumbers(txn, self.refs, self.ref_names, self.ref_home(txn))
 
 
 @dataclass(slots=True)

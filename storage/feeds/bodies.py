@@ -32,8 +32,8 @@ together, in one transaction (ingest, publish, a feed cut back by a fork
 proof: storage.feeds.invalidation), so a store never holds one without the
 other; `tangled check` reports it if it does (storage.feeds.check).
 
-`Bodies` also numbers the feeds the stored form names (the `feeds` table),
-caching the numbers other transactions committed (see stored_form).
+`Bodies` also numbers the feeds the stored form names (the `feeds` table,
+storage.feeds.feed_numbers), caching the numbers other transactions committed.
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ from typing import Any
 
 from tanglenode.protocol.message import Message
 from tanglenode.storage.errors import StorageError
+from tanglenode.storage.feeds.feed_numbers import CommittedFeeds, FeedNumbers
 from tanglenode.storage.feeds.message_at import PositionIndex
 from tanglenode.storage.feeds.stored_form import (
     decode,
@@ -72,25 +73,22 @@ class Bodies:
         self.messages = messages_db
         self.index = PositionIndex(message_at_db)
         self.feeds = feeds_db
-        self._keys: dict[int, bytes] = {}  # committed number -> feed key
-        self._numbers: dict[bytes, int] = {}  # feed key -> committed number
-        self._committed = 0  # numbers below this are committed
-
-    def committed(self, count: int) -> None:
-        """Numbers below `count` are committed (a write transaction started with `count`)."""
-        if count > self._committed:
-            self._committed = count
+        self.committed_feeds = CommittedFeeds()  # numbers committed, for every transaction
 
     def key_of(self, txn, number: int) -> bytes:
-        key = self._keys.get(number)
+        committed = self.committed_feeds
+        key = committed.keys.get(number)
         if key is None:
             found = txn.get(_U32.pack(number), db=self.feeds)
             if found is None:
                 raise KeyError(f"feed number {number} is not in the store")
             key = bytes(found)
-            if number < self._committed:
-                self._keys[number] = key
+            committed.learn(number, key)
         return key
+
+    def feed_numbers(self, txn) -> FeedNumbers:
+        """The feed numbers as write transaction `txn` sees them, giving new ones."""
+        return FeedNumbers(txn, self.feeds, self.committed_feeds)
 
     def arrival(self, txn, position: bytes) -> bytes | None:
         """The `messages` key of the body of the message at `position` (author + seq),
@@ -180,36 +178,8 @@ class BodyWriter:
         self._txn = txn
         self._bodies = bodies
         self._ends: Any = None  # a cursor that finds the last body, once one is stored
-        self._fresh: dict[bytes, int] = {}
-        self._count = txn.stat(bodies.feeds)["entries"] // 2  # committed when it starts
-        bodies.committed(self._count)
-
-    def number_of(self, feed: bytes) -> int:
-        bodies = self._bodies
-        number = bodies._numbers.get(feed)
-        if number is None:
-            number = self._fresh.get(feed)
-        if number is None:
-            found = self._txn.get(feed, db=bodies.feeds)
-            if found is not None:
-                number = _U32.unpack(found)[0]
-            else:
-                number = self._next()
-                packed = _U32.pack(number)
-                self._txn.put(feed, packed, db=bodies.feeds)
-                self._txn.put(packed, feed, db=bodies.feeds)
-            if number < bodies._committed:
-                bodies._numbers[feed] = number
-            else:
-                self._fresh[feed] = number
-        return number
-
-    def _next(self) -> int:
-        """The next feed number: past ours and past any another writer of this transaction
-        gave since (the processor numbers feeds no timeframe named: processor_rows)."""
-        number = max(self._count, self._txn.stat(self._bodies.feeds)["entries"] // 2)
-        self._count = number + 1
-        return number
+        self.numbers = bodies.feed_numbers(txn)
+        self.number_of = self.numbers.number
 
     def put(self, position: bytes, message: Message) -> None:
         """Store `message` at `position` (author + seq): its body after the last one,

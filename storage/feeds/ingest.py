@@ -141,10 +141,7 @@ def read_head(txn, tables: Tables, author: bytes) -> tuple[int, bytes | None]:
 
 
 def is_known(txn, tables: Tables, msg_id: bytes) -> bool:
-    return (
-        txn.get(msg_id, db=tables.message_ids) is not None
-        or txn.get(msg_id, db=tables.evidence) is not None
-    )
+    return tables.ids.holds(txn, msg_id) or txn.get(msg_id, db=tables.evidence) is not None
 
 
 class BatchWriter:
@@ -208,7 +205,7 @@ class BatchWriter:
             )
         position = feed_key(author, seq)
         self._body_writer.put(position, message)
-        txn.put(message.id, position, db=tables.message_ids)
+        tables.ids.place(txn, message.id, self._body_writer.number_of(author), seq)
         for view in self._views:
             view.accepted(self.scope, message)
         self._heads[author] = (seq, message.id)

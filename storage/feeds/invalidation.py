@@ -151,6 +151,6 @@ def truncate_feed(
     for seq in range(head, boundary - 1, -1):
         message = tables.bodies.remove(txn, feed_key(author, seq))
         named.update(message.timeframe)
-        txn.delete(message.id, db=tables.message_ids)
+        tables.ids.forget(txn, message.id)
         cut(message)
     return named

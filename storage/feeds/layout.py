@@ -10,7 +10,9 @@
                                                        range (storage.feeds.message_at)
     feeds          feed key -> number (u32 BE)         feed numbers, assigned once, never
                    number (u32 BE) -> feed key         reused (told apart by key length)
-    message-ids    id -> author + seq(u64 BE)          the index by message id
+    message-ids    id -> feed number + seq + ref no.   the index by message id, and the
+                                                       timeline engine's number of the id
+                                                       (storage.feeds.message_ids)
     heads          author -> seq(u64 BE) + id          the frontier, one row per feed
     invalid        author -> seq(u64 BE) + proof id    the feed is invalid from seq on
                                                        (storage.feeds.invalidation)
@@ -52,17 +54,23 @@ import lmdb
 
 from tanglenode.storage.engine.keys import U32, U64, timeline_label  # noqa: F401 (re-exported)
 from tanglenode.storage.feeds.bodies import Bodies
+from tanglenode.storage.feeds.message_ids import MessageIds, MessageRefs
 from tanglenode.storage.feeds.stored_form import parse_stored  # noqa: F401 (re-exported)
 
 # 11: messages of format 2 (tagged timeframes), heads, suspects; 12: timeline rows keyed by
 # ref numbers (storage.engine.ref_numbers), bodies in arrival order behind `message-at`;
 # 13: messages of format 3 (a signed header, the content beside it); 14: the processed
 # order's `proc-log` names feeds by number, `proc-position` in runs of 64 seqs
-# (storage.feeds.processor_rows)
-SCHEMA_VERSION = b"14"
+# (storage.feeds.processor_rows); 15: `message-ids` rows name the feed by number and hold
+# the id's ref number, `tl-refs` only refs that are not ids, spacetime refs' feeds by number
+# (storage.feeds.message_ids)
+SCHEMA_VERSION = b"15"
 # Schemas of this format whose store is rewritten in place when opened: the rows they
 # change (storage.store).
-MIGRATED_SCHEMAS = {b"13": "the processed order's rows"}
+MIGRATED_SCHEMAS = {
+    b"13": "the processed order's rows, the ids' rows and the ref numbers",
+    b"14": "the ids' rows and the ref numbers",
+}
 # Schemas whose messages are of an earlier format, which no build of this one's accepts
 # again: the format each holds.
 PREVIOUS_FORMAT_SCHEMAS = {
@@ -110,6 +118,7 @@ class Tables:
     feeds: Any
     scope: Any  # the feeds this node carries, and why (storage.scope)
     bodies: Bodies  # `message-at` and `messages` through the stored form
+    ids: MessageIds  # `message-ids` (storage.feeds.message_ids)
 
     @classmethod
     def open(cls, env: lmdb.Environment) -> Tables:
@@ -117,10 +126,12 @@ class Tables:
             messages = env.open_db(b"messages", txn=txn)
             message_at = env.open_db(b"message-at", txn=txn)
             feeds = env.open_db(b"feeds", txn=txn)
+            message_ids = env.open_db(b"message-ids", txn=txn)
+            bodies = Bodies(messages, message_at, feeds)
             return cls(
                 messages=messages,
                 message_at=message_at,
-                message_ids=env.open_db(b"message-ids", txn=txn),
+                message_ids=message_ids,
                 heads=env.open_db(b"heads", txn=txn),
                 invalid=env.open_db(b"invalid", txn=txn),
                 proofs=env.open_db(b"proofs", txn=txn),
@@ -129,8 +140,13 @@ class Tables:
                 meta=env.open_db(b"meta", txn=txn),
                 feeds=feeds,
                 scope=env.open_db(b"scope", txn=txn),
-                bodies=Bodies(messages, message_at, feeds),
+                bodies=bodies,
+                ids=MessageIds(message_ids, bodies),
             )
+
+    def ref_homes(self) -> MessageRefs:
+        """Where the timeline engine finds the numbers of ids (storage.feeds.message_ids)."""
+        return MessageRefs(self.ids, self.bodies)
 
 
 # The feed store's own tables, the processor's, the witnesses', and those the registered

@@ -12,7 +12,7 @@ processes the next index, from 0, and keeps the order both ways:
                                      each) of seqs first, first + 1, ..., in order
 
 `proc-log` is appended (its pages fill); a feed is named by its number in
-the `feeds` table (assigned once, never reused: storage.feeds.bodies), 8
+the `feeds` table (assigned once, never reused: storage.feeds.feed_numbers), 8
 bytes a row's value where the feed key and seq took 40. Not by the
 message's arrival number: the stored form leaves the author out, so an
 arrival names no feed without the index, and the numbers of bodies a fork
@@ -31,11 +31,8 @@ by feed key, so no lookup of the number comes first, and a purge is one
 key range; the 28 bytes more a row are 28 bytes per 64 messages.
 
 A feed's number is looked up (or, the first time it is processed before
-any timeframe named it, assigned: the `feeds` table's next number, as
-`BodyWriter` assigns them) by the processor in the transaction that
-processes it. Numbers are assigned only after the transaction's
-`BodyWriter` stored its messages (storage.writes: a batch is stored, then
-processed), so the two never hand out one number twice.
+any timeframe named it, assigned) by the processor in the transaction that
+processes it, through `FeedNumbers` like every other numbering of feeds.
 
 A store of schema 13 held `proc-log` values of feed key + seq (40 bytes)
 and one `proc-position` row a message (feed + seq -> index); `migrate_13`
@@ -50,7 +47,9 @@ import struct
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from tanglenode.storage.feeds.feed_numbers import FeedNumbers
 from tanglenode.storage.feeds.message_at import RUN, PositionIndex
+from tanglenode.storage.feeds.rewrite import copy_back
 
 log = logging.getLogger(__name__)
 
@@ -73,46 +72,6 @@ def split_log_value(value: bytes) -> tuple[int, int]:
     if len(value) == _LONG.size:
         return _LONG.unpack(value)
     raise ValueError(f"proc-log value {bytes(value).hex()} is malformed")
-
-
-class FeedNumbers:
-    """Feed key <-> number in one transaction (the `feeds` table: storage.feeds.layout),
-    cached for its length only."""
-
-    def __init__(self, txn, feeds_db: Any) -> None:
-        self._txn, self._db = txn, feeds_db
-        self._numbers: dict[bytes, int] = {}
-        self._keys: dict[int, bytes] = {}
-
-    def number(self, feed: bytes) -> int:
-        """`feed`'s number, given it now if it has none."""
-        number = self._numbers.get(feed)
-        if number is None:
-            txn, db = self._txn, self._db
-            found = txn.get(feed, db=db)
-            if found is None:
-                number = txn.stat(db)["entries"] // 2  # two rows a feed: the next number
-                packed = _U32.pack(number)
-                if txn.get(packed, db=db) is not None:
-                    raise ValueError(f"the feeds table holds feed number {number} twice")
-                txn.put(feed, packed, db=db)
-                txn.put(packed, feed, db=db)
-            else:
-                number = _U32.unpack(found)[0]
-            self._numbers[feed] = number
-            self._keys[number] = feed
-        return number
-
-    def key(self, number: int) -> bytes:
-        """The feed numbered `number`; KeyError if none is."""
-        key = self._keys.get(number)
-        if key is None:
-            found = self._txn.get(_U32.pack(number), db=self._db)
-            if found is None:
-                raise KeyError(f"feed number {number} is not in the store")
-            key = self._keys[number] = bytes(found)
-            self._numbers[key] = number
-        return key
 
 
 class ProcessedRows:
@@ -231,7 +190,7 @@ def migrate_13(
             if done % _CHUNK == 0:
                 report("processed order rows rewritten")
     entries = done
-    _copy_back(txn, scratch, log_db)
+    copy_back(txn, scratch, log_db)
     if done % _CHUNK or not done:  # the last step, unless reported already
         report("processed order rows rewritten")
 
@@ -258,16 +217,37 @@ def migrate_13(
                 report("processed positions rewritten")
         if run:
             out.put(run_key, bytes(run), append=True)
-    _copy_back(txn, scratch, position_db)
+    copy_back(txn, scratch, position_db)
     if done % _CHUNK or not done:
         report("processed positions rewritten")
     txn.drop(scratch, delete=True)
     return entries
 
-
-def _copy_back(txn, scratch: Any, db: Any) -> None:
-    """Empty `db`, then fill it with `scratch`'s rows, appended."""
-    txn.drop(db, delete=False)
-    with txn.cursor(db=db) as out:
-        for key, value in txn.cursor(db=scratch):
-            out.put(bytes(key), bytes(value), append=True)
+    # proc-position: feed + seq -> index, a row a message; now in runs
+    done = 0
+    txn.drop(scratch, delete=False)
+    with txn.cursor(db=scratch) as out:
+        run_key, run = b"", bytearray()
+        for key, value in txn.cursor(db=position_db):
+            if len(key) != 40 or len(value) != 8:
+                raise ValueError(f"proc-position row {bytes(key).hex()} is malformed")
+            seq = _U64.unpack(key[32:])[0]
+            first = (seq - 1) // RUN * RUN + 1
+            new_key = bytes(key[:32]) + _U64.pack(first)
+            if new_key != run_key:
+                if run:
+                    out.put(run_key, bytes(run), append=True)
+                run_key, run = new_key, bytearray()
+            if seq - first != len(run) // 8:
+                raise ValueError(f"proc-position row {bytes(key).hex()} leaves a gap")
+            run += value
+            done += 1
+            if done % _CHUNK == 0:
+                report("processed positions rewritten")
+        if run:
+            out.put(run_key, bytes(run), append=True)
+    copy_back(txn, scratch, position_db)
+    if done % _CHUNK or not done:
+        report("processed positions rewritten")
+    txn.drop(scratch, delete=True)
+    return entries

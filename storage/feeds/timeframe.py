@@ -79,7 +79,7 @@ class _ProcessedEnds:
         self._ends: dict[bytes, Named] = {}
 
     def candidate(self, msg_id: bytes) -> Candidate:
-        position = self._txn.get(msg_id, db=self._tables.message_ids)
+        position = self._tables.ids.position(self._txn, msg_id)
         if position is None:
             return None
         author, seq = split_feed_key(bytes(position))

@@ -287,7 +287,7 @@ class _StateReader:
 
 
 def _present(txn, tables: TangleTables, msg_id: bytes) -> bool:
-    return txn.get(msg_id, db=tables.message_ids) is not None
+    return tables.ids.holds(txn, msg_id)
 
 
 def member_state(txn, tables: TangleTables, key: bytes, member: bytes) -> MemberState | None:

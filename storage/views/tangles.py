@@ -29,6 +29,7 @@ from tanglenode.storage.feeds.layout import tangle_key
 
 if TYPE_CHECKING:
     from tanglenode.storage.context import StoreContext
+    from tanglenode.storage.feeds.message_ids import MessageIds
 
 # The joined view's own tables (storage.views.joined: states, waiting rows, counts), with the
 # tips kept here.
@@ -49,7 +50,7 @@ class TangleTables:
     tangle_pending: Any  # id + tangle key + id -> "": a member waits on that id
     tangle_tips: Any  # tangle key -> id (dupsort): its tips
     tangle_joined: Any  # tangle key -> u32: how many of its members are joined
-    message_ids: Any  # the feed store's id -> author + seq
+    ids: MessageIds  # the feed store's `message-ids` (storage.feeds.message_ids)
     timelines: TimelineTables  # tl-names (tangle key -> number), tl-refs/tl-ref-names
 
     @classmethod
@@ -57,7 +58,7 @@ class TangleTables:
         handles = ctx.view_tables
         return cls(
             *(handles[table.name] for table in TANGLE_TABLES),
-            ctx.tables.message_ids,
+            ctx.tables.ids,
             ctx.timeline_tables,
         )
 

@@ -168,7 +168,7 @@ class StoredLinks:
         """The links (`previous`) of a member of tangle `name`, by id."""
 
         def links(ref: bytes) -> Sequence[bytes]:
-            position = self._txn.get(ref, db=self._tables.message_ids)
+            position = self._tables.ids.position(self._txn, ref)
             return self._tables.bodies.message(self._txn, position).tangles[name].previous or ()
 
         return links
@@ -231,7 +231,8 @@ class TimelinesView:
     def check(self, txn: Any, messages: Mapping[Position, Message]) -> list[str]:
         tables = self._ctx.timeline_tables
         problems = check_rank_orders(txn, tables, messages)
-        return problems + numbering_problems(txn, tables.refs, tables.ref_names)
+        home = tables.ref_home(txn)
+        return problems + numbering_problems(txn, tables.refs, tables.ref_names, home)
 
     def content(self, txn: Any) -> Iterator[tuple[bytes, bytes]]:
         return timeline_contents(txn, self._ctx.timeline_tables, b"\x00\x01")

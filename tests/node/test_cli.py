@@ -564,7 +564,7 @@ WAYS_OUT = {
     "which cannot be erased), which this build refuses: start a new data directory "
     "(`tangled init`) and let peers of this version replicate to it\n",
     # a schema of messages this build reads moves by bundle
-    b"15": "tangled: store schema 15, this build reads 14: with the build that wrote it, "
+    b"16": "tangled: store schema 16, this build reads 15: with the build that wrote it, "
     "`tangled export --bundle FILE`, then `tangled import FILE` into a new data directory "
     "with this one\n",
 }

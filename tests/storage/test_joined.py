@@ -230,7 +230,8 @@ def test_state_rows_are_keyed_by_the_tangles_timeline_number_and_the_members_ref
     timelines = store.ctx.timeline_tables
     with store.ctx.read() as txn:
         names = {bytes(k): bytes(v) for k, v in txn.cursor(db=timelines.names)}
-        refs = {bytes(k): bytes(v) for k, v in txn.cursor(db=timelines.refs)}
+        find = timelines.ref_numbers(txn).find
+        refs = {x.id: find(x.id) for x in (chat, other, a, b, m)}
         state = store.ctx.view_tables[b"tangle-state"]
         rows = [bytes(k) for k in txn.cursor(db=state).iternext(values=False)]
     chat_no = names[store.timelines.timeline_name(chat.id, "chat")]

@@ -16,6 +16,7 @@ from tanglenode.storage.feeds.processor_rows import log_value, split_log_value
 from tanglenode.storage.scope import Scope
 from tanglenode.storage.store import FeedStore
 from tests.factories import Feed
+from tests.storage.schema_14 import write_schema_14_ids
 
 U64 = struct.Struct(">Q")
 
@@ -45,9 +46,9 @@ def raws(feeds: list[Feed]) -> list[bytes]:
 
 def old_layout(path, drop_numbers: bool = False) -> None:
     """Write the store's `proc-log` and `proc-position` back as schema 13 kept them (feed
-    key + seq (u64) in `proc-log`, one `proc-position` row a message), with the encoding
-    of then, and mark it schema 13; `drop_numbers`: empty `feeds` too (a store none of whose
-    messages names a feed numbered none then)."""
+    key + seq (u64) in `proc-log`, one `proc-position` row a message), and its id rows as
+    schema 14 kept them (tests/storage/schema_14.py), and mark it schema 13; `drop_numbers`:
+    empty `feeds` too (a store none of whose messages names a feed numbered none then)."""
     env = lmdb.open(str(path), max_dbs=MAX_NAMED_DATABASES)
     try:
         tables = Tables.open(env)
@@ -65,6 +66,7 @@ def old_layout(path, drop_numbers: bool = False) -> None:
                 txn.put(U64.pack(index), value, db=proc.log)
             for position, index in positions:
                 txn.put(position, index, db=proc.position)
+            write_schema_14_ids(env, txn, tables)
             if drop_numbers:
                 txn.drop(tables.feeds, delete=False)
             txn.put(b"schema", b"13", db=tables.meta)
@@ -102,7 +104,7 @@ def test_the_log_names_feeds_by_number_and_positions_keep_runs(open_store):
     processed = order(store)
     assert len(processed) == 3 * (RUN + 6)
     log, positions, schema = proc_rows(store)
-    assert schema == SCHEMA_VERSION == b"14"
+    assert schema == SCHEMA_VERSION == b"15"
     assert {len(value) for _key, value in log} == {8}
     # two runs a feed: seqs 1-64 and 65-70
     assert len(positions) == 6
@@ -163,7 +165,7 @@ def test_a_schema_13_store_is_rewritten_when_opened_and_equal(open_store, drop_n
     assert reopened.feeds.processed_frontier() == frontier
     assert reopened.feeds.check().ok
     log, positions, schema = proc_rows(reopened)
-    assert schema == b"14"
+    assert schema == b"15"
     if not drop_numbers:
         assert (log, positions) == rows_before[:2]  # byte for byte, and no number given
     assert {len(v) for _k, v in log} == {0, 8}
@@ -235,20 +237,3 @@ def test_runs_grown_in_a_transaction_are_read_before_and_after_they_are_put(open
         again.purge(a)
         assert again.index_of(a + U64.pack(3)) is None
         assert [f for _i, f, _s in again.entries()] == [None, b] + [None] * 68
-
-
-def test_the_feed_numbers_of_bodies_and_processor_never_collide_in_one_transaction(tmp_path):
-    """A body writer made before the processor numbered a feed in the same transaction gives
-    the next feed the number after that one, not its own stale count."""
-    from tanglenode.storage.feeds.bodies import BodyWriter
-    from tanglenode.storage.feeds.processor_rows import FeedNumbers
-    from tanglenode.storage.store import FeedStore
-
-    with FeedStore(tmp_path / "store") as store, store.ctx.write() as txn:
-        bodies = store.ctx.tables.bodies
-        writer = BodyWriter(txn, bodies)
-        first = FeedNumbers(txn, bodies.feeds).number(b"A" * 32)
-        second = writer.number_of(b"B" * 32)
-        assert second == first + 1
-        assert bytes(txn.get(struct.pack(">I", first), db=bodies.feeds)) == b"A" * 32
-        assert bytes(txn.get(struct.pack(">I", second), db=bodies.feeds)) == b"B" * 32
