@@ -4,19 +4,23 @@
 and a small one in a thread. Both run the same `prepare`, so a batch with
 valid, badly signed, oversized and repeated messages must come back the
 same either way; a worker killed outright must leave every batch still
-prepared (in the thread) and the next one in a new process.
+prepared (in the thread) and the next one in a new process. The answer is
+unpickled off the event loop, and a call cancelled meanwhile keeps the worker.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import signal
+import threading
 
 import pytest
 import trio
 
-from tanglenode.node.service.verifier import PROCESS_MIN, Verifier
+from tanglenode.node.service import verifier as verifier_module
+from tanglenode.node.service.verifier import PIPE_BYTES, PROCESS_MIN, Verifier
 from tanglenode.node.service.verify_worker import prepare
 from tanglenode.protocol.limits import DEFAULT_LIMITS
 from tests.factories import Feed, break_signature, keypair, sign_raw, unsigned_fields
@@ -120,3 +124,56 @@ async def test_without_processes_or_run_everything_is_prepared_in_the_thread():
     for verifier in (off, not_run):
         assert verifier.worker_pid is None
         assert outcomes(await verifier.prepare(raws)) == outcomes(thread_only(raws))
+
+
+async def test_the_answer_crosses_wide_pipes_and_is_unpickled_off_the_loop(monkeypatch):
+    raws = mixed_batch(PROCESS_MIN + 8)
+    threads = []
+
+    def recorded(answer):
+        threads.append(threading.current_thread())
+        return unpickle(answer)
+
+    unpickle = verifier_module._unpickle
+    monkeypatch.setattr(verifier_module, "_unpickle", recorded)
+    verifier = Verifier(DEFAULT_LIMITS, thread_only, processes=True)
+    async with running(verifier):
+        worker = verifier._worker
+        assert worker is not None and worker.stdin is not None and worker.stdout is not None
+        with open("/proc/sys/fs/pipe-max-size") as limit:
+            if int(limit.read()) >= PIPE_BYTES:  # a system that allows it widens both
+                for pipe in (worker.stdin, worker.stdout):
+                    assert fcntl.fcntl(pipe.fileno(), fcntl.F_GETPIPE_SZ) >= PIPE_BYTES
+        assert outcomes(await verifier.prepare(raws)) == outcomes(thread_only(raws))
+    assert len(threads) == 1 and threads[0] is not threading.current_thread()  # not the loop's
+
+
+async def test_a_call_cancelled_while_its_answer_is_unpickled_keeps_the_worker(monkeypatch):
+    raws = mixed_batch(PROCESS_MIN + 8)
+    unpickling, go_on = threading.Event(), threading.Event()
+    unpickle = verifier_module._unpickle
+
+    def held(answer):
+        unpickling.set()
+        go_on.wait(30)
+        return unpickle(answer)
+
+    verifier = Verifier(DEFAULT_LIMITS, thread_only, processes=True)
+    async with running(verifier):
+        pid = verifier.worker_pid
+        monkeypatch.setattr(verifier_module, "_unpickle", held)
+        async with trio.open_nursery() as nursery:
+            with trio.CancelScope() as scope:
+
+                async def cancel_while_unpickling() -> None:
+                    await trio.to_thread.run_sync(unpickling.wait)
+                    scope.cancel()
+                    go_on.set()
+
+                nursery.start_soon(cancel_while_unpickling)
+                await verifier.prepare(raws)
+                await trio.sleep_forever()  # cancelled by then: it returns at once
+        monkeypatch.setattr(verifier_module, "_unpickle", unpickle)
+        assert verifier.worker_pid == pid  # the pipe was in step: the worker stays
+        assert outcomes(await verifier.prepare(raws)) == outcomes(thread_only(raws))
+        assert verifier.worker_pid == pid
