@@ -37,6 +37,19 @@ for a peer that only dialed us: its source port is temporary and tells a
 reader nothing). `last_error` is why its last connection or dial failed,
 with `last_error_age` in seconds; a peer that connected since has none.
 
+What `status` reads of the store (its stalls, suspected forks and the
+spacetime's finality watermark) changes only when a write transaction
+commits, and a client that waits for a count may poll `status` many times
+between two commits (bench/replication.py, every 20 ms). So the three are
+read together in one worker-thread call and kept (`StoreFacts`, one per
+service, the IPC's and the web view's alike) with the number of the last
+transaction the store had committed before they were read (LMDB's
+`last_txnid`, read on the loop: no I/O); a later `status` reads them again
+only once that number moved, whoever wrote: the node's writer or anything
+else holding the store. What they were read at is never older than that
+number, so a `status` never shows less than the commits made before it
+began.
+
 `status` with `digests: true` adds each timeline's digest (storage/views/digest.py:
 computed on demand, cached by version): the spacetime's, then at most
 `STATUS_DIGESTS` tangles'. They are not free on a large, changing store,
@@ -75,8 +88,18 @@ from tanglenode.storage.scope import EVERY_FEED, Scope
 if TYPE_CHECKING:
     from tanglenode.node.gossip.network import Network
     from tanglenode.node.ipc.area import Area
+    from tanglenode.node.service.store_service import StoreService
 
-__all__ = ["RunningNode", "clock", "connect", "disconnect", "peer_summary", "peers", "status"]
+__all__ = [
+    "RunningNode",
+    "StoreFacts",
+    "clock",
+    "connect",
+    "disconnect",
+    "peer_summary",
+    "peers",
+    "status",
+]
 
 
 def _first(feeds: dict[bytes, int], key: bytes) -> dict[bytes, int]:
@@ -137,6 +160,33 @@ class RunningNode:
     config_file: Path | None = None  # where `connect` with `save` adds the peer
 
 
+@dataclass
+class StoreFacts:
+    """What `status` shows of the store, as of a committed transaction (module doc)."""
+
+    txnid: int = -1  # the last transaction committed before `facts` were read
+    facts: tuple[list[Any], list[Any], int] = ([], [], 0)  # stalls, suspects, final
+    reads: int = 0  # how many times they were read (for tests)
+
+    async def read(self, service: StoreService) -> tuple[list[Any], list[Any], int]:
+        """Stalls, suspected forks and the spacetime's finality watermark, read again only
+        if a write transaction committed since they were last read."""
+        committed = service.store.ctx.env.info()["last_txnid"]
+        if committed != self.txnid:
+            facts = await service.read(
+                lambda store: (
+                    store.feeds.stalls(),
+                    store.feeds.suspected_forks(),
+                    store.timelines.spacetime_final(),
+                )
+            )
+            self.reads += 1
+            if committed >= self.txnid:  # a read that started later may have finished first
+                self.txnid, self.facts = committed, facts
+            return facts
+        return self.facts
+
+
 def _running(area: Area) -> RunningNode:
     assert area.node is not None, "served only by the running node (node.ipc.ops.OPS)"
     return area.node
@@ -147,8 +197,7 @@ async def status(area: Area, request: StatusRequest) -> dict[str, Any]:
     peers each."""
     node, service = _running(area), area.service
     invalid = dict(service.invalid)
-    stalled = await service.read(lambda store: store.feeds.stalls())
-    suspected = await service.read(lambda store: store.feeds.suspected_forks())
+    stalled, suspected, final = await service.shared(StoreFacts).read(service)
     forked = set(invalid)
     ours = service.clock
     peers = list(node.registry.peers.values())
@@ -170,7 +219,7 @@ async def status(area: Area, request: StatusRequest) -> dict[str, Any]:
             for x in suspected[:STATUS_LIST]
         ],
         "suspected_forks_total": len(suspected),
-        "final": await service.read(lambda store: store.timelines.spacetime_final()),
+        "final": final,
         "stalls": [
             {
                 "feed": x.feed,

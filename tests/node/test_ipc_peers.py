@@ -7,6 +7,7 @@ import trio
 
 from tanglenode.node.gossip.network import Network
 from tanglenode.node.ipc.client import NodeError, connect
+from tanglenode.node.ipc.peers import StoreFacts
 from tanglenode.node.ipc.server import IpcServer
 from tanglenode.node.net.peers import PeerRegistry
 from tanglenode.node.service.store_service import StoreService
@@ -112,6 +113,34 @@ async def test_status_shows_suspected_forks_until_the_proof_comes(node):
         status = await client.status()
         assert status["suspected_forks"] == [] and status["suspected_forks_total"] == 0
         assert status["stalls_total"] == 0
+
+
+async def test_status_reads_the_store_once_a_commit_however_often_it_is_asked(node):
+    """Polled between commits, `status` answers from what it read after the last one; any
+    commit, the node's or another writer's of the same store, makes it read again."""
+    path, store, _registry, network = node
+    facts = network.service.shared(StoreFacts)  # the one the node's `status` keeps
+    forker = Feed("ipc-poll-forker")
+    held = forker.append({"branch": 1})
+    other = Feed(forker.keypair).append({"branch": 2})
+    naming = Feed("ipc-poll-honest").append("saw two", timeframe={forker.public: other})
+    async with await connect(path) as client:
+        first = await client.status()
+        reads = facts.reads
+        for _ in range(5):
+            assert await client.status() == first
+        assert facts.reads == reads  # nothing committed: nothing read
+        await client.publish("a post", {"chat": None})  # the node's own writer
+        assert (await client.status())["final"] == first["final"] + 1
+        assert facts.reads == reads + 1
+        store.writes.ingest([held.raw, naming.raw])  # a writer the service never saw
+        stalled = await client.status()
+        assert stalled["suspected_forks_total"] == 1 and stalled["stalls_total"] == 1
+        assert facts.reads == reads + 2
+        store.writes.ingest([other.raw])
+        settled = await client.status()
+        assert settled["suspected_forks_total"] == 0 and settled["stalls_total"] == 0
+        assert facts.reads == reads + 3
 
 
 async def test_disconnect_stops_a_dialer_and_refuses_an_unknown_peer(node):
