@@ -16,17 +16,10 @@ and goes back to the socket; two tasks take it from there:
 So batch N+1 is verified while batch N is stored (and up to two prepared
 batches wait, which absorbs uneven batches), and more arrives meanwhile.
 Batches size themselves: while the storer is busy, frames pile up and the
-next batch takes them, `max_batch` messages, the last frame split to fill
-it (each commit costs its page writes, so fewer, fuller ones store
-faster); while it waits for work, the preparer takes at most
+next batch takes them all, up to `max_batch` (a large batch costs one
+commit); while it waits for work, the preparer takes at most
 `FIRST_BATCH` messages, splitting a frame if need be, so the storer
-starts soon (at the start of a catch-up, or for a live push). While the
-storer has a batch in hand and another prepared behind it, the preparer
-has time: it waits for more frames until a full batch is queued or the
-storer finishes one, so a catch-up is stored in full batches, not in
-whatever had arrived when the preparer came back for more. A lone message
-never waits for company: with the storer idle, or with one batch only in
-hand, the preparer takes what there is at once. EVIDENCE
+starts soon (at the start of a catch-up, or for a live push). EVIDENCE
 goes through the same line, between the messages it arrived between;
 consecutive EVIDENCE frames are handed on together, at most
 `MAX_PROOFS` (`on_evidence`, which applies them in one transaction).
@@ -83,7 +76,7 @@ class Inbox:
         self.max_bytes = max_bytes
         self._queue: deque[tuple[Kind, list[bytes], int, float]] = deque()  # ..., arrival
         self.held = 0  # bytes received and not yet stored
-        self._moved = trio.Event()  # set when a frame arrives or a batch is stored
+        self._arrived = trio.Event()
         self._room = trio.Event()  # set (and replaced) whenever `held` goes down
         self._ahead = 0  # batches taken by the preparer and not yet stored
 
@@ -94,7 +87,7 @@ class Inbox:
         size = sum(map(len, raws))
         self._queue.append((kind, raws, size, time.perf_counter()))
         self.held += size
-        self._moved.set()
+        self._arrived.set()
         while self.held > self.max_bytes:
             await self._room.wait()
 
@@ -111,12 +104,16 @@ class Inbox:
             await self._store(receive)
 
     def _take(self) -> tuple[Kind, list[bytes], int, float]:
-        """The next frame, or consecutive MESSAGES frames merged into one batch of
-        `max_batch` messages at most, the last frame split to fill it; at most `FIRST_BATCH`
-        when the storer has nothing to do (it starts sooner). A merged batch arrived when
-        its oldest frame did; what is left of a split frame, when that frame did."""
+        """The next frame, or consecutive MESSAGES frames merged up to `max_batch` messages;
+        at most `FIRST_BATCH` when the storer has nothing to do (it starts sooner). A merged
+        batch arrived when its oldest frame did."""
         kind, raws, size, arrived = self._queue.popleft()
         queue = self._queue
+        if kind is Kind.MESSAGES and not self._ahead and len(raws) > FIRST_BATCH:
+            rest = raws[FIRST_BATCH:]
+            rest_size = sum(map(len, rest))
+            queue.appendleft((kind, rest, rest_size, arrived))
+            return kind, raws[:FIRST_BATCH], size - rest_size, arrived
         if kind is Kind.EVIDENCE:  # with the proofs that follow it: one transaction
             proofs = [raws]
             while queue and queue[0][0] is Kind.EVIDENCE and len(proofs) < MAX_PROOFS:
@@ -124,44 +121,24 @@ class Inbox:
                 proofs.append(more)
                 size += more_size
             return kind, proofs, size, arrived  # type: ignore[return-value]  # raws: each a proof's
-        limit = self.max_batch if self._ahead else min(FIRST_BATCH, self.max_batch)
-        last = arrived  # when the frame taken last arrived
-        if len(raws) < limit and queue and queue[0][0] is Kind.MESSAGES:
+        if kind is Kind.MESSAGES and queue and queue[0][0] is Kind.MESSAGES:
             raws = list(raws)
-            while len(raws) < limit and queue and queue[0][0] is Kind.MESSAGES:
-                _kind, more, more_size, last = queue.popleft()
+            while (
+                queue
+                and queue[0][0] is Kind.MESSAGES
+                and len(raws) + len(queue[0][1]) <= self.max_batch
+            ):
+                _kind, more, more_size, _arrived = queue.popleft()
                 raws.extend(more)
                 size += more_size
-        if len(raws) > limit:  # the rest of the last frame stays first in line
-            rest = raws[limit:]
-            rest_size = sum(map(len, rest))
-            queue.appendleft((kind, rest, rest_size, last))
-            raws, size = raws[:limit], size - rest_size
         return kind, raws, size, arrived
-
-    def _worth_waiting(self) -> bool:
-        """Whether the preparer lets more frames arrive before it takes a batch: the
-        storer has one batch to store and another prepared behind it, so the next is not
-        needed before one of them is stored, and the MESSAGES queued would not fill a
-        batch. Never while the storer could run out of work: a lone message is taken at
-        once whenever the storer has nothing, or only one batch, in hand."""
-        if self._ahead < 2:
-            return False
-        queued = 0
-        for kind, raws, _size, _arrived in self._queue:
-            if kind is not Kind.MESSAGES:
-                return False  # a proof waits behind them: hand them on now
-            queued += len(raws)
-            if queued >= self.max_batch:
-                return False
-        return True
 
     async def _prepare(self, send: trio.MemorySendChannel) -> None:
         async with send:
             while True:
-                while not self._queue or self._worth_waiting():
-                    self._moved = trio.Event()
-                    await self._moved.wait()
+                while not self._queue:
+                    self._arrived = trio.Event()
+                    await self._arrived.wait()
                 kind, raws, size, arrived = self._take()
                 self._ahead += 1
                 prepared = await self.service.prepare(raws) if kind is Kind.MESSAGES else None
@@ -179,6 +156,5 @@ class Inbox:
                     await self.on_evidence(raws)
                 self.held -= size
                 self._ahead -= 1
-                self._moved.set()
                 self._room.set()
                 self._room = trio.Event()

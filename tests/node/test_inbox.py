@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import pytest
 import trio
-import trio.testing
 
 from tanglenode.node.gossip.inbox import FIRST_BATCH, MAX_PROOFS, Inbox, Kind
 from tanglenode.node.service.store_service import StoreService
@@ -25,8 +24,8 @@ pytestmark = pytest.mark.timeout(60)
 class GatedService(StoreService):
     """Stores only while `gate` is open; notes each stored batch's size."""
 
-    def __init__(self, store: FeedStore, *, inline: bool = False) -> None:
-        super().__init__(store, inline=inline)
+    def __init__(self, store: FeedStore) -> None:
+        super().__init__(store)
         self.gate = trio.Event()
         self.batches: list[int] = []
 
@@ -35,30 +34,6 @@ class GatedService(StoreService):
         results = await super().ingest_prepared(batch)
         self.batches.append(len(results))
         return results
-
-
-class SteppedService(GatedService):
-    """Stores one batch for each `step()`; notes the size of each batch it prepares. It
-    prepares and stores on the event loop (as in the simulator), so once every task
-    waits (`trio.testing.wait_all_tasks_blocked`) the preparer has taken all it will."""
-
-    def __init__(self, store: FeedStore) -> None:
-        super().__init__(store, inline=True)
-        self.gate.set()
-        self._steps = trio.Semaphore(0)
-        self.prepared: list[int] = []
-
-    def step(self, batches: int = 1) -> None:
-        for _ in range(batches):
-            self._steps.release()
-
-    async def prepare(self, raws):
-        self.prepared.append(len(raws))
-        return await super().prepare(raws)
-
-    async def ingest_prepared(self, batch):
-        await self._steps.acquire()
-        return await super().ingest_prepared(batch)
 
 
 class Recorder:
@@ -80,12 +55,6 @@ class Recorder:
 def service(tmp_path):
     with FeedStore(tmp_path / "store", map_size=2**27) as store:
         yield GatedService(store)
-
-
-@pytest.fixture
-def stepped(tmp_path):
-    with FeedStore(tmp_path / "store", map_size=2**27) as store:
-        yield SteppedService(store)
 
 
 def frames(label: str, count: int, size: int) -> list[list[bytes]]:
@@ -149,57 +118,6 @@ async def test_batches_start_small_then_take_all_that_piled_up(service):
     assert max(service.batches) <= 1000
     assert len(service.batches) < len(sent)
     assert recorder.outcomes == [Outcome.ACCEPTED] * 1800
-
-
-async def test_frames_arriving_one_by_one_behind_a_busy_storer_fill_whole_batches(stepped):
-    """The storer holds a batch and another is prepared behind it: the frames that
-    trickle in meanwhile go to the store in batches of `max_batch` exactly (a frame split
-    to fill one), not each as it came."""
-    sent = frames("trickle", 10, 300)
-    recorder = Recorder()
-    inbox = Inbox(stepped, recorder.on_messages, recorder.on_evidence, max_batch=1000)
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(inbox.run)
-        for frame in sent:
-            await inbox.put(Kind.MESSAGES, frame)
-            await trio.testing.wait_all_tasks_blocked()  # the preparer saw it arrive
-        # 256 at once for the idle storer, the rest of that frame behind it (the storer
-        # had one batch only), then, with two in hand, a full batch as soon as one is queued.
-        assert stepped.prepared == [FIRST_BATCH, 300 - FIRST_BATCH, 1000]
-        stepped.step(5)
-        await inbox.drained()
-        nursery.cancel_scope.cancel()
-    assert stepped.batches == [FIRST_BATCH, 300 - FIRST_BATCH, 1000, 1000, 700]
-    assert recorder.outcomes == [Outcome.ACCEPTED] * 3000  # all of them, in order
-    assert stepped.clock == {Feed("trickle").public: 3000}
-
-
-async def test_a_lone_message_waits_for_no_company(stepped):
-    """A message is taken at once while the storer has one batch or none in hand; with a
-    batch stored and another prepared, it is taken as soon as the first is stored."""
-    first, second, lone = frames("lone", 3, FIRST_BATCH)
-    recorder = Recorder()
-    inbox = Inbox(stepped, recorder.on_messages, recorder.on_evidence)
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(inbox.run)
-        await inbox.put(Kind.MESSAGES, first)
-        await trio.testing.wait_all_tasks_blocked()
-        await inbox.put(Kind.MESSAGES, second[:1])  # the storer has one batch in hand
-        await until(lambda: stepped.prepared == [FIRST_BATCH, 1])
-        await inbox.put(Kind.MESSAGES, second[1:2])  # one in hand and one behind it
-        await trio.testing.wait_all_tasks_blocked()
-        assert stepped.prepared == [FIRST_BATCH, 1]  # no hurry: it waits for company
-        stepped.step()  # ... until the storer is done with one
-        await until(lambda: stepped.prepared == [FIRST_BATCH, 1, 1])
-        stepped.step(2)
-        await inbox.drained()
-        assert recorder.outcomes == [Outcome.ACCEPTED] * (FIRST_BATCH + 2)
-        for raw in lone[:3]:  # live: each stored before the next arrives
-            await inbox.put(Kind.MESSAGES, [raw])
-            stepped.step()
-            await inbox.drained()
-        nursery.cancel_scope.cancel()
-    assert stepped.batches == [FIRST_BATCH, 1, 1, 1, 1, 1]
 
 
 async def test_evidence_goes_between_the_messages_it_arrived_between(service):
