@@ -44,8 +44,8 @@ from tanglenode.storage.clients.bundle import (
     write_bundle,
 )
 from tanglenode.storage.engine.command_log import NO_LOG
-from tanglenode.storage.errors import DataDirInUse
-from tanglenode.storage.tools.compact import Compacted, StoreInUse, compact, free_share
+from tanglenode.storage.errors import DataDirInUse, StorageError
+from tanglenode.storage.tools.compact import Compacted, compact, free_share
 
 
 @contextlib.contextmanager
@@ -130,10 +130,12 @@ def _export_archive(obj: Context, out: Path) -> None:
 
 def _compact_after_import(obj: Context) -> Compacted | None:
     """The store without the free pages the import left (`tangled compact`), or None, said
-    on stderr, when another process has it open (the import stands either way)."""
+    on stderr, when it cannot be compacted now: another process has it open, or the copy
+    could not be written (no room, no memory). The import stands either way: its messages
+    are committed, and compaction only gives back pages."""
     try:
         return compact(obj.settings.store_path, obj.settings.storage.map_size)
-    except StoreInUse as error:
+    except StorageError as error:
         click.echo(f"tangled: not compacted: {error}", err=True)
         return None
 
