@@ -19,6 +19,7 @@ import trio
 from tanglenode.node.localnet import REQUEST_SECONDS, TANGLED, Node
 from tanglenode.protocol.framing import LENGTH_PREFIX, encode_frame
 from tanglenode.storage.clients.bundle import BATCH, MAGIC
+from tanglenode.storage.store import FeedStore
 from tests.factories import Feed
 from tests.integration.test_cli_live import cli
 from tests.integration.test_metrics_live import WEB, scrape
@@ -199,12 +200,11 @@ async def test_subscribers_that_never_read_hold_the_budget_and_give_it_back(tmp_
     node = Node(tmp_path, "subscribed")
     feed = Feed("stalled")
     raws = [feed.append({"n": n, "pad": FILLER}).raw for n in range(2000)]  # ~24 MB of log
-    bundle = tmp_path / "fill.bundle"
-    bundle.write_bytes(MAGIC + b"".join(LENGTH_PREFIX.pack(len(raw)) + raw for raw in raws))
-    await trio.run_process(
-        [str(TANGLED), "--data-dir", str(node.data_dir), "import", str(bundle)],
-        capture_stdout=True,
-    )
+    # Stored as a node stores what it receives, command log and all (`tangled import` keeps
+    # none: its subscribers start from a snapshot, which fits a socket's buffer).
+    with FeedStore(node.data_dir / "store") as store:
+        for first in range(0, len(raws), 500):
+            store.writes.ingest(raws[first : first + 500])
     await node.start(extra_env={"TANGLED_TIMELINES__KEEP_COMMANDS": "0", **WEB})
     assert node.process is not None
     base = peak = _anonymous_bytes(node.process.pid)
