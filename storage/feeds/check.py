@@ -32,7 +32,7 @@ from tanglenode.protocol.message import Message, decode_message
 from tanglenode.storage.feeds.bodies import ARRIVAL
 from tanglenode.storage.feeds.derived import DerivedView
 from tanglenode.storage.feeds.layout import U64, Tables, split_feed_key, split_head_value
-from tanglenode.storage.feeds.message_ids import HELD, HELD_NUMBERED, NUMBERED
+from tanglenode.storage.feeds.message_ids import split_row
 from tanglenode.storage.feeds.processor_rows import split_log_value
 
 if TYPE_CHECKING:
@@ -137,11 +137,13 @@ def _check_bodies(txn, tables: Tables, named: set[bytes], report: CheckReport) -
 def _check_ids(txn, tables: Tables, by_position, report: CheckReport) -> None:
     for msg_id, row in txn.cursor(db=tables.message_ids):
         msg_id = bytes(msg_id)
-        if len(row) == NUMBERED:
-            continue  # a number alone: the timelines' check reads it (ref_numbers)
-        if len(row) not in (HELD, HELD_NUMBERED):
+        try:
+            where, _number = split_row(row)
+        except ValueError:
             report.problems.append(f"message-ids row {message_text(msg_id)} is malformed")
             continue
+        if where is None:
+            continue  # a number alone: the timelines' check reads it (ref_numbers)
         try:
             position = tables.ids.position_of(txn, row)
         except KeyError:

@@ -33,14 +33,19 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from tanglenode.storage.feeds.feed_numbers import FeedNumbers
-from tanglenode.storage.feeds.message_ids import ID_BYTES, SHORT_SPACETIME_REF, SPACETIME_REF
+from tanglenode.storage.feeds.message_ids import (
+    ID_BYTES,
+    SHORT_SPACETIME_REFS,
+    SPACETIME_REF,
+    short_spacetime_ref,
+    where_of,
+)
 from tanglenode.storage.feeds.rewrite import copy_back
 
 log = logging.getLogger(__name__)
 
 _U32 = struct.Struct(">I")
 _U64 = struct.Struct(">Q")
-_WHERE = struct.Struct(">IQ")
 _CHUNK = 50_000  # rows between progress reports
 
 
@@ -69,9 +74,9 @@ def migrate_14(
 
     def short(ref: bytes) -> bytes:
         if len(ref) == SPACETIME_REF:
-            return _U32.pack(numbers.number(ref[:32])) + ref[32:]
-        if len(ref) == SHORT_SPACETIME_REF:
-            raise ValueError(f"tl-refs holds a ref of {SHORT_SPACETIME_REF} bytes: {ref.hex()}")
+            return short_spacetime_ref(numbers.number(ref[:32]), ref)
+        if len(ref) in SHORT_SPACETIME_REFS:
+            raise ValueError(f"tl-refs holds a ref of {len(ref)} bytes: {ref.hex()}")
         return ref
 
     # 1. message-ids, merged with the ids' numbers
@@ -86,7 +91,7 @@ def migrate_14(
             while pending is not None and pending[0] < msg_id:
                 out.put(pending[0], pending[1], append=True)  # numbered, not held
                 pending = next(id_numbers, None)
-            row = _WHERE.pack(numbers.number(bytes(value[:32])), _U64.unpack(value[32:])[0])
+            row = where_of(numbers.number(bytes(value[:32])), _U64.unpack(value[32:])[0])
             if pending is not None and pending[0] == msg_id:
                 row += pending[1]
                 pending = next(id_numbers, None)

@@ -7,9 +7,9 @@ from __future__ import annotations
 import struct
 
 from tanglenode.storage.feeds.layout import Tables
+from tanglenode.storage.feeds.message_ids import split_row
 
 _U32 = struct.Struct(">I")
-_WHERE = struct.Struct(">IQ")
 _U64 = struct.Struct(">Q")
 
 
@@ -22,6 +22,8 @@ def write_schema_14_ids(env, txn, tables: Tables) -> None:
         return bytes(txn.get(_U32.pack(number), db=tables.feeds))
 
     def long(ref: bytes) -> bytes:
+        if len(ref) == 24:
+            return feed(_U32.unpack(ref[:4])[0]) + _U64.pack(_U32.unpack(ref[4:8])[0]) + ref[8:]
         return feed(_U32.unpack(ref[:4])[0]) + ref[4:] if len(ref) == 28 else ref
 
     ids = [(bytes(k), bytes(v)) for k, v in txn.cursor(db=tables.message_ids)]
@@ -30,11 +32,11 @@ def write_schema_14_ids(env, txn, tables: Tables) -> None:
     for db in (tables.message_ids, refs, names):
         txn.drop(db, delete=False)
     for msg_id, row in ids:
-        if len(row) >= 12:
-            number, seq = _WHERE.unpack_from(row)
-            txn.put(msg_id, feed(number) + _U64.pack(seq), db=tables.message_ids)
-        if len(row) != 12:
-            old_refs.append((msg_id, row[-4:]))
+        where, number = split_row(row)
+        if where is not None:
+            txn.put(msg_id, feed(where[0]) + _U64.pack(where[1]), db=tables.message_ids)
+        if number is not None:
+            old_refs.append((msg_id, number))
     for ref, number in old_refs:
         txn.put(ref, number, db=refs)
     for number, ref in old_names:

@@ -8,12 +8,15 @@ import struct
 
 import lmdb
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tanglenode.protocol.message import TangleLink
 from tanglenode.storage.engine.ref_numbers import numbering_problems
 from tanglenode.storage.errors import StoreDamaged, TimelineError
 from tanglenode.storage.feeds.ingest import Outcome
 from tanglenode.storage.feeds.layout import MAX_NAMED_DATABASES, Tables
+from tanglenode.storage.feeds.message_ids import split_row, where_of
 from tanglenode.storage.views.timelines import SPACETIME, spacetime_ref
 from tests.factories import Feed
 from tests.storage.schema_14 import write_schema_14_ids
@@ -61,11 +64,11 @@ def test_ids_are_numbered_in_their_own_rows_and_tl_refs_holds_no_id(open_store):
     store = open_store()
     store.writes.ingest([m.raw for m in (root, reply, waiting, plain)])
     found = rows(store)
-    assert {len(ref) for ref in found["refs"]} == {28}  # spacetime refs, short, and no id
-    assert {len(ref) for ref in found["names"].values()} == {32, 28}
+    assert {len(ref) for ref in found["refs"]} == {24}  # spacetime refs, short, and no id
+    assert {len(ref) for ref in found["names"].values()} == {32, 24}
     ids = found["ids"]
-    assert {len(ids[m.id]) for m in (root, reply, waiting)} == {16}  # held, numbered
-    assert len(ids[plain.id]) == 12  # held, in no tangle: no number
+    assert {len(ids[m.id]) for m in (root, reply, waiting)} == {12}  # held, numbered
+    assert len(ids[plain.id]) == 8  # held, in no tangle: no number
     assert len(ids[missing.id]) == 4  # named, not held: its number alone
     before = numbers(store, [root.id, reply.id, missing.id, waiting.id])
     assert all(before.values()) and len(set(before.values())) == 4
@@ -74,7 +77,7 @@ def test_ids_are_numbered_in_their_own_rows_and_tl_refs_holds_no_id(open_store):
 
     store.writes.ingest([missing.raw])  # it arrives: held, with the number it had
     after = rows(store)["ids"][missing.id]
-    assert len(after) == 16 and after[-4:] == before[missing.id]
+    assert len(after) == 12 and after[-4:] == before[missing.id]
     assert numbers(store, before) == before
     assert set(store.tangles.tangle_tips(root.id, "chat")) == {reply.id, waiting.id}
     assert store.feeds.check().ok
@@ -108,7 +111,7 @@ def test_spacetime_refs_are_stored_short_and_read_back_whole(open_store):
             number = refs.find(whole)
             assert number is not None
             stored = bytes(txn.get(number, db=store.ctx.timeline_tables.ref_names))
-            assert len(stored) == 28 and stored[4:] == whole[32:]
+            assert len(stored) == 24 and stored[4:8] == whole[36:40] and stored[8:] == whole[40:]
         fresh = store.ctx.timeline_tables.ref_numbers(txn)  # nothing cached
         assert [fresh.ref(refs.find(spacetime_ref(m.author, m.seq, m.id))) for m in (root,)] == [
             spacetime_ref(root.author, root.seq, root.id)
@@ -123,8 +126,9 @@ def test_a_ref_that_would_read_back_as_a_spacetime_ref_is_refused(open_store):
     store = open_store()
     with store.ctx.write() as txn:
         refs = store.ctx.timeline_tables.ref_numbers(txn)
-        with pytest.raises(TimelineError):
-            refs.assign(b"x" * 28)
+        for length in (24, 28):
+            with pytest.raises(TimelineError):
+                refs.assign(b"x" * length)
         assert refs.assign(b"y" * 27) == refs.find(b"y" * 27)  # other lengths are as they are
 
 
@@ -219,3 +223,38 @@ def test_a_schema_14_row_of_another_layout_stops_the_migration_and_writes_nothin
         assert [(bytes(k), bytes(v)) for k, v in txn.cursor(db=tables.message_ids)] == kept
         assert txn.get(b"schema", db=tables.meta) == b"14"
     env.close()
+
+
+@given(
+    feed_number=st.integers(0, 2**31 - 1),
+    seq=st.integers(1, 2**64 - 1),
+    number=st.none() | st.binary(min_size=4, max_size=4),
+)
+def test_a_row_says_where_and_its_number_back_whatever_the_seq(feed_number, seq, number):
+    row = where_of(feed_number, seq) + (number or b"")
+    assert len(row) == (8 if seq < 2**32 else 12) + (4 if number else 0)
+    assert split_row(row) == ((feed_number, seq), number)
+    assert split_row(b"\x00\x00\x00\x07") == (None, b"\x00\x00\x00\x07")
+
+
+def test_a_row_of_no_layout_and_a_feed_number_past_2_to_the_31_are_refused():
+    for length in (0, 3, 5, 7, 9, 17):
+        with pytest.raises(ValueError):
+            split_row(b"\x00" * length)
+    with pytest.raises(StoreDamaged):
+        where_of(2**31, 1)
+
+
+def test_a_spacetime_ref_past_seq_2_to_the_32_is_stored_long_and_read_back(open_store):
+    store = open_store()
+    author = b"\x05" * 32
+    refs = [spacetime_ref(author, seq, b"\x09" * 32) for seq in (1, 2**32 - 1, 2**32, 2**63)]
+    with store.ctx.write() as txn:
+        numbers = store.ctx.timeline_tables.ref_numbers(txn)
+        given = [numbers.assign(ref) for ref in refs]
+    with store.ctx.read() as txn:
+        fresh = store.ctx.timeline_tables.ref_numbers(txn)
+        assert [fresh.ref(number) for number in given] == refs
+        stored = [len(txn.get(n, db=store.ctx.timeline_tables.ref_names)) for n in given]
+        assert stored == [24, 24, 28, 28]
+        assert [fresh.find(ref) for ref in refs] == given
