@@ -49,7 +49,7 @@ from hypercorn.config import Config
 from hypercorn.trio import serve
 
 from tanglenode.node.ipc.ops import run_op
-from tanglenode.node.web import actions, docs, groups, peers, tangles
+from tanglenode.node.web import actions, docs, groups, home, peers, tangles, thread
 from tanglenode.node.web.hosts import AllowedHosts, BadHost
 from tanglenode.node.web.http import (
     SCRIPT_HEADERS,
@@ -74,15 +74,29 @@ RESTART_SECONDS = 0.1  # between a fault inside hypercorn and serving again
 MAX_RESTART_SECONDS = 30.0  # the longest wait, when every start fails
 
 
-async def _script(web: WebContext, request: Request) -> Response:
-    text = resources.files("tanglenode.node.web").joinpath("view.js").read_bytes()
+def _script(name: str) -> Handler:
+    """The handler serving the package's script `name` (node/web/NAME)."""
+
+    async def serve_script(web: WebContext, request: Request) -> Response:
+        text = resources.files("tanglenode.node.web").joinpath(name).read_bytes()
+        return Response(200, SCRIPT_HEADERS, text)
+
+    return serve_script
+
+
+async def _editor_script(web: WebContext, request: Request) -> Response:
+    text = resources.files("tanglenode.node.web").joinpath("editor.js").read_bytes()
     return Response(200, SCRIPT_HEADERS, text)
 
 
 # (first segment, number of segments) -> handler; "" is `/`.
 ROUTES: dict[tuple[str, int], Handler] = {
-    ("", 1): status_page,
-    ("view.js", 1): _script,
+    ("", 1): home.page,
+    ("status", 1): status_page,
+    ("view.js", 1): _script("view.js"),
+    ("social.js", 1): _script("social.js"),  # the home, thread, peers and groups pages'
+    ("thread", 3): thread.page,  # /thread/NAME/ROOT
+    ("editor.js", 1): _editor_script,  # the document editor, /docs' form (docs/WEB.md)
     ("tangles", 1): tangles.index,
     ("t", 3): tangles.page,
     ("t", 4): tangles.events,  # /t/NAME/ROOT/events
