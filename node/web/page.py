@@ -19,7 +19,10 @@ e = html.escape
 STYLE = """
 body{font:15px/1.45 system-ui,sans-serif;margin:0 auto;max-width:72rem;padding:0 1rem 3rem;
 color:#1d2430;background:#fbfbfd}
-nav{display:flex;gap:1.2rem;padding:.7rem 0;border-bottom:1px solid #dde;margin-bottom:1rem}
+nav{display:flex;flex-wrap:wrap;gap:.3rem 1.2rem;padding:.7rem 0;border-bottom:1px solid #dde;
+margin-bottom:1rem}
+input,textarea,select{max-width:100%;box-sizing:border-box}
+code,.id{overflow-wrap:anywhere}
 nav a{color:#3050a0;text-decoration:none;font-weight:600}
 code,.id{font:13px ui-monospace,monospace;color:#555}
 table{border-collapse:collapse;width:100%}
@@ -46,17 +49,28 @@ th{font-size:13px;color:#667}
 """
 
 
-def shell(web: WebContext, title: str, body: str, *, script: bool = False) -> str:
-    """A whole page: `title` (plain text) and `body` (HTML, already escaped)."""
-    script_tag = f"<script defer src='{e(web.link('/view.js'))}'></script>" if script else ""
-    links = [("/", "status"), ("/tangles", "tangles"), ("/docs", "documents")]
-    links += [("/groups", "groups"), ("/peers", "peers")]
+def shell(
+    web: WebContext,
+    title: str,
+    body: str,
+    *,
+    script: bool = False,
+    scripts: tuple[str, ...] = (),
+    style: str = "",
+) -> str:
+    """A whole page: `title` (plain text) and `body` (HTML, already escaped); `script` loads
+    `/view.js`, `scripts` more of the package's scripts after it (app.py `SCRIPTS`), `style`
+    the page's own CSS."""
+    sources = (["/view.js"] if script else []) + [f"/{name}" for name in scripts]
+    script_tag = "".join(f"<script defer src='{e(web.link(src))}'></script>" for src in sources)
+    links = [("/", "home"), ("/docs", "documents"), ("/groups", "groups")]
+    links += [("/peers", "peers"), ("/status", "status"), ("/tangles", "tangles")]
     nav = "".join(f"<a href='{e(web.link(path))}'>{text}</a>" for path, text in links)
     return (
         "<!doctype html><html lang='en'><head><meta charset='utf-8'>"
         "<meta name='viewport' content='width=device-width,initial-scale=1'>"
         f"<title>{e(title)} · tanglenode</title><link rel='icon' href='data:,'>"
-        f"<style>{STYLE}</style>{script_tag}</head>"
+        f"<style>{STYLE}{style}</style>{script_tag}</head>"
         f"<body><nav>{nav}</nav>{body}</body></html>\n"
     )
 
