@@ -195,7 +195,7 @@
     const revision = document.getElementById("revision");
     const info = document.getElementById("revision-info");
     let version = Number(textBox.dataset.version);
-    let runs = Array.from(textBox.children, function (span) {
+    let runs = Array.from(textBox.querySelectorAll("span"), function (span) {
       return {
         chars: Array.from(span.textContent),
         author: span.dataset.author || null,
@@ -210,10 +210,12 @@
       ? textBox.dataset.highlight.split(":").map(Number)
       : null;
     let scrolled = false;
-    const editorArea = document.getElementById("editor");
-    const editor = editorArea
+    // #text is the editor too (editor.js): the node's dyed text with what we typed
+    const editorArea = window.tanglenodeEditor ? window.tanglenodeEditor.editable(textBox) : null;
+    const editor = editorArea && textBox.dataset.doc
       ? documentEditor(editorArea, document.getElementById("editor-state"), version)
       : null;
+    if (editor) window.tanglenodeEditor.presence(editorArea, window.tanglenode);
     let incoming = null; // the runs of a snapshot still arriving
     let source = null;
     let following = slider.value === slider.max; // the slider stays on the newest version
@@ -279,6 +281,7 @@
 
     function draw() {
       runs = merged(runs);
+      const pieces = [];
       const fragment = document.createDocumentFragment();
       let at = 0;
       runs.forEach(function (run) {
@@ -302,11 +305,14 @@
           span.title = run.name;
           span.style.backgroundColor = run.colour;
           fragment.appendChild(span);
+          pieces.push({ chars: Array.from(part), author: run.author, name: run.name,
+            colour: run.colour, className: span.className });
         }
         at += run.chars.length;
         noteAuthor(run);
       });
-      textBox.replaceChildren(fragment);
+      if (editorArea) editorArea.paint(pieces);
+      else textBox.replaceChildren(fragment);
       textBox.dataset.version = String(version);
       const marked = textBox.querySelector(".linked");
       if (marked && !scrolled) {
@@ -415,6 +421,12 @@
       };
       source.addEventListener("snapshot", onSnapshot);
       source.addEventListener("splice", onSplice);
+      source.addEventListener("presence", function (event) {
+        if (!editorArea) return;
+        const data = JSON.parse(event.data);
+        if (data.author === textBox.dataset.self) return;  // ours, from this node
+        editorArea.presence(data.author, data.gone ? null : data);
+      });
       source.addEventListener("gone", function () {
         mine.close();
         showState(live, "gone");
@@ -525,6 +537,9 @@
     window.crypto.getRandomValues(bytes);
     return Array.from(bytes, function (b) { return b.toString(16).padStart(2, "0"); }).join("");
   }
+
+  // for editor.js: the one door for writes
+  window.tanglenode = { write: write, onceKey: onceKey, unanswered: unanswered, token: TOKEN };
 
   function tanglePath(name, id) {
     return "/t/" + encodeURIComponent(name) + "/" + encodeURIComponent(id.slice(1)) +
@@ -1092,7 +1107,7 @@
     const count = aside.querySelector("#comment-count");
     const form = aside.querySelector("form.comment-form");
     const textBox = document.getElementById("text");
-    const editorArea = document.getElementById("editor");
+    const editorArea = document.getElementById("text");
     const editorState = document.getElementById("editor-state");
     const every = (Number(aside.dataset.poll) || 3) * 1000;
     let shown = null;  // the JSON drawn last
@@ -1212,7 +1227,7 @@
   function renderedView(section) {
     const box = section.querySelector("#rendered-text");
     const form = section.querySelector("form.include-form");
-    const editorArea = document.getElementById("editor");
+    const editorArea = document.getElementById("text");
     const editorState = document.getElementById("editor-state");
     const every = (Number(section.dataset.poll) || 3) * 1000;
     let shown = null;
