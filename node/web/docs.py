@@ -32,6 +32,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from tanglenode.node.ipc.area import Area
+from tanglenode.node.ipc.discovery import group_list
 from tanglenode.node.present.names import Names
 from tanglenode.node.present.text import safe, safe_lines
 from tanglenode.node.service.store_service import StoreService
@@ -61,11 +63,14 @@ from tanglenode.node.web.http import (
 from tanglenode.node.web.page import e, listing, shell, when
 from tanglenode.protocol.doc_link import BadLink, parse_link
 from tanglenode.protocol.identity import feed_text, message_text
+from tanglenode.protocol.ipc_discovery import GroupListRequest
 from tanglenode.protocol.limits import MAX_SEQ
 from tanglenode.storage.documents.rows import Version
 from tanglenode.storage.errors import UnknownDocument
 
 PAGE = 200  # documents per `/docs` page
+AUTHORS_SHOWN = 4  # names in a document's row, then "and N more"
+GROUPS_OFFERED = 100  # groups the new-document form offers
 WINDOW = 64  # versions read back from `v` to find the one shown and the one before it
 AGAINST = ("previous", "current")  # what `#revision` is dyed against
 
@@ -76,6 +81,15 @@ STYLE = (
     "#legend span{margin-right:.4rem}"
     "ins{background:#d8f5d8;color:#0a5c0a}del{background:#fadcdc;color:#8c1010}"
     "#version{width:100%}.splice{animation:fresh 2s ease-out}"
+    "#text.editor{min-height:6rem;outline:none;caret-color:#1d2430}"
+    "#text.editor[contenteditable=plaintext-only]:focus,#text.editor[contenteditable=true]:focus"
+    "{border-color:#5a7bd6;box-shadow:0 0 0 2px #d6e0fa}"
+    "#text .unsaved{background-image:linear-gradient(#0000 90%,#8896 90%)}"
+    "#text mark.presence{background:none;position:relative;display:inline-block;width:0;"
+    "height:1.2em;vertical-align:text-bottom;border-left:2px solid;margin-right:-2px}"
+    "#text mark.presence::after{content:attr(data-presence);position:absolute;left:-2px;"
+    "top:-1.15em;font:600 10px/1.2 system-ui,sans-serif;color:#fff;background:var(--who);"
+    "padding:0 3px;border-radius:3px 3px 3px 0;white-space:nowrap;pointer-events:none}"
     "#text .linked{background:#ffe08a!important;outline:1px solid #c89000}"
     "#document{display:grid;grid-template-columns:minmax(0,1fr) 20rem;column-gap:1.2rem}"
     "#document>*{grid-column:1}#document>#comments{grid-column:2;grid-row:1/span 40;"
@@ -101,21 +115,73 @@ async def index(web: WebContext, request: Request) -> Response:
     assert start is not None
     documents = await web.service.read(lambda store: store.documents.held())
     names = await web.names()
-    shown = documents[start : start + PAGE]
+    # newest edit first: the documents people work on now at the top
+    facts = await web.service.read(lambda store: [_facts(store, d) for d in documents])
+    order = sorted(range(len(documents)), key=lambda i: -facts[i][1])
+    shown = [(documents[i], facts[i]) for i in order[start : start + PAGE]]
     rows = [
-        f"<tr><td><a href='{e(web.link(doc_path(d.id)))}'>"
+        f"<tr data-doc='{e(message_text(d.id))}'><td><a href='{e(web.link(doc_path(d.id)))}'>"
         f"{e(safe(d.title)) or '(untitled)'}</a></td>"
-        f"<td>{e(label(names, d.author))}</td><td>{e(when(d.created))}</td>"
+        f"<td class='authors'>{e(_authors(names, d.author, authors))}</td>"
+        f"<td class='last-edit'>{e(when(last))}</td>"
         f"<td>{d.versions}</td><td>{d.length}</td>"
-        f"<td>{d.set_aside or ''}</td><td>{'private' if d.group else ''}</td></tr>"
-        for d in shown
+        f"<td>{d.set_aside or ''}</td><td>{'private' if d.group else 'public'}</td></tr>"
+        for d, (authors, last) in shown
     ]
-    parts = [f"<h1>Documents</h1><p>{len(documents)} held.</p>"]
+    parts = [f"<h1>Documents</h1><p>{len(documents)} held.</p>", await new_form(web)]
     more = web.link("/docs", start=start + PAGE) if start + PAGE < len(documents) else None
-    headers = ["title", "started by", "created", "versions", "characters", "set aside", "group"]
-    empty = "None yet: <code>tangled doc create TITLE</code>."
+    headers = ["title", "authors", "last edit", "versions", "characters", "set aside", "who"]
+    empty = "None yet: start one above, or <code>tangled doc create TITLE</code>."
     parts.append(listing("documents", headers, rows, empty, more))
-    return html_response(shell(web, "documents", "".join(parts)))
+    parts.append(f"<script defer src='{e(web.link('/editor.js'))}'></script>")
+    return html_response(shell(web, "documents", "".join(parts), script=True))
+
+
+def _facts(store, info) -> tuple[list[bytes], int]:
+    """A document's authors (its creator first, then who wove text into it) and when it
+    was last edited (the newest version's claimed time; the creation's if none)."""
+    authors = [info.author]
+    last = info.created
+    try:
+        weft = store.documents.base_weft(info.id)
+        authors += sorted(feed for feed in weft if feed != info.author)
+        newest = store.documents.document_versions(info.id, info.versions, 1)
+        if newest:
+            last = max(last, newest[-1].timestamp)
+    except UnknownDocument:
+        pass
+    return authors, last
+
+
+def _authors(names: Names, creator: bytes, authors: list[bytes]) -> str:
+    """Up to AUTHORS_SHOWN names, then how many more."""
+    shown = [label(names, author) for author in authors[:AUTHORS_SHOWN]]
+    more = len(authors) - len(shown)
+    return ", ".join(shown) + (f" and {more} more" if more > 0 else "")
+
+
+async def new_form(web: WebContext) -> str:
+    """The form that starts a document (editor.js sends it as `POST /api/doc-create`, once,
+    and opens the new document's page): a title, and whether it is public or private to
+    one of the groups we are a member of (IPC `group-list`'s first page)."""
+    options = ["<option value='' selected>public: every node that carries us</option>"]
+    if web.keypair is not None:
+        area = Area(web.service, web.keypair)
+        found = await group_list(area, GroupListRequest(None, GROUPS_OFFERED))
+        for info in found["groups"]:
+            if info.get("member"):
+                name = safe(info["name"] or "") or "(unnamed group)"
+                options.append(
+                    f"<option value='{e(message_text(info['group']))}'>"
+                    f"private to the group {e(name)}</option>"
+                )
+    return (
+        "<form id='new-doc' class='compose'><h2>New document</h2>"
+        "<input name='title' required maxlength='200' placeholder='title' autocomplete='off'> "
+        f"<select name='group' aria-label='who can read it'>{''.join(options)}</select> "
+        "<button type='submit'>Create</button> "
+        "<output class='result' aria-live='polite'></output></form>"
+    )
 
 
 # -- /doc/ROOT ---------------------------------------------------------------------------------
@@ -153,8 +219,7 @@ async def page(web: WebContext, request: Request) -> Response:
         "<p id='live' class='live' data-state='connecting'>connecting</p>",
         f"<p id='legend'>{legend(runs, names)}</p>",
         linked_html,
-        f"<div id='text' data-version='{version}'{highlight}>{blame_html(runs, names)}</div>",
-        editor_html(doc, "".join(text for text, _author in runs)),
+        editor_html(web, doc, version, highlight, runs, names),
         margin_html(web.link(doc_path(doc, "comments"))),
         rendered_html(web.link(doc_path(doc, "rendered"))),
         "<h2>History</h2>",
@@ -197,17 +262,26 @@ async def _linked(web: WebContext, doc: bytes, given: str | None) -> tuple[str, 
     )
 
 
-def editor_html(doc: bytes, text: str) -> str:
-    """The text to edit in place (view.js's editor): its exact value travels as JSON in an
-    attribute (a textarea's content would lose a leading newline and every carriage
-    return to HTML's parsing), the version it is the text of is `#text`'s."""
-    exact = json.dumps(text, ensure_ascii=True)
+def editor_html(
+    web: WebContext, doc: bytes, version: int, highlight: str, runs: list[Run], names: Names
+) -> str:
+    """`#text`, the text dyed by author and the editor in one (editor.js makes it editable
+    in place; without the script it is the dyed text, read-only). Its exact value travels
+    as JSON in `data-text` (the spans show unsafe characters as `?`), the version it is
+    the text of in `data-version`, who we are (the colour of what we type before the node
+    has woven it) in `data-self`, and others' carets come on the page's stream."""
+    exact = json.dumps("".join(text for text, _author in runs), ensure_ascii=True)
+    ours = author_body(web.keypair.public if web.keypair is not None else None, names)
     return (
-        "<h2>Edit</h2><p class='muted'>What you type is sent as you type, merged with what "
-        "others write meanwhile.</p>"
-        "<textarea id='editor' rows='12' spellcheck='false' disabled"
-        f" data-doc='{e(message_text(doc))}' data-text='{e(exact)}'></textarea>"
-        "<p><output id='editor-state' class='result' aria-live='polite'>loading</output></p>"
+        f"<div id='text' class='editor' role='textbox' aria-multiline='true'"
+        f" aria-label='the document' spellcheck='false' data-version='{version}'{highlight}"
+        f" data-doc='{e(message_text(doc))}' data-text='{e(exact)}'"
+        f" data-self='{e(ours['author'] or '')}' data-self-name='{e(ours['name'])}'"
+        f" data-self-colour='{e(ours['colour'])}'>{blame_html(runs, names)}</div>"
+        "<p class='muted'>Type in the text: it is sent as you type, merged with what others "
+        "write meanwhile; their carets show where they are. "
+        "<output id='editor-state' class='result' aria-live='polite'>loading</output></p>"
+        f"<script defer src='{e(web.link('/editor.js'))}'></script>"
     )
 
 
