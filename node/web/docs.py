@@ -203,6 +203,9 @@ async def page(web: WebContext, request: Request) -> Response:
     highlight, linked_html = linked
     init = await service.read(lambda store: store.feeds.get(doc))
     title = init.content.get("title", "") if init and isinstance(init.content, dict) else ""
+    if not title:  # a private document's init is sealed: its title is the one it opened to
+        held = await service.read(lambda store: store.documents.held())
+        title = next((d.title for d in held if d.id == doc), "")
     title = safe(title) if isinstance(title, str) else ""
     author = init.author if init is not None else None
     heading = (
