@@ -1,5 +1,6 @@
 """`make demo KEEP=1` ends with alice's web view: the command it prints starts her again
-with it, and the URL it prints opens her status page in the browser, token and all."""
+with it, and the URL it prints opens her home page in the browser, token and all, her status
+one link away."""
 
 from __future__ import annotations
 
@@ -44,6 +45,9 @@ def test_the_kept_demo_prints_a_web_view_that_opens_in_the_browser(page, tmp_pat
         try:
             response = page.goto(url)
             assert response.status == 200
+            assert page.title() == "home · tanglenode"  # her conversations
+            with page.expect_navigation():  # and her status, one link away
+                page.get_by_role("link", name="status").click()
             assert page.locator("h1").inner_text() == "~alice"
             assert page.locator("code", has_text=feed_of(alice)).is_visible()
             assert page.goto(url.replace(token, token[::-1])).status == 401

@@ -11,7 +11,7 @@ from tests.browser import call, tangled
 def test_without_the_token_the_browser_gets_a_401_and_nothing_of_the_node(page, web_node):
     call(web_node.publish, "something to count")
     wrong = web_node.token[:-1] + ("A" if web_node.token[-1] != "A" else "B")
-    for path in ("", "metrics", "t/chat/nowhere"):
+    for path in ("", "status", "metrics", "t/chat/nowhere"):
         for url in (web_node.base + path, f"{web_node.base}{path}?token={wrong}"):
             response = page.goto(url)
             assert response.status == 401, url
@@ -25,7 +25,7 @@ def test_without_the_token_the_browser_gets_a_401_and_nothing_of_the_node(page, 
 def test_with_the_token_the_status_page_shows_the_node(page, web_node):
     tangled(web_node, "about", "webby")
     call(web_node.publish, "hello")
-    response = page.goto(web_node.url("/"))
+    response = page.goto(web_node.url("/status"))
     assert response.status == 200
     assert page.title() == "status · tanglenode"
     assert page.locator("h1").inner_text() == "~webby"  # the name it gave itself
@@ -35,7 +35,7 @@ def test_with_the_token_the_status_page_shows_the_node(page, web_node):
     with page.expect_navigation() as navigation:  # the links carry the token
         page.get_by_role("link", name="status").click()
     assert navigation.value.status == 200
-    assert page.url == web_node.url("/")
+    assert page.url == web_node.url("/status")
     assert page.locator("code", has_text=web_node.feed_id).is_visible()
 
 

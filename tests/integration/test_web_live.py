@@ -104,7 +104,7 @@ async def test_the_page_shows_the_node_and_escapes_what_others_wrote(tmp_path):
     node, base, token = await web_node(tmp_path)
     root = await node.publish("root", {HOSTILE: None})
     await node.publish("reply", {HOSTILE: root["id"]})
-    code, headers, page = await get(f"{base}?token={token}")
+    code, headers, page = await get(f"{base}status?token={token}")
     assert code == 200 and headers["Content-Type"] == "text/html; charset=utf-8"
     assert "default-src 'none'" in headers["Content-Security-Policy"]
     assert node.feed_id in page

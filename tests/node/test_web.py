@@ -378,7 +378,7 @@ async def test_a_rebinding_host_with_the_token_is_refused_and_our_own_host_serve
             assert (await http(port, unnamed))[0] == 400  # HTTP/1.0 may leave it out; we do not
             # Our own address, in every way a browser on this machine writes it: served.
             for host in (ours, f"localhost:{port}".encode(), f"[::1]:{port}".encode()):
-                code, headers, body = await http(port, get("/" + token, host))
+                code, headers, body = await http(port, get("/status" + token, host))
                 assert code == 200 and feed_text(ME).encode() in body, (host, code, body[:300])
             assert (await http(port, get("/", ours)))[0] == 401  # the token is still needed
             code, headers, _ = await http(port, get(stream, ours))
