@@ -7,14 +7,17 @@ copy, and as a QR code of the line `tangled connect` takes: `HOST:PORT
 @FEED`, drawn by segno as inline SVG, nothing downloaded), a form to
 connect to a peer, the invites' forms (node/web/invites.py: make a code
 with its QR code, use one), and each peer: its name, address, whether it is
-connected (and which way), messages and bytes received and sent, how far
+connected (and which way), whether we follow it (our own contact messages'
+stance: following, not followed, blocked; node/web/people.py), messages and
+bytes received and sent, how far
 we are behind it (the messages it holds that we lack, of the feeds we
 carry), the feeds it shows that we do not follow (how many, the first by
 name, and the `tangled follow` that carries one) or block, when it was last
 seen (since when it is connected, or how long ago its last connection
-ended, and why), and buttons to disconnect and to follow, unfollow, block
-or unblock it. The connect form can also save the peer in the node's
-config file, to be dialed from every start on. Every button and
+ended, and why), and the buttons that apply to it: disconnect (when
+connected), follow or unfollow (by its follow state), block or unblock.
+The connect form can also save the peer in the node's config file, to be
+dialed from every start on. Every button and
 the form write through `POST /api/OP` (node/web/actions.py): the IPC's
 `connect`, `disconnect`, `follow`, ... with their checks and typed errors.
 
@@ -22,6 +25,12 @@ The script (view.js) polls `/peers/state` every `POLL_SECONDS` and redraws
 the table from it, computing each peer's rates (messages per second in and
 out, and bytes) from two polls: the node keeps counts, never rates, so a
 page that is not open costs nothing.
+
+Layout: the table is a table on a wide screen; below 700 px (a phone's
+390) each row is a card, its cells stacked and labelled from `data-label`
+(CSS only: the same rows, the same script), and the long lines (feed ids,
+the connect line, the invite code) wrap anywhere, so nothing scrolls
+sideways.
 """
 
 from __future__ import annotations
@@ -44,9 +53,28 @@ from tanglenode.node.web.http import (
 )
 from tanglenode.node.web.invites import panel_html as invite_panel
 from tanglenode.node.web.page import e, shell
+from tanglenode.node.web.people import BLOCKED, FOLLOWING, follow_state, our_stances
 from tanglenode.protocol.identity import feed_text
 from tanglenode.protocol.ipc import PeersRequest
 
+STYLE = """
+#peers .follow{font-size:12px;border-radius:9px;padding:0 .45rem;white-space:nowrap;
+background:#eef0f6;color:#556}
+#peers .follow[data-follow=following]{background:#dff3e2;color:#216a2c}
+#peers .follow[data-follow=blocked]{background:#f8dede;color:#8a2020}
+#peers .name{font-weight:600}
+#peers td.actions button{margin:.1rem 0}
+#qr svg{max-width:100%;height:auto}
+@media (max-width:700px){
+#peers thead{display:none}
+#peers,#peers tbody,#peers tr,#peers td{display:block;width:auto}
+#peers tr{border:1px solid #e3e6ef;border-radius:10px;padding:.5rem .7rem;margin:.6rem 0;
+background:#fff}
+#peers td{border:0;padding:.1rem 0;overflow-wrap:anywhere}
+#peers td[data-label]::before{content:attr(data-label) ": ";color:#889;font-size:13px}
+#peers td[data-label]:empty{display:none}
+}
+"""
 POLL_SECONDS = 2
 MAX_SHOWN = 500  # peers on the page (the IPC's page size)
 HEADERS = [
@@ -72,8 +100,9 @@ async def _peers(web: WebContext) -> list[dict[str, Any]] | None:
     return found["peers"]
 
 
-def peer_fields(peer: dict[str, Any], names: Names) -> dict[str, Any]:
-    """What a row shows of one peer (`peers`' entry): the script's JSON, the page's text."""
+def peer_fields(peer: dict[str, Any], names: Names, follow: str) -> dict[str, Any]:
+    """What a row shows of one peer (`peers`' entry; `follow` our stance, node/web/people.py):
+    the script's JSON, the page's text."""
     key = peer["key"]
     if peer["connected"]:
         state = f"connected ({peer['direction'] or '?'})"
@@ -106,7 +135,17 @@ def peer_fields(peer: dict[str, Any], names: Names) -> dict[str, Any]:
         "lack": peer["behind_messages"],
         "outside": outside_note(peer, names),
         "note": note,
+        "follow": follow,
+        "actions": actions_of(bool(peer["connected"]), follow),
     }
+
+
+def actions_of(connected: bool, follow: str) -> list[str]:
+    """The buttons a peer's row offers: what would change something."""
+    actions = ["disconnect"] if connected else []
+    actions.append("unfollow" if follow == FOLLOWING else "follow")
+    actions.append("unblock" if follow == BLOCKED else "block")
+    return actions
 
 
 def outside_note(peer: dict[str, Any], names: Names) -> str:
@@ -131,15 +170,29 @@ def outside_note(peer: dict[str, Any], names: Names) -> str:
 def row_html(fields: dict[str, Any]) -> str:
     """One `<tr>` (the script builds the same from `peer_fields`)."""
     actions = "".join(
-        f"<button type='button' data-peer-action='{op}'>{op}</button> "
-        for op in ("disconnect", "follow", "unfollow", "block", "unblock")
+        f"<button type='button' data-peer-action='{op}'>{op}</button> " for op in fields["actions"]
     )
+    cells = [
+        fields["address"],
+        fields["state"],
+        fields["received"],
+        fields["sent"],
+        "",
+        "",
+        fields["lack"],
+        fields["outside"],
+        fields["note"],
+    ]
+    labelled = "".join(
+        f"<td data-label='{e(label)}'>{e(str(text))}</td>"
+        for label, text in zip(HEADERS[1:-1], cells, strict=True)
+    )
+    follow = e(fields["follow"])
     return (
-        f"<tr data-key='{e(fields['key'])}'><td title='{e(fields['key'])}'>{e(fields['name'])}</td>"
-        f"<td>{e(fields['address'])}</td><td>{e(fields['state'])}</td>"
-        f"<td>{fields['received']}</td><td>{fields['sent']}</td><td></td><td></td>"
-        f"<td>{fields['lack']}</td><td>{e(fields['outside'])}</td><td>{e(fields['note'])}</td>"
-        f"<td>{actions}</td></tr>"
+        f"<tr data-key='{e(fields['key'])}' data-follow='{follow}'>"
+        f"<td class='peer' title='{e(fields['key'])}'><span class='name'>{e(fields['name'])}"
+        f"</span> <span class='follow' data-follow='{follow}'>{follow}</span></td>"
+        f"{labelled}<td class='actions'>{actions}</td></tr>"
     )
 
 
@@ -150,11 +203,14 @@ async def page(web: WebContext, request: Request) -> Response:
         return not_found("this view has no running node to show peers of")
     status = await web.status(False)
     names = await web.names()
+    stances = await our_stances(web)
     own = feed_text(status["feed"])
     listen = str(status.get("listen") or "")
     invite = f"{listen} {own}"
     code = segno.make(invite, error="m").svg_inline(scale=3, dark="#1d2430", border=2)
-    rows = "".join(row_html(peer_fields(peer, names)) for peer in found)
+    rows = "".join(
+        row_html(peer_fields(peer, names, follow_state(stances, peer["key"]))) for peer in found
+    )
     head = "".join(f"<th>{e(header)}</th>" for header in HEADERS)
     state = web.link("/peers/state")
     body = (
@@ -177,7 +233,7 @@ async def page(web: WebContext, request: Request) -> Response:
         f"<thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
         "<p><output id='peer-result' class='result' aria-live='polite'></output></p>"
     )
-    return html_response(shell(web, "peers", body, script=True))
+    return html_response(shell(web, "peers", body, script=True, style=STYLE))
 
 
 async def state(web: WebContext, request: Request) -> Response:
@@ -188,4 +244,6 @@ async def state(web: WebContext, request: Request) -> Response:
     if found is None:
         return not_found("this view has no running node to show peers of")
     names = await web.names()
-    return json_response({"peers": [render_body(peer_fields(peer, names)) for peer in found]})
+    stances = await our_stances(web)
+    shown = [peer_fields(peer, names, follow_state(stances, peer["key"])) for peer in found]
+    return json_response({"peers": [render_body(fields) for fields in shown]})

@@ -1015,6 +1015,7 @@
     const result = document.getElementById("peer-result");
     const every = (Number(table.dataset.poll) || 2) * 1000;
     let last = null;  // {time, counts: {key: [received, sent, bytes_in, bytes_out]}}
+    const labels = Array.from(table.tHead.rows[0].cells, function (th) { return th.textContent; });
 
     function perSecond(now, before, seconds) {
       return Math.max(0, now - before) / seconds;
@@ -1038,16 +1039,20 @@
         const seconds = last ? (time - last.time) / 1000 : 0;
         const tr = el("tr");
         tr.dataset.key = peer.key;
-        const name = tr.appendChild(el("td", peer.name));
+        tr.dataset.follow = peer.follow;
+        const name = tr.appendChild(el("td", null, "peer"));
         name.title = peer.key;
+        name.appendChild(el("span", peer.name, "name"));
+        name.appendChild(document.createTextNode(" "));
+        name.appendChild(el("span", peer.follow, "follow")).dataset.follow = peer.follow;
         [peer.address, peer.state, peer.received, peer.sent,
           rate(peer.received, peer.bytes_in, before && [before[0], before[2]], seconds),
           rate(peer.sent, peer.bytes_out, before && [before[1], before[3]], seconds),
-          peer.lack, peer.outside, peer.note].forEach(function (text) {
-          tr.appendChild(el("td", text));
+          peer.lack, peer.outside, peer.note].forEach(function (text, i) {
+          tr.appendChild(el("td", text)).dataset.label = labels[i + 1] || "";
         });
-        const actions = tr.appendChild(el("td"));
-        ["disconnect", "follow", "unfollow", "block", "unblock"].forEach(function (op) {
+        const actions = tr.appendChild(el("td", null, "actions"));
+        peer.actions.forEach(function (op) {
           const button = actions.appendChild(el("button", op));
           button.type = "button";
           button.dataset.peerAction = op;
@@ -1059,11 +1064,15 @@
       if (count) count.textContent = String(peers.length);
     }
 
+    let timer = null;
     function poll() {
       fetch(table.dataset.peersState, { cache: "no-store", credentials: "omit" })
         .then(function (response) { return response.json(); })
         .then(function (data) { draw(data.peers); }, function () {})
-        .then(function () { window.setTimeout(poll, every); });
+        .then(function () {
+          window.clearTimeout(timer);
+          timer = window.setTimeout(poll, every);
+        });
     }
 
     table.addEventListener("click", function (event) {
@@ -1071,8 +1080,13 @@
       if (!button) return;
       const op = button.dataset.peerAction;
       const key = button.closest("tr").dataset.key;
-      const body = op === "disconnect" ? { key: key } : { feed: key };
-      write(op, body).then(function (answer) { showResult(result, answer, op + ": done"); });
+      const body = op === "disconnect" ? { key: key } : { feed: key, once: onceKey() };
+      button.disabled = true;
+      write(op, body).then(function (answer) {
+        showResult(result, answer, op + ": done");
+        window.clearTimeout(timer);
+        poll();  // the row's follow state and buttons, now
+      });
     });
     poll();
   }
