@@ -9,7 +9,16 @@ and `timeline` do (`storage.groups.state.read_group`, `describe`, `timeline`,
 read through `StoreService.read`): its members by
 name, its epochs, and its messages in timeline order, opened where we hold
 the key, posts summarised as the CLI summarises them (node/present/summary.py).
-A group we hold no key of says so and lists its messages as sealed. Names,
+A group we hold no key of says so and lists its messages as sealed.
+
+Groups are made and run from these pages too (social.js sends each as
+`POST /api/OP` with a `once` key, node/web/actions.py): `/groups` has a form
+creating one (IPC `group-create`, whose page then opens); a member's
+`/groups/ROOT` has a form adding a member (`group-add`: a feed id, offered
+from the people we follow by name) and, on each other member, a button
+excluding them (`group-exclude`: a new epoch whose key they do not get),
+asked to confirm first. The group's own rules (docs/GROUPS.md) decide who may;
+a refusal is shown as the op's typed error. Names,
 group names and content are others' text: they reach the page through `e`,
 their control and bidi characters as `?` (node/present/text.py `safe`).
 """
@@ -35,7 +44,9 @@ from tanglenode.node.web.http import (
     text_response,
 )
 from tanglenode.node.web.page import compose, e, listing, shell, when
+from tanglenode.node.web.people import followed, our_stances
 from tanglenode.protocol.identity import feed_text, message_text
+from tanglenode.protocol.ipc import MAX_GROUP_NAME
 from tanglenode.protocol.ipc_discovery import GroupListRequest
 from tanglenode.storage.groups import state as groups
 from tanglenode.storage.groups.state import GROUP, GroupError, UnknownGroup, describe, read_group
@@ -43,6 +54,21 @@ from tanglenode.storage.groups.state import GROUP, GroupError, UnknownGroup, des
 PAGE = 50  # `group` tangles looked at per `/groups` page
 MAX_ROWS = 1000  # timeline rows shown: the latest
 NAME_SHOWN = 200  # characters of a group's name
+PEOPLE_OFFERED = 200  # people we follow offered to add, by name
+STYLE = """
+.group-create input[name=name]{width:20rem}
+.group-add input[name=member]{width:34rem}
+#members li{margin:.2rem 0}#members button{margin-left:.6rem;font-size:12px}
+"""
+
+CREATE_FORM = (
+    "<form class='group-create'><h2>New group</h2>"
+    f"<input name='name' required maxlength='{MAX_GROUP_NAME}' placeholder='its name' "
+    "autocomplete='off'> <button type='submit'>Create</button> "
+    "<output class='result' aria-live='polite'></output>"
+    "<p class='muted'>A private group: only its members can read what is written in it. "
+    "You are its first member; add others on its page.</p></form>"
+)
 
 
 def group_name(name: str | None) -> str:
@@ -82,13 +108,14 @@ async def index(web: WebContext, request: Request) -> Response:
         f"<td>{e(when(info['last']))}</td><td>{person(names, info['author'])}</td></tr>"
         for info in found["groups"]
     ]
-    parts = ["<h1>Groups</h1>"]
+    parts = ["<h1>Groups</h1>", CREATE_FORM]
     following = found["next"]
     more = web.link("/groups", after=root_text(following["root"])) if following else None
     headers = ["name", "members", "epochs", "us", "last activity", "created by"]
     empty = "No groups here: none of those held has a key of ours."
     parts.append(listing("groups", headers, rows, empty, more))
-    return html_response(shell(web, "groups", "".join(parts)))
+    page_html = shell(web, "groups", "".join(parts), scripts=("social.js",), style=STYLE)
+    return html_response(page_html)
 
 
 # -- /groups/ROOT ------------------------------------------------------------------------------
@@ -123,20 +150,59 @@ async def page(web: WebContext, request: Request) -> Response:
             "<p id='sealed'>This node holds no key of this group: it cannot open its "
             f"messages ({len(rows)} held), nor tell its members.</p>"
         )
-    parts.append(members_html(shown, names))
+    member = web.keypair.public in shown["members"]
+    ours = web.keypair.public if member else None
+    parts.append(members_html(shown, names, root, ours))
+    if member:
+        parts.append(add_form(root, names, followed(await our_stances(web)), shown["members"]))
     parts.append(epochs_html(shown, names))
     parts.append(f"<h2>Timeline</h2><p class='muted'>{len(rows)} messages; the first {final}")
     parts.append(" positions can no longer change.</p>")
     parts.append(timeline_html(shown, rows, names))
-    if web.keypair.public in shown["members"]:
+    if member:
         post_box = compose("group-post", "Write to the group", {"group": message_text(root)})
         parts.append(post_box)
-    return html_response(shell(web, title, "".join(parts), script=True))
+    page_html = shell(web, title, "".join(parts), script=True, scripts=("social.js",), style=STYLE)
+    return html_response(page_html)
 
 
-def members_html(shown: dict[str, Any], names: Names) -> str:
-    items = "".join(f"<li>{person(names, member)}</li>" for member in shown["members"])
-    return f"<h2>Members: {len(shown['members'])}</h2><ul id='members'>{items}</ul>"
+def members_html(
+    shown: dict[str, Any], names: Names, root: bytes, ours: bytes | None = None
+) -> str:
+    """The members by name; when `ours` (we are a member), a button excluding each other."""
+    items = []
+    for member in shown["members"]:
+        button = ""
+        if ours is not None and member != ours:
+            label = safe(names.label(member))
+            button = (
+                f"<button type='button' data-exclude='{e(feed_text(member))}' "
+                f"data-name='{e(label)}'>exclude</button>"
+            )
+        items.append(f"<li>{person(names, member)}{button}</li>")
+    return (
+        f"<h2>Members: {len(shown['members'])}</h2>"
+        f"<ul id='members' data-group='{e(message_text(root))}'>{''.join(items)}</ul>"
+        "<p><output id='members-result' class='result' aria-live='polite'></output></p>"
+    )
+
+
+def add_form(root: bytes, names: Names, follows: list[bytes], members: list[bytes]) -> str:
+    """The form adding a member: a feed id, the people we follow offered by name."""
+    offered = [feed for feed in follows if feed not in members][:PEOPLE_OFFERED]
+    options = "".join(
+        f"<option value='{e(feed_text(feed))}'>{e(safe(names.label(feed)))}</option>"
+        for feed in offered
+    )
+    return (
+        f"<form class='group-add' data-group='{e(message_text(root))}'><h2>Add a member</h2>"
+        "<input name='member' required maxlength='60' list='people' placeholder='@FEED_ID "
+        "(or pick someone you follow)' autocomplete='off'> "
+        f"<datalist id='people'>{options}</datalist>"
+        "<button type='submit'>Add</button> "
+        "<output class='result' aria-live='polite'></output>"
+        "<p class='muted'>They get the group's key: they can read all of it.</p></form>"
+    )
 
 
 def epochs_html(shown: dict[str, Any], names: Names) -> str:

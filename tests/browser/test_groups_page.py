@@ -1,0 +1,61 @@
+"""Private groups made and run from the browser (docs/WEB.md, "The group pages"), on two real
+nodes: a group created in alice's page opens its own page; bob, added there, is listed as a
+member and finds the group on his own node; excluded, he is no longer a member and a new
+epoch is open."""
+
+from __future__ import annotations
+
+from tanglenode.protocol.identity import parse_message_id
+from tanglenode.storage.groups.state import GROUP
+from tests.browser import WebNode, call, tangled
+
+NAME = "Allotment <crew> & co"
+
+
+def test_a_group_made_in_the_browser_takes_a_member_and_excludes_him(pages, tmp_path):
+    from playwright.sync_api import expect
+
+    alice, bob = WebNode(tmp_path, "alice"), WebNode(tmp_path, "bob")
+    call(alice.start)
+    call(bob.start, [alice])
+    try:
+        tangled(bob, "about", "bob")
+        tangled(alice, "follow", bob.feed_id)
+        call(alice.wait_for_size, 2, spacetime=True)  # bob's name, and our follow
+        page = pages()
+        page.goto(alice.url("/groups"))
+        page.fill("form.group-create input[name=name]", "a \u202e turn")  # no group's name
+        page.click("form.group-create button")
+        result = page.locator("form.group-create .result")
+        expect(result).to_have_attribute("data-state", "error")
+        expect(result).to_contain_text("bad-request: a group name is printable text")
+        page.fill("form.group-create input[name=name]", NAME)
+        page.click("form.group-create button")
+        page.wait_for_url("**/groups/**")
+        expect(page.locator("h1")).to_have_text(NAME)  # as text, never as HTML
+        assert page.locator("crew").count() == 0
+        expect(page.locator("#members li")).to_have_count(1)
+        group = parse_message_id("%" + page.url.split("/groups/")[1].split("?")[0])
+
+        # bob is offered by name among the people alice follows
+        offered = page.locator("datalist#people option")
+        expect(offered).to_have_count(1)
+        assert offered.get_attribute("value") == bob.feed_id
+        page.fill("form.group-add input[name=member]", bob.feed_id)
+        page.click("form.group-add button")
+        expect(page.locator("#members li")).to_have_count(2)
+        expect(page.locator(f"#members [data-feed='{bob.feed_id}']")).to_have_text("~bob")
+
+        call(bob.wait_for_size, 2, tangle=GROUP, root=group)  # the init and the add
+        theirs = pages()
+        theirs.goto(bob.url("/groups"))
+        expect(theirs.locator("#groups tbody tr a")).to_have_text([NAME])
+
+        page.once("dialog", lambda dialog: dialog.accept())
+        page.click(f"#members button[data-exclude='{bob.feed_id}']")
+        expect(page.locator("#members li")).to_have_count(1)
+        expect(page.locator("#epochs tbody tr")).to_have_count(2)
+        assert page.locator(f"#members [data-feed='{bob.feed_id}']").count() == 0
+    finally:
+        for node in (alice, bob):
+            assert call(node.stop) == 0
