@@ -36,17 +36,16 @@ from tanglenode.node.web.http import (
     WebContext,
     html_response,
     root_text,
-    segment,
 )
 from tanglenode.node.web.page import e, shell, when
 from tanglenode.node.web.people import followed, our_stances
-from tanglenode.node.web.tangles import kind_of
+from tanglenode.node.web.tangles import kind_of, thread_path
 from tanglenode.protocol.identity import feed_text
 from tanglenode.protocol.message import Message
 from tanglenode.storage.views.timelines import timeline_name
 
-PER_FEED = 100  # newest messages read of each feed
-MAX_FEEDS = 500  # feeds read: ours and those we follow
+PER_FEED = 50  # newest messages read of each feed
+MAX_FEEDS = 300  # feeds read: ours and those we follow
 THREADS = 40  # conversations shown
 AUTHORS_READ = 200  # a thread's newest messages read for its authors
 AUTHORS_SHOWN = 6  # names shown on a thread; the rest counted
@@ -64,11 +63,6 @@ class Thread:
     messages: int  # in its timeline, the first post included
     authors: list[bytes]  # who wrote in it, the first post's author first
     last: int  # the newest claimed time of what we read of it
-
-
-def thread_path(name: str, root: bytes) -> str:
-    """The thread page of conversation (name, root), without the token."""
-    return f"/thread/{segment(name)}/{segment(root_text(root))}"
 
 
 def recent_threads(store: Any, feeds: list[bytes]) -> list[Thread]:

@@ -74,6 +74,11 @@ def tangle_path(name: str, root: bytes) -> str:
     return f"/t/{segment(name)}/{segment(root_text(root))}"
 
 
+def thread_path(name: str, root: bytes) -> str:
+    """The thread page of conversation (name, root), without the token (node/web/thread.py)."""
+    return f"/thread/{segment(name)}/{segment(root_text(root))}"
+
+
 def _tangle(args: tuple[str, ...]) -> tuple[str, bytes] | None:
     """(name, root) of a path's NAME and ROOT; None when they can be no tangle's."""
     name, given = args[0], args[1]
@@ -234,6 +239,8 @@ async def page(web: WebContext, request: Request) -> Response:
     pending = sum(1 for entry in entries if entry[2] == PENDING)
     root_message = await web.service.read(lambda store: store.feeds.get(root))
     by = f" started by {e(safe(names.label(root_message.author)))}" if root_message else ""
+    if kind_of(name, root_message) == "conversation":
+        by += f" · <a href='{e(web.link(thread_path(name, root)))}'>read as a conversation</a>"
     events = web.link(tangle_path(name, root) + "/events")
     shown = f", the last {len(rows)} shown" if start else ""
     body = (

@@ -57,8 +57,12 @@ def test_home_lists_a_followed_persons_thread_and_its_page_reads_as_a_conversati
         expect(posts.first.locator("time")).to_have_text(
             re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d$")
         )
-        table = home.get_by_role("link", name="as a table (operators)")
-        assert f"/t/chat/{message_text(root)[1:]}" in table.get_attribute("href")
+        with home.expect_navigation():  # the operators' table, one click away, and back
+            home.get_by_role("link", name="as a table (operators)").click()
+        assert f"/t/chat/{message_text(root)[1:]}" in home.url
+        expect(home.locator("#timeline tbody tr")).to_have_count(2)
+        with home.expect_navigation():
+            home.get_by_role("link", name="read as a conversation").click()
 
         reader = pages()  # alice's page of the thread, open while bob answers in his
         reader.goto(alice.url(thread_path(root)))
