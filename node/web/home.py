@@ -3,18 +3,20 @@
 Theory of operation
 -------------------
 A conversation is a tangle whose root is no document's and no private
-group's (`tangles.kind_of`): a first post and the replies that join it. The
-page reads, in one worker-thread call (`recent_threads`), the newest
-`PER_FEED` messages of our own feed and of each feed we follow (our contact
-messages' stances, node/web/people.py; at most `MAX_FEEDS` feeds), and
-collects the tangles those messages are in, each with the newest claimed
-time among them. The newest `THREADS` conversations are shown, each by its
-first post's text (up to `FIRST_SHOWN` characters, its layout kept, its
-unsafe characters as `?`), the names of the people who wrote in it (the
-first post's author first, from its last `AUTHORS_READ` messages), the
-number of replies and when it last moved; each opens its thread page
-(node/web/thread.py). Claimed times are the authors' own: a clock set
-ahead keeps a thread on top, as in any feed reader of signed logs.
+group's (`tangles.kind_of`) and is a post held here (a comment's thread on
+a document, say, is not one): a first post and the replies that join it.
+The page reads, in one worker-thread call (`recent_threads`), the newest
+`PER_FEED` messages of our own feed and of each feed we follow (our
+contact messages' stances, node/web/people.py; at most `MAX_FEEDS` feeds),
+and collects the tangles those messages are in, each with the newest
+claimed time among them. The newest `THREADS` conversations are shown,
+each by its first post's text (up to `FIRST_SHOWN` characters, its layout
+kept, its unsafe characters as `?`), the names of the people who wrote in
+it (the first post's author first, from its last `AUTHORS_READ`
+messages), the number of replies and when it last moved; each opens its
+thread page (node/web/thread.py). Claimed times are the authors' own: a
+clock set ahead keeps a thread on top, as in any feed reader of signed
+logs.
 
 A box at the top starts a conversation (a post rooting a new `chat`
 tangle: IPC `publish`, sent by social.js with a `once` key), whose thread
@@ -79,12 +81,22 @@ def recent_threads(store: Any, feeds: list[bytes]) -> list[Thread]:
     threads: list[Thread] = []
     for (name, root), last in sorted(latest.items(), key=lambda item: -item[1]):
         first = store.feeds.get(root)
-        if kind_of(name, first) != "conversation":
+        if first is None or not is_conversation(name, first):
             continue
         threads.append(thread_of(store, name, root, first, last))
         if len(threads) >= THREADS:
             break
     return threads
+
+
+def is_conversation(name: str, first: Message) -> bool:
+    """Whether the tangle (name, first's id) is a conversation people read: no document's,
+    no group's, and rooted at a post (or at a message whose content is gone), not at a
+    comment on a document or any other kind's own tangle."""
+    if kind_of(name, first) != "conversation":
+        return False
+    content = first.content
+    return not first.has_content or (isinstance(content, dict) and content.get("type") == "post")
 
 
 def thread_of(store: Any, name: str, root: bytes, first: Message | None, last: int) -> Thread:
@@ -174,7 +186,7 @@ async def page(web: WebContext, request: Request) -> Response:
             "<p class='muted' id='no-threads'>Nothing yet: start a conversation, or follow "
             f"people on the <a href='{e(web.link('/peers'))}'>peers</a> page.</p>"
         )
-    who = "you" if not follows else f"you and the {len(follows)} people you follow"
+    who = "you" if not follows else "you and the people you follow"
     body = (
         "<h1>Home</h1>"
         f"<p class='muted'>Conversations {e(who)} wrote in, newest first · "

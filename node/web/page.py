@@ -22,6 +22,11 @@ color:#1d2430;background:#fbfbfd}
 nav{display:flex;flex-wrap:wrap;gap:.3rem 1.2rem;padding:.7rem 0;border-bottom:1px solid #dde;
 margin-bottom:1rem}
 input,textarea,select{max-width:100%;box-sizing:border-box}
+button{font:inherit;font-size:14px;padding:.2rem .75rem;border:1px solid #c5cbe0;
+border-radius:6px;background:#fff;color:#1d2430;cursor:pointer}
+button:hover{border-color:#3050a0}button:disabled{opacity:.6;cursor:default}
+button[type=submit]{background:#3050a0;border-color:#3050a0;color:#fff;font-weight:600}
+textarea,input:not([type=checkbox]){border:1px solid #c5cbe0;border-radius:6px;padding:.3rem .45rem}
 code,.id{overflow-wrap:anywhere}
 nav a{color:#3050a0;text-decoration:none;font-weight:600}
 code,.id{font:13px ui-monospace,monospace;color:#555}

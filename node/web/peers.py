@@ -2,11 +2,12 @@
 
 Theory of operation
 -------------------
-The page shows this node's own address and feed id, to share (as text to
-copy, and as a QR code of the line `tangled connect` takes: `HOST:PORT
-@FEED`, drawn by segno as inline SVG, nothing downloaded), a form to
-connect to a peer, the invites' forms (node/web/invites.py: make a code
-with its QR code, use one), and each peer: its name, address, whether it is
+The page shows, first, each peer (below), then the invites' forms
+(node/web/invites.py: make a code with its QR code, use one), a form to
+connect to a peer, and this node's own address and feed id, to share (as
+text to copy, and as a QR code of the line `tangled connect` takes:
+`HOST:PORT @FEED`, drawn by segno as inline SVG, nothing downloaded). Each
+peer shows its name, address, whether it is
 connected (and which way), whether we follow it (our own contact messages'
 stance: following, not followed, blocked; node/web/people.py), messages and
 bytes received and sent, how far
@@ -65,6 +66,7 @@ background:#eef0f6;color:#556}
 #peers .name{font-weight:600}
 #peers td.actions button{margin:.1rem 0}
 #qr svg{max-width:100%;height:auto}
+#peers:not(:has(tbody tr)){display:none}#peers:has(tbody tr)+.no-peers{display:none}
 @media (max-width:700px){
 #peers thead{display:none}
 #peers,#peers tbody,#peers tr,#peers td{display:block;width:auto}
@@ -213,13 +215,12 @@ async def page(web: WebContext, request: Request) -> Response:
     )
     head = "".join(f"<th>{e(header)}</th>" for header in HEADERS)
     state = web.link("/peers/state")
+    empty = "<p class='muted no-peers'>No peers yet: invite someone, or connect below.</p>"
     body = (
-        "<h1>Peers</h1><h2>This node</h2>"
-        f"<p>feed <code id='own-feed'>{e(own)}</code><br>listening on "
-        f"<code id='own-address'>{e(listen)}</code></p>"
-        f"<p>To connect from another node: <code id='invite'>tangled connect {e(invite)}</code> "
-        "<button type='button' data-copy='invite'>copy</button></p>"
-        f"<div id='qr' title='{e(invite)}'>{code}</div>"
+        f"<h1>Peers: <span id='peer-count'>{len(found)}</span></h1>"
+        f"<table id='peers' data-peers-state='{e(state)}' data-poll='{POLL_SECONDS}'>"
+        f"<thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>{empty}"
+        "<p><output id='peer-result' class='result' aria-live='polite'></output></p>"
         f"{invite_panel()}<h2>Connect to a peer</h2>"
         "<form class='connect' data-api='connect'>"
         "<input name='address' required maxlength='300' placeholder='HOST:PORT' "
@@ -228,10 +229,12 @@ async def page(web: WebContext, request: Request) -> Response:
         "name='save'> save in the config (dialed at every start)</label> "
         "<button type='submit'>Connect</button> "
         "<output class='result' aria-live='polite'></output></form>"
-        f"<h2>Peers: <span id='peer-count'>{len(found)}</span></h2>"
-        f"<table id='peers' data-peers-state='{e(state)}' data-poll='{POLL_SECONDS}'>"
-        f"<thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
-        "<p><output id='peer-result' class='result' aria-live='polite'></output></p>"
+        "<h2>This node</h2>"
+        f"<p>feed <code id='own-feed'>{e(own)}</code><br>listening on "
+        f"<code id='own-address'>{e(listen)}</code></p>"
+        f"<p>To connect from another node: <code id='invite'>tangled connect {e(invite)}</code> "
+        "<button type='button' data-copy='invite'>copy</button></p>"
+        f"<div id='qr' title='{e(invite)}'>{code}</div>"
     )
     return html_response(shell(web, "peers", body, script=True, style=STYLE))
 
