@@ -1,5 +1,6 @@
-"""`make screenshots`: docs/img/tangle-view.png, document-view.png, document-editing.png and
-peers-view.png, of real nodes.
+"""`make screenshots`: docs/img/home-view.png, thread-view.png, tangle-view.png,
+document-view.png, document-editing.png, groups-view.png, peers-view.png and peers-phone.png
+(390 px wide), of real nodes.
 
 Two real nodes, alice and bob (`tangled run` with the web view on, in a
 temporary directory; bob dials alice), name themselves (`tangled about`),
@@ -9,7 +10,11 @@ before answering, through the real CLI. Once both hold everything, headless
 Chromium (the browser tests' setup, tests/browser/__init__.py) opens alice's
 `/t/chat/ROOT` and `/doc/ROOT` at 1200x800 and saves each page as a PNG;
 then types a line into the document's editor and saves the page scrolled to
-it, and saves alice's `/peers` with bob connected.
+it, and saves alice's `/peers` with bob connected. Alice follows bob, bob
+starts a second conversation, and alice a group with bob in it, for her
+home page (`/`), the thread page of "chat", and the group's page; the peers
+page is saved again at a phone's width (390 px), which must not scroll
+sideways.
 
 It waits for the pages' contract before taking a picture: the tangle view
 live (`#live[data-state=live]`) with one joined `tr[data-id]` of
@@ -56,6 +61,15 @@ DOC_EDITS = [  # (who, the whole text after their edit): `tangled doc edit` send
 ]
 
 
+SECOND = [  # bob's own thread, for the home page: (who, what)
+    ("bob", "Does anyone have a ladder I could borrow on Saturday?"),
+    ("alice", "Mine is in the shed, come and take it."),
+]
+GROUP_NAME = "Garden club"
+GROUP_POST = "Seeds arrive on Tuesday: who can take the tomatoes?"
+PHONE = {"width": 390, "height": 844}
+
+
 class ScreenshotError(Exception):
     """A page that is not there yet, or does not keep its contract: nothing is saved."""
 
@@ -66,15 +80,16 @@ def sync(source: WebNode, target: WebNode, **which: object) -> None:
     call(target.wait_for_size, size, **which)
 
 
-def converse(alice: WebNode, bob: WebNode) -> bytes:
-    """The conversation in tangle "chat"; its root."""
+def converse(alice: WebNode, bob: WebNode, lines=CONVERSATION, *, named: bool = True) -> bytes:
+    """A conversation in tangle "chat"; its root."""
     people = {"alice": alice, "bob": bob}
-    for name, node in people.items():
-        tangled(node, "about", name)
+    if named:
+        for name, node in people.items():
+            tangled(node, "about", name)
     sync(alice, bob, spacetime=True)
     sync(bob, alice, spacetime=True)
     root: bytes | None = None
-    for name, text in CONVERSATION:
+    for name, text in lines:
         author = people[name]
         content = json.dumps({"type": "post", "text": text})
         where = "chat" if root is None else f"chat={message_text(root)}"
@@ -102,6 +117,15 @@ def write_document(alice: WebNode, bob: WebNode) -> tuple[bytes, str]:
     shown = json.loads(tangled(alice, "doc", "show", message_text(doc), "--json"))
     assert shown["text"] == DOC_EDITS[-1][1], shown
     return doc, shown["text"]
+
+
+def garden_club(alice: WebNode, bob: WebNode) -> bytes:
+    """Alice's group with bob in it, and a post to it; its id."""
+    group = parse_message_id(tangled(alice, "group", "create", GROUP_NAME).strip())
+    tangled(alice, "group", "add", message_text(group), bob.feed_id)
+    post = json.dumps({"type": "post", "text": GROUP_POST})
+    tangled(alice, "group", "post", message_text(group), post)
+    return group
 
 
 def photograph(page, url: str, ready, as_is: bool) -> bytes:
@@ -175,14 +199,29 @@ def editing_ready(text: str):
     return ready
 
 
-def peers_ready(bob_key: str):
-    """The peers page shows bob, connected."""
+def peers_ready(bob_key: str, width: int | None = None):
+    """The peers page shows bob, connected and followed; no wider than `width`, if given."""
 
     def ready(page) -> None:
         from playwright.sync_api import expect
 
         row = page.locator(f"#peers tbody tr[data-key='{bob_key}']")
         expect(row.locator("td").nth(2)).to_contain_text("connected", timeout=WAIT_MS)
+        expect(row.locator(".follow")).to_have_text("following", timeout=WAIT_MS)
+        wide = page.evaluate("document.documentElement.scrollWidth")
+        if width is not None and wide > width:
+            raise ScreenshotError(f"the page is {wide} px wide at {width}")
+
+    return ready
+
+
+def count_ready(selector: str, count: int):
+    """The page shows `count` of `selector`."""
+
+    def ready(page) -> None:
+        from playwright.sync_api import expect
+
+        expect(page.locator(selector)).to_have_count(count, timeout=WAIT_MS)
 
     return ready
 
@@ -194,13 +233,23 @@ def make(out: Path, as_is: bool, root_dir: Path) -> None:
     call(bob.start, [alice])
     chat = converse(alice, bob)
     doc, text = write_document(alice, bob)
+    tangled(alice, "follow", bob.feed_id)
+    converse(alice, bob, SECOND, named=False)
+    group = garden_club(alice, bob)
     sync(bob, alice, spacetime=True)  # alice holds everything bob wrote, names included
     expected = [message_text(i) for _rank, i in call(alice.timeline, tangle="chat", root=chat)]
     with chromium() as browser:
         context = browser.new_context(viewport=VIEWPORT)
         context.set_default_timeout(WAIT_MS)
         page = context.new_page()
+        thread = f"/thread/chat/{message_text(chat)[1:]}"
         shots = {
+            "home-view.png": photograph(
+                page, alice.url("/"), count_ready("article.thread", 2), as_is
+            ),
+            "thread-view.png": photograph(
+                page, alice.url(thread), count_ready("#posts li.post", len(CONVERSATION)), as_is
+            ),
             "tangle-view.png": photograph(
                 page, alice.url(f"/t/chat/{message_text(chat)[1:]}"), tangle_ready(expected), as_is
             ),
@@ -210,11 +259,23 @@ def make(out: Path, as_is: bool, root_dir: Path) -> None:
             "document-editing.png": photograph(
                 page, alice.url(f"/doc/{message_text(doc)[1:]}"), editing_ready(text), as_is
             ),
+            "groups-view.png": photograph(
+                page,
+                alice.url(f"/groups/{message_text(group)[1:]}"),
+                count_ready("#members li", 2),
+                as_is,
+            ),
             "peers-view.png": photograph(
                 page, alice.url("/peers"), peers_ready(bob.feed_id), as_is
             ),
         }
         context.close()
+        phone = browser.new_context(viewport=PHONE)
+        phone.set_default_timeout(WAIT_MS)
+        shots["peers-phone.png"] = photograph(
+            phone.new_page(), alice.url("/peers"), peers_ready(bob.feed_id, PHONE["width"]), as_is
+        )
+        phone.close()
     out.mkdir(parents=True, exist_ok=True)
     for name, png in shots.items():  # both or neither
         (out / name).write_bytes(png)
