@@ -118,6 +118,13 @@ class DocWatchRequest:
 
 
 @dataclass(frozen=True, slots=True)
+class DocPresenceRequest:
+    doc: bytes
+    start: int  # code points of the current text: a selection start .. end, the caret at end
+    end: int
+
+
+@dataclass(frozen=True, slots=True)
 class DocLinkRequest:
     doc: bytes
     start: int  # code points of the current text, end exclusive
@@ -170,6 +177,7 @@ DocRequest = (
     | DocBlameRequest
     | DocWatchRequest
     | DocLinkRequest
+    | DocPresenceRequest
     | DocResolveRequest
     | DocCommentRequest
     | DocCommentsRequest
@@ -309,6 +317,13 @@ def _doc_link(fields: dict[str, Any], limits: Limits) -> DocLinkRequest:
     return DocLinkRequest(doc, start, end)
 
 
+def _doc_presence(fields: dict[str, Any], limits: Limits) -> DocPresenceRequest:
+    doc, start, end = _doc(fields), count(fields, "start", 0), count(fields, "end", 0)
+    if end < start:
+        raise bad("a selection ends where it starts or after: start <= end")
+    return DocPresenceRequest(doc, start, end)
+
+
 def _doc_resolve(fields: dict[str, Any], limits: Limits) -> DocResolveRequest:
     try:
         return DocResolveRequest(parse_link(fields.get("link")))
@@ -357,6 +372,7 @@ DOC_PARSERS: dict[str, Callable[[dict[str, Any], Limits], DocRequest]] = {
     "doc-blame": _doc_blame,
     "doc-watch": _doc_watch,
     "doc-link": _doc_link,
+    "doc-presence": _doc_presence,
     "doc-resolve": _doc_resolve,
     "doc-comment": _doc_comment,
     "doc-comments": _doc_comments,

@@ -22,6 +22,9 @@ each a msgpack array whose first element is its kind:
                                       unanswered at once)
     [WITNESS, [signed bytes, ...]]    messages asked for with ASK
     [UNHELD, [[feed, seq, tag], ...]] asked for with ASK, and not held here
+    [PRESENCE, payload]               where our author's caret is in a document
+                                      (protocol/presence.py): ephemeral, unsigned,
+                                      sent only to a peer that offered it
 
 A clock maps a feed to `[seq, tag]`: its highest valid seq and that
 message's tag, the first `TAG_BYTES` (16) bytes of its id, as timeframes name
@@ -40,6 +43,17 @@ that a timeframe names, to learn what it implies (storage/feeds/witnesses.py).
 A HELLO of any other version is refused before anything else about it is
 looked at, with a reason naming both versions; an older peer refuses ours
 the same way.
+
+Presence is no new version: a version-5 node that predates it would refuse
+version 6 outright, and a PRESENCE frame (an unknown kind) would drop us.
+So a node that speaks it *offers* it within version 5, with a frame every
+version-5 node reads as a no-op: `[CREDIT, 0]` (it grants nothing; no
+version-5 node sends it otherwise, since a grant gives back what was stored,
+at least one message). A PRESENCE frame goes only to a peer whose offer came
+(`peer_offered_presence`). A PRESENCE frame, whatever its shape, is handed on
+as `PeerPresence` and never breaks this machine: what it may say, and how
+often, is the node's to judge, which drops a bad one alone
+(`presence.PresenceDrop`), keeping the peer.
 
 Every ASK is answered, each entry once, by a WITNESS carrying it or an
 UNHELD naming it; this machine keeps what we asked and has not had
@@ -87,6 +101,7 @@ class FrameKind(enum.IntEnum):
     ASK = 6
     WITNESS = 7
     UNHELD = 8
+    PRESENCE = 9  # offered with [CREDIT, 0] (above)
 
 
 class Breach(enum.StrEnum):
@@ -164,6 +179,17 @@ class PeerUnheld:
     entries: list[Entry]  # what we asked and the peer does not hold
 
 
+@dataclass(frozen=True, slots=True)
+class PeerPresence:
+    payload: Any  # unchecked: node/gossip/presence.py judges it (protocol/presence.py)
+    offered: bool  # whether the peer had offered presence when it sent this
+
+
+@dataclass(frozen=True, slots=True)
+class PeerOffersPresence:
+    pass
+
+
 Event = (
     PeerHello
     | PeerClock
@@ -173,6 +199,8 @@ Event = (
     | PeerCredit
     | PeerAsks
     | PeerWitnesses
+    | PeerPresence
+    | PeerOffersPresence
     | PeerUnheld
 )
 
@@ -269,6 +297,7 @@ class GossipConnection:
         self.receive_allowance = 0  # messages the peer may still send us
         self.asking: dict[bytes, Entry] = {}  # tag -> what we asked and was not answered
         self.asked_of_us = 0  # entries the peer asked and we have not answered
+        self.peer_offered_presence = False  # its [CREDIT, 0] came: PRESENCE may go to it
 
     # -- what we send --------------------------------------------------------
 
@@ -353,6 +382,16 @@ class GossipConnection:
         self.receive_allowance += count
         return encode_frame([FrameKind.CREDIT, count], self.max_frame)
 
+    def offer_presence(self) -> bytes:
+        """We speak PRESENCE: `[CREDIT, 0]`, a no-op to a node that does not (above)."""
+        return encode_frame([FrameKind.CREDIT, 0], self.max_frame)
+
+    def presence(self, payload: bytes) -> bytes:
+        """Where our author is (protocol/presence.py); only once the peer offered it."""
+        if not self.peer_offered_presence:
+            raise LocalProtocolError("PRESENCE to a peer that did not offer it")
+        return encode_frame([FrameKind.PRESENCE, payload], self.max_frame)
+
     # -- what we receive -----------------------------------------------------
 
     def receive_data(self, data: bytes) -> list[Event]:
@@ -378,6 +417,8 @@ class GossipConnection:
             raise GossipError(Breach.NO_HELLO, "the first frame must be HELLO")
         if kind is FrameKind.HELLO:
             return self._hello(frame)
+        if kind is FrameKind.PRESENCE:  # never a breach: the node judges it
+            return PeerPresence(frame[1] if len(frame) == 2 else None, self.peer_offered_presence)
         if len(frame) != 2:
             raise GossipError(Breach.MALFORMED, f"{kind.name} takes one argument")
         if kind is FrameKind.CLOCK:
@@ -386,6 +427,9 @@ class GossipConnection:
             return PeerWants(_wants(frame[1], self.max_feeds))
         if kind is FrameKind.CREDIT:
             granted = _count(frame[1], "CREDIT")
+            if granted == 0:
+                self.peer_offered_presence = True
+                return PeerOffersPresence()
             self.send_credit += granted
             return PeerCredit(granted)
         if kind is FrameKind.ASK:

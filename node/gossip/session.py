@@ -72,6 +72,16 @@ from tanglenode.node.gossip.policy import (
     Store,
     Wake,
 )
+from tanglenode.node.gossip.presence import (
+    SEND_BURST,
+    SEND_RATE,
+    Access,
+    PresenceHub,
+    PresenceRate,
+    judge_access,
+    judge_frame,
+    may_tell,
+)
 from tanglenode.node.gossip.proof_rate import ProofRate
 from tanglenode.node.gossip.stream_plan import StreamPlan
 from tanglenode.node.gossip.witness_fetch import WitnessExchange
@@ -89,11 +99,13 @@ from tanglenode.protocol.gossip import (
     PeerEvidence,
     PeerHello,
     PeerMessages,
+    PeerPresence,
     PeerUnheld,
     PeerWants,
     PeerWitnesses,
 )
 from tanglenode.protocol.identity import feed_text
+from tanglenode.protocol.presence import Presence, PresenceRefused, encode_presence
 from tanglenode.storage.feeds.ingest import IngestResult
 
 log = structlog.get_logger("gossip")
@@ -210,6 +222,10 @@ class GossipSession:
         self.witnesses = WitnessExchange(
             self.policy, service, self.connection, self._send, self.plan.sessions
         )
+        self.presence = service.shared(PresenceHub)  # node/gossip/presence.py
+        now = trio.current_time()
+        self.presence_in = PresenceRate(last=now)
+        self.presence_out = PresenceRate(SEND_RATE, SEND_BURST, SEND_BURST, now)
 
     @property
     def delivered(self) -> dict[bytes, int]:
@@ -221,15 +237,17 @@ class GossipSession:
         hello = self.policy.hello()
         self.heads_seen = self.service.heads.cursor()  # HELLO tells every head up to here
         self.plan.sessions.add(self.policy)
+        self.presence.senders.add(self._tell_presence)
         try:
             await self._run(hello)
         finally:
+            self.presence.senders.discard(self._tell_presence)
             self.plan.sessions.discard(self.policy)
             self._act_soon(self.policy.ended(trio.current_time()))
 
     async def _run(self, hello) -> None:
         with self.service.counters.session(self.peer) as self.traffic:
-            await self._send(self.connection.hello(hello))
+            await self._send(self.connection.hello(hello) + self.connection.offer_presence())
             seen = self.service.version
             await self.suspects.read(self.service)  # known before the peer's clock is read
             async with trio.open_nursery() as nursery:
@@ -338,6 +356,31 @@ class GossipSession:
             await self.witnesses.take(event.answered)
         elif isinstance(event, PeerUnheld):
             self.witnesses.unheld(event.entries)
+        elif isinstance(event, PeerPresence):
+            await self._presence(event)
+
+    async def _presence(self, event: PeerPresence) -> None:
+        """A peer's PRESENCE (node/gossip/presence.py): to the hub, or dropped with its
+        reason; the peer is kept either way."""
+        key = self.peer.key
+        try:
+            found = judge_frame(
+                event.payload, event.offered, key, trio.current_time(), self.presence_in
+            )
+            judge_access(found, key, await self.presence.access_of(self.service, found.doc))
+        except PresenceRefused as refused:
+            self.presence.drop(refused)
+            log.debug("presence dropped", peer=feed_text(key), reason=str(refused.reason))
+            return
+        self.presence.put(found, trio.current_time())
+
+    def _tell_presence(self, presence: Presence, access: Access) -> None:
+        """Our author's presence (the hub calls this): to the peer if it offered presence and
+        may see the document, within our sending rate."""
+        if not self.connection.peer_offered_presence or not may_tell(self.peer.key, access):
+            return
+        if self.presence_out.take(trio.current_time()):
+            self._send_soon(self.connection.presence(encode_presence(presence)))
 
     async def _watch_suspects(self, seen: int) -> None:
         """Whenever the store moves, ask the peer for any new suspect's other branch."""

@@ -38,6 +38,7 @@ from tanglenode.node.ipc import (
     invites,
     messages,
     peers,
+    presence,
     resolve,
     scope,
     streams,
@@ -259,6 +260,7 @@ OPS: dict[str, Op] = {
     "doc-list": Op(docs.doc_list),
     "doc-show": Op(docs.doc_show),
     "doc-link": Op(docs.doc_link),
+    "doc-presence": Op(presence.doc_presence, keyed=True, node=True),  # ephemeral: no write
     "doc-resolve": Op(docs.doc_resolve),
     "doc-comment": Op(docs.doc_comment, writes=True),
     "doc-comments": Op(docs.doc_comments),

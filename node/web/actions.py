@@ -58,6 +58,7 @@ WRITE_OPS = frozenset(
         "doc-edit",
         "doc-comment",
         "doc-include",
+        "doc-presence",  # writes nothing: where our caret is (node/gossip/presence.py)
         "group-create",
         "group-add",
         "group-exclude",

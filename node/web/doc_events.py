@@ -24,7 +24,13 @@ brings the text to, so a browser that reconnects resumes after it:
   that the splice log no longer continues the browser's text (a proof cut a
   feed back and the document was woven again);
 - `gone`: the document is no longer held (a proof cut out its `doc/init`);
-  the browser closes the stream, nothing follows.
+  the browser closes the stream, nothing follows;
+- `presence`: where an author's caret and selection are, on this node's pages
+  or a peer's (node/gossip/presence.py): `{author, name, colour, caret, start,
+  end}`, positions in code points of the text the stream has brought the page
+  to (the atoms that name them found in the text now), with no `id:`
+  (ephemeral: a reconnect gets each author's latest again). The stream is read
+  again when presence changes, not only when the store does.
 
 The runs, their colours and the readable text are node/web/doc_text.py's.
 """
@@ -34,9 +40,10 @@ from __future__ import annotations
 from typing import Any
 
 from tanglenode.node.ipc.docs import DocWatch
+from tanglenode.node.ipc.presence import PresenceWatch
 from tanglenode.node.present.names import Names
 from tanglenode.node.service.store_service import StoreService
-from tanglenode.node.web.doc_text import Run, author_body, blamed_snapshot, readable
+from tanglenode.node.web.doc_text import Run, author_body, blamed_snapshot, colour, readable
 from tanglenode.node.web.events import NextPage, event_stream, frame, resume_version
 from tanglenode.node.web.http import Request, Response, WebContext, not_found, text_response
 from tanglenode.protocol.doc_ipc import SNAPSHOT_CHARS
@@ -76,6 +83,7 @@ class DocStream:
         self.service, self.doc, self.names = service, doc, names
         self.watch = DocWatch(service, doc)
         self.gone = False
+        self.presence = PresenceWatch(service, doc)
 
     async def start(self, since: int | None) -> tuple[list[bytes], int]:
         """The first frames (none when `since` is continued intact) and the version reached."""
@@ -94,10 +102,15 @@ class DocStream:
         if self.gone:
             return None
         try:
-            return await self._next_page(version)
+            page = await self._next_page(version)
+            presence = await self._presence()
         except UnknownDocument:  # a proof took its doc/init away: the browser stops here
             self.gone = True
             return [frame("gone", {"version": version})], version
+        if not presence:
+            return page
+        frames, reached = page if page is not None else ([], version)
+        return frames + presence, reached
 
     async def _next_page(self, version: int) -> tuple[list[bytes], int] | None:
         page = await self.watch.next_page(version)
@@ -127,6 +140,20 @@ class DocStream:
         ]
         return frames, reached
 
+    async def _presence(self) -> list[bytes]:
+        """`presence` frames for what the node learnt since this stream last looked."""
+        frames = []
+        for author, start, end in await self.presence.news():
+            body = author_body(author, self.names)
+            body["caret"] = _caret(colour(author))
+            frames.append(frame("presence", {**body, "start": start, "end": end}))
+        return frames
+
+
+def _caret(background: str) -> str:
+    """An author's caret colour: their text's hue, darker (doc_text.colour's `hsl`)."""
+    return background.replace(",86%)", ",38%)")
+
 
 async def events(web: WebContext, request: Request, doc: bytes) -> Response:
     """`/doc/ROOT/events`: the stream, from `Last-Event-ID` or `?since=`, else a snapshot."""
@@ -140,4 +167,4 @@ async def events(web: WebContext, request: Request, doc: bytes) -> Response:
     except UnknownDocument:
         return not_found("no such document")
     next_page: NextPage = stream.next_page
-    return event_stream(web, first, start, next_page)
+    return event_stream(web, first, start, next_page, stream.presence.wake)

@@ -21,6 +21,7 @@
   const UNSAFE = /[\p{Cc}\p{Cf}\p{Co}\p{Cs}\p{Zl}\p{Zp}]/u;
   const PRESENCE_MS = 100;  // a caret's moves go out at most this often
   const PRESENCE_IDLE_MS = 15000;  // and again after this, while the page is open
+  const PRESENCE_STALE_MS = 35000;  // others' carets not said again within this are gone
 
   function shown(ch) {
     return ch !== "\n" && ch !== "\t" && ch !== "\r" && UNSAFE.test(ch) ? "?" : ch;
@@ -139,6 +140,20 @@
       pieces.forEach(function (piece, p) {
         piece.chars.forEach(function (ch) { server.push(ch); from.push(p); });
       });
+      const ends = commonEnds(server);
+      const start = ends[0];
+      const end = ends[1];
+      const out = new Int32Array(chars.length);
+      for (let i = 0; i < chars.length; i++) {
+        if (i < start) out[i] = from[i];
+        else if (i >= chars.length - end) out[i] = from[i - chars.length + server.length];
+        else out[i] = -1;
+      }
+      return out;
+    }
+
+    // How many characters the model and the node's text share at the start, and at the end.
+    function commonEnds(server) {
       let start = 0;
       // the node's text comes as the pages show it (`?` for an unsafe character)
       const same = function (a, b) { return a === b || shown(a) === b; };
@@ -150,13 +165,18 @@
              same(chars[chars.length - 1 - end], server[server.length - 1 - end])) {
         end += 1;
       }
-      const out = new Int32Array(chars.length);
-      for (let i = 0; i < chars.length; i++) {
-        if (i < start) out[i] = from[i];
-        else if (i >= chars.length - end) out[i] = from[i - chars.length + server.length];
-        else out[i] = -1;
-      }
-      return out;
+      return [start, end];
+    }
+
+    // A position of the model as a position of the node's text: what we typed and the node
+    // has not woven yet is around the caret, so the common ends place it.
+    function toNode(cp) {
+      const server = [];
+      pieces.forEach(function (piece) { Array.prototype.push.apply(server, piece.chars); });
+      const ends = commonEnds(server);
+      if (cp <= ends[0]) return cp;
+      if (cp >= chars.length - ends[1]) return cp - chars.length + server.length;
+      return Math.min(server.length - ends[1], Math.max(ends[0], cp));
     }
 
     // Others' carets and selections, in the model's code points (they come in the node's).
@@ -180,8 +200,9 @@
       mark.contentEditable = "false";
       mark.dataset.presence = who.name;
       mark.dataset.author = who.author;
-      mark.style.borderColor = who.border;
-      mark.style.setProperty("--who", who.border);
+      mark.title = who.name;
+      mark.style.borderColor = who.caret;
+      mark.style.setProperty("--who", who.caret);
       return mark;
     }
 
@@ -214,7 +235,7 @@
         if (over) {
           span.classList.add("selected-by");
           span.dataset.selectedBy = over.name;
-          span.style.boxShadow = "inset 0 -3px 0 " + over.border;
+          span.style.boxShadow = "inset 0 -3px 0 " + over.caret;
         }
         fragment.appendChild(span);
         i = j;
@@ -311,21 +332,33 @@
       },
     });
     box.setSelectionRange = function (a, b) {
+      const was = sel.join(":");
       sel = [pointsOf(chars, a), pointsOf(chars, b === undefined ? a : b)];
       placeSelection();
+      if (sel.join(":") !== was) box.dispatchEvent(new CustomEvent("caret"));
     };
     // The node's text in dyed pieces (view.js `draw`), for the colours.
     box.paint = function (list) {
       pieces = list;
       draw();
+      // our caret in the node's text moved with it: said again (if it changed)
+      if (document.activeElement === box) box.dispatchEvent(new CustomEvent("caret"));
     };
     // Where others are: author -> {name, colour, start, end} in the node's text, or null.
     box.presence = function (author, where) {
       if (where === null) others.delete(author);
-      else others.set(author, where);
+      else others.set(author, Object.assign({ seen: Date.now() }, where));
       draw();
     };
-    box.caret = function () { return sel.slice(); };
+    // Where we are, in the node's text.
+    box.caret = function () { return [toNode(sel[0]), toNode(sel[1])]; };
+    window.setInterval(function () {  // a caret not said again for a while has left
+      let stale = false;
+      others.forEach(function (who, author) {
+        if (Date.now() - who.seen > PRESENCE_STALE_MS) { others.delete(author); stale = true; }
+      });
+      if (stale) draw();
+    }, 5000);
 
     chars = Array.from(JSON.parse(box.dataset.text || '""'));
     pieces = Array.from(box.querySelectorAll("span"), function (span) {
@@ -344,9 +377,8 @@
     let last = "";
     function send() {
       timer = null;
-      const state = document.getElementById("editor-state");
-      if (state && state.dataset.state !== "saved") {  // positions in the node's text only
-        timer = window.setTimeout(send, PRESENCE_MS);
+      if (Date.now() - sentAt < PRESENCE_MS) {
+        timer = window.setTimeout(send, PRESENCE_MS - (Date.now() - sentAt));
         return;
       }
       const at = box.caret();

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
+from functools import partial
 from typing import Any
 
 import structlog
@@ -38,6 +39,9 @@ RETRY_MS = 1000  # how soon a browser reconnects
 
 NextPage = Callable[[int], Awaitable[tuple[list[bytes], int] | None]]
 """Frames after a position and the position they reach, or None while nothing is new."""
+Wake = Callable[[], Callable[[], Awaitable[None]]]
+"""Called before a page is read: what to await for a change, beside the store's, after it
+(a document's presence, node/gossip/presence.py)."""
 
 
 def frame(event: str, data: Any, version: int | None = None) -> bytes:
@@ -67,18 +71,27 @@ class Streams:
         self.refused = 0  # since the node started
 
 
-def event_stream(web: WebContext, first: list[bytes], start: int, next_page: NextPage) -> Response:
-    """A response that sends `first`, then the pages of `next_page` from `start`, live."""
+def event_stream(
+    web: WebContext, first: list[bytes], start: int, next_page: NextPage, wake: Wake | None = None
+) -> Response:
+    """A response that sends `first`, then the pages of `next_page` from `start`, live (read
+    again when the store changes, or what `wake` gives wakes)."""
     streams: Streams = web.streams
     if streams.open >= streams.limit:
         streams.refused += 1
         return text_response(f"at most {streams.limit} live views at once; retrying\n", 503)
     streams.open += 1
-    return Response(200, EVENT_HEADERS, stream=_follow(web, streams, first, start, next_page))
+    stream = _follow(web, streams, first, start, next_page, wake)
+    return Response(200, EVENT_HEADERS, stream=stream)
 
 
 async def _follow(
-    web: WebContext, streams: Streams, first: list[bytes], position: int, next_page: NextPage
+    web: WebContext,
+    streams: Streams,
+    first: list[bytes],
+    position: int,
+    next_page: NextPage,
+    wake: Wake | None = None,
 ) -> AsyncIterator[bytes]:
     share = streams.queues.share()
     try:
@@ -87,6 +100,7 @@ async def _follow(
         service = web.service
         while True:
             seen = service.version
+            also = wake() if wake is not None else None
             try:
                 page = await next_page(position)
             except TanglenodeError as error:  # refused on the way (a document gone): say so
@@ -112,9 +126,24 @@ async def _follow(
                     del data
                 continue
             with trio.move_on_after(HEARTBEAT) as idle:
-                await service.wait_changed(seen)
+                if also is None:
+                    await service.wait_changed(seen)
+                else:
+                    await _either(partial(service.wait_changed, seen), also)
             if idle.cancelled_caught:
                 yield b": idle\n\n"
     finally:
         share.__exit__()
         streams.open -= 1
+
+
+async def _either(*waits: Callable[[], Awaitable[None]]) -> None:
+    """Return once any of `waits` returns."""
+    async with trio.open_nursery() as nursery:
+
+        async def one(wait: Callable[[], Awaitable[None]]) -> None:
+            await wait()
+            nursery.cancel_scope.cancel()
+
+        for wait in waits:
+            nursery.start_soon(one, wait)

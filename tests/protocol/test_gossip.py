@@ -138,7 +138,7 @@ HELLO = raw_frame(FrameKind.HELLO, VERSION, {}, 1)
         ([HELLO, raw_frame(FrameKind.WANT, {FEED: -1})], "WANT", Breach.MALFORMED),
         ([HELLO, raw_frame(FrameKind.EVIDENCE, "x")], "byte strings", Breach.MALFORMED),
         ([HELLO, HELLO], "second", Breach.SECOND_HELLO),
-        ([HELLO, raw_frame(9, 1)], "unknown", Breach.UNKNOWN_KIND),
+        ([HELLO, raw_frame(99, 1)], "unknown", Breach.UNKNOWN_KIND),
         ([HELLO, raw_frame(True, {})], "not a", Breach.NOT_A_FRAME),  # true is no kind
         ([HELLO, raw_frame(FrameKind.ASK, [])], "non-empty", Breach.MALFORMED),
         ([HELLO, raw_frame(FrameKind.ASK, [[FEED, 0, TAG]])], "an entry", Breach.MALFORMED),

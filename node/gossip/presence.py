@@ -1,0 +1,199 @@
+"""Presence between nodes and pages: where each author's caret is in a document, live.
+
+Theory of operation
+-------------------
+Presence is ephemeral (protocol/presence.py): never a message of a feed, never
+stored, gone with the node. The node keeps the latest of each (document, author)
+for `TTL` seconds in one `PresenceHub` (`service.shared(PresenceHub)`, so the
+IPC op, the gossip sessions and the web view's streams find the same one),
+bounded to `MAX_KEPT` entries, the oldest forgotten first.
+
+- Our own pages tell the node where our author is: IPC `doc-presence` (the web
+  view's `POST /api/doc-presence`, node/ipc/docs.py), positions in the current
+  text turned into atoms. The hub hands it to every gossip session (`senders`)
+  and wakes the document pages' streams (node/web/doc_events.py), which send it
+  to the browser as positions of their own text.
+- Each gossip session sends our author's presence to its peer, in a PRESENCE
+  frame, only if the peer offered presence (protocol/gossip.py: `[CREDIT, 0]`
+  after its HELLO; a peer that predates presence is never sent the frame) and
+  only if the peer may see the document (public, or the peer is a member of its
+  group), at most `SEND_RATE` a second (a move skipped then is superseded by the
+  next, and the page says where it is again every 15 s).
+- What a peer sends is judged here, on plain data, before it reaches the hub:
+  `judge_frame` (the peer offered presence; the payload's size and shape; the
+  peer's rate, `PresenceRate`; the author is the peer's own feed: a node speaks
+  only for its own author, and presence is never passed on) and `judge_access`
+  (we hold the document, and it is public or the peer is a member of its
+  group). A frame that fails is dropped with its `PresenceDrop` reason, counted
+  in `PresenceHub.dropped` and logged at debug; the peer is kept.
+"""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import trio
+
+from tanglenode.protocol.identity import feed_text
+from tanglenode.protocol.presence import (
+    Presence,
+    PresenceDrop,
+    PresenceRefused,
+    parse_presence,
+)
+from tanglenode.storage.groups.state import GroupError, read_group
+
+TTL = 30.0  # seconds a presence is shown without being said again
+MAX_KEPT = 4096  # (document, author) entries kept, at most
+RATE = 20.0  # presence frames a second a peer may send, on average ...
+BURST = 40  # ... and at once
+SEND_RATE = 10.0  # what we send a peer, at most, a second (and SEND_BURST at once)
+SEND_BURST = 20
+ACCESS_SECONDS = 5.0  # how long a document's audience is kept before it is read again
+
+PUBLIC = "public"
+UNKNOWN = "unknown"
+# Who may see a document: PUBLIC, UNKNOWN (not held here), or its group's members.
+Access = str | frozenset[bytes]
+
+
+@dataclass
+class PresenceRate:
+    """A token bucket: `rate` a second on average, `burst` at once."""
+
+    rate: float = RATE
+    burst: float = BURST
+    tokens: float = BURST
+    last: float = 0.0
+
+    def take(self, now: float) -> bool:
+        self.tokens = min(self.burst, self.tokens + (now - self.last) * self.rate)
+        self.last = now
+        if self.tokens < 1:
+            return False
+        self.tokens -= 1
+        return True
+
+
+def judge_frame(
+    payload: Any, offered: bool, peer: bytes, now: float, rate: PresenceRate
+) -> Presence:
+    """A peer's PRESENCE payload as a `Presence`, or `PresenceRefused` with its reason:
+    NOT_OFFERED, OVERSIZED, MALFORMED, TOO_FREQUENT, NOT_THE_PEERS (in that order; a
+    frame over the rate is not even parsed)."""
+    if not offered:
+        raise PresenceRefused(PresenceDrop.NOT_OFFERED, "PRESENCE before the peer offered it")
+    if not rate.take(now):
+        raise PresenceRefused(
+            PresenceDrop.TOO_FREQUENT, f"more than {rate.burst:g} at once or {rate.rate:g} a second"
+        )
+    presence = parse_presence(payload)
+    if presence.author != peer:
+        raise PresenceRefused(
+            PresenceDrop.NOT_THE_PEERS,
+            f"it names {feed_text(presence.author)[:12]}…, not the peer's own feed",
+        )
+    return presence
+
+
+def judge_access(presence: Presence, peer: bytes, access: Access) -> None:
+    """`PresenceRefused` unless we hold the document and the peer may see it."""
+    if access == UNKNOWN:
+        raise PresenceRefused(PresenceDrop.UNKNOWN_DOCUMENT, "no such document here")
+    if access != PUBLIC and peer not in access:
+        raise PresenceRefused(PresenceDrop.NOT_A_MEMBER, "a private document of another group")
+
+
+def may_tell(peer: bytes, access: Access) -> bool:
+    """Whether our presence in a document of `access` may go to `peer`."""
+    return access == PUBLIC or (not isinstance(access, str) and peer in access)
+
+
+@dataclass
+class Seen:
+    presence: Presence
+    at: float  # trio's clock
+    seq: int  # the hub's count when it came
+
+
+Sender = Callable[[Presence, Access], None]
+
+
+@dataclass
+class PresenceHub:
+    """The node's presence: the latest of each (document, author), for `TTL` seconds."""
+
+    seq: int = 0
+    kept: collections.OrderedDict[tuple[bytes, bytes], Seen] = field(
+        default_factory=collections.OrderedDict
+    )
+    senders: set[Sender] = field(default_factory=set)  # the gossip sessions'
+    dropped: collections.Counter[str] = field(default_factory=collections.Counter)
+    access: dict[bytes, tuple[Access, float]] = field(default_factory=dict)
+    _changed: trio.Event = field(default_factory=trio.Event)
+
+    def put(self, presence: Presence, now: float, *, access: Access | None = None) -> None:
+        """Keep `presence`, wake the pages; `access` given: it is our own, for the peers."""
+        self.seq += 1
+        key = (presence.doc, presence.author)
+        self.kept.pop(key, None)
+        self.kept[key] = Seen(presence, now, self.seq)
+        while len(self.kept) > MAX_KEPT:
+            self.kept.popitem(last=False)
+        changed, self._changed = self._changed, trio.Event()
+        changed.set()
+        if access is not None:
+            for send in list(self.senders):
+                send(presence, access)
+
+    def of(self, doc: bytes, after: int, now: float) -> list[Seen]:
+        """The document's presence that came after `after` (a `seq`) and is not stale."""
+        return [
+            seen
+            for seen in self.kept.values()
+            if seen.seq > after and seen.presence.doc == doc and now - seen.at < TTL
+        ]
+
+    def latest(self, seen: Seen) -> bool:
+        """Whether `seen` is still its author's latest in its document, and not stale."""
+        key = (seen.presence.doc, seen.presence.author)
+        found = self.kept.get(key)
+        return found is seen and trio.current_time() - seen.at < TTL
+
+    async def wait_changed(self, seen: int) -> None:
+        while self.seq <= seen:
+            await self._changed.wait()
+
+    def drop(self, refused: PresenceRefused) -> None:
+        self.dropped[str(refused.reason)] += 1
+
+    async def access_of(self, service: Any, doc: bytes) -> Access:
+        """Who may see `doc` (kept `ACCESS_SECONDS`): read from the store in a thread."""
+        now = trio.current_time()
+        found = self.access.get(doc)
+        if found is not None and now - found[1] < ACCESS_SECONDS:
+            return found[0]
+        access = await service.read(lambda store: read_access(store, doc))
+        if len(self.access) >= MAX_KEPT:
+            self.access.clear()
+        self.access[doc] = (access, now)
+        return access
+
+
+def read_access(store: Any, doc: bytes) -> Access:
+    """`doc`'s audience as the store says: UNKNOWN, PUBLIC, or its group's members."""
+    keypair = store.keypair
+    info = next((d for d in store.documents.held() if d.id == doc), None)
+    if info is None:
+        return UNKNOWN
+    if info.group is None:
+        return PUBLIC
+    if keypair is None:
+        return frozenset()
+    try:
+        return frozenset(read_group(store, keypair, info.group).state.members)
+    except GroupError:
+        return frozenset()
