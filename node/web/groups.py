@@ -31,7 +31,7 @@ from tanglenode.node.ipc.area import Area
 from tanglenode.node.ipc.discovery import group_list
 from tanglenode.node.present.names import Names
 from tanglenode.node.present.summary import Summaries
-from tanglenode.node.present.text import safe
+from tanglenode.node.present.text import safe, safe_lines
 from tanglenode.node.web.http import (
     Request,
     Response,
@@ -50,12 +50,21 @@ from tanglenode.protocol.ipc import MAX_GROUP_NAME
 from tanglenode.protocol.ipc_discovery import GroupListRequest
 from tanglenode.storage.groups import state as groups
 from tanglenode.storage.groups.state import GROUP, GroupError, UnknownGroup, describe, read_group
+from tanglenode.storage.views.timelines import timeline_name
 
 PAGE = 50  # `group` tangles looked at per `/groups` page
 MAX_ROWS = 1000  # timeline rows shown: the latest
 NAME_SHOWN = 200  # characters of a group's name
 PEOPLE_OFFERED = 200  # people we follow offered to add, by name
+TEXT_SHOWN = 20_000  # characters of one post
 STYLE = """
+#group-posts{list-style:none;margin:0;padding:0}
+#group-posts .post{background:#fff;border:1px solid #e3e6ef;border-radius:10px;
+padding:.6rem 1rem;margin:.5rem 0}
+#group-posts header{font-size:13px;color:#667;display:flex;gap:.8rem}
+#group-posts header span{font-weight:600;color:#1d2430;font-size:14px}
+#group-posts .text{white-space:pre-wrap;overflow-wrap:anywhere;margin:.3rem 0 0}
+details.operators{margin-top:2rem}details.operators summary{color:#667;cursor:pointer}
 .group-create input[name=name]{width:20rem}
 .group-add input[name=member]{width:34rem}
 #members li{margin:.2rem 0}#members button{margin-left:.6rem;font-size:12px}
@@ -152,18 +161,54 @@ async def page(web: WebContext, request: Request) -> Response:
         )
     member = web.keypair.public in shown["members"]
     ours = web.keypair.public if member else None
+    timeline = timeline_name(root, GROUP)
+    version = await service.read(lambda store: store.timelines.timeline_version(timeline))
+    events = web.link(f"/t/{GROUP}/{segment(root_text(root))}/events")
+    parts.append(posts_html(rows, names, events, version))
+    if member:
+        post_box = compose("group-post", "Write to the group", {"group": message_text(root)})
+        parts.append(post_box)
     parts.append(members_html(shown, names, root, ours))
     if member:
         parts.append(add_form(root, names, followed(await our_stances(web)), shown["members"]))
+    parts.append(
+        "<details class='operators'><summary>Epochs and the whole timeline (for operators)"
+        "</summary>"
+    )
     parts.append(epochs_html(shown, names))
     parts.append(f"<h2>Timeline</h2><p class='muted'>{len(rows)} messages; the first {final}")
     parts.append(" positions can no longer change.</p>")
     parts.append(timeline_html(shown, rows, names))
-    if member:
-        post_box = compose("group-post", "Write to the group", {"group": message_text(root)})
-        parts.append(post_box)
+    parts.append("</details>")
     page_html = shell(web, title, "".join(parts), script=True, scripts=("social.js",), style=STYLE)
     return html_response(page_html)
+
+
+def posts_html(rows: list[dict[str, Any]], names: Names, events: str, version: int) -> str:
+    """The group's posts we can open, as a conversation (the newest `MAX_ROWS`), kept live
+    through the group tangle's stream (social.js redraws the page when it changes)."""
+    summaries = Summaries(names.label)
+    posts = [row for row in rows if row["type"] == "group/post" and row["valid"]][-MAX_ROWS:]
+    items = []
+    for row in posts:
+        content = row["content"]
+        text = content.get("text") if isinstance(content, dict) else None
+        if row.get("erased"):
+            shown = "(erased)"
+        elif isinstance(text, str):
+            shown = safe_lines(text[:TEXT_SHOWN] + ("…" if len(text) > TEXT_SHOWN else ""))
+        else:
+            shown = safe(summaries.content_line(content))
+        items.append(
+            f"<li class='post' data-id='{e(message_text(row['id']))}'><header>"
+            f"{person(names, row['author'])}<time>{e(when(row['timestamp']))}</time></header>"
+            f"<p class='text'>{e(shown)}</p></li>"
+        )
+    empty = "" if items else "<p class='muted'>Nothing written here yet.</p>"
+    return (
+        f"<h2>Conversation</h2>{empty}<ol id='group-posts' data-thread-events='{e(events)}' "
+        f"data-version='{version}'>{''.join(items)}</ol>"
+    )
 
 
 def members_html(

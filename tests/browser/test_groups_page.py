@@ -1,7 +1,7 @@
 """Private groups made and run from the browser (docs/WEB.md, "The group pages"), on two real
 nodes: a group created in alice's page opens its own page; bob, added there, is listed as a
-member and finds the group on his own node; excluded, he is no longer a member and a new
-epoch is open."""
+member and finds the group, and what alice wrote to it there, on his own node; excluded, he
+is no longer a member and a new epoch is open."""
 
 from __future__ import annotations
 
@@ -20,8 +20,9 @@ def test_a_group_made_in_the_browser_takes_a_member_and_excludes_him(pages, tmp_
     call(bob.start, [alice])
     try:
         tangled(bob, "about", "bob")
+        tangled(alice, "about", "alice")
         tangled(alice, "follow", bob.feed_id)
-        call(alice.wait_for_size, 2, spacetime=True)  # bob's name, and our follow
+        call(alice.wait_for_size, 3, spacetime=True)  # bob's name, ours, and our follow
         page = pages()
         page.goto(alice.url("/groups"))
         page.fill("form.group-create input[name=name]", "a \u202e turn")  # no group's name
@@ -46,10 +47,23 @@ def test_a_group_made_in_the_browser_takes_a_member_and_excludes_him(pages, tmp_
         expect(page.locator("#members li")).to_have_count(2)
         expect(page.locator(f"#members [data-feed='{bob.feed_id}']")).to_have_text("~bob")
 
-        call(bob.wait_for_size, 2, tangle=GROUP, root=group)  # the init and the add
+        page.fill("form.compose textarea", "Seeds arrive <i>Tuesday</i>")
+        page.click("form.compose button")
+        posts = page.locator("#group-posts li.post")
+        expect(posts.locator(".text")).to_have_text(["Seeds arrive <i>Tuesday</i>"])  # live
+
+        call(bob.wait_for_size, 3, tangle=GROUP, root=group)  # the init, the add, the post
+        call(bob.wait_for_size, 6, spacetime=True)  # and alice's name
         theirs = pages()
         theirs.goto(bob.url("/groups"))
         expect(theirs.locator("#groups tbody tr a")).to_have_text([NAME])
+        with theirs.expect_navigation():
+            theirs.locator("#groups tbody tr a").click()
+        expect(theirs.locator("#group-posts li.post header")).to_contain_text(["~alice"])
+        expect(theirs.locator("#group-posts li.post .text")).to_have_text(
+            ["Seeds arrive <i>Tuesday</i>"]
+        )
+        assert theirs.locator("#group-posts i").count() == 0
 
         page.once("dialog", lambda dialog: dialog.accept())
         page.click(f"#members button[data-exclude='{bob.feed_id}']")

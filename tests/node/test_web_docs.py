@@ -308,11 +308,19 @@ async def test_the_group_page_shows_members_epochs_and_the_timeline_escaped(site
     code, page = await site.get(groups.page, root(group))
     assert code == 200 and "<script>" not in page
     assert f"<h1>{ESCAPED}</h1>" in page
-    members = {attrs["data-feed"]: text for _t, text, attrs in spans_of(page, "members") if attrs}
+    shown = spans_of(page, "members")
+    members = {attrs["data-feed"]: text for _t, text, attrs in shown if "data-feed" in attrs}
     assert members == {
         feed_text(ME.public): "@" + feed_text(ME.public)[1:9] + "…",
         feed_text(PEER.public): "~peer & co",
     }
+    # a button excluding each member but us, named as shown (escaped)
+    excluding = [attrs for _t, _text, attrs in shown if "data-exclude" in attrs]
+    assert excluding == [
+        {"type": "button", "data-exclude": feed_text(PEER.public)} | {"data-name": "~peer & co"}
+    ]
+    posts = page.split("id='group-posts'")[1].split("</ol>")[0]  # the conversation, escaped
+    assert f"<p class='text'>{ESCAPED}</p>" in posts and "<p class='text'>hi all</p>" in posts
     assert "Epochs: 1" in page and "current" in page
     rows = re.findall(r"<tr data-id='(%[^']+)' data-state='(\w+)'", page.split("group-timeline")[1])
     assert [state for _id, state in rows] == ["valid"] * 4
