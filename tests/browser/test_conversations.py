@@ -28,15 +28,17 @@ def test_home_lists_a_followed_persons_thread_and_its_page_reads_as_a_conversati
     try:
         tangled(alice, "about", "alice")
         tangled(bob, "about", "bob")
-        tangled(bob, "follow", alice.feed_id)
         root = call(alice.publish, {"type": "post", "text": FIRST}, {"chat": None})["id"]
         call(bob.wait_for_size, 1, tangle="chat", root=root)
+        home = pages()
+        home.goto(bob.url("/"))  # bob neither follows alice nor wrote in it: not his
+        expect(home.locator("#no-threads")).to_be_visible()
+        tangled(bob, "follow", alice.feed_id)
         call(bob.publish, {"type": "post", "text": REPLY}, {"chat": root})
         call(alice.wait_for_size, 2, tangle="chat", root=root)
         call(bob.wait_for_size, 3, spacetime=True)  # alice's name on bob's node
         call(alice.wait_for_size, 3, spacetime=True)
 
-        home = pages()
         home.goto(bob.url("/"))
         assert home.title() == "home · tanglenode"
         thread = home.locator(f"article.thread[data-root='{message_text(root)[1:]}']")
