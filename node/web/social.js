@@ -93,8 +93,9 @@
 
   // ------------------------------------------------------------ a thread, live
 
-  // The tangle's stream (tangles.py): a change of its timeline draws the page again,
-  // once the reply box is empty (what is being typed is never lost).
+  // The tangle's stream (tangles.py; on a group's page, its `group` tangle's): a change
+  // of its timeline draws the page again, once the box is empty (what is being typed is
+  // never lost).
   function threadView(list) {
     const url = new URL(list.dataset.threadEvents, window.location.href);
     url.searchParams.set("since", list.dataset.version);
