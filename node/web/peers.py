@@ -88,7 +88,7 @@ HEADERS = [
     "in /s",
     "out /s",
     "we lack",
-    "not followed",
+    "their feeds not followed",
     "last seen",
     "",
 ]
