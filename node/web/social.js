@@ -114,16 +114,15 @@
 
     function open() {
       source = new EventSource(url);
-      source.addEventListener("commands", function () {
+      function change() {
         if (!changed) {
           changed = true;
           redraw();
         }
-      });
-      source.addEventListener("reset", function () {
-        changed = true;
-        redraw();
-      });
+      }
+      source.addEventListener("commands", change);
+      source.addEventListener("states", change);  // a post waiting for another joined
+      source.addEventListener("reset", change);
       source.addEventListener("failed", function () { source.close(); });
       source.addEventListener("error", function () {
         if (source.readyState === EventSource.CLOSED) window.setTimeout(open, 2000);
