@@ -101,8 +101,9 @@ test-slow: install java-runtime browser
 demo: install
 	$(PY) -m tanglenode.node.localnet.demo $(if $(filter-out 0,$(KEEP)),--keep)
 
-# docs/img/tangle-view.png and docs/img/document-view.png: two real nodes hold a small
-# conversation and edit a document, and headless Chromium photographs the two pages.
+# docs/img/*.png: two real nodes hold small conversations, edit a document and run a group,
+# and headless Chromium photographs home, a thread, the tangle, the document, the group and
+# the peers pages (tests/browser/screenshots.py).
 screenshots: install browser
 	$(PY) -m tests.browser.screenshots
 
