@@ -129,6 +129,27 @@
       });
     }
     open();
+
+    // A delete button on one of our posts (thread.py): its content erased on every node,
+    // after asking; the post then says so (it keeps its place in the thread).
+    list.addEventListener("click", function (event) {
+      const button = event.target.closest("button[data-erase]");
+      if (!button) return;
+      const post = button.closest("li.post");
+      if (!window.confirm("Erase this post's content on every node? This cannot be undone.")) {
+        return;
+      }
+      button.disabled = true;
+      write("delete", { message: post.dataset.id, once: onceKey() }).then(function (answer) {
+        if (answer.error) {
+          button.disabled = false;
+          button.title = answer.error.kind + ": " + answer.error.message;
+          return;
+        }
+        post.querySelector(".text").textContent = "(erased)";
+        button.remove();
+      });
+    });
   }
 
   // ------------------------------------------------------------ groups

@@ -8,7 +8,9 @@ docs/TIMELINES.md), its last `MAX_POSTS` messages read at one version as
 timeline order, each with its author's name (their whole id in the
 title), the time its author claims, and its whole text (a post's lines
 kept, up to `TEXT_SHOWN` characters; other kinds in one summary line;
-a message waiting for one it names marked as waiting). Below them, the box
+a message waiting for one it names marked as waiting; on each of our own,
+a "delete" button erasing its content on every node, IPC `delete`, asked
+to confirm first, as on `/t/`). Below them, the box
 to reply (page.py's `compose`, sent by view.js: IPC `publish` at the
 tangle's tips, with a `once` key).
 
@@ -37,7 +39,7 @@ from tanglenode.node.web.http import (
     parse_root,
 )
 from tanglenode.node.web.page import compose, e, shell, when
-from tanglenode.node.web.tangles import PENDING, tangle_path
+from tanglenode.node.web.tangles import ERASE_BUTTON, PENDING, tangle_path
 from tanglenode.protocol.identity import feed_text, message_text
 from tanglenode.protocol.limits import MAX_TANGLE_NAME_BYTES
 from tanglenode.storage.views.timelines import timeline_name
@@ -54,6 +56,7 @@ margin:.6rem 0}
 .post.reply{margin-left:1.5rem}
 .post header{font-size:13px;color:#667;display:flex;flex-wrap:wrap;gap:.2rem .8rem}
 .post header .who{font-weight:600;color:#1d2430;font-size:14px}
+.post header .erase{margin-left:auto;font-size:12px;padding:0 .5rem}
 .post .text{white-space:pre-wrap;overflow-wrap:anywhere;margin:.3rem 0 0}
 .post.first .text{font-size:17px}
 .post.pending{opacity:.7}.post.pending header::after{content:"waiting for a message it names";
@@ -71,9 +74,10 @@ def post_html(names: Names, summaries: Summaries, message: Any, state: str, firs
         f"<span class='who' title='{e(feed_text(message.author))}'>"
         f"{e(safe(names.label(message.author)))}</span>"
     )
+    erase = ERASE_BUTTON if names.is_ours(message.author) and message.has_content else ""
     return (
         f"<li class='{css}' data-id='{e(message_text(message.id))}' data-state='{e(state)}'>"
-        f"<header>{who}<time>{e(when(message.timestamp))}</time></header>"
+        f"<header>{who}<time>{e(when(message.timestamp))}</time>{erase}</header>"
         f"<p class='text'>{e(post_text(message, summaries, TEXT_SHOWN))}</p></li>"
     )
 

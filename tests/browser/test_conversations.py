@@ -75,6 +75,17 @@ def test_home_lists_a_followed_persons_thread_and_its_page_reads_as_a_conversati
         expect(reader.locator("#posts li.post .text").last).to_have_text("See you at noon.")
         expect(reader.locator("#posts li.post .who").last).to_have_text("~bob")
         assert call(alice.wait_for_size, 3, tangle="chat", root=root) == 3  # posted once
+
+        erasable = reader.locator("#posts li.post:has(button[data-erase])")  # alice's own only
+        expect(erasable).to_have_count(1)
+        assert erasable.get_attribute("data-id") == message_text(root)
+        ours = home.locator("#posts li.post").last
+        assert home.locator("#posts button[data-erase]").count() == 2  # bob's two
+        home.once("dialog", lambda dialog: dialog.accept())
+        ours.locator("button[data-erase]").click()
+        expect(ours.locator(".text")).to_have_text("(erased)")
+        home.reload()
+        expect(home.locator("#posts li.post .text").last).to_have_text("(erased)")  # the node's
     finally:
         for node in (alice, bob):
             assert call(node.stop) == 0
