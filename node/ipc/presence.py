@@ -3,7 +3,8 @@
 `doc-presence` (the op) places our author in a document: positions of the
 current text turned into the atoms before them, put in the node's
 `PresenceHub`, which tells the gossip sessions. `PresenceWatch` is what a
-document's page stream reads: each author's latest presence in the document,
+document's page stream reads: each other author's latest presence in the document
+(our own pages do not show our author),
 its atoms found again as positions of the current text (one not woven here yet
 is tried again at the next change), and what to await for the next.
 """
@@ -67,7 +68,12 @@ class PresenceWatch:
         """(author, start, end) for each presence new since the last call, in positions of
         the current text."""
         hub = self.hub
-        news = hub.of(self.doc, self.seen, trio.current_time())
+        ours = self.service.own_feed  # our own pages show others: ours is not sent them
+        news = [
+            seen
+            for seen in hub.of(self.doc, self.seen, trio.current_time())
+            if seen.presence.author != ours
+        ]
         self.seen = hub.seq
         retried = [seen for seen in self.unplaced if hub.latest(seen) and seen not in news]
         news, self.unplaced = retried + news, []

@@ -84,6 +84,7 @@ class DocStream:
         self.watch = DocWatch(service, doc)
         self.gone = False
         self.presence = PresenceWatch(service, doc)
+        self.idle_at = -1  # the store's version at which the splice log had nothing new
 
     async def start(self, since: int | None) -> tuple[list[bytes], int]:
         """The first frames (none when `since` is continued intact) and the version reached."""
@@ -102,7 +103,11 @@ class DocStream:
         if self.gone:
             return None
         try:
-            page = await self._next_page(version)
+            page = None
+            now = self.service.version
+            if now != self.idle_at:  # woken by presence alone: the log is not read again
+                page = await self._next_page(version)
+                self.idle_at = now if page is None else -1
             presence = await self._presence()
         except UnknownDocument:  # a proof took its doc/init away: the browser stops here
             self.gone = True

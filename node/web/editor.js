@@ -19,7 +19,7 @@
   "use strict";
 
   const UNSAFE = /[\p{Cc}\p{Cf}\p{Co}\p{Cs}\p{Zl}\p{Zp}]/u;
-  const PRESENCE_MS = 100;  // a caret's moves go out at most this often
+  const PRESENCE_MS = 400;  // a caret's moves go out at most this often (the first at once)
   const PRESENCE_IDLE_MS = 15000;  // and again after this, while the page is open
   const PRESENCE_STALE_MS = 35000;  // others' carets not said again within this are gone
 
