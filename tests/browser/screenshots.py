@@ -165,15 +165,29 @@ def tangle_ready(expected: list[str]):
 
 
 def document_ready(text: str):
-    """The document view is ready: `#text` holds the final text, the margin its comment."""
+    """The document view is ready: `#text` holds the final text, the margin its comment, and
+    bob's selection (his page open on his node) shows in it, marked with his name."""
 
     def ready(page) -> None:
         from playwright.sync_api import expect
 
         expect(page.locator("#text")).to_have_text(text, timeout=WAIT_MS)
         expect(page.locator("#comment-list .reply-text")).to_have_text(REPLY, timeout=WAIT_MS)
+        expect(page.locator("#text mark[data-presence='~bob']")).to_be_attached(timeout=WAIT_MS)
 
     return ready
+
+
+def bob_selects(page, bob: WebNode, doc: bytes, text: str, word: str) -> None:
+    """Bob's page of the document, on his node, with `word` selected: his presence."""
+    page.goto(bob.url(f"/doc/{message_text(doc)[1:]}"))
+    page.locator("#live[data-state=live]").wait_for(state="attached")
+    page.locator("#editor-state[data-state=saved]").wait_for(state="attached")
+    start = text.index(word)
+    end = start + len(word)
+    page.locator("#text").evaluate(
+        f"area => {{ area.focus(); area.setSelectionRange({start}, {end}); }}"
+    )
 
 
 TYPED = "\nRSVP by Thursday, please."  # typed into the editor for its picture
@@ -186,8 +200,8 @@ def editing_ready(text: str):
     def ready(page) -> None:
         from playwright.sync_api import expect
 
-        editor = page.locator("#editor")
-        expect(editor).to_have_value(text, timeout=WAIT_MS)
+        editor = page.locator("#text")  # the dyed text is the editor (node/web/editor.js)
+        page.wait_for_function("t => document.querySelector('#text').value === t", arg=text)
         editor.click()
         page.keyboard.press("Control+End")
         page.keyboard.type(TYPED, delay=10)
@@ -242,6 +256,7 @@ def make(out: Path, as_is: bool, root_dir: Path) -> None:
         context = browser.new_context(viewport=VIEWPORT)
         context.set_default_timeout(WAIT_MS)
         page = context.new_page()
+        bob_selects(context.new_page(), bob, doc, text, "Luigi's")
         thread = f"/thread/chat/{message_text(chat)[1:]}"
         shots = {
             "home-view.png": photograph(
