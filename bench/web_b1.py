@@ -13,7 +13,7 @@ crdt-benchmarks' B1 defines them (one op a keystroke, from an empty text):
 
 They run through the page's path: a real node with the web view, Debian's
 Chromium on the document page, and a script in the page that applies each
-op to the editor's textarea and fires its `input` event, yielding to the
+op to the editor (`#text`; a textarea before issue 46) and fires its `input` event, yielding to the
 page every 10 ops (so its 150 ms batching, requests and stream run as they
 do while a person types, only faster). A case ends when the editor says
 `saved` and the node's text is the page's. Printed per case: ms per
@@ -50,7 +50,7 @@ WORDS = ["the ", "quick ", "brown ", "fox ", "jumps ", "over ", "lazy ", "dog "]
 # Applies `ops` ([pos, deleted, inserted] each, code units = code points: ASCII only) to the
 # editor as typing would, yielding every 10; resolves when the last input is fired.
 DRIVE = """async (ops) => {
-  const area = document.getElementById("editor");
+  const area = document.getElementById("editor") || document.getElementById("text");
   for (let i = 0; i < ops.length; i++) {
     const [pos, del, ins] = ops[i];
     area.setRangeText(ins, pos, pos + del, "end");

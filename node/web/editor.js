@@ -337,6 +337,16 @@
       placeSelection();
       if (sel.join(":") !== was) box.dispatchEvent(new CustomEvent("caret"));
     };
+    // As a textarea's (units), the caret after the text in "end" mode; no input event.
+    box.setRangeText = function (text, a, b, mode) {
+      const from = pointsOf(chars, a === undefined ? unitsOf(chars, sel[0]) : a);
+      const to = pointsOf(chars, b === undefined ? unitsOf(chars, sel[1]) : b);
+      const inserted = Array.from(String(text));
+      chars = chars.slice(0, from).concat(inserted, chars.slice(to));
+      const end = from + inserted.length;
+      sel = mode === "end" ? [end, end] : mode === "select" ? [from, end] : [from, from];
+      draw();
+    };
     // The node's text in dyed pieces (view.js `draw`), for the colours.
     box.paint = function (list) {
       pieces = list;
