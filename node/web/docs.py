@@ -82,6 +82,8 @@ STYLE = (
     "ins{background:#d8f5d8;color:#0a5c0a}del{background:#fadcdc;color:#8c1010}"
     "#version{width:100%}.splice{animation:fresh 2s ease-out}"
     "#text.editor{min-height:6rem;outline:none;caret-color:#1d2430}"
+    ".new-doc{margin:1rem 0 1.5rem}.new-doc h2{font-size:1.05rem;margin:0 0 .4rem}"
+    ".new-doc input{width:min(24rem,100%)}.new-doc .result[data-state=error]{color:#b03030}"
     "#text.editor[contenteditable=plaintext-only]:focus,#text.editor[contenteditable=true]:focus"
     "{border-color:#5a7bd6;box-shadow:0 0 0 2px #d6e0fa}"
     "#text .unsaved{background-image:linear-gradient(#0000 90%,#8896 90%)}"
@@ -128,7 +130,7 @@ async def index(web: WebContext, request: Request) -> Response:
         f"<td>{d.set_aside or ''}</td><td>{'private' if d.group else 'public'}</td></tr>"
         for d, (authors, last) in shown
     ]
-    parts = [f"<h1>Documents</h1><p>{len(documents)} held.</p>", await new_form(web)]
+    parts = [STYLE, f"<h1>Documents</h1><p>{len(documents)} held.</p>", await new_form(web)]
     more = web.link("/docs", start=start + PAGE) if start + PAGE < len(documents) else None
     headers = ["title", "authors", "last edit", "versions", "characters", "set aside", "who"]
     empty = "None yet: start one above, or <code>tangled doc create TITLE</code>."
@@ -176,7 +178,7 @@ async def new_form(web: WebContext) -> str:
                     f"private to the group {e(name)}</option>"
                 )
     return (
-        "<form id='new-doc' class='compose'><h2>New document</h2>"
+        "<form id='new-doc' class='new-doc'><h2>New document</h2>"
         "<input name='title' required maxlength='200' placeholder='title' autocomplete='off'> "
         f"<select name='group' aria-label='who can read it'>{''.join(options)}</select> "
         "<button type='submit'>Create</button> "
