@@ -152,6 +152,21 @@
       return out;
     }
 
+    // The one change from `before` to `after` (common ends kept): [where, how many removed,
+    // the characters put there].
+    function change(before, after) {
+      let start = 0;
+      while (start < before.length && start < after.length && before[start] === after[start]) {
+        start += 1;
+      }
+      let end = 0;
+      while (end < before.length - start && end < after.length - start &&
+             before[before.length - 1 - end] === after[after.length - 1 - end]) {
+        end += 1;
+      }
+      return [start, before.length - start - end, after.slice(start, after.length - end)];
+    }
+
     // How many characters the model and the node's text share at the start, and at the end.
     function commonEnds(server) {
       let start = 0;
@@ -207,6 +222,7 @@
     }
 
     function draw() {
+      if (composing) return;  // the IME owns the DOM until it ends: drawn then
       const from = origins();
       const m = marks();
       const fragment = document.createDocumentFragment();
@@ -295,18 +311,24 @@
       replace(range[0], range[1], "");
     });
 
-    box.addEventListener("compositionstart", function () { composing = true; });
+    // What the DOM shows at a composition's start: what the IME's text is read against.
+    let drawn = [];
+    box.addEventListener("compositionstart", function () {
+      composing = true;
+      drawn = chars.slice();
+    });
     box.addEventListener("compositionend", function () {
       composing = false;
-      // what the IME wrote: the DOM's text (our drawing plus its characters) read back
-      const before = chars.map(shown);
-      const after = Array.from(box.textContent);
-      let start = 0;
-      while (start < before.length && start < after.length && before[start] === after[start]) start++;
-      let end = 0;
-      while (end < before.length - start && end < after.length - start &&
-             before[before.length - 1 - end] === after[after.length - 1 - end]) end++;
-      replace(start, before.length - end, after.slice(start, after.length - end).join(""));
+      // what the IME wrote: the DOM's text (the drawing at its start plus its characters)
+      const [at, gone, added] = change(drawn.map(shown), Array.from(box.textContent));
+      // others' splices that came meanwhile went to the model only: the IME's text moves past
+      // a change before it
+      const [moved, removed, inserted] = change(drawn, chars);
+      let start = at;
+      if (at >= moved + removed) start += inserted.length - removed;
+      else if (at > moved) start = moved + inserted.length;
+      const end = Math.min(chars.length, start + gone);
+      replace(start, end, added.join(""));
     });
 
     // -- as a textarea, for view.js

@@ -196,3 +196,36 @@ def _id(doc: bytes) -> str:
     from tanglenode.protocol.identity import message_text
 
     return message_text(doc)
+
+
+def test_text_an_input_method_composes_is_taken_once_it_ends(pages, tmp_path):
+    """An IME (here Chromium's, through the DevTools protocol) composes in the editor: the
+    page leaves the DOM to it meanwhile and takes what it wrote at the end, once."""
+    from playwright.sync_api import expect
+
+    node = WebNode(tmp_path, "writer")
+    call(node.start)
+    try:
+        doc = call(ask, node, "doc-create", title="ime")["doc"]
+        call(ask, node, "doc-edit", doc=doc, splices=[["ins", 0, "rendez-vous: "]])
+        page = open_editor(pages, node, doc)
+        page.locator(EDITOR).click()
+        page.keyboard.press("Control+End")
+        page.evaluate(
+            "() => { window.composed = []; const t = document.getElementById('text');"
+            " for (const k of ['compositionstart', 'compositionend'])"
+            " t.addEventListener(k, () => window.composed.push(k)); }"
+        )
+        devtools = page.context.new_cdp_session(page)
+        for partial in ("t", "to", "とう"):
+            devtools.send(
+                "Input.imeSetComposition",
+                {"text": partial, "selectionStart": len(partial), "selectionEnd": len(partial)},
+            )
+        devtools.send("Input.insertText", {"text": "東京"})
+        expect(page.locator("#editor-state")).to_have_text("saved", timeout=20_000)
+        expect_value(page, "rendez-vous: 東京")
+        assert page.evaluate("window.composed") == ["compositionstart", "compositionend"]
+        assert call(ask, node, "doc-show", doc=doc)["text"] == "rendez-vous: 東京"
+    finally:
+        assert call(node.stop) == 0
