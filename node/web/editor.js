@@ -287,8 +287,9 @@
       if (event.inputType === "insertCompositionText") return;  // read back at its end
       event.preventDefault();
       if (disabled) return;
-      const at = readSelection() || sel;
       const type = event.inputType;
+      // where it goes: the browser's own target (a drop's place), else the selection
+      const at = (type.startsWith("insert") && targetOf(event)) || readSelection() || sel;
       let text = null;
       if (type === "insertParagraph" || type === "insertLineBreak") text = "\n";
       else if (type.startsWith("insert")) {
@@ -313,6 +314,16 @@
 
     // What the DOM shows at a composition's start: what the IME's text is read against.
     let drawn = [];
+    // Copying (and cutting) takes the exact text, not the `?`s drawn for unsafe characters.
+    const copy = function (event) {
+      const found = readSelection() || sel;
+      if (found[0] === found[1] || !event.clipboardData) return;
+      event.clipboardData.setData("text/plain", chars.slice(found[0], found[1]).join(""));
+      event.preventDefault();
+    };
+    box.addEventListener("copy", copy);
+    box.addEventListener("cut", copy);  // the deletion is its `beforeinput` (deleteByCut)
+
     box.addEventListener("compositionstart", function () {
       composing = true;
       drawn = chars.slice();

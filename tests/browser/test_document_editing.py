@@ -229,3 +229,32 @@ def test_text_an_input_method_composes_is_taken_once_it_ends(pages, tmp_path):
         assert call(ask, node, "doc-show", doc=doc)["text"] == "rendez-vous: 東京"
     finally:
         assert call(node.stop) == 0
+
+
+def test_the_editor_shows_unsafe_characters_as_marks_but_copies_them_exactly(pages, tmp_path):
+    """A right-to-left override in the text shows as `?` (positions hold), yet the editor's
+    value, a copy of it and typing after it keep the character itself."""
+    from playwright.sync_api import expect
+
+    node = WebNode(tmp_path, "writer")
+    call(node.start)
+    try:
+        doc = call(ask, node, "doc-create", title="bidi")["doc"]
+        call(ask, node, "doc-edit", doc=doc, splices=[["ins", 0, "a\u202eb"]])
+        page = open_editor(pages, node, doc)
+        expect(page.locator(EDITOR)).to_have_text("a?b")
+        expect_value(page, "a\u202eb")
+        copied = page.locator(EDITOR).evaluate(
+            "area => { area.focus(); area.setSelectionRange(0, 3);"
+            " const data = new DataTransfer();"
+            " area.dispatchEvent(new ClipboardEvent('copy', {clipboardData: data,"
+            " bubbles: true, cancelable: true}));"
+            " return data.getData('text/plain'); }"
+        )
+        assert copied == "a\u202eb"
+        page.keyboard.press("Control+End")
+        page.keyboard.type("c", delay=5)
+        expect(page.locator("#editor-state")).to_have_text("saved", timeout=20_000)
+        assert call(ask, node, "doc-show", doc=doc)["text"] == "a\u202ebc"
+    finally:
+        assert call(node.stop) == 0
