@@ -17,7 +17,7 @@ def parse(op, **fields):
 
 
 def test_the_doc_ops_are_served_by_the_ipc_parser_and_doc_watch_streams():
-    assert set(doc_ipc.DOC_PARSERS) <= ipc.OPS and len(doc_ipc.DOC_PARSERS) == 14
+    assert set(doc_ipc.DOC_PARSERS) <= ipc.OPS and len(doc_ipc.DOC_PARSERS) == 15
     assert all(op.startswith("doc-") for op in doc_ipc.DOC_PARSERS)
     assert doc_ipc.DOC_STREAMING <= ipc.STREAMING and "doc-watch" in doc_ipc.DOC_STREAMING
 
@@ -63,6 +63,9 @@ BAD_FIELDS = {
     "include: not a link": ("doc-include", {"doc": ID, "at": 0, "link": "x"}),
     "include: at is true": ("doc-include", {"doc": ID, "at": True, "link": "x"}),
     "render: no doc": ("doc-render", {}),
+    "presence: ends before it starts": ("doc-presence", {"doc": ID, "start": 3, "end": 2}),
+    "presence: start is negative": ("doc-presence", {"doc": ID, "start": -1, "end": 2}),
+    "presence: no doc": ("doc-presence", {"start": 0, "end": 0}),
 }
 
 
