@@ -21,7 +21,7 @@ from tanglenode.node.gossip.presence import UNKNOWN, PresenceHub, Seen
 from tanglenode.node.service.store_service import StoreService
 from tanglenode.protocol.doc_ipc import DocPresenceRequest
 from tanglenode.protocol.doc_link import Link
-from tanglenode.protocol.presence import Anchor, Presence
+from tanglenode.protocol.presence import Anchor, Presence, PresenceDrop
 from tanglenode.storage.errors import UnknownDocument
 
 if TYPE_CHECKING:
@@ -49,6 +49,12 @@ async def doc_presence(area: Area, request: DocPresenceRequest) -> dict[str, Any
     first, last = await area.service.read(anchors)
     hub.put(Presence(doc, area.keypair.public, first, last), trio.current_time(), access=access)
     return {}
+
+
+def presence_drops(service: StoreService | None) -> dict[str, int]:
+    """Peers' PRESENCE frames dropped, by reason, every reason from zero (for `/metrics`)."""
+    dropped = service.shared(PresenceHub).dropped if service is not None else {}
+    return {str(reason): dropped.get(str(reason), 0) for reason in PresenceDrop}
 
 
 class PresenceWatch:

@@ -39,6 +39,7 @@ from prometheus_client.core import (
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from prometheus_client.utils import floatToGoString
 
+from tanglenode.node.ipc.presence import presence_drops
 from tanglenode.node.service.counters import OTHER, Histogram, NodeCounters, PeerTraffic
 
 METRICS_HEADERS = [(b"content-type", CONTENT_TYPE_LATEST.encode()), (b"cache-control", b"no-store")]
@@ -60,14 +61,16 @@ class NodeCollector:
         self.store_figures: dict[str, int] = {}  # store.feeds.statistics(), read by `render`
 
     def describe(self) -> Iterator[Metric]:
-        return self._families(NodeCounters(), {})
+        return self._families(NodeCounters(), {}, presence_drops(None))
 
     def collect(self) -> Iterator[Metric]:
         service = self.service  # the lag of the feeds carried: the rest is our choice
         lags = service.counters.lags(service.clock, set(service.invalid), service.scope.carries)
-        return self._families(service.counters, lags)
+        return self._families(service.counters, lags, presence_drops(service))
 
-    def _families(self, counters: NodeCounters, lags: dict[str, int]) -> Iterator[Metric]:
+    def _families(
+        self, counters: NodeCounters, lags: dict[str, int], presence: dict[str, int]
+    ) -> Iterator[Metric]:
         yield CounterMetricFamily(
             "tanglenode_messages_ingested",
             "Messages from peers the store accepted",
@@ -144,6 +147,14 @@ class NodeCollector:
                 labels=["outcome"],
             ),
             counters.invites,
+        )
+        yield _labelled(
+            CounterMetricFamily(
+                "tanglenode_presence_dropped",
+                "Peers' presence frames dropped (the peer kept), by reason",
+                labels=["reason"],
+            ),
+            presence,
         )
         yield CounterMetricFamily(
             "tanglenode_ipc_lagged",

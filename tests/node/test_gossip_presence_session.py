@@ -10,6 +10,7 @@ import trio
 import trio.testing
 
 from tanglenode.node.gossip.presence import BURST, PUBLIC, PresenceHub
+from tanglenode.node.ipc.presence import presence_drops
 from tanglenode.node.net.peers import PeerState
 from tanglenode.protocol.framing import FrameDecoder, encode_frame
 from tanglenode.protocol.gossip import FrameKind, GossipConnection
@@ -102,6 +103,8 @@ async def test_hostile_presence_frames_are_dropped_with_their_reasons_and_the_pe
             "presence-unknown-document": 1,
         }
         assert [seen.presence for seen in hub.kept.values()] == [good]
+        drops = presence_drops(a.service)  # /metrics' tanglenode_presence_dropped_total
+        assert drops["presence-oversized"] == 1 and drops["presence-not-a-member"] == 0
         # a flood: past the burst, dropped as too frequent, the peer still kept
         await theirs.send_all(gossip.presence(encode_presence(good)) * (BURST + 10))
         while hub.dropped["presence-too-frequent"] < 9:
