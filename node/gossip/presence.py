@@ -52,6 +52,7 @@ RATE = 20.0  # presence frames a second a peer may send, on average ...
 BURST = 40  # ... and at once
 SEND_RATE = 10.0  # what we send a peer, at most, a second (and SEND_BURST at once)
 SEND_BURST = 20
+PRESENCE_QUEUED = 64  # frames queued for a peer past which our presence is not added
 ACCESS_SECONDS = 5.0  # how long a document's audience is kept before it is read again
 
 PUBLIC = "public"

@@ -73,6 +73,7 @@ from tanglenode.node.gossip.policy import (
     Wake,
 )
 from tanglenode.node.gossip.presence import (
+    PRESENCE_QUEUED,
     SEND_BURST,
     SEND_RATE,
     Access,
@@ -378,6 +379,8 @@ class GossipSession:
         """Our author's presence (the hub calls this): to the peer if it offered presence and
         may see the document, within our sending rate."""
         if not self.connection.peer_offered_presence or not may_tell(self.peer.key, access):
+            return
+        if len(self._outgoing) >= PRESENCE_QUEUED:  # a peer not reading: presence can wait
             return
         if self.presence_out.take(trio.current_time()):
             self._send_soon(self.connection.presence(encode_presence(presence)))
