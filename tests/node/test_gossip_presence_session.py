@@ -33,7 +33,7 @@ async def frames_until(stream, decoder: FrameDecoder, kinds: list[int], done) ->
 
 
 async def test_a_peer_that_never_offered_presence_is_never_sent_it(open_side, autojump_clock):
-    a = open_side("a", own=1)
+    a = open_side("a", own=1, inline=True)  # store calls on the loop: no race with autojump
     doc = a.store.documents.create_document("notes").id
     old = Keypair.generate()  # a version-5 node before presence: it never sends [CREDIT, 0]
     ours, theirs = trio.testing.memory_stream_pair()
@@ -62,7 +62,7 @@ async def test_a_peer_that_never_offered_presence_is_never_sent_it(open_side, au
 async def test_hostile_presence_frames_are_dropped_with_their_reasons_and_the_peer_kept(
     open_side, autojump_clock
 ):
-    a = open_side("a", own=1)
+    a = open_side("a", own=1, inline=True)  # store calls on the loop: no race with autojump
     doc = a.store.documents.create_document("notes").id
     peer = Keypair.generate()
     ours, theirs = trio.testing.memory_stream_pair()
