@@ -23,6 +23,7 @@ from tanglenode.node.ipc.client import NodeError, connect
 from tanglenode.node.ipc.server import IpcServer
 from tanglenode.node.net.peers import PeerRegistry
 from tanglenode.node.service.store_service import StoreService
+from tanglenode.node.web.people import NOT_FOLLOWING
 from tanglenode.node.web.peers import peer_fields
 from tanglenode.node.web.status_page import render_status
 from tanglenode.protocol.identity import Keypair, feed_text
@@ -150,7 +151,7 @@ async def test_a_peers_feeds_we_do_not_follow_are_not_followed_never_behind(node
     assert "not followed: 1 feeds" in page and f"tangled follow {feed_text(b.key)}" in page
     assert "blocked: 1 feeds" in page and "behind by" not in page
     short_b = Names().label(b.key)  # a short id: no name given
-    assert peer_fields(shown, Names())["outside"] == (
+    assert peer_fields(shown, Names(), NOT_FOLLOWING)["outside"] == (
         f"1: {short_b} (tangled follow {feed_text(b.key)}); 1 blocked"
     )
 
