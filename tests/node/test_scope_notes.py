@@ -23,8 +23,8 @@ from tanglenode.node.ipc.client import NodeError, connect
 from tanglenode.node.ipc.server import IpcServer
 from tanglenode.node.net.peers import PeerRegistry
 from tanglenode.node.service.store_service import StoreService
-from tanglenode.node.web.people import NOT_FOLLOWING
 from tanglenode.node.web.peers import peer_fields
+from tanglenode.node.web.people import NOT_FOLLOWING
 from tanglenode.node.web.status_page import render_status
 from tanglenode.protocol.identity import Keypair, feed_text
 from tanglenode.protocol.ipc import BEHIND_SHOWN
