@@ -50,10 +50,11 @@ So a node that speaks it *offers* it within version 5, with a frame every
 version-5 node reads as a no-op: `[CREDIT, 0]` (it grants nothing; no
 version-5 node sends it otherwise, since a grant gives back what was stored,
 at least one message). A PRESENCE frame goes only to a peer whose offer came
-(`peer_offered_presence`). A PRESENCE frame, whatever its shape, is handed on
-as `PeerPresence` and never breaks this machine: what it may say, and how
-often, is the node's to judge, which drops a bad one alone
-(`presence.PresenceDrop`), keeping the peer.
+(`peer_offered_presence`). Its envelope is this machine's to check, as every
+frame's: one payload of 1 to `MAX_PRESENCE_BYTES` bytes, else a breach (a
+frame of junk costs its decoding once, and then the connection). What the
+payload may say, and how often, is the node's to judge, which drops a bad
+one alone (`presence.PresenceDrop`), keeping the peer.
 
 Every ASK is answered, each entry once, by a WITNESS carrying it or an
 UNHELD naming it; this machine keeps what we asked and has not had
@@ -83,6 +84,7 @@ from tanglenode.protocol.evidence import PROOF_MESSAGES
 from tanglenode.protocol.framing import DEFAULT_MAX_FRAME, FrameDecoder, encode_frame
 from tanglenode.protocol.identity import FEED_BYTES, TAG_BYTES, message_id
 from tanglenode.protocol.identity import tag_of as tag_of  # a clock head's tag
+from tanglenode.protocol.presence import MAX_PRESENCE_BYTES
 
 VERSION = 5  # 4: messages of format 2; 3: of format 1
 DEFAULT_MAX_FEEDS = 20_000
@@ -181,7 +183,7 @@ class PeerUnheld:
 
 @dataclass(frozen=True, slots=True)
 class PeerPresence:
-    payload: Any  # unchecked: node/gossip/presence.py judges it (protocol/presence.py)
+    payload: bytes  # 1..MAX_PRESENCE_BYTES; node/gossip/presence.py judges what it says
     offered: bool  # whether the peer had offered presence when it sent this
 
 
@@ -417,8 +419,16 @@ class GossipConnection:
             raise GossipError(Breach.NO_HELLO, "the first frame must be HELLO")
         if kind is FrameKind.HELLO:
             return self._hello(frame)
-        if kind is FrameKind.PRESENCE:  # never a breach: the node judges it
-            return PeerPresence(frame[1] if len(frame) == 2 else None, self.peer_offered_presence)
+        if kind is FrameKind.PRESENCE:  # the envelope here; the payload the node judges
+            if (
+                len(frame) != 2
+                or not isinstance(frame[1], bytes)
+                or not 0 < len(frame[1]) <= MAX_PRESENCE_BYTES
+            ):
+                raise GossipError(
+                    Breach.MALFORMED, f"PRESENCE takes one payload of 1..{MAX_PRESENCE_BYTES} bytes"
+                )
+            return PeerPresence(frame[1], self.peer_offered_presence)
         if len(frame) != 2:
             raise GossipError(Breach.MALFORMED, f"{kind.name} takes one argument")
         if kind is FrameKind.CLOCK:

@@ -25,7 +25,13 @@ bounded to `MAX_KEPT` entries, the oldest forgotten first.
   only for its own author, and presence is never passed on) and `judge_access`
   (we hold the document, and it is public or the peer is a member of its
   group). A frame that fails is dropped with its `PresenceDrop` reason, counted
-  in `PresenceHub.dropped` and logged at debug; the peer is kept.
+  in `PresenceHub.dropped` and logged at debug; the peer is kept. (A frame whose
+  envelope is not one payload of bytes, 1 to 160, never gets here: the protocol
+  machine ends the connection, protocol/gossip.py.)
+- Who may see a document comes from `PresenceHub.access_of`: every held
+  document's audience, read in one walk at most every `ACCESS_SECONDS` (or
+  `MISSED_SECONDS` when a frame names one not among them), so frames naming
+  random documents cost lookups in memory, not walks of the store.
 """
 
 from __future__ import annotations
@@ -53,7 +59,8 @@ BURST = 40  # ... and at once
 SEND_RATE = 10.0  # what we send a peer, at most, a second (and SEND_BURST at once)
 SEND_BURST = 20
 PRESENCE_QUEUED = 64  # frames queued for a peer past which our presence is not added
-ACCESS_SECONDS = 5.0  # how long a document's audience is kept before it is read again
+ACCESS_SECONDS = 5.0  # how long the documents' audiences are kept before they are read again
+MISSED_SECONDS = 1.0  # ... or, when a document is not among them, at most this often
 
 PUBLIC = "public"
 UNKNOWN = "unknown"
@@ -133,7 +140,9 @@ class PresenceHub:
     )
     senders: set[Sender] = field(default_factory=set)  # the gossip sessions'
     dropped: collections.Counter[str] = field(default_factory=collections.Counter)
-    access: dict[bytes, tuple[Access, float]] = field(default_factory=dict)
+    audiences: dict[bytes, Access] = field(default_factory=dict)  # every held document's
+    audiences_at: float = float("-inf")  # when they were read (trio's clock)
+    _reading: trio.Lock = field(default_factory=trio.Lock)
     _changed: trio.Event = field(default_factory=trio.Event)
 
     def put(self, presence: Presence, now: float, *, access: Access | None = None) -> None:
@@ -172,29 +181,33 @@ class PresenceHub:
         self.dropped[str(refused.reason)] += 1
 
     async def access_of(self, service: Any, doc: bytes) -> Access:
-        """Who may see `doc` (kept `ACCESS_SECONDS`): read from the store in a thread."""
-        now = trio.current_time()
-        found = self.access.get(doc)
-        if found is not None and now - found[1] < ACCESS_SECONDS:
-            return found[0]
-        access = await service.read(lambda store: read_access(store, doc))
-        if len(self.access) >= MAX_KEPT:
-            self.access.clear()
-        self.access[doc] = (access, now)
-        return access
+        """Who may see `doc`, from every held document's audience, read from the store at
+        most once every `ACCESS_SECONDS` (or `MISSED_SECONDS` when `doc` was not among
+        them), whatever the frames name: a peer naming random documents costs a lookup
+        in memory, never a walk of the store's documents per frame."""
+        async with self._reading:
+            age = trio.current_time() - self.audiences_at
+            if age >= ACCESS_SECONDS or (doc not in self.audiences and age >= MISSED_SECONDS):
+                self.audiences = await service.read(read_audiences)
+                self.audiences_at = trio.current_time()
+        return self.audiences.get(doc, UNKNOWN)
 
 
-def read_access(store: Any, doc: bytes) -> Access:
-    """`doc`'s audience as the store says: UNKNOWN, PUBLIC, or its group's members."""
+def read_audiences(store: Any) -> dict[bytes, Access]:
+    """Each held document's audience as the store says: PUBLIC, or its group's members
+    (none when this node cannot read the group)."""
     keypair = store.keypair
-    info = next((d for d in store.documents.held() if d.id == doc), None)
-    if info is None:
-        return UNKNOWN
-    if info.group is None:
-        return PUBLIC
-    if keypair is None:
-        return frozenset()
-    try:
-        return frozenset(read_group(store, keypair, info.group).state.members)
-    except GroupError:
-        return frozenset()
+    members: dict[bytes, Access] = {}
+    audiences: dict[bytes, Access] = {}
+    for info in store.documents.held():
+        if info.group is None:
+            audiences[info.id] = PUBLIC
+            continue
+        if info.group not in members:
+            try:
+                found = read_group(store, keypair, info.group) if keypair is not None else None
+            except GroupError:
+                found = None
+            members[info.group] = frozenset() if found is None else frozenset(found.state.members)
+        audiences[info.id] = members[info.group]
+    return audiences

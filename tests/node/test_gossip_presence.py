@@ -22,8 +22,10 @@ from tanglenode.node.gossip.presence import (
 from tanglenode.protocol.errors import LocalProtocolError
 from tanglenode.protocol.framing import encode_frame
 from tanglenode.protocol.gossip import (
+    Breach,
     FrameKind,
     GossipConnection,
+    GossipError,
     PeerCredit,
     PeerOffersPresence,
     PeerPresence,
@@ -85,12 +87,25 @@ def test_an_older_peer_reads_the_offer_as_a_grant_of_nothing():
 
 @pytest.mark.parametrize(
     "frame",
-    [[FrameKind.PRESENCE], [FrameKind.PRESENCE, 1, 2], [FrameKind.PRESENCE, "x"]],
+    [
+        [FrameKind.PRESENCE],
+        [FrameKind.PRESENCE, 1, 2],
+        [FrameKind.PRESENCE, "x"],
+        [FrameKind.PRESENCE, b""],
+        [FrameKind.PRESENCE, b"\x00" * (MAX_PRESENCE_BYTES + 1)],
+    ],
 )
-def test_a_presence_frame_of_any_shape_is_handed_on_never_a_breach(frame):
+def test_a_presence_frame_of_another_envelope_is_a_breach(frame):
     ours, _theirs = connected()
-    [event] = ours.receive_data(encode_frame(frame))
-    assert isinstance(event, PeerPresence)
+    with pytest.raises(GossipError) as breach:
+        ours.receive_data(encode_frame(frame))
+    assert breach.value.reason is Breach.MALFORMED
+
+
+def test_a_presence_payload_of_bytes_is_handed_on_for_the_node_to_judge():
+    ours, _theirs = connected()
+    [event] = ours.receive_data(encode_frame([FrameKind.PRESENCE, b"\xc1"]))
+    assert isinstance(event, PeerPresence) and event.payload == b"\xc1"
     assert refused(lambda: judge_frame(event.payload, True, PEER, 0.0, PresenceRate())) is (
         PresenceDrop.MALFORMED
     )
