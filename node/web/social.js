@@ -182,9 +182,17 @@
       if (!window.confirm("Exclude " + who + "? The group moves to a new key they do not get."))
         return;
       button.disabled = true;
-      const body = { group: list.dataset.group, members: [button.dataset.exclude], once: onceKey() };
+      // One key per member's button until an answer comes: a click again after a lost
+      // answer (no connection) sends the same request, which the node carries out once.
+      if (!button.dataset.once) button.dataset.once = onceKey();
+      const body = {
+        group: list.dataset.group, members: [button.dataset.exclude], once: button.dataset.once,
+      };
       write("group-exclude", body).then(function (answer) {
         button.disabled = false;
+        const lost = answer.error &&
+          (answer.error.kind === "disconnected" || answer.error.kind === "http");
+        if (!lost) delete button.dataset.once;
         show(result, answer, who + " excluded");
         if (!answer.error) window.location.reload();
       });
