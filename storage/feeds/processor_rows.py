@@ -222,32 +222,3 @@ def migrate_13(
         report("processed positions rewritten")
     txn.drop(scratch, delete=True)
     return entries
-
-    # proc-position: feed + seq -> index, a row a message; now in runs
-    done = 0
-    txn.drop(scratch, delete=False)
-    with txn.cursor(db=scratch) as out:
-        run_key, run = b"", bytearray()
-        for key, value in txn.cursor(db=position_db):
-            if len(key) != 40 or len(value) != 8:
-                raise ValueError(f"proc-position row {bytes(key).hex()} is malformed")
-            seq = _U64.unpack(key[32:])[0]
-            first = (seq - 1) // RUN * RUN + 1
-            new_key = bytes(key[:32]) + _U64.pack(first)
-            if new_key != run_key:
-                if run:
-                    out.put(run_key, bytes(run), append=True)
-                run_key, run = new_key, bytearray()
-            if seq - first != len(run) // 8:
-                raise ValueError(f"proc-position row {bytes(key).hex()} leaves a gap")
-            run += value
-            done += 1
-            if done % _CHUNK == 0:
-                report("processed positions rewritten")
-        if run:
-            out.put(run_key, bytes(run), append=True)
-    copy_back(txn, scratch, position_db)
-    if done % _CHUNK or not done:
-        report("processed positions rewritten")
-    txn.drop(scratch, delete=True)
-    return entries
