@@ -198,7 +198,8 @@ def invite_list(obj: Context, as_json: bool) -> None:
         )
 
 
-@invite_command.command("revoke")
+# An invite's ID is base64url, so it may begin with "-": taken as the ID, never as an option.
+@invite_command.command("revoke", context_settings={"ignore_unknown_options": True})
 @click.argument("ident", metavar="ID")
 @json_option
 @click.pass_obj

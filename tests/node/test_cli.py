@@ -578,3 +578,10 @@ def test_a_store_of_another_schema_is_refused_with_the_way_out_in_one_line(ready
     done = ready.run(*command)
     assert done.returncode == 1 and done.stdout == ""
     assert done.stderr == WAYS_OUT[schema]
+
+
+def test_an_invite_id_that_begins_with_a_dash_is_an_id_not_an_option(ready):
+    """Invite IDs are base64url: one may begin with "-" (`tangled invite list` shows it so)."""
+    done = ready.run("invite", "revoke", "-2abc")
+    assert done.returncode == 4  # looked up as an ID (click said "No such option '-2'": 2)
+    assert done.stderr == "tangled: no invite with an id starting '-2abc'\n"
