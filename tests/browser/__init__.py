@@ -86,6 +86,22 @@ def chromium() -> Iterator[Browser]:
             browser.close()
 
 
+def losing_the_first_answer(bodies: list[str]) -> Callable[[Any], None]:
+    """A playwright route handler: the first request reaches the node, which carries it
+    out, but its answer never reaches the page (the connection resets); the others go
+    through. Each request's body is noted in `bodies`, to compare a retry's with it."""
+
+    def handle(route: Any) -> None:
+        bodies.append(route.request.post_data or "")
+        if len(bodies) == 1:
+            route.fetch()  # the node does it ...
+            route.abort("connectionreset")  # ... and the page never hears
+        else:
+            route.continue_()
+
+    return handle
+
+
 def call(function: Callable[..., Awaitable[T]], *args: Any, **kwargs: Any) -> T:
     """Run one coroutine function of a node to its end, from a plain function: `trio.run`."""
     return trio.run(functools.partial(function, *args, **kwargs))

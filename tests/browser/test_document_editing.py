@@ -11,7 +11,7 @@ import trio
 
 from tanglenode.node.localnet import REQUEST_SECONDS
 from tanglenode.protocol.identity import feed_text
-from tests.browser import WebNode, call, tangled
+from tests.browser import WebNode, call, losing_the_first_answer, tangled
 
 EDITOR = "#text"  # the dyed text and the editor in one (node/web/editor.js)
 
@@ -147,16 +147,7 @@ def test_an_edit_whose_answer_was_lost_is_sent_again_and_done_once(pages, tmp_pa
         call(ask, alice, "doc-edit", doc=doc, splices=[["ins", 0, "start."]])
         page = open_editor(pages, alice, doc)
         bodies: list[str] = []
-
-        def lose_first_answer(route):
-            bodies.append(route.request.post_data or "")
-            if len(bodies) == 1:
-                route.fetch()  # the node does it ...
-                route.abort("connectionreset")  # ... and the page never hears
-            else:
-                route.continue_()
-
-        page.route("**/api/doc-edit", lose_first_answer)
+        page.route("**/api/doc-edit", losing_the_first_answer(bodies))
         page.locator(EDITOR).click()
         page.keyboard.press("Control+End")
         page.keyboard.type(" once", delay=5)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from tanglenode.protocol.identity import parse_message_id
 from tanglenode.storage.groups.state import GROUP
-from tests.browser import WebNode, call, tangled
+from tests.browser import WebNode, call, losing_the_first_answer, tangled
 
 NAME = "Allotment <crew> & co"
 
@@ -70,16 +70,7 @@ def test_a_group_made_in_the_browser_takes_a_member_and_excludes_him(pages, tmp_
         # from drawing itself again): clicked again, the same request (its key) goes, and
         # the node excludes once (one new epoch, not two)
         bodies: list[str] = []
-
-        def lose_first_answer(route):
-            bodies.append(route.request.post_data or "")
-            if len(bodies) == 1:
-                route.fetch()  # the node does it ...
-                route.abort("connectionreset")  # ... and the page never hears
-            else:
-                route.continue_()
-
-        page.route("**/api/group-exclude", lose_first_answer)
+        page.route("**/api/group-exclude", losing_the_first_answer(bodies))
         page.on("dialog", lambda dialog: dialog.accept())
         exclude = page.locator(f"#members button[data-exclude='{bob.feed_id}']")
         page.fill("form.compose textarea", "a draft")  # the page is not drawn again meanwhile
