@@ -133,4 +133,4 @@ def sim_command(
         emit_json(result.as_dict())
         return
     for key, value in result.as_dict().items():
-        click.echo(f"{key:<24}{value}")
+        click.echo(f"{key:<32}{value}")

@@ -29,6 +29,10 @@ publish. Then:
     copies_per_message      messages received over gossip, duplicates
                             included, per message and per node that lacked it
     wire_bytes_per_message  gossip bytes sent on every link, per message
+    wire_bytes_per_message_per_node
+                            the same over the nodes: against `message_bytes_mean`,
+                            what the network pays a node for a message beyond it
+    message_bytes_mean      the measured messages' own size (signed wire form)
     latency_ms_*            from publish to stored, over (message, node)
     delivered               the share of (message, node) pairs delivered
 
@@ -126,6 +130,8 @@ class SimResult:
     delivered: float
     copies_per_message: float
     wire_bytes_per_message: float
+    wire_bytes_per_message_per_node: float
+    message_bytes_mean: float
     latency_ms_p50: float
     latency_ms_p99: float
     latency_ms_max: float
@@ -163,6 +169,7 @@ class _Deliveries:
 
     expected: int  # (message, node) pairs to deliver
     published: dict[tuple[bytes, int], float] = field(default_factory=dict)
+    sizes: list[int] = field(default_factory=list)  # the measured messages' wire bytes
     latencies: list[float] = field(default_factory=list)
     done: trio.Event = field(default_factory=trio.Event)
 
@@ -223,6 +230,10 @@ def _simulate(config: SimConfig, root: Path, began: float) -> SimResult:
         delivered=round(len(latencies) / pairs, 4),
         copies_per_message=round(received / pairs, 3),
         wire_bytes_per_message=round(wire_bytes / max(1, measured), 1),
+        wire_bytes_per_message_per_node=round(wire_bytes / max(1, measured) / config.nodes, 1),
+        message_bytes_mean=round(statistics.fmean(deliveries.sizes), 1)
+        if deliveries.sizes
+        else 0.0,
         latency_ms_p50=_ms(_quantile(latencies, 0.5)),
         latency_ms_p99=_ms(_quantile(latencies, 0.99)),
         latency_ms_max=_ms(latencies[-1] if latencies else math.nan),
@@ -326,6 +337,7 @@ async def _run(config: SimConfig, nodes: list[_Node], graph, rng: random.Random)
                 author = present[authors[number] % len(present)]
             message = await author.service.publish({"type": "post", "n": number}, None)
             deliveries.published[(message.author, message.seq)] = trio.current_time()
+            deliveries.sizes.append(len(message.raw))
             if config.scenario == "spammer":  # five of its own for each honest message
                 for _ in range(SPAM_EACH):
                     await nodes[-1].service.publish({"type": "post", "spam": number}, None)
@@ -505,6 +517,7 @@ async def _post_and_erase(
     counts = _delivered(nodes, key)
     erasure.posted = deliveries.published[(key, erasure.seq)] = trio.current_time()
     post = await author.service.publish({"type": "post", "erase": "me"}, None)
+    deliveries.sizes.append(len(post.raw))
     with trio.move_on_after(config.settle):
         await erasure.stored_all.wait()
     erasure.post_from, counts = _came_from(nodes, key, counts), _delivered(nodes, key)
@@ -514,7 +527,8 @@ async def _post_and_erase(
     # Watched from before the publish: on links of no latency a peer may store the request
     # before the author's publish returns.
     erasure.erased = deliveries.published[(key, post.seq + 1)] = trio.current_time()
-    await author.service.publish(erase_content(post.seq, post.id), None)
+    request = await author.service.publish(erase_content(post.seq, post.id), None)
+    deliveries.sizes.append(len(request.raw))
     with trio.move_on_after(config.settle):
         await erasure.dropped_all.wait()
     erasure.request_from = _came_from(nodes, key, counts)

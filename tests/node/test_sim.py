@@ -184,6 +184,9 @@ def test_the_command_prints_one_json_object_and_refuses_bad_numbers_in_one_line(
     keys += ["latency_ms_p50", "latency_ms_p99", "latency_ms_max", "peak_rss_mb", "seconds"]
     assert set(keys) <= result.keys()
     assert result["nodes"] == 6 and result["converged"] is True
+    assert 100 < result["message_bytes_mean"] < 1000  # a small post's signed wire form
+    per_node = result["wire_bytes_per_message"] / 6
+    assert abs(result["wire_bytes_per_message_per_node"] - per_node) <= 0.1
     for arguments, said in (
         (["--nodes", "5", "--degree", "3"], "even"),
         (["--latency", "soon"], "duration"),
