@@ -47,7 +47,7 @@ node leaves, its links cut, and comes back a tenth later). A node away
 publishes nothing; everything it missed reaches it when it is back, which
 the latencies show.
 
-The scenario `erase` (`_post_and_erase`) measures how fast an erase request
+The scenario `erase` (node/sim/erasure.py) measures how fast an erase request
 (protocol/erase.py) takes a content off the network against how fast an
 ordinary message spreads: one node (drawn by the seed) publishes a post;
 once every node holds it, the author publishes its erase request, and each
@@ -90,9 +90,9 @@ from tanglenode.node.gossip.session import GossipSession
 from tanglenode.node.gossip.stream_plan import StreamPlan
 from tanglenode.node.net.peers import PeerState
 from tanglenode.node.service.store_service import StoreService
+from tanglenode.node.sim.erasure import post_and_erase
 from tanglenode.node.sim.links import PathModel, link
 from tanglenode.node.sim.topology import edges
-from tanglenode.protocol.erase import erase_content
 from tanglenode.protocol.identity import Keypair
 from tanglenode.protocol.message import Message
 from tanglenode.storage.scope import FOLLOWED, OURS, Scope, Why
@@ -327,7 +327,7 @@ async def _run(config: SimConfig, nodes: list[_Node], graph, rng: random.Random)
         erasure = None
         if erasing:
             author = nodes[authors[0]]
-            erasure = await _post_and_erase(config, author, nodes, wiring.ends, deliveries)
+            erasure = await post_and_erase(config, author, nodes, wiring.ends, deliveries)
         for number in range(0 if erasing else config.messages):
             for event in events.get(number, ()):
                 event(wiring, away)
@@ -409,7 +409,7 @@ SCENARIOS = {
     "partition": _partition,
     "churn": _churn,
     "spammer": _publish_only,  # its publishing is in `_run`
-    "erase": _publish_only,  # its two publishes are `_post_and_erase`'s
+    "erase": _publish_only,  # its two publishes are node/sim/erasure.py's
 }
 SPAM_EACH = 5  # messages the spammer publishes for each honest one
 ERASE_MESSAGES = 2  # the scenario `erase` publishes a post and its erase request
@@ -449,154 +449,6 @@ async def _warm_up(publishers: list[_Node], nodes: list[_Node], config: SimConfi
     with trio.move_on_after(config.settle):
         for node in nodes:
             await known(node)
-
-
-@dataclass
-class _Erasure:
-    """The scenario `erase`: when each node stored the post (the author's message at
-    `seq`), and when each node that held its content (`holders`) held it no more."""
-
-    author: bytes
-    seq: int
-    target: bytes | None = None  # the post's id, once published
-    holders: set[int] = field(default_factory=set)  # nodes holding its content when erased
-    posted: float = math.nan
-    erased: float = math.nan  # when the erase request was published
-    stored_at: dict[int, float] = field(default_factory=dict)
-    dropped_at: dict[int, float] = field(default_factory=dict)
-    post_from: dict[int, int] = field(default_factory=dict)  # node -> the peer it came from
-    request_from: dict[int, int] = field(default_factory=dict)
-    stored_all: trio.Event = field(default_factory=trio.Event)
-    dropped_all: trio.Event = field(default_factory=trio.Event)
-
-    def observer(self, node: _Node, then: Callable[[list[Message]], None], everyone: int):
-        def stored(messages: list[Message]) -> None:
-            then(messages)
-            now = trio.current_time()
-            if node.index not in self.stored_at and any(
-                message.author == self.author and message.seq == self.seq for message in messages
-            ):
-                self.stored_at[node.index] = now
-                if len(self.stored_at) == everyone:
-                    self.stored_all.set()
-            watched = node.index in self.holders and node.index not in self.dropped_at
-            if watched and not _holds_content(node, self.target):  # it processed the request
-                self.dropped_at[node.index] = now
-                if len(self.dropped_at) == len(self.holders):
-                    self.dropped_all.set()
-
-        return stored
-
-    def figures(self, nodes: list[_Node]) -> dict:
-        """SimResult's fields of the scenario, with a last look at every store."""
-        everyone = len(nodes)
-        return {
-            "delivery_seconds": _last(self.stored_at, everyone, self.posted),
-            "delivery_rounds": _rounds(self.post_from, everyone),
-            "erase_seconds": _last(self.dropped_at, len(self.holders), self.erased),
-            "erase_rounds": _rounds(self.request_from, len(self.holders)),
-            "content_left_on": sum(_holds_content(node, self.target) for node in nodes),
-        }
-
-
-async def _post_and_erase(
-    config: SimConfig, author: _Node, nodes: list[_Node], ends, deliveries: _Deliveries
-) -> _Erasure:
-    """The scenario `erase`: `author` publishes a post; once every node holds it (or
-    `settle` passes) it publishes the post's erase request, and the run waits until every
-    node that held the content holds none of it (or `settle` passes). Each of the two
-    publishes waits for the links to be quiet first (`_quiet`), so both meet the same
-    network: not the request alone behind the post's last frames still being
-    retransmitted, which a lossy link makes it wait for (as TCP does)."""
-    await _quiet(ends, config.settle)
-    key = author.keypair.public
-    erasure = _Erasure(key, author.service.clock.get(key, 0) + 1)
-    for node in nodes:
-        on_stored = node.service.on_stored
-        node.service.on_stored = erasure.observer(node, on_stored, len(nodes))  # type: ignore[arg-type]  # set
-    counts = _delivered(nodes, key)
-    erasure.posted = deliveries.published[(key, erasure.seq)] = trio.current_time()
-    post = await author.service.publish({"type": "post", "erase": "me"}, None)
-    deliveries.sizes.append(len(post.raw))
-    with trio.move_on_after(config.settle):
-        await erasure.stored_all.wait()
-    erasure.post_from, counts = _came_from(nodes, key, counts), _delivered(nodes, key)
-    erasure.target = post.id
-    erasure.holders = {node.index for node in nodes if _holds_content(node, post.id)}
-    await _quiet(ends, config.settle)
-    # Watched from before the publish: on links of no latency a peer may store the request
-    # before the author's publish returns.
-    erasure.erased = deliveries.published[(key, post.seq + 1)] = trio.current_time()
-    request = await author.service.publish(erase_content(post.seq, post.id), None)
-    deliveries.sizes.append(len(request.raw))
-    with trio.move_on_after(config.settle):
-        await erasure.dropped_all.wait()
-    erasure.request_from = _came_from(nodes, key, counts)
-    return erasure
-
-
-async def _quiet(ends, settle: float) -> None:
-    """Until no byte is in flight on any link while every task waits (or `settle` passes)."""
-    with trio.move_on_after(settle):
-        while True:
-            await trio.testing.wait_all_tasks_blocked()
-            due = [at for end in ends if (at := end.in_flight_until) is not None]
-            if not due:
-                return
-            await trio.sleep_until(max(due))
-
-
-def _holds_content(node: _Node, msg_id: bytes | None) -> bool:
-    message = None if msg_id is None else node.store.feeds.get(msg_id)
-    return message is not None and message.has_content
-
-
-def _delivered(nodes: list[_Node], feed: bytes) -> dict[tuple[int, int], int]:
-    """(node, session) -> the messages of `feed` that session stored on the node so far."""
-    return {
-        (node.index, number): session.delivered.get(feed, 0)
-        for node in nodes
-        for number, session in enumerate(node.sessions)
-    }
-
-
-def _came_from(
-    nodes: list[_Node], feed: bytes, before: dict[tuple[int, int], int]
-) -> dict[int, int]:
-    """Node -> the peer whose session stored a message of `feed` on it since `before`: the
-    tree that message spread along (each node stores it from one session)."""
-    index = {node.keypair.public: node.index for node in nodes}
-    parents: dict[int, int] = {}
-    for node in nodes:
-        for number, session in enumerate(node.sessions):
-            if session.delivered.get(feed, 0) > before.get((node.index, number), 0):
-                parents[node.index] = index[session.peer.key]
-    return parents
-
-
-def _rounds(parents: dict[int, int], reached: int) -> int | None:
-    """The most gossip hops from the author (the one node no peer delivered to: 0 hops) to
-    a node along `parents`; None unless every one of `reached` nodes is on the tree."""
-    hops: dict[int, int] = {}
-    for start in parents:
-        path: list[int] = []
-        node = start
-        while node in parents and node not in hops and node not in path:
-            path.append(node)
-            node = parents[node]
-        base = hops.get(node, 0)  # the author, or a node already counted
-        for step, on in enumerate(reversed(path), start=1):
-            hops[on] = base + step
-    if len(parents) + 1 < reached:
-        return None
-    return max(hops.values(), default=0)
-
-
-def _last(times: dict[int, float], expected: int, since: float) -> float | None:
-    """From `since` to the last of `times`, in seconds; None unless all `expected` came."""
-    if len(times) < expected or not times:
-        return None
-    return round(max(times.values()) - since, 3)
 
 
 def _quantile(values: list[float], q: float) -> float:
