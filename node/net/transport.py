@@ -14,6 +14,8 @@ before closing, within `GOODBYE_SECONDS`.
 
 from __future__ import annotations
 
+import hashlib
+
 import trio
 
 from tanglenode.protocol.boxstream import BoxStreamError, BoxStreamReader, BoxStreamWriter
@@ -31,6 +33,13 @@ class SecureStream:
     def __init__(self, stream: trio.abc.Stream, session: Session, leftover: bytes) -> None:
         self.stream = stream
         self.peer = session.peer
+        # What both ends share and no one else knows, for the gossip's reconciliation
+        # (protocol/reconcile.py): its salt, and which end leads (the two ends disagree).
+        first, second = sorted((session.encrypt_key, session.decrypt_key))
+        self.session_salt = hashlib.blake2b(
+            first + second, digest_size=16, person=b"tn-session-salt"
+        ).digest()
+        self.leads = session.encrypt_key < session.decrypt_key
         self._writer = BoxStreamWriter(session.encrypt_key, session.encrypt_nonce)
         self._reader = BoxStreamReader(session.decrypt_key, session.decrypt_nonce)
         self._reader.receive_data(leftover)

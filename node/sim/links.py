@@ -84,8 +84,11 @@ class _Direction:
 class LinkEnd:
     """One end of a simulated link, as a gossip session sees its connection."""
 
-    def __init__(self, outgoing: _Direction, incoming: _Direction, peer: bytes) -> None:
+    def __init__(
+        self, outgoing: _Direction, incoming: _Direction, peer: bytes, salt: bytes, leads: bool
+    ) -> None:
         self._out, self._in, self.peer = outgoing, incoming, peer
+        self.session_salt, self.leads = salt, leads  # as a SecureStream's: shared, one leads
 
     async def send_all(self, data: bytes) -> None:
         if self._out.closed:
@@ -139,4 +142,5 @@ def link(a: bytes, b: bytes, path: PathModel, rng: random.Random) -> tuple[LinkE
     `path` and its own generator drawn from `rng`."""
     there = _Direction(path, random.Random(rng.getrandbits(64)))
     back = _Direction(path, random.Random(rng.getrandbits(64)))
-    return LinkEnd(there, back, b), LinkEnd(back, there, a)
+    salt = rng.getrandbits(128).to_bytes(16, "big")
+    return LinkEnd(there, back, b, salt, True), LinkEnd(back, there, a, salt, False)

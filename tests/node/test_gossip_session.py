@@ -79,8 +79,11 @@ class Wire:
 class Link:
     """What `gossip()` uses of a `SecureStream`, over one end of an in-memory stream pair."""
 
-    def __init__(self, stream: trio.abc.Stream, name: str, peer: bytes, wire: Wire) -> None:
+    def __init__(
+        self, stream: trio.abc.Stream, name: str, peer: bytes, wire: Wire, leads: bool = True
+    ) -> None:
         self.stream, self.name, self.peer, self.wire = stream, name, peer, wire
+        self.session_salt, self.leads = b"salt of the pair", leads  # as a SecureStream's
         self.receive_delay = 0.0  # seconds before each read: a slow receiver
         self.hold = trio.Event()  # reads wait until it is set: the peer's frames held back
         self.hold.set()
@@ -176,7 +179,9 @@ def start(
     a_end, b_end = trio.testing.memory_stream_pair()
     sessions = (
         Session(a, Link(a_end, a.name, b.keypair.public, wire), PeerState(b.keypair.public)),
-        Session(b, Link(b_end, b.name, a.keypair.public, wire), PeerState(a.keypair.public)),
+        Session(
+            b, Link(b_end, b.name, a.keypair.public, wire, leads=False), PeerState(a.keypair.public)
+        ),
     )
     nursery.start_soon(lambda: sessions[0].run(**both, **(a_options or {})))
     nursery.start_soon(lambda: sessions[1].run(**both, **(b_options or {})))
