@@ -93,7 +93,12 @@ class FeedStore:
     `clock`: seconds since the epoch, our new messages' default timestamp
     (the simulator's stores read virtual time). `durable=False` skips
     flushing each commit to disk: for the simulator's stores only, which
-    nothing must survive (node/sim/network.py).
+    nothing must survive (node/sim/network.py). `single_descriptor=True`
+    holds one file descriptor where a store holds three: no lock file
+    (LMDB's `lock=False`: every access on one thread of one process, the
+    caller's promise) and writes through the map (`writemap`: no second
+    descriptor for the meta pages). For the simulator only, whose ten
+    thousand stores share one process and its descriptor limit.
 
     `registry`: the derived views kept (storage/registry.py): the store opens
     the tables they declare, and rebuilds any whose version it did not record
@@ -114,6 +119,7 @@ class FeedStore:
         retention: LogRetention = DEFAULT_RETENTION,
         clock: Callable[[], float] = time.time,
         durable: bool = True,
+        single_descriptor: bool = False,
         registry: Registry = REGISTRY,
         progress: Progress | None = None,
     ) -> None:
@@ -132,6 +138,8 @@ class FeedStore:
                 max_dbs=MAX_NAMED_DATABASES,
                 sync=durable,
                 metasync=durable,
+                lock=not single_descriptor,
+                writemap=single_descriptor,
             )
         except lmdb.Error as error:
             raise StorageError(f"cannot open the store at {self.path}: {error}") from error
