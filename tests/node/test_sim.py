@@ -14,7 +14,7 @@ import pytest
 import trio
 import trio.testing
 
-from tanglenode.node.sim.links import PathModel, link
+from tanglenode.node.sim.links import Arrivals, PathModel, link
 from tanglenode.node.sim.network import MAP_SIZE, SimConfig, simulate
 from tanglenode.node.sim.topology import TopologyError, edges
 from tanglenode.protocol.erase import is_erase
@@ -30,7 +30,8 @@ def arrivals(path: PathModel, sends: list[tuple[float, bytes]], seed: int = 1) -
     total = sum(len(data) for _at, data in sends)
 
     async def main() -> None:
-        ours, theirs = link(A, B, path, random.Random(seed))
+        arrivals = Arrivals()
+        ours, theirs = link(A, B, path, random.Random(seed), arrivals)
 
         async def receive() -> None:
             while len(got) < total:
@@ -38,10 +39,13 @@ def arrivals(path: PathModel, sends: list[tuple[float, bytes]], seed: int = 1) -
                 got.extend([trio.current_time()] * len(data))
 
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(receive)
-            for at, data in sends:
-                await trio.sleep_until(at)
-                await ours.send_all(data)
+            nursery.start_soon(arrivals.run)
+            async with trio.open_nursery() as exchange:
+                exchange.start_soon(receive)
+                for at, data in sends:
+                    await trio.sleep_until(at)
+                    await ours.send_all(data)
+            nursery.cancel_scope.cancel()
 
     trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
     return got
@@ -66,7 +70,7 @@ def test_a_lost_send_costs_a_retransmission_and_delays_what_follows():
 
 def test_a_closed_link_reads_as_a_goodbye_at_the_other_end():
     async def main() -> bytes:
-        ours, theirs = link(A, B, PathModel(), random.Random(1))
+        ours, theirs = link(A, B, PathModel(), random.Random(1), Arrivals())
         await ours.aclose()
         with pytest.raises(trio.BrokenResourceError):
             await ours.send_all(b"late")
