@@ -30,7 +30,7 @@ def seconds(text: str) -> float:
 
 @click.command("sim")
 @click.option(
-    "--nodes", type=click.IntRange(2, 5000), default=25, show_default=True, help="nodes simulated"
+    "--nodes", type=click.IntRange(2, 10000), default=25, show_default=True, help="nodes simulated"
 )
 @click.option(
     "--degree", type=click.IntRange(1, 64), default=5, show_default=True, help="peers a node has"
@@ -63,10 +63,31 @@ def seconds(text: str) -> float:
 @click.option("--seed", type=int, default=1, show_default=True, help="the same seed, the same run")
 @click.option(
     "--scenario",
-    type=click.Choice(["publish", "partition", "churn", "spammer", "erase"]),
+    type=click.Choice(["publish", "partition", "churn", "spammer", "erase", "reconnect"]),
     default="publish",
     show_default=True,
     help="what happens while the messages go out (docs/SIMULATOR.md)",
+)
+@click.option(
+    "--churn",
+    type=click.FloatRange(0, 1),
+    default=0.2,
+    show_default=True,
+    help="--scenario churn: the share of nodes that crash and restart",
+)
+@click.option(
+    "--feeds",
+    type=click.IntRange(1, 100_000),
+    default=1000,
+    show_default=True,
+    help="--scenario reconnect: the feeds every node carries",
+)
+@click.option(
+    "--differ",
+    type=click.IntRange(0, 100_000),
+    default=1,
+    show_default=True,
+    help="--scenario reconnect: of them, those node 0 holds one message more of",
 )
 @click.option("--flood", is_flag=True, help="every peer streams every feed (the old gossip)")
 @click.option(
@@ -88,6 +109,9 @@ def sim_command(
     settle: str,
     seed: int,
     scenario: str,
+    churn: float,
+    feeds: int,
+    differ: int,
     flood: bool,
     warmup: bool,
     as_json: bool,
@@ -101,13 +125,19 @@ def sim_command(
     run's seconds; --json prints one JSON object. The same --seed gives the
     same run. --scenario erase publishes one post and then its erase
     request instead, and reports how long the post took to reach every node
-    against how long its content took to leave them (docs/SIMULATOR.md).
+    against how long its content took to leave them; --scenario churn
+    crashes and restarts a share of the nodes and reports the delivery to
+    those that stayed up; --scenario reconnect connects nodes that carry
+    FEEDS feeds and differ in DIFFER, and reports what syncing them cost
+    (docs/SIMULATOR.md).
     """
     from tanglenode.node.sim.network import SimConfig, simulate
     from tanglenode.node.sim.topology import TopologyError
 
     if bandwidth is not None and not math.isfinite(bandwidth):
         raise BadInput("--bandwidth is a finite number of bytes a second (leave it out: none)")
+    if differ > feeds:
+        raise BadInput(f"--differ {differ} is more than the --feeds {feeds} carried")
     config = SimConfig(
         nodes=nodes,
         degree=degree,
@@ -122,6 +152,9 @@ def sim_command(
         flood=flood,
         scenario=scenario,
         warmup=warmup,
+        churn=churn,
+        feeds=feeds,
+        differ=differ,
     )
     try:
         result = simulate(config)

@@ -82,10 +82,10 @@ async def post_and_erase(
     """The scenario `erase`: `author` publishes a post; once every node holds it (or
     `settle` passes) it publishes the post's erase request, and the run waits until every
     node that held the content holds none of it (or `settle` passes). Each of the two
-    publishes waits for the links to be quiet first (`_quiet`), so both meet the same
+    publishes waits for the links to be quiet first (`quiet`), so both meet the same
     network: not the request alone behind the post's last frames still being
     retransmitted, which a lossy link makes it wait for (as TCP does)."""
-    await _quiet(ends, config.settle)
+    await quiet(ends, config.settle)
     key = author.keypair.public
     erasure = _Erasure(key, author.service.clock.get(key, 0) + 1)
     for node in nodes:
@@ -100,7 +100,7 @@ async def post_and_erase(
     erasure.post_from, counts = _came_from(nodes, key, counts), _delivered(nodes, key)
     erasure.target = post.id
     erasure.holders = {node.index for node in nodes if _holds_content(node, post.id)}
-    await _quiet(ends, config.settle)
+    await quiet(ends, config.settle)
     # Watched from before the publish: on links of no latency a peer may store the request
     # before the author's publish returns.
     erasure.erased = deliveries.published[(key, post.seq + 1)] = trio.current_time()
@@ -112,7 +112,7 @@ async def post_and_erase(
     return erasure
 
 
-async def _quiet(ends, settle: float) -> None:
+async def quiet(ends, settle: float) -> None:
     """Until no byte is in flight on any link while every task waits (or `settle` passes)."""
     with trio.move_on_after(settle):
         while True:

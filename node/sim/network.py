@@ -1,18 +1,19 @@
-"""A simulated network: hundreds to a thousand real nodes in one process, on virtual time.
+"""A simulated network: up to ten thousand real nodes in one process, on virtual time.
 
 Theory of operation
 -------------------
-Each node is a real `FeedStore` (its own LMDB directory) behind a real
-`StoreService` run inline (every store call on the event loop, none in a
-worker thread: the store's work then takes no virtual time, and the run is
-the same at every speed), and each edge of the topology
-(node/sim/topology.py) a pair of real `GossipSession`s (node/gossip/session.py),
-the same sans-IO machine a TCP connection drives, joined by a simulated
-link (node/sim/links.py: latency, bandwidth, loss). The clock is trio's
-`MockClock` with autojump: when every task waits, time jumps to the next
-deadline, so a run of a thousand nodes and 100 ms links costs the CPU its
-work, never the waiting. Everything random (keys, topology, who publishes,
-loss) comes from `--seed`, so a run is deterministic.
+Each node is a real `FeedStore` (its own LMDB directory, holding one file
+descriptor: `single_descriptor`) behind a real `StoreService` run inline
+(every store call on the event loop, none in a worker thread: the store's
+work then takes no virtual time, and the run is the same at every speed),
+and each edge of the topology (node/sim/topology.py) a pair of real
+`GossipSession`s (node/gossip/session.py), the same sans-IO machine a TCP
+connection drives, joined by a simulated link (node/sim/links.py: latency,
+bandwidth, loss). The clock is trio's `MockClock` with autojump: when every
+task waits, time jumps to the next deadline, so a run of ten thousand
+nodes and 100 ms links costs the CPU its work, never the waiting.
+Everything random (keys, topology, who publishes, loss, crashes) comes from
+`--seed`, so a run is deterministic.
 
 The scenario `publish`: after every node's sessions start (and, with
 `warmup`, after each node that will publish published one message that
@@ -35,17 +36,19 @@ publish. Then:
     message_bytes_mean      the measured messages' own size (signed wire form)
     latency_ms_*            from publish to stored, over (message, node)
     delivered               the share of (message, node) pairs delivered
+    rmr, ldh                relative message redundancy and last delivery hop
+                            (Plumtree's measures; node/sim/spread.py defines them)
 
 Scenarios: `spammer` (the last node publishes five messages of its own
 for each honest one, and every other node carries only its own feed and
 the publishers', as if it followed them: `spam_stored_on` counts the
 honest nodes that nonetheless hold a spammer's message; `converged`
-compares the honest nodes), `publish` (only that), `partition` (the first half of the nodes
-and the second lose every link between them for the middle third of the
-publishes; the links come back), `churn` (every tenth of the publishes a
-node leaves, its links cut, and comes back a tenth later). A node away
-publishes nothing; everything it missed reaches it when it is back, which
-the latencies show.
+compares the honest nodes), `publish` (only that), `partition` and `churn`
+(node/sim/scenarios.py: a share `churn` of the nodes crash and restart at
+random; `delivered_share_up` is the delivery to the nodes that stayed up).
+A node away publishes nothing; everything it missed reaches it when it is
+back, which the latencies show. The scenario `reconnect` (node/sim/reconnect.py)
+measures what a connection costs nodes that carry many feeds and differ in a few.
 
 The scenario `erase` (node/sim/erasure.py) measures how fast an erase request
 (protocol/erase.py) takes a content off the network against how fast an
@@ -90,8 +93,11 @@ from tanglenode.node.gossip.session import GossipSession
 from tanglenode.node.gossip.stream_plan import StreamPlan
 from tanglenode.node.net.peers import PeerState
 from tanglenode.node.service.store_service import StoreService
-from tanglenode.node.sim.erasure import post_and_erase
-from tanglenode.node.sim.links import PathModel, link
+from tanglenode.node.sim import reconnect
+from tanglenode.node.sim.erasure import _Erasure, post_and_erase
+from tanglenode.node.sim.links import Arrivals, PathModel, link
+from tanglenode.node.sim.scenarios import SCENARIOS, Plan
+from tanglenode.node.sim.spread import Spread
 from tanglenode.node.sim.topology import edges
 from tanglenode.protocol.identity import Keypair
 from tanglenode.protocol.message import Message
@@ -117,8 +123,11 @@ class SimConfig:
     settle: float = 60.0  # seconds after the last publish before giving up
     seed: int = 1
     flood: bool = False
-    scenario: str = "publish"  # or "partition", "churn", "spammer", "erase" (SCENARIOS)
+    scenario: str = "publish"  # or "partition", "churn", "spammer", "erase", "reconnect"
     warmup: bool = True  # each node publishes one message first, not measured
+    churn: float = 0.2  # the share of the nodes that crash and restart (scenario churn)
+    feeds: int = 1000  # the feeds every node carries (scenario reconnect)
+    differ: int = 1  # of them, those one node holds one message more of (reconnect)
 
 
 @dataclass(frozen=True)
@@ -149,6 +158,18 @@ class SimResult:
     erase_seconds: float | None = None
     erase_rounds: int | None = None
     content_left_on: int | None = None
+    # Every run: how the measured messages spread (node/sim/spread.py); None if none did.
+    rmr: float | None = None
+    ldh: int | None = None
+    # The scenario `churn`: the share of (message, node) pairs delivered to the nodes that
+    # never crashed.
+    delivered_share_up: float | None = None
+    # The scenario `reconnect` (node/sim/reconnect.py): from connecting until every node
+    # holds the same messages, the gossip bytes on all links, the seconds, and those over
+    # the links' round trip.
+    sync_bytes: int | None = None
+    sync_seconds: float | None = None
+    sync_round_trips: float | None = None
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -160,7 +181,13 @@ class _Node:
     keypair: Keypair
     store: FeedStore
     service: StoreService
-    sessions: list[GossipSession] = field(default_factory=list)
+    sessions: list[GossipSession] = field(default_factory=list)  # every one it ever ran
+    running: set[trio.CancelScope] = field(default_factory=set)  # its sessions running now
+
+    @classmethod
+    def open(cls, path: Path, index: int, keypair: Keypair, flood: bool) -> _Node:
+        service = _open_service(path, keypair, flood)
+        return cls(index, keypair, service.store, service)
 
 
 @dataclass
@@ -171,6 +198,8 @@ class _Deliveries:
     published: dict[tuple[bytes, int], float] = field(default_factory=dict)
     sizes: list[int] = field(default_factory=list)  # the measured messages' wire bytes
     latencies: list[float] = field(default_factory=list)
+    to: dict[int, int] = field(default_factory=dict)  # node -> measured messages it stored
+    publishers: list[int] = field(default_factory=list)  # each measured message's node
     done: trio.Event = field(default_factory=trio.Event)
 
     def observer(self, node: _Node):
@@ -180,6 +209,7 @@ class _Deliveries:
                 at = self.published.get((message.author, message.seq))
                 if at is not None and message.author != node.keypair.public:
                     self.latencies.append(now - at)
+                    self.to[node.index] = self.to.get(node.index, 0) + 1
             if len(self.latencies) >= self.expected:
                 self.done.set()
 
@@ -197,15 +227,17 @@ def simulate(config: SimConfig, root: Path | None = None) -> SimResult:
 
 
 def _simulate(config: SimConfig, root: Path, began: float) -> SimResult:
+    _descriptors_to_the_limit()
     rng = random.Random(config.seed)
     graph = edges(config.topology, config.nodes, config.degree, config.seed)
-    nodes = [_open_node(root, index, rng, config.flood) for index in range(config.nodes)]
+    keypairs = [Keypair(rng.randbytes(32)) for _ in range(config.nodes)]
+    nodes = [_Node.open(root / f"n{i}", i, key, config.flood) for i, key in enumerate(keypairs)]
     try:
         clock = trio.testing.MockClock(autojump_threshold=0)
         # Trio shuffles each batch of runnable tasks with its own generator (hypothesis seeds
         # it the same way); seeded, the same --seed schedules the same run.
         trio._core._run._r.seed(config.seed)
-        outcome = trio.run(_run, config, nodes, graph, rng, clock=clock)
+        outcome: _Outcome = trio.run(_run, config, nodes, graph, rng, clock=clock)
         honest = nodes[:-1] if config.scenario == "spammer" else nodes
         digests = {node.store.digests.timeline_digest(SPACETIME).digest for node in honest}
         spammer = nodes[-1].keypair.public
@@ -214,14 +246,17 @@ def _simulate(config: SimConfig, root: Path, began: float) -> SimResult:
             if config.scenario == "spammer"
             else None
         )
-        deliveries, wire_bytes, received, virtual, dropped, erasure = outcome
-        erased = {} if erasure is None else erasure.figures(nodes)
+        deliveries = outcome.deliveries
+        erasure = outcome.erasure
+        figures = {**outcome.figures, **({} if erasure is None else erasure.figures(nodes))}
     finally:
         for node in nodes:
             node.store.close()
     latencies = sorted(deliveries.latencies)
     pairs = max(1, deliveries.expected)
     measured = len(deliveries.published)
+    wire_bytes, received, virtual = outcome.wire_bytes, outcome.received, outcome.virtual
+    dropped = outcome.dropped
     return SimResult(
         nodes=config.nodes,
         edges=len(graph),
@@ -244,45 +279,68 @@ def _simulate(config: SimConfig, root: Path, began: float) -> SimResult:
         sessions_dropped=len(dropped),
         first_drop=dropped[0] if dropped else None,
         spam_stored_on=spam_stored_on,
-        **erased,
+        **figures,
     )
 
 
-def _open_node(root: Path, index: int, rng: random.Random, flood: bool) -> _Node:
-    keypair = Keypair(rng.randbytes(32))
+def _descriptors_to_the_limit() -> None:
+    """Raise the soft limit of open files to the hard one: a store holds one descriptor."""
+    _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
+def _open_service(path: Path, keypair: Keypair, flood: bool) -> StoreService:
     store = FeedStore(
-        root / f"n{index}",
+        path,
         keypair=keypair,
         map_size=MAP_SIZE,
         clock=lambda: EPOCH + trio.current_time(),  # timestamps on virtual time
         durable=False,  # nothing of a simulated store has to survive a crash
+        single_descriptor=True,  # every store on the loop's thread: one descriptor each
     )
     service = StoreService(store, hops=None, inline=True)
     service.shared(StreamPlan).once = not flood
-    return _Node(index, keypair, store, service)
+    return service
 
 
 @dataclass
-class _Wiring:
-    """The links of a run, made and cut as the scenario says."""
+class _Outcome:
+    deliveries: _Deliveries
+    wire_bytes: int
+    received: int
+    virtual: float
+    dropped: list[str]
+    erasure: _Erasure | None = None
+    figures: dict = field(default_factory=dict)  # the scenario's own SimResult fields
+
+
+@dataclass
+class Wiring:
+    """The links and sessions of a run, made, cut, crashed and restarted as the scenario
+    says (node/sim/scenarios.py)."""
 
     nodes: list[_Node]
     path: PathModel
     rng: random.Random
     nursery: trio.Nursery
+    spread: Spread
+    observe: Callable[[_Node], None]  # what the run watches on a node's service, once opened
+    flood: bool
+    arrivals: Arrivals = field(default_factory=Arrivals)
     ends: list = field(default_factory=list)  # every link end ever made (for the byte counts)
     live: dict[tuple[int, int], tuple] = field(default_factory=dict)  # edge -> its two ends
     dropped: list[str] = field(default_factory=list)  # why sessions ended on their own
 
     def connect(self, i: int, j: int) -> None:
         a, b = self.nodes[i], self.nodes[j]
-        ends = link(a.keypair.public, b.keypair.public, self.path, self.rng)
+        ends = link(a.keypair.public, b.keypair.public, self.path, self.rng, self.arrivals)
         self.ends += ends
         self.live[(i, j)] = ends
         for node, end in zip((a, b), ends, strict=True):
             session = GossipSession(end, node.service, PeerState(end.peer))  # type: ignore[arg-type]  # a SecureStream's duck
+            self.spread.watch(session, node.index)
             node.sessions.append(session)
-            self.nursery.start_soon(self._run_session, session, (i, j))
+            self.nursery.start_soon(self._run_session, node, session, (i, j))
 
     def cut(self, i: int, j: int) -> None:
         """The link goes down (a partition, a node leaving): both sessions see a goodbye."""
@@ -290,25 +348,62 @@ class _Wiring:
         if ends is not None:
             ends[0].close()
 
-    async def _run_session(self, session: GossipSession, edge: tuple[int, int]) -> None:
-        """A session to its end; one that ends while its link is up is counted with why
-        (`dropped`), as a real node logs a dropped peer, and the run goes on."""
+    def crash(self, index: int, edges: list[tuple[int, int]]) -> None:
+        """Node `index` stops at once: its sessions end where they are (what its inbox held
+        unstored is lost) and its links go down."""
+        for scope in self.nodes[index].running:
+            scope.cancel()
+        for edge in edges:
+            self.cut(*edge)
+
+    def restart(self, index: int) -> None:
+        """Node `index`, crashed, starts again from its store alone: the store opened
+        again, a new service over it (its clock, stream plan and counters new)."""
+        node = self.nodes[index]
+        path = node.store.path
+        node.store.close()
+        node.service = _open_service(path, node.keypair, self.flood)
+        node.store = node.service.store
+        self.observe(node)
+
+    async def _run_session(self, node: _Node, session: GossipSession, edge) -> None:
+        """A session to its end (or its node's crash); one that ends while its link is up
+        is counted with why (`dropped`), as a real node logs a dropped peer, and the run
+        goes on."""
+        scope = trio.CancelScope()
+        node.running.add(scope)
         try:
-            await session.run()
-        except Exception as error:
-            if edge in self.live:
+            with scope:
+                await session.run()
+        except Exception as error:  # a crash's cut links may add the session's goodbye
+            if edge in self.live and not scope.cancel_called:
                 self.dropped.append(f"{type(error).__name__}: {error}")
+        finally:
+            node.running.discard(scope)
 
 
-async def _run(config: SimConfig, nodes: list[_Node], graph, rng: random.Random):
+async def _run(config: SimConfig, nodes: list[_Node], graph, rng: random.Random) -> _Outcome:
     erasing = config.scenario == "erase"
     published = ERASE_MESSAGES if erasing else config.messages
     deliveries = _Deliveries(expected=published * (config.nodes - 1))
-    for node in nodes:
+
+    def observe(node: _Node) -> None:
         node.service.on_stored = deliveries.observer(node)
+
+    for node in nodes:
+        observe(node)
     path = PathModel(config.latency, config.bandwidth, config.loss)
+    index_of = {node.keypair.public: node.index for node in nodes}
+    spread = Spread(index_of, deliveries.published.__contains__)
     async with trio.open_nursery() as nursery:
-        wiring = _Wiring(nodes, path, rng, nursery)
+        wiring = Wiring(nodes, path, rng, nursery, spread, observe, config.flood)
+        nursery.start_soon(wiring.arrivals.run)
+        if config.scenario == "reconnect":
+            figures = await reconnect.build_and_connect(config, wiring, graph, deliveries)
+            nursery.cancel_scope.cancel()
+            traffic = (figures.pop(name) for name in ("wire_bytes", "received", "virtual"))
+            figures.update(spread.figures())
+            return _Outcome(deliveries, *traffic, wiring.dropped, None, figures)  # type: ignore[call-arg]
         for i, j in graph:
             wiring.connect(i, j)
         await trio.sleep(START)
@@ -322,7 +417,8 @@ async def _run(config: SimConfig, nodes: list[_Node], graph, rng: random.Random)
             await _warm_up([nodes[index] for index in sorted(set(authors))], nodes, config)
             deliveries.latencies.clear()
         before = _traffic(nodes, wiring.ends)  # the measure starts here
-        events = SCENARIOS[config.scenario](config, graph, rng)
+        plan: Plan = SCENARIOS[config.scenario](config, graph, rng)
+        events = plan.events
         away: set[int] = set()
         erasure = None
         if erasing:
@@ -338,6 +434,7 @@ async def _run(config: SimConfig, nodes: list[_Node], graph, rng: random.Random)
             message = await author.service.publish({"type": "post", "n": number}, None)
             deliveries.published[(message.author, message.seq)] = trio.current_time()
             deliveries.sizes.append(len(message.raw))
+            deliveries.publishers.append(author.index)
             if config.scenario == "spammer":  # five of its own for each honest message
                 for _ in range(SPAM_EACH):
                     await nodes[-1].service.publish({"type": "post", "spam": number}, None)
@@ -351,66 +448,21 @@ async def _run(config: SimConfig, nodes: list[_Node], graph, rng: random.Random)
     wire_bytes, received = (
         now - then for now, then in zip(_traffic(nodes, wiring.ends), before, strict=True)
     )
-    return deliveries, wire_bytes, received, virtual, wiring.dropped, erasure
+    figures = {**spread.figures(), "delivered_share_up": _share_up(deliveries, plan, config)}
+    return _Outcome(deliveries, wire_bytes, received, virtual, wiring.dropped, erasure, figures)
 
 
-Event = Callable[[_Wiring, set[int]], None]
+def _share_up(deliveries: _Deliveries, plan: Plan, config: SimConfig) -> float | None:
+    """The share of (message, node) pairs delivered to the nodes that never crashed (None
+    in a scenario that crashes none)."""
+    if not plan.crashing:
+        return None
+    up = config.nodes - len(plan.crashing)
+    expected = sum(up - (author not in plan.crashing) for author in deliveries.publishers)
+    stored = sum(n for node, n in deliveries.to.items() if node not in plan.crashing)
+    return round(stored / max(1, expected), 4)
 
 
-def _publish_only(config: SimConfig, graph, rng: random.Random) -> dict[int, list[Event]]:
-    return {}
-
-
-def _partition(config: SimConfig, graph, rng: random.Random) -> dict[int, list[Event]]:
-    """The first half of the nodes and the second lose every link between them for the
-    middle third of the publishes, then the links come back."""
-    half = config.nodes // 2
-    crossing = [(i, j) for i, j in graph if (i < half) != (j < half)]
-
-    def split(wiring: _Wiring, away: set[int]) -> None:
-        for edge in crossing:
-            wiring.cut(*edge)
-
-    def heal(wiring: _Wiring, away: set[int]) -> None:
-        for edge in crossing:
-            wiring.connect(*edge)
-
-    third = config.messages // 3
-    return {third: [split], 2 * third: [heal]}
-
-
-def _churn(config: SimConfig, graph, rng: random.Random) -> dict[int, list[Event]]:
-    """Every tenth of the publishes a node leaves (its links cut); it comes back (its links
-    made again) a tenth later, having missed what was published meanwhile."""
-    step = max(1, config.messages // 10)
-    events: dict[int, list[Event]] = {}
-    for start in range(step, config.messages, step):
-        leaver = rng.randrange(config.nodes)
-        edges_of = [(i, j) for i, j in graph if leaver in (i, j)]
-
-        def leave(wiring: _Wiring, away: set[int], n=leaver, mine=edges_of) -> None:
-            away.add(n)
-            for edge in mine:
-                wiring.cut(*edge)
-
-        def back(wiring: _Wiring, away: set[int], n=leaver, mine=edges_of) -> None:
-            away.discard(n)
-            for edge in mine:
-                if edge not in wiring.live and not ({*edge} & away):
-                    wiring.connect(*edge)
-
-        events.setdefault(start, []).append(leave)
-        events.setdefault(min(start + step, config.messages), []).append(back)
-    return events
-
-
-SCENARIOS = {
-    "publish": _publish_only,
-    "partition": _partition,
-    "churn": _churn,
-    "spammer": _publish_only,  # its publishing is in `_run`
-    "erase": _publish_only,  # its two publishes are node/sim/erasure.py's
-}
 SPAM_EACH = 5  # messages the spammer publishes for each honest one
 ERASE_MESSAGES = 2  # the scenario `erase` publishes a post and its erase request
 
