@@ -91,6 +91,8 @@ DEFAULT_MAX_FEEDS = 20_000
 MAX_ASK = 64  # entries per ASK (and messages per WITNESS) frame
 MAX_ASKING = 256  # entries asked and not yet answered, at most, each way
 CLOCK_CHUNK = 8_192  # feeds per HELLO or CLOCK frame we send (well under the frame cap)
+RECONCILE_FRAME_BYTES = 256 * 1024  # a walk's message goes in frames of about this much
+MAX_RECONCILE_FRAMES = 16  # frames one message of the walk may span
 
 
 class FrameKind(enum.IntEnum):
@@ -104,6 +106,7 @@ class FrameKind(enum.IntEnum):
     WITNESS = 7
     UNHELD = 8
     PRESENCE = 9  # offered with [CREDIT, 0] (above)
+    RECONCILE = 10  # offered with [CLOCK, {}] right after HELLO (above)
 
 
 class Breach(enum.StrEnum):
@@ -121,6 +124,7 @@ class Breach(enum.StrEnum):
     BAD_EVIDENCE = "bad-evidence"  # EVIDENCE of another size than a fork proof's
     TOO_MANY_ASKS = "too-many-asks"  # more entries asked than `MAX_ASK` / `MAX_ASKING`
     UNASKED = "unasked"  # a WITNESS or UNHELD answering nothing we asked
+    RECONCILE = "reconcile"  # RECONCILE unoffered, malformed, or breaking the walk's rules
 
 
 class GossipError(RemoteProtocolError):
@@ -192,6 +196,16 @@ class PeerOffersPresence:
     pass
 
 
+@dataclass(frozen=True, slots=True)
+class PeerOffersReconcile:
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class PeerReconcile:
+    ranges: list[Any]  # one message of the walk, whole (protocol/reconcile.py checks it)
+
+
 Event = (
     PeerHello
     | PeerClock
@@ -203,6 +217,8 @@ Event = (
     | PeerWitnesses
     | PeerPresence
     | PeerOffersPresence
+    | PeerOffersReconcile
+    | PeerReconcile
     | PeerUnheld
 )
 
@@ -278,6 +294,15 @@ def _entries(value: Any, what: str) -> list[Entry]:
     return [(entry[0], entry[1], entry[2]) for entry in value]
 
 
+def _weight(payload: Any) -> int:
+    """About how many bytes a range's payload encodes to (to part a message in frames)."""
+    if isinstance(payload, bytes):
+        return len(payload)
+    if isinstance(payload, list):
+        return sum(_weight(each) for each in payload) + 4
+    return 9
+
+
 def _count(value: Any, what: str) -> int:
     if not (isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 1 << 32):
         raise GossipError(Breach.MALFORMED, f"{what}: not a count")
@@ -300,6 +325,10 @@ class GossipConnection:
         self.asking: dict[bytes, Entry] = {}  # tag -> what we asked and was not answered
         self.asked_of_us = 0  # entries the peer asked and we have not answered
         self.peer_offered_presence = False  # its [CREDIT, 0] came: PRESENCE may go to it
+        self.peer_offered_reconcile = False  # its [CLOCK, {}] came right after its HELLO
+        self._frames_since_hello = 0
+        self._walk_message: list[Any] = []  # ranges of the peer's message so far
+        self._walk_frames = 0
 
     # -- what we send --------------------------------------------------------
 
@@ -388,6 +417,29 @@ class GossipConnection:
         """We speak PRESENCE: `[CREDIT, 0]`, a no-op to a node that does not (above)."""
         return encode_frame([FrameKind.CREDIT, 0], self.max_frame)
 
+    def offer_reconcile(self) -> bytes:
+        """We reconcile clocks (protocol/reconcile.py): `[CLOCK, {}]` right after HELLO, a
+        no-op to a node that does not (above)."""
+        return encode_frame([FrameKind.CLOCK, {}], self.max_frame)
+
+    def reconcile(self, ranges: list[Any]) -> bytes:
+        """One message of the walk, in as many RECONCILE frames as its size asks (the last
+        range, running to the end, closes it)."""
+        if not self.peer_offered_reconcile:
+            raise LocalProtocolError("RECONCILE to a peer that did not offer it")
+        frames, chunk, size = [], list[Any](), 0
+        for entry in ranges:
+            weight = 64 + _weight(entry[2])
+            if chunk and size + weight > RECONCILE_FRAME_BYTES:
+                frames.append(encode_frame([FrameKind.RECONCILE, chunk], self.max_frame))
+                chunk, size = [], 0
+            chunk.append(entry)
+            size += weight
+        frames.append(encode_frame([FrameKind.RECONCILE, chunk], self.max_frame))
+        if len(frames) > MAX_RECONCILE_FRAMES:
+            raise LocalProtocolError(f"a walk's message of {len(frames)} frames")
+        return b"".join(frames)
+
     def presence(self, payload: bytes) -> bytes:
         """Where our author is (protocol/presence.py); only once the peer offered it."""
         if not self.peer_offered_presence:
@@ -400,10 +452,11 @@ class GossipConnection:
         self._decoder.receive_data(data)
         events = []
         while (frame := self._decoder.next_frame()) is not None:
-            events.append(self._event(frame))
+            if (event := self._event(frame)) is not None:
+                events.append(event)
         return events
 
-    def _event(self, frame: Any) -> Event:
+    def _event(self, frame: Any) -> Event | None:
         if (
             not isinstance(frame, list)
             or not frame
@@ -419,6 +472,9 @@ class GossipConnection:
             raise GossipError(Breach.NO_HELLO, "the first frame must be HELLO")
         if kind is FrameKind.HELLO:
             return self._hello(frame)
+        self._frames_since_hello += 1
+        if kind is FrameKind.RECONCILE:
+            return self._reconcile(frame)
         if kind is FrameKind.PRESENCE:  # the envelope here; the payload the node judges
             if (
                 len(frame) != 2
@@ -432,6 +488,9 @@ class GossipConnection:
         if len(frame) != 2:
             raise GossipError(Breach.MALFORMED, f"{kind.name} takes one argument")
         if kind is FrameKind.CLOCK:
+            if self._frames_since_hello == 1 and frame[1] == {}:
+                self.peer_offered_reconcile = True
+                return PeerOffersReconcile()
             return PeerClock(_clock(frame[1], "CLOCK", self.max_feeds))
         if kind is FrameKind.WANT:
             return PeerWants(_wants(frame[1], self.max_feeds))
@@ -468,6 +527,25 @@ class GossipConnection:
             )
         self.receive_allowance -= len(raws)
         return PeerMessages(raws) if kind is FrameKind.MESSAGES else PeerEvidence(raws)
+
+    def _reconcile(self, frame: list[Any]) -> PeerReconcile | None:
+        """A RECONCILE frame: its ranges gathered until the one running to the end closes the
+        message (whose rules protocol/reconcile.py checks)."""
+        if not self.peer_offered_reconcile:
+            raise GossipError(Breach.RECONCILE, "RECONCILE from a peer that did not offer it")
+        if len(frame) != 2 or not isinstance(frame[1], list) or not frame[1]:
+            raise GossipError(Breach.RECONCILE, "RECONCILE carries a non-empty list of ranges")
+        self._walk_frames += 1
+        if self._walk_frames > MAX_RECONCILE_FRAMES:
+            raise GossipError(
+                Breach.RECONCILE, f"a walk's message over {MAX_RECONCILE_FRAMES} frames"
+            )
+        self._walk_message += frame[1]
+        last = frame[1][-1]
+        if not (isinstance(last, list) and last and last[0] is None):
+            return None  # more of the message follows
+        ranges, self._walk_message, self._walk_frames = self._walk_message, [], 0
+        return PeerReconcile(ranges)
 
     def _asks(self, entries: list[Entry]) -> PeerAsks:
         entries = list(dict.fromkeys(entries))  # each answered once, however often asked

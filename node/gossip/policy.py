@@ -35,6 +35,9 @@ which session streams each feed; the policies are its sessions.
 
 The events, and what each decides (docs/PEERS.md has the why):
 
+- `reconciled(ours, theirs, now)`: the session's walk (protocol/reconcile.py)
+  ended: the peer knows our clock as it was, and its clock is taken as a
+  HELLO's.
 - `peer_clock(changes, now)` (HELLO or CLOCK): more than `max_feeds` feeds
   drops the peer; a feed we hold a proof about is due to it; we WANT every
   feed it is ahead on from our head if the plan lets this session stream
@@ -282,13 +285,23 @@ class GossipPolicy:
     # -- events ---------------------------------------------------------------------------
 
     def hello(self) -> Clock:
-        """The session starts: our clock as we tell it in HELLO (the feeds we carry)."""
+        """The session starts: our clock (the feeds we carry), as the walk reconciles it with
+        the peer's (protocol/reconcile.py). HELLO itself tells nothing: a peer that does not
+        reconcile hears every head in CLOCK (`clock_changes(None)`), as not yet told."""
         held = self.held
         tags, carries = held.tags, held.carries
-        self.advertised = {
-            feed: (seq, tags[feed]) for feed, seq in held.clock.items() if carries(feed)
-        }
-        return self.advertised
+        self.advertised = {}
+        return {feed: (seq, tags[feed]) for feed, seq in held.clock.items() if carries(feed)}
+
+    def reconciled(self, ours: Clock, theirs: Clock, now: float) -> list:
+        """The walk ended: the peer knows `ours` (our clock when it opened) and we know its
+        clock, `theirs`, taken as its HELLO's would be (a head it told since in CLOCK
+        stands)."""
+        for feed, head in ours.items():
+            self.advertised.setdefault(feed, head)
+        told = self.peer_clock
+        fresh = {feed: head for feed, head in theirs.items() if feed not in told}
+        return self.peer_clock_changed(fresh, now, hello=True)
 
     def peer_clock_changed(self, changes: Clock, now: float, *, hello: bool = False) -> list:
         """The peer's HELLO clock (`hello`) or a CLOCK's changes."""

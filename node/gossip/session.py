@@ -93,20 +93,25 @@ from tanglenode.node.service.store_service import StoreService
 from tanglenode.protocol.errors import RemoteProtocolError
 from tanglenode.protocol.gossip import (
     DEFAULT_MAX_FEEDS,
+    Breach,
     GossipConnection,
+    GossipError,
     PeerAsks,
     PeerClock,
     PeerCredit,
     PeerEvidence,
     PeerHello,
     PeerMessages,
+    PeerOffersReconcile,
     PeerPresence,
+    PeerReconcile,
     PeerUnheld,
     PeerWants,
     PeerWitnesses,
 )
 from tanglenode.protocol.identity import feed_text
 from tanglenode.protocol.presence import Presence, PresenceRefused, encode_presence
+from tanglenode.protocol.reconcile import ReconcileError, Reconciliation
 from tanglenode.storage.feeds.ingest import IngestResult
 
 log = structlog.get_logger("gossip")
@@ -114,6 +119,7 @@ log = structlog.get_logger("gossip")
 WINDOW = 16384  # messages a peer may send before we grant more (four store batches)
 BATCH = 1024  # messages per MESSAGES frame at most (and at most one frame's bytes)
 PAGE = 256  # kept proofs read at once by a session's writer
+UNDECIDED_WAIT = 3.0  # seconds after which a peer that said nothing past HELLO hears our clock
 
 
 class PeerMisbehaved(RemoteProtocolError):
@@ -227,6 +233,11 @@ class GossipSession:
         now = trio.current_time()
         self.presence_in = PresenceRate(last=now)
         self.presence_out = PresenceRate(SEND_RATE, SEND_BURST, SEND_BURST, now)
+        self.ours_at_hello: dict | None = None  # our clock when we said HELLO, for the walk
+        self.walk: Reconciliation | None = None  # the walk with the peer (protocol/reconcile.py)
+        self.clock_told = False  # the peer knows our clock (walked, or told in CLOCK): the
+        # writer tells it what moves
+        self._peer_kind_known = trio.Event()  # it offered the walk, or showed it does not
 
     @property
     def delivered(self) -> dict[bytes, int]:
@@ -236,7 +247,7 @@ class GossipSession:
     async def run(self) -> None:
         self.service.verifier.want()  # its messages are checked in a worker process
         hello = self.policy.hello()
-        self.heads_seen = self.service.heads.cursor()  # HELLO tells every head up to here
+        self.heads_seen = self.service.heads.cursor()  # the walk settles every head up to here
         self.plan.sessions.add(self.policy)
         self.presence.senders.add(self._tell_presence)
         try:
@@ -247,8 +258,12 @@ class GossipSession:
             self._act_soon(self.policy.ended(trio.current_time()))
 
     async def _run(self, hello) -> None:
+        self.ours_at_hello = hello
+        connection = self.connection
         with self.service.counters.session(self.peer) as self.traffic:
-            await self._send(self.connection.hello(hello) + self.connection.offer_presence())
+            await self._send(
+                connection.hello({}) + connection.offer_reconcile() + connection.offer_presence()
+            )
             seen = self.service.version
             await self.suspects.read(self.service)  # known before the peer's clock is read
             async with trio.open_nursery() as nursery:
@@ -258,6 +273,7 @@ class GossipSession:
                 nursery.start_soon(self._watch_suspects, seen)
                 nursery.start_soon(self._watch_streams)
                 nursery.start_soon(self.witnesses.run)
+                nursery.start_soon(self._await_peer_kind)
                 await self._write()
 
     async def _send(self, data: bytes) -> None:
@@ -332,7 +348,13 @@ class GossipSession:
 
     async def _handle(self, event) -> None:
         policy = self.policy
-        if isinstance(event, PeerHello | PeerClock):
+        if not self._peer_kind_known.is_set() and _shows_no_walk(event):
+            self._tell_whole_clock()
+        if isinstance(event, PeerOffersReconcile):
+            await self._open_walk()
+        elif isinstance(event, PeerReconcile):
+            await self._walk_on(event.ranges)
+        elif isinstance(event, PeerHello | PeerClock):
             hello = isinstance(event, PeerHello)
             changes = event.clock if hello else event.changes
             actions = policy.peer_clock_changed(changes, trio.current_time(), hello=hello)
@@ -359,6 +381,55 @@ class GossipSession:
             self.witnesses.unheld(event.entries)
         elif isinstance(event, PeerPresence):
             await self._presence(event)
+
+    # -- the walk (protocol/reconcile.py) --------------------------------------------
+
+    def _tell_whole_clock(self) -> None:
+        """The peer does not walk: it hears every head in CLOCK, as not yet told."""
+        self._peer_kind_known.set()
+        if not self.clock_told:
+            self.clock_told, self.heads_seen, self.ours_at_hello = True, None, None
+            self.poke()
+
+    async def _await_peer_kind(self) -> None:
+        """A peer that says nothing past its HELLO may be one that does not walk and has
+        nothing to say: it hears our clock after `UNDECIDED_WAIT`."""
+        with trio.move_on_after(UNDECIDED_WAIT):
+            await self._peer_kind_known.wait()
+        if not self._peer_kind_known.is_set():
+            self._tell_whole_clock()
+
+    async def _open_walk(self) -> None:
+        self._peer_kind_known.set()
+        ours = self.ours_at_hello if self.ours_at_hello is not None else self.policy.hello()
+        self.ours_at_hello = ours
+        secure = self.secure
+        self.walk = Reconciliation(
+            ours, secure.session_salt, secure.leads, max_items=2 * self.policy.max_feeds
+        )
+        await self._send(self.connection.reconcile(self.walk.opening()))
+
+    async def _walk_on(self, ranges: list) -> None:
+        """The peer's message of the walk: our reply; once it ended, the peer's clock is
+        known (as a HELLO's would be) and what moves since is told in CLOCK."""
+        walk = self.walk
+        if walk is None:
+            raise GossipError(Breach.RECONCILE, "RECONCILE before the walk opened")
+        try:
+            reply = walk.receive(ranges)
+        except ReconcileError as error:
+            raise GossipError(Breach.RECONCILE, str(error)) from None
+        if reply is not None:
+            await self._send(self.connection.reconcile(reply))
+        if not walk.done:
+            return
+        ours, self.ours_at_hello = self.ours_at_hello or {}, None
+        actions = self.policy.reconciled(ours, walk.peer_heads(), trio.current_time())
+        self.walk = None
+        self.clock_told = True
+        self.poke()
+        self._clock_moved.set()
+        await self._act(actions)
 
     async def _presence(self, event: PeerPresence) -> None:
         """A peer's PRESENCE (node/gossip/presence.py): to the hub, or dropped with its
@@ -497,6 +568,8 @@ class GossipSession:
     async def _send_clock_changes(self) -> None:
         """The heads the policy tells the peer, of the feeds whose head moved since we last
         looked (node/service/head_changes.py)."""
+        if not self.clock_told:
+            return  # the walk tells the peer our clock first
         heads = self.service.heads
         moved = heads.since(self.heads_seen)
         self.heads_seen = heads.cursor()
@@ -527,6 +600,14 @@ class GossipSession:
             policy.sent(batch.sent, asked)
             self.peer.sent += len(batch.raws)
             self.traffic.sent += len(batch.raws)
+
+
+def _shows_no_walk(event) -> bool:
+    """Whether a frame of the peer's, before its kind is known, shows it does not walk: a HELLO
+    that tells its clock, or a first frame after HELLO other than the offer."""
+    if isinstance(event, PeerHello):
+        return bool(event.clock)
+    return not isinstance(event, PeerOffersReconcile)
 
 
 class _PeerLeft(Exception):

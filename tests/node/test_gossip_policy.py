@@ -288,13 +288,39 @@ def test_subscriptions_lack_what_we_hold_until_sent_and_a_new_want_wins_over_a_b
 def test_a_head_is_told_once_and_not_when_the_peer_told_us_the_same_but_the_first_of_a_feed():
     held = Held(clock={F: 3, G: 2}, tags={F: TAG, G: TAG})
     (a,) = policies("a", held=held)
-    assert a.hello() == {F: (3, TAG), G: (2, TAG)}
+    ours = a.hello()
+    assert ours == {F: (3, TAG), G: (2, TAG)}
+    a.reconciled(ours, {}, 0.0)  # the walk ended: the peer knows our clock, it holds nothing
     a.peer_clock_changed({F: (5, OTHER)}, 0.0)
     held.clock[F], held.tags[F] = 5, OTHER  # we caught up to the head it told us
     held.clock[b"n" * 32], held.tags[b"n" * 32] = 1, TAG  # a feed new to us
     held.clock[G] = 3
     assert a.clock_changes(None) == [SendClock({b"n" * 32: (1, TAG), G: (3, TAG)})]
     assert a.clock_changes(None) == []
+
+
+def test_a_peer_that_does_not_walk_hears_every_head_and_a_walked_one_only_what_moved():
+    held = Held(clock={F: 3, G: 2}, tags={F: TAG, G: TAG})
+    legacy, walked = policies("a", "b", held=held)
+    legacy.hello()
+    assert legacy.clock_changes(None) == [SendClock({F: (3, TAG), G: (2, TAG)})]
+    ours = walked.hello()
+    actions = walked.reconciled(ours, {F: (5, OTHER), G: (2, TAG)}, 0.0)
+    # as a HELLO's clock: each feed streamed from our head (F: it is ahead; G: live)
+    assert wants(actions) == [{F: 3, G: 2}]
+    assert walked.peer_clock == {F: 5, G: 2}
+    assert walked.clock_changes(None) == []  # it knows our clock already
+    held.clock[G] = 3
+    assert walked.clock_changes(None) == [SendClock({G: (3, TAG)})]
+
+
+def test_a_head_told_in_clock_before_the_walk_ended_stands():
+    held = Held(clock={F: 3}, tags={F: TAG})
+    (a,) = policies("a", held=held)
+    ours = a.hello()
+    a.peer_clock_changed({F: (6, OTHER)}, 0.0)
+    a.reconciled(ours, {F: (4, TAG)}, 0.0)
+    assert a.peer_clock[F] == 6 and a.peer_tags[F] == OTHER
 
 
 def test_a_feed_leaving_the_scope_is_stopped_and_one_coming_back_asked_again():
