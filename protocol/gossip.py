@@ -107,6 +107,7 @@ class FrameKind(enum.IntEnum):
     UNHELD = 8
     PRESENCE = 9  # offered with [CREDIT, 0] (above)
     RECONCILE = 10  # offered with [CLOCK, {}] right after HELLO (above)
+    WANT_AGREED = 11  # WANT by position among the feeds the walk found alike
 
 
 class Breach(enum.StrEnum):
@@ -202,6 +203,11 @@ class PeerOffersReconcile:
 
 
 @dataclass(frozen=True, slots=True)
+class PeerWantsAgreed:
+    selection: bytes | list[int]  # positions among the walk's agreed feeds (protocol/reconcile.py)
+
+
+@dataclass(frozen=True, slots=True)
 class PeerReconcile:
     ranges: list[Any]  # one message of the walk, whole (protocol/reconcile.py checks it)
 
@@ -219,6 +225,7 @@ Event = (
     | PeerOffersPresence
     | PeerOffersReconcile
     | PeerReconcile
+    | PeerWantsAgreed
     | PeerUnheld
 )
 
@@ -440,6 +447,13 @@ class GossipConnection:
             raise LocalProtocolError(f"a walk's message of {len(frames)} frames")
         return b"".join(frames)
 
+    def want_agreed(self, selection: bytes | list[int]) -> bytes:
+        """WANT the feeds the walk found alike at these positions, each after the head both
+        hold (protocol/reconcile.py, `selection`)."""
+        if not self.peer_offered_reconcile:
+            raise LocalProtocolError("WANT_AGREED to a peer that did not offer the walk")
+        return encode_frame([FrameKind.WANT_AGREED, selection], self.max_frame)
+
     def presence(self, payload: bytes) -> bytes:
         """Where our author is (protocol/presence.py); only once the peer offered it."""
         if not self.peer_offered_presence:
@@ -475,6 +489,12 @@ class GossipConnection:
         self._frames_since_hello += 1
         if kind is FrameKind.RECONCILE:
             return self._reconcile(frame)
+        if kind is FrameKind.WANT_AGREED:
+            if not self.peer_offered_reconcile:
+                raise GossipError(Breach.RECONCILE, "WANT_AGREED from a peer that did not walk")
+            if len(frame) != 2 or not isinstance(frame[1], bytes | list):
+                raise GossipError(Breach.RECONCILE, "WANT_AGREED carries one selection")
+            return PeerWantsAgreed(frame[1])
         if kind is FrameKind.PRESENCE:  # the envelope here; the payload the node judges
             if (
                 len(frame) != 2

@@ -106,7 +106,7 @@ class Reconciliation:
     leads: bool
     leaf: int = 24  # list a range holding at most this many of our items
     branch: int = 16  # else split it in this many parts
-    full_list: int = 256  # items a message lists in full at most (else as hashes)
+    full_list: int = 64  # items a message lists in full at most (else as hashes)
     max_messages: int = 32
     max_ranges: int = 16_384
     max_items: int = 40_000
@@ -365,6 +365,13 @@ class Reconciliation:
             heads.update(items)
         return heads
 
+    def agreed(self) -> list[bytes]:
+        """The feeds whose heads the two hold the same, sorted: the same list at both ends,
+        which a WANT may then name by position (`selection`)."""
+        theirs = self.peer_heads()
+        heads = self.heads
+        return [feed for feed in self._feeds if theirs.get(feed) == heads[feed]]
+
     # -- checking what the peer sent ---------------------------------------------------
 
     def _parse(self, ranges: Any) -> list[tuple[_Bounds, int, Any]]:
@@ -467,3 +474,34 @@ def _bits(bitmap: Any, count: int) -> list[bool]:
     if any(bitmap[i // 8] >> (i % 8) & 1 for i in range(count, len(bitmap) * 8)):
         raise ReconcileError("a bitmap sets bits past its count")
     return bits
+
+
+def selection(chosen: list[bool]) -> bytes | list[int]:
+    """Positions in a list both ends know, as whichever is shorter: a bitmap, or the lengths
+    of its alternate runs (unchosen first): one run says "all" in a byte or two."""
+    runs, current, length = [], False, 0
+    for bit in chosen:
+        if bit != current:
+            runs.append(length)
+            current, length = bit, 0
+        length += 1
+    runs.append(length)
+    bitmap = _bitmap(chosen)
+    return runs if len(runs) * 3 < len(bitmap) else bitmap
+
+
+def selected(payload: Any, count: int) -> list[bool]:
+    """The positions a `selection` chose in a list of `count`."""
+    if isinstance(payload, bytes):
+        return _bits(payload, count)
+    if not (
+        isinstance(payload, list)
+        and all(isinstance(n, int) and not isinstance(n, bool) and n >= 0 for n in payload)
+        and sum(payload) == count
+        and len(payload) <= count + 1
+    ):
+        raise ReconcileError(f"a selection of {count} is a bitmap or runs summing to it")
+    chosen: list[bool] = []
+    for index, run in enumerate(payload):
+        chosen += [index % 2 == 1] * run
+    return chosen

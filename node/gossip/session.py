@@ -107,11 +107,12 @@ from tanglenode.protocol.gossip import (
     PeerReconcile,
     PeerUnheld,
     PeerWants,
+    PeerWantsAgreed,
     PeerWitnesses,
 )
 from tanglenode.protocol.identity import feed_text
 from tanglenode.protocol.presence import Presence, PresenceRefused, encode_presence
-from tanglenode.protocol.reconcile import ReconcileError, Reconciliation
+from tanglenode.protocol.reconcile import ReconcileError, Reconciliation, selected, selection
 from tanglenode.storage.feeds.ingest import IngestResult
 
 log = structlog.get_logger("gossip")
@@ -235,6 +236,8 @@ class GossipSession:
         self.presence_out = PresenceRate(SEND_RATE, SEND_BURST, SEND_BURST, now)
         self.ours_at_hello: dict | None = None  # our clock when we said HELLO, for the walk
         self.walk: Reconciliation | None = None  # the walk with the peer (protocol/reconcile.py)
+        self.agreed: list[tuple[bytes, int]] | None = None  # the feeds the walk found alike,
+        # with their seqs, until the peer's WANT_AGREED names some by position
         self.clock_told = False  # the peer knows our clock (walked, or told in CLOCK): the
         # writer tells it what moves
         self._peer_kind_known = trio.Event()  # it offered the walk, or showed it does not
@@ -354,6 +357,8 @@ class GossipSession:
             await self._open_walk()
         elif isinstance(event, PeerReconcile):
             await self._walk_on(event.ranges)
+        elif isinstance(event, PeerWantsAgreed):
+            await self._wanted_agreed(event.selection)
         elif isinstance(event, PeerHello | PeerClock):
             hello = isinstance(event, PeerHello)
             changes = event.clock if hello else event.changes
@@ -425,11 +430,43 @@ class GossipSession:
             return
         ours, self.ours_at_hello = self.ours_at_hello or {}, None
         actions = self.policy.reconciled(ours, walk.peer_heads(), trio.current_time())
+        self.agreed = [(feed, ours[feed][0]) for feed in walk.agreed()]
         self.walk = None
         self.clock_told = True
         self.poke()
         self._clock_moved.set()
-        await self._act(actions)
+        await self._act(self._wants_by_position(actions))
+
+    def _wants_by_position(self, actions: list) -> list:
+        """The walk's first WANT names each feed alike at both ends, wanted after the head
+        both hold, by its position among them: a bit (or a run) where a key took 35 bytes."""
+        at = {feed: seq for feed, seq in self.agreed or ()}
+        done = []
+        for action in actions:
+            if not isinstance(action, SendWant):
+                done.append(action)
+                continue
+            chosen = {f for f, after in action.wants.items() if at.get(f, -1) == after}
+            if chosen:
+                bits = [feed in chosen for feed, _ in self.agreed or ()]
+                self._send_soon(self.connection.want_agreed(selection(bits)))
+            rest = {f: after for f, after in action.wants.items() if f not in chosen}
+            if rest:
+                done.append(SendWant(rest))
+        return done
+
+    async def _wanted_agreed(self, chosen) -> None:
+        """The peer's WANT by position among the feeds the walk found alike (once a walk)."""
+        agreed, self.agreed = self.agreed, None
+        if agreed is None:
+            raise GossipError(Breach.RECONCILE, "WANT_AGREED without a walk ended, or twice")
+        try:
+            bits = selected(chosen, len(agreed))
+        except ReconcileError as error:
+            raise GossipError(Breach.RECONCILE, str(error)) from None
+        wants = {feed: seq for (feed, seq), bit in zip(agreed, bits, strict=True) if bit}
+        self.resume = None
+        await self._act(self.policy.peer_wants(wants))
 
     async def _presence(self, event: PeerPresence) -> None:
         """A peer's PRESENCE (node/gossip/presence.py): to the hub, or dropped with its

@@ -1,0 +1,154 @@
+"""Sessions that reconcile their clocks by a walk (protocol/reconcile.py), and peers that do
+not walk: real stores, real `gossip()`, over trio's memory streams (tests/node/
+test_gossip_session.py's harness)."""
+
+from __future__ import annotations
+
+import msgpack
+import pytest
+import trio
+
+from tanglenode.protocol.framing import encode_frame
+from tanglenode.protocol.gossip import (
+    FrameKind,
+    GossipConnection,
+    PeerClock,
+    PeerOffersReconcile,
+    PeerReconcile,
+    PeerWants,
+)
+from tanglenode.protocol.reconcile import FINGERPRINT
+from tests.node.test_gossip_session import Wire, chain, open_side, raw_peer, start
+
+__all__ = ["open_side"]  # the fixture, used by name
+
+pytestmark = pytest.mark.timeout(60)
+
+FEEDS = 300
+
+
+@pytest.fixture(scope="module")
+def feeds() -> list[list]:
+    return [chain(f"walked-{n}", 2) for n in range(FEEDS)]
+
+
+async def test_two_nodes_walk_their_clocks_and_fetch_only_what_differs(
+    open_side, autojump_clock, feeds
+):
+    """300 feeds in common, three a message ahead on one side and two on the other: the
+    two learn that in a walk of a few hundred bytes, not in two 300-feed clocks, and each
+    then fetches exactly what it lacks."""
+    firsts = [feed[0] for feed in feeds]
+    a = open_side("a", firsts, [feed[1] for feed in feeds[:3]])
+    b = open_side("b", firsts, [feed[1] for feed in feeds[3:5]])
+    expected = {feed[0].author: 2 if n < 5 else 1 for n, feed in enumerate(feeds)}
+    wire = Wire()
+    async with trio.open_nursery() as nursery:
+        sa, sb = start(nursery, a, b, wire)
+        await a.until(lambda: a.service.clock == expected)
+        await b.until(lambda: b.service.clock == expected)
+        assert not sa.ended.is_set() and not sb.ended.is_set()
+        nursery.cancel_scope.cancel()
+    for side in ("a", "b"):
+        (hello,) = wire.of(side, FrameKind.HELLO)
+        assert hello[2] == {}  # HELLO tells no clock
+        assert wire.of(side, FrameKind.RECONCILE)  # the walk did
+        assert all(len(frame[1]) <= 5 for frame in wire.of(side, FrameKind.CLOCK))
+        # the feeds alike are subscribed to by position: one run of ones, a few bytes
+        (agreed,) = wire.of(side, FrameKind.WANT_AGREED)
+        assert len(msgpack.packb(agreed)) < 16
+        assert sum(len(frame[1]) for frame in wire.of(side, FrameKind.WANT)) <= 5
+    assert len(wire.raws_from("a")) == 3 and len(wire.raws_from("b")) == 2
+    told = sum(
+        len(msgpack.packb(frame))
+        for _, kind, frame in wire.frames
+        if kind not in (FrameKind.MESSAGES, FrameKind.CREDIT)
+    )
+    one_clock = len(msgpack.packb({m.author: [1, bytes(16)] for m in firsts}))
+    assert told < one_clock / 3  # both ways, all told: under a third of one side's clock
+
+
+async def test_a_peer_that_does_not_walk_hears_every_head_in_clock(open_side, autojump_clock):
+    """A version-5 node from before the walk tells its clock in HELLO and never offers: it
+    is told ours in CLOCK at once, and asked for what it is ahead on."""
+    carol, dave = chain("carol", 3), chain("dave", 2)
+    a = open_side("a", carol, dave[:1])
+    session, their_end = raw_peer(a)
+    theirs = GossipConnection(window=64)
+    heads: dict = {}
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(session.run)
+        await their_end.send_all(
+            theirs.hello({dave[0].author: (2, dave[1].id[:16])}) + theirs.offer_presence()
+        )
+        wanted = None
+        while wanted is None or len(heads) < 2:
+            for event in theirs.receive_data(await their_end.receive_some()):
+                assert not isinstance(event, PeerReconcile)
+                if isinstance(event, PeerClock):
+                    heads.update(event.changes)
+                elif isinstance(event, PeerWants):
+                    wanted = event.wants
+        nursery.cancel_scope.cancel()
+    assert heads == {carol[0].author: (3, carol[2].id[:16]), dave[0].author: (1, dave[0].id[:16])}
+    assert wanted == {dave[0].author: 1}
+
+
+async def test_a_silent_peer_that_does_not_walk_hears_our_clock_after_the_wait(
+    open_side, autojump_clock
+):
+    from tanglenode.node.gossip.session import UNDECIDED_WAIT
+
+    carol = chain("carol", 2)
+    a = open_side("a", carol, inline=True)  # no store work in threads: virtual time is exact
+    session, their_end = raw_peer(a)
+    theirs = GossipConnection(window=64)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(session.run)
+        began = trio.current_time()
+        await their_end.send_all(theirs.hello({}))
+        told: dict = {}
+        while not told:
+            for event in theirs.receive_data(await their_end.receive_some()):
+                if isinstance(event, PeerClock):
+                    told = event.changes
+        waited = trio.current_time() - began
+        nursery.cancel_scope.cancel()
+    assert told == {carol[0].author: (2, carol[1].id[:16])}
+    assert UNDECIDED_WAIT <= waited < UNDECIDED_WAIT + 1
+
+
+async def test_reconcile_from_a_peer_that_did_not_offer_it_drops_the_peer(
+    open_side, autojump_clock
+):
+    a = open_side("a", chain("carol", 1))
+    session, their_end = raw_peer(a)
+    theirs = GossipConnection(window=64)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(session.run)
+        opening = encode_frame([FrameKind.RECONCILE, [[None, FINGERPRINT, bytes(8)]]])
+        await their_end.send_all(theirs.hello({}) + theirs.offer_presence() + opening)
+        await session.ended.wait()
+    assert session.reason is not None and session.reason.startswith("reconcile: ")
+    assert "did not offer" in session.reason
+
+
+async def test_a_walk_that_breaks_its_rules_drops_the_peer_with_the_reason(
+    open_side, autojump_clock
+):
+    a = open_side("a", chain("carol", 1))
+    session, their_end = raw_peer(a)
+    theirs = GossipConnection(window=64)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(session.run)
+        await their_end.send_all(theirs.hello({}) + theirs.offer_reconcile())
+        opened = False
+        while not opened:
+            for event in theirs.receive_data(await their_end.receive_some()):
+                opened = opened or isinstance(event, PeerReconcile)
+                assert not isinstance(event, PeerClock)  # a walking peer is told no CLOCK
+                if isinstance(event, PeerOffersReconcile):
+                    assert theirs.peer_offered_reconcile
+        await their_end.send_all(theirs.reconcile([[None, 9, None]]))
+        await session.ended.wait()
+    assert session.reason == "reconcile: unknown range mode 9"
