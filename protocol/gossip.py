@@ -25,6 +25,10 @@ each a msgpack array whose first element is its kind:
     [PRESENCE, payload]               where our author's caret is in a document
                                       (protocol/presence.py): ephemeral, unsigned,
                                       sent only to a peer that offered it
+    [RECONCILE, [range, ...]]         (part of) one message of the walk that
+                                      reconciles two clocks (protocol/reconcile.py)
+    [WANT_AGREED, selection]          WANT by position among the feeds the walk
+                                      found alike, each after the head both hold
 
 A clock maps a feed to `[seq, tag]`: its highest valid seq and that
 message's tag, the first `TAG_BYTES` (16) bytes of its id, as timeframes name
@@ -55,6 +59,13 @@ frame's: one payload of 1 to `MAX_PRESENCE_BYTES` bytes, else a breach (a
 frame of junk costs its decoding once, and then the connection). What the
 payload may say, and how often, is the node's to judge, which drops a bad
 one alone (`presence.PresenceDrop`), keeping the peer.
+
+The walk is offered the same way, with `[CLOCK, {}]` (no head changed) as
+the first frame after HELLO; a node that walks sends an empty HELLO clock
+and walks with a peer whose offer came (`peer_offered_reconcile`); RECONCILE
+and WANT_AGREED go to no other. A walk's message may span frames: the range
+running to the end closes it. What it may say is protocol/reconcile.py's to
+check.
 
 Every ASK is answered, each entry once, by a WITNESS carrying it or an
 UNHELD naming it; this machine keeps what we asked and has not had
