@@ -89,7 +89,7 @@ from tanglenode.node.gossip.stream_plan import STOP_AFTER, PeerView, Stream, Str
 from tanglenode.protocol.errors import InvalidMessage, Reason
 from tanglenode.protocol.evidence import InvalidProof
 from tanglenode.protocol.gossip import DEFAULT_MAX_FEEDS, Clock
-from tanglenode.protocol.identity import feed_text, message_id
+from tanglenode.protocol.identity import feed_text, message_id, tag_of
 from tanglenode.protocol.message import author_of
 from tanglenode.storage.feeds.ingest import IngestResult, Outcome
 
@@ -402,11 +402,14 @@ class GossipPolicy:
                     del self.parted[next(iter(self.parted))]
         accepted = [result for result in results if result.outcome is Outcome.ACCEPTED]
         authors = set()
+        peer_clock, peer_tags = self.peer_clock, self.peer_tags
         for result in accepted:  # what the stream plan credits this peer with
             if result.message is not None:
-                author = result.message.author
+                author, seq = result.message.author, result.message.seq
                 self.delivered[author] = self.delivered.get(author, 0) + 1
                 authors.add(author)
+                if seq >= peer_clock.get(author, 0):  # it holds what it sent: no need to
+                    peer_clock[author], peer_tags[author] = seq, tag_of(result.id)  # tell it
         self.accepted += len(accepted)
         actions: list[Action] = []
         probed = [feed for feed in authors if self in self.plan.probers(feed)]

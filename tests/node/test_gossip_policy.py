@@ -299,6 +299,20 @@ def test_a_head_is_told_once_and_not_when_the_peer_told_us_the_same_but_the_firs
     assert a.clock_changes(None) == []
 
 
+def test_a_head_the_peer_sent_us_is_not_told_back_to_it():
+    carol = Feed("carol")
+    messages = [carol.append({"n": n}) for n in range(3)]
+    held = Held(clock={carol.public: 1}, tags={carol.public: messages[0].id[:16]})
+    (a,) = policies("a", held=held)
+    a.reconciled(a.hello(), {}, 0.0)  # it knows we hold carol's first
+    a.stored(1, [IngestResult(Outcome.ACCEPTED, messages[1].id, message=messages[1])], 0.0)
+    held.clock[carol.public], held.tags[carol.public] = 2, messages[1].id[:16]
+    assert a.peer_clock[carol.public] == 2  # it holds what it sent
+    assert a.clock_changes(None) == []
+    held.clock[carol.public], held.tags[carol.public] = 3, messages[2].id[:16]  # not from it
+    assert a.clock_changes(None) == [SendClock({carol.public: (3, messages[2].id[:16])})]
+
+
 def test_a_peer_that_does_not_walk_hears_every_head_and_a_walked_one_only_what_moved():
     held = Held(clock={F: 3, G: 2}, tags={F: TAG, G: TAG})
     legacy, walked = policies("a", "b", held=held)
