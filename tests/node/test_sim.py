@@ -79,6 +79,39 @@ def test_a_closed_link_reads_as_a_goodbye_at_the_other_end():
     assert trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0)) == b""
 
 
+def test_readers_wake_when_their_bytes_arrive_or_their_link_closes():
+    """One `Arrivals` task wakes every reader at its own bytes' arrival; a reader waiting
+    for bytes still in flight reads the goodbye the moment the link closes."""
+
+    async def main() -> list[tuple[str, float, bytes]]:
+        arrivals, rng, read = Arrivals(), random.Random(1), []
+        slow = link(A, B, PathModel(latency=0.3), rng, arrivals)
+        fast = link(A, B, PathModel(latency=0.1), rng, arrivals)
+        doomed = link(A, B, PathModel(latency=0.5), rng, arrivals)
+
+        async def receive(name: str, end) -> None:
+            data = await end.receive_some()
+            read.append((name, trio.current_time(), data))
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(arrivals.run)
+            async with trio.open_nursery() as readers:
+                for name, (ours, theirs) in (("slow", slow), ("fast", fast), ("doomed", doomed)):
+                    readers.start_soon(receive, name, theirs)
+                    await ours.send_all(name.encode())
+                await trio.sleep(0.2)
+                doomed[0].close()
+            nursery.cancel_scope.cancel()
+        return read
+
+    read = trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+    assert [(name, round(at, 6), data) for name, at, data in read] == [
+        ("fast", 0.1, b"fast"),
+        ("doomed", 0.2, b""),
+        ("slow", 0.3, b"slow"),
+    ]
+
+
 @pytest.mark.parametrize("kind", ["regular", "small-world", "pubs"])
 def test_each_topology_is_connected_and_fixed_by_its_seed(kind):
     import networkx as nx
