@@ -25,7 +25,8 @@ from tanglenode.protocol.erase import erase_content
 from tanglenode.protocol.message import Message
 
 if TYPE_CHECKING:
-    from tanglenode.node.sim.network import SimConfig, _Deliveries, _Node
+    from tanglenode.node.sim.network import SimConfig, _Deliveries
+    from tanglenode.node.sim.wiring import Node
 
 
 @dataclass
@@ -46,7 +47,7 @@ class _Erasure:
     stored_all: trio.Event = field(default_factory=trio.Event)
     dropped_all: trio.Event = field(default_factory=trio.Event)
 
-    def observer(self, node: _Node, then: Callable[[list[Message]], None], everyone: int):
+    def observer(self, node: Node, then: Callable[[list[Message]], None], everyone: int):
         def stored(messages: list[Message]) -> None:
             then(messages)
             now = trio.current_time()
@@ -64,7 +65,7 @@ class _Erasure:
 
         return stored
 
-    def figures(self, nodes: list[_Node]) -> dict:
+    def figures(self, nodes: list[Node]) -> dict:
         """SimResult's fields of the scenario, with a last look at every store."""
         everyone = len(nodes)
         return {
@@ -77,7 +78,7 @@ class _Erasure:
 
 
 async def post_and_erase(
-    config: SimConfig, author: _Node, nodes: list[_Node], ends, deliveries: _Deliveries
+    config: SimConfig, author: Node, nodes: list[Node], ends, deliveries: _Deliveries
 ) -> _Erasure:
     """The scenario `erase`: `author` publishes a post; once every node holds it (or
     `settle` passes) it publishes the post's erase request, and the run waits until every
@@ -123,12 +124,12 @@ async def quiet(ends, settle: float) -> None:
             await trio.sleep_until(max(due))
 
 
-def _holds_content(node: _Node, msg_id: bytes | None) -> bool:
+def _holds_content(node: Node, msg_id: bytes | None) -> bool:
     message = None if msg_id is None else node.store.feeds.get(msg_id)
     return message is not None and message.has_content
 
 
-def _delivered(nodes: list[_Node], feed: bytes) -> dict[tuple[int, int], int]:
+def _delivered(nodes: list[Node], feed: bytes) -> dict[tuple[int, int], int]:
     """(node, session) -> the messages of `feed` that session stored on the node so far."""
     return {
         (node.index, number): session.delivered.get(feed, 0)
@@ -138,7 +139,7 @@ def _delivered(nodes: list[_Node], feed: bytes) -> dict[tuple[int, int], int]:
 
 
 def _came_from(
-    nodes: list[_Node], feed: bytes, before: dict[tuple[int, int], int]
+    nodes: list[Node], feed: bytes, before: dict[tuple[int, int], int]
 ) -> dict[int, int]:
     """Node -> the peer whose session stored a message of `feed` on it since `before`: the
     tree that message spread along (each node stores it from one session)."""

@@ -2,8 +2,9 @@
 
 Theory of operation
 -------------------
-Each node is a real `FeedStore` (its own LMDB directory, holding one file
-descriptor: `single_descriptor`) behind a real `StoreService` run inline
+Each node (node/sim/wiring.py) is a real `FeedStore` (its own LMDB
+directory, holding one file descriptor: `single_descriptor`) behind a
+real `StoreService` run inline
 (every store call on the event loop, none in a worker thread: the store's
 work then takes no virtual time, and the run is the same at every speed),
 and each edge of the topology (node/sim/topology.py) a pair of real
@@ -83,35 +84,24 @@ import resource
 import statistics
 import tempfile
 import time
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import trio
 import trio.testing
 
-from tanglenode.node.gossip.session import GossipSession
-from tanglenode.node.gossip.stream_plan import StreamPlan
-from tanglenode.node.net.peers import PeerState
-from tanglenode.node.service.store_service import StoreService
 from tanglenode.node.sim import reconnect
 from tanglenode.node.sim.erasure import _Erasure, post_and_erase
-from tanglenode.node.sim.links import Arrivals, PathModel, link
+from tanglenode.node.sim.links import PathModel
 from tanglenode.node.sim.scenarios import SCENARIOS, Plan
 from tanglenode.node.sim.spread import Spread
 from tanglenode.node.sim.topology import edges
+from tanglenode.node.sim.wiring import MEMORY_DIR, Node, Wiring, descriptors_to_the_limit
 from tanglenode.protocol.identity import Keypair
 from tanglenode.protocol.message import Message
 from tanglenode.storage.scope import FOLLOWED, OURS, Scope, Why
-from tanglenode.storage.store import FeedStore
 from tanglenode.storage.views.timelines import SPACETIME
 
-MAP_SIZE = 1 << 26  # each node's LMDB map: address space only
-# tmpfs: a store that writes through its map (`single_descriptor`) costs a page fault a new
-# page, which on a disk's file system allocates its block (20 ms to create a store there
-# with a thousand open, 0.1 ms here)
-MEMORY_DIR = "/dev/shm"
-EPOCH = 1_800_000_000.0  # the simulated networks' wall clock at virtual time 0 (2027)
 START = 1.0  # virtual seconds for every session to say hello before the first publish
 
 
@@ -181,21 +171,6 @@ class SimResult:
 
 
 @dataclass
-class _Node:
-    index: int
-    keypair: Keypair
-    store: FeedStore
-    service: StoreService
-    sessions: list[GossipSession] = field(default_factory=list)  # every one it ever ran
-    running: set[trio.CancelScope] = field(default_factory=set)  # its sessions running now
-
-    @classmethod
-    def open(cls, path: Path, index: int, keypair: Keypair, flood: bool) -> _Node:
-        service = _open_service(path, keypair, flood)
-        return cls(index, keypair, service.store, service)
-
-
-@dataclass
 class _Deliveries:
     """When each message was published, and when each node stored it."""
 
@@ -207,7 +182,7 @@ class _Deliveries:
     publishers: list[int] = field(default_factory=list)  # each measured message's node
     done: trio.Event = field(default_factory=trio.Event)
 
-    def observer(self, node: _Node):
+    def observer(self, node: Node):
         def stored(messages: list[Message]) -> None:
             now = trio.current_time()
             for message in messages:
@@ -233,11 +208,11 @@ def simulate(config: SimConfig, root: Path | None = None) -> SimResult:
 
 
 def _simulate(config: SimConfig, root: Path, began: float) -> SimResult:
-    _descriptors_to_the_limit()
+    descriptors_to_the_limit()
     rng = random.Random(config.seed)
     graph = edges(config.topology, config.nodes, config.degree, config.seed)
     keypairs = [Keypair(rng.randbytes(32)) for _ in range(config.nodes)]
-    nodes = [_Node.open(root / f"n{i}", i, key, config.flood) for i, key in enumerate(keypairs)]
+    nodes = [Node.open(root / f"n{i}", i, key, config.flood) for i, key in enumerate(keypairs)]
     try:
         clock = trio.testing.MockClock(autojump_threshold=0)
         # Trio shuffles each batch of runnable tasks with its own generator (hypothesis seeds
@@ -289,26 +264,6 @@ def _simulate(config: SimConfig, root: Path, began: float) -> SimResult:
     )
 
 
-def _descriptors_to_the_limit() -> None:
-    """Raise the soft limit of open files to the hard one: a store holds one descriptor."""
-    _soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
-
-
-def _open_service(path: Path, keypair: Keypair, flood: bool) -> StoreService:
-    store = FeedStore(
-        path,
-        keypair=keypair,
-        map_size=MAP_SIZE,
-        clock=lambda: EPOCH + trio.current_time(),  # timestamps on virtual time
-        durable=False,  # nothing of a simulated store has to survive a crash
-        single_descriptor=True,  # every store on the loop's thread: one descriptor each
-    )
-    service = StoreService(store, hops=None, inline=True)
-    service.shared(StreamPlan).once = not flood
-    return service
-
-
 @dataclass
 class _Outcome:
     deliveries: _Deliveries
@@ -320,80 +275,12 @@ class _Outcome:
     figures: dict = field(default_factory=dict)  # the scenario's own SimResult fields
 
 
-@dataclass
-class Wiring:
-    """The links and sessions of a run, made, cut, crashed and restarted as the scenario
-    says (node/sim/scenarios.py)."""
-
-    nodes: list[_Node]
-    path: PathModel
-    rng: random.Random
-    nursery: trio.Nursery
-    spread: Spread
-    observe: Callable[[_Node], None]  # what the run watches on a node's service, once opened
-    flood: bool
-    arrivals: Arrivals = field(default_factory=Arrivals)
-    ends: list = field(default_factory=list)  # every link end ever made (for the byte counts)
-    live: dict[tuple[int, int], tuple] = field(default_factory=dict)  # edge -> its two ends
-    dropped: list[str] = field(default_factory=list)  # why sessions ended on their own
-
-    def connect(self, i: int, j: int) -> None:
-        a, b = self.nodes[i], self.nodes[j]
-        ends = link(a.keypair.public, b.keypair.public, self.path, self.rng, self.arrivals)
-        self.ends += ends
-        self.live[(i, j)] = ends
-        for node, end in zip((a, b), ends, strict=True):
-            session = GossipSession(end, node.service, PeerState(end.peer))  # type: ignore[arg-type]  # a SecureStream's duck
-            self.spread.watch(session, node.index)
-            node.sessions.append(session)
-            self.nursery.start_soon(self._run_session, node, session, (i, j))
-
-    def cut(self, i: int, j: int) -> None:
-        """The link goes down (a partition, a node leaving): both sessions see a goodbye."""
-        ends = self.live.pop((i, j), None)
-        if ends is not None:
-            ends[0].close()
-
-    def crash(self, index: int, edges: list[tuple[int, int]]) -> None:
-        """Node `index` stops at once: its sessions end where they are (what its inbox held
-        unstored is lost) and its links go down."""
-        for scope in self.nodes[index].running:
-            scope.cancel()
-        for edge in edges:
-            self.cut(*edge)
-
-    def restart(self, index: int) -> None:
-        """Node `index`, crashed, starts again from its store alone: the store opened
-        again, a new service over it (its clock, stream plan and counters new)."""
-        node = self.nodes[index]
-        path = node.store.path
-        node.store.close()
-        node.service = _open_service(path, node.keypair, self.flood)
-        node.store = node.service.store
-        self.observe(node)
-
-    async def _run_session(self, node: _Node, session: GossipSession, edge) -> None:
-        """A session to its end (or its node's crash); one that ends while its link is up
-        is counted with why (`dropped`), as a real node logs a dropped peer, and the run
-        goes on."""
-        scope = trio.CancelScope()
-        node.running.add(scope)
-        try:
-            with scope:
-                await session.run()
-        except Exception as error:  # a crash's cut links may add the session's goodbye
-            if edge in self.live and not scope.cancel_called:
-                self.dropped.append(f"{type(error).__name__}: {error}")
-        finally:
-            node.running.discard(scope)
-
-
-async def _run(config: SimConfig, nodes: list[_Node], graph, rng: random.Random) -> _Outcome:
+async def _run(config: SimConfig, nodes: list[Node], graph, rng: random.Random) -> _Outcome:
     erasing = config.scenario == "erase"
     published = ERASE_MESSAGES if erasing else config.messages
     deliveries = _Deliveries(expected=published * (config.nodes - 1))
 
-    def observe(node: _Node) -> None:
+    def observe(node: Node) -> None:
         node.service.on_stored = deliveries.observer(node)
 
     for node in nodes:
@@ -473,7 +360,7 @@ SPAM_EACH = 5  # messages the spammer publishes for each honest one
 ERASE_MESSAGES = 2  # the scenario `erase` publishes a post and its erase request
 
 
-def _traffic(nodes: list[_Node], ends) -> tuple[int, int]:
+def _traffic(nodes: list[Node], ends) -> tuple[int, int]:
     """(bytes sent on every link, messages received over gossip by every node) so far."""
     wire_bytes = sum(end.bytes_sent for end in ends)
     # A node counts its traffic per peer (node/service/counters.py): a session that reconnects to a
@@ -483,7 +370,7 @@ def _traffic(nodes: list[_Node], ends) -> tuple[int, int]:
     return wire_bytes, received
 
 
-async def _scope_to(honest: list[_Node], publishers: list[_Node]) -> None:
+async def _scope_to(honest: list[Node], publishers: list[Node]) -> None:
     """Each honest node carries its own feed and the publishers' (as if it followed them,
     one hop), and nothing else: the spammer is outside every scope."""
     for node in honest:
@@ -492,7 +379,7 @@ async def _scope_to(honest: list[_Node], publishers: list[_Node]) -> None:
         await node.service.set_scope(Scope(1, feeds))
 
 
-async def _warm_up(publishers: list[_Node], nodes: list[_Node], config: SimConfig) -> None:
+async def _warm_up(publishers: list[Node], nodes: list[Node], config: SimConfig) -> None:
     """Each of `publishers` publishes one message, and the run waits until every node
     holds them all (or `settle` passes): the measured messages then travel feeds every
     node knows."""
@@ -500,7 +387,7 @@ async def _warm_up(publishers: list[_Node], nodes: list[_Node], config: SimConfi
         await node.service.publish({"type": "post", "hello": node.index}, None)
     everyone = {node.keypair.public for node in publishers}
 
-    async def known(node: _Node) -> None:
+    async def known(node: Node) -> None:
         while not everyone <= node.service.clock.keys():
             await node.service.wait_changed(node.service.version)
 

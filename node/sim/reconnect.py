@@ -39,7 +39,8 @@ from tanglenode.protocol.message import Message, sign_message
 from tanglenode.storage.feeds.ingest import PreparedBatch, prepare
 
 if TYPE_CHECKING:
-    from tanglenode.node.sim.network import SimConfig, Wiring, _Deliveries
+    from tanglenode.node.sim.network import SimConfig, _Deliveries
+    from tanglenode.node.sim.wiring import Wiring
 
 BATCH = 1000  # messages checked and stored together
 TIMESTAMP = 1_800_000_000_000  # the feeds' messages' time (ms): as the run's clock starts

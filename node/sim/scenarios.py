@@ -5,7 +5,7 @@ Theory of operation
 A scenario is drawn before the run, from the run's generator: a map from
 the number of a publish to the events that happen just before it (the
 number `messages`: after the last publish, before the run settles). An
-event acts on the run's `Wiring` (node/sim/network.py): it cuts links,
+event acts on the run's `Wiring` (node/sim/wiring.py): it cuts links,
 makes them again, crashes a node or restarts it, and keeps `away`, the
 nodes that are down (they publish nothing meanwhile).
 
@@ -30,7 +30,8 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import random
 
-    from tanglenode.node.sim.network import SimConfig, Wiring
+    from tanglenode.node.sim.network import SimConfig
+    from tanglenode.node.sim.wiring import Wiring
 
 Event = Callable[["Wiring", set[int]], None]
 

@@ -15,8 +15,9 @@ import trio
 import trio.testing
 
 from tanglenode.node.sim.links import Arrivals, PathModel, link
-from tanglenode.node.sim.network import MAP_SIZE, SimConfig, simulate
+from tanglenode.node.sim.network import SimConfig, simulate
 from tanglenode.node.sim.topology import TopologyError, edges
+from tanglenode.node.sim.wiring import MAP_SIZE
 from tanglenode.protocol.erase import is_erase
 from tanglenode.storage.store import FeedStore
 

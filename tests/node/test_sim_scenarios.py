@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from tanglenode.node.sim.network import MAP_SIZE, SimConfig, simulate
+from tanglenode.node.sim.network import SimConfig, simulate
 from tanglenode.node.sim.spread import Spread, message_key
+from tanglenode.node.sim.wiring import MAP_SIZE
 from tanglenode.protocol.identity import Keypair
 from tanglenode.protocol.message import sign_message
 from tanglenode.storage.store import FeedStore
