@@ -29,6 +29,9 @@ each a msgpack array whose first element is its kind:
                                       reconciles two clocks (protocol/reconcile.py)
     [WANT_AGREED, selection]          WANT by position among the feeds the walk
                                       found alike, each after the head both hold
+    [CLOCK_NAMED, [pos, seq, tag, ...]]  CLOCK and WANT naming feeds by their
+    [WANT_NAMED, [pos, after, ...]]      position in the connection's tables
+                                         (node/gossip/feed_names.py)
 
 A clock maps a feed to `[seq, tag]`: its highest valid seq and that
 message's tag, the first `TAG_BYTES` (16) bytes of its id, as timeframes name
@@ -119,6 +122,8 @@ class FrameKind(enum.IntEnum):
     PRESENCE = 9  # offered with [CREDIT, 0] (above)
     RECONCILE = 10  # offered with [CLOCK, {}] right after HELLO (above)
     WANT_AGREED = 11  # WANT by position among the feeds the walk found alike
+    CLOCK_NAMED = 12  # CLOCK naming feeds by position (node/gossip/feed_names.py)
+    WANT_NAMED = 13  # WANT naming feeds by position
 
 
 class Breach(enum.StrEnum):
@@ -219,6 +224,16 @@ class PeerWantsAgreed:
 
 
 @dataclass(frozen=True, slots=True)
+class PeerClockNamed:
+    entries: list[tuple[int, int, bytes]]  # (the feed's position in the peer's names, seq, tag)
+
+
+@dataclass(frozen=True, slots=True)
+class PeerWantsNamed:
+    entries: list[tuple[int, int]]  # (the feed's position in our names, after)
+
+
+@dataclass(frozen=True, slots=True)
 class PeerReconcile:
     ranges: list[Any]  # one message of the walk, whole (protocol/reconcile.py checks it)
 
@@ -237,6 +252,8 @@ Event = (
     | PeerOffersReconcile
     | PeerReconcile
     | PeerWantsAgreed
+    | PeerClockNamed
+    | PeerWantsNamed
     | PeerUnheld
 )
 
@@ -465,6 +482,23 @@ class GossipConnection:
             raise LocalProtocolError("WANT_AGREED to a peer that did not offer the walk")
         return encode_frame([FrameKind.WANT_AGREED, selection], self.max_frame)
 
+    def clock_named(self, flat: list[Any]) -> bytes:
+        """CLOCK notes naming feeds by position, flat `[position, seq, tag, ...]`."""
+        return self._named(FrameKind.CLOCK_NAMED, flat, 3)
+
+    def want_named(self, flat: list[Any]) -> bytes:
+        """WANT naming feeds by position, flat `[position, after, ...]`."""
+        return self._named(FrameKind.WANT_NAMED, flat, 2)
+
+    def _named(self, kind: FrameKind, flat: list[Any], width: int) -> bytes:
+        if not self.peer_offered_reconcile:
+            raise LocalProtocolError(f"{kind.name} to a peer that did not offer the walk")
+        step = width * CLOCK_CHUNK
+        return b"".join(
+            encode_frame([kind, flat[start : start + step]], self.max_frame)
+            for start in range(0, len(flat), step)
+        )
+
     def presence(self, payload: bytes) -> bytes:
         """Where our author is (protocol/presence.py); only once the peer offered it."""
         if not self.peer_offered_presence:
@@ -506,6 +540,17 @@ class GossipConnection:
             if len(frame) != 2 or not isinstance(frame[1], bytes | list):
                 raise GossipError(Breach.RECONCILE, "WANT_AGREED carries one selection")
             return PeerWantsAgreed(frame[1])
+        if kind is FrameKind.CLOCK_NAMED:
+            flat = self._flat(frame, 3)
+            for at in range(0, len(flat), 3):
+                if not (isinstance(flat[at + 2], bytes) and len(flat[at + 2]) == TAG_BYTES):
+                    raise GossipError(
+                        Breach.MALFORMED, f"CLOCK_NAMED: a tag is not {TAG_BYTES} bytes"
+                    )
+            return PeerClockNamed([tuple(flat[at : at + 3]) for at in range(0, len(flat), 3)])
+        if kind is FrameKind.WANT_NAMED:
+            flat = self._flat(frame, 2)
+            return PeerWantsNamed([tuple(flat[at : at + 2]) for at in range(0, len(flat), 2)])
         if kind is FrameKind.PRESENCE:  # the envelope here; the payload the node judges
             if (
                 len(frame) != 2
@@ -577,6 +622,22 @@ class GossipConnection:
             return None  # more of the message follows
         ranges, self._walk_message, self._walk_frames = self._walk_message, [], 0
         return PeerReconcile(ranges)
+
+    def _flat(self, frame: list[Any], width: int) -> list[Any]:
+        """A frame naming feeds by position: `width` values an entry, each a position and a
+        seq first."""
+        kind = FrameKind(frame[0]).name
+        if not self.peer_offered_reconcile:
+            raise GossipError(Breach.RECONCILE, f"{kind} from a peer that did not walk")
+        flat = frame[1] if len(frame) == 2 else None
+        if not (isinstance(flat, list) and flat and len(flat) % width == 0):
+            raise GossipError(Breach.MALFORMED, f"{kind} carries entries of {width} values")
+        if len(flat) > width * self.max_feeds:
+            raise GossipError(Breach.TOO_MANY_FEEDS, f"{kind} names over {self.max_feeds} feeds")
+        for at in range(0, len(flat), width):
+            if not (_is_seq(flat[at]) and _is_seq(flat[at + 1])):
+                raise GossipError(Breach.MALFORMED, f"{kind}: a position or seq is not a count")
+        return flat
 
     def _asks(self, entries: list[Entry]) -> PeerAsks:
         entries = list(dict.fromkeys(entries))  # each answered once, however often asked

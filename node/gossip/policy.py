@@ -485,16 +485,20 @@ class GossipPolicy:
     def clock_changes(self, moved: Collection[bytes] | None) -> list:
         """The heads to tell the peer, of the feeds whose head moved (`moved`; None: look
         at every feed): those that changed since we last told it, unless it told us the same
-        head (but the first head of a feed we never told it of: its proofs find us by it)."""
+        head (but the first head of a feed we never told it of: its proofs find us by it), or
+        it streams the feed from us short of the head (the head's message goes to it)."""
         held = self.held
         clock, tags, carries = held.clock, held.tags, held.carries
         peer_clock, peer_tags, advertised = self.peer_clock, self.peer_tags, self.advertised
+        subscriptions = self.subscriptions
         changes = {}
         for feed in clock if moved is None else moved:
             if feed not in clock:
                 continue  # a proof cut it back to nothing: there is no head to tell
             head = (clock[feed], tags[feed])
             told = advertised.get(feed)
+            if told is not None and subscriptions.get(feed, STOP_AFTER) < head[0]:
+                continue  # it streams the feed from us: the head goes to it itself
             if (
                 carries(feed)
                 and head != told

@@ -57,6 +57,7 @@ import structlog
 import trio
 
 from tanglenode.node.failures import leaves, only
+from tanglenode.node.gossip.feed_names import FeedNames
 from tanglenode.node.gossip.inbox import MAX_BATCH, Inbox, Kind
 from tanglenode.node.gossip.policy import (
     FULL_LOOK,
@@ -85,6 +86,7 @@ from tanglenode.node.gossip.presence import (
 )
 from tanglenode.node.gossip.proof_rate import ProofRate
 from tanglenode.node.gossip.stream_plan import StreamPlan
+from tanglenode.node.gossip.walk import Walk
 from tanglenode.node.gossip.witness_fetch import WitnessExchange
 from tanglenode.node.net.peers import PeerState
 from tanglenode.node.net.transport import SecureStream
@@ -98,6 +100,7 @@ from tanglenode.protocol.gossip import (
     GossipError,
     PeerAsks,
     PeerClock,
+    PeerClockNamed,
     PeerCredit,
     PeerEvidence,
     PeerHello,
@@ -108,11 +111,11 @@ from tanglenode.protocol.gossip import (
     PeerUnheld,
     PeerWants,
     PeerWantsAgreed,
+    PeerWantsNamed,
     PeerWitnesses,
 )
 from tanglenode.protocol.identity import feed_text
 from tanglenode.protocol.presence import Presence, PresenceRefused, encode_presence
-from tanglenode.protocol.reconcile import ReconcileError, Reconciliation, selected, selection
 from tanglenode.storage.feeds.ingest import IngestResult
 
 log = structlog.get_logger("gossip")
@@ -194,11 +197,13 @@ class GossipSession:
         max_peer_feeds: int = DEFAULT_MAX_FEEDS,
         store_batch: int = MAX_BATCH,
         proof_rate: dict | None = None,
+        walk: bool = True,
     ) -> None:
         self.secure = secure
         self.service = service
         self.peer = peer
         self.batch = batch
+        self.walks = walk  # offer the walk; False: speak as a version-5 node before it did
         self.connection = GossipConnection(window, max_feeds=max_peer_feeds)
         self.resume: int | None = None  # where the walk of our processed order goes on
         self.evidence_seen = -1  # the service's evidence version we last looked at proofs for
@@ -235,9 +240,9 @@ class GossipSession:
         self.presence_in = PresenceRate(last=now)
         self.presence_out = PresenceRate(SEND_RATE, SEND_BURST, SEND_BURST, now)
         self.ours_at_hello: dict | None = None  # our clock when we said HELLO, for the walk
-        self.walk: Reconciliation | None = None  # the walk with the peer (protocol/reconcile.py)
-        self.agreed: list[tuple[bytes, int]] | None = None  # the feeds the walk found alike,
-        # with their seqs, until the peer's WANT_AGREED names some by position
+        self.walk: Walk | None = None  # the walk with the peer (node/gossip/walk.py)
+        self.names: FeedNames | None = None  # once walked: feeds named by position
+        self._peer_hello = trio.Event()
         self.clock_told = False  # the peer knows our clock (walked, or told in CLOCK): the
         # writer tells it what moves
         self._peer_kind_known = trio.Event()  # it offered the walk, or showed it does not
@@ -264,9 +269,14 @@ class GossipSession:
         self.ours_at_hello = hello
         connection = self.connection
         with self.service.counters.session(self.peer) as self.traffic:
-            await self._send(
-                connection.hello({}) + connection.offer_reconcile() + connection.offer_presence()
-            )
+            if self.walks:
+                hello_frames = connection.hello({}) + connection.offer_reconcile()
+            else:  # the whole clock in HELLO, as told
+                hello_frames = connection.hello(hello)
+                self.policy.advertised = dict(hello)
+                self.clock_told = True
+                self._peer_kind_known.set()
+            await self._send(hello_frames + connection.offer_presence())
             seen = self.service.version
             await self.suspects.read(self.service)  # known before the peer's clock is read
             async with trio.open_nursery() as nursery:
@@ -292,12 +302,25 @@ class GossipSession:
 
     def _frame(self, action) -> bytes:
         if isinstance(action, SendWant):
-            return self.connection.want(action.wants)
+            if self.names is None:
+                return self.connection.want(action.wants)
+            flat, keyed = self.names.wants_out(action.wants)
+            named = self.connection.want_named(flat) if flat else b""
+            return named + (self.connection.want(keyed) if keyed else b"")
         if isinstance(action, SendEvidence):
             return self.connection.evidence(action.raws)
         if isinstance(action, Grant):
             return self.connection.grant(action.n)
-        return self.connection.clock(action.changes)  # SendClock
+        return self._notes(action.changes)  # SendClock
+
+    def _notes(self, changes) -> bytes:
+        """CLOCK notes, by position the feeds we named before (node/gossip/feed_names.py).
+        Only the writer tells notes, one frame after another: the tables stay in step."""
+        if self.names is None:
+            return self.connection.clock(changes)
+        flat, keyed = self.names.notes_out(changes)
+        by_key = self.connection.clock(keyed) if keyed else b""
+        return (self.connection.clock_named(flat) if flat else b"") + by_key
 
     async def _act(self, actions: list) -> None:
         """Carry out the policy's actions in order, WANT and CLOCK sent at once, grants
@@ -354,14 +377,27 @@ class GossipSession:
         if not self._peer_kind_known.is_set() and _shows_no_walk(event):
             self._tell_whole_clock()
         if isinstance(event, PeerOffersReconcile):
-            await self._open_walk()
+            if self.walks:
+                await self._open_walk()
         elif isinstance(event, PeerReconcile):
             await self._walk_on(event.ranges)
         elif isinstance(event, PeerWantsAgreed):
-            await self._wanted_agreed(event.selection)
+            self.resume = None  # the new subscriptions may start earlier in the walk
+            await self._act(policy.peer_wants(self._walked().wanted(event.selection)))
+        elif isinstance(event, PeerClockNamed):
+            changes = self._named().notes_in(event.entries)
+            await self._act(policy.peer_clock_changed(changes, trio.current_time()))
+            self._clock_moved.set()
+        elif isinstance(event, PeerWantsNamed):
+            self.resume = None
+            await self._act(policy.peer_wants(self._named().wants_in(event.entries)))
         elif isinstance(event, PeerHello | PeerClock):
             hello = isinstance(event, PeerHello)
             changes = event.clock if hello else event.changes
+            if hello:
+                self._peer_hello.set()
+            elif self.names is not None:
+                self.names.keyed_in(changes)  # the peer names these by position from now on
             actions = policy.peer_clock_changed(changes, trio.current_time(), hello=hello)
             self._clock_moved.set()
             await self._act(actions)
@@ -398,7 +434,8 @@ class GossipSession:
 
     async def _await_peer_kind(self) -> None:
         """A peer that says nothing past its HELLO may be one that does not walk and has
-        nothing to say: it hears our clock after `UNDECIDED_WAIT`."""
+        nothing to say: it hears our clock `UNDECIDED_WAIT` after its HELLO came."""
+        await self._peer_hello.wait()
         with trio.move_on_after(UNDECIDED_WAIT):
             await self._peer_kind_known.wait()
         if not self._peer_kind_known.is_set():
@@ -407,66 +444,56 @@ class GossipSession:
     async def _open_walk(self) -> None:
         self._peer_kind_known.set()
         ours = self.ours_at_hello if self.ours_at_hello is not None else self.policy.hello()
-        self.ours_at_hello = ours
+        self.ours_at_hello = None
         secure = self.secure
-        self.walk = Reconciliation(
-            ours, secure.session_salt, secure.leads, max_items=2 * self.policy.max_feeds
-        )
+        max_items = 2 * self.policy.max_feeds
+        self.walk = Walk(ours, secure.session_salt, secure.leads, max_items)
         await self._send(self.connection.reconcile(self.walk.opening()))
+
+    def _walked(self) -> Walk:
+        """The walk, over (what the peer names by position is on its list)."""
+        if self.walk is None or not self.walk.done:
+            raise GossipError(Breach.RECONCILE, "a frame of a walk not yet over")
+        return self.walk
+
+    def _named(self) -> FeedNames:
+        if self.names is None:
+            raise GossipError(Breach.RECONCILE, "a feed named by position before the walk ended")
+        return self.names
 
     async def _walk_on(self, ranges: list) -> None:
         """The peer's message of the walk: our reply; once it ended, the peer's clock is
         known (as a HELLO's would be) and what moves since is told in CLOCK."""
         walk = self.walk
-        if walk is None:
-            raise GossipError(Breach.RECONCILE, "RECONCILE before the walk opened")
-        try:
-            reply = walk.receive(ranges)
-        except ReconcileError as error:
-            raise GossipError(Breach.RECONCILE, str(error)) from None
+        if walk is None or walk.done:
+            raise GossipError(Breach.RECONCILE, "RECONCILE outside a walk")
+        reply = walk.receive(ranges)
         if reply is not None:
             await self._send(self.connection.reconcile(reply))
         if not walk.done:
             return
-        ours, self.ours_at_hello = self.ours_at_hello or {}, None
-        actions = self.policy.reconciled(ours, walk.peer_heads(), trio.current_time())
-        self.agreed = [(feed, ours[feed][0]) for feed in walk.agreed()]
-        self.walk = None
+        actions = self.policy.reconciled(walk.ours, walk.peer_heads(), trio.current_time())
+        walk.ours = {}  # what the peer learned of us is in the policy's `advertised` now
+        self.names = FeedNames(walk.agreed)
         self.clock_told = True
         self.poke()
         self._clock_moved.set()
-        await self._act(self._wants_by_position(actions))
+        await self._act(self._wants_by_position(actions, walk))
 
-    def _wants_by_position(self, actions: list) -> list:
-        """The walk's first WANT names each feed alike at both ends, wanted after the head
-        both hold, by its position among them: a bit (or a run) where a key took 35 bytes."""
-        at = {feed: seq for feed, seq in self.agreed or ()}
+    def _wants_by_position(self, actions: list, walk: Walk) -> list:
+        """The walk's first WANT names the feeds alike at both ends, wanted after the head
+        both hold, by position (WANT_AGREED): a bit or a run where a key took 35 bytes."""
         done = []
         for action in actions:
             if not isinstance(action, SendWant):
                 done.append(action)
                 continue
-            chosen = {f for f, after in action.wants.items() if at.get(f, -1) == after}
-            if chosen:
-                bits = [feed in chosen for feed, _ in self.agreed or ()]
-                self._send_soon(self.connection.want_agreed(selection(bits)))
-            rest = {f: after for f, after in action.wants.items() if f not in chosen}
+            chosen, rest = walk.wants_by_position(action.wants)
+            if chosen is not None:
+                self._send_soon(self.connection.want_agreed(chosen))
             if rest:
                 done.append(SendWant(rest))
         return done
-
-    async def _wanted_agreed(self, chosen) -> None:
-        """The peer's WANT by position among the feeds the walk found alike (once a walk)."""
-        agreed, self.agreed = self.agreed, None
-        if agreed is None:
-            raise GossipError(Breach.RECONCILE, "WANT_AGREED without a walk ended, or twice")
-        try:
-            bits = selected(chosen, len(agreed))
-        except ReconcileError as error:
-            raise GossipError(Breach.RECONCILE, str(error)) from None
-        wants = {feed: seq for (feed, seq), bit in zip(agreed, bits, strict=True) if bit}
-        self.resume = None
-        await self._act(self.policy.peer_wants(wants))
 
     async def _presence(self, event: PeerPresence) -> None:
         """A peer's PRESENCE (node/gossip/presence.py): to the hub, or dropped with its
@@ -605,8 +632,8 @@ class GossipSession:
     async def _send_clock_changes(self) -> None:
         """The heads the policy tells the peer, of the feeds whose head moved since we last
         looked (node/service/head_changes.py)."""
-        if not self.clock_told:
-            return  # the walk tells the peer our clock first
+        if not self.clock_told or (self.walk is not None and not self.walk.done):
+            return  # the walk tells the peer our clock first (and no table moves meanwhile)
         heads = self.service.heads
         moved = heads.since(self.heads_seen)
         self.heads_seen = heads.cursor()

@@ -152,3 +152,66 @@ async def test_a_walk_that_breaks_its_rules_drops_the_peer_with_the_reason(
         await their_end.send_all(theirs.reconcile([[None, 9, None]]))
         await session.ended.wait()
     assert session.reason == "reconcile: unknown range mode 9"
+
+
+async def test_a_node_that_walks_and_one_that_does_not_gossip_as_before(open_side, autojump_clock):
+    """One side speaks as a version-5 node from before the walk (`walk=False`: its clock in
+    HELLO, no offer): the other tells it every head in CLOCK, by key, and both catch up."""
+    carol, dave = chain("carol", 4), chain("dave", 3)
+    a = open_side("a", carol)
+    b = open_side("b", dave, carol[:2])
+    expected = {carol[0].author: 4, dave[0].author: 3}
+    wire = Wire()
+    async with trio.open_nursery() as nursery:
+        sa, sb = start(nursery, a, b, wire, b_options={"walk": False})
+        await a.until(lambda: a.service.clock == expected)
+        await b.until(lambda: b.service.clock == expected)
+        assert not sa.ended.is_set() and not sb.ended.is_set()
+        nursery.cancel_scope.cancel()
+    assert not wire.of("a", FrameKind.RECONCILE) and not wire.of("b", FrameKind.RECONCILE)
+    assert wire.of("b", FrameKind.HELLO)[0][2]  # b told its clock in HELLO
+    assert {carol[0].author} <= {
+        feed for frame in wire.of("a", FrameKind.CLOCK) for feed in frame[1]
+    }
+    for named in (FrameKind.CLOCK_NAMED, FrameKind.WANT_NAMED, FrameKind.WANT_AGREED):
+        assert not wire.of("a", named)
+
+
+async def test_after_the_walk_notes_and_wants_name_feeds_by_position(open_side, autojump_clock):
+    """Feeds alike at the walk's end, and feeds named once by key since, go by position."""
+    carol, dave = chain("carol", 6), chain("dave", 3)
+    a = open_side("a", carol[:2])
+    b = open_side("b", carol[:2])
+    wire = Wire()
+    async with trio.open_nursery() as nursery:
+        start(nursery, a, b, wire)
+        for message in carol[2:4]:  # a feed alike at the walk's end
+            await a.service.ingest([message.raw])
+        await b.until(lambda: b.service.clock.get(carol[0].author) == 4)
+        await b.service.ingest([dave[0].raw])  # new to both: named by key, once
+        await a.until(lambda: a.service.clock.get(dave[0].author) == 1)
+        await b.service.ingest([m.raw for m in dave[1:]])
+        await a.until(lambda: a.service.clock.get(dave[0].author) == 3)
+        nursery.cancel_scope.cancel()
+    keyed = [feed for frame in wire.of("b", FrameKind.CLOCK) for feed in frame[1]]
+    assert keyed.count(dave[0].author) <= 1  # by key once; by position after
+    assert wire.of("a", FrameKind.WANT_NAMED)  # a asked for dave by the position b gave it
+    assert all(dave[0].author not in frame[1] for frame in wire.of("a", FrameKind.WANT))
+    named = wire.of("a", FrameKind.CLOCK_NAMED) + wire.of("b", FrameKind.CLOCK_NAMED)
+    assert all(len(msgpack.packb(frame)) < 40 for frame in named)  # one note: a few bytes
+
+
+async def test_a_feed_named_by_a_position_not_given_drops_the_peer(open_side, autojump_clock):
+    a = open_side("a", chain("carol", 1))
+    session, their_end = raw_peer(a)
+    theirs = GossipConnection(window=64)
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(session.run)
+        await their_end.send_all(theirs.hello({}) + theirs.offer_reconcile())
+        opened = False
+        while not opened:
+            for event in theirs.receive_data(await their_end.receive_some()):
+                opened = opened or isinstance(event, PeerReconcile)
+        await their_end.send_all(theirs.clock_named([7, 1, bytes(16)]))
+        await session.ended.wait()
+    assert session.reason is not None and session.reason.startswith("reconcile: ")

@@ -56,7 +56,8 @@ async def test_a_node_asks_for_advertises_and_serves_only_what_it_carries(
     await follow(a, carol[0].author)
     wire = Wire()
     async with trio.open_nursery() as nursery:
-        sa, sb = start(nursery, a, b, wire)
+        # as two nodes that do not walk: every feed told and asked for by key, read off the wire
+        sa, sb = start(nursery, a, b, wire, walk=False)
         await a.until(lambda: a.service.clock.get(carol[0].author) == 12)
         await b.until(lambda: b.service.clock.get(a.keypair.public) == 1)  # a's follow
         published = await b.service.publish({"not": "followed"}, None)
