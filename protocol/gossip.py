@@ -64,7 +64,8 @@ payload may say, and how often, is the node's to judge, which drops a bad
 one alone (`presence.PresenceDrop`), keeping the peer.
 
 The walk is offered the same way, with `[CLOCK, {}]` (no head changed) as
-the first frame after HELLO; a node that walks sends an empty HELLO clock
+the first frame after HELLO, which offers presence too (a node that walks
+offers presence with `[CREDIT, 0]` only to a peer that does not); a node that walks sends an empty HELLO clock
 and walks with a peer whose offer came (`peer_offered_reconcile`); RECONCILE
 and WANT_AGREED go to no other. A walk's message may span frames: the range
 running to the end closes it. What it may say is protocol/reconcile.py's to
@@ -453,8 +454,8 @@ class GossipConnection:
         return encode_frame([FrameKind.CREDIT, 0], self.max_frame)
 
     def offer_reconcile(self) -> bytes:
-        """We reconcile clocks (protocol/reconcile.py): `[CLOCK, {}]` right after HELLO, a
-        no-op to a node that does not (above)."""
+        """We reconcile clocks (protocol/reconcile.py), and speak presence: `[CLOCK, {}]`
+        right after HELLO, a no-op to a node that does not (above)."""
         return encode_frame([FrameKind.CLOCK, {}], self.max_frame)
 
     def reconcile(self, ranges: list[Any]) -> bytes:
@@ -566,6 +567,7 @@ class GossipConnection:
         if kind is FrameKind.CLOCK:
             if self._frames_since_hello == 1 and frame[1] == {}:
                 self.peer_offered_reconcile = True
+                self.peer_offered_presence = True  # a node that walks speaks presence too
                 return PeerOffersReconcile()
             return PeerClock(_clock(frame[1], "CLOCK", self.max_feeds))
         if kind is FrameKind.WANT:

@@ -44,12 +44,14 @@ A message that holds none of the modes asking for a reply (1, 2, 3, 5)
 ends the walk: whoever sends or receives it is done. Both sides open at
 once (`opening`): the follower (`leads` is False at one end of a
 connection, True at the other) with the fingerprint of everything, the
-leader with those of `opening_parts` parts of it. If they match, both are
-done in one flight (about 140 bytes in all). Otherwise the follower
+leader with those of as many parts of it (up to `opening_parts`) as the
+follower's answer can split into leaves (`leaf` x `branch` items a part):
+one for up to 800 items, 7 for 5,000. If they match, both are done in one
+flight (about 120 bytes in all at 5,000 feeds). Otherwise the follower
 answers the leader's opening, and the leader ignores the follower's. A
 range that differs is split in parts of about `leaf` items, so that the
 next reply lists them: one differing feed among 5,000 costs four flights
-(8 parts, 27 parts, a list of 23, its answer). Lists go as full items while a message
+(7 parts, about 36 parts, a list of about 20, its answer). Lists go as full items while a message
 would list at most `full_list` of them, as hashes beyond (a hundred
 differences among 5,000 feeds list 2,000 items in leaves of 20: 8 bytes
 each, then the differing ones in full, instead of 56 bytes each).
@@ -109,9 +111,9 @@ class Reconciliation:
     heads: Heads  # our clock when the walk opened
     salt: bytes
     leads: bool
-    leaf: int = 24  # list a range holding at most this many of our items
-    branch: int = 32  # else split it in parts of about `leaf` items, at most this many
-    opening_parts: int = 8  # the leader opens with this many fingerprints (a level saved)
+    leaf: int = 20  # list a range holding at most this many of our items
+    branch: int = 40  # else split it in parts of about `leaf` items, at most this many
+    opening_parts: int = 8  # the leader opens with up to this many fingerprints
     full_list: int = 64  # items a message lists in full at most (else as hashes)
     max_messages: int = 32
     max_ranges: int = 16_384
@@ -176,8 +178,9 @@ class Reconciliation:
         self._opened = True
         self.messages_out += 1
         count = len(self._feeds)
-        if self.leads and count > self.leaf:
-            return self._split(0, count, self.opening_parts, None)
+        parts = min(self.opening_parts, -(-count // (self.leaf * self.branch)))
+        if self.leads and parts > 1:  # parts the follower's answer splits into leaves
+            return self._split(0, count, parts, None)
         return [[None, FINGERPRINT, self._fingerprint(0, count)]]
 
     def receive(self, ranges: Any) -> list[Range] | None:

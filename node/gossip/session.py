@@ -269,14 +269,13 @@ class GossipSession:
         self.ours_at_hello = hello
         connection = self.connection
         with self.service.counters.session(self.peer) as self.traffic:
-            if self.walks:
-                hello_frames = connection.hello({}) + connection.offer_reconcile()
+            if self.walks:  # the offer offers presence too
+                await self._send(connection.hello({}) + connection.offer_reconcile())
             else:  # the whole clock in HELLO, as told
-                hello_frames = connection.hello(hello)
                 self.policy.advertised = dict(hello)
                 self.clock_told = True
                 self._peer_kind_known.set()
-            await self._send(hello_frames + connection.offer_presence())
+                await self._send(connection.hello(hello) + connection.offer_presence())
             seen = self.service.version
             await self.suspects.read(self.service)  # known before the peer's clock is read
             async with trio.open_nursery() as nursery:
@@ -426,10 +425,12 @@ class GossipSession:
     # -- the walk (protocol/reconcile.py) --------------------------------------------
 
     def _tell_whole_clock(self) -> None:
-        """The peer does not walk: it hears every head in CLOCK, as not yet told."""
+        """The peer does not walk: it hears every head in CLOCK, as not yet told, and our
+        offer of presence as a node before the walk makes it."""
         self._peer_kind_known.set()
         if not self.clock_told:
             self.clock_told, self.heads_seen, self.ours_at_hello = True, None, None
+            self._send_soon(self.connection.offer_presence())
             self.poke()
 
     async def _await_peer_kind(self) -> None:

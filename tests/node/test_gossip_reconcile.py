@@ -7,6 +7,7 @@ from __future__ import annotations
 import msgpack
 import pytest
 import trio
+import trio.testing
 
 from tanglenode.protocol.framing import encode_frame
 from tanglenode.protocol.gossip import (
@@ -215,3 +216,28 @@ async def test_a_feed_named_by_a_position_not_given_drops_the_peer(open_side, au
         await their_end.send_all(theirs.clock_named([7, 1, bytes(16)]))
         await session.ended.wait()
     assert session.reason is not None and session.reason.startswith("reconcile: ")
+
+
+async def test_two_nodes_holding_the_same_clock_exchange_under_200_bytes(
+    open_side, autojump_clock, feeds
+):
+    """300 feeds alike: HELLO, the offers, the crossing openings and the subscription to all
+    of them by position, both ways, fit in 200 bytes (each frame with its 4-byte length)."""
+    firsts = [feed[0] for feed in feeds]
+    a, b = open_side("a", firsts), open_side("b", firsts)
+    wire = Wire()
+    async with trio.open_nursery() as nursery:
+        sa, sb = start(nursery, a, b, wire)
+        while (
+            len(wire.of("a", FrameKind.WANT_AGREED)) + len(wire.of("b", FrameKind.WANT_AGREED)) < 2
+        ):
+            await trio.sleep(0.01)  # virtual time: until both subscribed by position
+        await trio.sleep(1)
+        nursery.cancel_scope.cancel()
+    assert sum(len(msgpack.packb(frame)) + 4 for _, _, frame in wire.frames) < 200
+    assert {kind for _, kind, _ in wire.frames} == {
+        FrameKind.HELLO,
+        FrameKind.CLOCK,  # the offer (of presence too)
+        FrameKind.RECONCILE,
+        FrameKind.WANT_AGREED,
+    }
