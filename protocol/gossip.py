@@ -65,9 +65,9 @@ one alone (`presence.PresenceDrop`), keeping the peer.
 
 The walk is offered the same way, with `[CLOCK, {}]` (no head changed) as
 the first frame after HELLO, which offers presence too (a node that walks
-offers presence with `[CREDIT, 0]` only to a peer that does not); a node that walks sends an empty HELLO clock
-and walks with a peer whose offer came (`peer_offered_reconcile`); RECONCILE
-and WANT_AGREED go to no other. A walk's message may span frames: the range
+offers presence with `[CREDIT, 0]` only to a peer that does not); a node
+that walks sends an empty HELLO clock and walks with a peer whose offer
+came (`peer_offered_reconcile`); RECONCILE and WANT_AGREED go to no other. A walk's message may span frames: the range
 running to the end closes it. What it may say is protocol/reconcile.py's to
 check.
 
@@ -100,6 +100,7 @@ from tanglenode.protocol.framing import DEFAULT_MAX_FRAME, FrameDecoder, encode_
 from tanglenode.protocol.identity import FEED_BYTES, TAG_BYTES, message_id
 from tanglenode.protocol.identity import tag_of as tag_of  # a clock head's tag
 from tanglenode.protocol.presence import MAX_PRESENCE_BYTES
+from tanglenode.protocol.reconcile import ReconcileError, weigh
 
 VERSION = 5  # 4: messages of format 2; 3: of format 1
 DEFAULT_MAX_FEEDS = 20_000
@@ -107,7 +108,8 @@ MAX_ASK = 64  # entries per ASK (and messages per WITNESS) frame
 MAX_ASKING = 256  # entries asked and not yet answered, at most, each way
 CLOCK_CHUNK = 8_192  # feeds per HELLO or CLOCK frame we send (well under the frame cap)
 RECONCILE_FRAME_BYTES = 256 * 1024  # a walk's message goes in frames of about this much
-MAX_RECONCILE_FRAMES = 16  # frames one message of the walk may span
+MAX_RECONCILE_FRAMES = 8  # frames one message of the walk may span
+MAX_WALK_RANGES = 16_384  # ranges one message of the walk may carry
 
 
 class FrameKind(enum.IntEnum):
@@ -349,7 +351,12 @@ class GossipConnection:
     """One side of one gossip connection: frames in, events out; helpers make frames to send."""
 
     def __init__(
-        self, window: int, max_frame: int = DEFAULT_MAX_FRAME, max_feeds: int = DEFAULT_MAX_FEEDS
+        self,
+        window: int,
+        max_frame: int = DEFAULT_MAX_FRAME,
+        max_feeds: int = DEFAULT_MAX_FEEDS,
+        *,
+        walks: bool = True,
     ) -> None:
         self.window = window
         self.max_frame = max_frame
@@ -363,8 +370,10 @@ class GossipConnection:
         self.peer_offered_presence = False  # its [CREDIT, 0] came: PRESENCE may go to it
         self.peer_offered_reconcile = False  # its [CLOCK, {}] came right after its HELLO
         self._frames_since_hello = 0
+        self.walks = walks  # we walk with a peer that offers to (a node that does not: False)
+        self.walk_over = False  # the session's walk ended: no RECONCILE may come
         self._walk_message: list[Any] = []  # ranges of the peer's message so far
-        self._walk_frames = 0
+        self._walk_frames = self._walk_items = 0
 
     # -- what we send --------------------------------------------------------
 
@@ -607,23 +616,35 @@ class GossipConnection:
         return PeerMessages(raws) if kind is FrameKind.MESSAGES else PeerEvidence(raws)
 
     def _reconcile(self, frame: list[Any]) -> PeerReconcile | None:
-        """A RECONCILE frame: its ranges gathered until the one running to the end closes the
-        message (whose rules protocol/reconcile.py checks)."""
-        if not self.peer_offered_reconcile:
-            raise GossipError(Breach.RECONCILE, "RECONCILE from a peer that did not offer it")
+        """A RECONCILE frame: its shape checked as it comes, its ranges gathered until the
+        one running to the end closes the message (whose rules protocol/reconcile.py
+        checks), within bounds on frames, ranges and items a message."""
+        if not (self.walks and self.peer_offered_reconcile) or self.walk_over:
+            raise GossipError(Breach.RECONCILE, "RECONCILE outside a walk (did not offer it)")
         if len(frame) != 2 or not isinstance(frame[1], list) or not frame[1]:
             raise GossipError(Breach.RECONCILE, "RECONCILE carries a non-empty list of ranges")
+        try:
+            ranges, items = weigh(frame[1])
+        except ReconcileError as error:
+            raise GossipError(Breach.RECONCILE, str(error)) from None
         self._walk_frames += 1
-        if self._walk_frames > MAX_RECONCILE_FRAMES:
+        self._walk_items += items
+        if (
+            self._walk_frames > MAX_RECONCILE_FRAMES
+            or len(self._walk_message) + ranges > MAX_WALK_RANGES
+            or self._walk_items > 2 * self.max_feeds
+        ):
             raise GossipError(
-                Breach.RECONCILE, f"a walk's message over {MAX_RECONCILE_FRAMES} frames"
+                Breach.RECONCILE,
+                f"a walk's message over {MAX_RECONCILE_FRAMES} frames, {MAX_WALK_RANGES} "
+                f"ranges or {2 * self.max_feeds} items",
             )
         self._walk_message += frame[1]
-        last = frame[1][-1]
-        if not (isinstance(last, list) and last and last[0] is None):
+        if frame[1][-1][0] is not None:
             return None  # more of the message follows
-        ranges, self._walk_message, self._walk_frames = self._walk_message, [], 0
-        return PeerReconcile(ranges)
+        ranges_in, self._walk_message = self._walk_message, []
+        self._walk_frames = self._walk_items = 0
+        return PeerReconcile(ranges_in)
 
     def _flat(self, frame: list[Any], width: int) -> list[Any]:
         """A frame naming feeds by position: `width` values an entry, each a position and a

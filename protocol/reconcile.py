@@ -85,6 +85,7 @@ SHORT_HASH_BYTES = 8
 _MASK = (1 << 128) - 1
 
 SKIP, FINGERPRINT, LIST, HASHES, ANSWER, HASH_ANSWER, ITEMS = range(7)
+MAX_RANGE_ITEMS = 15_000  # items one range of ours holds at most: its list fits a frame
 _ASKING = frozenset({FINGERPRINT, LIST, HASHES, HASH_ANSWER})  # modes that want a reply
 
 Heads = Mapping[bytes, tuple[int, bytes]]  # feed -> (seq, tag)
@@ -133,6 +134,8 @@ class Reconciliation:
     )
     _items_in: int = 0
     _opened: bool = False
+    _fingerprinted: list[tuple[bytes, bytes | None]] = field(default_factory=list)  # the
+    # ranges our last message fingerprinted: the only ones the peer may ask about next
 
     def __post_init__(self) -> None:
         self._feeds = sorted(self.heads)
@@ -180,8 +183,11 @@ class Reconciliation:
         count = len(self._feeds)
         parts = min(self.opening_parts, -(-count // (self.leaf * self.branch)))
         if self.leads and parts > 1:  # parts the follower's answer splits into leaves
-            return self._split(0, count, parts, None)
-        return [[None, FINGERPRINT, self._fingerprint(0, count)]]
+            opening = self._split(0, count, parts, None)
+        else:
+            opening = [[None, FINGERPRINT, self._fingerprint(0, count)]]
+        self._fingerprinted = _fingerprinted(opening)
+        return opening
 
     def receive(self, ranges: Any) -> list[Range] | None:
         """The peer's message: our reply, or None when we send nothing (then, or once the
@@ -209,10 +215,18 @@ class Reconciliation:
         return self._reply(parsed)
 
     def _reply(self, parsed: list[tuple[_Bounds, int, Any]]) -> list[Range] | None:
+        """Answer every range of the peer's message (see the table above). It may ask
+        (fingerprints, lists) only inside the ranges our last message fingerprinted, and
+        must answer every list and hash answer of ours: so a walk costs us at most about
+        one pass over our clock a message, whatever the peer sends."""
         out: list[Range] = []
         asked = any(mode in _ASKING for _, mode, _ in parsed)
         to_list: list[tuple[_Bounds, int, int]] = []
+        owed = self._listed.keys() | self._hashed.keys() | self._awaiting_items.keys()
+        inside = _Inside(self._fingerprinted)
         for bounds, mode, payload in parsed:
+            if mode in (FINGERPRINT, LIST, HASHES) and not inside(bounds):
+                raise ReconcileError("a range asked about that we did not fingerprint")
             if mode == SKIP:
                 out.append([bounds.upper, SKIP, None])
             elif mode == FINGERPRINT:
@@ -229,8 +243,14 @@ class Reconciliation:
             else:  # ITEMS
                 self._take_items(bounds, payload)
                 out.append([bounds.upper, SKIP, None])
+        unanswered = owed & (
+            self._listed.keys() | self._hashed.keys() | self._awaiting_items.keys()
+        )
+        if unanswered:
+            raise ReconcileError(f"{len(unanswered)} of our lists left unanswered")
         out = self._fill_lists(out, to_list)
         out = _merge_skips(out)
+        self._fingerprinted = _fingerprinted(out)
         if all(mode == SKIP for _, mode, _ in out):
             self.done = True
             return out if asked else None
@@ -253,6 +273,7 @@ class Reconciliation:
         """The fingerprints of `count` parts of our items `lo`..`hi`, the last ending at
         `upper`."""
         size = hi - lo
+        count = max(count, -(-size // MAX_RANGE_ITEMS))  # any list of a part fits a frame
         cuts = sorted({lo + size * k // count for k in range(1, count)} - {lo, hi})
         parts, start = [], lo
         for cut in cuts:
@@ -434,17 +455,7 @@ class Reconciliation:
         found: dict[bytes, tuple[int, bytes]] = {}
         previous = b""
         for item in items:
-            if not (
-                isinstance(item, list)
-                and len(item) == 3
-                and isinstance(item[0], bytes)
-                and len(item[0]) == FEED_BYTES
-                and isinstance(item[1], int)
-                and not isinstance(item[1], bool)
-                and 0 < item[1] < 1 << 63
-                and isinstance(item[2], bytes)
-                and len(item[2]) == TAG_BYTES
-            ):
+            if not _is_item(item):
                 raise ReconcileError(f"an item is not [feed, seq, {TAG_BYTES}-byte tag]")
             feed = item[0]
             if feed <= previous:
@@ -454,6 +465,55 @@ class Reconciliation:
             found[feed] = (item[1], item[2])
             previous = feed
         return found
+
+
+def weigh(ranges: Any) -> tuple[int, int]:
+    """Check the shape of one frame's ranges as it arrives (each `[upper, mode, payload]`,
+    the payload as its mode has it, items as `[feed, seq, tag]`), before a message's frames
+    are gathered: (ranges, items) it carries, for the caller's bounds. The order of bounds
+    and what the items say are `Reconciliation.receive`'s to check."""
+    if not isinstance(ranges, list):
+        raise ReconcileError("a reconciliation frame carries a list of ranges")
+    items = 0
+    for entry in ranges:
+        if not (isinstance(entry, list) and len(entry) == 3):
+            raise ReconcileError("a range is [upper, mode, payload]")
+        upper, mode, payload = entry
+        if upper is not None and not (isinstance(upper, bytes) and 0 < len(upper) <= FEED_BYTES):
+            raise ReconcileError("a range's bound is a key prefix")
+        if not (isinstance(mode, int) and not isinstance(mode, bool) and 0 <= mode <= ITEMS):
+            raise ReconcileError(f"unknown range mode {mode!r}")
+        if mode in (LIST, ITEMS):
+            items += _shaped_items(payload)
+        elif mode in (ANSWER, HASH_ANSWER):
+            if not (isinstance(payload, list) and len(payload) == 2):
+                raise ReconcileError("an answer is [items, bitmap]")
+            items += _shaped_items(payload[0])
+        elif mode == HASHES:
+            if not isinstance(payload, bytes):
+                raise ReconcileError("HASHES is a run of 8-byte hashes")
+            items += len(payload) // SHORT_HASH_BYTES
+    return len(ranges), items
+
+
+def _shaped_items(items: Any) -> int:
+    if not (isinstance(items, list) and all(_is_item(item) for item in items)):
+        raise ReconcileError(f"an item is not [feed, seq, {TAG_BYTES}-byte tag]")
+    return len(items)
+
+
+def _is_item(item: Any) -> bool:
+    return (
+        isinstance(item, list)
+        and len(item) == 3
+        and isinstance(item[0], bytes)
+        and len(item[0]) == FEED_BYTES
+        and isinstance(item[1], int)
+        and not isinstance(item[1], bool)
+        and 0 < item[1] < 1 << 63
+        and isinstance(item[2], bytes)
+        and len(item[2]) == TAG_BYTES
+    )
 
 
 def _item_digest(salt: bytes, feed: bytes, seq: int, tag: bytes) -> bytes:
@@ -466,6 +526,31 @@ def _separator(before: bytes, after: bytes) -> bytes:
         if after[:length] > before:
             return after[:length]
     return after
+
+
+def _fingerprinted(ranges: list[Range]) -> list[tuple[bytes, bytes | None]]:
+    """The bounds of the ranges of a message of ours that carry a fingerprint."""
+    found, lower = [], b""
+    for upper, mode, _ in ranges:
+        if mode == FINGERPRINT:
+            found.append((lower, upper))
+        lower = upper if upper is not None else lower
+    return found
+
+
+class _Inside:
+    """Whether a range lies inside one of some sorted, disjoint ranges."""
+
+    def __init__(self, ranges: list[tuple[bytes, bytes | None]]) -> None:
+        self.ranges = ranges
+        self.lowers = [lower for lower, _ in ranges]
+
+    def __call__(self, bounds: _Bounds) -> bool:
+        at = bisect_right(self.lowers, bounds.lower) - 1
+        if at < 0:
+            return False
+        upper = self.ranges[at][1]
+        return upper is None or (bounds.upper is not None and bounds.upper <= upper)
 
 
 def _merge_skips(ranges: list[Range]) -> list[Range]:

@@ -288,9 +288,13 @@ class GossipPolicy:
         """The session starts: our clock (the feeds we carry), as the walk reconciles it with
         the peer's (protocol/reconcile.py). HELLO itself tells nothing: a peer that does not
         reconcile hears every head in CLOCK (`clock_changes(None)`), as not yet told."""
+        self.advertised = {}
+        return self.our_clock()
+
+    def our_clock(self) -> Clock:
+        """Our clock as we tell it: the feeds we carry, each `(seq, tag)`."""
         held = self.held
         tags, carries = held.tags, held.carries
-        self.advertised = {}
         return {feed: (seq, tags[feed]) for feed, seq in held.clock.items() if carries(feed)}
 
     def reconciled(self, ours: Clock, theirs: Clock, now: float) -> list:

@@ -92,7 +92,7 @@ from tanglenode.node.net.peers import PeerState
 from tanglenode.node.net.transport import SecureStream
 from tanglenode.node.service.counters import PeerTraffic
 from tanglenode.node.service.store_service import StoreService
-from tanglenode.protocol.errors import RemoteProtocolError
+from tanglenode.protocol.errors import LocalProtocolError, RemoteProtocolError
 from tanglenode.protocol.gossip import (
     DEFAULT_MAX_FEEDS,
     Breach,
@@ -204,7 +204,7 @@ class GossipSession:
         self.peer = peer
         self.batch = batch
         self.walks = walk  # offer the walk; False: speak as a version-5 node before it did
-        self.connection = GossipConnection(window, max_feeds=max_peer_feeds)
+        self.connection = GossipConnection(window, max_feeds=max_peer_feeds, walks=walk)
         self.resume: int | None = None  # where the walk of our processed order goes on
         self.evidence_seen = -1  # the service's evidence version we last looked at proofs for
         # The number of the last kept proof we looked at (storage/feeds/proof_order.py):
@@ -243,6 +243,7 @@ class GossipSession:
         self.walk: Walk | None = None  # the walk with the peer (node/gossip/walk.py)
         self.names: FeedNames | None = None  # once walked: feeds named by position
         self._peer_hello = trio.Event()
+        self._peer_told_hello = False  # its HELLO named feeds: a node that does not walk
         self.clock_told = False  # the peer knows our clock (walked, or told in CLOCK): the
         # writer tells it what moves
         self._peer_kind_known = trio.Event()  # it offered the walk, or showed it does not
@@ -376,7 +377,7 @@ class GossipSession:
         if not self._peer_kind_known.is_set() and _shows_no_walk(event):
             self._tell_whole_clock()
         if isinstance(event, PeerOffersReconcile):
-            if self.walks:
+            if self.walks and not self._peer_told_hello:  # a node that walks tells nothing
                 await self._open_walk()
         elif isinstance(event, PeerReconcile):
             await self._walk_on(event.ranges)
@@ -395,6 +396,7 @@ class GossipSession:
             changes = event.clock if hello else event.changes
             if hello:
                 self._peer_hello.set()
+                self._peer_told_hello = bool(changes)
             elif self.names is not None:
                 self.names.keyed_in(changes)  # the peer names these by position from now on
             actions = policy.peer_clock_changed(changes, trio.current_time(), hello=hello)
@@ -444,7 +446,8 @@ class GossipSession:
 
     async def _open_walk(self) -> None:
         self._peer_kind_known.set()
-        ours = self.ours_at_hello if self.ours_at_hello is not None else self.policy.hello()
+        ours = self.ours_at_hello  # None once told in CLOCK (the offer came late): as it is now
+        ours = self.policy.our_clock() if ours is None else ours
         self.ours_at_hello = None
         secure = self.secure
         max_items = 2 * self.policy.max_feeds
@@ -470,31 +473,34 @@ class GossipSession:
             raise GossipError(Breach.RECONCILE, "RECONCILE outside a walk")
         reply = walk.receive(ranges)
         if reply is not None:
-            await self._send(self.connection.reconcile(reply))
+            try:
+                frames = self.connection.reconcile(reply)
+            except LocalProtocolError as error:  # a range too large for a frame: the peer's
+                raise GossipError(Breach.RECONCILE, f"an answer past a frame: {error}") from None
+            await self._send(frames)
+        await trio.lowlevel.checkpoint()  # the walk's work never holds the loop for long
         if not walk.done:
             return
-        actions = self.policy.reconciled(walk.ours, walk.peer_heads(), trio.current_time())
+        self.connection.walk_over = True
+        heads, walk.peer_heads = walk.peer_heads, {}
+        actions = self.policy.reconciled(walk.ours, heads, trio.current_time())
         walk.ours = {}  # what the peer learned of us is in the policy's `advertised` now
         self.names = FeedNames(walk.agreed)
         self.clock_told = True
         self.poke()
         self._clock_moved.set()
-        await self._act(self._wants_by_position(actions, walk))
+        for action in actions:  # in order, the first WANT split (`_want_by_position`)
+            if isinstance(action, SendWant):
+                await self._send(self._want_by_position(action.wants, walk))
+            else:
+                await self._act([action])
 
-    def _wants_by_position(self, actions: list, walk: Walk) -> list:
+    def _want_by_position(self, wants: dict, walk: Walk) -> bytes:
         """The walk's first WANT names the feeds alike at both ends, wanted after the head
         both hold, by position (WANT_AGREED): a bit or a run where a key took 35 bytes."""
-        done = []
-        for action in actions:
-            if not isinstance(action, SendWant):
-                done.append(action)
-                continue
-            chosen, rest = walk.wants_by_position(action.wants)
-            if chosen is not None:
-                self._send_soon(self.connection.want_agreed(chosen))
-            if rest:
-                done.append(SendWant(rest))
-        return done
+        chosen, rest = walk.wants_by_position(wants)
+        agreed = self.connection.want_agreed(chosen) if chosen is not None else b""
+        return agreed + (self._frame(SendWant(rest)) if rest else b"")
 
     async def _presence(self, event: PeerPresence) -> None:
         """A peer's PRESENCE (node/gossip/presence.py): to the hub, or dropped with its

@@ -32,30 +32,33 @@ class Walk:
 
     def __init__(self, ours: Clock, salt: bytes, leads: bool, max_items: int) -> None:
         self.ours = ours  # our clock when the walk opened: what the peer learns of us
-        self.reconciliation = Reconciliation(ours, salt, leads, max_items=max_items)
+        self.reconciliation: Reconciliation | None = Reconciliation(
+            ours, salt, leads, max_items=max_items
+        )
+        self.done = False
+        self.peer_heads: Clock = {}  # once done: the peer's clock, until the session takes it
         self.agreed: list[bytes] = []  # once done: the feeds alike at both ends, sorted
         self._seqs: list[int] | None = None  # their seqs, until the peer's WANT_AGREED
 
-    @property
-    def done(self) -> bool:
-        return self.reconciliation.done
-
     def opening(self) -> list[Any]:
+        assert self.reconciliation is not None
         return self.reconciliation.opening()
 
     def receive(self, ranges: list[Any]) -> list[Any] | None:
-        """The peer's message: our reply, if any (then, or once `done`, the walk is over)."""
+        """The peer's message: our reply, if any (then, or once `done`, the walk is over:
+        what it taught is kept, the rest of the walk's state freed)."""
+        walk = self.reconciliation
+        if walk is None:
+            raise GossipError(Breach.RECONCILE, "a message of a walk that ended")
         try:
-            reply = self.reconciliation.receive(ranges)
+            reply = walk.receive(ranges)
         except ReconcileError as error:
             raise GossipError(Breach.RECONCILE, str(error)) from None
-        if self.reconciliation.done:
-            self.agreed = self.reconciliation.agreed()
+        if walk.done:
+            self.done, self.reconciliation = True, None
+            self.peer_heads, self.agreed = walk.peer_heads(), walk.agreed()
             self._seqs = [self.ours[feed][0] for feed in self.agreed]
         return reply
-
-    def peer_heads(self) -> Clock:
-        return self.reconciliation.peer_heads()
 
     # -- WANT by position --------------------------------------------------------------
 

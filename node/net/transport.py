@@ -45,6 +45,7 @@ class SecureStream:
         self._reader.receive_data(leftover)
         self._send_lock = trio.Lock()
         self._unread = b""  # decrypted bytes handed back (`unread`), returned first
+        self._cut = False  # a send was cut off: the peer cannot read a goodbye after it
 
     def unread(self, data: bytes) -> None:
         """Hand back decrypted bytes a caller looked at: the next `receive_some` returns them
@@ -52,9 +53,17 @@ class SecureStream:
         self._unread = data + self._unread
 
     async def send_all(self, data: bytes) -> None:
+        """Seal and send. A send cancelled before a byte left costs no nonce (the goodbye
+        after it still opens); one cut part-way leaves nothing to say goodbye on."""
         async with self._send_lock:
             if data:
-                await self.stream.send_all(self._writer.seal(data))
+                await trio.lowlevel.checkpoint_if_cancelled()  # before the nonce moves
+                sealed = self._writer.seal(data)
+                try:
+                    await self.stream.send_all(sealed)
+                except BaseException:
+                    self._cut = True  # part of a frame may have left: no goodbye follows
+                    raise
 
     async def receive_some(self) -> bytes:
         """The next decrypted bytes; b"" once the peer said goodbye."""
@@ -77,7 +86,7 @@ class SecureStream:
     async def send_goodbye(self) -> None:
         """End our direction cleanly; the peer's bytes can still be read."""
         async with self._send_lock:
-            if not self._writer.closed:
+            if not self._writer.closed and not self._cut:
                 await self.stream.send_all(self._writer.goodbye())
 
     async def aclose(self, seconds: float = GOODBYE_SECONDS) -> None:
@@ -91,7 +100,7 @@ class SecureStream:
         with trio.move_on_after(seconds, shield=True):
             try:
                 async with self._send_lock:
-                    if not self._writer.closed:
+                    if not self._writer.closed and not self._cut:
                         await self.stream.send_all(self._writer.goodbye())
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 pass

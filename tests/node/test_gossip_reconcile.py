@@ -224,15 +224,11 @@ async def test_two_nodes_holding_the_same_clock_exchange_under_200_bytes(
     """300 feeds alike: HELLO, the offers, the crossing openings and the subscription to all
     of them by position, both ways, fit in 200 bytes (each frame with its 4-byte length)."""
     firsts = [feed[0] for feed in feeds]
-    a, b = open_side("a", firsts), open_side("b", firsts)
+    a, b = open_side("a", firsts, inline=True), open_side("b", firsts, inline=True)
     wire = Wire()
     async with trio.open_nursery() as nursery:
-        sa, sb = start(nursery, a, b, wire)
-        while (
-            len(wire.of("a", FrameKind.WANT_AGREED)) + len(wire.of("b", FrameKind.WANT_AGREED)) < 2
-        ):
-            await trio.sleep(0.01)  # virtual time: until both subscribed by position
-        await trio.sleep(1)
+        start(nursery, a, b, wire)
+        await trio.testing.wait_all_tasks_blocked()  # the exchange is over: all wait on it
         nursery.cancel_scope.cancel()
     assert sum(len(msgpack.packb(frame)) + 4 for _, _, frame in wire.frames) < 200
     assert {kind for _, kind, _ in wire.frames} == {
@@ -241,3 +237,35 @@ async def test_two_nodes_holding_the_same_clock_exchange_under_200_bytes(
         FrameKind.RECONCILE,
         FrameKind.WANT_AGREED,
     }
+
+
+async def test_reconcile_to_a_node_that_does_not_walk_drops_the_peer_at_the_first_frame(
+    open_side, autojump_clock
+):
+    """A node that does not walk (walk=False) refuses RECONCILE outright, whatever a peer's
+    offer said: a frame of a million empty ranges costs its decoding, then the peer."""
+    a = open_side("a", chain("carol", 1))
+    session, their_end = raw_peer(a)
+    theirs = GossipConnection(window=64)
+    junk = encode_frame([FrameKind.RECONCILE, [[]] * 250_000])
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(lambda: session.run(walk=False))
+        await their_end.send_all(theirs.hello({}) + theirs.offer_reconcile() + junk)
+        await session.ended.wait()
+    assert session.reason is not None and session.reason.startswith("reconcile: ")
+
+
+async def test_a_walk_message_over_its_bounds_drops_the_peer_before_it_is_gathered(
+    open_side, autojump_clock
+):
+    a = open_side("a", chain("carol", 1))
+    session, their_end = raw_peer(a)
+    theirs = GossipConnection(window=64)
+    many = encode_frame(
+        [FrameKind.RECONCILE, [[b"\x01" * (1 + n % 31), 0, None] for n in range(20_000)]]
+    )
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(session.run)
+        await their_end.send_all(theirs.hello({}) + theirs.offer_reconcile() + many)
+        await session.ended.wait()
+    assert session.reason is not None and "ranges" in session.reason

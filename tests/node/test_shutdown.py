@@ -17,6 +17,7 @@ from tanglenode.node.gossip.network import Network
 from tanglenode.node.net.peers import PeerRegistry
 from tanglenode.node.net.transport import GOODBYE_SECONDS, SecureStream
 from tanglenode.node.service.store_service import StoreService
+from tanglenode.protocol.boxstream import BoxStreamReader
 from tanglenode.protocol.shs import Session
 from tanglenode.storage.store import FeedStore
 from tests.factories import keypair
@@ -75,3 +76,30 @@ async def test_stop_ends_a_connection_to_a_peer_that_never_reads_within_the_dead
                 assert ended.is_set() and running.cancel_called
         assert stopped_after <= GOODBYE_SECONDS < SHUTDOWN_SECONDS
         assert network.closing
+
+
+async def test_a_send_cancelled_as_it_starts_leaves_the_goodbye_readable():
+    """A session dropped while another of its tasks was taking the send lock: the cancelled
+    send costs no nonce, so the peer still reads our goodbye (not a frame that does not
+    open). Trio runs a batch of tasks in either order, so the race is run 20 times: the
+    cancellation lands between the lock and the write in about half of them."""
+    for _ in range(20):
+        ours, theirs = trio.testing.memory_stream_pair()
+        session = Session(bytes(32), bytes(32), bytes(24), bytes(range(32)), bytes(range(24)))
+        secure = SecureStream(ours, session, b"")
+        scope = trio.CancelScope()
+
+        async def sender(secure=secure, scope=scope) -> None:
+            with scope:
+                await secure.send_all(b"cancelled on its way")
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(sender)
+            await trio.lowlevel.checkpoint()  # the sender takes the lock, yields once
+            scope.cancel()
+        await secure.aclose()
+        reader = BoxStreamReader(bytes(32), bytes(24))
+        while not reader.said_goodbye:
+            reader.receive_data(await theirs.receive_some())
+            while reader.next_chunk() is not None:  # a frame that left whole, then goodbye
+                pass

@@ -19,6 +19,7 @@ from tanglenode.protocol.reconcile import (
     Reconciliation,
     selected,
     selection,
+    weigh,
 )
 
 SALT = b"a salt both know"
@@ -149,18 +150,23 @@ def test_items_out_of_their_range_unsorted_or_answering_nothing_are_refused():
 
 
 def opened_twice() -> Reconciliation:
-    """A side past its opening exchange (the peer's opening answered)."""
-    side = opened()
-    side.receive([[None, FINGERPRINT, bytes(8)]])
+    """A leader of a small clock past the crossing openings: it fingerprinted every key, and
+    waits for the follower's answer."""
+    ours, _ = clocks(random.Random(6), 500, 0)
+    side = Reconciliation(ours, SALT, True)
+    side.opening()
+    assert side.receive([[None, FINGERPRINT, bytes(8)]]) is None  # the follower's: ignored
     return side
 
 
 def test_a_peer_that_never_agrees_is_stopped_by_the_message_bound():
     """A liar answering every fingerprint with fingerprints that never match walks until
-    the bound, then is refused."""
-    side = opened(max_messages=6)
+    we list (it must then answer the list, or be refused) or the bound, never further."""
+    ours, _ = clocks(random.Random(10), 20_000, 0)
+    side = Reconciliation(ours, SALT, False, max_messages=3)
+    side.opening()
     message = [[None, FINGERPRINT, bytes(8)]]
-    with pytest.raises(ReconcileError, match="more than 6"):
+    with pytest.raises(ReconcileError, match=r"more than 3|unanswered"):
         for _ in range(10):
             reply = side.receive(message)
             assert reply is not None
@@ -168,8 +174,6 @@ def test_a_peer_that_never_agrees_is_stopped_by_the_message_bound():
                 [upper, FINGERPRINT, bytes(8)] if mode == FINGERPRINT else [upper, SKIP, None]
                 for upper, mode, _ in reply
             ]
-            if all(entry[1] == SKIP for entry in message):
-                message = [[None, FINGERPRINT, bytes(8)]]
 
 
 def test_a_message_after_the_walk_ended_is_refused():
@@ -193,3 +197,48 @@ def test_a_selection_names_the_same_positions_in_whichever_form_is_shorter(chose
 def test_a_selection_that_does_not_fit_its_list_is_refused(payload):
     with pytest.raises(ReconcileError):
         selected(payload, 4)
+
+
+def test_a_peer_may_ask_only_inside_what_we_fingerprinted_last():
+    """A LIST (or fingerprint) of everything, after we split it in parts: refused, so a
+    peer cannot have us list our whole clock in one range, nor again and again."""
+    ours, _ = clocks(random.Random(8), 500, 0)
+    side = Reconciliation(ours, SALT, False)
+    side.opening()
+    parts = side.receive([[None, FINGERPRINT, bytes(8)]])  # the leader's opening differs
+    assert parts is not None and len(parts) > 1
+    with pytest.raises(ReconcileError, match="did not fingerprint"):
+        side.receive([[None, LIST, []]])
+
+
+def test_a_list_of_ours_left_unanswered_is_refused():
+    ours, _ = clocks(random.Random(9), 10, 0)
+    side = Reconciliation(ours, SALT, False)
+    side.opening()
+    reply = side.receive([[None, FINGERPRINT, bytes(8)]])
+    assert reply is not None and reply[0][1] == LIST  # ten items: listed at once
+    with pytest.raises(ReconcileError, match="unanswered"):
+        side.receive([[None, SKIP, None]])
+
+
+@pytest.mark.parametrize(
+    "frame",
+    [
+        [[None, LIST, [[b"x", 1, bytes(16)]]]],
+        [[None, LIST, [[bytes(32), 1, bytes(16)], [[[1]]]]]],
+        [[None, 4, [[[bytes(32), 1]], b""]]],
+        [[None, HASHES, [1, 2]]],
+        [[b"", SKIP, None]],
+        [[None, 7, None]],
+        "ranges",
+    ],
+)
+def test_a_frame_of_the_wrong_shape_is_refused_as_it_comes(frame):
+    with pytest.raises(ReconcileError):
+        weigh(frame)
+
+
+def test_a_frame_is_weighed_by_its_ranges_and_items():
+    item = [bytes(32), 1, bytes(16)]
+    frame = [[b"\x01", LIST, [item, item]], [b"\x02", HASHES, bytes(24)], [None, 4, [[item], b""]]]
+    assert weigh(frame) == (3, 6)
