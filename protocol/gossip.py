@@ -67,9 +67,10 @@ The walk is offered the same way, with `[CLOCK, {}]` (no head changed) as
 the first frame after HELLO, which offers presence too (a node that walks
 offers presence with `[CREDIT, 0]` only to a peer that does not); a node
 that walks sends an empty HELLO clock and walks with a peer whose offer
-came (`peer_offered_reconcile`); RECONCILE and WANT_AGREED go to no other. A walk's message may span frames: the range
-running to the end closes it. What it may say is protocol/reconcile.py's to
-check.
+came (`peer_offered_reconcile`); RECONCILE and WANT_AGREED go to no other.
+A walk's message may span frames (the range running to the end closes it):
+each frame's shape is checked as it comes, within bounds on a message's
+frames, ranges and items; what it says is protocol/reconcile.py's to check.
 
 Every ASK is answered, each entry once, by a WITNESS carrying it or an
 UNHELD naming it; this machine keeps what we asked and has not had
