@@ -18,7 +18,7 @@ from tanglenode.protocol.gossip import (
     PeerReconcile,
     PeerWants,
 )
-from tanglenode.protocol.reconcile import FINGERPRINT
+from tanglenode.protocol.reconcile import FINGERPRINT, Reconciliation
 from tests.node.test_gossip_session import Wire, chain, open_side, raw_peer, start
 
 __all__ = ["open_side"]  # the fixture, used by name
@@ -26,6 +26,24 @@ __all__ = ["open_side"]  # the fixture, used by name
 pytestmark = pytest.mark.timeout(60)
 
 FEEDS = 300
+
+
+async def walk_as_a_peer(their_end, theirs: GossipConnection, to_the_end: bool = True):
+    """Speak for a peer that walks, with an empty clock: HELLO and the offer, then the walk
+    (to its end, or until the node's opening came). A walking peer is told no CLOCK."""
+    walk = Reconciliation({}, b"salt of the pair", False)  # the node's end of `raw_peer` leads
+    await their_end.send_all(theirs.hello({}) + theirs.offer_reconcile())
+    opened = False
+    while not (walk.done if to_the_end else opened):
+        for event in theirs.receive_data(await their_end.receive_some()):
+            assert not isinstance(event, PeerClock)
+            if isinstance(event, PeerOffersReconcile):
+                await their_end.send_all(theirs.reconcile(walk.opening()))
+            elif isinstance(event, PeerReconcile):
+                opened = True
+                if to_the_end and (reply := walk.receive(event.ranges)) is not None:
+                    await their_end.send_all(theirs.reconcile(reply))
+    return walk
 
 
 @pytest.fixture(scope="module")
@@ -142,14 +160,7 @@ async def test_a_walk_that_breaks_its_rules_drops_the_peer_with_the_reason(
     theirs = GossipConnection(window=64)
     async with trio.open_nursery() as nursery:
         nursery.start_soon(session.run)
-        await their_end.send_all(theirs.hello({}) + theirs.offer_reconcile())
-        opened = False
-        while not opened:
-            for event in theirs.receive_data(await their_end.receive_some()):
-                opened = opened or isinstance(event, PeerReconcile)
-                assert not isinstance(event, PeerClock)  # a walking peer is told no CLOCK
-                if isinstance(event, PeerOffersReconcile):
-                    assert theirs.peer_offered_reconcile
+        await walk_as_a_peer(their_end, theirs, to_the_end=False)
         await their_end.send_all(theirs.reconcile([[None, 9, None]]))
         await session.ended.wait()
     assert session.reason == "reconcile: unknown range mode 9"
@@ -208,14 +219,11 @@ async def test_a_feed_named_by_a_position_not_given_drops_the_peer(open_side, au
     theirs = GossipConnection(window=64)
     async with trio.open_nursery() as nursery:
         nursery.start_soon(session.run)
-        await their_end.send_all(theirs.hello({}) + theirs.offer_reconcile())
-        opened = False
-        while not opened:
-            for event in theirs.receive_data(await their_end.receive_some()):
-                opened = opened or isinstance(event, PeerReconcile)
+        walk = await walk_as_a_peer(their_end, theirs)
+        assert walk.agreed() == []  # nothing alike: no feed is named by position yet
         await their_end.send_all(theirs.clock_named([7, 1, bytes(16)]))
         await session.ended.wait()
-    assert session.reason is not None and session.reason.startswith("reconcile: ")
+    assert session.reason == "reconcile: no feed is named 7 here"
 
 
 async def test_two_nodes_holding_the_same_clock_exchange_under_200_bytes(
