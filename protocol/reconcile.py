@@ -259,7 +259,9 @@ class Reconciliation:
             self.done = True
         return out
 
-    def _compare(self, bounds: _Bounds, theirs: bytes, to_list: list) -> list[Range]:
+    def _compare(
+        self, bounds: _Bounds, theirs: bytes, to_list: list[tuple[_Bounds, int, int]]
+    ) -> list[Range]:
         lo, hi = self._span(bounds)
         if self._fingerprint(lo, hi) == theirs:
             return [[bounds.upper, SKIP, None]]
@@ -283,7 +285,7 @@ class Reconciliation:
         parts.append([upper, FINGERPRINT, self._fingerprint(start, hi)])
         return parts
 
-    def _fill_lists(self, out: list[Range], to_list: list) -> list[Range]:
+    def _fill_lists(self, out: list[Range], to_list: list[tuple[_Bounds, int, int]]) -> list[Range]:
         """The ranges to list, in full while the message lists at most `full_list` items,
         else as hashes."""
         as_hashes = sum(hi - lo for _, lo, hi in to_list) > self.full_list
@@ -349,7 +351,9 @@ class Reconciliation:
             [self._item(i) for i, lacks in zip(hashed, lacking, strict=True) if lacks],
         ]
 
-    def _answered(self, bounds: _Bounds, payload: Any, sent: list[int]) -> dict:
+    def _answered(
+        self, bounds: _Bounds, payload: Any, sent: list[int]
+    ) -> dict[bytes, tuple[int, bytes]]:
         """The peer's items in a range we listed: ours it does not lack, and its extras."""
         if not (isinstance(payload, list) and len(payload) == 2):
             raise ReconcileError("an answer is [items, bitmap]")
