@@ -22,7 +22,7 @@ from pathlib import Path
 
 import click
 
-JOBS = ("verify", "linearize", "audit", "stats", "evaluate")
+JOBS = ("verify", "linearize", "audit", "stats", "evaluate", "generate")
 WORK = {
     "verify": "checking ids, signatures, chains, forks and timeframe tags",
     "linearize": "linearizing every timeline",
@@ -53,14 +53,15 @@ class Progress:
     multiple=True,
     type=click.Path(path_type=Path),
     help="An archive folder written by `tangled export --out`; repeat to combine several "
-    "nodes' (audit compares the first one's timelines). Not needed by evaluate.",
+    "nodes' (audit compares the first one's timelines). Not needed by evaluate or generate.",
 )
 @click.option(
     "--out",
     required=True,
     type=click.Path(file_okay=False, path_type=Path),
     help="Folder for the results: OUT/JOB/ as Parquet, replaced if present (evaluate also "
-    "writes evaluate-table.md, evaluate-table.csv and evaluate.png there).",
+    "writes evaluate-table.md, evaluate-table.csv and evaluate.png there); generate writes "
+    "the archive itself there.",
 )
 @click.option(
     "--master",
@@ -127,6 +128,28 @@ class Progress:
     show_default=True,
     help="evaluate: time limit of each reference ScuttleSort run (0: do not run it).",
 )
+@click.option(
+    "--messages",
+    type=click.IntRange(1),
+    help="generate: the archive's messages (at least --feeds).",
+)
+@click.option(
+    "--feeds",
+    type=click.IntRange(1),
+    help="generate: the feeds that write them, their sizes Pareto-distributed.",
+)
+@click.option(
+    "--seed",
+    type=click.IntRange(0, 2**63 - 1),
+    default=0,
+    show_default=True,
+    help="generate: the same seed writes the same bytes.",
+)
+@click.option(
+    "--force",
+    is_flag=True,
+    help="generate: replace the archive OUT holds (never a folder holding anything else).",
+)
 def pipeline_command(
     job: str,
     archives: tuple[Path, ...],
@@ -142,6 +165,10 @@ def pipeline_command(
     todo: bool,
     todo_events: int,
     reference_seconds: float,
+    messages: int | None,
+    feeds: int | None,
+    seed: int,
+    force: bool,
 ) -> int:
     """Run JOB over the archives and write its result under OUT as Parquet.
 
@@ -150,14 +177,24 @@ def pipeline_command(
     first archive's timelines, as its node had them, against the batch
     linearization of all the archives given), stats (messages, width and
     height per timeline; totals), evaluate (the ScuttleSort paper's
-    experiment; needs no archive). Spark needs a Java 17+ runtime.
+    experiment; needs no archive), generate (a signed archive shaped like
+    social feeds at OUT: --messages, --feeds, --seed). Spark needs a Java
+    17+ runtime.
 
     Exit codes: 0 done; 1 Spark failed (its log is shown); 2 bad usage;
-    3 an --in that is not an archive; 4 an --in that does not exist;
+    3 an --in that is not an archive (an --out generate may not write);
+    4 an --in that does not exist;
     5 verify found problems or audit found differences.
     """
     progress = Progress(job)
     as_json = as_json or not sys.stdout.isatty()
+    if job == "generate":
+        if archives:
+            raise click.UsageError("generate reads no --in; it writes the archive at --out")
+        from tanglenode.pipeline.generate_command import run
+
+        request = {"messages": messages, "feeds": feeds, "seed": seed, "force": force}
+        return run(progress, out, master, as_json, request)
     if job == "evaluate":
         sweep = _sweep_options(widths, heights, deliveries, seeds, generator, todo, todo_events)
         sweep["reference_seconds"] = reference_seconds

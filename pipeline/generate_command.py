@@ -1,0 +1,84 @@
+"""`tangled pipeline generate`'s command side: its checks before Spark, its run, its output.
+
+The numbers and `--out` are checked first (pipeline/generate.py's
+`GenerateError`: one line on stderr, exit 2 for numbers, 3 for an `--out`
+that may not be written), then Spark starts as for every job (its log in a
+file, shown only on failure, pipeline/cli.py), and the summary is printed:
+one line of JSON off a terminal or with `--json`, else a sentence.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import click
+
+
+def run(
+    progress: Callable[[str], None],
+    out: Path,
+    master: str,
+    as_json: bool,
+    request: dict,
+) -> int:
+    """`request`: messages, feeds, seed, force. The command's exit code."""
+    from tanglenode.pipeline.generate import GenerateError, check_out, check_request, generate
+    from tanglenode.pipeline.session import java_missing, scratch_dir, spark_session
+
+    try:
+        if request["messages"] is None or request["feeds"] is None:
+            raise GenerateError("generate needs --messages N and --feeds F")
+        check_request(request["messages"], request["feeds"], request["seed"])
+        check_out(out, request["force"])
+    except GenerateError as error:
+        click.echo(f"tangled: {error}", err=True)
+        return error.exit_code
+    if (why := java_missing()) is not None:
+        click.echo(f"tangled: {why}", err=True)
+        return 1
+    progress(
+        f"{request['messages']:,} messages of {request['feeds']:,} feeds, seed "
+        f"{request['seed']}; starting Spark ({master})"
+    )
+    log = None
+    try:
+        if master != "submitted":
+            scratch_dir().mkdir(mode=0o700, parents=True, exist_ok=True)
+            log = scratch_dir() / f"jvm-{os.getpid()}-{time.time_ns()}.log"
+        spark = spark_session(None if master == "submitted" else master, jvm_log=log)
+        try:
+            progress(f"Spark ready; writing {out}")
+            summary = generate(
+                spark,
+                out,
+                request["messages"],
+                request["feeds"],
+                request["seed"],
+                force=request["force"],
+                progress=progress,
+            )
+        finally:
+            spark.stop()
+    except Exception as error:  # Spark's, the JVM's, or the disk's: the log says which
+        from tanglenode.pipeline.cli import _report_failure
+
+        _report_failure("generate", error, log)
+        return 1
+    if log is not None:
+        log.unlink(missing_ok=True)
+    summary = {"job": "generate", "out": str(out), **summary}
+    if as_json:
+        click.echo(json.dumps(summary))
+    else:
+        click.echo(
+            f"generated {summary['messages']:,} messages of {summary['feeds']:,} feeds "
+            f"(seed {summary['seed']}) in {out}: {summary['threads']:,} threads, "
+            f"{summary['documents']:,} documents; the largest feed writes "
+            f"{summary['largest_feed_share']:.0%}; {summary['rounds']} rounds, "
+            f"{summary['tasks']:,} tasks, {summary['seconds']} s"
+        )
+    return 0
