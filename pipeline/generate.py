@@ -141,6 +141,7 @@ def generate(
             f"round {number + 1}/{shape.rounds}: {done:,} messages signed in {len(units)} tasks"
         )
     summary = {
+        "rows": messages,
         "messages": messages,
         "feeds": feeds,
         "seed": seed,
