@@ -25,8 +25,9 @@ from tanglenode.protocol.erase import erase_content
 from tanglenode.protocol.message import Message
 
 if TYPE_CHECKING:
+    from tanglenode.node.gossip.session import GossipSession
     from tanglenode.node.sim.network import SimConfig, _Deliveries
-    from tanglenode.node.sim.wiring import Node
+    from tanglenode.node.sim.wiring import Node, Wiring
 
 
 @dataclass
@@ -78,7 +79,7 @@ class _Erasure:
 
 
 async def post_and_erase(
-    config: SimConfig, author: Node, nodes: list[Node], ends, deliveries: _Deliveries
+    config: SimConfig, author: Node, nodes: list[Node], wiring: Wiring, deliveries: _Deliveries
 ) -> _Erasure:
     """The scenario `erase`: `author` publishes a post; once every node holds it (or
     `settle` passes) it publishes the post's erase request, and the run waits until every
@@ -86,7 +87,7 @@ async def post_and_erase(
     publishes waits for the links to be quiet first (`quiet`), so both meet the same
     network: not the request alone behind the post's last frames still being
     retransmitted, which a lossy link makes it wait for (as TCP does)."""
-    await quiet(ends, config.settle)
+    await quiet(wiring, config.settle)
     key = author.keypair.public
     erasure = _Erasure(key, author.service.clock.get(key, 0) + 1)
     for node in nodes:
@@ -101,7 +102,7 @@ async def post_and_erase(
     erasure.post_from, counts = _came_from(nodes, key, counts), _delivered(nodes, key)
     erasure.target = post.id
     erasure.holders = {node.index for node in nodes if _holds_content(node, post.id)}
-    await quiet(ends, config.settle)
+    await quiet(wiring, config.settle)
     # Watched from before the publish: on links of no latency a peer may store the request
     # before the author's publish returns.
     erasure.erased = deliveries.published[(key, post.seq + 1)] = trio.current_time()
@@ -113,12 +114,12 @@ async def post_and_erase(
     return erasure
 
 
-async def quiet(ends, settle: float) -> None:
+async def quiet(wiring: Wiring, settle: float) -> None:
     """Until no byte is in flight on any link while every task waits (or `settle` passes)."""
     with trio.move_on_after(settle):
         while True:
             await trio.testing.wait_all_tasks_blocked()
-            due = [at for end in ends if (at := end.in_flight_until) is not None]
+            due = [at for end in wiring.ends if (at := end.in_flight_until) is not None]
             if not due:
                 return
             await trio.sleep_until(max(due))
@@ -129,25 +130,19 @@ def _holds_content(node: Node, msg_id: bytes | None) -> bool:
     return message is not None and message.has_content
 
 
-def _delivered(nodes: list[Node], feed: bytes) -> dict[tuple[int, int], int]:
-    """(node, session) -> the messages of `feed` that session stored on the node so far."""
-    return {
-        (node.index, number): session.delivered.get(feed, 0)
-        for node in nodes
-        for number, session in enumerate(node.sessions)
-    }
+def _delivered(nodes: list[Node], feed: bytes) -> dict[GossipSession, int]:
+    """Session -> the messages of `feed` it stored on its node so far."""
+    return {session: session.delivered.get(feed, 0) for node in nodes for session in node.sessions}
 
 
-def _came_from(
-    nodes: list[Node], feed: bytes, before: dict[tuple[int, int], int]
-) -> dict[int, int]:
+def _came_from(nodes: list[Node], feed: bytes, before: dict[GossipSession, int]) -> dict[int, int]:
     """Node -> the peer whose session stored a message of `feed` on it since `before`: the
     tree that message spread along (each node stores it from one session)."""
     index = {node.keypair.public: node.index for node in nodes}
     parents: dict[int, int] = {}
     for node in nodes:
-        for number, session in enumerate(node.sessions):
-            if session.delivered.get(feed, 0) > before.get((node.index, number), 0):
+        for session in node.sessions:
+            if session.delivered.get(feed, 0) > before.get(session, 0):
                 parents[node.index] = index[session.peer.key]
     return parents
 

@@ -309,14 +309,14 @@ async def _run(config: SimConfig, nodes: list[Node], graph, rng: random.Random) 
         if config.warmup:  # the publishers' feeds known everywhere, their subscriptions open
             await _warm_up([nodes[index] for index in sorted(set(authors))], nodes, config)
             deliveries.latencies.clear()
-        before = _traffic(nodes, wiring.ends)  # the measure starts here
+        before = _traffic(nodes, wiring)  # the measure starts here
         plan: Plan = SCENARIOS[config.scenario](config, graph, rng)
         events = plan.events
         away: set[int] = set()
         erasure = None
         if erasing:
             author = nodes[authors[0]]
-            erasure = await post_and_erase(config, author, nodes, wiring.ends, deliveries)
+            erasure = await post_and_erase(config, author, nodes, wiring, deliveries)
         for number in range(0 if erasing else config.messages):
             for event in events.get(number, ()):
                 event(wiring, away)
@@ -339,7 +339,7 @@ async def _run(config: SimConfig, nodes: list[Node], graph, rng: random.Random) 
         virtual = trio.current_time() - START
         nursery.cancel_scope.cancel()
     wire_bytes, received = (
-        now - then for now, then in zip(_traffic(nodes, wiring.ends), before, strict=True)
+        now - then for now, then in zip(_traffic(nodes, wiring), before, strict=True)
     )
     figures = {**spread.figures(), "delivered_share_up": _share_up(deliveries, plan, config)}
     return _Outcome(deliveries, wire_bytes, received, virtual, wiring.dropped, erasure, figures)
@@ -360,14 +360,9 @@ SPAM_EACH = 5  # messages the spammer publishes for each honest one
 ERASE_MESSAGES = 2  # the scenario `erase` publishes a post and its erase request
 
 
-def _traffic(nodes: list[Node], ends) -> tuple[int, int]:
+def _traffic(nodes: list[Node], wiring: Wiring) -> tuple[int, int]:
     """(bytes sent on every link, messages received over gossip by every node) so far."""
-    wire_bytes = sum(end.bytes_sent for end in ends)
-    # A node counts its traffic per peer (node/service/counters.py): a session that reconnects to a
-    # peer adds to the same counter, which is counted once.
-    counters = {id(s.traffic): s.traffic for node in nodes for s in node.sessions}
-    received = sum(traffic.received for traffic in counters.values())
-    return wire_bytes, received
+    return wiring.bytes_sent, sum(node.received for node in nodes)
 
 
 async def _scope_to(honest: list[Node], publishers: list[Node]) -> None:

@@ -70,13 +70,13 @@ async def build_and_connect(
         if seconds:
             await deliveries.done.wait()
         else:
-            await quiet(wiring.ends, config.settle)
+            await quiet(wiring, config.settle)
     synced = deliveries.done.is_set() or not seconds
     took = trio.current_time() - began
-    sent = sum(end.bytes_sent for end in wiring.ends)
+    sent = wiring.bytes_sent
     return {
         "wire_bytes": sent,
-        "received": sum(session.traffic.received for node in nodes for session in node.sessions),
+        "received": sum(node.received for node in nodes),
         "virtual": took,
         "sync_bytes": sent if synced else None,
         "sync_seconds": round(took, 3) if synced else None,

@@ -49,8 +49,17 @@ class Node:
     keypair: Keypair
     store: FeedStore
     service: StoreService
-    sessions: list[GossipSession] = field(default_factory=list)  # every one it ever ran
-    running: set[trio.CancelScope] = field(default_factory=set)  # its sessions running now
+    sessions: list[GossipSession] = field(default_factory=list)  # its sessions running now
+    running: set[trio.CancelScope] = field(default_factory=set)  # their cancel scopes
+    received_before: int = 0  # messages its services before the last restart received
+
+    @property
+    def received(self) -> int:
+        """Messages received over gossip since the node first opened, duplicates included
+        (the node's counters, one per peer whatever its sessions: node/service/counters.py)."""
+        counters = self.service.counters
+        now = sum(traffic.received for traffic in counters.peers.values())
+        return self.received_before + now + counters.other.received
 
     @classmethod
     def open(cls, path: Path, index: int, keypair: Keypair, flood: bool) -> Node:
@@ -91,14 +100,13 @@ class Wiring:
     observe: Callable[[Node], None]  # what the run watches on a node's service, once opened
     flood: bool
     arrivals: Arrivals = field(default_factory=Arrivals)
-    ends: list = field(default_factory=list)  # every link end ever made (for the byte counts)
     live: dict[tuple[int, int], tuple] = field(default_factory=dict)  # edge -> its two ends
+    sent_before: int = 0  # bytes sent on the links cut so far
     dropped: list[str] = field(default_factory=list)  # why sessions ended on their own
 
     def connect(self, i: int, j: int) -> None:
         a, b = self.nodes[i], self.nodes[j]
         ends = link(a.keypair.public, b.keypair.public, self.path, self.rng, self.arrivals)
-        self.ends += ends
         self.live[(i, j)] = ends
         for node, end in zip((a, b), ends, strict=True):
             session = GossipSession(end, node.service, PeerState(end.peer))  # type: ignore[arg-type]  # a SecureStream's duck
@@ -111,6 +119,19 @@ class Wiring:
         ends = self.live.pop((i, j), None)
         if ends is not None:
             ends[0].close()
+            self.sent_before += sum(end.bytes_sent for end in ends)
+
+    @property
+    def ends(self) -> list:
+        """The ends of the links up now."""
+        return [end for ends in self.live.values() for end in ends]
+
+    @property
+    def bytes_sent(self) -> int:
+        """Bytes sent on every link ever made, cut or up. A run keeps nothing of a link
+        cut or a session ended but its counts: ten thousand nodes crashing and restarting
+        would otherwise hold every session they ever ran."""
+        return self.sent_before + sum(end.bytes_sent for end in self.ends)
 
     def crash(self, index: int, edges: list[tuple[int, int]]) -> None:
         """Node `index` stops at once: its sessions end where they are (what its inbox held
@@ -124,6 +145,7 @@ class Wiring:
         """Node `index`, crashed, starts again from its store alone: the store opened
         again, a new service over it (its clock, stream plan and counters new)."""
         node = self.nodes[index]
+        node.received_before = node.received
         path = node.store.path
         node.store.close()
         node.service = open_service(path, node.keypair, self.flood)
@@ -144,3 +166,4 @@ class Wiring:
                 self.dropped.append(f"{type(error).__name__}: {error}")
         finally:
             node.running.discard(scope)
+            node.sessions.remove(session)
