@@ -194,7 +194,7 @@ def pipeline_command(
         from tanglenode.pipeline.generate_command import run
 
         request = {"messages": messages, "feeds": feeds, "seed": seed, "force": force}
-        return run(progress, out, master, as_json, request)
+        return run(progress, out, master, as_json, request, _report_failure)
     if job == "evaluate":
         sweep = _sweep_options(widths, heights, deliveries, seeds, generator, todo, todo_events)
         sweep["reference_seconds"] = reference_seconds

@@ -24,8 +24,10 @@ def run(
     master: str,
     as_json: bool,
     request: dict,
+    report_failure: Callable[[str, Exception, Path | None], None],
 ) -> int:
-    """`request`: messages, feeds, seed, force. The command's exit code."""
+    """`request`: messages, feeds, seed, force; `report_failure` shows a failed run as
+    every job's (pipeline/cli.py). The command's exit code."""
     from tanglenode.pipeline.generate import GenerateError, check_out, check_request, generate
     from tanglenode.pipeline.session import java_missing, scratch_dir, spark_session
 
@@ -64,9 +66,7 @@ def run(
         finally:
             spark.stop()
     except Exception as error:  # Spark's, the JVM's, or the disk's: the log says which
-        from tanglenode.pipeline.cli import _report_failure
-
-        _report_failure("generate", error, log)
+        report_failure("generate", error, log)
         return 1
     if log is not None:
         log.unlink(missing_ok=True)
