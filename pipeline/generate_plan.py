@@ -298,9 +298,9 @@ class Planner:
     def _recently_heard(self, feed: int) -> set[int]:
         if not self.recent:
             return set()
-        low, high = TIMEFRAME_FEEDS
-        count = min(len(self.recent), self.rng.randint(low, high) + 1)
-        return {other for other in self.rng.sample(self.recent, count) if other != feed}
+        wanted = self.rng.randint(*TIMEFRAME_FEEDS)
+        drawn = self.rng.sample(self.recent, min(len(self.recent), wanted + 1))  # self, maybe
+        return set([other for other in drawn if other != feed][:wanted])
 
     def _timeframe(self, feeds: Iterable[int]) -> tuple[tuple[bytes, int, bytes], ...]:
         entries = []
