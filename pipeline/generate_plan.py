@@ -9,11 +9,12 @@ deterministically from the seed, and leaves the signing to Spark's tasks
 
 **Sizes.** Every feed writes at least one message; the other N - F are
 shared out by Pareto's law: the feed ranked i (from 0) weighs (i + 1) ** (-1 /
-`PARETO_SHAPE`), the expected size of the i-th largest of F draws from a Pareto
-distribution, so a few feeds write most messages (ssb-fixtures draws its
-authors the same way; with the 80-20 rule's shape, 1.16, the largest fifth
-of 50 feeds writes about half of 2,000 messages). The shares are rounded by
-largest remainder, so the sizes sum to N exactly. Feed 0 is the largest.
+`PARETO_SHAPE`), about the i-th largest of F draws from a Pareto distribution
+of that shape, so a few feeds write most messages, as in ssb-fixtures (whose
+sizes are Pareto's of shape 2; 1.16, the 80-20 rule's, is heavier: the
+largest fifth of 50 feeds writes 57 % of 2,000 messages). The shares are
+rounded by largest remainder, so the sizes sum to N exactly. Feed 0 is the
+largest.
 
 **Steps.** The feeds' messages are shuffled into one global order (the
 *schedule*): step t is written by feed `schedule[t]`, its next seq, stamped
