@@ -200,13 +200,13 @@ def test_an_out_that_may_not_be_written_is_refused(generated, tmp_path):
     assert (other / "notes.txt").read_text() == "mine"
 
 
-@pytest.mark.slow  # 30 s: two `tangled pipeline` children, each starting its own Spark
-@pytest.mark.usefixtures("java")
-def test_the_command_writes_an_archive_pipeline_verify_accepts(tmp_path):
+@pytest.mark.slow  # 40 s: two `tangled pipeline` children, each starting its own Spark
+def test_the_command_writes_an_archive_pipeline_verify_accepts(spark, tmp_path):
+    """On one core, the same bytes as on two (the suite's session), and verify accepts it."""
     out = tmp_path / "archive"
     argv = ["--messages", "300", "--feeds", "12", "--seed", "9", "--out", str(out)]
     done = subprocess.run(
-        [str(TANGLED), "pipeline", "generate", *argv, "--master", "local[2]"],
+        [str(TANGLED), "pipeline", "generate", *argv, "--master", "local[1]"],
         capture_output=True,
         text=True,
         timeout=300,
@@ -215,6 +215,8 @@ def test_the_command_writes_an_archive_pipeline_verify_accepts(tmp_path):
     summary = json.loads(done.stdout)
     assert (summary["job"], summary["messages"], summary["feeds"]) == ("generate", 300, 12)
     assert "round 8/8" in done.stderr
+    generate(spark, tmp_path / "in-process", 300, 12, 9)
+    assert files_of(out) == files_of(tmp_path / "in-process")
     checked = subprocess.run(
         [str(TANGLED), "pipeline", "verify", "--in", str(out), "--out", str(tmp_path / "r")],
         capture_output=True,
