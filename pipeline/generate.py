@@ -34,8 +34,8 @@ from pathlib import Path
 
 from tanglenode.pipeline.archive import BAD_INPUT
 
-MAX_MESSAGES = 10**9
-MAX_FEEDS = 10**7
+MAX_MESSAGES = 10**8  # the driver's schedule: 4 bytes a message
+MAX_FEEDS = 10**6  # the driver derives every feed's key
 MAX_SEED = 2**63 - 1
 USAGE = 2  # ExitCode.USAGE (node/cli/exits.py), which this package may not import
 ARCHIVE_PARTS = ("messages", "timelines", "archive.json")
