@@ -2,7 +2,7 @@
 
 The numbers and `--out` are checked first (pipeline/generate.py's
 `GenerateError`: one line on stderr, exit 2 for numbers, 3 for an `--out`
-that may not be written), then Spark starts as for every job (its log in a
+that may not be written or cannot be made), then Spark starts as for every job (its log in a
 file, shown only on failure, pipeline/cli.py), and the summary is printed:
 one line of JSON off a terminal or with `--json`, else a sentence.
 """
@@ -28,6 +28,7 @@ def run(
 ) -> int:
     """`request`: messages, feeds, seed, force; `report_failure` shows a failed run as
     every job's (pipeline/cli.py). The command's exit code."""
+    from tanglenode.pipeline.archive import BAD_INPUT
     from tanglenode.pipeline.generate import GenerateError, check_out, check_request, generate
     from tanglenode.pipeline.session import java_missing, scratch_dir, spark_session
 
@@ -36,6 +37,10 @@ def run(
             raise GenerateError("generate needs --messages N and --feeds F")
         check_request(request["messages"], request["feeds"], request["seed"])
         check_out(out, request["force"])
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise GenerateError(f"{out}: cannot create it ({error.strerror})", BAD_INPUT) from None
     except GenerateError as error:
         click.echo(f"tangled: {error}", err=True)
         return error.exit_code

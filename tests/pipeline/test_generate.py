@@ -190,6 +190,7 @@ def test_an_out_that_may_not_be_written_is_refused(generated, tmp_path):
         ([str(other), "--force"], 3, "holds no archive alone (notes.txt)"),
         ([str(other)], 3, "holds no archive alone (notes.txt)"),
         ([str(a_file), "--force"], 2, "is a file"),
+        ([str(a_file / "archive")], 3, "archive: cannot create it (Not a directory)"),
     ]
     for args, code, says in cases:
         done = refused("--messages", "10", "--feeds", "2", "--out", *args)
