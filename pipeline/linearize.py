@@ -13,14 +13,17 @@ scratch LMDB, whose memory stays flat however long the timeline. Both give
 the node's order: rank from present predecessors only (links to messages
 not in the archive are pending), ties by message id bytes.
 
-Limits: one timeline is one group, so one worker holds its rows; the
-spacetime of an archive is a single group. Timelines run in parallel across
-workers; a single huge timeline does not.
+Large timelines: a group is one task, so a timeline of more than
+`spread_threshold` members (the spacetime of a large archive, above all)
+is not grouped: `pipeline/spread.py` computes its ranks in rounds over
+blocks of it, one task per block, and sorts it across partitions. Same
+ranks, same order; choosing the path costs one count of the members per
+timeline.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import pandas as pd
 
@@ -28,6 +31,9 @@ from tanglenode.protocol.identity import TAG_BYTES
 
 ORDER_SCHEMA = "timeline string, root binary, position long, rank long, id binary"
 DISK_THRESHOLD = 500_000
+# Members above which a timeline is spread over blocks (pipeline/spread.py) rather than
+# grouped into one task: under it, a group's pass takes a second or two, less than a round.
+SPREAD_THRESHOLD = 50_000
 
 
 def _seq_bytes(column):
@@ -84,6 +90,15 @@ def timeline_events(messages):
 
 def _ranks_in_memory(refs: list[bytes], links: list[list[bytes]]) -> list[int]:
     """Longest-path ranks by one topological pass (Kahn), links to absent refs ignored."""
+    return ranks_from_floors(refs, links, [0] * len(refs))
+
+
+def ranks_from_floors(refs: list[bytes], links: list[list[bytes]], floors: list[int]) -> list[int]:
+    """rank(i) = max(floors[i], 1 + rank of each present link) by one topological pass (Kahn).
+
+    Floors 0 give the longest-path ranks; a spread timeline's block passes its members'
+    ranks from other blocks as floors (pipeline/spread.py).
+    """
     index = {ref: i for i, ref in enumerate(refs)}
     present = [[index[link] for link in set(row) if link in index] for row in links]
     waiting = [len(row) for row in present]
@@ -91,7 +106,7 @@ def _ranks_in_memory(refs: list[bytes], links: list[list[bytes]]) -> list[int]:
     for i, row in enumerate(present):
         for j in row:
             followers[j].append(i)
-    rank = [0] * len(refs)
+    rank = [int(floor) for floor in floors]
     ready = [i for i, n in enumerate(waiting) if n == 0]
     done = 0
     while ready:
@@ -145,9 +160,46 @@ def linearize_group(frame: pd.DataFrame, disk_threshold: int = DISK_THRESHOLD) -
     )
 
 
-def linearize(messages, disk_threshold: int = DISK_THRESHOLD):
-    """Archive messages -> (timeline, root, position, rank, id) for every timeline."""
+def linearize(
+    messages,
+    disk_threshold: int = DISK_THRESHOLD,
+    *,
+    spread_threshold: int | None = SPREAD_THRESHOLD,
+    blocks: int | None = None,
+    on_round: Callable[[int, int], None] | None = None,
+):
+    """Archive messages -> (timeline, root, position, rank, id) for every timeline.
+
+    A timeline of more than `spread_threshold` members (None: none is) is spread over
+    `blocks` blocks (pipeline/spread.py), its rounds run before this returns;
+    `on_round(round, blocks run)` is told of each. The others are one group each.
+    """
     events = timeline_events(messages)
-    return events.groupBy("timeline", "root").applyInPandas(
-        lambda frame: linearize_group(frame, disk_threshold), ORDER_SCHEMA
+
+    def grouped(frame):
+        return frame.groupBy("timeline", "root").applyInPandas(
+            lambda group: linearize_group(group, disk_threshold), ORDER_SCHEMA
+        )
+
+    if spread_threshold is None:
+        return grouped(events)
+    from pyspark.sql import functions as F
+
+    from tanglenode.pipeline.spread import spread_order
+
+    large = [
+        (row.timeline, None if row.root is None else bytes(row.root), row["count"])
+        for row in events.groupBy("timeline", "root")
+        .count()
+        .where(F.col("count") > spread_threshold)
+        .collect()
+    ]
+    if not large:
+        return grouped(events)
+    spread, _rounds = spread_order(events, sorted(large), blocks=blocks, on_round=on_round)
+    small = events.join(
+        spread.select("timeline", "root").distinct(),
+        (events["timeline"] == spread["timeline"]) & events["root"].eqNullSafe(spread["root"]),
+        "left_anti",
     )
+    return grouped(small).unionByName(spread)
