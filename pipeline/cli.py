@@ -242,17 +242,37 @@ def _run_job(progress, job, master, log, archives, out, show) -> dict:
     from tanglenode.pipeline.archive import read_messages, write
     from tanglenode.pipeline.report import summarize
     from tanglenode.pipeline.session import spark_session
+    from tanglenode.pipeline.tasks import TaskWatch
 
     spark = spark_session(None if master == "submitted" else master, jvm_log=log)
+    rounds = []
+
+    def on_round(number: int, blocks: int) -> None:
+        rounds.append(number)
+        progress(f"round {number}: ranked {blocks:,} block{'s' * (blocks != 1)}")
+
     try:
         progress(f"Spark ready; {WORK[job]}, writing {Path(out) / job}")
-        messages = read_messages(spark, list(archives))
-        target = write(_job(job, spark, messages, archives[0]), out, job)
-        progress("written; reading the results back")
+        with TaskWatch(spark, job) as watch:
+            messages = read_messages(spark, list(archives))
+            target = write(_job(job, spark, messages, archives[0], on_round), out, job)
+        spread = {**watch.spread(), "rounds": len(rounds)}
+        progress(f"written ({_spread_text(spread)}); reading the results back")
         summary = summarize(job, spark, target, show)
     finally:
         spark.stop()
-    return {"job": job, "out": str(target), **summary}
+    return {"job": job, "out": str(target), **summary, **spread}
+
+
+def _spread_text(spread: dict) -> str:
+    """`1,204 tasks, 9 rounds, the longest task 4 % of task time`, as far as known."""
+    parts = []
+    if spread.get("tasks") is not None:
+        parts.append(f"{spread['tasks']:,} task{'s' * (spread['tasks'] != 1)}")
+    parts.append(f"{spread['rounds']} round{'s' * (spread['rounds'] != 1)}")
+    if spread.get("longest_task_share") is not None:
+        parts.append(f"the longest task {spread['longest_task_share']:.0%} of task time")
+    return ", ".join(parts)
 
 
 def _run_evaluate(progress, master, log, out, sweep) -> dict:
@@ -269,10 +289,14 @@ def _run_evaluate(progress, master, log, out, sweep) -> dict:
             todo_events=sweep["todo_events"],
         )
     )
+    from tanglenode.pipeline.tasks import TaskWatch
+
     spark = spark_session(None if master == "submitted" else master, jvm_log=log)
     try:
         progress(f"Spark ready; {runs:,} run{'s' * (runs != 1)}, writing {Path(out) / 'evaluate'}")
-        return _evaluate(spark, out, sweep, progress)
+        with TaskWatch(spark, "evaluate") as watch:
+            summary = _evaluate(spark, out, sweep, progress)
+        return {**summary, **watch.spread(), "rounds": 0}
     finally:
         spark.stop()
 
@@ -312,7 +336,7 @@ def _print(job: str, summary: dict, as_json: bool, archives: int) -> None:
         click.echo(human(job, summary, archives))
 
 
-def _job(job: str, spark, messages, first_archive: Path):
+def _job(job: str, spark, messages, first_archive: Path, on_round):
     from tanglenode.pipeline.linearize import linearize
 
     if job == "verify":
@@ -320,15 +344,15 @@ def _job(job: str, spark, messages, first_archive: Path):
 
         return verify(messages)
     if job == "linearize":
-        return linearize(messages)
+        return linearize(messages, on_round=on_round)
     if job == "audit":
         from tanglenode.pipeline.archive import read_timelines
         from tanglenode.pipeline.audit import audit
 
-        return audit(read_timelines(spark, first_archive), linearize(messages))
+        return audit(read_timelines(spark, first_archive), linearize(messages, on_round=on_round))
     from tanglenode.pipeline.stats import stats
 
-    return stats(messages, linearize(messages))
+    return stats(messages, linearize(messages, on_round=on_round))
 
 
 def _sweep_options(widths, heights, deliveries, seeds, generator, todo, todo_events) -> dict:

@@ -146,6 +146,8 @@ def test_the_cli_runs_a_job_and_writes_parquet(spark, archive, tmp_path):
     result = json.loads(done.stdout.strip().splitlines()[-1])
     written = spark.read.parquet(result["out"])
     assert result["rows"] == written.count() == read_timelines(spark, out).count()
+    assert result["rounds"] == 0 and result["tasks"] >= 2  # no timeline spread: no rounds
+    assert 0 < result["longest_task_share"] <= 1
     assert result["timelines"] == 2 and {row["timeline"] for row in result["shown"]} == {
         "spacetime",
         "tangle:chat",
