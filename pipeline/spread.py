@@ -18,23 +18,27 @@ dropped once, at the start.
 Rounds. Each member carries a floor: 1 + the highest current rank among
 the members its outer links name (0 without outer links). A round runs the
 in-memory topological pass (`linearize.ranks_from_floors`) over every
-block whose floors changed, one task per block: rank(m) = max(floor(m),
-1 + rank of each inner predecessor). The ranks are lower bounds of the true
-ranks and only grow (a floor comes from ranks already reached, the pass is
-monotone in its floors); when a round changes no floor, every member
-satisfies the rank's definition, which has one solution on a DAG, so the
-ranks are exact. Round 1 runs every block with floors 0; after it, a round
-runs only the blocks that an earlier block's new ranks reach.
+block whose floors grew, one task per block: rank(m) = max(floor(m),
+m's own rank so far, 1 + rank of each inner predecessor). Every rank is the
+length of a real path, so never more than the true rank, and ranks only
+grow; when a round grows no floor, every member satisfies the rank's
+definition, which has one solution on a DAG, so the ranks are exact.
+Round 1 runs every block with floors 0; after it, a round runs only the
+blocks whose floors an earlier round's new ranks grew.
 
 How many rounds. The longest path crosses from block to block; each round
 settles at least the next crossing. With causal timestamps every outer
-link points back in time, and the rounds are at most the number of blocks
-plus one. An archive fed out of timestamp order (clocks wrong) has links
+link points back in time, and the rounds are at most the number of
+blocks. An archive fed out of timestamp order (clocks wrong) has links
 pointing forward across blocks and needs more rounds, up to the crossings
-on its longest path; the result is exact either way. So the work is about
+on its longest path. So once the rounds outnumber the blocks, every
+`REBLOCK_EVERY`th round places the members anew by (rank so far,
+timestamp), a far better causal order than wrong clocks, and runs every
+block; the result is exact either way. In causal order the work is about
 (blocks / 2) passes over the timeline, spread over as many tasks as blocks,
-and every round is a few shuffles; the alternatives measured in
-docs/PIPELINE.md ("linearize") took hundreds of rounds at 200,000 messages.
+and every round is a few shuffles; the alternatives counted in
+docs/PIPELINE.md ("Large timelines") took hundreds of rounds, or tens of
+iterations of ten joins, at 200,000 messages.
 
 Checkpoints. Ranks and floors are `localCheckpoint`ed each round, so the
 plan of round k does not hold the plans of rounds 1..k-1.
