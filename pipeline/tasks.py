@@ -50,9 +50,9 @@ class TaskWatch:
         gateway = self.context._gateway
         context = self.context._jsc.sc()
         context.listenerBus().waitUntilEmpty()
-        store = context.statusStore()
+        status = context.statusStore()
         stages = set()
-        jobs = store.jobsList(None).iterator()
+        jobs = status.jobsList(None).iterator()
         while jobs.hasNext():
             job = jobs.next()
             group = job.jobGroup()
@@ -64,12 +64,12 @@ class TaskWatch:
         highest[0] = 1.0  # the quantile 1.0 is the longest task
         tasks, total, longest = 0, 0.0, 0.0
         for stage_id in sorted(stages):
-            stage = store.lastStageAttempt(stage_id)
+            stage = status.lastStageAttempt(stage_id)
             if stage.numCompleteTasks() == 0:  # skipped: its output was reused
                 continue
             tasks += stage.numCompleteTasks()
             total += stage.executorRunTime()
-            summary = store.taskSummary(stage_id, stage.attemptId(), highest)
+            summary = status.taskSummary(stage_id, stage.attemptId(), highest)
             if summary.isDefined():
                 longest = max(longest, summary.get().executorRunTime().apply(0))
         share = round(longest / total, 3) if total > 0 else None
