@@ -17,7 +17,7 @@ dropped once, at the start.
 
 Rounds. Each member carries a floor: 1 + the highest current rank among
 the members its outer links name (0 without outer links). A round runs the
-in-memory topological pass (`linearize.ranks_from_floors`) over every
+in-memory topological pass (`ranks.ranks_from_floors`) over every
 block whose floors grew, one task per block: rank(m) = max(floor(m),
 m's own rank so far, 1 + rank of each inner predecessor). Every rank is the
 length of a real path, so never more than the true rank, and ranks only
@@ -56,7 +56,7 @@ from collections.abc import Callable
 
 import pandas as pd
 
-from tanglenode.pipeline.linearize import ORDER_SCHEMA, ranks_from_floors
+from tanglenode.pipeline.ranks import ORDER_SCHEMA, ranks_from_floors
 
 RANK_SCHEMA = "tl int, ref binary, rank long"
 MAX_BLOCK_EVENTS = 500_000  # members per block at most: one task's memory (the in-memory pass)
