@@ -22,12 +22,13 @@ from pathlib import Path
 
 import click
 
-JOBS = ("verify", "linearize", "audit", "stats", "evaluate", "generate")
+JOBS = ("verify", "linearize", "audit", "stats", "evaluate", "generate", "docs")
 WORK = {
     "verify": "checking ids, signatures, chains, forks and timeframe tags",
     "linearize": "linearizing every timeline",
     "audit": "linearizing and comparing with the node's timelines",
     "stats": "linearizing and measuring every timeline",
+    "docs": "weaving every document",
 }
 LOG_LINES = 40  # of the JVM's log, shown when a job fails
 LOG_TAIL_BYTES = 64 * 1024  # read to find them
@@ -176,7 +177,8 @@ def pipeline_command(
     linearize (every timeline's order, as a node computes it), audit (the
     first archive's timelines, as its node had them, against the batch
     linearization of all the archives given), stats (messages, width and
-    height per timeline; totals), evaluate (the ScuttleSort paper's
+    height per timeline; totals), docs (every document's final text, authors
+    and blame, as a node shows them), evaluate (the ScuttleSort paper's
     experiment; needs no archive), generate (a signed archive shaped like
     social feeds at OUT: --messages, --feeds, --seed). Spark needs a Java
     17+ runtime.
@@ -240,7 +242,6 @@ def pipeline_command(
 
 def _run_job(progress, job, master, log, archives, out, show) -> dict:
     from tanglenode.pipeline.archive import read_messages, write
-    from tanglenode.pipeline.report import summarize
     from tanglenode.pipeline.session import spark_session
     from tanglenode.pipeline.tasks import TaskWatch
 
@@ -258,7 +259,7 @@ def _run_job(progress, job, master, log, archives, out, show) -> dict:
             target = write(_job(job, spark, messages, archives[0], on_round), out, job)
         spread = {**watch.spread(), "rounds": len(rounds)}
         progress(f"written ({_spread_text(spread)}); reading the results back")
-        summary = summarize(job, spark, target, show)
+        summary = _report(job).summarize(job, spark, target, show)
     finally:
         spark.stop()
     return {"job": job, "out": str(target), **summary, **spread}
@@ -331,9 +332,18 @@ def _print(job: str, summary: dict, as_json: bool, archives: int) -> None:
             f"table {summary['table']}, figure {summary['figure']}, runs {summary['out']}"
         )
     else:
-        from tanglenode.pipeline.report import human
+        click.echo(_report(job).human(job, summary, archives))
 
-        click.echo(human(job, summary, archives))
+
+def _report(job: str):
+    """The module that reads a job's result back and lays it out (`summarize`, `human`)."""
+    if job == "docs":
+        from tanglenode.pipeline import documents_report
+
+        return documents_report
+    from tanglenode.pipeline import report
+
+    return report
 
 
 def _job(job: str, spark, messages, first_archive: Path, on_round):
@@ -345,6 +355,10 @@ def _job(job: str, spark, messages, first_archive: Path, on_round):
         return verify(messages)
     if job == "linearize":
         return linearize(messages, on_round=on_round)
+    if job == "docs":
+        from tanglenode.pipeline.documents import documents
+
+        return documents(messages)
     if job == "audit":
         from tanglenode.pipeline.archive import read_timelines
         from tanglenode.pipeline.audit import audit
