@@ -11,7 +11,11 @@ policy and carries out what it answers (`_act`): frames to send, batches to
 queue for the inbox, the peer to drop (`PeerMisbehaved`, with the policy's
 reason), WANTs for another session (the stream plan moved a feed there).
 Every rule about *what* to ask, store, grant, refuse or tell lives in the
-policy; this module decides only when to look and how to wait.
+policy; this module decides only when to look and how to wait. How our
+clock reaches the peer (the walk, or the whole clock told to a node that
+does not walk) and the feeds named by position after the walk are the
+session's `Walker`'s (node/gossip/walk_session.py), which it holds and
+hands the frames of the walk.
 
 Six tasks share the connection:
 
@@ -57,7 +61,6 @@ import structlog
 import trio
 
 from tanglenode.node.failures import leaves, only
-from tanglenode.node.gossip.feed_names import FeedNames
 from tanglenode.node.gossip.inbox import MAX_BATCH, Inbox, Kind
 from tanglenode.node.gossip.policy import (
     FULL_LOOK,
@@ -86,18 +89,16 @@ from tanglenode.node.gossip.presence import (
 )
 from tanglenode.node.gossip.proof_rate import ProofRate
 from tanglenode.node.gossip.stream_plan import StreamPlan
-from tanglenode.node.gossip.walk import Walk
+from tanglenode.node.gossip.walk_session import Walker
 from tanglenode.node.gossip.witness_fetch import WitnessExchange
 from tanglenode.node.net.peers import PeerState
 from tanglenode.node.net.transport import SecureStream
 from tanglenode.node.service.counters import PeerTraffic
 from tanglenode.node.service.store_service import StoreService
-from tanglenode.protocol.errors import LocalProtocolError, RemoteProtocolError
+from tanglenode.protocol.errors import RemoteProtocolError
 from tanglenode.protocol.gossip import (
     DEFAULT_MAX_FEEDS,
-    Breach,
     GossipConnection,
-    GossipError,
     PeerAsks,
     PeerClock,
     PeerClockNamed,
@@ -123,7 +124,6 @@ log = structlog.get_logger("gossip")
 WINDOW = 16384  # messages a peer may send before we grant more (four store batches)
 BATCH = 1024  # messages per MESSAGES frame at most (and at most one frame's bytes)
 PAGE = 256  # kept proofs read at once by a session's writer
-UNDECIDED_WAIT = 3.0  # seconds after which a peer that said nothing past HELLO hears our clock
 
 
 class PeerMisbehaved(RemoteProtocolError):
@@ -203,7 +203,6 @@ class GossipSession:
         self.service = service
         self.peer = peer
         self.batch = batch
-        self.walks = walk  # offer the walk; False: speak as a version-5 node before it did
         self.connection = GossipConnection(window, max_feeds=max_peer_feeds, walks=walk)
         self.resume: int | None = None  # where the walk of our processed order goes on
         self.evidence_seen = -1  # the service's evidence version we last looked at proofs for
@@ -239,14 +238,16 @@ class GossipSession:
         now = trio.current_time()
         self.presence_in = PresenceRate(last=now)
         self.presence_out = PresenceRate(SEND_RATE, SEND_BURST, SEND_BURST, now)
-        self.ours_at_hello: dict | None = None  # our clock when we said HELLO, for the walk
-        self.walk: Walk | None = None  # the walk with the peer (node/gossip/walk.py)
-        self.names: FeedNames | None = None  # once walked: feeds named by position
-        self._peer_hello = trio.Event()
-        self._peer_told_hello = False  # its HELLO named feeds: a node that does not walk
-        self.clock_told = False  # the peer knows our clock (walked, or told in CLOCK): the
-        # writer tells it what moves
-        self._peer_kind_known = trio.Event()  # it offered the walk, or showed it does not
+        self.walker = Walker(  # the walk with the peer (node/gossip/walk_session.py)
+            self.connection,
+            self.policy,
+            secure,
+            walks=walk,
+            send=self._send,
+            send_soon=self._send_soon,
+            act=self._act,
+            told=self._told,
+        )
 
     @property
     def delivered(self) -> dict[bytes, int]:
@@ -267,16 +268,8 @@ class GossipSession:
             self._act_soon(self.policy.ended(trio.current_time()))
 
     async def _run(self, hello) -> None:
-        self.ours_at_hello = hello
-        connection = self.connection
         with self.service.counters.session(self.peer) as self.traffic:
-            if self.walks:  # the offer offers presence too
-                await self._send(connection.hello({}) + connection.offer_reconcile())
-            else:  # the whole clock in HELLO, as told
-                self.policy.advertised = dict(hello)
-                self.clock_told = True
-                self._peer_kind_known.set()
-                await self._send(connection.hello(hello) + connection.offer_presence())
+            await self._send(self.walker.hello(hello))
             seen = self.service.version
             await self.suspects.read(self.service)  # known before the peer's clock is read
             async with trio.open_nursery() as nursery:
@@ -286,7 +279,7 @@ class GossipSession:
                 nursery.start_soon(self._watch_suspects, seen)
                 nursery.start_soon(self._watch_streams)
                 nursery.start_soon(self.witnesses.run)
-                nursery.start_soon(self._await_peer_kind)
+                nursery.start_soon(self.walker.await_peer_kind)
                 await self._write()
 
     async def _send(self, data: bytes) -> None:
@@ -302,25 +295,12 @@ class GossipSession:
 
     def _frame(self, action) -> bytes:
         if isinstance(action, SendWant):
-            if self.names is None:
-                return self.connection.want(action.wants)
-            flat, keyed = self.names.wants_out(action.wants)
-            named = self.connection.want_named(flat) if flat else b""
-            return named + (self.connection.want(keyed) if keyed else b"")
+            return self.walker.want(action.wants)
         if isinstance(action, SendEvidence):
             return self.connection.evidence(action.raws)
         if isinstance(action, Grant):
             return self.connection.grant(action.n)
-        return self._notes(action.changes)  # SendClock
-
-    def _notes(self, changes) -> bytes:
-        """CLOCK notes, by position the feeds we named before (node/gossip/feed_names.py).
-        Only the writer tells notes, one frame after another: the tables stay in step."""
-        if self.names is None:
-            return self.connection.clock(changes)
-        flat, keyed = self.names.notes_out(changes)
-        by_key = self.connection.clock(keyed) if keyed else b""
-        return (self.connection.clock_named(flat) if flat else b"") + by_key
+        return self.walker.notes(action.changes)  # SendClock
 
     async def _act(self, actions: list) -> None:
         """Carry out the policy's actions in order, WANT and CLOCK sent at once, grants
@@ -373,32 +353,26 @@ class GossipSession:
                 await self._handle(event)
 
     async def _handle(self, event) -> None:
-        policy = self.policy
-        if not self._peer_kind_known.is_set() and _shows_no_walk(event):
-            self._tell_whole_clock()
+        policy, walker = self.policy, self.walker
+        walker.sees(event)
         if isinstance(event, PeerOffersReconcile):
-            if self.walks and not self._peer_told_hello:  # a node that walks tells nothing
-                await self._open_walk()
+            await walker.offered()
         elif isinstance(event, PeerReconcile):
-            await self._walk_on(event.ranges)
+            await walker.walk_on(event.ranges)
         elif isinstance(event, PeerWantsAgreed):
             self.resume = None  # the new subscriptions may start earlier in the walk
-            await self._act(policy.peer_wants(self._walked().wanted(event.selection)))
+            await self._act(policy.peer_wants(walker.wanted(event.selection)))
         elif isinstance(event, PeerClockNamed):
-            changes = self._named().notes_in(event.entries)
+            changes = walker.notes_in(event.entries)
             await self._act(policy.peer_clock_changed(changes, trio.current_time()))
             self._clock_moved.set()
         elif isinstance(event, PeerWantsNamed):
             self.resume = None
-            await self._act(policy.peer_wants(self._named().wants_in(event.entries)))
+            await self._act(policy.peer_wants(walker.wants_in(event.entries)))
         elif isinstance(event, PeerHello | PeerClock):
             hello = isinstance(event, PeerHello)
             changes = event.clock if hello else event.changes
-            if hello:
-                self._peer_hello.set()
-                self._peer_told_hello = bool(changes)
-            elif self.names is not None:
-                self.names.keyed_in(changes)  # the peer names these by position from now on
+            walker.peer_clock(changes, hello=hello)
             actions = policy.peer_clock_changed(changes, trio.current_time(), hello=hello)
             self._clock_moved.set()
             await self._act(actions)
@@ -424,83 +398,15 @@ class GossipSession:
         elif isinstance(event, PeerPresence):
             await self._presence(event)
 
-    # -- the walk (protocol/reconcile.py) --------------------------------------------
-
-    def _tell_whole_clock(self) -> None:
-        """The peer does not walk: it hears every head in CLOCK, as not yet told, and our
-        offer of presence as a node before the walk makes it."""
-        self._peer_kind_known.set()
-        if not self.clock_told:
-            self.clock_told, self.heads_seen, self.ours_at_hello = True, None, None
-            self._send_soon(self.connection.offer_presence())
-            self.poke()
-
-    async def _await_peer_kind(self) -> None:
-        """A peer that says nothing past its HELLO may be one that does not walk and has
-        nothing to say: it hears our clock `UNDECIDED_WAIT` after its HELLO came."""
-        await self._peer_hello.wait()
-        with trio.move_on_after(UNDECIDED_WAIT):
-            await self._peer_kind_known.wait()
-        if not self._peer_kind_known.is_set():
-            self._tell_whole_clock()
-
-    async def _open_walk(self) -> None:
-        self._peer_kind_known.set()
-        ours = self.ours_at_hello  # None once told in CLOCK (the offer came late): as it is now
-        ours = self.policy.our_clock() if ours is None else ours
-        self.ours_at_hello = None
-        secure = self.secure
-        max_items = 2 * self.policy.max_feeds
-        self.walk = Walk(ours, secure.session_salt, secure.leads, max_items)
-        await self._send(self.connection.reconcile(self.walk.opening()))
-
-    def _walked(self) -> Walk:
-        """The walk, over (what the peer names by position is on its list)."""
-        if self.walk is None or not self.walk.done:
-            raise GossipError(Breach.RECONCILE, "a frame of a walk not yet over")
-        return self.walk
-
-    def _named(self) -> FeedNames:
-        if self.names is None:
-            raise GossipError(Breach.RECONCILE, "a feed named by position before the walk ended")
-        return self.names
-
-    async def _walk_on(self, ranges: list) -> None:
-        """The peer's message of the walk: our reply; once it ended, the peer's clock is
-        known (as a HELLO's would be) and what moves since is told in CLOCK."""
-        walk = self.walk
-        if walk is None or walk.done:
-            raise GossipError(Breach.RECONCILE, "RECONCILE outside a walk")
-        reply = walk.receive(ranges)
-        if reply is not None:
-            try:
-                frames = self.connection.reconcile(reply)
-            except LocalProtocolError as error:  # a range too large for a frame: the peer's
-                raise GossipError(Breach.RECONCILE, f"an answer past a frame: {error}") from None
-            await self._send(frames)
-        await trio.lowlevel.checkpoint()  # the walk's work never holds the loop for long
-        if not walk.done:
-            return
-        self.connection.walk_over = True
-        heads, walk.peer_heads = walk.peer_heads, {}
-        actions = self.policy.reconciled(walk.ours, heads, trio.current_time())
-        walk.ours = {}  # what the peer learned of us is in the policy's `advertised` now
-        self.names = FeedNames(walk.agreed)
-        self.clock_told = True
+    def _told(self, whole: bool) -> None:
+        """The peer knows our clock now (the `Walker` says): the writer tells it what moves,
+        every head as not yet told if it heard our whole clock; else it walked with us, and
+        the streams' watcher looks at the clock the walk taught."""
+        if whole:
+            self.heads_seen = None
+        else:
+            self._clock_moved.set()
         self.poke()
-        self._clock_moved.set()
-        for action in actions:  # in order, the first WANT split (`_want_by_position`)
-            if isinstance(action, SendWant):
-                await self._send(self._want_by_position(action.wants, walk))
-            else:
-                await self._act([action])
-
-    def _want_by_position(self, wants: dict, walk: Walk) -> bytes:
-        """The walk's first WANT names the feeds alike at both ends, wanted after the head
-        both hold, by position (WANT_AGREED): a bit or a run where a key took 35 bytes."""
-        chosen, rest = walk.wants_by_position(wants)
-        agreed = self.connection.want_agreed(chosen) if chosen is not None else b""
-        return agreed + (self._frame(SendWant(rest)) if rest else b"")
 
     async def _presence(self, event: PeerPresence) -> None:
         """A peer's PRESENCE (node/gossip/presence.py): to the hub, or dropped with its
@@ -639,7 +545,7 @@ class GossipSession:
     async def _send_clock_changes(self) -> None:
         """The heads the policy tells the peer, of the feeds whose head moved since we last
         looked (node/service/head_changes.py)."""
-        if not self.clock_told or (self.walk is not None and not self.walk.done):
+        if not self.walker.may_note:
             return  # the walk tells the peer our clock first (and no table moves meanwhile)
         heads = self.service.heads
         moved = heads.since(self.heads_seen)
@@ -671,14 +577,6 @@ class GossipSession:
             policy.sent(batch.sent, asked)
             self.peer.sent += len(batch.raws)
             self.traffic.sent += len(batch.raws)
-
-
-def _shows_no_walk(event) -> bool:
-    """Whether a frame of the peer's, before its kind is known, shows it does not walk: a HELLO
-    that tells its clock, or a first frame after HELLO other than the offer."""
-    if isinstance(event, PeerHello):
-        return bool(event.clock)
-    return not isinstance(event, PeerOffersReconcile)
 
 
 class _PeerLeft(Exception):

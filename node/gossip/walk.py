@@ -3,8 +3,8 @@
 Theory of operation
 -------------------
 protocol/reconcile.py walks two clocks together on plain data; this module is
-what one gossip session keeps of it (node/gossip/session.py carries out the
-frames). While the walk runs, `receive` answers each of the peer's messages;
+what one gossip session keeps of it (node/gossip/walk_session.py carries out
+the frames). While the walk runs, `receive` answers each of the peer's messages;
 once it ended, the peer's clock is known (`peer_heads`) and both ends hold
 the same sorted list of the feeds whose heads they held alike, `agreed`: a
 feed of it can be named by its position, a few bytes where its key takes 34:

@@ -116,7 +116,7 @@ async def test_a_peer_that_does_not_walk_hears_every_head_in_clock(open_side, au
 async def test_a_silent_peer_that_does_not_walk_hears_our_clock_after_the_wait(
     open_side, autojump_clock
 ):
-    from tanglenode.node.gossip.session import UNDECIDED_WAIT
+    from tanglenode.node.gossip.walk_session import UNDECIDED_WAIT
 
     carol = chain("carol", 2)
     a = open_side("a", carol, inline=True)  # no store work in threads: virtual time is exact
