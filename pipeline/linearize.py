@@ -167,9 +167,13 @@ def linearize(
     if not large:
         return grouped(events)
     spread, _rounds = spread_order(events, sorted(large), blocks=blocks, on_round=on_round)
-    small = events.join(
-        spread.select("timeline", "root").distinct(),
-        (events["timeline"] == spread["timeline"]) & events["root"].eqNullSafe(spread["root"]),
+    spread_keys = events.sparkSession.createDataFrame(
+        [(timeline, root) for timeline, root, _size in large], "timeline string, root binary"
+    )
+    small = events.join(  # by the keys, not the spread rows: those would be computed again
+        F.broadcast(spread_keys),
+        (events["timeline"] == spread_keys["timeline"])
+        & events["root"].eqNullSafe(spread_keys["root"]),
         "left_anti",
     )
     return grouped(small).unionByName(spread)

@@ -58,7 +58,8 @@ import pandas as pd
 
 from tanglenode.pipeline.ranks import ORDER_SCHEMA, ranks_from_floors
 
-RANK_SCHEMA = "tl int, ref binary, rank long"
+RANK_SCHEMA = "tl int, block int, ref binary, id binary, rank long"
+FLOOR_SCHEMA = "tl int, ref binary, block int, floor long"
 MAX_BLOCK_EVENTS = 500_000  # members per block at most: one task's memory (the in-memory pass)
 MIN_BLOCKS = 8  # at least this many blocks, so a round is spread over as many tasks
 LOOP = "the timeline's links loop: the archive's columns are not its messages'"
@@ -70,12 +71,22 @@ def block_count(events: int, min_blocks: int = MIN_BLOCKS) -> int:
     return max(min_blocks, -(-events // MAX_BLOCK_EVENTS))
 
 
-def _block_pass(frame: pd.DataFrame) -> pd.DataFrame:
-    """One block: ranks from the floors and the inner links (`ranks_from_floors`)."""
-    refs = [bytes(r) for r in frame["ref"]]
-    links = [[bytes(link) for link in row] for row in frame["inner"]]
-    ranks = ranks_from_floors(refs, links, frame["floor"].tolist())
-    return pd.DataFrame({"tl": frame["tl"].to_numpy(), "ref": refs, "rank": ranks})
+def _block_pass(key, members: pd.DataFrame, floors: pd.DataFrame) -> pd.DataFrame:
+    """One block: ranks from its floors and its inner links (`ranks_from_floors`)."""
+    refs = [bytes(r) for r in members["ref"]]
+    links = [[bytes(link) for link in row] for row in members["inner"]]
+    floor_of = dict(zip((bytes(r) for r in floors["ref"]), floors["floor"].tolist(), strict=True))
+    ranks = ranks_from_floors(refs, links, [floor_of.get(ref, 0) for ref in refs])
+    tl, block = (int(part) for part in key)
+    return pd.DataFrame(
+        {
+            "tl": [tl] * len(refs),
+            "block": [block] * len(refs),
+            "ref": refs,
+            "id": [bytes(i) for i in members["id"]],
+            "rank": ranks,
+        }
+    )
 
 
 class LoopError(ValueError):
@@ -83,8 +94,9 @@ class LoopError(ValueError):
 
 
 def _blocks(members, count: int, *order):
-    """Members placed in `count` blocks by `order` -> (placed: tl, ref, id, block; outer
-    links: tl, ref, link; blocked: tl, ref, block, inner links), each checkpointed."""
+    """Members placed in `count` blocks by `order` -> (outer links: tl, ref, block, link,
+    partitioned by the link; blocked: tl, ref, id, block, inner links, partitioned by
+    block), each checkpointed."""
     from pyspark.sql import functions as F
 
     no_links = F.array().cast("array<binary>")
@@ -98,8 +110,14 @@ def _blocks(members, count: int, *order):
         nodes.select("tl", "ref", "block", F.explode("links").alias("link"))
         .join(at, ["tl", "link"])  # present links only: the others are pending
         .dropDuplicates(["tl", "ref", "link"])
+        .localCheckpoint()
     )
-    outer = links.where(F.col("block") != F.col("at")).select("tl", "ref", "link").localCheckpoint()
+    outer = (
+        links.where(F.col("block") != F.col("at"))
+        .select("tl", "ref", "block", "link")
+        .repartition("tl", "link")
+        .localCheckpoint()
+    )
     inner = (
         links.where(F.col("block") == F.col("at"))
         .groupBy("tl", "ref")
@@ -107,24 +125,114 @@ def _blocks(members, count: int, *order):
     )
     blocked = (
         nodes.join(inner, ["tl", "ref"], "left")
-        .select("tl", "ref", "block", F.coalesce("inner", no_links).alias("inner"))
+        .select("tl", "ref", "id", "block", F.coalesce("inner", no_links).alias("inner"))
+        .repartition("tl", "block")
         .localCheckpoint()
     )
-    return nodes.select("tl", "ref", "id", "block"), outer, blocked
+    return outer, blocked
 
 
-def _floors(outer, ranks):
-    """Outer links and ranks -> (tl, ref, floor): 1 + the highest rank a member's outer
-    links name; members without outer links have no row (their floor is 0)."""
+def _raised_floors(outer, fresh, floors):
+    """The floors `fresh` ranks (tl, ref, block, rank) raise through the outer links ->
+    (tl, ref, block, floor) where 1 + the highest rank named beats the floor so far."""
     from pyspark.sql import functions as F
 
-    named = ranks.select("tl", F.col("ref").alias("link"), "rank")
-    return (
+    named = fresh.select("tl", F.col("ref").alias("link"), "rank")
+    offered = (
         outer.join(named, ["tl", "link"])
         .groupBy("tl", "ref")
-        .agg((F.max("rank") + 1).alias("floor"))
+        .agg((F.max("rank") + 1).alias("floor"), F.max("block").alias("block"))
+    )
+    before = floors.select("tl", "ref", F.col("floor").alias("was"))
+    return (
+        offered.join(before, ["tl", "ref"], "left")
+        .where(F.col("floor") > F.coalesce("was", F.lit(0)))
+        .select("tl", "ref", "block", "floor")
         .localCheckpoint()
     )
+
+
+def _higher(floors, raised):
+    """Floors (tl, ref, block, floor) merged with raised ones, the higher of each kept."""
+    from pyspark.sql import functions as F
+
+    return (
+        floors.unionByName(raised)
+        .groupBy("tl", "ref", "block")
+        .agg(F.max("floor").alias("floor"))
+        .localCheckpoint()
+    )
+
+
+class _Rounds:
+    """The ranks so far (`ranks`: tl, block, ref, id, rank, every member) and the blocks'
+    floors (`floors`: members with a positive one), advanced a round at a time."""
+
+    def __init__(self, members, count: int, total: int) -> None:
+        self.spark = members.sparkSession
+        self.members, self.count, self.total = members, count, total
+        self.outer, self.blocked = _blocks(members, count, "timestamp")
+        self.floors = self.spark.createDataFrame([], FLOOR_SCHEMA)
+        self.ranks = self._run(None)
+        self.raised = _raised_floors(self.outer, self.ranks, self.floors)
+
+    def _key(self):
+        """A block's key as one column: tl * count + block (blocks are numbered 0..count-1)."""
+        from pyspark.sql import functions as F
+
+        return F.col("tl").cast("long") * self.count + F.col("block")
+
+    def _run(self, which: list[int] | None):
+        """The blocks `which` (keys; None: all) -> their members' ranks, checkpointed."""
+        blocked, floors = self.blocked, self.floors
+        if which is not None:
+            blocked = blocked.where(self._key().isin(which))
+            floors = floors.where(self._key().isin(which))
+        return (
+            blocked.groupBy("tl", "block")
+            .cogroup(floors.groupBy("tl", "block"))
+            .applyInPandas(_block_pass, RANK_SCHEMA)
+            .localCheckpoint()
+        )
+
+    def dirty(self) -> list[int]:
+        """The keys of the blocks whose floors the last round raised ([]: settled)."""
+        from pyspark.sql import functions as F
+
+        found = self.raised.groupBy(self._key().alias("key")).agg(F.max("floor").alias("top"))
+        rows = found.collect()
+        if rows and max(row.top for row in rows) >= self.total:  # a rank reaches the count
+            raise LoopError(LOOP)
+        return sorted(row.key for row in rows)
+
+    def advance(self, dirty: list[int], rounds: int) -> int:
+        """One more round over the `dirty` blocks (all of them, placed anew, once the rounds
+        outnumber the blocks: see the docstring); returns how many blocks ran."""
+        if rounds > self.count and (rounds - self.count) % REBLOCK_EVERY == 1:
+            return self._place_by_rank()
+        self.floors = _higher(self.floors, self.raised)
+        fresh = self._run(dirty)
+        self.ranks = self.ranks.where(~self._key().isin(dirty)).unionByName(fresh).localCheckpoint()
+        self.raised = _raised_floors(self.outer, fresh, self.floors)
+        return len(dirty)
+
+    def _place_by_rank(self) -> int:
+        """Every member placed anew by (rank so far, timestamp) and run: a member's rank
+        so far is a floor of its own, so ranks only grow."""
+        from pyspark.sql import functions as F
+
+        was = self.ranks.select("tl", "ref", "rank")
+        self.outer, self.blocked = _blocks(
+            self.members.join(was, ["tl", "ref"]), self.count, "rank", "timestamp"
+        )
+        own = self.blocked.join(was, ["tl", "ref"]).select(
+            "tl", "ref", "block", F.col("rank").alias("floor")
+        )
+        empty = self.spark.createDataFrame([], FLOOR_SCHEMA)
+        self.floors = _higher(own, _raised_floors(self.outer, self.ranks, empty))
+        self.ranks = self._run(None)
+        self.raised = _raised_floors(self.outer, self.ranks, self.floors)
+        return self.count
 
 
 def spread_order(
@@ -161,65 +269,23 @@ def spread_order(
         .localCheckpoint()
     )
     count = blocks or block_count(total)
-    nodes, outer, blocked = _blocks(members, count, "timestamp")
-
-    def run(which, floors, ranks):
-        """The blocks `which` (tl, block; None: all) -> their members' new ranks."""
-        frame = blocked if which is None else blocked.join(F.broadcast(which), ["tl", "block"])
-        if floors is not None:
-            frame = frame.join(floors, ["tl", "ref"], "left")
-        else:
-            frame = frame.withColumn("floor", F.lit(None).cast("long"))
-        if ranks is not None:  # a member's own rank so far is a floor too: ranks only grow
-            frame = frame.join(ranks.withColumnRenamed("rank", "was"), ["tl", "ref"], "left")
-            frame = frame.withColumn("floor", F.greatest("floor", "was"))
-        frame = frame.withColumn("floor", F.coalesce("floor", F.lit(0).cast("long")))
-        return frame.groupBy("tl", "block").applyInPandas(_block_pass, RANK_SCHEMA)
-
-    ranks = run(None, None, None).localCheckpoint()
-    rounds, floors = 1, None
+    state = _Rounds(members, count, total)
+    rounds = 1
     if on_round is not None:
         on_round(rounds, count)
-    while True:
-        new_floors = _floors(outer, ranks)
-        if floors is None:
-            grown = new_floors  # every floor was 0; a positive one is new
-        else:
-            before = floors.select("tl", "ref", F.col("floor").alias("was"))
-            grown = new_floors.join(before, ["tl", "ref"], "left").where(
-                F.col("floor") > F.coalesce("was", F.lit(0))
-            )
-        dirty = (
-            grown.join(blocked.select("tl", "ref", "block"), ["tl", "ref"])
-            .groupBy("tl", "block")
-            .agg(F.max("floor").alias("highest"))
-            .collect()
-        )
-        if not dirty:
-            break
-        if max(row.highest for row in dirty) >= total:  # a rank reaches the member count
-            raise LoopError(LOOP)
-        if rounds > count and (rounds - count) % REBLOCK_EVERY == 1:
-            # More rounds than blocks: clocks are out of causal order. The ranks so far are
-            # a better order than the timestamps: place the members by them (docstring).
-            ranked = members.join(ranks, ["tl", "ref"])
-            nodes, outer, blocked = _blocks(ranked, count, "rank", "timestamp")
-            floors, which, ran = _floors(outer, ranks), None, count
-        else:
-            floors = new_floors
-            which = spark.createDataFrame([(r.tl, r.block) for r in dirty], "tl int, block int")
-            ran = len(dirty)
-        fresh = run(which, floors, ranks)
-        if which is not None:
-            kept = ranks.join(blocked.select("tl", "ref", "block"), ["tl", "ref"]).join(
-                F.broadcast(which), ["tl", "block"], "left_anti"
-            )
-            fresh = kept.select("tl", "ref", "rank").unionByName(fresh)
-        ranks = fresh.localCheckpoint()
+    while dirty := state.dirty():
+        ran = state.advance(dirty, rounds)
         rounds += 1
+        _forget_unreferenced(spark)
         if on_round is not None:
             on_round(rounds, ran)
-    return _positions(ranks.join(nodes.select("tl", "ref", "id"), ["tl", "ref"]), keys), rounds
+    return _positions(state.ranks, keys), rounds
+
+
+def _forget_unreferenced(spark) -> None:
+    """Ask the JVM to collect garbage, so Spark's cleaner drops the checkpoints of earlier
+    rounds nothing refers to any more (else they wait for its half-hourly sweep)."""
+    spark.sparkContext._jvm.System.gc()
 
 
 def _positions(ranked, keys):
