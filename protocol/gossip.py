@@ -33,6 +33,10 @@ each a msgpack array whose first element is its kind:
     [WANT_NAMED, [pos, after, ...]]      position in the connection's tables
                                          (node/gossip/feed_names.py)
 
+The three frames by position are checked and made by protocol/gossip_named.py,
+and the words every frame shares (`FrameKind`, `Breach`, `GossipError`) are
+protocol/gossip_kinds.py's; this module names them all for its importers.
+
 A clock maps a feed to `[seq, tag]`: its highest valid seq and that
 message's tag, the first `TAG_BYTES` (16) bytes of its id, as timeframes name
 messages (protocol.identity). Two nodes at one seq with different
@@ -91,13 +95,18 @@ events. Anything malformed, out of order or over credit raises
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass
 from typing import Any
 
-from tanglenode.protocol.errors import LocalProtocolError, RemoteProtocolError
+from tanglenode.protocol import gossip_named
+from tanglenode.protocol.errors import LocalProtocolError
 from tanglenode.protocol.evidence import PROOF_MESSAGES
 from tanglenode.protocol.framing import DEFAULT_MAX_FRAME, FrameDecoder, encode_frame
+from tanglenode.protocol.gossip_kinds import CLOCK_CHUNK as CLOCK_CHUNK  # these 4: for importers
+from tanglenode.protocol.gossip_kinds import Breach as Breach
+from tanglenode.protocol.gossip_kinds import FrameKind as FrameKind
+from tanglenode.protocol.gossip_kinds import GossipError as GossipError
+from tanglenode.protocol.gossip_kinds import is_seq
 from tanglenode.protocol.identity import FEED_BYTES, TAG_BYTES, message_id
 from tanglenode.protocol.identity import tag_of as tag_of  # a clock head's tag
 from tanglenode.protocol.presence import MAX_PRESENCE_BYTES
@@ -107,54 +116,9 @@ VERSION = 5  # 4: messages of format 2; 3: of format 1
 DEFAULT_MAX_FEEDS = 20_000
 MAX_ASK = 64  # entries per ASK (and messages per WITNESS) frame
 MAX_ASKING = 256  # entries asked and not yet answered, at most, each way
-CLOCK_CHUNK = 8_192  # feeds per HELLO or CLOCK frame we send (well under the frame cap)
 RECONCILE_FRAME_BYTES = 256 * 1024  # a walk's message goes in frames of about this much
 MAX_RECONCILE_FRAMES = 8  # frames one message of the walk may span
 MAX_WALK_RANGES = 16_384  # ranges one message of the walk may carry
-
-
-class FrameKind(enum.IntEnum):
-    HELLO = 0
-    CLOCK = 1
-    WANT = 2
-    MESSAGES = 3
-    CREDIT = 4
-    EVIDENCE = 5
-    ASK = 6
-    WITNESS = 7
-    UNHELD = 8
-    PRESENCE = 9  # offered with [CREDIT, 0] (above)
-    RECONCILE = 10  # offered with [CLOCK, {}] right after HELLO (above)
-    WANT_AGREED = 11  # WANT by position among the feeds the walk found alike
-    CLOCK_NAMED = 12  # CLOCK naming feeds by position (node/gossip/feed_names.py)
-    WANT_NAMED = 13  # WANT naming feeds by position
-
-
-class Breach(enum.StrEnum):
-    """Which rule of the gossip protocol a peer broke. The values are stable log strings."""
-
-    NOT_A_FRAME = "not-a-frame"  # a frame is not a [kind, ...] array
-    UNKNOWN_KIND = "unknown-kind"
-    NO_HELLO = "no-hello"  # something came before HELLO
-    SECOND_HELLO = "second-hello"
-    VERSION = "gossip-version"  # a HELLO of another protocol version
-    BAD_HELLO = "bad-hello"  # a HELLO of our version, not [HELLO, version, clock, credit]
-    MALFORMED = "malformed"  # a frame's argument has the wrong shape
-    TOO_MANY_FEEDS = "too-many-feeds"  # one frame names more feeds than allowed
-    OVER_CREDIT = "over-credit"  # more messages than we granted
-    BAD_EVIDENCE = "bad-evidence"  # EVIDENCE of another size than a fork proof's
-    TOO_MANY_ASKS = "too-many-asks"  # more entries asked than `MAX_ASK` / `MAX_ASKING`
-    UNASKED = "unasked"  # a WITNESS or UNHELD answering nothing we asked
-    RECONCILE = "reconcile"  # RECONCILE unoffered, malformed, or breaking the walk's rules
-
-
-class GossipError(RemoteProtocolError):
-    """The peer broke the gossip protocol; `reason` says which rule, `detail` says how."""
-
-    def __init__(self, reason: Breach, detail: str) -> None:
-        super().__init__(f"{reason}: {detail}")
-        self.reason = reason
-        self.detail = detail
 
 
 Clock = dict[bytes, tuple[int, bytes]]  # feed -> (highest valid seq, tag of its id)
@@ -262,10 +226,6 @@ Event = (
 )
 
 
-def _is_seq(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 1 << 63
-
-
 def _feeds(value: Any, what: str, max_feeds: int) -> dict[bytes, Any]:
     if not isinstance(value, dict):
         raise GossipError(Breach.MALFORMED, f"{what}: expected a map keyed by feed")
@@ -285,7 +245,7 @@ def _clock(value: Any, what: str, max_feeds: int) -> Clock:
         if not (
             isinstance(head, list)
             and len(head) == 2
-            and _is_seq(head[0])
+            and is_seq(head[0])
             and isinstance(head[1], bytes)
             and len(head[1]) == TAG_BYTES
         ):
@@ -298,7 +258,7 @@ def _clock(value: Any, what: str, max_feeds: int) -> Clock:
 
 def _wants(value: Any, max_feeds: int) -> dict[bytes, int]:
     wants = _feeds(value, "WANT", max_feeds)
-    if not all(_is_seq(after) for after in wants.values()):
+    if not all(is_seq(after) for after in wants.values()):
         raise GossipError(Breach.MALFORMED, "WANT: a seq is not a non-negative integer")
     return wants
 
@@ -322,7 +282,7 @@ def _entries(value: Any, what: str) -> list[Entry]:
             and len(entry) == 3
             and isinstance(entry[0], bytes)
             and len(entry[0]) == FEED_BYTES
-            and _is_seq(entry[1])
+            and is_seq(entry[1])
             and entry[1] > 0
             and isinstance(entry[2], bytes)
             and len(entry[2]) == TAG_BYTES
@@ -495,20 +455,13 @@ class GossipConnection:
 
     def clock_named(self, flat: list[Any]) -> bytes:
         """CLOCK notes naming feeds by position, flat `[position, seq, tag, ...]`."""
-        return self._named(FrameKind.CLOCK_NAMED, flat, 3)
+        offered = self.peer_offered_reconcile
+        return gossip_named.named_frames(FrameKind.CLOCK_NAMED, flat, 3, offered, self.max_frame)
 
     def want_named(self, flat: list[Any]) -> bytes:
         """WANT naming feeds by position, flat `[position, after, ...]`."""
-        return self._named(FrameKind.WANT_NAMED, flat, 2)
-
-    def _named(self, kind: FrameKind, flat: list[Any], width: int) -> bytes:
-        if not self.peer_offered_reconcile:
-            raise LocalProtocolError(f"{kind.name} to a peer that did not offer the walk")
-        step = width * CLOCK_CHUNK
-        return b"".join(
-            encode_frame([kind, flat[start : start + step]], self.max_frame)
-            for start in range(0, len(flat), step)
-        )
+        offered = self.peer_offered_reconcile
+        return gossip_named.named_frames(FrameKind.WANT_NAMED, flat, 2, offered, self.max_frame)
 
     def presence(self, payload: bytes) -> bytes:
         """Where our author is (protocol/presence.py); only once the peer offered it."""
@@ -545,23 +498,13 @@ class GossipConnection:
         self._frames_since_hello += 1
         if kind is FrameKind.RECONCILE:
             return self._reconcile(frame)
+        offered = self.peer_offered_reconcile
         if kind is FrameKind.WANT_AGREED:
-            if not self.peer_offered_reconcile:
-                raise GossipError(Breach.RECONCILE, "WANT_AGREED from a peer that did not walk")
-            if len(frame) != 2 or not isinstance(frame[1], bytes | list):
-                raise GossipError(Breach.RECONCILE, "WANT_AGREED carries one selection")
-            return PeerWantsAgreed(frame[1])
+            return PeerWantsAgreed(gossip_named.want_agreed(frame, offered))
         if kind is FrameKind.CLOCK_NAMED:
-            flat = self._flat(frame, 3)
-            for at in range(0, len(flat), 3):
-                if not (isinstance(flat[at + 2], bytes) and len(flat[at + 2]) == TAG_BYTES):
-                    raise GossipError(
-                        Breach.MALFORMED, f"CLOCK_NAMED: a tag is not {TAG_BYTES} bytes"
-                    )
-            return PeerClockNamed([tuple(flat[at : at + 3]) for at in range(0, len(flat), 3)])
+            return PeerClockNamed(gossip_named.clock_named(frame, offered, self.max_feeds))
         if kind is FrameKind.WANT_NAMED:
-            flat = self._flat(frame, 2)
-            return PeerWantsNamed([tuple(flat[at : at + 2]) for at in range(0, len(flat), 2)])
+            return PeerWantsNamed(gossip_named.want_named(frame, offered, self.max_feeds))
         if kind is FrameKind.PRESENCE:  # the envelope here; the payload the node judges
             if (
                 len(frame) != 2
@@ -646,22 +589,6 @@ class GossipConnection:
         ranges_in, self._walk_message = self._walk_message, []
         self._walk_frames = self._walk_items = 0
         return PeerReconcile(ranges_in)
-
-    def _flat(self, frame: list[Any], width: int) -> list[Any]:
-        """A frame naming feeds by position: `width` values an entry, each a position and a
-        seq first."""
-        kind = FrameKind(frame[0]).name
-        if not self.peer_offered_reconcile:
-            raise GossipError(Breach.RECONCILE, f"{kind} from a peer that did not walk")
-        flat = frame[1] if len(frame) == 2 else None
-        if not (isinstance(flat, list) and flat and len(flat) % width == 0):
-            raise GossipError(Breach.MALFORMED, f"{kind} carries entries of {width} values")
-        if len(flat) > width * self.max_feeds:
-            raise GossipError(Breach.TOO_MANY_FEEDS, f"{kind} names over {self.max_feeds} feeds")
-        for at in range(0, len(flat), width):
-            if not (_is_seq(flat[at]) and _is_seq(flat[at + 1])):
-                raise GossipError(Breach.MALFORMED, f"{kind}: a position or seq is not a count")
-        return flat
 
     def _asks(self, entries: list[Entry]) -> PeerAsks:
         entries = list(dict.fromkeys(entries))  # each answered once, however often asked
