@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 import time
 import traceback
@@ -70,6 +71,15 @@ class Progress:
     show_default=True,
     help="Spark master: local[*] (every core here), local[N], spark://HOST:PORT (a cluster, "
     "this machine the driver); 'submitted' leaves it to spark-submit (docs/PIPELINE.md).",
+)
+@click.option(
+    "--memory",
+    default="2g",
+    show_default=True,
+    callback=lambda _context, _option, value: _memory(value),
+    help="Spark's driver memory, which in a local run is every task's too (512m to 1024g): "
+    "a job spills to disk rather than needing more, however large the archive "
+    "(docs/PIPELINE.md, \"Memory\"). A cluster's executors take spark-submit's.",
 )
 @click.option(
     "--json",
@@ -156,6 +166,7 @@ def pipeline_command(
     archives: tuple[Path, ...],
     out: Path,
     master: str,
+    memory: str,
     as_json: bool,
     show: int,
     widths: str,
@@ -196,7 +207,7 @@ def pipeline_command(
         from tanglenode.pipeline.generate_command import run
 
         request = {"messages": messages, "feeds": feeds, "seed": seed, "force": force}
-        return run(progress, out, master, as_json, request, _report_failure)
+        return run(progress, out, (master, memory), as_json, request, _report_failure)
     if job == "evaluate":
         sweep = _sweep_options(widths, heights, deliveries, seeds, generator, todo, todo_events)
         sweep["reference_seconds"] = reference_seconds
@@ -226,9 +237,9 @@ def pipeline_command(
             scratch_dir().mkdir(mode=0o700, parents=True, exist_ok=True)
             log = scratch_dir() / f"jvm-{os.getpid()}-{time.time_ns()}.log"
         if job == "evaluate":
-            summary = _run_evaluate(progress, master, log, out, sweep)
+            summary = _run_evaluate(progress, (master, memory), log, out, sweep)
         else:
-            summary = _run_job(progress, job, master, log, archives, out, show)
+            summary = _run_job(progress, job, (master, memory), log, archives, out, show)
     except Exception as error:  # Spark's, the JVM's, or the disk's: the log says which
         _report_failure(job, error, log)
         return 1
@@ -240,12 +251,12 @@ def pipeline_command(
     return exit_code(job, summary)
 
 
-def _run_job(progress, job, master, log, archives, out, show) -> dict:
+def _run_job(progress, job, where, log, archives, out, show) -> dict:
     from tanglenode.pipeline.archive import read_messages, write
-    from tanglenode.pipeline.session import spark_session
+    from tanglenode.pipeline.session import spark_session_for
     from tanglenode.pipeline.tasks import TaskWatch
 
-    spark = spark_session(None if master == "submitted" else master, jvm_log=log)
+    spark = spark_session_for(*where, jvm_log=log)
     rounds = []
 
     def on_round(number: int, blocks: int) -> None:
@@ -265,6 +276,19 @@ def _run_job(progress, job, master, log, archives, out, show) -> dict:
     return {"job": job, "out": str(target), **summary, **spread}
 
 
+MEMORY = re.compile(r"([1-9][0-9]{0,6})([mg])")
+MEMORY_MB = (512, 1024 * 1024)  # at least, at most
+
+
+def _memory(text: str) -> str:
+    """`--memory`: a JVM size as 512m or 4g, within `MEMORY_MB`; else a usage error."""
+    found = MEMORY.fullmatch(text.strip().lower())
+    megabytes = 0 if found is None else int(found[1]) * (1024 if found[2] == "g" else 1)
+    if not MEMORY_MB[0] <= megabytes <= MEMORY_MB[1]:
+        raise click.BadParameter(f"{text[:40]!r}: expected a size from 512m to 1024g, as 4g")
+    return found[0]
+
+
 def _spread_text(spread: dict) -> str:
     """`1,204 tasks, 9 rounds, the longest task 4 % of task time`, as far as known."""
     parts = []
@@ -276,9 +300,9 @@ def _spread_text(spread: dict) -> str:
     return ", ".join(parts)
 
 
-def _run_evaluate(progress, master, log, out, sweep) -> dict:
+def _run_evaluate(progress, where, log, out, sweep) -> dict:
     from tanglenode.pipeline.evaluate import configurations
-    from tanglenode.pipeline.session import spark_session
+    from tanglenode.pipeline.session import spark_session_for
 
     runs = len(
         configurations(
@@ -292,7 +316,7 @@ def _run_evaluate(progress, master, log, out, sweep) -> dict:
     )
     from tanglenode.pipeline.tasks import TaskWatch
 
-    spark = spark_session(None if master == "submitted" else master, jvm_log=log)
+    spark = spark_session_for(*where, jvm_log=log)
     try:
         progress(f"Spark ready; {runs:,} run{'s' * (runs != 1)}, writing {Path(out) / 'evaluate'}")
         with TaskWatch(spark, "evaluate") as watch:

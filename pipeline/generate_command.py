@@ -21,17 +21,19 @@ import click
 def run(
     progress: Callable[[str], None],
     out: Path,
-    master: str,
+    where: tuple[str, str],
     as_json: bool,
     request: dict,
     report_failure: Callable[[str, Exception, Path | None], None],
 ) -> int:
-    """`request`: messages, feeds, seed, force; `report_failure` shows a failed run as
-    every job's (pipeline/cli.py). The command's exit code."""
+    """`where`: (master, memory); `request`: messages, feeds, seed, force; `report_failure`
+    shows a failed run as every job's (pipeline/cli.py). The command's exit code."""
     from tanglenode.pipeline.archive import BAD_INPUT
     from tanglenode.pipeline.generate import GenerateError, check_out, check_request, generate
-    from tanglenode.pipeline.session import java_missing, scratch_dir, spark_session
+    from tanglenode.pipeline.session import java_missing, scratch_dir, spark_session_for
+    from tanglenode.pipeline.tasks import TaskWatch
 
+    master, memory = where
     try:
         if request["messages"] is None or request["feeds"] is None:
             raise GenerateError("generate needs --messages N and --feeds F")
@@ -56,18 +58,20 @@ def run(
         if master != "submitted":
             scratch_dir().mkdir(mode=0o700, parents=True, exist_ok=True)
             log = scratch_dir() / f"jvm-{os.getpid()}-{time.time_ns()}.log"
-        spark = spark_session(None if master == "submitted" else master, jvm_log=log)
+        spark = spark_session_for(master, memory, jvm_log=log)
         try:
             progress(f"Spark ready; writing {out}")
-            summary = generate(
-                spark,
-                out,
-                request["messages"],
-                request["feeds"],
-                request["seed"],
-                force=request["force"],
-                progress=progress,
-            )
+            with TaskWatch(spark, "generate") as watch:
+                summary = generate(
+                    spark,
+                    out,
+                    request["messages"],
+                    request["feeds"],
+                    request["seed"],
+                    force=request["force"],
+                    progress=progress,
+                )
+            summary["longest_task_share"] = watch.spread()["longest_task_share"]
         finally:
             spark.stop()
     except Exception as error:  # Spark's, the JVM's, or the disk's: the log says which

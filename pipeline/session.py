@@ -98,3 +98,11 @@ def spark_session(
         if jvm_log is None:  # no file to hold warnings: keep the shared stderr to errors
             session.sparkContext.setLogLevel("ERROR")
     return session
+
+
+def spark_session_for(master: str, memory: str, *, jvm_log: Path | None = None):
+    """The session `tangled pipeline --master --memory` asks for: 'submitted' leaves the
+    master (and the memory) to spark-submit."""
+    if master == "submitted":
+        return spark_session(None, jvm_log=jvm_log)
+    return spark_session(master, driver_memory=memory, jvm_log=jvm_log)

@@ -267,3 +267,20 @@ def test_a_table_shows_the_archives_text_on_one_line_without_control_characters(
     cell = lines[1].rsplit(" ", 1)[0].strip()
     assert cell.startswith("tangle:[2Jchat room") and cell.endswith("…") and len(cell) == 120
     assert not any(ord(c) < 32 for line in lines for c in line)
+
+
+@pytest.mark.parametrize("given", ["lots", "0g", "511m", "1025g", "4 g", "-2g", "9" * 60 + "g"])
+def test_a_memory_that_is_not_a_size_in_range_is_a_usage_error_before_spark(tmp_path, given):
+    started = time.monotonic()
+    done = pipeline("stats", "--in", str(tmp_path), "--out", str(tmp_path / "o"), "--memory", given)
+    assert time.monotonic() - started < 5 and done.returncode == 2, done.stderr
+    assert "expected a size from 512m to 1024g" in done.stderr
+    assert "Traceback" not in done.stderr and "starting Spark" not in done.stderr
+    assert len(done.stderr) < 1000  # the value is quoted cut, never echoed whole
+
+
+@pytest.mark.parametrize(("given", "kept"), [("512m", "512m"), (" 4G ", "4g"), ("1024g", "1024g")])
+def test_a_memory_in_range_is_passed_on_as_the_jvm_reads_it(given, kept):
+    from tanglenode.pipeline.cli import _memory
+
+    assert _memory(given) == kept
