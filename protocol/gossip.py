@@ -73,8 +73,9 @@ offers presence with `[CREDIT, 0]` only to a peer that does not); a node
 that walks sends an empty HELLO clock and walks with a peer whose offer
 came (`peer_offered_reconcile`); RECONCILE and WANT_AGREED go to no other.
 A walk's message may span frames (the range running to the end closes it):
-each frame's shape is checked as it comes, within bounds on a message's
-frames, ranges and items; what it says is protocol/reconcile.py's to check.
+each frame's shape is checked as it comes (protocol/reconcile_shape.py),
+within bounds on a message's frames, ranges and items; what it says is
+protocol/reconcile.py's to check.
 
 Every ASK is answered, each entry once, by a WITNESS carrying it or an
 UNHELD naming it; this machine keeps what we asked and has not had
@@ -110,7 +111,7 @@ from tanglenode.protocol.gossip_kinds import is_seq
 from tanglenode.protocol.identity import FEED_BYTES, TAG_BYTES, message_id
 from tanglenode.protocol.identity import tag_of as tag_of  # a clock head's tag
 from tanglenode.protocol.presence import MAX_PRESENCE_BYTES
-from tanglenode.protocol.reconcile import ReconcileError, weigh
+from tanglenode.protocol.reconcile_shape import ReconcileError, weigh
 
 VERSION = 5  # 4: messages of format 2; 3: of format 1
 DEFAULT_MAX_FEEDS = 20_000

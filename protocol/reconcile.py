@@ -62,6 +62,10 @@ lists and answers. So once done, `peer_heads()` is the peer's whole clock:
 ours where we agreed, theirs where we listed. What the peer learned of
 ours is, likewise, our whole clock as it was when we opened.
 
+*Shapes.* The modes, and the shape each gives its payload, are
+protocol/reconcile_shape.py's, which checks each frame of a message as it
+arrives (`weigh`), before the message is whole.
+
 *Bounds.* A peer may send at most `max_messages` messages, `max_ranges`
 ranges a message and `max_items` items in all, with bounds in order,
 items in their range, sorted and distinct, answers only to what we asked:
@@ -78,22 +82,29 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-FEED_BYTES = 32
-TAG_BYTES = 16
+from tanglenode.protocol.reconcile_shape import (
+    ANSWER,
+    FEED_BYTES,
+    FINGERPRINT,
+    HASH_ANSWER,
+    HASHES,
+    ITEMS,
+    LIST,
+    SHORT_HASH_BYTES,
+    SKIP,
+    TAG_BYTES,
+    ReconcileError,
+    is_item,
+)
+
 FINGERPRINT_BYTES = 8
-SHORT_HASH_BYTES = 8
 _MASK = (1 << 128) - 1
 
-SKIP, FINGERPRINT, LIST, HASHES, ANSWER, HASH_ANSWER, ITEMS = range(7)
 MAX_RANGE_ITEMS = 15_000  # items one range of ours holds at most: its list fits a frame
 _ASKING = frozenset({FINGERPRINT, LIST, HASHES, HASH_ANSWER})  # modes that want a reply
 
 Heads = Mapping[bytes, tuple[int, bytes]]  # feed -> (seq, tag)
 Range = list[Any]  # [upper | None, mode, payload]
-
-
-class ReconcileError(Exception):
-    """The peer broke the walk's rules; the message says which."""
 
 
 @dataclass
@@ -459,7 +470,7 @@ class Reconciliation:
         found: dict[bytes, tuple[int, bytes]] = {}
         previous = b""
         for item in items:
-            if not _is_item(item):
+            if not is_item(item):
                 raise ReconcileError(f"an item is not [feed, seq, {TAG_BYTES}-byte tag]")
             feed = item[0]
             if feed <= previous:
@@ -469,55 +480,6 @@ class Reconciliation:
             found[feed] = (item[1], item[2])
             previous = feed
         return found
-
-
-def weigh(ranges: Any) -> tuple[int, int]:
-    """Check the shape of one frame's ranges as it arrives (each `[upper, mode, payload]`,
-    the payload as its mode has it, items as `[feed, seq, tag]`), before a message's frames
-    are gathered: (ranges, items) it carries, for the caller's bounds. The order of bounds
-    and what the items say are `Reconciliation.receive`'s to check."""
-    if not isinstance(ranges, list):
-        raise ReconcileError("a reconciliation frame carries a list of ranges")
-    items = 0
-    for entry in ranges:
-        if not (isinstance(entry, list) and len(entry) == 3):
-            raise ReconcileError("a range is [upper, mode, payload]")
-        upper, mode, payload = entry
-        if upper is not None and not (isinstance(upper, bytes) and 0 < len(upper) <= FEED_BYTES):
-            raise ReconcileError("a range's bound is a key prefix")
-        if not (isinstance(mode, int) and not isinstance(mode, bool) and 0 <= mode <= ITEMS):
-            raise ReconcileError(f"unknown range mode {mode!r}")
-        if mode in (LIST, ITEMS):
-            items += _shaped_items(payload)
-        elif mode in (ANSWER, HASH_ANSWER):
-            if not (isinstance(payload, list) and len(payload) == 2):
-                raise ReconcileError("an answer is [items, bitmap]")
-            items += _shaped_items(payload[0])
-        elif mode == HASHES:
-            if not isinstance(payload, bytes):
-                raise ReconcileError("HASHES is a run of 8-byte hashes")
-            items += len(payload) // SHORT_HASH_BYTES
-    return len(ranges), items
-
-
-def _shaped_items(items: Any) -> int:
-    if not (isinstance(items, list) and all(_is_item(item) for item in items)):
-        raise ReconcileError(f"an item is not [feed, seq, {TAG_BYTES}-byte tag]")
-    return len(items)
-
-
-def _is_item(item: Any) -> bool:
-    return (
-        isinstance(item, list)
-        and len(item) == 3
-        and isinstance(item[0], bytes)
-        and len(item[0]) == FEED_BYTES
-        and isinstance(item[1], int)
-        and not isinstance(item[1], bool)
-        and 0 < item[1] < 1 << 63
-        and isinstance(item[2], bytes)
-        and len(item[2]) == TAG_BYTES
-    )
 
 
 def _item_digest(salt: bytes, feed: bytes, seq: int, tag: bytes) -> bytes:

@@ -24,7 +24,8 @@ from __future__ import annotations
 from typing import Any
 
 from tanglenode.protocol.gossip import Breach, Clock, GossipError
-from tanglenode.protocol.reconcile import ReconcileError, Reconciliation, selected, selection
+from tanglenode.protocol.reconcile import Reconciliation, selected, selection
+from tanglenode.protocol.reconcile_shape import ReconcileError
 
 
 class Walk:

@@ -18,7 +18,8 @@ from tanglenode.protocol.gossip import (
     PeerReconcile,
     PeerWants,
 )
-from tanglenode.protocol.reconcile import FINGERPRINT, Reconciliation
+from tanglenode.protocol.reconcile import Reconciliation
+from tanglenode.protocol.reconcile_shape import FINGERPRINT
 from tests.node.test_gossip_session import Wire, chain, open_side, raw_peer, start
 
 __all__ = ["open_side"]  # the fixture, used by name

@@ -10,15 +10,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tanglenode.protocol.reconcile import (
+from tanglenode.protocol.reconcile import Reconciliation, selected, selection
+from tanglenode.protocol.reconcile_shape import (
     FINGERPRINT,
     HASHES,
     LIST,
     SKIP,
     ReconcileError,
-    Reconciliation,
-    selected,
-    selection,
     weigh,
 )
 
