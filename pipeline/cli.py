@@ -284,7 +284,7 @@ def _memory(text: str) -> str:
     """`--memory`: a JVM size as 512m or 4g, within `MEMORY_MB`; else a usage error."""
     found = MEMORY.fullmatch(text.strip().lower())
     megabytes = 0 if found is None else int(found[1]) * (1024 if found[2] == "g" else 1)
-    if not MEMORY_MB[0] <= megabytes <= MEMORY_MB[1]:
+    if found is None or not MEMORY_MB[0] <= megabytes <= MEMORY_MB[1]:
         raise click.BadParameter(f"{text[:40]!r}: expected a size from 512m to 1024g, as 4g")
     return found[0]
 
