@@ -49,7 +49,11 @@ async def test_a_full_store_during_catch_up_is_a_typed_state_in_one_line(tmp_pat
     await small.start(peers=[source], extra_env={"TANGLED_STORAGE__MAP_SIZE": str(2**20), **WEB})
 
     error = await _peer_error(small)
-    assert error.startswith("store-full: ") and "map_size" in error, error
+    if not error.startswith("store-full: "):  # say what the other end and the log saw
+        theirs = [peer["last_error"] for peer in (await source.request("peers"))["peers"]]
+        logged = [line for line in small.log_lines() if line.get("reason")]
+        raise AssertionError(f"{error!r}; the source's reasons {theirs}; logged {logged[-5:]}")
+    assert "map_size" in error, error
     assert "ExceptionGroup" not in error and "internal error" not in error
     status = await small.request("status")
     assert status["store_full"] and "map_size" in status["store_full"]
