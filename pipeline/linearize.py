@@ -13,6 +13,11 @@ scratch LMDB, whose memory stays flat however long the timeline. Both give
 the node's order: rank from present predecessors only (links to messages
 not in the archive are pending), ties by message id bytes.
 
+Small timelines share a task: they are hashed into buckets of about
+`BUCKET_EVENTS` rows, and a bucket's worker linearizes each of its
+timelines in turn, since a task per timeline (a thread of three messages)
+costs far more than its pass.
+
 Large timelines: a group is one task, so a timeline of more than
 `spread_threshold` members (the spacetime of a large archive, above all)
 is not grouped: `pipeline/spread.py` computes its ranks in rounds over
@@ -34,6 +39,10 @@ DISK_THRESHOLD = 500_000
 # Members above which a timeline is spread over blocks (pipeline/spread.py) rather than
 # grouped into one task: under it, a group's pass takes a second or two, less than a round.
 SPREAD_THRESHOLD = 50_000
+# Small timelines are linearized many to a task: rows of them per bucket at most, and at
+# least this many buckets, so the work spreads over the executors.
+BUCKET_EVENTS = 500_000
+MIN_BUCKETS = 8
 
 
 def _seq_bytes(column):
@@ -130,6 +139,23 @@ def linearize_group(frame: pd.DataFrame, disk_threshold: int = DISK_THRESHOLD) -
     )
 
 
+def linearize_bucket(frame: pd.DataFrame, disk_threshold: int = DISK_THRESHOLD) -> pd.DataFrame:
+    """Every timeline in one bucket's rows, each by `linearize_group`."""
+    frames = [
+        linearize_group(group, disk_threshold)
+        for _key, group in frame.groupby(["timeline", "root"], dropna=False, sort=False)
+    ]
+    if not frames:
+        return pd.DataFrame({name: [] for name in ("timeline", "root", "position", "rank", "id")})
+    return pd.concat(frames, ignore_index=True)
+
+
+def bucket_count(events: int) -> int:
+    """Buckets for `events` rows of small timelines: `MIN_BUCKETS`, more when a bucket would
+    pass `BUCKET_EVENTS`."""
+    return max(MIN_BUCKETS, -(-events // BUCKET_EVENTS))
+
+
 def linearize(
     messages,
     disk_threshold: int = DISK_THRESHOLD,
@@ -142,30 +168,41 @@ def linearize(
 
     A timeline of more than `spread_threshold` members (None: none is) is spread over
     `blocks` blocks (pipeline/spread.py), its rounds run before this returns;
-    `on_round(round, blocks run)` is told of each. The others are one group each.
+    `on_round(round, blocks run)` is told of each. The others are hashed into buckets of
+    many timelines, one task a bucket (`spread_threshold=None`: one task a timeline).
     """
-    events = timeline_events(messages)
-
-    def grouped(frame):
-        return frame.groupBy("timeline", "root").applyInPandas(
-            lambda group: linearize_group(group, disk_threshold), ORDER_SCHEMA
-        )
-
-    if spread_threshold is None:
-        return grouped(events)
     from pyspark.sql import functions as F
 
+    events = timeline_events(messages)
+    if spread_threshold is None:  # every timeline one group, however large: one task each
+        return events.groupBy("timeline", "root").applyInPandas(
+            lambda group: linearize_group(group, disk_threshold), ORDER_SCHEMA
+        )
     from tanglenode.pipeline.spread import spread_order
 
+    # Read three times below (sizes, the spread members, the small timelines): kept once,
+    # spilled to disk as it must, rather than the archive read and deduplicated thrice.
+    events = events.localCheckpoint()
+    sizes = events.groupBy("timeline", "root").count().localCheckpoint()  # a row a timeline
+    every = sizes.agg(F.sum("count")).first()[0] or 0
     large = [
         (row.timeline, None if row.root is None else bytes(row.root), row["count"])
-        for row in events.groupBy("timeline", "root")
-        .count()
-        .where(F.col("count") > spread_threshold)
-        .collect()
+        for row in sizes.where(F.col("count") > spread_threshold).collect()
     ]
+
+    def grouped(frame, rows: int):
+        """Small timelines, hashed into buckets of many each: one task a bucket, not a
+        timeline (a task of its own per thread costs more than the thread's pass)."""
+        buckets = bucket_count(rows)
+        bucket = F.pmod(F.xxhash64("timeline", "root"), F.lit(buckets))
+        return (
+            frame.withColumn("bucket", bucket)
+            .groupBy("bucket")
+            .applyInPandas(lambda rows: linearize_bucket(rows, disk_threshold), ORDER_SCHEMA)
+        )
+
     if not large:
-        return grouped(events)
+        return grouped(events, every)
     spread, _rounds = spread_order(events, sorted(large), blocks=blocks, on_round=on_round)
     spread_keys = events.sparkSession.createDataFrame(
         [(timeline, root) for timeline, root, _size in large], "timeline string, root binary"
@@ -176,4 +213,4 @@ def linearize(
         & events["root"].eqNullSafe(spread_keys["root"]),
         "left_anti",
     )
-    return grouped(small).unionByName(spread)
+    return grouped(small, every - sum(size for _t, _r, size in large)).unionByName(spread)

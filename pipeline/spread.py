@@ -11,20 +11,26 @@ which computes exactly that without grouping a timeline into one task.
 Blocks. The members of the large timelines are range-partitioned by
 (timeline, timestamp, ref) into blocks of about equal size: authors'
 clocks make timestamps roughly causal, so most links name a member of the
-same block or of an earlier one. A link is *inner* when both ends are in
-one block, *outer* otherwise; links to refs that are not members are
-dropped once, at the start.
+same block or of an earlier one. Each member is numbered then (`n`, unique
+over every timeline), and links are turned into numbers once, so the rounds
+move 8-byte numbers and ranks, never 56-byte refs. A link is *inner* when
+both ends are in one block, *outer* otherwise; links to refs that are not
+members are dropped at that point. The blocks with their inner links are
+kept partitioned by block, the outer links by the member they name.
 
-Rounds. Each member carries a floor: 1 + the highest current rank among
-the members its outer links name (0 without outer links). A round runs the
-in-memory topological pass (`ranks.ranks_from_floors`) over every
-block whose floors grew, one task per block: rank(m) = max(floor(m),
-m's own rank so far, 1 + rank of each inner predecessor). Every rank is the
-length of a real path, so never more than the true rank, and ranks only
-grow; when a round grows no floor, every member satisfies the rank's
-definition, which has one solution on a DAG, so the ranks are exact.
-Round 1 runs every block with floors 0; after it, a round runs only the
-blocks whose floors an earlier round's new ranks grew.
+Rounds. Each member carries a floor: 1 + the highest rank among the members
+its outer links name (0 without outer links). A round runs the in-memory
+topological pass (`ranks.ranks_from_floors`) over every block whose floors
+grew, one task per block (a cogroup of the block's members with its
+floors): rank(m) = max(floor(m), 1 + rank of each inner predecessor).
+Floors only grow, so ranks do too, and every rank is the length of a real
+path, so never more than the true rank; when a round grows no floor, every
+member satisfies the rank's definition, which has one solution on a DAG,
+so the ranks are exact. Round 1 runs every block with floors 0; after a
+round, only the ranks it just made are joined to the outer links that name
+them, and a floor that grew marks its block for the next round. What a
+round moves is what it changed: the ranks of the blocks it ran, and the
+floors they raised.
 
 How many rounds. The longest path crosses from block to block; each round
 settles at least the next crossing. With causal timestamps every outer
@@ -34,14 +40,15 @@ pointing forward across blocks and needs more rounds, up to the crossings
 on its longest path. So once the rounds outnumber the blocks, every
 `REBLOCK_EVERY`th round places the members anew by (rank so far,
 timestamp), a far better causal order than wrong clocks, and runs every
-block; the result is exact either way. In causal order the work is about
-(blocks / 2) passes over the timeline, spread over as many tasks as blocks,
-and every round is a few shuffles; the alternatives counted in
-docs/PIPELINE.md ("Large timelines") took hundreds of rounds, or tens of
-iterations of ten joins, at 200,000 messages.
+block with each member's rank so far as a floor of its own; the result is
+exact either way. The alternatives counted in docs/PIPELINE.md ("Large
+timelines") took hundreds of rounds, or tens of iterations of ten joins,
+at 200,000 messages.
 
-Checkpoints. Ranks and floors are `localCheckpoint`ed each round, so the
-plan of round k does not hold the plans of rounds 1..k-1.
+Checkpoints. The state (ranks, floors) is `localCheckpoint`ed each round,
+so the plan of round k does not hold the plans of rounds 1..k-1, and the
+JVM is asked to collect after each round, so Spark's cleaner drops the
+checkpoints no frame refers to any more.
 
 Positions. The settled ranks are sorted by (timeline, rank, id) with a
 range-partitioned sort; each row's place in its sorted partition plus the
@@ -58,8 +65,8 @@ import pandas as pd
 
 from tanglenode.pipeline.ranks import ORDER_SCHEMA, ranks_from_floors
 
-RANK_SCHEMA = "tl int, block int, ref binary, id binary, rank long"
-FLOOR_SCHEMA = "tl int, ref binary, block int, floor long"
+RANK_SCHEMA = "tl int, block int, n long, rank long"
+FLOOR_SCHEMA = "n long, block int, floor long"
 MAX_BLOCK_EVENTS = 500_000  # members per block at most: one task's memory (the in-memory pass)
 MIN_BLOCKS = 8  # at least this many blocks, so a round is spread over as many tasks
 LOOP = "the timeline's links loop: the archive's columns are not its messages'"
@@ -73,20 +80,11 @@ def block_count(events: int, min_blocks: int = MIN_BLOCKS) -> int:
 
 def _block_pass(key, members: pd.DataFrame, floors: pd.DataFrame) -> pd.DataFrame:
     """One block: ranks from its floors and its inner links (`ranks_from_floors`)."""
-    refs = [bytes(r) for r in members["ref"]]
-    links = [[bytes(link) for link in row] for row in members["inner"]]
-    floor_of = dict(zip((bytes(r) for r in floors["ref"]), floors["floor"].tolist(), strict=True))
-    ranks = ranks_from_floors(refs, links, [floor_of.get(ref, 0) for ref in refs])
-    tl, block = (int(part) for part in key)
-    return pd.DataFrame(
-        {
-            "tl": [tl] * len(refs),
-            "block": [block] * len(refs),
-            "ref": refs,
-            "id": [bytes(i) for i in members["id"]],
-            "rank": ranks,
-        }
-    )
+    numbers = members["n"].tolist()
+    links = [row.tolist() for row in members["inner"]]
+    floor_of = dict(zip(floors["n"].tolist(), floors["floor"].tolist(), strict=True))
+    ranks = ranks_from_floors(numbers, links, [floor_of.get(n, 0) for n in numbers])
+    return pd.DataFrame({"tl": members["tl"], "block": int(key[0]), "n": numbers, "rank": ranks})
 
 
 class LoopError(ValueError):
@@ -94,125 +92,126 @@ class LoopError(ValueError):
 
 
 def _blocks(members, count: int, *order):
-    """Members placed in `count` blocks by `order` -> (outer links: tl, ref, block, link,
-    partitioned by the link; blocked: tl, ref, id, block, inner links, partitioned by
-    block), each checkpointed."""
+    """Members placed in `count` blocks by `order` and numbered -> (nodes: the members'
+    columns, n and block; outer links: n, block, link (a number), partitioned by the link;
+    blocked: tl, block, n, inner (numbers), partitioned by block), each checkpointed."""
     from pyspark.sql import functions as F
 
-    no_links = F.array().cast("array<binary>")
+    no_links = F.array().cast("array<long>")
     nodes = (
         members.repartitionByRange(count, "tl", *order, "ref")
         .withColumn("block", F.spark_partition_id())
+        .withColumn("n", F.monotonically_increasing_id())  # unique over every timeline
         .localCheckpoint()
     )
-    at = nodes.select("tl", F.col("ref").alias("link"), F.col("block").alias("at"))
+    at = nodes.select("tl", F.col("ref").alias("link"), F.col("n").alias("to"), "block")
     links = (
-        nodes.select("tl", "ref", "block", F.explode("links").alias("link"))
+        nodes.select("tl", "n", F.col("block").alias("from"), F.explode("links").alias("link"))
         .join(at, ["tl", "link"])  # present links only: the others are pending
-        .dropDuplicates(["tl", "ref", "link"])
+        .select("n", "from", "to", "block")
+        .dropDuplicates(["n", "to"])
         .localCheckpoint()
     )
     outer = (
-        links.where(F.col("block") != F.col("at"))
-        .select("tl", "ref", "block", "link")
-        .repartition("tl", "link")
+        links.where(F.col("from") != F.col("block"))
+        .select("n", F.col("from").alias("block"), F.col("to").alias("link"))
+        .repartition("link")
         .localCheckpoint()
     )
     inner = (
-        links.where(F.col("block") == F.col("at"))
-        .groupBy("tl", "ref")
-        .agg(F.collect_list("link").alias("inner"))
+        links.where(F.col("from") == F.col("block"))
+        .groupBy("n")
+        .agg(F.collect_list("to").alias("inner"))
     )
     blocked = (
-        nodes.join(inner, ["tl", "ref"], "left")
-        .select("tl", "ref", "id", "block", F.coalesce("inner", no_links).alias("inner"))
-        .repartition("tl", "block")
+        nodes.join(inner, "n", "left")
+        .select("tl", "block", "n", F.coalesce("inner", no_links).alias("inner"))
+        .repartition("block")
         .localCheckpoint()
     )
-    return outer, blocked
+    return nodes, outer, blocked
 
 
 def _raised_floors(outer, fresh, floors):
-    """The floors `fresh` ranks (tl, ref, block, rank) raise through the outer links ->
-    (tl, ref, block, floor) where 1 + the highest rank named beats the floor so far."""
+    """The floors `fresh` ranks (n, rank) raise through the outer links -> (n, block, floor)
+    where 1 + the highest rank named beats the floor so far."""
     from pyspark.sql import functions as F
 
-    named = fresh.select("tl", F.col("ref").alias("link"), "rank")
+    named = fresh.select(F.col("n").alias("link"), "rank")
     offered = (
-        outer.join(named, ["tl", "link"])
-        .groupBy("tl", "ref")
+        outer.join(named, "link")
+        .groupBy("n")
         .agg((F.max("rank") + 1).alias("floor"), F.max("block").alias("block"))
     )
-    before = floors.select("tl", "ref", F.col("floor").alias("was"))
+    before = floors.select("n", F.col("floor").alias("was"))
     return (
-        offered.join(before, ["tl", "ref"], "left")
+        offered.join(before, "n", "left")
         .where(F.col("floor") > F.coalesce("was", F.lit(0)))
-        .select("tl", "ref", "block", "floor")
+        .select("n", "block", "floor")
         .localCheckpoint()
     )
 
 
 def _higher(floors, raised):
-    """Floors (tl, ref, block, floor) merged with raised ones, the higher of each kept."""
+    """Floors (n, block, floor) merged with raised ones, the higher of each kept."""
     from pyspark.sql import functions as F
 
     return (
         floors.unionByName(raised)
-        .groupBy("tl", "ref", "block")
+        .groupBy("n", "block")
         .agg(F.max("floor").alias("floor"))
         .localCheckpoint()
     )
 
 
 class _Rounds:
-    """The ranks so far (`ranks`: tl, block, ref, id, rank, every member) and the blocks'
-    floors (`floors`: members with a positive one), advanced a round at a time."""
+    """The ranks so far (`ranks`: tl, block, n, rank, every member) and the blocks' floors
+    (`floors`: n, block, floor, the members with a positive one), a round at a time.
+    Members are numbered (n) when placed, so rounds move 8-byte numbers, not refs."""
 
     def __init__(self, members, count: int, total: int) -> None:
         self.spark = members.sparkSession
-        self.members, self.count, self.total = members, count, total
-        self.outer, self.blocked = _blocks(members, count, "timestamp")
+        self.count, self.total = count, total
+        self.nodes, self.outer, self.blocked = _blocks(members, count, "timestamp")
         self.floors = self.spark.createDataFrame([], FLOOR_SCHEMA)
         self.ranks = self._run(None)
         self.raised = _raised_floors(self.outer, self.ranks, self.floors)
 
-    def _key(self):
-        """A block's key as one column: tl * count + block (blocks are numbered 0..count-1)."""
+    def _run(self, which: list[int] | None):
+        """The blocks `which` (None: all) -> their members' ranks, checkpointed."""
         from pyspark.sql import functions as F
 
-        return F.col("tl").cast("long") * self.count + F.col("block")
-
-    def _run(self, which: list[int] | None):
-        """The blocks `which` (keys; None: all) -> their members' ranks, checkpointed."""
         blocked, floors = self.blocked, self.floors
         if which is not None:
-            blocked = blocked.where(self._key().isin(which))
-            floors = floors.where(self._key().isin(which))
+            blocked = blocked.where(F.col("block").isin(which))
+            floors = floors.where(F.col("block").isin(which))
         return (
-            blocked.groupBy("tl", "block")
-            .cogroup(floors.groupBy("tl", "block"))
+            blocked.groupBy("block")
+            .cogroup(floors.groupBy("block"))
             .applyInPandas(_block_pass, RANK_SCHEMA)
             .localCheckpoint()
         )
 
     def dirty(self) -> list[int]:
-        """The keys of the blocks whose floors the last round raised ([]: settled)."""
+        """The blocks whose floors the last round raised ([]: settled)."""
         from pyspark.sql import functions as F
 
-        found = self.raised.groupBy(self._key().alias("key")).agg(F.max("floor").alias("top"))
-        rows = found.collect()
+        rows = self.raised.groupBy("block").agg(F.max("floor").alias("top")).collect()
         if rows and max(row.top for row in rows) >= self.total:  # a rank reaches the count
             raise LoopError(LOOP)
-        return sorted(row.key for row in rows)
+        return sorted(row.block for row in rows)
 
     def advance(self, dirty: list[int], rounds: int) -> int:
         """One more round over the `dirty` blocks (all of them, placed anew, once the rounds
         outnumber the blocks: see the docstring); returns how many blocks ran."""
+        from pyspark.sql import functions as F
+
         if rounds > self.count and (rounds - self.count) % REBLOCK_EVERY == 1:
             return self._place_by_rank()
         self.floors = _higher(self.floors, self.raised)
         fresh = self._run(dirty)
-        self.ranks = self.ranks.where(~self._key().isin(dirty)).unionByName(fresh).localCheckpoint()
+        kept = self.ranks.where(~F.col("block").isin(dirty))
+        self.ranks = kept.unionByName(fresh).localCheckpoint()
         self.raised = _raised_floors(self.outer, fresh, self.floors)
         return len(dirty)
 
@@ -221,18 +220,20 @@ class _Rounds:
         so far is a floor of its own, so ranks only grow."""
         from pyspark.sql import functions as F
 
-        was = self.ranks.select("tl", "ref", "rank")
-        self.outer, self.blocked = _blocks(
-            self.members.join(was, ["tl", "ref"]), self.count, "rank", "timestamp"
-        )
-        own = self.blocked.join(was, ["tl", "ref"]).select(
-            "tl", "ref", "block", F.col("rank").alias("floor")
-        )
+        ranks = self.ranks.select("n", "rank")
+        ranked = self.nodes.drop("rank").join(ranks, "n").drop("n", "block")
+        self.nodes, self.outer, self.blocked = _blocks(ranked, self.count, "rank", "timestamp")
+        own = self.nodes.select("n", "block", F.col("rank").alias("floor"))
         empty = self.spark.createDataFrame([], FLOOR_SCHEMA)
-        self.floors = _higher(own, _raised_floors(self.outer, self.ranks, empty))
+        was = self.nodes.select("n", "rank")
+        self.floors = _higher(own, _raised_floors(self.outer, was, empty))
         self.ranks = self._run(None)
         self.raised = _raised_floors(self.outer, self.ranks, self.floors)
         return self.count
+
+    def settled(self):
+        """(tl, rank, id) of every member, once `dirty` is empty."""
+        return self.ranks.join(self.nodes.select("n", "id"), "n").select("tl", "rank", "id")
 
 
 def spread_order(
@@ -263,10 +264,8 @@ def spread_order(
         ),
     )
     same = (events["timeline"] == keys["timeline"]) & events["root"].eqNullSafe(keys["root"])
-    members = (
-        events.join(F.broadcast(keys), same)
-        .select(keys["tl"], "ref", "id", "links", "timestamp")
-        .localCheckpoint()
+    members = events.join(F.broadcast(keys), same).select(
+        keys["tl"], "ref", "id", "links", "timestamp"
     )
     count = blocks or block_count(total)
     state = _Rounds(members, count, total)
@@ -279,7 +278,7 @@ def spread_order(
         _forget_unreferenced(spark)
         if on_round is not None:
             on_round(rounds, ran)
-    return _positions(state.ranks, keys), rounds
+    return _positions(state.settled(), keys), rounds
 
 
 def _forget_unreferenced(spark) -> None:
@@ -289,7 +288,7 @@ def _forget_unreferenced(spark) -> None:
 
 
 def _positions(ranked, keys):
-    """(tl, ref, rank, id) -> ORDER_SCHEMA: a distributed sort by (tl, rank, id), indexed."""
+    """(tl, rank, id) -> ORDER_SCHEMA: a distributed sort by (tl, rank, id), indexed."""
     from pyspark.sql import functions as F
 
     spark = ranked.sparkSession

@@ -47,30 +47,48 @@ class TaskWatch:
             return {"tasks": None, "longest_task_share": None}
 
     def _spread(self) -> dict[str, Any]:
+        stages = self.stages()
+        total = sum(stage["task_ms"] for stage in stages)
+        longest = max((stage["longest_ms"] for stage in stages), default=0.0)
+        share = round(longest / total, 3) if total > 0 else None
+        return {"tasks": sum(stage["tasks"] for stage in stages), "longest_task_share": share}
+
+    def stages(self) -> list[dict[str, Any]]:
+        """Each stage of the group that ran, in order: {"stage", "tasks", "task_ms" (their
+        summed run time), "longest_ms", "wall_ms" (submitted to completed)}."""
         gateway = self.context._gateway
         context = self.context._jsc.sc()
         context.listenerBus().waitUntilEmpty()
         status = context.statusStore()
-        stages = set()
+        ids = set()
         jobs = status.jobsList(None).iterator()
         while jobs.hasNext():
             job = jobs.next()
             group = job.jobGroup()
             if group.isDefined() and group.get() == self.group:
-                ids = job.stageIds().iterator()
-                while ids.hasNext():
-                    stages.add(ids.next())
+                stage_ids = job.stageIds().iterator()
+                while stage_ids.hasNext():
+                    ids.add(stage_ids.next())
         highest = gateway.new_array(gateway.jvm.double, 1)
         highest[0] = 1.0  # the quantile 1.0 is the longest task
-        tasks, total, longest = 0, 0.0, 0.0
-        for stage_id in sorted(stages):
+        found = []
+        for stage_id in sorted(ids):
             stage = status.lastStageAttempt(stage_id)
             if stage.numCompleteTasks() == 0:  # skipped: its output was reused
                 continue
-            tasks += stage.numCompleteTasks()
-            total += stage.executorRunTime()
             summary = status.taskSummary(stage_id, stage.attemptId(), highest)
-            if summary.isDefined():
-                longest = max(longest, summary.get().executorRunTime().apply(0))
-        share = round(longest / total, 3) if total > 0 else None
-        return {"tasks": tasks, "longest_task_share": share}
+            longest = summary.get().executorRunTime().apply(0) if summary.isDefined() else 0.0
+            submitted, completed = stage.submissionTime(), stage.completionTime()
+            wall = None
+            if submitted.isDefined() and completed.isDefined():
+                wall = completed.get().getTime() - submitted.get().getTime()
+            found.append(
+                {
+                    "stage": stage_id,
+                    "tasks": stage.numCompleteTasks(),
+                    "task_ms": float(stage.executorRunTime()),
+                    "longest_ms": float(longest),
+                    "wall_ms": wall,
+                }
+            )
+        return found
