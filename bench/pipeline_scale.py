@@ -98,7 +98,14 @@ def run_linearize(spark, archive: Path, out: Path, rounds: list[int]) -> dict:
     from tanglenode.pipeline.archive import read_messages, write
     from tanglenode.pipeline.linearize import linearize
 
-    order = linearize(read_messages(spark, [archive]), on_round=lambda n, _blocks: rounds.append(n))
+    started = time.perf_counter()
+
+    def on_round(number: int, blocks: int) -> None:
+        rounds.append(number)
+        elapsed = time.perf_counter() - started
+        print(f"[{elapsed:7.1f} s] round {number}: {blocks} blocks", file=sys.stderr, flush=True)
+
+    order = linearize(read_messages(spark, [archive]), on_round=on_round)
     target = write(order, out, "linearize")
     return {"rows": spark.read.parquet(str(target)).count()}
 
@@ -150,6 +157,9 @@ def main() -> None:
         "model_at_cores_s": round(projected(stages, wall, cores), 1),
         "projected_s": {e: round(projected(stages, wall, e), 1) for e in args.executors},
         **{k: v for k, v in result.items() if k in ("rows", "messages", "feeds")},
+        "heaviest_stages": sorted(
+            stages, key=lambda stage: max(stage["longest_ms"], stage["task_ms"] / cores)
+        )[-8:],
     }
     if args.json:
         print(json.dumps(report))
