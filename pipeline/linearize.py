@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterable
 import pandas as pd
 
 from tanglenode.pipeline.ranks import ORDER_SCHEMA, ranks_from_floors
+from tanglenode.pipeline.session import kept
 from tanglenode.protocol.identity import TAG_BYTES
 
 DISK_THRESHOLD = 500_000
@@ -182,8 +183,8 @@ def linearize(
 
     # Read three times below (sizes, the spread members, the small timelines): kept once,
     # spilled to disk as it must, rather than the archive read and deduplicated thrice.
-    events = events.localCheckpoint()
-    sizes = events.groupBy("timeline", "root").count().localCheckpoint()  # a row a timeline
+    events = kept(events)
+    sizes = events.groupBy("timeline", "root").count().transform(kept)  # a row a timeline
     every = sizes.agg(F.sum("count")).first()[0] or 0
     large = [
         (row.timeline, None if row.root is None else bytes(row.root), row["count"])

@@ -91,6 +91,9 @@ def spark_session(
             .config("spark.sql.execution.arrow.pyspark.enabled", "true")
             .config("spark.local.dir", str(scratch))
             .config("spark.driver.extraJavaOptions", java_options)
+            # Kept frames and spilled blocks are written by Kryo, not Java's own serialization
+            # (a frame evicted to disk row by row through ObjectOutputStream stalled a job).
+            .config("spark.serializer", "org.apache.spark.serializer.KryoSerializer")
         )
         if shuffle_partitions is not None:
             builder = builder.config("spark.sql.shuffle.partitions", str(shuffle_partitions))
@@ -106,3 +109,12 @@ def spark_session_for(master: str, memory: str, *, jvm_log: Path | None = None):
     if master == "submitted":
         return spark_session(None, jvm_log=jvm_log)
     return spark_session(master, driver_memory=memory, jvm_log=jvm_log)
+
+
+def kept(frame):
+    """`frame` computed once and kept for the rest of the job, its plan cut (`localCheckpoint`):
+    stored serialized, in memory while there is room and on disk beyond it, so a kept frame
+    larger than the memory set costs disk, never the heap (docs/PIPELINE.md, "Memory")."""
+    from pyspark import StorageLevel
+
+    return frame.localCheckpoint(storageLevel=StorageLevel.MEMORY_AND_DISK)

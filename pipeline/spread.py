@@ -45,8 +45,9 @@ exact either way. The alternatives counted in docs/PIPELINE.md ("Large
 timelines") took hundreds of rounds, or tens of iterations of ten joins,
 at 200,000 messages.
 
-Checkpoints. The state (ranks, floors) is `localCheckpoint`ed each round,
-so the plan of round k does not hold the plans of rounds 1..k-1, and the
+Checkpoints. The state (ranks, floors) is kept (`session.kept`: a
+`localCheckpoint`, serialized, spilling to disk) each round, so the plan
+of round k does not hold the plans of rounds 1..k-1, and the
 JVM is asked to collect after each round, so Spark's cleaner drops the
 checkpoints no frame refers to any more.
 
@@ -64,6 +65,7 @@ from collections.abc import Callable
 import pandas as pd
 
 from tanglenode.pipeline.ranks import ORDER_SCHEMA, ranks_from_floors
+from tanglenode.pipeline.session import kept
 
 RANK_SCHEMA = "tl int, block int, n long, rank long"
 FLOOR_SCHEMA = "n long, block int, floor long"
@@ -102,7 +104,7 @@ def _blocks(members, count: int, *order):
         members.repartitionByRange(count, "tl", *order, "ref")
         .withColumn("block", F.spark_partition_id())
         .withColumn("n", F.monotonically_increasing_id())  # unique over every timeline
-        .localCheckpoint()
+        .transform(kept)
     )
     at = nodes.select("tl", F.col("ref").alias("link"), F.col("n").alias("to"), "block")
     links = (
@@ -110,13 +112,13 @@ def _blocks(members, count: int, *order):
         .join(at, ["tl", "link"])  # present links only: the others are pending
         .select("n", "from", "to", "block")
         .dropDuplicates(["n", "to"])
-        .localCheckpoint()
+        .transform(kept)
     )
     outer = (
         links.where(F.col("from") != F.col("block"))
         .select("n", F.col("from").alias("block"), F.col("to").alias("link"))
         .repartition("link")
-        .localCheckpoint()
+        .transform(kept)
     )
     inner = (
         links.where(F.col("from") == F.col("block"))
@@ -127,7 +129,7 @@ def _blocks(members, count: int, *order):
         nodes.join(inner, "n", "left")
         .select("tl", "block", "n", F.coalesce("inner", no_links).alias("inner"))
         .repartition("block")
-        .localCheckpoint()
+        .transform(kept)
     )
     return nodes, outer, blocked
 
@@ -148,7 +150,7 @@ def _raised_floors(outer, fresh, floors):
         offered.join(before, "n", "left")
         .where(F.col("floor") > F.coalesce("was", F.lit(0)))
         .select("n", "block", "floor")
-        .localCheckpoint()
+        .transform(kept)
     )
 
 
@@ -160,7 +162,7 @@ def _higher(floors, raised):
         floors.unionByName(raised)
         .groupBy("n", "block")
         .agg(F.max("floor").alias("floor"))
-        .localCheckpoint()
+        .transform(kept)
     )
 
 
@@ -189,7 +191,7 @@ class _Rounds:
             blocked.groupBy("block")
             .cogroup(floors.groupBy("block"))
             .applyInPandas(_block_pass, RANK_SCHEMA)
-            .localCheckpoint()
+            .transform(kept)
         )
 
     def dirty(self) -> list[int]:
@@ -210,8 +212,8 @@ class _Rounds:
             return self._place_by_rank()
         self.floors = _higher(self.floors, self.raised)
         fresh = self._run(dirty)
-        kept = self.ranks.where(~F.col("block").isin(dirty))
-        self.ranks = kept.unionByName(fresh).localCheckpoint()
+        unchanged = self.ranks.where(~F.col("block").isin(dirty))
+        self.ranks = unchanged.unionByName(fresh).transform(kept)
         self.raised = _raised_floors(self.outer, fresh, self.floors)
         return len(dirty)
 
@@ -297,7 +299,7 @@ def _positions(ranked, keys):
         .orderBy("tl", "rank", "id")
         .withColumn("part", F.spark_partition_id())
         .withColumn("at", F.monotonically_increasing_id())  # (partition << 33) + row in it
-        .localCheckpoint()
+        .transform(kept)
     )
     sizes = sorted(tuple(row) for row in ordered.groupBy("part").count().collect())
     starts, before = [], 0
