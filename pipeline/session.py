@@ -113,8 +113,10 @@ def spark_session_for(master: str, memory: str, *, jvm_log: Path | None = None):
 
 def kept(frame):
     """`frame` computed once and kept for the rest of the job, its plan cut (`localCheckpoint`):
-    stored serialized, in memory while there is room and on disk beyond it, so a kept frame
-    larger than the memory set costs disk, never the heap (docs/PIPELINE.md, "Memory")."""
+    written serialized to the scratch disk, where the system's page cache holds what memory
+    allows, so a kept frame costs disk, never the JVM's heap (docs/PIPELINE.md, "Memory").
+    Kept in the heap (serialized, spilling to disk), a 10M-message archive's events ran a
+    2g heap out of memory."""
     from pyspark import StorageLevel
 
-    return frame.localCheckpoint(storageLevel=StorageLevel.MEMORY_AND_DISK)
+    return frame.localCheckpoint(storageLevel=StorageLevel.DISK_ONLY)
