@@ -128,6 +128,10 @@ def main() -> None:
     parser.add_argument("--executors", type=int, nargs="+", default=[16, 64])
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    if args.job == "linearize" and (args.archive is None or not args.archive.is_dir()):
+        parser.error("linearize needs --archive DIR, an archive folder")
+    if args.job == "generate" and not (args.messages and args.feeds and args.out):
+        parser.error("generate needs --messages N, --feeds F and --out DIR")
     cores = int(args.master[6:-1]) if args.master.startswith("local[") else os.cpu_count()
     out = args.out or Path(f"/tmp/tanglenode-scale-{args.job}")
     spark = spark_session_for(args.master, args.memory)
